@@ -1,0 +1,55 @@
+"""Opening the run database: default location, WAL, busy timeout, migrations.
+
+WAL lets readers (runs list, the service) work while a writer (train, the daemon) commits; the busy timeout
+makes a second writer wait for the lock instead of failing at once. TEXTCLF_DB_TIMEOUT (seconds) sets it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import sqlite_utils
+
+from db.schema import migrate
+from textclf.errors import DatabaseError
+from textclf.paths import data_dir
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def default_db_path() -> Path:
+    """TEXTCLF_DB, else <data dir>/runs.db."""
+    return Path(os.environ["TEXTCLF_DB"]) if os.environ.get("TEXTCLF_DB") else data_dir() / "runs.db"
+
+
+def open_db(path: str | Path | None = None) -> sqlite_utils.Database:
+    path = Path(path) if path else default_db_path()
+    timeout = float(os.environ.get("TEXTCLF_DB_TIMEOUT", DEFAULT_TIMEOUT_S))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        db = sqlite_utils.Database(conn)
+        db.textclf_path = path  # for error messages
+        if db.journal_mode != "wal":
+            db.enable_wal()
+        migrate(db)
+    except sqlite3.DatabaseError as exc:  # OperationalError (locked) and 'file is not a database'
+        raise db_error(path, exc) from None
+    except OSError as exc:
+        raise DatabaseError(f"run database '{path}' cannot be created ({exc.strerror}): pass a writable --db") from None
+    return db
+
+
+def db_error(path, exc: sqlite3.Error) -> DatabaseError:
+    message = str(exc).lower()
+    if "locked" in message or "busy" in message:
+        return DatabaseError(
+            f"run database '{path}' is locked by another writer: wait for it to finish and retry, "
+            "or raise TEXTCLF_DB_TIMEOUT, or pass another --db"
+        )
+    if "not a database" in message or "malformed" in message:
+        return DatabaseError(f"run database '{path}' is not a SQLite database or is damaged: pass another --db")
+    return DatabaseError(f"run database '{path}' failed ({message}): check the file and its folder are writable")

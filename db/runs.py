@@ -1,0 +1,82 @@
+"""Queries on the run history. Every write is one short transaction; a locked DB surfaces as DatabaseError."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlite_utils
+
+from db.connection import db_error
+from textclf.errors import DatabaseError
+
+JSON_COLUMNS = ("settings", "versions", "skipped", "labels")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write(db: sqlite_utils.Database, fn):
+    try:
+        with db.conn:
+            return fn()
+    except sqlite3.OperationalError as exc:
+        raise db_error(getattr(db, "textclf_path", "(in memory)"), exc) from None
+
+
+def start_run(db: sqlite_utils.Database, **fields: Any) -> int:
+    record = {"status": "running", "started_at": now(), **_encode(fields)}
+    return _write(db, lambda: db["runs"].insert(record).last_pk)
+
+
+def update_run(db: sqlite_utils.Database, run_id: int, **fields: Any) -> None:
+    _write(db, lambda: db["runs"].update(run_id, _encode(fields)))
+
+
+def end_run(db: sqlite_utils.Database, run_id: int, status: str, **fields: Any) -> None:
+    """Mark a run finished, failed or interrupted, with its end time."""
+    assert status in ("finished", "failed", "interrupted")
+    update_run(db, run_id, status=status, ended_at=now(), **fields)
+
+
+def add_epoch(db: sqlite_utils.Database, run_id: int, **fields: Any) -> None:
+    _write(db, lambda: db["epochs"].insert({"run_id": run_id, **fields}, replace=True))
+
+
+def add_phases(db: sqlite_utils.Database, run_id: int, phases: dict[str, float]) -> None:
+    rows = [{"run_id": run_id, "phase": name, "seconds": seconds} for name, seconds in phases.items()]
+    _write(db, lambda: db["phases"].insert_all(rows, replace=True))
+
+
+def _encode(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: json.dumps(v) if k in JSON_COLUMNS and not isinstance(v, str) else v for k, v in fields.items()}
+
+
+def _decode(row: dict[str, Any]) -> dict[str, Any]:
+    for key in JSON_COLUMNS:
+        if isinstance(row.get(key), str):
+            row[key] = json.loads(row[key])
+    return row
+
+
+def list_runs(db: sqlite_utils.Database, limit: int | None = None, status: str | None = None) -> list[dict]:
+    where, args = ("status = ?", [status]) if status else (None, [])
+    return [_decode(r) for r in db["runs"].rows_where(where, args, order_by="id desc", limit=limit)]
+
+
+def get_run(db: sqlite_utils.Database, run_id: int) -> dict:
+    try:
+        run = _decode(db["runs"].get(run_id))
+    except sqlite_utils.db.NotFoundError:
+        raise DatabaseError(f"run {run_id} does not exist: see 'textclf runs list' for run ids") from None
+    run["epochs"] = list(db["epochs"].rows_where("run_id = ?", [run_id], order_by="epoch"))
+    run["phases"] = {r["phase"]: r["seconds"] for r in db["phases"].rows_where("run_id = ?", [run_id])}
+    return run
+
+
+def latest_model_path(db: sqlite_utils.Database) -> str | None:
+    rows = list(db["runs"].rows_where("status = 'finished' and model_path is not null", order_by="id desc", limit=1))
+    return rows[0]["model_path"] if rows else None

@@ -1,0 +1,75 @@
+"""Schema as an ordered list of migrations; PRAGMA user_version records how many have run.
+
+Add a migration by appending a function; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+import sqlite_utils
+
+from textclf.errors import DatabaseError
+
+
+def _v1_runs(db: sqlite_utils.Database) -> None:
+    db["runs"].create(
+        {
+            "id": int,
+            "status": str,  # running / finished / failed / interrupted
+            "started_at": str,  # ISO 8601 UTC
+            "ended_at": str,
+            "corpus": str,
+            "corpus_format": str,
+            "corpus_fingerprint": str,
+            "test_corpus": str,
+            "settings": str,  # JSON of textclf.config.Settings
+            "backend": str,
+            "device": str,
+            "versions": str,  # JSON {textclf, jax, jaxlib, sklearn, numpy, python}
+            "skipped": str,  # JSON {reason: count}
+            "non_utf8": int,
+            "n_train": int,
+            "n_eval": int,
+            "eval_kind": str,  # "test" or "validation"
+            "n_features": int,
+            "n_classes": int,
+            "labels": str,  # JSON list
+            "model_path": str,
+            "final_loss": float,
+            "train_accuracy": float,
+            "eval_accuracy": float,
+            "error": str,
+        },
+        pk="id",
+    )
+    db["runs"].create_index(["status"])
+    db["epochs"].create(
+        {"run_id": int, "epoch": int, "loss": float, "train_accuracy": float, "eval_accuracy": float,
+         "seconds": float, "docs_per_s": float},
+        pk=("run_id", "epoch"),
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["phases"].create(
+        {"run_id": int, "phase": str, "seconds": float},
+        pk=("run_id", "phase"),
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+
+
+MIGRATIONS = [_v1_runs]
+
+
+def migrate(db: sqlite_utils.Database) -> None:
+    current = db.execute("PRAGMA user_version").fetchone()[0]
+    if current > len(MIGRATIONS):
+        raise DatabaseError(
+            f"run database schema version {current} is newer than this textclf knows ({len(MIGRATIONS)}): "
+            "upgrade textclf or pass another --db"
+        )
+    for version in range(current, len(MIGRATIONS)):
+        with db.conn:
+            db.conn.execute("BEGIN IMMEDIATE")
+            # Another process may have migrated while we waited for the lock.
+            if db.execute("PRAGMA user_version").fetchone()[0] > version:
+                continue
+            MIGRATIONS[version](db)
+            db.conn.execute(f"PRAGMA user_version = {version + 1}")

@@ -1,0 +1,1 @@
+"""Corpus readers, vectorizers and dataset converters: everything between files on disk and arrays."""

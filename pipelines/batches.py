@@ -1,0 +1,74 @@
+"""CSR rows -> fixed-shape sparse minibatches the device can scan over.
+
+A minibatch of B documents is three flat arrays of length `cap` (the batch's nonzeros, padded):
+  indices (cap,) int32   feature column of each nonzero
+  values  (cap,) float32 its TF-IDF weight (0 in padding)
+  rows    (cap,) int32   which document of the batch (0..B-1) it belongs to (0 in padding)
+plus labels (B,) int32 and mask (B,) float32 (0 for the rows that pad the last batch).
+cap is rounded up to a power of two so the compiled step is reused across epochs (few distinct shapes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass
+class SparseBatches:
+    indices: np.ndarray  # (steps, cap) int32
+    values: np.ndarray  # (steps, cap) float32
+    rows: np.ndarray  # (steps, cap) int32
+    labels: np.ndarray  # (steps, B) int32
+    mask: np.ndarray  # (steps, B) float32
+
+    @property
+    def steps(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.labels.shape[1])
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return self.indices, self.values, self.rows, self.labels, self.mask
+
+
+def next_power_of_two(n: int) -> int:
+    return 1 << max(0, int(n - 1).bit_length())
+
+
+def make_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray | None = None) -> SparseBatches:
+    """Cut the rows of `matrix` (in `order`, default as stored) into minibatches of `batch_size` documents."""
+    n = matrix.shape[0]
+    order = np.arange(n) if order is None else order
+    steps = max(1, -(-n // batch_size))
+    padded_n = steps * batch_size
+    # Rows past n repeat row 0 but get mask 0, so they add nothing to the loss or the gradient.
+    take = np.zeros(padded_n, dtype=np.int64)
+    take[:n] = order
+    mask = np.zeros(padded_n, dtype=np.float32)
+    mask[:n] = 1.0
+    sub = matrix[take].tocsr()
+    nnz_per_row = np.diff(sub.indptr) * (mask > 0)
+    nnz_per_batch = nnz_per_row.reshape(steps, batch_size).sum(axis=1)
+    cap = next_power_of_two(int(max(1, nnz_per_batch.max())))
+
+    # Position of every kept nonzero inside its batch's flat array.
+    row_of_nz = np.repeat(np.arange(padded_n), np.diff(sub.indptr))
+    keep = mask[row_of_nz] > 0
+    row_of_nz = row_of_nz[keep]
+    batch_of_nz = row_of_nz // batch_size
+    batch_start = np.concatenate([[0], np.cumsum(nnz_per_batch)[:-1]])
+    slot = np.arange(row_of_nz.size) - batch_start[batch_of_nz]
+
+    indices = np.zeros((steps, cap), np.int32)
+    values = np.zeros((steps, cap), np.float32)
+    rows = np.zeros((steps, cap), np.int32)
+    indices[batch_of_nz, slot] = sub.indices[keep]
+    values[batch_of_nz, slot] = sub.data[keep]
+    rows[batch_of_nz, slot] = row_of_nz % batch_size
+    batch_labels = np.asarray(labels, np.int32)[take].reshape(steps, batch_size)
+    return SparseBatches(indices, values, rows, batch_labels, mask.reshape(steps, batch_size))

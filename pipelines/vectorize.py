@@ -1,0 +1,114 @@
+"""scikit-learn bag of words -> L2-normalised sublinear TF-IDF rows (scipy CSR, float32).
+
+Two kinds, both saved as plain arrays (never pickled):
+- "tfidf": CountVectorizer over the training corpus (min_df, stop words, n-grams), then the `features` terms
+  that a chi-squared test finds most tied to the labels (or the most frequent ones). Saved: the terms.
+- "hashing": HashingVectorizer into `features` buckets; nothing to fit but the IDF. Saved: nothing but IDF.
+At prediction time the same CountVectorizer/HashingVectorizer is rebuilt from the saved terms and settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
+from sklearn.feature_selection import chi2
+from sklearn.preprocessing import normalize
+
+from textclf.config import Settings
+from textclf.errors import CorpusError
+
+SMALL_CORPUS_DOCS = 200  # below this min_df is forced to 1 (min_df=2 would drop most words)
+
+
+@dataclass
+class Vectorizer:
+    kind: str  # "tfidf" or "hashing"
+    terms: list[str] | None  # column order of the "tfidf" kind; None for "hashing"
+    idf: np.ndarray  # (n_features,) float32
+    ngram_max: int
+    stop_words: str | None
+
+    @property
+    def n_features(self) -> int:
+        return int(self.idf.shape[0])
+
+    def _counter(self):
+        common = dict(ngram_range=(1, self.ngram_max), stop_words=self.stop_words, dtype=np.float32)
+        if self.kind == "hashing":
+            return HashingVectorizer(n_features=self.n_features, alternate_sign=False, norm=None, **common)
+        return CountVectorizer(vocabulary=self.terms, **common)
+
+    def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
+        """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero)."""
+        return _weight(self._counter().transform(texts), self.idf)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        arrays = {"idf": self.idf}
+        if self.terms is not None:
+            arrays["terms"] = np.array(self.terms, dtype=str)  # fixed-width unicode: loads without pickle
+        return arrays
+
+    def config(self) -> dict:
+        return {"kind": self.kind, "ngram_max": self.ngram_max, "stop_words": self.stop_words}
+
+    @classmethod
+    def from_arrays(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Vectorizer":
+        terms = [str(t) for t in arrays["terms"]] if "terms" in arrays else None
+        return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"])
+
+
+def _sublinear(counts: sp.csr_matrix) -> sp.csr_matrix:
+    counts = counts.tocsr().astype(np.float32)
+    counts.data = 1.0 + np.log(counts.data)
+    return counts
+
+
+def _weight(counts: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:
+    weighted = _sublinear(counts) @ sp.diags(idf)
+    return normalize(weighted.tocsr(), copy=False).astype(np.float32)
+
+
+def _idf(counts: sp.csr_matrix) -> np.ndarray:
+    """Smoothed IDF as scikit-learn computes it: ln((1 + n) / (1 + df)) + 1."""
+    n = counts.shape[0]
+    df = np.bincount(counts.indices, minlength=counts.shape[1])
+    return (np.log((1.0 + n) / (1.0 + df)) + 1.0).astype(np.float32)
+
+
+def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settings) -> tuple[Vectorizer, sp.csr_matrix]:
+    """Fit on the training texts; return the vectorizer and the training matrix it produces."""
+    common = dict(ngram_range=(1, settings.ngram_max), stop_words=settings.stop_words, dtype=np.float32)
+    if settings.vectorizer == "hashing":
+        counts = HashingVectorizer(
+            n_features=settings.features, alternate_sign=False, norm=None, **common
+        ).transform(texts).tocsr()
+        idf = _idf(counts)
+        vec = Vectorizer("hashing", None, idf, settings.ngram_max, settings.stop_words)
+        return vec, _weight(counts, idf)
+
+    min_df = settings.min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
+    counter = CountVectorizer(min_df=min_df, **common)
+    try:
+        counts = counter.fit_transform(texts).tocsr()
+    except ValueError as exc:  # "empty vocabulary; perhaps the documents only contain stop words"
+        raise CorpusError(
+            f"no words to learn from ({exc}): the documents hold only stop words or symbols; "
+            "add real text or pass --stop-words none"
+        ) from None
+    terms = counter.get_feature_names_out()
+    idf = _idf(counts)
+    if len(terms) > settings.features:
+        if settings.feature_selection == "chi2":
+            scores, _ = chi2(_weight(counts, idf), np.asarray(labels))
+            score = np.nan_to_num(scores, nan=0.0)
+        else:
+            score = np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.float64)
+        # Highest score first; ties broken by column (alphabetical) order so the choice is deterministic.
+        keep = np.sort(np.argsort(-score, kind="stable")[: settings.features])
+        terms, counts, idf = terms[keep], counts[:, keep], idf[keep]
+    vec = Vectorizer("tfidf", [str(t) for t in terms], idf, settings.ngram_max, settings.stop_words)
+    return vec, _weight(counts, idf)

@@ -1,0 +1,51 @@
+"""Shared fixtures: a tiny corpus, an isolated data dir and run database, fast settings, ../shared data."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from textclf.config import Settings
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_CORPUS = REPO / "textclf" / "sample_corpus"
+SHARED_DATA = Path(os.environ.get("TEXTCLF_SHARED", REPO.parent / "shared")) / "data"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own data dir and DB, so nothing touches the user's files or other tests."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("TEXTCLF_HOME", str(home))
+    monkeypatch.delenv("TEXTCLF_DB", raising=False)
+    monkeypatch.setenv("TEXTCLF_DB_TIMEOUT", "0.5")
+    return home
+
+
+@pytest.fixture
+def corpus_dir(tmp_path) -> Path:
+    """A copy of the shipped sample corpus (3 labels x 12 short documents) that tests may modify."""
+    target = tmp_path / "corpus"
+    shutil.copytree(SAMPLE_CORPUS, target)
+    return target
+
+
+@pytest.fixture
+def db_path(tmp_path) -> Path:
+    return tmp_path / "runs.db"
+
+
+@pytest.fixture
+def fast_settings() -> Settings:
+    """Small enough to train in well under a second after compilation."""
+    return Settings(epochs=2, min_steps=60, batch_size=8, hidden=16)
+
+
+def shared_path(*parts: str) -> Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"needs the shared data at {path} (../shared beside the repo); not present here")
+    return path

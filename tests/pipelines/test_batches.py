@@ -1,0 +1,32 @@
+import numpy as np
+import scipy.sparse as sp
+
+from pipelines.batches import make_batches, next_power_of_two
+
+
+def _dense_from_batches(batches, n_features):
+    steps, batch_size = batches.labels.shape
+    dense = np.zeros((steps * batch_size, n_features), np.float32)
+    for step in range(steps):
+        np.add.at(dense, (step * batch_size + batches.rows[step], batches.indices[step]), batches.values[step])
+    return dense
+
+
+def test_batches_hold_exactly_the_rows_in_order():
+    rng = np.random.default_rng(0)
+    matrix = sp.random(23, 40, density=0.2, format="csr", random_state=1, dtype=np.float32)
+    labels = rng.integers(0, 3, 23)
+    order = rng.permutation(23)
+    batches = make_batches(matrix, labels, batch_size=5, order=order)
+    assert batches.labels.shape == (5, 5)  # 23 rows -> 5 batches, the last padded with 2 masked rows
+    assert batches.mask.sum() == 23 and batches.mask[-1].tolist() == [1, 1, 1, 0, 0]
+    cap = batches.indices.shape[1]
+    assert cap == next_power_of_two(cap)
+    dense = _dense_from_batches(batches, 40)
+    np.testing.assert_array_equal(dense[:23], matrix[order].toarray())
+    assert not dense[23:].any()  # masked padding rows carry no features
+    np.testing.assert_array_equal(batches.labels.reshape(-1)[:23], labels[order])
+
+
+def test_next_power_of_two():
+    assert [next_power_of_two(n) for n in (1, 2, 3, 4, 5, 1000)] == [1, 2, 4, 4, 8, 1024]

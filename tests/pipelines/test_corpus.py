@@ -1,0 +1,98 @@
+import json
+
+import pytest
+
+from pipelines.corpus import read_corpus
+from textclf.errors import CorpusError
+
+
+def test_folder_corpus_reads_every_label(corpus_dir):
+    corpus = read_corpus(corpus_dir)
+    assert corpus.label_counts == {"cooking": 12, "space": 12, "sports": 12}
+    assert corpus.format == "folder"
+    assert corpus.skipped == {}
+    assert len(corpus.fingerprint) == 64
+
+
+def test_fingerprint_tracks_content(corpus_dir):
+    before = read_corpus(corpus_dir).fingerprint
+    assert read_corpus(corpus_dir).fingerprint == before
+    (corpus_dir / "space" / "01.txt").write_text("changed text about orbits")
+    assert read_corpus(corpus_dir).fingerprint != before
+
+
+def test_skips_are_counted(corpus_dir):
+    (corpus_dir / "space" / ".hidden.txt").write_text("a hidden note about rockets")
+    (corpus_dir / ".git").mkdir()
+    (corpus_dir / "space" / "empty.txt").write_text("   \n")
+    (corpus_dir / "space" / "image.bin").write_bytes(b"\x89PNG\x00\x01\x02")
+    (corpus_dir / "sports" / "latin1.txt").write_bytes("Le gardien a arr\xeat\xe9 le penalty".encode("latin-1"))
+    nested = corpus_dir / "sports" / "archive" / "2024"
+    nested.mkdir(parents=True)
+    (nested / "old.txt").write_text("the old match report from the archive")
+    corpus = read_corpus(corpus_dir)
+    assert corpus.skipped == {"hidden": 2, "empty": 1, "binary": 1}
+    assert corpus.non_utf8 == 1
+    assert "Le gardien a arrêté le penalty" in corpus.texts
+    assert corpus.label_counts["sports"] == 14  # 12 + latin-1 file + nested file
+
+
+def test_oversized_file_is_skipped(corpus_dir):
+    (corpus_dir / "space" / "huge.txt").write_bytes(b"word " * (3 * 1024 * 1024 // 5 + 1))
+    corpus = read_corpus(corpus_dir, max_file_mb=1)
+    assert corpus.skipped == {"too_large": 1}
+
+
+def test_csv_without_header_is_ag_news_style(tmp_path):
+    path = tmp_path / "news.csv"
+    path.write_text('"3","Stocks fall","Markets slid\\on Monday"\n"2","Team wins","Late goal"\n"3","x","y"\n')
+    corpus = read_corpus(path)
+    assert corpus.labels == ["3", "2", "3"]
+    assert corpus.texts[0] == "Stocks fall Markets slid on Monday"
+
+
+def test_csv_with_header_uses_label_column(tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_text("text,label\nsome text,a\nother text,b\n")
+    corpus = read_corpus(path)
+    assert corpus.labels == ["a", "b"] and corpus.texts == ["some text", "other text"]
+
+
+def test_jsonl(tmp_path):
+    path = tmp_path / "data.jsonl"
+    rows = [{"text": "good", "label": "pos"}, {"text": "bad", "label": "neg"}, {"text": " ", "label": "neg"}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    corpus = read_corpus(path)
+    assert corpus.labels == ["pos", "neg"] and corpus.skipped == {"empty": 1}
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda d: d / "missing", "does not exist"),
+        (lambda d: _mkdir(d / "empty"), "has no label folders"),
+        (lambda d: _files(d / "one", {"a/1.txt": "text"}), "only one label"),
+        (lambda d: _files(d / "hollow", {"a/1.txt": "text", "b/1.txt": ""}), "label 'b'"),
+        (lambda d: _files(d / "allbad", {"a/1.txt": "", "b/1.bin": b"\x00\x01"}), "has no usable document"),
+        (lambda d: _files(d, {"x.txt": "not a corpus"}) / "x.txt", "unknown type"),
+        (lambda d: _files(d, {"bad.jsonl": "{not json"}) / "bad.jsonl", "line 1 is not valid JSON"),
+        (lambda d: _files(d, {"keys.jsonl": '{"body": "x"}'}) / "keys.jsonl", 'lacks a "text" or "label"'),
+        (lambda d: _files(d, {"e.csv": ""}) / "e.csv", "is empty"),
+    ],
+)
+def test_unusable_corpora_are_refused(tmp_path, make, message):
+    with pytest.raises(CorpusError, match=message):
+        read_corpus(make(tmp_path))
+
+
+def _mkdir(path):
+    path.mkdir()
+    return path
+
+
+def _files(root, files):
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+    return root

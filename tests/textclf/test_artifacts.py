@@ -1,0 +1,82 @@
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from pipelines.corpus import read_corpus
+from textclf import artifacts
+from textclf.artifacts import load_model, read_header, save_model
+from textclf.classifier import TextClassifier
+from textclf.errors import ArtifactError
+
+
+@pytest.fixture
+def model(corpus_dir, fast_settings):
+    corpus = read_corpus(corpus_dir)
+    return TextClassifier(**fast_settings.to_dict()).fit(corpus.texts, corpus.labels).model_
+
+
+def test_round_trip(model, tmp_path):
+    path = save_model(model, tmp_path / "m.npz")
+    loaded = load_model(path)
+    texts = ["the comet passed the sun", "knead the dough"]
+    np.testing.assert_array_equal(loaded.predict_proba(texts), model.predict_proba(texts))
+    assert loaded.labels == model.labels and loaded.settings == model.settings
+    assert read_header(path)["format_version"] == artifacts.FORMAT_VERSION
+
+
+def test_interrupted_write_keeps_the_old_model(model, tmp_path, monkeypatch):
+    path = save_model(model, tmp_path / "models" / "m.npz")
+    before = path.read_bytes()
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-write
+
+    monkeypatch.setattr(np, "savez_compressed", crash)
+    with pytest.raises(KeyboardInterrupt):
+        save_model(model, path)
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == ["m.npz"]  # no temporary file left behind
+    load_model(path)
+
+
+def _rewrite_header(path, change):
+    with np.load(path) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    header = json.loads(str(arrays["header"]))
+    change(header)
+    arrays["header"] = np.array(json.dumps(header))
+    np.savez(path, **arrays)
+
+
+def test_newer_format_is_refused(model, tmp_path):
+    path = save_model(model, tmp_path / "m.npz")
+    _rewrite_header(path, lambda h: h.update(format_version=artifacts.FORMAT_VERSION + 1))
+    with pytest.raises(ArtifactError, match="newer than the 1 this textclf reads: upgrade textclf"):
+        load_model(path)
+
+
+def test_foreign_npz_is_refused(tmp_path):
+    path = tmp_path / "other.npz"
+    np.savez(path, weights=np.zeros(3))
+    with pytest.raises(ArtifactError, match="corrupt or not a textclf model"):
+        load_model(path)
+    _path = tmp_path / "other2.npz"
+    np.savez(_path, header=np.array(json.dumps({"format": "something-else"})))
+    with pytest.raises(ArtifactError, match="not a textclf model"):
+        load_model(_path)
+
+
+def test_corrupt_and_missing_files_are_refused(model, tmp_path):
+    path = save_model(model, tmp_path / "m.npz")
+    path.write_bytes(path.read_bytes()[:1000])  # truncated, as by a full disk
+    with pytest.raises(ArtifactError, match="corrupt or not a textclf model"):
+        load_model(path)
+    with pytest.raises(ArtifactError, match="does not exist"):
+        load_model(tmp_path / "nope.npz")
+    pickled = tmp_path / "evil.npz"
+    with zipfile.ZipFile(pickled, "w") as z:
+        z.writestr("header.npy", b"\x93NUMPY\x01\x00v\x00{'descr': '|O', 'fortran_order': False, 'shape': (), }" + b" " * 60 + b"\n")
+    with pytest.raises(ArtifactError, match="corrupt or not a textclf model"):
+        load_model(pickled)  # object arrays would need pickle: refused, never unpickled

@@ -1,0 +1,49 @@
+"""Which device and which implementation train the network.
+
+"xla": plain JAX (textclf/model.py), on whatever device JAX sees.
+"pallas": the custom Pallas kernels (pallas_kernels/), GPU only; on a CPU they run only in interpret mode,
+which is for tests, so the product refuses it there.
+"auto": pallas on a GPU, xla elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from textclf.errors import BackendError
+
+
+def enable_compilation_cache(cache_dir: Path) -> None:
+    """Persist compiled programs so a second process skips compilation (jax's persistent cache)."""
+    import jax
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(cache_dir))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+def device_kind() -> str:
+    """"gpu" or "cpu" (whatever JAX's default backend is)."""
+    import jax
+
+    return jax.default_backend()
+
+
+def device_description() -> str:
+    import jax
+
+    device = jax.devices()[0]
+    return f"{device.platform}:{getattr(device, 'device_kind', device.platform)}"
+
+
+def resolve_backend(requested: str) -> str:
+    on_gpu = device_kind() == "gpu"
+    if requested == "auto":
+        return "pallas" if on_gpu else "xla"
+    if requested == "pallas" and not on_gpu and not os.environ.get("TEXTCLF_PALLAS_INTERPRET"):
+        raise BackendError(
+            "backend 'pallas' needs a GPU and JAX sees none: use --backend xla (or auto), "
+            "or install the GPU extra (pip install '.[gpu]') on a machine with an NVIDIA GPU"
+        )
+    return requested

@@ -1,0 +1,313 @@
+"""`textclf` command line: thin typer commands over the library. Results go to stdout, progress and errors to
+stderr; a TextclfError becomes "Error: <message>" and exit code 1, never a traceback."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from textclf.errors import ArtifactError, TextclfError
+
+app = typer.Typer(help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False)
+runs_app = typer.Typer(help="Query the run history.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+
+DbOption = Annotated[Optional[Path], typer.Option("--db", help="Run database (default: $TEXTCLF_DB or the data dir).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def user_errors(fn):
+    """Turn library errors into one line on stderr and exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TextclfError as exc:
+            err.print(f"[red]Error:[/red] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1)
+        except KeyboardInterrupt:
+            err.print("Interrupted.", highlight=False)
+            raise typer.Exit(130)
+
+    return wrapper
+
+
+def _print_json(data) -> None:
+    typer.echo(json.dumps(data, indent=2, default=str))
+
+
+@app.command()
+@user_errors
+def train(
+    corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv or .jsonl.")],
+    test: Annotated[Optional[Path], typer.Option(help="Separate test corpus (else a stratified validation split).")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: data dir).")] = None,
+    db: DbOption = None,
+    features: Annotated[int, typer.Option(help="Bag-of-words width.")] = 32754,
+    vectorizer: Annotated[str, typer.Option(help="tfidf (fitted vocabulary) or hashing.")] = "tfidf",
+    ngrams: Annotated[int, typer.Option(help="Longest n-gram: 1 unigrams, 2 adds bigrams.")] = 1,
+    stop_words: Annotated[str, typer.Option(help="'english' or 'none'.")] = "english",
+    hidden: Annotated[int, typer.Option(help="Hidden units (sigmoid).")] = 128,
+    batch_size: Annotated[int, typer.Option(help="Minibatch size.")] = 32,
+    epochs: Annotated[int, typer.Option(help="Passes over the training set.")] = 8,
+    lr: Annotated[float, typer.Option(help="Learning rate (decays linearly to 0).")] = 0.5,
+    momentum: Annotated[float, typer.Option(help="SGD momentum.")] = 0.9,
+    weight_decay: Annotated[float, typer.Option(help="L2 weight decay.")] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed for the split, initialisation and shuffling.")] = 0,
+    backend: Annotated[str, typer.Option(help="auto, xla or pallas (GPU).")] = "auto",
+    max_file_mb: Annotated[float, typer.Option(help="Skip corpus files larger than this.")] = 10.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Train a model on CORPUS, record the run, and write the model file."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from textclf.config import Settings
+    from textclf.train import train as train_model
+
+    settings = Settings(
+        features=features, vectorizer=vectorizer, ngram_max=ngrams,
+        stop_words=None if stop_words.lower() == "none" else stop_words, hidden=hidden, batch_size=batch_size,
+        epochs=epochs, learning_rate=lr, momentum=momentum, weight_decay=weight_decay, seed=seed,
+        backend=backend, max_file_mb=max_file_mb,
+    )
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
+                        TimeElapsedColumn(), console=err, transient=False, disable=as_json)
+    task = None
+
+    def on_event(event) -> None:
+        nonlocal task
+        if event.kind == "phase" and event.name == "train":
+            task = progress.add_task("epochs", total=event.total_epochs, stats="compiling...")
+        elif event.kind == "phase":
+            err.print(f"{event.name}...", highlight=False) if not as_json else None
+        elif event.kind == "epoch" and task is not None:
+            e = event.epoch
+            acc = f" eval acc {e.eval_accuracy:.4f}" if e.eval_accuracy is not None else ""
+            progress.update(task, advance=1, stats=f"loss {e.loss:.4f} train acc {e.train_accuracy:.4f}{acc} {e.docs_per_s:,.0f} docs/s")
+
+    with progress:
+        result = train_model(corpus, settings, test_path=test, db_path=db, model_path=out_path, on_event=on_event)
+    if as_json:
+        _print_json({"run_id": result.run_id, "model_path": str(result.model_path), "eval_kind": result.eval_kind,
+                     "eval_accuracy": result.eval_accuracy, "train_accuracy": result.train_accuracy,
+                     "n_train": result.n_train, "n_eval": result.n_eval, "skipped": result.skipped,
+                     "phases": result.phases})
+        return
+    if result.skipped:
+        err.print("skipped: " + ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items())), highlight=False)
+    phases = ", ".join(f"{k} {v:.2f}s" for k, v in result.phases.items())
+    out.print(f"{result.eval_kind} accuracy {result.eval_accuracy:.4f} on {result.n_eval} documents "
+              f"(trained on {result.n_train}; {phases})", highlight=False)
+    out.print(f"run {result.run_id}, model {result.model_path}", highlight=False)
+
+
+def _resolve_model(model: Optional[Path], db: Optional[Path]) -> Path:
+    if model:
+        return model
+    from db import open_db
+    from db.runs import latest_model_path
+
+    database = open_db(db)
+    latest = latest_model_path(database)
+    if not latest:
+        raise ArtifactError("no model given and no finished run in the run database: "
+                            "train one with 'textclf train CORPUS' or pass --model")
+    return Path(latest)
+
+
+@app.command()
+@user_errors
+def predict(
+    files: Annotated[list[str], typer.Argument(help="Text files to classify; - reads standard input.")],
+    model: Annotated[Optional[Path], typer.Option("--model", "-m", help="Model file (default: newest finished run).")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per file.")] = 3,
+    db: DbOption = None,
+    max_file_mb: Annotated[float, typer.Option(help="Refuse inputs larger than this.")] = 10.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the label and top-k probabilities of each file."""
+    from textclf.artifacts import load_model
+    from textclf.predict import rank, read_document
+
+    stdin_bytes = sys.stdin.buffer.read() if "-" in files else None
+    texts = [read_document(f, max_file_mb, stdin_bytes) for f in files]  # all inputs checked before any output
+    loaded = load_model(_resolve_model(model, db))
+    results = rank(loaded, texts, files, top_k)
+    if as_json:
+        _print_json([{"file": p.source, "label": p.label, "top": [{"label": l, "probability": q} for l, q in p.top]}
+                     for p in results])
+        return
+    for p in results:
+        others = "  ".join(f"{label} {prob:.3f}" for label, prob in p.top)
+        typer.echo(f"{p.source}\t{p.label}\t{others}")
+
+
+@app.command("eval")
+@user_errors
+def evaluate_command(
+    corpus: Annotated[Path, typer.Argument(help="Labelled corpus to score the model on.")],
+    model: Annotated[Optional[Path], typer.Option("--model", "-m", help="Model file (default: newest finished run).")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Accuracy, per-class precision/recall/F1 and the confusion matrix of a model on CORPUS."""
+    from pipelines.corpus import read_corpus
+    from textclf.artifacts import load_model
+    from textclf.evaluate import evaluate
+
+    loaded = load_model(_resolve_model(model, db))
+    result = evaluate(loaded, read_corpus(corpus, loaded.settings.max_file_mb))
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    table = Table(title=f"accuracy {result.accuracy:.4f} on {result.n} documents")
+    for column in ("label", "precision", "recall", "f1", "support"):
+        table.add_column(column, justify="left" if column == "label" else "right")
+    for i, label in enumerate(result.labels):
+        table.add_row(label, f"{result.precision[i]:.4f}", f"{result.recall[i]:.4f}", f"{result.f1[i]:.4f}",
+                      str(result.support[i]))
+    out.print(table)
+    confusion = Table(title="confusion matrix (rows: true, columns: predicted)")
+    confusion.add_column("")
+    for label in result.labels:
+        confusion.add_column(label, justify="right")
+    for label, row in zip(result.labels, result.confusion):
+        confusion.add_row(label, *map(str, row))
+    out.print(confusion)
+
+
+@app.command()
+@user_errors
+def dataset(
+    name: Annotated[str, typer.Argument(help="news4, 20news or agnews7600.")],
+    source: Annotated[Path, typer.Argument(help="20news-bydate folder, or the AG News test.csv.")],
+    out_dir: Annotated[Path, typer.Argument(help="Folder to write train.jsonl and test.jsonl into.")],
+) -> None:
+    """Build a train/test corpus pair from a public dataset (see README, 'Datasets')."""
+    from pipelines.datasets import build_dataset
+
+    paths = build_dataset(name, source, out_dir)
+    for split, path in paths.items():
+        lines = sum(1 for _ in path.open(encoding="utf-8"))
+        typer.echo(f"{split}: {path} ({lines} documents)")
+
+
+RUN_COLUMNS = ("id", "status", "started_at", "corpus", "backend", "device", "n_train", "n_eval", "eval_kind",
+               "eval_accuracy", "final_loss", "model_path")
+
+
+@runs_app.command("list")
+@user_errors
+def runs_list(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option(help="Newest N runs.")] = 20,
+    status: Annotated[Optional[str], typer.Option(help="Only runs with this status.")] = None,
+    as_json: JsonOption = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV.")] = False,
+) -> None:
+    """The newest runs, one line each."""
+    from db import open_db
+    from db.runs import list_runs
+
+    rows = list_runs(open_db(db), limit=limit, status=status)
+    if as_json:
+        _print_json(rows)
+    elif as_csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=RUN_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        table = Table()
+        for column in ("id", "status", "started_at", "corpus", "backend", "n_train", "eval", "accuracy", "error"):
+            table.add_column(column)
+        for r in rows:
+            acc = f"{r['eval_accuracy']:.4f}" if r["eval_accuracy"] is not None else ""
+            table.add_row(str(r["id"]), r["status"], r["started_at"], r["corpus"], r["backend"] or "",
+                          str(r["n_train"] or ""), r["eval_kind"] or "", acc, (r["error"] or "")[:60])
+        out.print(table)
+
+
+@runs_app.command("show")
+@user_errors
+def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Everything recorded about one run: settings, versions, phases, epochs."""
+    from db import open_db
+    from db.runs import get_run
+
+    run = get_run(open_db(db), run_id)
+    if as_json:
+        _print_json(run)
+        return
+    for key, value in run.items():
+        if key not in ("epochs", "phases", "settings", "versions"):
+            typer.echo(f"{key:20} {value}")
+    typer.echo("settings             " + json.dumps(run["settings"]))
+    typer.echo("versions             " + json.dumps(run["versions"]))
+    typer.echo("phases (s)           " + ", ".join(f"{k} {v:.3f}" for k, v in run["phases"].items()))
+    table = Table(title="epochs")
+    for column in ("epoch", "loss", "train acc", "eval acc", "seconds", "docs/s"):
+        table.add_column(column, justify="right")
+    for e in run["epochs"]:
+        table.add_row(str(e["epoch"]), f"{e['loss']:.4f}", f"{e['train_accuracy']:.4f}",
+                      "" if e["eval_accuracy"] is None else f"{e['eval_accuracy']:.4f}",
+                      f"{e['seconds']:.3f}", f"{e['docs_per_s']:,.0f}")
+    out.print(table)
+
+
+@runs_app.command("compare")
+@user_errors
+def runs_compare(run_a: int, run_b: int, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Side by side: metrics, phase times and the settings that differ."""
+    from db import open_db
+    from db.runs import get_run
+
+    database = open_db(db)
+    a, b = get_run(database, run_a), get_run(database, run_b)
+    rows = [(k, a.get(k), b.get(k)) for k in ("status", "corpus", "backend", "device", "n_train", "n_eval",
+                                               "eval_accuracy", "train_accuracy", "final_loss")]
+    rows += [(f"phase.{k}", a["phases"].get(k), b["phases"].get(k)) for k in sorted(set(a["phases"]) | set(b["phases"]))]
+    rows += [(f"settings.{k}", a["settings"].get(k), b["settings"].get(k))
+             for k in sorted(set(a["settings"]) | set(b["settings"])) if a["settings"].get(k) != b["settings"].get(k)]
+    if as_json:
+        _print_json({name: {"a": x, "b": y} for name, x, y in rows})
+        return
+    table = Table()
+    table.add_column("")
+    table.add_column(f"run {run_a}")
+    table.add_column(f"run {run_b}")
+    for name, x, y in rows:
+        table.add_row(name, *(f"{v:.4f}" if isinstance(v, float) else str(v) for v in (x, y)))
+    out.print(table)
+
+
+@runs_app.command("plot")
+@user_errors
+def runs_plot(
+    run_id: int,
+    db: DbOption = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG to write (default run-ID.png).")] = None,
+) -> None:
+    """Write a PNG of the run's loss and accuracy per epoch."""
+    from db import open_db
+    from db.runs import get_run
+    from textclf.plot import plot_run
+
+    path = plot_run(get_run(open_db(db), run_id), out_path or Path(f"run-{run_id}.png"))
+    typer.echo(str(path))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,64 @@
+"""The network, in plain JAX (the XLA backend and the reference for the Pallas kernels).
+
+features -> hidden (sigmoid) -> classes (softmax), cross-entropy loss.
+Input rows arrive as flat sparse batches (see pipelines/batches.py): the hidden pre-activation of document r
+is sum over its nonzeros of value * W1[index], i.e. a gather + segment-sum ("embedding bag"), which touches
+~100 of the 32,754 rows of W1 per document instead of all of them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class Params(NamedTuple):
+    w1: jax.Array  # (F, H)
+    b1: jax.Array  # (H,)
+    w2: jax.Array  # (H, C)
+    b2: jax.Array  # (C,)
+
+
+def init_params(key: jax.Array, n_features: int, hidden: int, n_classes: int) -> Params:
+    """Glorot-uniform weights scaled by 4, the range Glorot & Bengio (2010) recommend for sigmoid units;
+    the plain Glorot range trained to 0.9304 vs 0.9356 on news4. Biases start at zero."""
+    k1, k2 = jax.random.split(key)
+    limit1 = 4.0 * np.sqrt(6.0 / (n_features + hidden))
+    limit2 = 4.0 * np.sqrt(6.0 / (hidden + n_classes))
+    return Params(
+        jax.random.uniform(k1, (n_features, hidden), jnp.float32, -limit1, limit1),
+        jnp.zeros((hidden,), jnp.float32),
+        jax.random.uniform(k2, (hidden, n_classes), jnp.float32, -limit2, limit2),
+        jnp.zeros((n_classes,), jnp.float32),
+    )
+
+
+def hidden_layer(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
+    """(cap,) sparse batch -> (B, H) sigmoid activations."""
+    gathered = params.w1[indices] * values[:, None]  # (cap, H)
+    pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1
+    return jax.nn.sigmoid(pre)
+
+
+def logits(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
+    """(cap,) sparse batch -> (B, C) unnormalised scores."""
+    return hidden_layer(params, indices, values, rows, batch_size) @ params.w2 + params.b2
+
+
+def masked_loss(scores: jax.Array, labels: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Mean cross-entropy over the unmasked rows, and the number of them predicted right."""
+    log_probs = jax.nn.log_softmax(scores)
+    nll = -jnp.take_along_axis(log_probs, labels[:, None], axis=1)[:, 0]
+    loss = jnp.sum(nll * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+    correct = jnp.sum((jnp.argmax(scores, axis=1) == labels) * mask)
+    return loss, correct
+
+
+def sgd_momentum(params: Params, velocity: Params, grads: Params, lr, momentum: float, weight_decay: float):
+    """v <- momentum * v + g + weight_decay * w;  w <- w - lr * v (PyTorch's SGD convention)."""
+    velocity = jax.tree.map(lambda v, g, w: momentum * v + g + weight_decay * w, velocity, grads, params)
+    params = jax.tree.map(lambda w, v: w - lr * v, params, velocity)
+    return params, velocity

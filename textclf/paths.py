@@ -1,0 +1,21 @@
+"""Where textclf keeps its files: TEXTCLF_HOME, else $XDG_DATA_HOME/textclf, else ~/.local/share/textclf."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def data_dir() -> Path:
+    if os.environ.get("TEXTCLF_HOME"):
+        return Path(os.environ["TEXTCLF_HOME"])
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "textclf"
+
+
+def models_dir() -> Path:
+    return data_dir() / "models"
+
+
+def compile_cache_dir() -> Path:
+    return data_dir() / "jax-cache"

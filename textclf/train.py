@@ -1,0 +1,183 @@
+"""`train`: corpus -> pipelines -> arrays -> network -> run record -> model file. The one entry point that the
+CLI, the daemon and the tests share.
+
+Run-record guarantees: the run row is created 'running' before any work; it becomes 'finished' only after the
+model file is safely on disk; any exception marks it 'failed' with the error, Ctrl-C marks it 'interrupted'.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from db import open_db
+from db import runs as run_queries
+from pipelines.corpus import Corpus, read_corpus
+from pipelines.vectorize import fit_vectorizer
+from textclf.artifacts import save_model
+from textclf.backends import device_description, enable_compilation_cache, resolve_backend
+from textclf.classifier import Model, encode_labels
+from textclf.config import Settings
+from textclf.errors import CorpusError
+from textclf.paths import compile_cache_dir, models_dir
+from textclf.trainloop import EpochStats, fit_network
+from textclf.versions import versions
+
+
+@dataclass
+class TrainResult:
+    run_id: int
+    model_path: Path
+    eval_accuracy: float
+    eval_kind: str  # "test" or "validation"
+    train_accuracy: float
+    n_train: int
+    n_eval: int
+    history: list[EpochStats]
+    phases: dict[str, float]
+    skipped: dict[str, int]
+    model: Model = field(repr=False)
+
+
+@dataclass
+class TrainEvent:
+    """What `train` reports while it works: kind is "phase" (name starts) or "epoch" (stats ready)."""
+
+    kind: str
+    name: str = ""
+    epoch: EpochStats | None = None
+    total_epochs: int = 0
+
+
+class _PhaseTimer:
+    def __init__(self, report: Callable[[TrainEvent], None]):
+        self.seconds: dict[str, float] = {}
+        self.report = report
+
+    @contextmanager
+    def __call__(self, name: str):
+        self.report(TrainEvent("phase", name))
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+def split_validation(corpus: Corpus, settings: Settings) -> tuple[list, list, list, list]:
+    """Stratified split with the run's seed: same corpus + same seed -> same split."""
+    counts = corpus.label_counts
+    small = [label for label, n in counts.items() if n < 2]
+    if small:
+        raise CorpusError(
+            f"label '{small[0]}' has only 1 document, too few for a validation split: "
+            "add documents or pass a separate --test corpus"
+        )
+    n_eval = max(len(counts), int(round(len(corpus) * settings.validation_fraction)))
+    if len(corpus) - n_eval < len(counts):
+        raise CorpusError(
+            f"corpus '{corpus.source}' has {len(corpus)} documents, too few to hold out a validation set: "
+            "add documents or pass a separate --test corpus"
+        )
+    return train_test_split(corpus.texts, corpus.labels, test_size=n_eval, random_state=settings.seed,
+                            stratify=corpus.labels)
+
+
+def default_model_path(run_id: int) -> Path:
+    return models_dir() / f"run-{run_id}.textclf.npz"
+
+
+def train(
+    corpus_path: str | Path,
+    settings: Settings = Settings(),
+    *,
+    test_path: str | Path | None = None,
+    db_path: str | Path | None = None,
+    model_path: str | Path | None = None,
+    on_event: Callable[[TrainEvent], None] | None = None,
+) -> TrainResult:
+    """Train a model on a corpus, record the run, write the model file; see the module docstring."""
+    report = on_event or (lambda event: None)
+    db = open_db(db_path)
+    backend = resolve_backend(settings.backend)
+    enable_compilation_cache(compile_cache_dir())
+    run_id = run_queries.start_run(
+        db, corpus=str(corpus_path), test_corpus=str(test_path) if test_path else None,
+        settings=settings.to_dict(), backend=backend, device=device_description(), versions=versions(),
+    )
+    try:
+        result = _train_run(db, run_id, Path(corpus_path), settings, backend, test_path, model_path, report)
+    except KeyboardInterrupt:
+        run_queries.end_run(db, run_id, "interrupted", error="interrupted by the user (Ctrl-C)")
+        raise
+    except BaseException as exc:
+        run_queries.end_run(db, run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    return result
+
+
+def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path, report) -> TrainResult:
+    phase = _PhaseTimer(report)
+    with phase("read"):
+        corpus = read_corpus(corpus_path, settings.max_file_mb)
+        test = read_corpus(test_path, settings.max_file_mb) if test_path else None
+    skipped = dict(corpus.skipped)
+    if test:
+        for reason, count in test.skipped.items():
+            skipped[f"test_{reason}"] = count
+    if test:
+        train_texts, train_labels, eval_texts, eval_labels = corpus.texts, corpus.labels, test.texts, test.labels
+        unknown = sorted(set(eval_labels) - set(train_labels))
+        if unknown:
+            raise CorpusError(
+                f"test corpus '{test.source}' has label '{unknown[0]}' that the training corpus lacks: "
+                "use the same label names in both"
+            )
+    else:
+        train_texts, eval_texts, train_labels, eval_labels = split_validation(corpus, settings)
+    classes = sorted(set(train_labels))
+    eval_kind = "test" if test else "validation"
+    run_queries.update_run(
+        db, run_id, corpus_format=corpus.format, corpus_fingerprint=corpus.fingerprint, skipped=skipped,
+        non_utf8=corpus.non_utf8 + (test.non_utf8 if test else 0), n_train=len(train_texts),
+        n_eval=len(eval_texts), eval_kind=eval_kind, n_classes=len(classes), labels=classes,
+    )
+    with phase("vectorize"):
+        vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings)
+        eval_x = vectorizer.transform(eval_texts)
+    run_queries.update_run(db, run_id, n_features=vectorizer.n_features)
+    train_y, eval_y = encode_labels(train_labels, classes), encode_labels(eval_labels, classes)
+
+    def on_epoch(stats: EpochStats) -> None:
+        run_queries.add_epoch(db, run_id, **stats.__dict__)
+        report(TrainEvent("epoch", epoch=stats, total_epochs=epochs))
+
+    epochs = settings.epochs_for(len(train_texts))
+    report(TrainEvent("phase", "train", total_epochs=epochs))
+    network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch)
+    phase.seconds["compile"] = network.compile_seconds
+    phase.seconds["train"] = network.train_seconds
+    phase.seconds["evaluate"] = network.eval_seconds  # per-epoch evaluation; the final one is added below
+    model = Model(vectorizer, *network.params, labels=classes, settings=settings)
+    with phase("evaluate"):
+        eval_accuracy = float((model.scores(eval_x).argmax(axis=1) == eval_y).mean())
+    last = network.history[-1]
+    model.metadata = {
+        "run_id": run_id, "corpus": str(corpus_path), "corpus_fingerprint": corpus.fingerprint,
+        "eval_kind": eval_kind, "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
+        "created": run_queries.now(), "backend": backend,
+    }
+    path = Path(model_path) if model_path else default_model_path(run_id)
+    with phase("save"):
+        save_model(model, path)
+    run_queries.add_phases(db, run_id, phase.seconds)
+    run_queries.end_run(
+        db, run_id, "finished", model_path=str(path.resolve()), final_loss=last.loss,
+        train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy,
+    )
+    return TrainResult(run_id, path.resolve(), eval_accuracy, eval_kind, last.train_accuracy, len(train_texts),
+                       len(eval_texts), network.history, dict(phase.seconds), skipped, model)

@@ -1,0 +1,167 @@
+"""The training loop: sparse minibatches -> parameters, one device dispatch per epoch.
+
+Each epoch is a single jitted `lax.scan` over its minibatches (parameters and optimizer state stay on the
+device, no per-step host round trips); the host only shuffles row order and cuts the next epoch's batches.
+Compilation is done ahead of time (`jit(...).lower(...).compile()`) so its cost is measured on its own.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+
+from pipelines.batches import make_batches
+from textclf.config import Settings
+from textclf.model import Params, init_params, logits, masked_loss, sgd_momentum
+
+EVAL_BATCH = 1024
+
+
+@dataclass
+class EpochStats:
+    epoch: int
+    loss: float
+    train_accuracy: float
+    eval_accuracy: float | None
+    seconds: float
+    docs_per_s: float
+
+
+@dataclass
+class NetworkResult:
+    params: Params  # numpy arrays
+    history: list[EpochStats]
+    compile_seconds: float = 0.0
+    train_seconds: float = 0.0
+    eval_seconds: float = 0.0
+
+
+def _xla_epoch(params, velocity, indices, values, rows, labels, mask, lrs, *, momentum, weight_decay):
+    """One epoch: scan the SGD step over (steps, ...) stacked minibatches."""
+    batch_size = labels.shape[1]
+
+    def step(carry, batch):
+        params, velocity = carry
+        idx, val, row, y, m, lr = batch
+
+        def loss_fn(p):
+            return masked_loss(logits(p, idx, val, row, batch_size), y, m)
+
+        (loss, correct), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        params, velocity = sgd_momentum(params, velocity, grads, lr, momentum, weight_decay)
+        return (params, velocity), (loss, correct)
+
+    (params, velocity), (losses, corrects) = jax.lax.scan(
+        step, (params, velocity), (indices, values, rows, labels, mask, lrs)
+    )
+    return params, velocity, losses, corrects
+
+
+def _xla_scores(params, indices, values, rows):
+    batch_size = EVAL_BATCH
+
+    def one(_, batch):
+        return None, logits(params, *batch, batch_size)
+
+    return jax.lax.scan(one, None, (indices, values, rows))[1]
+
+
+def epoch_function(backend: str, settings: Settings) -> Callable:
+    """The un-jitted epoch function of a backend: (params, velocity, *batch arrays, lrs) -> (params, velocity, losses, corrects)."""
+    if backend == "pallas":
+        from textclf.pallas_step import pallas_epoch
+
+        return lambda *args: pallas_epoch(*args, momentum=settings.momentum, weight_decay=settings.weight_decay)
+    return lambda *args: _xla_epoch(*args, momentum=settings.momentum, weight_decay=settings.weight_decay)
+
+
+class _Compiled:
+    """Ahead-of-time compiled functions keyed by argument shapes, with the seconds spent compiling."""
+
+    def __init__(self, fn: Callable, donate: tuple[int, ...] = ()):
+        self.jitted = jax.jit(fn, donate_argnums=donate)
+        self.cache: dict = {}
+        self.seconds = 0.0
+
+    def __call__(self, *args):
+        key = tuple((a.shape, a.dtype) for a in jax.tree.leaves(args))
+        if key not in self.cache:
+            start = time.perf_counter()
+            self.cache[key] = self.jitted.lower(*args).compile()
+            self.seconds += time.perf_counter() - start
+        return self.cache[key](*args)
+
+
+def predict_scores_device(params: Params, matrix: sp.csr_matrix, compiled: _Compiled | None = None) -> np.ndarray:
+    """(n, F) CSR -> (n, C) scores, computed with the JAX model on the default device."""
+    compiled = compiled or _Compiled(_xla_scores)
+    batches = make_batches(matrix, np.zeros(matrix.shape[0], np.int32), EVAL_BATCH)
+    scores = compiled(params, *(jnp.asarray(a) for a in (batches.indices, batches.values, batches.rows)))
+    return np.asarray(scores).reshape(-1, scores.shape[-1])[: matrix.shape[0]]
+
+
+def fit_network(
+    train_x: sp.csr_matrix,
+    train_y: np.ndarray,
+    n_classes: int,
+    settings: Settings,
+    backend: str = "xla",
+    eval_x: sp.csr_matrix | None = None,
+    eval_y: np.ndarray | None = None,
+    on_epoch: Callable[[EpochStats], None] | None = None,
+) -> NetworkResult:
+    """Train the network with minibatch SGD; evaluate on (eval_x, eval_y) after every epoch if given."""
+    key = jax.random.PRNGKey(settings.seed)
+    rng = np.random.default_rng(settings.seed)
+    params = init_params(key, train_x.shape[1], settings.hidden, n_classes)
+    velocity = jax.tree.map(jnp.zeros_like, params)
+    run_epoch = _Compiled(epoch_function(backend, settings), donate=(0, 1))
+    score = _Compiled(_xla_scores)
+    n = train_x.shape[0]
+    steps_per_epoch = -(-n // settings.batch_size)
+    epochs = settings.epochs_for(n)
+    total_steps = steps_per_epoch * epochs
+    history: list[EpochStats] = []
+    train_seconds = eval_seconds = 0.0
+    for epoch in range(epochs):
+        start = time.perf_counter()
+        batches = make_batches(train_x, train_y, settings.batch_size, rng.permutation(n))
+        step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
+        if settings.lr_schedule == "linear":
+            lrs = settings.learning_rate * (1.0 - step_numbers / total_steps)
+        else:
+            lrs = np.full(steps_per_epoch, settings.learning_rate)
+        device_args = [jnp.asarray(a) for a in batches.arrays()] + [jnp.asarray(lrs, jnp.float32)]
+        compile_before = run_epoch.seconds
+        params, velocity, losses, corrects = run_epoch(params, velocity, *device_args)
+        losses, corrects = np.asarray(losses), np.asarray(corrects)  # waits for the epoch to finish
+        seconds = time.perf_counter() - start - (run_epoch.seconds - compile_before)
+        train_seconds += seconds
+        batch_rows = batches.mask.sum(axis=1)
+        eval_accuracy = None
+        if eval_x is not None and eval_x.shape[0]:
+            eval_start = time.perf_counter()
+            predicted = predict_scores_device(params, eval_x, score).argmax(axis=1)
+            eval_accuracy = float((predicted == eval_y).mean())
+            eval_seconds += time.perf_counter() - eval_start
+        stats = EpochStats(
+            epoch=epoch + 1,
+            loss=float((losses * batch_rows).sum() / n),
+            train_accuracy=float(corrects.sum() / n),
+            eval_accuracy=eval_accuracy,
+            seconds=seconds,
+            docs_per_s=n / seconds if seconds > 0 else float("inf"),
+        )
+        history.append(stats)
+        if on_epoch:
+            on_epoch(stats)
+    numpy_params = Params(*(np.asarray(p) for p in params))
+    return NetworkResult(
+        numpy_params, history, run_epoch.seconds + score.seconds, train_seconds, eval_seconds - score.seconds
+    )
