@@ -83,31 +83,37 @@ def train(
         epochs=epochs, learning_rate=lr, momentum=momentum, weight_decay=weight_decay, seed=seed,
         backend=backend, max_file_mb=max_file_mb,
     )
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
-                        TimeElapsedColumn(), console=err, transient=False, disable=as_json)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err, disable=as_json)
     task = None
 
     def on_event(event) -> None:
         nonlocal task
         if event.kind == "phase" and event.name == "train":
+            progress.start()  # only now: an input error before training prints nothing but the error
             task = progress.add_task("epochs", total=event.total_epochs, stats="compiling...")
-        elif event.kind == "phase":
-            err.print(f"{event.name}...", highlight=False) if not as_json else None
         elif event.kind == "epoch" and task is not None:
             e = event.epoch
             acc = f" eval acc {e.eval_accuracy:.4f}" if e.eval_accuracy is not None else ""
-            progress.update(task, advance=1, stats=f"loss {e.loss:.4f} train acc {e.train_accuracy:.4f}{acc} {e.docs_per_s:,.0f} docs/s")
+            progress.update(task, advance=1, stats=f"loss {e.loss:.4f} train acc {e.train_accuracy:.4f}{acc} "
+                                                   f"{e.docs_per_s:,.0f} docs/s")
 
-    with progress:
+    try:
         result = train_model(corpus, settings, test_path=test, db_path=db, model_path=out_path, on_event=on_event)
+    finally:
+        if task is not None:
+            progress.stop()
     if as_json:
         _print_json({"run_id": result.run_id, "model_path": str(result.model_path), "eval_kind": result.eval_kind,
                      "eval_accuracy": result.eval_accuracy, "train_accuracy": result.train_accuracy,
                      "n_train": result.n_train, "n_eval": result.n_eval, "skipped": result.skipped,
-                     "phases": result.phases})
+                     "non_utf8": result.non_utf8, "phases": result.phases})
         return
     if result.skipped:
-        err.print("skipped: " + ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items())), highlight=False)
+        err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items())),
+                  highlight=False)
+    if result.non_utf8:
+        err.print(f"{result.non_utf8} files were not UTF-8 and were decoded as cp1252/Latin-1", highlight=False)
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in result.phases.items())
     out.print(f"{result.eval_kind} accuracy {result.eval_accuracy:.4f} on {result.n_eval} documents "
               f"(trained on {result.n_train}; {phases})", highlight=False)

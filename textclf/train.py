@@ -42,6 +42,7 @@ class TrainResult:
     history: list[EpochStats]
     phases: dict[str, float]
     skipped: dict[str, int]
+    non_utf8: int  # documents kept but decoded with a fallback encoding
     model: Model = field(repr=False)
 
 
@@ -141,9 +142,10 @@ def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path
         train_texts, eval_texts, train_labels, eval_labels = split_validation(corpus, settings)
     classes = sorted(set(train_labels))
     eval_kind = "test" if test else "validation"
+    non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
     run_queries.update_run(
         db, run_id, corpus_format=corpus.format, corpus_fingerprint=corpus.fingerprint, skipped=skipped,
-        non_utf8=corpus.non_utf8 + (test.non_utf8 if test else 0), n_train=len(train_texts),
+        non_utf8=non_utf8, n_train=len(train_texts),
         n_eval=len(eval_texts), eval_kind=eval_kind, n_classes=len(classes), labels=classes,
     )
     with phase("vectorize"):
@@ -180,4 +182,4 @@ def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path
         train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy,
     )
     return TrainResult(run_id, path.resolve(), eval_accuracy, eval_kind, last.train_accuracy, len(train_texts),
-                       len(eval_texts), network.history, dict(phase.seconds), skipped, model)
+                       len(eval_texts), network.history, dict(phase.seconds), skipped, non_utf8, model)

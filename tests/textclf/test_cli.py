@@ -1,0 +1,220 @@
+"""CLI tests through typer's CliRunner: exit codes, output and error text, and that failures leave no state."""
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from db import open_db
+from db import runs
+from textclf import artifacts
+from textclf.cli import app
+
+FAST = ["--epochs", "2", "--batch-size", "8", "--hidden", "16"]
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def invoke(runner, *args, input=None):
+    return runner.invoke(app, [str(a) for a in args], input=input)
+
+
+@pytest.fixture
+def trained(runner, corpus_dir, tmp_path):
+    model = tmp_path / "model.npz"
+    result = invoke(runner, "train", corpus_dir, "--out", model, *FAST)
+    assert result.exit_code == 0, result.output
+    return model
+
+
+def test_train_predict_eval_runs(runner, corpus_dir, trained, tmp_path):
+    doc = tmp_path / "doc.txt"
+    doc.write_text("The striker scored a late goal and the team won the match.")
+    result = invoke(runner, "predict", doc, "--model", trained)
+    assert result.exit_code == 0 and "\tsports\t" in result.output
+    result = invoke(runner, "predict", doc, "--json", "-k", "2")  # default model: newest finished run
+    [record] = json.loads(result.stdout)
+    assert record["label"] == "sports" and len(record["top"]) == 2
+    result = invoke(runner, "predict", "-", "--model", trained, input="bake the bread in a hot oven")
+    assert result.exit_code == 0 and result.output.startswith("-\tcooking")
+
+    result = invoke(runner, "eval", corpus_dir, "--model", trained, "--json")
+    report = json.loads(result.stdout)
+    assert report["accuracy"] > 0.9 and report["n"] == 36 and len(report["confusion_matrix"]) == 3
+    assert "confusion matrix" in invoke(runner, "eval", corpus_dir, "--model", trained).output
+
+    listed = json.loads(invoke(runner, "runs", "list", "--json").stdout)
+    assert listed[0]["status"] == "finished" and listed[0]["id"] == 1
+    assert invoke(runner, "runs", "list", "--csv").stdout.startswith("id,status,started_at")
+    shown = invoke(runner, "runs", "show", 1)
+    assert shown.exit_code == 0 and "phases (s)" in shown.output and "epochs" in shown.output
+    invoke(runner, "train", corpus_dir, *FAST, "--lr", "0.3")
+    compared = json.loads(invoke(runner, "runs", "compare", 1, 2, "--json").stdout)
+    assert compared["settings.learning_rate"] == {"a": 0.5, "b": 0.3}
+    png = tmp_path / "curves.png"
+    assert invoke(runner, "runs", "plot", 1, "--out", png).exit_code == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_train_json_output(runner, corpus_dir):
+    result = invoke(runner, "train", corpus_dir, *FAST, "--json")
+    data = json.loads(result.stdout)
+    assert data["eval_kind"] == "validation" and data["run_id"] == 1 and "train" in data["phases"]
+
+
+def test_dataset_command(runner, tmp_path):
+    csv_path = tmp_path / "test.csv"
+    csv_path.write_text("".join(f'"{i % 4 + 1}","title {i}","description {i}"\n' for i in range(20)))
+    (tmp_path / "classes.txt").write_text("World\nSports\nBusiness\nSci/Tech\n")
+    result = invoke(runner, "dataset", "agnews7600", csv_path, tmp_path / "ag")
+    assert result.exit_code == 0 and "train: " in result.output and "(16 documents)" in result.output
+    first = json.loads((tmp_path / "ag" / "train.jsonl").read_text().splitlines()[0])
+    assert first["label"] in ("World", "Sports", "Business", "Sci/Tech")
+    assert invoke(runner, "dataset", "imagenet", csv_path, tmp_path / "x").exit_code == 1
+
+
+# ---- the bad-input table: every row gives a one-line "Error: ..." naming the thing and the fix, exit 1,
+# ---- and leaves no model file and no run marked finished.
+
+def _setup_missing(d):
+    return ["train", d / "nope"], "does not exist"
+
+
+def _setup_empty_folder(d):
+    (d / "empty").mkdir()
+    return ["train", d / "empty"], "has no label folders"
+
+
+def _setup_one_label(d):
+    (d / "one" / "a").mkdir(parents=True)
+    (d / "one" / "a" / "1.txt").write_text("hello world")
+    return ["train", d / "one"], "only one label"
+
+
+def _setup_empty_files(d):
+    for label in ("a", "b"):
+        (d / "c" / label).mkdir(parents=True)
+        (d / "c" / label / "1.txt").write_text("")
+    return ["train", d / "c"], "no usable document (2 empty)"
+
+
+def _setup_binary_only_label(d):
+    (d / "c" / "a").mkdir(parents=True)
+    (d / "c" / "a" / "1.txt").write_text("some text")
+    (d / "c" / "b").mkdir(parents=True)
+    (d / "c" / "b" / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00")
+    return ["train", d / "c"], "label 'b'"
+
+
+def _setup_predict_empty(d):
+    (d / "empty.txt").write_text("  \n")
+    return ["predict", d / "empty.txt"], "is empty: there is nothing to classify"
+
+
+def _setup_predict_binary(d):
+    (d / "x.bin").write_bytes(b"\x00\x01\x02")
+    return ["predict", d / "x.bin"], "binary file"
+
+
+def _setup_predict_huge(d):
+    with (d / "big.txt").open("wb") as f:
+        f.seek(50 * 1024 * 1024)
+        f.write(b"x")
+    return ["predict", d / "big.txt"], "over the 10 MB limit"
+
+
+def _setup_missing_model(d):
+    (d / "doc.txt").write_text("a document")
+    return ["predict", d / "doc.txt", "--model", d / "nope.npz"], "does not exist: train one"
+
+
+def _setup_no_model_at_all(d):
+    (d / "doc.txt").write_text("a document")
+    return ["predict", d / "doc.txt"], "no model given and no finished run"
+
+
+def _setup_bad_setting(d):
+    return ["train", d, "--backend", "tpu"], "backend must be one of"
+
+
+@pytest.mark.parametrize("setup", [
+    _setup_missing, _setup_empty_folder, _setup_one_label, _setup_empty_files, _setup_binary_only_label,
+    _setup_predict_empty, _setup_predict_binary, _setup_predict_huge, _setup_missing_model,
+    _setup_no_model_at_all, _setup_bad_setting,
+], ids=lambda f: f.__name__[7:])
+def test_bad_input(runner, tmp_path, isolated_home, setup):
+    args, message = setup(tmp_path)
+    result = invoke(runner, *args)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("Error: ") and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1  # one line, no traceback
+    assert not (isolated_home / "models").exists() or not any((isolated_home / "models").iterdir())
+    if (isolated_home / "runs.db").exists():
+        assert all(r["status"] != "finished" for r in runs.list_runs(open_db(isolated_home / "runs.db")))
+
+
+def test_kept_but_reported_inputs(runner, corpus_dir):
+    """Dotfiles, nested folders, non-UTF-8 files and oversized files: training goes on and says what it did."""
+    (corpus_dir / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    (corpus_dir / "space" / ".notes.txt").write_text("hidden")
+    (corpus_dir / "space" / "missions" / "apollo").mkdir(parents=True)
+    (corpus_dir / "space" / "missions" / "apollo" / "11.txt").write_text("the lunar module landed on the moon")
+    (corpus_dir / "cooking" / "crepes.txt").write_bytes("cr\xeapes au beurre, farine et \u0153ufs".encode("cp1252"))
+    with (corpus_dir / "sports" / "dump.log").open("wb") as f:
+        f.seek(50 * 1024 * 1024)
+        f.write(b"x")
+    (corpus_dir / "sports" / "blank.txt").write_text("")
+    result = invoke(runner, "train", corpus_dir, *FAST, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["skipped"] == {"hidden": 2, "too_large": 1, "empty": 1}
+    assert data["non_utf8"] == 1 and data["n_train"] + data["n_eval"] == 38
+    result = invoke(runner, "train", corpus_dir, *FAST)
+    assert "skipped files: 1 empty, 2 hidden, 1 too_large" in result.stderr
+    assert "1 files were not UTF-8" in result.stderr
+
+
+def test_newer_format_model(runner, trained, tmp_path):
+    with np.load(trained) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    header = json.loads(str(arrays["header"]))
+    header["format_version"] = artifacts.FORMAT_VERSION + 1
+    arrays["header"] = np.array(json.dumps(header))
+    np.savez(trained, **arrays)
+    (tmp_path / "doc.txt").write_text("a rocket")
+    result = invoke(runner, "predict", tmp_path / "doc.txt", "--model", trained)
+    assert result.exit_code == 1 and "upgrade textclf" in result.stderr
+
+
+def test_locked_database(runner, corpus_dir, tmp_path):
+    db_path = tmp_path / "runs.db"
+    open_db(db_path)
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        result = invoke(runner, "train", corpus_dir, *FAST, "--db", db_path)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.exit_code == 1 and "is locked by another writer" in result.stderr
+    assert runs.list_runs(open_db(db_path)) == []
+
+
+def test_interrupted_model_write_keeps_the_previous_model(runner, corpus_dir, trained, monkeypatch):
+    before = trained.read_bytes()
+
+    def crash(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez_compressed", crash)
+    result = invoke(runner, "train", corpus_dir, "--out", trained, *FAST)
+    assert result.exit_code != 0
+    assert trained.read_bytes() == before and sorted(p.name for p in trained.parent.iterdir()).count("model.npz") == 1
+    assert not [p for p in trained.parent.iterdir() if p.name.endswith(".tmp")]
+    last = runs.list_runs(open_db())[0]
+    assert last["status"] == "failed" and "No space left" in last["error"]

@@ -1,0 +1,59 @@
+import pytest
+
+from db import open_db
+from db import runs
+from textclf import trainloop
+from textclf.artifacts import load_model
+from textclf.errors import CorpusError
+from textclf.train import train
+
+
+def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
+    result = train(corpus_dir, fast_settings, db_path=db_path)
+    run = runs.get_run(open_db(db_path), result.run_id)
+    assert run["status"] == "finished" and run["error"] is None
+    assert run["model_path"] == str(result.model_path) and result.model_path.exists()
+    assert run["eval_kind"] == "validation" and run["n_train"] + run["n_eval"] == 36
+    assert run["corpus_fingerprint"] and run["settings"]["batch_size"] == 8
+    assert run["versions"]["jax"] == "0.11.2"
+    assert len(run["epochs"]) == fast_settings.epochs_for(run["n_train"])
+    assert {"read", "vectorize", "compile", "train", "evaluate", "save"} <= set(run["phases"])
+    assert run["eval_accuracy"] == result.eval_accuracy
+    assert load_model(result.model_path).metadata["run_id"] == result.run_id
+
+
+def test_same_seed_same_model(corpus_dir, db_path, fast_settings, tmp_path):
+    a = train(corpus_dir, fast_settings, db_path=db_path, model_path=tmp_path / "a.npz")
+    b = train(corpus_dir, fast_settings, db_path=db_path, model_path=tmp_path / "b.npz")
+    assert (a.model.w1 == b.model.w1).all() and a.history[-1].loss == b.history[-1].loss
+
+
+def test_separate_test_corpus(corpus_dir, db_path, fast_settings, tmp_path):
+    result = train(corpus_dir, fast_settings, test_path=corpus_dir, db_path=db_path)
+    assert result.eval_kind == "test" and result.n_eval == 36 and result.n_train == 36
+    other = tmp_path / "other"
+    (other / "poetry").mkdir(parents=True)
+    (other / "poetry" / "1.txt").write_text("roses are red")
+    (other / "space" ).mkdir()
+    (other / "space" / "1.txt").write_text("the moon")
+    with pytest.raises(CorpusError, match="label 'poetry' that the training corpus lacks"):
+        train(corpus_dir, fast_settings, test_path=other, db_path=db_path)
+
+
+def test_failure_marks_the_run_failed(tmp_path, db_path, fast_settings):
+    with pytest.raises(CorpusError):
+        train(tmp_path / "missing", fast_settings, db_path=db_path)
+    [run] = runs.list_runs(open_db(db_path))
+    assert run["status"] == "failed" and "does not exist" in run["error"] and run["model_path"] is None
+
+
+def test_ctrl_c_marks_the_run_interrupted_and_writes_no_model(corpus_dir, db_path, fast_settings, monkeypatch, isolated_home):
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainloop, "make_batches", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        train(corpus_dir, fast_settings, db_path=db_path)
+    [run] = runs.list_runs(open_db(db_path))
+    assert run["status"] == "interrupted" and run["ended_at"]
+    assert not (isolated_home / "models").exists()
