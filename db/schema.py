@@ -55,7 +55,16 @@ def _v1_runs(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = [_v1_runs]
+def _v2_kernel_sweeps(db: sqlite_utils.Database) -> None:
+    """Block-size sweeps of the Pallas kernels (benchmarks/kernels.py --sweep): one row per configuration."""
+    db["kernel_sweeps"].create(
+        {"id": int, "created_at": str, "device": str, "kernel": str, "batch_size": int, "config": str,
+         "seconds": float, "error": str},
+        pk="id",
+    )
+
+
+MIGRATIONS = [_v1_runs, _v2_kernel_sweeps]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -31,6 +31,7 @@ class Vectorizer:
     idf: np.ndarray  # (n_features,) float32
     ngram_max: int
     stop_words: str | None
+    sublinear_tf: bool = True
 
     @property
     def n_features(self) -> int:
@@ -44,7 +45,7 @@ class Vectorizer:
 
     def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero)."""
-        return _weight(self._counter().transform(texts), self.idf)
+        return _weight(self._counter().transform(texts), self.idf, self.sublinear_tf)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {"idf": self.idf}
@@ -53,22 +54,22 @@ class Vectorizer:
         return arrays
 
     def config(self) -> dict:
-        return {"kind": self.kind, "ngram_max": self.ngram_max, "stop_words": self.stop_words}
+        return {"kind": self.kind, "ngram_max": self.ngram_max, "stop_words": self.stop_words,
+                "sublinear_tf": self.sublinear_tf}
 
     @classmethod
     def from_arrays(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Vectorizer":
         terms = [str(t) for t in arrays["terms"]] if "terms" in arrays else None
-        return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"])
+        return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"],
+                   config.get("sublinear_tf", True))
 
 
-def _sublinear(counts: sp.csr_matrix) -> sp.csr_matrix:
+def _weight(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
+    """counts -> (1 + log tf or tf) * idf, each row scaled to unit length."""
     counts = counts.tocsr().astype(np.float32)
-    counts.data = 1.0 + np.log(counts.data)
-    return counts
-
-
-def _weight(counts: sp.csr_matrix, idf: np.ndarray) -> sp.csr_matrix:
-    weighted = _sublinear(counts) @ sp.diags(idf)
+    if sublinear:
+        counts.data = 1.0 + np.log(counts.data)
+    weighted = counts @ sp.diags(idf)
     return normalize(weighted.tocsr(), copy=False).astype(np.float32)
 
 
@@ -87,8 +88,8 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settin
             n_features=settings.features, alternate_sign=False, norm=None, **common
         ).transform(texts).tocsr()
         idf = _idf(counts)
-        vec = Vectorizer("hashing", None, idf, settings.ngram_max, settings.stop_words)
-        return vec, _weight(counts, idf)
+        vec = Vectorizer("hashing", None, idf, settings.ngram_max, settings.stop_words, settings.sublinear_tf)
+        return vec, _weight(counts, idf, settings.sublinear_tf)
 
     min_df = settings.min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
     counter = CountVectorizer(min_df=min_df, **common)
@@ -103,12 +104,13 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settin
     idf = _idf(counts)
     if len(terms) > settings.features:
         if settings.feature_selection == "chi2":
-            scores, _ = chi2(_weight(counts, idf), np.asarray(labels))
+            scores, _ = chi2(_weight(counts, idf, settings.sublinear_tf), np.asarray(labels))
             score = np.nan_to_num(scores, nan=0.0)
         else:
             score = np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.float64)
         # Highest score first; ties broken by column (alphabetical) order so the choice is deterministic.
         keep = np.sort(np.argsort(-score, kind="stable")[: settings.features])
         terms, counts, idf = terms[keep], counts[:, keep], idf[keep]
-    vec = Vectorizer("tfidf", [str(t) for t in terms], idf, settings.ngram_max, settings.stop_words)
-    return vec, _weight(counts, idf)
+    vec = Vectorizer("tfidf", [str(t) for t in terms], idf, settings.ngram_max, settings.stop_words,
+                     settings.sublinear_tf)
+    return vec, _weight(counts, idf, settings.sublinear_tf)

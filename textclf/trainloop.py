@@ -72,13 +72,23 @@ def _xla_scores(params, indices, values, rows):
     return jax.lax.scan(one, None, (indices, values, rows))[1]
 
 
-def epoch_function(backend: str, settings: Settings) -> Callable:
-    """The un-jitted epoch function of a backend: (params, velocity, *batch arrays, lrs) -> (params, velocity, losses, corrects)."""
+def epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config=None) -> Callable:
+    """The un-jitted epoch function of a backend:
+    (params, velocity, *batch arrays, lrs) -> (params, velocity, losses, corrects)."""
+    optimizer = dict(momentum=settings.momentum, weight_decay=settings.weight_decay)
     if backend == "pallas":
         from textclf.pallas_step import pallas_epoch
 
-        return lambda *args: pallas_epoch(*args, momentum=settings.momentum, weight_decay=settings.weight_decay)
-    return lambda *args: _xla_epoch(*args, momentum=settings.momentum, weight_decay=settings.weight_decay)
+        return lambda *args: pallas_epoch(*args, n_classes=n_classes, config=kernel_config, **optimizer)
+    return lambda *args: _xla_epoch(*args, **optimizer)
+
+
+def kernel_config_for(settings: Settings):
+    """Tuned Pallas block sizes for this device and batch size; interpret mode on a CPU (tests only)."""
+    from pallas_kernels.config import tuned
+    from textclf.backends import device_description, device_kind
+
+    return tuned(settings.batch_size, device_description()).replace(interpret=device_kind() != "gpu")
 
 
 class _Compiled:
@@ -106,6 +116,12 @@ def predict_scores_device(params: Params, matrix: sp.csr_matrix, compiled: _Comp
     return np.asarray(scores).reshape(-1, scores.shape[-1])[: matrix.shape[0]]
 
 
+def _real(params: Params, n_classes: int, n_features: int | None = None) -> Params:
+    """Drop the padding the Pallas path adds (padded classes would otherwise win argmax with score 0)."""
+    w1 = params.w1 if n_features is None else params.w1[:n_features]
+    return Params(w1, params.b1, params.w2[:, :n_classes], params.b2[:n_classes])
+
+
 def fit_network(
     train_x: sp.csr_matrix,
     train_y: np.ndarray,
@@ -115,13 +131,21 @@ def fit_network(
     eval_x: sp.csr_matrix | None = None,
     eval_y: np.ndarray | None = None,
     on_epoch: Callable[[EpochStats], None] | None = None,
+    kernel_config=None,
+    initial_params: Params | None = None,
 ) -> NetworkResult:
-    """Train the network with minibatch SGD; evaluate on (eval_x, eval_y) after every epoch if given."""
+    """Train the network with minibatch SGD; evaluate on (eval_x, eval_y) after every epoch if given.
+    kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation."""
     key = jax.random.PRNGKey(settings.seed)
     rng = np.random.default_rng(settings.seed)
-    params = init_params(key, train_x.shape[1], settings.hidden, n_classes)
+    params = initial_params or init_params(key, train_x.shape[1], settings.hidden, n_classes)
+    if backend == "pallas":
+        from textclf.pallas_step import pad_params
+
+        kernel_config = kernel_config or kernel_config_for(settings)
+        params = pad_params(params, kernel_config)
     velocity = jax.tree.map(jnp.zeros_like, params)
-    run_epoch = _Compiled(epoch_function(backend, settings), donate=(0, 1))
+    run_epoch = _Compiled(epoch_function(backend, settings, n_classes, kernel_config), donate=(0, 1))
     score = _Compiled(_xla_scores)
     n = train_x.shape[0]
     steps_per_epoch = -(-n // settings.batch_size)
@@ -147,7 +171,7 @@ def fit_network(
         eval_accuracy = None
         if eval_x is not None and eval_x.shape[0]:
             eval_start = time.perf_counter()
-            predicted = predict_scores_device(params, eval_x, score).argmax(axis=1)
+            predicted = predict_scores_device(_real(params, n_classes), eval_x, score).argmax(axis=1)
             eval_accuracy = float((predicted == eval_y).mean())
             eval_seconds += time.perf_counter() - eval_start
         stats = EpochStats(
@@ -161,7 +185,7 @@ def fit_network(
         history.append(stats)
         if on_epoch:
             on_epoch(stats)
-    numpy_params = Params(*(np.asarray(p) for p in params))
+    numpy_params = Params(*(np.asarray(p) for p in _real(params, n_classes, train_x.shape[1])))
     return NetworkResult(
         numpy_params, history, run_epoch.seconds + score.seconds, train_seconds, eval_seconds - score.seconds
     )

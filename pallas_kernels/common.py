@@ -1,0 +1,42 @@
+"""Helpers shared by the kernels: padding, Triton compiler parameters, matmul precision."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental.pallas import triton as pltriton
+
+PRECISIONS = {"default": None, "highest": lax.Precision.HIGHEST}
+
+
+def next_power_of_two(n: int) -> int:
+    return 1 << max(0, int(n - 1).bit_length())
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def pad_axis(x: jax.Array, axis: int, size: int, value=0) -> jax.Array:
+    """Pad axis of x with `value` up to `size` (no copy when it already has that size)."""
+    if x.shape[axis] == size:
+        return x
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, size - x.shape[axis])
+    return jnp.pad(x, widths, constant_values=value)
+
+
+def triton_params(num_warps: int, num_stages: int) -> pltriton.CompilerParams:
+    return pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages)
+
+
+def dot(a: jax.Array, b: jax.Array, precision: str, contract=((1,), (0,))) -> jax.Array:
+    """a @ b inside a kernel with fp32 accumulation; `contract` picks transposes (Triton supports
+    contracting dim 0 of a and dim 1 of b). precision "default" is TF32 for fp32 inputs on the GPU."""
+    if a.dtype != b.dtype:  # Triton needs one element type: compute in the narrower one (e.g. bf16 X).
+        narrow = a.dtype if jnp.finfo(a.dtype).bits < jnp.finfo(b.dtype).bits else b.dtype
+        a, b = a.astype(narrow), b.astype(narrow)
+    accumulate = jnp.float64 if a.dtype == jnp.float64 else jnp.float32
+    return lax.dot_general(a, b, (contract, ((), ())), precision=PRECISIONS[precision],
+                           preferred_element_type=accumulate)

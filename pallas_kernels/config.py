@@ -1,0 +1,49 @@
+"""Block sizes and launch parameters of every kernel, as one static (hashable) value.
+
+Defaults are safe everywhere; `tuned(batch_size, device_kind)` returns the configuration picked by the sweep on
+the GPU (`python -m benchmarks.sweep`, results in pallas_kernels/tuned.json and the runs DB) for the nearest
+batch size measured on that device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+TUNED_FILE = Path(__file__).with_name("tuned.json")
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    forward_block_m: int = 64
+    forward_block_k: int = 64
+    forward_split_k: int = 1
+    forward_warps: int = 4
+    forward_stages: int = 3
+    loss_block_m: int = 64
+    backward_block_m: int = 64
+    grad_block_m: int = 32
+    grad_block_k: int = 128
+    grad_warps: int = 4
+    grad_stages: int = 3
+    update_block: int = 4096
+    precision: str = "default"  # "highest": IEEE fp32 matmuls (slow; for checks against XLA)
+    x_dtype: str = "bfloat16"  # dense input on the device; "float32" for exact checks
+    interpret: bool = False  # True on a CPU (tests)
+
+    def replace(self, **changes) -> "KernelConfig":
+        return dataclasses.replace(self, **changes)
+
+
+def tuned(batch_size: int, device_name: str) -> KernelConfig:
+    """The swept configuration for the closest measured batch size on a device of this name, else defaults."""
+    if not TUNED_FILE.exists():
+        return KernelConfig()
+    table = json.loads(TUNED_FILE.read_text())
+    entries = [e for e in table.get("configs", []) if e["device"] in device_name or device_name in e["device"]]
+    if not entries:
+        return KernelConfig()
+    best = min(entries, key=lambda e: abs(e["batch_size"] - batch_size))
+    return KernelConfig(**best["config"])

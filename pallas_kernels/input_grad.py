@@ -1,0 +1,91 @@
+"""dW1 = X^T @ dPre, the tall-and-skinny weight gradient of the hidden layer (K = 32768 x M x N = 128), and
+the same product fused with the momentum update of W1 so dW1 never goes to memory.
+
+Grid: one program per block of block_k rows of W1 (K / block_k programs: 256 at block_k = 128), each looping
+over the batch in chunks of block_m rows: acc (block_k, N) += X[rows, cols]^T @ dPre[rows]. X is read once
+in total. The fused variant then applies v <- m v + dW1 + wd w; w <- w - lr v to its own (block_k, N) block
+of W1 and its momentum buffer, in place: one pass over W1 instead of three (write dW1, read dW1, update).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+
+from pallas_kernels.common import dot, pad_axis, round_up, triton_params
+
+
+def _accumulate(x_ref, dpre_ref, block_m: int, precision: str, acc_dtype):
+    # x_ref: (M, block_k)  dpre_ref: (M, N) -> (block_k, N)
+    m, block_k = x_ref.shape
+    n = dpre_ref.shape[1]
+
+    def body(step, acc):
+        rows = pl.ds(step * block_m, block_m)
+        return acc + dot(x_ref[rows, :], dpre_ref[rows, :], precision, contract=((0,), (0,)))
+
+    return lax.fori_loop(0, m // block_m, body, jnp.zeros((block_k, n), acc_dtype))
+
+
+def _grad_kernel(x_ref, dpre_ref, dw_ref, *, block_m: int, precision: str):
+    dw_ref[...] = _accumulate(x_ref, dpre_ref, block_m, precision, dw_ref.dtype).astype(dw_ref.dtype)
+
+
+def _grad_update_kernel(x_ref, dpre_ref, w_ref, v_ref, lr_ref, w_out, v_out, *, block_m: int, precision: str,
+                        momentum: float, weight_decay: float):
+    w = w_ref[...]
+    grad = _accumulate(x_ref, dpre_ref, block_m, precision, w.dtype).astype(w.dtype)
+    v = momentum * v_ref[...] + grad + weight_decay * w
+    v_out[...] = v
+    w_out[...] = w - lr_ref[0].astype(w.dtype) * v
+
+
+def _specs(m: int, k: int, n: int, block_k: int):
+    return [pl.BlockSpec((m, block_k), lambda j: (0, j)), pl.BlockSpec((m, n), lambda j: (0, 0))]
+
+
+@functools.partial(jax.jit, static_argnames=("block_m", "block_k", "num_warps", "num_stages", "precision", "interpret"))
+def input_grad(x, dpre, *, block_m: int = 32, block_k: int = 128, num_warps: int = 4, num_stages: int = 3,
+               precision: str = "default", interpret: bool = False) -> jax.Array:
+    """X^T @ dPre -> (K, N) in dPre's dtype. X (M, K) with K a multiple of block_k; M is padded to block_m."""
+    m, k = x.shape
+    n = dpre.shape[1]
+    padded_m = round_up(m, block_m)
+    x, dpre = pad_axis(x, 0, padded_m), pad_axis(dpre, 0, padded_m)
+    return pl.pallas_call(
+        functools.partial(_grad_kernel, block_m=block_m, precision=precision),
+        out_shape=jax.ShapeDtypeStruct((k, n), dpre.dtype), grid=(k // block_k,),
+        in_specs=_specs(padded_m, k, n, block_k), out_specs=pl.BlockSpec((block_k, n), lambda j: (j, 0)),
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="input_grad",
+    )(x, dpre)
+
+
+@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_m", "block_k", "num_warps",
+                                             "num_stages", "precision", "interpret"), donate_argnums=(2, 3))
+def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float, block_m: int = 32,
+                      block_k: int = 128, num_warps: int = 4, num_stages: int = 3, precision: str = "default",
+                      interpret: bool = False):
+    """SGD-momentum step of W1 with dW1 = X^T @ dPre computed on the fly -> (new w, new v), in place."""
+    m, k = x.shape
+    n = dpre.shape[1]
+    padded_m = round_up(m, block_m)
+    x, dpre = pad_axis(x, 0, padded_m), pad_axis(dpre, 0, padded_m)
+    block = pl.BlockSpec((block_k, n), lambda j: (j, 0))
+    return pl.pallas_call(
+        functools.partial(_grad_update_kernel, block_m=block_m, precision=precision, momentum=momentum,
+                          weight_decay=weight_decay),
+        out_shape=(jax.ShapeDtypeStruct(w.shape, w.dtype), jax.ShapeDtypeStruct(v.shape, v.dtype)),
+        grid=(k // block_k,),
+        in_specs=_specs(padded_m, k, n, block_k) + [block, block, pl.BlockSpec((1,), lambda j: (0,))],
+        out_specs=(block, block), input_output_aliases={2: 0, 3: 1},
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="input_grad_update",
+    )(x, dpre, w, v, jnp.asarray(lr, w.dtype).reshape(1))
+
+
+def input_grad_reference(x, dpre, precision: str = "default"):
+    prec = lax.Precision.HIGHEST if precision == "highest" else None
+    return jnp.dot(x.astype(dpre.dtype).T, dpre, precision=prec)

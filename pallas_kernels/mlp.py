@@ -1,0 +1,71 @@
+"""The whole network's loss through the Pallas kernels, with an explicit backward (`jax.custom_vjp`):
+pallas_call has no transpose rule, so jax.grad cannot differentiate the kernels themselves.
+
+Parameter layout on this path (padded once, before training):
+  w1 (Kp, N) with Kp = features rounded up to the kernels' K block (extra rows stay 0: their inputs are 0)
+  b1 (N,)  w2 (N, Cp)  b2 (Cp,) with Cp = padded class count (extra classes masked to -inf in the loss).
+loss = sum over rows of weight * nll; with weight = mask / number of real rows it is the mean loss.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from pallas_kernels.config import KernelConfig
+from pallas_kernels.hidden_backward import hidden_backward
+from pallas_kernels.hidden_forward import hidden_forward
+from pallas_kernels.input_grad import input_grad
+from pallas_kernels.softmax_xent import softmax_xent
+
+
+def forward(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
+    """-> (h, nll, predicted, dz): the hidden activations and everything the loss kernel produces."""
+    h = hidden_forward(x, w1, b1, block_m=config.forward_block_m, block_k=config.forward_block_k,
+                       split_k=config.forward_split_k, num_warps=config.forward_warps,
+                       num_stages=config.forward_stages, precision=config.precision, interpret=config.interpret)
+    nll, predicted, dz = softmax_xent(h, w2, b2, labels, weight, n_classes=n_classes, block_m=config.loss_block_m,
+                                      precision=config.precision, interpret=config.interpret)
+    return h, nll, predicted, dz
+
+
+def backward_to_hidden(dz, w2, h, config: KernelConfig):
+    """-> (dPre, dW2, db2, db1) from the loss gradient dz."""
+    dpre, dw2, db2, db1 = hidden_backward(dz, w2, h, block_m=config.backward_block_m, precision=config.precision,
+                                          interpret=config.interpret)
+    return dpre, dw2[:, : w2.shape[1]], db2[: w2.shape[1]], db1
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(7, 8))
+def mlp_loss(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
+    _, nll, _, _ = forward(w1, b1, w2, b2, x, labels, weight, n_classes, config)
+    return jnp.sum(nll * weight)
+
+
+def _mlp_loss_fwd(w1, b1, w2, b2, x, labels, weight, n_classes, config):
+    h, nll, _, dz = forward(w1, b1, w2, b2, x, labels, weight, n_classes, config)
+    return jnp.sum(nll * weight), (x, h, w2, dz)
+
+
+def _mlp_loss_bwd(n_classes, config, residuals, g):
+    x, h, w2, dz = residuals
+    dpre, dw2, db2, db1 = backward_to_hidden(dz, w2, h, config)
+    dw1 = input_grad(x, dpre, block_m=config.grad_block_m, block_k=config.grad_block_k,
+                     num_warps=config.grad_warps, num_stages=config.grad_stages, precision=config.precision,
+                     interpret=config.interpret)
+    # Data (x), labels and weights get no gradient (None = zero cotangent).
+    return g * dw1, g * db1, g * dw2, g * db2, None, None, None
+
+
+mlp_loss.defvjp(_mlp_loss_fwd, _mlp_loss_bwd)
+
+
+def mlp_loss_reference(w1, b1, w2, b2, x, labels, weight, n_classes: int, precision: str = "default"):
+    """Plain JAX: the same loss from dense x, differentiable by jax.grad."""
+    prec = jax.lax.Precision.HIGHEST if precision == "highest" else None
+    h = jax.nn.sigmoid(jnp.dot(x.astype(w1.dtype), w1, precision=prec) + b1)
+    scores = jnp.dot(h, w2[:, :n_classes], precision=prec) + b2[:n_classes]
+    nll = -jnp.take_along_axis(jax.nn.log_softmax(scores), labels[:, None], axis=1)[:, 0]
+    return jnp.sum(nll * weight)

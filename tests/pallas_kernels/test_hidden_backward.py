@@ -1,0 +1,15 @@
+import pytest
+
+from pallas_kernels.hidden_backward import hidden_backward, hidden_backward_reference
+from tests.pallas_kernels.conftest import assert_close, poison_device_memory
+
+
+@pytest.mark.parametrize("m, classes", [(37, 16), (64, 32), (5, 16), (130, 16)])
+def test_matches_reference(env, rng, m, classes):
+    dz = env.array(rng, (m, classes))
+    w2 = env.array(rng, (128, classes))
+    h = env.array(rng, (m, 128), kind="uniform")
+    poison_device_memory()
+    got = hidden_backward(dz, w2, h, block_m=16, precision=env.precision, interpret=env.interpret)
+    for name, a, b in zip(("dpre", "dw2", "db2", "db1"), got, hidden_backward_reference(dz, w2, h, "highest")):
+        assert_close(a, b, env, name)

@@ -1,0 +1,37 @@
+import jax.numpy as jnp
+import pytest
+
+from pallas_kernels.input_grad import input_grad, input_grad_reference, input_grad_update
+from pallas_kernels.sgd_update import sgd_update_reference
+from tests.pallas_kernels.conftest import assert_close, gpu_only, poison_device_memory
+
+
+@pytest.mark.parametrize("m, k", [(37, 256), (64, 512), (3, 128)])
+def test_matches_reference(env, rng, m, k):
+    x = env.array(rng, (m, k), kind="uniform")
+    dpre = env.array(rng, (m, 128))
+    poison_device_memory()
+    got = input_grad(x, dpre, block_m=16, block_k=64, precision=env.precision, interpret=env.interpret)
+    assert_close(got, input_grad_reference(x, dpre, "highest"), env)
+
+
+@pytest.mark.parametrize("m, k", [(37, 256), (16, 128)])
+def test_fused_update_matches_grad_then_update(env, rng, m, k):
+    x = env.array(rng, (m, k), kind="uniform")
+    dpre = env.array(rng, (m, 128))
+    w, v = env.array(rng, (k, 128)), env.array(rng, (k, 128))
+    expected_w, expected_v = sgd_update_reference(w, v, input_grad_reference(x, dpre, "highest"), 0.1,
+                                                  momentum=0.9, weight_decay=1e-3)
+    got_w, got_v = input_grad_update(x, dpre, jnp.copy(w), jnp.copy(v), 0.1, momentum=0.9, weight_decay=1e-3,
+                                     block_m=16, block_k=64, precision=env.precision, interpret=env.interpret)
+    assert_close(got_w, expected_w, env, "w")
+    assert_close(got_v, expected_v, env, "v")
+
+
+@gpu_only
+def test_production_shape(env, rng):
+    x = (env.array(rng, (4096, 32768), kind="uniform") * (rng.uniform(size=(4096, 32768)) < 0.005)).astype(jnp.bfloat16)
+    dpre = env.array(rng, (4096, 128), scale=1e-3)
+    got = input_grad(x, dpre)
+    ref = input_grad_reference(x.astype(jnp.float32), dpre.astype(jnp.bfloat16).astype(jnp.float32), "highest")
+    assert float(jnp.abs(got - ref).max()) < 1e-4 * float(jnp.abs(ref).max()) + 1e-6

@@ -1,0 +1,75 @@
+"""The whole network through the kernels: custom_vjp gradients, and a short training run against XLA."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from jax.test_util import check_grads
+
+from pallas_kernels.config import KernelConfig
+from pallas_kernels.mlp import mlp_loss, mlp_loss_reference
+from pipelines.batches import make_batches
+from textclf.config import Settings
+from textclf.model import init_params
+from textclf.pallas_step import pad_params, pallas_epoch, unpad_params
+from textclf.trainloop import _xla_epoch
+from tests.pallas_kernels.conftest import assert_close
+
+
+def small_config(env) -> KernelConfig:
+    return KernelConfig(forward_block_m=16, forward_block_k=32, loss_block_m=16, backward_block_m=16,
+                        grad_block_m=16, grad_block_k=32, update_block=512, precision="highest",
+                        x_dtype="float64" if env.dtype == jnp.float64 else "float32", interpret=env.interpret)
+
+
+@pytest.mark.parametrize("m, n_classes", [(37, 3), (16, 2), (50, 20)])
+def test_gradients_match_jax_grad_of_reference(env, rng, m, n_classes):
+    k = 128
+    x = env.array(rng, (m, k), kind="uniform") * (rng.uniform(size=(m, k)) < 0.2)
+    w1, b1 = env.array(rng, (k, 128), scale=0.1), env.array(rng, (128,), scale=0.1)
+    classes = 16 if n_classes <= 16 else 32
+    w2 = jnp.pad(env.array(rng, (128, n_classes)), ((0, 0), (0, classes - n_classes)))
+    b2 = jnp.pad(env.array(rng, (n_classes,)), (0, classes - n_classes))
+    labels = jnp.asarray(rng.integers(0, n_classes, m), jnp.int32)
+    weight = jnp.full((m,), 1.0 / m, env.dtype)
+    config = small_config(env)
+    kernel = lambda *p: mlp_loss(*p, x, labels, weight, n_classes, config)
+    reference = lambda *p: mlp_loss_reference(*p, x, labels, weight, n_classes, "highest")
+    params = (w1, b1, w2, b2)
+    assert_close(kernel(*params), reference(*params), env, "loss")
+    grads = jax.grad(kernel, argnums=(0, 1, 2, 3))(*params)
+    expected = jax.grad(reference, argnums=(0, 1, 2, 3))(*params)
+    for name, a, b in zip(("w1", "b1", "w2", "b2"), grads, expected):
+        assert_close(a, b, env, name)
+    if env.dtype == jnp.float64:  # finite differences need float64
+        check_grads(kernel, params, order=1, modes=["rev"])
+
+
+def test_training_matches_xla(env, rng):
+    """The original design's CPU-vs-GPU check: same initial weights and batches, a few epochs each way."""
+    n, features, n_classes = 90, 200, 3
+    matrix = sp.random(n, features, density=0.05, format="csr", random_state=int(rng.integers(1 << 30)))
+    labels = rng.integers(0, n_classes, n).astype(np.int32)
+    settings = Settings(batch_size=16, momentum=0.9, weight_decay=1e-3)
+    params = jax.tree.map(lambda a: a.astype(env.dtype), init_params(jax.random.PRNGKey(0), features, 128, n_classes))
+    config = small_config(env)
+    xla_params, pallas_params = params, pad_params(params, config)
+    xla_velocity = jax.tree.map(jnp.zeros_like, xla_params)
+    pallas_velocity = jax.tree.map(jnp.zeros_like, pallas_params)
+    xla_epoch = jax.jit(lambda *a: _xla_epoch(*a, momentum=0.9, weight_decay=1e-3))
+    pallas = jax.jit(lambda *a: pallas_epoch(*a, n_classes=n_classes, momentum=0.9, weight_decay=1e-3, config=config))
+    for epoch in range(3):
+        batches = make_batches(matrix.astype(np.float32), labels, settings.batch_size, rng.permutation(n))
+        data = [jnp.asarray(a) for a in batches.arrays()]
+        data[1] = data[1].astype(env.dtype)  # values
+        data[4] = data[4].astype(env.dtype)  # mask
+        lrs = jnp.full((batches.steps,), 0.5, env.dtype)
+        with jax.default_matmul_precision("highest"):
+            xla_params, xla_velocity, xla_losses, _ = xla_epoch(xla_params, xla_velocity, *data, lrs)
+        pallas_params, pallas_velocity, pallas_losses, _ = pallas(pallas_params, pallas_velocity, *data, lrs)
+    got = unpad_params(pallas_params, features, n_classes)
+    for name, a, b in zip(("w1", "b1", "w2", "b2"), got, xla_params):
+        scale = float(jnp.abs(b).max())
+        assert float(jnp.abs(a - b).max()) / scale < 1e-5, name
+    assert_close(pallas_losses, xla_losses, env.__class__(env.dtype, env.interpret, env.precision, 1e-5, 1e-7))

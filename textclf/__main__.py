@@ -1,0 +1,3 @@
+from textclf.cli import main
+
+main()
