@@ -72,4 +72,6 @@ def test_training_matches_xla(env, rng):
     for name, a, b in zip(("w1", "b1", "w2", "b2"), got, xla_params):
         scale = float(jnp.abs(b).max())
         assert float(jnp.abs(a - b).max()) / scale < 1e-5, name
-    assert_close(pallas_losses, xla_losses, env.__class__(env.dtype, env.interpret, env.precision, 1e-5, 1e-7))
+    # Parameters are held to 1e-5 above. The per-step losses are sums over rows in different orders, and in
+    # float32 they drift ~1e-5 apart by the third epoch (seen on an H200), so they get 5e-5.
+    assert_close(pallas_losses, xla_losses, env.__class__(env.dtype, env.interpret, env.precision, 5e-5, 1e-7))

@@ -33,7 +33,7 @@ def test_interrupted_write_keeps_the_old_model(model, tmp_path, monkeypatch):
     def crash(*args, **kwargs):
         raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-write
 
-    monkeypatch.setattr(np, "savez_compressed", crash)
+    monkeypatch.setattr(np, "savez", crash)
     with pytest.raises(KeyboardInterrupt):
         save_model(model, path)
     assert path.read_bytes() == before

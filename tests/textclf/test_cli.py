@@ -211,7 +211,7 @@ def test_interrupted_model_write_keeps_the_previous_model(runner, corpus_dir, tr
     def crash(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(np, "savez_compressed", crash)
+    monkeypatch.setattr(np, "savez", crash)
     result = invoke(runner, "train", corpus_dir, "--out", trained, *FAST)
     assert result.exit_code != 0
     assert trained.read_bytes() == before and sorted(p.name for p in trained.parent.iterdir()).count("model.npz") == 1
