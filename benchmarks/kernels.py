@@ -57,6 +57,12 @@ def load_problem(corpus: str):
     return matrix, encode_labels(data.labels, classes), len(classes)
 
 
+def real_batch(matrix, labels, batch: int):
+    """One minibatch of `batch` news4 documents drawn at random (seed 0), as the sparse batch format."""
+    chosen = np.random.default_rng(0).permutation(matrix.shape[0])[:batch]
+    return make_batches(matrix[chosen], labels[chosen], batch)
+
+
 def xla_step_dense(params, velocity, x, labels, mask, lr):
     """The same step in plain JAX on the dense bf16 batch (XLA's best dense formulation)."""
     def loss_fn(p):
@@ -104,8 +110,7 @@ def carried_time(step, carry, consts, reps=20, trials=5) -> float:
 
 
 def bench_batch(matrix, labels, n_classes, batch, config: KernelConfig, with_torch: bool):
-    rng = np.random.default_rng(0)
-    sparse = make_batches(matrix, labels, batch, rng.permutation(matrix.shape[0])[:batch])
+    sparse = real_batch(matrix, labels, batch)
     idx, val, row, y, m = (jnp.asarray(a[0]) for a in sparse.arrays())
     params = pad_params(init_params(jax.random.PRNGKey(0), matrix.shape[1], 128, n_classes), config)
     k, n = params.w1.shape
@@ -232,8 +237,7 @@ def torch_bench(matrix, labels, n_classes, batch, sparse) -> dict[str, float]:
 
 def sweep(matrix, labels, n_classes, batch, device: str, db=None) -> KernelConfig:
     """Try block sizes for the two big kernels at this batch size; return the fastest valid configuration."""
-    rng = np.random.default_rng(0)
-    sparse = make_batches(matrix, labels, batch, rng.permutation(matrix.shape[0])[:batch])
+    sparse = real_batch(matrix, labels, batch)
     idx, val, row = (jnp.asarray(a[0]) for a in (sparse.indices, sparse.values, sparse.rows))
     k = 32768
     x = dense_batch(idx, val, row, batch, k, BF16)

@@ -21,14 +21,21 @@ def _first_scalar(tree):
 
 
 def _looped(fn, perturb: int, reps: int):
+    """fn repeated `reps` times in one fori_loop. The whole output is the loop carry, so XLA must compute
+    all of it every iteration (a result used only in part could be sliced away); the next iteration's
+    argument `perturb` depends on the last output through `value * 0`, so nothing can be hoisted."""
+
     def run(*args):
         def body(_, carry):
+            dependence, _ = carry
             args_i = list(args)
-            # carry is 0 in value but XLA cannot know it: keeps every iteration's work in the loop.
-            args_i[perturb] = args[perturb] + (carry * 0).astype(args[perturb].dtype)
-            return _first_scalar(fn(*args_i)) * 0
+            args_i[perturb] = args[perturb] + (dependence * 0).astype(args[perturb].dtype)
+            out = fn(*args_i)
+            return _first_scalar(out), out
 
-        return jax.lax.fori_loop(0, reps, body, jnp.float32(0))
+        shapes = jax.eval_shape(fn, *args)
+        init = (jnp.float32(0), jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))
+        return jax.lax.fori_loop(0, reps, body, init)
 
     return jax.jit(run)
 

@@ -14,46 +14,41 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import triton as pltriton
-
-from pallas_kernels.common import next_power_of_two, triton_params
+from pallas_kernels.common import next_power_of_two, pad_axis, round_up, triton_params
 
 
-def _kernel(w_ref, v_ref, g_ref, lr_ref, w_out, v_out, *, momentum: float, weight_decay: float, size: int):
-    block = w_out.shape[0]
-    start = pl.program_id(0) * block
-    index = start + jnp.arange(block)
-    valid = index < size  # the last block may run past the end of the flat parameter
-    window = pl.ds(start, block)
-    w = pltriton.load(w_ref.at[window], mask=valid, other=0.0)
-    v = pltriton.load(v_ref.at[window], mask=valid, other=0.0)
-    g = pltriton.load(g_ref.at[window], mask=valid, other=0.0)
-    v = momentum * v + g.astype(v.dtype) + weight_decay * w
-    w = w - lr_ref[0].astype(w.dtype) * v
-    pltriton.store(w_out.at[window], w, mask=valid)
-    pltriton.store(v_out.at[window], v, mask=valid)
+def _kernel(w_ref, v_ref, g_ref, lr_ref, w_out, v_out, *, momentum: float, weight_decay: float):
+    # One (block,) slice of the flattened parameter, its momentum buffer and its gradient.
+    w = w_ref[...]
+    v = momentum * v_ref[...] + g_ref[...].astype(w.dtype) + weight_decay * w
+    v_out[...] = v
+    w_out[...] = w - lr_ref[0].astype(w.dtype) * v
 
 
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block", "num_warps", "interpret"),
                    donate_argnums=(0, 1))
 def sgd_update(w, v, g, lr, *, momentum: float, weight_decay: float, block: int = 4096, num_warps: int = 4,
                interpret: bool = False):
-    """-> (new w, new v), written over w and v (donated). lr: scalar or (1,) array."""
-    shape = w.shape
-    size = w.size
+    """-> (new w, new v), written over w and v (donated). lr: scalar or (1,) array.
+
+    Triton needs power-of-two shapes, so the flattened parameter is cut into power-of-two blocks; a size that
+    is not a multiple of the block is padded (a copy; the product's parameters are all powers of two)."""
+    shape, size = w.shape, w.size
     block = min(block, next_power_of_two(size))
-    flat = lambda a: a.reshape(-1)
+    padded = round_up(size, block)
+    flat = lambda a: pad_axis(a.reshape(-1), 0, padded)
     lr = jnp.asarray(lr, w.dtype).reshape(1)
+    spec = pl.BlockSpec((block,), lambda i: (i,))
     w_new, v_new = pl.pallas_call(
-        functools.partial(_kernel, momentum=momentum, weight_decay=weight_decay, size=size),
-        out_shape=(jax.ShapeDtypeStruct((size,), w.dtype), jax.ShapeDtypeStruct((size,), v.dtype)),
-        grid=(-(-size // block),),
-        in_specs=[pl.BlockSpec(memory_space=pl.ANY)] * 3 + [pl.BlockSpec((1,), lambda i: (0,))],
-        out_specs=(pl.BlockSpec(memory_space=pl.ANY), pl.BlockSpec(memory_space=pl.ANY)),
+        functools.partial(_kernel, momentum=momentum, weight_decay=weight_decay),
+        out_shape=(jax.ShapeDtypeStruct((padded,), w.dtype), jax.ShapeDtypeStruct((padded,), v.dtype)),
+        grid=(padded // block,),
+        in_specs=[spec, spec, spec, pl.BlockSpec((1,), lambda i: (0,))],
+        out_specs=(spec, spec),
         input_output_aliases={0: 0, 1: 1},
         compiler_params=triton_params(num_warps, 1), interpret=interpret, name="sgd_update",
     )(flat(w), flat(v), flat(g), lr)
-    return w_new.reshape(shape), v_new.reshape(shape)
+    return w_new[:size].reshape(shape), v_new[:size].reshape(shape)
 
 
 def sgd_update_reference(w, v, g, lr, *, momentum: float, weight_decay: float):

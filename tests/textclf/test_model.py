@@ -39,7 +39,8 @@ def test_sparse_gradient_matches_dense_math():
 def test_host_prediction_matches_device_model():
     matrix, _ = _random_problem(n=1500)
     params = init_params(jax.random.PRNGKey(2), 50, 8, 3)
-    device_scores = predict_scores_device(params, matrix)
+    with jax.default_matmul_precision("highest"):  # GPUs default to TF32 matmuls
+        device_scores = predict_scores_device(params, matrix)
     numpy_params = [np.asarray(p) for p in params]
     host_scores = Model(None, *numpy_params, labels=["a", "b", "c"], settings=None).scores(matrix)
     np.testing.assert_allclose(device_scores, host_scores, rtol=1e-4, atol=1e-4)
