@@ -22,14 +22,16 @@ def _first_scalar(tree):
 
 def _looped(fn, perturb: int, reps: int):
     """fn repeated `reps` times in one fori_loop. The whole output is the loop carry, so XLA must compute
-    all of it every iteration (a result used only in part could be sliced away); the next iteration's
-    argument `perturb` depends on the last output through `value * 0`, so nothing can be hoisted."""
+    all of it every iteration (a result used only in part could be sliced away). The next iteration's
+    argument `perturb` gets where(last output's first element == inf, 1, 0) added: always 0 for finite
+    outputs, but not something XLA can fold away (it does fold `x * 0`, and then hoists the whole op out of
+    the loop), so every iteration really runs fn."""
 
     def run(*args):
         def body(_, carry):
             dependence, _ = carry
             args_i = list(args)
-            args_i[perturb] = args[perturb] + (dependence * 0).astype(args[perturb].dtype)
+            args_i[perturb] = args[perturb] + jnp.where(dependence == jnp.inf, 1, 0).astype(args[perturb].dtype)
             out = fn(*args_i)
             return _first_scalar(out), out
 
