@@ -42,10 +42,9 @@ MOMENTUM, WEIGHT_DECAY = 0.9, 0.0
 def ceilings() -> tuple[float, float]:
     """Measured device copy bandwidth (bytes/s, read + write) and bf16 matmul rate (FLOP/s)."""
     big = jnp.ones((256 * 2**20,), jnp.float32)  # 1 GiB
-    copy = device_time(lambda a: a * 1.0001, (big,), perturb=0, reps=10)
+    copy = device_time(lambda a: a * 1.0001, (big,), reps=20)
     a = jnp.ones((8192, 8192), BF16)
-    mm = device_time(lambda x, y: jnp.dot(x, y, preferred_element_type=jnp.float32), (a, a), perturb=0, reps=10)
-    # The perturbation adds a pass over the first operand (128 MiB) to each matmul: small next to 1.1 TFLOP.
+    mm = device_time(lambda x, y: jnp.dot(x, y, preferred_element_type=jnp.float32), (a, a), reps=20)
     return 2 * big.nbytes / copy, 2 * 8192**3 / mm
 
 
@@ -133,21 +132,21 @@ def bench_batch(matrix, labels, n_classes, batch, config: KernelConfig, with_tor
         ops.append((name, pallas_s, xla_s, nbytes, flops))
 
     add("hidden_forward (XW1+b, sigmoid)",
-        device_time(lambda x, w, b: hidden_forward(x, w, b, **fw, **cfg), (x, params.w1, params.b1), 2),
+        device_time(lambda x, w, b: hidden_forward(x, w, b, **fw, **cfg), (x, params.w1, params.b1)),
         device_time(lambda x, w, b: jax.nn.sigmoid(jnp.dot(x, w.astype(BF16), preferred_element_type=jnp.float32) + b),
-                    (x, params.w1, params.b1), 2),
+                    (x, params.w1, params.b1)),
         x.nbytes + params.w1.nbytes + batch * n * 4, 2 * batch * k * n)
     add("softmax_xent (HW2+b, softmax, loss, dZ)",
-        device_time(lambda h, w, b: softmax_xent(h, w, b, y, weight, n_classes=n_classes, **cfg), (h, params.w2, params.b2), 2),
-        device_time(lambda h, w, b: softmax_xent_reference(h, w, b, y, weight, n_classes=n_classes), (h, params.w2, params.b2), 2),
+        device_time(lambda h, w, b: softmax_xent(h, w, b, y, weight, n_classes=n_classes, **cfg), (h, params.w2, params.b2)),
+        device_time(lambda h, w, b: softmax_xent_reference(h, w, b, y, weight, n_classes=n_classes), (h, params.w2, params.b2)),
         h.nbytes + batch * cp * 4 * 2, 2 * batch * n * cp)
     add("hidden_backward (dPre, dW2, db2, db1)",
-        device_time(lambda d, w, hh: hidden_backward(d, w, hh, **cfg), (dz, params.w2, h), 1),
-        device_time(lambda d, w, hh: hidden_backward_reference(d, w, hh), (dz, params.w2, h), 1),
+        device_time(lambda d, w, hh: hidden_backward(d, w, hh, **cfg), (dz, params.w2, h)),
+        device_time(lambda d, w, hh: hidden_backward_reference(d, w, hh), (dz, params.w2, h)),
         dz.nbytes + 2 * h.nbytes, 4 * batch * n * cp)
     add("input_grad (dW1 = X^T dPre)",
-        device_time(lambda xx, d: input_grad(xx, d, **gw, **cfg), (x, dpre), 1),
-        device_time(lambda xx, d: jnp.dot(xx.T, d.astype(BF16), preferred_element_type=jnp.float32), (x, dpre), 1),
+        device_time(lambda xx, d: input_grad(xx, d, **gw, **cfg), (x, dpre)),
+        device_time(lambda xx, d: jnp.dot(xx.T, d.astype(BF16), preferred_element_type=jnp.float32), (x, dpre)),
         x.nbytes + dpre.nbytes + params.w1.nbytes, 2 * batch * k * n)
     g = jnp.full_like(params.w1, 1e-3)
     update = dict(momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)
@@ -259,7 +258,7 @@ def sweep(matrix, labels, n_classes, batch, device: str, db=None) -> KernelConfi
                               forward_stages=stages)
                 seconds = device_time(lambda xx, w, b: hidden_forward(xx, w, b, block_m=bm, block_k=bk, split_k=split,
                                                                       num_warps=warps, num_stages=stages),
-                                      (x, w1, b1), 2, reps=20, trials=3)
+                                      (x, w1, b1), reps=50, trials=3)
             else:
                 warps, stages = rest
                 config = dict(grad_block_m=bm, grad_block_k=bk, grad_warps=warps, grad_stages=stages)

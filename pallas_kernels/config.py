@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,12 +39,16 @@ class KernelConfig:
 
 
 def tuned(batch_size: int, device_name: str) -> KernelConfig:
-    """The swept configuration for the closest measured batch size on a device of this name, else defaults."""
-    if not TUNED_FILE.exists():
-        return KernelConfig()
-    table = json.loads(TUNED_FILE.read_text())
-    entries = [e for e in table.get("configs", []) if e["device"] in device_name or device_name in e["device"]]
+    """The swept configuration for the closest measured batch size (on a log scale) on this device, else on
+    any swept GPU (block shapes that suit one Hopper part suit another far better than the defaults), with
+    row blocks no taller than the batch so small batches are not padded."""
+    table = json.loads(TUNED_FILE.read_text()) if TUNED_FILE.exists() else {}
+    entries = table.get("configs", [])
+    entries = [e for e in entries if e["device"] == device_name] or entries
     if not entries:
         return KernelConfig()
-    best = min(entries, key=lambda e: abs(e["batch_size"] - batch_size))
-    return KernelConfig(**best["config"])
+    best = min(entries, key=lambda e: abs(math.log2(e["batch_size"]) - math.log2(max(batch_size, 1))))
+    config = KernelConfig(**best["config"])
+    rows = max(16, 1 << max(0, (batch_size - 1).bit_length()))  # Triton's smallest dot is 16 rows
+    return config.replace(**{k: min(getattr(config, k), rows) for k in
+                             ("forward_block_m", "loss_block_m", "backward_block_m", "grad_block_m")})

@@ -2,7 +2,10 @@
 
 Two kinds, both saved as plain arrays (never pickled):
 - "tfidf": CountVectorizer over the training corpus (min_df, stop words, n-grams), then the `features` terms
-  that a chi-squared test finds most tied to the labels (or the most frequent ones). Saved: the terms.
+  that a chi-squared test finds most tied to the labels (or the most frequent ones). When the corpus has
+  fewer word terms than `features` (short texts: AG News has 21k), the spare columns go to character
+  2-5-grams within words, chosen the same way: on agnews7600 that lifted TF-IDF + SGD from 0.891 to 0.901.
+  Saved: the word terms and the character terms.
 - "hashing": HashingVectorizer into `features` buckets; nothing to fit but the IDF. Saved: nothing but IDF.
 At prediction time the same CountVectorizer/HashingVectorizer is rebuilt from the saved terms and settings.
 """
@@ -22,6 +25,7 @@ from textclf.config import Settings
 from textclf.errors import CorpusError
 
 SMALL_CORPUS_DOCS = 200  # below this min_df is forced to 1 (min_df=2 would drop most words)
+CHAR_NGRAMS = (2, 5)
 
 
 @dataclass
@@ -32,6 +36,7 @@ class Vectorizer:
     ngram_max: int
     stop_words: str | None
     sublinear_tf: bool = True
+    char_terms: list[str] | None = None  # character n-grams in the columns after the word terms
 
     @property
     def n_features(self) -> int:
@@ -45,12 +50,19 @@ class Vectorizer:
 
     def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero)."""
-        return _weight(self._counter().transform(texts), self.idf, self.sublinear_tf)
+        counts = self._counter().transform(texts)
+        if self.char_terms:
+            chars = CountVectorizer(analyzer="char_wb", ngram_range=CHAR_NGRAMS, vocabulary=self.char_terms,
+                                    dtype=np.float32).transform(texts)
+            counts = sp.hstack([counts, chars], format="csr")
+        return _weight(counts, self.idf, self.sublinear_tf)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {"idf": self.idf}
         if self.terms is not None:
             arrays["terms"] = np.array(self.terms, dtype=str)  # fixed-width unicode: loads without pickle
+        if self.char_terms:
+            arrays["char_terms"] = np.array(self.char_terms, dtype=str)
         return arrays
 
     def config(self) -> dict:
@@ -60,8 +72,9 @@ class Vectorizer:
     @classmethod
     def from_arrays(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Vectorizer":
         terms = [str(t) for t in arrays["terms"]] if "terms" in arrays else None
+        char_terms = [str(t) for t in arrays["char_terms"]] if "char_terms" in arrays else None
         return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"],
-                   config.get("sublinear_tf", True))
+                   config.get("sublinear_tf", True), char_terms)
 
 
 def _weight(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
@@ -100,17 +113,32 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settin
             f"no words to learn from ({exc}): the documents hold only stop words or symbols; "
             "add real text or pass --stop-words none"
         ) from None
-    terms = counter.get_feature_names_out()
-    idf = _idf(counts)
-    if len(terms) > settings.features:
-        if settings.feature_selection == "chi2":
-            scores, _ = chi2(_weight(counts, idf, settings.sublinear_tf), np.asarray(labels))
-            score = np.nan_to_num(scores, nan=0.0)
-        else:
-            score = np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.float64)
-        # Highest score first; ties broken by column (alphabetical) order so the choice is deterministic.
-        keep = np.sort(np.argsort(-score, kind="stable")[: settings.features])
-        terms, counts, idf = terms[keep], counts[:, keep], idf[keep]
+    terms, counts, idf = _select(counter.get_feature_names_out(), counts, labels, settings.features, settings)
+    char_terms = None
+    spare = settings.features - len(terms)
+    if settings.char_ngrams and spare > 0:
+        char_counter = CountVectorizer(analyzer="char_wb", ngram_range=CHAR_NGRAMS, min_df=min_df, dtype=np.float32)
+        char_counts = char_counter.fit_transform(texts).tocsr()
+        char_terms, char_counts, char_idf = _select(char_counter.get_feature_names_out(), char_counts, labels,
+                                                    spare, settings)
+        counts = sp.hstack([counts, char_counts], format="csr")
+        idf = np.concatenate([idf, char_idf])
+        char_terms = [str(t) for t in char_terms]
     vec = Vectorizer("tfidf", [str(t) for t in terms], idf, settings.ngram_max, settings.stop_words,
-                     settings.sublinear_tf)
+                     settings.sublinear_tf, char_terms)
     return vec, _weight(counts, idf, settings.sublinear_tf)
+
+
+def _select(terms: np.ndarray, counts: sp.csr_matrix, labels, budget: int, settings: Settings):
+    """Keep at most `budget` columns: those a chi-squared test ties most to the labels, or the most frequent."""
+    idf = _idf(counts)
+    if len(terms) <= budget:
+        return terms, counts, idf
+    if settings.feature_selection == "chi2":
+        scores, _ = chi2(_weight(counts, idf, settings.sublinear_tf), np.asarray(labels))
+        score = np.nan_to_num(scores, nan=0.0)
+    else:
+        score = np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.float64)
+    # Highest score first; ties broken by column (alphabetical) order so the choice is deterministic.
+    keep = np.sort(np.argsort(-score, kind="stable")[:budget])
+    return terms[keep], counts[:, keep], idf[keep]

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from textclf.config import Settings
 from textclf.errors import ArtifactError, TextclfError
 
 app = typer.Typer(help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True,
@@ -49,6 +50,9 @@ def _print_json(data) -> None:
     typer.echo(json.dumps(data, indent=2, default=str))
 
 
+D = Settings()  # defaults shown in --help; options left unset keep them
+
+
 @app.command()
 @user_errors
 def train(
@@ -56,33 +60,36 @@ def train(
     test: Annotated[Optional[Path], typer.Option(help="Separate test corpus (else a stratified validation split).")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: data dir).")] = None,
     db: DbOption = None,
-    features: Annotated[int, typer.Option(help="Bag-of-words width.")] = 32754,
-    vectorizer: Annotated[str, typer.Option(help="tfidf (fitted vocabulary) or hashing.")] = "tfidf",
-    ngrams: Annotated[int, typer.Option(help="Longest n-gram: 1 unigrams, 2 adds bigrams.")] = 1,
-    stop_words: Annotated[str, typer.Option(help="'english' or 'none'.")] = "english",
-    hidden: Annotated[int, typer.Option(help="Hidden units (sigmoid).")] = 128,
-    batch_size: Annotated[int, typer.Option(help="Minibatch size.")] = 32,
-    epochs: Annotated[int, typer.Option(help="Passes over the training set.")] = 8,
-    lr: Annotated[float, typer.Option(help="Learning rate (decays linearly to 0).")] = 0.5,
-    momentum: Annotated[float, typer.Option(help="SGD momentum.")] = 0.9,
-    weight_decay: Annotated[float, typer.Option(help="L2 weight decay.")] = 0.0,
-    seed: Annotated[int, typer.Option(help="Seed for the split, initialisation and shuffling.")] = 0,
-    backend: Annotated[str, typer.Option(help="auto, xla or pallas (GPU).")] = "auto",
-    max_file_mb: Annotated[float, typer.Option(help="Skip corpus files larger than this.")] = 10.0,
+    features: Annotated[Optional[int], typer.Option(help=f"Bag-of-words width (default {D.features}).")] = None,
+    vectorizer: Annotated[Optional[str], typer.Option(help=f"tfidf (fitted vocabulary) or hashing (default {D.vectorizer}).")] = None,
+    ngrams: Annotated[Optional[int], typer.Option(help=f"Longest word n-gram (default {D.ngram_max}).")] = None,
+    stop_words: Annotated[Optional[str], typer.Option(help=f"'english' or 'none' (default {D.stop_words}).")] = None,
+    char_ngrams: Annotated[Optional[bool], typer.Option(help="Give columns the word vocabulary leaves spare to "
+                                                             f"character n-grams (default {D.char_ngrams}).")] = None,
+    hidden: Annotated[Optional[int], typer.Option(help=f"Hidden units (sigmoid) (default {D.hidden}).")] = None,
+    batch_size: Annotated[Optional[int], typer.Option(help=f"Minibatch size (default {D.batch_size}).")] = None,
+    epochs: Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}).")] = None,
+    lr: Annotated[Optional[float], typer.Option(help=f"Learning rate, decaying linearly to 0 (default {D.learning_rate}).")] = None,
+    momentum: Annotated[Optional[float], typer.Option(help=f"SGD momentum (default {D.momentum}).")] = None,
+    weight_decay: Annotated[Optional[float], typer.Option(help=f"L2 weight decay (default {D.weight_decay}).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help=f"Seed for the split, initialisation and shuffling (default {D.seed}).")] = None,
+    backend: Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (GPU) (default {D.backend}).")] = None,
+    max_file_mb: Annotated[Optional[float], typer.Option(help=f"Skip corpus files larger than this (default {D.max_file_mb}).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Train a model on CORPUS, record the run, and write the model file."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from textclf.config import Settings
     from textclf.train import train as train_model
 
-    settings = Settings(
-        features=features, vectorizer=vectorizer, ngram_max=ngrams,
-        stop_words=None if stop_words.lower() == "none" else stop_words, hidden=hidden, batch_size=batch_size,
-        epochs=epochs, learning_rate=lr, momentum=momentum, weight_decay=weight_decay, seed=seed,
-        backend=backend, max_file_mb=max_file_mb,
-    )
+    if stop_words is not None and stop_words.lower() == "none":
+        stop_words = ""
+    given = dict(features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
+                 char_ngrams=char_ngrams, hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr,
+                 momentum=momentum, weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb)
+    settings = D.replace(**{k: v for k, v in given.items() if v is not None})
+    if settings.stop_words == "":
+        settings = settings.replace(stop_words=None)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err, disable=as_json)
     task = None

@@ -28,6 +28,7 @@ class Settings:
     vectorizer: str = "tfidf"  # "tfidf": fitted vocabulary; "hashing": no vocabulary, any corpus size
     feature_selection: str = "chi2"  # how "tfidf" picks `features` terms from the full vocabulary
     ngram_max: int = 1  # 1 = unigrams, 2 = unigrams + bigrams
+    char_ngrams: bool = False  # fill columns the word vocabulary leaves spare with character 2-5-grams
     stop_words: str | None = "english"
     min_df: int = 2  # ignored (set to 1) for corpora under 200 documents, where it would empty the vocabulary
     sublinear_tf: bool = True  # 1 + log(tf): long posts do not drown short ones
