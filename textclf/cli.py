@@ -64,8 +64,6 @@ def train(
     vectorizer: Annotated[Optional[str], typer.Option(help=f"tfidf (fitted vocabulary) or hashing (default {D.vectorizer}).")] = None,
     ngrams: Annotated[Optional[int], typer.Option(help=f"Longest word n-gram (default {D.ngram_max}).")] = None,
     stop_words: Annotated[Optional[str], typer.Option(help=f"'english' or 'none' (default {D.stop_words}).")] = None,
-    char_ngrams: Annotated[Optional[bool], typer.Option(help="Give columns the word vocabulary leaves spare to "
-                                                             f"character n-grams (default {D.char_ngrams}).")] = None,
     hidden: Annotated[Optional[int], typer.Option(help=f"Hidden units (sigmoid) (default {D.hidden}).")] = None,
     batch_size: Annotated[Optional[int], typer.Option(help=f"Minibatch size (default {D.batch_size}).")] = None,
     epochs: Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}).")] = None,
@@ -85,7 +83,7 @@ def train(
     if stop_words is not None and stop_words.lower() == "none":
         stop_words = ""
     given = dict(features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
-                 char_ngrams=char_ngrams, hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr,
+                 hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr,
                  momentum=momentum, weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb)
     settings = D.replace(**{k: v for k, v in given.items() if v is not None})
     if settings.stop_words == "":

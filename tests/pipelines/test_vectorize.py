@@ -38,15 +38,5 @@ def test_selection_is_deterministic(corpus):
 
 
 def test_unknown_words_give_zero_rows(corpus):
-    vectorizer, _ = fit_vectorizer(corpus.texts, corpus.labels, Settings(char_ngrams=False))
+    vectorizer, _ = fit_vectorizer(corpus.texts, corpus.labels, Settings())
     assert vectorizer.transform(["zzzqqq xxyyzz"]).nnz == 0
-
-
-def test_spare_columns_go_to_character_ngrams(corpus):
-    vectorizer, matrix = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=2000, char_ngrams=True))
-    assert len(vectorizer.terms) < 2000 and len(vectorizer.terms) + len(vectorizer.char_terms) == 2000
-    assert matrix.shape[1] == 2000
-    # A misspelt word still lands on character n-grams of the word it resembles.
-    assert vectorizer.transform(["rockett"]).nnz > 0
-    reloaded = Vectorizer.from_arrays(vectorizer.config(), vectorizer.to_arrays())
-    assert abs(reloaded.transform(corpus.texts) - matrix).max() < 1e-6
