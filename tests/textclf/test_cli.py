@@ -12,7 +12,7 @@ from db import runs
 from textclf import artifacts
 from textclf.cli import app
 
-FAST = ["--epochs", "2", "--batch-size", "8", "--hidden", "16"]
+FAST = ["--epochs", "2", "--batch-size", "8", "--hidden", "16", "--lr", "0.5"]
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_train_predict_eval_runs(runner, corpus_dir, trained, tmp_path):
     assert shown.exit_code == 0 and "phases (s)" in shown.output and "epochs" in shown.output
     invoke(runner, "train", corpus_dir, *FAST, "--lr", "0.3")
     compared = json.loads(invoke(runner, "runs", "compare", 1, 2, "--json").stdout)
-    assert compared["settings.learning_rate"] == {"a": 0.15, "b": 0.3}
+    assert compared["settings.learning_rate"] == {"a": 0.5, "b": 0.3}
     png = tmp_path / "curves.png"
     assert invoke(runner, "runs", "plot", 1, "--out", png).exit_code == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
