@@ -29,3 +29,33 @@ def device_time(fn, args, reps: int = 100, trials: int = 5) -> float:
         jax.block_until_ready(out)
         samples.append((time.perf_counter() - start) / reps)
     return statistics.median(samples)
+
+
+def kernel_time(fn, args, reps: int = 20) -> float | None:
+    """Device seconds per call of jit(fn), summed over the GPU kernels it launches, read from a JAX profiler
+    trace (CUPTI): unaffected by host dispatch cost, which dominates ops of a few microseconds. None when the
+    trace holds no GPU kernel events (no GPU, or no CUPTI)."""
+    import glob
+    import gzip
+    import json
+    import tempfile
+
+    jitted = jax.jit(fn)
+    jax.block_until_ready(jitted(*args))
+    with tempfile.TemporaryDirectory() as trace_dir:
+        with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
+            for _ in range(reps):
+                out = jitted(*args)
+            jax.block_until_ready(out)
+        files = glob.glob(f"{trace_dir}/**/*perfetto_trace.json.gz", recursive=True)
+        if not files:
+            return None
+        with gzip.open(files[0]) as handle:
+            events = json.load(handle)["traceEvents"]
+    gpu_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+                and "GPU" in str(e.get("args", {}).get("name", ""))}
+    stream_threads = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
+                      and e["pid"] in gpu_pids and str(e.get("args", {}).get("name", "")).startswith("Stream")}
+    total_us = sum(e.get("dur", 0) for e in events
+                   if e.get("ph") == "X" and (e.get("pid"), e.get("tid")) in stream_threads)
+    return total_us * 1e-6 / reps if total_us else None
