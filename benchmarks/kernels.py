@@ -312,10 +312,10 @@ def main() -> None:
         from db import open_db
 
         database = open_db(args.db)
-    tuned = []
+    chosen = []
     for batch in (int(b) for b in args.batches.split(",")):
         config = sweep(matrix, labels, n_classes, batch, device, database) if args.sweep else tuned(batch, device)
-        tuned.append({"device": device, "batch_size": batch, "config": asdict(config)})
+        chosen.append({"device": device, "batch_size": batch, "config": asdict(config)})
         ops, sparse_step, torch_times = bench_batch(matrix, labels, n_classes, batch, config, args.torch)
         print(f"\n### B = {batch} (news4 rows, {matrix.shape[1]} features -> 128 -> {n_classes}); config {asdict(config)}\n")
         print("| op | Pallas us | XLA us | Pallas/XLA | Pallas GB/s | % copy BW | Pallas TFLOP/s | % bf16 peak |")
@@ -333,7 +333,7 @@ def main() -> None:
         sys.stdout.flush()
         if args.tuned_out:  # after every batch size, so a run cut short keeps what it measured
             with open(args.tuned_out, "w") as handle:
-                json.dump({"configs": tuned}, handle, indent=1)
+                json.dump({"configs": chosen}, handle, indent=1)
 
 
 if __name__ == "__main__":
