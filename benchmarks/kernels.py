@@ -192,7 +192,6 @@ def torch_bench(matrix, labels, n_classes, batch, sparse) -> dict[str, float]:
         return {}
     dev = torch.device("cuda")
     k = 32768
-    rows = np.arange(batch)
     dense = np.zeros((batch, k), np.float32)
     flat = sparse.rows[0], sparse.indices[0], sparse.values[0]
     np.add.at(dense, (flat[0], flat[1]), flat[2])

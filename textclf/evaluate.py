@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
 from pipelines.corpus import Corpus

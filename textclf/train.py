@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 from sklearn.model_selection import train_test_split
 
 from db import open_db
