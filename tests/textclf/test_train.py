@@ -57,3 +57,23 @@ def test_ctrl_c_marks_the_run_interrupted_and_writes_no_model(corpus_dir, db_pat
     [run] = runs.list_runs(open_db(db_path))
     assert run["status"] == "interrupted" and run["ended_at"]
     assert not (isolated_home / "models").exists()
+
+
+def test_pallas_backend_needs_a_gpu(corpus_dir, db_path, fast_settings):
+    from textclf.errors import BackendError
+
+    with pytest.raises(BackendError, match="needs a GPU and JAX sees none: use --backend xla"):
+        train(corpus_dir, fast_settings.replace(backend="pallas"), db_path=db_path)
+
+
+def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monkeypatch):
+    """The product's Pallas path end to end (kernels interpreted on the CPU): it learns the sample corpus."""
+    from pipelines.corpus import read_corpus
+    from textclf.classifier import TextClassifier
+
+    monkeypatch.setenv("TEXTCLF_PALLAS_INTERPRET", "1")
+    corpus = read_corpus(corpus_dir)
+    settings = fast_settings.replace(backend="pallas").to_dict()
+    classifier = TextClassifier(**settings).fit(corpus.texts, corpus.labels)
+    assert classifier.score(corpus.texts, corpus.labels) >= 0.95
+    assert classifier.history_[-1].loss < classifier.history_[0].loss
