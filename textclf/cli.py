@@ -242,12 +242,13 @@ def runs_list(
         writer.writerows(rows)
     else:
         table = Table()
-        for column in ("id", "status", "started_at", "corpus", "backend", "n_train", "eval", "accuracy", "error"):
-            table.add_column(column)
+        for column in ("id", "status", "started", "corpus", "backend", "docs", "accuracy"):
+            table.add_column(column, no_wrap=column != "corpus")
         for r in rows:
-            acc = f"{r['eval_accuracy']:.4f}" if r["eval_accuracy"] is not None else ""
-            table.add_row(str(r["id"]), r["status"], r["started_at"], r["corpus"], r["backend"] or "",
-                          str(r["n_train"] or ""), r["eval_kind"] or "", acc, (r["error"] or "")[:60])
+            acc = f"{r['eval_accuracy']:.4f} {r['eval_kind'][:3]}" if r["eval_accuracy"] is not None else ""
+            status = r["status"] if not r["error"] else f"{r['status']}: {r['error'][:40]}"
+            table.add_row(str(r["id"]), status, r["started_at"][:16].replace("T", " "), Path(r["corpus"]).name,
+                          r["backend"] or "", str(r["n_train"] or ""), acc)
         out.print(table)
 
 
