@@ -40,6 +40,11 @@ def save_model(model: Model, path: str | Path) -> Path:
     }
     arrays = {"header": np.array(json.dumps(header)), "w1": model.w1, "b1": model.b1, "w2": model.w2, "b2": model.b2}
     arrays.update({f"vectorizer.{k}": v for k, v in model.vectorizer.to_arrays().items()})
+    return write_arrays_atomically(path, arrays)
+
+
+def write_arrays_atomically(path: Path, arrays: dict[str, np.ndarray]) -> Path:
+    """np.savez to a temporary file beside `path`, fsync, rename: readers see the old file or the new one."""
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -23,6 +23,10 @@ from textclf.model import Params, init_params, logits, masked_loss, sgd_momentum
 EVAL_BATCH = 1024
 
 
+class TrainingStopped(Exception):
+    """Training was asked to stop between epochs; the checkpoint holds every finished epoch."""
+
+
 @dataclass
 class EpochStats:
     epoch: int
@@ -133,9 +137,14 @@ def fit_network(
     on_epoch: Callable[[EpochStats], None] | None = None,
     kernel_config=None,
     initial_params: Params | None = None,
+    checkpointer=None,
+    stop_requested: Callable[[], bool] | None = None,
 ) -> NetworkResult:
     """Train the network with minibatch SGD; evaluate on (eval_x, eval_y) after every epoch if given.
-    kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation."""
+    kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation.
+    checkpointer (textclf.checkpoint.Checkpointer): resume from its state if it has one, and save the state
+    after every epoch (after on_epoch has run). stop_requested is asked after each epoch's checkpoint; True
+    raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint)."""
     key = jax.random.PRNGKey(settings.seed)
     rng = np.random.default_rng(settings.seed)
     params = initial_params or init_params(key, train_x.shape[1], settings.hidden, n_classes)
@@ -152,8 +161,15 @@ def fit_network(
     epochs = settings.epochs_for(n)
     total_steps = steps_per_epoch * epochs
     history: list[EpochStats] = []
+    first_epoch = 0
+    resumed = checkpointer.load() if checkpointer else None
+    if resumed:
+        params = Params(*(jnp.asarray(p) for p in resumed.params))
+        velocity = Params(*(jnp.asarray(v) for v in resumed.velocity))
+        rng.bit_generator.state = resumed.rng_state
+        history, first_epoch = list(resumed.history), resumed.epochs_done
     train_seconds = eval_seconds = 0.0
-    for epoch in range(epochs):
+    for epoch in range(first_epoch, epochs):
         start = time.perf_counter()
         batches = make_batches(train_x, train_y, settings.batch_size, rng.permutation(n))
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
@@ -185,6 +201,14 @@ def fit_network(
         history.append(stats)
         if on_epoch:
             on_epoch(stats)
+        if checkpointer:
+            from textclf.checkpoint import TrainState
+
+            checkpointer.save(TrainState(epoch + 1, Params(*(np.asarray(p) for p in params)),
+                                         Params(*(np.asarray(v) for v in velocity)), rng.bit_generator.state,
+                                         history))
+        if stop_requested and stop_requested() and epoch + 1 < epochs:
+            raise TrainingStopped(f"stopped after epoch {epoch + 1} of {epochs}")
     numpy_params = Params(*(np.asarray(p) for p in _real(params, n_classes, train_x.shape[1])))
     return NetworkResult(
         numpy_params, history, run_epoch.seconds + score.seconds, train_seconds, eval_seconds - score.seconds

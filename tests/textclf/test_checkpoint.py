@@ -1,0 +1,31 @@
+import numpy as np
+import pytest
+
+from pipelines.corpus import read_corpus
+from pipelines.vectorize import fit_vectorizer
+from textclf.checkpoint import Checkpointer
+from textclf.classifier import encode_labels
+from textclf.trainloop import TrainingStopped, fit_network
+
+
+@pytest.fixture
+def problem(corpus_dir, fast_settings):
+    corpus = read_corpus(corpus_dir)
+    _, matrix = fit_vectorizer(corpus.texts, corpus.labels, fast_settings)
+    classes = sorted(set(corpus.labels))
+    return matrix, encode_labels(corpus.labels, classes), len(classes)
+
+
+def test_resumed_training_equals_uninterrupted(problem, fast_settings, tmp_path):
+    matrix, labels, n_classes = problem
+    settings = fast_settings.replace(epochs=4, min_steps=0)
+    whole = fit_network(matrix, labels, n_classes, settings)
+    checkpoint = Checkpointer(tmp_path / "ckpt.npz")
+    with pytest.raises(TrainingStopped, match="after epoch 2 of 4"):
+        fit_network(matrix, labels, n_classes, settings, checkpointer=checkpoint,
+                    stop_requested=lambda: checkpoint.load().epochs_done >= 2)
+    assert checkpoint.load().epochs_done == 2
+    resumed = fit_network(matrix, labels, n_classes, settings, checkpointer=checkpoint)
+    assert [h.epoch for h in resumed.history] == [1, 2, 3, 4]
+    for a, b in zip(resumed.params, whole.params):
+        np.testing.assert_array_equal(a, b)

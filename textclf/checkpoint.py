@@ -1,0 +1,59 @@
+"""Training checkpoints: everything needed to continue a run after its last finished epoch.
+
+A checkpoint holds the parameters and momentum buffers (as the backend keeps them, padded on the Pallas
+path), the shuffling RNG's state and the epoch history, written atomically after every epoch. Resuming from
+it on the same device gives the same model as an uninterrupted run: the learning-rate schedule depends only
+on the epoch number and the RNG continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from textclf.artifacts import write_arrays_atomically
+from textclf.model import Params
+
+FORMAT = "textclf-checkpoint"
+
+
+@dataclass
+class TrainState:
+    epochs_done: int
+    params: Params  # numpy arrays
+    velocity: Params
+    rng_state: dict  # numpy bit generator state
+    history: list  # list of EpochStats
+
+
+class Checkpointer:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def save(self, state: TrainState) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        header = {"format": FORMAT, "epochs_done": state.epochs_done, "rng_state": state.rng_state,
+                  "history": [asdict(h) for h in state.history]}
+        arrays = {"header": np.array(json.dumps(header))}
+        arrays.update({f"params.{k}": np.asarray(v) for k, v in state.params._asdict().items()})
+        arrays.update({f"velocity.{k}": np.asarray(v) for k, v in state.velocity._asdict().items()})
+        write_arrays_atomically(self.path, arrays)
+
+    def load(self) -> TrainState | None:
+        """The saved state, or None when there is no checkpoint yet."""
+        from textclf.trainloop import EpochStats
+
+        if not self.path.exists():
+            return None
+        with np.load(self.path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+        header = json.loads(str(arrays["header"]))
+        pick = lambda prefix: Params(*(arrays[f"{prefix}.{k}"] for k in Params._fields))
+        return TrainState(header["epochs_done"], pick("params"), pick("velocity"), header["rng_state"],
+                          [EpochStats(**h) for h in header["history"]])
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
