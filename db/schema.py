@@ -64,7 +64,40 @@ def _v2_kernel_sweeps(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = [_v1_runs, _v2_kernel_sweeps]
+def _v3_jobs_and_models(db: sqlite_utils.Database) -> None:
+    """Queued training jobs (textclf submit / the daemon) and published model versions."""
+    db["jobs"].create(
+        {
+            "id": int,
+            "status": str,  # queued / running / succeeded / failed / cancelled
+            "name": str,  # model name the result is published under
+            "corpus": str,
+            "test_corpus": str,
+            "settings": str,  # JSON of textclf.config.Settings
+            "attempts": int,  # claims so far (a SIGTERM requeue gives its attempt back)
+            "max_attempts": int,
+            "worker": str,  # host:pid of the daemon holding it
+            "heartbeat": float,  # unix time of the holder's last sign of life
+            "cancel_requested": int,
+            "run_id": int,  # the attempt that finished
+            "model_version": int,
+            "error": str,
+            "created_at": str,
+            "started_at": str,
+            "ended_at": str,
+        },
+        pk="id",
+        defaults={"attempts": 0, "max_attempts": 3, "cancel_requested": 0},
+    )
+    db["jobs"].create_index(["status"])
+    db["models"].create(
+        {"name": str, "version": int, "path": str, "run_id": int, "job_id": int, "eval_accuracy": float,
+         "eval_kind": str, "labels": str, "created_at": str},
+        pk=("name", "version"),
+    )
+
+
+MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -15,12 +15,14 @@ from rich.console import Console
 from rich.table import Table
 
 from textclf.config import Settings
-from textclf.errors import ArtifactError, TextclfError
+from textclf.errors import ArtifactError, CorpusError, TextclfError
 
 app = typer.Typer(help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
 runs_app = typer.Typer(help="Query the run history.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
+jobs_app = typer.Typer(help="The training job queue (see 'textclf daemon').", no_args_is_help=True)
+app.add_typer(jobs_app, name="jobs")
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
@@ -53,6 +55,14 @@ def _print_json(data) -> None:
 D = Settings()  # defaults shown in --help; options left unset keep them
 
 
+def _settings(**given) -> Settings:
+    """Settings from the options a user gave (None = not given); --stop-words none turns stop words off."""
+    settings = D.replace(**{k: v for k, v in given.items() if v is not None})
+    if settings.stop_words and settings.stop_words.lower() == "none":
+        settings = settings.replace(stop_words=None)
+    return settings
+
+
 @app.command()
 @user_errors
 def train(
@@ -80,14 +90,9 @@ def train(
 
     from textclf.train import train as train_model
 
-    if stop_words is not None and stop_words.lower() == "none":
-        stop_words = ""
-    given = dict(features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
-                 hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr,
-                 momentum=momentum, weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb)
-    settings = D.replace(**{k: v for k, v in given.items() if v is not None})
-    if settings.stop_words == "":
-        settings = settings.replace(stop_words=None)
+    settings = _settings(features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
+                         hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr, momentum=momentum,
+                         weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err, disable=as_json)
     task = None
@@ -319,6 +324,88 @@ def runs_plot(
 
     path = plot_run(get_run(open_db(db), run_id), out_path or Path(f"run-{run_id}.png"))
     typer.echo(str(path))
+
+
+@app.command()
+@user_errors
+def submit(
+    corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv or .jsonl (read by the daemon).")],
+    name: Annotated[Optional[str], typer.Option(help="Model name to publish under (default: the corpus name).")] = None,
+    test: Annotated[Optional[Path], typer.Option(help="Separate test corpus.")] = None,
+    db: DbOption = None,
+    epochs: Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}).")] = None,
+    batch_size: Annotated[Optional[int], typer.Option(help=f"Minibatch size (default {D.batch_size}).")] = None,
+    lr: Annotated[Optional[float], typer.Option(help=f"Learning rate (default {D.learning_rate}).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help=f"Seed (default {D.seed}).")] = None,
+    backend: Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (default {D.backend}).")] = None,
+    max_attempts: Annotated[int, typer.Option(help="Give up after this many daemon deaths.")] = 3,
+) -> None:
+    """Queue a training job for 'textclf daemon'; prints the job id."""
+    from db import jobs, open_db
+
+    if not corpus.exists():
+        raise CorpusError(f"corpus path '{corpus}' does not exist: pass a folder, .csv or .jsonl")
+    settings = _settings(epochs=epochs, batch_size=batch_size, learning_rate=lr, seed=seed, backend=backend)
+    job_id = jobs.submit(open_db(db), str(corpus.resolve()), settings.to_dict(), name or corpus.stem,
+                         str(test.resolve()) if test else None, max_attempts)
+    typer.echo(job_id)
+
+
+@jobs_app.command("list")
+@user_errors
+def jobs_list(db: DbOption = None, limit: Annotated[int, typer.Option(help="Newest N jobs.")] = 20,
+              status: Annotated[Optional[str], typer.Option(help="Only jobs with this status.")] = None,
+              as_json: JsonOption = False) -> None:
+    """The newest jobs, one line each."""
+    from db import jobs, open_db
+
+    rows = jobs.list_jobs(open_db(db), limit, status)
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table()
+    for column in ("id", "status", "name", "corpus", "attempts", "run", "version", "error"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(str(r["id"]), r["status"], r["name"], Path(r["corpus"]).name, f"{r['attempts']}/{r['max_attempts']}",
+                      str(r["run_id"] or ""), str(r["model_version"] or ""), (r["error"] or "")[:50])
+    out.print(table)
+
+
+@jobs_app.command("show")
+@user_errors
+def jobs_show(job_id: int, db: DbOption = None) -> None:
+    """Everything recorded about one job (JSON)."""
+    from db import jobs, open_db
+
+    _print_json(jobs.get(open_db(db), job_id))
+
+
+@jobs_app.command("cancel")
+@user_errors
+def jobs_cancel(job_id: int, db: DbOption = None) -> None:
+    """Cancel a queued job now, or a running one after its current epoch."""
+    from db import jobs, open_db
+
+    typer.echo(f"job {job_id}: {jobs.cancel(open_db(db), job_id)}")
+
+
+@app.command()
+@user_errors
+def daemon(
+    db: DbOption = None,
+    once: Annotated[bool, typer.Option(help="Exit when the queue is empty.")] = False,
+    poll: Annotated[float, typer.Option(help="Seconds between looks at an empty queue.")] = 1.0,
+    stale_after: Annotated[float, typer.Option(help="Seconds without heartbeat before a job is taken over.")] = 60.0,
+    heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 5.0,
+) -> None:
+    """Train queued jobs one at a time until stopped (SIGTERM/Ctrl-C finish the current epoch, then exit)."""
+    from textclf.daemon import DaemonOptions, run_daemon
+
+    options = DaemonOptions(db_path=db, poll_seconds=poll, stale_after=stale_after, heartbeat_seconds=heartbeat,
+                            once=once)
+    ran = run_daemon(options, on_event=lambda message: err.print(message, highlight=False))
+    err.print(f"daemon stopped after {ran} job(s)", highlight=False)
 
 
 def main() -> None:

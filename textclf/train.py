@@ -25,7 +25,7 @@ from textclf.classifier import Model, encode_labels
 from textclf.config import Settings
 from textclf.errors import CorpusError
 from textclf.paths import compile_cache_dir, models_dir
-from textclf.trainloop import EpochStats, fit_network
+from textclf.trainloop import EpochStats, TrainingStopped, fit_network
 from textclf.versions import versions
 
 
@@ -99,8 +99,11 @@ def train(
     db_path: str | Path | None = None,
     model_path: str | Path | None = None,
     on_event: Callable[[TrainEvent], None] | None = None,
+    checkpointer=None,
+    stop_requested: Callable[[], bool] | None = None,
 ) -> TrainResult:
-    """Train a model on a corpus, record the run, write the model file; see the module docstring."""
+    """Train a model on a corpus, record the run, write the model file; see the module docstring.
+    checkpointer / stop_requested: see trainloop.fit_network (used by the daemon)."""
     report = on_event or (lambda event: None)
     db = open_db(db_path)
     backend = resolve_backend(settings.backend)
@@ -110,7 +113,11 @@ def train(
         settings=settings.to_dict(), backend=backend, device=device_description(), versions=versions(),
     )
     try:
-        result = _train_run(db, run_id, Path(corpus_path), settings, backend, test_path, model_path, report)
+        result = _train_run(db, run_id, Path(corpus_path), settings, backend, test_path, model_path, report,
+                            checkpointer, stop_requested)
+    except TrainingStopped as exc:
+        run_queries.end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
+        raise
     except KeyboardInterrupt:
         run_queries.end_run(db, run_id, "interrupted", error="interrupted by the user (Ctrl-C)")
         raise
@@ -120,7 +127,8 @@ def train(
     return result
 
 
-def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path, report) -> TrainResult:
+def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path, report, checkpointer,
+               stop_requested) -> TrainResult:
     phase = _PhaseTimer(report)
     with phase("read"):
         corpus = read_corpus(corpus_path, settings.max_file_mb)
@@ -159,7 +167,8 @@ def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path
 
     epochs = settings.epochs_for(len(train_texts))
     report(TrainEvent("phase", "train", total_epochs=epochs))
-    network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch)
+    network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch,
+                          checkpointer=checkpointer, stop_requested=stop_requested)
     phase.seconds["compile"] = network.compile_seconds
     phase.seconds["train"] = network.train_seconds
     phase.seconds["evaluate"] = network.eval_seconds  # per-epoch evaluation; the final one is added below

@@ -1,0 +1,138 @@
+"""The training job queue. Claims run inside BEGIN IMMEDIATE, so two daemons sharing one DB never take the
+same job: SQLite lets one writer in at a time, and the second sees the first's claim.
+
+A running job whose heartbeat is older than `stale_after` seconds belongs to a daemon that died (kill -9,
+power loss): the next claim takes it over and training resumes from the job's checkpoint, or fails the job
+once it has used `max_attempts` claims.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from typing import Any
+
+import sqlite_utils
+
+from db.connection import db_error
+from db.runs import now
+from textclf.errors import DatabaseError, TextclfError
+
+
+def _immediate(db: sqlite_utils.Database, fn):
+    """Run fn inside one write transaction taken up front (BEGIN IMMEDIATE)."""
+    try:
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn()
+        except BaseException:
+            db.conn.execute("ROLLBACK")
+            raise
+        db.conn.execute("COMMIT")
+        return result
+    except sqlite3.OperationalError as exc:
+        raise db_error(getattr(db, "textclf_path", "(in memory)"), exc) from None
+
+
+def submit(db: sqlite_utils.Database, corpus: str, settings: dict, name: str, test_corpus: str | None = None,
+           max_attempts: int = 3) -> int:
+    record = {"status": "queued", "name": name, "corpus": corpus, "test_corpus": test_corpus,
+              "settings": json.dumps(settings), "max_attempts": max_attempts, "created_at": now()}
+    return _immediate(db, lambda: db["jobs"].insert(record).last_pk)
+
+
+def get(db: sqlite_utils.Database, job_id: int) -> dict[str, Any]:
+    try:
+        job = db["jobs"].get(job_id)
+    except sqlite_utils.db.NotFoundError:
+        raise JobNotFound(f"job {job_id} does not exist: see 'textclf jobs list' for job ids") from None
+    job["settings"] = json.loads(job["settings"])
+    return job
+
+
+def list_jobs(db: sqlite_utils.Database, limit: int = 20, status: str | None = None) -> list[dict]:
+    where, args = ("status = ?", [status]) if status else (None, [])
+    rows = list(db["jobs"].rows_where(where, args, order_by="id desc", limit=limit))
+    for row in rows:
+        row["settings"] = json.loads(row["settings"])
+    return rows
+
+
+def cancel(db: sqlite_utils.Database, job_id: int) -> str:
+    """Cancel a queued job at once, ask a running one to stop after its current epoch. Returns the new state."""
+    def change():
+        job = get(db, job_id)
+        if job["status"] == "queued":
+            db["jobs"].update(job_id, {"status": "cancelled", "ended_at": now(), "error": "cancelled before it ran"})
+            return "cancelled"
+        if job["status"] == "running":
+            db["jobs"].update(job_id, {"cancel_requested": 1})
+            return "cancelling"
+        raise JobStateError(f"job {job_id} is {job['status']} and cannot be cancelled")
+
+    return _immediate(db, change)
+
+
+def claim(db: sqlite_utils.Database, worker: str, stale_after: float) -> dict | None:
+    """Take the oldest queued job, or a running job whose holder stopped heartbeating; None if none."""
+    def take():
+        cutoff = time.time() - stale_after
+        while True:
+            rows = db.execute(
+                "select id, attempts, max_attempts, status from jobs where status = 'queued' "
+                "or (status = 'running' and heartbeat < ?) order by id limit 1", [cutoff]).fetchall()
+            if not rows:
+                return None
+            job_id, attempts, max_attempts, status = rows[0]
+            if status == "running" and attempts >= max_attempts:
+                db["jobs"].update(job_id, {"status": "failed", "ended_at": now(),
+                                           "error": f"its daemon stopped heartbeating {attempts} times "
+                                                    f"(max_attempts {max_attempts}); last holder gone"})
+                continue
+            db["jobs"].update(job_id, {"status": "running", "worker": worker, "heartbeat": time.time(),
+                                       "attempts": attempts + 1, "started_at": now()})
+            return get(db, job_id)
+
+    return _immediate(db, take)
+
+
+def heartbeat(db: sqlite_utils.Database, job_id: int, worker: str) -> bool:
+    """Refresh the job's heartbeat if this worker still holds it; False if it lost the job."""
+    cursor = db.execute("update jobs set heartbeat = ? where id = ? and worker = ? and status = 'running'",
+                        [time.time(), job_id, worker])
+    return cursor.rowcount == 1
+
+
+def cancel_requested(db: sqlite_utils.Database, job_id: int) -> bool:
+    return bool(db.execute("select cancel_requested from jobs where id = ?", [job_id]).fetchone()[0])
+
+
+def finish(db: sqlite_utils.Database, job_id: int, status: str, **fields: Any) -> None:
+    assert status in ("succeeded", "failed", "cancelled")
+    _immediate(db, lambda: db["jobs"].update(job_id, {"status": status, "ended_at": now(), **fields}))
+
+
+def requeue(db: sqlite_utils.Database, job_id: int) -> None:
+    """Give a job back (daemon shutting down): its attempt does not count."""
+    _immediate(db, lambda: db.execute(
+        "update jobs set status = 'queued', worker = null, heartbeat = null, attempts = max(attempts - 1, 0) "
+        "where id = ?", [job_id]))
+
+
+def publish_model(db: sqlite_utils.Database, name: str, **fields: Any) -> int:
+    """Add the next version of model `name`; returns the version number."""
+    def insert():
+        latest = db.execute("select coalesce(max(version), 0) from models where name = ?", [name]).fetchone()[0]
+        db["models"].insert({"name": name, "version": latest + 1, "created_at": now(), **fields})
+        return latest + 1
+
+    return _immediate(db, insert)
+
+
+class JobNotFound(DatabaseError):
+    pass
+
+
+class JobStateError(TextclfError):
+    pass

@@ -1,0 +1,110 @@
+"""The training daemon: in-process, and as a real subprocess stopped by SIGTERM and killed by SIGKILL."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from db import jobs, open_db
+from db import runs
+from textclf.artifacts import load_model
+from textclf.checkpoint import Checkpointer
+from textclf.daemon import DaemonOptions, checkpoint_path, run_daemon
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def slow_corpus(tmp_path) -> Path:
+    """3 labels x 1000 documents of 40 words: a few tenths of a second per epoch at batch 8 on a CPU."""
+    rng = random.Random(0)
+    vocab = {label: [f"{label}{i}" for i in range(300)] for label in ("red", "green", "blue")}
+    shared = [f"common{i}" for i in range(300)]
+    path = tmp_path / "slow.jsonl"
+    with path.open("w") as out:
+        for label, words in vocab.items():
+            for _ in range(1000):
+                text = " ".join(rng.choice(words if rng.random() < 0.3 else shared) for _ in range(40))
+                out.write(json.dumps({"text": text, "label": label}) + "\n")
+    return path
+
+
+def test_daemon_runs_queued_jobs_and_publishes_versions(corpus_dir, db_path, fast_settings, isolated_home):
+    db = open_db(db_path)
+    first = jobs.submit(db, str(corpus_dir), fast_settings.to_dict(), "sample")
+    second = jobs.submit(db, str(corpus_dir), fast_settings.replace(seed=1).to_dict(), "sample")
+    bad = jobs.submit(db, str(corpus_dir / "missing"), fast_settings.to_dict(), "sample")
+    assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 3
+    done = [jobs.get(db, i) for i in (first, second, bad)]
+    assert [j["status"] for j in done] == ["succeeded", "succeeded", "failed"]
+    assert [j["model_version"] for j in done[:2]] == [1, 2] and "does not exist" in done[2]["error"]
+    model = db["models"].get(("sample", 2))
+    assert Path(model["path"]).name == "v2.textclf.npz" and load_model(model["path"]).labels == ["cooking", "space", "sports"]
+    assert runs.get_run(db, done[1]["run_id"])["status"] == "finished"
+    assert not checkpoint_path(first).exists()
+
+
+def _start_daemon(db_path, home, *extra):
+    env = {**os.environ, "TEXTCLF_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "textclf", "daemon", "--db", str(db_path), "--once",
+                             "--heartbeat", "0.2", *extra], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_for_epochs(db_path, job_id, count, timeout=120):
+    deadline = time.time() + timeout
+    db = open_db(db_path)
+    while time.time() < deadline:
+        rows = db.execute("select count(*) from epochs e join runs r on r.id = e.run_id "
+                          "where r.status = 'running'").fetchone()[0]
+        if rows >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} did not reach {count} epochs in {timeout} s")
+
+
+def _submit_slow(db_path, corpus):
+    settings = {"epochs": 12, "batch_size": 8, "min_steps": 0, "hidden": 32, "features": 1000}
+    return jobs.submit(open_db(db_path), str(corpus), settings, "slow")
+
+
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+def test_stopped_daemon_job_resumes_from_checkpoint(slow_corpus, db_path, isolated_home, how):
+    job_id = _submit_slow(db_path, slow_corpus)
+    daemon = _start_daemon(db_path, isolated_home)
+    _wait_for_epochs(db_path, job_id, 2)
+    daemon.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
+    output, _ = daemon.communicate(timeout=60)
+    db = open_db(db_path)
+    job = jobs.get(db, job_id)
+    done = _checkpoint_epochs(job_id)
+    assert done >= 2
+    if how == "sigterm":
+        assert daemon.returncode == 0, output
+        assert job["status"] == "queued" and job["attempts"] == 0  # given back, attempt not used
+        assert runs.list_runs(db)[0]["status"] == "interrupted"
+    else:
+        assert daemon.returncode == -signal.SIGKILL
+        assert job["status"] == "running"  # until its heartbeat goes stale
+        time.sleep(1.0)
+    restarted = _start_daemon(db_path, isolated_home, "--stale-after", "0.5")
+    output, _ = restarted.communicate(timeout=180)
+    assert restarted.returncode == 0, output
+    job = jobs.get(db, job_id)
+    assert job["status"] == "succeeded", output
+    assert job["attempts"] == (1 if how == "sigterm" else 2)
+    resumed = runs.get_run(db, job["run_id"])
+    assert resumed["epochs"][0]["epoch"] == done + 1 and resumed["epochs"][-1]["epoch"] == 12
+    assert load_model(db["models"].get(("slow", 1))["path"]).labels == ["blue", "green", "red"]
+
+
+def _checkpoint_epochs(job_id):
+    from textclf.checkpoint import Checkpointer
+
+    return Checkpointer(checkpoint_path(job_id)).load().epochs_done
