@@ -17,7 +17,6 @@ import os
 import signal
 import socket
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable

@@ -104,7 +104,5 @@ def test_stopped_daemon_job_resumes_from_checkpoint(slow_corpus, db_path, isolat
     assert load_model(db["models"].get(("slow", 1))["path"]).labels == ["blue", "green", "red"]
 
 
-def _checkpoint_epochs(job_id):
-    from textclf.checkpoint import Checkpointer
-
+def _checkpoint_epochs(job_id) -> int:
     return Checkpointer(checkpoint_path(job_id)).load().epochs_done
