@@ -70,7 +70,8 @@ def _wait_for_epochs(db_path, job_id, count, timeout=120):
 
 
 def _submit_slow(db_path, corpus):
-    settings = {"epochs": 12, "batch_size": 8, "min_steps": 0, "hidden": 32, "features": 1000}
+    # 40 epochs, so the daemon is still mid-run when the signal lands however slow the machine is to react.
+    settings = {"epochs": 40, "batch_size": 8, "min_steps": 0, "hidden": 32, "features": 1000}
     return jobs.submit(open_db(db_path), str(corpus), settings, "slow")
 
 
@@ -100,7 +101,7 @@ def test_stopped_daemon_job_resumes_from_checkpoint(slow_corpus, db_path, isolat
     assert job["status"] == "succeeded", output
     assert job["attempts"] == (1 if how == "sigterm" else 2)
     resumed = runs.get_run(db, job["run_id"])
-    assert resumed["epochs"][0]["epoch"] == done + 1 and resumed["epochs"][-1]["epoch"] == 12
+    assert resumed["epochs"][0]["epoch"] == done + 1 and resumed["epochs"][-1]["epoch"] == 40
     assert load_model(db["models"].get(("slow", 1))["path"]).labels == ["blue", "green", "red"]
 
 
