@@ -408,5 +408,31 @@ def daemon(
     err.print(f"daemon stopped after {ran} job(s)", highlight=False)
 
 
+@app.command()
+@user_errors
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind; anything but loopback requires --token everywhere.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    db: DbOption = None,
+    token: Annotated[Optional[str], typer.Option(envvar="TEXTCLF_TOKEN", help="Bearer token for job submission.")] = None,
+    data_root: Annotated[Optional[Path], typer.Option(help="Job corpora must lie under this folder.")] = None,
+    max_instances: Annotated[int, typer.Option(help="Most texts in one predict request.")] = 1000,
+    max_body_bytes: Annotated[int, typer.Option(help="Largest request body.")] = 1_000_000,
+    batch_window_ms: Annotated[float, typer.Option(help="How long to gather concurrent predictions.")] = 2.0,
+) -> None:
+    """Serve predictions and job submission over HTTP (OpenAPI docs at /docs)."""
+    import uvicorn
+
+    from textclf.service import ServiceOptions, _is_loopback, create_app
+
+    public = not _is_loopback(host)
+    if public and not token:
+        raise TextclfError(f"binding {host} exposes the service beyond this machine: set --token or TEXTCLF_TOKEN")
+    options = ServiceOptions(db_path=db, token=token, require_token_everywhere=public, data_root=data_root,
+                             max_instances=max_instances, max_body_bytes=max_body_bytes,
+                             batch_window_ms=batch_window_ms)
+    uvicorn.run(create_app(options), host=host, port=port, log_level="warning")
+
+
 def main() -> None:
     app()

@@ -107,7 +107,9 @@ def run_daemon(options: DaemonOptions, on_event: Callable[[str], None] | None = 
     report = on_event or (lambda message: None)
     db = open_db(options.db_path)
     stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    # Signal handlers can only be installed from the main thread (a daemon run from a test thread skips them).
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)} if in_main else {}
     ran = 0
     try:
         while not stop.is_set():

@@ -1,0 +1,171 @@
+"""The HTTP service in-process (TestClient), plus one real end-to-end run of daemon + service subprocesses."""
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from db import jobs, open_db
+from textclf.artifacts import load_model
+from textclf.daemon import DaemonOptions, run_daemon
+from textclf.service import ServiceOptions, create_app
+
+REPO = Path(__file__).resolve().parents[2]
+TOKEN = "s3cret"
+
+
+@pytest.fixture
+def published(corpus_dir, db_path, fast_settings):
+    """A DB with model 'sample' v1 trained on the sample corpus."""
+    jobs.submit(open_db(db_path), str(corpus_dir), fast_settings.to_dict(), "sample")
+    run_daemon(DaemonOptions(db_path=db_path, once=True))
+    return db_path
+
+
+@pytest.fixture
+def client(published, tmp_path, corpus_dir):
+    options = ServiceOptions(db_path=published, token=TOKEN, data_root=corpus_dir.parent, max_instances=5,
+                             max_body_bytes=10_000, reload_seconds=0.1)
+    with TestClient(create_app(options)) as test_client:
+        yield test_client
+
+
+def test_predict_matches_the_library(client, published):
+    texts = ["the striker scored twice and the team won the match", "the rocket reached orbit", "fry the onions"]
+    model = load_model(open_db(published)["models"].get(("sample", 1))["path"])
+    response = client.post("/v1/models/sample:predict", json={"instances": texts, "top_k": 2})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["version"] == 1 and [p["label"] for p in body["predictions"]] == model.predict(texts)
+    top = body["predictions"][0]["top"]
+    assert len(top) == 2 and top[0]["probability"] == pytest.approx(model.predict_proba(texts[:1]).max(), rel=1e-6)
+    assert client.get("/v1/models").json()["models"][0]["name"] == "sample"
+    assert client.get("/v1/models/sample").json()["versions"][0]["version"] == 1
+    assert client.get("/health/ready").json() == {"status": "ready", "models": 1}
+    assert client.get("/health/live").status_code == 200
+    assert 'textclf_requests_total{endpoint="/v1/models/sample",status="200"}' in client.get("/metrics").text
+    assert client.get("/openapi.json").status_code == 200
+
+
+@pytest.mark.parametrize("kwargs, status", [
+    (dict(json={"instances": []}), 422),
+    (dict(json={"instances": "not a list"}), 422),
+    (dict(json={"instances": [1, 2]}), 422),
+    (dict(content=b"{not json", headers={"content-type": "application/json"}), 422),
+    (dict(content=b'{"instances": ["\xff\xfe"]}', headers={"content-type": "application/json"}), 400),  # not UTF-8
+    (dict(json={"instances": ["x"] * 6}), 413),
+    (dict(json={"instances": ["x" * 20_000]}), 413),
+])
+def test_bad_requests_get_4xx_json_and_the_service_keeps_serving(client, kwargs, status):
+    response = client.post("/v1/models/sample:predict", **kwargs)
+    assert response.status_code == status and "detail" in response.json()
+    assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200
+
+
+def test_unknown_model_and_job(client):
+    assert client.post("/v1/models/nope:predict", json={"instances": ["x"]}).status_code == 404
+    assert client.get("/v1/models/nope").status_code == 404
+    assert client.get("/v1/jobs/999").status_code == 404
+
+
+def test_job_submission_needs_token_and_data_root(client, corpus_dir, tmp_path):
+    assert client.post("/v1/jobs", json={"corpus": str(corpus_dir)}).status_code == 401
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    outside = client.post("/v1/jobs", json={"corpus": "/etc"}, headers=auth)
+    assert outside.status_code == 400 and "outside the data root" in outside.json()["detail"]
+    bad = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": {"epochs": 0}}, headers=auth)
+    assert bad.status_code == 400 and "epochs must be >= 1" in bad.json()["detail"]
+    created = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "name": "again", "settings": {"epochs": 1}},
+                          headers=auth)
+    assert created.status_code == 201 and created.json()["status"] == "queued"
+    assert client.get(f"/v1/jobs/{created.json()['id']}").json()["name"] == "again"
+
+
+def test_token_everywhere_off_loopback(published):
+    options = ServiceOptions(db_path=published, token=TOKEN, require_token_everywhere=True)
+    with TestClient(create_app(options)) as c:
+        assert c.get("/v1/models").status_code == 401
+        assert c.get("/v1/models", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        assert c.get("/health/live").status_code == 200
+
+
+def test_hot_reload_under_concurrent_load(published, corpus_dir, fast_settings):
+    """20 concurrent clients x 25 requests while version 2 is published: no errors, both versions served."""
+    options = ServiceOptions(db_path=published, reload_seconds=0.05)
+    app = create_app(options)
+    versions: list[int] = []
+
+    async def client_loop(client: httpx.AsyncClient) -> None:
+        for _ in range(25):
+            response = await client.post("/v1/models/sample:predict", json={"instances": ["the moon orbit"]})
+            assert response.status_code == 200, response.text
+            versions.append(response.json()["version"])
+            await asyncio.sleep(0.005)
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with app.router.lifespan_context(app):
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                await client.post("/v1/models/sample:predict", json={"instances": ["warm up"]})
+                load = asyncio.gather(*(client_loop(client) for _ in range(20)))
+                jobs.submit(open_db(published), str(corpus_dir), fast_settings.replace(seed=3).to_dict(), "sample")
+                await asyncio.to_thread(run_daemon, DaemonOptions(db_path=published, once=True))
+                await load
+                await asyncio.sleep(0.2)
+                after = await client.post("/v1/models/sample:predict", json={"instances": ["x"]})
+                versions.append(after.json()["version"])
+
+    asyncio.run(main())
+    assert len(versions) == 501 and set(versions) <= {1, 2} and versions[-1] == 2
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_end_to_end_daemon_and_service_subprocesses(corpus_dir, tmp_path, isolated_home):
+    db_path = tmp_path / "e2e.db"
+    port = _free_port()
+    env = {**os.environ, "TEXTCLF_HOME": str(isolated_home), "TEXTCLF_TOKEN": TOKEN}
+    cli = [sys.executable, "-m", "textclf"]
+    service = subprocess.Popen(cli + ["serve", "--port", str(port), "--db", str(db_path), "--data-root", str(tmp_path)],
+                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    daemon = subprocess.Popen(cli + ["daemon", "--db", str(db_path), "--poll", "0.2"], cwd=REPO, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health/live", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+        job = httpx.post(f"{base}/v1/jobs", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10,
+                         json={"corpus": str(corpus_dir), "name": "e2e",
+                               "settings": {"epochs": 2, "min_steps": 60, "batch_size": 8, "learning_rate": 0.5}})
+        assert job.status_code == 201, job.text
+        while (status := httpx.get(f"{base}/v1/jobs/{job.json()['id']}", timeout=5).json()["status"]) in ("queued", "running"):
+            assert time.time() < deadline + 120, "job did not finish"
+            time.sleep(0.2)
+        assert status == "succeeded"
+        predicted = httpx.post(f"{base}/v1/models/e2e:predict", json={"instances": ["the rocket reached orbit"]}, timeout=10)
+        assert predicted.status_code == 200 and predicted.json()["predictions"][0]["label"] == "space"
+    finally:
+        for process in (daemon, service):
+            process.terminate()
+        for process in (daemon, service):
+            process.wait(timeout=30)
+    assert daemon.returncode == 0
