@@ -11,7 +11,7 @@ At prediction time the same CountVectorizer/HashingVectorizer is rebuilt from th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -34,12 +34,20 @@ class Vectorizer:
     ngram_max: int
     stop_words: str | None
     sublinear_tf: bool = True
+    _cached_counter: object = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def n_features(self) -> int:
         return int(self.idf.shape[0])
 
     def _counter(self):
+        # Built once: a CountVectorizer validates its 32k-term vocabulary on first use, which would otherwise
+        # cost milliseconds on every prediction request.
+        if self._cached_counter is None:
+            self._cached_counter = self._build_counter()
+        return self._cached_counter
+
+    def _build_counter(self):
         common = dict(ngram_range=(1, self.ngram_max), stop_words=self.stop_words, dtype=np.float32)
         if self.kind == "hashing":
             return HashingVectorizer(n_features=self.n_features, alternate_sign=False, norm=None, **common)

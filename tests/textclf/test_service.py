@@ -1,7 +1,6 @@
 """The HTTP service in-process (TestClient), plus one real end-to-end run of daemon + service subprocesses."""
 
 import asyncio
-import json
 import os
 import socket
 import subprocess
