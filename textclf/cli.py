@@ -418,7 +418,7 @@ def serve(
     data_root: Annotated[Optional[Path], typer.Option(help="Job corpora must lie under this folder.")] = None,
     max_instances: Annotated[int, typer.Option(help="Most texts in one predict request.")] = 1000,
     max_body_bytes: Annotated[int, typer.Option(help="Largest request body.")] = 1_000_000,
-    batch_window_ms: Annotated[float, typer.Option(help="How long to gather concurrent predictions.")] = 2.0,
+    batch_window_ms: Annotated[float, typer.Option(help="Extra wait to gather concurrent predictions.")] = 0.0,
 ) -> None:
     """Serve predictions and job submission over HTTP (OpenAPI docs at /docs)."""
     import uvicorn

@@ -5,8 +5,9 @@ Endpoints (OpenAPI docs at /docs):
   GET  /v1/models, GET /v1/models/{name}     published versions, metrics, run ids
   POST /v1/jobs {"corpus": ..., "name": ..., "settings": {...}}, GET /v1/jobs/{id}
   GET  /health/live, /health/ready, /metrics (Prometheus)
-Serving: concurrent predict requests for one model are gathered for up to `batch_window_ms` (or
-`max_batch` instances) and scored as one matrix product in a worker thread. Every second the service looks
+Serving: concurrent predict requests for one model are scored together, as one matrix product in a worker
+thread: whatever is queued when the previous batch finishes (up to `max_batch` instances), optionally
+waiting `batch_window_ms` for more. Every second the service looks
 for newly published versions and swaps the model object; requests already holding the old one finish on it.
 Security: binds 127.0.0.1 unless told otherwise; a bearer token guards job submission, and every endpoint
 when bound to a non-loopback address; job corpora must lie under the data root; bodies over `max_body_bytes`
@@ -49,7 +50,7 @@ class ServiceOptions:
     max_body_bytes: int = 1_000_000
     max_instances: int = 1000
     max_batch: int = 512
-    batch_window_ms: float = 2.0
+    batch_window_ms: float = 0.0  # 0: take what is queued now (batches grow by themselves under load)
     timeout_s: float = 10.0
     reload_seconds: float = 1.0
 
@@ -85,13 +86,18 @@ class _Batcher:
             size = len(batch[0][0])
             deadline = time.perf_counter() + self.options.batch_window_ms / 1000
             while size < self.options.max_batch:
-                remaining = deadline - time.perf_counter()
-                if remaining <= 0:
-                    break
+                # Everything already waiting joins the batch; requests that arrive while it is scored form
+                # the next one, so batches grow with load and a lone request waits for nothing.
                 try:
-                    item = await asyncio.wait_for(self.queue.get(), remaining)
-                except asyncio.TimeoutError:
-                    break
+                    item = self.queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    remaining = deadline - time.perf_counter()
+                    if remaining <= 0:
+                        break
+                    try:
+                        item = await asyncio.wait_for(self.queue.get(), remaining)
+                    except asyncio.TimeoutError:
+                        break
                 batch.append(item)
                 size += len(item[0])
             texts = [t for item, _ in batch for t in item]

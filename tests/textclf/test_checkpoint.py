@@ -1,3 +1,4 @@
+import jax
 import numpy as np
 import pytest
 
@@ -28,4 +29,7 @@ def test_resumed_training_equals_uninterrupted(problem, fast_settings, tmp_path)
     resumed = fit_network(matrix, labels, n_classes, settings, checkpointer=checkpoint)
     assert [h.epoch for h in resumed.history] == [1, 2, 3, 4]
     for a, b in zip(resumed.params, whole.params):
-        np.testing.assert_array_equal(a, b)
+        if jax.default_backend() == "cpu":
+            np.testing.assert_array_equal(a, b)
+        else:  # XLA's GPU scatter-add sums in no fixed order: equal to float32 rounding, not bit for bit
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)

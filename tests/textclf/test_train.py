@@ -59,6 +59,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_writes_no_model(corpus_dir, db_pat
     assert not (isolated_home / "models").exists()
 
 
+@pytest.mark.skipif(__import__("jax").default_backend() == "gpu", reason="checks the refusal on a CPU")
 def test_pallas_backend_needs_a_gpu(corpus_dir, db_path, fast_settings):
     from textclf.errors import BackendError
 
