@@ -1,7 +1,7 @@
 """Training checkpoints: everything needed to continue a run after its last finished epoch.
 
-A checkpoint holds the parameters and momentum buffers (as the backend keeps them, padded on the Pallas
-path), the shuffling RNG's state and the epoch history, written atomically after every epoch. Resuming from
+A checkpoint holds the parameters and the optimizer state (as the backend keeps them, padded on the
+Pallas path; the state as its flattened leaves, rebuilt on load from a freshly initialised one), the shuffling RNG's state and the epoch history, written atomically after every epoch. Resuming from
 it on the same device gives the same model as an uninterrupted run: the learning-rate schedule depends only
 on the epoch number and the RNG continues where it stopped.
 """
@@ -24,7 +24,7 @@ FORMAT = "textclf-checkpoint"
 class TrainState:
     epochs_done: int
     params: Params  # numpy arrays
-    velocity: Params
+    opt_leaves: list  # jax.tree.leaves of the optimizer state, numpy arrays
     rng_state: dict  # numpy bit generator state
     history: list  # list of EpochStats
 
@@ -39,7 +39,7 @@ class Checkpointer:
                   "history": [asdict(h) for h in state.history]}
         arrays = {"header": np.array(json.dumps(header))}
         arrays.update({f"params.{k}": np.asarray(v) for k, v in state.params._asdict().items()})
-        arrays.update({f"velocity.{k}": np.asarray(v) for k, v in state.velocity._asdict().items()})
+        arrays.update({f"opt.{i}": np.asarray(a) for i, a in enumerate(state.opt_leaves)})
         write_arrays_atomically(self.path, arrays)
 
     def load(self) -> TrainState | None:
@@ -52,7 +52,8 @@ class Checkpointer:
             arrays = {name: archive[name] for name in archive.files}
         header = json.loads(str(arrays["header"]))
         pick = lambda prefix: Params(*(arrays[f"{prefix}.{k}"] for k in Params._fields))
-        return TrainState(header["epochs_done"], pick("params"), pick("velocity"), header["rng_state"],
+        leaves = [arrays[f"opt.{i}"] for i in range(sum(k.startswith("opt.") for k in arrays))]
+        return TrainState(header["epochs_done"], pick("params"), leaves, header["rng_state"],
                           [EpochStats(**h) for h in header["history"]])
 
     def remove(self) -> None:

@@ -77,8 +77,11 @@ def train(
     hidden: Annotated[Optional[int], typer.Option(help=f"Hidden units (sigmoid) (default {D.hidden}).")] = None,
     batch_size: Annotated[Optional[int], typer.Option(help=f"Minibatch size (default {D.batch_size}).")] = None,
     epochs: Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}).")] = None,
-    lr: Annotated[Optional[float], typer.Option(help=f"Learning rate, decaying linearly to 0 (default {D.learning_rate}).")] = None,
+    optimizer: Annotated[Optional[str], typer.Option(help=f"adam or sgd (default {D.optimizer}).")] = None,
+    lr: Annotated[Optional[float], typer.Option(help=f"Learning rate (default {D.learning_rate}).")] = None,
+    lr_schedule: Annotated[Optional[str], typer.Option(help=f"constant or linear decay to 0 (default {D.lr_schedule}).")] = None,
     momentum: Annotated[Optional[float], typer.Option(help=f"SGD momentum (default {D.momentum}).")] = None,
+    init_gain: Annotated[Optional[float], typer.Option(help=f"Glorot init range multiplier (default {D.init_gain}).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option(help=f"L2 weight decay (default {D.weight_decay}).")] = None,
     seed: Annotated[Optional[int], typer.Option(help=f"Seed for the split, initialisation and shuffling (default {D.seed}).")] = None,
     backend: Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (GPU) (default {D.backend}).")] = None,
@@ -92,7 +95,8 @@ def train(
 
     settings = _settings(features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
                          hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr, momentum=momentum,
-                         weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb)
+                         weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb,
+                         optimizer=optimizer, lr_schedule=lr_schedule, init_gain=init_gain)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err, disable=as_json)
     task = None

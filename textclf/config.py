@@ -22,6 +22,7 @@ BACKENDS = ("auto", "xla", "pallas")
 VECTORIZERS = ("tfidf", "hashing")
 FEATURE_SELECTIONS = ("chi2", "frequency")
 LR_SCHEDULES = ("linear", "constant")
+OPTIMIZERS = ("adam", "sgd")
 
 
 @dataclass(frozen=True)
@@ -36,15 +37,17 @@ class Settings:
     sublinear_tf: bool = True  # 1 + log(tf): long posts do not drown short ones
     # Network: features -> hidden (sigmoid) -> classes (softmax).
     hidden: int = 128
-    # Optimizer: minibatch SGD with momentum, v <- m v + g + wd w; w <- w - lr v.
-    batch_size: int = 16
+    # Optimizer: Adam (default) or minibatch SGD with momentum (v <- m v + g + wd w; w <- w - lr v).
+    optimizer: str = "adam"
+    batch_size: int = 64
     epochs: int = 10
     # Small corpora get extra epochs until training makes at least this many optimizer steps: 8 epochs of a
     # 36-document corpus would be 8 steps, far too few to learn anything.
     min_steps: int = 300
-    learning_rate: float = 0.15
-    lr_schedule: str = "linear"  # "linear" decays to 0 over the run
-    momentum: float = 0.9
+    learning_rate: float = 0.001
+    lr_schedule: str = "constant"  # "linear" decays to 0 over the run (best for sgd: lr 0.15, batch 16)
+    momentum: float = 0.9  # sgd only
+    init_gain: float = 1.0  # Glorot-uniform range multiplier (4 suited sgd)
     weight_decay: float = 0.0
     seed: int = 0
     # Data handling.
@@ -67,6 +70,8 @@ class Settings:
             (self.min_steps >= 0, "min_steps must be >= 0"),
             (self.learning_rate > 0, "learning_rate must be > 0"),
             (self.lr_schedule in LR_SCHEDULES, f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}"),
+            (self.optimizer in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}"),
+            (self.init_gain > 0, "init_gain must be > 0"),
             (0 <= self.momentum < 1, "momentum must be in [0, 1)"),
             (self.weight_decay >= 0, "weight_decay must be >= 0"),
             (0 < self.validation_fraction < 1, "validation_fraction must be in (0, 1)"),

@@ -22,12 +22,13 @@ class Params(NamedTuple):
     b2: jax.Array  # (C,)
 
 
-def init_params(key: jax.Array, n_features: int, hidden: int, n_classes: int) -> Params:
-    """Glorot-uniform weights scaled by 4, the range Glorot & Bengio (2010) recommend for sigmoid units;
-    the plain Glorot range trained to 0.9304 vs 0.9356 on news4. Biases start at zero."""
+def init_params(key: jax.Array, n_features: int, hidden: int, n_classes: int, gain: float = 1.0) -> Params:
+    """Glorot-uniform weights times `gain`, biases zero. Glorot & Bengio (2010) suggest gain 4 for sigmoid
+    units; with SGD it trained better on news4 (0.9356 vs 0.9304), with Adam gain 1 did (agnews7600 0.907 vs
+    0.900)."""
     k1, k2 = jax.random.split(key)
-    limit1 = 4.0 * np.sqrt(6.0 / (n_features + hidden))
-    limit2 = 4.0 * np.sqrt(6.0 / (hidden + n_classes))
+    limit1 = gain * np.sqrt(6.0 / (n_features + hidden))
+    limit2 = gain * np.sqrt(6.0 / (hidden + n_classes))
     return Params(
         jax.random.uniform(k1, (n_features, hidden), jnp.float32, -limit1, limit1),
         jnp.zeros((hidden,), jnp.float32),
@@ -62,3 +63,42 @@ def sgd_momentum(params: Params, velocity: Params, grads: Params, lr, momentum: 
     velocity = jax.tree.map(lambda v, g, w: momentum * v + g + weight_decay * w, velocity, grads, params)
     params = jax.tree.map(lambda w, v: w - lr * v, params, velocity)
     return params, velocity
+
+
+ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
+
+
+class AdamState(NamedTuple):
+    m: Params  # first-moment estimates
+    v: Params  # second-moment estimates
+    step: jax.Array  # () float32, steps taken
+
+
+def adam_corrections(step) -> tuple:
+    """Bias corrections (1 - beta1^t, 1 - beta2^t) for step t (1-based)."""
+    return 1.0 - ADAM_BETA1 ** step, 1.0 - ADAM_BETA2 ** step
+
+
+def adam(params: Params, state: AdamState, grads: Params, lr, weight_decay: float):
+    """Adam (Kingma & Ba 2015) with coupled L2: g <- g + weight_decay * w."""
+    step = state.step + 1
+    c1, c2 = adam_corrections(step)
+    grads = jax.tree.map(lambda g, w: g + weight_decay * w, grads, params)
+    m = jax.tree.map(lambda m, g: ADAM_BETA1 * m + (1 - ADAM_BETA1) * g, state.m, grads)
+    v = jax.tree.map(lambda v, g: ADAM_BETA2 * v + (1 - ADAM_BETA2) * g * g, state.v, grads)
+    params = jax.tree.map(lambda w, m, v: w - lr * (m / c1) / (jnp.sqrt(v / c2) + ADAM_EPS), params, m, v)
+    return params, AdamState(m, v, step)
+
+
+def init_optimizer(kind: str, params: Params):
+    """Optimizer state: the momentum buffers (sgd) or AdamState (adam)."""
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    if kind == "adam":
+        return AdamState(zeros, jax.tree.map(jnp.zeros_like, params), jnp.zeros((), jnp.float32))
+    return zeros
+
+
+def optimizer_step(kind: str, params: Params, state, grads: Params, lr, momentum: float, weight_decay: float):
+    if kind == "adam":
+        return adam(params, state, grads, lr, weight_decay)
+    return sgd_momentum(params, state, grads, lr, momentum, weight_decay)

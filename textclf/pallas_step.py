@@ -1,8 +1,9 @@
 """The training epoch on the Pallas path: same inputs and outputs as the XLA epoch in trainloop.py.
 
 Each step turns its sparse minibatch into a dense (B, Kp) matrix on the device (one scatter; bf16 by default,
-2 MB at B = 32), then runs: hidden_forward -> softmax_xent -> hidden_backward -> input_grad_update (dW1 fused
-with W1's momentum update, so dW1 never reaches memory) -> sgd_update for w2, b1, b2.
+4 MB at B = 64), then runs: hidden_forward -> softmax_xent -> hidden_backward -> the update: for sgd
+input_grad_update (dW1 fused with W1's momentum update, so dW1 never reaches memory) and sgd_update for w2, b1,
+b2; for adam input_grad and adam_update for every parameter.
 Parameters live padded on this path (see pallas_kernels/mlp.py); pad_params/unpad_params convert once.
 """
 
@@ -13,11 +14,12 @@ import jax.numpy as jnp
 
 from pallas_kernels.common import round_up
 from pallas_kernels.config import KernelConfig
-from pallas_kernels.input_grad import input_grad_update
+from pallas_kernels.adam_update import adam_update
+from pallas_kernels.input_grad import input_grad, input_grad_update
 from pallas_kernels.mlp import backward_to_hidden, forward
 from pallas_kernels.sgd_update import sgd_update
 from pallas_kernels.softmax_xent import padded_classes
-from textclf.model import Params
+from textclf.model import AdamState, Params, adam_corrections
 
 
 def padded_features(n_features: int, config: KernelConfig) -> int:
@@ -43,26 +45,42 @@ def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -
     return jnp.zeros((batch_size, n_columns), dtype).at[rows, indices].add(values.astype(dtype))
 
 
-def pallas_train_step(params: Params, velocity: Params, x, labels, mask, lr, *, n_classes: int, momentum: float,
-                      weight_decay: float, config: KernelConfig):
-    """One SGD step on a dense batch x (B, Kp) -> (params, velocity, mean loss, number correct)."""
+def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_classes: int, momentum: float,
+                      weight_decay: float, config: KernelConfig, optimizer: str = "sgd"):
+    """One optimizer step on a dense batch x (B, Kp) -> (params, optimizer state, mean loss, number correct).
+
+    sgd: dW1 is fused into W1's momentum update (input_grad_update). adam: dW1 = input_grad, then the fused
+    adam_update kernel for every parameter."""
     weight = mask / jnp.maximum(jnp.sum(mask), 1.0)
     h, nll, predicted, dz = forward(*params, x, labels, weight, n_classes, config)
     dpre, dw2, db2, db1 = backward_to_hidden(dz, params.w2, h, config)
-    update = dict(momentum=momentum, weight_decay=weight_decay, interpret=config.interpret)
-    w1, v1 = input_grad_update(x, dpre, params.w1, velocity.w1, lr, block_m=config.grad_block_m,
-                               block_k=config.grad_block_k, num_warps=config.grad_warps,
-                               num_stages=config.grad_stages, precision=config.precision, **update)
-    b1, vb1 = sgd_update(params.b1, velocity.b1, db1, lr, block=config.update_block, **update)
-    w2, v2 = sgd_update(params.w2, velocity.w2, dw2, lr, block=config.update_block, **update)
-    b2, vb2 = sgd_update(params.b2, velocity.b2, db2, lr, block=config.update_block, **update)
+    grad_blocks = dict(block_m=config.grad_block_m, block_k=config.grad_block_k, num_warps=config.grad_warps,
+                       num_stages=config.grad_stages, precision=config.precision, interpret=config.interpret)
+    if optimizer == "adam":
+        dw1 = input_grad(x, dpre, **grad_blocks)
+        step = opt_state.step + 1
+        c1, c2 = adam_corrections(step)
+        scalars = jnp.stack([jnp.asarray(lr, jnp.float32), c1, c2, jnp.float32(0)])
+        new = [adam_update(w, m, v, g, scalars, weight_decay=weight_decay, block=config.update_block,
+                           interpret=config.interpret)
+               for w, m, v, g in zip(params, opt_state.m, opt_state.v, (dw1, db1, dw2, db2))]
+        params = Params(*(n[0] for n in new))
+        opt_state = AdamState(Params(*(n[1] for n in new)), Params(*(n[2] for n in new)), step)
+    else:
+        update = dict(momentum=momentum, weight_decay=weight_decay, interpret=config.interpret)
+        w1, v1 = input_grad_update(x, dpre, params.w1, opt_state.w1, lr, momentum=momentum,
+                                   weight_decay=weight_decay, **grad_blocks)
+        b1, vb1 = sgd_update(params.b1, opt_state.b1, db1, lr, block=config.update_block, **update)
+        w2, v2 = sgd_update(params.w2, opt_state.w2, dw2, lr, block=config.update_block, **update)
+        b2, vb2 = sgd_update(params.b2, opt_state.b2, db2, lr, block=config.update_block, **update)
+        params, opt_state = Params(w1, b1, w2, b2), Params(v1, vb1, v2, vb2)
     loss = jnp.sum(nll * weight)
     correct = jnp.sum((predicted == labels) * mask)
-    return Params(w1, b1, w2, b2), Params(v1, vb1, v2, vb2), loss, correct
+    return params, opt_state, loss, correct
 
 
-def pallas_epoch(params, velocity, indices, values, rows, labels, mask, lrs, *, n_classes: int, momentum: float,
-                 weight_decay: float, config: KernelConfig):
+def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, n_classes: int, momentum: float,
+                 weight_decay: float, config: KernelConfig, optimizer: str = "sgd"):
     """Scan pallas_train_step over the epoch's (steps, ...) stacked sparse minibatches."""
     batch_size = labels.shape[1]
     n_columns = params.w1.shape[0]
@@ -71,10 +89,11 @@ def pallas_epoch(params, velocity, indices, values, rows, labels, mask, lrs, *, 
     def step(carry, batch):
         idx, val, row, y, m, lr = batch
         x = dense_batch(idx, val, row, batch_size, n_columns, x_dtype)
-        params, velocity, loss, correct = pallas_train_step(
-            *carry, x, y, m, lr, n_classes=n_classes, momentum=momentum, weight_decay=weight_decay, config=config)
-        return (params, velocity), (loss, correct)
+        params, opt_state, loss, correct = pallas_train_step(
+            *carry, x, y, m, lr, n_classes=n_classes, momentum=momentum, weight_decay=weight_decay, config=config,
+            optimizer=optimizer)
+        return (params, opt_state), (loss, correct)
 
-    (params, velocity), (losses, corrects) = jax.lax.scan(step, (params, velocity),
-                                                          (indices, values, rows, labels, mask, lrs))
-    return params, velocity, losses, corrects
+    (params, opt_state), (losses, corrects) = jax.lax.scan(step, (params, opt_state),
+                                                           (indices, values, rows, labels, mask, lrs))
+    return params, opt_state, losses, corrects

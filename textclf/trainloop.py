@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches
 from textclf.config import Settings
-from textclf.model import Params, init_params, logits, masked_loss, sgd_momentum
+from textclf.model import Params, init_optimizer, init_params, logits, masked_loss, optimizer_step
 
 EVAL_BATCH = 1024
 
@@ -46,25 +46,26 @@ class NetworkResult:
     eval_seconds: float = 0.0
 
 
-def _xla_epoch(params, velocity, indices, values, rows, labels, mask, lrs, *, momentum, weight_decay):
-    """One epoch: scan the SGD step over (steps, ...) stacked minibatches."""
+def _xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, momentum, weight_decay,
+               optimizer="sgd"):
+    """One epoch: scan the optimizer step over (steps, ...) stacked minibatches."""
     batch_size = labels.shape[1]
 
     def step(carry, batch):
-        params, velocity = carry
+        params, opt_state = carry
         idx, val, row, y, m, lr = batch
 
         def loss_fn(p):
             return masked_loss(logits(p, idx, val, row, batch_size), y, m)
 
         (loss, correct), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        params, velocity = sgd_momentum(params, velocity, grads, lr, momentum, weight_decay)
-        return (params, velocity), (loss, correct)
+        params, opt_state = optimizer_step(optimizer, params, opt_state, grads, lr, momentum, weight_decay)
+        return (params, opt_state), (loss, correct)
 
-    (params, velocity), (losses, corrects) = jax.lax.scan(
-        step, (params, velocity), (indices, values, rows, labels, mask, lrs)
+    (params, opt_state), (losses, corrects) = jax.lax.scan(
+        step, (params, opt_state), (indices, values, rows, labels, mask, lrs)
     )
-    return params, velocity, losses, corrects
+    return params, opt_state, losses, corrects
 
 
 def _xla_scores(params, indices, values, rows):
@@ -78,8 +79,8 @@ def _xla_scores(params, indices, values, rows):
 
 def epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config=None) -> Callable:
     """The un-jitted epoch function of a backend:
-    (params, velocity, *batch arrays, lrs) -> (params, velocity, losses, corrects)."""
-    optimizer = dict(momentum=settings.momentum, weight_decay=settings.weight_decay)
+    (params, optimizer state, *batch arrays, lrs) -> (params, optimizer state, losses, corrects)."""
+    optimizer = dict(momentum=settings.momentum, weight_decay=settings.weight_decay, optimizer=settings.optimizer)
     if backend == "pallas":
         from textclf.pallas_step import pallas_epoch
 
@@ -147,13 +148,13 @@ def fit_network(
     raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint)."""
     key = jax.random.PRNGKey(settings.seed)
     rng = np.random.default_rng(settings.seed)
-    params = initial_params or init_params(key, train_x.shape[1], settings.hidden, n_classes)
+    params = initial_params or init_params(key, train_x.shape[1], settings.hidden, n_classes, settings.init_gain)
     if backend == "pallas":
         from textclf.pallas_step import pad_params
 
         kernel_config = kernel_config or kernel_config_for(settings)
         params = pad_params(params, kernel_config)
-    velocity = jax.tree.map(jnp.zeros_like, params)
+    opt_state = init_optimizer(settings.optimizer, params)
     run_epoch = _Compiled(epoch_function(backend, settings, n_classes, kernel_config), donate=(0, 1))
     score = _Compiled(_xla_scores)
     n = train_x.shape[0]
@@ -165,7 +166,7 @@ def fit_network(
     resumed = checkpointer.load() if checkpointer else None
     if resumed:
         params = Params(*(jnp.asarray(p) for p in resumed.params))
-        velocity = Params(*(jnp.asarray(v) for v in resumed.velocity))
+        opt_state = jax.tree.unflatten(jax.tree.structure(opt_state), [jnp.asarray(a) for a in resumed.opt_leaves])
         rng.bit_generator.state = resumed.rng_state
         history, first_epoch = list(resumed.history), resumed.epochs_done
     train_seconds = eval_seconds = 0.0
@@ -179,7 +180,7 @@ def fit_network(
             lrs = np.full(steps_per_epoch, settings.learning_rate)
         device_args = [jnp.asarray(a) for a in batches.arrays()] + [jnp.asarray(lrs, jnp.float32)]
         compile_before = run_epoch.seconds
-        params, velocity, losses, corrects = run_epoch(params, velocity, *device_args)
+        params, opt_state, losses, corrects = run_epoch(params, opt_state, *device_args)
         losses, corrects = np.asarray(losses), np.asarray(corrects)  # waits for the epoch to finish
         seconds = time.perf_counter() - start - (run_epoch.seconds - compile_before)
         train_seconds += seconds
@@ -205,8 +206,8 @@ def fit_network(
             from textclf.checkpoint import TrainState
 
             checkpointer.save(TrainState(epoch + 1, Params(*(np.asarray(p) for p in params)),
-                                         Params(*(np.asarray(v) for v in velocity)), rng.bit_generator.state,
-                                         history))
+                                         [np.asarray(a) for a in jax.tree.leaves(opt_state)],
+                                         rng.bit_generator.state, history))
         if stop_requested and stop_requested() and epoch + 1 < epochs:
             raise TrainingStopped(f"stopped after epoch {epoch + 1} of {epochs}")
     numpy_params = Params(*(np.asarray(p) for p in _real(params, n_classes, train_x.shape[1])))

@@ -11,7 +11,7 @@ from pallas_kernels.config import KernelConfig
 from pallas_kernels.mlp import mlp_loss, mlp_loss_reference
 from pipelines.batches import make_batches
 from textclf.config import Settings
-from textclf.model import init_params
+from textclf.model import init_optimizer, init_params
 from textclf.pallas_step import pad_params, pallas_epoch, unpad_params
 from textclf.trainloop import _xla_epoch
 from tests.pallas_kernels.conftest import assert_close
@@ -46,7 +46,8 @@ def test_gradients_match_jax_grad_of_reference(env, rng, m, n_classes):
         check_grads(kernel, params, order=1, modes=["rev"])
 
 
-def test_training_matches_xla(env, rng):
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_training_matches_xla(env, rng, optimizer):
     """The original design's CPU-vs-GPU check: same initial weights and batches, a few epochs each way."""
     n, features, n_classes = 90, 200, 3
     matrix = sp.random(n, features, density=0.05, format="csr", random_state=int(rng.integers(1 << 30)))
@@ -55,16 +56,17 @@ def test_training_matches_xla(env, rng):
     params = jax.tree.map(lambda a: a.astype(env.dtype), init_params(jax.random.PRNGKey(0), features, 128, n_classes))
     config = small_config(env)
     xla_params, pallas_params = params, pad_params(params, config)
-    xla_velocity = jax.tree.map(jnp.zeros_like, xla_params)
-    pallas_velocity = jax.tree.map(jnp.zeros_like, pallas_params)
-    xla_epoch = jax.jit(lambda *a: _xla_epoch(*a, momentum=0.9, weight_decay=1e-3))
-    pallas = jax.jit(lambda *a: pallas_epoch(*a, n_classes=n_classes, momentum=0.9, weight_decay=1e-3, config=config))
+    xla_velocity = init_optimizer(optimizer, xla_params)
+    pallas_velocity = init_optimizer(optimizer, pallas_params)
+    xla_epoch = jax.jit(lambda *a: _xla_epoch(*a, momentum=0.9, weight_decay=1e-3, optimizer=optimizer))
+    pallas = jax.jit(lambda *a: pallas_epoch(*a, n_classes=n_classes, momentum=0.9, weight_decay=1e-3, config=config,
+                                             optimizer=optimizer))
     for epoch in range(2):
         batches = make_batches(matrix.astype(np.float32), labels, settings.batch_size, rng.permutation(n))
         data = [jnp.asarray(a) for a in batches.arrays()]
         data[1] = data[1].astype(env.dtype)  # values
         data[4] = data[4].astype(env.dtype)  # mask
-        lrs = jnp.full((batches.steps,), 0.2, env.dtype)
+        lrs = jnp.full((batches.steps,), 0.2 if optimizer == "sgd" else 1e-3, env.dtype)
         with jax.default_matmul_precision("highest"):
             xla_params, xla_velocity, xla_losses, _ = xla_epoch(xla_params, xla_velocity, *data, lrs)
         pallas_params, pallas_velocity, pallas_losses, _ = pallas(pallas_params, pallas_velocity, *data, lrs)

@@ -12,7 +12,7 @@ from db import runs
 from textclf import artifacts
 from textclf.cli import app
 
-FAST = ["--epochs", "2", "--batch-size", "8", "--hidden", "16", "--lr", "0.5"]
+FAST = ["--epochs", "2", "--batch-size", "8", "--hidden", "16", "--optimizer", "sgd", "--lr", "0.5", "--init-gain", "4"]
 
 
 @pytest.fixture

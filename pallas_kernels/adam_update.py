@@ -1,0 +1,60 @@
+"""Fused Adam update, in place: one pass over a parameter, its two moment buffers and its gradient.
+
+  g <- g + weight_decay * w
+  m <- b1 m + (1 - b1) g ;  v <- b2 v + (1 - b2) g^2
+  w <- w - lr * (m / c1) / (sqrt(v / c2) + eps),   c1 = 1 - b1^t, c2 = 1 - b2^t
+`scalars` = [lr, c1, c2, 0] as a (4,) array: they change every step and must not trigger a recompile.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from pallas_kernels.common import next_power_of_two, pad_axis, round_up, triton_params
+
+
+def _kernel(w_ref, m_ref, v_ref, g_ref, s_ref, w_out, m_out, v_out, *, beta1: float, beta2: float, eps: float,
+            weight_decay: float):
+    w = w_ref[...]
+    g = g_ref[...].astype(w.dtype) + weight_decay * w
+    m = beta1 * m_ref[...] + (1.0 - beta1) * g
+    v = beta2 * v_ref[...] + (1.0 - beta2) * g * g
+    scalars = s_ref[...]
+    lr, c1, c2 = scalars[0], scalars[1], scalars[2]
+    m_out[...] = m
+    v_out[...] = v
+    w_out[...] = w - lr * (m / c1) / (jnp.sqrt(v / c2) + eps)
+
+
+@functools.partial(jax.jit, static_argnames=("beta1", "beta2", "eps", "weight_decay", "block", "num_warps",
+                                             "interpret"), donate_argnums=(0, 1, 2))
+def adam_update(w, m, v, g, scalars, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+                weight_decay: float = 0.0, block: int = 4096, num_warps: int = 4, interpret: bool = False):
+    """-> (new w, new m, new v), written over w, m and v (donated). scalars: (4,) [lr, c1, c2, unused]."""
+    shape, size = w.shape, w.size
+    block = min(block, next_power_of_two(size))
+    padded = round_up(size, block)
+    flat = lambda a: pad_axis(a.reshape(-1), 0, padded)
+    spec = pl.BlockSpec((block,), lambda i: (i,))
+    outs = pl.pallas_call(
+        functools.partial(_kernel, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay),
+        out_shape=tuple(jax.ShapeDtypeStruct((padded,), a.dtype) for a in (w, m, v)),
+        grid=(padded // block,),
+        in_specs=[spec, spec, spec, spec, pl.BlockSpec((4,), lambda i: (0,))],
+        out_specs=(spec, spec, spec),
+        input_output_aliases={0: 0, 1: 1, 2: 2},
+        compiler_params=triton_params(num_warps, 1), interpret=interpret, name="adam_update",
+    )(flat(w), flat(m), flat(v), flat(g), scalars.astype(w.dtype))
+    return tuple(o[:size].reshape(shape) for o in outs)
+
+
+def adam_update_reference(w, m, v, g, scalars, *, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    lr, c1, c2 = scalars[0], scalars[1], scalars[2]
+    g = g + weight_decay * w
+    m = beta1 * m + (1 - beta1) * g
+    v = beta2 * v + (1 - beta2) * g * g
+    return w - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), m, v
