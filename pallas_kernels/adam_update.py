@@ -23,8 +23,8 @@ def _kernel(w_ref, m_ref, v_ref, g_ref, s_ref, w_out, m_out, v_out, *, beta1: fl
     g = g_ref[...].astype(w.dtype) + weight_decay * w
     m = beta1 * m_ref[...] + (1.0 - beta1) * g
     v = beta2 * v_ref[...] + (1.0 - beta2) * g * g
-    scalars = s_ref[...]
-    lr, c1, c2 = scalars[0], scalars[1], scalars[2]
+    # Scalar loads straight from the ref: slicing a loaded array has no Triton lowering.
+    lr, c1, c2 = s_ref[0], s_ref[1], s_ref[2]
     m_out[...] = m
     v_out[...] = v
     w_out[...] = w - lr * (m / c1) / (jnp.sqrt(v / c2) + eps)
