@@ -44,12 +44,13 @@ def read_document(path: str, max_file_mb: float, stdin_bytes: bytes | None = Non
     return text
 
 
+def top_labels(labels: list[str], probabilities: np.ndarray, top_k: int) -> list[list[tuple[str, float]]]:
+    """(n, C) probabilities -> per row the top_k (label, probability) pairs, best first."""
+    k = max(1, min(top_k, len(labels)))
+    best = np.argsort(-probabilities, axis=1, kind="stable")[:, :k]
+    return [[(labels[i], float(row[i])) for i in order] for row, order in zip(probabilities, best)]
+
+
 def rank(model: Model, texts: list[str], sources: list[str], top_k: int) -> list[Prediction]:
-    probabilities = model.predict_proba(texts)
-    k = max(1, min(top_k, len(model.labels)))
-    results = []
-    for source, row in zip(sources, probabilities):
-        best = np.argsort(-row, kind="stable")[:k]
-        top = [(model.labels[i], float(row[i])) for i in best]
-        results.append(Prediction(source, top[0][0], top))
-    return results
+    ranked = top_labels(model.labels, model.predict_proba(texts), top_k)
+    return [Prediction(source, top[0][0], top) for source, top in zip(sources, ranked)]

@@ -37,6 +37,7 @@ from textclf.artifacts import load_model
 from textclf.classifier import Model
 from textclf.config import Settings
 from textclf.errors import TextclfError
+from textclf.predict import top_labels
 
 log = logging.getLogger("textclf.service")
 
@@ -251,12 +252,8 @@ def create_app(options: ServiceOptions) -> FastAPI:
             probabilities = await asyncio.wait_for(batcher.predict(body.instances), options.timeout_s)
         except asyncio.TimeoutError:
             raise HTTPException(504, f"prediction took longer than {options.timeout_s} s")
-        k = min(body.top_k, len(batcher.model.labels))
-        predictions = []
-        for row in probabilities:
-            best = row.argsort()[::-1][:k]
-            predictions.append({"label": batcher.model.labels[best[0]],
-                                "top": [{"label": batcher.model.labels[i], "probability": float(row[i])} for i in best]})
+        predictions = [{"label": top[0][0], "top": [{"label": label, "probability": p} for label, p in top]}
+                       for top in top_labels(batcher.model.labels, probabilities, body.top_k)]
         return {"model": name, "version": batcher.version, "predictions": predictions}
 
     @app.post("/v1/jobs", status_code=201, dependencies=[Depends(require_token)])
