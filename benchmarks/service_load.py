@@ -83,13 +83,14 @@ def main() -> None:
     parser.add_argument("--texts", required=True, help="JSONL with a text field")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=1, help="textclf serve --workers")
     parser.add_argument("--processes", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)),
                         help="client processes (default: half the cores, at most 8)")
     args = parser.parse_args()
     texts = [json.loads(line)["text"][:200] for line in open(args.texts, encoding="utf-8")]
     port = _port()
-    service = subprocess.Popen([sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", args.db],
-                               env=os.environ.copy())
+    service = subprocess.Popen([sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", args.db,
+                                "--workers", str(args.workers)], env=os.environ.copy())
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -98,7 +99,7 @@ def main() -> None:
                 break
             except httpx.TransportError:
                 time.sleep(0.1)
-        _run(base, args.model, texts, 1, 50, 1, 1)  # warm up: load the model
+        _run(base, args.model, texts, 4 * args.workers, 20, 1, 1)  # warm up: every worker loads the model
         cases = [("1 client, 1 doc per request", 1, 500, 1),
                  (f"{args.clients} clients x {args.requests} requests, 1 doc each", args.clients, args.requests, 1),
                  ("8 clients, 256 docs per request", 8, 20, 256)]

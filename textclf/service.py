@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
+import os
 import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +169,22 @@ class _Models:
                         self._install(name, row, await asyncio.to_thread(load_model, row["path"]))
             except Exception as exc:  # a locked DB or a bad file: keep serving the current versions, retry
                 log.warning("model reload failed, still serving the current versions: %s", exc)
+
+
+OPTIONS_ENV = "TEXTCLF_SERVICE_OPTIONS"
+
+
+def app_from_env() -> FastAPI:
+    """App factory for `textclf serve --workers N`: uvicorn starts N processes, each building its own app
+    (own model copies and batchers) from the options the parent put in the environment as JSON."""
+    raw = json.loads(os.environ[OPTIONS_ENV])
+    for key in ("db_path", "data_root"):
+        raw[key] = Path(raw[key]) if raw.get(key) else None
+    return create_app(ServiceOptions(**raw))
+
+
+def options_to_env(options: ServiceOptions) -> str:
+    return json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in asdict(options).items()})
 
 
 def _is_loopback(host: str) -> bool:

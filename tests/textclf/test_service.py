@@ -168,3 +168,28 @@ def test_end_to_end_daemon_and_service_subprocesses(corpus_dir, tmp_path, isolat
         for process in (daemon, service):
             process.wait(timeout=30)
     assert daemon.returncode == 0
+
+
+def test_serve_with_several_worker_processes(published, isolated_home):
+    port = _free_port()
+    env = {**os.environ, "TEXTCLF_HOME": str(isolated_home)}
+    service = subprocess.Popen([sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", str(published),
+                                "--workers", "2"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/health/live", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert time.time() < deadline, "service did not start"
+                time.sleep(0.2)
+        for _ in range(10):  # spread over both workers by the kernel's accept queue
+            response = httpx.post(f"{base}/v1/models/sample:predict", json={"instances": ["a rocket"]}, timeout=10)
+            assert response.status_code == 200 and response.json()["version"] == 1
+    finally:
+        service.terminate()
+        output, _ = service.communicate(timeout=30)
+    assert service.returncode == 0, output
