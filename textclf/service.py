@@ -5,8 +5,8 @@ Endpoints (OpenAPI docs at /docs):
   GET  /v1/models, GET /v1/models/{name}     published versions, metrics, run ids
   POST /v1/jobs {"corpus": ..., "name": ..., "settings": {...}}, GET /v1/jobs/{id}
   GET  /health/live, /health/ready, /metrics (Prometheus)
-Serving: concurrent predict requests for one model are scored together, as one matrix product in a worker
-thread: whatever is queued when the previous batch finishes (up to `max_batch` instances), optionally
+Serving: concurrent predict requests for one model are scored together in a worker thread, the network on
+the GPU when there is one (`score_on`): whatever is queued when the previous batch finishes (up to `max_batch` instances), optionally
 waiting `batch_window_ms` for more. Every second the service looks
 for newly published versions and swaps the model object; requests already holding the old one finish on it.
 Security: binds 127.0.0.1 unless told otherwise; a bearer token guards job submission, and every endpoint
@@ -56,6 +56,8 @@ class ServiceOptions:
     batch_window_ms: float = 0.0  # 0: take what is queued now (batches grow by themselves under load)
     timeout_s: float = 10.0
     reload_seconds: float = 1.0
+    score_on: str = "auto"  # "device": the network runs through JAX on its default device; "host": NumPy;
+    # "auto": device when JAX sees a GPU. Vectorizing stays on the host either way.
 
 
 class PredictRequest(BaseModel):
@@ -70,11 +72,42 @@ class JobRequest(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
+class _Scorer:
+    """texts -> class probabilities for one model: vectorize on the host, run the network on the device
+    (weights put there once, one compiled program per padded batch shape) or with NumPy on the host."""
+
+    def __init__(self, model: Model, where: str):
+        self.model = model
+        if where == "auto":
+            from textclf.backends import device_kind
+
+            where = "device" if device_kind() == "gpu" else "host"
+        self.on_device = where == "device"
+        if self.on_device:
+            import jax
+
+            from textclf.model import Params
+            from textclf.trainloop import _warm_scores
+
+            self.params = Params(*(jax.device_put(a) for a in (model.w1, model.b1, model.w2, model.b2)))
+            self.compiled = _warm_scores()
+
+    def __call__(self, texts: list[str]):
+        if not self.on_device:
+            return self.model.predict_proba(texts)
+        from textclf.classifier import _softmax
+        from textclf.trainloop import predict_scores_device
+
+        matrix = self.model.vectorizer.transform(texts)
+        return _softmax(predict_scores_device(self.params, matrix, self.compiled))
+
+
 class _Batcher:
     """Collects concurrent requests for one model version and scores them together."""
 
     def __init__(self, model: Model, version: int, options: ServiceOptions, metrics: "_Metrics"):
         self.model, self.version, self.options, self.metrics = model, version, options, metrics
+        self.score = _Scorer(model, options.score_on)
         self.queue: asyncio.Queue = asyncio.Queue()
         self.task = asyncio.get_running_loop().create_task(self._loop())
 
@@ -106,7 +139,7 @@ class _Batcher:
             texts = [t for item, _ in batch for t in item]
             self.metrics.batch_size.observe(len(texts))
             try:
-                probabilities = await asyncio.to_thread(self.model.predict_proba, texts)
+                probabilities = await asyncio.to_thread(self.score, texts)
             except Exception as exc:  # hand the error to every waiting request
                 for _, future in batch:
                     if not future.done():

@@ -69,6 +69,18 @@ def test_bad_requests_get_4xx_json_and_the_service_keeps_serving(client, kwargs,
     assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200
 
 
+def test_device_scoring_matches_host(published):
+    texts = ["the striker scored", "the rocket reached orbit", "fry the onions", "x"]
+    answers = {}
+    for where in ("host", "device"):
+        with TestClient(create_app(ServiceOptions(db_path=published, score_on=where))) as c:
+            answers[where] = c.post("/v1/models/sample:predict", json={"instances": texts, "top_k": 3}).json()
+    for host, device in zip(answers["host"]["predictions"], answers["device"]["predictions"]):
+        assert host["label"] == device["label"]
+        for a, b in zip(host["top"], device["top"]):
+            assert a["label"] == b["label"] and a["probability"] == pytest.approx(b["probability"], abs=1e-4)
+
+
 def test_unknown_model_and_job(client):
     assert client.post("/v1/models/nope:predict", json={"instances": ["x"]}).status_code == 404
     assert client.get("/v1/models/nope").status_code == 404
