@@ -432,6 +432,9 @@ def serve(
 
     from textclf.service import OPTIONS_ENV, ServiceOptions, _is_loopback, create_app, options_to_env
 
+    # JAX would otherwise reserve 75% of the GPU's memory in every server process (and beside the daemon);
+    # scoring needs only the model's weights and one batch.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     public = not _is_loopback(host)
     if public and not token:
         raise TextclfError(f"binding {host} exposes the service beyond this machine: set --token or TEXTCLF_TOKEN")
