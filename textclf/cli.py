@@ -424,6 +424,7 @@ def serve(
     max_body_bytes: Annotated[int, typer.Option(help="Largest request body.")] = 1_000_000,
     batch_window_ms: Annotated[float, typer.Option(help="Extra wait to gather concurrent predictions.")] = 0.0,
     workers: Annotated[int, typer.Option(help="Server processes, each with its own copy of the models.")] = 1,
+    score_on: Annotated[str, typer.Option(help="Run the network on the host (NumPy), the device (JAX) or auto.")] = "host",
 ) -> None:
     """Serve predictions and job submission over HTTP (OpenAPI docs at /docs)."""
     import uvicorn
@@ -435,12 +436,14 @@ def serve(
     # JAX would otherwise reserve 75% of the GPU's memory in every server process (and beside the daemon);
     # scoring needs only the model's weights and one batch.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if score_on not in ("host", "device", "auto"):
+        raise TextclfError(f"--score-on must be host, device or auto, not '{score_on}'")
     public = not _is_loopback(host)
     if public and not token:
         raise TextclfError(f"binding {host} exposes the service beyond this machine: set --token or TEXTCLF_TOKEN")
     options = ServiceOptions(db_path=db, token=token, require_token_everywhere=public, data_root=data_root,
                              max_instances=max_instances, max_body_bytes=max_body_bytes,
-                             batch_window_ms=batch_window_ms)
+                             batch_window_ms=batch_window_ms, score_on=score_on)
     if workers == 1:
         uvicorn.run(create_app(options), host=host, port=port, log_level="warning")
     else:  # the scoring is single-threaded Python: more processes, more documents per second

@@ -6,7 +6,7 @@ Endpoints (OpenAPI docs at /docs):
   POST /v1/jobs {"corpus": ..., "name": ..., "settings": {...}}, GET /v1/jobs/{id}
   GET  /health/live, /health/ready, /metrics (Prometheus)
 Serving: concurrent predict requests for one model are scored together in a worker thread, the network on
-the GPU when there is one (`score_on`): whatever is queued when the previous batch finishes (up to `max_batch` instances), optionally
+the host or the device (`score_on`, see there): whatever is queued when the previous batch finishes (up to `max_batch` instances), optionally
 waiting `batch_window_ms` for more. Every second the service looks
 for newly published versions and swaps the model object; requests already holding the old one finish on it.
 Security: binds 127.0.0.1 unless told otherwise; a bearer token guards job submission, and every endpoint
@@ -56,8 +56,11 @@ class ServiceOptions:
     batch_window_ms: float = 0.0  # 0: take what is queued now (batches grow by themselves under load)
     timeout_s: float = 10.0
     reload_seconds: float = 1.0
-    score_on: str = "auto"  # "device": the network runs through JAX on its default device; "host": NumPy;
-    # "auto": device when JAX sees a GPU. Vectorizing stays on the host either way.
+    # "host": NumPy; "device": the network through JAX on its default device; "auto": device when JAX sees
+    # a GPU. Vectorizing stays on the host either way. Host is the default because it measured faster for
+    # this network on the H200 machine (8 workers, batched: 47,523 vs 21,637 docs/s; one document: p50 3.8 vs
+    # 4.6 ms): a ~40-term document times a 128-wide layer is microseconds of NumPy, less than a GPU dispatch.
+    score_on: str = "host"
 
 
 class PredictRequest(BaseModel):
