@@ -53,3 +53,19 @@ def db_error(path, exc: sqlite3.Error) -> DatabaseError:
     if "not a database" in message or "malformed" in message:
         return DatabaseError(f"run database '{path}' is not a SQLite database or is damaged: pass another --db")
     return DatabaseError(f"run database '{path}' failed ({message}): check the file and its folder are writable")
+
+
+def write_transaction(db: sqlite_utils.Database, fn):
+    """Run fn inside one write transaction taken up front (BEGIN IMMEDIATE): a second writer waits for the
+    busy timeout instead of failing half-way, and a locked DB surfaces as DatabaseError."""
+    try:
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn()
+        except BaseException:
+            db.conn.execute("ROLLBACK")
+            raise
+        db.conn.execute("COMMIT")
+        return result
+    except sqlite3.OperationalError as exc:
+        raise db_error(getattr(db, "textclf_path", "(in memory)"), exc) from None

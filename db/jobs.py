@@ -9,37 +9,21 @@ once it has used `max_attempts` claims.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from typing import Any
 
 import sqlite_utils
 
-from db.connection import db_error
+from db.connection import write_transaction
 from db.runs import now
 from textclf.errors import DatabaseError, TextclfError
-
-
-def _immediate(db: sqlite_utils.Database, fn):
-    """Run fn inside one write transaction taken up front (BEGIN IMMEDIATE)."""
-    try:
-        db.conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = fn()
-        except BaseException:
-            db.conn.execute("ROLLBACK")
-            raise
-        db.conn.execute("COMMIT")
-        return result
-    except sqlite3.OperationalError as exc:
-        raise db_error(getattr(db, "textclf_path", "(in memory)"), exc) from None
 
 
 def submit(db: sqlite_utils.Database, corpus: str, settings: dict, name: str, test_corpus: str | None = None,
            max_attempts: int = 3) -> int:
     record = {"status": "queued", "name": name, "corpus": corpus, "test_corpus": test_corpus,
               "settings": json.dumps(settings), "max_attempts": max_attempts, "created_at": now()}
-    return _immediate(db, lambda: db["jobs"].insert(record).last_pk)
+    return write_transaction(db, lambda: db["jobs"].insert(record).last_pk)
 
 
 def get(db: sqlite_utils.Database, job_id: int) -> dict[str, Any]:
@@ -71,7 +55,7 @@ def cancel(db: sqlite_utils.Database, job_id: int) -> str:
             return "cancelling"
         raise JobStateError(f"job {job_id} is {job['status']} and cannot be cancelled")
 
-    return _immediate(db, change)
+    return write_transaction(db, change)
 
 
 def claim(db: sqlite_utils.Database, worker: str, stale_after: float) -> dict | None:
@@ -94,7 +78,7 @@ def claim(db: sqlite_utils.Database, worker: str, stale_after: float) -> dict | 
                                        "attempts": attempts + 1, "started_at": now()})
             return get(db, job_id)
 
-    return _immediate(db, take)
+    return write_transaction(db, take)
 
 
 def heartbeat(db: sqlite_utils.Database, job_id: int, worker: str) -> bool:
@@ -110,12 +94,12 @@ def cancel_requested(db: sqlite_utils.Database, job_id: int) -> bool:
 
 def finish(db: sqlite_utils.Database, job_id: int, status: str, **fields: Any) -> None:
     assert status in ("succeeded", "failed", "cancelled")
-    _immediate(db, lambda: db["jobs"].update(job_id, {"status": status, "ended_at": now(), **fields}))
+    write_transaction(db, lambda: db["jobs"].update(job_id, {"status": status, "ended_at": now(), **fields}))
 
 
 def requeue(db: sqlite_utils.Database, job_id: int) -> None:
     """Give a job back (daemon shutting down): its attempt does not count."""
-    _immediate(db, lambda: db.execute(
+    write_transaction(db, lambda: db.execute(
         "update jobs set status = 'queued', worker = null, heartbeat = null, attempts = max(attempts - 1, 0) "
         "where id = ?", [job_id]))
 
@@ -127,7 +111,7 @@ def publish_model(db: sqlite_utils.Database, name: str, **fields: Any) -> int:
         db["models"].insert({"name": name, "version": latest + 1, "created_at": now(), **fields})
         return latest + 1
 
-    return _immediate(db, insert)
+    return write_transaction(db, insert)
 
 
 class JobNotFound(DatabaseError):

@@ -1,15 +1,14 @@
-"""Queries on the run history. Every write is one short transaction; a locked DB surfaces as DatabaseError."""
+"""Queries on the run history. Every write is one short transaction (db.connection.write_transaction)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import datetime, timezone
 from typing import Any
 
 import sqlite_utils
 
-from db.connection import db_error
+from db.connection import write_transaction
 from textclf.errors import DatabaseError
 
 JSON_COLUMNS = ("settings", "versions", "skipped", "labels")
@@ -19,21 +18,13 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _write(db: sqlite_utils.Database, fn):
-    try:
-        with db.conn:
-            return fn()
-    except sqlite3.OperationalError as exc:
-        raise db_error(getattr(db, "textclf_path", "(in memory)"), exc) from None
-
-
 def start_run(db: sqlite_utils.Database, **fields: Any) -> int:
     record = {"status": "running", "started_at": now(), **_encode(fields)}
-    return _write(db, lambda: db["runs"].insert(record).last_pk)
+    return write_transaction(db, lambda: db["runs"].insert(record).last_pk)
 
 
 def update_run(db: sqlite_utils.Database, run_id: int, **fields: Any) -> None:
-    _write(db, lambda: db["runs"].update(run_id, _encode(fields)))
+    write_transaction(db, lambda: db["runs"].update(run_id, _encode(fields)))
 
 
 def end_run(db: sqlite_utils.Database, run_id: int, status: str, **fields: Any) -> None:
@@ -43,12 +34,12 @@ def end_run(db: sqlite_utils.Database, run_id: int, status: str, **fields: Any) 
 
 
 def add_epoch(db: sqlite_utils.Database, run_id: int, **fields: Any) -> None:
-    _write(db, lambda: db["epochs"].insert({"run_id": run_id, **fields}, replace=True))
+    write_transaction(db, lambda: db["epochs"].insert({"run_id": run_id, **fields}, replace=True))
 
 
 def add_phases(db: sqlite_utils.Database, run_id: int, phases: dict[str, float]) -> None:
     rows = [{"run_id": run_id, "phase": name, "seconds": seconds} for name, seconds in phases.items()]
-    _write(db, lambda: db["phases"].insert_all(rows, replace=True))
+    write_transaction(db, lambda: db["phases"].insert_all(rows, replace=True))
 
 
 def _encode(fields: dict[str, Any]) -> dict[str, Any]:
