@@ -31,12 +31,17 @@ def triton_params(num_warps: int, num_stages: int) -> pltriton.CompilerParams:
     return pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages)
 
 
+def accumulator_dtype(dtype) -> type:
+    """fp64 stays fp64 (the CPU float64 tests); everything else accumulates in fp32."""
+    return jnp.float64 if dtype == jnp.float64 else jnp.float32
+
+
 def dot(a: jax.Array, b: jax.Array, precision: str, contract=((1,), (0,))) -> jax.Array:
     """a @ b inside a kernel with fp32 accumulation; `contract` picks transposes (Triton supports
     contracting dim 0 of a and dim 1 of b). precision "default" is TF32 for fp32 inputs on the GPU."""
     if a.dtype != b.dtype:  # Triton needs one element type: compute in the narrower one (e.g. bf16 X).
         narrow = a.dtype if jnp.finfo(a.dtype).bits < jnp.finfo(b.dtype).bits else b.dtype
         a, b = a.astype(narrow), b.astype(narrow)
-    accumulate = jnp.float64 if a.dtype == jnp.float64 else jnp.float32
+    accumulate = accumulator_dtype(a.dtype)
     return lax.dot_general(a, b, (contract, ((), ())), precision=PRECISIONS[precision],
                            preferred_element_type=accumulate)

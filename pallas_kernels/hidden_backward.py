@@ -15,10 +15,9 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import dot, pad_axis, round_up, triton_params
+from pallas_kernels.common import PRECISIONS, dot, pad_axis, round_up, triton_params
 
 
 def _kernel(dz_ref, w2_ref, h_ref, dpre_ref, dw2_ref, db2_ref, db1_ref, *, precision: str):
@@ -57,7 +56,7 @@ def hidden_backward(dz, w2, h, *, block_m: int = 64, num_warps: int = 4, precisi
 
 
 def hidden_backward_reference(dz, w2, h, precision: str = "default"):
-    prec = lax.Precision.HIGHEST if precision == "highest" else None
+    prec = PRECISIONS[precision]
     w2 = pad_axis(w2, 1, dz.shape[1])
     dpre = jnp.dot(dz, w2.T, precision=prec) * h * (1.0 - h)
     return dpre, jnp.dot(h.T, dz, precision=prec), dz.sum(axis=0), dpre.sum(axis=0)

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import dot, pad_axis, round_up, triton_params
+from pallas_kernels.common import PRECISIONS, accumulator_dtype, dot, pad_axis, round_up, triton_params
 
 
 def _matmul_kernel(x_ref, w_ref, b_ref, out_ref, *, block_k: int, fuse_sigmoid: bool, precision: str):
@@ -31,7 +31,7 @@ def _matmul_kernel(x_ref, w_ref, b_ref, out_ref, *, block_k: int, fuse_sigmoid: 
         cols = pl.ds(step * block_k, block_k)
         return acc + dot(x_ref[:, cols], w_ref[cols, :], precision)
 
-    acc = lax.fori_loop(0, k_steps, body, jnp.zeros((block_m, n), jnp.float64 if out_ref.dtype == jnp.float64 else jnp.float32))
+    acc = lax.fori_loop(0, k_steps, body, jnp.zeros((block_m, n), accumulator_dtype(out_ref.dtype)))
     if fuse_sigmoid:
         acc = jax.nn.sigmoid(acc + b_ref[...].astype(acc.dtype)[None, :])
     out_ref[...] = acc.astype(out_ref.dtype)
@@ -75,7 +75,7 @@ def hidden_forward(x, w1, b1, *, block_m: int = 64, block_k: int = 64, split_k: 
             compiler_params=params, interpret=interpret, name="hidden_forward",
         )(x, w1, b1)
         return out[:m]
-    acc_dtype = jnp.float64 if out_dtype == jnp.float64 else jnp.float32
+    acc_dtype = accumulator_dtype(out_dtype)
     partial = pl.pallas_call(
         functools.partial(_matmul_kernel, block_k=block_k, fuse_sigmoid=False, precision=precision),
         out_shape=jax.ShapeDtypeStruct((split_k, padded_m, n), acc_dtype), grid=grid, in_specs=in_specs,
@@ -93,6 +93,6 @@ def hidden_forward(x, w1, b1, *, block_m: int = 64, block_k: int = 64, split_k: 
 
 
 def hidden_forward_reference(x, w1, b1, precision: str = "default") -> jax.Array:
-    prec = lax.Precision.HIGHEST if precision == "highest" else None
+    prec = PRECISIONS[precision]
     pre = jnp.dot(x.astype(w1.dtype), w1, precision=prec) + b1
     return jax.nn.sigmoid(pre)

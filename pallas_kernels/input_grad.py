@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import dot, pad_axis, round_up, triton_params
+from pallas_kernels.common import PRECISIONS, dot, pad_axis, round_up, triton_params
 
 
 def _accumulate(x_ref, dpre_ref, block_m: int, precision: str, acc_dtype):
@@ -87,5 +87,5 @@ def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float
 
 
 def input_grad_reference(x, dpre, precision: str = "default"):
-    prec = lax.Precision.HIGHEST if precision == "highest" else None
+    prec = PRECISIONS[precision]
     return jnp.dot(x.astype(dpre.dtype).T, dpre, precision=prec)

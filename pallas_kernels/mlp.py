@@ -14,6 +14,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from pallas_kernels.common import PRECISIONS
 from pallas_kernels.config import KernelConfig
 from pallas_kernels.hidden_backward import hidden_backward
 from pallas_kernels.hidden_forward import hidden_forward
@@ -64,7 +65,7 @@ mlp_loss.defvjp(_mlp_loss_fwd, _mlp_loss_bwd)
 
 def mlp_loss_reference(w1, b1, w2, b2, x, labels, weight, n_classes: int, precision: str = "default"):
     """Plain JAX: the same loss from dense x, differentiable by jax.grad."""
-    prec = jax.lax.Precision.HIGHEST if precision == "highest" else None
+    prec = PRECISIONS[precision]
     h = jax.nn.sigmoid(jnp.dot(x.astype(w1.dtype), w1, precision=prec) + b1)
     scores = jnp.dot(h, w2[:, :n_classes], precision=prec) + b2[:n_classes]
     nll = -jnp.take_along_axis(jax.nn.log_softmax(scores), labels[:, None], axis=1)[:, 0]

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import dot, next_power_of_two, pad_axis, round_up, triton_params
+from pallas_kernels.common import PRECISIONS, accumulator_dtype, dot, next_power_of_two, pad_axis, round_up, triton_params
 
 MIN_CLASSES = 16
 
@@ -30,7 +30,7 @@ def _kernel(h_ref, w_ref, b_ref, labels_ref, weight_ref, nll_ref, pred_ref, dz_r
     # h_ref: (block_m, H)  w_ref: (H, Cp)  b_ref: (Cp,)  labels_ref, weight_ref: (block_m,)
     # outputs: nll_ref (block_m,), pred_ref (block_m,) int32, dz_ref (block_m, Cp)
     block_m, classes = dz_ref.shape
-    scores = dot(h_ref[...], w_ref[...], precision) + b_ref[...].astype(jnp.float32 if dz_ref.dtype != jnp.float64 else jnp.float64)[None, :]
+    scores = dot(h_ref[...], w_ref[...], precision) + b_ref[...].astype(accumulator_dtype(dz_ref.dtype))[None, :]
     column = lax.broadcasted_iota(jnp.int32, (block_m, classes), 1)
     scores = jnp.where(column < n_classes, scores, -jnp.inf)
     row_max = jnp.max(scores, axis=1)
@@ -73,7 +73,7 @@ def softmax_xent(h, w2, b2, labels, weight, *, n_classes: int, block_m: int = 64
 
 
 def softmax_xent_reference(h, w2, b2, labels, weight, *, n_classes: int, precision: str = "default"):
-    prec = lax.Precision.HIGHEST if precision == "highest" else None
+    prec = PRECISIONS[precision]
     scores = jnp.dot(h, w2[:, :n_classes], precision=prec) + b2[:n_classes]
     log_probs = jax.nn.log_softmax(scores)
     nll = -jnp.take_along_axis(log_probs, labels[:, None], axis=1)[:, 0]
