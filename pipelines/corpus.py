@@ -23,7 +23,6 @@ from pipelines.documents import classify_file, decode_text, is_binary
 from textclf.errors import CorpusError
 
 FORMAT_HINT = "pass a folder with one sub-folder per label, a .csv or a .jsonl file"
-SKIP_REASONS = ("hidden", "empty", "binary", "too_large", "unreadable", "bad_row")
 
 
 @dataclass

@@ -138,6 +138,18 @@ def test_hot_reload_under_concurrent_load(published, corpus_dir, fast_settings):
     assert len(versions) == 10_001 and set(versions) == {1, 2} and versions[-1] == 2
 
 
+def _wait_until_live(base: str, timeout: float = 60) -> float:
+    """Poll /health/live until the service answers; returns the deadline used."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            if httpx.get(f"{base}/health/live", timeout=1).status_code == 200:
+                return deadline
+        except httpx.TransportError:
+            assert time.time() < deadline, "service did not start"
+            time.sleep(0.2)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -155,15 +167,7 @@ def test_end_to_end_daemon_and_service_subprocesses(corpus_dir, tmp_path, isolat
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health/live", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.2)
+        deadline = _wait_until_live(base)
         job = httpx.post(f"{base}/v1/jobs", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10,
                          json={"corpus": str(corpus_dir), "name": "e2e",
                                "settings": {"epochs": 2, "min_steps": 60, "batch_size": 8, "learning_rate": 0.5}})
@@ -190,14 +194,7 @@ def test_serve_with_several_worker_processes(published, isolated_home):
                                text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health/live", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert time.time() < deadline, "service did not start"
-                time.sleep(0.2)
+        _wait_until_live(base)
         for _ in range(10):  # spread over both workers by the kernel's accept queue
             response = httpx.post(f"{base}/v1/models/sample:predict", json={"instances": ["a rocket"]}, timeout=10)
             assert response.status_code == 200 and response.json()["version"] == 1
