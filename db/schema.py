@@ -97,7 +97,22 @@ def _v3_jobs_and_models(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models]
+def _v4_parallel_cache_bench(db: sqlite_utils.Database) -> None:
+    # runs: how many devices/processes trained it, whether its vectors came from the vector cache.
+    db["runs"].add_column("devices", int)
+    db["runs"].add_column("processes", int)
+    db["runs"].add_column("vectors_cached", int)
+    # `textclf bench`: one row per (task, tool) measured side by side in one invocation.
+    db["bench_results"].create(
+        {"id": int, "bench_id": str, "created_at": str, "task": str, "tool": str, "accuracy": float,
+         "wall_s": float, "train_s": float, "docs_per_s": float, "peak_host_mb": float, "peak_gpu_mb": float,
+         "n_train": int, "n_test": int, "device": str, "settings": str, "error": str},
+        pk="id",
+    )
+    db["bench_results"].create_index(["bench_id"])
+
+
+MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -6,6 +6,9 @@
 - AG News CSV (class index, title, description): "agnews7600" is the 7,600-row test.csv shuffled with
   Python's random.Random(0), the first 6,080 rows for training and the last 1,520 for testing; the text is
   title + " " + description, labels are the names in classes.txt beside the CSV when present.
+- "synthetic": a large corpus sampled from a real one's word distribution (pipelines/synthetic.py): from a
+  20news-bydate folder, its 20 training groups; from any corpus (folder, CSV, JSONL), its labels. Writes
+  train.jsonl (--docs documents) and test.jsonl (a tenth as many, other seed).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pipelines.documents import classify_file
 from textclf.errors import CorpusError
 
 NEWS4_GROUPS = ("comp", "rec", "sci", "talk")
-DATASETS = ("news4", "20news", "agnews7600")
+DATASETS = ("news4", "20news", "agnews7600", "synthetic")
 
 
 def _write_jsonl(path: Path, records: list[tuple[str, str]]) -> int:
@@ -64,9 +67,26 @@ def _agnews(csv_path: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]
     return records[:n_train], records[n_train:]
 
 
-def build_dataset(name: str, source: str | Path, out_dir: str | Path) -> dict[str, Path]:
-    """Write <out_dir>/train.jsonl and <out_dir>/test.jsonl for a named dataset; return their paths."""
+def _synthetic(source: Path, out_dir: Path, n_docs: int) -> dict[str, Path]:
+    from pipelines.corpus import read_corpus
+    from pipelines.synthetic import write_synthetic
+
+    if (source / "20news-bydate-train").is_dir():
+        records = _newsgroups_split(source, "train", top_level=False)
+        texts, labels = [t for _, t in records], [label for label, _ in records]
+    else:
+        corpus = read_corpus(source)
+        texts, labels = corpus.texts, corpus.labels
+    return {"train": write_synthetic(texts, labels, out_dir / "train.jsonl", n_docs, seed=0),
+            "test": write_synthetic(texts, labels, out_dir / "test.jsonl", max(1, n_docs // 10), seed=1)}
+
+
+def build_dataset(name: str, source: str | Path, out_dir: str | Path, n_docs: int = 1_000_000) -> dict[str, Path]:
+    """Write <out_dir>/train.jsonl and <out_dir>/test.jsonl for a named dataset; return their paths.
+    n_docs: training documents of "synthetic"."""
     source, out_dir = Path(source), Path(out_dir)
+    if name == "synthetic":
+        return _synthetic(source, out_dir, n_docs)
     if name in ("news4", "20news"):
         train = _newsgroups_split(source, "train", name == "news4")
         test = _newsgroups_split(source, "test", name == "news4")

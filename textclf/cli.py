@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from textclf.config import Settings
-from textclf.errors import ArtifactError, CorpusError, TextclfError
+from textclf.errors import ArtifactError, CorpusError, SettingsError, TextclfError
 
 app = typer.Typer(help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
@@ -86,14 +86,20 @@ def train(
     seed: Annotated[Optional[int], typer.Option(help=f"Seed for the split, initialisation and shuffling (default {D.seed}).")] = None,
     backend: Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (GPU) (default {D.backend}).")] = None,
     max_file_mb: Annotated[Optional[float], typer.Option(help=f"Skip corpus files larger than this (default {D.max_file_mb}).")] = None,
+    devices: Annotated[Optional[str], typer.Option(help="Devices of this process that split each batch: N or all (default all).")] = None,
+    coordinator: Annotated[Optional[str], typer.Option(help="HOST:PORT of process 0, to train with several processes/hosts.")] = None,
+    num_processes: Annotated[Optional[int], typer.Option(help="How many processes train together (with --coordinator).")] = None,
+    process_id: Annotated[Optional[int], typer.Option(help="This process's number, 0..N-1 (with --coordinator).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Train a model on CORPUS, record the run, and write the model file."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from textclf.distributed import initialize
     from textclf.train import train as train_model
 
-    settings = _settings(features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
+    initialize(coordinator, num_processes, process_id)  # before JAX touches a device; no-op for one process
+    settings = _settings(devices=_device_count(devices), features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
                          hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr, momentum=momentum,
                          weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb,
                          optimizer=optimizer, lr_schedule=lr_schedule, init_gain=init_gain)
@@ -118,7 +124,7 @@ def train(
         if task is not None:
             progress.stop()
     if as_json:
-        _print_json({"run_id": result.run_id, "model_path": str(result.model_path), "eval_kind": result.eval_kind,
+        _print_json({"run_id": result.run_id, "model_path": str(result.model_path) if result.model_path else None, "eval_kind": result.eval_kind,
                      "eval_accuracy": result.eval_accuracy, "train_accuracy": result.train_accuracy,
                      "n_train": result.n_train, "n_eval": result.n_eval, "skipped": result.skipped,
                      "non_utf8": result.non_utf8, "phases": result.phases})
@@ -131,7 +137,25 @@ def train(
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in result.phases.items())
     out.print(f"{result.eval_kind} accuracy {result.eval_accuracy:.4f} on {result.n_eval} documents "
               f"(trained on {result.n_train}; {phases})", highlight=False)
-    out.print(f"run {result.run_id}, model {result.model_path}", highlight=False)
+    if result.model_path is None:
+        out.print("not process 0: the run record and the model file are written by process 0", highlight=False)
+    else:
+        out.print(f"run {result.run_id}, model {result.model_path}", highlight=False)
+
+
+def _device_count(devices: Optional[str]) -> Optional[int]:
+    """--devices N|all -> Settings.devices (0 = all)."""
+    if devices is None:
+        return None
+    if devices.strip().lower() == "all":
+        return 0
+    try:
+        count = int(devices)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise SettingsError(f"--devices '{devices}' is not a device count: pass a whole number >= 1 or 'all'")
+    return count
 
 
 def _resolve_model(model: Optional[Path], db: Optional[Path]) -> Path:
@@ -212,14 +236,15 @@ def evaluate_command(
 @app.command()
 @user_errors
 def dataset(
-    name: Annotated[str, typer.Argument(help="news4, 20news or agnews7600.")],
-    source: Annotated[Path, typer.Argument(help="20news-bydate folder, or the AG News test.csv.")],
+    name: Annotated[str, typer.Argument(help="news4, 20news, agnews7600 or synthetic.")],
+    source: Annotated[Path, typer.Argument(help="20news-bydate folder, the AG News test.csv, or (synthetic) any corpus.")],
     out_dir: Annotated[Path, typer.Argument(help="Folder to write train.jsonl and test.jsonl into.")],
+    docs: Annotated[int, typer.Option(help="synthetic: training documents to sample (test gets a tenth).")] = 1_000_000,
 ) -> None:
     """Build a train/test corpus pair from a public dataset (see README, 'Datasets')."""
     from pipelines.datasets import build_dataset
 
-    paths = build_dataset(name, source, out_dir)
+    paths = build_dataset(name, source, out_dir, docs)
     for split, path in paths.items():
         lines = sum(1 for _ in path.open(encoding="utf-8"))
         typer.echo(f"{split}: {path} ({lines} documents)")

@@ -55,6 +55,9 @@ class Settings:
     max_file_mb: float = 10.0  # larger files are skipped (corpus) or refused (predict)
     # Compute.
     backend: str = "auto"  # "auto": pallas on a GPU, xla elsewhere
+    # Data parallelism: devices of this process that share each batch (0 = all local devices; with several
+    # processes, every process uses this many). The global batch `batch_size` is split evenly across them.
+    devices: int = 0
 
     def __post_init__(self) -> None:
         checks = [
@@ -77,6 +80,7 @@ class Settings:
             (0 < self.validation_fraction < 1, "validation_fraction must be in (0, 1)"),
             (self.max_file_mb > 0, "max_file_mb must be > 0"),
             (self.backend in BACKENDS, f"backend must be one of {', '.join(BACKENDS)}"),
+            (self.devices >= 0, "devices must be >= 0 (0 = all local devices)"),
         ]
         for ok, message in checks:
             if not ok:

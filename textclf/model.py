@@ -49,11 +49,14 @@ def logits(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
     return hidden_layer(params, indices, values, rows, batch_size) @ params.w2 + params.b2
 
 
-def masked_loss(scores: jax.Array, labels: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Mean cross-entropy over the unmasked rows, and the number of them predicted right."""
+def masked_loss(scores: jax.Array, labels: jax.Array, mask: jax.Array, count=None) -> tuple[jax.Array, jax.Array]:
+    """Mean cross-entropy over the unmasked rows, and the number of them predicted right. count: the divisor
+    (default: this batch's unmasked rows); data-parallel training passes the whole global batch's count so
+    that the per-device losses sum to the global mean."""
     log_probs = jax.nn.log_softmax(scores)
     nll = -jnp.take_along_axis(log_probs, labels[:, None], axis=1)[:, 0]
-    loss = jnp.sum(nll * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+    count = jnp.sum(mask) if count is None else count
+    loss = jnp.sum(nll * mask) / jnp.maximum(count, 1.0)
     correct = jnp.sum((jnp.argmax(scores, axis=1) == labels) * mask)
     return loss, correct
 

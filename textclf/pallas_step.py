@@ -46,18 +46,27 @@ def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -
 
 
 def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_classes: int, momentum: float,
-                      weight_decay: float, config: KernelConfig, optimizer: str = "sgd"):
+                      weight_decay: float, config: KernelConfig, optimizer: str = "sgd", axis_name: str | None = None):
     """One optimizer step on a dense batch x (B, Kp) -> (params, optimizer state, mean loss, number correct).
 
     sgd: dW1 is fused into W1's momentum update (input_grad_update). adam: dW1 = input_grad, then the fused
-    adam_update kernel for every parameter."""
-    weight = mask / jnp.maximum(jnp.sum(mask), 1.0)
+    adam_update kernel for every parameter. axis_name (data parallelism inside shard_map): x is this device's
+    slice of the global batch; the loss is normalised by the global row count and the gradients are summed
+    over the axis before the update, so dW1 must be materialised (input_grad) to be reduced."""
+    count = jnp.sum(mask)
+    if axis_name is not None:
+        count = jax.lax.psum(count, axis_name)
+    weight = mask / jnp.maximum(count, 1.0)
     h, nll, predicted, dz = forward(*params, x, labels, weight, n_classes, config)
     dpre, dw2, db2, db1 = backward_to_hidden(dz, params.w2, h, config)
     grad_blocks = dict(block_m=config.grad_block_m, block_k=config.grad_block_k, num_warps=config.grad_warps,
                        num_stages=config.grad_stages, precision=config.precision, interpret=config.interpret)
-    if optimizer == "adam":
+    dw1 = None
+    if optimizer == "adam" or axis_name is not None:
         dw1 = input_grad(x, dpre, **grad_blocks)
+    if axis_name is not None:
+        dw1, db1, dw2, db2 = jax.lax.psum((dw1, db1, dw2, db2), axis_name)
+    if optimizer == "adam":
         step = opt_state.step + 1
         c1, c2 = adam_corrections(step)
         scalars = jnp.stack([jnp.asarray(lr, jnp.float32), c1, c2, jnp.float32(0)])
@@ -67,20 +76,26 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
         params = Params(*(n[0] for n in new))
         opt_state = AdamState(Params(*(n[1] for n in new)), Params(*(n[2] for n in new)), step)
     else:
-        update = dict(momentum=momentum, weight_decay=weight_decay, interpret=config.interpret)
-        w1, v1 = input_grad_update(x, dpre, params.w1, opt_state.w1, lr, momentum=momentum,
-                                   weight_decay=weight_decay, **grad_blocks)
-        b1, vb1 = sgd_update(params.b1, opt_state.b1, db1, lr, block=config.update_block, **update)
-        w2, v2 = sgd_update(params.w2, opt_state.w2, dw2, lr, block=config.update_block, **update)
-        b2, vb2 = sgd_update(params.b2, opt_state.b2, db2, lr, block=config.update_block, **update)
+        update = dict(momentum=momentum, weight_decay=weight_decay, interpret=config.interpret,
+                      block=config.update_block)
+        if dw1 is None:
+            w1, v1 = input_grad_update(x, dpre, params.w1, opt_state.w1, lr, momentum=momentum,
+                                       weight_decay=weight_decay, **grad_blocks)
+        else:
+            w1, v1 = sgd_update(params.w1, opt_state.w1, dw1, lr, **update)
+        b1, vb1 = sgd_update(params.b1, opt_state.b1, db1, lr, **update)
+        w2, v2 = sgd_update(params.w2, opt_state.w2, dw2, lr, **update)
+        b2, vb2 = sgd_update(params.b2, opt_state.b2, db2, lr, **update)
         params, opt_state = Params(w1, b1, w2, b2), Params(v1, vb1, v2, vb2)
     loss = jnp.sum(nll * weight)
     correct = jnp.sum((predicted == labels) * mask)
+    if axis_name is not None:
+        loss, correct = jax.lax.psum((loss, correct), axis_name)
     return params, opt_state, loss, correct
 
 
 def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, n_classes: int, momentum: float,
-                 weight_decay: float, config: KernelConfig, optimizer: str = "sgd"):
+                 weight_decay: float, config: KernelConfig, optimizer: str = "sgd", axis_name: str | None = None):
     """Scan pallas_train_step over the epoch's (steps, ...) stacked sparse minibatches."""
     batch_size = labels.shape[1]
     n_columns = params.w1.shape[0]
@@ -91,7 +106,7 @@ def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *,
         x = dense_batch(idx, val, row, batch_size, n_columns, x_dtype)
         params, opt_state, loss, correct = pallas_train_step(
             *carry, x, y, m, lr, n_classes=n_classes, momentum=momentum, weight_decay=weight_decay, config=config,
-            optimizer=optimizer)
+            optimizer=optimizer, axis_name=axis_name)
         return (params, opt_state), (loss, correct)
 
     (params, opt_state), (losses, corrects) = jax.lax.scan(step, (params, opt_state),

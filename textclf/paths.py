@@ -19,3 +19,7 @@ def models_dir() -> Path:
 
 def compile_cache_dir() -> Path:
     return data_dir() / "jax-cache"
+
+
+def vector_cache_dir() -> Path:
+    return data_dir() / "vector-cache"

@@ -13,18 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import jax
 from sklearn.model_selection import train_test_split
 
 from db import open_db
 from db import runs as run_queries
 from pipelines.corpus import Corpus, read_corpus
+from pipelines import vector_cache
 from pipelines.vectorize import fit_vectorizer
 from textclf.artifacts import save_model
 from textclf.backends import device_description, enable_compilation_cache, resolve_backend
 from textclf.classifier import Model, encode_labels
 from textclf.config import Settings
 from textclf.errors import CorpusError
-from textclf.paths import compile_cache_dir, models_dir
+from textclf.paths import compile_cache_dir, models_dir, vector_cache_dir
 from textclf.trainloop import EpochStats, TrainingStopped, fit_network
 from textclf.versions import versions
 
@@ -32,7 +34,7 @@ from textclf.versions import versions
 @dataclass
 class TrainResult:
     run_id: int
-    model_path: Path
+    model_path: Path | None  # None in processes other than 0 of a multi-process run (they write nothing)
     eval_accuracy: float
     eval_kind: str  # "test" or "validation"
     train_accuracy: float
@@ -104,8 +106,13 @@ def train(
 ) -> TrainResult:
     """Train a model on a corpus, record the run, write the model file; see the module docstring.
     checkpointer / stop_requested: see trainloop.fit_network (used by the daemon)."""
+    from textclf.distributed import is_primary
+
     report = on_event or (lambda event: None)
-    db = open_db(db_path)
+    # With several processes (textclf/distributed.py) only process 0 records the run and writes the model; the
+    # others keep their run record in a throwaway in-memory database so the code path stays the same.
+    primary = is_primary()
+    db = open_db(db_path if primary else ":memory:")
     backend = resolve_backend(settings.backend)
     enable_compilation_cache(compile_cache_dir())
     run_id = run_queries.start_run(
@@ -114,7 +121,7 @@ def train(
     )
     try:
         result = _train_run(db, run_id, Path(corpus_path), settings, backend, test_path, model_path, report,
-                            checkpointer, stop_requested)
+                            checkpointer, stop_requested, primary)
     except TrainingStopped as exc:
         run_queries.end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
         raise
@@ -128,7 +135,7 @@ def train(
 
 
 def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path, report, checkpointer,
-               stop_requested) -> TrainResult:
+               stop_requested, primary=True) -> TrainResult:
     phase = _PhaseTimer(report)
     with phase("read"):
         corpus = read_corpus(corpus_path, settings.max_file_mb)
@@ -156,9 +163,17 @@ def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path
         n_eval=len(eval_texts), eval_kind=eval_kind, n_classes=len(classes), labels=classes,
     )
     with phase("vectorize"):
-        vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings)
-        eval_x = vectorizer.transform(eval_texts)
-    run_queries.update_run(db, run_id, n_features=vectorizer.n_features)
+        key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
+                                     list(train_labels), list(eval_labels))
+        cached = vector_cache.load(vector_cache_dir(), key)
+        if cached:
+            vectorizer, train_x, eval_x = cached
+        else:
+            vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings)
+            eval_x = vectorizer.transform(eval_texts, workers=None)
+            if primary:
+                vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
+    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
     train_y, eval_y = encode_labels(train_labels, classes), encode_labels(eval_labels, classes)
 
     def on_epoch(stats: EpochStats) -> None:
@@ -169,6 +184,7 @@ def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path
     report(TrainEvent("phase", "train", total_epochs=epochs))
     network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch,
                           checkpointer=checkpointer, stop_requested=stop_requested)
+    run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
     phase.seconds["compile"] = network.compile_seconds
     phase.seconds["train"] = network.train_seconds
     phase.seconds["evaluate"] = network.eval_seconds  # per-epoch evaluation; the final one is added below
@@ -182,12 +198,13 @@ def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path
         "created": run_queries.now(), "backend": backend,
     }
     path = Path(model_path) if model_path else default_model_path(run_id)
-    with phase("save"):
-        save_model(model, path)
+    if primary:
+        with phase("save"):
+            save_model(model, path)
     run_queries.add_phases(db, run_id, phase.seconds)
     run_queries.end_run(
         db, run_id, "finished", model_path=str(path.resolve()), final_loss=last.loss,
         train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy,
     )
-    return TrainResult(run_id, path.resolve(), eval_accuracy, eval_kind, last.train_accuracy, len(train_texts),
+    return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy, len(train_texts),
                        len(eval_texts), network.history, dict(phase.seconds), skipped, non_utf8, model)

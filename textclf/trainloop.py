@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from pipelines.batches import make_batches
+from pipelines.batches import make_batches, split_batches
 from textclf.config import Settings
 from textclf.model import Params, init_optimizer, init_params, logits, masked_loss, optimizer_step
 
@@ -45,21 +45,27 @@ class NetworkResult:
     compile_seconds: float = 0.0
     train_seconds: float = 0.0
     eval_seconds: float = 0.0
+    devices: int = 1  # devices that shared each batch (all processes together)
 
 
 def _xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, momentum, weight_decay,
-               optimizer="sgd"):
-    """One epoch: scan the optimizer step over (steps, ...) stacked minibatches."""
+               optimizer="sgd", axis_name=None):
+    """One epoch: scan the optimizer step over (steps, ...) stacked minibatches. axis_name: data parallelism
+    inside shard_map (textclf/parallel.py): the batch is this device's slice, the loss is divided by the global
+    row count and gradients, loss and hits are summed over the axis."""
     batch_size = labels.shape[1]
 
     def step(carry, batch):
         params, opt_state = carry
         idx, val, row, y, m, lr = batch
+        count = None if axis_name is None else jax.lax.psum(jnp.sum(m), axis_name)
 
         def loss_fn(p):
-            return masked_loss(logits(p, idx, val, row, batch_size), y, m)
+            return masked_loss(logits(p, idx, val, row, batch_size), y, m, count)
 
         (loss, correct), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        if axis_name is not None:
+            loss, correct, grads = jax.lax.psum((loss, correct, grads), axis_name)
         params, opt_state = optimizer_step(optimizer, params, opt_state, grads, lr, momentum, weight_decay)
         return (params, opt_state), (loss, correct)
 
@@ -78,23 +84,30 @@ def _xla_scores(params, indices, values, rows):
     return jax.lax.scan(one, None, (indices, values, rows))[1]
 
 
-def epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config=None) -> Callable:
+def epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config=None, mesh=None) -> Callable:
     """The un-jitted epoch function of a backend:
-    (params, optimizer state, *batch arrays, lrs) -> (params, optimizer state, losses, corrects)."""
+    (params, optimizer state, *batch arrays, lrs) -> (params, optimizer state, losses, corrects).
+    mesh (several devices): the data-parallel epoch, run inside shard_map over the mesh."""
     optimizer = dict(momentum=settings.momentum, weight_decay=settings.weight_decay, optimizer=settings.optimizer)
+    if mesh is not None:
+        from textclf.parallel import AXIS, shard_epoch
+
+        local = epoch_function(backend, settings.replace(devices=0), n_classes, kernel_config)
+        return shard_epoch(lambda *args: local(*args, axis_name=AXIS), mesh)
     if backend == "pallas":
         from textclf.pallas_step import pallas_epoch
 
-        return lambda *args: pallas_epoch(*args, n_classes=n_classes, config=kernel_config, **optimizer)
-    return lambda *args: _xla_epoch(*args, **optimizer)
+        return lambda *args, axis_name=None: pallas_epoch(*args, n_classes=n_classes, config=kernel_config,
+                                                          axis_name=axis_name, **optimizer)
+    return lambda *args, axis_name=None: _xla_epoch(*args, axis_name=axis_name, **optimizer)
 
 
-def kernel_config_for(settings: Settings):
-    """Tuned Pallas block sizes for this device and batch size; interpret mode on a CPU (tests only)."""
+def kernel_config_for(settings: Settings, batch_size: int | None = None):
+    """Tuned Pallas block sizes for this device and (per-device) batch size; interpret mode on a CPU (tests)."""
     from pallas_kernels.config import tuned
     from textclf.backends import device_description, device_kind
 
-    return tuned(settings.batch_size, device_description()).replace(interpret=device_kind() != "gpu")
+    return tuned(batch_size or settings.batch_size, device_description()).replace(interpret=device_kind() != "gpu")
 
 
 class _Compiled:
@@ -116,11 +129,11 @@ class _Compiled:
 
 @functools.lru_cache(maxsize=16)
 def _warm_epoch(backend: str, optimizer: str, momentum: float, weight_decay: float, n_classes: int,
-                kernel_config) -> _Compiled:
+                kernel_config, mesh=None) -> _Compiled:
     """One compiled epoch function per configuration for the life of the process, so a daemon's later jobs
     with the same shapes reuse the executables of earlier ones instead of tracing and compiling again."""
     settings = Settings(optimizer=optimizer, momentum=momentum, weight_decay=weight_decay)
-    return _Compiled(epoch_function(backend, settings, n_classes, kernel_config), donate=(0, 1))
+    return _Compiled(epoch_function(backend, settings, n_classes, kernel_config, mesh), donate=(0, 1))
 
 
 @functools.lru_cache(maxsize=1)
@@ -161,17 +174,22 @@ def fit_network(
     checkpointer (textclf.checkpoint.Checkpointer): resume from its state if it has one, and save the state
     after every epoch (after on_epoch has run). stop_requested is asked after each epoch's checkpoint; True
     raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint)."""
+    from textclf import parallel
+
     key = jax.random.PRNGKey(settings.seed)
     rng = np.random.default_rng(settings.seed)
+    mesh = parallel.data_mesh(settings.devices)
+    mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
+    local_batch = parallel.check_batch(settings.batch_size, mesh) if mesh else settings.batch_size
     params = initial_params or init_params(key, train_x.shape[1], settings.hidden, n_classes, settings.init_gain)
     if backend == "pallas":
         from textclf.pallas_step import pad_params
 
-        kernel_config = kernel_config or kernel_config_for(settings)
+        kernel_config = kernel_config or kernel_config_for(settings, local_batch)
         params = pad_params(params, kernel_config)
     opt_state = init_optimizer(settings.optimizer, params)
     run_epoch = _warm_epoch(backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes,
-                            kernel_config)
+                            kernel_config, mesh)
     score = _warm_scores()
     compiled_before = run_epoch.seconds + score.seconds
     score_before = score.seconds
@@ -187,26 +205,38 @@ def fit_network(
         opt_state = jax.tree.unflatten(jax.tree.structure(opt_state), [jnp.asarray(a) for a in resumed.opt_leaves])
         rng.bit_generator.state = resumed.rng_state
         history, first_epoch = list(resumed.history), resumed.epochs_done
+    if mesh:
+        params, opt_state = parallel.put((params, opt_state), mesh, parallel.REPLICATED)
+    host = parallel.to_host
     train_seconds = eval_seconds = 0.0
     for epoch in range(first_epoch, epochs):
         start = time.perf_counter()
-        batches = make_batches(train_x, train_y, settings.batch_size, rng.permutation(n))
+        if mesh:
+            batches = split_batches(train_x, train_y, settings.batch_size, mesh.size, rng.permutation(n))
+        else:
+            batches = make_batches(train_x, train_y, settings.batch_size, rng.permutation(n))
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
         if settings.lr_schedule == "linear":
             lrs = settings.learning_rate * (1.0 - step_numbers / total_steps)
         else:
             lrs = np.full(steps_per_epoch, settings.learning_rate)
-        device_args = [jnp.asarray(a) for a in batches.arrays()] + [jnp.asarray(lrs, jnp.float32)]
+        lrs = np.asarray(lrs, np.float32)
+        if mesh:
+            device_args = [*parallel.put(batches.arrays(), mesh, parallel.BATCH),
+                           parallel.put(lrs, mesh, parallel.REPLICATED)]
+        else:
+            device_args = [jnp.asarray(a) for a in batches.arrays()] + [jnp.asarray(lrs)]
         compile_before = run_epoch.seconds
         params, opt_state, losses, corrects = run_epoch(params, opt_state, *device_args)
-        losses, corrects = np.asarray(losses), np.asarray(corrects)  # waits for the epoch to finish
+        losses, corrects = host(losses), host(corrects)  # waits for the epoch to finish
         seconds = time.perf_counter() - start - (run_epoch.seconds - compile_before)
         train_seconds += seconds
         batch_rows = batches.mask.sum(axis=1)
         eval_accuracy = None
         if eval_x is not None and eval_x.shape[0]:
             eval_start = time.perf_counter()
-            predicted = predict_scores_device(_real(params, n_classes), eval_x, score).argmax(axis=1)
+            scoring = _real(host(params) if mesh else params, n_classes)
+            predicted = predict_scores_device(scoring, eval_x, score).argmax(axis=1)
             eval_accuracy = float((predicted == eval_y).mean())
             eval_seconds += time.perf_counter() - eval_start
         stats = EpochStats(
@@ -223,13 +253,13 @@ def fit_network(
         if checkpointer:
             from textclf.checkpoint import TrainState
 
-            checkpointer.save(TrainState(epoch + 1, Params(*(np.asarray(p) for p in params)),
-                                         [np.asarray(a) for a in jax.tree.leaves(opt_state)],
+            checkpointer.save(TrainState(epoch + 1, Params(*host(tuple(params))),
+                                         [host(a) for a in jax.tree.leaves(opt_state)],
                                          rng.bit_generator.state, history))
         if stop_requested and stop_requested() and epoch + 1 < epochs:
             raise TrainingStopped(f"stopped after epoch {epoch + 1} of {epochs}")
-    numpy_params = Params(*(np.asarray(p) for p in _real(params, n_classes, train_x.shape[1])))
+    numpy_params = _real(Params(*host(tuple(params))), n_classes, train_x.shape[1])
     return NetworkResult(
         numpy_params, history, run_epoch.seconds + score.seconds - compiled_before, train_seconds,
-        eval_seconds - (score.seconds - score_before)
+        eval_seconds - (score.seconds - score_before), mesh.size if mesh else 1,
     )

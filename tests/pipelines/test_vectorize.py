@@ -40,3 +40,30 @@ def test_selection_is_deterministic(corpus):
 def test_unknown_words_give_zero_rows(corpus):
     vectorizer, _ = fit_vectorizer(corpus.texts, corpus.labels, Settings())
     assert vectorizer.transform(["zzzqqq xxyyzz"]).nnz == 0
+
+
+@pytest.mark.parametrize("kind", ["tfidf", "hashing"])
+def test_counting_in_worker_processes_gives_the_one_process_matrix(corpus, kind, monkeypatch):
+    """Chunks counted by separate CountVectorizers and merged: the same terms and the same matrix."""
+    from pipelines import vectorize
+
+    settings = Settings(vectorizer=kind, features=300, min_df=2)
+    texts, labels = corpus.texts * 7, corpus.labels * 7  # 252 documents: min_df applies (>= 200)
+    alone, alone_x = fit_vectorizer(texts, labels, settings, workers=1)
+    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 0)
+    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    merged, merged_x = fit_vectorizer(texts, labels, settings, workers=3)
+    assert merged.terms == alone.terms
+    np.testing.assert_array_equal(merged.idf, alone.idf)
+    assert abs(merged_x - alone_x).max() == 0
+    assert abs(merged.transform(texts, workers=3) - alone_x).max() < 1e-6
+
+
+def test_merging_keeps_terms_only_when_they_reach_min_df_over_all_chunks():
+    from pipelines.vectorize import _count_chunk, _merge_counts
+
+    params = dict(ngram_range=(1, 1), stop_words=None, dtype=np.float32)
+    parts = [_count_chunk(["apple pear", "apple"], params), _count_chunk(["pear kiwi", "the"], params)]
+    terms, counts = _merge_counts(parts, min_df=2)
+    assert list(terms) == ["apple", "pear"]  # kiwi and the: one document each
+    np.testing.assert_array_equal(counts.toarray(), [[1, 1], [1, 0], [0, 1], [0, 0]])

@@ -1,0 +1,81 @@
+"""Vectorized corpora cached by content: an unchanged corpus with unchanged word settings is not vectorized twice.
+
+Key: sha256 of the training corpus fingerprint (pipelines/corpus.py: every label and text), the test corpus
+fingerprint (or the validation split's seed and fraction), the label lists and every setting that changes the
+matrices. Value: one .npz (no pickle) with the fitted vectorizer's arrays and the train/eval CSR matrices,
+written atomically; a damaged or unreadable entry is treated as a miss and rewritten.
+TEXTCLF_VECTOR_CACHE=off turns the cache off; old entries beyond MAX_ENTRIES are deleted, oldest first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from pipelines.vectorize import Vectorizer
+from textclf.config import Settings
+
+FORMAT = 1
+MAX_ENTRIES = 8
+WORD_SETTINGS = ("features", "vectorizer", "feature_selection", "ngram_max", "stop_words", "min_df", "sublinear_tf")
+
+
+def cache_key(train_fingerprint: str, test_fingerprint: str | None, settings: Settings,
+              train_labels: list[str], eval_labels: list[str]) -> str:
+    split = {"test": test_fingerprint} if test_fingerprint else {
+        "seed": settings.seed, "validation_fraction": settings.validation_fraction}
+    description = {"format": FORMAT, "train": train_fingerprint, "split": split,
+                   "settings": {name: getattr(settings, name) for name in WORD_SETTINGS},
+                   "labels": hashlib.sha256(json.dumps([train_labels, eval_labels]).encode()).hexdigest()}
+    return hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _matrix_arrays(prefix: str, matrix: sp.csr_matrix) -> dict[str, np.ndarray]:
+    return {f"{prefix}.data": matrix.data, f"{prefix}.indices": matrix.indices, f"{prefix}.indptr": matrix.indptr,
+            f"{prefix}.shape": np.array(matrix.shape)}
+
+
+def _matrix(prefix: str, arrays) -> sp.csr_matrix:
+    return sp.csr_matrix((arrays[f"{prefix}.data"], arrays[f"{prefix}.indices"], arrays[f"{prefix}.indptr"]),
+                         shape=tuple(arrays[f"{prefix}.shape"]))
+
+
+def enabled() -> bool:
+    return os.environ.get("TEXTCLF_VECTOR_CACHE", "on").lower() not in ("off", "0", "no")
+
+
+def load(folder: Path, key: str) -> tuple[Vectorizer, sp.csr_matrix, sp.csr_matrix] | None:
+    path = folder / f"{key}.npz"
+    if not enabled() or not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            config = json.loads(str(arrays["config"]))
+            vectorizer = Vectorizer.from_arrays(config, {k[len("vectorizer."):]: arrays[k] for k in arrays.files
+                                                         if k.startswith("vectorizer.")})
+            result = vectorizer, _matrix("train", arrays), _matrix("eval", arrays)
+    except (OSError, ValueError, KeyError):
+        return None
+    os.utime(path)  # recently used: kept longest
+    return result
+
+
+def save(folder: Path, key: str, vectorizer: Vectorizer, train_x: sp.csr_matrix, eval_x: sp.csr_matrix) -> None:
+    if not enabled():
+        return
+    from textclf.artifacts import write_arrays_atomically
+
+    folder.mkdir(parents=True, exist_ok=True)
+    arrays = {"config": np.array(json.dumps(vectorizer.config()))}
+    arrays.update({f"vectorizer.{k}": v for k, v in vectorizer.to_arrays().items()})
+    arrays.update(_matrix_arrays("train", train_x))
+    arrays.update(_matrix_arrays("eval", eval_x))
+    write_arrays_atomically(folder / f"{key}.npz", arrays)
+    entries = sorted(folder.glob("*.npz"), key=lambda p: p.stat().st_mtime)
+    for old in entries[:-MAX_ENTRIES]:
+        old.unlink(missing_ok=True)

@@ -1,0 +1,145 @@
+"""Data parallelism (textclf/parallel.py) and several processes (textclf/distributed.py), on CPU devices.
+
+The device count of a JAX process is fixed when JAX starts, so multi-device runs happen in subprocesses with
+XLA_FLAGS=--xla_force_host_platform_device_count=N; processes talk through jax.distributed (gloo on CPU).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from typer.testing import CliRunner
+
+from pipelines.batches import make_batches, split_batches
+from textclf.cli import app
+from textclf.distributed import coordinates_from_env, initialize
+from textclf.errors import SettingsError
+from textclf.parallel import check_batch
+
+REPO = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).with_name("parallel_worker.py")
+
+
+def _env(devices: int, home: Path) -> dict:
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", TEXTCLF_HOME=str(home),
+               TEXTCLF_PALLAS_INTERPRET="1", PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
+    env.pop("TEXTCLF_DB", None)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _json_tail(text: str) -> dict:
+    """The JSON object a command printed (gloo prints its connection lines to stdout first)."""
+    return json.loads(text[text.index("{"):])
+
+
+def test_split_batches_hold_the_same_documents_as_one_batch():
+    rng = np.random.default_rng(0)
+    x = sp.random(37, 20, density=0.3, format="csr", random_state=2, dtype=np.float32)
+    y = rng.integers(0, 3, 37)
+    order = rng.permutation(37)
+    whole, split = make_batches(x, y, 8, order), split_batches(x, y, 8, 4, order)
+    assert split.labels.shape == whole.labels.shape and split.steps == whole.steps == 5
+    np.testing.assert_array_equal(split.labels, whole.labels)
+    np.testing.assert_array_equal(split.mask, whole.mask)
+    # Rebuild each step's dense (8, 20) batch from the 4 side-by-side sub-batches of 2 rows.
+    for step in range(whole.steps):
+        dense_whole = np.zeros((8, 20), np.float32)
+        np.add.at(dense_whole, (whole.rows[step], whole.indices[step]), whole.values[step])
+        cap = split.indices.shape[1] // 4
+        dense_split = np.zeros((8, 20), np.float32)
+        for part in range(4):
+            cols = slice(part * cap, (part + 1) * cap)
+            np.add.at(dense_split, (split.rows[step, cols] + 2 * part, split.indices[step, cols]),
+                      split.values[step, cols])
+        np.testing.assert_allclose(dense_split, dense_whole)
+
+
+def test_batch_must_split_evenly():
+    with pytest.raises(SettingsError, match="batch size 64 does not split evenly over 3 devices: pass --batch-size 63"):
+        check_batch(64, SimpleNamespace(size=3))
+    assert check_batch(64, SimpleNamespace(size=4)) == 16
+
+
+def test_one_and_four_devices_give_the_same_parameters(tmp_path):
+    """Same global batches on 1 and on 4 devices: the same parameters up to float32 summation order, for the
+    XLA path and the Pallas kernels (interpret mode) inside shard_map, both optimizers."""
+    done = subprocess.run([sys.executable, str(WORKER), "xla:adam,xla:sgd,pallas:adam,pallas:sgd"],
+                          env=_env(4, tmp_path), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout)
+    for case, result in results.items():
+        assert result["devices"] == 4, case
+        assert max(result["max_abs_diff"].values()) < 1e-5, (case, result)
+        assert result["eval_accuracy"][0] == result["eval_accuracy"][1], (case, result)
+        assert abs(result["loss"][0] - result["loss"][1]) < 1e-5, (case, result)
+
+
+def test_two_processes_train_like_one(tmp_path, corpus_dir):
+    """Two `textclf train` processes (2 CPU devices each) joined through jax.distributed on localhost finish,
+    only process 0 writes the model, and it matches a one-device run's model."""
+    port = _free_port()
+    common = [sys.executable, "-m", "textclf", "train", str(corpus_dir), "--json", "--epochs", "3",
+              "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
+    procs = [subprocess.Popen(common + ["--process-id", str(i), "--out", str(tmp_path / f"model{i}.npz")],
+                              env=_env(2, tmp_path / f"home{i}"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for i in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outputs):
+        assert p.returncode == 0, err[-3000:]
+    first, second = (_json_tail(out) for out, _ in outputs)
+    assert first["model_path"] == str(tmp_path / "model0.npz") and second["model_path"] is None
+    assert not (tmp_path / "model1.npz").exists()
+    single = subprocess.run([sys.executable, "-m", "textclf", "train", str(corpus_dir), "--json", "--epochs", "3",
+                             "--out", str(tmp_path / "single.npz")], env=_env(1, tmp_path / "home-single"),
+                            capture_output=True, text=True, timeout=300)
+    assert single.returncode == 0, single.stderr[-3000:]
+    assert _json_tail(single.stdout)["eval_accuracy"] == first["eval_accuracy"] == second["eval_accuracy"]
+    with np.load(tmp_path / "model0.npz") as distributed, np.load(tmp_path / "single.npz") as alone:
+        for name in ("w1", "b1", "w2", "b2"):
+            np.testing.assert_allclose(distributed[name], alone[name], atol=1e-5)
+            assert np.abs(alone[name]).max() > 0
+
+
+def test_devices_option_errors():
+    runner = CliRunner()
+    result = runner.invoke(app, ["train", "nowhere", "--devices", "two"])
+    assert result.exit_code == 1
+    assert "--devices 'two' is not a device count: pass a whole number >= 1 or 'all'" in result.output
+    result = runner.invoke(app, ["train", str(REPO / "textclf" / "sample_corpus"), "--devices", "64"])
+    assert result.exit_code == 1
+    assert "--devices 64: this process sees only" in result.output and "pass --devices" in result.output
+
+
+def test_coordinates_from_the_environment():
+    assert coordinates_from_env({}) is None
+    assert coordinates_from_env({"TEXTCLF_COORDINATOR": "h:1", "TEXTCLF_NUM_PROCESSES": "4",
+                                 "TEXTCLF_PROCESS_ID": "2"}) == ("h:1", 4, 2)
+    assert coordinates_from_env({"SLURM_NTASKS": "2", "SLURM_PROCID": "1"}) == "slurm"
+    assert coordinates_from_env({"SLURM_NTASKS": "1", "SLURM_PROCID": "0"}) is None
+    with pytest.raises(SettingsError, match="set all three"):
+        coordinates_from_env({"TEXTCLF_COORDINATOR": "h:1"})
+
+
+def test_distributed_options_are_checked_before_anything_starts():
+    with pytest.raises(SettingsError, match="go together"):
+        initialize("h:1", None, 0)
+    with pytest.raises(SettingsError, match="outside 0..1"):
+        initialize("h:1", 2, 5)
+    with pytest.raises(SettingsError, match="needs a port"):
+        initialize("hostonly", 2, 0)
+    assert initialize("h:1", 1, 0) is False  # one process: nothing to join

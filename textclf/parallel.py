@@ -1,0 +1,86 @@
+"""Data parallelism over a mesh of devices: all local GPUs by default, and the GPUs of several hosts once
+`textclf.distributed` has joined the processes.
+
+Every device takes an equal slice of each global batch (pipelines/batches.split_batches), computes the gradient
+of its rows with the loss divided by the global row count, and the gradients are summed across devices
+(`lax.psum`: NCCL on GPUs, gloo between CPU processes) before the same optimizer step runs on every device, so
+parameters stay replicated and N devices follow the one-device trajectory up to float rounding.
+
+Pallas kernels cannot run under plain jit on sharded inputs ("pallas_call requires all mesh axes to be
+Manual"), so the whole epoch (a lax.scan over steps) runs inside `jax.shard_map`; check_vma=False because
+jax 0.11.2's Pallas lowering does not track which values vary across the manual axis.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from textclf.errors import SettingsError
+
+AXIS = "data"
+BATCH = P(None, AXIS)  # (steps, devices * per-device width): split the second axis across devices
+REPLICATED = P()
+
+
+def data_mesh(devices_per_process: int = 0) -> Mesh:
+    """A 1-D mesh over `devices_per_process` devices of every process (0 = all its local devices), ordered by
+    process then device id, so that process p feeds the p-th contiguous part of each global batch."""
+    local = jax.local_devices()
+    wanted = len(local) if devices_per_process == 0 else devices_per_process
+    if wanted > len(local):
+        raise SettingsError(
+            f"--devices {devices_per_process}: this process sees only {len(local)} {local[0].platform} "
+            f"device(s); pass --devices {len(local)} or --devices all"
+        )
+    by_process: dict[int, list] = {}
+    for device in jax.devices():
+        by_process.setdefault(device.process_index, []).append(device)
+    chosen = [d for p in sorted(by_process) for d in sorted(by_process[p], key=lambda d: d.id)[:wanted]]
+    return Mesh(np.array(chosen), (AXIS,))
+
+
+def check_batch(batch_size: int, mesh: Mesh) -> int:
+    """The per-device batch; the global batch must split evenly."""
+    if batch_size % mesh.size:
+        raise SettingsError(
+            f"batch size {batch_size} does not split evenly over {mesh.size} devices: pass --batch-size "
+            f"{mesh.size * max(1, round(batch_size / mesh.size))} or a --devices count that divides {batch_size}"
+        )
+    return batch_size // mesh.size
+
+
+def shard_epoch(epoch_fn: Callable, mesh: Mesh) -> Callable:
+    """(params, opt_state, indices, values, rows, labels, mask, lrs) -> (params, opt_state, losses, corrects)
+    with the five batch arrays split over the mesh and everything else replicated."""
+    return jax.shard_map(
+        epoch_fn, mesh=mesh, in_specs=(REPLICATED, REPLICATED) + (BATCH,) * 5 + (REPLICATED,),
+        out_specs=REPLICATED, check_vma=False,
+    )
+
+
+def put(tree, mesh: Mesh, spec: P):
+    """Host (or single-device) arrays -> global arrays laid out as `spec` on `mesh`. Every process holds the
+    same full values (same seed, same corpus), and each keeps only the slices its own devices need, which also
+    works when the mesh spans several processes."""
+    sharding = NamedSharding(mesh, spec)
+
+    def one(x):
+        x = np.asarray(x)
+        return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+
+    return jax.tree.map(one, tree)
+
+
+def to_host(tree):
+    """Global (replicated) arrays -> numpy; a replicated array spanning several processes is read from this
+    process's own copy."""
+    def one(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            return np.asarray(x.addressable_data(0))
+        return np.asarray(x)
+
+    return jax.tree.map(one, tree)
