@@ -71,3 +71,14 @@ def get_run(db: sqlite_utils.Database, run_id: int) -> dict:
 def latest_model_path(db: sqlite_utils.Database) -> str | None:
     rows = list(db["runs"].rows_where("status = 'finished' and model_path is not null", order_by="id desc", limit=1))
     return rows[0]["model_path"] if rows else None
+
+
+def add_bench_result(db: sqlite_utils.Database, bench_id: str, result: dict[str, Any]) -> None:
+    """One (task, tool) row of a `textclf bench` invocation."""
+    row = {"bench_id": bench_id, "created_at": now(), **{k: v for k, v in result.items() if k != "notes"},
+           "settings": json.dumps({"notes": result.get("notes", "")})}
+    write_transaction(db, lambda: db["bench_results"].insert(row))
+
+
+def bench_results(db: sqlite_utils.Database, bench_id: str) -> list[dict[str, Any]]:
+    return list(db["bench_results"].rows_where("bench_id = ?", [bench_id], order_by="id"))

@@ -40,14 +40,11 @@ def next_power_of_two(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
 
 
-def make_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray | None = None,
-                 step_multiple: int = 1) -> SparseBatches:
-    """Cut the rows of `matrix` (in `order`, default as stored) into minibatches of `batch_size` documents;
-    the number of batches is rounded up to a multiple of step_multiple with all-masked batches."""
+def make_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray | None = None) -> SparseBatches:
+    """Cut the rows of `matrix` (in `order`, default as stored) into minibatches of `batch_size` documents."""
     n = matrix.shape[0]
     order = np.arange(n) if order is None else order
     steps = max(1, -(-n // batch_size))
-    steps = -(-steps // step_multiple) * step_multiple
     padded_n = steps * batch_size
     # Rows past n repeat row 0 but get mask 0, so they add nothing to the loss or the gradient.
     take = np.zeros(padded_n, dtype=np.int64)
@@ -76,16 +73,3 @@ def make_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, ord
     batch_labels = np.asarray(labels, np.int32)[take].reshape(steps, batch_size)
     return SparseBatches(indices, values, rows, batch_labels, mask.reshape(steps, batch_size))
 
-
-def split_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, parts: int,
-                  order: np.ndarray | None = None) -> SparseBatches:
-    """Minibatches of `batch_size` documents, each cut into `parts` equal sparse sub-batches laid side by side
-    (data parallelism: part p goes to device p). Shapes: indices/values/rows (steps, parts * cap), labels/mask
-    (steps, batch_size); rows number the documents of each part 0..batch_size/parts-1. Step s holds the same
-    documents as make_batches(..., batch_size, order) would, so one device and `parts` devices see the same
-    global batches."""
-    if batch_size % parts:
-        raise ValueError(f"batch size {batch_size} is not a multiple of {parts}")
-    sub = make_batches(matrix, labels, batch_size // parts, order, step_multiple=parts)
-    steps = sub.steps // parts
-    return SparseBatches(*(a.reshape(steps, -1) for a in sub.arrays()))

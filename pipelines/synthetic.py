@@ -40,32 +40,47 @@ def write_synthetic(texts: list[str], labels: list[str], out_path: str | Path, n
                  for c in range(len(classes))]
     cumulative = [np.cumsum(d / d.sum()) for d in per_label] + [np.cumsum(overall / overall.sum())]
     label_freq = np.bincount(label_index, minlength=len(classes)) / len(labels)
-    rng = np.random.default_rng(seed)
+    model = (classes, words, cumulative, [lengths[label_index == c] for c in range(len(classes))], label_freq)
+    sizes = [min(CHUNK, n_docs - start) for start in range(0, n_docs, CHUNK)]
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_path.with_suffix(out_path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for start in range(0, n_docs, CHUNK):
-            size = min(CHUNK, n_docs - start)
-            doc_labels = rng.choice(len(classes), size=size, p=label_freq)
-            lines = []
-            for c in range(len(classes)):
-                rows = np.flatnonzero(doc_labels == c)
-                if not rows.size:
-                    continue
-                real_lengths = lengths[label_index == c]
-                doc_lengths = np.maximum(1, rng.choice(real_lengths, size=rows.size))
-                total = int(doc_lengths.sum())
-                own = rng.random(total) < LABEL_SHARE
-                draws = rng.random(total)
-                ids = np.where(own, np.searchsorted(cumulative[c], draws),
-                               np.searchsorted(cumulative[-1], draws)).clip(0, len(words) - 1)
-                text_words = words[ids]
-                bounds = np.concatenate([[0], np.cumsum(doc_lengths)])
-                for i in range(rows.size):
-                    lines.append(json.dumps({"text": " ".join(text_words[bounds[i]:bounds[i + 1]]),
-                                             "label": classes[c]}))
-            rng.shuffle(lines)
-            out.write("\n".join(lines) + "\n")
-    tmp.replace(out_path)
+    from joblib import Parallel, delayed
+
+    # Chunks are sampled on all cores, each from its own seed (seed, chunk number), and written in order as
+    # they arrive, so the output does not depend on the number of cores and memory holds a few chunks at most.
+    jobs = 1 if len(sizes) == 1 else -1
+    chunks = Parallel(n_jobs=jobs, return_as="generator")(
+        delayed(_sample_chunk)(model, size, np.random.SeedSequence([seed, number])) for number, size in enumerate(sizes))
+    try:
+        with tmp.open("w", encoding="utf-8") as out:
+            for lines in chunks:
+                out.write(lines)
+        tmp.replace(out_path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return out_path
+
+
+def _sample_chunk(model, size: int, seed_sequence) -> str:
+    classes, words, cumulative, real_lengths, label_freq = model
+    rng = np.random.default_rng(seed_sequence)
+    doc_labels = rng.choice(len(classes), size=size, p=label_freq)
+    lines = []
+    for c in range(len(classes)):
+        rows = np.flatnonzero(doc_labels == c)
+        if not rows.size:
+            continue
+        doc_lengths = np.maximum(1, rng.choice(real_lengths[c], size=rows.size))
+        total = int(doc_lengths.sum())
+        own = rng.random(total) < LABEL_SHARE
+        draws = rng.random(total)
+        ids = np.where(own, np.searchsorted(cumulative[c], draws),
+                       np.searchsorted(cumulative[-1], draws)).clip(0, len(words) - 1)
+        text_words = words[ids]
+        bounds = np.concatenate([[0], np.cumsum(doc_lengths)])
+        for i in range(rows.size):
+            lines.append(json.dumps({"text": " ".join(text_words[bounds[i]:bounds[i + 1]]), "label": classes[c]}))
+    rng.shuffle(lines)
+    return "\n".join(lines) + "\n"

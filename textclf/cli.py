@@ -254,6 +254,36 @@ RUN_COLUMNS = ("id", "status", "started_at", "corpus", "backend", "device", "n_t
                "eval_accuracy", "final_loss", "model_path")
 
 
+@app.command()
+@user_errors
+def bench(
+    tasks: Annotated[Optional[list[str]], typer.Argument(help="news4, agnews7600, synthetic (default: news4 agnews7600).")] = None,
+    tools: Annotated[str, typer.Option(help="Comma-separated tools to run (default: all but sklearn-mlp).")] = "",
+    data: Annotated[Optional[Path], typer.Option(help="Folder holding TASK/train.jsonl and TASK/test.jsonl (default <data dir>/datasets).")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the markdown table here.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds allowed per tool and task.")] = 1800.0,
+    db: DbOption = None,
+) -> None:
+    """Run textclf and its peers on the same tasks and machine; print a markdown table, record every result."""
+    from db import open_db
+    from textclf.backends import device_description
+    from textclf.bench import markdown_table, run_bench
+    from textclf.bench_tools import TOOLS
+    from textclf.paths import data_dir
+
+    chosen = [t.strip() for t in tools.split(",") if t.strip()] or [t for t in TOOLS if t != "sklearn-mlp"]
+    database = open_db(db)
+    bench_id, results = run_bench(
+        tasks or ["news4", "agnews7600"], chosen, data or data_dir() / "datasets", database, timeout,
+        on_result=lambda r: err.print(f"{r.task} {r.tool}: " + (r.error or f"accuracy {r.accuracy:.4f}, "
+                                                                 f"{r.wall_s:.1f} s end to end"), highlight=False))
+    table = markdown_table(results, device_description())
+    typer.echo(table)
+    typer.echo(f"bench {bench_id}: {len(results)} results in the run database (table bench_results)")
+    if out_path:
+        out_path.write_text(table)
+
+
 @runs_app.command("list")
 @user_errors
 def runs_list(

@@ -1,7 +1,7 @@
 """Data parallelism over a mesh of devices: all local GPUs by default, and the GPUs of several hosts once
 `textclf.distributed` has joined the processes.
 
-Every device takes an equal slice of each global batch (pipelines/batches.split_batches), computes the gradient
+Every device takes an equal slice of each global batch (the order's batch axis, see shard_epoch), computes the gradient
 of its rows with the loss divided by the global row count, and the gradients are summed across devices
 (`lax.psum`: NCCL on GPUs, gloo between CPU processes) before the same optimizer step runs on every device, so
 parameters stay replicated and N devices follow the one-device trajectory up to float rounding.
@@ -22,7 +22,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from textclf.errors import SettingsError
 
 AXIS = "data"
-BATCH = P(None, AXIS)  # (steps, devices * per-device width): split the second axis across devices
+BATCH = P(None, AXIS)  # (steps, B): split the batch axis across devices
 REPLICATED = P()
 
 
@@ -54,10 +54,11 @@ def check_batch(batch_size: int, mesh: Mesh) -> int:
 
 
 def shard_epoch(epoch_fn: Callable, mesh: Mesh) -> Callable:
-    """(params, opt_state, indices, values, rows, labels, mask, lrs) -> (params, opt_state, losses, corrects)
-    with the five batch arrays split over the mesh and everything else replicated."""
+    """(params, opt_state, resident csr, order (steps, B), lrs) -> (params, opt_state, losses, corrects) with
+    the order's batch axis split over the mesh (device d gathers documents order[:, d*B/N:(d+1)*B/N]) and
+    everything else replicated."""
     return jax.shard_map(
-        epoch_fn, mesh=mesh, in_specs=(REPLICATED, REPLICATED) + (BATCH,) * 5 + (REPLICATED,),
+        epoch_fn, mesh=mesh, in_specs=(REPLICATED, REPLICATED, REPLICATED, BATCH, REPLICATED),
         out_specs=REPLICATED, check_vma=False,
     )
 

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from pipelines.batches import make_batches, split_batches
+from pipelines.batches import make_batches, next_power_of_two
 from textclf.config import Settings
 from textclf.model import Params, init_optimizer, init_params, logits, masked_loss, optimizer_step
 
@@ -84,22 +84,48 @@ def _xla_scores(params, indices, values, rows):
     return jax.lax.scan(one, None, (indices, values, rows))[1]
 
 
-def epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config=None, mesh=None) -> Callable:
-    """The un-jitted epoch function of a backend:
-    (params, optimizer state, *batch arrays, lrs) -> (params, optimizer state, losses, corrects).
-    mesh (several devices): the data-parallel epoch, run inside shard_map over the mesh."""
+def epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config=None) -> Callable:
+    """The un-jitted epoch function of a backend over stacked minibatches:
+    (params, optimizer state, *batch arrays, lrs, axis_name=None) -> (params, optimizer state, losses, corrects)."""
     optimizer = dict(momentum=settings.momentum, weight_decay=settings.weight_decay, optimizer=settings.optimizer)
-    if mesh is not None:
-        from textclf.parallel import AXIS, shard_epoch
-
-        local = epoch_function(backend, settings.replace(devices=0), n_classes, kernel_config)
-        return shard_epoch(lambda *args: local(*args, axis_name=AXIS), mesh)
     if backend == "pallas":
         from textclf.pallas_step import pallas_epoch
 
         return lambda *args, axis_name=None: pallas_epoch(*args, n_classes=n_classes, config=kernel_config,
                                                           axis_name=axis_name, **optimizer)
     return lambda *args, axis_name=None: _xla_epoch(*args, axis_name=axis_name, **optimizer)
+
+
+def resident_epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config, mesh, cap: int):
+    """One whole epoch as one dispatch: gather the minibatches from the resident training set
+    (textclf/device_data.py), scan the training step over them, then score the validation batches:
+    (params, opt_state, csr, order (steps, B), lrs (steps,), eval batches or None)
+      -> (params, opt_state, losses (steps,), corrects (steps,), eval hits or None).
+    mesh (several devices): the gather and the scan run inside shard_map, each device on its (steps, B/N) slice
+    of the order; validation runs on the replicated parameters."""
+    from textclf.device_data import gather_batches
+
+    epoch = epoch_function(backend, settings, n_classes, kernel_config)
+
+    def local(params, opt_state, csr, order, lrs, axis_name=None):
+        return epoch(params, opt_state, *gather_batches(csr, order, cap), lrs, axis_name=axis_name)
+
+    train_part = local
+    if mesh is not None:
+        from textclf.parallel import AXIS, shard_epoch
+
+        train_part = shard_epoch(lambda *args: local(*args, axis_name=AXIS), mesh)
+
+    def whole(params, opt_state, csr, order, lrs, eval_batches):
+        params, opt_state, losses, corrects = train_part(params, opt_state, csr, order, lrs)
+        hits = None
+        if eval_batches is not None:
+            indices, values, rows, labels, mask = eval_batches
+            scores = _xla_scores(_real(params, n_classes), indices, values, rows)
+            hits = jnp.sum((jnp.argmax(scores, axis=-1) == labels) * mask)
+        return params, opt_state, losses, corrects, hits
+
+    return whole
 
 
 def kernel_config_for(settings: Settings, batch_size: int | None = None):
@@ -127,13 +153,25 @@ class _Compiled:
         return self.cache[key](*args)
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=32)
 def _warm_epoch(backend: str, optimizer: str, momentum: float, weight_decay: float, n_classes: int,
-                kernel_config, mesh=None) -> _Compiled:
+                kernel_config, mesh, cap: int) -> _Compiled:
     """One compiled epoch function per configuration for the life of the process, so a daemon's later jobs
     with the same shapes reuse the executables of earlier ones instead of tracing and compiling again."""
     settings = Settings(optimizer=optimizer, momentum=momentum, weight_decay=weight_decay)
-    return _Compiled(epoch_function(backend, settings, n_classes, kernel_config, mesh), donate=(0, 1))
+    return _Compiled(resident_epoch_function(backend, settings, n_classes, kernel_config, mesh, cap), donate=(0, 1))
+
+
+@functools.lru_cache(maxsize=8)
+def _warm_order(steps: int, batch_size: int, parts: int) -> _Compiled:
+    """The epoch's document order and its largest minibatch (see textclf/device_data.py)."""
+    from textclf.device_data import batch_nnz_max, epoch_order
+
+    def order_and_cap(seed, epoch, indptr):
+        order = epoch_order(seed, epoch, indptr.shape[0] - 1, steps, batch_size)
+        return order, batch_nnz_max(indptr, order, parts)
+
+    return _Compiled(order_and_cap)
 
 
 @functools.lru_cache(maxsize=1)
@@ -175,11 +213,13 @@ def fit_network(
     after every epoch (after on_epoch has run). stop_requested is asked after each epoch's checkpoint; True
     raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint)."""
     from textclf import parallel
+    from textclf.device_data import host_csr
 
     key = jax.random.PRNGKey(settings.seed)
-    rng = np.random.default_rng(settings.seed)
+    rng = np.random.default_rng(settings.seed)  # kept in checkpoints for their format; shuffling is on the device
     mesh = parallel.data_mesh(settings.devices)
     mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
+    parts = mesh.size if mesh else 1
     local_batch = parallel.check_batch(settings.batch_size, mesh) if mesh else settings.batch_size
     params = initial_params or init_params(key, train_x.shape[1], settings.hidden, n_classes, settings.init_gain)
     if backend == "pallas":
@@ -188,11 +228,6 @@ def fit_network(
         kernel_config = kernel_config or kernel_config_for(settings, local_batch)
         params = pad_params(params, kernel_config)
     opt_state = init_optimizer(settings.optimizer, params)
-    run_epoch = _warm_epoch(backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes,
-                            kernel_config, mesh)
-    score = _warm_scores()
-    compiled_before = run_epoch.seconds + score.seconds
-    score_before = score.seconds
     n = train_x.shape[0]
     steps_per_epoch = -(-n // settings.batch_size)
     epochs = settings.epochs_for(n)
@@ -205,45 +240,49 @@ def fit_network(
         opt_state = jax.tree.unflatten(jax.tree.structure(opt_state), [jnp.asarray(a) for a in resumed.opt_leaves])
         rng.bit_generator.state = resumed.rng_state
         history, first_epoch = list(resumed.history), resumed.epochs_done
-    if mesh:
-        params, opt_state = parallel.put((params, opt_state), mesh, parallel.REPLICATED)
+
+    # Everything the epochs need goes to the device(s) once: the training set, the validation batches.
+    place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else (
+        lambda tree: jax.tree.map(jnp.asarray, tree))
+    csr = place(host_csr(train_x, train_y))
+    eval_batches = None
+    if eval_x is not None and eval_x.shape[0]:
+        eval_batches = place(make_batches(eval_x, np.asarray(eval_y), EVAL_BATCH).arrays())
+    params, opt_state = place((params, opt_state))
+    order_of = _warm_order(steps_per_epoch, settings.batch_size, parts)
+    compiled = {id(order_of): order_of}
+    compiled_before = {k: c.seconds for k, c in compiled.items()}
     host = parallel.to_host
-    train_seconds = eval_seconds = 0.0
+    train_seconds = 0.0
     for epoch in range(first_epoch, epochs):
         start = time.perf_counter()
+        compile_before = sum(c.seconds for c in compiled.values())
+        order, widest = order_of(jnp.int32(settings.seed), jnp.int32(epoch), csr.indptr)
+        cap = next_power_of_two(max(1, int(host(widest))))  # the one readback before the epoch
+        run_epoch = _warm_epoch(backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes,
+                                kernel_config, mesh, cap)
+        if id(run_epoch) not in compiled:
+            compiled[id(run_epoch)] = run_epoch
+            compiled_before[id(run_epoch)] = run_epoch.seconds
+            compile_before += run_epoch.seconds
         if mesh:
-            batches = split_batches(train_x, train_y, settings.batch_size, mesh.size, rng.permutation(n))
-        else:
-            batches = make_batches(train_x, train_y, settings.batch_size, rng.permutation(n))
+            order = parallel.put(host(order), mesh, parallel.BATCH)
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
         if settings.lr_schedule == "linear":
             lrs = settings.learning_rate * (1.0 - step_numbers / total_steps)
         else:
             lrs = np.full(steps_per_epoch, settings.learning_rate)
-        lrs = np.asarray(lrs, np.float32)
-        if mesh:
-            device_args = [*parallel.put(batches.arrays(), mesh, parallel.BATCH),
-                           parallel.put(lrs, mesh, parallel.REPLICATED)]
-        else:
-            device_args = [jnp.asarray(a) for a in batches.arrays()] + [jnp.asarray(lrs)]
-        compile_before = run_epoch.seconds
-        params, opt_state, losses, corrects = run_epoch(params, opt_state, *device_args)
+        params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, csr, order,
+                                                              place(np.asarray(lrs, np.float32)), eval_batches)
         losses, corrects = host(losses), host(corrects)  # waits for the epoch to finish
-        seconds = time.perf_counter() - start - (run_epoch.seconds - compile_before)
+        seconds = time.perf_counter() - start - (sum(c.seconds for c in compiled.values()) - compile_before)
         train_seconds += seconds
-        batch_rows = batches.mask.sum(axis=1)
-        eval_accuracy = None
-        if eval_x is not None and eval_x.shape[0]:
-            eval_start = time.perf_counter()
-            scoring = _real(host(params) if mesh else params, n_classes)
-            predicted = predict_scores_device(scoring, eval_x, score).argmax(axis=1)
-            eval_accuracy = float((predicted == eval_y).mean())
-            eval_seconds += time.perf_counter() - eval_start
+        batch_rows = np.minimum(settings.batch_size, n - np.arange(steps_per_epoch) * settings.batch_size)
         stats = EpochStats(
             epoch=epoch + 1,
             loss=float((losses * batch_rows).sum() / n),
             train_accuracy=float(corrects.sum() / n),
-            eval_accuracy=eval_accuracy,
+            eval_accuracy=None if hits is None else float(host(hits)) / eval_x.shape[0],
             seconds=seconds,
             docs_per_s=n / seconds if seconds > 0 else float("inf"),
         )
@@ -259,7 +298,6 @@ def fit_network(
         if stop_requested and stop_requested() and epoch + 1 < epochs:
             raise TrainingStopped(f"stopped after epoch {epoch + 1} of {epochs}")
     numpy_params = _real(Params(*host(tuple(params))), n_classes, train_x.shape[1])
-    return NetworkResult(
-        numpy_params, history, run_epoch.seconds + score.seconds - compiled_before, train_seconds,
-        eval_seconds - (score.seconds - score_before), mesh.size if mesh else 1,
-    )
+    compile_seconds = sum(c.seconds - compiled_before[k] for k, c in compiled.items())
+    # Validation is scored inside each epoch's dispatch, so its time is part of train_seconds.
+    return NetworkResult(numpy_params, history, compile_seconds, train_seconds, 0.0, parts)

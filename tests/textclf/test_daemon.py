@@ -80,6 +80,11 @@ def test_stopped_daemon_job_resumes_from_checkpoint(slow_corpus, db_path, isolat
     job_id = _submit_slow(db_path, slow_corpus)
     daemon = _start_daemon(db_path, isolated_home)
     _wait_for_epochs(db_path, job_id, 2)
+    # The epoch row is written just before its checkpoint: wait for the checkpoint too, or a SIGKILL landing
+    # between the two (seen on a loaded machine) leaves one checkpointed epoch.
+    deadline = time.time() + 60
+    while _checkpoint_epochs(job_id) < 2 and time.time() < deadline:
+        time.sleep(0.02)
     daemon.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
     output, _ = daemon.communicate(timeout=60)
     db = open_db(db_path)
@@ -106,4 +111,5 @@ def test_stopped_daemon_job_resumes_from_checkpoint(slow_corpus, db_path, isolat
 
 
 def _checkpoint_epochs(job_id) -> int:
-    return Checkpointer(checkpoint_path(job_id)).load().epochs_done
+    state = Checkpointer(checkpoint_path(job_id)).load()
+    return state.epochs_done if state else 0

@@ -16,10 +16,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from typer.testing import CliRunner
 
-from pipelines.batches import make_batches, split_batches
 from textclf.cli import app
 from textclf.distributed import coordinates_from_env, initialize
 from textclf.errors import SettingsError
@@ -45,28 +43,6 @@ def _free_port() -> int:
 def _json_tail(text: str) -> dict:
     """The JSON object a command printed (gloo prints its connection lines to stdout first)."""
     return json.loads(text[text.index("{"):])
-
-
-def test_split_batches_hold_the_same_documents_as_one_batch():
-    rng = np.random.default_rng(0)
-    x = sp.random(37, 20, density=0.3, format="csr", random_state=2, dtype=np.float32)
-    y = rng.integers(0, 3, 37)
-    order = rng.permutation(37)
-    whole, split = make_batches(x, y, 8, order), split_batches(x, y, 8, 4, order)
-    assert split.labels.shape == whole.labels.shape and split.steps == whole.steps == 5
-    np.testing.assert_array_equal(split.labels, whole.labels)
-    np.testing.assert_array_equal(split.mask, whole.mask)
-    # Rebuild each step's dense (8, 20) batch from the 4 side-by-side sub-batches of 2 rows.
-    for step in range(whole.steps):
-        dense_whole = np.zeros((8, 20), np.float32)
-        np.add.at(dense_whole, (whole.rows[step], whole.indices[step]), whole.values[step])
-        cap = split.indices.shape[1] // 4
-        dense_split = np.zeros((8, 20), np.float32)
-        for part in range(4):
-            cols = slice(part * cap, (part + 1) * cap)
-            np.add.at(dense_split, (split.rows[step, cols] + 2 * part, split.indices[step, cols]),
-                      split.values[step, cols])
-        np.testing.assert_allclose(dense_split, dense_whole)
 
 
 def test_batch_must_split_evenly():

@@ -1,0 +1,66 @@
+"""Training throughput on 1 vs N devices at the same global batch, and how far apart the parameters end up.
+
+    python -m benchmarks.multi_gpu TRAIN.jsonl [--batches 8192,16384] [--devices 1,2] [--backends pallas,xla]
+        [--epochs 3] [--vectorizer hashing]
+
+Reads and vectorizes the corpus once (all CPU cores), then trains each (backend, global batch, device count)
+from the same initial weights for --epochs epochs with no validation set. docs/s is the training set size over
+the median epoch time after the first epoch (the epoch loop only: the training set is already resident, no
+vectorization, no compilation). Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from pipelines.corpus import read_corpus
+from pipelines.vectorize import fit_vectorizer
+from textclf.classifier import encode_labels
+from textclf.config import Settings
+from textclf.trainloop import fit_network
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("train")
+    parser.add_argument("--batches", default="8192,16384")
+    parser.add_argument("--devices", default="1,2")
+    parser.add_argument("--backends", default="pallas,xla")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--vectorizer", default="hashing")
+    args = parser.parse_args()
+    import jax
+
+    start = time.perf_counter()
+    corpus = read_corpus(args.train)
+    read_s = time.perf_counter() - start
+    settings = Settings(vectorizer=args.vectorizer, epochs=args.epochs, min_steps=0)
+    start = time.perf_counter()
+    _, x = fit_vectorizer(corpus.texts, corpus.labels, settings)
+    vectorize_s = time.perf_counter() - start
+    classes = sorted(set(corpus.labels))
+    y = encode_labels(corpus.labels, classes)
+    print(f"{x.shape[0]:,} documents, {x.nnz / x.shape[0]:.0f} nonzeros each, {len(classes)} classes; "
+          f"read {read_s:.1f} s, vectorize ({args.vectorizer}) {vectorize_s:.1f} s; devices: {jax.devices()}")
+    print("| backend | global batch | devices | docs/s | speed-up | max abs param diff vs 1 device | final loss |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for backend in args.backends.split(","):
+        for batch in (int(b) for b in args.batches.split(",")):
+            baseline = None
+            for devices in (int(d) for d in args.devices.split(",")):
+                run = settings.replace(batch_size=batch, devices=devices, backend=backend)
+                result = fit_network(x, y, len(classes), run, backend)
+                times = [e.seconds for e in result.history[1:]] or [result.history[0].seconds]
+                docs_per_s = x.shape[0] / float(np.median(times))
+                if baseline is None:
+                    baseline = (docs_per_s, result.params)
+                diff = max(float(np.abs(a - b).max()) for a, b in zip(result.params, baseline[1]))
+                print(f"| {backend} | {batch:,} | {devices} | {docs_per_s:,.0f} | {docs_per_s / baseline[0]:.2f}x | "
+                      f"{diff:.2e} | {result.history[-1].loss:.4f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
