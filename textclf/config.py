@@ -55,8 +55,10 @@ class Settings:
     max_file_mb: float = 10.0  # larger files are skipped (corpus) or refused (predict)
     # Compute.
     backend: str = "auto"  # "auto": pallas on a GPU, xla elsewhere
-    # Data parallelism: devices of this process that share each batch (0 = all local devices; with several
-    # processes, every process uses this many). The global batch `batch_size` is split evenly across them.
+    # Data parallelism: devices of this process that share each batch; with several processes every process
+    # uses this many. 0 ("all"): all local devices that still get >= 256 documents of each batch
+    # (textclf/parallel.py says why), so batch 64 trains on one GPU and batch 8,192 on up to 32.
+    # The global batch `batch_size` is split evenly across them.
     devices: int = 0
 
     def __post_init__(self) -> None:

@@ -217,7 +217,7 @@ def fit_network(
 
     key = jax.random.PRNGKey(settings.seed)
     rng = np.random.default_rng(settings.seed)  # kept in checkpoints for their format; shuffling is on the device
-    mesh = parallel.data_mesh(settings.devices)
+    mesh = parallel.data_mesh(settings.devices, settings.batch_size)
     mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
     parts = mesh.size if mesh else 1
     local_batch = parallel.check_batch(settings.batch_size, mesh) if mesh else settings.batch_size

@@ -119,3 +119,13 @@ def test_distributed_options_are_checked_before_anything_starts():
     with pytest.raises(SettingsError, match="needs a port"):
         initialize("hostonly", 2, 0)
     assert initialize("h:1", 1, 0) is False  # one process: nothing to join
+
+
+def test_all_devices_means_enough_rows_per_device():
+    from textclf.parallel import auto_device_count
+
+    assert auto_device_count(8, 64) == 1  # 64 documents: splitting costs more than it saves
+    assert auto_device_count(2, 8192) == 2 and auto_device_count(8, 8192) == 8
+    assert auto_device_count(8, 1024) == 4  # 256 documents each
+    assert auto_device_count(4, 768) == 3  # the most that split 768 evenly with >= 256 each
+    assert auto_device_count(1, 16384) == 1
