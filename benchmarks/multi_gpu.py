@@ -1,6 +1,7 @@
 """Training throughput on 1 vs N devices at the same global batch, and how far apart the parameters end up.
 
-    python -m benchmarks.multi_gpu TRAIN.jsonl [--batches 8192,16384] [--devices 1,2] [--backends pallas,xla]
+    python -m benchmarks.multi_gpu TRAIN.jsonl [--batches 8192,16384] [--devices 1,2]
+        [--backends pallas-dense,pallas-sparse,xla]
         [--epochs 3] [--vectorizer hashing]
 
 Reads and vectorizes the corpus once (all CPU cores), then trains each (backend, global batch, device count)
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--backends", default="pallas,xla")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--vectorizer", default="hashing")
+    parser.add_argument("--repeat", type=int, default=1, help="stack the vectorized corpus N times (scale stand-in)")
     args = parser.parse_args()
     import jax
 
@@ -43,22 +45,28 @@ def main() -> None:
     vectorize_s = time.perf_counter() - start
     classes = sorted(set(corpus.labels))
     y = encode_labels(corpus.labels, classes)
+    if args.repeat > 1:
+        import scipy.sparse as sp
+
+        x, y = sp.vstack([x] * args.repeat, format="csr"), np.tile(y, args.repeat)
     print(f"{x.shape[0]:,} documents, {x.nnz / x.shape[0]:.0f} nonzeros each, {len(classes)} classes; "
           f"read {read_s:.1f} s, vectorize ({args.vectorizer}) {vectorize_s:.1f} s; devices: {jax.devices()}")
     print("| backend | global batch | devices | docs/s | speed-up | max abs param diff vs 1 device | final loss |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for backend in args.backends.split(","):
+    for name in args.backends.split(","):
+        backend, _, pallas_input = name.partition("-")  # e.g. pallas-sparse, pallas-dense, xla
         for batch in (int(b) for b in args.batches.split(",")):
             baseline = None
             for devices in (int(d) for d in args.devices.split(",")):
-                run = settings.replace(batch_size=batch, devices=devices, backend=backend)
+                run = settings.replace(batch_size=batch, devices=devices, backend=backend,
+                                       pallas_input=pallas_input or "auto")
                 result = fit_network(x, y, len(classes), run, backend)
                 times = [e.seconds for e in result.history[1:]] or [result.history[0].seconds]
                 docs_per_s = x.shape[0] / float(np.median(times))
                 if baseline is None:
                     baseline = (docs_per_s, result.params)
                 diff = max(float(np.abs(a - b).max()) for a, b in zip(result.params, baseline[1]))
-                print(f"| {backend} | {batch:,} | {devices} | {docs_per_s:,.0f} | {docs_per_s / baseline[0]:.2f}x | "
+                print(f"| {name} | {batch:,} | {devices} | {docs_per_s:,.0f} | {docs_per_s / baseline[0]:.2f}x | "
                       f"{diff:.2e} | {result.history[-1].loss:.4f} |", flush=True)
 
 

@@ -30,6 +30,14 @@ class KernelConfig:
     grad_warps: int = 4
     grad_stages: int = 3
     update_block: int = 4096
+    # Input format of the training step: "dense" (X scattered into a (B, Kp) bf16 matrix, tensor-core matmuls)
+    # or "sparse" (pallas_kernels/sparse_hidden.py reads the nonzeros directly).
+    input_format: str = "dense"
+    sparse_block_b: int = 16  # documents per forward program (Triton's smallest dot is 16 rows)
+    sparse_block_n: int = 64  # nonzeros per chunk
+    sparse_block_k: int = 64  # W1 rows per backward program
+    sparse_warps: int = 4
+    sparse_stages: int = 2
     precision: str = "default"  # "highest": IEEE fp32 matmuls (slow; for checks against XLA)
     x_dtype: str = "bfloat16"  # dense input on the device; "float32" for exact checks
     interpret: bool = False  # True on a CPU (tests)

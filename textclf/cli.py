@@ -87,6 +87,7 @@ def train(
     backend: Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (GPU) (default {D.backend}).")] = None,
     max_file_mb: Annotated[Optional[float], typer.Option(help=f"Skip corpus files larger than this (default {D.max_file_mb}).")] = None,
     devices: Annotated[Optional[str], typer.Option(help="Devices of this process that split each batch: N or all (default all).")] = None,
+    pallas_input: Annotated[Optional[str], typer.Option(help=f"Pallas input format: auto, dense or sparse (default {D.pallas_input}).")] = None,
     coordinator: Annotated[Optional[str], typer.Option(help="HOST:PORT of process 0, to train with several processes/hosts.")] = None,
     num_processes: Annotated[Optional[int], typer.Option(help="How many processes train together (with --coordinator).")] = None,
     process_id: Annotated[Optional[int], typer.Option(help="This process's number, 0..N-1 (with --coordinator).")] = None,
@@ -99,7 +100,7 @@ def train(
     from textclf.train import train as train_model
 
     initialize(coordinator, num_processes, process_id)  # before JAX touches a device; no-op for one process
-    settings = _settings(devices=_device_count(devices), features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
+    settings = _settings(devices=_device_count(devices), pallas_input=pallas_input, features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
                          hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr, momentum=momentum,
                          weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb,
                          optimizer=optimizer, lr_schedule=lr_schedule, init_gain=init_gain)

@@ -23,6 +23,7 @@ VECTORIZERS = ("tfidf", "hashing")
 FEATURE_SELECTIONS = ("chi2", "frequency")
 LR_SCHEDULES = ("linear", "constant")
 OPTIMIZERS = ("adam", "sgd")
+PALLAS_INPUTS = ("auto", "dense", "sparse")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class Settings:
     max_file_mb: float = 10.0  # larger files are skipped (corpus) or refused (predict)
     # Compute.
     backend: str = "auto"  # "auto": pallas on a GPU, xla elsewhere
+    # Pallas input format: "dense" (X scattered into a bf16 matrix) or "sparse" (kernels read the nonzeros);
+    # "auto" picks sparse below SPARSE_MAX_DENSITY nonzeros per feature (textclf/trainloop.py).
+    pallas_input: str = "auto"
     # Data parallelism: devices of this process that share each batch; with several processes every process
     # uses this many. 0 ("all"): all local devices that still get >= 256 documents of each batch
     # (textclf/parallel.py says why), so batch 64 trains on one GPU and batch 8,192 on up to 32.
@@ -83,6 +87,7 @@ class Settings:
             (self.max_file_mb > 0, "max_file_mb must be > 0"),
             (self.backend in BACKENDS, f"backend must be one of {', '.join(BACKENDS)}"),
             (self.devices >= 0, "devices must be >= 0 (0 = all local devices)"),
+            (self.pallas_input in PALLAS_INPUTS, f"pallas_input must be one of {', '.join(PALLAS_INPUTS)}"),
         ]
         for ok, message in checks:
             if not ok:

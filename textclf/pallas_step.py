@@ -1,5 +1,8 @@
 """The training epoch on the Pallas path: same inputs and outputs as the XLA epoch in trainloop.py.
 
+Two input formats (KernelConfig.input_format): "dense" (below) and "sparse", where the hidden layer and dW1 are
+computed from the flat sparse batch itself by pallas_kernels/sparse_hidden.py (no dense X at all).
+
 Each step turns its sparse minibatch into a dense (B, Kp) matrix on the device (one scatter; bf16 by default,
 4 MB at B = 64), then runs: hidden_forward -> softmax_xent -> hidden_backward -> the update: for sgd
 input_grad_update (dW1 fused with W1's momentum update, so dW1 never reaches memory) and sgd_update for w2, b1,
@@ -18,12 +21,13 @@ from pallas_kernels.adam_update import adam_update
 from pallas_kernels.input_grad import input_grad, input_grad_update
 from pallas_kernels.mlp import backward_to_hidden, forward
 from pallas_kernels.sgd_update import sgd_update
-from pallas_kernels.softmax_xent import padded_classes
+from pallas_kernels.softmax_xent import padded_classes, softmax_xent
+from pallas_kernels.sparse_hidden import sparse_hidden_forward, sparse_input_grad, sparse_input_grad_update
 from textclf.model import AdamState, Params, adam_corrections
 
 
 def padded_features(n_features: int, config: KernelConfig) -> int:
-    block = max(config.forward_block_k * config.forward_split_k, config.grad_block_k)
+    block = max(config.forward_block_k * config.forward_split_k, config.grad_block_k, config.sparse_block_k)
     return round_up(n_features, block)
 
 
@@ -40,6 +44,12 @@ def unpad_params(params: Params, n_features: int, n_classes: int) -> Params:
     return Params(params.w1[:n_features], params.b1, params.w2[:, :n_classes], params.b2[:n_classes])
 
 
+def _sparse_blocks(config: KernelConfig, forward: bool = True) -> dict:
+    blocks = dict(block_n=config.sparse_block_n, num_warps=config.sparse_warps, num_stages=config.sparse_stages,
+                  precision=config.precision, interpret=config.interpret)
+    return dict(blocks, block_b=config.sparse_block_b) if forward else blocks
+
+
 def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -> jax.Array:
     """Flat sparse batch -> (batch_size, n_columns) dense matrix."""
     return jnp.zeros((batch_size, n_columns), dtype).at[rows, indices].add(values.astype(dtype))
@@ -47,7 +57,9 @@ def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -
 
 def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_classes: int, momentum: float,
                       weight_decay: float, config: KernelConfig, optimizer: str = "sgd", axis_name: str | None = None):
-    """One optimizer step on a dense batch x (B, Kp) -> (params, optimizer state, mean loss, number correct).
+    """One optimizer step -> (params, optimizer state, mean loss, number correct). x: a dense batch (B, Kp), or
+    with config.input_format "sparse" the flat sparse batch (indices, values, rows), which the sparse kernels
+    (pallas_kernels/sparse_hidden.py) read directly.
 
     sgd: dW1 is fused into W1's momentum update (input_grad_update). adam: dW1 = input_grad, then the fused
     adam_update kernel for every parameter. axis_name (data parallelism inside shard_map): x is this device's
@@ -57,13 +69,24 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
     if axis_name is not None:
         count = jax.lax.psum(count, axis_name)
     weight = mask / jnp.maximum(count, 1.0)
-    h, nll, predicted, dz = forward(*params, x, labels, weight, n_classes, config)
+    sparse = config.input_format == "sparse"
+    if sparse:
+        h = sparse_hidden_forward(*x, params.w1, params.b1, batch_size=labels.shape[0], **_sparse_blocks(config))
+        nll, predicted, dz = softmax_xent(h, params.w2, params.b2, labels, weight, n_classes=n_classes,
+                                          block_m=config.loss_block_m, precision=config.precision,
+                                          interpret=config.interpret)
+    else:
+        h, nll, predicted, dz = forward(*params, x, labels, weight, n_classes, config)
     dpre, dw2, db2, db1 = backward_to_hidden(dz, params.w2, h, config)
     grad_blocks = dict(block_m=config.grad_block_m, block_k=config.grad_block_k, num_warps=config.grad_warps,
                        num_stages=config.grad_stages, precision=config.precision, interpret=config.interpret)
     dw1 = None
     if optimizer == "adam" or axis_name is not None:
-        dw1 = input_grad(x, dpre, **grad_blocks)
+        if sparse:
+            dw1 = sparse_input_grad(*x, dpre, n_features=params.w1.shape[0], block_k=config.sparse_block_k,
+                                    **_sparse_blocks(config, forward=False))
+        else:
+            dw1 = input_grad(x, dpre, **grad_blocks)
     if axis_name is not None:
         dw1, db1, dw2, db2 = jax.lax.psum((dw1, db1, dw2, db2), axis_name)
     if optimizer == "adam":
@@ -78,7 +101,11 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
     else:
         update = dict(momentum=momentum, weight_decay=weight_decay, interpret=config.interpret,
                       block=config.update_block)
-        if dw1 is None:
+        if dw1 is None and sparse:
+            w1, v1 = sparse_input_grad_update(*x, dpre, params.w1, opt_state.w1, lr, momentum=momentum,
+                                              weight_decay=weight_decay, block_k=config.sparse_block_k,
+                                              **_sparse_blocks(config, forward=False))
+        elif dw1 is None:
             w1, v1 = input_grad_update(x, dpre, params.w1, opt_state.w1, lr, momentum=momentum,
                                        weight_decay=weight_decay, **grad_blocks)
         else:
@@ -103,7 +130,10 @@ def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *,
 
     def step(carry, batch):
         idx, val, row, y, m, lr = batch
-        x = dense_batch(idx, val, row, batch_size, n_columns, x_dtype)
+        if config.input_format == "sparse":
+            x = (idx, val, row)
+        else:
+            x = dense_batch(idx, val, row, batch_size, n_columns, x_dtype)
         params, opt_state, loss, correct = pallas_train_step(
             *carry, x, y, m, lr, n_classes=n_classes, momentum=momentum, weight_decay=weight_decay, config=config,
             optimizer=optimizer, axis_name=axis_name)

@@ -136,6 +136,18 @@ def kernel_config_for(settings: Settings, batch_size: int | None = None):
     return tuned(batch_size or settings.batch_size, device_description()).replace(interpret=device_kind() != "gpu")
 
 
+# "auto" trains from the sparse batch when the training matrix is at most this dense (nonzeros / cells).
+SPARSE_MAX_DENSITY = 0.01
+
+
+def input_format_for(requested: str, matrix: sp.csr_matrix) -> str:
+    """The Pallas input format: as requested, or for "auto" from the matrix's density."""
+    if requested != "auto":
+        return requested
+    density = matrix.nnz / max(1, matrix.shape[0] * matrix.shape[1])
+    return "sparse" if density <= SPARSE_MAX_DENSITY else "dense"
+
+
 class _Compiled:
     """Ahead-of-time compiled functions keyed by argument shapes, with the seconds spent compiling."""
 
@@ -225,7 +237,9 @@ def fit_network(
     if backend == "pallas":
         from textclf.pallas_step import pad_params
 
-        kernel_config = kernel_config or kernel_config_for(settings, local_batch)
+        if kernel_config is None:
+            kernel_config = kernel_config_for(settings, local_batch).replace(
+                input_format=input_format_for(settings.pallas_input, train_x))
         params = pad_params(params, kernel_config)
     opt_state = init_optimizer(settings.optimizer, params)
     n = train_x.shape[0]

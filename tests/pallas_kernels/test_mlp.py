@@ -46,15 +46,16 @@ def test_gradients_match_jax_grad_of_reference(env, rng, m, n_classes):
         check_grads(kernel, params, order=1, modes=["rev"])
 
 
+@pytest.mark.parametrize("input_format", ["dense", "sparse"])
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
-def test_training_matches_xla(env, rng, optimizer):
+def test_training_matches_xla(env, rng, optimizer, input_format):
     """The original design's CPU-vs-GPU check: same initial weights and batches, a few epochs each way."""
     n, features, n_classes = 90, 200, 3
     matrix = sp.random(n, features, density=0.05, format="csr", random_state=int(rng.integers(1 << 30)))
     labels = rng.integers(0, n_classes, n).astype(np.int32)
     settings = Settings(batch_size=16, momentum=0.9, weight_decay=1e-3)
     params = jax.tree.map(lambda a: a.astype(env.dtype), init_params(jax.random.PRNGKey(0), features, 128, n_classes))
-    config = small_config(env)
+    config = small_config(env).replace(input_format=input_format, sparse_block_n=16)
     xla_params, pallas_params = params, pad_params(params, config)
     xla_velocity = init_optimizer(optimizer, xla_params)
     pallas_velocity = init_optimizer(optimizer, pallas_params)

@@ -68,14 +68,28 @@ def test_pallas_backend_needs_a_gpu(corpus_dir, db_path, fast_settings):
         train(corpus_dir, fast_settings.replace(backend="pallas"), db_path=db_path)
 
 
-def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monkeypatch):
+@pytest.mark.parametrize("pallas_input", ["dense", "sparse"])
+def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monkeypatch, pallas_input):
     """The product's Pallas path end to end (kernels interpreted on the CPU): it learns the sample corpus."""
     from pipelines.corpus import read_corpus
     from textclf.classifier import TextClassifier
 
     monkeypatch.setenv("TEXTCLF_PALLAS_INTERPRET", "1")
     corpus = read_corpus(corpus_dir)
-    settings = fast_settings.replace(backend="pallas").to_dict()
+    settings = fast_settings.replace(backend="pallas", pallas_input=pallas_input).to_dict()
     classifier = TextClassifier(**settings).fit(corpus.texts, corpus.labels)
     assert classifier.score(corpus.texts, corpus.labels) >= 0.95
     assert classifier.history_[-1].loss < classifier.history_[0].loss
+
+
+def test_auto_input_format_follows_density():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from textclf.trainloop import SPARSE_MAX_DENSITY, input_format_for
+
+    sparse = sp.random(100, 1000, density=SPARSE_MAX_DENSITY / 2, format="csr", random_state=0)
+    dense = sp.random(100, 1000, density=SPARSE_MAX_DENSITY * 5, format="csr", random_state=0)
+    assert input_format_for("auto", sparse) == "sparse" and input_format_for("auto", dense) == "dense"
+    assert input_format_for("dense", sparse) == "dense" and input_format_for("sparse", dense) == "sparse"
+    assert np.isfinite(SPARSE_MAX_DENSITY)

@@ -1,0 +1,230 @@
+"""The hidden layer straight from the sparse batch (an "embedding bag"), forward and backward, no dense X.
+
+A document touches ~0.1-1% of the 32,754 features, so reading a dense (B, 32768) X is mostly reading zeros.
+Input: the flat batch of pipelines/batches.py, nonzeros laid end to end in row order (indices, values, rows,
+each (cap,)), padding after the last document.
+
+Forward, sparse_hidden_forward: grid over blocks of block_b documents. Program p owns documents
+[p*block_b, (p+1)*block_b), whose nonzeros are the contiguous range offsets[p*block_b] .. offsets[(p+1)*block_b];
+it walks that range in chunks of block_n nonzeros, gathers their W1 rows (block_n, H) and adds
+S @ W1[idx] to its (block_b, H) accumulator, where S (block_b, block_n) holds each nonzero's value in its
+document's row: a segment sum done as a small matmul (tensor cores, deterministic, no atomics). Bias and
+sigmoid are fused into the store.
+
+Backward, sparse_input_grad: dW1 = X^T dPre, by feature instead of by document. The wrapper sorts the
+nonzeros by feature (one XLA sort of cap keys); program q owns W1 rows [q*block_k, (q+1)*block_k), walks the
+nonzeros of those features, gathers the dPre rows of their documents and adds T @ dPre[rows] with T
+(block_k, block_n) the one-hot-times-value matrix. Every block of dW1 is written exactly once (zeros where
+no document has the feature), by one program: deterministic, no atomics, so the CPU interpret-mode tests check
+the same code the GPU runs (array-indexed atomics lose repeated indices in interpret mode).
+sparse_input_grad_update fuses W1's SGD-momentum update into the same pass (dW1 never reaches memory), and with
+momentum 0 and no weight decay it skips the W1 blocks no document in the batch touches.
+
+Loop lengths depend on the data (offsets loaded in the kernel), so a block holding a very frequent feature
+takes longer than the others; chi-squared feature selection spreads frequent terms over the vocabulary.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+
+from pallas_kernels.common import PRECISIONS, accumulator_dtype, dot, next_power_of_two, pad_axis, round_up, triton_params
+
+
+def document_offsets(rows: jax.Array, n_rows: int) -> jax.Array:
+    """(cap,) row of each slot -> (n_rows + 1,) start of each document's nonzeros. Padding slots repeat row 0
+    after the real ones; a slot whose row is below an earlier slot's row is padding and counts for no row."""
+    real = jnp.where(rows < lax.cummax(rows), n_rows, rows)
+    return jnp.searchsorted(real, jnp.arange(n_rows + 1, dtype=rows.dtype), side="left").astype(jnp.int32)
+
+
+def _forward_kernel(offsets_ref, idx_ref, val_ref, row_ref, w1_ref, b1_ref, h_ref, *, block_b: int,
+                    block_n: int, precision: str):
+    first = pl.program_id(0) * block_b
+    start, end = offsets_ref[first], offsets_ref[first + block_b]
+    hidden = w1_ref.shape[1]
+    acc_dtype = accumulator_dtype(w1_ref.dtype)
+    local_rows = lax.broadcasted_iota(jnp.int32, (block_b, block_n), 0)
+    lane = lax.broadcasted_iota(jnp.int32, (block_b, block_n), 1)
+
+    def chunk(i, acc):
+        pos = start + i * block_n
+        idx = idx_ref[pl.ds(pos, block_n)]
+        val = val_ref[pl.ds(pos, block_n)]
+        row = row_ref[pl.ds(pos, block_n)]
+        w = w1_ref[idx, :]  # (block_n, H) gathered rows of W1
+        mine = (row[None, :] - first == local_rows) & (pos + lane < end)
+        s = jnp.where(mine, val[None, :].astype(w.dtype), jnp.zeros((), w.dtype))  # (block_b, block_n)
+        return acc + dot(s, w, precision)
+
+    acc = lax.fori_loop(0, (end - start + block_n - 1) // block_n, chunk, jnp.zeros((block_b, hidden), acc_dtype))
+    h_ref[...] = jax.nn.sigmoid(acc + b1_ref[...].astype(acc_dtype)).astype(h_ref.dtype)
+
+
+def _pad_flat(indices, values, rows, block_n: int):
+    """Room for a full chunk read past the last nonzero, and a power-of-two length (Triton)."""
+    size = next_power_of_two(indices.shape[0] + block_n)
+    return pad_axis(indices, 0, size), pad_axis(values, 0, size), pad_axis(rows, 0, size)
+
+
+@functools.partial(jax.jit, static_argnames=("batch_size", "block_b", "block_n", "num_warps", "num_stages",
+                                             "precision", "interpret"))
+def sparse_hidden_forward(indices, values, rows, w1, b1, *, batch_size: int, block_b: int = 16, block_n: int = 64,
+                          num_warps: int = 4, num_stages: int = 2, precision: str = "default",
+                          interpret: bool = False) -> jax.Array:
+    """sigmoid(X @ W1 + b1) -> (batch_size, H) from the flat sparse batch (indices, values, rows: (cap,))."""
+    padded_b = round_up(batch_size, block_b)
+    offsets = document_offsets(rows, padded_b)
+    offsets = pad_axis(offsets, 0, next_power_of_two(padded_b + 1), value=0)
+    indices, values, rows = _pad_flat(indices, values, rows, block_n)
+    hidden = w1.shape[1]
+    whole = lambda a: pl.BlockSpec(a.shape, lambda p: (0,) * a.ndim)
+    h = pl.pallas_call(
+        functools.partial(_forward_kernel, block_b=block_b, block_n=block_n, precision=precision),
+        out_shape=jax.ShapeDtypeStruct((padded_b, hidden), w1.dtype), grid=(padded_b // block_b,),
+        in_specs=[whole(offsets), whole(indices), whole(values), whole(rows), whole(w1), whole(b1)],
+        out_specs=pl.BlockSpec((block_b, hidden), lambda p: (p, 0)),
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="sparse_hidden_forward",
+    )(offsets, indices, values, rows, w1, b1)
+    return h[:batch_size]
+
+
+def _by_feature(indices, values, rows, n_features: int, block_k: int, block_n: int):
+    """Sort the nonzeros by feature; (n_features / block_k + 1,) start of each block of block_k features."""
+    order = jnp.argsort(indices)
+    f_idx, f_val, f_row = indices[order], values[order], rows[order]
+    bounds = jnp.arange(0, n_features + 1, block_k, dtype=indices.dtype)
+    starts = jnp.searchsorted(f_idx, bounds, side="left").astype(jnp.int32)
+    starts = pad_axis(starts, 0, next_power_of_two(starts.shape[0]))
+    return (starts, *_pad_flat(f_idx, f_val, f_row, block_n))
+
+
+def _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k: int, block_n: int, precision: str,
+                     acc_dtype):
+    block = pl.program_id(0)
+    first = block * block_k
+    start, end = starts_ref[block], starts_ref[block + 1]
+    local = lax.broadcasted_iota(jnp.int32, (block_k, block_n), 0)
+    lane = lax.broadcasted_iota(jnp.int32, (block_k, block_n), 1)
+
+    def chunk(i, acc):
+        pos = start + i * block_n
+        idx = idx_ref[pl.ds(pos, block_n)]
+        val = val_ref[pl.ds(pos, block_n)]
+        row = row_ref[pl.ds(pos, block_n)]
+        g = dpre_ref[row, :]  # (block_n, H) dPre of each nonzero's document
+        mine = (idx[None, :] - first == local) & (pos + lane < end)
+        t = jnp.where(mine, val[None, :].astype(g.dtype), jnp.zeros((), g.dtype))  # (block_k, block_n)
+        return acc + dot(t, g, precision)
+
+    n_chunks = (end - start + block_n - 1) // block_n
+    return lax.fori_loop(0, n_chunks, chunk, jnp.zeros((block_k, dpre_ref.shape[1]), acc_dtype)), end > start
+
+
+def _grad_kernel(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, dw_ref, *, block_k, block_n, precision):
+    acc, _ = _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k, block_n, precision,
+                              accumulator_dtype(dw_ref.dtype))
+    dw_ref[...] = acc.astype(dw_ref.dtype)
+
+
+def _grad_update_kernel(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, w_ref, v_ref, lr_ref, w_out, v_out, *,
+                        block_k, block_n, precision, momentum, weight_decay):
+    grad, touched = _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k, block_n, precision,
+                                     accumulator_dtype(w_ref.dtype))
+
+    def update():
+        w = w_ref[...]
+        v = momentum * v_ref[...] + grad.astype(w.dtype) + weight_decay * w
+        v_out[...] = v
+        w_out[...] = w - lr_ref[0].astype(w.dtype) * v
+
+    if momentum == 0 and weight_decay == 0:
+        # Plain SGD: a W1 block no document touches keeps its value (the output aliases the input).
+        pl.when(touched)(update)
+    else:
+        update()
+
+
+def _grad_specs(starts, f_idx, dpre, block_k: int):
+    whole = lambda a: pl.BlockSpec(a.shape, lambda q: (0,) * a.ndim)
+    return [whole(starts), whole(f_idx), whole(f_idx), whole(f_idx), whole(dpre)]
+
+
+@functools.partial(jax.jit, static_argnames=("n_features", "block_k", "block_n", "num_warps", "num_stages",
+                                             "precision", "interpret"))
+def sparse_input_grad(indices, values, rows, dpre, *, n_features: int, block_k: int = 64, block_n: int = 64,
+                      num_warps: int = 4, num_stages: int = 2, precision: str = "default",
+                      interpret: bool = False) -> jax.Array:
+    """X^T @ dPre -> (n_features, H) from the flat sparse batch; n_features a multiple of block_k."""
+    starts, f_idx, f_val, f_row = _by_feature(indices, values, rows, n_features, block_k, block_n)
+    dpre = pad_axis(dpre, 0, next_power_of_two(dpre.shape[0]))
+    return pl.pallas_call(
+        functools.partial(_grad_kernel, block_k=block_k, block_n=block_n, precision=precision),
+        out_shape=jax.ShapeDtypeStruct((n_features, dpre.shape[1]), dpre.dtype), grid=(n_features // block_k,),
+        in_specs=_grad_specs(starts, f_idx, dpre, block_k),
+        out_specs=pl.BlockSpec((block_k, dpre.shape[1]), lambda q: (q, 0)),
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="sparse_input_grad",
+    )(starts, f_idx, f_val, f_row, dpre)
+
+
+@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_k", "block_n", "num_warps",
+                                             "num_stages", "precision", "interpret"), donate_argnums=(4, 5))
+def sparse_input_grad_update(indices, values, rows, dpre, w, v, lr, *, momentum: float, weight_decay: float,
+                             block_k: int = 64, block_n: int = 64, num_warps: int = 4, num_stages: int = 2,
+                             precision: str = "default", interpret: bool = False):
+    """SGD-momentum step of W1 with dW1 = X^T @ dPre computed on the fly from the sparse batch, in place."""
+    n_features, hidden = w.shape
+    starts, f_idx, f_val, f_row = _by_feature(indices, values, rows, n_features, block_k, block_n)
+    dpre = pad_axis(dpre, 0, next_power_of_two(dpre.shape[0]))
+    block = pl.BlockSpec((block_k, hidden), lambda q: (q, 0))
+    return pl.pallas_call(
+        functools.partial(_grad_update_kernel, block_k=block_k, block_n=block_n, precision=precision,
+                          momentum=momentum, weight_decay=weight_decay),
+        out_shape=(jax.ShapeDtypeStruct(w.shape, w.dtype), jax.ShapeDtypeStruct(v.shape, v.dtype)),
+        grid=(n_features // block_k,),
+        in_specs=_grad_specs(starts, f_idx, dpre, block_k) + [block, block, pl.BlockSpec((1,), lambda q: (0,))],
+        out_specs=(block, block), input_output_aliases={5: 0, 6: 1},
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="sparse_input_grad_update",
+    )(starts, f_idx, f_val, f_row, dpre, w, v, jnp.asarray(lr, w.dtype).reshape(1))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6))
+def sparse_hidden(w1, b1, indices, values, rows, batch_size: int, kernel: tuple):
+    """Differentiable (in w1, b1) sparse hidden layer; kernel = (block_b, block_n, block_k, precision, interpret)."""
+    block_b, block_n, _, precision, interpret = kernel
+    return sparse_hidden_forward(indices, values, rows, w1, b1, batch_size=batch_size, block_b=block_b,
+                                 block_n=block_n, precision=precision, interpret=interpret)
+
+
+def _sparse_hidden_fwd(w1, b1, indices, values, rows, batch_size, kernel):
+    h = sparse_hidden(w1, b1, indices, values, rows, batch_size, kernel)
+    return h, (indices, values, rows, h, w1.shape[0])
+
+
+def _sparse_hidden_bwd(batch_size, kernel, residuals, dh):
+    indices, values, rows, h, n_features = residuals
+    _, block_n, block_k, precision, interpret = kernel
+    dpre = dh * h * (1 - h)
+    dw1 = sparse_input_grad(indices, values, rows, dpre, n_features=n_features, block_k=block_k, block_n=block_n,
+                            precision=precision, interpret=interpret)
+    return dw1, jnp.sum(dpre, axis=0), None, None, None
+
+
+sparse_hidden.defvjp(_sparse_hidden_fwd, _sparse_hidden_bwd)
+
+
+def sparse_hidden_reference(w1, b1, indices, values, rows, batch_size: int, precision: str = "default"):
+    """Plain JAX: gather + segment sum (what the XLA backend does), differentiable by jax.grad."""
+    del precision  # no matmul here
+    pre = jax.ops.segment_sum(w1[indices] * values[:, None].astype(w1.dtype), rows, num_segments=batch_size)
+    return jax.nn.sigmoid(pre + b1)
+
+
+def sparse_input_grad_reference(indices, values, rows, dpre, n_features: int, precision: str = "default"):
+    dense = jnp.zeros((dpre.shape[0], n_features), dpre.dtype).at[rows, indices].add(values.astype(dpre.dtype))
+    return jnp.dot(dense.T, dpre, precision=PRECISIONS[precision])
