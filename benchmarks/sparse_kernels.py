@@ -32,8 +32,8 @@ def main() -> None:
     corpus = read_corpus(args.train)
     _, matrix = fit_vectorizer(corpus.texts, corpus.labels, Settings())
     rng = np.random.default_rng(0)
-    batch = make_batches(matrix, np.zeros(matrix.shape[0], np.int32), args.batch,
-                         rng.permutation(matrix.shape[0])[: args.batch])
+    sample = matrix[rng.permutation(matrix.shape[0])[: args.batch]]
+    batch = make_batches(sample, np.zeros(sample.shape[0], np.int32), args.batch)
     indices, values, rows = (jnp.asarray(a[0]) for a in (batch.indices, batch.values, batch.rows))
     n_features, hidden, b = 32768, 128, args.batch
     w1 = jnp.asarray(rng.normal(size=(n_features, hidden)) * 0.01, jnp.float32)
