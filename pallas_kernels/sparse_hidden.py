@@ -99,8 +99,9 @@ def _by_feature(indices, values, rows, n_features: int, block_k: int, block_n: i
     Slots holding 0 (the batch's padding: index 0, value 0) sort last, past every block: left at feature 0 they
     would all fall to the first block's program, which then walked the whole padding alone (a news4 batch of
     4,096 documents has ~157,000 padding slots)."""
-    order = jnp.argsort(jnp.where(values != 0, indices, n_features))
-    f_idx, f_val, f_row = indices[order], values[order], rows[order]
+    keys = jnp.where(values != 0, indices, n_features)
+    order = jnp.argsort(keys)
+    f_idx, f_val, f_row = keys[order], values[order], rows[order]
     bounds = jnp.arange(0, n_features + 1, block_k, dtype=indices.dtype)
     starts = jnp.searchsorted(f_idx, bounds, side="left").astype(jnp.int32)
     starts = pad_axis(starts, 0, next_power_of_two(starts.shape[0]))
