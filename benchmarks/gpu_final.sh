@@ -5,12 +5,14 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-final}
 mkdir -p "$OUT"
 log="$OUT/final.log"
-python3 -m pytest -q -x -p no:cacheprovider tests/pallas_kernels/test_sparse_hidden.py 2>&1 | tail -2 | tee "$log"
-for task in news4 agnews7600; do
+[ "${ONLY_BENCH:-}" ] || python3 -m pytest -q -x -p no:cacheprovider tests/pallas_kernels/test_sparse_hidden.py 2>&1 \
+  | tail -2 | tee "$log"
+[ "${ONLY_BENCH:-}" ] || for task in news4 agnews7600; do
   timeout 200 python3 -m benchmarks.multi_gpu .devdata/$task/train.jsonl --vectorizer tfidf --repeat 100 \
     --devices 1 --batches 64,1024,4096 --backends pallas-dense,pallas-sparse,xla --epochs 2 2>&1 \
     | grep -v -i warning | tee -a "$log"
 done
+[ "${SKIP_BENCH:-}" ] && exit 0
 mkdir -p /tmp/data && cp -r .devdata/news4 .devdata/agnews7600 /tmp/data/
-timeout 330 python3 -m textclf bench news4 agnews7600 --data /tmp/data --out "$OUT/bench.md" \
+timeout 500 python3 -m textclf bench news4 agnews7600 --data /tmp/data --out "$OUT/bench.md" \
   --tools textclf-pallas,textclf-xla,torch-dense,torch-embeddingbag,fasttext,sklearn-sgd 2>&1 | tee -a "$log"
