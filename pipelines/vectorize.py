@@ -64,8 +64,9 @@ class Vectorizer:
     def transform(self, texts: Sequence[str], workers: int | None = 1) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero).
         workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS)."""
-        parts = _parallel(_transform_chunk, _chunks(texts, _worker_count(len(texts), workers)), self._counter())
-        return _weight(sp.vstack(parts).tocsr() if len(parts) > 1 else parts[0], self.idf, self.sublinear_tf)
+        parts = _parallel(_transform_weighted, _chunks(texts, _worker_count(len(texts), workers)), self._counter(),
+                          self.idf, self.sublinear_tf)
+        return sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {"idf": self.idf}
@@ -85,12 +86,15 @@ class Vectorizer:
 
 
 def _weight(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
-    """counts -> (1 + log tf or tf) * idf, each row scaled to unit length."""
-    counts = counts.tocsr().astype(np.float32)
+    """counts -> (1 + log tf or tf) * idf, each row scaled to unit length. In place on a float32 copy of the
+    counts (a sparse product with diag(idf) built a second matrix: 6 s of 33 on a million documents)."""
+    weighted = counts.tocsr().astype(np.float32)  # a copy: the caller's counts stay as they were
+    weighted.sort_indices()  # canonical column order within rows, as the product used to leave it
     if sublinear:
-        counts.data = 1.0 + np.log(counts.data)
-    weighted = counts @ sp.diags(idf)
-    return normalize(weighted.tocsr(), copy=False).astype(np.float32)
+        np.log(weighted.data, out=weighted.data)
+        weighted.data += 1.0
+    weighted.data *= idf[weighted.indices]
+    return normalize(weighted, copy=False)
 
 
 def _idf(counts: sp.csr_matrix) -> np.ndarray:
@@ -120,6 +124,10 @@ def _parallel(fn, chunks: list, *args) -> list:
 
 def _transform_chunk(texts: Sequence[str], counter) -> sp.csr_matrix:
     return counter.transform(texts).tocsr()
+
+
+def _transform_weighted(texts: Sequence[str], counter, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
+    return _weight(counter.transform(texts), idf, sublinear)
 
 
 def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[np.ndarray, sp.csr_matrix]:
@@ -159,7 +167,7 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settin
     if settings.vectorizer == "hashing":
         hasher = HashingVectorizer(n_features=settings.features, alternate_sign=False, norm=None, **common)
         parts = _parallel(_transform_chunk, chunks, hasher)
-        counts = sp.vstack(parts).tocsr() if len(parts) > 1 else parts[0]
+        counts = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
         idf = _idf(counts)
         vec = Vectorizer("hashing", None, idf, settings.ngram_max, settings.stop_words, settings.sublinear_tf)
         return vec, _weight(counts, idf, settings.sublinear_tf)

@@ -9,6 +9,7 @@ on the epoch number and the RNG continues where it stopped.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,8 +31,18 @@ class TrainState:
 
 
 class Checkpointer:
-    def __init__(self, path: str | Path):
+    """every_seconds: the training loop saves after an epoch only when this long has passed since the last
+    save (or the start), and always when it is asked to stop. Each save writes the parameters and the optimizer
+    state (64 MB for the default network with Adam) and fsyncs them: saving after every epoch made a warm
+    daemon's news4 job take 1.7 s instead of ~0.7 s."""
+
+    def __init__(self, path: str | Path, every_seconds: float = 0.0):
         self.path = Path(path)
+        self.every_seconds = every_seconds
+        self._last = time.monotonic()
+
+    def due(self) -> bool:
+        return time.monotonic() - self._last >= self.every_seconds
 
     def save(self, state: TrainState) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -41,6 +52,7 @@ class Checkpointer:
         arrays.update({f"params.{k}": np.asarray(v) for k, v in state.params._asdict().items()})
         arrays.update({f"opt.{i}": np.asarray(a) for i, a in enumerate(state.opt_leaves)})
         write_arrays_atomically(self.path, arrays)
+        self._last = time.monotonic()
 
     def load(self) -> TrainState | None:
         """The saved state, or None when there is no checkpoint yet."""

@@ -458,12 +458,13 @@ def daemon(
     poll: Annotated[float, typer.Option(help="Seconds between looks at an empty queue.")] = 1.0,
     stale_after: Annotated[float, typer.Option(help="Seconds without heartbeat before a job is taken over.")] = 60.0,
     heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 5.0,
+    checkpoint_every: Annotated[float, typer.Option(help="Checkpoint a job at most this often, in seconds (0: every epoch).")] = 10.0,
 ) -> None:
     """Train queued jobs one at a time until stopped (SIGTERM/Ctrl-C finish the current epoch, then exit)."""
     from textclf.daemon import DaemonOptions, run_daemon
 
     options = DaemonOptions(db_path=db, poll_seconds=poll, stale_after=stale_after, heartbeat_seconds=heartbeat,
-                            once=once)
+                            once=once, checkpoint_seconds=checkpoint_every)
     ran = run_daemon(options, on_event=lambda message: err.print(message, highlight=False))
     err.print(f"daemon stopped after {ran} job(s)", highlight=False)
 

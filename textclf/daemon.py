@@ -38,6 +38,7 @@ class DaemonOptions:
     stale_after: float = 60.0  # seconds without a heartbeat before a running job counts as orphaned
     heartbeat_seconds: float = 5.0
     once: bool = False  # exit when the queue is empty instead of waiting for more
+    checkpoint_seconds: float = 10.0  # at most this much training is redone after a crash (0: every epoch)
     worker: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
 
 
@@ -65,7 +66,7 @@ class _Heartbeat(threading.Thread):
 def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool]) -> str:
     """Train one claimed job to the end, or until asked to stop. Returns the job's new status."""
     job_id = job["id"]
-    checkpoint = Checkpointer(checkpoint_path(job_id))
+    checkpoint = Checkpointer(checkpoint_path(job_id), options.checkpoint_seconds)
     beat = _Heartbeat(options, job_id)
     beat.start()
     try:

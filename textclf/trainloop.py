@@ -208,6 +208,15 @@ def _real(params: Params, n_classes: int, n_features: int | None = None) -> Para
     return Params(w1, params.b1, params.w2[:, :n_classes], params.b2[:n_classes])
 
 
+def _save_checkpoint(checkpointer, epochs_done: int, params, opt_state, rng, history) -> None:
+    from textclf.checkpoint import TrainState
+    from textclf.parallel import to_host
+
+    checkpointer.save(TrainState(epochs_done, Params(*to_host(tuple(params))),
+                                 [to_host(a) for a in jax.tree.leaves(opt_state)], rng.bit_generator.state,
+                                 list(history)))
+
+
 def fit_network(
     train_x: sp.csr_matrix,
     train_y: np.ndarray,
@@ -225,7 +234,7 @@ def fit_network(
     """Train the network with minibatch SGD; evaluate on (eval_x, eval_y) after every epoch if given.
     kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation.
     checkpointer (textclf.checkpoint.Checkpointer): resume from its state if it has one, and save the state
-    after every epoch (after on_epoch has run). stop_requested is asked after each epoch's checkpoint; True
+    after an epoch (after on_epoch has run) when checkpointer.due() or a stop was asked for. stop_requested is asked after each epoch's checkpoint; True
     raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint)."""
     from textclf import parallel
     from textclf.device_data import host_csr
@@ -306,13 +315,13 @@ def fit_network(
         history.append(stats)
         if on_epoch:
             on_epoch(stats)
-        if checkpointer:
-            from textclf.checkpoint import TrainState
-
-            checkpointer.save(TrainState(epoch + 1, Params(*host(tuple(params))),
-                                         [host(a) for a in jax.tree.leaves(opt_state)],
-                                         rng.bit_generator.state, history))
-        if stop_requested and stop_requested() and epoch + 1 < epochs:
+        # No checkpoint after the last epoch: the model file is written next.
+        saved = checkpointer is not None and epoch + 1 < epochs and checkpointer.due()
+        if saved:
+            _save_checkpoint(checkpointer, epoch + 1, params, opt_state, rng, history)
+        if stop_requested and epoch + 1 < epochs and stop_requested():
+            if checkpointer is not None and not saved:
+                _save_checkpoint(checkpointer, epoch + 1, params, opt_state, rng, history)
             raise TrainingStopped(f"stopped after epoch {epoch + 1} of {epochs}")
     numpy_params = _real(Params(*host(tuple(params))), n_classes, train_x.shape[1])
     compile_seconds = sum(c.seconds - compiled_before[k] for k, c in compiled.items())

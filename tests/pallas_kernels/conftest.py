@@ -8,6 +8,7 @@ kernel's outputs memory full of NaN.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import jax
@@ -43,7 +44,8 @@ def env():
 @pytest.fixture
 def rng(request):
     # Fresh inputs for each test and parameter set, but reproducible from the test's name.
-    return np.random.default_rng(abs(hash(request.node.name)) % 2**32)
+    # zlib.crc32, not hash(): str hashes change with every process (PYTHONHASHSEED).
+    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def poison_device_memory(megabytes: int = 512) -> None:

@@ -33,3 +33,16 @@ def test_resumed_training_equals_uninterrupted(problem, fast_settings, tmp_path)
             np.testing.assert_array_equal(a, b)
         else:  # XLA's GPU scatter-add sums in no fixed order: equal to float32 rounding, not bit for bit
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_checkpoints_are_spaced_but_a_stop_always_saves(problem, fast_settings, tmp_path):
+    matrix, labels, n_classes = problem
+    settings = fast_settings.replace(epochs=4, min_steps=0)
+    spaced = Checkpointer(tmp_path / "spaced.npz", every_seconds=3600)
+    fit_network(matrix, labels, n_classes, settings, checkpointer=spaced)
+    assert spaced.load() is None  # never due, never asked to stop: nothing written
+    asked = []
+    with pytest.raises(TrainingStopped, match="after epoch 1 of 4"):
+        fit_network(matrix, labels, n_classes, settings, checkpointer=spaced,
+                    stop_requested=lambda: asked.append(1) or True)
+    assert spaced.load().epochs_done == 1

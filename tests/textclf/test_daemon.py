@@ -53,7 +53,7 @@ def test_daemon_runs_queued_jobs_and_publishes_versions(corpus_dir, db_path, fas
 def _start_daemon(db_path, home, *extra):
     env = {**os.environ, "TEXTCLF_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "textclf", "daemon", "--db", str(db_path), "--once",
-                             "--heartbeat", "0.2", *extra], cwd=REPO, env=env,
+                             "--heartbeat", "0.2", "--checkpoint-every", "0", *extra], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
