@@ -21,4 +21,4 @@ peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
 print(f"1M synthetic, textclf train --vectorizer hashing --batch-size 4096: exit {done.returncode}, "
       f"wall {wall:.1f} s, peak host memory {peak:.1f} GiB")
 PY
-timeout 280 python3 -m pytest -q -p no:cacheprovider 2>&1 | tail -6 | tee -a "$log"
+timeout 330 python3 -m pytest -q -rf -p no:cacheprovider 2>&1 | tail -15 | tee -a "$log"
