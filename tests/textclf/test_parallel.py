@@ -76,7 +76,7 @@ def test_two_processes_train_like_one(tmp_path, corpus_dir):
                               text=True) for i in range(2)]
     outputs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outputs):
-        assert p.returncode == 0, err[-3000:]
+        assert p.returncode == 0, (out + err)[-3000:]
     first, second = (_json_tail(out) for out, _ in outputs)
     assert first["model_path"] == str(tmp_path / "model0.npz") and second["model_path"] is None
     assert not (tmp_path / "model1.npz").exists()

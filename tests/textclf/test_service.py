@@ -75,10 +75,17 @@ def test_device_scoring_matches_host(published):
     for where in ("host", "device"):
         with TestClient(create_app(ServiceOptions(db_path=published, score_on=where))) as c:
             answers[where] = c.post("/v1/models/sample:predict", json={"instances": texts, "top_k": 3}).json()
+    # The GPU computes the device side's matmuls in TF32 (~5e-4 relative): probabilities agree to 2e-3 there,
+    # and the top label must agree wherever the host's top two are further apart than that.
     for host, device in zip(answers["host"]["predictions"], answers["device"]["predictions"]):
-        assert host["label"] == device["label"]
-        for a, b in zip(host["top"], device["top"]):
-            assert a["label"] == b["label"] and a["probability"] == pytest.approx(b["probability"], abs=1e-4)
+        host_p = {t["label"]: t["probability"] for t in host["top"]}
+        device_p = {t["label"]: t["probability"] for t in device["top"]}
+        assert host_p.keys() == device_p.keys()
+        for label, p in host_p.items():
+            assert device_p[label] == pytest.approx(p, abs=2e-3), label
+        first, second = sorted(host_p.values(), reverse=True)[:2]
+        if first - second > 4e-3:
+            assert host["label"] == device["label"]
 
 
 def test_unknown_model_and_job(client):
