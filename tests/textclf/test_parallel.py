@@ -28,8 +28,9 @@ WORKER = Path(__file__).with_name("parallel_worker.py")
 
 
 def _env(devices: int, home: Path) -> dict:
+    path = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", TEXTCLF_HOME=str(home),
-               TEXTCLF_PALLAS_INTERPRET="1", PYTHONPATH=str(REPO), JAX_PLATFORMS="cpu")
+               TEXTCLF_PALLAS_INTERPRET="1", PYTHONPATH=path, JAX_PLATFORMS="cpu")
     env.pop("TEXTCLF_DB", None)
     return env
 
