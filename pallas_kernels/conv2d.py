@@ -1,0 +1,172 @@
+"""2-D convolution as an implicit GEMM (the original design's "kernel fusion for unrolling and matrix
+multiplication"), stride 1, padding 0 or "same", square kernels (3, 5, 7, ...), NHWC layout.
+
+Forward, conv2d_forward: out[n, oh, ow, :] = relu(sum_{kh, kw} x[n, oh+kh-p, ow+kw-p, :] @ w[kh, kw] + b).
+The wrapper pads x spatially (zeros) and in channels (to a power of two >= 16: Triton's smallest dot) and
+flattens it to rows (N*Hp*Wp, Cin_p). Grid: (output-pixel blocks of block_m rows, Cout blocks of block_n).
+Each program computes its rows' (n, oh, ow), and for every kernel tap (kh, kw) gathers the block_m input rows
+that tap reads, the im2col unrolling done in registers, never written to memory, and adds their product with
+w[kh, kw] (Cin_p, block_n) to a float32 accumulator; bias and ReLU are fused into the store.
+
+Backward (conv2d with custom_vjp):
+- dZ = dY * (Y > 0) (the ReLU), db = sum of dZ (plain JAX: one pass each);
+- dX = the same forward kernel on dZ padded by K-1-p with the kernel flipped and its channels swapped
+  (a stride-1 transposed convolution is a convolution), no bias or ReLU;
+- dW = conv2d_weight_grad: grid (K*K taps, row splits); program (t, s) walks its share of the output pixels in
+  block_m chunks and accumulates x_tap^T @ dZ (Cin_p, Cout_p); the splits are summed in plain JAX (no atomics).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+
+from pallas_kernels.common import accumulator_dtype, dot, next_power_of_two, pad_axis, round_up, triton_params
+
+
+def _channels(c: int) -> int:
+    return max(16, next_power_of_two(c))
+
+
+def _padded_rows(x: jax.Array, pad: int, channels: int) -> tuple[jax.Array, int, int]:
+    """(N, H, W, C) -> (rows, channels) with rows = a power of two >= N*(H+2p)*(W+2p), and (Hp, Wp)."""
+    x = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, channels - x.shape[3])))
+    n, hp, wp, c = x.shape
+    flat = x.reshape(n * hp * wp, c)
+    return pad_axis(flat, 0, next_power_of_two(flat.shape[0])), hp, wp
+
+
+def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, out_h: int, out_w: int, in_h: int, in_w: int,
+                 n_rows: int, block_m: int, relu: bool, precision: str):
+    block_n = out_ref.shape[1]
+    rows = pl.program_id(0) * block_m + lax.broadcasted_iota(jnp.int32, (block_m,), 0)
+    valid = rows < n_rows
+    rows = jnp.where(valid, rows, 0)
+    n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
+    oh, ow = rest // out_w, rest % out_w
+    base = (n * in_h + oh) * in_w + ow  # flat index of the tap (0, 0) input pixel
+    acc = jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype))
+    for kh in range(size):
+        for kw in range(size):
+            patch = x_ref[base + kh * in_w + kw, :]  # (block_m, Cin_p): gathered rows of the padded input
+            acc += dot(patch, w_ref[kh * size + kw], precision)
+    acc = acc + b_ref[...].astype(acc.dtype)
+    if relu:
+        acc = jnp.maximum(acc, 0)
+    out_ref[...] = acc.astype(out_ref.dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("pad", "relu", "block_m", "block_n", "num_warps", "num_stages",
+                                             "precision", "interpret"))
+def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_m: int = 64, block_n: int = 32,
+                   num_warps: int = 4, num_stages: int = 2, precision: str = "default",
+                   interpret: bool = False) -> jax.Array:
+    """x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,) -> relu(conv(x, w) + b) (N, OH, OW, Cout)."""
+    n, h, width, cin = x.shape
+    size, cout = w.shape[0], w.shape[3]
+    cin_p, cout_p = _channels(cin), _channels(cout)
+    block_n = min(block_n, cout_p)
+    flat, hp, wp = _padded_rows(x, pad, cin_p)
+    out_h, out_w = hp - size + 1, wp - size + 1
+    m = n * out_h * out_w
+    taps = jnp.pad(w, ((0, 0), (0, 0), (0, cin_p - cin), (0, cout_p - cout))).reshape(size * size, cin_p, cout_p)
+    bias = pad_axis(b, 0, cout_p)
+    out = pl.pallas_call(
+        functools.partial(_conv_kernel, size=size, out_h=out_h, out_w=out_w, in_h=hp, in_w=wp, n_rows=m,
+                          block_m=block_m, relu=relu, precision=precision),
+        out_shape=jax.ShapeDtypeStruct((round_up(m, block_m), cout_p), x.dtype),
+        grid=(round_up(m, block_m) // block_m, cout_p // block_n),
+        in_specs=[pl.BlockSpec(flat.shape, lambda i, j: (0, 0)),
+                  pl.BlockSpec((size * size, cin_p, block_n), lambda i, j: (0, 0, j)),
+                  pl.BlockSpec((block_n,), lambda i, j: (j,))],
+        out_specs=pl.BlockSpec((block_m, block_n), lambda i, j: (i, j)),
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="conv2d_forward",
+    )(flat, taps, bias)
+    return out[:m, :cout].reshape(n, out_h, out_w, cout)
+
+
+def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, out_h: int, out_w: int, in_h: int, in_w: int,
+                        n_rows: int, block_m: int, chunks: int, precision: str):
+    tap, split = pl.program_id(0), pl.program_id(1)
+    kh, kw = tap // size, tap % size
+    cin_p, cout_p = dw_ref.shape[-2], dw_ref.shape[-1]
+
+    def chunk(i, acc):
+        rows = (split * chunks + i) * block_m + lax.broadcasted_iota(jnp.int32, (block_m,), 0)
+        valid = rows < n_rows
+        rows = jnp.where(valid, rows, 0)
+        n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
+        oh, ow = rest // out_w, rest % out_w
+        patch = x_ref[(n * in_h + oh + kh) * in_w + ow + kw, :]  # (block_m, Cin_p)
+        dz = dz_ref[rows, :]  # (block_m, Cout_p)
+        dz = jnp.where(valid[:, None], dz, jnp.zeros((), dz.dtype))
+        return acc + dot(patch, dz, precision, contract=((0,), (0,)))
+
+    acc = lax.fori_loop(0, chunks, chunk, jnp.zeros((cin_p, cout_p), accumulator_dtype(dw_ref.dtype)))
+    dw_ref[...] = acc.astype(dw_ref.dtype).reshape(dw_ref.shape)
+
+
+@functools.partial(jax.jit, static_argnames=("size", "pad", "splits", "block_m", "num_warps", "num_stages",
+                                             "precision", "interpret"))
+def conv2d_weight_grad(x, dz, *, size: int, pad: int, splits: int = 8, block_m: int = 64, num_warps: int = 4,
+                       num_stages: int = 2, precision: str = "default", interpret: bool = False) -> jax.Array:
+    """x (N, H, W, Cin), dZ (N, OH, OW, Cout) -> dW (K, K, Cin, Cout) = sum over pixels of x_tap^T dZ."""
+    n, h, width, cin = x.shape
+    cout = dz.shape[3]
+    cin_p, cout_p = _channels(cin), _channels(cout)
+    flat, hp, wp = _padded_rows(x, pad, cin_p)
+    out_h, out_w = dz.shape[1], dz.shape[2]
+    m = n * out_h * out_w
+    dz_flat = pad_axis(pad_axis(dz.reshape(m, cout), 1, cout_p), 0, next_power_of_two(m))
+    chunks = -(-m // (block_m * splits))
+    partial = pl.pallas_call(
+        functools.partial(_weight_grad_kernel, size=size, out_h=out_h, out_w=out_w, in_h=hp, in_w=wp, n_rows=m,
+                          block_m=block_m, chunks=chunks, precision=precision),
+        out_shape=jax.ShapeDtypeStruct((splits, size * size, cin_p, cout_p), x.dtype),
+        grid=(size * size, splits),
+        in_specs=[pl.BlockSpec(flat.shape, lambda t, s: (0, 0)), pl.BlockSpec(dz_flat.shape, lambda t, s: (0, 0))],
+        out_specs=pl.BlockSpec((1, 1, cin_p, cout_p), lambda t, s: (s, t, 0, 0)),
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="conv2d_weight_grad",
+    )(flat, dz_flat)
+    return partial.sum(axis=0).reshape(size, size, cin_p, cout_p)[:, :, :cin, :cout]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def conv2d(x, w, b, pad: int, kernel: tuple = (64, 32, "default", False)):
+    """Differentiable conv + bias + ReLU; kernel = (block_m, block_n, precision, interpret)."""
+    block_m, block_n, precision, interpret = kernel
+    return conv2d_forward(x, w, b, pad=pad, block_m=block_m, block_n=block_n, precision=precision,
+                          interpret=interpret)
+
+
+def _conv2d_fwd(x, w, b, pad, kernel):
+    y = conv2d(x, w, b, pad, kernel)
+    return y, (x, w, y)
+
+
+def _conv2d_bwd(pad, kernel, residuals, dy):
+    x, w, y = residuals
+    block_m, block_n, precision, interpret = kernel
+    size = w.shape[0]
+    dz = jnp.where(y > 0, dy, jnp.zeros((), dy.dtype))
+    flipped = jnp.transpose(w[::-1, ::-1], (0, 1, 3, 2))  # (K, K, Cout, Cin)
+    dx = conv2d_forward(dz, flipped, jnp.zeros((x.shape[3],), x.dtype), pad=size - 1 - pad, relu=False,
+                        block_m=block_m, block_n=block_n, precision=precision, interpret=interpret)
+    dw = conv2d_weight_grad(x, dz, size=size, pad=pad, block_m=block_m, precision=precision, interpret=interpret)
+    return dx, dw, jnp.sum(dz, axis=(0, 1, 2))
+
+
+conv2d.defvjp(_conv2d_fwd, _conv2d_bwd)
+
+
+def conv2d_reference(x, w, b, pad: int, precision: str = "default"):
+    """Plain JAX (XLA, cuDNN on a GPU): the same conv + bias + ReLU, differentiable by jax.grad."""
+    from pallas_kernels.common import PRECISIONS
+
+    y = lax.conv_general_dilated(x, w, (1, 1), [(pad, pad), (pad, pad)],
+                                 dimension_numbers=("NHWC", "HWIO", "NHWC"), precision=PRECISIONS[precision])
+    return jax.nn.relu(y + b)

@@ -1,0 +1,66 @@
+import jax
+import jax.numpy as jnp
+import pytest
+
+from pallas_kernels.conv2d import conv2d, conv2d_forward, conv2d_reference, conv2d_weight_grad
+from tests.pallas_kernels.conftest import assert_close, gpu_only, poison_device_memory
+
+CASES = [  # (N, H, W, Cin, Cout, K, pad): odd sizes, both paddings, 3/5/7 kernels, the LeNet layers' channels
+    (2, 9, 7, 1, 4, 3, 1),
+    (3, 8, 8, 4, 16, 5, 0),
+    (1, 11, 10, 3, 20, 7, 3),
+    (2, 7, 9, 17, 5, 3, 0),
+]
+
+
+@pytest.mark.parametrize("n, h, w, cin, cout, size, pad", CASES)
+def test_forward_matches_lax_conv(env, rng, n, h, w, cin, cout, size, pad):
+    x, weights, bias = (env.array(rng, (n, h, w, cin)), env.array(rng, (size, size, cin, cout), 0.3),
+                        env.array(rng, (cout,)))
+    poison_device_memory()
+    got = conv2d_forward(x, weights, bias, pad=pad, block_m=32, block_n=16, precision=env.precision,
+                         interpret=env.interpret)
+    assert_close(got, conv2d_reference(x, weights, bias, pad, "highest"), env)
+    assert (got == 0).any() and (got > 0).any()  # the ReLU cut some, not all
+
+
+@pytest.mark.parametrize("n, h, w, cin, cout, size, pad", CASES)
+def test_weight_grad_matches_reference(env, rng, n, h, w, cin, cout, size, pad):
+    x = env.array(rng, (n, h, w, cin))
+    out_h, out_w = h + 2 * pad - size + 1, w + 2 * pad - size + 1
+    dz = env.array(rng, (n, out_h, out_w, cout))
+    poison_device_memory()
+    got = conv2d_weight_grad(x, dz, size=size, pad=pad, splits=3, block_m=32, precision=env.precision,
+                             interpret=env.interpret)
+    linear = lambda wt: jnp.sum(jax.lax.conv_general_dilated(
+        x, wt, (1, 1), [(pad, pad), (pad, pad)], dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        precision=jax.lax.Precision.HIGHEST) * dz)
+    assert_close(got, jax.grad(linear)(jnp.zeros((size, size, cin, cout), env.dtype)), env)
+
+
+@pytest.mark.parametrize("n, h, w, cin, cout, size, pad", CASES[:3])
+def test_gradients_match_jax_grad_of_reference(env, rng, n, h, w, cin, cout, size, pad):
+    x, weights, bias = (env.array(rng, (n, h, w, cin)), env.array(rng, (size, size, cin, cout), 0.3),
+                        env.array(rng, (cout,)))
+    out_h, out_w = h + 2 * pad - size + 1, w + 2 * pad - size + 1
+    probe = env.array(rng, (n, out_h, out_w, cout))
+    kernel = (32, 16, env.precision, env.interpret)
+    loss = lambda *a: jnp.sum(conv2d(*a, pad, kernel) * probe)
+    with jax.default_matmul_precision("highest"):
+        want = jax.grad(lambda *a: jnp.sum(conv2d_reference(*a, pad, "highest") * probe), argnums=(0, 1, 2))(
+            x, weights, bias)
+    got = jax.grad(loss, argnums=(0, 1, 2))(x, weights, bias)
+    for name, a, b in zip(("dx", "dw", "db"), got, want):
+        assert_close(a, b, env, name)
+
+
+@gpu_only
+def test_lenet_layer_shapes(env, rng):
+    """The original design's layers at batch 1,000: 1->4 channels then 4->16, 7x7 kernels, 'same' padding."""
+    x = env.array(rng, (1000, 28, 28, 1))
+    for cin, cout in ((1, 4), (4, 16)):
+        w, b = env.array(rng, (7, 7, cin, cout), 0.1), env.array(rng, (cout,))
+        x_in = x if cin == 1 else jnp.maximum(env.array(rng, (1000, 28, 28, 4)), 0)
+        got = conv2d_forward(x_in, w, b, pad=3)
+        want = conv2d_reference(x_in, w, b, 3, "highest")
+        assert float(jnp.abs(got - want).max()) < 1e-2 * float(jnp.abs(want).max())
