@@ -11,6 +11,7 @@ Milliseconds per call, and Pallas / XLA.
 from __future__ import annotations
 
 import argparse
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -47,6 +48,7 @@ def torch_ms(batch: int, size: int, cin: int, cout: int) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", default="100,1000,10000")
+    parser.add_argument("--sweep", action="store_true", help="also try block sizes; report the best")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"device: {jax.devices()[0].device_kind}")
@@ -58,6 +60,12 @@ def main() -> None:
             w = jnp.asarray(rng.normal(size=(7, 7, cin, cout)) * 0.1, jnp.float32)
             b = jnp.asarray(rng.normal(size=(cout,)), jnp.float32)
             pallas = kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=3), (x, w, b))
+            if args.sweep:
+                for block_m, block_k, warps in itertools.product((64, 128, 256), (32, 64, 128), (4, 8)):
+                    t = kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=3, block_m=block_m, block_k=block_k,
+                                                                   num_warps=warps), (x, w, b))
+                    print(f"  sweep {name} batch {batch}: block_m {block_m} block_k {block_k} warps {warps}: "
+                          f"{t * 1e3:.4f} ms", flush=True)
             xla = kernel_time(lambda x, w, b: conv2d_reference(x, w, b, 3), (x, w, b))
             torch = torch_ms(batch, size, cin, cout)
             fmt = lambda s: "" if s is None else f"{s * 1e3:.4f}"
