@@ -1,0 +1,157 @@
+"""The image classifier: a LeNet-style network trained like the text MLP (whole epochs on the device, Adam).
+
+  (conv KxK "same" + bias + ReLU -> 2x2 max-pool) per entry of `channels`, then a ReLU fully connected layer of
+  `hidden` units and a softmax over the classes. Defaults: channels (32, 64), 5x5 kernels, hidden 128.
+
+backend "xla": lax.conv_general_dilated (cuDNN on a GPU) and reduce_window; "pallas": the implicit-GEMM
+convolution and the max-pool kernels (pallas_kernels/conv2d.py, maxpool.py) with their explicit backward
+passes; the two dense layers are plain JAX on both paths for now (the MLP kernels expect the text network's
+shapes). Images arrive as uint8 (N, H, W, C) and are scaled to [0, 1] on the device.
+
+Not wired into `textclf train` / the model file / the daemon yet (see the CNN issue's notes); the library entry
+point is fit_cnn, used by benchmarks/fashion_mnist.py and the tests.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from textclf.model import init_optimizer, optimizer_step
+
+
+class ConvLayer(NamedTuple):
+    w: jax.Array  # (K, K, Cin, Cout)
+    b: jax.Array  # (Cout,)
+
+
+class CNNParams(NamedTuple):
+    convs: tuple  # of ConvLayer
+    fc_w: jax.Array  # (features after the last pool, hidden)
+    fc_b: jax.Array
+    out_w: jax.Array  # (hidden, classes)
+    out_b: jax.Array
+
+
+@dataclass(frozen=True)
+class CNNSettings:
+    channels: tuple[int, ...] = (32, 64)
+    kernel: int = 5
+    hidden: int = 128
+    epochs: int = 10
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    seed: int = 0
+
+
+def init_cnn(key, image_shape: tuple[int, int, int], n_classes: int, settings: CNNSettings) -> CNNParams:
+    """He-uniform convolutions and dense layers (ReLU), zero biases."""
+    h, w, c = image_shape
+    keys = jax.random.split(key, len(settings.channels) + 2)
+    convs = []
+    for k, cout in zip(keys, settings.channels):
+        fan_in = settings.kernel * settings.kernel * c
+        limit = np.sqrt(6.0 / fan_in)
+        convs.append(ConvLayer(jax.random.uniform(k, (settings.kernel, settings.kernel, c, cout), jnp.float32,
+                                                  -limit, limit), jnp.zeros((cout,), jnp.float32)))
+        h, w, c = h // 2, w // 2, cout
+    flat = h * w * c
+    dense = lambda k, n_in, n_out: jax.random.uniform(k, (n_in, n_out), jnp.float32, -np.sqrt(6.0 / n_in),
+                                                      np.sqrt(6.0 / n_in))
+    return CNNParams(tuple(convs), dense(keys[-2], flat, settings.hidden), jnp.zeros((settings.hidden,)),
+                     dense(keys[-1], settings.hidden, n_classes), jnp.zeros((n_classes,)))
+
+
+def cnn_logits(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:
+    """uint8 or float (B, H, W, C) -> (B, classes) scores."""
+    x = images.astype(jnp.float32) / 255.0 if images.dtype == jnp.uint8 else images
+    for layer in params.convs:
+        pad = layer.w.shape[0] // 2
+        if backend == "pallas":
+            from pallas_kernels.conv2d import conv2d
+            from pallas_kernels.maxpool import maxpool2d
+
+            x = maxpool2d(conv2d(x, layer.w, layer.b, pad, (64, 32, "default", interpret)), 2, interpret)
+        else:
+            from pallas_kernels.conv2d import conv2d_reference
+            from pallas_kernels.maxpool import maxpool_reference
+
+            x = maxpool_reference(conv2d_reference(x, layer.w, layer.b, pad), 2)
+    x = x.reshape(x.shape[0], -1)
+    hidden = jax.nn.relu(x @ params.fc_w + params.fc_b)
+    return hidden @ params.out_w + params.out_b
+
+
+@dataclass
+class CNNEpoch:
+    epoch: int
+    loss: float
+    train_accuracy: float
+    eval_accuracy: float | None
+    seconds: float
+    images_per_s: float
+
+
+def _epoch_fn(backend: str, interpret: bool, batch_size: int, steps: int):
+    def epoch(params, opt_state, images, labels, order, lr):
+        def step(carry, rows):
+            params, opt_state = carry
+            valid = rows >= 0
+            batch = images[jnp.where(valid, rows, 0)]
+            y = labels[jnp.where(valid, rows, 0)]
+            mask = valid.astype(jnp.float32)
+
+            def loss_fn(p):
+                scores = cnn_logits(p, batch, backend, interpret)
+                nll = -jnp.take_along_axis(jax.nn.log_softmax(scores), y[:, None], axis=1)[:, 0]
+                return jnp.sum(nll * mask) / jnp.maximum(mask.sum(), 1.0), jnp.sum((scores.argmax(1) == y) * mask)
+
+            (loss, hits), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+            params, opt_state = optimizer_step("adam", params, opt_state, grads, lr, 0.0, 0.0)
+            return (params, opt_state), (loss * mask.sum(), hits)
+
+        (params, opt_state), (losses, hits) = jax.lax.scan(step, (params, opt_state), order)
+        return params, opt_state, losses.sum(), hits.sum()
+
+    return jax.jit(epoch, donate_argnums=(0, 1))
+
+
+def predict_cnn(params: CNNParams, images: np.ndarray, backend: str = "xla", interpret: bool = False,
+                batch_size: int = 1000) -> np.ndarray:
+    """uint8 (N, H, W, C) -> (N,) predicted class numbers."""
+    scores = jax.jit(lambda p, x: cnn_logits(p, x, backend, interpret).argmax(axis=1))
+    return np.concatenate([np.asarray(scores(params, jnp.asarray(images[i:i + batch_size])))
+                           for i in range(0, len(images), batch_size)])
+
+
+def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CNNSettings = CNNSettings(),
+            backend: str = "xla", eval_images: np.ndarray | None = None, eval_labels: np.ndarray | None = None,
+            interpret: bool = False) -> tuple[CNNParams, list[CNNEpoch]]:
+    """Train on uint8 images (N, H, W, C) and class numbers; evaluate after every epoch if given.
+    The training set stays on the device; each epoch's order is drawn there from (seed, epoch)."""
+    key = jax.random.PRNGKey(settings.seed)
+    params = init_cnn(key, images.shape[1:], n_classes, settings)
+    opt_state = init_optimizer("adam", params)
+    n = images.shape[0]
+    steps = -(-n // settings.batch_size)
+    run_epoch = _epoch_fn(backend, interpret, settings.batch_size, steps)
+    device_images, device_labels = jnp.asarray(images), jnp.asarray(labels, jnp.int32)
+    history = []
+    for epoch in range(settings.epochs):
+        start = time.perf_counter()
+        perm = jax.random.permutation(jax.random.fold_in(key, epoch + 1), n).astype(jnp.int32)
+        order = jnp.pad(perm, (0, steps * settings.batch_size - n), constant_values=-1).reshape(steps, -1)
+        params, opt_state, loss_sum, hits = run_epoch(params, opt_state, device_images, device_labels, order,
+                                                      jnp.float32(settings.learning_rate))
+        loss_sum, hits = float(loss_sum), float(hits)
+        seconds = time.perf_counter() - start
+        eval_accuracy = None
+        if eval_images is not None:
+            eval_accuracy = float((predict_cnn(params, eval_images, backend, interpret) == eval_labels).mean())
+        history.append(CNNEpoch(epoch + 1, loss_sum / n, hits / n, eval_accuracy, seconds, n / seconds))
+    return params, history
