@@ -4,6 +4,8 @@ runs code. Members:
            "vectorizer": ..., "metadata": ...}
   w1 b1 w2 b2               network weights (float32)
   vectorizer.idf, vectorizer.terms   see pipelines/vectorize.py
+Image models (textclf/image_model.py) add "kind": "cnn" and "image_shape" to the header and hold
+conv<i>.w, conv<i>.b, fc_w, fc_b, out_w, out_b instead.
 Writes go to a temporary file in the same folder, are flushed to disk, then renamed over the target, so a
 crash mid-write leaves the previous model as it was.
 """
@@ -58,6 +60,16 @@ def write_arrays_atomically(path: Path, arrays: dict[str, np.ndarray]) -> Path:
     return path
 
 
+def save_image_model(model, path: str | Path) -> Path:
+    """An ImageModel (textclf/image_model.py): the same archive with header "kind": "cnn"."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": "cnn",
+              "settings": model.settings.to_dict(), "labels": model.labels,
+              "image_shape": list(model.image_shape), "metadata": model.metadata}
+    return write_arrays_atomically(path, {"header": np.array(json.dumps(header)), **model.to_arrays()})
+
+
 def read_header(path: str | Path) -> dict:
     return _open(Path(path))[0]
 
@@ -87,9 +99,12 @@ def _open(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     return header, arrays
 
 
-def load_model(path: str | Path) -> Model:
+def load_model(path: str | Path):
+    """-> Model (text) or ImageModel (header "kind": "cnn")."""
     path = Path(path)
     header, arrays = _open(path)
+    if header.get("kind") == "cnn":
+        return _image_model(path, header, arrays)
     try:
         vectorizer_arrays = {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith("vectorizer.")}
         model = Model(
@@ -102,5 +117,20 @@ def load_model(path: str | Path) -> Model:
     except (KeyError, TypeError, ValueError) as exc:
         raise ArtifactError(f"model file '{path}' is incomplete (missing {exc}): retrain it") from None
     if model.w1.shape[0] != model.vectorizer.n_features or model.w2.shape[1] != len(model.labels):
+        raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes do not match): retrain it")
+    return model
+
+
+def _image_model(path: Path, header: dict, arrays: dict[str, np.ndarray]):
+    from textclf.image_model import ImageModel
+
+    try:
+        settings = Settings.from_dict(header["settings"])
+        params = ImageModel.params_from_arrays(arrays, len(settings.channels))
+        model = ImageModel(params, list(header["labels"]), settings, tuple(header["image_shape"]),
+                           header.get("metadata", {}))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ArtifactError(f"model file '{path}' is incomplete (missing {exc}): retrain it") from None
+    if model.params.out_w.shape[1] != len(model.labels):
         raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes do not match): retrain it")
     return model

@@ -88,6 +88,9 @@ def train(
     max_file_mb: Annotated[Optional[float], typer.Option(help=f"Skip corpus files larger than this (default {D.max_file_mb}).")] = None,
     devices: Annotated[Optional[str], typer.Option(help="Devices of this process that split each batch: N or all (default all).")] = None,
     pallas_input: Annotated[Optional[str], typer.Option(help=f"Pallas input format: auto, dense or sparse (default {D.pallas_input}).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="mlp (text) or cnn (images: folder of label folders or an IDX folder).")] = None,
+    conv_channels: Annotated[Optional[str], typer.Option(help=f"cnn: channels of each conv layer (default {D.conv_channels}).")] = None,
+    conv_kernel: Annotated[Optional[int], typer.Option(help=f"cnn: conv kernel size, odd (default {D.conv_kernel}).")] = None,
     coordinator: Annotated[Optional[str], typer.Option(help="HOST:PORT of process 0, to train with several processes/hosts.")] = None,
     num_processes: Annotated[Optional[int], typer.Option(help="How many processes train together (with --coordinator).")] = None,
     process_id: Annotated[Optional[int], typer.Option(help="This process's number, 0..N-1 (with --coordinator).")] = None,
@@ -100,7 +103,8 @@ def train(
     from textclf.train import train as train_model
 
     initialize(coordinator, num_processes, process_id)  # before JAX touches a device; no-op for one process
-    settings = _settings(devices=_device_count(devices), pallas_input=pallas_input, features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
+    settings = _settings(devices=_device_count(devices), pallas_input=pallas_input, model=model,
+                         conv_channels=conv_channels, conv_kernel=conv_kernel, features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
                          hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr, momentum=momentum,
                          weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb,
                          optimizer=optimizer, lr_schedule=lr_schedule, init_gain=init_gain)
@@ -187,10 +191,17 @@ def predict(
     from textclf.artifacts import load_model
     from textclf.predict import rank, read_document
 
-    stdin_bytes = sys.stdin.buffer.read() if "-" in files else None
-    texts = [read_document(f, max_file_mb, stdin_bytes) for f in files]  # all inputs checked before any output
-    loaded = load_model(_resolve_model(model, db))
-    results = rank(loaded, texts, files, top_k)
+    from pipelines.images import IMAGE_SUFFIXES
+
+    if files and all(Path(f).suffix.lower() in IMAGE_SUFFIXES for f in files):
+        results = _rank_images(load_model(_resolve_model(model, db)), files, top_k)
+    else:
+        stdin_bytes = sys.stdin.buffer.read() if "-" in files else None
+        texts = [read_document(f, max_file_mb, stdin_bytes) for f in files]  # all inputs checked before any output
+        loaded = load_model(_resolve_model(model, db))
+        if not hasattr(loaded, "vectorizer"):
+            raise ArtifactError("this is an image model (--model cnn): pass image files (.png, .jpg) to classify")
+        results = rank(loaded, texts, files, top_k)
     if as_json:
         _print_json([{"file": p.source, "label": p.label, "top": [{"label": l, "probability": q} for l, q in p.top]}
                      for p in results])
@@ -198,6 +209,19 @@ def predict(
     for p in results:
         others = "  ".join(f"{label} {prob:.3f}" for label, prob in p.top)
         typer.echo(f"{p.source}\t{p.label}\t{others}")
+
+
+def _rank_images(loaded, files: list[str], top_k: int):
+    import numpy as np
+
+    from textclf.image_model import read_image_file
+    from textclf.predict import Prediction, top_labels
+
+    if not hasattr(loaded, "image_shape"):
+        raise ArtifactError("this is a text model: pass text files, or an image model (trained with --model cnn)")
+    images = np.stack([read_image_file(f, loaded.image_shape) for f in files])  # all checked before any output
+    ranked = top_labels(loaded.labels, loaded.predict_proba(images), top_k)
+    return [Prediction(f, top[0][0], top) for f, top in zip(files, ranked)]
 
 
 @app.command("eval")
@@ -399,13 +423,15 @@ def submit(
     seed: Annotated[Optional[int], typer.Option(help=f"Seed (default {D.seed}).")] = None,
     backend: Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (default {D.backend}).")] = None,
     max_attempts: Annotated[int, typer.Option(help="Give up after this many daemon deaths.")] = 3,
+    model: Annotated[Optional[str], typer.Option(help="mlp (text) or cnn (images).")] = None,
 ) -> None:
     """Queue a training job for 'textclf daemon'; prints the job id."""
     from db import jobs, open_db
 
     if not corpus.exists():
         raise CorpusError(f"corpus path '{corpus}' does not exist: pass a folder, .csv or .jsonl")
-    settings = _settings(epochs=epochs, batch_size=batch_size, learning_rate=lr, seed=seed, backend=backend)
+    settings = _settings(epochs=epochs, batch_size=batch_size, learning_rate=lr, seed=seed, backend=backend,
+                         model=model)
     job_id = jobs.submit(open_db(db), str(corpus.resolve()), settings.to_dict(), name or corpus.stem,
                          str(test.resolve()) if test else None, max_attempts)
     typer.echo(job_id)

@@ -8,8 +8,8 @@ convolution and the max-pool kernels (pallas_kernels/conv2d.py, maxpool.py) with
 passes; the two dense layers are plain JAX on both paths for now (the MLP kernels expect the text network's
 shapes). Images arrive as uint8 (N, H, W, C) and are scaled to [0, 1] on the device.
 
-Not wired into `textclf train` / the model file / the daemon yet (see the CNN issue's notes); the library entry
-point is fit_cnn, used by benchmarks/fashion_mnist.py and the tests.
+`textclf train IMAGES --model cnn` reaches fit_cnn through textclf/image_train.py; models are
+textclf/image_model.py.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def predict_cnn(params: CNNParams, images: np.ndarray, backend: str = "xla", int
 
 def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CNNSettings = CNNSettings(),
             backend: str = "xla", eval_images: np.ndarray | None = None, eval_labels: np.ndarray | None = None,
-            interpret: bool = False) -> tuple[CNNParams, list[CNNEpoch]]:
+            interpret: bool = False, on_epoch=None) -> tuple[CNNParams, list[CNNEpoch]]:
     """Train on uint8 images (N, H, W, C) and class numbers; evaluate after every epoch if given.
     The training set stays on the device; each epoch's order is drawn there from (seed, epoch)."""
     key = jax.random.PRNGKey(settings.seed)
@@ -154,4 +154,6 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CN
         if eval_images is not None:
             eval_accuracy = float((predict_cnn(params, eval_images, backend, interpret) == eval_labels).mean())
         history.append(CNNEpoch(epoch + 1, loss_sum / n, hits / n, eval_accuracy, seconds, n / seconds))
-    return params, history
+        if on_epoch:
+            on_epoch(history[-1])
+    return CNNParams(*jax.tree.map(np.asarray, tuple(params))), history

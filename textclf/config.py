@@ -24,6 +24,12 @@ FEATURE_SELECTIONS = ("chi2", "frequency")
 LR_SCHEDULES = ("linear", "constant")
 OPTIMIZERS = ("adam", "sgd")
 PALLAS_INPUTS = ("auto", "dense", "sparse")
+MODELS = ("mlp", "cnn")
+
+
+def _channel_list_ok(text: str) -> bool:
+    parts = [p.strip() for p in str(text).split(",")]
+    return bool(parts) and all(p.isdigit() and int(p) >= 1 for p in parts)
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,11 @@ class Settings:
     stop_words: str | None = "english"
     min_df: int = 2  # ignored (set to 1) for corpora under 200 documents, where it would empty the vocabulary
     sublinear_tf: bool = True  # 1 + log(tf): long posts do not drown short ones
-    # Network: features -> hidden (sigmoid) -> classes (softmax).
+    # Model: "mlp" (text: features -> hidden (sigmoid) -> classes (softmax)) or "cnn" (images:
+    # textclf/cnn.py, conv+ReLU+pool per entry of conv_channels, then a ReLU layer of `hidden` units).
+    model: str = "mlp"
+    conv_channels: str = "32,64"  # cnn only: output channels of each conv layer, comma-separated
+    conv_kernel: int = 5  # cnn only: odd kernel size ("same" padding)
     hidden: int = 128
     # Optimizer: Adam (default) or minibatch SGD with momentum (v <- m v + g + wd w; w <- w - lr v).
     optimizer: str = "adam"
@@ -74,6 +84,9 @@ class Settings:
             (self.ngram_max in (1, 2, 3), "ngram_max must be 1, 2 or 3"),
             (self.min_df >= 1, "min_df must be >= 1"),
             (self.hidden >= 1, "hidden must be >= 1"),
+            (self.model in MODELS, f"model must be one of {', '.join(MODELS)}"),
+            (self.conv_kernel >= 1 and self.conv_kernel % 2 == 1, "conv_kernel must be odd (3, 5, 7, ...)"),
+            (_channel_list_ok(self.conv_channels), "conv_channels must be comma-separated whole numbers >= 1"),
             (self.batch_size >= 1, "batch_size must be >= 1"),
             (self.epochs >= 1, "epochs must be >= 1"),
             (self.min_steps >= 0, "min_steps must be >= 0"),
@@ -92,6 +105,10 @@ class Settings:
         for ok, message in checks:
             if not ok:
                 raise SettingsError(f"invalid setting: {message}")
+
+    @property
+    def channels(self) -> tuple[int, ...]:
+        return tuple(int(p) for p in self.conv_channels.split(","))
 
     def epochs_for(self, n_train: int) -> int:
         """Epochs actually run on n_train documents: `epochs`, raised to reach `min_steps` steps."""

@@ -1,0 +1,77 @@
+"""Images end to end: `textclf train IMAGES --model cnn`, `textclf predict image.png`, the daemon."""
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from db import jobs, open_db
+from textclf.artifacts import load_model
+from textclf.cli import app
+from textclf.daemon import DaemonOptions, run_daemon
+
+FAST = ["--model", "cnn", "--conv-channels", "4,8", "--conv-kernel", "3", "--hidden", "16", "--epochs", "8",
+        "--batch-size", "16", "--lr", "0.003", "--backend", "xla"]
+
+
+@pytest.fixture
+def image_dir(tmp_path):
+    """Two classes told apart by where the bright half is: left or right."""
+    rng = np.random.default_rng(0)
+    root = tmp_path / "images"
+    for label, cols in (("left", slice(0, 6)), ("right", slice(6, 12))):
+        (root / label).mkdir(parents=True)
+        for i in range(40):
+            pixels = rng.integers(0, 60, (12, 12)).astype(np.uint8)
+            pixels[:, cols] += 150
+            Image.fromarray(pixels, "L").save(root / label / f"{i}.png")
+    return root
+
+
+def test_train_and_predict_images(image_dir, tmp_path, db_path):
+    runner = CliRunner()
+    model_path = tmp_path / "cnn.npz"
+    result = runner.invoke(app, ["train", str(image_dir), "--out", str(model_path), "--db", str(db_path), "--json",
+                                 *FAST])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["eval_kind"] == "validation" and summary["eval_accuracy"] >= 0.9
+    model = load_model(model_path)
+    assert model.image_shape == (12, 12, 1) and model.labels == ["left", "right"]
+    probe = tmp_path / "probe.png"
+    pixels = np.zeros((12, 12), np.uint8)
+    pixels[:, 6:] = 200
+    Image.fromarray(pixels, "L").save(probe)
+    result = runner.invoke(app, ["predict", str(probe), "--model", str(model_path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)[0]["label"] == "right"
+    small = tmp_path / "small.png"
+    Image.fromarray(np.zeros((8, 8), np.uint8), "L").save(small)
+    result = runner.invoke(app, ["predict", str(small), "--model", str(model_path)])
+    assert result.exit_code == 1 and "is 8x8 but the model takes 12x12: resize it first" in result.output
+    text = tmp_path / "note.txt"
+    text.write_text("a text document")
+    result = runner.invoke(app, ["predict", str(text), "--model", str(model_path)])
+    assert result.exit_code == 1 and "this is an image model" in result.output
+
+
+def test_image_corpus_errors_and_settings(tmp_path, db_path):
+    runner = CliRunner()
+    (tmp_path / "one" / "only").mkdir(parents=True)
+    Image.new("L", (4, 4)).save(tmp_path / "one" / "only" / "a.png")
+    result = runner.invoke(app, ["train", str(tmp_path / "one"), "--db", str(db_path), *FAST])
+    assert result.exit_code == 1 and "only one class" in result.output
+    result = runner.invoke(app, ["train", str(tmp_path / "one"), "--model", "cnn", "--conv-kernel", "4"])
+    assert result.exit_code == 1 and "conv_kernel must be odd" in result.output
+
+
+def test_daemon_trains_image_jobs(image_dir, db_path):
+    settings = {"model": "cnn", "conv_channels": "4,8", "conv_kernel": 3, "hidden": 16, "epochs": 3,
+                "batch_size": 16, "backend": "xla"}
+    job_id = jobs.submit(open_db(db_path), str(image_dir), settings, "shapes")
+    assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 1
+    db = open_db(db_path)
+    assert jobs.get(db, job_id)["status"] == "succeeded"
+    assert load_model(db["models"].get(("shapes", 1))["path"]).labels == ["left", "right"]
