@@ -43,26 +43,35 @@ def document_offsets(rows: jax.Array, n_rows: int) -> jax.Array:
     return jnp.searchsorted(real, jnp.arange(n_rows + 1, dtype=rows.dtype), side="left").astype(jnp.int32)
 
 
+def _segment_sum_range(keys_ref, gather_ref, val_ref, source_ref, first: int, start, end, n_out: int,
+                       block_n: int, precision: str, acc_dtype):
+    """sum over the nonzeros j in [start, end) of value_j * source[gather_j] into output row keys_j - first:
+    (n_out, H). Walked in chunks of block_n; each chunk is one (n_out, block_n) one-hot-times-value matrix
+    times the (block_n, H) gathered source rows (a segment sum on the tensor cores)."""
+    local = lax.broadcasted_iota(jnp.int32, (n_out, block_n), 0)
+    lane = lax.broadcasted_iota(jnp.int32, (n_out, block_n), 1)
+
+    def chunk(i, acc):
+        pos = start + i * block_n
+        keys = keys_ref[pl.ds(pos, block_n)]
+        values = val_ref[pl.ds(pos, block_n)]
+        rows = source_ref[gather_ref[pl.ds(pos, block_n)], :]  # (block_n, H)
+        mine = (keys[None, :] - first == local) & (pos + lane < end)
+        weights = jnp.where(mine, values[None, :].astype(rows.dtype), jnp.zeros((), rows.dtype))
+        return acc + dot(weights, rows, precision)
+
+    n_chunks = (end - start + block_n - 1) // block_n
+    return lax.fori_loop(0, n_chunks, chunk, jnp.zeros((n_out, source_ref.shape[1]), acc_dtype))
+
+
 def _forward_kernel(offsets_ref, idx_ref, val_ref, row_ref, w1_ref, b1_ref, h_ref, *, block_b: int,
                     block_n: int, precision: str):
     first = pl.program_id(0) * block_b
     start, end = offsets_ref[first], offsets_ref[first + block_b]
-    hidden = w1_ref.shape[1]
     acc_dtype = accumulator_dtype(w1_ref.dtype)
-    local_rows = lax.broadcasted_iota(jnp.int32, (block_b, block_n), 0)
-    lane = lax.broadcasted_iota(jnp.int32, (block_b, block_n), 1)
-
-    def chunk(i, acc):
-        pos = start + i * block_n
-        idx = idx_ref[pl.ds(pos, block_n)]
-        val = val_ref[pl.ds(pos, block_n)]
-        row = row_ref[pl.ds(pos, block_n)]
-        w = w1_ref[idx, :]  # (block_n, H) gathered rows of W1
-        mine = (row[None, :] - first == local_rows) & (pos + lane < end)
-        s = jnp.where(mine, val[None, :].astype(w.dtype), jnp.zeros((), w.dtype))  # (block_b, block_n)
-        return acc + dot(s, w, precision)
-
-    acc = lax.fori_loop(0, (end - start + block_n - 1) // block_n, chunk, jnp.zeros((block_b, hidden), acc_dtype))
+    # Keys: each nonzero's document; gathered: its W1 row.
+    acc = _segment_sum_range(row_ref, idx_ref, val_ref, w1_ref, first, start, end, block_b, block_n, precision,
+                             acc_dtype)
     h_ref[...] = jax.nn.sigmoid(acc + b1_ref[...].astype(acc_dtype)).astype(h_ref.dtype)
 
 
@@ -111,23 +120,11 @@ def _by_feature(indices, values, rows, n_features: int, block_k: int, block_n: i
 def _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k: int, block_n: int, precision: str,
                      acc_dtype):
     block = pl.program_id(0)
-    first = block * block_k
     start, end = starts_ref[block], starts_ref[block + 1]
-    local = lax.broadcasted_iota(jnp.int32, (block_k, block_n), 0)
-    lane = lax.broadcasted_iota(jnp.int32, (block_k, block_n), 1)
-
-    def chunk(i, acc):
-        pos = start + i * block_n
-        idx = idx_ref[pl.ds(pos, block_n)]
-        val = val_ref[pl.ds(pos, block_n)]
-        row = row_ref[pl.ds(pos, block_n)]
-        g = dpre_ref[row, :]  # (block_n, H) dPre of each nonzero's document
-        mine = (idx[None, :] - first == local) & (pos + lane < end)
-        t = jnp.where(mine, val[None, :].astype(g.dtype), jnp.zeros((), g.dtype))  # (block_k, block_n)
-        return acc + dot(t, g, precision)
-
-    n_chunks = (end - start + block_n - 1) // block_n
-    return lax.fori_loop(0, n_chunks, chunk, jnp.zeros((block_k, dpre_ref.shape[1]), acc_dtype)), end > start
+    # Keys: each nonzero's feature; gathered: its document's dPre row.
+    acc = _segment_sum_range(idx_ref, row_ref, val_ref, dpre_ref, block * block_k, start, end, block_k, block_n,
+                             precision, acc_dtype)
+    return acc, end > start
 
 
 def _grad_kernel(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, dw_ref, *, block_k, block_n, precision):
