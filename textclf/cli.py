@@ -238,7 +238,14 @@ def evaluate_command(
     from textclf.evaluate import evaluate
 
     loaded = load_model(_resolve_model(model, db))
-    result = evaluate(loaded, read_corpus(corpus, loaded.settings.max_file_mb))
+    if hasattr(loaded, "image_shape"):
+        from pipelines.images import is_idx_folder, read_image_corpus
+
+        # An IDX folder is scored on its t10k (test) split when it has one.
+        data = read_image_corpus(corpus, "t10k" if is_idx_folder(corpus, "t10k") else "train")
+    else:
+        data = read_corpus(corpus, loaded.settings.max_file_mb)
+    result = evaluate(loaded, data)
     if as_json:
         _print_json(result.to_dict())
         return

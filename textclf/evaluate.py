@@ -32,6 +32,7 @@ class Evaluation:
 
 
 def evaluate(model: Model, corpus: Corpus) -> Evaluation:
+    """A text model on a text corpus, or an image model (textclf/image_model.py) on an image corpus."""
     unknown = sorted(set(corpus.labels) - set(model.labels))
     if unknown:
         raise CorpusError(
@@ -39,7 +40,10 @@ def evaluate(model: Model, corpus: Corpus) -> Evaluation:
             f"(it knows {', '.join(model.labels)}): evaluate on a corpus with the model's labels"
         )
     truth = encode_labels(corpus.labels, model.labels)
-    predicted = model.scores(model.vectorizer.transform(corpus.texts)).argmax(axis=1)
+    if hasattr(model, "image_shape"):
+        predicted = model.predict_proba(corpus.images).argmax(axis=1)
+    else:
+        predicted = model.scores(model.vectorizer.transform(corpus.texts)).argmax(axis=1)
     indices = list(range(len(model.labels)))
     p, r, f, s = precision_recall_fscore_support(truth, predicted, labels=indices, zero_division=0)
     return Evaluation(

@@ -51,6 +51,10 @@ def test_train_and_predict_images(image_dir, tmp_path, db_path):
     Image.fromarray(np.zeros((8, 8), np.uint8), "L").save(small)
     result = runner.invoke(app, ["predict", str(small), "--model", str(model_path)])
     assert result.exit_code == 1 and "is 8x8 but the model takes 12x12: resize it first" in result.output
+    result = runner.invoke(app, ["eval", str(image_dir), "--model", str(model_path), "--json"])
+    assert result.exit_code == 0, result.output
+    scored = json.loads(result.output)
+    assert scored["n"] == 80 and scored["accuracy"] >= 0.9 and scored["labels"] == ["left", "right"]
     text = tmp_path / "note.txt"
     text.write_text("a text document")
     result = runner.invoke(app, ["predict", str(text), "--model", str(model_path)])
