@@ -24,7 +24,7 @@ FORMAT = "textclf-checkpoint"
 @dataclass
 class TrainState:
     epochs_done: int
-    params: Params  # numpy arrays
+    params: Params | list  # numpy arrays: Params for the text MLP, the leaves of any other network's parameters
     opt_leaves: list  # jax.tree.leaves of the optimizer state, numpy arrays
     rng_state: dict  # numpy bit generator state
     history: list  # list of EpochStats
@@ -49,7 +49,10 @@ class Checkpointer:
         header = {"format": FORMAT, "epochs_done": state.epochs_done, "rng_state": state.rng_state,
                   "history": [asdict(h) for h in state.history]}
         arrays = {"header": np.array(json.dumps(header))}
-        arrays.update({f"params.{k}": np.asarray(v) for k, v in state.params._asdict().items()})
+        if isinstance(state.params, Params):
+            arrays.update({f"params.{k}": np.asarray(v) for k, v in state.params._asdict().items()})
+        else:  # any other network (the CNN): its parameter leaves in order, rebuilt by the caller
+            arrays.update({f"pleaf.{i}": np.asarray(v) for i, v in enumerate(state.params)})
         arrays.update({f"opt.{i}": np.asarray(a) for i, a in enumerate(state.opt_leaves)})
         write_arrays_atomically(self.path, arrays)
         self._last = time.monotonic()
@@ -65,7 +68,11 @@ class Checkpointer:
         header = json.loads(str(arrays["header"]))
         pick = lambda prefix: Params(*(arrays[f"{prefix}.{k}"] for k in Params._fields))
         leaves = [arrays[f"opt.{i}"] for i in range(sum(k.startswith("opt.") for k in arrays))]
-        return TrainState(header["epochs_done"], pick("params"), leaves, header["rng_state"],
+        if "params.w1" in arrays:
+            params = pick("params")
+        else:
+            params = [arrays[f"pleaf.{i}"] for i in range(sum(k.startswith("pleaf.") for k in arrays))]
+        return TrainState(header["epochs_done"], params, leaves, header["rng_state"],
                           [EpochStats(**h) for h in header["history"]])
 
     def remove(self) -> None:

@@ -131,18 +131,39 @@ def predict_cnn(params: CNNParams, images: np.ndarray, backend: str = "xla", int
 
 def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CNNSettings = CNNSettings(),
             backend: str = "xla", eval_images: np.ndarray | None = None, eval_labels: np.ndarray | None = None,
-            interpret: bool = False, on_epoch=None) -> tuple[CNNParams, list[CNNEpoch]]:
+            interpret: bool = False, on_epoch=None, checkpointer=None,
+            stop_requested=None) -> tuple[CNNParams, list[CNNEpoch]]:
     """Train on uint8 images (N, H, W, C) and class numbers; evaluate after every epoch if given.
-    The training set stays on the device; each epoch's order is drawn there from (seed, epoch)."""
+    The training set stays on the device; each epoch's order is drawn there from (seed, epoch), so a run
+    resumed from a checkpoint (textclf/checkpoint.py; saved when due or when stop_requested() says so, which
+    then raises TrainingStopped) continues exactly where it stopped."""
+    from textclf.trainloop import EpochStats, TrainingStopped
+
     key = jax.random.PRNGKey(settings.seed)
     params = init_cnn(key, images.shape[1:], n_classes, settings)
     opt_state = init_optimizer("adam", params)
+    history, first_epoch = [], 0
+    resumed = checkpointer.load() if checkpointer else None
+    if resumed:
+        params = jax.tree.unflatten(jax.tree.structure(params), [jnp.asarray(a) for a in resumed.params])
+        opt_state = jax.tree.unflatten(jax.tree.structure(opt_state), [jnp.asarray(a) for a in resumed.opt_leaves])
+        history = [CNNEpoch(h.epoch, h.loss, h.train_accuracy, h.eval_accuracy, h.seconds, h.docs_per_s)
+                   for h in resumed.history]
+        first_epoch = resumed.epochs_done
+
+    def save(epochs_done: int) -> None:
+        from textclf.checkpoint import TrainState
+
+        checkpointer.save(TrainState(
+            epochs_done, [np.asarray(a) for a in jax.tree.leaves(params)],
+            [np.asarray(a) for a in jax.tree.leaves(opt_state)], {},
+            [EpochStats(h.epoch, h.loss, h.train_accuracy, h.eval_accuracy, h.seconds, h.images_per_s)
+             for h in history]))
     n = images.shape[0]
     steps = -(-n // settings.batch_size)
     run_epoch = _epoch_fn(backend, interpret, settings.batch_size, steps)
     device_images, device_labels = jnp.asarray(images), jnp.asarray(labels, jnp.int32)
-    history = []
-    for epoch in range(settings.epochs):
+    for epoch in range(first_epoch, settings.epochs):
         start = time.perf_counter()
         perm = jax.random.permutation(jax.random.fold_in(key, epoch + 1), n).astype(jnp.int32)
         order = jnp.pad(perm, (0, steps * settings.batch_size - n), constant_values=-1).reshape(steps, -1)
@@ -156,4 +177,12 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CN
         history.append(CNNEpoch(epoch + 1, loss_sum / n, hits / n, eval_accuracy, seconds, n / seconds))
         if on_epoch:
             on_epoch(history[-1])
+        last = epoch + 1 == settings.epochs
+        saved = checkpointer is not None and not last and checkpointer.due()
+        if saved:
+            save(epoch + 1)
+        if stop_requested and not last and stop_requested():
+            if checkpointer is not None and not saved:
+                save(epoch + 1)
+            raise TrainingStopped(f"stopped after epoch {epoch + 1} of {settings.epochs}")
     return CNNParams(*jax.tree.map(np.asarray, tuple(params))), history

@@ -30,7 +30,7 @@ def _test_corpus(corpus_path: Path, test_path):
 
 
 def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, test_path, model_path, report,
-                 phase, primary: bool = True):
+                 phase, primary: bool = True, checkpointer=None, stop_requested=None):
     from textclf.artifacts import save_image_model
     from textclf.image_model import ImageModel
     from textclf.train import TrainEvent, TrainResult, default_model_path
@@ -78,8 +78,12 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
     report(TrainEvent("phase", "train", total_epochs=settings.epochs))
     interpret = backend == "pallas" and bool(os.environ.get("TEXTCLF_PALLAS_INTERPRET"))
     with phase("train"):  # the first epoch includes compiling the epoch function
-        params, _ = fit_cnn(train_x, train_y, len(classes), cnn_settings, backend, eval_x, eval_y, interpret,
-                            on_epoch=on_epoch)
+        params, every_epoch = fit_cnn(train_x, train_y, len(classes), cnn_settings, backend, eval_x, eval_y,
+                                      interpret, on_epoch=on_epoch, checkpointer=checkpointer,
+                                      stop_requested=stop_requested)
+    # every epoch of the run, those before a resume included (on_epoch saw only this attempt's)
+    history = [EpochStats(e.epoch, e.loss, e.train_accuracy, e.eval_accuracy, e.seconds, e.images_per_s)
+               for e in every_epoch]
     model = ImageModel(params, classes, settings, tuple(train_x.shape[1:]))
     with phase("evaluate"):
         eval_accuracy = float((model.predict_proba(eval_x).argmax(axis=1) == eval_y).mean())

@@ -141,7 +141,7 @@ def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path
         from textclf.image_train import train_images
 
         return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
-                            primary)
+                            primary, checkpointer, stop_requested)
     with phase("read"):
         corpus = read_corpus(corpus_path, settings.max_file_mb)
         test = read_corpus(test_path, settings.max_file_mb) if test_path else None

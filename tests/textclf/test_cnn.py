@@ -40,3 +40,22 @@ def test_pallas_and_xla_paths_agree():
     np.testing.assert_allclose(np.asarray(pallas), np.asarray(xla), rtol=1e-4, atol=1e-4)
     for a, b in zip(got, want):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=1e-4)
+
+
+def test_stopped_and_resumed_training_equals_uninterrupted(tmp_path):
+    import pytest
+
+    from textclf.checkpoint import Checkpointer
+    from textclf.trainloop import TrainingStopped
+
+    images, labels = _problem(48)
+    settings = CNNSettings(channels=(4,), kernel=3, hidden=8, epochs=3, batch_size=16)
+    whole, _ = fit_cnn(images, labels, 2, settings)
+    checkpoint = Checkpointer(tmp_path / "cnn.npz", every_seconds=3600)
+    with pytest.raises(TrainingStopped, match="after epoch 1 of 3"):
+        fit_cnn(images, labels, 2, settings, checkpointer=checkpoint, stop_requested=lambda: True)
+    assert checkpoint.load().epochs_done == 1
+    resumed, history = fit_cnn(images, labels, 2, settings, checkpointer=checkpoint)
+    assert [h.epoch for h in history] == [1, 2, 3]
+    for a, b in zip(jax.tree.leaves(resumed), jax.tree.leaves(whole)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)

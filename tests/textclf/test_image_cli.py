@@ -79,3 +79,22 @@ def test_daemon_trains_image_jobs(image_dir, db_path):
     db = open_db(db_path)
     assert jobs.get(db, job_id)["status"] == "succeeded"
     assert load_model(db["models"].get(("shapes", 1))["path"]).labels == ["left", "right"]
+
+
+def test_image_run_stops_and_resumes_through_train(image_dir, db_path, tmp_path):
+    from db import runs
+    from textclf.checkpoint import Checkpointer
+    from textclf.config import Settings
+    from textclf.train import train
+    from textclf.trainloop import TrainingStopped
+
+    settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=8, epochs=3, batch_size=16,
+                        backend="xla")
+    checkpoint = Checkpointer(tmp_path / "job.npz", every_seconds=3600)
+    with pytest.raises(TrainingStopped):
+        train(image_dir, settings, db_path=db_path, checkpointer=checkpoint, stop_requested=lambda: True)
+    db = open_db(db_path)
+    assert runs.list_runs(db)[0]["status"] == "interrupted" and checkpoint.load().epochs_done == 1
+    result = train(image_dir, settings, db_path=db_path, checkpointer=checkpoint)
+    assert [h.epoch for h in result.history] == [1, 2, 3]
+    assert [e["epoch"] for e in runs.get_run(db, result.run_id)["epochs"]] == [2, 3]
