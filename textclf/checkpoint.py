@@ -1,9 +1,10 @@
 """Training checkpoints: everything needed to continue a run after its last finished epoch.
 
-A checkpoint holds the parameters and the optimizer state (as the backend keeps them, padded on the
-Pallas path; the state as its flattened leaves, rebuilt on load from a freshly initialised one), the shuffling RNG's state and the epoch history, written atomically after every epoch. Resuming from
-it on the same device gives the same model as an uninterrupted run: the learning-rate schedule depends only
-on the epoch number and the RNG continues where it stopped.
+A checkpoint holds the parameters and the optimizer state as their flattened leaves (as the backend keeps
+them, padded on the Pallas path; rebuilt on load from a freshly initialised network of the same shape, so any
+network fits: the text MLP and the CNN) and the epoch history, written atomically. Resuming from it on the
+same device gives the same model as an uninterrupted run: the epoch order is drawn from (seed, epoch) and the
+learning-rate schedule depends only on the epoch number.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from textclf.artifacts import write_arrays_atomically
-from textclf.model import Params
 
 FORMAT = "textclf-checkpoint"
 
@@ -24,9 +24,8 @@ FORMAT = "textclf-checkpoint"
 @dataclass
 class TrainState:
     epochs_done: int
-    params: Params | list  # numpy arrays: Params for the text MLP, the leaves of any other network's parameters
+    param_leaves: list  # jax.tree.leaves of the parameters, numpy arrays
     opt_leaves: list  # jax.tree.leaves of the optimizer state, numpy arrays
-    rng_state: dict  # numpy bit generator state
     history: list  # list of EpochStats
 
 
@@ -46,13 +45,9 @@ class Checkpointer:
 
     def save(self, state: TrainState) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        header = {"format": FORMAT, "epochs_done": state.epochs_done, "rng_state": state.rng_state,
-                  "history": [asdict(h) for h in state.history]}
+        header = {"format": FORMAT, "epochs_done": state.epochs_done, "history": [asdict(h) for h in state.history]}
         arrays = {"header": np.array(json.dumps(header))}
-        if isinstance(state.params, Params):
-            arrays.update({f"params.{k}": np.asarray(v) for k, v in state.params._asdict().items()})
-        else:  # any other network (the CNN): its parameter leaves in order, rebuilt by the caller
-            arrays.update({f"pleaf.{i}": np.asarray(v) for i, v in enumerate(state.params)})
+        arrays.update({f"param.{i}": np.asarray(a) for i, a in enumerate(state.param_leaves)})
         arrays.update({f"opt.{i}": np.asarray(a) for i, a in enumerate(state.opt_leaves)})
         write_arrays_atomically(self.path, arrays)
         self._last = time.monotonic()
@@ -66,14 +61,35 @@ class Checkpointer:
         with np.load(self.path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
         header = json.loads(str(arrays["header"]))
-        pick = lambda prefix: Params(*(arrays[f"{prefix}.{k}"] for k in Params._fields))
-        leaves = [arrays[f"opt.{i}"] for i in range(sum(k.startswith("opt.") for k in arrays))]
-        if "params.w1" in arrays:
-            params = pick("params")
-        else:
-            params = [arrays[f"pleaf.{i}"] for i in range(sum(k.startswith("pleaf.") for k in arrays))]
-        return TrainState(header["epochs_done"], params, leaves, header["rng_state"],
+        leaves = lambda prefix: [arrays[f"{prefix}.{i}"] for i in range(sum(k.startswith(prefix + ".") for k in arrays))]
+        return TrainState(header["epochs_done"], leaves("param"), leaves("opt"),
                           [EpochStats(**h) for h in header["history"]])
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def after_epoch(checkpointer: Checkpointer | None, stop_requested, epochs_done: int, epochs: int, params,
+                opt_state, history: list) -> None:
+    """What both training loops do after an epoch: save a checkpoint when it is due, and when a stop is asked
+    for save one (unless just saved) and raise TrainingStopped. Nothing after the last epoch: the model file
+    is written next."""
+    import jax
+
+    from textclf.parallel import to_host
+    from textclf.trainloop import TrainingStopped
+
+    if epochs_done >= epochs:
+        return
+
+    def save() -> None:
+        checkpointer.save(TrainState(epochs_done, [to_host(a) for a in jax.tree.leaves(params)],
+                                     [to_host(a) for a in jax.tree.leaves(opt_state)], list(history)))
+
+    saved = checkpointer is not None and checkpointer.due()
+    if saved:
+        save()
+    if stop_requested and stop_requested():
+        if checkpointer is not None and not saved:
+            save()
+        raise TrainingStopped(f"stopped after epoch {epochs_done} of {epochs}")

@@ -192,7 +192,6 @@ def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path
     run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
     phase.seconds["compile"] = network.compile_seconds
     phase.seconds["train"] = network.train_seconds
-    phase.seconds["evaluate"] = network.eval_seconds  # per-epoch evaluation; the final one is added below
     model = Model(vectorizer, *network.params, labels=classes, settings=settings)
     with phase("evaluate"):
         eval_accuracy = float((model.scores(eval_x).argmax(axis=1) == eval_y).mean())

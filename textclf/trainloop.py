@@ -43,8 +43,7 @@ class NetworkResult:
     params: Params  # numpy arrays
     history: list[EpochStats]
     compile_seconds: float = 0.0
-    train_seconds: float = 0.0
-    eval_seconds: float = 0.0
+    train_seconds: float = 0.0  # includes the per-epoch validation, scored in the same dispatch
     devices: int = 1  # devices that shared each batch (all processes together)
 
 
@@ -208,15 +207,6 @@ def _real(params: Params, n_classes: int, n_features: int | None = None) -> Para
     return Params(w1, params.b1, params.w2[:, :n_classes], params.b2[:n_classes])
 
 
-def _save_checkpoint(checkpointer, epochs_done: int, params, opt_state, rng, history) -> None:
-    from textclf.checkpoint import TrainState
-    from textclf.parallel import to_host
-
-    checkpointer.save(TrainState(epochs_done, Params(*to_host(tuple(params))),
-                                 [to_host(a) for a in jax.tree.leaves(opt_state)], rng.bit_generator.state,
-                                 list(history)))
-
-
 def fit_network(
     train_x: sp.csr_matrix,
     train_y: np.ndarray,
@@ -233,14 +223,14 @@ def fit_network(
 ) -> NetworkResult:
     """Train the network with minibatch SGD; evaluate on (eval_x, eval_y) after every epoch if given.
     kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation.
-    checkpointer (textclf.checkpoint.Checkpointer): resume from its state if it has one, and save the state
-    after an epoch (after on_epoch has run) when checkpointer.due() or a stop was asked for. stop_requested is asked after each epoch's checkpoint; True
+    checkpointer (textclf.checkpoint.Checkpointer): resume from its state if it has one; after each epoch (after
+    on_epoch) textclf.checkpoint.after_epoch saves it when due. stop_requested() True after an epoch saves and
     raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint)."""
     from textclf import parallel
+    from textclf.checkpoint import after_epoch
     from textclf.device_data import host_csr
 
     key = jax.random.PRNGKey(settings.seed)
-    rng = np.random.default_rng(settings.seed)  # kept in checkpoints for their format; shuffling is on the device
     mesh = parallel.data_mesh(settings.devices, settings.batch_size)
     mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
     parts = mesh.size if mesh else 1
@@ -262,9 +252,8 @@ def fit_network(
     first_epoch = 0
     resumed = checkpointer.load() if checkpointer else None
     if resumed:
-        params = Params(*(jnp.asarray(p) for p in resumed.params))
+        params = jax.tree.unflatten(jax.tree.structure(params), [jnp.asarray(a) for a in resumed.param_leaves])
         opt_state = jax.tree.unflatten(jax.tree.structure(opt_state), [jnp.asarray(a) for a in resumed.opt_leaves])
-        rng.bit_generator.state = resumed.rng_state
         history, first_epoch = list(resumed.history), resumed.epochs_done
 
     # Everything the epochs need goes to the device(s) once: the training set, the validation batches.
@@ -276,21 +265,16 @@ def fit_network(
         eval_batches = place(make_batches(eval_x, np.asarray(eval_y), EVAL_BATCH).arrays())
     params, opt_state = place((params, opt_state))
     order_of = _warm_order(steps_per_epoch, settings.batch_size, parts)
-    compiled = {id(order_of): order_of}
-    compiled_before = {k: c.seconds for k, c in compiled.items()}
     host = parallel.to_host
-    train_seconds = 0.0
+    train_seconds = compile_seconds = 0.0
     for epoch in range(first_epoch, epochs):
         start = time.perf_counter()
-        compile_before = sum(c.seconds for c in compiled.values())
+        order_compiled = order_of.seconds
         order, widest = order_of(jnp.int32(settings.seed), jnp.int32(epoch), csr.indptr)
         cap = next_power_of_two(max(1, int(host(widest))))  # the one readback before the epoch
         run_epoch = _warm_epoch(backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes,
                                 kernel_config, mesh, cap)
-        if id(run_epoch) not in compiled:
-            compiled[id(run_epoch)] = run_epoch
-            compiled_before[id(run_epoch)] = run_epoch.seconds
-            compile_before += run_epoch.seconds
+        epoch_compiled = run_epoch.seconds
         if mesh:
             order = parallel.put(host(order), mesh, parallel.BATCH)
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
@@ -301,7 +285,9 @@ def fit_network(
         params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, csr, order,
                                                               place(np.asarray(lrs, np.float32)), eval_batches)
         losses, corrects = host(losses), host(corrects)  # waits for the epoch to finish
-        seconds = time.perf_counter() - start - (sum(c.seconds for c in compiled.values()) - compile_before)
+        compiled = (order_of.seconds - order_compiled) + (run_epoch.seconds - epoch_compiled)
+        compile_seconds += compiled
+        seconds = time.perf_counter() - start - compiled
         train_seconds += seconds
         batch_rows = np.minimum(settings.batch_size, n - np.arange(steps_per_epoch) * settings.batch_size)
         stats = EpochStats(
@@ -315,15 +301,7 @@ def fit_network(
         history.append(stats)
         if on_epoch:
             on_epoch(stats)
-        # No checkpoint after the last epoch: the model file is written next.
-        saved = checkpointer is not None and epoch + 1 < epochs and checkpointer.due()
-        if saved:
-            _save_checkpoint(checkpointer, epoch + 1, params, opt_state, rng, history)
-        if stop_requested and epoch + 1 < epochs and stop_requested():
-            if checkpointer is not None and not saved:
-                _save_checkpoint(checkpointer, epoch + 1, params, opt_state, rng, history)
-            raise TrainingStopped(f"stopped after epoch {epoch + 1} of {epochs}")
+        after_epoch(checkpointer, stop_requested, epoch + 1, epochs, params, opt_state, history)
     numpy_params = _real(Params(*host(tuple(params))), n_classes, train_x.shape[1])
-    compile_seconds = sum(c.seconds - compiled_before[k] for k, c in compiled.items())
     # Validation is scored inside each epoch's dispatch, so its time is part of train_seconds.
-    return NetworkResult(numpy_params, history, compile_seconds, train_seconds, 0.0, parts)
+    return NetworkResult(numpy_params, history, compile_seconds, train_seconds, parts)
