@@ -36,7 +36,7 @@ def main() -> None:
     _, history = fit_cnn(images, labels, len(classes), settings, args.backend, test.images, encode(test.labels))
     for e in history:
         print(f"| {e.epoch} | {e.loss:.4f} | {e.train_accuracy:.4f} | {e.eval_accuracy:.4f} | {e.seconds:.1f} | "
-              f"{e.images_per_s:,.0f} |")
+              f"{e.docs_per_s:,.0f} |")
 
 
 if __name__ == "__main__":

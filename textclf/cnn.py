@@ -14,6 +14,7 @@ textclf/image_model.py.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -87,17 +88,7 @@ def cnn_logits(params: CNNParams, images: jax.Array, backend: str = "xla", inter
     return hidden @ params.out_w + params.out_b
 
 
-@dataclass
-class CNNEpoch:
-    epoch: int
-    loss: float
-    train_accuracy: float
-    eval_accuracy: float | None
-    seconds: float
-    images_per_s: float
-
-
-def _epoch_fn(backend: str, interpret: bool, batch_size: int, steps: int):
+def _epoch_fn(backend: str, interpret: bool):
     def epoch(params, opt_state, images, labels, order, lr):
         def step(carry, rows):
             params, opt_state = carry
@@ -121,23 +112,36 @@ def _epoch_fn(backend: str, interpret: bool, batch_size: int, steps: int):
     return jax.jit(epoch, donate_argnums=(0, 1))
 
 
+@functools.lru_cache(maxsize=8)
+def scorer(backend: str = "xla", interpret: bool = False, probabilities: bool = False):
+    """jit(params, uint8 images -> predicted class numbers, or softmax probabilities), one per configuration
+    for the life of the process (a fresh jit per call would compile again every epoch and every request)."""
+    def score(params, images):
+        logits = cnn_logits(params, images, backend, interpret)
+        return jax.nn.softmax(logits) if probabilities else logits.argmax(axis=1)
+
+    return jax.jit(score)
+
+
 def predict_cnn(params: CNNParams, images: np.ndarray, backend: str = "xla", interpret: bool = False,
                 batch_size: int = 1000) -> np.ndarray:
     """uint8 (N, H, W, C) -> (N,) predicted class numbers."""
-    scores = jax.jit(lambda p, x: cnn_logits(p, x, backend, interpret).argmax(axis=1))
-    return np.concatenate([np.asarray(scores(params, jnp.asarray(images[i:i + batch_size])))
+    score = scorer(backend, interpret)
+    return np.concatenate([np.asarray(score(params, jnp.asarray(images[i:i + batch_size])))
                            for i in range(0, len(images), batch_size)])
 
 
 def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CNNSettings = CNNSettings(),
             backend: str = "xla", eval_images: np.ndarray | None = None, eval_labels: np.ndarray | None = None,
-            interpret: bool = False, on_epoch=None, checkpointer=None,
-            stop_requested=None) -> tuple[CNNParams, list[CNNEpoch]]:
+            interpret: bool = False, on_epoch=None, checkpointer=None, stop_requested=None):
     """Train on uint8 images (N, H, W, C) and class numbers; evaluate after every epoch if given.
+    -> (numpy CNNParams, list of textclf.trainloop.EpochStats; docs_per_s counts images).
     The training set stays on the device; each epoch's order is drawn there from (seed, epoch), so a run
-    resumed from a checkpoint (textclf/checkpoint.py; saved when due or when stop_requested() says so, which
-    then raises TrainingStopped) continues exactly where it stopped."""
-    from textclf.trainloop import EpochStats, TrainingStopped
+    resumed from a checkpoint (textclf/checkpoint.py, after_epoch: saved when due or when stop_requested()
+    says so, which then raises TrainingStopped) continues exactly where it stopped."""
+    from textclf.checkpoint import after_epoch
+    from textclf.device_data import epoch_order
+    from textclf.trainloop import EpochStats
 
     key = jax.random.PRNGKey(settings.seed)
     params = init_cnn(key, images.shape[1:], n_classes, settings)
@@ -145,28 +149,16 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CN
     history, first_epoch = [], 0
     resumed = checkpointer.load() if checkpointer else None
     if resumed:
-        params = jax.tree.unflatten(jax.tree.structure(params), [jnp.asarray(a) for a in resumed.params])
+        params = jax.tree.unflatten(jax.tree.structure(params), [jnp.asarray(a) for a in resumed.param_leaves])
         opt_state = jax.tree.unflatten(jax.tree.structure(opt_state), [jnp.asarray(a) for a in resumed.opt_leaves])
-        history = [CNNEpoch(h.epoch, h.loss, h.train_accuracy, h.eval_accuracy, h.seconds, h.docs_per_s)
-                   for h in resumed.history]
-        first_epoch = resumed.epochs_done
-
-    def save(epochs_done: int) -> None:
-        from textclf.checkpoint import TrainState
-
-        checkpointer.save(TrainState(
-            epochs_done, [np.asarray(a) for a in jax.tree.leaves(params)],
-            [np.asarray(a) for a in jax.tree.leaves(opt_state)], {},
-            [EpochStats(h.epoch, h.loss, h.train_accuracy, h.eval_accuracy, h.seconds, h.images_per_s)
-             for h in history]))
+        history, first_epoch = list(resumed.history), resumed.epochs_done
     n = images.shape[0]
     steps = -(-n // settings.batch_size)
-    run_epoch = _epoch_fn(backend, interpret, settings.batch_size, steps)
+    run_epoch = _epoch_fn(backend, interpret)
     device_images, device_labels = jnp.asarray(images), jnp.asarray(labels, jnp.int32)
     for epoch in range(first_epoch, settings.epochs):
         start = time.perf_counter()
-        perm = jax.random.permutation(jax.random.fold_in(key, epoch + 1), n).astype(jnp.int32)
-        order = jnp.pad(perm, (0, steps * settings.batch_size - n), constant_values=-1).reshape(steps, -1)
+        order = epoch_order(settings.seed, epoch + 1, n, steps, settings.batch_size)
         params, opt_state, loss_sum, hits = run_epoch(params, opt_state, device_images, device_labels, order,
                                                       jnp.float32(settings.learning_rate))
         loss_sum, hits = float(loss_sum), float(hits)
@@ -174,15 +166,8 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CN
         eval_accuracy = None
         if eval_images is not None:
             eval_accuracy = float((predict_cnn(params, eval_images, backend, interpret) == eval_labels).mean())
-        history.append(CNNEpoch(epoch + 1, loss_sum / n, hits / n, eval_accuracy, seconds, n / seconds))
+        history.append(EpochStats(epoch + 1, loss_sum / n, hits / n, eval_accuracy, seconds, n / seconds))
         if on_epoch:
             on_epoch(history[-1])
-        last = epoch + 1 == settings.epochs
-        saved = checkpointer is not None and not last and checkpointer.due()
-        if saved:
-            save(epoch + 1)
-        if stop_requested and not last and stop_requested():
-            if checkpointer is not None and not saved:
-                save(epoch + 1)
-            raise TrainingStopped(f"stopped after epoch {epoch + 1} of {settings.epochs}")
+        after_epoch(checkpointer, stop_requested, epoch + 1, settings.epochs, params, opt_state, history)
     return CNNParams(*jax.tree.map(np.asarray, tuple(params))), history

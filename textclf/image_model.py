@@ -24,15 +24,13 @@ class ImageModel:
 
     def predict_proba(self, images: np.ndarray) -> np.ndarray:
         """uint8 (N, H, W, C) -> (N, classes) probabilities (XLA on the default device)."""
-        import jax
-
-        from textclf.cnn import cnn_logits
+        from textclf.cnn import scorer
 
         if tuple(images.shape[1:]) != tuple(self.image_shape):
             raise InputError(f"images are {images.shape[1:]} (H, W, C) but the model takes {self.image_shape}: "
                              "resize them to the training images' size")
-        scores = jax.jit(lambda p, x: jax.nn.softmax(cnn_logits(p, x)))
-        return np.concatenate([np.asarray(scores(self.params, images[i:i + 1000]))
+        probabilities = scorer(probabilities=True)
+        return np.concatenate([np.asarray(probabilities(self.params, images[i:i + 1000]))
                                for i in range(0, len(images), 1000)])
 
     def to_arrays(self) -> dict[str, np.ndarray]:

@@ -67,27 +67,21 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
     cnn_settings = CNNSettings(channels=settings.channels, kernel=settings.conv_kernel, hidden=settings.hidden,
                                epochs=settings.epochs, batch_size=settings.batch_size,
                                learning_rate=settings.learning_rate, seed=settings.seed)
-    history: list[EpochStats] = []
 
-    def on_epoch(e) -> None:
-        stats = EpochStats(e.epoch, e.loss, e.train_accuracy, e.eval_accuracy, e.seconds, e.images_per_s)
-        history.append(stats)
+    def on_epoch(stats: EpochStats) -> None:
         run_queries.add_epoch(db, run_id, **stats.__dict__)
         report(TrainEvent("epoch", epoch=stats, total_epochs=settings.epochs))
 
     report(TrainEvent("phase", "train", total_epochs=settings.epochs))
     interpret = backend == "pallas" and bool(os.environ.get("TEXTCLF_PALLAS_INTERPRET"))
     with phase("train"):  # the first epoch includes compiling the epoch function
-        params, every_epoch = fit_cnn(train_x, train_y, len(classes), cnn_settings, backend, eval_x, eval_y,
-                                      interpret, on_epoch=on_epoch, checkpointer=checkpointer,
-                                      stop_requested=stop_requested)
-    # every epoch of the run, those before a resume included (on_epoch saw only this attempt's)
-    history = [EpochStats(e.epoch, e.loss, e.train_accuracy, e.eval_accuracy, e.seconds, e.images_per_s)
-               for e in every_epoch]
+        # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
+        params, history = fit_cnn(train_x, train_y, len(classes), cnn_settings, backend, eval_x, eval_y,
+                                  interpret, on_epoch=on_epoch, checkpointer=checkpointer,
+                                  stop_requested=stop_requested)
     model = ImageModel(params, classes, settings, tuple(train_x.shape[1:]))
-    with phase("evaluate"):
-        eval_accuracy = float((model.predict_proba(eval_x).argmax(axis=1) == eval_y).mean())
     last = history[-1]
+    eval_accuracy = last.eval_accuracy  # the final parameters were scored on eval_x inside fit_cnn
     model.metadata = {"run_id": run_id, "corpus": str(corpus_path), "eval_kind": eval_kind,
                       "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
                       "created": run_queries.now(), "backend": backend}
