@@ -77,10 +77,9 @@ def _torch(bag: bool, train: str, test: str) -> dict:
     torch.manual_seed(0)
     features, hidden, n_classes = x.shape[1], settings.hidden, len(classes)
     first = (torch.nn.EmbeddingBag(features, hidden, mode="sum") if bag else torch.nn.Linear(features, hidden, bias=False))
-    bias = torch.nn.Parameter(torch.zeros(hidden))
     out = torch.nn.Linear(hidden, n_classes)
     modules = torch.nn.ModuleList([first, out]).to(device)
-    bias = torch.nn.Parameter(bias.to(device))
+    bias = torch.nn.Parameter(torch.zeros(hidden, device=device))  # the hidden layer's bias (EmbeddingBag has none)
     optimizer = torch.optim.Adam(list(modules.parameters()) + [bias], lr=settings.learning_rate)
 
     def scores(rows):

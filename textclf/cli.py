@@ -54,6 +54,14 @@ def _print_json(data) -> None:
 
 D = Settings()  # defaults shown in --help; options left unset keep them
 
+# Options that `train` and `submit` share (the same setting, the same help).
+EpochsOption = Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}).")]
+BatchSizeOption = Annotated[Optional[int], typer.Option(help=f"Minibatch size (default {D.batch_size}).")]
+LrOption = Annotated[Optional[float], typer.Option(help=f"Learning rate (default {D.learning_rate}).")]
+SeedOption = Annotated[Optional[int], typer.Option(help=f"Seed for the split, initialisation and shuffling (default {D.seed}).")]
+BackendOption = Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (GPU) (default {D.backend}).")]
+ModelKindOption = Annotated[Optional[str], typer.Option(help="mlp (text) or cnn (images: folder of label folders or an IDX folder).")]
+
 
 def _settings(**given) -> Settings:
     """Settings from the options a user gave (None = not given); --stop-words none turns stop words off."""
@@ -75,20 +83,20 @@ def train(
     ngrams: Annotated[Optional[int], typer.Option(help=f"Longest word n-gram (default {D.ngram_max}).")] = None,
     stop_words: Annotated[Optional[str], typer.Option(help=f"'english' or 'none' (default {D.stop_words}).")] = None,
     hidden: Annotated[Optional[int], typer.Option(help=f"Hidden units (sigmoid) (default {D.hidden}).")] = None,
-    batch_size: Annotated[Optional[int], typer.Option(help=f"Minibatch size (default {D.batch_size}).")] = None,
-    epochs: Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}).")] = None,
+    batch_size: BatchSizeOption = None,
+    epochs: EpochsOption = None,
     optimizer: Annotated[Optional[str], typer.Option(help=f"adam or sgd (default {D.optimizer}).")] = None,
-    lr: Annotated[Optional[float], typer.Option(help=f"Learning rate (default {D.learning_rate}).")] = None,
+    lr: LrOption = None,
     lr_schedule: Annotated[Optional[str], typer.Option(help=f"constant or linear decay to 0 (default {D.lr_schedule}).")] = None,
     momentum: Annotated[Optional[float], typer.Option(help=f"SGD momentum (default {D.momentum}).")] = None,
     init_gain: Annotated[Optional[float], typer.Option(help=f"Glorot init range multiplier (default {D.init_gain}).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option(help=f"L2 weight decay (default {D.weight_decay}).")] = None,
-    seed: Annotated[Optional[int], typer.Option(help=f"Seed for the split, initialisation and shuffling (default {D.seed}).")] = None,
-    backend: Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (GPU) (default {D.backend}).")] = None,
+    seed: SeedOption = None,
+    backend: BackendOption = None,
     max_file_mb: Annotated[Optional[float], typer.Option(help=f"Skip corpus files larger than this (default {D.max_file_mb}).")] = None,
     devices: Annotated[Optional[str], typer.Option(help="Devices of this process that split each batch: N or all (default all).")] = None,
     pallas_input: Annotated[Optional[str], typer.Option(help=f"Pallas input format: auto, dense or sparse (default {D.pallas_input}).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="mlp (text) or cnn (images: folder of label folders or an IDX folder).")] = None,
+    model: ModelKindOption = None,
     conv_channels: Annotated[Optional[str], typer.Option(help=f"cnn: channels of each conv layer (default {D.conv_channels}).")] = None,
     conv_kernel: Annotated[Optional[int], typer.Option(help=f"cnn: conv kernel size, odd (default {D.conv_kernel}).")] = None,
     coordinator: Annotated[Optional[str], typer.Option(help="HOST:PORT of process 0, to train with several processes/hosts.")] = None,
@@ -424,13 +432,13 @@ def submit(
     name: Annotated[Optional[str], typer.Option(help="Model name to publish under (default: the corpus name).")] = None,
     test: Annotated[Optional[Path], typer.Option(help="Separate test corpus.")] = None,
     db: DbOption = None,
-    epochs: Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}).")] = None,
-    batch_size: Annotated[Optional[int], typer.Option(help=f"Minibatch size (default {D.batch_size}).")] = None,
-    lr: Annotated[Optional[float], typer.Option(help=f"Learning rate (default {D.learning_rate}).")] = None,
-    seed: Annotated[Optional[int], typer.Option(help=f"Seed (default {D.seed}).")] = None,
-    backend: Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (default {D.backend}).")] = None,
+    epochs: EpochsOption = None,
+    batch_size: BatchSizeOption = None,
+    lr: LrOption = None,
+    seed: SeedOption = None,
+    backend: BackendOption = None,
     max_attempts: Annotated[int, typer.Option(help="Give up after this many daemon deaths.")] = 3,
-    model: Annotated[Optional[str], typer.Option(help="mlp (text) or cnn (images).")] = None,
+    model: ModelKindOption = None,
 ) -> None:
     """Queue a training job for 'textclf daemon'; prints the job id."""
     from db import jobs, open_db
