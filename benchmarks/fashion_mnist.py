@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 
 import jax
-import numpy as np
 
 from pipelines.images import read_image_corpus
+from textclf.classifier import encode_labels
 from textclf.cnn import CNNSettings, fit_cnn
 
 
@@ -25,7 +25,7 @@ def main() -> None:
     args = parser.parse_args()
     train, test = read_image_corpus(args.folder, "train"), read_image_corpus(args.folder, "t10k")
     classes = sorted(set(train.labels))
-    encode = lambda labels: np.array([classes.index(label) for label in labels], np.int32)
+    encode = lambda labels: encode_labels(labels, classes)
     images, labels = train.images, encode(train.labels)
     if args.limit:
         images, labels = images[: args.limit], labels[: args.limit]

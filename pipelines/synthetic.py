@@ -27,13 +27,13 @@ def write_synthetic(texts: list[str], labels: list[str], out_path: str | Path, n
     """Sample n_docs documents shaped like (texts, labels) into the JSONL file out_path (atomically)."""
     if n_docs < 1:
         raise CorpusError(f"--docs {n_docs}: ask for at least 1 document")
-    classes = sorted(set(labels))
+    classes, label_index = np.unique(np.asarray(labels), return_inverse=True)  # sorted names, each one's number
+    classes = [str(c) for c in classes]
     if len(classes) < 2:
         raise CorpusError("the source corpus needs at least 2 labels to sample a classification corpus from")
     counter = CountVectorizer(lowercase=True, dtype=np.int64)
     counts = counter.fit_transform(texts).tocsr()  # (docs, words)
     words = counter.get_feature_names_out().astype(object)
-    label_index = np.array([classes.index(label) for label in labels])
     lengths = np.minimum(np.asarray(counts.sum(axis=1)).ravel(), MAX_WORDS)
     overall = np.asarray(counts.sum(axis=0)).ravel().astype(np.float64)
     per_label = [np.asarray(counts[label_index == c].sum(axis=0)).ravel().astype(np.float64)

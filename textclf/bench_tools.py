@@ -65,6 +65,7 @@ def _torch(bag: bool, train: str, test: str) -> dict:
     import numpy as np
 
     from pipelines.vectorize import fit_vectorizer
+    from textclf.classifier import encode_labels
     from textclf.config import Settings
 
     settings = Settings()
@@ -72,7 +73,7 @@ def _torch(bag: bool, train: str, test: str) -> dict:
     classes = sorted(set(train_corpus.labels))
     vectorizer, x = fit_vectorizer(train_corpus.texts, train_corpus.labels, settings)
     test_x = vectorizer.transform(test_corpus.texts, workers=None)
-    y = np.array([classes.index(label) for label in train_corpus.labels])
+    y = encode_labels(train_corpus.labels, classes)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
     features, hidden, n_classes = x.shape[1], settings.hidden, len(classes)

@@ -15,6 +15,7 @@ from sklearn.model_selection import train_test_split
 
 from db import runs as run_queries
 from pipelines.images import is_idx_folder, read_image_corpus
+from textclf.classifier import encode_labels
 from textclf.cnn import CNNSettings, fit_cnn
 from textclf.errors import CorpusError
 from textclf.trainloop import EpochStats
@@ -42,7 +43,7 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
         raise CorpusError(f"test images are {test.images.shape[1:]} but training images {corpus.images.shape[1:]} "
                           "(H, W, C): use images of one size")
     classes = sorted(set(corpus.labels))
-    encode = lambda labels: np.array([classes.index(label) for label in labels], np.int32)
+    encode = lambda labels: encode_labels(labels, classes)
     if test is not None:
         unknown = sorted(set(test.labels) - set(classes))
         if unknown:
