@@ -174,6 +174,8 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settin
 
     min_df = settings.min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
     if len(chunks) == 1:
+        # Not _count_chunk + _merge_counts: counting without min_df and pruning after took 6.8 s on news4
+        # instead of 4.4 s (CountVectorizer prunes ~780,000 rare bigrams before naming its features).
         counter = CountVectorizer(min_df=min_df, **common)
         try:
             counts = counter.fit_transform(texts).tocsr()
