@@ -27,11 +27,11 @@ def _window_rows(block_m: int, n_rows: int, out_h: int, out_w: int, in_h: int, i
     rows = jnp.where(valid, rows, 0)
     n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
     oh, ow = rest // out_w, rest % out_w
-    return rows, valid, (n * in_h + oh * size) * in_w + ow * size  # flat input row of tap (0, 0)
+    return valid, (n * in_h + oh * size) * in_w + ow * size  # flat input row of tap (0, 0)
 
 
 def _forward_kernel(x_ref, y_ref, arg_ref, *, size, out_h, out_w, in_h, in_w, n_rows, block_m):
-    _, _, base = _window_rows(block_m, n_rows, out_h, out_w, in_h, in_w, size)
+    _, base = _window_rows(block_m, n_rows, out_h, out_w, in_h, in_w, size)
     best = x_ref[base, :]
     best_tap = jnp.zeros(best.shape, jnp.int32)
     for tap in range(1, size * size):
@@ -45,7 +45,7 @@ def _forward_kernel(x_ref, y_ref, arg_ref, *, size, out_h, out_w, in_h, in_w, n_
 
 def _backward_kernel(dy_ref, arg_ref, zeros_ref, dx_ref, *, size, out_h, out_w, in_h, in_w, n_rows, block_m, spare):
     del zeros_ref  # aliased to dx_ref: the rows no window covers keep its zeros
-    _, valid, base = _window_rows(block_m, n_rows, out_h, out_w, in_h, in_w, size)
+    valid, base = _window_rows(block_m, n_rows, out_h, out_w, in_h, in_w, size)
     dy, arg = dy_ref[...], arg_ref[...]
     n_cols = dy.shape[1]
     for tap in range(size * size):

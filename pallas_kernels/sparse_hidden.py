@@ -92,11 +92,10 @@ def sparse_hidden_forward(indices, values, rows, w1, b1, *, batch_size: int, blo
     offsets = pad_axis(offsets, 0, next_power_of_two(padded_b + 1), value=0)
     indices, values, rows = _pad_flat(indices, values, rows, block_n)
     hidden = w1.shape[1]
-    whole = lambda a: pl.BlockSpec(a.shape, lambda p: (0,) * a.ndim)
     h = pl.pallas_call(
         functools.partial(_forward_kernel, block_b=block_b, block_n=block_n, precision=precision),
         out_shape=jax.ShapeDtypeStruct((padded_b, hidden), w1.dtype), grid=(padded_b // block_b,),
-        in_specs=[whole(offsets), whole(indices), whole(values), whole(rows), whole(w1), whole(b1)],
+        in_specs=[_whole(offsets), _whole(indices), _whole(values), _whole(rows), _whole(w1), _whole(b1)],
         out_specs=pl.BlockSpec((block_b, hidden), lambda p: (p, 0)),
         compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="sparse_hidden_forward",
     )(offsets, indices, values, rows, w1, b1)
@@ -151,9 +150,13 @@ def _grad_update_kernel(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, w_ref, 
         update()
 
 
-def _grad_specs(starts, f_idx, dpre, block_k: int):
-    whole = lambda a: pl.BlockSpec(a.shape, lambda q: (0,) * a.ndim)
-    return [whole(starts), whole(f_idx), whole(f_idx), whole(f_idx), whole(dpre)]
+def _whole(a) -> pl.BlockSpec:
+    """The whole array in every program (the kernels index into it themselves)."""
+    return pl.BlockSpec(a.shape, lambda p: (0,) * a.ndim)
+
+
+def _grad_specs(starts, f_idx, dpre):
+    return [_whole(starts), _whole(f_idx), _whole(f_idx), _whole(f_idx), _whole(dpre)]
 
 
 @functools.partial(jax.jit, static_argnames=("n_features", "block_k", "block_n", "num_warps", "num_stages",
@@ -167,7 +170,7 @@ def sparse_input_grad(indices, values, rows, dpre, *, n_features: int, block_k: 
     return pl.pallas_call(
         functools.partial(_grad_kernel, block_k=block_k, block_n=block_n, precision=precision),
         out_shape=jax.ShapeDtypeStruct((n_features, dpre.shape[1]), dpre.dtype), grid=(n_features // block_k,),
-        in_specs=_grad_specs(starts, f_idx, dpre, block_k),
+        in_specs=_grad_specs(starts, f_idx, dpre),
         out_specs=pl.BlockSpec((block_k, dpre.shape[1]), lambda q: (q, 0)),
         compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="sparse_input_grad",
     )(starts, f_idx, f_val, f_row, dpre)
@@ -188,7 +191,7 @@ def sparse_input_grad_update(indices, values, rows, dpre, w, v, lr, *, momentum:
                           momentum=momentum, weight_decay=weight_decay),
         out_shape=(jax.ShapeDtypeStruct(w.shape, w.dtype), jax.ShapeDtypeStruct(v.shape, v.dtype)),
         grid=(n_features // block_k,),
-        in_specs=_grad_specs(starts, f_idx, dpre, block_k) + [block, block, pl.BlockSpec((1,), lambda q: (0,))],
+        in_specs=_grad_specs(starts, f_idx, dpre) + [block, block, pl.BlockSpec((1,), lambda q: (0,))],
         out_specs=(block, block), input_output_aliases={5: 0, 6: 1},
         compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="sparse_input_grad_update",
     )(starts, f_idx, f_val, f_row, dpre, w, v, jnp.asarray(lr, w.dtype).reshape(1))
