@@ -29,6 +29,9 @@ from jax.experimental import pallas as pl
 from pallas_kernels.common import accumulator_dtype, dot, next_power_of_two, pad_axis, round_up, triton_params
 
 
+MAX_UNROLLED_K_STEPS = 32
+
+
 def _channels(c: int) -> int:
     return max(16, next_power_of_two(c))
 
@@ -50,15 +53,23 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, cin: int, out_h: in
     n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
     oh, ow = rest // out_w, rest % out_w
     row_start = ((n * in_h + oh) * in_w + ow) * cin  # element offset of each output pixel's tap (0, 0)
-    acc = jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype))
-    for k0 in range(0, w_ref.shape[0], block_k):
+
+    def k_block(k0, acc):
         # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
         # builds a (block_m, block_k) slice of the im2col matrix in registers; one dot consumes it.
         j = k0 + lax.broadcasted_iota(jnp.int32, (block_m, block_k), 1)
         tap, channel = j // cin, j % cin
         offset = row_start + ((tap // size) * in_w + tap % size) * cin + channel
         patch = x_ref[jnp.where(j < size * size * cin, offset, zero)]
-        acc += dot(patch, w_ref[pl.ds(k0, block_k), :], precision)
+        return acc + dot(patch, w_ref[pl.ds(k0, block_k), :], precision)
+
+    acc = jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype))
+    steps = w_ref.shape[0] // block_k
+    if steps <= MAX_UNROLLED_K_STEPS:  # LeNet's layers: unrolled (measured on an H200, BENCHMARKS.md)
+        for step in range(steps):
+            acc = k_block(step * block_k, acc)
+    else:  # wide layers (VGG's 3x3x512 = 144 steps of 32): a loop keeps the program and its compile small
+        acc = lax.fori_loop(0, steps, lambda step, acc: k_block(step * block_k, acc), acc)
     acc = acc + b_ref[...].astype(acc.dtype)
     if relu:
         acc = jnp.maximum(acc, 0)

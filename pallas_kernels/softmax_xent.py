@@ -79,3 +79,30 @@ def softmax_xent_reference(h, w2, b2, labels, weight, *, n_classes: int, precisi
     nll = -jnp.take_along_axis(log_probs, labels[:, None], axis=1)[:, 0]
     dz = (jnp.exp(log_probs) - jax.nn.one_hot(labels, n_classes, dtype=h.dtype)) * weight[:, None]
     return nll, jnp.argmax(scores, axis=1).astype(jnp.int32), dz
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
+def softmax_xent_loss(h, w2, b2, labels, weight, n_classes: int, precision: str = "default",
+                      interpret: bool = False):
+    """Differentiable (sum of weight * nll, predicted classes) through the kernel: h (M, H), w2 (H, C), b2 (C,),
+    labels (M,) int, weight (M,). The backward reuses the dZ the forward kernel already wrote (scaled by the
+    incoming cotangent) and adds dH = dZ W2^T, dW2 = H^T dZ, db2 = sum dZ; used by the CNN's output layer."""
+    return _softmax_xent_loss_fwd(h, w2, b2, labels, weight, n_classes, precision, interpret)[0]
+
+
+def _softmax_xent_loss_fwd(h, w2, b2, labels, weight, n_classes, precision, interpret):
+    nll, predicted, dz = softmax_xent(h, w2, b2, labels, weight, n_classes=n_classes, precision=precision,
+                                      interpret=interpret)
+    return (jnp.sum(nll * weight), predicted), (h, w2, nll, dz[:, :w2.shape[1]])
+
+
+def _softmax_xent_loss_bwd(n_classes, precision, interpret, residuals, cotangents):
+    h, w2, nll, dz = residuals
+    g = cotangents[0]
+    dz = dz * g
+    prec = PRECISIONS[precision]
+    return (jnp.dot(dz, w2.T, precision=prec), jnp.dot(h.T, dz, precision=prec), jnp.sum(dz, axis=0), None,
+            nll * g)
+
+
+softmax_xent_loss.defvjp(_softmax_xent_loss_fwd, _softmax_xent_loss_bwd)

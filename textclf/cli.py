@@ -87,7 +87,7 @@ def train(
     epochs: EpochsOption = None,
     optimizer: Annotated[Optional[str], typer.Option(help=f"adam or sgd (default {D.optimizer}).")] = None,
     lr: LrOption = None,
-    lr_schedule: Annotated[Optional[str], typer.Option(help=f"constant or linear decay to 0 (default {D.lr_schedule}).")] = None,
+    lr_schedule: Annotated[Optional[str], typer.Option(help=f"constant, or linear or cosine decay to 0 (default {D.lr_schedule}).")] = None,
     momentum: Annotated[Optional[float], typer.Option(help=f"SGD momentum (default {D.momentum}).")] = None,
     init_gain: Annotated[Optional[float], typer.Option(help=f"Glorot init range multiplier (default {D.init_gain}).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option(help=f"L2 weight decay (default {D.weight_decay}).")] = None,
@@ -99,6 +99,8 @@ def train(
     model: ModelKindOption = None,
     conv_channels: Annotated[Optional[str], typer.Option(help=f"cnn: channels of each conv layer (default {D.conv_channels}).")] = None,
     conv_kernel: Annotated[Optional[int], typer.Option(help=f"cnn: conv kernel size, odd (default {D.conv_kernel}).")] = None,
+    dropout: Annotated[Optional[float], typer.Option(help=f"cnn: dropout on the dense layer (default {D.dropout}).")] = None,
+    augment: Annotated[Optional[str], typer.Option(help=f"cnn: shift, flip, shift,flip or none (default {D.augment}).")] = None,
     coordinator: Annotated[Optional[str], typer.Option(help="HOST:PORT of process 0, to train with several processes/hosts.")] = None,
     num_processes: Annotated[Optional[int], typer.Option(help="How many processes train together (with --coordinator).")] = None,
     process_id: Annotated[Optional[int], typer.Option(help="This process's number, 0..N-1 (with --coordinator).")] = None,
@@ -112,7 +114,9 @@ def train(
 
     initialize(coordinator, num_processes, process_id)  # before JAX touches a device; no-op for one process
     settings = _settings(devices=_device_count(devices), pallas_input=pallas_input, model=model,
-                         conv_channels=conv_channels, conv_kernel=conv_kernel, features=features, vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
+                         conv_channels=conv_channels, conv_kernel=conv_kernel, dropout=dropout,
+                         augment="" if augment in ("none", "") else augment, features=features,
+                         vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
                          hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr, momentum=momentum,
                          weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb,
                          optimizer=optimizer, lr_schedule=lr_schedule, init_gain=init_gain)

@@ -47,6 +47,10 @@ class CNNSettings:
     epochs: int = 10
     batch_size: int = 128
     learning_rate: float = 1e-3
+    lr_schedule: str = "constant"  # "linear" / "cosine": decayed per step to 0 over the run
+    dropout: float = 0.0  # probability of zeroing each hidden unit while training (inverted dropout)
+    augment: tuple[str, ...] = ()  # per training image and step: "shift" (up to 2 px each way), "flip" (mirror)
+    weight_decay: float = 0.0
     seed: int = 0
 
 
@@ -68,8 +72,8 @@ def init_cnn(key, image_shape: tuple[int, int, int], n_classes: int, settings: C
                      dense(keys[-1], settings.hidden, n_classes), jnp.zeros((n_classes,)))
 
 
-def cnn_logits(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:
-    """uint8 or float (B, H, W, C) -> (B, classes) scores."""
+def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:
+    """uint8 or float (B, H, W, C) -> (B, hidden) activations of the fully connected ReLU layer."""
     x = images.astype(jnp.float32) / 255.0 if images.dtype == jnp.uint8 else images
     for layer in params.convs:
         pad = layer.w.shape[0] // 2
@@ -84,29 +88,84 @@ def cnn_logits(params: CNNParams, images: jax.Array, backend: str = "xla", inter
 
             x = maxpool_reference(conv2d_reference(x, layer.w, layer.b, pad), 2)
     x = x.reshape(x.shape[0], -1)
-    hidden = jax.nn.relu(x @ params.fc_w + params.fc_b)
-    return hidden @ params.out_w + params.out_b
+    return jax.nn.relu(x @ params.fc_w + params.fc_b)
 
 
-def _epoch_fn(backend: str, interpret: bool):
-    def epoch(params, opt_state, images, labels, order, lr):
-        def step(carry, rows):
+def cnn_logits(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:
+    """uint8 or float (B, H, W, C) -> (B, classes) scores."""
+    return cnn_hidden(params, images, backend, interpret) @ params.out_w + params.out_b
+
+
+SHIFT_PIXELS = 2
+
+
+def augment_batch(key, images: jax.Array, kinds: tuple[str, ...]) -> jax.Array:
+    """Random label-preserving changes, drawn per image: "shift" moves it by up to SHIFT_PIXELS each way
+    (zeros fill in), "flip" mirrors it left-right with probability 1/2. images (B, H, W, C) -> same shape."""
+    shift_key, flip_key = jax.random.split(key)
+    if "shift" in kinds:
+        b, h, w, c = images.shape
+        p = SHIFT_PIXELS
+        padded = jnp.pad(images, ((0, 0), (p, p), (p, p), (0, 0)))
+        offsets = jax.random.randint(shift_key, (b, 2), 0, 2 * p + 1)
+        images = jax.vmap(lambda im, o: jax.lax.dynamic_slice(im, (o[0], o[1], 0), (h, w, c)))(padded, offsets)
+    if "flip" in kinds:
+        flip = jax.random.bernoulli(flip_key, 0.5, (images.shape[0], 1, 1, 1))
+        images = jnp.where(flip, images[:, :, ::-1, :], images)
+    return images
+
+
+def _head_loss(params: CNNParams, hidden: jax.Array, labels: jax.Array, weight: jax.Array, backend: str,
+               interpret: bool):
+    """hidden (B, H), labels (B,), weight (B,) -> (sum of weight * nll, number of rows predicted right).
+    The Pallas path runs the text MLP's fused output layer + softmax + log-loss kernel (softmax_xent_loss)."""
+    if backend == "pallas":
+        from pallas_kernels.softmax_xent import softmax_xent_loss
+
+        loss, predicted = softmax_xent_loss(hidden, params.out_w, params.out_b, labels, weight,
+                                            params.out_w.shape[1], "default", interpret)
+    else:
+        scores = hidden @ params.out_w + params.out_b
+        nll = -jnp.take_along_axis(jax.nn.log_softmax(scores), labels[:, None], axis=1)[:, 0]
+        loss, predicted = jnp.sum(nll * weight), scores.argmax(1)
+    return loss, jnp.sum((predicted == labels) * (weight > 0))
+
+
+def learning_rates(settings: CNNSettings, epoch: int, steps: int) -> np.ndarray:
+    """The per-step learning rates of one epoch (0-based): (steps,) float32."""
+    done = (epoch * steps + np.arange(steps)) / (settings.epochs * steps)  # fraction of the run behind
+    scale = {"constant": np.ones_like(done), "linear": 1.0 - done,
+             "cosine": 0.5 * (1.0 + np.cos(np.pi * done))}[settings.lr_schedule]
+    return (settings.learning_rate * scale).astype(np.float32)
+
+
+def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str, ...], weight_decay: float):
+    def epoch(params, opt_state, images, labels, order, lrs, key):
+        def step(carry, inputs):
             params, opt_state = carry
+            rows, lr, step_key = inputs
             valid = rows >= 0
             batch = images[jnp.where(valid, rows, 0)]
             y = labels[jnp.where(valid, rows, 0)]
             mask = valid.astype(jnp.float32)
+            augment_key, dropout_key = jax.random.split(step_key)
+            if augment:
+                batch = augment_batch(augment_key, batch, augment)
 
             def loss_fn(p):
-                scores = cnn_logits(p, batch, backend, interpret)
-                nll = -jnp.take_along_axis(jax.nn.log_softmax(scores), y[:, None], axis=1)[:, 0]
-                return jnp.sum(nll * mask) / jnp.maximum(mask.sum(), 1.0), jnp.sum((scores.argmax(1) == y) * mask)
+                hidden = cnn_hidden(p, batch, backend, interpret)
+                if dropout:
+                    keep = jax.random.bernoulli(dropout_key, 1.0 - dropout, hidden.shape)
+                    hidden = jnp.where(keep, hidden / (1.0 - dropout), 0.0)
+                nll_sum, hits = _head_loss(p, hidden, y, mask / jnp.maximum(mask.sum(), 1.0), backend, interpret)
+                return nll_sum, hits
 
             (loss, hits), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-            params, opt_state = optimizer_step("adam", params, opt_state, grads, lr, 0.0, 0.0)
+            params, opt_state = optimizer_step("adam", params, opt_state, grads, lr, 0.0, weight_decay)
             return (params, opt_state), (loss * mask.sum(), hits)
 
-        (params, opt_state), (losses, hits) = jax.lax.scan(step, (params, opt_state), order)
+        keys = jax.random.split(key, order.shape[0])
+        (params, opt_state), (losses, hits) = jax.lax.scan(step, (params, opt_state), (order, lrs, keys))
         return params, opt_state, losses.sum(), hits.sum()
 
     return jax.jit(epoch, donate_argnums=(0, 1))
@@ -154,13 +213,15 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CN
         history, first_epoch = list(resumed.history), resumed.epochs_done
     n = images.shape[0]
     steps = -(-n // settings.batch_size)
-    run_epoch = _epoch_fn(backend, interpret)
+    run_epoch = _epoch_fn(backend, interpret, settings.dropout, tuple(settings.augment), settings.weight_decay)
+    run_key = jax.random.PRNGKey(settings.seed + 1)
     device_images, device_labels = jnp.asarray(images), jnp.asarray(labels, jnp.int32)
     for epoch in range(first_epoch, settings.epochs):
         start = time.perf_counter()
         order = epoch_order(settings.seed, epoch + 1, n, steps, settings.batch_size)
         params, opt_state, loss_sum, hits = run_epoch(params, opt_state, device_images, device_labels, order,
-                                                      jnp.float32(settings.learning_rate))
+                                                      jnp.asarray(learning_rates(settings, epoch, steps)),
+                                                      jax.random.fold_in(run_key, epoch))
         loss_sum, hits = float(loss_sum), float(hits)
         seconds = time.perf_counter() - start
         eval_accuracy = None

@@ -21,7 +21,8 @@ from textclf.errors import SettingsError
 BACKENDS = ("auto", "xla", "pallas")
 VECTORIZERS = ("tfidf", "hashing")
 FEATURE_SELECTIONS = ("chi2", "frequency")
-LR_SCHEDULES = ("linear", "constant")
+LR_SCHEDULES = ("linear", "constant", "cosine")
+AUGMENTATIONS = ("shift", "flip")
 OPTIMIZERS = ("adam", "sgd")
 PALLAS_INPUTS = ("auto", "dense", "sparse")
 MODELS = ("mlp", "cnn")
@@ -47,6 +48,11 @@ class Settings:
     model: str = "mlp"
     conv_channels: str = "32,64"  # cnn only: output channels of each conv layer, comma-separated
     conv_kernel: int = 5  # cnn only: odd kernel size ("same" padding)
+    # cnn only: dropout on the fully connected layer and random changes to each training image per step
+    # ("shift": up to 2 px each way; "flip": mirror left-right, only for classes that look alike mirrored).
+    # Chosen on Fashion-MNIST (BENCHMARKS.md); the text MLP measured no gain from dropout.
+    dropout: float = 0.5
+    augment: str = "shift"  # comma-separated AUGMENTATIONS, or "" for none
     hidden: int = 128
     # Optimizer: Adam (default) or minibatch SGD with momentum (v <- m v + g + wd w; w <- w - lr v).
     optimizer: str = "adam"
@@ -56,7 +62,7 @@ class Settings:
     # 36-document corpus would be 8 steps, far too few to learn anything.
     min_steps: int = 300
     learning_rate: float = 0.001
-    lr_schedule: str = "constant"  # "linear" decays to 0 over the run (best for sgd: lr 0.15, batch 16)
+    lr_schedule: str = "constant"  # "linear" / "cosine" decay to 0 over the run (linear best for sgd: lr 0.15, batch 16)
     momentum: float = 0.9  # sgd only
     init_gain: float = 1.0  # Glorot-uniform range multiplier (4 suited sgd)
     weight_decay: float = 0.0
@@ -87,6 +93,9 @@ class Settings:
             (self.model in MODELS, f"model must be one of {', '.join(MODELS)}"),
             (self.conv_kernel >= 1 and self.conv_kernel % 2 == 1, "conv_kernel must be odd (3, 5, 7, ...)"),
             (_channel_list_ok(self.conv_channels), "conv_channels must be comma-separated whole numbers >= 1"),
+            (0 <= self.dropout < 1, "dropout must be in [0, 1)"),
+            (all(a in AUGMENTATIONS for a in self.augmentations),
+             f"augment must be comma-separated names from {', '.join(AUGMENTATIONS)} (or empty)"),
             (self.batch_size >= 1, "batch_size must be >= 1"),
             (self.epochs >= 1, "epochs must be >= 1"),
             (self.min_steps >= 0, "min_steps must be >= 0"),
@@ -109,6 +118,10 @@ class Settings:
     @property
     def channels(self) -> tuple[int, ...]:
         return tuple(int(p) for p in self.conv_channels.split(","))
+
+    @property
+    def augmentations(self) -> tuple[str, ...]:
+        return tuple(p.strip() for p in str(self.augment).split(",") if p.strip())
 
     def epochs_for(self, n_train: int) -> int:
         """Epochs actually run on n_train documents: `epochs`, raised to reach `min_steps` steps."""

@@ -21,6 +21,14 @@ from textclf.errors import CorpusError
 from textclf.trainloop import EpochStats
 
 
+def cnn_settings(settings) -> CNNSettings:
+    """The CNN's share of the run's Settings (textclf/config.py)."""
+    return CNNSettings(channels=settings.channels, kernel=settings.conv_kernel, hidden=settings.hidden,
+                       epochs=settings.epochs, batch_size=settings.batch_size, learning_rate=settings.learning_rate,
+                       lr_schedule=settings.lr_schedule, dropout=settings.dropout, augment=settings.augmentations,
+                       weight_decay=settings.weight_decay, seed=settings.seed)
+
+
 def _test_corpus(corpus_path: Path, test_path):
     if test_path:
         split = "t10k" if is_idx_folder(test_path, "t10k") else "train"
@@ -65,9 +73,6 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
     run_queries.update_run(db, run_id, corpus_format=f"images-{corpus.format}", n_train=len(train_y),
                            n_eval=len(eval_y), eval_kind=eval_kind, n_classes=len(classes), labels=classes,
                            n_features=int(np.prod(train_x.shape[1:])))
-    cnn_settings = CNNSettings(channels=settings.channels, kernel=settings.conv_kernel, hidden=settings.hidden,
-                               epochs=settings.epochs, batch_size=settings.batch_size,
-                               learning_rate=settings.learning_rate, seed=settings.seed)
 
     def on_epoch(stats: EpochStats) -> None:
         run_queries.add_epoch(db, run_id, **stats.__dict__)
@@ -77,7 +82,7 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
     interpret = backend == "pallas" and bool(os.environ.get("TEXTCLF_PALLAS_INTERPRET"))
     with phase("train"):  # the first epoch includes compiling the epoch function
         # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
-        params, history = fit_cnn(train_x, train_y, len(classes), cnn_settings, backend, eval_x, eval_y,
+        params, history = fit_cnn(train_x, train_y, len(classes), cnn_settings(settings), backend, eval_x, eval_y,
                                   interpret, on_epoch=on_epoch, checkpointer=checkpointer,
                                   stop_requested=stop_requested)
     model = ImageModel(params, classes, settings, tuple(train_x.shape[1:]))

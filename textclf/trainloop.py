@@ -280,6 +280,8 @@ def fit_network(
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
         if settings.lr_schedule == "linear":
             lrs = settings.learning_rate * (1.0 - step_numbers / total_steps)
+        elif settings.lr_schedule == "cosine":
+            lrs = settings.learning_rate * 0.5 * (1.0 + np.cos(np.pi * step_numbers / total_steps))
         else:
             lrs = np.full(steps_per_epoch, settings.learning_rate)
         params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, csr, order,

@@ -10,6 +10,7 @@ CASES = [  # (N, H, W, Cin, Cout, K, pad): odd sizes, both paddings, 3/5/7 kerne
     (3, 8, 8, 4, 16, 5, 0),
     (1, 11, 10, 3, 20, 7, 3),
     (2, 7, 9, 17, 5, 3, 0),
+    (1, 5, 6, 130, 3, 3, 1),  # 3*3*130 = 1,170 im2col columns: the looped (not unrolled) K path
 ]
 
 
@@ -64,3 +65,13 @@ def test_lenet_layer_shapes(env, rng):
         got = conv2d_forward(x_in, w, b, pad=3)
         want = conv2d_reference(x_in, w, b, 3, "highest")
         assert float(jnp.abs(got - want).max()) < 1e-2 * float(jnp.abs(want).max())
+
+
+def test_one_by_one_convolution_is_a_dense_layer(env, rng):
+    """VGG's fully connected layers run as 1x1 convolutions over (B, 1, 1, features): x @ w + b, ReLU."""
+    x, weights, bias = env.array(rng, (3, 1, 1, 70)), env.array(rng, (1, 1, 70, 33), 0.3), env.array(rng, (33,))
+    poison_device_memory()
+    got = conv2d_forward(x, weights, bias, pad=0, relu=False, block_m=16, block_n=16, block_k=16,
+                         precision=env.precision, interpret=env.interpret)
+    assert got.shape == (3, 1, 1, 33)
+    assert_close(got[:, 0, 0], x[:, 0, 0] @ weights[0, 0] + bias, env)

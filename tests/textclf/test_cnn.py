@@ -3,7 +3,7 @@
 import jax
 import numpy as np
 
-from textclf.cnn import CNNSettings, cnn_logits, fit_cnn, init_cnn, predict_cnn
+from textclf.cnn import CNNSettings, augment_batch, cnn_logits, fit_cnn, init_cnn, learning_rates, predict_cnn
 
 
 def _problem(n=96, seed=0):
@@ -49,7 +49,9 @@ def test_stopped_and_resumed_training_equals_uninterrupted(tmp_path):
     from textclf.trainloop import TrainingStopped
 
     images, labels = _problem(48)
-    settings = CNNSettings(channels=(4,), kernel=3, hidden=8, epochs=3, batch_size=16)
+    # Dropout, augmentation and a decaying rate draw from (seed, epoch): a resumed run repeats them exactly.
+    settings = CNNSettings(channels=(4,), kernel=3, hidden=8, epochs=3, batch_size=16, dropout=0.3,
+                           augment=("shift", "flip"), lr_schedule="cosine")
     whole, _ = fit_cnn(images, labels, 2, settings)
     checkpoint = Checkpointer(tmp_path / "cnn.npz", every_seconds=3600)
     with pytest.raises(TrainingStopped, match="after epoch 1 of 3"):
@@ -59,3 +61,37 @@ def test_stopped_and_resumed_training_equals_uninterrupted(tmp_path):
     assert [h.epoch for h in history] == [1, 2, 3]
     for a, b in zip(jax.tree.leaves(resumed), jax.tree.leaves(whole)):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_training_epoch_pallas_equals_xla_with_dropout_and_augmentation():
+    """A whole training epoch (augmentation, dropout, the Pallas output-layer loss kernel, Adam) on both paths
+    from the same seed ends at the same parameters."""
+    images, labels = _problem(32)
+    settings = CNNSettings(channels=(4,), kernel=3, hidden=16, epochs=1, batch_size=16, dropout=0.5,
+                           augment=("shift", "flip"))
+    with jax.default_matmul_precision("highest"):
+        xla, _ = fit_cnn(images, labels, 2, settings, "xla")
+        pallas, _ = fit_cnn(images, labels, 2, settings, "pallas", interpret=True)
+    for a, b in zip(jax.tree.leaves(pallas), jax.tree.leaves(xla)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_augmentation_shifts_and_flips_whole_images():
+    images = np.zeros((64, 10, 10, 1), np.uint8)
+    images[:, 4:6, 2:5] = 200  # a blob 2 px from every edge: shifts of up to 2 px keep all of it
+    out = np.asarray(augment_batch(jax.random.PRNGKey(0), images, ("shift",)))
+    assert (out.sum(axis=(1, 2, 3)) == images.sum(axis=(1, 2, 3))).all()
+    assert len({out[i].tobytes() for i in range(64)}) > 10  # shifts differ per image
+    flipped = np.asarray(augment_batch(jax.random.PRNGKey(1), images, ("flip",)))
+    mirrored = (flipped == images[:, :, ::-1]).all(axis=(1, 2, 3))
+    assert ((flipped == images).all(axis=(1, 2, 3)) | mirrored).all() and 10 < mirrored.sum() < 54
+
+
+def test_learning_rate_schedules():
+    settings = CNNSettings(epochs=2, learning_rate=0.5)
+    assert np.allclose(learning_rates(settings, 1, 4), 0.5)
+    linear = np.concatenate([learning_rates(settings.__class__(epochs=2, learning_rate=0.5, lr_schedule="linear"),
+                                            e, 4) for e in (0, 1)])
+    np.testing.assert_allclose(linear, 0.5 * (1 - np.arange(8) / 8), rtol=1e-6)
+    cosine = learning_rates(CNNSettings(epochs=2, learning_rate=0.5, lr_schedule="cosine"), 0, 4)
+    assert cosine[0] == 0.5 and np.all(np.diff(cosine) < 0)

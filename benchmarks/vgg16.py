@@ -1,0 +1,129 @@
+"""VGG-16 forward pass built from the Pallas kernels, layer by layer against XLA (cuDNN / cuBLAS).
+
+    python -m benchmarks.vgg16 [--batches 1,32] [--configs 64x32x32x4,128x64x32x4,128x128x32x8]
+
+Input 224x224x3; thirteen 3x3 "same" convolutions + bias + ReLU (64 ... 512 channels), five 2x2 max pools,
+then FC 25088-4096-4096-1000 (ReLU on the first two). Pallas: conv2d_forward for the convolutions and for
+the dense layers (a dense layer is a 1x1 convolution over (B, 1, 1, features)), maxpool_forward for the
+pools. XLA: lax.conv_general_dilated, reduce_window, jnp.dot. Random He-scaled weights (timing only).
+
+Time per layer: profiler kernel time (benchmarks/timing.kernel_time) of the jitted op on that layer's input
+shape, padding and layout copies included; for the Pallas convolutions every block configuration in
+--configs (block_m x block_n x block_k x num_warps) is timed and the best one is reported with its name.
+Total: the sum over layers, and one jitted whole-network forward pass for each side.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from benchmarks.timing import kernel_time
+from pallas_kernels.conv2d import conv2d_forward, conv2d_reference
+from pallas_kernels.maxpool import maxpool_forward, maxpool_reference
+
+VGG16 = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
+DENSE = (4096, 4096, 1000)
+
+
+def layers(size: int = 224, channels: int = 3):
+    """-> [(name, kind, input shape without batch, output units)]: kind conv / pool / dense."""
+    out, conv, block = [], 0, 1
+    for entry in VGG16:
+        if entry == "M":
+            out.append((f"pool{block}", "pool", (size, size, channels), channels))
+            size, block, conv = size // 2, block + 1, 0
+        else:
+            conv += 1
+            out.append((f"conv{block}_{conv}", "conv", (size, size, channels), entry))
+            channels = entry
+    features = size * size * channels
+    for i, units in enumerate(DENSE, 1):
+        out.append((f"fc{i}", "dense", (1, 1, features), units))
+        features = units
+    return out
+
+
+def _weights(rng, kind, shape, units):
+    if kind == "pool":
+        return None
+    size = 3 if kind == "conv" else 1
+    fan_in = size * size * shape[2]
+    w = jnp.asarray(rng.normal(size=(size, size, shape[2], units)) * np.sqrt(2.0 / fan_in), jnp.float32)
+    return w, jnp.zeros((units,), jnp.float32)
+
+
+def pallas_layer(kind, params, config=(64, 32, 32, 4), relu=True):
+    block_m, block_n, block_k, warps = config
+    if kind == "pool":
+        return lambda x: maxpool_forward(x, size=2)[0]
+    w, b = params
+    pad = 1 if kind == "conv" else 0
+    return lambda x: conv2d_forward(x, w, b, pad=pad, relu=relu, block_m=block_m, block_n=block_n,
+                                    block_k=block_k, num_warps=warps)
+
+
+def xla_layer(kind, params, relu=True):
+    if kind == "pool":
+        return lambda x: maxpool_reference(x, 2)
+    w, b = params
+    if kind == "conv":
+        return lambda x: conv2d_reference(x, w, b, 1)
+    return lambda x: (jax.nn.relu if relu else (lambda y: y))(x.reshape(x.shape[0], -1) @ w[0, 0] + b)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batches", default="1,32")
+    parser.add_argument("--configs", default="64x32x32x4,128x64x32x4,128x128x32x8")
+    args = parser.parse_args()
+    configs = [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")]
+    rng = np.random.default_rng(0)
+    net = layers()
+    params = [_weights(rng, kind, shape, units) for _, kind, shape, units in net]
+    print(f"device: {jax.devices()[0].device_kind}")
+    for batch in (int(b) for b in args.batches.split(",")):
+        print(f"\nVGG-16 forward, batch {batch}: ms per layer\n")
+        print("| layer | input | Pallas ms | best config | XLA ms | Pallas / XLA |")
+        print("|---|---|---:|---|---:|---:|")
+        totals, best_configs = [0.0, 0.0], []
+        for (name, kind, shape, units), p in zip(net, params):
+            x = jnp.asarray(rng.random((batch, *shape)), jnp.float32)
+            relu = name != "fc3"
+            tried = {config: kernel_time(pallas_layer(kind, p, config, relu), (x,))
+                     for config in (configs if kind != "pool" else configs[:1])}
+            config, pallas = min(tried.items(), key=lambda item: item[1] or float("inf"))
+            best_configs.append(config)
+            xla = kernel_time(xla_layer(kind, p, relu), (x,))
+            totals[0] += pallas or 0.0
+            totals[1] += xla or 0.0
+            label = "" if kind == "pool" else "x".join(map(str, config))
+            print(f"| {name} | {'x'.join(map(str, shape))}x{units if kind != 'pool' else ''} | {pallas * 1e3:.3f} | "
+                  f"{label} | {xla * 1e3:.3f} | {pallas / xla:.2f}x |", flush=True)
+        print(f"| **sum of layers** | | {totals[0] * 1e3:.3f} | | {totals[1] * 1e3:.3f} | "
+              f"{totals[0] / totals[1]:.2f}x |")
+
+        def whole(layer_fns):
+            def forward(x):
+                for fn, (_, kind, shape, _) in zip(layer_fns, net):
+                    x = fn(x.reshape(x.shape[0], *shape) if kind == "dense" else x)
+                return x
+            return forward
+
+        pallas_fns = [pallas_layer(kind, p, c, name != "fc3") for (name, kind, _, _), p, c in zip(net, params, best_configs)]
+        xla_fns = [xla_layer(kind, p, name != "fc3") for (name, kind, _, _), p in zip(net, params)]
+        x = jnp.asarray(rng.random((batch, 224, 224, 3)), jnp.float32)
+        pallas_out, xla_out = jax.jit(whole(pallas_fns))(x), jax.jit(whole(xla_fns))(x)
+        diff = float(jnp.max(jnp.abs(pallas_out.reshape(batch, -1) - xla_out.reshape(batch, -1))))
+        scale = float(jnp.max(jnp.abs(xla_out)))
+        whole_pallas, whole_xla = kernel_time(whole(pallas_fns), (x,), reps=5), kernel_time(whole(xla_fns), (x,), reps=5)
+        print(f"| **whole network, one jit** | 224x224x3 | {whole_pallas * 1e3:.3f} | | {whole_xla * 1e3:.3f} | "
+              f"{whole_pallas / whole_xla:.2f}x |")
+        print(f"\nlogits max |Pallas - XLA| = {diff:.3g} (max |logit| {scale:.3g}; both TF32 by default)")
+
+
+if __name__ == "__main__":
+    main()
