@@ -1,6 +1,6 @@
 """VGG-16 forward pass built from the Pallas kernels, layer by layer against XLA (cuDNN / cuBLAS).
 
-    python -m benchmarks.vgg16 [--batches 1,32] [--configs 64x32x32x4,128x64x32x4,128x128x32x8]
+    python -m benchmarks.vgg16 [--batches 1,32] [--configs 64x32x32x4,128x128x32x8]
 
 Input 224x224x3; thirteen 3x3 "same" convolutions + bias + ReLU (64 ... 512 channels), five 2x2 max pools,
 then FC 25088-4096-4096-1000 (ReLU on the first two). Pallas: conv2d_forward for the convolutions and for
@@ -78,7 +78,7 @@ def xla_layer(kind, params, relu=True):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", default="1,32")
-    parser.add_argument("--configs", default="64x32x32x4,128x64x32x4,128x128x32x8")
+    parser.add_argument("--configs", default="64x32x32x4,128x128x32x8")
     args = parser.parse_args()
     configs = [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")]
     rng = np.random.default_rng(0)

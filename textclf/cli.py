@@ -52,10 +52,10 @@ def _print_json(data) -> None:
     typer.echo(json.dumps(data, indent=2, default=str))
 
 
-D = Settings()  # defaults shown in --help; options left unset keep them
+D = Settings()  # text defaults shown in --help; options left unset keep the defaults of the chosen model
 
 # Options that `train` and `submit` share (the same setting, the same help).
-EpochsOption = Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}).")]
+EpochsOption = Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}; cnn {Settings(model='cnn').epochs}).")]
 BatchSizeOption = Annotated[Optional[int], typer.Option(help=f"Minibatch size (default {D.batch_size}).")]
 LrOption = Annotated[Optional[float], typer.Option(help=f"Learning rate (default {D.learning_rate}).")]
 SeedOption = Annotated[Optional[int], typer.Option(help=f"Seed for the split, initialisation and shuffling (default {D.seed}).")]
@@ -65,7 +65,8 @@ ModelKindOption = Annotated[Optional[str], typer.Option(help="mlp (text) or cnn 
 
 def _settings(**given) -> Settings:
     """Settings from the options a user gave (None = not given); --stop-words none turns stop words off."""
-    settings = D.replace(**{k: v for k, v in given.items() if v is not None})
+    # A fresh Settings, not D.replace: fields left out take the defaults of the model chosen (MODEL_DEFAULTS).
+    settings = Settings(**{k: v for k, v in given.items() if v is not None})
     if settings.stop_words and settings.stop_words.lower() == "none":
         settings = settings.replace(stop_words=None)
     return settings
@@ -87,7 +88,7 @@ def train(
     epochs: EpochsOption = None,
     optimizer: Annotated[Optional[str], typer.Option(help=f"adam or sgd (default {D.optimizer}).")] = None,
     lr: LrOption = None,
-    lr_schedule: Annotated[Optional[str], typer.Option(help=f"constant, or linear or cosine decay to 0 (default {D.lr_schedule}).")] = None,
+    lr_schedule: Annotated[Optional[str], typer.Option(help=f"constant, or linear or cosine decay to 0 (default {D.lr_schedule}; cnn {Settings(model='cnn').lr_schedule}).")] = None,
     momentum: Annotated[Optional[float], typer.Option(help=f"SGD momentum (default {D.momentum}).")] = None,
     init_gain: Annotated[Optional[float], typer.Option(help=f"Glorot init range multiplier (default {D.init_gain}).")] = None,
     weight_decay: Annotated[Optional[float], typer.Option(help=f"L2 weight decay (default {D.weight_decay}).")] = None,

@@ -1,12 +1,16 @@
 """The image classifier: a LeNet-style network trained like the text MLP (whole epochs on the device, Adam).
 
   (conv KxK "same" + bias + ReLU -> 2x2 max-pool) per entry of `channels`, then a ReLU fully connected layer of
-  `hidden` units and a softmax over the classes. Defaults: channels (32, 64), 5x5 kernels, hidden 128.
+  `hidden` units and a softmax over the classes. Defaults: channels (32, 64), 5x5 kernels, hidden 128; Adam
+  at 1e-3 decayed by a cosine over 20 epochs, dropout 0.25 on the hidden layer, training images shifted by up
+  to 2 px: Fashion-MNIST test accuracy 0.9294 on an H100 (0.909-0.917 with 10 epochs, with or without them;
+  BENCHMARKS.md has the sweep).
 
 backend "xla": lax.conv_general_dilated (cuDNN on a GPU) and reduce_window; "pallas": the implicit-GEMM
 convolution and the max-pool kernels (pallas_kernels/conv2d.py, maxpool.py) with their explicit backward
-passes; the two dense layers are plain JAX on both paths for now (the MLP kernels expect the text network's
-shapes). Images arrive as uint8 (N, H, W, C) and are scaled to [0, 1] on the device.
+passes, and the output layer + softmax + log-loss is the text MLP's softmax_xent kernel (softmax_xent_loss);
+the hidden dense layer is plain JAX on both paths (the MLP's hidden kernels fuse a sigmoid, not a ReLU).
+Images arrive as uint8 (N, H, W, C) and are scaled to [0, 1] on the device.
 
 `textclf train IMAGES --model cnn` reaches fit_cnn through textclf/image_train.py; models are
 textclf/image_model.py.
@@ -44,12 +48,12 @@ class CNNSettings:
     channels: tuple[int, ...] = (32, 64)
     kernel: int = 5
     hidden: int = 128
-    epochs: int = 10
+    epochs: int = 20
     batch_size: int = 128
     learning_rate: float = 1e-3
-    lr_schedule: str = "constant"  # "linear" / "cosine": decayed per step to 0 over the run
-    dropout: float = 0.0  # probability of zeroing each hidden unit while training (inverted dropout)
-    augment: tuple[str, ...] = ()  # per training image and step: "shift" (up to 2 px each way), "flip" (mirror)
+    lr_schedule: str = "cosine"  # or "constant", "linear": decayed per step to 0 over the run
+    dropout: float = 0.25  # probability of zeroing each hidden unit while training (inverted dropout)
+    augment: tuple[str, ...] = ("shift",)  # per image and step: "shift" (up to 2 px each way), "flip" (mirror)
     weight_decay: float = 0.0
     seed: int = 0
 

@@ -321,7 +321,7 @@ def create_app(options: ServiceOptions) -> FastAPI:
                 raise HTTPException(400, f"corpus '{path}' is outside the data root '{root}'")
             if not path.exists():
                 raise HTTPException(400, f"corpus '{path}' does not exist")
-        settings = Settings.from_dict({**Settings().to_dict(), **body.settings})
+        settings = Settings.from_dict(body.settings)  # left out: the model's defaults
         db = state["models"].db
         job_id = job_queue.submit(db, str(paths[0]), settings.to_dict(), body.name or paths[0].stem,
                                   str(paths[1]) if len(paths) > 1 else None)

@@ -74,4 +74,5 @@ def test_one_by_one_convolution_is_a_dense_layer(env, rng):
     got = conv2d_forward(x, weights, bias, pad=0, relu=False, block_m=16, block_n=16, block_k=16,
                          precision=env.precision, interpret=env.interpret)
     assert got.shape == (3, 1, 1, 33)
-    assert_close(got[:, 0, 0], x[:, 0, 0] @ weights[0, 0] + bias, env)
+    want = jnp.dot(x[:, 0, 0], weights[0, 0], precision=jax.lax.Precision.HIGHEST) + bias
+    assert_close(got[:, 0, 0], want, env)

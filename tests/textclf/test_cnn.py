@@ -88,7 +88,7 @@ def test_augmentation_shifts_and_flips_whole_images():
 
 
 def test_learning_rate_schedules():
-    settings = CNNSettings(epochs=2, learning_rate=0.5)
+    settings = CNNSettings(epochs=2, learning_rate=0.5, lr_schedule="constant")
     assert np.allclose(learning_rates(settings, 1, 4), 0.5)
     linear = np.concatenate([learning_rates(settings.__class__(epochs=2, learning_rate=0.5, lr_schedule="linear"),
                                             e, 4) for e in (0, 1)])

@@ -1,0 +1,31 @@
+"""Settings: validation and the defaults that depend on the model."""
+
+import pytest
+
+from textclf.config import Settings
+from textclf.errors import SettingsError
+
+
+def test_model_dependent_defaults_fill_in_only_what_was_left_out():
+    assert (Settings().epochs, Settings().lr_schedule) == (10, "constant")
+    assert (Settings(model="cnn").epochs, Settings(model="cnn").lr_schedule) == (20, "cosine")
+    assert Settings(model="cnn", epochs=3, lr_schedule="linear").epochs == 3
+    stored = Settings(model="cnn").to_dict()
+    assert Settings.from_dict(stored) == Settings(model="cnn")  # a saved run rebuilds to the same settings
+    assert Settings.from_dict({"model": "cnn"}).epochs == 20
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"epochs": 0}, "epochs must be >= 1"),
+    ({"dropout": 1.0}, "dropout must be in [0, 1)"),
+    ({"augment": "shift,rotate"}, "augment must be comma-separated names from shift, flip"),
+    ({"lr_schedule": "step"}, "lr_schedule must be one of linear, constant, cosine"),
+])
+def test_bad_values_name_the_setting(changes, message):
+    with pytest.raises(SettingsError, match=message.replace("[", r"\[").replace(")", r"\)")):
+        Settings(**changes)
+
+
+def test_augmentations_parse_the_list():
+    assert Settings(augment=" shift , flip").augmentations == ("shift", "flip")
+    assert Settings(augment="").augmentations == ()
