@@ -54,22 +54,42 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, cin: int, out_h: in
     oh, ow = rest // out_w, rest % out_w
     row_start = ((n * in_h + oh) * in_w + ow) * cin  # element offset of each output pixel's tap (0, 0)
 
-    def k_block(k0, acc):
-        # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
-        # builds a (block_m, block_k) slice of the im2col matrix in registers; one dot consumes it.
-        j = k0 + lax.broadcasted_iota(jnp.int32, (block_m, block_k), 1)
-        tap, channel = j // cin, j % cin
-        offset = row_start + ((tap // size) * in_w + tap % size) * cin + channel
-        patch = x_ref[jnp.where(j < size * size * cin, offset, zero)]
-        return acc + dot(patch, w_ref[pl.ds(k0, block_k), :], precision)
-
+    column = lax.broadcasted_iota(jnp.int32, (block_m, block_k), 1)
     acc = jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype))
-    steps = w_ref.shape[0] // block_k
-    if steps <= MAX_UNROLLED_K_STEPS:  # LeNet's layers: unrolled (measured on an H200, BENCHMARKS.md)
-        for step in range(steps):
-            acc = k_block(step * block_k, acc)
-    else:  # wide layers (VGG's 3x3x512 = 144 steps of 32): a loop keeps the program and its compile small
-        acc = lax.fori_loop(0, steps, lambda step, acc: k_block(step * block_k, acc), acc)
+    if cin % block_k == 0:
+        # Whole-tap blocks: block_k consecutive channels of one tap, so each row's load is contiguous (and
+        # vectorisable) and no column needs masking. Taps unrolled (their offsets are constants), channel
+        # blocks looped when there are many; no integer division of traced scalars (the Triton lowering of
+        # a scalar `%` inside a loop failed on the GPU).
+        chunks = cin // block_k
+        for tap in range(size * size):
+            tap_offset = ((tap // size) * in_w + tap % size) * cin
+
+            def chunk(c, acc, tap=tap, tap_offset=tap_offset):
+                patch = x_ref[row_start + tap_offset + c * block_k + column]
+                return acc + dot(patch, w_ref[pl.ds(tap * cin + c * block_k, block_k), :], precision)
+
+            if size * size * chunks <= MAX_UNROLLED_K_STEPS:
+                for c in range(chunks):
+                    acc = chunk(c, acc)
+            else:
+                acc = lax.fori_loop(0, chunks, chunk, acc)
+    else:
+        def k_block(k0, acc):
+            # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
+            # builds a (block_m, block_k) slice of the im2col matrix in registers; one dot consumes it.
+            j = k0 + column
+            tap, channel = j // cin, j % cin
+            offset = row_start + ((tap // size) * in_w + tap % size) * cin + channel
+            patch = x_ref[jnp.where(j < size * size * cin, offset, zero)]
+            return acc + dot(patch, w_ref[pl.ds(k0, block_k), :], precision)
+
+        steps = w_ref.shape[0] // block_k
+        if steps <= MAX_UNROLLED_K_STEPS:  # LeNet's layers: unrolled (measured on an H200, BENCHMARKS.md)
+            for step in range(steps):
+                acc = k_block(step * block_k, acc)
+        else:  # wide layers: a loop keeps the program and its compile small
+            acc = lax.fori_loop(0, steps, lambda step, acc: k_block(step * block_k, acc), acc)
     acc = acc + b_ref[...].astype(acc.dtype)
     if relu:
         acc = jnp.maximum(acc, 0)

@@ -11,6 +11,8 @@ CASES = [  # (N, H, W, Cin, Cout, K, pad): odd sizes, both paddings, 3/5/7 kerne
     (1, 11, 10, 3, 20, 7, 3),
     (2, 7, 9, 17, 5, 3, 0),
     (1, 5, 6, 130, 3, 3, 1),  # 3*3*130 = 1,170 im2col columns: the looped (not unrolled) K path
+    (2, 6, 5, 32, 8, 3, 1),  # Cin a multiple of block_k: whole-tap blocks, contiguous loads
+    (1, 4, 5, 128, 4, 3, 1),  # ... with the channel blocks of each tap looped (9 taps x 4 blocks > 32)
 ]
 
 
