@@ -49,19 +49,41 @@ class ImageModel:
 
 def read_image_file(path: str, image_shape: tuple[int, int, int]) -> np.ndarray:
     """One image file -> uint8 (H, W, C) in the model's channel layout; refuses what it cannot use."""
-    from PIL import Image, UnidentifiedImageError
-
     file = Path(path)
     if not file.is_file():
         raise InputError(f"input image '{path}' does not exist: pass an existing image file")
+    return decode_image(file.read_bytes(), image_shape, f"input '{path}'")
+
+
+def decode_image(data: bytes, image_shape: tuple[int, int, int], what: str) -> np.ndarray:
+    """Encoded image bytes (PNG, JPEG, ...) -> uint8 (H, W, C) in the model's channel layout. Pillow decodes
+    image formats only (no pickles); `what` names the input in errors."""
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    height, width, channels = image_shape
     try:
-        with Image.open(file) as image:
-            picture = image.convert("L" if image_shape[2] == 1 else "RGB")
-    except (UnidentifiedImageError, OSError):
-        raise InputError(f"input '{path}' is not an image Pillow can read: pass a PNG or JPEG") from None
+        with Image.open(io.BytesIO(data)) as image:
+            # The size is in the header: checked before decoding, so a small file that would decode to a
+            # huge picture is refused without being decoded.
+            if image.size != (width, height):
+                raise InputError(f"{what} is {image.size[0]}x{image.size[1]} but the model takes "
+                                 f"{width}x{height}: resize it first")
+            picture = image.convert("L" if channels == 1 else "RGB")
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        raise InputError(f"{what} is not an image Pillow can read: pass a PNG or JPEG") from None
     array = np.asarray(picture, np.uint8)
-    array = array[..., None] if array.ndim == 2 else array
-    if array.shape != tuple(image_shape):
-        raise InputError(f"image '{path}' is {array.shape[1]}x{array.shape[0]} but the model takes "
-                         f"{image_shape[1]}x{image_shape[0]}: resize it first")
-    return array
+    return array[..., None] if array.ndim == 2 else array
+
+
+def decode_base64_image(text: str, image_shape: tuple[int, int, int], what: str) -> np.ndarray:
+    """A base64 string of an image file (how the HTTP service takes images) -> uint8 (H, W, C)."""
+    import base64
+    import binascii
+
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise InputError(f"{what} is not base64: send each image file's bytes base64-encoded") from None
+    return decode_image(data, image_shape, what)

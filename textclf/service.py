@@ -2,6 +2,7 @@
 
 Endpoints (OpenAPI docs at /docs):
   POST /v1/models/{name}:predict  {"instances": ["text", ...], "top_k": 3} -> label + top-k per instance
+                                  (image models: each instance is an image file's bytes, base64-encoded)
   GET  /v1/models, GET /v1/models/{name}     published versions, metrics, run ids
   POST /v1/jobs {"corpus": ..., "name": ..., "settings": {...}}, GET /v1/jobs/{id}
   GET  /health/live, /health/ready, /metrics (Prometheus)
@@ -81,6 +82,9 @@ class _Scorer:
 
     def __init__(self, model: Model, where: str):
         self.model = model
+        self.images = getattr(model, "image_shape", None) is not None  # an ImageModel (textclf/image_model.py)
+        if self.images:
+            return  # its predict_proba runs the jitted CNN on the default device
         if where == "auto":
             from textclf.backends import device_kind
 
@@ -95,7 +99,11 @@ class _Scorer:
             self.params = Params(*(jax.device_put(a) for a in (model.w1, model.b1, model.w2, model.b2)))
             self.compiled = _warm_scores()
 
-    def __call__(self, texts: list[str]):
+    def __call__(self, texts: list):
+        if self.images:  # decoded uint8 (H, W, C) arrays
+            import numpy as np
+
+            return self.model.predict_proba(np.stack(texts))
         if not self.on_device:
             return self.model.predict_proba(texts)
         from textclf.classifier import _softmax
@@ -302,8 +310,14 @@ def create_app(options: ServiceOptions) -> FastAPI:
         if len(body.instances) > options.max_instances:
             raise HTTPException(413, f"{len(body.instances)} instances, over the limit of {options.max_instances}")
         batcher = state["models"].batcher(name)
+        instances = body.instances
+        if batcher.score.images:  # decoded here, so one bad image fails its own request, not the batch
+            from textclf.image_model import decode_base64_image
+
+            instances = [decode_base64_image(text, batcher.model.image_shape, f"instance {i}")
+                         for i, text in enumerate(instances)]
         try:
-            probabilities = await asyncio.wait_for(batcher.predict(body.instances), options.timeout_s)
+            probabilities = await asyncio.wait_for(batcher.predict(instances), options.timeout_s)
         except asyncio.TimeoutError:
             raise HTTPException(504, f"prediction took longer than {options.timeout_s} s")
         predictions = [{"label": top[0][0], "top": [{"label": label, "probability": p} for label, p in top]}

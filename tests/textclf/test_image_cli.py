@@ -98,3 +98,30 @@ def test_image_run_stops_and_resumes_through_train(image_dir, db_path, tmp_path)
     result = train(image_dir, settings, db_path=db_path, checkpointer=checkpoint)
     assert [h.epoch for h in result.history] == [1, 2, 3]
     assert [e["epoch"] for e in runs.get_run(db, result.run_id)["epochs"]] == [2, 3]
+
+
+def test_service_classifies_base64_images(image_dir, db_path):
+    """An image model published by the daemon answers POST :predict with base64-encoded image files; a
+    bad instance gets a 400 that names it."""
+    import base64
+
+    from fastapi.testclient import TestClient
+
+    from textclf.service import ServiceOptions, create_app
+
+    settings = {"model": "cnn", "conv_channels": "4,8", "conv_kernel": 3, "hidden": 16, "epochs": 8,
+                "batch_size": 16, "learning_rate": 0.003, "backend": "xla"}
+    jobs.submit(open_db(db_path), str(image_dir), settings, "shapes")
+    assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 1
+    files = [image_dir / "left" / "0.png", image_dir / "right" / "0.png"]
+    encoded = [base64.b64encode(f.read_bytes()).decode() for f in files]
+    with TestClient(create_app(ServiceOptions(db_path=db_path))) as client:
+        response = client.post("/v1/models/shapes:predict", json={"instances": encoded, "top_k": 2})
+        assert response.status_code == 200, response.text
+        assert [p["label"] for p in response.json()["predictions"]] == ["left", "right"]
+        bad = client.post("/v1/models/shapes:predict", json={"instances": [encoded[0], "not base64!"]})
+        assert bad.status_code == 400 and "instance 1 is not base64" in bad.json()["detail"]
+        Image.new("L", (5, 5)).save(image_dir / "small.png")
+        small = base64.b64encode((image_dir / "small.png").read_bytes()).decode()
+        wrong = client.post("/v1/models/shapes:predict", json={"instances": [small]})
+        assert wrong.status_code == 400 and "5x5 but the model takes 12x12" in wrong.json()["detail"]
