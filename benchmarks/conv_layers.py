@@ -1,6 +1,6 @@
 """Per-layer forward time of the original design's two convolution layers, Pallas vs XLA (cuDNN) vs PyTorch.
 
-    python -m benchmarks.conv_layers [--batches 100,1000,10000]
+    python -m benchmarks.conv_layers [--batches 100,1000,10000] [--block-m 64] [--sweep]
 
 Layer 1: 28x28x1 -> 4 channels, layer 2: 14x14x4 -> 16 channels (after a 2x2 pool), 7x7 kernels, "same"
 padding, bias + ReLU. Pallas and XLA: profiler kernel time of the jitted op (padding and layout copies
@@ -49,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", default="100,1000,10000")
     parser.add_argument("--sweep", action="store_true", help="also try block sizes; report the best")
+    parser.add_argument("--block-m", type=int, default=64, help="output pixels per program")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"device: {jax.devices()[0].device_kind}")
@@ -59,7 +60,7 @@ def main() -> None:
             x = jnp.asarray(rng.normal(size=(batch, size, size, cin)), jnp.float32)
             w = jnp.asarray(rng.normal(size=(7, 7, cin, cout)) * 0.1, jnp.float32)
             b = jnp.asarray(rng.normal(size=(cout,)), jnp.float32)
-            pallas = kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=3), (x, w, b))
+            pallas = kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=3, block_m=args.block_m), (x, w, b))
             if args.sweep:
                 for block_m, block_k, warps in itertools.product((64, 128, 256), (32, 64, 128), (4, 8)):
                     t = kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=3, block_m=block_m, block_k=block_k,
