@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
+import itertools
 import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
-from pipelines.documents import classify_file, decode_text, is_binary
+from pipelines.documents import BINARY_SNIFF_BYTES, classify_file, decode_text, is_binary
 from textclf.errors import CorpusError
 
 FORMAT_HINT = "pass a folder with one sub-folder per label, a .csv or a .jsonl file"
@@ -45,47 +46,70 @@ class Corpus:
         return len(self.texts)
 
 
-def read_corpus(path: str | Path, max_file_mb: float = 10.0) -> Corpus:
-    """Read a corpus in any supported format and check it can be trained on (>= 2 labels, none empty)."""
+@dataclass
+class ReadStats:
+    """What reading found besides the documents, filled in as the documents are read."""
+
+    skipped: Counter = field(default_factory=Counter)  # files or rows left out, by reason
+    non_utf8: int = 0  # documents decoded with a fallback encoding (kept)
+    empty_labels: list[str] = field(default_factory=list)
+
+
+def open_documents(path: str | Path, max_file_mb: float = 10.0) -> tuple[str, ReadStats, Iterator[tuple[str, str]]]:
+    """-> (format, stats, iterator of (label, text) in reading order). The path's kind, a folder's label folders
+    and a file's first bytes are checked now; the documents are read one at a time as the iterator is
+    consumed (so a corpus larger than memory can be streamed), and stats are complete once it is exhausted."""
     path = Path(path)
     if not path.exists():
         raise CorpusError(f"corpus path '{path}' does not exist: {FORMAT_HINT}")
     max_bytes = int(max_file_mb * 1024 * 1024)
+    stats = ReadStats()
     if path.is_dir():
-        corpus = _read_folder(path, max_bytes)
-    elif path.suffix.lower() == ".csv":
-        corpus = _read_csv(path, max_bytes)
-    elif path.suffix.lower() in (".jsonl", ".ndjson"):
-        corpus = _read_jsonl(path, max_bytes)
-    else:
-        raise CorpusError(f"corpus path '{path}' is a file of unknown type '{path.suffix}': {FORMAT_HINT}")
-    _check_usable(corpus)
+        return "folder", stats, _folder_documents(path, max_bytes, stats)
+    if path.suffix.lower() == ".csv":
+        _check_text_file(path, "CSV")
+        return "csv", stats, _csv_documents(path, stats)
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        _check_text_file(path, "JSONL")
+        return "jsonl", stats, _jsonl_documents(path, stats)
+    raise CorpusError(f"corpus path '{path}' is a file of unknown type '{path.suffix}': {FORMAT_HINT}")
+
+
+def read_corpus(path: str | Path, max_file_mb: float = 10.0) -> Corpus:
+    """Read a corpus in any supported format and check it can be trained on (>= 2 labels, none empty)."""
+    fmt, stats, documents = open_documents(path, max_file_mb)
+    labels, texts, fingerprint = [], [], Fingerprint()
+    for label, text in documents:
+        labels.append(label)
+        texts.append(text)
+        fingerprint.add(label, text)
+    corpus = Corpus(texts, labels, str(path), fmt, {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8,
+                    fingerprint=fingerprint.hexdigest(), empty_labels=list(stats.empty_labels))
+    check_usable(str(path), labels, stats)
     return corpus
 
 
-def _fingerprint(labels: list[str], texts: list[str]) -> str:
-    digest = hashlib.sha256()
-    for label, text in zip(labels, texts):
-        digest.update(label.encode())
-        digest.update(b"\x00")
-        digest.update(text.encode("utf-8", "surrogatepass"))
-        digest.update(b"\x01")
-    return digest.hexdigest()
+class Fingerprint:
+    """sha256 of every (label, text) in reading order: equal corpora, equal fingerprints (the vector cache key)."""
+
+    def __init__(self):
+        self._digest = hashlib.sha256()
+
+    def add(self, label: str, text: str) -> None:
+        self._digest.update(label.encode())
+        self._digest.update(b"\x00")
+        self._digest.update(text.encode("utf-8", "surrogatepass"))
+        self._digest.update(b"\x01")
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
 
 
-def _finish(texts, labels, path, fmt, skipped, non_utf8, empty_labels=()) -> Corpus:
-    return Corpus(
-        texts, labels, str(path), fmt, {k: v for k, v in skipped.items() if v}, non_utf8,
-        fingerprint=_fingerprint(labels, texts), empty_labels=list(empty_labels),
-    )
-
-
-def _read_folder(root: Path, max_bytes: int) -> Corpus:
-    skipped: Counter = Counter()
+def _folder_documents(root: Path, max_bytes: int, stats: ReadStats) -> Iterator[tuple[str, str]]:
     label_dirs = []
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
-            skipped["hidden"] += 1
+            stats.skipped["hidden"] += 1
         elif entry.is_dir():
             label_dirs.append(entry)
     if not label_dirs:
@@ -93,20 +117,22 @@ def _read_folder(root: Path, max_bytes: int) -> Corpus:
             f"corpus folder '{root}' has no label folders: put each label's documents in "
             f"'{root}/<label>/', or pass a .csv or .jsonl file"
         )
-    texts, labels, non_utf8, empty_labels = [], [], 0, []
+    return _folder_files(label_dirs, max_bytes, stats)
+
+
+def _folder_files(label_dirs: list[Path], max_bytes: int, stats: ReadStats) -> Iterator[tuple[str, str]]:
     for label_dir in label_dirs:
-        before = len(texts)
-        for file in _walk_files(label_dir, skipped):
+        found = False
+        for file in _walk_files(label_dir, stats.skipped):
             text, reason, fallback = classify_file(file, max_bytes)
             if reason:
-                skipped[reason] += 1
+                stats.skipped[reason] += 1
                 continue
-            non_utf8 += fallback
-            texts.append(text)
-            labels.append(label_dir.name)
-        if len(texts) == before:
-            empty_labels.append(label_dir.name)
-    return _finish(texts, labels, root, "folder", skipped, non_utf8, empty_labels)
+            stats.non_utf8 += fallback
+            found = True
+            yield label_dir.name, text
+        if not found:
+            stats.empty_labels.append(label_dir.name)
 
 
 def _walk_files(folder: Path, skipped: Counter):
@@ -120,46 +146,49 @@ def _walk_files(folder: Path, skipped: Counter):
             yield entry
 
 
-def _read_bytes_checked(path: Path, max_bytes: int, kind: str) -> str:
-    data = path.read_bytes()
-    if not data.strip():
+def _check_text_file(path: Path, kind: str) -> None:
+    with path.open("rb") as handle:
+        head = handle.read(BINARY_SNIFF_BYTES)
+    if not head.strip() and path.stat().st_size <= len(head):
         raise CorpusError(f"{kind} corpus '{path}' is empty: add one document per row")
-    if is_binary(data):
+    if is_binary(head):
         raise CorpusError(f"{kind} corpus '{path}' is a binary file, not text: {FORMAT_HINT}")
-    return decode_text(data)[0]
 
 
-def _read_csv(path: Path, max_bytes: int) -> Corpus:
-    text = _read_bytes_checked(path, max_bytes, "CSV")
-    rows = list(csv.reader(io.StringIO(text, newline="")))
-    skipped: Counter = Counter()
+def _decoded_lines(path: Path, stats: ReadStats) -> Iterator[str]:
+    """The file's lines, line endings kept, each decoded on its own (UTF-8, else the fallbacks of
+    pipelines/documents.py), read a buffer at a time."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            line, fallback = decode_text(raw)
+            stats.non_utf8 += fallback
+            yield line
+
+
+def _csv_documents(path: Path, stats: ReadStats) -> Iterator[tuple[str, str]]:
+    rows = csv.reader(_decoded_lines(path, stats))
     label_col, text_cols = 0, None
-    if rows and any(cell.strip().lower() == "label" for cell in rows[0]):
-        header = [cell.strip().lower() for cell in rows[0]]
+    first = next(rows, None)
+    if first is not None and any(cell.strip().lower() == "label" for cell in first):
+        header = [cell.strip().lower() for cell in first]
         label_col = header.index("label")
         text_cols = [i for i in range(len(header)) if i != label_col]
-        rows = rows[1:]
-    texts, labels = [], []
-    for row in rows:
+        first = None
+    for row in itertools.chain([first] if first is not None else [], rows):
         if len(row) < 2:
-            skipped["bad_row"] += 1
+            stats.skipped["bad_row"] += 1
             continue
         cols = text_cols if text_cols is not None else range(1, len(row))
         body = " ".join(row[i] for i in cols if i < len(row)).replace("\\", " ").strip()
         label = row[label_col].strip()
         if not body or not label:
-            skipped["empty"] += 1
+            stats.skipped["empty"] += 1
             continue
-        texts.append(body)
-        labels.append(label)
-    return _finish(texts, labels, path, "csv", skipped, 0)
+        yield label, body
 
 
-def _read_jsonl(path: Path, max_bytes: int) -> Corpus:
-    text = _read_bytes_checked(path, max_bytes, "JSONL")
-    skipped: Counter = Counter()
-    texts, labels = [], []
-    for number, line in enumerate(text.splitlines(), 1):
+def _jsonl_documents(path: Path, stats: ReadStats) -> Iterator[tuple[str, str]]:
+    for number, line in enumerate(_decoded_lines(path, stats), 1):
         if not line.strip():
             continue
         try:
@@ -176,24 +205,23 @@ def _read_jsonl(path: Path, max_bytes: int) -> Corpus:
             )
         body, label = str(record["text"]), str(record["label"]).strip()
         if not body.strip() or not label:
-            skipped["empty"] += 1
+            stats.skipped["empty"] += 1
             continue
-        texts.append(body)
-        labels.append(label)
-    return _finish(texts, labels, path, "jsonl", skipped, 0)
+        yield label, body
 
 
-def _check_usable(corpus: Corpus) -> None:
-    where = f"corpus '{corpus.source}'"
-    if not corpus.texts:
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(corpus.skipped.items())) or "no documents"
+def check_usable(source: str, labels: list[str], stats: ReadStats) -> None:
+    """After reading: refuse a corpus with no documents, an empty label folder, or a single label."""
+    where = f"corpus '{source}'"
+    if not labels:
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(stats.skipped.items()) if n) or "no documents"
         raise CorpusError(f"{where} has no usable document ({reasons}): add non-empty text documents")
-    if corpus.empty_labels:
+    if stats.empty_labels:
         raise CorpusError(
-            f"label '{corpus.empty_labels[0]}' in {where} has no usable document (all files empty, binary, too large or "
+            f"label '{stats.empty_labels[0]}' in {where} has no usable document (all files empty, binary, too large or "
             f"unreadable): add text documents to it or remove the folder"
         )
-    if len(set(corpus.labels)) < 2:
+    if len(set(labels)) < 2:
         raise CorpusError(
-            f"{where} has only one label ('{corpus.labels[0]}'): a classifier needs at least 2 labels"
+            f"{where} has only one label ('{labels[0]}'): a classifier needs at least 2 labels"
         )

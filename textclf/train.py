@@ -8,17 +8,19 @@ model file is safely on disk; any exception marks it 'failed' with the error, Ct
 from __future__ import annotations
 
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import jax
+import numpy as np
 from sklearn.model_selection import train_test_split
 
 from db import open_db
 from db import runs as run_queries
-from pipelines.corpus import Corpus, read_corpus
+from pipelines.corpus import read_corpus
 from pipelines import vector_cache
 from pipelines.vectorize import fit_vectorizer
 from textclf.artifacts import save_model
@@ -70,23 +72,23 @@ class _PhaseTimer:
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
 
-def split_validation(corpus: Corpus, settings: Settings) -> tuple[list, list, list, list]:
-    """Stratified split with the run's seed: same corpus + same seed -> same split."""
-    counts = corpus.label_counts
-    small = [label for label, n in counts.items() if n < 2]
+def split_validation(labels: list[str], source: str, settings: Settings):
+    """Stratified split of document numbers with the run's seed: same corpus + same seed -> same split.
+    -> (training row numbers, validation row numbers)."""
+    counts = Counter(labels)
+    small = [label for label, n in sorted(counts.items()) if n < 2]
     if small:
         raise CorpusError(
             f"label '{small[0]}' has only 1 document, too few for a validation split: "
             "add documents or pass a separate --test corpus"
         )
-    n_eval = max(len(counts), int(round(len(corpus) * settings.validation_fraction)))
-    if len(corpus) - n_eval < len(counts):
+    n_eval = max(len(counts), int(round(len(labels) * settings.validation_fraction)))
+    if len(labels) - n_eval < len(counts):
         raise CorpusError(
-            f"corpus '{corpus.source}' has {len(corpus)} documents, too few to hold out a validation set: "
+            f"corpus '{source}' has {len(labels)} documents, too few to hold out a validation set: "
             "add documents or pass a separate --test corpus"
         )
-    return train_test_split(corpus.texts, corpus.labels, test_size=n_eval, random_state=settings.seed,
-                            stratify=corpus.labels)
+    return train_test_split(np.arange(len(labels)), test_size=n_eval, random_state=settings.seed, stratify=labels)
 
 
 def default_model_path(run_id: int) -> Path:
@@ -142,62 +144,30 @@ def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path
 
         return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
                             primary, checkpointer, stop_requested)
-    with phase("read"):
-        corpus = read_corpus(corpus_path, settings.max_file_mb)
-        test = read_corpus(test_path, settings.max_file_mb) if test_path else None
-    skipped = dict(corpus.skipped)
-    if test:
-        for reason, count in test.skipped.items():
-            skipped[f"test_{reason}"] = count
-    if test:
-        train_texts, train_labels, eval_texts, eval_labels = corpus.texts, corpus.labels, test.texts, test.labels
-        unknown = sorted(set(eval_labels) - set(train_labels))
-        if unknown:
-            raise CorpusError(
-                f"test corpus '{test.source}' has label '{unknown[0]}' that the training corpus lacks: "
-                "use the same label names in both"
-            )
+    if settings.vectorizer == "hashing":
+        data = _hashed_data(db, run_id, corpus_path, test_path, settings, phase)
     else:
-        train_texts, eval_texts, train_labels, eval_labels = split_validation(corpus, settings)
-    classes = sorted(set(train_labels))
-    eval_kind = "test" if test else "validation"
-    non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
-    run_queries.update_run(
-        db, run_id, corpus_format=corpus.format, corpus_fingerprint=corpus.fingerprint, skipped=skipped,
-        non_utf8=non_utf8, n_train=len(train_texts),
-        n_eval=len(eval_texts), eval_kind=eval_kind, n_classes=len(classes), labels=classes,
-    )
-    with phase("vectorize"):
-        key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
-                                     list(train_labels), list(eval_labels))
-        cached = vector_cache.load(vector_cache_dir(), key)
-        if cached:
-            vectorizer, train_x, eval_x = cached
-        else:
-            vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings)
-            eval_x = vectorizer.transform(eval_texts, workers=None)
-            if primary:
-                vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
-    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
-    train_y, eval_y = encode_labels(train_labels, classes), encode_labels(eval_labels, classes)
+        data = _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary)
+    classes, eval_kind, train_x, eval_x = data.classes, data.eval_kind, data.train_x, data.eval_x
+    train_y, eval_y = encode_labels(data.train_labels, classes), encode_labels(data.eval_labels, classes)
 
     def on_epoch(stats: EpochStats) -> None:
         run_queries.add_epoch(db, run_id, **stats.__dict__)
         report(TrainEvent("epoch", epoch=stats, total_epochs=epochs))
 
-    epochs = settings.epochs_for(len(train_texts))
+    epochs = settings.epochs_for(len(train_y))
     report(TrainEvent("phase", "train", total_epochs=epochs))
     network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch,
                           checkpointer=checkpointer, stop_requested=stop_requested)
     run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
     phase.seconds["compile"] = network.compile_seconds
     phase.seconds["train"] = network.train_seconds
-    model = Model(vectorizer, *network.params, labels=classes, settings=settings)
+    model = Model(data.vectorizer, *network.params, labels=classes, settings=settings)
     with phase("evaluate"):
         eval_accuracy = float((model.scores(eval_x).argmax(axis=1) == eval_y).mean())
     last = network.history[-1]
     model.metadata = {
-        "run_id": run_id, "corpus": str(corpus_path), "corpus_fingerprint": corpus.fingerprint,
+        "run_id": run_id, "corpus": str(corpus_path), "corpus_fingerprint": data.fingerprint,
         "eval_kind": eval_kind, "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
         "created": run_queries.now(), "backend": backend,
     }
@@ -210,5 +180,108 @@ def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path
         db, run_id, "finished", model_path=str(path.resolve()), final_loss=last.loss,
         train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy,
     )
-    return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy, len(train_texts),
-                       len(eval_texts), network.history, dict(phase.seconds), skipped, non_utf8, model)
+    return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
+                       len(train_y), len(eval_y), network.history, dict(phase.seconds), data.skipped,
+                       data.non_utf8, model)
+
+
+@dataclass
+class _TextData:
+    """The text half of a run after vectorization: what the network and the run record need."""
+
+    vectorizer: object
+    train_x: object  # CSR (training documents, features)
+    eval_x: object
+    train_labels: list[str]
+    eval_labels: list[str]
+    classes: list[str]
+    eval_kind: str
+    skipped: dict[str, int]
+    non_utf8: int
+    fingerprint: str
+
+
+def _check_test_labels(test_labels, train_labels, test_source: str) -> None:
+    unknown = sorted(set(test_labels) - set(train_labels))
+    if unknown:
+        raise CorpusError(
+            f"test corpus '{test_source}' has label '{unknown[0]}' that the training corpus lacks: "
+            "use the same label names in both"
+        )
+
+
+def _record_corpus(db, run_id, fmt, fingerprint, skipped, non_utf8, n_train, n_eval, eval_kind, classes) -> None:
+    run_queries.update_run(db, run_id, corpus_format=fmt, corpus_fingerprint=fingerprint, skipped=skipped,
+                           non_utf8=non_utf8, n_train=n_train, n_eval=n_eval, eval_kind=eval_kind,
+                           n_classes=len(classes), labels=classes)
+
+
+def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary) -> _TextData:
+    """"tfidf": the texts in memory (the vocabulary fit needs them all), vectors cached by corpus fingerprint."""
+    with phase("read"):
+        corpus = read_corpus(corpus_path, settings.max_file_mb)
+        test = read_corpus(test_path, settings.max_file_mb) if test_path else None
+    skipped = dict(corpus.skipped)
+    if test:
+        for reason, count in test.skipped.items():
+            skipped[f"test_{reason}"] = count
+        _check_test_labels(test.labels, corpus.labels, test.source)
+        train_texts, train_labels, eval_texts, eval_labels = corpus.texts, corpus.labels, test.texts, test.labels
+    else:
+        train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
+        train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
+        train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
+    classes = sorted(set(train_labels))
+    eval_kind = "test" if test else "validation"
+    non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
+    _record_corpus(db, run_id, corpus.format, corpus.fingerprint, skipped, non_utf8, len(train_texts),
+                   len(eval_texts), eval_kind, classes)
+    with phase("vectorize"):
+        key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
+                                     list(train_labels), list(eval_labels))
+        cached = vector_cache.load(vector_cache_dir(), key)
+        if cached:
+            vectorizer, train_x, eval_x = cached
+        else:
+            vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings)
+            eval_x = vectorizer.transform(eval_texts, workers=None)
+            if primary:
+                vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
+    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
+    return _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
+                     skipped, non_utf8, corpus.fingerprint)
+
+
+def _hashed_data(db, run_id, corpus_path, test_path, settings, phase) -> _TextData:
+    """"hashing": read and hashed in one streaming pass (pipelines/stream.py), texts never all in memory;
+    the phase is "read_vectorize" since reading and hashing overlap."""
+    from pipelines.stream import hash_corpus, idf_vectorizer, weigh
+
+    with phase("read_vectorize"):
+        corpus = hash_corpus(corpus_path, settings)
+        test = hash_corpus(test_path, settings) if test_path else None
+        if test:
+            _check_test_labels(test.labels, corpus.labels, test.source)
+            train_counts, eval_counts = corpus.counts, test.counts
+            train_labels, eval_labels = corpus.labels, test.labels
+        else:
+            # Rows in corpus order (sorted row numbers): slicing a CSR matrix by sorted rows is one pass.
+            train_rows, eval_rows = (np.sort(rows) for rows in split_validation(corpus.labels, corpus.source,
+                                                                                settings))
+            train_counts, eval_counts = corpus.counts[train_rows], corpus.counts[eval_rows]
+            train_labels = [corpus.labels[i] for i in train_rows]
+            eval_labels = [corpus.labels[i] for i in eval_rows]
+        corpus.counts = None  # without --test: the whole matrix is freed once its two slices exist
+        vectorizer = idf_vectorizer(train_counts, settings)
+        train_x, eval_x = weigh(train_counts, vectorizer), weigh(eval_counts, vectorizer)
+    skipped = {k: v for k, v in corpus.stats.skipped.items() if v}
+    if test:
+        skipped.update({f"test_{k}": v for k, v in test.stats.skipped.items() if v})
+    non_utf8 = corpus.stats.non_utf8 + (test.stats.non_utf8 if test else 0)
+    classes = sorted(set(train_labels))
+    eval_kind = "test" if test else "validation"
+    _record_corpus(db, run_id, corpus.format, corpus.fingerprint, skipped, non_utf8, len(train_labels),
+                   len(eval_labels), eval_kind, classes)
+    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
+    return _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
+                     skipped, non_utf8, corpus.fingerprint)

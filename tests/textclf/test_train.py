@@ -41,6 +41,28 @@ def test_separate_test_corpus(corpus_dir, db_path, fast_settings, tmp_path):
         train(corpus_dir, fast_settings, test_path=other, db_path=db_path)
 
 
+@pytest.mark.parametrize("with_test", [False, True])
+def test_hashing_reads_and_vectorizes_in_one_stream(corpus_dir, db_path, fast_settings, tmp_path, with_test):
+    """--vectorizer hashing goes through pipelines/stream.py: one read_vectorize phase, the same run record,
+    a model that predicts like the training run scored it."""
+    settings = fast_settings.replace(vectorizer="hashing", features=2048)
+    result = train(corpus_dir, settings, db_path=db_path, model_path=tmp_path / "h.npz",
+                   test_path=corpus_dir if with_test else None)
+    run = runs.get_run(open_db(db_path), result.run_id)
+    assert run["status"] == "finished" and "read_vectorize" in run["phases"] and "read" not in run["phases"]
+    assert run["n_features"] == 2048 and run["corpus_fingerprint"] and not run["vectors_cached"]
+    assert (run["n_train"], run["n_eval"]) == ((36, 36) if with_test else (result.n_train, result.n_eval))
+    assert result.n_train + (0 if with_test else result.n_eval) == 36
+    model = load_model(result.model_path)
+    assert model.vectorizer.kind == "hashing" and model.metadata["eval_accuracy"] == result.eval_accuracy
+    if with_test:  # the test corpus is the training corpus here: the model's own predictions must agree
+        from pipelines.corpus import read_corpus
+
+        corpus = read_corpus(corpus_dir)
+        accuracy = sum(p == t for p, t in zip(model.predict(corpus.texts), corpus.labels)) / len(corpus)
+        assert accuracy == pytest.approx(result.eval_accuracy)
+
+
 def test_failure_marks_the_run_failed(tmp_path, db_path, fast_settings):
     with pytest.raises(CorpusError):
         train(tmp_path / "missing", fast_settings, db_path=db_path)

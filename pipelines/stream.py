@@ -1,0 +1,119 @@
+"""Streaming vectorization for the "hashing" kind: a corpus larger than memory becomes its CSR matrix without
+its texts ever being held together.
+
+The documents are read one at a time (pipelines/corpus.open_documents) and cut into chunks of CHUNK_DOCS; each
+chunk is hashed into raw counts by a worker process (joblib, a generator in and out, at most 2 chunks per
+worker in flight) while the reader goes on; the main process keeps only each chunk's counts (data, indices,
+row lengths) and labels, and the corpus fingerprint is updated as the documents pass. At the end the counts
+are joined array by array (the join holds one array twice, never the whole matrix), the IDF is computed
+from them and the TF-IDF weighting runs in place. Peak host memory: the finished matrix + half of it while
+joining + the chunks in flight, whatever the size of the texts.
+
+Why only "hashing": a fitted vocabulary ("tfidf") needs every document's terms before the first column can
+be numbered (and the chi-squared selection needs them all again), i.e. a second pass or the texts in memory.
+Why no vector cache here: its key is the corpus fingerprint, known only after the whole corpus was read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import HashingVectorizer
+
+from pipelines.corpus import Fingerprint, ReadStats, check_usable, open_documents
+from pipelines.vectorize import Vectorizer, _idf, _weight
+from textclf.config import Settings
+
+CHUNK_DOCS = 20_000  # documents per worker task: large enough to amortise a task, small enough to bound memory
+
+
+@dataclass
+class HashedCorpus:
+    source: str
+    format: str
+    stats: ReadStats
+    labels: list[str]
+    counts: sp.csr_matrix | None  # (documents, features) float32 raw counts
+    fingerprint: str
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def hasher_for(settings: Settings) -> HashingVectorizer:
+    return HashingVectorizer(n_features=settings.features, alternate_sign=False, norm=None,
+                             ngram_range=(1, settings.ngram_max), stop_words=settings.stop_words, dtype=np.float32)
+
+
+def _hash_chunk(texts: list[str], hasher: HashingVectorizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    counts = hasher.transform(texts).tocsr()
+    return counts.data, counts.indices, np.diff(counts.indptr)
+
+
+def hash_corpus(path: str | Path, settings: Settings, workers: int | None = None,
+                chunk_docs: int = CHUNK_DOCS) -> HashedCorpus:
+    """Read and hash a corpus in one streaming pass; refuses unusable corpora like read_corpus does."""
+    fmt, stats, documents = open_documents(path, settings.max_file_mb)
+    labels: list[str] = []
+    fingerprint = Fingerprint()
+
+    def chunks() -> Iterator[list[str]]:
+        # Runs wherever joblib pulls tasks from: labels and fingerprint are only read after it is exhausted.
+        while True:
+            chunk = list(itertools.islice(documents, chunk_docs))
+            if not chunk:
+                return
+            for label, text in chunk:
+                labels.append(label)
+                fingerprint.add(label, text)
+            yield [text for _, text in chunk]
+
+    hasher = hasher_for(settings)
+    texts = chunks()
+    first = next(texts, None)
+    second = next(texts, None) if first is not None else None
+    workers = os.cpu_count() or 1 if workers is None else workers
+    pending = itertools.chain([chunk for chunk in (first, second) if chunk is not None], texts)
+    if second is None or workers == 1:  # one chunk (or one worker): no processes to start
+        parts = [_hash_chunk(chunk, hasher) for chunk in pending]
+    else:
+        from joblib import Parallel, delayed
+
+        parts = list(Parallel(n_jobs=workers, return_as="generator", pre_dispatch="2*n_jobs")(
+            delayed(_hash_chunk)(chunk, hasher) for chunk in pending))
+    check_usable(str(path), labels, stats)
+    return HashedCorpus(str(path), fmt, stats, labels, _join(parts, settings.features), fingerprint.hexdigest())
+
+
+def _join(parts: list, n_features: int) -> sp.csr_matrix:
+    """Chunks' (data, indices, row lengths) -> one CSR matrix, each array joined and its pieces freed before
+    the next one is joined."""
+    lengths = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int64)
+    indptr = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    joined = []
+    for field in (0, 1):
+        pieces = [p[field] for p in parts]
+        for i, p in enumerate(parts):
+            parts[i] = tuple(None if j == field else x for j, x in enumerate(p))  # drop the chunk's reference
+        joined.append(np.concatenate(pieces) if pieces else np.zeros(0, np.float32 if field == 0 else np.int32))
+        del pieces
+    if indptr[-1] < np.iinfo(np.int32).max:
+        indptr = indptr.astype(np.int32)
+    return sp.csr_matrix((joined[0], joined[1], indptr), shape=(len(lengths), n_features))
+
+
+def idf_vectorizer(counts: sp.csr_matrix, settings: Settings) -> Vectorizer:
+    """The hashing Vectorizer whose IDF comes from these (training) raw counts."""
+    return Vectorizer("hashing", None, _idf(counts), settings.ngram_max, settings.stop_words, settings.sublinear_tf)
+
+
+def weigh(counts: sp.csr_matrix, vectorizer: Vectorizer) -> sp.csr_matrix:
+    """Raw counts -> the vectorizer's TF-IDF rows, in place: `counts` itself becomes the weighted matrix."""
+    return _weight(counts, vectorizer.idf, vectorizer.sublinear_tf, copy=False)
