@@ -36,6 +36,15 @@ def accumulator_dtype(dtype) -> type:
     return jnp.float64 if dtype == jnp.float64 else jnp.float32
 
 
+def narrowed(a: jax.Array, like: jax.Array) -> jax.Array:
+    """`a` in `like`'s dtype when that is the narrower float: what `dot` does to each tile inside a kernel, done
+    once in the wrapper instead, so every program reads half the bytes (e.g. fp32 W1 against bf16 X, which
+    each row block of the forward re-reads). The products are bit-identical either way."""
+    if a.dtype != like.dtype and jnp.finfo(like.dtype).bits < jnp.finfo(a.dtype).bits:
+        return a.astype(like.dtype)
+    return a
+
+
 def dot(a: jax.Array, b: jax.Array, precision: str, contract=((1,), (0,))) -> jax.Array:
     """a @ b inside a kernel with fp32 accumulation; `contract` picks transposes (Triton supports
     contracting dim 0 of a and dim 1 of b). precision "default" is TF32 for fp32 inputs on the GPU."""

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import PRECISIONS, accumulator_dtype, dot, pad_axis, round_up, triton_params
+from pallas_kernels.common import PRECISIONS, accumulator_dtype, dot, narrowed, pad_axis, round_up, triton_params
 
 
 def _matmul_kernel(x_ref, w_ref, b_ref, out_ref, *, block_k: int, fuse_sigmoid: bool, precision: str):
@@ -60,6 +60,7 @@ def hidden_forward(x, w1, b1, *, block_m: int = 64, block_k: int = 64, split_k: 
     w1 = pad_axis(w1, 0, padded_k)
     k_part = padded_k // split_k
     out_dtype = w1.dtype
+    w1 = narrowed(w1, x)  # bf16 X: W1 read as bf16 by every row block (BENCHMARKS.md, Pallas issue)
     grid = (padded_m // block_m, split_k)
     in_specs = [
         pl.BlockSpec((block_m, k_part), lambda i, s: (i, s)),

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import PRECISIONS, dot, pad_axis, round_up, triton_params
+from pallas_kernels.common import PRECISIONS, dot, narrowed, pad_axis, round_up, triton_params
 
 
 def _accumulate(x_ref, dpre_ref, block_m: int, precision: str, acc_dtype):
@@ -54,11 +54,13 @@ def input_grad(x, dpre, *, block_m: int = 32, block_k: int = 128, num_warps: int
     """X^T @ dPre -> (K, N) in dPre's dtype. X (M, K) with K a multiple of block_k; M is padded to block_m."""
     m, k = x.shape
     n = dpre.shape[1]
+    out_dtype = dpre.dtype
     padded_m = round_up(m, block_m)
-    x, dpre = pad_axis(x, 0, padded_m), pad_axis(dpre, 0, padded_m)
+    # bf16 X: dPre read as bf16 by each of the K / block_k programs (each reads all of it).
+    x, dpre = pad_axis(x, 0, padded_m), pad_axis(narrowed(dpre, x), 0, padded_m)
     return pl.pallas_call(
         functools.partial(_grad_kernel, block_m=block_m, precision=precision),
-        out_shape=jax.ShapeDtypeStruct((k, n), dpre.dtype), grid=(k // block_k,),
+        out_shape=jax.ShapeDtypeStruct((k, n), out_dtype), grid=(k // block_k,),
         in_specs=_specs(padded_m, k, n, block_k), out_specs=pl.BlockSpec((block_k, n), lambda j: (j, 0)),
         compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="input_grad",
     )(x, dpre)
@@ -73,7 +75,7 @@ def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float
     m, k = x.shape
     n = dpre.shape[1]
     padded_m = round_up(m, block_m)
-    x, dpre = pad_axis(x, 0, padded_m), pad_axis(dpre, 0, padded_m)
+    x, dpre = pad_axis(x, 0, padded_m), pad_axis(narrowed(dpre, x), 0, padded_m)
     block = pl.BlockSpec((block_k, n), lambda j: (j, 0))
     return pl.pallas_call(
         functools.partial(_grad_update_kernel, block_m=block_m, precision=precision, momentum=momentum,

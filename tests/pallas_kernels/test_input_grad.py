@@ -35,3 +35,17 @@ def test_production_shape(env, rng):
     got = input_grad(x, dpre)
     ref = input_grad_reference(x.astype(jnp.float32), dpre.astype(jnp.bfloat16).astype(jnp.float32), "highest")
     assert float(jnp.abs(got - ref).max()) < 1e-4 * float(jnp.abs(ref).max()) + 1e-6
+
+
+def test_bf16_input_with_fp32_dpre_keeps_fp32_output(env, rng):
+    """dPre is narrowed to bf16 once in the wrapper (as the kernel's dot would per tile); dW1 stays fp32."""
+    import jax.numpy as jnp
+
+    from pallas_kernels.input_grad import input_grad, input_grad_reference
+
+    x = env.array(rng, (48, 256), kind="uniform").astype(jnp.bfloat16)
+    dpre = env.array(rng, (48, 128)).astype(jnp.float32)
+    out = input_grad(x, dpre, block_m=16, block_k=64, interpret=env.interpret)
+    assert out.dtype == jnp.float32
+    ref = input_grad_reference(x.astype(jnp.float32), dpre.astype(jnp.bfloat16).astype(jnp.float32), "highest")
+    assert float(jnp.abs(out - ref).max()) < 1e-4
