@@ -65,16 +65,23 @@ def hash_corpus(path: str | Path, settings: Settings, workers: int | None = None
     labels: list[str] = []
     fingerprint = Fingerprint()
 
+    failure: list[Exception] = []
+
     def chunks() -> Iterator[list[str]]:
         # Runs wherever joblib pulls tasks from: labels and fingerprint are only read after it is exhausted.
-        while True:
-            chunk = list(itertools.islice(documents, chunk_docs))
-            if not chunk:
-                return
-            for label, text in chunk:
-                labels.append(label)
-                fingerprint.add(label, text)
-            yield [text for _, text in chunk]
+        # A reading error (bad JSON line, ...) ends the stream cleanly and is raised below, in the caller's
+        # thread: raised inside joblib's dispatch it also left a traceback from loky's manager thread.
+        try:
+            while True:
+                chunk = list(itertools.islice(documents, chunk_docs))
+                if not chunk:
+                    return
+                for label, text in chunk:
+                    labels.append(label)
+                    fingerprint.add(label, text)
+                yield [text for _, text in chunk]
+        except Exception as exc:
+            failure.append(exc)
 
     hasher = hasher_for(settings)
     texts = chunks()
@@ -89,6 +96,8 @@ def hash_corpus(path: str | Path, settings: Settings, workers: int | None = None
 
         parts = list(Parallel(n_jobs=workers, return_as="generator", pre_dispatch="2*n_jobs")(
             delayed(_hash_chunk)(chunk, hasher) for chunk in pending))
+    if failure:
+        raise failure[0]
     check_usable(str(path), labels, stats)
     return HashedCorpus(str(path), fmt, stats, labels, _join(parts, settings.features), fingerprint.hexdigest())
 

@@ -38,6 +38,18 @@ def test_streaming_refuses_what_reading_refuses(tmp_path):
         hash_corpus(bad, Settings(vectorizer="hashing"))
 
 
+def test_a_bad_line_late_in_a_parallel_stream_is_one_clean_error(tmp_path, capfd):
+    """Chunks already dispatched to worker processes finish, then the reading error is raised in the caller,
+    with nothing else on stderr."""
+    lines = [json.dumps({"text": f"document number {i}", "label": "ab"[i % 2]}) for i in range(40)]
+    lines[29] = "not json"
+    path = tmp_path / "late.jsonl"
+    path.write_text("\n".join(lines))
+    with pytest.raises(CorpusError, match="line 30 is not valid JSON"):
+        hash_corpus(path, Settings(vectorizer="hashing"), workers=2, chunk_docs=4)
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_peak_memory_stays_far_below_the_corpus_text(tmp_path):
     """~20 MB of text in 3,000 long documents of few distinct words (so the matrix is small) streamed in
     chunks of 200: Python's peak traced memory stays under half the text and a third of what reading the
