@@ -113,6 +113,11 @@ def train(
     from textclf.distributed import initialize
     from textclf.train import train as train_model
 
+    image_only = {"--conv-channels": conv_channels, "--conv-kernel": conv_kernel, "--dropout": dropout,
+                  "--augment": augment}
+    given = [name for name, value in image_only.items() if value is not None]
+    if given and (model or Settings().model) != "cnn":
+        raise SettingsError(f"{given[0]} applies to image models only: add --model cnn or leave it out")
     initialize(coordinator, num_processes, process_id)  # before JAX touches a device; no-op for one process
     settings = _settings(devices=_device_count(devices), pallas_input=pallas_input, model=model,
                          conv_channels=conv_channels, conv_kernel=conv_kernel, dropout=dropout,

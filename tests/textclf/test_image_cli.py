@@ -69,6 +69,12 @@ def test_image_corpus_errors_and_settings(tmp_path, db_path):
     assert result.exit_code == 1 and "only one class" in result.output
     result = runner.invoke(app, ["train", str(tmp_path / "one"), "--model", "cnn", "--conv-kernel", "4"])
     assert result.exit_code == 1 and "conv_kernel must be odd" in result.output
+    from db import runs
+
+    recorded = len(runs.list_runs(open_db(db_path)))
+    result = runner.invoke(app, ["train", str(tmp_path / "one"), "--augment", "flip", "--db", str(db_path)])
+    assert result.exit_code == 1 and "--augment applies to image models only: add --model cnn" in result.output
+    assert len(runs.list_runs(open_db(db_path))) == recorded  # refused before a run was recorded
 
 
 def test_daemon_trains_image_jobs(image_dir, db_path):
