@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from textclf.model import init_optimizer, optimizer_step
+from textclf.model import init_optimizer, optimizer_step, scheduled_rates
 
 
 class ConvLayer(NamedTuple):
@@ -137,10 +137,8 @@ def _head_loss(params: CNNParams, hidden: jax.Array, labels: jax.Array, weight: 
 
 def learning_rates(settings: CNNSettings, epoch: int, steps: int) -> np.ndarray:
     """The per-step learning rates of one epoch (0-based): (steps,) float32."""
-    done = (epoch * steps + np.arange(steps)) / (settings.epochs * steps)  # fraction of the run behind
-    scale = {"constant": np.ones_like(done), "linear": 1.0 - done,
-             "cosine": 0.5 * (1.0 + np.cos(np.pi * done))}[settings.lr_schedule]
-    return (settings.learning_rate * scale).astype(np.float32)
+    return scheduled_rates(settings.lr_schedule, settings.learning_rate, epoch * steps + np.arange(steps),
+                           settings.epochs * steps)
 
 
 def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str, ...], weight_decay: float):
@@ -161,8 +159,7 @@ def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str,
                 if dropout:
                     keep = jax.random.bernoulli(dropout_key, 1.0 - dropout, hidden.shape)
                     hidden = jnp.where(keep, hidden / (1.0 - dropout), 0.0)
-                nll_sum, hits = _head_loss(p, hidden, y, mask / jnp.maximum(mask.sum(), 1.0), backend, interpret)
-                return nll_sum, hits
+                return _head_loss(p, hidden, y, mask / jnp.maximum(mask.sum(), 1.0), backend, interpret)
 
             (loss, hits), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
             params, opt_state = optimizer_step("adam", params, opt_state, grads, lr, 0.0, weight_decay)

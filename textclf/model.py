@@ -105,3 +105,12 @@ def optimizer_step(kind: str, params: Params, state, grads: Params, lr, momentum
     if kind == "adam":
         return adam(params, state, grads, lr, weight_decay)
     return sgd_momentum(params, state, grads, lr, momentum, weight_decay)
+
+
+def scheduled_rates(schedule: str, learning_rate: float, steps: np.ndarray, total_steps: int) -> np.ndarray:
+    """Learning rate at each of `steps` (0-based step numbers of a run of total_steps): "constant", or
+    "linear" / "cosine" decay to 0 over the run. -> float32 array like steps (text MLP and CNN alike)."""
+    done = np.asarray(steps) / total_steps  # fraction of the run behind
+    scale = {"constant": np.ones_like(done), "linear": 1.0 - done,
+             "cosine": 0.5 * (1.0 + np.cos(np.pi * done))}[schedule]
+    return (learning_rate * scale).astype(np.float32)

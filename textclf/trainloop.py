@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.config import Settings
-from textclf.model import Params, init_optimizer, init_params, logits, masked_loss, optimizer_step
+from textclf.model import Params, init_optimizer, init_params, logits, masked_loss, optimizer_step, scheduled_rates
 
 EVAL_BATCH = 1024
 
@@ -278,14 +278,9 @@ def fit_network(
         if mesh:
             order = parallel.put(host(order), mesh, parallel.BATCH)
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
-        if settings.lr_schedule == "linear":
-            lrs = settings.learning_rate * (1.0 - step_numbers / total_steps)
-        elif settings.lr_schedule == "cosine":
-            lrs = settings.learning_rate * 0.5 * (1.0 + np.cos(np.pi * step_numbers / total_steps))
-        else:
-            lrs = np.full(steps_per_epoch, settings.learning_rate)
-        params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, csr, order,
-                                                              place(np.asarray(lrs, np.float32)), eval_batches)
+        lrs = scheduled_rates(settings.lr_schedule, settings.learning_rate, step_numbers, total_steps)
+        params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, csr, order, place(lrs),
+                                                              eval_batches)
         losses, corrects = host(losses), host(corrects)  # waits for the epoch to finish
         compiled = (order_of.seconds - order_compiled) + (run_epoch.seconds - epoch_compiled)
         compile_seconds += compiled
