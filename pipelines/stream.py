@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import HashingVectorizer
 
 from pipelines.corpus import Fingerprint, ReadStats, check_usable, open_documents
-from pipelines.vectorize import Vectorizer, _idf, _weight
+from pipelines.vectorize import Vectorizer, _weight, hashing_counter
 from textclf.config import Settings
 
 CHUNK_DOCS = 20_000  # documents per worker task: large enough to amortise a task, small enough to bound memory
@@ -46,11 +46,6 @@ class HashedCorpus:
 
     def __len__(self) -> int:
         return len(self.labels)
-
-
-def hasher_for(settings: Settings) -> HashingVectorizer:
-    return HashingVectorizer(n_features=settings.features, alternate_sign=False, norm=None,
-                             ngram_range=(1, settings.ngram_max), stop_words=settings.stop_words, dtype=np.float32)
 
 
 def _hash_chunk(texts: list[str], hasher: HashingVectorizer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -83,7 +78,7 @@ def hash_corpus(path: str | Path, settings: Settings, workers: int | None = None
         except Exception as exc:
             failure.append(exc)
 
-    hasher = hasher_for(settings)
+    hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words)
     texts = chunks()
     first = next(texts, None)
     second = next(texts, None) if first is not None else None
@@ -103,26 +98,20 @@ def hash_corpus(path: str | Path, settings: Settings, workers: int | None = None
 
 
 def _join(parts: list, n_features: int) -> sp.csr_matrix:
-    """Chunks' (data, indices, row lengths) -> one CSR matrix, each array joined and its pieces freed before
-    the next one is joined."""
-    lengths = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int64)
+    """Chunks' (data, indices, row lengths) -> one CSR matrix; each array's pieces are freed once joined, so
+    the join holds one array twice, never the whole matrix."""
+    columns = [list(column) for column in zip(*parts)] or [[], [], []]
+    parts.clear()  # the three lists now hold the only references to the pieces
+    joined = []
+    for pieces, empty in zip(columns, (np.float32, np.int32, np.int64)):
+        joined.append(np.concatenate(pieces) if pieces else np.zeros(0, empty))
+        pieces.clear()
+    data, indices, lengths = joined
     indptr = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=indptr[1:])
-    joined = []
-    for field in (0, 1):
-        pieces = [p[field] for p in parts]
-        for i, p in enumerate(parts):
-            parts[i] = tuple(None if j == field else x for j, x in enumerate(p))  # drop the chunk's reference
-        joined.append(np.concatenate(pieces) if pieces else np.zeros(0, np.float32 if field == 0 else np.int32))
-        del pieces
     if indptr[-1] < np.iinfo(np.int32).max:
         indptr = indptr.astype(np.int32)
-    return sp.csr_matrix((joined[0], joined[1], indptr), shape=(len(lengths), n_features))
-
-
-def idf_vectorizer(counts: sp.csr_matrix, settings: Settings) -> Vectorizer:
-    """The hashing Vectorizer whose IDF comes from these (training) raw counts."""
-    return Vectorizer("hashing", None, _idf(counts), settings.ngram_max, settings.stop_words, settings.sublinear_tf)
+    return sp.csr_matrix((data, indices, indptr), shape=(len(lengths), n_features))
 
 
 def weigh(counts: sp.csr_matrix, vectorizer: Vectorizer) -> sp.csr_matrix:

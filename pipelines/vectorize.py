@@ -56,10 +56,10 @@ class Vectorizer:
         return self._cached_counter
 
     def _build_counter(self):
-        common = dict(ngram_range=(1, self.ngram_max), stop_words=self.stop_words, dtype=np.float32)
         if self.kind == "hashing":
-            return HashingVectorizer(n_features=self.n_features, alternate_sign=False, norm=None, **common)
-        return CountVectorizer(vocabulary=self.terms, **common)
+            return hashing_counter(self.n_features, self.ngram_max, self.stop_words)
+        return CountVectorizer(vocabulary=self.terms, ngram_range=(1, self.ngram_max), stop_words=self.stop_words,
+                               dtype=np.float32)
 
     def transform(self, texts: Sequence[str], workers: int | None = 1) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero).
@@ -83,6 +83,17 @@ class Vectorizer:
         terms = [str(t) for t in arrays["terms"]] if "terms" in arrays else None
         return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"],
                    config.get("sublinear_tf", True))
+
+
+def hashing_counter(n_features: int, ngram_max: int, stop_words: str | None) -> HashingVectorizer:
+    """Raw term counts hashed into n_features columns (no sign flipping, no normalisation: _weight does that)."""
+    return HashingVectorizer(n_features=n_features, alternate_sign=False, norm=None, ngram_range=(1, ngram_max),
+                             stop_words=stop_words, dtype=np.float32)
+
+
+def fit_hashing_idf(counts: sp.csr_matrix, settings: Settings) -> Vectorizer:
+    """The "hashing" Vectorizer whose IDF comes from these raw training counts."""
+    return Vectorizer("hashing", None, _idf(counts), settings.ngram_max, settings.stop_words, settings.sublinear_tf)
 
 
 def _weight(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool, copy: bool = True) -> sp.csr_matrix:
@@ -166,12 +177,11 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settin
     common = dict(ngram_range=(1, settings.ngram_max), stop_words=settings.stop_words, dtype=np.float32)
     chunks = _chunks(texts, _worker_count(len(texts), workers))
     if settings.vectorizer == "hashing":
-        hasher = HashingVectorizer(n_features=settings.features, alternate_sign=False, norm=None, **common)
+        hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words)
         parts = _parallel(_transform_chunk, chunks, hasher)
         counts = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
-        idf = _idf(counts)
-        vec = Vectorizer("hashing", None, idf, settings.ngram_max, settings.stop_words, settings.sublinear_tf)
-        return vec, _weight(counts, idf, settings.sublinear_tf)
+        vec = fit_hashing_idf(counts, settings)
+        return vec, _weight(counts, vec.idf, settings.sublinear_tf)
 
     min_df = settings.min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
     if len(chunks) == 1:

@@ -210,10 +210,16 @@ def _check_test_labels(test_labels, train_labels, test_source: str) -> None:
         )
 
 
-def _record_corpus(db, run_id, fmt, fingerprint, skipped, non_utf8, n_train, n_eval, eval_kind, classes) -> None:
+def _record_corpus(db, run_id, fmt, fingerprint, train_skipped, test_skipped, non_utf8, train_labels, eval_labels,
+                   has_test: bool) -> tuple[dict[str, int], list[str], str]:
+    """Record what was read in the run row -> (skips by reason, the test's prefixed "test_"; classes; eval kind)."""
+    skipped = {k: v for k, v in train_skipped.items() if v}
+    skipped.update({f"test_{k}": v for k, v in (test_skipped or {}).items() if v})
+    classes, eval_kind = sorted(set(train_labels)), "test" if has_test else "validation"
     run_queries.update_run(db, run_id, corpus_format=fmt, corpus_fingerprint=fingerprint, skipped=skipped,
-                           non_utf8=non_utf8, n_train=n_train, n_eval=n_eval, eval_kind=eval_kind,
-                           n_classes=len(classes), labels=classes)
+                           non_utf8=non_utf8, n_train=len(train_labels), n_eval=len(eval_labels),
+                           eval_kind=eval_kind, n_classes=len(classes), labels=classes)
+    return skipped, classes, eval_kind
 
 
 def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary) -> _TextData:
@@ -221,21 +227,17 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
     with phase("read"):
         corpus = read_corpus(corpus_path, settings.max_file_mb)
         test = read_corpus(test_path, settings.max_file_mb) if test_path else None
-    skipped = dict(corpus.skipped)
     if test:
-        for reason, count in test.skipped.items():
-            skipped[f"test_{reason}"] = count
         _check_test_labels(test.labels, corpus.labels, test.source)
         train_texts, train_labels, eval_texts, eval_labels = corpus.texts, corpus.labels, test.texts, test.labels
     else:
         train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
         train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
         train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
-    classes = sorted(set(train_labels))
-    eval_kind = "test" if test else "validation"
     non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
-    _record_corpus(db, run_id, corpus.format, corpus.fingerprint, skipped, non_utf8, len(train_texts),
-                   len(eval_texts), eval_kind, classes)
+    skipped, classes, eval_kind = _record_corpus(db, run_id, corpus.format, corpus.fingerprint, corpus.skipped,
+                                                 test.skipped if test else None, non_utf8, train_labels,
+                                                 eval_labels, bool(test))
     with phase("vectorize"):
         key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
                                      list(train_labels), list(eval_labels))
@@ -255,7 +257,8 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
 def _hashed_data(db, run_id, corpus_path, test_path, settings, phase) -> _TextData:
     """"hashing": read and hashed in one streaming pass (pipelines/stream.py), texts never all in memory;
     the phase is "read_vectorize" since reading and hashing overlap."""
-    from pipelines.stream import hash_corpus, idf_vectorizer, weigh
+    from pipelines.stream import hash_corpus, weigh
+    from pipelines.vectorize import fit_hashing_idf
 
     with phase("read_vectorize"):
         corpus = hash_corpus(corpus_path, settings)
@@ -272,16 +275,12 @@ def _hashed_data(db, run_id, corpus_path, test_path, settings, phase) -> _TextDa
             train_labels = [corpus.labels[i] for i in train_rows]
             eval_labels = [corpus.labels[i] for i in eval_rows]
         corpus.counts = None  # without --test: the whole matrix is freed once its two slices exist
-        vectorizer = idf_vectorizer(train_counts, settings)
+        vectorizer = fit_hashing_idf(train_counts, settings)
         train_x, eval_x = weigh(train_counts, vectorizer), weigh(eval_counts, vectorizer)
-    skipped = {k: v for k, v in corpus.stats.skipped.items() if v}
-    if test:
-        skipped.update({f"test_{k}": v for k, v in test.stats.skipped.items() if v})
     non_utf8 = corpus.stats.non_utf8 + (test.stats.non_utf8 if test else 0)
-    classes = sorted(set(train_labels))
-    eval_kind = "test" if test else "validation"
-    _record_corpus(db, run_id, corpus.format, corpus.fingerprint, skipped, non_utf8, len(train_labels),
-                   len(eval_labels), eval_kind, classes)
+    skipped, classes, eval_kind = _record_corpus(db, run_id, corpus.format, corpus.fingerprint, corpus.stats.skipped,
+                                                 test.stats.skipped if test else None, non_utf8, train_labels,
+                                                 eval_labels, bool(test))
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
     return _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
                      skipped, non_utf8, corpus.fingerprint)

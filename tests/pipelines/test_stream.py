@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from pipelines.corpus import read_corpus
-from pipelines.stream import hash_corpus, idf_vectorizer, weigh
-from pipelines.vectorize import fit_vectorizer
+from pipelines.stream import hash_corpus, weigh
+from pipelines.vectorize import fit_hashing_idf, fit_vectorizer
 from textclf.config import Settings
 from textclf.errors import CorpusError
 
@@ -21,7 +21,7 @@ def test_streamed_matrix_equals_the_in_memory_one(corpus_dir, workers, chunk_doc
     streamed = hash_corpus(corpus_dir, settings, workers=workers, chunk_docs=chunk_docs)
     assert streamed.labels == corpus.labels and streamed.fingerprint == corpus.fingerprint
     assert streamed.format == "folder" and len(streamed) == len(corpus)
-    streamed_vectorizer = idf_vectorizer(streamed.counts, settings)
+    streamed_vectorizer = fit_hashing_idf(streamed.counts, settings)
     np.testing.assert_array_equal(streamed_vectorizer.idf, vectorizer.idf)
     weighted = weigh(streamed.counts, streamed_vectorizer)
     assert weighted.shape == in_memory.shape and abs(weighted - in_memory).max() == 0
