@@ -44,6 +44,16 @@ def _padded_rows(x: jax.Array, pad: int, channels: int) -> tuple[jax.Array, int,
     return pad_axis(flat, 0, next_power_of_two(flat.shape[0])), hp, wp
 
 
+def _repeat(count: int, body, acc, unroll: bool):
+    """acc = body(i, acc) for i < count: unrolled in Python (LeNet's few K steps, measured on an H200,
+    BENCHMARKS.md) or as a fori_loop (wide layers: keeps the program and its compile small)."""
+    if not unroll:
+        return lax.fori_loop(0, count, body, acc)
+    for i in range(count):
+        acc = body(i, acc)
+    return acc
+
+
 def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, cin: int, out_h: int, out_w: int, in_h: int,
                  in_w: int, n_rows: int, zero: int, block_m: int, block_k: int, relu: bool, precision: str):
     # x_ref: the padded input flattened to single elements (+ a zero at index `zero`); w_ref (KKC_p, block_n).
@@ -69,11 +79,7 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, cin: int, out_h: in
                 patch = x_ref[row_start + tap_offset + c * block_k + column]
                 return acc + dot(patch, w_ref[pl.ds(tap * cin + c * block_k, block_k), :], precision)
 
-            if size * size * chunks <= MAX_UNROLLED_K_STEPS:
-                for c in range(chunks):
-                    acc = chunk(c, acc)
-            else:
-                acc = lax.fori_loop(0, chunks, chunk, acc)
+            acc = _repeat(chunks, chunk, acc, unroll=size * size * chunks <= MAX_UNROLLED_K_STEPS)
     else:
         def k_block(k0, acc):
             # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
@@ -85,11 +91,8 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, cin: int, out_h: in
             return acc + dot(patch, w_ref[pl.ds(k0, block_k), :], precision)
 
         steps = w_ref.shape[0] // block_k
-        if steps <= MAX_UNROLLED_K_STEPS:  # LeNet's layers: unrolled (measured on an H200, BENCHMARKS.md)
-            for step in range(steps):
-                acc = k_block(step * block_k, acc)
-        else:  # wide layers: a loop keeps the program and its compile small
-            acc = lax.fori_loop(0, steps, lambda step, acc: k_block(step * block_k, acc), acc)
+        acc = _repeat(steps, lambda step, acc: k_block(step * block_k, acc), acc,
+                      unroll=steps <= MAX_UNROLLED_K_STEPS)
     acc = acc + b_ref[...].astype(acc.dtype)
     if relu:
         acc = jnp.maximum(acc, 0)

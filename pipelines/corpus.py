@@ -36,7 +36,6 @@ class Corpus:
     skipped: dict[str, int] = field(default_factory=dict)
     non_utf8: int = 0
     fingerprint: str = ""  # sha256 of every (label, text) in reading order
-    empty_labels: list[str] = field(default_factory=list)  # label folders whose every file was skipped
 
     @property
     def label_counts(self) -> dict[str, int]:
@@ -52,7 +51,7 @@ class ReadStats:
 
     skipped: Counter = field(default_factory=Counter)  # files or rows left out, by reason
     non_utf8: int = 0  # documents decoded with a fallback encoding (kept)
-    empty_labels: list[str] = field(default_factory=list)
+    empty_labels: list[str] = field(default_factory=list)  # label folders whose every file was skipped
 
 
 def open_documents(path: str | Path, max_file_mb: float = 10.0) -> tuple[str, ReadStats, Iterator[tuple[str, str]]]:
@@ -84,7 +83,7 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0) -> Corpus:
         texts.append(text)
         fingerprint.add(label, text)
     corpus = Corpus(texts, labels, str(path), fmt, {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8,
-                    fingerprint=fingerprint.hexdigest(), empty_labels=list(stats.empty_labels))
+                    fingerprint=fingerprint.hexdigest())
     check_usable(str(path), labels, stats)
     return corpus
 

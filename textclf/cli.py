@@ -116,7 +116,7 @@ def train(
     image_only = {"--conv-channels": conv_channels, "--conv-kernel": conv_kernel, "--dropout": dropout,
                   "--augment": augment}
     given = [name for name, value in image_only.items() if value is not None]
-    if given and (model or Settings().model) != "cnn":
+    if given and (model or D.model) != "cnn":
         raise SettingsError(f"{given[0]} applies to image models only: add --model cnn or leave it out")
     initialize(coordinator, num_processes, process_id)  # before JAX touches a device; no-op for one process
     settings = _settings(devices=_device_count(devices), pallas_input=pallas_input, model=model,

@@ -82,7 +82,7 @@ class _Scorer:
 
     def __init__(self, model: Model, where: str):
         self.model = model
-        self.images = getattr(model, "image_shape", None) is not None  # an ImageModel (textclf/image_model.py)
+        self.images = hasattr(model, "image_shape")  # an ImageModel (textclf/image_model.py)
         if self.images:
             return  # its predict_proba runs the jitted CNN on the default device
         if where == "auto":
