@@ -241,39 +241,37 @@ def torch_bench(matrix, labels, n_classes, batch, sparse) -> dict[str, float]:
     return {"forward": graphed(forward), "step": graphed(step)}
 
 
-def sweep(matrix, labels, n_classes, batch, device: str, db=None) -> KernelConfig:
-    """Try block sizes for the two big kernels at this batch size; return the fastest valid configuration."""
+def _forward_space(batch: int):
+    """(block_m, block_k, split_k, warps, stages) worth trying at this batch: row blocks no taller than the
+    batch, 32 to 2048 programs (an H100 has 132 SMs), 8 warps for the 128+ row tiles (register pressure)."""
+    for bm, bk, split in itertools.product([16, 32, 64, 128, 256], [64, 128], [1, 2, 4, 8, 16, 32, 64]):
+        programs = -(-batch // bm) * split
+        if bm > max(16, batch) or (bm == 16 and batch >= 256) or not 32 <= programs <= 2048:
+            continue
+        for warps in {16: [4], 32: [4], 64: [4, 8]}.get(bm, [8]):
+            yield bm, bk, split, warps, 3
+
+
+GRAD_SPACE = list(itertools.product([32, 64, 128], [64, 128, 256], [4, 8], [2, 3]))  # block_m, block_k, warps, stages
+
+
+def sweep(matrix, labels, n_classes, batch, device: str, db=None, finalists: int = 3) -> KernelConfig:
+    """Time each kernel's block sizes alone at this batch size, then the whole training step for each pair of
+    the `finalists` fastest forward and dW1 + update configurations (the fused update's best blocks alone need
+    not be best in the step: BENCHMARKS.md); return the fastest step's configuration."""
     sparse = real_batch(matrix, labels, batch)
-    idx, val, row = (jnp.asarray(a[0]) for a in (sparse.indices, sparse.values, sparse.rows))
+    idx, val, row, y, m = (jnp.asarray(a[0]) for a in sparse.arrays())
     k = 32768
     x = dense_batch(idx, val, row, batch, k, BF16)
     w1 = jnp.asarray(np.random.default_rng(1).normal(size=(k, 128)) * 0.01, jnp.float32)
     b1 = jnp.zeros(128, jnp.float32)
     dpre = jnp.asarray(np.random.default_rng(2).normal(size=(batch, 128)) * 1e-3, jnp.float32)
     lr = jnp.asarray([0.1], jnp.float32)
-    best = {}
-    forward_space = itertools.product([16, 32, 64, 128], [64, 128], [1, 4, 16, 64], [4, 8], [3])
-    grad_space = itertools.product([16, 32, 64], [64, 128], [4, 8], [2, 3])
-    trials = [("hidden_forward", c) for c in forward_space] + [("input_grad_update", c) for c in grad_space]
-    for kernel, (bm, bk, *rest) in trials:
-        if bm > batch or (kernel == "hidden_forward" and (batch // bm) * rest[0] > 2048):
-            continue
+    timings = {"hidden_forward": [], "input_grad_update": []}
+
+    def record(kernel, config, measure):
         try:
-            if kernel == "hidden_forward":
-                split, warps, stages = rest
-                config = dict(forward_block_m=bm, forward_block_k=bk, forward_split_k=split, forward_warps=warps,
-                              forward_stages=stages)
-                seconds = device_time(lambda xx, w, b: hidden_forward(xx, w, b, block_m=bm, block_k=bk, split_k=split,
-                                                                      num_warps=warps, num_stages=stages),
-                                      (x, w1, b1), reps=50, trials=3)
-            else:
-                warps, stages = rest
-                config = dict(grad_block_m=bm, grad_block_k=bk, grad_warps=warps, grad_stages=stages)
-                seconds = carried_time(
-                    lambda w, v, xx, d, l: input_grad_update(xx, d, w, v, l, momentum=0.9, weight_decay=0.0, block_m=bm,
-                                                             block_k=bk, num_warps=warps, num_stages=stages),
-                    (w1, jnp.zeros_like(w1)), (x, dpre, lr), reps=10, trials=3)
-            error = None
+            seconds, error = measure(), None
         except Exception as exc:  # a configuration the compiler refuses (e.g. shared memory): record and skip
             seconds, error = None, f"{type(exc).__name__}: {str(exc)[:200]}"
         if db is not None:
@@ -281,14 +279,39 @@ def sweep(matrix, labels, n_classes, batch, device: str, db=None) -> KernelConfi
 
             db["kernel_sweeps"].insert({"created_at": now(), "device": device, "kernel": kernel, "batch_size": batch,
                                         "config": json.dumps(config), "seconds": seconds, "error": error})
-        if seconds is not None and (kernel not in best or seconds < best[kernel][0]):
-            best[kernel] = (seconds, config)
+        if seconds is not None:
+            timings.setdefault(kernel, []).append((seconds, config))
         print(f"  sweep B={batch} {kernel} {config} -> {'%.1f us' % (seconds * 1e6) if seconds else error}",
               file=sys.stderr, flush=True)
-    merged = {}
-    for _, config in best.values():
-        merged.update(config)
-    return KernelConfig(**merged)
+
+    for bm, bk, split, warps, stages in _forward_space(batch):
+        config = dict(forward_block_m=bm, forward_block_k=bk, forward_split_k=split, forward_warps=warps,
+                      forward_stages=stages)
+        record("hidden_forward", config, lambda: device_time(
+            lambda xx, w, b: hidden_forward(xx, w, b, block_m=bm, block_k=bk, split_k=split, num_warps=warps,
+                                            num_stages=stages), (x, w1, b1), reps=50, trials=3))
+    for bm, bk, warps, stages in GRAD_SPACE:
+        if bm > max(32, batch):
+            continue
+        config = dict(grad_block_m=bm, grad_block_k=bk, grad_warps=warps, grad_stages=stages)
+        record("input_grad_update", config, lambda: carried_time(
+            lambda w, v, xx, d, l: input_grad_update(xx, d, w, v, l, momentum=0.9, weight_decay=0.0, block_m=bm,
+                                                     block_k=bk, num_warps=warps, num_stages=stages),
+            (w1, jnp.zeros_like(w1)), (x, dpre, lr), reps=10, trials=3))
+    base = tuned(batch, device)
+    params = pad_params(init_params(jax.random.PRNGKey(0), matrix.shape[1], 128, n_classes), base)
+    velocity = jax.tree.map(jnp.zeros_like, params)
+    best_forward = sorted(timings["hidden_forward"], key=lambda t: t[0])[:finalists]
+    best_grad = sorted(timings["input_grad_update"], key=lambda t: t[0])[:finalists]
+    for (_, forward), (_, grad) in itertools.product(best_forward, best_grad):
+        config = base.replace(**forward, **grad)
+        step_kw = dict(n_classes=n_classes, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY, config=config)
+        record("training_step", {**forward, **grad}, lambda: carried_time(
+            lambda p, v, xx, yy, mm, l: pallas_train_step(p, v, xx, yy, mm, l[0], **step_kw),
+            (params, velocity), (x, y, m, lr)))
+    if not timings.get("training_step"):
+        return base
+    return base.replace(**min(timings["training_step"], key=lambda t: t[0])[1])
 
 
 def main() -> None:

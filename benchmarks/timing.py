@@ -31,13 +31,29 @@ def device_time(fn, args, reps: int = 100, trials: int = 5) -> float:
     return statistics.median(samples)
 
 
+def gpu_kernel_events(trace_dir: str) -> list[tuple[str, float]]:
+    """(kernel name, microseconds) of every GPU kernel in the JAX profiler trace written under trace_dir."""
+    import glob
+    import gzip
+    import json
+
+    files = glob.glob(f"{trace_dir}/**/*perfetto_trace.json.gz", recursive=True)
+    if not files:
+        return []
+    with gzip.open(files[0]) as handle:
+        events = json.load(handle)["traceEvents"]
+    gpu_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+                and "GPU" in str(e.get("args", {}).get("name", ""))}
+    stream_threads = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
+                      and e["pid"] in gpu_pids and str(e.get("args", {}).get("name", "")).startswith("Stream")}
+    return [(e.get("name", "?"), e.get("dur", 0)) for e in events
+            if e.get("ph") == "X" and (e.get("pid"), e.get("tid")) in stream_threads]
+
+
 def kernel_time(fn, args, reps: int = 20) -> float | None:
     """Device seconds per call of jit(fn), summed over the GPU kernels it launches, read from a JAX profiler
     trace (CUPTI): unaffected by host dispatch cost, which dominates ops of a few microseconds. None when the
     trace holds no GPU kernel events (no GPU, or no CUPTI)."""
-    import glob
-    import gzip
-    import json
     import tempfile
 
     jitted = jax.jit(fn)
@@ -47,15 +63,5 @@ def kernel_time(fn, args, reps: int = 20) -> float | None:
             for _ in range(reps):
                 out = jitted(*args)
             jax.block_until_ready(out)
-        files = glob.glob(f"{trace_dir}/**/*perfetto_trace.json.gz", recursive=True)
-        if not files:
-            return None
-        with gzip.open(files[0]) as handle:
-            events = json.load(handle)["traceEvents"]
-    gpu_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
-                and "GPU" in str(e.get("args", {}).get("name", ""))}
-    stream_threads = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
-                      and e["pid"] in gpu_pids and str(e.get("args", {}).get("name", "")).startswith("Stream")}
-    total_us = sum(e.get("dur", 0) for e in events
-                   if e.get("ph") == "X" and (e.get("pid"), e.get("tid")) in stream_threads)
+        total_us = sum(duration for _, duration in gpu_kernel_events(trace_dir))
     return total_us * 1e-6 / reps if total_us else None

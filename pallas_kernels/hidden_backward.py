@@ -32,9 +32,11 @@ def _kernel(dz_ref, w2_ref, h_ref, dpre_ref, dw2_ref, db2_ref, db1_ref, *, preci
 
 
 @functools.partial(jax.jit, static_argnames=("block_m", "num_warps", "precision", "interpret"))
-def hidden_backward(dz, w2, h, *, block_m: int = 64, num_warps: int = 4, precision: str = "default",
-                    interpret: bool = False):
-    """-> (dPre (M, N), dW2 (N, Cp), db2 (Cp,), db1 (N,)). dz and w2 share the padded class count Cp."""
+def hidden_backward_partials(dz, w2, h, *, block_m: int = 64, num_warps: int = 4, precision: str = "default",
+                             interpret: bool = False):
+    """-> (dPre (M, N), dW2 partials (P, N, Cp), db2 partials (P, Cp), db1 partials (P, N)), one partial per
+    block of block_m rows (P = ceil(M / block_m)): their sums are the gradients. pallas_kernels/head_update.py
+    adds them inside the update of b1, W2, b2, which saves three reductions."""
     m, n = h.shape
     classes = dz.shape[1]
     padded_m = round_up(m, block_m)
@@ -52,7 +54,15 @@ def hidden_backward(dz, w2, h, *, block_m: int = 64, num_warps: int = 4, precisi
                    pl.BlockSpec((None, classes), lambda i: (i, 0)), pl.BlockSpec((None, n), lambda i: (i, 0))),
         compiler_params=triton_params(num_warps, 1), interpret=interpret, name="hidden_backward",
     )(dz, pad_axis(w2, 1, classes), h)
-    return dpre[:m], dw2.sum(axis=0), db2.sum(axis=0), db1.sum(axis=0)
+    return dpre[:m], dw2, db2, db1
+
+
+def hidden_backward(dz, w2, h, *, block_m: int = 64, num_warps: int = 4, precision: str = "default",
+                    interpret: bool = False):
+    """-> (dPre (M, N), dW2 (N, Cp), db2 (Cp,), db1 (N,)). dz and w2 share the padded class count Cp."""
+    dpre, dw2, db2, db1 = hidden_backward_partials(dz, w2, h, block_m=block_m, num_warps=num_warps,
+                                                   precision=precision, interpret=interpret)
+    return dpre, dw2.sum(axis=0), db2.sum(axis=0), db1.sum(axis=0)
 
 
 def hidden_backward_reference(dz, w2, h, precision: str = "default"):

@@ -21,6 +21,11 @@ from jax.experimental import pallas as pl
 
 from pallas_kernels.common import PRECISIONS, accumulator_dtype, dot, narrowed, pad_axis, round_up, triton_params
 
+# With bf16 X and fp32 W1, each of the r row blocks reads all of W1. Read as fp32: 4r bytes per weight. Cast
+# once to bf16 first: 4 (read) + 2 (write) + 2r. Casting pays from r = 4 on; with one or two row blocks
+# (small batches, block_m = B) the kernel reads fp32 W1 and casts each tile in registers. Same products.
+NARROW_MIN_ROW_BLOCKS = 4
+
 
 def _matmul_kernel(x_ref, w_ref, b_ref, out_ref, *, block_k: int, fuse_sigmoid: bool, precision: str):
     # x_ref: (block_m, K / split_k)   w_ref: (K / split_k, N)   out_ref: (block_m, N)
@@ -60,8 +65,10 @@ def hidden_forward(x, w1, b1, *, block_m: int = 64, block_k: int = 64, split_k: 
     w1 = pad_axis(w1, 0, padded_k)
     k_part = padded_k // split_k
     out_dtype = w1.dtype
-    w1 = narrowed(w1, x)  # bf16 X: W1 read as bf16 by every row block (BENCHMARKS.md, Pallas issue)
-    grid = (padded_m // block_m, split_k)
+    row_blocks = padded_m // block_m
+    if row_blocks >= NARROW_MIN_ROW_BLOCKS:
+        w1 = narrowed(w1, x)  # bf16 X: W1 read as bf16 by every row block (BENCHMARKS.md, Pallas issue)
+    grid = (row_blocks, split_k)
     in_specs = [
         pl.BlockSpec((block_m, k_part), lambda i, s: (i, s)),
         pl.BlockSpec((k_part, n), lambda i, s: (s, 0)),

@@ -28,8 +28,13 @@ class DeviceCSR(NamedTuple):
 
 
 def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
-    """The numpy arrays to upload (one extra zero entry so an empty matrix still has a gatherable element)."""
+    """The numpy arrays to upload (one extra zero entry so an empty matrix still has a gatherable element).
+    Duplicate (row, column) entries are summed first: the Pallas dense path stores each nonzero with a plain
+    scatter that needs every cell named once (textclf/pallas_step.write_batch)."""
     matrix = matrix.tocsr()
+    if not matrix.has_canonical_format:
+        matrix = matrix.copy()
+        matrix.sum_duplicates()
     return DeviceCSR(matrix.indptr.astype(np.int32), np.append(matrix.indices, 0).astype(np.int32),
                      np.append(matrix.data, 0).astype(np.float32), np.asarray(labels, np.int32))
 

@@ -3,10 +3,10 @@
 Two input formats (KernelConfig.input_format): "dense" (below) and "sparse", where the hidden layer and dW1 are
 computed from the flat sparse batch itself by pallas_kernels/sparse_hidden.py (no dense X at all).
 
-Each step turns its sparse minibatch into a dense (B, Kp) matrix on the device (one scatter; bf16 by default,
-4 MB at B = 64), then runs: hidden_forward -> softmax_xent -> hidden_backward -> the update: for sgd
-input_grad_update (dW1 fused with W1's momentum update, so dW1 never reaches memory) and sgd_update for w2, b1,
-b2; for adam input_grad and adam_update for every parameter.
+Each step writes its sparse minibatch into a dense (B, Kp) matrix on the device (bf16 by default, 4 MB at
+B = 64; one zero buffer per epoch, nonzeros stored before the step and erased after it), then runs: hidden_forward -> softmax_xent -> hidden_backward -> the update: for sgd
+input_grad_update (dW1 fused with W1's momentum update, so dW1 never reaches memory) and head_update for b1, w2,
+b2 (one launch, summing hidden_backward's per-block partials); for adam input_grad and adam_update for every parameter.
 Parameters live padded on this path (see pallas_kernels/mlp.py); pad_params/unpad_params convert once.
 """
 
@@ -18,6 +18,8 @@ import jax.numpy as jnp
 from pallas_kernels.common import round_up
 from pallas_kernels.config import KernelConfig
 from pallas_kernels.adam_update import adam_update
+from pallas_kernels.head_update import head_update
+from pallas_kernels.hidden_backward import hidden_backward_partials
 from pallas_kernels.input_grad import input_grad, input_grad_update
 from pallas_kernels.mlp import backward_to_hidden, forward
 from pallas_kernels.sgd_update import sgd_update
@@ -55,6 +57,26 @@ def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -
     return jnp.zeros((batch_size, n_columns), dtype).at[rows, indices].add(values.astype(dtype))
 
 
+def _scatter(buffer, indices, values, rows, new_values) -> jax.Array:
+    """buffer[rows, indices] = new_values for the batch's nonzero slots. The slots of a canonical CSR batch
+    (textclf/device_data.host_csr) name distinct cells and padding slots (value 0) go to row B, out of bounds
+    and dropped, so this is a plain store per slot: no atomics, unlike scatter-add."""
+    rows = jnp.where(values != 0, rows, buffer.shape[0])
+    return buffer.at[rows, indices].set(new_values, mode="drop", unique_indices=True)
+
+
+def write_batch(buffer, indices, values, rows) -> jax.Array:
+    """The epoch's all-zero (B, Kp) buffer -> this step's dense X (in place inside the scan)."""
+    return _scatter(buffer, indices, values, rows, values.astype(buffer.dtype))
+
+
+def erase_batch(x, indices, values, rows) -> jax.Array:
+    """This step's dense X -> all zeros again, touching only the cells write_batch set. With write_batch this
+    replaces filling 2 * B * Kp bytes with zeros every step (at B = 4,096, 268 MB: the zero fill and the
+    scatter-add were 42% of the step, BENCHMARKS.md epoch profile) by two stores per nonzero."""
+    return _scatter(x, indices, values, rows, jnp.zeros((), x.dtype))
+
+
 def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_classes: int, momentum: float,
                       weight_decay: float, config: KernelConfig, optimizer: str = "sgd", axis_name: str | None = None):
     """One optimizer step -> (params, optimizer state, mean loss, number correct). x: a dense batch (B, Kp), or
@@ -77,7 +99,14 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
                                           interpret=config.interpret)
     else:
         h, nll, predicted, dz = forward(*params, x, labels, weight, n_classes, config)
-    dpre, dw2, db2, db1 = backward_to_hidden(dz, params.w2, h, config)
+    # sgd on one device: b1, W2, b2 are updated by one head_update launch straight from hidden_backward's
+    # per-block partial gradients (no reductions, no three sgd_update launches); otherwise the summed grads.
+    fused_head = optimizer == "sgd" and axis_name is None
+    if fused_head:
+        dpre, dw2, db2, db1 = hidden_backward_partials(dz, params.w2, h, block_m=config.backward_block_m,
+                                                       precision=config.precision, interpret=config.interpret)
+    else:
+        dpre, dw2, db2, db1 = backward_to_hidden(dz, params.w2, h, config)
     grad_blocks = dict(block_m=config.grad_block_m, block_k=config.grad_block_k, num_warps=config.grad_warps,
                        num_stages=config.grad_stages, precision=config.precision, interpret=config.interpret)
     dw1 = None
@@ -110,9 +139,14 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
                                        weight_decay=weight_decay, **grad_blocks)
         else:
             w1, v1 = sgd_update(params.w1, opt_state.w1, dw1, lr, **update)
-        b1, vb1 = sgd_update(params.b1, opt_state.b1, db1, lr, **update)
-        w2, v2 = sgd_update(params.w2, opt_state.w2, dw2, lr, **update)
-        b2, vb2 = sgd_update(params.b2, opt_state.b2, db2, lr, **update)
+        if fused_head:
+            b1, vb1, w2, v2, b2, vb2 = head_update(
+                params.b1, opt_state.b1, params.w2, opt_state.w2, params.b2, opt_state.b2, db1, dw2, db2, lr,
+                momentum=momentum, weight_decay=weight_decay, interpret=config.interpret)
+        else:
+            b1, vb1 = sgd_update(params.b1, opt_state.b1, db1, lr, **update)
+            w2, v2 = sgd_update(params.w2, opt_state.w2, dw2, lr, **update)
+            b2, vb2 = sgd_update(params.b2, opt_state.b2, db2, lr, **update)
         params, opt_state = Params(w1, b1, w2, b2), Params(v1, vb1, v2, vb2)
     loss = jnp.sum(nll * weight)
     correct = jnp.sum((predicted == labels) * mask)
@@ -128,17 +162,20 @@ def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *,
     n_columns = params.w1.shape[0]
     x_dtype = jnp.dtype(config.x_dtype)
 
-    def step(carry, batch):
-        idx, val, row, y, m, lr = batch
-        if config.input_format == "sparse":
-            x = (idx, val, row)
-        else:
-            x = dense_batch(idx, val, row, batch_size, n_columns, x_dtype)
-        params, opt_state, loss, correct = pallas_train_step(
-            *carry, x, y, m, lr, n_classes=n_classes, momentum=momentum, weight_decay=weight_decay, config=config,
-            optimizer=optimizer, axis_name=axis_name)
-        return (params, opt_state), (loss, correct)
+    sparse = config.input_format == "sparse"
 
-    (params, opt_state), (losses, corrects) = jax.lax.scan(step, (params, opt_state),
-                                                           (indices, values, rows, labels, mask, lrs))
+    def step(carry, batch):
+        params, opt_state, buffer = carry
+        idx, val, row, y, m, lr = batch
+        x = (idx, val, row) if sparse else write_batch(buffer, idx, val, row)
+        params, opt_state, loss, correct = pallas_train_step(
+            params, opt_state, x, y, m, lr, n_classes=n_classes, momentum=momentum, weight_decay=weight_decay,
+            config=config, optimizer=optimizer, axis_name=axis_name)
+        return (params, opt_state, buffer if sparse else erase_batch(x, idx, val, row)), (loss, correct)
+
+    # Dense input: one zero (B, Kp) buffer for the whole epoch, carried through the scan (so XLA updates it in
+    # place); each step writes its nonzeros into it and erases them after the step.
+    buffer = jnp.zeros((0,) if sparse else (batch_size, n_columns), x_dtype)
+    (params, opt_state, _), (losses, corrects) = jax.lax.scan(step, (params, opt_state, buffer),
+                                                              (indices, values, rows, labels, mask, lrs))
     return params, opt_state, losses, corrects

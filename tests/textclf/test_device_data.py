@@ -42,3 +42,30 @@ def test_widest_batch_per_device_slice():
     order = jnp.asarray(np.arange(64).reshape(4, 16) % 53)
     lengths = np.diff(x.indptr)[np.arange(64) % 53].reshape(4, 2, 8).sum(axis=2)
     assert int(batch_nnz_max(jnp.asarray(x.indptr), order, parts=2)) == lengths.max()
+
+
+def test_duplicate_entries_are_summed_before_upload():
+    """A non-canonical CSR (the same cell twice) becomes one entry holding the sum: the Pallas dense path
+    stores each slot with a plain scatter, which needs every cell named once."""
+    x = sp.csr_matrix((np.array([1.0, 2.0, 3.0], np.float32), np.array([4, 4, 1]), np.array([0, 2, 3])), shape=(2, 8))
+    csr = host_csr(x, np.array([0, 1], np.int32))
+    np.testing.assert_array_equal(csr.indptr, [0, 1, 2])
+    np.testing.assert_array_equal(csr.values[:2], [3.0, 3.0])
+    assert x.nnz == 3  # the caller's matrix is left as it was
+
+
+def test_write_then_erase_batch_matches_dense_batch_and_restores_zeros():
+    from textclf.pallas_step import dense_batch, erase_batch, write_batch
+
+    x, y = _matrix()
+    x = x.tolil()
+    x[0, 0] = 5.0  # the cell every padding slot names (row 0, column 0): padding must not overwrite it
+    x = x.tocsr()
+    batches = make_batches(x, y, 16)
+    assert (batches.values[0] == 0).any()  # the first batch has padding slots
+    for step in range(batches.steps):
+        idx, val, row = (jnp.asarray(a[step]) for a in (batches.indices, batches.values, batches.rows))
+        buffer = jnp.zeros((16, 64), jnp.float32)
+        written = write_batch(buffer, idx, val, row)
+        np.testing.assert_array_equal(written, dense_batch(idx, val, row, 16, 64, jnp.float32))
+        assert not np.asarray(erase_batch(written, idx, val, row)).any()
