@@ -17,17 +17,20 @@ from jax.experimental import pallas as pl
 from pallas_kernels.common import next_power_of_two, pad_axis, round_up, triton_params
 
 
-def _kernel(w_ref, m_ref, v_ref, g_ref, s_ref, w_out, m_out, v_out, *, beta1: float, beta2: float, eps: float,
-            weight_decay: float):
-    w = w_ref[...]
-    g = g_ref[...].astype(w.dtype) + weight_decay * w
-    m = beta1 * m_ref[...] + (1.0 - beta1) * g
-    v = beta2 * v_ref[...] + (1.0 - beta2) * g * g
+def adam_step(w, m, v, g, s_ref, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+              weight_decay: float = 0.0):
+    """The update on loaded tiles -> (w, m, v); also used by the kernels that fuse it (input_grad, head_update).
+    s_ref: the (4,) scalars ref [lr, c1, c2, 0]."""
+    g = g.astype(w.dtype) + weight_decay * w
+    m = beta1 * m + (1.0 - beta1) * g
+    v = beta2 * v + (1.0 - beta2) * g * g
     # Scalar loads straight from the ref: slicing a loaded array has no Triton lowering.
     lr, c1, c2 = s_ref[0], s_ref[1], s_ref[2]
-    m_out[...] = m
-    v_out[...] = v
-    w_out[...] = w - lr * (m / c1) / (jnp.sqrt(v / c2) + eps)
+    return w - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), m, v
+
+
+def _kernel(w_ref, m_ref, v_ref, g_ref, s_ref, w_out, m_out, v_out, **hyper):
+    w_out[...], m_out[...], v_out[...] = adam_step(w_ref[...], m_ref[...], v_ref[...], g_ref[...], s_ref, **hyper)
 
 
 @functools.partial(jax.jit, static_argnames=("beta1", "beta2", "eps", "weight_decay", "block", "num_warps",

@@ -1,10 +1,10 @@
-"""Fused SGD-momentum update of the small parameters b1, W2 and b2 from hidden_backward's per-block partial
-gradients, in one launch and in place.
+"""Fused update of the small parameters b1, W2 and b2 from hidden_backward's per-block partial gradients, in one
+launch and in place: SGD with momentum (head_update) or Adam (head_adam_update).
 
-For each (w, v, partials): g = sum over p of partials[p]; v <- momentum * v + g + weight_decay * w;
-w <- w - lr * v (the same math as sgd_update). hidden_backward_partials leaves one partial per block of rows;
-summing them here instead of in XLA turns three reductions and three sgd_update launches into one program:
-at small batches the training step is mostly launches (BENCHMARKS.md, epoch profile).
+For each parameter: g = sum over p of partials[p], then the optimizer's step (the same math as sgd_update /
+adam_update). hidden_backward_partials leaves one partial per block of rows; summing them here instead of in
+XLA turns three reductions and three update launches into one program: at small batches the training step is
+mostly short launches (BENCHMARKS.md, epoch profile).
 
 Shapes: b1 (N,), W2 (N, Cp), b2 (Cp,); partials (P, N), (P, N, Cp), (P, Cp), P = number of row blocks.
 All of it is ~P * 17 KB at N = 128, Cp = 16, so a single program handles it.
@@ -19,43 +19,67 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from pallas_kernels.adam_update import adam_step
 from pallas_kernels.common import triton_params
 
 
-def _update(w_ref, v_ref, parts_ref, lr, w_out, v_out, momentum: float, weight_decay: float) -> None:
-    w = w_ref[...]
-    grad = lax.fori_loop(0, parts_ref.shape[0], lambda p, acc: acc + parts_ref[p].astype(w.dtype),
-                         jnp.zeros(w.shape, w.dtype))
-    v = momentum * v_ref[...] + grad + weight_decay * w
-    v_out[...] = v
-    w_out[...] = w - lr * v
+def _summed(parts_ref, like):
+    return lax.fori_loop(0, parts_ref.shape[0], lambda p, acc: acc + parts_ref[p].astype(like.dtype),
+                         jnp.zeros(like.shape, like.dtype))
 
 
-def _kernel(b1_ref, vb1_ref, w2_ref, v2_ref, b2_ref, vb2_ref, db1_ref, dw2_ref, db2_ref, lr_ref,
-            b1_out, vb1_out, w2_out, v2_out, b2_out, vb2_out, *, momentum: float, weight_decay: float):
-    lr = lr_ref[0]
-    _update(b1_ref, vb1_ref, db1_ref, lr, b1_out, vb1_out, momentum, weight_decay)
-    _update(w2_ref, v2_ref, dw2_ref, lr, w2_out, v2_out, momentum, weight_decay)
-    _update(b2_ref, vb2_ref, db2_ref, lr, b2_out, vb2_out, momentum, weight_decay)
+def _sgd(w, state, grad, s_ref, *, momentum: float, weight_decay: float):
+    v = momentum * state[0] + grad + weight_decay * w
+    return w - s_ref[0] * v, (v,)
 
 
-@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "num_warps", "interpret"),
-                   donate_argnums=(0, 1, 2, 3, 4, 5))
-def head_update(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *, momentum: float,
-                weight_decay: float, num_warps: int = 4, interpret: bool = False):
-    """-> (b1, vb1, w2, v2, b2, vb2) updated, written over the (donated) inputs. lr: scalar or (1,) array.
-    Every shape but the partials' leading P must be a power of two (the product's are: N = 128, Cp)."""
+def _adam(w, state, grad, s_ref, *, weight_decay: float):
+    w, m, v = adam_step(w, state[0], state[1], grad, s_ref, weight_decay=weight_decay)
+    return w, (m, v)
+
+
+def _kernel(*refs, n_state: int, rule):
+    # refs: 3 groups (w, *state) in, 3 partials, scalars; then the 3 groups out.
+    group = 1 + n_state
+    ins, parts, s_ref, outs = refs[:3 * group], refs[3 * group:3 * group + 3], refs[3 * group + 3], refs[-3 * group:]
+    for i in range(3):
+        w = ins[i * group][...]
+        state = [ref[...] for ref in ins[i * group + 1:(i + 1) * group]]
+        w, state = rule(w, state, _summed(parts[i], w), s_ref)
+        for ref, value in zip(outs[i * group:(i + 1) * group], (w, *state)):
+            ref[...] = value
+
+
+def _call(groups, partials, scalars, rule, interpret: bool, name: str):
+    flat = [a for g in groups for a in g]
     whole = lambda a: pl.BlockSpec(a.shape, lambda i: (0,) * a.ndim)
-    params = (b1, vb1, w2, v2, b2, vb2)
-    lr = jnp.asarray(lr, b1.dtype).reshape(1)
-    inputs = params + (db1_parts, dw2_parts, db2_parts, lr)
+    inputs = flat + list(partials) + [scalars]
     return pl.pallas_call(
-        functools.partial(_kernel, momentum=momentum, weight_decay=weight_decay),
-        out_shape=tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in params),
-        grid=(1,), in_specs=[whole(a) for a in inputs], out_specs=tuple(whole(a) for a in params),
-        input_output_aliases={i: i for i in range(6)},
-        compiler_params=triton_params(num_warps, 1), interpret=interpret, name="head_update",
+        functools.partial(_kernel, n_state=len(groups[0]) - 1, rule=rule),
+        out_shape=tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in flat),
+        grid=(1,), in_specs=[whole(a) for a in inputs], out_specs=tuple(whole(a) for a in flat),
+        input_output_aliases={i: i for i in range(len(flat))},
+        compiler_params=triton_params(4, 1), interpret=interpret, name=name,
     )(*inputs)
+
+
+@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "interpret"), donate_argnums=(0, 1, 2, 3, 4, 5))
+def head_update(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *, momentum: float,
+                weight_decay: float, interpret: bool = False):
+    """SGD with momentum -> (b1, vb1, w2, v2, b2, vb2), written over the (donated) inputs. lr: scalar or (1,).
+    Every shape but the partials' leading P must be a power of two (the product's are: N = 128, Cp)."""
+    rule = functools.partial(_sgd, momentum=momentum, weight_decay=weight_decay)
+    return _call(((b1, vb1), (w2, v2), (b2, vb2)), (db1_parts, dw2_parts, db2_parts),
+                 jnp.asarray(lr, b1.dtype).reshape(1), rule, interpret, "head_update")
+
+
+@functools.partial(jax.jit, static_argnames=("weight_decay", "interpret"), donate_argnums=tuple(range(9)))
+def head_adam_update(b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2, db1_parts, dw2_parts, db2_parts, scalars, *,
+                     weight_decay: float, interpret: bool = False):
+    """Adam -> (b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2), in place. scalars: (4,) [lr, c1, c2, 0]."""
+    rule = functools.partial(_adam, weight_decay=weight_decay)
+    return _call(((b1, mb1, vb1), (w2, m2, v2), (b2, mb2, vb2)), (db1_parts, dw2_parts, db2_parts),
+                 scalars.astype(b1.dtype), rule, interpret, "head_adam_update")
 
 
 def head_update_reference(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *, momentum: float,

@@ -4,7 +4,8 @@ the same product fused with the momentum update of W1 so dW1 never goes to memor
 Grid: one program per block of block_k rows of W1 (K / block_k programs: 256 at block_k = 128), each looping
 over the batch in chunks of block_m rows: acc (block_k, N) += X[rows, cols]^T @ dPre[rows]. X is read once
 in total. The fused variant then applies v <- m v + dW1 + wd w; w <- w - lr v to its own (block_k, N) block
-of W1 and its momentum buffer, in place: one pass over W1 instead of three (write dW1, read dW1, update).
+of W1 and its momentum buffer, in place: one pass over W1 instead of three (write dW1, read dW1, update);
+input_grad_adam_update does the same with the Adam update (two moment buffers).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from pallas_kernels.adam_update import adam_step
 from pallas_kernels.common import PRECISIONS, dot, narrowed, pad_axis, round_up, triton_params
 
 
@@ -42,6 +44,13 @@ def _grad_update_kernel(x_ref, dpre_ref, w_ref, v_ref, lr_ref, w_out, v_out, *, 
     v = momentum * v_ref[...] + grad + weight_decay * w
     v_out[...] = v
     w_out[...] = w - lr_ref[0].astype(w.dtype) * v
+
+
+def _grad_adam_kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, s_ref, w_out, m_out, v_out, *, block_m: int,
+                      precision: str, weight_decay: float):
+    w = w_ref[...]
+    grad = _accumulate(x_ref, dpre_ref, block_m, precision, w.dtype)
+    w_out[...], m_out[...], v_out[...] = adam_step(w, m_ref[...], v_ref[...], grad, s_ref, weight_decay=weight_decay)
 
 
 def _specs(m: int, k: int, n: int, block_k: int):
@@ -86,6 +95,29 @@ def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float
         out_specs=(block, block), input_output_aliases={2: 0, 3: 1},
         compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="input_grad_update",
     )(x, dpre, w, v, jnp.asarray(lr, w.dtype).reshape(1))
+
+
+@functools.partial(jax.jit, static_argnames=("weight_decay", "block_m", "block_k", "num_warps", "num_stages",
+                                             "precision", "interpret"), donate_argnums=(2, 3, 4))
+def input_grad_adam_update(x, dpre, w, m, v, scalars, *, weight_decay: float, block_m: int = 32, block_k: int = 128,
+                           num_warps: int = 4, num_stages: int = 3, precision: str = "default",
+                           interpret: bool = False):
+    """Adam step of W1 (pallas_kernels/adam_update.py) with dW1 = X^T @ dPre computed on the fly -> (new w,
+    new m, new v), in place. scalars: (4,) [lr, c1, c2, 0]. Saves writing dW1 and reading it back (2 x 16 MB
+    at the product's shape) and one launch per step."""
+    rows, k = x.shape
+    n = dpre.shape[1]
+    padded_m = round_up(rows, block_m)
+    x, dpre = pad_axis(x, 0, padded_m), pad_axis(narrowed(dpre, x), 0, padded_m)
+    block = pl.BlockSpec((block_k, n), lambda j: (j, 0))
+    return pl.pallas_call(
+        functools.partial(_grad_adam_kernel, block_m=block_m, precision=precision, weight_decay=weight_decay),
+        out_shape=tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (w, m, v)),
+        grid=(k // block_k,),
+        in_specs=_specs(padded_m, k, n, block_k) + [block, block, block, pl.BlockSpec((4,), lambda j: (0,))],
+        out_specs=(block, block, block), input_output_aliases={2: 0, 3: 1, 4: 2},
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="input_grad_adam_update",
+    )(x, dpre, w, m, v, scalars.astype(w.dtype))
 
 
 def input_grad_reference(x, dpre, precision: str = "default"):

@@ -4,9 +4,10 @@ Two input formats (KernelConfig.input_format): "dense" (below) and "sparse", whe
 computed from the flat sparse batch itself by pallas_kernels/sparse_hidden.py (no dense X at all).
 
 Each step writes its sparse minibatch into a dense (B, Kp) matrix on the device (bf16 by default, 4 MB at
-B = 64; one zero buffer per epoch, nonzeros stored before the step and erased after it), then runs: hidden_forward -> softmax_xent -> hidden_backward -> the update: for sgd
-input_grad_update (dW1 fused with W1's momentum update, so dW1 never reaches memory) and head_update for b1, w2,
-b2 (one launch, summing hidden_backward's per-block partials); for adam input_grad and adam_update for every parameter.
+B = 64; one zero buffer per epoch, nonzeros stored before the step and erased after it), then runs:
+hidden_forward -> softmax_xent -> hidden_backward (per-block partial gradients) -> two update launches: W1
+with dW1 computed inside its update (input_grad_update for sgd, input_grad_adam_update for adam: dW1 never
+reaches memory), and b1, W2, b2 in one head_update / head_adam_update program.
 Parameters live padded on this path (see pallas_kernels/mlp.py); pad_params/unpad_params convert once.
 """
 
@@ -18,9 +19,9 @@ import jax.numpy as jnp
 from pallas_kernels.common import round_up
 from pallas_kernels.config import KernelConfig
 from pallas_kernels.adam_update import adam_update
-from pallas_kernels.head_update import head_update
+from pallas_kernels.head_update import head_adam_update, head_update
 from pallas_kernels.hidden_backward import hidden_backward_partials
-from pallas_kernels.input_grad import input_grad, input_grad_update
+from pallas_kernels.input_grad import input_grad, input_grad_adam_update, input_grad_update
 from pallas_kernels.mlp import backward_to_hidden, forward
 from pallas_kernels.sgd_update import sgd_update
 from pallas_kernels.softmax_xent import padded_classes, softmax_xent
@@ -57,6 +58,17 @@ def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -
     return jnp.zeros((batch_size, n_columns), dtype).at[rows, indices].add(values.astype(dtype))
 
 
+# Measured on an H100, news4 / agnews7600 rows, adam (BENCHMARKS.md, "Step fusions"): reusing one zero buffer
+# took the news4 step at B = 4,096 from 771 to 632 us (agnews 397 -> 294 us). Computing dW1 inside the Adam
+# update of W1 was faster at B = 64 (103.5 vs 111.5 us) but slower at 256 (142.0 vs 136.7) and on agnews at
+# 4,096 (318 vs 294) with block sizes tuned for the SGD kernel, so it is used up to FUSE_ADAM_MAX_BATCH rows.
+REUSE_ZERO_BUFFER = True
+FUSE_ADAM_MAX_BATCH = 128
+# hidden_backward partials summed by head_update's single program up to this many; beyond, XLA's parallel
+# reductions first (one program looping over 64 partials took 38 us at B = 4,096).
+HEAD_MAX_PARTS = 8
+
+
 def _scatter(buffer, indices, values, rows, new_values) -> jax.Array:
     """buffer[rows, indices] = new_values for the batch's nonzero slots. The slots of a canonical CSR batch
     (textclf/device_data.host_csr) name distinct cells and padding slots (value 0) go to row B, out of bounds
@@ -83,8 +95,9 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
     with config.input_format "sparse" the flat sparse batch (indices, values, rows), which the sparse kernels
     (pallas_kernels/sparse_hidden.py) read directly.
 
-    sgd: dW1 is fused into W1's momentum update (input_grad_update). adam: dW1 = input_grad, then the fused
-    adam_update kernel for every parameter. axis_name (data parallelism inside shard_map): x is this device's
+    One device: dW1 is fused into W1's update (input_grad_update for sgd, input_grad_adam_update for adam;
+    the sparse adam path: sparse_input_grad then adam_update) and b1, W2, b2 take one head_update /
+    head_adam_update launch. axis_name (data parallelism inside shard_map): x is this device's
     slice of the global batch; the loss is normalised by the global row count and the gradients are summed
     over the axis before the update, so dW1 must be materialised (input_grad) to be reduced."""
     count = jnp.sum(mask)
@@ -99,34 +112,50 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
                                           interpret=config.interpret)
     else:
         h, nll, predicted, dz = forward(*params, x, labels, weight, n_classes, config)
-    # sgd on one device: b1, W2, b2 are updated by one head_update launch straight from hidden_backward's
-    # per-block partial gradients (no reductions, no three sgd_update launches); otherwise the summed grads.
-    fused_head = optimizer == "sgd" and axis_name is None
-    if fused_head:
+    # One device: dW1 goes straight into W1's update (input_grad_update / input_grad_adam_update, so dW1 never
+    # reaches memory) and b1, W2, b2 are updated by one head launch from hidden_backward's per-block partial
+    # gradients (no reductions, no three small update launches). Data parallel (axis_name): the gradients are
+    # materialised and summed over the devices before the update.
+    fused = axis_name is None
+    if fused:
         dpre, dw2, db2, db1 = hidden_backward_partials(dz, params.w2, h, block_m=config.backward_block_m,
                                                        precision=config.precision, interpret=config.interpret)
+        if dw2.shape[0] > HEAD_MAX_PARTS:  # many row blocks: XLA's parallel reductions beat one program's loop
+            dw2, db2, db1 = (a.sum(axis=0, keepdims=True) for a in (dw2, db2, db1))
     else:
         dpre, dw2, db2, db1 = backward_to_hidden(dz, params.w2, h, config)
     grad_blocks = dict(block_m=config.grad_block_m, block_k=config.grad_block_k, num_warps=config.grad_warps,
                        num_stages=config.grad_stages, precision=config.precision, interpret=config.interpret)
     dw1 = None
-    if optimizer == "adam" or axis_name is not None:
+    fuse_adam = not sparse and x.shape[0] <= FUSE_ADAM_MAX_BATCH
+    if not fused or (optimizer == "adam" and not fuse_adam):
         if sparse:
             dw1 = sparse_input_grad(*x, dpre, n_features=params.w1.shape[0], block_k=config.sparse_block_k,
                                     **_sparse_blocks(config, forward=False))
         else:
             dw1 = input_grad(x, dpre, **grad_blocks)
-    if axis_name is not None:
+    if not fused:
         dw1, db1, dw2, db2 = jax.lax.psum((dw1, db1, dw2, db2), axis_name)
     if optimizer == "adam":
         step = opt_state.step + 1
         c1, c2 = adam_corrections(step)
         scalars = jnp.stack([jnp.asarray(lr, jnp.float32), c1, c2, jnp.float32(0)])
-        new = [adam_update(w, m, v, g, scalars, weight_decay=weight_decay, block=config.update_block,
-                           interpret=config.interpret)
-               for w, m, v, g in zip(params, opt_state.m, opt_state.v, (dw1, db1, dw2, db2))]
-        params = Params(*(n[0] for n in new))
-        opt_state = AdamState(Params(*(n[1] for n in new)), Params(*(n[2] for n in new)), step)
+        adam = dict(weight_decay=weight_decay, interpret=config.interpret)
+        m, v = opt_state.m, opt_state.v
+        if dw1 is None:
+            w1, m1, v1 = input_grad_adam_update(x, dpre, params.w1, m.w1, v.w1, scalars, weight_decay=weight_decay,
+                                                **grad_blocks)
+        else:
+            w1, m1, v1 = adam_update(params.w1, m.w1, v.w1, dw1, scalars, block=config.update_block, **adam)
+        if fused:
+            b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2 = head_adam_update(
+                params.b1, m.b1, v.b1, params.w2, m.w2, v.w2, params.b2, m.b2, v.b2, db1, dw2, db2, scalars, **adam)
+        else:
+            (b1, mb1, vb1), (w2, m2, v2), (b2, mb2, vb2) = (
+                adam_update(w, mw, vw, g, scalars, block=config.update_block, **adam)
+                for w, mw, vw, g in zip(params[1:], m[1:], v[1:], (db1, dw2, db2)))
+        params = Params(w1, b1, w2, b2)
+        opt_state = AdamState(Params(m1, mb1, m2, mb2), Params(v1, vb1, v2, vb2), step)
     else:
         update = dict(momentum=momentum, weight_decay=weight_decay, interpret=config.interpret,
                       block=config.update_block)
@@ -139,7 +168,7 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
                                        weight_decay=weight_decay, **grad_blocks)
         else:
             w1, v1 = sgd_update(params.w1, opt_state.w1, dw1, lr, **update)
-        if fused_head:
+        if fused:
             b1, vb1, w2, v2, b2, vb2 = head_update(
                 params.b1, opt_state.b1, params.w2, opt_state.w2, params.b2, opt_state.b2, db1, dw2, db2, lr,
                 momentum=momentum, weight_decay=weight_decay, interpret=config.interpret)
@@ -167,15 +196,26 @@ def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *,
     def step(carry, batch):
         params, opt_state, buffer = carry
         idx, val, row, y, m, lr = batch
-        x = (idx, val, row) if sparse else write_batch(buffer, idx, val, row)
+        if sparse:
+            x = (idx, val, row)
+        elif REUSE_ZERO_BUFFER:
+            x = write_batch(buffer, idx, val, row)
+        else:
+            x = write_batch(jnp.zeros((batch_size, n_columns), x_dtype), idx, val, row)
         params, opt_state, loss, correct = pallas_train_step(
             params, opt_state, x, y, m, lr, n_classes=n_classes, momentum=momentum, weight_decay=weight_decay,
             config=config, optimizer=optimizer, axis_name=axis_name)
-        return (params, opt_state, buffer if sparse else erase_batch(x, idx, val, row)), (loss, correct)
+        if not sparse and REUSE_ZERO_BUFFER:
+            # The barrier orders the erase after every kernel that reads x (they all feed the new parameters);
+            # without it XLA may schedule the erase first and so copies the whole (B, Kp) buffer to keep x.
+            x, params = jax.lax.optimization_barrier((x, params))
+            buffer = erase_batch(x, idx, val, row)
+        return (params, opt_state, buffer), (loss, correct)
 
-    # Dense input: one zero (B, Kp) buffer for the whole epoch, carried through the scan (so XLA updates it in
-    # place); each step writes its nonzeros into it and erases them after the step.
-    buffer = jnp.zeros((0,) if sparse else (batch_size, n_columns), x_dtype)
+    # REUSE_ZERO_BUFFER: one zero (B, Kp) buffer for the whole epoch, carried through the scan (so XLA can
+    # update it in place); each step writes its nonzeros into it and erases them after the step.
+    reuse = REUSE_ZERO_BUFFER and not sparse
+    buffer = jnp.zeros((batch_size, n_columns) if reuse else (0,), x_dtype)
     (params, opt_state, _), (losses, corrects) = jax.lax.scan(step, (params, opt_state, buffer),
                                                               (indices, values, rows, labels, mask, lrs))
     return params, opt_state, losses, corrects

@@ -46,10 +46,17 @@ def test_gradients_match_jax_grad_of_reference(env, rng, m, n_classes):
         check_grads(kernel, params, order=1, modes=["rev"])
 
 
-@pytest.mark.parametrize("input_format", ["dense", "sparse"])
+@pytest.mark.parametrize("input_format", ["dense", "sparse", "dense-unfused"])
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
-def test_training_matches_xla(env, rng, optimizer, input_format):
-    """The original design's CPU-vs-GPU check: same initial weights and batches, a few epochs each way."""
+def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
+    """The original design's CPU-vs-GPU check: same initial weights and batches, a few epochs each way.
+    dense-unfused: the large-batch variants (dW1 then adam_update; partials summed before head_update)."""
+    if input_format == "dense-unfused":
+        import textclf.pallas_step
+
+        monkeypatch.setattr(textclf.pallas_step, "FUSE_ADAM_MAX_BATCH", 0)
+        monkeypatch.setattr(textclf.pallas_step, "HEAD_MAX_PARTS", 0)
+        input_format = "dense"
     n, features, n_classes = 90, 200, 3
     matrix = sp.random(n, features, density=0.05, format="csr", random_state=int(rng.integers(1 << 30)))
     labels = rng.integers(0, n_classes, n).astype(np.int32)
