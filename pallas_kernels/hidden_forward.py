@@ -25,6 +25,7 @@ from pallas_kernels.common import PRECISIONS, accumulator_dtype, dot, narrowed, 
 # once to bf16 first: 4 (read) + 2 (write) + 2r. Casting pays from r = 4 on; with one or two row blocks
 # (small batches, block_m = B) the kernel reads fp32 W1 and casts each tile in registers. Same products.
 NARROW_MIN_ROW_BLOCKS = 4
+FINISH_PROGRAMS = 128
 
 
 def _matmul_kernel(x_ref, w_ref, b_ref, out_ref, *, block_k: int, fuse_sigmoid: bool, precision: str):
@@ -51,6 +52,14 @@ def _finish_kernel(partial_ref, b_ref, out_ref):
 
     acc = lax.fori_loop(0, split_k, body, jnp.zeros(out_ref.shape, partial_ref.dtype))
     out_ref[...] = jax.nn.sigmoid(acc + b_ref[...].astype(acc.dtype)[None, :]).astype(out_ref.dtype)
+
+
+def finish_rows(padded_m: int, block_m: int) -> int:
+    """Rows per program of the finishing kernel: about FINISH_PROGRAMS programs, 2 to block_m rows each. With
+    block_m rows per program a batch of 64 had 2 programs, each summing 64 partial tiles one after another:
+    16 us of a 23 us forward on an H100 (BENCHMARKS.md, epoch profile)."""
+    rows = 1 << max(1, (padded_m // FINISH_PROGRAMS).bit_length() - 1)
+    return min(block_m, max(2, rows))
 
 
 @functools.partial(jax.jit, static_argnames=("block_m", "block_k", "split_k", "num_warps", "num_stages",
@@ -90,12 +99,13 @@ def hidden_forward(x, w1, b1, *, block_m: int = 64, block_k: int = 64, split_k: 
         out_specs=pl.BlockSpec((None, block_m, n), lambda i, s: (s, i, 0)),
         compiler_params=params, interpret=interpret, name="hidden_forward_split",
     )(x, w1, b1)
+    finish_m = finish_rows(padded_m, block_m)
     out = pl.pallas_call(
         _finish_kernel,
-        out_shape=jax.ShapeDtypeStruct((padded_m, n), out_dtype), grid=(padded_m // block_m,),
-        in_specs=[pl.BlockSpec((split_k, block_m, n), lambda i: (0, i, 0)), pl.BlockSpec((n,), lambda i: (0,))],
-        out_specs=pl.BlockSpec((block_m, n), lambda i: (i, 0)),
-        compiler_params=triton_params(4, 1), interpret=interpret, name="hidden_forward_finish",
+        out_shape=jax.ShapeDtypeStruct((padded_m, n), out_dtype), grid=(padded_m // finish_m,),
+        in_specs=[pl.BlockSpec((split_k, finish_m, n), lambda i: (0, i, 0)), pl.BlockSpec((n,), lambda i: (0,))],
+        out_specs=pl.BlockSpec((finish_m, n), lambda i: (i, 0)),
+        compiler_params=triton_params(4, 3), interpret=interpret, name="hidden_forward_finish",
     )(partial, b1)
     return out[:m]
 
