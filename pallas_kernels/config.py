@@ -29,6 +29,12 @@ class KernelConfig:
     grad_block_k: int = 128
     grad_warps: int = 4
     grad_stages: int = 3
+    # dW1 alone (input_grad: Adam above FUSE_ADAM_MAX_BATCH, data parallelism, the custom_vjp): its best blocks
+    # differ from the fused dW1 + update kernel's (grad_*), which the sweep picks by whole-step time.
+    dw_block_m: int = 32
+    dw_block_k: int = 128
+    dw_warps: int = 4
+    dw_stages: int = 3
     update_block: int = 4096
     # Input format of the training step: "dense" (X scattered into a (B, Kp) bf16 matrix, tensor-core matmuls)
     # or "sparse" (pallas_kernels/sparse_hidden.py reads the nonzeros directly).
@@ -62,4 +68,4 @@ def tuned(batch_size: int, device_name: str) -> KernelConfig:
     config = KernelConfig(**best["config"])
     rows = max(16, 1 << max(0, (batch_size - 1).bit_length()))  # Triton's smallest dot is 16 rows
     return config.replace(**{k: min(getattr(config, k), rows) for k in
-                             ("forward_block_m", "loss_block_m", "backward_block_m", "grad_block_m")})
+                             ("forward_block_m", "loss_block_m", "backward_block_m", "grad_block_m", "dw_block_m")})

@@ -53,8 +53,8 @@ def _mlp_loss_fwd(w1, b1, w2, b2, x, labels, weight, n_classes, config):
 def _mlp_loss_bwd(n_classes, config, residuals, g):
     x, h, w2, dz = residuals
     dpre, dw2, db2, db1 = backward_to_hidden(dz, w2, h, config)
-    dw1 = input_grad(x, dpre, block_m=config.grad_block_m, block_k=config.grad_block_k,
-                     num_warps=config.grad_warps, num_stages=config.grad_stages, precision=config.precision,
+    dw1 = input_grad(x, dpre, block_m=config.dw_block_m, block_k=config.dw_block_k,
+                     num_warps=config.dw_warps, num_stages=config.dw_stages, precision=config.precision,
                      interpret=config.interpret)
     # Data (x), labels and weights get no gradient (None = zero cotangent).
     return g * dw1, g * db1, g * dw2, g * db2, None, None, None

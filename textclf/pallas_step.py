@@ -30,7 +30,8 @@ from textclf.model import AdamState, Params, adam_corrections
 
 
 def padded_features(n_features: int, config: KernelConfig) -> int:
-    block = max(config.forward_block_k * config.forward_split_k, config.grad_block_k, config.sparse_block_k)
+    block = max(config.forward_block_k * config.forward_split_k, config.grad_block_k, config.dw_block_k,
+                config.sparse_block_k)
     return round_up(n_features, block)
 
 
@@ -133,7 +134,9 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
             dw1 = sparse_input_grad(*x, dpre, n_features=params.w1.shape[0], block_k=config.sparse_block_k,
                                     **_sparse_blocks(config, forward=False))
         else:
-            dw1 = input_grad(x, dpre, **grad_blocks)
+            dw1 = input_grad(x, dpre, block_m=config.dw_block_m, block_k=config.dw_block_k,
+                             num_warps=config.dw_warps, num_stages=config.dw_stages, precision=config.precision,
+                             interpret=config.interpret)
     if not fused:
         dw1, db1, dw2, db2 = jax.lax.psum((dw1, db1, dw2, db2), axis_name)
     if optimizer == "adam":

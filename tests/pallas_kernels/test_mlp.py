@@ -19,7 +19,8 @@ from tests.pallas_kernels.conftest import assert_close
 
 def small_config(env) -> KernelConfig:
     return KernelConfig(forward_block_m=16, forward_block_k=32, loss_block_m=16, backward_block_m=16,
-                        grad_block_m=16, grad_block_k=32, update_block=512, precision="highest",
+                        grad_block_m=16, grad_block_k=32, dw_block_m=16, dw_block_k=32, update_block=512,
+                        precision="highest",
                         x_dtype="float64" if env.dtype == jnp.float64 else "float32", interpret=env.interpret)
 
 
