@@ -21,6 +21,7 @@ from jax.experimental import pallas as pl
 
 from pallas_kernels.adam_update import adam_step
 from pallas_kernels.common import triton_params
+from pallas_kernels.sgd_update import sgd_step
 
 
 def _summed(parts_ref, like):
@@ -29,8 +30,8 @@ def _summed(parts_ref, like):
 
 
 def _sgd(w, state, grad, s_ref, *, momentum: float, weight_decay: float):
-    v = momentum * state[0] + grad + weight_decay * w
-    return w - s_ref[0] * v, (v,)
+    w, v = sgd_step(w, state[0], grad, s_ref[0], momentum=momentum, weight_decay=weight_decay)
+    return w, (v,)
 
 
 def _adam(w, state, grad, s_ref, *, weight_decay: float):

@@ -19,6 +19,7 @@ from jax.experimental import pallas as pl
 
 from pallas_kernels.adam_update import adam_step
 from pallas_kernels.common import PRECISIONS, dot, narrowed, pad_axis, round_up, triton_params
+from pallas_kernels.sgd_update import sgd_step
 
 
 def _accumulate(x_ref, dpre_ref, block_m: int, precision: str, acc_dtype):
@@ -40,10 +41,8 @@ def _grad_kernel(x_ref, dpre_ref, dw_ref, *, block_m: int, precision: str):
 def _grad_update_kernel(x_ref, dpre_ref, w_ref, v_ref, lr_ref, w_out, v_out, *, block_m: int, precision: str,
                         momentum: float, weight_decay: float):
     w = w_ref[...]
-    grad = _accumulate(x_ref, dpre_ref, block_m, precision, w.dtype).astype(w.dtype)
-    v = momentum * v_ref[...] + grad + weight_decay * w
-    v_out[...] = v
-    w_out[...] = w - lr_ref[0].astype(w.dtype) * v
+    grad = _accumulate(x_ref, dpre_ref, block_m, precision, w.dtype)
+    w_out[...], v_out[...] = sgd_step(w, v_ref[...], grad, lr_ref[0], momentum=momentum, weight_decay=weight_decay)
 
 
 def _grad_adam_kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, s_ref, w_out, m_out, v_out, *, block_m: int,

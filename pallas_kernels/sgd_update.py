@@ -17,12 +17,16 @@ from jax.experimental import pallas as pl
 from pallas_kernels.common import next_power_of_two, pad_axis, round_up, triton_params
 
 
+def sgd_step(w, v, g, lr, *, momentum: float, weight_decay: float):
+    """The update on loaded tiles -> (w, v); also used by the kernels that fuse it (input_grad, head_update)."""
+    v = momentum * v + g.astype(w.dtype) + weight_decay * w
+    return w - lr.astype(w.dtype) * v, v
+
+
 def _kernel(w_ref, v_ref, g_ref, lr_ref, w_out, v_out, *, momentum: float, weight_decay: float):
     # One (block,) slice of the flattened parameter, its momentum buffer and its gradient.
-    w = w_ref[...]
-    v = momentum * v_ref[...] + g_ref[...].astype(w.dtype) + weight_decay * w
-    v_out[...] = v
-    w_out[...] = w - lr_ref[0].astype(w.dtype) * v
+    w_out[...], v_out[...] = sgd_step(w_ref[...], v_ref[...], g_ref[...], lr_ref[0], momentum=momentum,
+                                      weight_decay=weight_decay)
 
 
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block", "num_warps", "interpret"),
