@@ -74,26 +74,33 @@ def input_grad(x, dpre, *, block_m: int = 32, block_k: int = 128, num_warps: int
     )(x, dpre)
 
 
+def _fused_update(kernel, x, dpre, state, scalars, *, block_m: int, block_k: int, num_warps: int, num_stages: int,
+                  interpret: bool, name: str):
+    """dW1 = X^T @ dPre computed inside an optimizer step: `state` (W1 and its optimizer buffers, (K, N) each)
+    is updated in place, block_k rows per program; scalars: the step's (S,) lr / corrections."""
+    k, n = x.shape[1], dpre.shape[1]
+    padded_m = round_up(x.shape[0], block_m)
+    x, dpre = pad_axis(x, 0, padded_m), pad_axis(narrowed(dpre, x), 0, padded_m)
+    block = pl.BlockSpec((block_k, n), lambda j: (j, 0))
+    return pl.pallas_call(
+        kernel, out_shape=tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in state), grid=(k // block_k,),
+        in_specs=_specs(padded_m, k, n, block_k) + [block] * len(state) + [pl.BlockSpec(scalars.shape, lambda j: (0,))],
+        out_specs=(block,) * len(state), input_output_aliases={2 + i: i for i in range(len(state))},
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name=name,
+    )(x, dpre, *state, scalars)
+
+
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_m", "block_k", "num_warps",
                                              "num_stages", "precision", "interpret"), donate_argnums=(2, 3))
 def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float, block_m: int = 32,
                       block_k: int = 128, num_warps: int = 4, num_stages: int = 3, precision: str = "default",
                       interpret: bool = False):
     """SGD-momentum step of W1 with dW1 = X^T @ dPre computed on the fly -> (new w, new v), in place."""
-    m, k = x.shape
-    n = dpre.shape[1]
-    padded_m = round_up(m, block_m)
-    x, dpre = pad_axis(x, 0, padded_m), pad_axis(narrowed(dpre, x), 0, padded_m)
-    block = pl.BlockSpec((block_k, n), lambda j: (j, 0))
-    return pl.pallas_call(
-        functools.partial(_grad_update_kernel, block_m=block_m, precision=precision, momentum=momentum,
-                          weight_decay=weight_decay),
-        out_shape=(jax.ShapeDtypeStruct(w.shape, w.dtype), jax.ShapeDtypeStruct(v.shape, v.dtype)),
-        grid=(k // block_k,),
-        in_specs=_specs(padded_m, k, n, block_k) + [block, block, pl.BlockSpec((1,), lambda j: (0,))],
-        out_specs=(block, block), input_output_aliases={2: 0, 3: 1},
-        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="input_grad_update",
-    )(x, dpre, w, v, jnp.asarray(lr, w.dtype).reshape(1))
+    kernel = functools.partial(_grad_update_kernel, block_m=block_m, precision=precision, momentum=momentum,
+                               weight_decay=weight_decay)
+    return _fused_update(kernel, x, dpre, (w, v), jnp.asarray(lr, w.dtype).reshape(1), block_m=block_m,
+                         block_k=block_k, num_warps=num_warps, num_stages=num_stages, interpret=interpret,
+                         name="input_grad_update")
 
 
 @functools.partial(jax.jit, static_argnames=("weight_decay", "block_m", "block_k", "num_warps", "num_stages",
@@ -104,19 +111,10 @@ def input_grad_adam_update(x, dpre, w, m, v, scalars, *, weight_decay: float, bl
     """Adam step of W1 (pallas_kernels/adam_update.py) with dW1 = X^T @ dPre computed on the fly -> (new w,
     new m, new v), in place. scalars: (4,) [lr, c1, c2, 0]. Saves writing dW1 and reading it back (2 x 16 MB
     at the product's shape) and one launch per step."""
-    rows, k = x.shape
-    n = dpre.shape[1]
-    padded_m = round_up(rows, block_m)
-    x, dpre = pad_axis(x, 0, padded_m), pad_axis(narrowed(dpre, x), 0, padded_m)
-    block = pl.BlockSpec((block_k, n), lambda j: (j, 0))
-    return pl.pallas_call(
-        functools.partial(_grad_adam_kernel, block_m=block_m, precision=precision, weight_decay=weight_decay),
-        out_shape=tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (w, m, v)),
-        grid=(k // block_k,),
-        in_specs=_specs(padded_m, k, n, block_k) + [block, block, block, pl.BlockSpec((4,), lambda j: (0,))],
-        out_specs=(block, block, block), input_output_aliases={2: 0, 3: 1, 4: 2},
-        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="input_grad_adam_update",
-    )(x, dpre, w, m, v, scalars.astype(w.dtype))
+    kernel = functools.partial(_grad_adam_kernel, block_m=block_m, precision=precision, weight_decay=weight_decay)
+    return _fused_update(kernel, x, dpre, (w, m, v), scalars.astype(w.dtype), block_m=block_m, block_k=block_k,
+                         num_warps=num_warps, num_stages=num_stages, interpret=interpret,
+                         name="input_grad_adam_update")
 
 
 def input_grad_reference(x, dpre, precision: str = "default"):
