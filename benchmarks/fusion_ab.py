@@ -1,5 +1,5 @@
 """A/B of the dense Pallas epoch's options: textclf/pallas_step.REUSE_ZERO_BUFFER (one zero buffer per epoch,
-nonzeros stored and erased, vs fresh zeros every step) and FUSE_ADAM_MAX_BATCH (dW1 inside W1's Adam update),
+nonzeros stored and erased, vs fresh zeros every step) and KernelConfig.adam_fused_dw1 (dW1 inside W1's Adam update),
 each on and off, on news4 (stacked 10x; B = 64, 256, 4,096) and agnews7600 rows (100x; B = 4,096): us per step
 of `fit_network` epochs (median of epochs 2-3). Then counts the copies of the (B, Kp) buffer in the compiled
 epoch (should be 0: the erase must happen in place). GPU only.
@@ -28,10 +28,11 @@ for path, repeat, batches in ((".devdata/news4/train.jsonl", 10, (64, 256, 4096)
         for reuse, fuse in ((True, True), (False, True), (True, False), (False, False)):
             if opt == "sgd" and not fuse:
                 continue
-            pallas_step.REUSE_ZERO_BUFFER, pallas_step.FUSE_ADAM_MAX_BATCH = reuse, (1 << 30 if fuse else 0)
+            pallas_step.REUSE_ZERO_BUFFER = reuse
             trainloop._warm_epoch.cache_clear()
             s = Settings(epochs=3, min_steps=0, batch_size=batch, backend="pallas", pallas_input="dense", optimizer=opt)
-            r = fit_network(x, y, nc, s, "pallas")
+            config = trainloop.kernel_config_for(s).replace(input_format="dense", adam_fused_dw1=fuse)
+            r = fit_network(x, y, nc, s, "pallas", kernel_config=config)
             t = float(np.median([e.seconds for e in r.history[1:]]))
             steps = -(-x.shape[0] // batch)
             print(f"{path.split('/')[1]} B={batch} {opt} reuse={reuse} fuse_adam={fuse}: {t / steps * 1e6:.1f} us/step, "

@@ -29,7 +29,12 @@ class KernelConfig:
     grad_block_k: int = 128
     grad_warps: int = 4
     grad_stages: int = 3
-    # dW1 alone (input_grad: Adam above FUSE_ADAM_MAX_BATCH, data parallelism, the custom_vjp): its best blocks
+    # Adam: dW1 computed inside W1's update (input_grad_adam_update, grad_* blocks) instead of input_grad then
+    # adam_update. Which is faster depends on the batch size and the blocks (BENCHMARKS.md, "Step fusions":
+    # on an H100 it won at B = 256 and lost at 64 and 4,096), so it is set per device and batch in tuned.json
+    # from `python -m benchmarks.fusion_ab`.
+    adam_fused_dw1: bool = False
+    # dW1 alone (input_grad: Adam unless adam_fused_dw1, data parallelism, the custom_vjp): its best blocks
     # differ from the fused dW1 + update kernel's (grad_*), which the sweep picks by whole-step time.
     dw_block_m: int = 32
     dw_block_k: int = 128

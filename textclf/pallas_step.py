@@ -60,11 +60,8 @@ def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -
 
 
 # Measured on an H100, news4 / agnews7600 rows, adam (BENCHMARKS.md, "Step fusions"): reusing one zero buffer
-# took the news4 step at B = 4,096 from 771 to 632 us (agnews 397 -> 294 us). Computing dW1 inside the Adam
-# update of W1 was faster at B = 64 (103.5 vs 111.5 us) but slower at 256 (142.0 vs 136.7) and on agnews at
-# 4,096 (318 vs 294) with block sizes tuned for the SGD kernel, so it is used up to FUSE_ADAM_MAX_BATCH rows.
+# took the news4 step at B = 4,096 from 771 to 632 us (agnews 397 -> 294 us).
 REUSE_ZERO_BUFFER = True
-FUSE_ADAM_MAX_BATCH = 128
 # hidden_backward partials summed by head_update's single program up to this many; beyond, XLA's parallel
 # reductions first (one program looping over 64 partials took 38 us at B = 4,096).
 HEAD_MAX_PARTS = 8
@@ -128,7 +125,7 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
     grad_blocks = dict(block_m=config.grad_block_m, block_k=config.grad_block_k, num_warps=config.grad_warps,
                        num_stages=config.grad_stages, precision=config.precision, interpret=config.interpret)
     dw1 = None
-    fuse_adam = not sparse and x.shape[0] <= FUSE_ADAM_MAX_BATCH
+    fuse_adam = not sparse and config.adam_fused_dw1
     if not fused or (optimizer == "adam" and not fuse_adam):
         if sparse:
             dw1 = sparse_input_grad(*x, dpre, n_features=params.w1.shape[0], block_k=config.sparse_block_k,

@@ -47,15 +47,15 @@ def test_gradients_match_jax_grad_of_reference(env, rng, m, n_classes):
         check_grads(kernel, params, order=1, modes=["rev"])
 
 
-@pytest.mark.parametrize("input_format", ["dense", "sparse", "dense-unfused"])
+@pytest.mark.parametrize("input_format", ["dense", "sparse", "dense-variants"])
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
     """The original design's CPU-vs-GPU check: same initial weights and batches, a few epochs each way.
-    dense-unfused: the large-batch variants (dW1 then adam_update; partials summed before head_update)."""
-    if input_format == "dense-unfused":
+    dense-variants: dW1 inside the Adam update (adam_fused_dw1); partials summed before head_update."""
+    fused_adam = input_format == "dense-variants"
+    if fused_adam:
         import textclf.pallas_step
 
-        monkeypatch.setattr(textclf.pallas_step, "FUSE_ADAM_MAX_BATCH", 0)
         monkeypatch.setattr(textclf.pallas_step, "HEAD_MAX_PARTS", 0)
         input_format = "dense"
     n, features, n_classes = 90, 200, 3
@@ -63,7 +63,7 @@ def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
     labels = rng.integers(0, n_classes, n).astype(np.int32)
     settings = Settings(batch_size=16, momentum=0.9, weight_decay=1e-3)
     params = jax.tree.map(lambda a: a.astype(env.dtype), init_params(jax.random.PRNGKey(0), features, 128, n_classes))
-    config = small_config(env).replace(input_format=input_format, sparse_block_n=16)
+    config = small_config(env).replace(input_format=input_format, sparse_block_n=16, adam_fused_dw1=fused_adam)
     xla_params, pallas_params = params, pad_params(params, config)
     xla_velocity = init_optimizer(optimizer, xla_params)
     pallas_velocity = init_optimizer(optimizer, pallas_params)
