@@ -1,8 +1,8 @@
 """Block sizes and launch parameters of every kernel, as one static (hashable) value.
 
 Defaults are safe everywhere; `tuned(batch_size, device_kind)` returns the configuration picked by the sweep on
-the GPU (`python -m benchmarks.sweep`, results in pallas_kernels/tuned.json and the runs DB) for the nearest
-batch size measured on that device.
+the GPU (`python -m benchmarks.kernels --sweep`, results in pallas_kernels/tuned.json and the runs DB; the
+Adam dW1 fusion from `python -m benchmarks.fusion_ab`) for the nearest batch size measured on that device.
 """
 
 from __future__ import annotations
