@@ -16,12 +16,9 @@ import collections
 import tempfile
 
 import jax
-import numpy as np
 
 from benchmarks.timing import gpu_kernel_events
-from pipelines.corpus import read_corpus
-from pipelines.vectorize import fit_vectorizer
-from textclf.classifier import encode_labels
+from benchmarks.kernels import load_problem
 from textclf.config import Settings
 from textclf.trainloop import fit_network
 
@@ -63,21 +60,14 @@ def main() -> None:
     parser.add_argument("--vectorizer", default="tfidf")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
-    corpus = read_corpus(args.train)
     settings = Settings(vectorizer=args.vectorizer, epochs=2, min_steps=0)
-    _, x = fit_vectorizer(corpus.texts, corpus.labels, settings)
-    classes = sorted(set(corpus.labels))
-    y = encode_labels(corpus.labels, classes)
-    if args.repeat > 1:
-        import scipy.sparse as sp
-
-        x, y = sp.vstack([x] * args.repeat, format="csr"), np.tile(y, args.repeat)
+    x, y, n_classes = load_problem(args.train, args.repeat, args.vectorizer)
     print(f"{args.train}: {x.shape[0]:,} documents, {x.nnz / x.shape[0]:.0f} nonzeros each; {jax.devices()[0]}")
     for name in args.backends.split(","):
         backend, _, pallas_input = name.partition("-")
         for batch in (int(b) for b in args.batches.split(",")):
             run = settings.replace(batch_size=batch, backend=backend, pallas_input=pallas_input or "auto")
-            profile(x, y, len(classes), run, backend, args.top)
+            profile(x, y, n_classes, run, backend, args.top)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,16 @@ BF16 = jnp.bfloat16
 MOMENTUM, WEIGHT_DECAY = 0.9, 0.0
 
 
+def kernel_or_device_time(fn, args) -> float:
+    """GPU kernel time from the profiler (no host dispatch in it: what decides between configurations of a
+    10 us kernel), else the dispatch-loop time (an upper bound)."""
+    measured = kernel_time(fn, args)
+    if measured is None:
+        print("  (no profiler kernel events: dispatch-loop time, an upper bound)", file=sys.stderr)
+        return device_time(fn, args)
+    return measured
+
+
 def ceilings() -> tuple[float, float]:
     """Measured device copy bandwidth (bytes/s, read + write) and bf16 matmul rate (FLOP/s)."""
     big = jnp.ones((256 * 2**20,), jnp.float32)  # 1 GiB
@@ -48,12 +58,17 @@ def ceilings() -> tuple[float, float]:
     return 2 * big.nbytes / copy, 2 * 8192**3 / mm
 
 
-def load_problem(corpus: str):
+def load_problem(corpus: str, repeat: int = 1, vectorizer: str = "tfidf"):
+    """-> (CSR matrix, label ids, class count) of the corpus, its rows stacked `repeat` times (scale stand-in)."""
     data = read_corpus(corpus)
-    settings = Settings()
-    vectorizer, matrix = fit_vectorizer(data.texts, data.labels, settings)
+    _, matrix = fit_vectorizer(data.texts, data.labels, Settings(vectorizer=vectorizer))
     classes = sorted(set(data.labels))
-    return matrix, encode_labels(data.labels, classes), len(classes)
+    labels = encode_labels(data.labels, classes)
+    if repeat > 1:
+        import scipy.sparse as sp
+
+        matrix, labels = sp.vstack([matrix] * repeat, format="csr"), np.tile(labels, repeat)
+    return matrix, labels, len(classes)
 
 
 def real_batch(matrix, labels, batch: int):
@@ -132,14 +147,7 @@ def bench_batch(matrix, labels, n_classes, batch, config: KernelConfig, with_tor
     dw = dict(block_m=config.dw_block_m, block_k=config.dw_block_k, num_warps=config.dw_warps,
               num_stages=config.dw_stages)
     ops = []  # (name, pallas seconds, xla seconds, bytes, flops)
-
-    def timed(fn, args):
-        """GPU kernel time from the profiler when available, else the dispatch-loop time (an upper bound)."""
-        measured = kernel_time(fn, args)
-        if measured is None:
-            print("  (no profiler kernel events: dispatch-loop time, an upper bound)", file=sys.stderr)
-            return device_time(fn, args)
-        return measured
+    timed = kernel_or_device_time
 
     def add(name, pallas_s, xla_s, nbytes, flops):
         ops.append((name, pallas_s, xla_s, nbytes, flops))
@@ -254,10 +262,6 @@ def torch_bench(matrix, labels, n_classes, batch, sparse) -> dict[str, float]:
     return {"forward": graphed(forward), "step": graphed(step)}
 
 
-def kernel_or_device_time(fn, args) -> float:
-    """Profiler kernel time (no host dispatch in it: what decides between configurations of a 10 us kernel),
-    else the dispatch-loop time."""
-    return kernel_time(fn, args) or device_time(fn, args, reps=50, trials=3)
 
 
 def _forward_space(batch: int):
@@ -286,7 +290,7 @@ def sweep(matrix, labels, n_classes, batch, device: str, db=None, finalists: int
     b1 = jnp.zeros(128, jnp.float32)
     dpre = jnp.asarray(np.random.default_rng(2).normal(size=(batch, 128)) * 1e-3, jnp.float32)
     lr = jnp.asarray([0.1], jnp.float32)
-    timings = {"hidden_forward": [], "input_grad_update": []}
+    timings: dict[str, list] = {}  # kernel -> [(seconds, config)] of the configurations that ran
 
     def record(kernel, config, measure):
         try:
@@ -309,36 +313,31 @@ def sweep(matrix, labels, n_classes, batch, device: str, db=None, finalists: int
         record("hidden_forward", config, lambda: kernel_or_device_time(
             lambda xx, w, b: hidden_forward(xx, w, b, block_m=bm, block_k=bk, split_k=split, num_warps=warps,
                                             num_stages=stages), (x, w1, b1)))
-    for bm, bk, warps, stages in GRAD_SPACE:
-        if bm > max(32, batch):
-            continue
+    grad_space = [(bm, bk, warps, stages) for bm, bk, warps, stages in GRAD_SPACE if bm <= max(32, batch)]
+    for bm, bk, warps, stages in grad_space:
         config = dict(grad_block_m=bm, grad_block_k=bk, grad_warps=warps, grad_stages=stages)
         record("input_grad_update", config, lambda: carried_time(
             lambda w, v, xx, d, l: input_grad_update(xx, d, w, v, l, momentum=0.9, weight_decay=0.0, block_m=bm,
                                                      block_k=bk, num_warps=warps, num_stages=stages),
             (w1, jnp.zeros_like(w1)), (x, dpre, lr), reps=10, trials=3))
-    for bm, bk, warps, stages in GRAD_SPACE:  # dW1 alone (the dw_* blocks), by its own kernel time
-        if bm > max(32, batch):
-            continue
+    for bm, bk, warps, stages in grad_space:  # dW1 alone (the dw_* blocks), by its own kernel time
         config = dict(dw_block_m=bm, dw_block_k=bk, dw_warps=warps, dw_stages=stages)
         record("input_grad", config, lambda: kernel_or_device_time(
             lambda xx, d: input_grad(xx, d, block_m=bm, block_k=bk, num_warps=warps, num_stages=stages), (x, dpre)))
-    base = tuned(batch, device)
-    if timings.get("input_grad"):
-        base = base.replace(**min(timings["input_grad"], key=lambda t: t[0])[1])
+    def fastest(kernel, count=1):
+        return [config for _, config in sorted(timings.get(kernel, []), key=lambda t: t[0])[:count]]
+
+    base = tuned(batch, device).replace(**next(iter(fastest("input_grad")), {}))
     params = pad_params(init_params(jax.random.PRNGKey(0), matrix.shape[1], 128, n_classes), base)
     velocity = jax.tree.map(jnp.zeros_like, params)
-    best_forward = sorted(timings["hidden_forward"], key=lambda t: t[0])[:finalists]
-    best_grad = sorted(timings["input_grad_update"], key=lambda t: t[0])[:finalists]
-    for (_, forward), (_, grad) in itertools.product(best_forward, best_grad):
+    pairs = itertools.product(fastest("hidden_forward", finalists), fastest("input_grad_update", finalists))
+    for forward, grad in pairs:
         config = base.replace(**forward, **grad)
         step_kw = dict(n_classes=n_classes, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY, config=config)
         record("training_step", {**forward, **grad}, lambda: carried_time(
             lambda p, v, xx, yy, mm, l: pallas_train_step(p, v, xx, yy, mm, l[0], **step_kw),
             (params, velocity), (x, y, m, lr)))
-    if not timings.get("training_step"):
-        return base
-    return base.replace(**min(timings["training_step"], key=lambda t: t[0])[1])
+    return base.replace(**next(iter(fastest("training_step")), {}))
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from jax.experimental import pallas as pl
 
 from pallas_kernels.adam_update import adam_step
 from pallas_kernels.common import triton_params
-from pallas_kernels.sgd_update import sgd_step
+from pallas_kernels.sgd_update import sgd_step, sgd_update_reference
 
 
 def _summed(parts_ref, like):
@@ -85,8 +85,7 @@ def head_adam_update(b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2, db1_parts, dw2_part
 
 def head_update_reference(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *, momentum: float,
                           weight_decay: float):
-    out = []
-    for w, v, parts in ((b1, vb1, db1_parts), (w2, v2, dw2_parts), (b2, vb2, db2_parts)):
-        v = momentum * v + parts.sum(axis=0) + weight_decay * w
-        out += [w - jnp.asarray(lr, w.dtype).reshape(()) * v, v]
-    return tuple(out)
+    """sgd_update_reference on each parameter with its partials summed."""
+    return tuple(a for w, v, parts in ((b1, vb1, db1_parts), (w2, v2, dw2_parts), (b2, vb2, db2_parts))
+                 for a in sgd_update_reference(w, v, parts.sum(axis=0), lr, momentum=momentum,
+                                               weight_decay=weight_decay))

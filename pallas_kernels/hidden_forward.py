@@ -57,7 +57,7 @@ def _finish_kernel(partial_ref, b_ref, out_ref):
 def finish_rows(padded_m: int, block_m: int) -> int:
     """Rows per program of the finishing kernel: about FINISH_PROGRAMS programs, 2 to block_m rows each. With
     block_m rows per program a batch of 64 had 2 programs, each summing 64 partial tiles one after another:
-    16 us of a 23 us forward on an H100 (BENCHMARKS.md, epoch profile)."""
+    16 us of the ~30 us forward on an H100 (BENCHMARKS.md, epoch profile)."""
     rows = 1 << max(1, (padded_m // FINISH_PROGRAMS).bit_length() - 1)
     return min(block_m, max(2, rows))
 

@@ -39,6 +39,12 @@ def backward_to_hidden(dz, w2, h, config: KernelConfig):
     return dpre, dw2[:, : w2.shape[1]], db2[: w2.shape[1]], db1
 
 
+def weight_grad(x, dpre, config: KernelConfig):
+    """dW1 = X^T @ dPre on its own (input_grad with the dw_* blocks)."""
+    return input_grad(x, dpre, block_m=config.dw_block_m, block_k=config.dw_block_k, num_warps=config.dw_warps,
+                      num_stages=config.dw_stages, precision=config.precision, interpret=config.interpret)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(7, 8))
 def mlp_loss(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
     _, nll, _, _ = forward(w1, b1, w2, b2, x, labels, weight, n_classes, config)
@@ -53,9 +59,7 @@ def _mlp_loss_fwd(w1, b1, w2, b2, x, labels, weight, n_classes, config):
 def _mlp_loss_bwd(n_classes, config, residuals, g):
     x, h, w2, dz = residuals
     dpre, dw2, db2, db1 = backward_to_hidden(dz, w2, h, config)
-    dw1 = input_grad(x, dpre, block_m=config.dw_block_m, block_k=config.dw_block_k,
-                     num_warps=config.dw_warps, num_stages=config.dw_stages, precision=config.precision,
-                     interpret=config.interpret)
+    dw1 = weight_grad(x, dpre, config)
     # Data (x), labels and weights get no gradient (None = zero cotangent).
     return g * dw1, g * db1, g * dw2, g * db2, None, None, None
 

@@ -21,8 +21,8 @@ from pallas_kernels.config import KernelConfig
 from pallas_kernels.adam_update import adam_update
 from pallas_kernels.head_update import head_adam_update, head_update
 from pallas_kernels.hidden_backward import hidden_backward_partials
-from pallas_kernels.input_grad import input_grad, input_grad_adam_update, input_grad_update
-from pallas_kernels.mlp import backward_to_hidden, forward
+from pallas_kernels.input_grad import input_grad_adam_update, input_grad_update
+from pallas_kernels.mlp import backward_to_hidden, forward, weight_grad
 from pallas_kernels.sgd_update import sgd_update
 from pallas_kernels.softmax_xent import padded_classes, softmax_xent
 from pallas_kernels.sparse_hidden import sparse_hidden_forward, sparse_input_grad, sparse_input_grad_update
@@ -131,9 +131,7 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
             dw1 = sparse_input_grad(*x, dpre, n_features=params.w1.shape[0], block_k=config.sparse_block_k,
                                     **_sparse_blocks(config, forward=False))
         else:
-            dw1 = input_grad(x, dpre, block_m=config.dw_block_m, block_k=config.dw_block_k,
-                             num_warps=config.dw_warps, num_stages=config.dw_stages, precision=config.precision,
-                             interpret=config.interpret)
+            dw1 = weight_grad(x, dpre, config)
     if not fused:
         dw1, db1, dw2, db2 = jax.lax.psum((dw1, db1, dw2, db2), axis_name)
     if optimizer == "adam":
@@ -192,29 +190,27 @@ def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *,
     x_dtype = jnp.dtype(config.x_dtype)
 
     sparse = config.input_format == "sparse"
+    # Dense input with REUSE_ZERO_BUFFER: one zero (B, Kp) buffer for the whole epoch, carried through the scan
+    # (so XLA updates it in place); each step writes its nonzeros into it and erases them after the step.
+    reuse = REUSE_ZERO_BUFFER and not sparse
 
     def step(carry, batch):
         params, opt_state, buffer = carry
         idx, val, row, y, m, lr = batch
         if sparse:
             x = (idx, val, row)
-        elif REUSE_ZERO_BUFFER:
-            x = write_batch(buffer, idx, val, row)
         else:
-            x = write_batch(jnp.zeros((batch_size, n_columns), x_dtype), idx, val, row)
+            x = write_batch(buffer if reuse else jnp.zeros((batch_size, n_columns), x_dtype), idx, val, row)
         params, opt_state, loss, correct = pallas_train_step(
             params, opt_state, x, y, m, lr, n_classes=n_classes, momentum=momentum, weight_decay=weight_decay,
             config=config, optimizer=optimizer, axis_name=axis_name)
-        if not sparse and REUSE_ZERO_BUFFER:
+        if reuse:
             # The barrier orders the erase after every kernel that reads x (they all feed the new parameters);
             # without it XLA may schedule the erase first and so copies the whole (B, Kp) buffer to keep x.
             x, params = jax.lax.optimization_barrier((x, params))
             buffer = erase_batch(x, idx, val, row)
         return (params, opt_state, buffer), (loss, correct)
 
-    # REUSE_ZERO_BUFFER: one zero (B, Kp) buffer for the whole epoch, carried through the scan (so XLA can
-    # update it in place); each step writes its nonzeros into it and erases them after the step.
-    reuse = REUSE_ZERO_BUFFER and not sparse
     buffer = jnp.zeros((batch_size, n_columns) if reuse else (0,), x_dtype)
     (params, opt_state, _), (losses, corrects) = jax.lax.scan(step, (params, opt_state, buffer),
                                                               (indices, values, rows, labels, mask, lrs))
