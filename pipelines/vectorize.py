@@ -8,15 +8,17 @@ Two kinds, both saved as plain arrays (never pickled):
 - "hashing": HashingVectorizer into `features` buckets; nothing to fit but the IDF. Saved: nothing but IDF.
 At prediction time the same CountVectorizer/HashingVectorizer is rebuilt from the saved terms and settings.
 
-Large corpora are counted on all CPU cores: the documents are cut into contiguous chunks, each chunk is
-counted by its own CountVectorizer in a worker process (joblib), and the chunk vocabularies are merged (sorted
-union, columns remapped, then min_df), which gives exactly the matrix one CountVectorizer would; "hashing"
-needs no merge. Below PARALLEL_MIN_DOCS documents one process is faster than starting workers.
+Corpora of PARALLEL_MIN_DOCS documents or more are counted on all CPU cores (pipelines/workers.py: forked
+workers when that is safe): the documents are cut into contiguous chunks, each chunk is counted by its own
+CountVectorizer in a worker process, and the chunk vocabularies are merged (union through a dict, min_df, the
+kept terms sorted, columns remapped), which gives exactly the matrix one CountVectorizer would; "hashing" needs
+no merge. Smaller corpora are counted in this process (starting workers would cost more than they save).
 """
 
 from __future__ import annotations
 
-import os
+import itertools
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -26,12 +28,15 @@ from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
 from sklearn.feature_selection import chi2
 from sklearn.preprocessing import normalize
 
+from pipelines.workers import WorkerPool, worker_count
 from textclf.config import Settings
 from textclf.errors import CorpusError
 
 SMALL_CORPUS_DOCS = 200  # below this min_df is forced to 1 (min_df=2 would drop most words)
-PARALLEL_MIN_DOCS = 20_000  # fewer documents are counted in this process
-DOCS_PER_WORKER = 5_000  # no worker gets less (its start-up would cost more than its share)
+# Fewer documents are counted in this process; no worker gets fewer than DOCS_PER_WORKER. Measured on news4
+# (BENCHMARKS.md, "Cold start"): 9,650 documents counted by 16 forked workers + the merge beat one process.
+PARALLEL_MIN_DOCS = 2_000
+DOCS_PER_WORKER = 500
 
 
 @dataclass
@@ -61,11 +66,15 @@ class Vectorizer:
         return CountVectorizer(vocabulary=self.terms, ngram_range=(1, self.ngram_max), stop_words=self.stop_words,
                                dtype=np.float32)
 
-    def transform(self, texts: Sequence[str], workers: int | None = 1) -> sp.csr_matrix:
+    def transform(self, texts: Sequence[str], workers: int | None = 1, pool: WorkerPool | None = None
+                  ) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero).
-        workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS)."""
-        parts = _parallel(_transform_weighted, _chunks(texts, _worker_count(len(texts), workers)), self._counter(),
-                          self.idf, self.sublinear_tf)
+        workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS); pool: use these."""
+        if pool is None:
+            with vectorize_pool(len(texts), workers) as own:
+                return self.transform(texts, pool=own)
+        chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
+        parts = pool.map(_transform_weighted, chunks, self._counter(), self.idf, self.sublinear_tf)
         return sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -117,21 +126,18 @@ def _idf(counts: sp.csr_matrix) -> np.ndarray:
 
 
 def _worker_count(n_docs: int, workers: int | None) -> int:
-    workers = os.cpu_count() or 1 if workers is None else workers
-    return 1 if n_docs < PARALLEL_MIN_DOCS else max(1, min(workers, n_docs // DOCS_PER_WORKER))
+    return 1 if n_docs < PARALLEL_MIN_DOCS else worker_count(n_docs, DOCS_PER_WORKER, workers)
+
+
+def vectorize_pool(n_docs: int, workers: int | None = None) -> WorkerPool:
+    """The worker processes that fit_vectorizer and Vectorizer.transform would start for n_docs documents, to
+    share between them (and to fork before the caller starts threads; see pipelines/workers.py)."""
+    return WorkerPool(_worker_count(n_docs, workers), preload=[__name__])
 
 
 def _chunks(texts: Sequence[str], parts: int) -> list[Sequence[str]]:
     bounds = np.linspace(0, len(texts), parts + 1).astype(int)
     return [texts[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def _parallel(fn, chunks: list, *args) -> list:
-    if len(chunks) == 1:
-        return [fn(chunks[0], *args)]
-    from joblib import Parallel, delayed
-
-    return Parallel(n_jobs=len(chunks))(delayed(fn)(chunk, *args) for chunk in chunks)
 
 
 def _transform_chunk(texts: Sequence[str], counter) -> sp.csr_matrix:
@@ -142,65 +148,85 @@ def _transform_weighted(texts: Sequence[str], counter, idf: np.ndarray, sublinea
     return _weight(counter.transform(texts), idf, sublinear)
 
 
-def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[np.ndarray, sp.csr_matrix]:
-    """One chunk's own vocabulary (sorted terms) and counts; an empty vocabulary is an empty result."""
-    counter = CountVectorizer(**counter_params)
-    try:
-        counts = counter.fit_transform(texts).tocsr()
-    except ValueError:  # "empty vocabulary": this chunk holds only stop words
-        return np.array([], dtype=object), sp.csr_matrix((len(texts), 0), dtype=np.float32)
-    return counter.get_feature_names_out(), counts
+def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[list[str], sp.csr_matrix]:
+    """One chunk's own vocabulary (in first-seen order) and its (documents, terms) counts.
+    Decision: scikit-learn's analyzer (tokens, stop words, n-grams) but our own counting loop, because
+    CountVectorizer.fit_transform also sorts and names every term it saw (~1M on news4, most of them bigrams
+    that min_df drops after the merge): that took 2 of its 4.4 s on half of news4. Here a Counter per document
+    and one dict lookup per distinct term; _merge_counts sorts only the terms it keeps. Same matrix
+    (tests/pipelines/test_vectorize.py checks it against CountVectorizer)."""
+    analyze = CountVectorizer(**counter_params).build_analyzer()
+    vocabulary: dict[str, int] = defaultdict()
+    vocabulary.default_factory = vocabulary.__len__  # an unseen term gets the next column
+    columns: list[int] = []
+    values: list[int] = []
+    indptr = [0]
+    for text in texts:
+        counts = Counter(analyze(text))
+        columns.extend(map(vocabulary.__getitem__, counts))
+        values.extend(counts.values())
+        indptr.append(len(columns))
+    matrix = sp.csr_matrix((np.array(values, np.float32), np.array(columns, np.int64), np.array(indptr, np.int64)),
+                           shape=(len(texts), len(vocabulary)))
+    return list(vocabulary), matrix
 
 
-def _merge_counts(parts: list[tuple[np.ndarray, sp.csr_matrix]], min_df: int) -> tuple[np.ndarray, sp.csr_matrix]:
-    """Chunk vocabularies -> their sorted union (the order CountVectorizer uses), columns remapped, stacked,
-    then the terms in fewer than min_df documents dropped: the matrix one CountVectorizer(min_df) would give."""
-    terms = np.unique(np.concatenate([t.astype(object) for t, _ in parts]))
-    remapped = []
-    for chunk_terms, counts in parts:
-        columns = np.searchsorted(terms, chunk_terms).astype(np.int64)
-        matrix = sp.csr_matrix((counts.data, columns[counts.indices] if counts.nnz else counts.indices,
-                                counts.indptr), shape=(counts.shape[0], len(terms)))
-        remapped.append(matrix)
-    counts = sp.vstack(remapped).tocsr()
+def _merge_counts(parts: list[tuple[list[str], sp.csr_matrix]], min_df: int) -> tuple[np.ndarray, sp.csr_matrix]:
+    """Chunk vocabularies and counts -> the terms in at least min_df documents over all chunks, sorted (the
+    order CountVectorizer uses), and the counts with their columns remapped to them, stacked: the matrix one
+    CountVectorizer(min_df) would give. The union goes through a dict and only the kept terms are sorted
+    (np.unique over the 1.3M chunk terms of news4 in 16 chunks took 6.5 s, more than counting them)."""
+    if len(parts) == 1:  # one chunk: its terms are the union already
+        union, chunk_ids = list(parts[0][0]), [np.arange(len(parts[0][0]))]
+    else:
+        term_lists = [list(terms) for terms, _ in parts]
+        union = list(dict.fromkeys(itertools.chain.from_iterable(term_lists)))  # first-seen order
+        number = dict(zip(union, itertools.count()))
+        chunk_ids = [np.fromiter(map(number.__getitem__, terms), np.int64, len(terms)) for terms in term_lists]
+    df = np.zeros(len(union), np.int64)
+    for ids, (_, counts) in zip(chunk_ids, parts):
+        df[ids] += np.bincount(counts.indices, minlength=len(ids))  # ids are distinct within a chunk
+    kept = np.flatnonzero(df >= max(1, min_df))
+    kept_terms = [union[i] for i in kept]
+    order = sorted(range(len(kept_terms)), key=kept_terms.__getitem__)
+    column = np.full(len(union), -1, np.int64)
+    column[kept[order]] = np.arange(len(kept))
+    counts = sp.vstack([_move_columns(counts, column[ids], len(kept)) for ids, (_, counts) in zip(chunk_ids, parts)],
+                       format="csr")
     counts.sort_indices()
-    if min_df > 1 and len(terms):
-        keep = np.flatnonzero(np.bincount(counts.indices, minlength=len(terms)) >= min_df)
-        terms, counts = terms[keep], counts[:, keep]
-    return terms, counts
+    return np.array([kept_terms[i] for i in order], dtype=object), counts
 
 
-def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settings,
-                   workers: int | None = None) -> tuple[Vectorizer, sp.csr_matrix]:
+def _move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> sp.csr_matrix:
+    """counts with column j moved to new_column[j] of a (rows, width) matrix; entries bound for -1 dropped."""
+    columns = new_column[counts.indices]
+    keep = columns >= 0
+    rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))[keep]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=counts.shape[0]))])
+    return sp.csr_matrix((counts.data[keep], columns[keep], indptr), shape=(counts.shape[0], width))
+
+
+def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settings, workers: int | None = None,
+                   pool: WorkerPool | None = None) -> tuple[Vectorizer, sp.csr_matrix]:
     """Fit on the training texts; return the vectorizer and the training matrix it produces.
-    workers: processes for counting (None = all cores; one below PARALLEL_MIN_DOCS documents)."""
+    workers: processes for counting (None = all cores; one below PARALLEL_MIN_DOCS documents); pool: use these."""
+    if pool is None:
+        with vectorize_pool(len(texts), workers) as own:
+            return fit_vectorizer(texts, labels, settings, pool=own)
     common = dict(ngram_range=(1, settings.ngram_max), stop_words=settings.stop_words, dtype=np.float32)
-    chunks = _chunks(texts, _worker_count(len(texts), workers))
+    chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words)
-        parts = _parallel(_transform_chunk, chunks, hasher)
+        parts = pool.map(_transform_chunk, chunks, hasher)
         counts = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
         vec = fit_hashing_idf(counts, settings)
         return vec, _weight(counts, vec.idf, settings.sublinear_tf)
 
     min_df = settings.min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
-    if len(chunks) == 1:
-        # Not _count_chunk + _merge_counts: counting without min_df and pruning after took 6.8 s on news4
-        # instead of 4.4 s (CountVectorizer prunes ~780,000 rare bigrams before naming its features).
-        counter = CountVectorizer(min_df=min_df, **common)
-        try:
-            counts = counter.fit_transform(texts).tocsr()
-        except ValueError as exc:  # "empty vocabulary; perhaps the documents only contain stop words"
-            raise CorpusError(
-                f"no words to learn from ({exc}): the documents hold only stop words or symbols; "
-                "add real text or pass --stop-words none"
-            ) from None
-        terms = counter.get_feature_names_out()
-    else:
-        terms, counts = _merge_counts(_parallel(_count_chunk, chunks, common), min_df)
-        if not len(terms):
-            raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
-                              "add real text or pass --stop-words none")
+    terms, counts = _merge_counts(pool.map(_count_chunk, chunks, common), min_df)
+    if not len(terms):
+        raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
+                          "add real text or pass --stop-words none")
     terms, counts, idf = _select(terms, counts, labels, settings.features, settings)
     vec = Vectorizer("tfidf", [str(t) for t in terms], idf, settings.ngram_max, settings.stop_words,
                      settings.sublinear_tf)

@@ -54,7 +54,7 @@ class Checkpointer:
 
     def load(self) -> TrainState | None:
         """The saved state, or None when there is no checkpoint yet."""
-        from textclf.trainloop import EpochStats
+        from textclf.progress import EpochStats
 
         if not self.path.exists():
             return None
@@ -77,7 +77,7 @@ def after_epoch(checkpointer: Checkpointer | None, stop_requested, epochs_done: 
     import jax
 
     from textclf.parallel import to_host
-    from textclf.trainloop import TrainingStopped
+    from textclf.progress import TrainingStopped
 
     if epochs_done >= epochs:
         return

@@ -207,7 +207,7 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CN
     says so, which then raises TrainingStopped) continues exactly where it stopped."""
     from textclf.checkpoint import after_epoch
     from textclf.device_data import epoch_order
-    from textclf.trainloop import EpochStats
+    from textclf.progress import EpochStats
 
     key = jax.random.PRNGKey(settings.seed)
     params = init_cnn(key, images.shape[1:], n_classes, settings)

@@ -28,7 +28,7 @@ from textclf.config import Settings
 from textclf.errors import TextclfError
 from textclf.paths import data_dir
 from textclf.train import train
-from textclf.trainloop import TrainingStopped
+from textclf.progress import TrainingStopped
 
 
 @dataclass

@@ -4,8 +4,8 @@ The CSR matrix goes to the device once per run (indptr, indices, values, labels:
 for news4, 1.8 GB for a million documents). Each epoch, a permutation is drawn on the device from the run's
 seed and the epoch number (so a resumed run draws the same one), and the epoch's minibatches are gathered from
 the resident CSR inside the same dispatch as the training scan: the host sends nothing but the learning rates
-and reads back one number per epoch, the largest minibatch's nonzero count, which fixes the (power-of-two)
-width of the flat batch arrays, so at most a couple of shapes are ever compiled.
+and reads back, once per run, the largest minibatch's nonzero count over all its epochs, which fixes the
+(power-of-two) width of the flat batch arrays, so the epoch is compiled once.
 
 Batch format (pipelines/batches.py): indices/values/rows (steps, cap), labels/mask (steps, B).
 """

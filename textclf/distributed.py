@@ -17,6 +17,7 @@ Nothing found: one process, nothing to initialize.
 from __future__ import annotations
 
 import os
+import sys
 
 from textclf.errors import SettingsError
 
@@ -41,15 +42,15 @@ def coordinates_from_env(env: dict | None = None) -> tuple[str, int, int] | None
 def initialize(coordinator: str | None = None, num_processes: int | None = None,
                process_id: int | None = None) -> bool:
     """Join the distributed runtime if this is one of several processes; must run before JAX touches a device.
-    Returns True when several processes were joined."""
-    import jax
-
+    Returns True when several processes were joined. JAX is imported only to join (see is_primary)."""
     given = [coordinator is not None, num_processes is not None, process_id is not None]
     if any(given) and not all(given):
         raise SettingsError("--coordinator, --num-processes and --process-id go together: pass all three")
     where = (coordinator, num_processes, process_id) if all(given) else coordinates_from_env()
     if where is None:
         return False
+    import jax
+
     if where == "slurm":
         jax.distributed.initialize()
         return True
@@ -68,6 +69,10 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
 
 def is_primary() -> bool:
     """True in process 0 (the only one that writes the run record and the model file) and when alone."""
+    # Without JAX imported this process cannot have joined a runtime; asking JAX would start its backend now,
+    # before textclf/train.py forks its vectorizing workers (pipelines/workers.py).
+    if "jax" not in sys.modules:
+        return True
     import jax
 
     return jax.process_index() == 0

@@ -18,7 +18,7 @@ from pipelines.images import is_idx_folder, read_image_corpus
 from textclf.classifier import encode_labels
 from textclf.cnn import CNNSettings, fit_cnn
 from textclf.errors import CorpusError
-from textclf.trainloop import EpochStats
+from textclf.progress import EpochStats
 
 
 def cnn_settings(settings) -> CNNSettings:

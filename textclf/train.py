@@ -1,6 +1,11 @@
 """`train`: corpus -> pipelines -> arrays -> network -> run record -> model file. The one entry point that the
 CLI, the daemon and the tests share.
 
+Start-up order (cold `textclf train`, BENCHMARKS.md "Cold start"): JAX is not imported until the corpus's
+vectorizing workers are forked (pipelines/workers.py: forking is only safe before JAX starts threads); then
+a thread imports JAX and starts the GPU while the workers count. The run row records the requested backend
+and no device until that warm-up is done.
+
 Run-record guarantees: the run row is created 'running' before any work; it becomes 'finished' only after the
 model file is safely on disk; any exception marks it 'failed' with the error, Ctrl-C marks it 'interrupted'.
 """
@@ -14,22 +19,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import jax
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from db import open_db
 from db import runs as run_queries
 from pipelines.corpus import read_corpus
 from pipelines import vector_cache
-from pipelines.vectorize import fit_vectorizer
+from pipelines.vectorize import fit_vectorizer, vectorize_pool
 from textclf.artifacts import save_model
-from textclf.backends import device_description, enable_compilation_cache, resolve_backend
+from textclf.backends import BackendWarmup
 from textclf.classifier import Model, encode_labels
 from textclf.config import Settings
 from textclf.errors import CorpusError
 from textclf.paths import compile_cache_dir, models_dir, vector_cache_dir
-from textclf.trainloop import EpochStats, TrainingStopped, fit_network
+from textclf.progress import EpochStats, TrainingStopped
 from textclf.versions import versions
 
 
@@ -88,6 +91,8 @@ def split_validation(labels: list[str], source: str, settings: Settings):
             f"corpus '{source}' has {len(labels)} documents, too few to hold out a validation set: "
             "add documents or pass a separate --test corpus"
         )
+    from sklearn.model_selection import train_test_split  # 1.4 s to import: only runs without --test need it
+
     return train_test_split(np.arange(len(labels)), test_size=n_eval, random_state=settings.seed, stratify=labels)
 
 
@@ -115,14 +120,13 @@ def train(
     # others keep their run record in a throwaway in-memory database so the code path stays the same.
     primary = is_primary()
     db = open_db(db_path if primary else ":memory:")
-    backend = resolve_backend(settings.backend)
-    enable_compilation_cache(compile_cache_dir())
+    warmup = BackendWarmup(settings.backend, compile_cache_dir())
     run_id = run_queries.start_run(
         db, corpus=str(corpus_path), test_corpus=str(test_path) if test_path else None,
-        settings=settings.to_dict(), backend=backend, device=device_description(), versions=versions(),
+        settings=settings.to_dict(), backend=settings.backend, versions=versions(),
     )
     try:
-        result = _train_run(db, run_id, Path(corpus_path), settings, backend, test_path, model_path, report,
+        result = _train_run(db, run_id, Path(corpus_path), settings, warmup, test_path, model_path, report,
                             checkpointer, stop_requested, primary)
     except TrainingStopped as exc:
         run_queries.end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
@@ -136,18 +140,31 @@ def train(
     return result
 
 
-def _train_run(db, run_id, corpus_path, settings, backend, test_path, model_path, report, checkpointer,
+def _backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
+    """Wait for the JAX warm-up; record the resolved backend and the device in the run row."""
+    backend, device = warmup.result()
+    run_queries.update_run(db, run_id, backend=backend, device=device)
+    return backend
+
+
+def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path, report, checkpointer,
                stop_requested, primary=True) -> TrainResult:
     phase = _PhaseTimer(report)
     if settings.model == "cnn":
         from textclf.image_train import train_images
 
-        return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
-                            primary, checkpointer, stop_requested)
+        return train_images(db, run_id, corpus_path, settings, _backend_ready(db, run_id, warmup), test_path,
+                            model_path, report, phase, primary, checkpointer, stop_requested)
     if settings.vectorizer == "hashing":
+        warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
         data = _hashed_data(db, run_id, corpus_path, test_path, settings, phase)
     else:
-        data = _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary)
+        data = _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup)
+    backend = _backend_ready(db, run_id, warmup)
+    import jax  # after the warm-up thread's import (see the module docstring)
+
+    from textclf.trainloop import fit_network
+
     classes, eval_kind, train_x, eval_x = data.classes, data.eval_kind, data.train_x, data.eval_x
     train_y, eval_y = encode_labels(data.train_labels, classes), encode_labels(data.eval_labels, classes)
 
@@ -222,8 +239,9 @@ def _record_corpus(db, run_id, fmt, fingerprint, train_skipped, test_skipped, no
     return skipped, classes, eval_kind
 
 
-def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary) -> _TextData:
-    """"tfidf": the texts in memory (the vocabulary fit needs them all), vectors cached by corpus fingerprint."""
+def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup) -> _TextData:
+    """"tfidf": the texts in memory (the vocabulary fit needs them all), vectors cached by corpus fingerprint.
+    Starts the JAX warm-up once the workers are forked (or at once when the vectors come from the cache)."""
     with phase("read"):
         corpus = read_corpus(corpus_path, settings.max_file_mb)
         test = read_corpus(test_path, settings.max_file_mb) if test_path else None
@@ -243,10 +261,13 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                                      list(train_labels), list(eval_labels))
         cached = vector_cache.load(vector_cache_dir(), key)
         if cached:
+            warmup.start()
             vectorizer, train_x, eval_x = cached
         else:
-            vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings)
-            eval_x = vectorizer.transform(eval_texts, workers=None)
+            with vectorize_pool(len(train_texts) + len(eval_texts)) as pool:
+                warmup.start()
+                vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings, pool=pool)
+                eval_x = vectorizer.transform(eval_texts, pool=pool)
             if primary:
                 vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))

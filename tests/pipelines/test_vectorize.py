@@ -67,3 +67,20 @@ def test_merging_keeps_terms_only_when_they_reach_min_df_over_all_chunks():
     terms, counts = _merge_counts(parts, min_df=2)
     assert list(terms) == ["apple", "pear"]  # kiwi and the: one document each
     np.testing.assert_array_equal(counts.toarray(), [[1, 1], [1, 0], [0, 1], [0, 0]])
+
+
+@pytest.mark.parametrize("min_df", [1, 2])
+@pytest.mark.parametrize("n_chunks", [1, 3])
+def test_chunk_counting_and_merge_give_countvectorizers_matrix(corpus, min_df, n_chunks):
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from pipelines.vectorize import _chunks, _count_chunk, _merge_counts
+
+    params = dict(ngram_range=(1, 2), stop_words="english", dtype=np.float32)
+    texts = corpus.texts * 2
+    terms, counts = _merge_counts([_count_chunk(chunk, params) for chunk in _chunks(texts, n_chunks)], min_df)
+    reference = CountVectorizer(min_df=min_df, **params)
+    expected = reference.fit_transform(texts)
+    assert list(terms) == list(reference.get_feature_names_out())
+    assert counts.shape == expected.shape and (counts != expected).nnz == 0
+    assert counts.has_sorted_indices

@@ -6,7 +6,8 @@ from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
 from textclf.checkpoint import Checkpointer
 from textclf.classifier import encode_labels
-from textclf.trainloop import TrainingStopped, fit_network
+from textclf.progress import TrainingStopped
+from textclf.trainloop import fit_network
 
 
 @pytest.fixture

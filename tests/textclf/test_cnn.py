@@ -46,7 +46,7 @@ def test_stopped_and_resumed_training_equals_uninterrupted(tmp_path):
     import pytest
 
     from textclf.checkpoint import Checkpointer
-    from textclf.trainloop import TrainingStopped
+    from textclf.progress import TrainingStopped
 
     images, labels = _problem(48)
     # Dropout, augmentation and a decaying rate draw from (seed, epoch): a resumed run repeats them exactly.

@@ -92,7 +92,7 @@ def test_image_run_stops_and_resumes_through_train(image_dir, db_path, tmp_path)
     from textclf.checkpoint import Checkpointer
     from textclf.config import Settings
     from textclf.train import train
-    from textclf.trainloop import TrainingStopped
+    from textclf.progress import TrainingStopped
 
     settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=8, epochs=3, batch_size=16,
                         backend="xla")

@@ -1,0 +1,69 @@
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+from pipelines import workers
+from pipelines.workers import WorkerPool, fork_is_safe
+from tests.conftest import REPO
+
+
+def test_fork_is_refused_once_jax_is_imported_or_a_thread_runs(monkeypatch):
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert fork_is_safe() == (sys.platform == "linux")
+    monkeypatch.setitem(sys.modules, "jax", object())
+    assert not fork_is_safe()
+    monkeypatch.delitem(sys.modules, "jax")
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert not fork_is_safe()
+
+
+def test_results_come_back_in_chunk_order_with_the_extra_arguments(monkeypatch):
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: False)  # forkserver here; fork: the test below
+    with WorkerPool(2) as pool:
+        assert not pool.forked
+        assert pool.map(pow, list(range(7)), 3) == [x ** 3 for x in range(7)]
+    with WorkerPool(1) as alone:
+        assert alone.map(pow, [3], 2) == [9]
+
+
+def test_worker_count_is_bounded_by_items_and_cores(monkeypatch):
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 16)
+    assert workers.worker_count(9_650, 500) == 16
+    assert workers.worker_count(1_999, 500) == 3
+    assert workers.worker_count(10, 500) == 1
+    assert workers.worker_count(9_650, 500, workers=4) == 4
+
+
+FRESH_PROCESS = """
+import sys
+import numpy as np
+from pipelines import vectorize
+from pipelines.corpus import read_corpus
+from textclf.config import Settings
+vectorize.PARALLEL_MIN_DOCS, vectorize.DOCS_PER_WORKER = 0, 1
+corpus = read_corpus(sys.argv[1])
+with vectorize.vectorize_pool(len(corpus.texts), workers=3) as pool:
+    assert pool.forked and "jax" not in sys.modules
+    vec, matrix = vectorize.fit_vectorizer(corpus.texts, corpus.labels, Settings(features=300), pool=pool)
+    again = vec.transform(corpus.texts, pool=pool)
+np.savez(sys.argv[2], terms=np.array(vec.terms), data=matrix.toarray(), again=again.toarray())
+"""
+
+
+def test_a_fresh_process_forks_its_workers_and_fits_the_one_process_vocabulary(corpus_dir, tmp_path):
+    """The CLI's path: no JAX yet, so the workers are forked; same terms and matrix as one process."""
+    from pipelines.corpus import read_corpus
+    from pipelines.vectorize import fit_vectorizer
+    from textclf.config import Settings
+
+    out = tmp_path / "forked.npz"
+    subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(corpus_dir), str(out)], check=True, cwd=REPO)
+    forked = np.load(out)
+    corpus = read_corpus(corpus_dir)
+    vec, matrix = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=300), workers=1)
+    assert list(forked["terms"]) == vec.terms
+    np.testing.assert_array_equal(forked["data"], matrix.toarray())
+    np.testing.assert_allclose(forked["again"], matrix.toarray(), atol=1e-6)

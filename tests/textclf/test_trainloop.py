@@ -1,0 +1,37 @@
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+
+from pipelines.batches import next_power_of_two
+from textclf import trainloop
+from textclf.device_data import batch_nnz_max, epoch_order
+
+
+def _two_long_documents(n=40, features=64):
+    """n documents of 1-4 nonzeros, two of 50: the batch width (a power of two) doubles in the epochs that batch them together."""
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 5, n)
+    lengths[[3, 17]] = 50
+    rows = np.repeat(np.arange(n), lengths)
+    columns = np.concatenate([rng.choice(features, k, replace=False) for k in lengths])
+    matrix = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, columns)), shape=(n, features))
+    return matrix, (np.arange(n) % 3).astype(np.int32)
+
+
+def _widths(matrix, settings, epochs):
+    n, batch = matrix.shape[0], settings.batch_size
+    return {next_power_of_two(int(batch_nnz_max(jnp.asarray(matrix.indptr),
+                                                epoch_order(settings.seed, e, n, -(-n // batch), batch))))
+            for e in range(epochs)}
+
+
+def test_a_run_compiles_its_epoch_once_although_its_epochs_batch_widths_differ(fast_settings):
+    matrix, labels = _two_long_documents()
+    base = fast_settings.replace(batch_size=4, epochs=6, min_steps=0)
+    # A seed whose epochs would need two power-of-two batch widths (so this test can fail).
+    settings = next(base.replace(seed=seed) for seed in range(100)
+                    if len(_widths(matrix, base.replace(seed=seed), 6)) > 1)
+    trainloop._warm_epoch.cache_clear()
+    result = trainloop.fit_network(matrix, labels, 3, settings)
+    assert len(result.history) == 6
+    assert trainloop._warm_epoch.cache_info().currsize == 1  # one width for the run, one compiled epoch
