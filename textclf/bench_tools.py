@@ -38,16 +38,18 @@ def _read(train: str, test: str):
 
 
 def _textclf(backend: str, train: str, test: str) -> dict:
-    from textclf.backends import device_kind
     from textclf.config import Settings
+    from textclf.errors import BackendError
     from textclf.train import train as train_model
 
-    if backend == "pallas" and device_kind() != "gpu":
-        raise ToolMissing("the pallas backend needs a GPU")
+    # No JAX before train(): it starts JAX itself, after forking its vectorizing workers (as `textclf train`).
     with tempfile.TemporaryDirectory() as home:
         os.environ["TEXTCLF_HOME"] = home
         os.environ["TEXTCLF_VECTOR_CACHE"] = "off"
-        result = train_model(train, Settings(backend=backend), test_path=test)
+        try:
+            result = train_model(train, Settings(backend=backend), test_path=test)
+        except BackendError as exc:
+            raise ToolMissing(str(exc)) from None
     import jax
 
     stats = jax.devices()[0].memory_stats() or {}
@@ -170,7 +172,9 @@ def run_tool(tool: str, train: str, test: str) -> dict:
         "sklearn-mlp": lambda: _sklearn(True, train, test),
     }
     result = runners[tool]()
-    result["peak_host_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KB
+    # The largest of this process and its (vectorizing) worker processes; Linux reports KB.
+    result["peak_host_mb"] = max(resource.getrusage(who).ru_maxrss for who in
+                                 (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
     return result
 
 

@@ -153,14 +153,17 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     if settings.model == "cnn":
         from textclf.image_train import train_images
 
-        return train_images(db, run_id, corpus_path, settings, _backend_ready(db, run_id, warmup), test_path,
-                            model_path, report, phase, primary, checkpointer, stop_requested)
+        with phase("warmup"):
+            backend = _backend_ready(db, run_id, warmup)
+        return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
+                            primary, checkpointer, stop_requested)
     if settings.vectorizer == "hashing":
         warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
         data = _hashed_data(db, run_id, corpus_path, test_path, settings, phase)
     else:
         data = _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup)
-    backend = _backend_ready(db, run_id, warmup)
+    with phase("warmup"):  # what is left of the JAX start-up once vectorizing is done
+        backend = _backend_ready(db, run_id, warmup)
     import jax  # after the warm-up thread's import (see the module docstring)
 
     from textclf.trainloop import fit_network

@@ -218,3 +218,33 @@ def test_interrupted_model_write_keeps_the_previous_model(runner, corpus_dir, tr
     assert not [p for p in trained.parent.iterdir() if p.name.endswith(".tmp")]
     last = runs.list_runs(open_db())[0]
     assert last["status"] == "failed" and "No space left" in last["error"]
+
+
+def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
+    """`textclf train` as a user starts it: a corpus big enough for worker processes (forked, as no JAX is
+    imported yet), JAX started on a thread meanwhile; the run finishes and records the device."""
+    import os
+    import subprocess
+    import sys
+
+    from db import open_db, runs
+    from pipelines import vectorize
+    from tests.conftest import REPO
+
+    words = {label: [f"{label}{i}" for i in range(50)] for label in ("red", "green")}
+    lines = [json.dumps({"label": label, "text": " ".join(words[label][(i * 7 + k) % 50] for k in range(8))})
+             for i in range(vectorize.PARALLEL_MIN_DOCS // 2 + 10) for label in words]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "TEXTCLF_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-m", "textclf", "train", str(corpus), "--epochs", "1", "--json"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["eval_accuracy"] > 0.9 and {"vectorize", "warmup"} <= set(result["phases"])
+    [run] = runs.list_runs(open_db(tmp_path / "home" / "runs.db"))
+    assert run["status"] == "finished" and run["device"].startswith("cpu")
+    # What makes the fork safe: nothing on the way from the command to the vectorizer imports JAX.
+    probe = ("import sys, textclf.cli, textclf.train, textclf.distributed as d; d.initialize(); "
+             "assert d.is_primary() and 'jax' not in sys.modules")
+    subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, check=True, timeout=120)

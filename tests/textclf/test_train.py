@@ -17,9 +17,10 @@ def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
     assert run["corpus_fingerprint"] and run["settings"]["batch_size"] == 8
     assert run["versions"]["jax"] == "0.11.2"
     assert len(run["epochs"]) == fast_settings.epochs_for(run["n_train"])
-    assert {"read", "vectorize", "compile", "train", "evaluate", "save"} <= set(run["phases"])
+    assert {"read", "vectorize", "warmup", "compile", "train", "evaluate", "save"} <= set(run["phases"])
     assert run["eval_accuracy"] == result.eval_accuracy
     assert load_model(result.model_path).metadata["run_id"] == result.run_id
+    assert run["backend"] == "xla" and run["device"].startswith("cpu")  # filled in once JAX has started
 
 
 def test_same_seed_same_model(corpus_dir, db_path, fast_settings, tmp_path):
@@ -88,6 +89,8 @@ def test_pallas_backend_needs_a_gpu(corpus_dir, db_path, fast_settings):
 
     with pytest.raises(BackendError, match="needs a GPU and JAX sees none: use --backend xla"):
         train(corpus_dir, fast_settings.replace(backend="pallas"), db_path=db_path)
+    [run] = runs.list_runs(open_db(db_path))
+    assert run["status"] == "failed" and "needs a GPU" in run["error"] and run["device"] is None
 
 
 @pytest.mark.parametrize("pallas_input", ["dense", "sparse"])
