@@ -84,3 +84,27 @@ def test_chunk_counting_and_merge_give_countvectorizers_matrix(corpus, min_df, n
     assert list(terms) == list(reference.get_feature_names_out())
     assert counts.shape == expected.shape and (counts != expected).nnz == 0
     assert counts.has_sorted_indices
+
+
+def test_colliding_term_hashes_change_nothing():
+    """The merge drops once-seen terms by hash; a collision may only make it look at a term's text."""
+    from pipelines.vectorize import _count_chunk, _merge_counts
+
+    params = dict(ngram_range=(1, 1), stop_words=None, dtype=np.float32)
+    texts = [["apple pear", "apple fig"], ["pear kiwi", "plum"], ["fig kiwi", "date"]]
+    parts = [_count_chunk(chunk, params) for chunk in texts]
+    expected_terms, expected = _merge_counts(parts, min_df=2)
+    assert list(expected_terms) == ["apple", "fig", "kiwi", "pear"]  # plum, date: one document each
+    colliding = [(terms, counts, np.zeros_like(hashes)) for terms, counts, hashes in parts]  # every hash equal
+    terms, counts = _merge_counts(colliding, min_df=2)
+    assert list(terms) == list(expected_terms) and (counts != expected).nnz == 0
+
+
+def test_a_term_rare_in_one_chunk_keeps_its_counts_there_when_kept_elsewhere():
+    from pipelines.vectorize import _count_chunk, _merge_counts
+
+    params = dict(ngram_range=(1, 1), stop_words=None, dtype=np.float32)
+    parts = [_count_chunk(["fig", "plum"], params), _count_chunk(["fig kiwi", "fig"], params)]
+    terms, counts = _merge_counts(parts, min_df=2)
+    assert list(terms) == ["fig"]
+    np.testing.assert_array_equal(counts.toarray(), [[1], [0], [1], [1]])  # fig's one document in chunk 1 too
