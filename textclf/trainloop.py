@@ -154,6 +154,27 @@ class _Compiled:
         return self.cache[key](*args)
 
 
+def _ready_state(params: Params, optimizer: str, kernel_config):
+    """(params, optimizer state), params padded for the Pallas kernels when kernel_config is given."""
+    if kernel_config is not None:
+        from textclf.pallas_step import pad_params
+
+        params = pad_params(params, kernel_config)
+    return params, init_optimizer(optimizer, params)
+
+
+@functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "gain", "optimizer",
+                                             "kernel_config"))
+def _start_state(seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str, kernel_config):
+    """The seeded initial parameters and optimizer state as one compiled program: built op by op, each of its
+    ~15 small operations was compiled on its own (~50 ms each on the GPU, a second of a cold start)."""
+    params = init_params(jax.random.PRNGKey(seed), n_features, hidden, n_classes, gain)
+    return _ready_state(params, optimizer, kernel_config)
+
+
+_ready_state_jitted = jax.jit(_ready_state, static_argnames=("optimizer", "kernel_config"))
+
+
 @functools.lru_cache(maxsize=32)
 def _warm_epoch(backend: str, optimizer: str, momentum: float, weight_decay: float, n_classes: int,
                 kernel_config, mesh, cap: int) -> _Compiled:
@@ -184,7 +205,7 @@ def predict_scores_device(params: Params, matrix: sp.csr_matrix, compiled: _Comp
     """(n, F) CSR -> (n, C) scores, computed with the JAX model on the default device."""
     compiled = compiled or _Compiled(_xla_scores)
     batches = make_batches(matrix, np.zeros(matrix.shape[0], np.int32), EVAL_BATCH)
-    scores = compiled(params, *(jnp.asarray(a) for a in (batches.indices, batches.values, batches.rows)))
+    scores = compiled(params, *jax.device_put([batches.indices, batches.values, batches.rows]))
     return np.asarray(scores).reshape(-1, scores.shape[-1])[: matrix.shape[0]]
 
 
@@ -217,20 +238,19 @@ def fit_network(
     from textclf.checkpoint import after_epoch
     from textclf.device_data import host_csr
 
-    key = jax.random.PRNGKey(settings.seed)
     mesh = parallel.data_mesh(settings.devices, settings.batch_size)
     mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
     parts = mesh.size if mesh else 1
     local_batch = parallel.check_batch(settings.batch_size, mesh) if mesh else settings.batch_size
-    params = initial_params or init_params(key, train_x.shape[1], settings.hidden, n_classes, settings.init_gain)
-    if backend == "pallas":
-        from textclf.pallas_step import pad_params
-
-        if kernel_config is None:
-            kernel_config = kernel_config_for(settings, local_batch).replace(
-                input_format=input_format_for(settings.pallas_input, train_x))
-        params = pad_params(params, kernel_config)
-    opt_state = init_optimizer(settings.optimizer, params)
+    if backend == "pallas" and kernel_config is None:
+        kernel_config = kernel_config_for(settings, local_batch).replace(
+            input_format=input_format_for(settings.pallas_input, train_x))
+    padding = kernel_config if backend == "pallas" else None
+    if initial_params is None:
+        params, opt_state = _start_state(np.int32(settings.seed), train_x.shape[1], settings.hidden, n_classes,
+                                         settings.init_gain, settings.optimizer, padding)
+    else:
+        params, opt_state = _ready_state_jitted(initial_params, settings.optimizer, padding)
     n = train_x.shape[0]
     steps_per_epoch = -(-n // settings.batch_size)
     epochs = settings.epochs_for(n)
@@ -239,13 +259,13 @@ def fit_network(
     first_epoch = 0
     resumed = checkpointer.load() if checkpointer else None
     if resumed:
-        params = jax.tree.unflatten(jax.tree.structure(params), [jnp.asarray(a) for a in resumed.param_leaves])
-        opt_state = jax.tree.unflatten(jax.tree.structure(opt_state), [jnp.asarray(a) for a in resumed.opt_leaves])
+        params = jax.tree.unflatten(jax.tree.structure(params), jax.device_put(list(resumed.param_leaves)))
+        opt_state = jax.tree.unflatten(jax.tree.structure(opt_state), jax.device_put(list(resumed.opt_leaves)))
         history, first_epoch = list(resumed.history), resumed.epochs_done
 
     # Everything the epochs need goes to the device(s) once: the training set, the validation batches.
-    place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else (
-        lambda tree: jax.tree.map(jnp.asarray, tree))
+    # (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on a GPU.)
+    place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
     csr = place(host_csr(train_x, train_y))
     eval_batches = None
     if eval_x is not None and eval_x.shape[0]:
@@ -257,7 +277,7 @@ def fit_network(
     # One batch width for the whole run: the widest minibatch of all its epochs (orders are cheap to draw), so
     # the epoch is compiled once; per-epoch widths made two or three compilations of ~1-3 s each.
     start, order_compiled = time.perf_counter(), order_of.seconds
-    widths = [order_of(jnp.int32(settings.seed), jnp.int32(epoch), csr.indptr)[1]
+    widths = [order_of(np.int32(settings.seed), np.int32(epoch), csr.indptr)[1]
               for epoch in range(first_epoch, epochs)]
     cap = next_power_of_two(max([1, *(int(w) for w in host(widths))]))  # the one readback before training
     run_epoch = _warm_epoch(backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes,
@@ -267,7 +287,7 @@ def fit_network(
     for epoch in range(first_epoch, epochs):
         start = time.perf_counter()
         order_compiled = order_of.seconds
-        order, _ = order_of(jnp.int32(settings.seed), jnp.int32(epoch), csr.indptr)
+        order, _ = order_of(np.int32(settings.seed), np.int32(epoch), csr.indptr)
         epoch_compiled = run_epoch.seconds
         if mesh:
             order = parallel.put(host(order), mesh, parallel.BATCH)
