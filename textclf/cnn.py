@@ -202,7 +202,7 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CN
             interpret: bool = False, on_epoch=None, checkpointer=None, stop_requested=None):
     """Train on uint8 images (N, H, W, C) and class numbers; evaluate after every epoch if given.
     -> (numpy CNNParams, list of textclf.trainloop.EpochStats; docs_per_s counts images).
-    The training set stays on the device; each epoch's order is drawn there from (seed, epoch), so a run
+    The training set stays on the device; each epoch's order is drawn from (seed, epoch), so a run
     resumed from a checkpoint (textclf/checkpoint.py, after_epoch: saved when due or when stop_requested()
     says so, which then raises TrainingStopped) continues exactly where it stopped."""
     from textclf.checkpoint import after_epoch

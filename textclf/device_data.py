@@ -2,10 +2,10 @@
 
 The CSR matrix goes to the device once per run (indptr, indices, values, labels: ~12 bytes per nonzero, 10 MB
 for news4, 1.8 GB for a million documents). Each epoch, a permutation is drawn on the device from the run's
-seed and the epoch number (so a resumed run draws the same one), and the epoch's minibatches are gathered from
-the resident CSR inside the same dispatch as the training scan: the host sends nothing but the learning rates
-and reads back, once per run, the largest minibatch's nonzero count over all its epochs, which fixes the
-(power-of-two) width of the flat batch arrays, so the epoch is compiled once.
+seed and the epoch number (on the host, see epoch_order; so a resumed run draws the same one), and the
+epoch's minibatches are gathered from the resident CSR inside the same dispatch as the training scan: the host
+sends nothing but the order and the learning rates. The largest minibatch's nonzero count over all the run's
+epochs fixes the (power-of-two) width of the flat batch arrays, so the epoch is compiled once.
 
 Batch format (pipelines/batches.py): indices/values/rows (steps, cap), labels/mask (steps, B).
 """
@@ -39,18 +39,21 @@ def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
                      np.append(matrix.data, 0).astype(np.float32), np.asarray(labels, np.int32))
 
 
-def epoch_order(seed: int, epoch: int, n: int, steps: int, batch_size: int) -> jax.Array:
-    """(steps, batch_size) document numbers of one epoch's minibatches, -1 where the last batch is short."""
-    key = jax.random.fold_in(jax.random.PRNGKey(seed), epoch)
-    order = jax.random.permutation(key, n).astype(jnp.int32)
-    return jnp.pad(order, (0, steps * batch_size - n), constant_values=-1).reshape(steps, batch_size)
+def epoch_order(seed: int, epoch: int, n: int, steps: int, batch_size: int) -> np.ndarray:
+    """(steps, batch_size) document numbers of one epoch's minibatches, -1 where the last batch is short.
+    Drawn on the host (numpy) from (seed, epoch), so a resumed run draws the same order. Decision: drawn on the
+    device (jax.random.permutation) it compiled a sort, 1.8-2.3 s of every cold start on the H100
+    (BENCHMARKS.md, "Cold start"); numpy permutes a million documents in milliseconds, and the order goes up
+    with the epoch's one dispatch."""
+    order = np.random.default_rng([seed, epoch]).permutation(n).astype(np.int32)
+    return np.pad(order, (0, steps * batch_size - n), constant_values=-1).reshape(steps, batch_size)
 
 
-def batch_nnz_max(indptr: jax.Array, order: jax.Array, parts: int = 1) -> jax.Array:
+def batch_nnz_max(indptr: np.ndarray, order: np.ndarray, parts: int = 1) -> int:
     """Largest nonzero count of any minibatch (of any of its `parts` device slices)."""
-    docs = jnp.maximum(order, 0)
-    lengths = jnp.where(order >= 0, indptr[docs + 1] - indptr[docs], 0)
-    return lengths.reshape(order.shape[0], parts, -1).sum(axis=2).max()
+    order = np.asarray(order)
+    lengths = np.where(order >= 0, np.diff(np.asarray(indptr))[np.maximum(order, 0)], 0)
+    return int(lengths.reshape(order.shape[0], parts, -1).sum(axis=2).max())
 
 
 def gather_batches(data: DeviceCSR, order: jax.Array, cap: int):

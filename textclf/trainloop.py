@@ -184,18 +184,6 @@ def _warm_epoch(backend: str, optimizer: str, momentum: float, weight_decay: flo
     return _Compiled(resident_epoch_function(backend, settings, n_classes, kernel_config, mesh, cap), donate=(0, 1))
 
 
-@functools.lru_cache(maxsize=8)
-def _warm_order(steps: int, batch_size: int, parts: int) -> _Compiled:
-    """The epoch's document order and its largest minibatch (see textclf/device_data.py)."""
-    from textclf.device_data import batch_nnz_max, epoch_order
-
-    def order_and_cap(seed, epoch, indptr):
-        order = epoch_order(seed, epoch, indptr.shape[0] - 1, steps, batch_size)
-        return order, batch_nnz_max(indptr, order, parts)
-
-    return _Compiled(order_and_cap)
-
-
 @functools.lru_cache(maxsize=1)
 def _warm_scores() -> _Compiled:
     return _Compiled(_xla_scores)
@@ -236,7 +224,7 @@ def fit_network(
     raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint)."""
     from textclf import parallel
     from textclf.checkpoint import after_epoch
-    from textclf.device_data import host_csr
+    from textclf.device_data import batch_nnz_max, epoch_order, host_csr
 
     mesh = parallel.data_mesh(settings.devices, settings.batch_size)
     mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
@@ -266,37 +254,34 @@ def fit_network(
     # Everything the epochs need goes to the device(s) once: the training set, the validation batches.
     # (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on a GPU.)
     place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
-    csr = place(host_csr(train_x, train_y))
+    uploaded = host_csr(train_x, train_y)
+    csr = place(uploaded)
     eval_batches = None
     if eval_x is not None and eval_x.shape[0]:
         eval_batches = place(make_batches(eval_x, np.asarray(eval_y), EVAL_BATCH).arrays())
     params, opt_state = place((params, opt_state))
-    order_of = _warm_order(steps_per_epoch, settings.batch_size, parts)
     host = parallel.to_host
     train_seconds = compile_seconds = 0.0
-    # One batch width for the whole run: the widest minibatch of all its epochs (orders are cheap to draw), so
-    # the epoch is compiled once; per-epoch widths made two or three compilations of ~1-3 s each.
-    start, order_compiled = time.perf_counter(), order_of.seconds
-    widths = [order_of(np.int32(settings.seed), np.int32(epoch), csr.indptr)[1]
-              for epoch in range(first_epoch, epochs)]
-    cap = next_power_of_two(max([1, *(int(w) for w in host(widths))]))  # the one readback before training
+
+    def order_of(epoch: int) -> np.ndarray:
+        return epoch_order(settings.seed, epoch, n, steps_per_epoch, settings.batch_size)
+
+    # One batch width for the whole run, the widest minibatch of all its epochs, so the epoch compiles once
+    # (per-epoch widths made two or three compilations of 1-3 s each).
+    widest = max([1, *(batch_nnz_max(uploaded.indptr, order_of(e), parts) for e in range(first_epoch, epochs))])
     run_epoch = _warm_epoch(backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes,
-                            kernel_config, mesh, cap)
-    compile_seconds += order_of.seconds - order_compiled
-    train_seconds += time.perf_counter() - start - (order_of.seconds - order_compiled)
+                            kernel_config, mesh, next_power_of_two(widest))
     for epoch in range(first_epoch, epochs):
         start = time.perf_counter()
-        order_compiled = order_of.seconds
-        order, _ = order_of(np.int32(settings.seed), np.int32(epoch), csr.indptr)
+        order = order_of(epoch)
         epoch_compiled = run_epoch.seconds
-        if mesh:
-            order = parallel.put(host(order), mesh, parallel.BATCH)
+        order = parallel.put(order, mesh, parallel.BATCH) if mesh else jax.device_put(order)
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
         lrs = scheduled_rates(settings.lr_schedule, settings.learning_rate, step_numbers, total_steps)
         params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, csr, order, place(lrs),
                                                               eval_batches)
         losses, corrects = host(losses), host(corrects)  # waits for the epoch to finish
-        compiled = (order_of.seconds - order_compiled) + (run_epoch.seconds - epoch_compiled)
+        compiled = run_epoch.seconds - epoch_compiled
         compile_seconds += compiled
         seconds = time.perf_counter() - start - compiled
         train_seconds += seconds
