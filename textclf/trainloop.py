@@ -175,13 +175,26 @@ def _start_state(seed, n_features: int, hidden: int, n_classes: int, gain: float
 _ready_state_jitted = jax.jit(_ready_state, static_argnames=("optimizer", "kernel_config"))
 
 
+_warm_epoch_keys: set[tuple] = set()  # the arguments _warm_epoch has built an epoch for
+
+
 @functools.lru_cache(maxsize=32)
 def _warm_epoch(backend: str, optimizer: str, momentum: float, weight_decay: float, n_classes: int,
                 kernel_config, mesh, cap: int) -> _Compiled:
     """One compiled epoch function per configuration for the life of the process, so a daemon's later jobs
     with the same shapes reuse the executables of earlier ones instead of tracing and compiling again."""
+    _warm_epoch_keys.add((backend, optimizer, momentum, weight_decay, n_classes, kernel_config, mesh, cap))
     settings = Settings(optimizer=optimizer, momentum=momentum, weight_decay=weight_decay)
     return _Compiled(resident_epoch_function(backend, settings, n_classes, kernel_config, mesh, cap), donate=(0, 1))
+
+
+def _reusable_width(config: tuple, width: int) -> int:
+    """The batch width to compile for: `width`, or twice it when this process already compiled the epoch of
+    this configuration that wide. A wider batch only adds padding (zeros that change no sum), and the width a
+    run needs depends on its seed's shuffle, so a daemon's next job would otherwise compile again for half the
+    width (measured: 1.3 s of a 2.1 s warm job on the H100)."""
+    compiled = {args[-1] for args in _warm_epoch_keys if args[:-1] == config}
+    return 2 * width if width not in compiled and 2 * width in compiled else width
 
 
 @functools.lru_cache(maxsize=1)
@@ -269,8 +282,8 @@ def fit_network(
     # One batch width for the whole run, the widest minibatch of all its epochs, so the epoch compiles once
     # (per-epoch widths made two or three compilations of 1-3 s each).
     widest = max([1, *(batch_nnz_max(uploaded.indptr, order_of(e), parts) for e in range(first_epoch, epochs))])
-    run_epoch = _warm_epoch(backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes,
-                            kernel_config, mesh, next_power_of_two(widest))
+    config = (backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, kernel_config, mesh)
+    run_epoch = _warm_epoch(*config, _reusable_width(config, next_power_of_two(widest)))
     for epoch in range(first_epoch, epochs):
         start = time.perf_counter()
         order = order_of(epoch)

@@ -35,3 +35,12 @@ def test_a_run_compiles_its_epoch_once_although_its_epochs_batch_widths_differ(f
     result = trainloop.fit_network(matrix, labels, 3, settings)
     assert len(result.history) == 6
     assert trainloop._warm_epoch.cache_info().currsize == 1  # one width for the run, one compiled epoch
+
+
+def test_a_later_run_reuses_an_epoch_compiled_twice_as_wide(monkeypatch):
+    config = ("xla", "adam", 0.9, 0.0, 4, None, None)
+    monkeypatch.setattr(trainloop, "_warm_epoch_keys", {(*config, 8192)})
+    assert trainloop._reusable_width(config, 4096) == 8192  # padding only: no second compilation
+    assert trainloop._reusable_width(config, 8192) == 8192
+    assert trainloop._reusable_width(config, 2048) == 2048  # four times as wide: compile its own
+    assert trainloop._reusable_width(("pallas", *config[1:]), 4096) == 4096
