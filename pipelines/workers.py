@@ -1,6 +1,6 @@
 """Worker processes for the CPU-bound part of vectorization (scikit-learn's analyzers are pure Python).
 
-Decision: fork the workers when that is safe, else fork them from a forkserver.
+Decision: fork the workers when that is safe, else start fresh ones with loky.
 - A forked worker starts in milliseconds with scikit-learn already imported; a spawned one (joblib's loky, the
   first choice) imports it again (~1.5 s each on this project's machines), more than news4's whole count
   spread over 16 cores.
@@ -8,11 +8,16 @@ Decision: fork the workers when that is safe, else fork them from a forkserver.
   backend (or joins a distributed runtime), and a fork after that can copy a held lock into the child. So a
   pool forks this process only while it runs one Python thread and has not imported JAX (the CLI's `textclf
   train` before its GPU warm-up, see textclf/train.py).
-- Otherwise (the daemon, the tests, a multi-process run) the workers are forked from multiprocessing's
-  forkserver: a clean process started once, with the `preload` modules imported, that exits with this one.
-  (loky's reusable workers were dropped here: they outlived a SIGKILLed daemon and held its stdout open.)
-- A pool starts all its workers when it is created, so the caller may start threads right after; they exit
-  when the pool is closed, or when this process dies (their task pipe closes).
+- Otherwise (the daemon, the tests, a multi-process run, a user's script that imported JAX first) the
+  workers are fresh interpreters started by loky (joblib's process executor), one executor per pool, shut down
+  with it: no worker outlives the vectorizing (loky's reusable executor kept its workers, which then outlived a
+  SIGKILLed daemon and held its stdout open), and unlike multiprocessing's spawn or forkserver, loky does not
+  re-run the caller's main script in each worker (a script without an `if __name__ == "__main__"` guard
+  re-ran itself in every forkserver worker and broke the pool).
+- A forking pool forks all its workers when it is created, so the caller may start threads right after; they
+  exit when the pool is closed, or when this process dies (their task pipe closes).
+- All workers of one pool share one hash seed (forked: this process's; loky: one set for the pool), so
+  hash() of a string is the same in every worker of the pool.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import random
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -40,23 +46,25 @@ def worker_count(n_items: int, per_worker: int, workers: int | None = None) -> i
 
 class WorkerPool:
     """fn(chunk, *args) over chunks in `processes` worker processes, results in chunk order. One process:
-    everything runs here. preload: modules the forkserver imports once (fn's module, so workers start warm).
-    Use as a context manager (the workers exit with it)."""
+    everything runs here. Use as a context manager (the workers exit with it)."""
 
-    def __init__(self, processes: int, preload: Sequence[str] = ()):
+    def __init__(self, processes: int):
         self.processes = max(1, processes)
         self.forked = self.processes > 1 and fork_is_safe()
         self._executor = None
-        if self.processes > 1:
-            if self.forked:
-                context = multiprocessing.get_context("fork")
-            else:
-                context = multiprocessing.get_context("forkserver")
-                context.set_forkserver_preload(list(preload))  # no effect once the server runs
+        if self.forked:
+            context = multiprocessing.get_context("fork")
             self._executor = ProcessPoolExecutor(self.processes, mp_context=context)
-            # Start the workers now: a fork-based executor forks all of them on its first submit, before its
-            # manager thread starts (others would start them one by one as work arrives).
+            # Fork every worker now: a fork-based executor does so on its first submit, before its manager
+            # thread starts.
             list(self._executor.map(int, range(self.processes)))
+        elif self.processes > 1:
+            from joblib.externals.loky import ProcessPoolExecutor as LokyExecutor
+
+            # One hash seed for all of this pool's workers (a fork shares this process's): hash() values of the
+            # same string then agree across chunks, which the vocabulary merge relies on (pipelines/vectorize.py).
+            seed = str(random.SystemRandom().randrange(1, 2**32))
+            self._executor = LokyExecutor(self.processes, env={"PYTHONHASHSEED": seed})
 
     def map(self, fn: Callable, chunks: Sequence, *args) -> list:
         if self._executor is None or len(chunks) <= 1:

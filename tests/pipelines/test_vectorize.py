@@ -108,3 +108,20 @@ def test_a_term_rare_in_one_chunk_keeps_its_counts_there_when_kept_elsewhere():
     terms, counts = _merge_counts(parts, min_df=2)
     assert list(terms) == ["fig"]
     np.testing.assert_array_equal(counts.toarray(), [[1], [0], [1], [1]])  # fig's one document in chunk 1 too
+
+
+def test_terms_once_in_each_of_two_chunks_are_kept_when_counted_by_separate_workers(monkeypatch):
+    """Each word is in one document of each half: only the two chunks' term hashes together show df 2, so the
+    workers' hash() must agree (fresh loky workers here: one hash seed set for the pool)."""
+    from pipelines import vectorize, workers
+
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: False)  # forked workers share this process's seed anyway
+    texts = [f"word{i % 150} filler{i % 7} common" for i in range(300)]
+    labels = [str(i % 3) for i in range(300)]
+    settings = Settings(features=1000, min_df=2, ngram_max=1, stop_words=None)
+    alone, alone_x = fit_vectorizer(texts, labels, settings, workers=1)
+    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 0)
+    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    merged, merged_x = fit_vectorizer(texts, labels, settings, workers=2)
+    assert "word149" in alone.terms and merged.terms == alone.terms
+    assert abs(merged_x - alone_x).max() == 0

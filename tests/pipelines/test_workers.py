@@ -21,7 +21,7 @@ def test_fork_is_refused_once_jax_is_imported_or_a_thread_runs(monkeypatch):
 
 
 def test_results_come_back_in_chunk_order_with_the_extra_arguments(monkeypatch):
-    monkeypatch.setattr(workers, "fork_is_safe", lambda: False)  # forkserver here; fork: the test below
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: False)  # loky here; fork: the test below
     with WorkerPool(2) as pool:
         assert not pool.forked
         assert pool.map(pow, list(range(7)), 3) == [x ** 3 for x in range(7)]
@@ -67,3 +67,28 @@ def test_a_fresh_process_forks_its_workers_and_fits_the_one_process_vocabulary(c
     assert list(forked["terms"]) == vec.terms
     np.testing.assert_array_equal(forked["data"], matrix.toarray())
     np.testing.assert_allclose(forked["again"], matrix.toarray(), atol=1e-6)
+
+
+UNGUARDED_SCRIPT = """
+import sys
+import jax  # imported first: no fork, the workers are started fresh
+from pipelines import vectorize
+from pipelines.corpus import read_corpus
+from textclf.config import Settings
+vectorize.PARALLEL_MIN_DOCS, vectorize.DOCS_PER_WORKER = 0, 1
+corpus = read_corpus(sys.argv[1])
+with vectorize.vectorize_pool(len(corpus.texts), workers=2) as pool:
+    assert not pool.forked
+    vec, matrix = vectorize.fit_vectorizer(corpus.texts, corpus.labels, Settings(features=300), pool=pool)
+print(len(vec.terms), matrix.shape[0])
+"""
+
+
+def test_a_script_without_a_main_guard_can_vectorize_in_workers_after_importing_jax(corpus_dir, tmp_path):
+    """No fork (JAX is imported): the fresh workers must not re-run the caller's script."""
+    script = tmp_path / "user_script.py"  # a file, as `python script.py` runs it (no __name__ guard)
+    script.write_text(UNGUARDED_SCRIPT)
+    done = subprocess.run([sys.executable, str(script), str(corpus_dir)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["300", "36"]
