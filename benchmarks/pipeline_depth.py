@@ -1,0 +1,89 @@
+"""hidden_forward at B=4096 and input_grad (dW1) at B=1024, the two kernels still above XLA's time, with deeper
+software pipelines (num_stages 4-5, which `benchmarks.kernels --sweep` does not try) and their neighbours, each
+against XLA's same math, timed again every 20 configurations (its spread is the noise).
+
+    python -m benchmarks.pipeline_depth .devdata/news4/train.jsonl
+
+Prints the XLA times and the 8 fastest configurations of each kernel (profiler kernel time).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from benchmarks.kernels import BF16, kernel_or_device_time, load_problem, real_batch
+from pallas_kernels.config import tuned
+from pallas_kernels.hidden_forward import hidden_forward
+from pallas_kernels.input_grad import input_grad
+from textclf.backends import device_description
+from textclf.pallas_step import dense_batch
+
+K = 32768  # padded features
+
+
+def problem(matrix, labels, batch):
+    """A real news4 batch as dense bf16 X (batch, K), a W1, b1 and a dPre of the right scale."""
+    sparse = real_batch(matrix, labels, batch)
+    idx, val, row, y, m = (jnp.asarray(a[0]) for a in sparse.arrays())
+    x = dense_batch(idx, val, row, batch, K, BF16)
+    w1 = jnp.asarray(np.random.default_rng(1).normal(size=(K, 128)) * 0.01, jnp.float32)
+    dpre = jnp.asarray(np.random.default_rng(2).normal(size=(batch, 128)) * 1e-3, jnp.float32)
+    return x, w1, jnp.zeros(128, jnp.float32), dpre
+
+
+def report(name, xla_fn, args, candidates, measure):
+    """Time XLA, then each (config, fn) candidate (XLA again every 20); print the 8 fastest against XLA's median."""
+    rows, xla = [], []
+    xla.append(measure(xla_fn, args))
+    for cfg, fn in candidates:
+        try:
+            rows.append((measure(fn, args), cfg))
+        except Exception as exc:
+            print(f"  {name} {cfg}: {type(exc).__name__}", flush=True)
+        if len(rows) % 20 == 0:
+            xla.append(measure(xla_fn, args))
+    xla.append(measure(xla_fn, args))
+    rows.sort(key=lambda r: r[0])
+    xm = float(np.median(xla))
+    print(f"\n{name}: XLA {', '.join(f'{t*1e6:.1f}' for t in xla)} us (median {xm*1e6:.1f})")
+    for t, cfg in rows[:8]:
+        print(f"  {t*1e6:7.1f} us  {t/xm:.3f}x  {cfg}")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    matrix, labels, _ = load_problem(sys.argv[1])
+    device = device_description()
+    x, w1, b1, dpre = problem(matrix, labels, 4096)
+    cur = tuned(4096, device)
+    print("tuned B=4096 forward (block_m, block_k, split_k, warps, stages):", cur.forward_block_m,
+          cur.forward_block_k, cur.forward_split_k, cur.forward_warps, cur.forward_stages)
+    candidates = []
+    for bm, bk, split, warps, stages in itertools.product([64, 128], [64, 128], [2, 4, 8, 16], [4, 8], [3, 4, 5]):
+        if bm * bk * 2 * 2 * stages > 225_000:  # X and W1 bf16 tiles per stage: past the shared memory
+            continue
+        candidates.append(((bm, bk, split, warps, stages),
+                           lambda xx, w, b, bm=bm, bk=bk, split=split, warps=warps, stages=stages: hidden_forward(
+                               xx, w, b, block_m=bm, block_k=bk, split_k=split, num_warps=warps, num_stages=stages)))
+    report("hidden_forward B=4096", lambda xx, w, b: jax.nn.sigmoid(
+        jnp.dot(xx, w.astype(BF16), preferred_element_type=jnp.float32) + b), (x, w1, b1), candidates,
+        kernel_or_device_time)
+
+    x, w1, b1, dpre = problem(matrix, labels, 1024)
+    cur = tuned(1024, device)
+    print("tuned B=1024 dW1 (block_m, block_k, warps, stages):", cur.dw_block_m, cur.dw_block_k, cur.dw_warps,
+          cur.dw_stages)
+    candidates = [((bm, bk, warps, stages), lambda xx, d, bm=bm, bk=bk, warps=warps, stages=stages: input_grad(
+        xx, d, block_m=bm, block_k=bk, num_warps=warps, num_stages=stages))
+        for bm, bk, warps, stages in itertools.product([32, 64, 128], [64, 128, 256], [4, 8], [2, 3, 4, 5])]
+    report("input_grad B=1024", lambda xx, d: jnp.dot(xx.T, d.astype(BF16), preferred_element_type=jnp.float32),
+           (x, dpre), candidates, kernel_or_device_time)
+
+
+if __name__ == "__main__":
+    main()
