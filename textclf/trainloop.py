@@ -19,8 +19,8 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.config import Settings
-from textclf.progress import EpochStats
 from textclf.model import Params, init_optimizer, init_params, logits, masked_loss, optimizer_step, scheduled_rates
+from textclf.progress import EpochStats
 
 EVAL_BATCH = 1024
 
