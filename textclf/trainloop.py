@@ -1,8 +1,9 @@
 """The training loop: sparse minibatches -> parameters, one device dispatch per epoch.
 
 Each epoch is a single jitted `lax.scan` over its minibatches (parameters and optimizer state stay on the
-device, no per-step host round trips); the host only shuffles row order and cuts the next epoch's batches.
-Compilation is done ahead of time (`jit(...).lower(...).compile()`) so its cost is measured on its own.
+device, no per-step host round trips); the host only draws each epoch's document order (numpy), and the
+minibatches are gathered from the resident training set on the device (textclf/device_data.py). The epoch is
+compiled once per run, ahead of time (`jit(...).lower(...).compile()`), so its cost is measured on its own.
 """
 
 from __future__ import annotations
