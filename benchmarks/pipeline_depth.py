@@ -1,10 +1,12 @@
-"""hidden_forward at B=4096 and input_grad (dW1) at B=1024, the two kernels still above XLA's time, with deeper
+"""hidden_forward at B=4096, input_grad (dW1) at B=1024 and input_grad_update (dW1 + SGD-momentum update of W1)
+at B=4096, the kernels still above XLA's time, with deeper
 software pipelines (num_stages 4-5, which `benchmarks.kernels --sweep` does not try) and their neighbours, each
 against XLA's same math, timed again every 20 configurations (its spread is the noise).
 
-    python -m benchmarks.pipeline_depth .devdata/news4/train.jsonl
+    python -m benchmarks.pipeline_depth .devdata/news4/train.jsonl [forward,grad,update]
 
-Prints the XLA times and the 8 fastest configurations of each kernel (profiler kernel time).
+Prints the XLA times and the 8 fastest configurations of each kernel (profiler kernel time; the in-place
+update: wall time per call of a chained loop, as `benchmarks.kernels` times it).
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks.kernels import BF16, kernel_or_device_time, load_problem, real_batch
+from benchmarks.kernels import BF16, carried_time, kernel_or_device_time, load_problem, real_batch
 from pallas_kernels.config import tuned
 from pallas_kernels.hidden_forward import hidden_forward
-from pallas_kernels.input_grad import input_grad
+from pallas_kernels.input_grad import input_grad, input_grad_update
+from pallas_kernels.sgd_update import sgd_update_reference
 from textclf.backends import device_description
 from textclf.pallas_step import dense_batch
 
@@ -58,7 +61,17 @@ def report(name, xla_fn, args, candidates, measure):
 
 def main() -> None:
     matrix, labels, _ = load_problem(sys.argv[1])
+    parts = sys.argv[2].split(",") if len(sys.argv) > 2 else ["forward", "grad", "update"]
     device = device_description()
+    if "forward" in parts:
+        forward(matrix, labels, device)
+    if "grad" in parts:
+        grad(matrix, labels, device)
+    if "update" in parts:
+        update(matrix, labels, device)
+
+
+def forward(matrix, labels, device) -> None:
     x, w1, b1, dpre = problem(matrix, labels, 4096)
     cur = tuned(4096, device)
     print("tuned B=4096 forward (block_m, block_k, split_k, warps, stages):", cur.forward_block_m,
@@ -74,6 +87,8 @@ def main() -> None:
         jnp.dot(xx, w.astype(BF16), preferred_element_type=jnp.float32) + b), (x, w1, b1), candidates,
         kernel_or_device_time)
 
+
+def grad(matrix, labels, device) -> None:
     x, w1, b1, dpre = problem(matrix, labels, 1024)
     cur = tuned(1024, device)
     print("tuned B=1024 dW1 (block_m, block_k, warps, stages):", cur.dw_block_m, cur.dw_block_k, cur.dw_warps,
@@ -83,6 +98,25 @@ def main() -> None:
         for bm, bk, warps, stages in itertools.product([32, 64, 128], [64, 128, 256], [4, 8], [2, 3, 4, 5])]
     report("input_grad B=1024", lambda xx, d: jnp.dot(xx.T, d.astype(BF16), preferred_element_type=jnp.float32),
            (x, dpre), candidates, kernel_or_device_time)
+
+
+def update(matrix, labels, device) -> None:
+    x, w1, b1, dpre = problem(matrix, labels, 4096)
+    cur = tuned(4096, device)
+    print("tuned B=4096 dW1 + update (block_m, block_k, warps, stages):", cur.grad_block_m, cur.grad_block_k,
+          cur.grad_warps, cur.grad_stages)
+    lr, sgd = jnp.asarray([0.1], jnp.float32), dict(momentum=0.9, weight_decay=0.0)
+
+    def chained(fn, args):  # carry (W1, velocity), consts (X, dPre, lr) -> seconds per call
+        return carried_time(fn, (w1, jnp.zeros_like(w1)), args, reps=10, trials=3)
+
+    candidates = [((bm, bk, warps, stages), lambda w, v, xx, d, l, bm=bm, bk=bk, warps=warps, stages=stages:
+                   input_grad_update(xx, d, w, v, l, **sgd, block_m=bm, block_k=bk, num_warps=warps,
+                                     num_stages=stages))
+                  for bm, bk, warps, stages in itertools.product([64, 128], [64, 128, 256], [4, 8], [2, 3, 4, 5])]
+    report("input_grad_update B=4096", lambda w, v, xx, d, l: sgd_update_reference(
+        w, v, jnp.dot(xx.T, d.astype(BF16), preferred_element_type=jnp.float32), l, **sgd),
+        (x, dpre, lr), candidates, chained)
 
 
 if __name__ == "__main__":
