@@ -16,6 +16,8 @@ Decision: fork the workers when that is safe, else start fresh ones with loky.
   re-ran itself in every forkserver worker and broke the pool).
 - A forking pool forks all its workers when it is created, so the caller may start threads right after; they
   exit when the pool is closed, or when this process dies (their task pipe closes).
+- Workers die with this process, even when it is killed with SIGKILL (Linux: PR_SET_PDEATHSIG; a forked
+  worker otherwise waited on its task queue forever, since it holds that queue's write end too).
 - All workers of one pool share one hash seed (forked: this process's; loky: one set for the pool), so
   hash() of a string is the same in every worker of the pool.
 """
@@ -38,6 +40,19 @@ def fork_is_safe() -> bool:
     return sys.platform == "linux" and threading.active_count() == 1 and "jax" not in sys.modules
 
 
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: have the kernel kill this worker when its parent dies (Linux), and exit at once if the
+    parent is already gone."""
+    if sys.platform == "linux":
+        import ctypes
+        import signal
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def worker_count(n_items: int, per_worker: int, workers: int | None = None) -> int:
     """Processes for n_items: one per `per_worker` items, at most `workers` (None: every CPU core)."""
     limit = (os.cpu_count() or 1) if workers is None else workers
@@ -54,7 +69,8 @@ class WorkerPool:
         self._executor = None
         if self.forked:
             context = multiprocessing.get_context("fork")
-            self._executor = ProcessPoolExecutor(self.processes, mp_context=context)
+            self._executor = ProcessPoolExecutor(self.processes, mp_context=context, initializer=_die_with_parent,
+                                                 initargs=(os.getpid(),))
             # Fork every worker now: a fork-based executor does so on its first submit, before its manager
             # thread starts.
             list(self._executor.map(int, range(self.processes)))
@@ -64,7 +80,8 @@ class WorkerPool:
             # One hash seed for all of this pool's workers (a fork shares this process's): hash() values of the
             # same string then agree across chunks, which the vocabulary merge relies on (pipelines/vectorize.py).
             seed = str(random.SystemRandom().randrange(1, 2**32))
-            self._executor = LokyExecutor(self.processes, env={"PYTHONHASHSEED": seed})
+            self._executor = LokyExecutor(self.processes, env={"PYTHONHASHSEED": seed}, initializer=_die_with_parent,
+                                          initargs=(os.getpid(),))
 
     def map(self, fn: Callable, chunks: Sequence, *args) -> list:
         if self._executor is None or len(chunks) <= 1:

@@ -1,8 +1,10 @@
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
+import pytest
 
 from pipelines import workers
 from pipelines.workers import WorkerPool, fork_is_safe
@@ -92,3 +94,37 @@ def test_a_script_without_a_main_guard_can_vectorize_in_workers_after_importing_
                           text=True, timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["300", "36"]
+
+
+KILLED_PARENT = """
+import os, sys, time
+from pipelines.workers import WorkerPool
+pool = WorkerPool(2)
+pool._executor.submit(time.sleep, 60)
+print(pool.forked, *[p.pid for p in pool._executor._processes.values()], flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forked workers and PR_SET_PDEATHSIG are Linux-only")
+def test_forked_workers_die_when_their_parent_is_killed():
+    """SIGKILL (or the OOM killer) gives the parent no chance to shut its pool down; the workers must not live on
+    (a forked worker holds its task queue's write end, so it never sees end-of-file)."""
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    forked, *children = parent.stdout.readline().split()
+    assert forked == "True" and len(children) == 2
+    parent.kill()
+    parent.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline and any(_alive(int(pid)) for pid in children):
+        time.sleep(0.1)
+    assert not any(_alive(int(pid)) for pid in children)
+
+
+def _alive(pid: int) -> bool:
+    """Running or sleeping (a zombie has exited: it only waits to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
