@@ -1,9 +1,8 @@
 """Worker processes for the CPU-bound part of vectorization (scikit-learn's analyzers are pure Python).
 
 Decision: fork the workers when that is safe, else start fresh ones with loky.
-- A forked worker starts in milliseconds with scikit-learn already imported; a spawned one (joblib's loky, the
-  first choice) imports it again (~1.5 s each on this project's machines), more than news4's whole count
-  spread over 16 cores.
+- A forked worker starts in milliseconds with scikit-learn already imported; a fresh interpreter imports it
+  again (~1.5 s each on this project's machines), more than news4's whole count spread over 16 cores.
 - Fork is only safe while the process has no threads: JAX starts runtime threads when it initializes a
   backend (or joins a distributed runtime), and a fork after that can copy a held lock into the child. So a
   pool forks this process only while it runs one Python thread and has not imported JAX (the CLI's `textclf
@@ -14,8 +13,8 @@ Decision: fork the workers when that is safe, else start fresh ones with loky.
   SIGKILLed daemon and held its stdout open), and unlike multiprocessing's spawn or forkserver, loky does not
   re-run the caller's main script in each worker (a script without an `if __name__ == "__main__"` guard
   re-ran itself in every forkserver worker and broke the pool).
-- A forking pool forks all its workers when it is created, so the caller may start threads right after; they
-  exit when the pool is closed, or when this process dies (their task pipe closes).
+- A forking pool forks all its workers when it is created, so the caller may start threads right after.
+  Workers exit when the pool is closed.
 - Workers die with this process, even when it is killed with SIGKILL (Linux: PR_SET_PDEATHSIG; a forked
   worker otherwise waited on its task queue forever, since it holds that queue's write end too).
 - All workers of one pool share one hash seed (forked: this process's; loky: one set for the pool), so
