@@ -40,11 +40,14 @@ def fork_is_safe() -> bool:
 
 
 def _die_with_parent(parent: int) -> None:
-    """Worker initializer: have the kernel kill this worker when its parent dies (Linux), and exit at once if the
-    parent is already gone."""
+    """Worker initializer: have the kernel kill this worker when its parent dies (Linux), exit at once if the
+    parent is already gone, and leave Ctrl-C to the parent (which closes the pool) instead of printing a
+    traceback from every worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform == "linux":
         import ctypes
-        import signal
 
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -89,7 +92,10 @@ class WorkerPool:
 
     def close(self) -> None:
         if self._executor is not None:
-            self._executor.shutdown()
+            if self.forked:  # after an error or Ctrl-C: no chunk left to wait for (loky's has no such option)
+                self._executor.shutdown(cancel_futures=True)
+            else:
+                self._executor.shutdown()
             self._executor = None
 
     def __enter__(self) -> "WorkerPool":

@@ -23,6 +23,7 @@ from typing import Callable
 
 from db import jobs as job_queue
 from db import open_db
+from pipelines.workers import WorkerPool, fork_is_safe
 from textclf.checkpoint import Checkpointer
 from textclf.config import Settings
 from textclf.errors import TextclfError
@@ -63,8 +64,9 @@ class _Heartbeat(threading.Thread):
                 pass  # a locked DB delays one beat; stale_after is many beats long
 
 
-def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool]) -> str:
-    """Train one claimed job to the end, or until asked to stop. Returns the job's new status."""
+def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool], pool=None) -> str:
+    """Train one claimed job to the end, or until asked to stop. Returns the job's new status.
+    pool: the daemon's vectorizing workers (None: the job starts its own)."""
     job_id = job["id"]
     checkpoint = Checkpointer(checkpoint_path(job_id), options.checkpoint_seconds)
     beat = _Heartbeat(options, job_id)
@@ -73,7 +75,7 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool])
         settings = Settings.from_dict(job["settings"])
         result = train(job["corpus"], settings, test_path=job["test_corpus"], db_path=options.db_path,
                        model_path=data_dir() / "models" / job["name"] / f".job-{job_id}.textclf.npz",
-                       checkpointer=checkpoint,
+                       checkpointer=checkpoint, pool=pool,
                        stop_requested=lambda: stopping() or job_queue.cancel_requested(db, job_id))
     except TrainingStopped:
         if job_queue.cancel_requested(db, job_id):
@@ -106,6 +108,10 @@ def run_daemon(options: DaemonOptions, on_event: Callable[[str], None] | None = 
     """Claim and train jobs until stopped (SIGTERM/SIGINT) or, with options.once, until the queue is empty.
     Returns the number of jobs it ran."""
     report = on_event or (lambda message: None)
+    # Vectorizing workers for the daemon's life, forked now if that is safe (before JAX and any thread of ours
+    # start; pipelines/workers.py): each job on a new corpus then counts at once, instead of starting fresh
+    # worker interpreters (measured on the H100: vectorize 7.2 s in a first news4 job with fresh ones).
+    pool = WorkerPool(os.cpu_count() or 1) if fork_is_safe() else None
     db = open_db(options.db_path)
     stop = threading.Event()
     # Signal handlers can only be installed from the main thread (a daemon run from a test thread skips them).
@@ -121,10 +127,12 @@ def run_daemon(options: DaemonOptions, on_event: Callable[[str], None] | None = 
                 stop.wait(options.poll_seconds)
                 continue
             report(f"job {job['id']} ({job['name']}): attempt {job['attempts']}")
-            status = run_job(db, job, options, stop.is_set)
+            status = run_job(db, job, options, stop.is_set, pool)
             ran += 1
             report(f"job {job['id']}: {status}")
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if pool is not None:
+            pool.close()
     return ran

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -26,6 +26,7 @@ from db import runs as run_queries
 from pipelines.corpus import read_corpus
 from pipelines import vector_cache
 from pipelines.vectorize import fit_vectorizer, vectorize_pool
+from pipelines.workers import WorkerPool
 from textclf.artifacts import save_model
 from textclf.backends import BackendWarmup
 from textclf.classifier import Model, encode_labels
@@ -110,9 +111,11 @@ def train(
     on_event: Callable[[TrainEvent], None] | None = None,
     checkpointer=None,
     stop_requested: Callable[[], bool] | None = None,
+    pool: WorkerPool | None = None,
 ) -> TrainResult:
     """Train a model on a corpus, record the run, write the model file; see the module docstring.
-    checkpointer / stop_requested: see trainloop.fit_network (used by the daemon)."""
+    checkpointer / stop_requested: see trainloop.fit_network (used by the daemon). pool: vectorizing workers to
+    use (the daemon keeps one for its life), else the run starts its own."""
     from textclf.distributed import is_primary
 
     report = on_event or (lambda event: None)
@@ -127,7 +130,7 @@ def train(
     )
     try:
         result = _train_run(db, run_id, Path(corpus_path), settings, warmup, test_path, model_path, report,
-                            checkpointer, stop_requested, primary)
+                            checkpointer, stop_requested, primary, pool)
     except TrainingStopped as exc:
         run_queries.end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
         raise
@@ -148,7 +151,7 @@ def _backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
 
 
 def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path, report, checkpointer,
-               stop_requested, primary=True) -> TrainResult:
+               stop_requested, primary=True, pool=None) -> TrainResult:
     phase = _PhaseTimer(report)
     if settings.model == "cnn":
         from textclf.image_train import train_images
@@ -161,7 +164,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
         data = _hashed_data(db, run_id, corpus_path, test_path, settings, phase)
     else:
-        data = _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup)
+        data = _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup, pool)
     with phase("warmup"):  # what is left of the JAX start-up once vectorizing is done
         backend = _backend_ready(db, run_id, warmup)
     import jax  # after the warm-up thread's import (see the module docstring)
@@ -242,7 +245,7 @@ def _record_corpus(db, run_id, fmt, fingerprint, train_skipped, test_skipped, no
     return skipped, classes, eval_kind
 
 
-def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup) -> _TextData:
+def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup, pool) -> _TextData:
     """"tfidf": the texts in memory (the vocabulary fit needs them all), vectors cached by corpus fingerprint.
     Starts the JAX warm-up once the workers are forked (or at once when the vectors come from the cache)."""
     with phase("read"):
@@ -267,7 +270,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             warmup.start()
             vectorizer, train_x, eval_x = cached
         else:
-            with vectorize_pool(len(train_texts) + len(eval_texts)) as pool:
+            with nullcontext(pool) if pool else vectorize_pool(len(train_texts) + len(eval_texts)) as pool:
                 warmup.start()
                 vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings, pool=pool)
                 eval_x = vectorizer.transform(eval_texts, pool=pool)
