@@ -262,8 +262,6 @@ def torch_bench(matrix, labels, n_classes, batch, sparse) -> dict[str, float]:
     return {"forward": graphed(forward), "step": graphed(step)}
 
 
-
-
 def _forward_space(batch: int):
     """(block_m, block_k, split_k, warps, stages) worth trying at this batch: row blocks no taller than the
     batch, 32 to 2048 programs (an H100 has 132 SMs), 8 warps for the 128+ row tiles (register pressure)."""
@@ -324,6 +322,7 @@ def sweep(matrix, labels, n_classes, batch, device: str, db=None, finalists: int
         config = dict(dw_block_m=bm, dw_block_k=bk, dw_warps=warps, dw_stages=stages)
         record("input_grad", config, lambda: kernel_or_device_time(
             lambda xx, d: input_grad(xx, d, block_m=bm, block_k=bk, num_warps=warps, num_stages=stages), (x, dpre)))
+
     def fastest(kernel, count=1):
         return [config for _, config in sorted(timings.get(kernel, []), key=lambda t: t[0])[:count]]
 

@@ -82,14 +82,12 @@ class BackendWarmup:
             self._outcome = exc
 
     def start(self) -> "BackendWarmup":
-        if not self._thread.is_alive() and self._outcome is None:
+        if self._thread.ident is None:  # not started yet (a thread starts once)
             self._thread.start()
         return self
 
     def result(self) -> tuple[str, str]:
-        if self._outcome is None:
-            self.start()
-            self._thread.join()
+        self.start()._thread.join()
         if isinstance(self._outcome, BaseException):
             raise self._outcome
         return self._outcome

@@ -38,8 +38,11 @@ def test_a_run_compiles_its_epoch_once_although_its_epochs_batch_widths_differ(f
 
 
 def test_a_later_run_reuses_an_epoch_compiled_twice_as_wide(monkeypatch):
+    import weakref
+
     config = ("xla", "adam", 0.9, 0.0, 4, None, None)
-    monkeypatch.setattr(trainloop, "_warm_epoch_keys", {(*config, 8192)})
+    built = trainloop._Compiled(lambda: None)  # held here: the registry keeps entries only while they live
+    monkeypatch.setattr(trainloop, "_warm_epochs_built", weakref.WeakValueDictionary({(*config, 8192): built}))
     assert trainloop._reusable_width(config, 4096) == 8192  # padding only: no second compilation
     assert trainloop._reusable_width(config, 8192) == 8192
     assert trainloop._reusable_width(config, 2048) == 2048  # four times as wide: compile its own
