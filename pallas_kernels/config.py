@@ -52,6 +52,9 @@ class KernelConfig:
     sparse_block_k: int = 16  # W1 rows per backward program
     sparse_warps: int = 4
     sparse_stages: int = 2
+    # Pieces layout (pallas_kernels/pieces_hidden.py): pieces per forward program.
+    pieces_block_p: int = 64
+    pieces_warps: int = 4
     precision: str = "default"  # "highest": IEEE fp32 matmuls (slow; for checks against XLA)
     x_dtype: str = "bfloat16"  # dense input on the device; "float32" for exact checks
     interpret: bool = False  # True on a CPU (tests)

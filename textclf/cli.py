@@ -96,7 +96,7 @@ def train(
     backend: BackendOption = None,
     max_file_mb: Annotated[Optional[float], typer.Option(help=f"Skip corpus files larger than this (default {D.max_file_mb}).")] = None,
     devices: Annotated[Optional[str], typer.Option(help="Devices of this process that split each batch: N or all (default all).")] = None,
-    pallas_input: Annotated[Optional[str], typer.Option(help=f"Pallas input format: auto, dense or sparse (default {D.pallas_input}).")] = None,
+    pallas_input: Annotated[Optional[str], typer.Option(help=f"Pallas input format: auto, dense, pieces or sparse (default {D.pallas_input}).")] = None,
     model: ModelKindOption = None,
     conv_channels: Annotated[Optional[str], typer.Option(help=f"cnn: channels of each conv layer (default {D.conv_channels}).")] = None,
     conv_kernel: Annotated[Optional[int], typer.Option(help=f"cnn: conv kernel size, odd (default {D.conv_kernel}).")] = None,

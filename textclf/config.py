@@ -24,7 +24,7 @@ FEATURE_SELECTIONS = ("chi2", "frequency")
 LR_SCHEDULES = ("linear", "constant", "cosine")
 AUGMENTATIONS = ("shift", "flip")
 OPTIMIZERS = ("adam", "sgd")
-PALLAS_INPUTS = ("auto", "dense", "sparse")
+PALLAS_INPUTS = ("auto", "dense", "sparse", "pieces")
 MODELS = ("mlp", "cnn")
 
 
@@ -83,8 +83,9 @@ class Settings:
     max_file_mb: float = 10.0  # larger files are skipped (corpus) or refused (predict)
     # Compute.
     backend: str = "auto"  # "auto": pallas on a GPU, xla elsewhere
-    # Pallas input format: "dense" (X scattered into a bf16 matrix) or "sparse" (kernels read the nonzeros);
-    # "auto" picks sparse below SPARSE_MAX_DENSITY (textclf/trainloop.py), now 0: dense measured faster.
+    # Pallas input format: "dense" (X scattered into a bf16 matrix), "pieces" (fixed-width pieces of each
+    # document's nonzeros, pallas_kernels/pieces_hidden.py) or "sparse" (flat nonzeros, sparse_hidden.py);
+    # "auto": pieces from PIECES_MIN_BATCH documents a device batch up, dense below (textclf/trainloop.py).
     pallas_input: str = "auto"
     # Data parallelism: devices of this process that share each batch; with several processes every process
     # uses this many. 0 ("all"): all local devices that still get >= 256 documents of each batch

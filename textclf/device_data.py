@@ -76,3 +76,90 @@ def gather_batches(data: DeviceCSR, order: jax.Array, cap: int):
     rows = jnp.where(used, row, 0)
     labels = jnp.where(valid, data.labels[docs], 0)
     return indices, values, rows, labels, valid.astype(jnp.float32)
+
+
+# --- The "pieces" layout: each document's nonzeros cut into fixed-width rows -------------------------------
+# A document of k nonzeros becomes ceil(k / width) pieces of `width` (index, value) slots; a minibatch is the
+# pieces of its documents laid end to end, (cap, width), with each piece's document number. The hidden
+# pre-activation is then a fixed-width gather-sum per piece (no per-nonzero segment ids, no contention on a
+# document's row) plus a short sorted segment sum over the ~k / width pieces of each document.
+PIECE_WIDTH = 16
+
+
+class DevicePieces(NamedTuple):
+    piece_ptr: jax.Array  # (n + 1,) int32: pieces of document d are piece_ptr[d] .. piece_ptr[d + 1]
+    indices: jax.Array  # (P + 1, width) int32; the last piece is all padding
+    values: jax.Array  # (P + 1, width) float32; padding slots hold 0
+    labels: jax.Array  # (n,) int32
+
+
+def spread_indices(shape: tuple[int, ...], n_features: int, offset=0) -> np.ndarray | jax.Array:
+    """Feature numbers for padding slots (value 0): spread over all features instead of all on feature 0, so
+    the gradient's scatter-add does not pile thousands of zero additions onto one row of W1."""
+    flat = jnp.arange(int(np.prod(shape)), dtype=jnp.int32).reshape(shape) + offset
+    return flat % n_features
+
+
+def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WIDTH) -> DevicePieces:
+    """CSR -> the pieces layout (numpy arrays to upload). Duplicate entries are summed first (as host_csr)."""
+    matrix = matrix.tocsr()
+    if not matrix.has_canonical_format:
+        matrix = matrix.copy()
+        matrix.sum_duplicates()
+    n, n_features = matrix.shape
+    lengths = np.diff(matrix.indptr)
+    piece_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(-(-lengths // width), out=piece_ptr[1:])
+    n_pieces = int(piece_ptr[-1])
+    doc = np.repeat(np.arange(n), lengths)
+    position = np.arange(matrix.nnz) - matrix.indptr[doc]  # position of each nonzero within its document
+    slot = (piece_ptr[doc] + position // width) * width + position % width
+    indices = np.arange((n_pieces + 1) * width, dtype=np.int64) % max(n_features, 1)  # spread_indices, in numpy
+    values = np.zeros((n_pieces + 1) * width, np.float32)
+    indices[slot], values[slot] = matrix.indices, matrix.data
+    return DevicePieces(piece_ptr.astype(np.int32), indices.astype(np.int32).reshape(-1, width), values.reshape(-1, width),
+                        np.asarray(labels, np.int32))
+
+
+# Piece widths tried, and the padding allowed: the widest power of two whose padding slots stay within
+# PIECE_MAX_PADDING of the nonzeros. Measured on an H100 (BENCHMARKS.md, "Input layouts"): news4 rows (88
+# nonzeros a document; padding 4% / 8% / 18% at widths 8 / 16 / 32) were fastest at 16, agnews7600 rows (26
+# nonzeros; 13% / 29%) at 8: fewer, wider pieces until the padding costs more than the pieces save.
+PIECE_WIDTHS = (4, 8, 16, 32)
+PIECE_MAX_PADDING = 0.15
+
+
+def piece_width(matrix: sp.csr_matrix) -> int:
+    """The piece width for this training matrix (see PIECE_WIDTHS)."""
+    lengths = np.diff(matrix.indptr)
+    nnz = max(1, int(lengths.sum()))
+    fitting = [w for w in PIECE_WIDTHS if int((-(-lengths // w)).sum()) * w <= (1 + PIECE_MAX_PADDING) * nnz]
+    return max(fitting, default=PIECE_WIDTHS[0])
+
+
+def batch_pieces_max(piece_ptr: np.ndarray, order: np.ndarray, parts: int = 1) -> int:
+    """Largest piece count of any minibatch (of any of its `parts` device slices)."""
+    return batch_nnz_max(piece_ptr, order, parts)
+
+
+def gather_piece_batches(data: DevicePieces, order: jax.Array, cap: int, n_features: int):
+    """(steps, B) document numbers -> the epoch's minibatches in the pieces layout: indices, values
+    (steps, cap, width), piece_rows (steps, cap) (each piece's position in its batch, ascending; unused slots
+    after the last piece get row B - 1 and value 0), labels, mask (steps, B)."""
+    valid = order >= 0
+    docs = jnp.where(valid, order, 0)
+    starts = data.piece_ptr[docs]
+    lengths = jnp.where(valid, data.piece_ptr[docs + 1] - starts, 0)
+    ends = jnp.cumsum(lengths, axis=1)  # (steps, B)
+    slot = jnp.arange(cap, dtype=jnp.int32)
+    row = jax.vmap(lambda e: jnp.searchsorted(e, slot, side="right"))(ends).astype(jnp.int32)  # (steps, cap)
+    used = slot[None, :] < ends[:, -1:]
+    row = jnp.minimum(row, order.shape[1] - 1)
+    source = jnp.take_along_axis(starts, row, 1) + slot[None, :] - jnp.take_along_axis(ends - lengths, row, 1)
+    source = jnp.where(used, source, data.indices.shape[0] - 1)  # the all-padding piece
+    width = data.indices.shape[1]
+    indices = jnp.where(used[..., None], data.indices[source],
+                        spread_indices((order.shape[0], cap, width), n_features))
+    values = data.values[source]
+    labels = jnp.where(valid, data.labels[docs], 0)
+    return indices, values, row, labels, valid.astype(jnp.float32)

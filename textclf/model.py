@@ -46,6 +46,19 @@ def hidden_layer(params: Params, indices, values, rows, batch_size: int) -> jax.
     return jax.nn.sigmoid(pre)
 
 
+def hidden_layer_pieces(params: Params, indices, values, piece_rows, batch_size: int) -> jax.Array:
+    """Pieces layout (textclf/device_data.py): indices, values (cap, width), piece_rows (cap,) ascending ->
+    (B, H) sigmoid activations. Each piece's fixed-width gather-sum, then the few pieces of each document
+    summed (sorted segment ids)."""
+    per_piece = jnp.sum(params.w1[indices] * values[..., None], axis=1)  # (cap, H)
+    pre = jax.ops.segment_sum(per_piece, piece_rows, num_segments=batch_size, indices_are_sorted=True)
+    return jax.nn.sigmoid(pre + params.b1)
+
+
+def logits_pieces(params: Params, indices, values, piece_rows, batch_size: int) -> jax.Array:
+    return hidden_layer_pieces(params, indices, values, piece_rows, batch_size) @ params.w2 + params.b2
+
+
 def logits(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
     """(cap,) sparse batch -> (B, C) unnormalised scores."""
     return hidden_layer(params, indices, values, rows, batch_size) @ params.w2 + params.b2

@@ -25,6 +25,7 @@ from pallas_kernels.input_grad import input_grad_adam_update, input_grad_update
 from pallas_kernels.mlp import backward_to_hidden, forward, weight_grad
 from pallas_kernels.sgd_update import sgd_update
 from pallas_kernels.softmax_xent import padded_classes, softmax_xent
+from pallas_kernels.pieces_hidden import finish_hidden, pieces_gather_sum, pieces_input_grad
 from pallas_kernels.sparse_hidden import sparse_hidden_forward, sparse_input_grad, sparse_input_grad_update
 from textclf.model import AdamState, Params, adam_corrections
 
@@ -103,8 +104,14 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
         count = jax.lax.psum(count, axis_name)
     weight = mask / jnp.maximum(count, 1.0)
     sparse = config.input_format == "sparse"
-    if sparse:
+    pieces = config.input_format == "pieces"
+    if pieces:
+        per_piece = pieces_gather_sum(x[0], x[1], params.w1, block_p=config.pieces_block_p,
+                                      num_warps=config.pieces_warps, interpret=config.interpret)
+        h = finish_hidden(per_piece, params.b1, x[2], labels.shape[0])
+    elif sparse:
         h = sparse_hidden_forward(*x, params.w1, params.b1, batch_size=labels.shape[0], **_sparse_blocks(config))
+    if sparse or pieces:
         nll, predicted, dz = softmax_xent(h, params.w2, params.b2, labels, weight, n_classes=n_classes,
                                           block_m=config.loss_block_m, precision=config.precision,
                                           interpret=config.interpret)
@@ -125,8 +132,10 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
     grad_blocks = dict(block_m=config.grad_block_m, block_k=config.grad_block_k, num_warps=config.grad_warps,
                        num_stages=config.grad_stages, precision=config.precision, interpret=config.interpret)
     dw1 = None
-    fuse_adam = not sparse and config.adam_fused_dw1
-    if not fused or (optimizer == "adam" and not fuse_adam):
+    fuse_adam = not sparse and not pieces and config.adam_fused_dw1
+    if pieces:  # XLA's scatter-add; there is no fused dW1 + update from this layout
+        dw1 = pieces_input_grad(*x, dpre, params.w1.shape[0])
+    elif not fused or (optimizer == "adam" and not fuse_adam):
         if sparse:
             dw1 = sparse_input_grad(*x, dpre, n_features=params.w1.shape[0], block_k=config.sparse_block_k,
                                     **_sparse_blocks(config, forward=False))
@@ -189,7 +198,7 @@ def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *,
     n_columns = params.w1.shape[0]
     x_dtype = jnp.dtype(config.x_dtype)
 
-    sparse = config.input_format == "sparse"
+    sparse = config.input_format in ("sparse", "pieces")
     # Dense input with REUSE_ZERO_BUFFER: one zero (B, Kp) buffer for the whole epoch, carried through the scan
     # (so XLA updates it in place); each step writes its nonzeros into it and erases them after the step.
     reuse = REUSE_ZERO_BUFFER and not sparse

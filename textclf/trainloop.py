@@ -21,7 +21,8 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.config import Settings
-from textclf.model import Params, init_optimizer, init_params, logits, masked_loss, optimizer_step, scheduled_rates
+from textclf.model import (Params, init_optimizer, init_params, logits, logits_pieces, masked_loss, optimizer_step,
+                           scheduled_rates)
 from textclf.progress import EpochStats
 
 EVAL_BATCH = 1024
@@ -42,6 +43,8 @@ def _xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, m
     inside shard_map (textclf/parallel.py): the batch is this device's slice, the loss is divided by the global
     row count and gradients, loss and hits are summed over the axis."""
     batch_size = labels.shape[1]
+    # (steps, cap) flat batches or (steps, cap, width) pieces (textclf/device_data.py)
+    scores = logits_pieces if indices.ndim == 3 else logits
 
     def step(carry, batch):
         params, opt_state = carry
@@ -49,7 +52,7 @@ def _xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, m
         count = None if axis_name is None else jax.lax.psum(jnp.sum(m), axis_name)
 
         def loss_fn(p):
-            return masked_loss(logits(p, idx, val, row, batch_size), y, m, count)
+            return masked_loss(scores(p, idx, val, row, batch_size), y, m, count)
 
         (loss, correct), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         if axis_name is not None:
@@ -84,19 +87,25 @@ def epoch_function(backend: str, settings: Settings, n_classes: int, kernel_conf
     return lambda *args, axis_name=None: _xla_epoch(*args, axis_name=axis_name, **optimizer)
 
 
-def resident_epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config, mesh, cap: int):
+def resident_epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config, mesh, cap: int,
+                            n_features: int = 0):
     """One whole epoch as one dispatch: gather the minibatches from the resident training set
     (textclf/device_data.py), scan the training step over them, then score the validation batches:
-    (params, opt_state, csr, order (steps, B), lrs (steps,), eval batches or None)
+    (params, opt_state, data, order (steps, B), lrs (steps,), eval batches or None)
       -> (params, opt_state, losses (steps,), corrects (steps,), eval hits or None).
-    mesh (several devices): the gather and the scan run inside shard_map, each device on its (steps, B/N) slice
-    of the order; validation runs on the replicated parameters."""
-    from textclf.device_data import gather_batches
+    data: a DeviceCSR (flat batches of width cap) or DevicePieces (pieces layout, cap pieces a batch; padding
+    slots spread over n_features). mesh (several devices): the gather and the scan run inside shard_map, each
+    device on its (steps, B/N) slice of the order; validation runs on the replicated parameters."""
+    from textclf.device_data import DevicePieces, gather_batches, gather_piece_batches
 
     epoch = epoch_function(backend, settings, n_classes, kernel_config)
 
-    def local(params, opt_state, csr, order, lrs, axis_name=None):
-        return epoch(params, opt_state, *gather_batches(csr, order, cap), lrs, axis_name=axis_name)
+    def local(params, opt_state, data, order, lrs, axis_name=None):
+        if isinstance(data, DevicePieces):
+            batches = gather_piece_batches(data, order, cap, n_features)
+        else:
+            batches = gather_batches(data, order, cap)
+        return epoch(params, opt_state, *batches, lrs, axis_name=axis_name)
 
     train_part = local
     if mesh is not None:
@@ -104,8 +113,8 @@ def resident_epoch_function(backend: str, settings: Settings, n_classes: int, ke
 
         train_part = shard_epoch(lambda *args: local(*args, axis_name=AXIS), mesh)
 
-    def whole(params, opt_state, csr, order, lrs, eval_batches):
-        params, opt_state, losses, corrects = train_part(params, opt_state, csr, order, lrs)
+    def whole(params, opt_state, data, order, lrs, eval_batches):
+        params, opt_state, losses, corrects = train_part(params, opt_state, data, order, lrs)
         hits = None
         if eval_batches is not None:
             indices, values, rows, labels, mask = eval_batches
@@ -124,19 +133,29 @@ def kernel_config_for(settings: Settings, batch_size: int | None = None):
     return tuned(batch_size or settings.batch_size, device_description()).replace(interpret=device_kind() != "gpu")
 
 
-# "auto" trains from the sparse batch when the training matrix is at most this dense (nonzeros / cells).
-# Measured on an H200 (BENCHMARKS.md, speed section), the dense input was faster at every batch size on news4
-# (0.27% dense: 0.62M vs 0.10M docs/s at batch 64, 5.75M vs 4.83M at 4,096) and on agnews7600 (0.08%:
-# 9.41M vs 5.76M at 4,096), so "auto" means dense until the sparse kernels win somewhere; 0 keeps it so.
-SPARSE_MAX_DENSITY = 0.0
+# Pallas input format "auto": the pieces layout (pallas_kernels/pieces_hidden.py) from this batch size up, the
+# dense bf16 X below it. Measured on an H100 (BENCHMARKS.md, "Input layouts"): news4 rows at batch 4,096
+# 14.4M docs/s with pieces vs 10.0M dense, at 1,024 7.0M vs 5.8M; agnews7600 rows at 4,096 30.3M vs 16.1M.
+PIECES_MIN_BATCH = 1024
 
 
-def input_format_for(requested: str, matrix: sp.csr_matrix) -> str:
-    """The Pallas input format: as requested, or for "auto" from the matrix's density."""
+def input_format_for(requested: str, batch_size: int) -> str:
+    """The Pallas input format: as requested, or for "auto" from the (per-device) batch size."""
     if requested != "auto":
         return requested
-    density = matrix.nnz / max(1, matrix.shape[0] * matrix.shape[1])
-    return "sparse" if density < SPARSE_MAX_DENSITY else "dense"
+    return "pieces" if batch_size >= PIECES_MIN_BATCH else "dense"
+
+
+def input_layout(backend: str, kernel_config) -> str:
+    """How the training set is laid out on the device: "pieces" (textclf/device_data.py) for the XLA backend on
+    a GPU and the Pallas pieces format, else "flat" (CSR; flat batches). The XLA step from pieces was 8x faster
+    than from flat batches on news4 rows at batch 4,096 on an H100 (the per-nonzero segment sum piles each
+    document's adds onto one row), but on a CPU it was slower (BENCHMARKS.md, "Input layouts")."""
+    if backend == "pallas":
+        return "pieces" if kernel_config.input_format == "pieces" else "flat"
+    from textclf.backends import device_kind
+
+    return "pieces" if device_kind() == "gpu" else "flat"
 
 
 class _Compiled:
@@ -183,12 +202,14 @@ _warm_epochs_built: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 @functools.lru_cache(maxsize=32)
 def _warm_epoch(backend: str, optimizer: str, momentum: float, weight_decay: float, n_classes: int,
-                kernel_config, mesh, cap: int) -> _Compiled:
+                kernel_config, mesh, n_features: int, cap: int) -> _Compiled:
     """One compiled epoch function per configuration for the life of the process, so a daemon's later jobs
     with the same shapes reuse the executables of earlier ones instead of tracing and compiling again."""
     settings = Settings(optimizer=optimizer, momentum=momentum, weight_decay=weight_decay)
-    compiled = _Compiled(resident_epoch_function(backend, settings, n_classes, kernel_config, mesh, cap), donate=(0, 1))
-    _warm_epochs_built[(backend, optimizer, momentum, weight_decay, n_classes, kernel_config, mesh, cap)] = compiled
+    compiled = _Compiled(resident_epoch_function(backend, settings, n_classes, kernel_config, mesh, cap, n_features),
+                         donate=(0, 1))
+    _warm_epochs_built[(backend, optimizer, momentum, weight_decay, n_classes, kernel_config, mesh, n_features,
+                        cap)] = compiled
     return compiled
 
 
@@ -241,7 +262,7 @@ def fit_network(
     raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint)."""
     from textclf import parallel
     from textclf.checkpoint import after_epoch
-    from textclf.device_data import batch_nnz_max, epoch_order, host_csr
+    from textclf.device_data import batch_nnz_max, epoch_order, host_csr, host_pieces, piece_width
 
     mesh = parallel.data_mesh(settings.devices, settings.batch_size)
     mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
@@ -249,7 +270,7 @@ def fit_network(
     local_batch = parallel.check_batch(settings.batch_size, mesh) if mesh else settings.batch_size
     if backend == "pallas" and kernel_config is None:
         kernel_config = kernel_config_for(settings, local_batch).replace(
-            input_format=input_format_for(settings.pallas_input, train_x))
+            input_format=input_format_for(settings.pallas_input, local_batch))
     padding = kernel_config if backend == "pallas" else None
     start = time.perf_counter()
     if initial_params is None:
@@ -274,8 +295,9 @@ def fit_network(
     # Everything the epochs need goes to the device(s) once: the training set, the validation batches.
     # (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on a GPU.)
     place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
-    uploaded = host_csr(train_x, train_y)
-    csr = place(uploaded)
+    pieces = input_layout(backend, kernel_config) == "pieces"
+    uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x, train_y)
+    data = place(uploaded)
     eval_batches = None
     if eval_x is not None and eval_x.shape[0]:
         eval_batches = place(make_batches(eval_x, np.asarray(eval_y), EVAL_BATCH).arrays())
@@ -288,8 +310,10 @@ def fit_network(
     # of 1-3 s each).
     orders = {e: epoch_order(settings.seed, e, n, steps_per_epoch, settings.batch_size)
               for e in range(first_epoch, epochs)}
-    widest = max([1, *(batch_nnz_max(uploaded.indptr, order, parts) for order in orders.values())])
-    config = (backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, kernel_config, mesh)
+    starts = uploaded.piece_ptr if pieces else uploaded.indptr  # a batch's width: its pieces or its nonzeros
+    widest = max([1, *(batch_nnz_max(starts, order, parts) for order in orders.values())])
+    config = (backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, kernel_config, mesh,
+              train_x.shape[1] if pieces else 0)
     run_epoch = _warm_epoch(*config, _reusable_width(config, next_power_of_two(widest)))
     for epoch in range(first_epoch, epochs):
         start = time.perf_counter()
@@ -298,7 +322,7 @@ def fit_network(
         order = parallel.put(order, mesh, parallel.BATCH) if mesh else jax.device_put(order)
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
         lrs = scheduled_rates(settings.lr_schedule, settings.learning_rate, step_numbers, total_steps)
-        params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, csr, order, place(lrs),
+        params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, data, order, place(lrs),
                                                               eval_batches)
         losses, corrects = host(losses), host(corrects)  # waits for the epoch to finish
         compiled = run_epoch.seconds - epoch_compiled

@@ -11,6 +11,7 @@ from pallas_kernels.config import KernelConfig
 from pallas_kernels.mlp import mlp_loss, mlp_loss_reference
 from pipelines.batches import make_batches
 from textclf.config import Settings
+from textclf.device_data import batch_pieces_max, gather_piece_batches, host_pieces
 from textclf.model import init_optimizer, init_params
 from textclf.pallas_step import pad_params, pallas_epoch, unpad_params
 from textclf.trainloop import _xla_epoch
@@ -47,11 +48,13 @@ def test_gradients_match_jax_grad_of_reference(env, rng, m, n_classes):
         check_grads(kernel, params, order=1, modes=["rev"])
 
 
-@pytest.mark.parametrize("input_format", ["dense", "sparse", "dense-variants"])
+@pytest.mark.parametrize("input_format", ["dense", "sparse", "pieces", "dense-variants"])
 @pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
     """The original design's CPU-vs-GPU check: same initial weights and batches, a few epochs each way.
-    dense-variants: dW1 inside the Adam update (adam_fused_dw1); partials summed before head_update."""
+    dense-variants: dW1 inside the Adam update (adam_fused_dw1); partials summed before head_update.
+    pieces: the Pallas step reads the pieces layout (textclf/device_data.py, width 4 so documents span pieces)
+    of the same batches the XLA step reads flat."""
     fused_adam = input_format == "dense-variants"
     if fused_adam:
         import textclf.pallas_step
@@ -70,14 +73,23 @@ def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
     xla_epoch = jax.jit(lambda *a: _xla_epoch(*a, momentum=0.9, weight_decay=1e-3, optimizer=optimizer))
     pallas = jax.jit(lambda *a: pallas_epoch(*a, n_classes=n_classes, momentum=0.9, weight_decay=1e-3, config=config,
                                              optimizer=optimizer))
+    resident = jax.device_put(host_pieces(matrix.astype(np.float32), labels, 4))
     for epoch in range(2):
-        batches = make_batches(matrix.astype(np.float32), labels, settings.batch_size, rng.permutation(n))
+        permutation = rng.permutation(n)
+        batches = make_batches(matrix.astype(np.float32), labels, settings.batch_size, permutation)
         data = [jnp.asarray(a) for a in batches.arrays()]
         data[1] = data[1].astype(env.dtype)  # values
         data[4] = data[4].astype(env.dtype)  # mask
         lrs = jnp.full((batches.steps,), 0.2 if optimizer == "sgd" else 1e-3, env.dtype)
         with jax.default_matmul_precision("highest"):
             xla_params, xla_velocity, xla_losses, _ = xla_epoch(xla_params, xla_velocity, *data, lrs)
+        if input_format == "pieces":
+            order = np.pad(permutation, (0, batches.steps * settings.batch_size - n), constant_values=-1)
+            order = jnp.asarray(order.reshape(batches.steps, settings.batch_size), jnp.int32)
+            cap = int(batch_pieces_max(np.asarray(resident.piece_ptr), np.asarray(order)))
+            data = list(gather_piece_batches(resident, order, cap, features))
+            data[1] = data[1].astype(env.dtype)
+            data[4] = data[4].astype(env.dtype)
         pallas_params, pallas_velocity, pallas_losses, _ = pallas(pallas_params, pallas_velocity, *data, lrs)
     got = unpad_params(pallas_params, features, n_classes)
     for name, a, b in zip(("w1", "b1", "w2", "b2"), got, xla_params):

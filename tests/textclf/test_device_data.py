@@ -69,3 +69,69 @@ def test_write_then_erase_batch_matches_dense_batch_and_restores_zeros():
         written = write_batch(buffer, idx, val, row)
         np.testing.assert_array_equal(written, dense_batch(idx, val, row, 16, 64, jnp.float32))
         assert not np.asarray(erase_batch(written, idx, val, row)).any()
+
+
+def _pieces_to_dense(pieces, n, n_features):
+    dense = np.zeros((n, n_features))
+    ptr = np.asarray(pieces.piece_ptr)
+    for doc in range(n):
+        for piece in range(ptr[doc], ptr[doc + 1]):
+            np.add.at(dense[doc], np.asarray(pieces.indices[piece]), np.asarray(pieces.values[piece]))
+    return dense
+
+
+def test_pieces_hold_each_document_and_pad_with_zeros_spread_over_features():
+    from textclf.device_data import host_pieces
+
+    x, y = _matrix()
+    x[0, :] = 0
+    x[0, :33] = np.arange(1, 34)  # a document of 33 nonzeros: 5 pieces of 8, the last with one
+    x.eliminate_zeros()
+    pieces = host_pieces(x, y, 8)
+    lengths = np.diff(x.indptr)
+    np.testing.assert_array_equal(np.diff(pieces.piece_ptr), -(-lengths // 8))  # the empty document: none
+    assert pieces.piece_ptr[1] == 5
+    np.testing.assert_allclose(_pieces_to_dense(pieces, 53, 40), x.toarray())
+    padding = pieces.values == 0
+    assert (pieces.values[-1] == 0).all() and len(set(pieces.indices[padding].tolist())) > 8
+    np.testing.assert_array_equal(pieces.labels, y)
+
+
+def test_piece_batches_give_the_flat_batches_hidden_layer():
+    """The same order through both layouts: same labels and mask, same hidden activations (float64)."""
+    import jax
+
+    from textclf.device_data import batch_pieces_max, gather_piece_batches, host_pieces
+    from textclf.model import Params, hidden_layer, hidden_layer_pieces
+
+    x, y = _matrix()
+    order = jnp.asarray(epoch_order(seed=1, epoch=0, n=53, steps=4, batch_size=16))
+    flat = gather_batches(jax.device_put(host_csr(x, y)), order, next_power_of_two(
+        int(batch_nnz_max(x.indptr, np.asarray(order)))))
+    pieces = host_pieces(x, y, 4)
+    cap = next_power_of_two(batch_pieces_max(pieces.piece_ptr, np.asarray(order)))
+    indices, values, rows, labels, mask = gather_piece_batches(jax.device_put(pieces), order, cap, 40)
+    np.testing.assert_array_equal(labels, flat[3])
+    np.testing.assert_array_equal(mask, flat[4])
+    assert (np.diff(np.asarray(rows), axis=1) >= 0).all()  # ascending: the segment sum may assume it
+    rng = np.random.default_rng(0)
+    with jax.enable_x64(True):
+        params = Params(jnp.asarray(rng.normal(size=(40, 128))), jnp.asarray(rng.normal(size=128)), None, None)
+        for step in range(4):
+            got = hidden_layer_pieces(params, indices[step], values[step].astype(jnp.float64), rows[step], 16)
+            want = hidden_layer(params, flat[0][step], flat[1][step].astype(jnp.float64), flat[2][step], 16)
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_piece_width_is_the_widest_with_little_padding():
+    from textclf.device_data import piece_width
+
+    def of_lengths(lengths):
+        rows = np.repeat(np.arange(len(lengths)), lengths)
+        columns = np.concatenate([np.arange(k) for k in lengths])
+        return sp.csr_matrix((np.ones(len(rows)), (rows, columns)), shape=(len(lengths), max(lengths)))
+
+    assert piece_width(of_lengths([16] * 10)) == 16  # no padding at 16; 32 would pad 100%
+    assert piece_width(of_lengths([32] * 10)) == 32
+    assert piece_width(of_lengths([9] * 10)) == 4  # 8 pads 78%, 4 pads 33%: nothing fits, the narrowest
+    assert piece_width(of_lengths([60, 64, 64, 64])) == 32  # 8% padding at 32

@@ -96,7 +96,7 @@ def test_pallas_backend_needs_a_gpu(corpus_dir, db_path, fast_settings):
     assert run["status"] == "failed" and "needs a GPU" in run["error"] and run["device"] is None
 
 
-@pytest.mark.parametrize("pallas_input", ["dense", "sparse"])
+@pytest.mark.parametrize("pallas_input", ["dense", "sparse", "pieces"])
 def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monkeypatch, pallas_input):
     """The product's Pallas path end to end (kernels interpreted on the CPU): it learns the sample corpus."""
     from pipelines.corpus import read_corpus
@@ -110,17 +110,32 @@ def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monk
     assert classifier.history_[-1].loss < classifier.history_[0].loss
 
 
-def test_auto_input_format_follows_density(monkeypatch):
+def test_auto_input_format_follows_batch_size():
+    from textclf import trainloop
+
+    small, large = trainloop.PIECES_MIN_BATCH // 2, trainloop.PIECES_MIN_BATCH
+    assert trainloop.input_format_for("auto", small) == "dense"
+    assert trainloop.input_format_for("auto", large) == "pieces"
+    assert trainloop.input_format_for("dense", large) == "dense"
+    assert trainloop.input_format_for("sparse", small) == "sparse"
+
+
+def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, monkeypatch):
+    """fit_network with the training set resident as pieces (the XLA backend's layout on a GPU) ends with the
+    parameters the flat batches give: same documents per batch, same sums."""
+    import numpy as np
     import scipy.sparse as sp
 
     from textclf import trainloop
 
-    monkeypatch.setattr(trainloop, "SPARSE_MAX_DENSITY", 0.01)
-    sparse = sp.random(100, 1000, density=0.005, format="csr", random_state=0)
-    dense = sp.random(100, 1000, density=0.05, format="csr", random_state=0)
-    assert trainloop.input_format_for("auto", sparse) == "sparse"
-    assert trainloop.input_format_for("auto", dense) == "dense"
-    assert trainloop.input_format_for("dense", sparse) == "dense"
-    assert trainloop.input_format_for("sparse", dense) == "sparse"
-    monkeypatch.setattr(trainloop, "SPARSE_MAX_DENSITY", 0.0)  # the shipped value: measured dense always faster
-    assert trainloop.input_format_for("auto", sparse) == "dense"
+    rng = np.random.default_rng(0)
+    matrix = sp.random(70, 90, density=0.2, format="csr", random_state=1, dtype=np.float32)
+    labels = rng.integers(0, 3, 70).astype(np.int32)
+    settings = fast_settings.replace(batch_size=16, epochs=3, min_steps=0)
+    runs = {}
+    for layout in ("flat", "pieces"):
+        monkeypatch.setattr(trainloop, "input_layout", lambda backend, config, layout=layout: layout)
+        runs[layout] = trainloop.fit_network(matrix, labels, 3, settings)
+    for a, b in zip(runs["flat"].params, runs["pieces"].params):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    assert [h.loss for h in runs["flat"].history] == pytest.approx([h.loss for h in runs["pieces"].history], rel=1e-5)
