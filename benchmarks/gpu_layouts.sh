@@ -5,17 +5,19 @@ set -u
 PART=${PART:-all}
 if [ "$PART" = all ] || [ "$PART" = tests ]; then
   python -m pytest -q -p no:cacheprovider tests/pallas_kernels/test_pieces_hidden.py tests/textclf/test_device_data.py \
-    tests/textclf/test_trainloop.py tests/textclf/test_train.py "tests/pallas_kernels/test_mlp.py::test_training_matches_xla" 2>&1 | tail -4
-fi
-if [ "$PART" = all ] || [ "$PART" = layouts ]; then
-  python -m benchmarks.input_layouts .devdata/news4/train.jsonl --repeat 20 --batches 64,256 --widths 16
-  python -m benchmarks.input_layouts .devdata/news4/train.jsonl --repeat 100 --batches 4096 --widths 16 --kernels \
-    --variants xla-pieces
+    tests/textclf/test_trainloop.py tests/textclf/test_train.py "tests/pallas_kernels/test_mlp.py::test_training_matches_xla" \
+    2>&1 | grep -E "passed|failed|FAILED|Error"
 fi
 if [ "$PART" = all ] || [ "$PART" = product ]; then
-  python -m benchmarks.multi_gpu .devdata/news4/train.jsonl --vectorizer tfidf --repeat 100 --devices 1 \
-    --batches 4096 --backends xla,pallas,pallas-dense --epochs 3
-  python -m benchmarks.multi_gpu .devdata/agnews7600/train.jsonl --vectorizer tfidf --repeat 100 --devices 1 \
-    --batches 4096 --backends xla,pallas,pallas-dense --epochs 3
-  python -m benchmarks.epoch_profile .devdata/news4/train.jsonl --batches 4096 --backends xla,pallas-pieces --top 10
+  for task in news4 agnews7600; do
+    python -m benchmarks.multi_gpu .devdata/$task/train.jsonl --vectorizer tfidf --repeat 100 --devices 1 \
+      --batches 4096,1024 --backends xla,pallas,pallas-dense --epochs 3
+  done
+fi
+if [ "$PART" = all ] || [ "$PART" = layouts ]; then
+  python -m benchmarks.input_layouts .devdata/news4/train.jsonl --repeat 20 --batches 256 --widths 16 \
+    --variants xla-pieces,pallas-dense
+  python -m benchmarks.input_layouts .devdata/news4/train.jsonl --repeat 100 --batches 4096 --widths 16 --kernels \
+    --variants xla-flat
+  python -m benchmarks.epoch_profile .devdata/news4/train.jsonl --batches 4096 --backends xla,pallas-pieces --top 8
 fi

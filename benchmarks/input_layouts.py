@@ -27,7 +27,7 @@ from pipelines.vectorize import fit_vectorizer
 from textclf.classifier import encode_labels
 from textclf.config import Settings
 from textclf.device_data import (batch_nnz_max, batch_pieces_max, epoch_order, gather_batches, gather_piece_batches,
-                                 host_csr, host_pieces)
+                                 host_csr, host_pieces, pieces_cap)
 from textclf.model import init_optimizer, init_params
 from textclf.trainloop import _xla_epoch, kernel_config_for, next_power_of_two
 
@@ -43,7 +43,7 @@ def _epoch_fn(variant: str, settings: Settings, n_classes: int, n_features: int,
         train = functools.partial(_xla_epoch, **optimizer)
 
     def epoch(params, opt_state, data, order, lrs):
-        batches = gather_piece_batches(data, order, cap, n_features) if pieces else gather_batches(data, order, cap)
+        batches = gather_piece_batches(data, order, cap) if pieces else gather_batches(data, order, cap)
         params, opt_state, losses, _ = train(params, opt_state, *batches, lrs)
         return params, opt_state, losses
 
@@ -100,7 +100,7 @@ def main() -> None:
                     data, cap = uploaded[width], max(batch_pieces_max(pieces[width].piece_ptr, o) for o in orders)
                 else:
                     data, cap = flat, max(batch_nnz_max(flat.indptr, o) for o in orders)
-                cap = next_power_of_two(cap)
+                cap = pieces_cap(cap) if width else next_power_of_two(cap)
                 config = None
                 if name.startswith("pallas"):
                     config = tuned.replace(input_format="pieces" if width else "dense")
@@ -142,8 +142,8 @@ def _kernel_table(x, y, widths, n_features, batch: int = 4096) -> None:
     del params
     for width in widths:
         data = jax.device_put(host_pieces(x, y, width))
-        cap = next_power_of_two(batch_pieces_max(np.asarray(data.piece_ptr), np.asarray(order)))
-        pi, pv, pr, *_ = (a[0] for a in gather_piece_batches(data, order, cap, n_features))
+        cap = pieces_cap(batch_pieces_max(np.asarray(data.piece_ptr), np.asarray(order)))
+        pi, pv, pr, *_ = (a[0] for a in gather_piece_batches(data, order, cap))
         ref = lambda w, i, v, r: pieces_hidden_reference(w, b1, i, v, r, batch)
         rgrad = jax.grad(lambda w, i, v, r, d: jnp.sum(ref(w, i, v, r) * d))
         print(f"| xla pieces {width} | {ms(ref, w1, pi, pv, pr):.3f} | {ms(rgrad, w1, pi, pv, pr, dpre):.3f} |")

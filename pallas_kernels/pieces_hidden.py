@@ -12,8 +12,7 @@ contiguous load. The few pieces of each document are then summed by a sorted seg
 applied in the same XLA fusion.
 
 Backward: dW1 = sum over slots of value * dPre[row of the piece] scattered into the slot's W1 row (XLA's
-scatter-add; every slot, padding included, adds to a row - padding adds 0 to spread-out rows, see
-device_data.spread_indices), db1 = sum of dPre.
+scatter-add; padding slots dropped), db1 = sum of dPre.
 """
 
 from __future__ import annotations
@@ -31,8 +30,10 @@ def _gather_sum_kernel(idx_ref, val_ref, w1_ref, out_ref, *, width: int):
     # idx_ref, val_ref: (width, block_p) this program's pieces, slot-major; w1_ref: (F, H) whole; out: (block_p, H)
     acc_dtype = accumulator_dtype(out_ref.dtype)
     acc = jnp.zeros(out_ref.shape, acc_dtype)
+    last = w1_ref.shape[0] - 1
     for slot in range(width):  # static: width is small (16) and every iteration is independent
-        rows = w1_ref[idx_ref[slot, :], :].astype(acc_dtype)  # (block_p, H) gathered W1 rows
+        # Padding slots (value 0) may name a row past the end: read the last row instead (times 0).
+        rows = w1_ref[jnp.minimum(idx_ref[slot, :], last), :].astype(acc_dtype)  # (block_p, H) gathered W1 rows
         acc += val_ref[slot, :].astype(acc_dtype)[:, None] * rows
     out_ref[...] = acc.astype(out_ref.dtype)
 
@@ -80,9 +81,11 @@ def _pieces_hidden_fwd(w1, b1, indices, values, piece_rows, batch_size, kernel):
 
 
 def pieces_input_grad(indices, values, piece_rows, dpre, n_features: int) -> jax.Array:
-    """dW1 = X^T dPre from the pieces layout: (F, H), by XLA's scatter-add."""
+    """dW1 = X^T dPre from the pieces layout: (F, H), by XLA's scatter-add. Padding slots (value 0) are sent
+    out of range and dropped: added as zeros they would pile onto whatever row they name."""
     per_slot = values[..., None].astype(dpre.dtype) * dpre[piece_rows][:, None, :]  # (cap, width, H)
-    return jnp.zeros((n_features, dpre.shape[1]), dpre.dtype).at[indices].add(per_slot)
+    indices = jnp.where(values != 0, indices, n_features)
+    return jnp.zeros((n_features, dpre.shape[1]), dpre.dtype).at[indices].add(per_slot, mode="drop")
 
 
 def _pieces_hidden_bwd(batch_size, kernel, residuals, dh):
@@ -96,7 +99,7 @@ pieces_hidden.defvjp(_pieces_hidden_fwd, _pieces_hidden_bwd)
 
 def pieces_gather_sum_reference(indices, values, w1) -> jax.Array:
     """Plain JAX: (cap, H) per-piece sums."""
-    return jnp.sum(w1[indices] * values[..., None].astype(w1.dtype), axis=1)
+    return jnp.sum(w1.at[indices].get(mode="fill", fill_value=0) * values[..., None].astype(w1.dtype), axis=1)
 
 
 def pieces_hidden_reference(w1, b1, indices, values, piece_rows, batch_size: int) -> jax.Array:

@@ -19,6 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
+from pipelines.batches import next_power_of_two
+
 
 class DeviceCSR(NamedTuple):
     indptr: jax.Array  # (n + 1,) int32
@@ -88,16 +90,9 @@ PIECE_WIDTH = 16
 
 class DevicePieces(NamedTuple):
     piece_ptr: jax.Array  # (n + 1,) int32: pieces of document d are piece_ptr[d] .. piece_ptr[d + 1]
-    indices: jax.Array  # (P + 1, width) int32; the last piece is all padding
+    indices: jax.Array  # (P + 1, width) int32; padding slots hold n_features (out of range); the last piece is all padding
     values: jax.Array  # (P + 1, width) float32; padding slots hold 0
     labels: jax.Array  # (n,) int32
-
-
-def spread_indices(shape: tuple[int, ...], n_features: int, offset=0) -> np.ndarray | jax.Array:
-    """Feature numbers for padding slots (value 0): spread over all features instead of all on feature 0, so
-    the gradient's scatter-add does not pile thousands of zero additions onto one row of W1."""
-    flat = jnp.arange(int(np.prod(shape)), dtype=jnp.int32).reshape(shape) + offset
-    return flat % n_features
 
 
 def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WIDTH) -> DevicePieces:
@@ -114,7 +109,10 @@ def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WI
     doc = np.repeat(np.arange(n), lengths)
     position = np.arange(matrix.nnz) - matrix.indptr[doc]  # position of each nonzero within its document
     slot = (piece_ptr[doc] + position // width) * width + position % width
-    indices = np.arange((n_pieces + 1) * width, dtype=np.int64) % max(n_features, 1)  # spread_indices, in numpy
+    # Padding slots name feature n_features, one past the last: gathers read 0 there (mode "fill") and the
+    # gradient's scatter-add drops them, instead of adding zeros to a real row of W1 (thousands of padding
+    # slots on one row serialise the scatter's atomic adds).
+    indices = np.full((n_pieces + 1) * width, n_features, np.int64)
     values = np.zeros((n_pieces + 1) * width, np.float32)
     indices[slot], values[slot] = matrix.indices, matrix.data
     return DevicePieces(piece_ptr.astype(np.int32), indices.astype(np.int32).reshape(-1, width), values.reshape(-1, width),
@@ -142,10 +140,18 @@ def batch_pieces_max(piece_ptr: np.ndarray, order: np.ndarray, parts: int = 1) -
     return batch_nnz_max(piece_ptr, order, parts)
 
 
-def gather_piece_batches(data: DevicePieces, order: jax.Array, cap: int, n_features: int):
+def pieces_cap(widest: int) -> int:
+    """The batch width (pieces) to compile for: `widest` rounded up to an eighth of its power of two (at most
+    12.5% unused pieces; a power of two left up to half the slots unused, and every slot costs the gradient's
+    scatter a pass) and to a multiple of 128 (the kernel's blocks)."""
+    step = max(128, next_power_of_two(widest) // 8)
+    return -(-max(widest, 1) // step) * step
+
+
+def gather_piece_batches(data: DevicePieces, order: jax.Array, cap: int):
     """(steps, B) document numbers -> the epoch's minibatches in the pieces layout: indices, values
     (steps, cap, width), piece_rows (steps, cap) (each piece's position in its batch, ascending; unused slots
-    after the last piece get row B - 1 and value 0), labels, mask (steps, B)."""
+    after the last piece are all-padding pieces of row B - 1), labels, mask (steps, B)."""
     valid = order >= 0
     docs = jnp.where(valid, order, 0)
     starts = data.piece_ptr[docs]
@@ -157,9 +163,6 @@ def gather_piece_batches(data: DevicePieces, order: jax.Array, cap: int, n_featu
     row = jnp.minimum(row, order.shape[1] - 1)
     source = jnp.take_along_axis(starts, row, 1) + slot[None, :] - jnp.take_along_axis(ends - lengths, row, 1)
     source = jnp.where(used, source, data.indices.shape[0] - 1)  # the all-padding piece
-    width = data.indices.shape[1]
-    indices = jnp.where(used[..., None], data.indices[source],
-                        spread_indices((order.shape[0], cap, width), n_features))
-    values = data.values[source]
+    indices, values = data.indices[source], data.values[source]
     labels = jnp.where(valid, data.labels[docs], 0)
     return indices, values, row, labels, valid.astype(jnp.float32)

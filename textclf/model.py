@@ -50,7 +50,9 @@ def hidden_layer_pieces(params: Params, indices, values, piece_rows, batch_size:
     """Pieces layout (textclf/device_data.py): indices, values (cap, width), piece_rows (cap,) ascending ->
     (B, H) sigmoid activations. Each piece's fixed-width gather-sum, then the few pieces of each document
     summed (sorted segment ids)."""
-    per_piece = jnp.sum(params.w1[indices] * values[..., None], axis=1)  # (cap, H)
+    # Padding slots index one past the last row: "fill" reads 0 there, and jax.grad's scatter drops them.
+    rows = params.w1.at[indices].get(mode="fill", fill_value=0)  # (cap, width, H)
+    per_piece = jnp.sum(rows * values[..., None], axis=1)  # (cap, H)
     pre = jax.ops.segment_sum(per_piece, piece_rows, num_segments=batch_size, indices_are_sorted=True)
     return jax.nn.sigmoid(pre + params.b1)
 

@@ -87,7 +87,7 @@ def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
             order = np.pad(permutation, (0, batches.steps * settings.batch_size - n), constant_values=-1)
             order = jnp.asarray(order.reshape(batches.steps, settings.batch_size), jnp.int32)
             cap = int(batch_pieces_max(np.asarray(resident.piece_ptr), np.asarray(order)))
-            data = list(gather_piece_batches(resident, order, cap, features))
+            data = list(gather_piece_batches(resident, order, cap))
             data[1] = data[1].astype(env.dtype)
             data[4] = data[4].astype(env.dtype)
         pallas_params, pallas_velocity, pallas_losses, _ = pallas(pallas_params, pallas_velocity, *data, lrs)

@@ -13,7 +13,8 @@ from tests.pallas_kernels.conftest import ON_GPU, assert_close, gpu_only, poison
 
 def _pieces(env, rng, cap, width, n_features, batch_size):
     """Random pieces: ascending document rows (some documents with several pieces, some with none), a hot
-    feature in many pieces (a frequent word), zero-valued padding slots and an all-padding tail."""
+    feature in many pieces (a frequent word), padding slots (value 0, index n_features: one past the last
+    row, as textclf/device_data.host_pieces writes them) and an all-padding tail."""
     indices = rng.integers(0, n_features, (cap, width))
     indices[::3, 0] = 5
     values = rng.uniform(0.1, 1.0, (cap, width)) * (rng.uniform(size=(cap, width)) < 0.8)
@@ -21,6 +22,7 @@ def _pieces(env, rng, cap, width, n_features, batch_size):
     values[used:] = 0
     rows = np.sort(rng.integers(0, batch_size, cap))
     rows[used:] = batch_size - 1
+    indices[values == 0] = n_features
     return jnp.asarray(indices, jnp.int32), jnp.asarray(values, env.dtype), jnp.asarray(rows, jnp.int32)
 
 
@@ -54,8 +56,9 @@ def test_input_grad_is_x_transpose_dpre(env, rng):
     """dW1 from the scatter = X^T dPre with X built densely from the pieces (padding adds nothing)."""
     indices, values, rows = _pieces(env, rng, 24, 4, 32, 7)
     dpre = env.array(rng, (7, 128))
-    dense = np.zeros((7, 32))
+    dense = np.zeros((7, 33))  # one column more for the padding slots' index (value 0)
     np.add.at(dense, (np.repeat(np.asarray(rows), 4), np.asarray(indices).ravel()), np.asarray(values).ravel())
+    dense = dense[:, :32]
     assert_close(pieces_input_grad(indices, values, rows, dpre, 32), dense.T @ np.asarray(dpre, np.float64), env)
 
 
