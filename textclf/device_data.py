@@ -58,21 +58,29 @@ def batch_nnz_max(indptr: np.ndarray, order: np.ndarray, parts: int = 1) -> int:
     return int(lengths.reshape(order.shape[0], parts, -1).sum(axis=2).max())
 
 
-def gather_batches(data: DeviceCSR, order: jax.Array, cap: int):
-    """(steps, B) document numbers -> the epoch's flat sparse minibatches (the layout of make_batches, with the
-    same nonzeros in the same order for the same document order): slot j of a batch holds nonzero j of the
-    batch's documents laid end to end; slots past the batch's total are padding (value 0, row 0)."""
+def _slots(pointers: jax.Array, order: jax.Array, cap: int, last: int):
+    """The entries (nonzeros or pieces) of each batch's documents laid end to end in `cap` slots.
+    pointers: (n + 1,) start of each document's entries; order: (steps, B) document numbers, -1 for none.
+    -> row (steps, cap) position of each slot's document in its batch (ascending; B - 1 past the end), used
+    (steps, cap), source (steps, cap) entry number (`last` for unused slots), valid (steps, B), docs (steps, B)."""
     valid = order >= 0
     docs = jnp.where(valid, order, 0)
-    starts = data.indptr[docs]
-    lengths = jnp.where(valid, data.indptr[docs + 1] - starts, 0)
+    starts = pointers[docs]
+    lengths = jnp.where(valid, pointers[docs + 1] - starts, 0)
     ends = jnp.cumsum(lengths, axis=1)  # (steps, B)
     slot = jnp.arange(cap, dtype=jnp.int32)
     row = jax.vmap(lambda e: jnp.searchsorted(e, slot, side="right"))(ends).astype(jnp.int32)  # (steps, cap)
     used = slot[None, :] < ends[:, -1:]
     row = jnp.minimum(row, order.shape[1] - 1)
     source = jnp.take_along_axis(starts, row, 1) + slot[None, :] - jnp.take_along_axis(ends - lengths, row, 1)
-    source = jnp.where(used, source, data.indices.shape[0] - 1)  # the appended zero entry
+    return row, used, jnp.where(used, source, last), valid, docs
+
+
+def gather_batches(data: DeviceCSR, order: jax.Array, cap: int):
+    """(steps, B) document numbers -> the epoch's flat sparse minibatches (the layout of make_batches, with the
+    same nonzeros in the same order for the same document order): slot j of a batch holds nonzero j of the
+    batch's documents laid end to end; slots past the batch's total are padding (value 0, row 0)."""
+    row, used, source, valid, docs = _slots(data.indptr, order, cap, data.indices.shape[0] - 1)  # last: zero entry
     indices = jnp.where(used, data.indices[source], 0)
     values = jnp.where(used, data.values[source], 0.0)
     rows = jnp.where(used, row, 0)
@@ -152,17 +160,7 @@ def gather_piece_batches(data: DevicePieces, order: jax.Array, cap: int):
     """(steps, B) document numbers -> the epoch's minibatches in the pieces layout: indices, values
     (steps, cap, width), piece_rows (steps, cap) (each piece's position in its batch, ascending; unused slots
     after the last piece are all-padding pieces of row B - 1), labels, mask (steps, B)."""
-    valid = order >= 0
-    docs = jnp.where(valid, order, 0)
-    starts = data.piece_ptr[docs]
-    lengths = jnp.where(valid, data.piece_ptr[docs + 1] - starts, 0)
-    ends = jnp.cumsum(lengths, axis=1)  # (steps, B)
-    slot = jnp.arange(cap, dtype=jnp.int32)
-    row = jax.vmap(lambda e: jnp.searchsorted(e, slot, side="right"))(ends).astype(jnp.int32)  # (steps, cap)
-    used = slot[None, :] < ends[:, -1:]
-    row = jnp.minimum(row, order.shape[1] - 1)
-    source = jnp.take_along_axis(starts, row, 1) + slot[None, :] - jnp.take_along_axis(ends - lengths, row, 1)
-    source = jnp.where(used, source, data.indices.shape[0] - 1)  # the all-padding piece
+    row, _, source, valid, docs = _slots(data.piece_ptr, order, cap, data.indices.shape[0] - 1)  # all padding
     indices, values = data.indices[source], data.values[source]
     labels = jnp.where(valid, data.labels[docs], 0)
     return indices, values, row, labels, valid.astype(jnp.float32)
