@@ -26,7 +26,7 @@ from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
 from textclf.classifier import encode_labels
 from textclf.config import Settings
-from textclf.device_data import (batch_nnz_max, batch_pieces_max, epoch_order, gather_batches, gather_piece_batches,
+from textclf.device_data import (batch_nnz_max, epoch_order, gather_batches, gather_piece_batches,
                                  host_csr, host_pieces, pieces_cap)
 from textclf.model import init_optimizer, init_params
 from textclf.trainloop import _xla_epoch, kernel_config_for, next_power_of_two
@@ -97,7 +97,7 @@ def main() -> None:
         for name in args.variants.split(","):
             for width in (widths if "pieces" in name else [None]):
                 if width:
-                    data, cap = uploaded[width], max(batch_pieces_max(pieces[width].piece_ptr, o) for o in orders)
+                    data, cap = uploaded[width], max(batch_nnz_max(pieces[width].piece_ptr, o) for o in orders)
                 else:
                     data, cap = flat, max(batch_nnz_max(flat.indptr, o) for o in orders)
                 cap = pieces_cap(cap) if width else next_power_of_two(cap)
@@ -132,17 +132,15 @@ def _kernel_table(x, y, widths, n_features, batch: int = 4096) -> None:
     flat = jax.device_put(host_csr(x, y))
     cap = next_power_of_two(batch_nnz_max(flat.indptr, np.asarray(order)))
     i, v, r, *_ = (a[0] for a in gather_batches(flat, order, cap))
-    params = Params(w1, b1, None, None)
     print(f"\nOne batch of {batch:,}: profiler kernel ms")
     print("| formulation | forward | dW1 (grad of the forward) |")
     print("|---|---:|---:|")
     fwd = lambda w, i, v, r: hidden_layer(Params(w, b1, None, None), i, v, r, batch)
     grad = jax.grad(lambda w, i, v, r, d: jnp.sum(fwd(w, i, v, r) * d))
     print(f"| xla flat | {ms(fwd, w1, i, v, r):.3f} | {ms(grad, w1, i, v, r, dpre):.3f} |", flush=True)
-    del params
     for width in widths:
         data = jax.device_put(host_pieces(x, y, width))
-        cap = pieces_cap(batch_pieces_max(np.asarray(data.piece_ptr), np.asarray(order)))
+        cap = pieces_cap(batch_nnz_max(np.asarray(data.piece_ptr), np.asarray(order)))
         pi, pv, pr, *_ = (a[0] for a in gather_piece_batches(data, order, cap))
         ref = lambda w, i, v, r: pieces_hidden_reference(w, b1, i, v, r, batch)
         rgrad = jax.grad(lambda w, i, v, r, d: jnp.sum(ref(w, i, v, r) * d))

@@ -143,11 +143,6 @@ def piece_width(matrix: sp.csr_matrix) -> int:
     return max(fitting, default=PIECE_WIDTHS[0])
 
 
-def batch_pieces_max(piece_ptr: np.ndarray, order: np.ndarray, parts: int = 1) -> int:
-    """Largest piece count of any minibatch (of any of its `parts` device slices)."""
-    return batch_nnz_max(piece_ptr, order, parts)
-
-
 def pieces_cap(widest: int) -> int:
     """The batch width (pieces) to compile for: `widest` rounded up to an eighth of its power of two (at most
     12.5% unused pieces; a power of two left up to half the slots unused, and every slot costs the gradient's

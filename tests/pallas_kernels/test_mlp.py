@@ -11,7 +11,7 @@ from pallas_kernels.config import KernelConfig
 from pallas_kernels.mlp import mlp_loss, mlp_loss_reference
 from pipelines.batches import make_batches
 from textclf.config import Settings
-from textclf.device_data import batch_pieces_max, gather_piece_batches, host_pieces
+from textclf.device_data import batch_nnz_max, gather_piece_batches, host_pieces
 from textclf.model import init_optimizer, init_params
 from textclf.pallas_step import pad_params, pallas_epoch, unpad_params
 from textclf.trainloop import _xla_epoch
@@ -86,7 +86,7 @@ def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
         if input_format == "pieces":
             order = np.pad(permutation, (0, batches.steps * settings.batch_size - n), constant_values=-1)
             order = jnp.asarray(order.reshape(batches.steps, settings.batch_size), jnp.int32)
-            cap = int(batch_pieces_max(np.asarray(resident.piece_ptr), np.asarray(order)))
+            cap = int(batch_nnz_max(np.asarray(resident.piece_ptr), np.asarray(order)))
             data = list(gather_piece_batches(resident, order, cap))
             data[1] = data[1].astype(env.dtype)
             data[4] = data[4].astype(env.dtype)

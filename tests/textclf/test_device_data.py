@@ -102,7 +102,7 @@ def test_piece_batches_give_the_flat_batches_hidden_layer():
     """The same order through both layouts: same labels and mask, same hidden activations (float64)."""
     import jax
 
-    from textclf.device_data import batch_pieces_max, gather_piece_batches, host_pieces
+    from textclf.device_data import batch_nnz_max, gather_piece_batches, host_pieces
     from textclf.model import Params, hidden_layer, hidden_layer_pieces
 
     x, y = _matrix()
@@ -110,7 +110,7 @@ def test_piece_batches_give_the_flat_batches_hidden_layer():
     flat = gather_batches(jax.device_put(host_csr(x, y)), order, next_power_of_two(
         int(batch_nnz_max(x.indptr, np.asarray(order)))))
     pieces = host_pieces(x, y, 4)
-    cap = next_power_of_two(batch_pieces_max(pieces.piece_ptr, np.asarray(order)))
+    cap = next_power_of_two(batch_nnz_max(pieces.piece_ptr, np.asarray(order)))
     indices, values, rows, labels, mask = gather_piece_batches(jax.device_put(pieces), order, cap)
     np.testing.assert_array_equal(labels, flat[3])
     np.testing.assert_array_equal(mask, flat[4])
