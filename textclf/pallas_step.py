@@ -198,7 +198,7 @@ def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *,
     n_columns = params.w1.shape[0]
     x_dtype = jnp.dtype(config.x_dtype)
 
-    sparse = config.input_format in ("sparse", "pieces")
+    sparse = config.input_format in ("sparse", "pieces")  # the kernels read the batch's nonzeros: no dense X
     # Dense input with REUSE_ZERO_BUFFER: one zero (B, Kp) buffer for the whole epoch, carried through the scan
     # (so XLA updates it in place); each step writes its nonzeros into it and erases them after the step.
     reuse = REUSE_ZERO_BUFFER and not sparse

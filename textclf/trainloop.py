@@ -92,8 +92,9 @@ def resident_epoch_function(backend: str, settings: Settings, n_classes: int, ke
     (textclf/device_data.py), scan the training step over them, then score the validation batches:
     (params, opt_state, data, order (steps, B), lrs (steps,), eval batches or None)
       -> (params, opt_state, losses (steps,), corrects (steps,), eval hits or None).
-    data: a DeviceCSR (flat batches of width cap) or DevicePieces (pieces layout, cap pieces a batch). mesh (several devices): the gather and the scan run inside shard_map, each
-    device on its (steps, B/N) slice of the order; validation runs on the replicated parameters."""
+    data: a DeviceCSR (flat batches of width cap) or DevicePieces (pieces layout, cap pieces a batch).
+    mesh (several devices): the gather and the scan run inside shard_map, each device on its (steps, B/N) slice
+    of the order; validation runs on the replicated parameters."""
     from textclf.device_data import DevicePieces, gather_batches, gather_piece_batches
 
     epoch = epoch_function(backend, settings, n_classes, kernel_config)
