@@ -4,7 +4,7 @@ compared side by side in one call (e.g. the commit before a change, unpacked int
 
     python -m benchmarks.cold_start TRAIN.jsonl --test TEST.jsonl [--variants new=.,old=build/old] [--repeat 2]
 
-Prints a markdown table: wall seconds from process start to exit, the run's phases (textclf/train.py), "other"
+Prints a markdown table: wall seconds from process start to exit, the run's phases (textclf/runs/run.py), "other"
 = wall - phases (interpreter start, imports, the database), and the test accuracy.
 """
 

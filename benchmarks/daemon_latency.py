@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from db import jobs, open_db
+from textclf.paths import run_db_path
 from db import runs as run_queries
-from textclf.config import Settings
+from textclf.settings import Settings
 
 
 def main() -> None:
@@ -32,7 +33,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         env = dict(os.environ, TEXTCLF_HOME=home)
         db_path = Path(home) / "runs.db"
-        db = open_db(db_path)
+        db = open_db(run_db_path(db_path))
         daemon = subprocess.Popen([sys.executable, "-m", "textclf", "daemon", "--db", str(db_path), "--poll", "0.01"],
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(8.0)  # imports and JAX start-up: not part of a warm daemon's latency

@@ -19,8 +19,8 @@ import jax
 
 from benchmarks.timing import gpu_kernel_events
 from benchmarks.kernels import load_problem
-from textclf.config import Settings
-from textclf.trainloop import fit_network
+from textclf.settings import Settings
+from textclf.training.loop import fit_network
 
 
 def profile(x, y, n_classes: int, settings: Settings, backend: str, top: int) -> None:

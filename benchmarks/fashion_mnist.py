@@ -1,10 +1,10 @@
-"""Fashion-MNIST with the default LeNet-style network (textclf/cnn.py): test accuracy and training images/s.
+"""Fashion-MNIST with the default LeNet-style network (textclf/models/cnn.py): test accuracy and training images/s.
 
     python -m benchmarks.fashion_mnist [/usr/share/datasets/fashion-mnist] [--backend xla|pallas] [--epochs N]
         [--dropout P] [--augment shift,flip] [--lr-schedule constant|linear|cosine] [--weight-decay W]
 
 Train on the 60,000 training images, test on the 10,000 t10k images after every epoch. Options left out take
-the product's defaults (textclf.config.Settings, as `textclf train FOLDER --model cnn` would use them).
+the product's defaults (textclf.settings.Settings, as `textclf train FOLDER --model cnn` would use them).
 images/s: training images per second of the epoch's dispatch (epoch 1 includes compiling).
 """
 
@@ -15,10 +15,10 @@ import argparse
 import jax
 
 from pipelines.images import read_image_corpus
-from textclf.classifier import encode_labels
-from textclf.cnn import fit_cnn
-from textclf.config import Settings
-from textclf.image_train import cnn_settings
+from textclf.inference.text_model import encode_labels
+from textclf.training.cnn import fit_cnn
+from textclf.settings import Settings
+from textclf.runs.images import cnn_settings
 
 
 def main() -> None:

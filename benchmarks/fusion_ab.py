@@ -18,8 +18,8 @@ import numpy as np
 
 from benchmarks.kernels import load_problem
 from textclf import pallas_step, trainloop
-from textclf.config import Settings
-from textclf.model import init_optimizer, init_params
+from textclf.settings import Settings
+from textclf.models.mlp import init_optimizer, init_params
 
 TASKS = ((".devdata/news4/train.jsonl", 10, (64, 256, 4096)), (".devdata/agnews7600/train.jsonl", 100, (4096,)))
 VARIANTS = ((True, True), (False, True), (True, False), (False, False))  # (reuse buffer, fused Adam dW1)

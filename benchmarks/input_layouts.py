@@ -6,7 +6,7 @@
 The corpus is vectorized (TF-IDF, default settings) and stacked --repeat times, uploaded once in each layout,
 and whole epochs (batch gathering + the training scan, one dispatch, as fit_network runs them) are timed:
 median of 3 epochs after a first one that compiles. Variants: xla-flat (gather + segment sum per nonzero),
-xla-pieces-W (fixed-width pieces, textclf/device_data.py), pallas-dense (dense bf16 X, the tuned kernels),
+xla-pieces-W (fixed-width pieces, textclf/training/device_data.py), pallas-dense (dense bf16 X, the tuned kernels),
 pallas-pieces-W (pallas_kernels/pieces_hidden.py forward). --kernels adds profiler kernel times of the
 forward and dW1 of one batch per formulation.
 """
@@ -24,19 +24,19 @@ import numpy as np
 
 from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
-from textclf.classifier import encode_labels
-from textclf.config import Settings
-from textclf.device_data import (batch_nnz_max, epoch_order, gather_batches, gather_piece_batches,
+from textclf.inference.text_model import encode_labels
+from textclf.settings import Settings
+from textclf.training.device_data import (batch_nnz_max, epoch_order, gather_batches, gather_piece_batches,
                                  host_csr, host_pieces, pieces_cap)
-from textclf.model import init_optimizer, init_params
-from textclf.trainloop import _xla_epoch, kernel_config_for, next_power_of_two
+from textclf.models.mlp import init_optimizer, init_params
+from textclf.training.loop import _xla_epoch, kernel_config_for, next_power_of_two
 
 
 def _epoch_fn(variant: str, settings: Settings, n_classes: int, n_features: int, cap: int, config):
     optimizer = dict(momentum=settings.momentum, weight_decay=settings.weight_decay, optimizer=settings.optimizer)
     pieces = "pieces" in variant
     if variant.startswith("pallas"):
-        from textclf.pallas_step import pallas_epoch
+        from textclf.training.pallas import pallas_epoch
 
         train = functools.partial(pallas_epoch, n_classes=n_classes, config=config, **optimizer)
     else:
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--kernels", action="store_true")
     args = parser.parse_args()
     import scipy.sparse as sp
-    from textclf.pallas_step import pad_params
+    from textclf.training.pallas import pad_params
 
     corpus = read_corpus(args.train)
     settings = Settings(optimizer=args.optimizer)
@@ -121,7 +121,7 @@ def _kernel_table(x, y, widths, n_features, batch: int = 4096) -> None:
     from benchmarks.timing import kernel_time
     from pallas_kernels.pieces_hidden import (finish_hidden, pieces_gather_sum, pieces_hidden_reference,
                                               pieces_input_grad)
-    from textclf.model import Params, hidden_layer
+    from textclf.models.mlp import Params, hidden_layer
 
     rng = np.random.default_rng(0)
     order = jax.device_put(epoch_order(0, 0, x.shape[0], -(-x.shape[0] // batch), batch)[:1])

@@ -30,10 +30,10 @@ from pallas_kernels.softmax_xent import softmax_xent, softmax_xent_reference
 from pipelines.batches import make_batches
 from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
-from textclf.classifier import encode_labels
-from textclf.config import Settings
-from textclf.model import Params, adam, init_optimizer, init_params, logits, masked_loss, sgd_momentum
-from textclf.pallas_step import dense_batch, pad_params, pallas_train_step
+from textclf.inference.text_model import encode_labels
+from textclf.settings import Settings
+from textclf.models.mlp import Params, adam, init_optimizer, init_params, logits, masked_loss, sgd_momentum
+from textclf.training.pallas import dense_batch, pad_params, pallas_train_step
 
 BF16 = jnp.bfloat16
 MOMENTUM, WEIGHT_DECAY = 0.9, 0.0
@@ -348,7 +348,7 @@ def main() -> None:
     parser.add_argument("--db", help="runs DB to record the sweep in")
     parser.add_argument("--tuned-out", help="write the chosen configurations here (pallas_kernels/tuned.json format)")
     args = parser.parse_args()
-    from textclf.backends import device_description
+    from textclf.training.backends import device_description
 
     device = device_description()
     matrix, labels, n_classes = load_problem(args.corpus)
@@ -358,7 +358,7 @@ def main() -> None:
     if args.db:
         from db import open_db
 
-        database = open_db(args.db)
+        database = open_db(run_db_path(args.db))
     chosen = []
     for batch in (int(b) for b in args.batches.split(",")):
         config = sweep(matrix, labels, n_classes, batch, device, database) if args.sweep else tuned(batch, device)

@@ -19,9 +19,9 @@ import numpy as np
 
 from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
-from textclf.classifier import encode_labels
-from textclf.config import Settings
-from textclf.trainloop import fit_network
+from textclf.inference.text_model import encode_labels
+from textclf.settings import Settings
+from textclf.training.loop import fit_network
 
 
 def main() -> None:

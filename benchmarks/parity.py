@@ -17,9 +17,9 @@ import numpy as np
 from pallas_kernels.config import KernelConfig
 from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
-from textclf.classifier import Model, encode_labels
-from textclf.config import Settings
-from textclf.trainloop import fit_network, kernel_config_for
+from textclf.inference.text_model import Model, encode_labels
+from textclf.settings import Settings
+from textclf.training.loop import fit_network, kernel_config_for
 
 
 def gradient_check(matrix, labels, n_classes: int, batch: int = 256) -> None:
@@ -29,8 +29,8 @@ def gradient_check(matrix, labels, n_classes: int, batch: int = 256) -> None:
 
     from pallas_kernels.mlp import mlp_loss, mlp_loss_reference
     from pipelines.batches import make_batches
-    from textclf.model import init_params
-    from textclf.pallas_step import dense_batch, pad_params
+    from textclf.models.mlp import init_params
+    from textclf.training.pallas import dense_batch, pad_params
 
     config = KernelConfig().replace(precision="highest", x_dtype="float32")
     params = pad_params(init_params(jax.random.PRNGKey(0), matrix.shape[1], 128, n_classes), config)

@@ -23,8 +23,8 @@ from pallas_kernels.config import tuned
 from pallas_kernels.hidden_forward import hidden_forward
 from pallas_kernels.input_grad import input_grad, input_grad_update
 from pallas_kernels.sgd_update import sgd_update_reference
-from textclf.backends import device_description
-from textclf.pallas_step import dense_batch
+from textclf.training.backends import device_description
+from textclf.training.pallas import dense_batch
 
 K = 32768  # padded features
 

@@ -21,7 +21,7 @@ from pallas_kernels.sparse_hidden import (_by_feature, sparse_hidden_forward, sp
 from pipelines.batches import make_batches
 from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
-from textclf.config import Settings
+from textclf.settings import Settings
 
 
 def main() -> None:

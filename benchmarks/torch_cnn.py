@@ -2,7 +2,7 @@
 
     python -m benchmarks.torch_cnn [/usr/share/datasets/fashion-mnist] [--epochs 5] [--compile]
 
-Same network and training as textclf/cnn.py with --dropout 0 --augment none (conv 5x5 same 32 -> ReLU ->
+Same network and training as textclf/models/cnn.py with --dropout 0 --augment none (conv 5x5 same 32 -> ReLU ->
 pool 2, conv 5x5 64 -> ReLU -> pool 2, dense 128 ReLU, dense 10; Adam lr 1e-3, a fresh random order each
 epoch) except the batch: 128 by default (--batch-size; textclf's default is 64, BENCHMARKS.md says which ran), images resident on the GPU as uint8 and scaled per batch, cuDNN autotuning on. Eager
 mode, or torch.compile (--compile). images/s: median over epochs 2+, CUDA-synchronised wall time.
@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from pipelines.images import read_image_corpus
-from textclf.classifier import encode_labels
+from textclf.inference.text_model import encode_labels
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ ONE_RUN = """
 import hashlib, json, sys, time
 from pipelines import vectorize
 from pipelines.corpus import read_corpus
-from textclf.config import Settings
+from textclf.settings import Settings
 train, test, workers = read_corpus(sys.argv[1]), read_corpus(sys.argv[2]), int(sys.argv[3])
 start = time.perf_counter()
 with vectorize.vectorize_pool(len(train.texts) + len(test.texts), workers) as pool:

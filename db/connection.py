@@ -13,19 +13,14 @@ from pathlib import Path
 import sqlite_utils
 
 from db.schema import migrate
-from textclf.errors import DatabaseError
-from textclf.paths import data_dir
+from db.errors import DatabaseError
 
 DEFAULT_TIMEOUT_S = 10.0
 
 
-def default_db_path() -> Path:
-    """TEXTCLF_DB, else <data dir>/runs.db."""
-    return Path(os.environ["TEXTCLF_DB"]) if os.environ.get("TEXTCLF_DB") else data_dir() / "runs.db"
-
-
-def open_db(path: str | Path | None = None) -> sqlite_utils.Database:
-    path = Path(path) if path else default_db_path()
+def open_db(path: str | Path) -> sqlite_utils.Database:
+    """Open (creating and migrating as needed) the run database at `path` (":memory:" for a throwaway one)."""
+    path = Path(path)
     timeout = float(os.environ.get("TEXTCLF_DB_TIMEOUT", DEFAULT_TIMEOUT_S))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ import sqlite_utils
 
 from db.connection import write_transaction
 from db.runs import now
-from textclf.errors import DatabaseError, TextclfError
+from db.errors import DatabaseError, StateError
 
 
 def submit(db: sqlite_utils.Database, corpus: str, settings: dict, name: str, test_corpus: str | None = None,
@@ -118,5 +118,5 @@ class JobNotFound(DatabaseError):
     pass
 
 
-class JobStateError(TextclfError):
+class JobStateError(StateError):
     pass

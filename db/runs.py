@@ -9,9 +9,9 @@ from typing import Any
 import sqlite_utils
 
 from db.connection import write_transaction
-from textclf.errors import DatabaseError
+from db.errors import DatabaseError
 
-JSON_COLUMNS = ("settings", "versions", "skipped", "labels")
+JSON_COLUMNS = ("settings", "versions", "skipped", "labels", "search")
 
 
 def now() -> str:
@@ -65,7 +65,21 @@ def get_run(db: sqlite_utils.Database, run_id: int) -> dict:
         raise DatabaseError(f"run {run_id} does not exist: see 'textclf runs list' for run ids") from None
     run["epochs"] = list(db["epochs"].rows_where("run_id = ?", [run_id], order_by="epoch"))
     run["phases"] = {r["phase"]: r["seconds"] for r in db["phases"].rows_where("run_id = ?", [run_id])}
+    run["search_trials"] = search_trials(db, run_id)
     return run
+
+
+def add_search_trials(db: sqlite_utils.Database, run_id: int, trials: list[dict[str, Any]]) -> None:
+    """trials: {candidate, fold, settings (dict), epoch_accuracies (list), seconds} each."""
+    rows = [{"run_id": run_id, **t, "settings": json.dumps(t["settings"]),
+             "epoch_accuracies": json.dumps(t["epoch_accuracies"])} for t in trials]
+    write_transaction(db, lambda: db["search_trials"].insert_all(rows))
+
+
+def search_trials(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]]:
+    rows = db["search_trials"].rows_where("run_id = ?", [run_id], order_by="candidate, fold")
+    return [{**r, "settings": json.loads(r["settings"]), "epoch_accuracies": json.loads(r["epoch_accuracies"])}
+            for r in rows]
 
 
 def latest_model_path(db: sqlite_utils.Database) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from textclf.errors import DatabaseError
+from db.errors import DatabaseError
 
 
 def _v1_runs(db: sqlite_utils.Database) -> None:
@@ -21,7 +21,7 @@ def _v1_runs(db: sqlite_utils.Database) -> None:
             "corpus_format": str,
             "corpus_fingerprint": str,
             "test_corpus": str,
-            "settings": str,  # JSON of textclf.config.Settings
+            "settings": str,  # JSON of textclf.settings.Settings
             "backend": str,
             "device": str,
             "versions": str,  # JSON {textclf, jax, jaxlib, sklearn, numpy, python}
@@ -73,7 +73,7 @@ def _v3_jobs_and_models(db: sqlite_utils.Database) -> None:
             "name": str,  # model name the result is published under
             "corpus": str,
             "test_corpus": str,
-            "settings": str,  # JSON of textclf.config.Settings
+            "settings": str,  # JSON of textclf.settings.Settings
             "attempts": int,  # claims so far (a SIGTERM requeue gives its attempt back)
             "max_attempts": int,
             "worker": str,  # host:pid of the daemon holding it
@@ -112,7 +112,19 @@ def _v4_parallel_cache_bench(db: sqlite_utils.Database) -> None:
     db["bench_results"].create_index(["bench_id"])
 
 
-MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench]
+def _v5_search_trials(db: sqlite_utils.Database) -> None:
+    # The model search: one row per (candidate, fold) trained, with its validation accuracy after every epoch.
+    db["search_trials"].create(
+        {"id": int, "run_id": int, "candidate": int, "fold": int, "settings": str, "epoch_accuracies": str,
+         "seconds": float},
+        pk="id",
+    )
+    db["search_trials"].create_index(["run_id"])
+    # runs: what the search chose and why (JSON: folds, budget, candidates tried, best validation accuracy).
+    db["runs"].add_column("search", str)
+
+
+MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -1,6 +1,6 @@
 """The hidden layer from the "pieces" layout: each document's nonzeros cut into fixed-width rows.
 
-Layout (textclf/device_data.py, gather_piece_batches): indices, values (cap, width) and piece_rows (cap,), the
+Layout (textclf/training/device_data.py, gather_piece_batches): indices, values (cap, width) and piece_rows (cap,), the
 pieces of a minibatch's documents laid end to end, a document's pieces adjacent and piece_rows ascending.
 
 Forward, pieces_gather_sum: grid over blocks of block_p pieces; program p walks the `width` slot columns of

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 from pipelines.documents import BINARY_SNIFF_BYTES, classify_file, decode_text, is_binary
-from textclf.errors import CorpusError
+from pipelines.errors import CorpusError
 
 FORMAT_HINT = "pass a folder with one sub-folder per label, a .csv or a .jsonl file"
 

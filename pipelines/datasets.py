@@ -19,7 +19,7 @@ import random
 from pathlib import Path
 
 from pipelines.documents import classify_file
-from textclf.errors import CorpusError
+from pipelines.errors import CorpusError
 
 NEWS4_GROUPS = ("comp", "rec", "sci", "talk")
 DATASETS = ("news4", "20news", "agnews7600", "synthetic")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from textclf.errors import CorpusError
+from pipelines.errors import CorpusError
 
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
                          "Bag", "Ankle boot")

@@ -9,7 +9,7 @@ are joined array by array (the join holds one array twice, never the whole matri
 from them and the TF-IDF weighting runs in place. Peak host memory: the finished matrix + half of it while
 joining + the chunks in flight (2 per worker: 32 x 20,000 documents, about 1 GB of news-sized text, on 16
 cores), a constant, whatever the size of the corpus. The matrix itself still grows with the corpus: training
-keeps it resident (textclf/device_data.py), so the largest trainable corpus is set by its non-zeros.
+keeps it resident (textclf/training/device_data.py), so the largest trainable corpus is set by its non-zeros.
 
 Why only "hashing": a fitted vocabulary ("tfidf") needs every document's terms before the first column can
 be numbered (and the chi-squared selection needs them all again), i.e. a second pass or the texts in memory.
@@ -29,8 +29,7 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import HashingVectorizer
 
 from pipelines.corpus import Fingerprint, ReadStats, check_usable, open_documents
-from pipelines.vectorize import Vectorizer, _weight, hashing_counter
-from textclf.config import Settings
+from pipelines.vectorize import WordSettings, Vectorizer, _weight, hashing_counter
 
 CHUNK_DOCS = 20_000  # documents per worker task: large enough to amortise a task, small enough to bound memory
 
@@ -53,7 +52,7 @@ def _hash_chunk(texts: list[str], hasher: HashingVectorizer) -> tuple[np.ndarray
     return counts.data, counts.indices, np.diff(counts.indptr)
 
 
-def hash_corpus(path: str | Path, settings: Settings, workers: int | None = None,
+def hash_corpus(path: str | Path, settings: WordSettings, workers: int | None = None,
                 chunk_docs: int = CHUNK_DOCS) -> HashedCorpus:
     """Read and hash a corpus in one streaming pass; refuses unusable corpora like read_corpus does."""
     fmt, stats, documents = open_documents(path, settings.max_file_mb)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.feature_extraction.text import CountVectorizer
 
-from textclf.errors import CorpusError
+from pipelines.errors import CorpusError
 
 MAX_WORDS = 400
 LABEL_SHARE = 0.5  # fraction of a document's words drawn from its own label's distribution

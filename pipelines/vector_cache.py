@@ -13,19 +13,29 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
 
-from pipelines.vectorize import Vectorizer
-from textclf.config import Settings
+from pipelines.files import write_arrays_atomically
+from pipelines.vectorize import Vectorizer, WordSettings
 
 FORMAT = 1
 MAX_ENTRIES = 8
+
+
+class CacheSettings(WordSettings, Protocol):
+    """The word settings plus what decides the validation split (part of the key without a test corpus)."""
+
+    seed: int
+    validation_fraction: float
+
+
 WORD_SETTINGS = ("features", "vectorizer", "feature_selection", "ngram_max", "stop_words", "min_df", "sublinear_tf")
 
 
-def cache_key(train_fingerprint: str, test_fingerprint: str | None, settings: Settings,
+def cache_key(train_fingerprint: str, test_fingerprint: str | None, settings: CacheSettings,
               train_labels: list[str], eval_labels: list[str]) -> str:
     split = {"test": test_fingerprint} if test_fingerprint else {
         "seed": settings.seed, "validation_fraction": settings.validation_fraction}
@@ -68,8 +78,6 @@ def load(folder: Path, key: str) -> tuple[Vectorizer, sp.csr_matrix, sp.csr_matr
 def save(folder: Path, key: str, vectorizer: Vectorizer, train_x: sp.csr_matrix, eval_x: sp.csr_matrix) -> None:
     if not enabled():
         return
-    from textclf.artifacts import write_arrays_atomically
-
     folder.mkdir(parents=True, exist_ok=True)
     arrays = {"config": np.array(json.dumps(vectorizer.config()))}
     arrays.update({f"vectorizer.{k}": v for k, v in vectorizer.to_arrays().items()})

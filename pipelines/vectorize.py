@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,8 +28,21 @@ from sklearn.feature_selection import chi2
 from sklearn.preprocessing import normalize
 
 from pipelines.workers import WorkerPool, worker_count
-from textclf.config import Settings
-from textclf.errors import CorpusError
+from pipelines.errors import CorpusError
+
+class WordSettings(Protocol):
+    """What the vectorizers read from a settings object (textclf.settings.Settings has these fields, and so can
+    any small dataclass a caller builds): the pipelines take it by shape, not by importing the application."""
+
+    features: int  # columns of the output matrix
+    vectorizer: str  # "tfidf" (fitted vocabulary) or "hashing"
+    feature_selection: str  # "chi2" or "frequency": how "tfidf" keeps `features` terms
+    ngram_max: int  # 1 = unigrams, 2 = unigrams + bigrams, ...
+    stop_words: str | None  # "english" or None
+    min_df: int  # terms in fewer training documents are dropped
+    sublinear_tf: bool  # 1 + log(tf) instead of tf
+    max_file_mb: float  # larger corpus files are skipped
+
 
 SMALL_CORPUS_DOCS = 200  # below this min_df is forced to 1 (min_df=2 would drop most words)
 # Fewer documents are counted in this process; no worker gets fewer than DOCS_PER_WORKER. Measured on news4
@@ -99,7 +112,7 @@ def hashing_counter(n_features: int, ngram_max: int, stop_words: str | None) -> 
                              stop_words=stop_words, dtype=np.float32)
 
 
-def fit_hashing_idf(counts: sp.csr_matrix, settings: Settings) -> Vectorizer:
+def fit_hashing_idf(counts: sp.csr_matrix, settings: WordSettings) -> Vectorizer:
     """The "hashing" Vectorizer whose IDF comes from these raw training counts."""
     return Vectorizer("hashing", None, _idf(counts), settings.ngram_max, settings.stop_words, settings.sublinear_tf)
 
@@ -230,7 +243,7 @@ def _move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> 
     return sp.csr_matrix((counts.data[keep], columns[keep], indptr), shape=(counts.shape[0], width))
 
 
-def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settings, workers: int | None = None,
+def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSettings, workers: int | None = None,
                    pool: WorkerPool | None = None) -> tuple[Vectorizer, sp.csr_matrix]:
     """Fit on the training texts; return the vectorizer and the training matrix it produces.
     workers: processes for counting (None = all cores; one below PARALLEL_MIN_DOCS documents); pool: use these."""
@@ -257,7 +270,7 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: Settin
     return vec, _weight(counts, idf, settings.sublinear_tf)
 
 
-def _select(terms: np.ndarray, counts: sp.csr_matrix, labels, budget: int, settings: Settings):
+def _select(terms: np.ndarray, counts: sp.csr_matrix, labels, budget: int, settings: WordSettings):
     """Keep at most `budget` columns: those a chi-squared test ties most to the labels, or the most frequent."""
     idf = _idf(counts)
     if len(terms) <= budget:
@@ -270,3 +283,57 @@ def _select(terms: np.ndarray, counts: sp.csr_matrix, labels, budget: int, setti
     # Highest score first; ties broken by column (alphabetical) order so the choice is deterministic.
     keep = np.sort(np.argsort(-score, kind="stable")[:budget])
     return terms[keep], counts[:, keep], idf[keep]
+
+
+def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, min_df: int,
+                pool: WorkerPool) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The full vocabulary's raw counts, nothing selected or weighted: (terms sorted, (documents, terms) CSR
+    float32) -> the widest view that the model search derives its vectorizer variants from (column masks and
+    re-weightings, see `term_mask` and `select_and_weigh`), so the texts are tokenised once."""
+    min_df = min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
+    common = dict(ngram_range=(1, ngram_max), stop_words=stop_words, dtype=np.float32)
+    chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
+    terms, counts = _merge_counts(pool.map(_count_chunk, chunks, common), min_df)
+    if not len(terms):
+        raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
+                          "add real text or pass --stop-words none")
+    return terms, counts
+
+
+def term_mask(terms: np.ndarray, ngram_max: int, stop_words: str | None) -> np.ndarray:
+    """(terms,) bool: the terms of `count_terms(..., stop_words=None)` that a vectorizer with these settings keeps:
+    at most ngram_max words, none of them a stop word. (scikit-learn removes stop words before it forms n-grams,
+    so its own bigrams also join words across a removed one; the mask keeps only bigrams that had no stop word.
+    The search uses the mask to compare settings; the chosen model is then fitted with scikit-learn's own.)"""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    words = np.char.count(terms.astype(str), " ") + 1
+    keep = words <= ngram_max
+    if stop_words == "english":
+        stop = set(ENGLISH_STOP_WORDS)
+        keep &= np.fromiter((not any(w in stop for w in str(t).split(" ")) for t in terms), bool, len(terms))
+    elif stop_words is not None:
+        raise ValueError(f"stop_words must be 'english' or None, not {stop_words!r}")
+    return keep
+
+
+def select_and_weigh(counts: sp.csr_matrix, labels: np.ndarray, columns: np.ndarray, budget: int,
+                     feature_selection: str, sublinear: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Feature selection as fit_vectorizer does it, on these rows only (one fold's training documents): of the
+    candidate `columns` of `counts`, keep at most `budget` -> (kept columns of `counts`, their IDF over these
+    rows). Weigh any rows with `weigh_counts(counts[rows][:, kept], idf, sublinear)`."""
+    sub = counts[:, columns]
+    terms = np.arange(len(columns))
+    kept, _, idf = _select(terms, sub, labels, budget, _Selection(feature_selection, sublinear))
+    return columns[kept], idf
+
+
+@dataclass(frozen=True)
+class _Selection:
+    feature_selection: str
+    sublinear_tf: bool
+
+
+def weigh_counts(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
+    """Raw counts -> TF-IDF rows of unit length, the weighting of every vectorizer here."""
+    return _weight(counts, idf, sublinear)

@@ -6,7 +6,7 @@ Decision: fork the workers when that is safe, else start fresh ones with loky.
 - Fork is only safe while the process has no threads: JAX starts runtime threads when it initializes a
   backend (or joins a distributed runtime), and a fork after that can copy a held lock into the child. So a
   pool forks this process only while it runs one Python thread and has not imported JAX (the CLI's `textclf
-  train` before its GPU warm-up, see textclf/train.py; `textclf daemon` at start, keeping the pool for its life).
+  train` before its GPU warm-up, see textclf/runs/run.py; `textclf daemon` at start, keeping the pool for its life).
 - Otherwise (the tests, a multi-process run, a user's script that imported JAX first) the
   workers are fresh interpreters started by loky (joblib's process executor), one executor per pool, shut down
   with it: no worker outlives the vectorizing (loky's reusable executor kept its workers, which then outlived a

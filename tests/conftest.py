@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from textclf.config import Settings
+from textclf.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = REPO / "textclf" / "sample_corpus"

@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # Lazy, so `import textclf` (and `textclf predict`) does not pay for importing JAX.
     if name == "TextClassifier":
-        from textclf.classifier import TextClassifier
+        from textclf.estimator import TextClassifier
 
         return TextClassifier
     raise AttributeError(name)

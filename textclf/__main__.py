@@ -1,3 +1,3 @@
-from textclf.cli import main
+from textclf.frontends.cli import main
 
 main()

@@ -23,3 +23,10 @@ def compile_cache_dir() -> Path:
 
 def vector_cache_dir() -> Path:
     return data_dir() / "vector-cache"
+
+
+def run_db_path(path: str | Path | None = None) -> Path:
+    """The run database: `path` when given, else TEXTCLF_DB, else <data dir>/runs.db."""
+    if path:
+        return Path(path)
+    return Path(os.environ["TEXTCLF_DB"]) if os.environ.get("TEXTCLF_DB") else data_dir() / "runs.db"

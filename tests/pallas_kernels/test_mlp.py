@@ -10,11 +10,11 @@ from jax.test_util import check_grads
 from pallas_kernels.config import KernelConfig
 from pallas_kernels.mlp import mlp_loss, mlp_loss_reference
 from pipelines.batches import make_batches
-from textclf.config import Settings
-from textclf.device_data import batch_nnz_max, gather_piece_batches, host_pieces
-from textclf.model import init_optimizer, init_params
-from textclf.pallas_step import pad_params, pallas_epoch, unpad_params
-from textclf.trainloop import _xla_epoch
+from textclf.settings import Settings
+from textclf.training.device_data import batch_nnz_max, gather_piece_batches, host_pieces
+from textclf.models.mlp import init_optimizer, init_params
+from textclf.training.pallas import pad_params, pallas_epoch, unpad_params
+from textclf.training.loop import _xla_epoch
 from tests.pallas_kernels.conftest import assert_close
 
 
@@ -53,13 +53,13 @@ def test_gradients_match_jax_grad_of_reference(env, rng, m, n_classes):
 def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
     """The original design's CPU-vs-GPU check: same initial weights and batches, a few epochs each way.
     dense-variants: dW1 inside the Adam update (adam_fused_dw1); partials summed before head_update.
-    pieces: the Pallas step reads the pieces layout (textclf/device_data.py, width 4 so documents span pieces)
+    pieces: the Pallas step reads the pieces layout (textclf/training/device_data.py, width 4 so documents span pieces)
     of the same batches the XLA step reads flat."""
     fused_adam = input_format == "dense-variants"
     if fused_adam:
-        import textclf.pallas_step
+        import textclf.training.pallas
 
-        monkeypatch.setattr(textclf.pallas_step, "HEAD_MAX_PARTS", 0)
+        monkeypatch.setattr(textclf.training.pallas, "HEAD_MAX_PARTS", 0)
         input_format = "dense"
     n, features, n_classes = 90, 200, 3
     matrix = sp.random(n, features, density=0.05, format="csr", random_state=int(rng.integers(1 << 30)))

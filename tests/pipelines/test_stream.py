@@ -9,7 +9,7 @@ import pytest
 from pipelines.corpus import read_corpus
 from pipelines.stream import hash_corpus, weigh
 from pipelines.vectorize import fit_hashing_idf, fit_vectorizer
-from textclf.config import Settings
+from textclf.settings import Settings
 from textclf.errors import CorpusError
 
 

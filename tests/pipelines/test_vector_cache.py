@@ -6,7 +6,7 @@ from db import open_db
 from db import runs
 from pipelines import vector_cache
 from textclf.paths import vector_cache_dir
-from textclf.train import train
+from textclf.runs.run import train
 
 
 def _cached(db_path, run_id) -> bool:

@@ -4,7 +4,7 @@ import scipy.sparse as sp
 
 from pipelines.corpus import read_corpus
 from pipelines.vectorize import Vectorizer, fit_vectorizer
-from textclf.config import Settings
+from textclf.settings import Settings
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ import sys
 import numpy as np
 from pipelines import vectorize
 from pipelines.corpus import read_corpus
-from textclf.config import Settings
+from textclf.settings import Settings
 vectorize.PARALLEL_MIN_DOCS, vectorize.DOCS_PER_WORKER = 0, 1
 corpus = read_corpus(sys.argv[1])
 with vectorize.vectorize_pool(len(corpus.texts), workers=3) as pool:
@@ -59,7 +59,7 @@ def test_a_fresh_process_forks_its_workers_and_fits_the_one_process_vocabulary(c
     """The CLI's path: no JAX yet, so the workers are forked; same terms and matrix as one process."""
     from pipelines.corpus import read_corpus
     from pipelines.vectorize import fit_vectorizer
-    from textclf.config import Settings
+    from textclf.settings import Settings
 
     out = tmp_path / "forked.npz"
     subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(corpus_dir), str(out)], check=True, cwd=REPO)
@@ -76,7 +76,7 @@ import sys
 import jax  # imported first: no fork, the workers are started fresh
 from pipelines import vectorize
 from pipelines.corpus import read_corpus
-from textclf.config import Settings
+from textclf.settings import Settings
 vectorize.PARALLEL_MIN_DOCS, vectorize.DOCS_PER_WORKER = 0, 1
 corpus = read_corpus(sys.argv[1])
 with vectorize.vectorize_pool(len(corpus.texts), workers=2) as pool:

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from pipelines.corpus import read_corpus
-from textclf import artifacts
-from textclf.artifacts import load_model, read_header, save_model
-from textclf.classifier import TextClassifier
+from textclf.inference import artifacts
+from textclf.inference.artifacts import load_model, read_header, save_model
+from textclf.estimator import TextClassifier
 from textclf.errors import ArtifactError
 
 

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from db import open_db
 from pipelines.corpus import read_corpus
-from textclf.cli import app
+from textclf.frontends.cli import app
 
 
 def _task(corpus_dir, root):

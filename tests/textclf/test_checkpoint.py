@@ -4,10 +4,10 @@ import pytest
 
 from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
-from textclf.checkpoint import Checkpointer
-from textclf.classifier import encode_labels
-from textclf.progress import TrainingStopped
-from textclf.trainloop import fit_network
+from textclf.training.checkpoint import Checkpointer
+from textclf.inference.text_model import encode_labels
+from textclf.training.events import TrainingStopped
+from textclf.training.loop import fit_network
 
 
 @pytest.fixture

@@ -8,9 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from db import open_db
+from textclf.paths import run_db_path
 from db import runs
-from textclf import artifacts
-from textclf.cli import app
+from textclf.inference import artifacts
+from textclf.frontends.cli import app
 
 FAST = ["--epochs", "2", "--batch-size", "8", "--hidden", "16", "--optimizer", "sgd", "--lr", "0.5", "--init-gain", "4"]
 
@@ -155,7 +156,7 @@ def test_bad_input(runner, tmp_path, isolated_home, setup):
     assert len(result.stderr.strip().splitlines()) == 1  # one line, no traceback
     assert not (isolated_home / "models").exists() or not any((isolated_home / "models").iterdir())
     if (isolated_home / "runs.db").exists():
-        assert all(r["status"] != "finished" for r in runs.list_runs(open_db(isolated_home / "runs.db")))
+        assert all(r["status"] != "finished" for r in runs.list_runs(open_db(run_db_path(isolated_home / "runs.db"))))
 
 
 def test_kept_but_reported_inputs(runner, corpus_dir):
@@ -193,7 +194,7 @@ def test_newer_format_model(runner, trained, tmp_path):
 
 def test_locked_database(runner, corpus_dir, tmp_path):
     db_path = tmp_path / "runs.db"
-    open_db(db_path)
+    open_db(run_db_path(db_path))
     holder = sqlite3.connect(db_path, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     try:
@@ -202,7 +203,7 @@ def test_locked_database(runner, corpus_dir, tmp_path):
         holder.execute("ROLLBACK")
         holder.close()
     assert result.exit_code == 1 and "is locked by another writer" in result.stderr
-    assert runs.list_runs(open_db(db_path)) == []
+    assert runs.list_runs(open_db(run_db_path(db_path))) == []
 
 
 def test_interrupted_model_write_keeps_the_previous_model(runner, corpus_dir, trained, monkeypatch):
@@ -216,7 +217,7 @@ def test_interrupted_model_write_keeps_the_previous_model(runner, corpus_dir, tr
     assert result.exit_code != 0
     assert trained.read_bytes() == before and sorted(p.name for p in trained.parent.iterdir()).count("model.npz") == 1
     assert not [p for p in trained.parent.iterdir() if p.name.endswith(".tmp")]
-    last = runs.list_runs(open_db())[0]
+    last = runs.list_runs(open_db(run_db_path()))[0]
     assert last["status"] == "failed" and "No space left" in last["error"]
 
 
@@ -242,9 +243,9 @@ def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["eval_accuracy"] > 0.9 and {"vectorize", "warmup"} <= set(result["phases"])
-    [run] = runs.list_runs(open_db(tmp_path / "home" / "runs.db"))
+    [run] = runs.list_runs(open_db(run_db_path(tmp_path / "home" / "runs.db")))
     assert run["status"] == "finished" and run["device"].split(":")[0] in ("cpu", "gpu")
     # What makes the fork safe: nothing on the way from the command to the vectorizer imports JAX.
-    probe = ("import sys, textclf.cli, textclf.train, textclf.distributed as d; d.initialize(); "
+    probe = ("import sys, textclf.frontends.cli, textclf.runs.run, textclf.training.distributed as d; d.initialize(); "
              "assert d.is_primary() and 'jax' not in sys.modules")
     subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, check=True, timeout=120)

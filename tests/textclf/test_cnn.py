@@ -3,7 +3,8 @@
 import jax
 import numpy as np
 
-from textclf.cnn import CNNSettings, augment_batch, cnn_logits, fit_cnn, init_cnn, learning_rates, predict_cnn
+from textclf.models.cnn import augment_batch, cnn_logits, init_cnn, predict_cnn
+from textclf.training.cnn import CNNSettings, fit_cnn, learning_rates
 
 
 def _problem(n=96, seed=0):
@@ -45,8 +46,8 @@ def test_pallas_and_xla_paths_agree():
 def test_stopped_and_resumed_training_equals_uninterrupted(tmp_path):
     import pytest
 
-    from textclf.checkpoint import Checkpointer
-    from textclf.progress import TrainingStopped
+    from textclf.training.checkpoint import Checkpointer
+    from textclf.training.events import TrainingStopped
 
     images, labels = _problem(48)
     # Dropout, augmentation and a decaying rate draw from (seed, epoch): a resumed run repeats them exactly.

@@ -2,7 +2,7 @@
 
 import pytest
 
-from textclf.config import Settings
+from textclf.settings import Settings
 from textclf.errors import SettingsError
 
 

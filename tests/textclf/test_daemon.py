@@ -13,9 +13,9 @@ import pytest
 
 from db import jobs, open_db
 from db import runs
-from textclf.artifacts import load_model
-from textclf.checkpoint import Checkpointer
-from textclf.daemon import DaemonOptions, checkpoint_path, run_daemon
+from textclf.inference.artifacts import load_model
+from textclf.training.checkpoint import Checkpointer
+from textclf.frontends.daemon import DaemonOptions, checkpoint_path, run_daemon
 
 REPO = Path(__file__).resolve().parents[2]
 

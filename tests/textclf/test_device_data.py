@@ -5,7 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
-from textclf.device_data import batch_nnz_max, epoch_order, gather_batches, host_csr
+from textclf.training.device_data import batch_nnz_max, epoch_order, gather_batches, host_csr
 
 
 def _matrix():
@@ -55,7 +55,7 @@ def test_duplicate_entries_are_summed_before_upload():
 
 
 def test_write_then_erase_batch_matches_dense_batch_and_restores_zeros():
-    from textclf.pallas_step import dense_batch, erase_batch, write_batch
+    from textclf.training.pallas import dense_batch, erase_batch, write_batch
 
     x, y = _matrix()
     x = x.tolil()
@@ -82,7 +82,7 @@ def _pieces_to_dense(pieces, n, n_features):
 
 
 def test_pieces_hold_each_document_and_pad_past_the_last_feature():
-    from textclf.device_data import host_pieces
+    from textclf.training.device_data import host_pieces
 
     x, y = _matrix()
     x[0, :] = 0
@@ -102,8 +102,8 @@ def test_piece_batches_give_the_flat_batches_hidden_layer():
     """The same order through both layouts: same labels and mask, same hidden activations (float64)."""
     import jax
 
-    from textclf.device_data import batch_nnz_max, gather_piece_batches, host_pieces
-    from textclf.model import Params, hidden_layer, hidden_layer_pieces
+    from textclf.training.device_data import batch_nnz_max, gather_piece_batches, host_pieces
+    from textclf.models.mlp import Params, hidden_layer, hidden_layer_pieces
 
     x, y = _matrix()
     order = jnp.asarray(epoch_order(seed=1, epoch=0, n=53, steps=4, batch_size=16))
@@ -125,7 +125,7 @@ def test_piece_batches_give_the_flat_batches_hidden_layer():
 
 
 def test_piece_width_is_the_widest_with_little_padding():
-    from textclf.device_data import piece_width
+    from textclf.training.device_data import piece_width
 
     def of_lengths(lengths):
         rows = np.repeat(np.arange(len(lengths)), lengths)

@@ -8,9 +8,9 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from db import jobs, open_db
-from textclf.artifacts import load_model
-from textclf.cli import app
-from textclf.daemon import DaemonOptions, run_daemon
+from textclf.inference.artifacts import load_model
+from textclf.frontends.cli import app
+from textclf.frontends.daemon import DaemonOptions, run_daemon
 
 FAST = ["--model", "cnn", "--conv-channels", "4,8", "--conv-kernel", "3", "--hidden", "16", "--epochs", "8",
         "--batch-size", "16", "--lr", "0.003", "--backend", "xla"]
@@ -89,10 +89,10 @@ def test_daemon_trains_image_jobs(image_dir, db_path):
 
 def test_image_run_stops_and_resumes_through_train(image_dir, db_path, tmp_path):
     from db import runs
-    from textclf.checkpoint import Checkpointer
-    from textclf.config import Settings
-    from textclf.train import train
-    from textclf.progress import TrainingStopped
+    from textclf.training.checkpoint import Checkpointer
+    from textclf.settings import Settings
+    from textclf.runs.run import train
+    from textclf.training.events import TrainingStopped
 
     settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=8, epochs=3, batch_size=16,
                         backend="xla")
@@ -113,7 +113,7 @@ def test_service_classifies_base64_images(image_dir, db_path):
 
     from fastapi.testclient import TestClient
 
-    from textclf.service import ServiceOptions, create_app
+    from textclf.frontends.service import ServiceOptions, create_app
 
     settings = {"model": "cnn", "conv_channels": "4,8", "conv_kernel": 3, "hidden": 16, "epochs": 8,
                 "batch_size": 16, "learning_rate": 0.003, "backend": "xla"}

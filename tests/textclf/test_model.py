@@ -4,9 +4,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipelines.batches import make_batches
-from textclf.classifier import Model, TextClassifier
-from textclf.model import init_params, logits, masked_loss
-from textclf.trainloop import predict_scores_device
+from textclf.estimator import TextClassifier
+from textclf.inference.text_model import Model
+from textclf.models.mlp import init_params, logits, masked_loss
+from textclf.training.loop import predict_scores_device
 
 
 def _random_problem(n=37, features=50, classes=3, seed=0):

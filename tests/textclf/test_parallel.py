@@ -1,4 +1,4 @@
-"""Data parallelism (textclf/parallel.py) and several processes (textclf/distributed.py), on CPU devices.
+"""Data parallelism (textclf/training/data_parallel.py) and several processes (textclf/training/distributed.py), on CPU devices.
 
 The device count of a JAX process is fixed when JAX starts, so multi-device runs happen in subprocesses with
 XLA_FLAGS=--xla_force_host_platform_device_count=N; processes talk through jax.distributed (gloo on CPU).
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from textclf.cli import app
-from textclf.distributed import coordinates_from_env, initialize
+from textclf.frontends.cli import app
+from textclf.training.distributed import coordinates_from_env, initialize
 from textclf.errors import SettingsError
-from textclf.parallel import check_batch
+from textclf.training.data_parallel import check_batch
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("parallel_worker.py")
@@ -123,7 +123,7 @@ def test_distributed_options_are_checked_before_anything_starts():
 
 
 def test_all_devices_means_enough_rows_per_device():
-    from textclf.parallel import auto_device_count
+    from textclf.training.data_parallel import auto_device_count
 
     assert auto_device_count(8, 64) == 1  # 64 documents: splitting costs more than it saves
     assert auto_device_count(2, 8192) == 2 and auto_device_count(8, 8192) == 8

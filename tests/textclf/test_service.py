@@ -13,9 +13,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from db import jobs, open_db
-from textclf.artifacts import load_model
-from textclf.daemon import DaemonOptions, run_daemon
-from textclf.service import ServiceOptions, create_app
+from textclf.inference.artifacts import load_model
+from textclf.frontends.daemon import DaemonOptions, run_daemon
+from textclf.frontends.service import ServiceOptions, create_app
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret"

@@ -2,10 +2,10 @@ import pytest
 
 from db import open_db
 from db import runs
-from textclf import trainloop
-from textclf.artifacts import load_model
+from textclf.training import loop as trainloop
+from textclf.inference.artifacts import load_model
 from textclf.errors import CorpusError
-from textclf.train import train
+from textclf.runs.run import train
 
 
 def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
@@ -20,9 +20,9 @@ def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
     assert {"read", "vectorize", "warmup", "compile", "train", "evaluate", "save"} <= set(run["phases"])
     assert run["eval_accuracy"] == result.eval_accuracy
     assert load_model(result.model_path).metadata["run_id"] == result.run_id
-    from textclf.backends import device_description, resolve_backend
+    from textclf.training.backends import device_description, resolve_backend
 
-    # Filled in once JAX has started (textclf/train.py starts it on a thread).
+    # Filled in once JAX has started (textclf/runs/run.py starts it on a thread).
     assert run["backend"] == resolve_backend("auto") and run["device"] == device_description()
 
 
@@ -100,7 +100,7 @@ def test_pallas_backend_needs_a_gpu(corpus_dir, db_path, fast_settings):
 def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monkeypatch, pallas_input):
     """The product's Pallas path end to end (kernels interpreted on the CPU): it learns the sample corpus."""
     from pipelines.corpus import read_corpus
-    from textclf.classifier import TextClassifier
+    from textclf.estimator import TextClassifier
 
     monkeypatch.setenv("TEXTCLF_PALLAS_INTERPRET", "1")
     corpus = read_corpus(corpus_dir)
@@ -111,7 +111,7 @@ def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monk
 
 
 def test_auto_input_format_follows_batch_size():
-    from textclf import trainloop
+    from textclf.training import loop as trainloop
 
     small, large = trainloop.PIECES_MIN_BATCH // 2, trainloop.PIECES_MIN_BATCH
     assert trainloop.input_format_for("auto", small) == "dense"
@@ -126,7 +126,7 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     import numpy as np
     import scipy.sparse as sp
 
-    from textclf import trainloop
+    from textclf.training import loop as trainloop
 
     rng = np.random.default_rng(0)
     matrix = sp.random(70, 90, density=0.2, format="csr", random_state=1, dtype=np.float32)

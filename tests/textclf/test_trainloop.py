@@ -3,8 +3,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipelines.batches import next_power_of_two
-from textclf import trainloop
-from textclf.device_data import batch_nnz_max, epoch_order
+from textclf.training import loop as trainloop
+from textclf.training.device_data import batch_nnz_max, epoch_order
 
 
 def _two_long_documents(n=40, features=64):

@@ -1,0 +1,186 @@
+"""The tools `textclf bench` compares, each run in a fresh process: `python -m textclf.frontends.bench_tools TOOL TRAIN TEST`
+prints one JSON object (accuracy, train_s, epochs, n_train, n_test, peak_host_mb, peak_gpu_mb, notes).
+
+Every tool reads the same train/test JSONL and is timed by the parent from process start to exit (end to end:
+imports, reading, vectorizing, training, predicting the test set). train_s is the tool's own training time.
+- textclf-pallas / textclf-xla: `textclf.runs.run.train` with default settings in a throwaway data dir (no vector
+  or compile cache from earlier runs: a cold start).
+- torch-dense / torch-embeddingbag: textclf's own features (same vectorizer), the same 128-unit sigmoid MLP,
+  Adam lr 1e-3, batch 64, 10 epochs in PyTorch on its GPU (CPU when none): dense batches (sparse -> dense on
+  the device) or an nn.EmbeddingBag(mode="sum", per-sample weights) first layer.
+- fasttext: the `fasttext` package (pip install fasttext-wheel), word bigrams, 25 epochs, all CPU threads.
+- sklearn-sgd: TfidfVectorizer(sublinear_tf) + SGDClassifier; sklearn-mlp: + MLPClassifier(128, logistic,
+  max_iter 30). Both with random_state 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TOOLS = ("textclf-pallas", "textclf-xla", "torch-dense", "torch-embeddingbag", "fasttext", "sklearn-sgd",
+         "sklearn-mlp")
+
+
+class ToolMissing(Exception):
+    """The tool's package is not installed here."""
+
+
+def _read(train: str, test: str):
+    from pipelines.corpus import read_corpus
+
+    return read_corpus(train), read_corpus(test)
+
+
+def _textclf(backend: str, train: str, test: str) -> dict:
+    from textclf.settings import Settings
+    from textclf.errors import BackendError
+    from textclf.runs.run import train as train_model
+
+    # No JAX before train(): it starts JAX itself, after forking its vectorizing workers (as `textclf train`).
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["TEXTCLF_HOME"] = home
+        os.environ["TEXTCLF_VECTOR_CACHE"] = "off"
+        try:
+            result = train_model(train, Settings(backend=backend), test_path=test)
+        except BackendError as exc:
+            raise ToolMissing(str(exc)) from None
+    import jax
+
+    stats = jax.devices()[0].memory_stats() or {}
+    return {"accuracy": result.eval_accuracy, "train_s": result.phases["train"], "epochs": len(result.history),
+            "n_train": result.n_train, "n_test": result.n_eval,
+            "peak_gpu_mb": stats.get("peak_bytes_in_use", 0) / 2**20 if jax.default_backend() == "gpu" else None,
+            "notes": f"compile {result.phases['compile']:.1f} s, vectorize {result.phases['vectorize']:.1f} s"}
+
+
+def _torch(bag: bool, train: str, test: str) -> dict:
+    try:
+        import torch
+    except ImportError:
+        raise ToolMissing("torch is not installed") from None
+    import numpy as np
+
+    from pipelines.vectorize import fit_vectorizer
+    from textclf.inference.text_model import encode_labels
+    from textclf.settings import Settings
+
+    settings = Settings()
+    train_corpus, test_corpus = _read(train, test)
+    classes = sorted(set(train_corpus.labels))
+    vectorizer, x = fit_vectorizer(train_corpus.texts, train_corpus.labels, settings)
+    test_x = vectorizer.transform(test_corpus.texts, workers=None)
+    y = encode_labels(train_corpus.labels, classes)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)
+    features, hidden, n_classes = x.shape[1], settings.hidden, len(classes)
+    first = (torch.nn.EmbeddingBag(features, hidden, mode="sum") if bag else torch.nn.Linear(features, hidden, bias=False))
+    out = torch.nn.Linear(hidden, n_classes)
+    modules = torch.nn.ModuleList([first, out]).to(device)
+    bias = torch.nn.Parameter(torch.zeros(hidden, device=device))  # the hidden layer's bias (EmbeddingBag has none)
+    optimizer = torch.optim.Adam(list(modules.parameters()) + [bias], lr=settings.learning_rate)
+
+    def scores(rows):
+        indptr = torch.as_tensor(rows.indptr, dtype=torch.int64, device=device)
+        indices = torch.as_tensor(rows.indices, dtype=torch.int64, device=device)
+        values = torch.as_tensor(rows.data, device=device)
+        if bag:
+            pre = first(indices, indptr[:-1], per_sample_weights=values)
+        else:
+            dense = torch.sparse_csr_tensor(indptr, indices, values, size=rows.shape).to_dense()
+            pre = first(dense)
+        return out(torch.sigmoid(pre + bias))
+
+    rng = np.random.default_rng(0)
+    labels = torch.as_tensor(y, device=device)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(settings.epochs):
+        order = rng.permutation(x.shape[0])
+        for begin in range(0, len(order), settings.batch_size):
+            batch = order[begin:begin + settings.batch_size]
+            loss = torch.nn.functional.cross_entropy(scores(x[batch]), labels[torch.as_tensor(batch, device=device)])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    train_s = time.perf_counter() - start
+    with torch.no_grad():
+        predicted = np.concatenate([scores(test_x[i:i + 4096]).argmax(1).cpu().numpy()
+                                    for i in range(0, test_x.shape[0], 4096)])
+    accuracy = float((np.array(classes)[predicted] == np.array(test_corpus.labels)).mean())
+    gpu = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else None
+    return {"accuracy": accuracy, "train_s": train_s, "epochs": settings.epochs, "n_train": x.shape[0],
+            "n_test": test_x.shape[0], "peak_gpu_mb": gpu, "notes": f"torch {torch.__version__} on {device.type}"}
+
+
+def _fasttext(train: str, test: str) -> dict:
+    try:
+        import fasttext
+    except ImportError:
+        raise ToolMissing("fasttext is not installed (pip install fasttext-wheel)") from None
+    train_corpus, test_corpus = _read(train, test)
+    clean = lambda text: " ".join(text.split())  # one line per document
+    threads = os.cpu_count() or 1
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as handle:
+        for label, text in zip(train_corpus.labels, train_corpus.texts):
+            handle.write(f"__label__{label.replace(' ', '_')} {clean(text)}\n")
+        handle.flush()
+        start = time.perf_counter()
+        model = fasttext.train_supervised(handle.name, epoch=25, wordNgrams=2, thread=threads, verbose=0)
+        train_s = time.perf_counter() - start
+    predicted, _ = model.predict([clean(t) for t in test_corpus.texts])
+    expected = [f"__label__{label.replace(' ', '_')}" for label in test_corpus.labels]
+    accuracy = sum(p[0] == e for p, e in zip(predicted, expected)) / len(expected)
+    return {"accuracy": accuracy, "train_s": train_s, "epochs": 25, "n_train": len(train_corpus),
+            "n_test": len(test_corpus), "peak_gpu_mb": None, "notes": f"{threads} threads, wordNgrams 2"}
+
+
+def _sklearn(mlp: bool, train: str, test: str) -> dict:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.neural_network import MLPClassifier
+
+    train_corpus, test_corpus = _read(train, test)
+    vectorizer = TfidfVectorizer(sublinear_tf=True)
+    x = vectorizer.fit_transform(train_corpus.texts)
+    model = (MLPClassifier(hidden_layer_sizes=(128,), activation="logistic", max_iter=30, random_state=0) if mlp
+             else SGDClassifier(random_state=0))
+    start = time.perf_counter()
+    model.fit(x, train_corpus.labels)
+    train_s = time.perf_counter() - start
+    accuracy = float((model.predict(vectorizer.transform(test_corpus.texts)) == test_corpus.labels).mean())
+    return {"accuracy": accuracy, "train_s": train_s, "epochs": int(getattr(model, "n_iter_", 0)),
+            "n_train": len(train_corpus), "n_test": len(test_corpus), "peak_gpu_mb": None, "notes": ""}
+
+
+def run_tool(tool: str, train: str, test: str) -> dict:
+    runners = {
+        "textclf-pallas": lambda: _textclf("pallas", train, test),
+        "textclf-xla": lambda: _textclf("xla", train, test),
+        "torch-dense": lambda: _torch(False, train, test),
+        "torch-embeddingbag": lambda: _torch(True, train, test),
+        "fasttext": lambda: _fasttext(train, test),
+        "sklearn-sgd": lambda: _sklearn(False, train, test),
+        "sklearn-mlp": lambda: _sklearn(True, train, test),
+    }
+    result = runners[tool]()
+    # The largest of this process and its (vectorizing) worker processes; Linux reports KB.
+    result["peak_host_mb"] = max(resource.getrusage(who).ru_maxrss for who in
+                                 (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
+    return result
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    try:
+        print(json.dumps(run_tool(*sys.argv[1:4])))
+    except ToolMissing as exc:
+        print(json.dumps({"missing": str(exc)}))

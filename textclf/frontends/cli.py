@@ -1,0 +1,592 @@
+"""`textclf` command line: thin typer commands over the library. Results go to stdout, progress and errors to
+stderr; any of textclf.errors.USER_ERRORS becomes "Error: <message>" and exit code 1, never a traceback."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from textclf.settings import SEARCHED_FIELDS, Settings
+from textclf.errors import USER_ERRORS, ArtifactError, CorpusError, SettingsError
+from textclf.paths import run_db_path
+
+app = typer.Typer(help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False)
+runs_app = typer.Typer(help="Query the run history.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+jobs_app = typer.Typer(help="The training job queue (see 'textclf daemon').", no_args_is_help=True)
+app.add_typer(jobs_app, name="jobs")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+
+DbOption = Annotated[Optional[Path], typer.Option("--db", help="Run database (default: $TEXTCLF_DB or the data dir).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def user_errors(fn):
+    """Turn library errors into one line on stderr and exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except USER_ERRORS as exc:
+            err.print(f"[red]Error:[/red] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1)
+        except KeyboardInterrupt:
+            err.print("Interrupted.", highlight=False)
+            raise typer.Exit(130)
+
+    return wrapper
+
+
+def _print_json(data) -> None:
+    typer.echo(json.dumps(data, indent=2, default=str))
+
+
+D = Settings()  # text defaults shown in --help; options left unset keep the defaults of the chosen model
+
+# Options that `train` and `submit` share (the same setting, the same help).
+EpochsOption = Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}; cnn {Settings(model='cnn').epochs}).")]
+BatchSizeOption = Annotated[Optional[int], typer.Option(help=f"Minibatch size (default {D.batch_size}).")]
+LrOption = Annotated[Optional[float], typer.Option(help=f"Learning rate (default {D.learning_rate}).")]
+SeedOption = Annotated[Optional[int], typer.Option(help=f"Seed for the split, initialisation and shuffling (default {D.seed}).")]
+BackendOption = Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (GPU) (default {D.backend}).")]
+ModelKindOption = Annotated[Optional[str], typer.Option(help="mlp (text) or cnn (images: folder of label folders or an IDX folder).")]
+
+
+def _settings(**given) -> Settings:
+    """Settings from the options a user gave (None = not given); --stop-words none turns stop words off."""
+    # A fresh Settings, not D.replace: fields left out take the defaults of the model chosen (MODEL_DEFAULTS).
+    chosen = {k: v for k, v in given.items() if v is not None}
+    pinned = tuple(name for name in SEARCHED_FIELDS if name in chosen)  # typed by the user: the search keeps them
+    settings = Settings(**chosen, pinned=pinned)
+    if settings.stop_words and settings.stop_words.lower() == "none":
+        settings = settings.replace(stop_words=None)
+    return settings
+
+
+@app.command()
+@user_errors
+def train(
+    corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv or .jsonl.")],
+    test: Annotated[Optional[Path], typer.Option(help="Separate test corpus (else a stratified validation split).")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: data dir).")] = None,
+    db: DbOption = None,
+    features: Annotated[Optional[int], typer.Option(help=f"Bag-of-words width (default {D.features}).")] = None,
+    vectorizer: Annotated[Optional[str], typer.Option(help=f"tfidf (fitted vocabulary) or hashing (default {D.vectorizer}).")] = None,
+    ngrams: Annotated[Optional[int], typer.Option(help=f"Longest word n-gram (default {D.ngram_max}).")] = None,
+    stop_words: Annotated[Optional[str], typer.Option(help=f"'english' or 'none' (default {D.stop_words}).")] = None,
+    hidden: Annotated[Optional[int], typer.Option(help=f"Hidden units (sigmoid) (default {D.hidden}).")] = None,
+    batch_size: BatchSizeOption = None,
+    epochs: EpochsOption = None,
+    optimizer: Annotated[Optional[str], typer.Option(help=f"adam or sgd (default {D.optimizer}).")] = None,
+    lr: LrOption = None,
+    lr_schedule: Annotated[Optional[str], typer.Option(help=f"constant, or linear or cosine decay to 0 (default {D.lr_schedule}; cnn {Settings(model='cnn').lr_schedule}).")] = None,
+    momentum: Annotated[Optional[float], typer.Option(help=f"SGD momentum (default {D.momentum}).")] = None,
+    init_gain: Annotated[Optional[float], typer.Option(help=f"Glorot init range multiplier (default {D.init_gain}).")] = None,
+    weight_decay: Annotated[Optional[float], typer.Option(help=f"L2 weight decay (default {D.weight_decay}).")] = None,
+    seed: SeedOption = None,
+    backend: BackendOption = None,
+    max_file_mb: Annotated[Optional[float], typer.Option(help=f"Skip corpus files larger than this (default {D.max_file_mb}).")] = None,
+    devices: Annotated[Optional[str], typer.Option(help="Devices of this process that split each batch: N or all (default all).")] = None,
+    pallas_input: Annotated[Optional[str], typer.Option(help=f"Pallas input format: auto, dense, pieces or sparse (default {D.pallas_input}).")] = None,
+    model: ModelKindOption = None,
+    conv_channels: Annotated[Optional[str], typer.Option(help=f"cnn: channels of each conv layer (default {D.conv_channels}).")] = None,
+    conv_kernel: Annotated[Optional[int], typer.Option(help=f"cnn: conv kernel size, odd (default {D.conv_kernel}).")] = None,
+    dropout: Annotated[Optional[float], typer.Option(help=f"cnn: dropout on the dense layer (default {D.dropout}).")] = None,
+    augment: Annotated[Optional[str], typer.Option(help=f"cnn: shift, flip, shift,flip or none (default {D.augment}).")] = None,
+    coordinator: Annotated[Optional[str], typer.Option(help="HOST:PORT of process 0, to train with several processes/hosts.")] = None,
+    num_processes: Annotated[Optional[int], typer.Option(help="How many processes train together (with --coordinator).")] = None,
+    process_id: Annotated[Optional[int], typer.Option(help="This process's number, 0..N-1 (with --coordinator).")] = None,
+    search: Annotated[Optional[str], typer.Option(help="auto: choose stop words, n-grams, learning rate and epochs by validation on the training corpus (options you set are kept); off: use the settings as given (default auto).")] = None,
+    search_budget: Annotated[Optional[float], typer.Option(help="Seconds the search may take (default: 20 on a CPU, 60 on a GPU).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Train a model on CORPUS, record the run, and write the model file."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from textclf.training.distributed import initialize
+    from textclf.runs.run import train as train_model
+
+    image_only = {"--conv-channels": conv_channels, "--conv-kernel": conv_kernel, "--dropout": dropout,
+                  "--augment": augment}
+    given = [name for name, value in image_only.items() if value is not None]
+    if given and (model or D.model) != "cnn":
+        raise SettingsError(f"{given[0]} applies to image models only: add --model cnn or leave it out")
+    initialize(coordinator, num_processes, process_id)  # before JAX touches a device; no-op for one process
+    settings = _settings(devices=_device_count(devices), pallas_input=pallas_input, model=model,
+                         conv_channels=conv_channels, conv_kernel=conv_kernel, dropout=dropout,
+                         augment="" if augment in ("none", "") else augment, features=features,
+                         vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
+                         hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr, momentum=momentum,
+                         weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb,
+                         optimizer=optimizer, lr_schedule=lr_schedule, init_gain=init_gain, search=search,
+                         search_budget=search_budget)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err, disable=as_json)
+    task = None
+
+    search_task = None
+
+    def on_event(event) -> None:
+        nonlocal task, search_task
+        if event.kind == "search":
+            if search_task is None:
+                progress.start()
+                search_task = progress.add_task("search", total=event.total, stats="rounds of candidates")
+            progress.update(search_task, completed=event.done, total=event.total)
+        elif event.kind == "phase" and event.name == "train":
+            progress.start()  # only now: an input error before training prints nothing but the error
+            task = progress.add_task("epochs", total=event.total_epochs, stats="compiling...")
+        elif event.kind == "epoch" and task is not None:
+            e = event.epoch
+            acc = f" eval acc {e.eval_accuracy:.4f}" if e.eval_accuracy is not None else ""
+            progress.update(task, advance=1, stats=f"loss {e.loss:.4f} train acc {e.train_accuracy:.4f}{acc} "
+                                                   f"{e.docs_per_s:,.0f} docs/s")
+
+    try:
+        result = train_model(corpus, settings, test_path=test, db_path=db, model_path=out_path, on_event=on_event)
+    finally:
+        if task is not None or search_task is not None:
+            progress.stop()
+    if as_json:
+        _print_json({"run_id": result.run_id, "model_path": str(result.model_path) if result.model_path else None, "eval_kind": result.eval_kind,
+                     "eval_accuracy": result.eval_accuracy, "train_accuracy": result.train_accuracy,
+                     "n_train": result.n_train, "n_eval": result.n_eval, "skipped": result.skipped,
+                     "non_utf8": result.non_utf8, "phases": result.phases})
+        return
+    if result.skipped:
+        err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items())),
+                  highlight=False)
+    if result.non_utf8:
+        err.print(f"{result.non_utf8} files were not UTF-8 and were decoded as cp1252/Latin-1", highlight=False)
+    phases = ", ".join(f"{k} {v:.2f}s" for k, v in result.phases.items())
+    out.print(f"{result.eval_kind} accuracy {result.eval_accuracy:.4f} on {result.n_eval} documents "
+              f"(trained on {result.n_train}; {phases})", highlight=False)
+    if result.model_path is None:
+        out.print("not process 0: the run record and the model file are written by process 0", highlight=False)
+    else:
+        out.print(f"run {result.run_id}, model {result.model_path}", highlight=False)
+
+
+def _device_count(devices: Optional[str]) -> Optional[int]:
+    """--devices N|all -> Settings.devices (0 = all)."""
+    if devices is None:
+        return None
+    if devices.strip().lower() == "all":
+        return 0
+    try:
+        count = int(devices)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise SettingsError(f"--devices '{devices}' is not a device count: pass a whole number >= 1 or 'all'")
+    return count
+
+
+def _resolve_model(model: Optional[Path], db: Optional[Path]) -> Path:
+    if model:
+        return model
+    from db import open_db
+    from db.runs import latest_model_path
+
+    database = open_db(run_db_path(db))
+    latest = latest_model_path(database)
+    if not latest:
+        raise ArtifactError("no model given and no finished run in the run database: "
+                            "train one with 'textclf train CORPUS' or pass --model")
+    return Path(latest)
+
+
+@app.command()
+@user_errors
+def predict(
+    files: Annotated[list[str], typer.Argument(help="Text files to classify; - reads standard input.")],
+    model: Annotated[Optional[Path], typer.Option("--model", "-m", help="Model file (default: newest finished run).")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per file.")] = 3,
+    db: DbOption = None,
+    max_file_mb: Annotated[float, typer.Option(help="Refuse inputs larger than this.")] = 10.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the label and top-k probabilities of each file."""
+    from textclf.inference.artifacts import load_model
+    from textclf.inference.predict import rank, read_document
+
+    from pipelines.images import IMAGE_SUFFIXES
+
+    if files and all(Path(f).suffix.lower() in IMAGE_SUFFIXES for f in files):
+        results = _rank_images(load_model(_resolve_model(model, db)), files, top_k)
+    else:
+        stdin_bytes = sys.stdin.buffer.read() if "-" in files else None
+        texts = [read_document(f, max_file_mb, stdin_bytes) for f in files]  # all inputs checked before any output
+        loaded = load_model(_resolve_model(model, db))
+        if not hasattr(loaded, "vectorizer"):
+            raise ArtifactError("this is an image model (--model cnn): pass image files (.png, .jpg) to classify")
+        results = rank(loaded, texts, files, top_k)
+    if as_json:
+        _print_json([{"file": p.source, "label": p.label, "top": [{"label": l, "probability": q} for l, q in p.top]}
+                     for p in results])
+        return
+    for p in results:
+        others = "  ".join(f"{label} {prob:.3f}" for label, prob in p.top)
+        typer.echo(f"{p.source}\t{p.label}\t{others}")
+
+
+def _rank_images(loaded, files: list[str], top_k: int):
+    import numpy as np
+
+    from textclf.inference.image_model import read_image_file
+    from textclf.inference.predict import Prediction, top_labels
+
+    if not hasattr(loaded, "image_shape"):
+        raise ArtifactError("this is a text model: pass text files, or an image model (trained with --model cnn)")
+    images = np.stack([read_image_file(f, loaded.image_shape) for f in files])  # all checked before any output
+    ranked = top_labels(loaded.labels, loaded.predict_proba(images), top_k)
+    return [Prediction(f, top[0][0], top) for f, top in zip(files, ranked)]
+
+
+@app.command("eval")
+@user_errors
+def evaluate_command(
+    corpus: Annotated[Path, typer.Argument(help="Labelled corpus to score the model on.")],
+    model: Annotated[Optional[Path], typer.Option("--model", "-m", help="Model file (default: newest finished run).")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Accuracy, per-class precision/recall/F1 and the confusion matrix of a model on CORPUS."""
+    from pipelines.corpus import read_corpus
+    from textclf.inference.artifacts import load_model
+    from textclf.inference.evaluate import evaluate
+
+    loaded = load_model(_resolve_model(model, db))
+    if hasattr(loaded, "image_shape"):
+        from pipelines.images import is_idx_folder, read_image_corpus
+
+        # An IDX folder is scored on its t10k (test) split when it has one.
+        data = read_image_corpus(corpus, "t10k" if is_idx_folder(corpus, "t10k") else "train")
+    else:
+        data = read_corpus(corpus, loaded.settings.max_file_mb)
+    result = evaluate(loaded, data)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    table = Table(title=f"accuracy {result.accuracy:.4f} on {result.n} documents")
+    for column in ("label", "precision", "recall", "f1", "support"):
+        table.add_column(column, justify="left" if column == "label" else "right")
+    for i, label in enumerate(result.labels):
+        table.add_row(label, f"{result.precision[i]:.4f}", f"{result.recall[i]:.4f}", f"{result.f1[i]:.4f}",
+                      str(result.support[i]))
+    out.print(table)
+    confusion = Table(title="confusion matrix (rows: true, columns: predicted)")
+    confusion.add_column("")
+    for label in result.labels:
+        confusion.add_column(label, justify="right")
+    for label, row in zip(result.labels, result.confusion):
+        confusion.add_row(label, *map(str, row))
+    out.print(confusion)
+
+
+@app.command()
+@user_errors
+def dataset(
+    name: Annotated[str, typer.Argument(help="news4, 20news, agnews7600 or synthetic.")],
+    source: Annotated[Path, typer.Argument(help="20news-bydate folder, the AG News test.csv, or (synthetic) any corpus.")],
+    out_dir: Annotated[Path, typer.Argument(help="Folder to write train.jsonl and test.jsonl into.")],
+    docs: Annotated[int, typer.Option(help="synthetic: training documents to sample (test gets a tenth).")] = 1_000_000,
+) -> None:
+    """Build a train/test corpus pair from a public dataset (see README, 'Datasets')."""
+    from pipelines.datasets import build_dataset
+
+    paths = build_dataset(name, source, out_dir, docs)
+    for split, path in paths.items():
+        lines = sum(1 for _ in path.open(encoding="utf-8"))
+        typer.echo(f"{split}: {path} ({lines} documents)")
+
+
+RUN_COLUMNS = ("id", "status", "started_at", "corpus", "backend", "device", "n_train", "n_eval", "eval_kind",
+               "eval_accuracy", "final_loss", "model_path")
+
+
+@app.command()
+@user_errors
+def bench(
+    tasks: Annotated[Optional[list[str]], typer.Argument(help="news4, agnews7600, synthetic (default: news4 agnews7600).")] = None,
+    tools: Annotated[str, typer.Option(help="Comma-separated tools to run (default: all but sklearn-mlp).")] = "",
+    data: Annotated[Optional[Path], typer.Option(help="Folder holding TASK/train.jsonl and TASK/test.jsonl (default <data dir>/datasets).")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the markdown table here.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds allowed per tool and task.")] = 1800.0,
+    db: DbOption = None,
+) -> None:
+    """Run textclf and its peers on the same tasks and machine; print a markdown table, record every result."""
+    from db import open_db
+    from textclf.training.backends import device_description
+    from textclf.frontends.bench import markdown_table, run_bench
+    from textclf.frontends.bench_tools import TOOLS
+    from textclf.paths import data_dir
+
+    chosen = [t.strip() for t in tools.split(",") if t.strip()] or [t for t in TOOLS if t != "sklearn-mlp"]
+    database = open_db(run_db_path(db))
+    bench_id, results = run_bench(
+        tasks or ["news4", "agnews7600"], chosen, data or data_dir() / "datasets", database, timeout,
+        on_result=lambda r: err.print(f"{r.task} {r.tool}: " + (r.error or f"accuracy {r.accuracy:.4f}, "
+                                                                 f"{r.wall_s:.1f} s end to end"), highlight=False))
+    table = markdown_table(results, device_description())
+    typer.echo(table)
+    typer.echo(f"bench {bench_id}: {len(results)} results in the run database (table bench_results)")
+    if out_path:
+        out_path.write_text(table)
+
+
+@runs_app.command("list")
+@user_errors
+def runs_list(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option(help="Newest N runs.")] = 20,
+    status: Annotated[Optional[str], typer.Option(help="Only runs with this status.")] = None,
+    as_json: JsonOption = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV.")] = False,
+) -> None:
+    """The newest runs, one line each."""
+    from db import open_db
+    from db.runs import list_runs
+
+    rows = list_runs(open_db(run_db_path(db)), limit=limit, status=status)
+    if as_json:
+        _print_json(rows)
+    elif as_csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=RUN_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        table = Table()
+        for column in ("id", "status", "started", "corpus", "backend", "docs", "accuracy"):
+            table.add_column(column, no_wrap=column != "corpus")
+        for r in rows:
+            acc = f"{r['eval_accuracy']:.4f} {r['eval_kind'][:3]}" if r["eval_accuracy"] is not None else ""
+            status = r["status"] if not r["error"] else f"{r['status']}: {r['error'][:40]}"
+            table.add_row(str(r["id"]), status, r["started_at"][:16].replace("T", " "), Path(r["corpus"]).name,
+                          r["backend"] or "", str(r["n_train"] or ""), acc)
+        out.print(table)
+
+
+@runs_app.command("show")
+@user_errors
+def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Everything recorded about one run: settings, versions, phases, the search's leaderboard, epochs."""
+    from db import open_db
+    from db.runs import get_run
+
+    run = get_run(open_db(run_db_path(db)), run_id)
+    if as_json:
+        _print_json(run)
+        return
+    for key, value in run.items():
+        if key not in ("epochs", "phases", "settings", "versions", "search", "search_trials"):
+            typer.echo(f"{key:20} {value}")
+    typer.echo("settings             " + json.dumps(run["settings"]))
+    search = run.get("search") or {}
+    if search.get("skipped"):
+        typer.echo(f"search               skipped: {search['skipped']}")
+    elif search:
+        typer.echo(f"search               {search['rounds']} of {search['rounds_planned']} rounds, {search['folds']} "
+                   f"fold(s), {search['seconds']:.1f} s of a {search['budget_s']:.0f} s budget; chose "
+                   + json.dumps(search["chosen"]))
+        board = Table(title="search leaderboard (mean validation accuracy over the folds)")
+        for column in ("rank", "stop words", "n-grams", "learning rate", "epochs", "accuracy"):
+            board.add_column(column, justify="right")
+        for rank, row in enumerate(search.get("leaderboard", []), 1):
+            c = row["settings"]
+            board.add_row(str(rank), str(c["stop_words"]), str(c["ngram_max"]), f"{c['learning_rate']:g}",
+                          str(c["epochs"]), f"{row['accuracy']:.4f}")
+        out.print(board)
+    typer.echo("versions             " + json.dumps(run["versions"]))
+    typer.echo("phases (s)           " + ", ".join(f"{k} {v:.3f}" for k, v in run["phases"].items()))
+    table = Table(title="epochs")
+    for column in ("epoch", "loss", "train acc", "eval acc", "seconds", "docs/s"):
+        table.add_column(column, justify="right")
+    for e in run["epochs"]:
+        table.add_row(str(e["epoch"]), f"{e['loss']:.4f}", f"{e['train_accuracy']:.4f}",
+                      "" if e["eval_accuracy"] is None else f"{e['eval_accuracy']:.4f}",
+                      f"{e['seconds']:.3f}", f"{e['docs_per_s']:,.0f}")
+    out.print(table)
+
+
+@runs_app.command("compare")
+@user_errors
+def runs_compare(run_a: int, run_b: int, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Side by side: metrics, phase times and the settings that differ."""
+    from db import open_db
+    from db.runs import get_run
+
+    database = open_db(run_db_path(db))
+    a, b = get_run(database, run_a), get_run(database, run_b)
+    rows = [(k, a.get(k), b.get(k)) for k in ("status", "corpus", "backend", "device", "n_train", "n_eval",
+                                               "eval_accuracy", "train_accuracy", "final_loss")]
+    rows += [(f"phase.{k}", a["phases"].get(k), b["phases"].get(k)) for k in sorted(set(a["phases"]) | set(b["phases"]))]
+    rows += [(f"settings.{k}", a["settings"].get(k), b["settings"].get(k))
+             for k in sorted(set(a["settings"]) | set(b["settings"])) if a["settings"].get(k) != b["settings"].get(k)]
+    if as_json:
+        _print_json({name: {"a": x, "b": y} for name, x, y in rows})
+        return
+    table = Table()
+    table.add_column("")
+    table.add_column(f"run {run_a}")
+    table.add_column(f"run {run_b}")
+    for name, x, y in rows:
+        table.add_row(name, *(f"{v:.4f}" if isinstance(v, float) else str(v) for v in (x, y)))
+    out.print(table)
+
+
+@runs_app.command("plot")
+@user_errors
+def runs_plot(
+    run_id: int,
+    db: DbOption = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG to write (default run-ID.png).")] = None,
+) -> None:
+    """Write a PNG of the run's loss and accuracy per epoch."""
+    from db import open_db
+    from db.runs import get_run
+    from textclf.frontends.plot import plot_run
+
+    path = plot_run(get_run(open_db(run_db_path(db)), run_id), out_path or Path(f"run-{run_id}.png"))
+    typer.echo(str(path))
+
+
+@app.command()
+@user_errors
+def submit(
+    corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv or .jsonl (read by the daemon).")],
+    name: Annotated[Optional[str], typer.Option(help="Model name to publish under (default: the corpus name).")] = None,
+    test: Annotated[Optional[Path], typer.Option(help="Separate test corpus.")] = None,
+    db: DbOption = None,
+    epochs: EpochsOption = None,
+    batch_size: BatchSizeOption = None,
+    lr: LrOption = None,
+    seed: SeedOption = None,
+    backend: BackendOption = None,
+    max_attempts: Annotated[int, typer.Option(help="Give up after this many daemon deaths.")] = 3,
+    model: ModelKindOption = None,
+) -> None:
+    """Queue a training job for 'textclf daemon'; prints the job id."""
+    from db import jobs, open_db
+
+    if not corpus.exists():
+        raise CorpusError(f"corpus path '{corpus}' does not exist: pass a folder, .csv or .jsonl")
+    settings = _settings(epochs=epochs, batch_size=batch_size, learning_rate=lr, seed=seed, backend=backend,
+                         model=model)
+    job_id = jobs.submit(open_db(run_db_path(db)), str(corpus.resolve()), settings.to_dict(), name or corpus.stem,
+                         str(test.resolve()) if test else None, max_attempts)
+    typer.echo(job_id)
+
+
+@jobs_app.command("list")
+@user_errors
+def jobs_list(db: DbOption = None, limit: Annotated[int, typer.Option(help="Newest N jobs.")] = 20,
+              status: Annotated[Optional[str], typer.Option(help="Only jobs with this status.")] = None,
+              as_json: JsonOption = False) -> None:
+    """The newest jobs, one line each."""
+    from db import jobs, open_db
+
+    rows = jobs.list_jobs(open_db(run_db_path(db)), limit, status)
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table()
+    for column in ("id", "status", "name", "corpus", "attempts", "run", "version", "error"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(str(r["id"]), r["status"], r["name"], Path(r["corpus"]).name, f"{r['attempts']}/{r['max_attempts']}",
+                      str(r["run_id"] or ""), str(r["model_version"] or ""), (r["error"] or "")[:50])
+    out.print(table)
+
+
+@jobs_app.command("show")
+@user_errors
+def jobs_show(job_id: int, db: DbOption = None) -> None:
+    """Everything recorded about one job (JSON)."""
+    from db import jobs, open_db
+
+    _print_json(jobs.get(open_db(run_db_path(db)), job_id))
+
+
+@jobs_app.command("cancel")
+@user_errors
+def jobs_cancel(job_id: int, db: DbOption = None) -> None:
+    """Cancel a queued job now, or a running one after its current epoch."""
+    from db import jobs, open_db
+
+    typer.echo(f"job {job_id}: {jobs.cancel(open_db(run_db_path(db)), job_id)}")
+
+
+@app.command()
+@user_errors
+def daemon(
+    db: DbOption = None,
+    once: Annotated[bool, typer.Option(help="Exit when the queue is empty.")] = False,
+    poll: Annotated[float, typer.Option(help="Seconds between looks at an empty queue.")] = 1.0,
+    stale_after: Annotated[float, typer.Option(help="Seconds without heartbeat before a job is taken over.")] = 60.0,
+    heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 5.0,
+    checkpoint_every: Annotated[float, typer.Option(help="Checkpoint a job at most this often, in seconds (0: every epoch).")] = 10.0,
+) -> None:
+    """Train queued jobs one at a time until stopped (SIGTERM/Ctrl-C finish the current epoch, then exit)."""
+    from textclf.frontends.daemon import DaemonOptions, run_daemon
+
+    options = DaemonOptions(db_path=db, poll_seconds=poll, stale_after=stale_after, heartbeat_seconds=heartbeat,
+                            once=once, checkpoint_seconds=checkpoint_every)
+    ran = run_daemon(options, on_event=lambda message: err.print(message, highlight=False))
+    err.print(f"daemon stopped after {ran} job(s)", highlight=False)
+
+
+@app.command()
+@user_errors
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind; anything but loopback requires --token everywhere.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    db: DbOption = None,
+    token: Annotated[Optional[str], typer.Option(envvar="TEXTCLF_TOKEN", help="Bearer token for job submission.")] = None,
+    data_root: Annotated[Optional[Path], typer.Option(help="Job corpora must lie under this folder.")] = None,
+    max_instances: Annotated[int, typer.Option(help="Most texts in one predict request.")] = 1000,
+    max_body_bytes: Annotated[int, typer.Option(help="Largest request body.")] = 1_000_000,
+    batch_window_ms: Annotated[float, typer.Option(help="Extra wait to gather concurrent predictions.")] = 0.0,
+    workers: Annotated[int, typer.Option(help="Server processes, each with its own copy of the models.")] = 1,
+    score_on: Annotated[str, typer.Option(help="Run the network on the host (NumPy), the device (JAX) or auto.")] = "host",
+) -> None:
+    """Serve predictions and job submission over HTTP (OpenAPI docs at /docs)."""
+    import uvicorn
+
+    import os
+
+    from textclf.frontends.service import OPTIONS_ENV, ServiceOptions, _is_loopback, create_app, options_to_env
+
+    # JAX would otherwise reserve 75% of the GPU's memory in every server process (and beside the daemon);
+    # scoring needs only the model's weights and one batch.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    if score_on not in ("host", "device", "auto"):
+        raise SettingsError(f"--score-on must be host, device or auto, not '{score_on}'")
+    public = not _is_loopback(host)
+    if public and not token:
+        raise SettingsError(f"binding {host} exposes the service beyond this machine: set --token or TEXTCLF_TOKEN")
+    options = ServiceOptions(db_path=db, token=token, require_token_everywhere=public, data_root=data_root,
+                             max_instances=max_instances, max_body_bytes=max_body_bytes,
+                             batch_window_ms=batch_window_ms, score_on=score_on)
+    if workers == 1:
+        uvicorn.run(create_app(options), host=host, port=port, log_level="warning")
+    else:  # the scoring is single-threaded Python: more processes, more documents per second
+        os.environ[OPTIONS_ENV] = options_to_env(options)
+        uvicorn.run("textclf.frontends.service:app_from_env", factory=True, workers=workers, host=host, port=port,
+                    log_level="warning")
+
+
+def main() -> None:
+    app()

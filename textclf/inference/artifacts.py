@@ -1,0 +1,122 @@
+"""Model files: one NumPy .npz archive (a zip), loaded with allow_pickle=False, so opening a model never
+runs code. Members:
+  header   JSON text: {"format": "textclf-model", "format_version": 1, "settings": ..., "labels": ...,
+           "vectorizer": ..., "metadata": ...}
+  w1 b1 w2 b2               network weights (float32)
+  vectorizer.idf, vectorizer.terms   see pipelines/vectorize.py
+Image models (textclf/inference/image_model.py) add "kind": "cnn" and "image_shape" to the header and hold
+conv<i>.w, conv<i>.b, fc_w, fc_b, out_w, out_b instead.
+Writes go to a temporary file in the same folder, are flushed to disk, then renamed over the target, so a
+crash mid-write leaves the previous model as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from pipelines.files import write_arrays_atomically
+from pipelines.vectorize import Vectorizer
+from textclf.inference.text_model import Model
+from textclf.settings import Settings
+from textclf.errors import ArtifactError
+
+FORMAT_NAME = "textclf-model"
+FORMAT_VERSION = 1
+
+
+def save_model(model: Model, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "settings": model.settings.to_dict(),
+        "labels": model.labels,
+        "vectorizer": model.vectorizer.config(),
+        "metadata": model.metadata,
+    }
+    arrays = {"header": np.array(json.dumps(header)), "w1": model.w1, "b1": model.b1, "w2": model.w2, "b2": model.b2}
+    arrays.update({f"vectorizer.{k}": v for k, v in model.vectorizer.to_arrays().items()})
+    return write_arrays_atomically(path, arrays)
+
+
+def save_image_model(model, path: str | Path) -> Path:
+    """An ImageModel (textclf/inference/image_model.py): the same archive with header "kind": "cnn"."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": "cnn",
+              "settings": model.settings.to_dict(), "labels": model.labels,
+              "image_shape": list(model.image_shape), "metadata": model.metadata}
+    return write_arrays_atomically(path, {"header": np.array(json.dumps(header)), **model.to_arrays()})
+
+
+def read_header(path: str | Path) -> dict:
+    return _open(Path(path))[0]
+
+
+def _open(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    if not path.exists():
+        raise ArtifactError(f"model file '{path}' does not exist: train one with 'textclf train CORPUS' or pass --model")
+    if path.is_dir():
+        raise ArtifactError(f"model path '{path}' is a folder: pass the model file itself")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+        header = json.loads(str(arrays.pop("header")))
+    except (zipfile.BadZipFile, ValueError, KeyError, OSError, EOFError, json.JSONDecodeError) as exc:
+        raise ArtifactError(
+            f"model file '{path}' is corrupt or not a textclf model ({type(exc).__name__}): "
+            "retrain it or pass the right --model"
+        ) from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise ArtifactError(f"model file '{path}' is not a textclf model: pass a file written by 'textclf train'")
+    version = header.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ArtifactError(
+            f"model file '{path}' has format version {version}, newer than the {FORMAT_VERSION} this textclf "
+            "reads: upgrade textclf (pip install -U textclf)"
+        )
+    return header, arrays
+
+
+def load_model(path: str | Path):
+    """-> Model (text) or ImageModel (header "kind": "cnn")."""
+    path = Path(path)
+    header, arrays = _open(path)
+    if header.get("kind") == "cnn":
+        return _image_model(path, header, arrays)
+    try:
+        vectorizer_arrays = {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith("vectorizer.")}
+        model = Model(
+            vectorizer=Vectorizer.from_arrays(header["vectorizer"], vectorizer_arrays),
+            w1=arrays["w1"], b1=arrays["b1"], w2=arrays["w2"], b2=arrays["b2"],
+            labels=list(header["labels"]),
+            settings=Settings.from_dict(header["settings"]),
+            metadata=header.get("metadata", {}),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ArtifactError(f"model file '{path}' is incomplete (missing {exc}): retrain it") from None
+    if model.w1.shape[0] != model.vectorizer.n_features or model.w2.shape[1] != len(model.labels):
+        raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes do not match): retrain it")
+    return model
+
+
+def _image_model(path: Path, header: dict, arrays: dict[str, np.ndarray]):
+    from textclf.inference.image_model import ImageModel
+
+    try:
+        settings = Settings.from_dict(header["settings"])
+        params = ImageModel.params_from_arrays(arrays, len(settings.channels))
+        model = ImageModel(params, list(header["labels"]), settings, tuple(header["image_shape"]),
+                           header.get("metadata", {}))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ArtifactError(f"model file '{path}' is incomplete (missing {exc}): retrain it") from None
+    if model.params.out_w.shape[1] != len(model.labels):
+        raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes do not match): retrain it")
+    return model

@@ -1,0 +1,135 @@
+"""The image classifier: a LeNet-style network trained like the text MLP (whole epochs on the device, Adam).
+
+  (conv KxK "same" + bias + ReLU -> 2x2 max-pool) per entry of `channels`, then a ReLU fully connected layer of
+  `hidden` units and a softmax over the classes. Defaults: channels (32, 64), 5x5 kernels, hidden 128; Adam
+  at 1e-3, batch 64, decayed by a cosine over 20 epochs, dropout 0.25 on the hidden layer, training images shifted by up
+  to 2 px: Fashion-MNIST test accuracy 0.9294 on an H100 (0.909-0.917 with 10 epochs, with or without them;
+  BENCHMARKS.md has the sweep).
+
+backend "xla": lax.conv_general_dilated (cuDNN on a GPU) and reduce_window; "pallas": the implicit-GEMM
+convolution and the max-pool kernels (pallas_kernels/conv2d.py, maxpool.py) with their explicit backward
+passes, and the output layer + softmax + log-loss is the text MLP's softmax_xent kernel (softmax_xent_loss);
+the hidden dense layer is plain JAX on both paths (the MLP's hidden kernels fuse a sigmoid, not a ReLU).
+Images arrive as uint8 (N, H, W, C) and are scaled to [0, 1] on the device.
+
+The training loop is textclf/training/cnn.py (fit_cnn, reached from `textclf train IMAGES --model cnn` through
+textclf/runs/images.py); trained models are textclf/inference/image_model.py.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class ConvLayer(NamedTuple):
+    w: jax.Array  # (K, K, Cin, Cout)
+    b: jax.Array  # (Cout,)
+
+
+class CNNParams(NamedTuple):
+    convs: tuple  # of ConvLayer
+    fc_w: jax.Array  # (features after the last pool, hidden)
+    fc_b: jax.Array
+    out_w: jax.Array  # (hidden, classes)
+    out_b: jax.Array
+
+
+def init_cnn(key, image_shape: tuple[int, int, int], n_classes: int, settings) -> CNNParams:
+    """He-uniform convolutions and dense layers (ReLU), zero biases."""
+    h, w, c = image_shape
+    keys = jax.random.split(key, len(settings.channels) + 2)
+    convs = []
+    for k, cout in zip(keys, settings.channels):
+        fan_in = settings.kernel * settings.kernel * c
+        limit = np.sqrt(6.0 / fan_in)
+        convs.append(ConvLayer(jax.random.uniform(k, (settings.kernel, settings.kernel, c, cout), jnp.float32,
+                                                  -limit, limit), jnp.zeros((cout,), jnp.float32)))
+        h, w, c = h // 2, w // 2, cout
+    flat = h * w * c
+    dense = lambda k, n_in, n_out: jax.random.uniform(k, (n_in, n_out), jnp.float32, -np.sqrt(6.0 / n_in),
+                                                      np.sqrt(6.0 / n_in))
+    return CNNParams(tuple(convs), dense(keys[-2], flat, settings.hidden), jnp.zeros((settings.hidden,)),
+                     dense(keys[-1], settings.hidden, n_classes), jnp.zeros((n_classes,)))
+
+
+def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:
+    """uint8 or float (B, H, W, C) -> (B, hidden) activations of the fully connected ReLU layer."""
+    x = images.astype(jnp.float32) / 255.0 if images.dtype == jnp.uint8 else images
+    for layer in params.convs:
+        pad = layer.w.shape[0] // 2
+        if backend == "pallas":
+            from pallas_kernels.conv2d import conv2d
+            from pallas_kernels.maxpool import maxpool2d
+
+            x = maxpool2d(conv2d(x, layer.w, layer.b, pad, (64, 32, "default", interpret)), 2, interpret)
+        else:
+            from pallas_kernels.conv2d import conv2d_reference
+            from pallas_kernels.maxpool import maxpool_reference
+
+            x = maxpool_reference(conv2d_reference(x, layer.w, layer.b, pad), 2)
+    x = x.reshape(x.shape[0], -1)
+    return jax.nn.relu(x @ params.fc_w + params.fc_b)
+
+
+def cnn_logits(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:
+    """uint8 or float (B, H, W, C) -> (B, classes) scores."""
+    return cnn_hidden(params, images, backend, interpret) @ params.out_w + params.out_b
+
+
+SHIFT_PIXELS = 2
+
+
+def augment_batch(key, images: jax.Array, kinds: tuple[str, ...]) -> jax.Array:
+    """Random label-preserving changes, drawn per image: "shift" moves it by up to SHIFT_PIXELS each way
+    (zeros fill in), "flip" mirrors it left-right with probability 1/2. images (B, H, W, C) -> same shape."""
+    shift_key, flip_key = jax.random.split(key)
+    if "shift" in kinds:
+        b, h, w, c = images.shape
+        p = SHIFT_PIXELS
+        padded = jnp.pad(images, ((0, 0), (p, p), (p, p), (0, 0)))
+        offsets = jax.random.randint(shift_key, (b, 2), 0, 2 * p + 1)
+        images = jax.vmap(lambda im, o: jax.lax.dynamic_slice(im, (o[0], o[1], 0), (h, w, c)))(padded, offsets)
+    if "flip" in kinds:
+        flip = jax.random.bernoulli(flip_key, 0.5, (images.shape[0], 1, 1, 1))
+        images = jnp.where(flip, images[:, :, ::-1, :], images)
+    return images
+
+
+def head_loss(params: CNNParams, hidden: jax.Array, labels: jax.Array, weight: jax.Array, backend: str,
+               interpret: bool):
+    """hidden (B, H), labels (B,), weight (B,) -> (sum of weight * nll, number of rows predicted right).
+    The Pallas path runs the text MLP's fused output layer + softmax + log-loss kernel (softmax_xent_loss)."""
+    if backend == "pallas":
+        from pallas_kernels.softmax_xent import softmax_xent_loss
+
+        loss, predicted = softmax_xent_loss(hidden, params.out_w, params.out_b, labels, weight,
+                                            params.out_w.shape[1], "default", interpret)
+    else:
+        scores = hidden @ params.out_w + params.out_b
+        nll = -jnp.take_along_axis(jax.nn.log_softmax(scores), labels[:, None], axis=1)[:, 0]
+        loss, predicted = jnp.sum(nll * weight), scores.argmax(1)
+    return loss, jnp.sum((predicted == labels) * (weight > 0))
+
+
+@functools.lru_cache(maxsize=8)
+def scorer(backend: str = "xla", interpret: bool = False, probabilities: bool = False):
+    """jit(params, uint8 images -> predicted class numbers, or softmax probabilities), one per configuration
+    for the life of the process (a fresh jit per call would compile again every epoch and every request)."""
+    def score(params, images):
+        logits = cnn_logits(params, images, backend, interpret)
+        return jax.nn.softmax(logits) if probabilities else logits.argmax(axis=1)
+
+    return jax.jit(score)
+
+
+def predict_cnn(params: CNNParams, images: np.ndarray, backend: str = "xla", interpret: bool = False,
+                batch_size: int = 1000) -> np.ndarray:
+    """uint8 (N, H, W, C) -> (N,) predicted class numbers."""
+    score = scorer(backend, interpret)
+    return np.concatenate([np.asarray(score(params, jnp.asarray(images[i:i + batch_size])))
+                           for i in range(0, len(images), batch_size)])

@@ -1,0 +1,102 @@
+"""The image half of `train` (textclf/runs/run.py hands over when settings.model == "cnn"): image corpus ->
+arrays -> CNN (textclf/models/cnn.py) -> the same run record -> an image model file.
+
+Test set: --test if given (an IDX folder contributes its t10k split when it has one); else the t10k split of
+an IDX training folder (Fashion-MNIST ships both); else a stratified validation split with the run's seed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from db import runs as run_queries
+from pipelines.images import is_idx_folder, read_image_corpus
+from textclf.inference.text_model import encode_labels
+from textclf.training.cnn import CNNSettings, fit_cnn
+from textclf.errors import CorpusError
+from textclf.training.events import EpochStats
+
+
+def cnn_settings(settings) -> CNNSettings:
+    """The CNN's share of the run's Settings (textclf/settings.py)."""
+    return CNNSettings(channels=settings.channels, kernel=settings.conv_kernel, hidden=settings.hidden,
+                       epochs=settings.epochs, batch_size=settings.batch_size, learning_rate=settings.learning_rate,
+                       lr_schedule=settings.lr_schedule, dropout=settings.dropout, augment=settings.augmentations,
+                       weight_decay=settings.weight_decay, seed=settings.seed)
+
+
+def _test_corpus(corpus_path: Path, test_path):
+    if test_path:
+        split = "t10k" if is_idx_folder(test_path, "t10k") else "train"
+        return read_image_corpus(test_path, split)
+    if is_idx_folder(corpus_path, "t10k"):
+        return read_image_corpus(corpus_path, "t10k")
+    return None
+
+
+def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, test_path, model_path, report,
+                 phase, primary: bool = True, checkpointer=None, stop_requested=None):
+    from textclf.inference.artifacts import save_image_model
+    from textclf.inference.image_model import ImageModel
+    from textclf.runs.results import TrainEvent, TrainResult, default_model_path
+
+    with phase("read"):
+        corpus = read_image_corpus(corpus_path)
+        test = _test_corpus(corpus_path, test_path)
+    if test is not None and test.images.shape[1:] != corpus.images.shape[1:]:
+        raise CorpusError(f"test images are {test.images.shape[1:]} but training images {corpus.images.shape[1:]} "
+                          "(H, W, C): use images of one size")
+    classes = sorted(set(corpus.labels))
+    encode = lambda labels: encode_labels(labels, classes)
+    if test is not None:
+        unknown = sorted(set(test.labels) - set(classes))
+        if unknown:
+            raise CorpusError(f"test images have label '{unknown[0]}' that the training images lack: "
+                              "use the same label names in both")
+        train_x, train_y, eval_x, eval_y = corpus.images, encode(corpus.labels), test.images, encode(test.labels)
+    else:
+        index = np.arange(len(corpus))
+        n_eval = max(len(classes), int(round(len(corpus) * settings.validation_fraction)))
+        try:
+            train_i, eval_i = train_test_split(index, test_size=n_eval, random_state=settings.seed,
+                                               stratify=corpus.labels)
+        except ValueError as exc:
+            raise CorpusError(f"image corpus '{corpus.source}' is too small to hold out a validation set ({exc}): "
+                              "add images or pass --test") from None
+        labels = encode(corpus.labels)
+        train_x, train_y, eval_x, eval_y = corpus.images[train_i], labels[train_i], corpus.images[eval_i], labels[eval_i]
+    eval_kind = "test" if test is not None else "validation"
+    run_queries.update_run(db, run_id, corpus_format=f"images-{corpus.format}", n_train=len(train_y),
+                           n_eval=len(eval_y), eval_kind=eval_kind, n_classes=len(classes), labels=classes,
+                           n_features=int(np.prod(train_x.shape[1:])))
+
+    def on_epoch(stats: EpochStats) -> None:
+        run_queries.add_epoch(db, run_id, **stats.__dict__)
+        report(TrainEvent("epoch", epoch=stats, total_epochs=settings.epochs))
+
+    report(TrainEvent("phase", "train", total_epochs=settings.epochs))
+    interpret = backend == "pallas" and bool(os.environ.get("TEXTCLF_PALLAS_INTERPRET"))
+    with phase("train"):  # the first epoch includes compiling the epoch function
+        # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
+        params, history = fit_cnn(train_x, train_y, len(classes), cnn_settings(settings), backend, eval_x, eval_y,
+                                  interpret, on_epoch=on_epoch, checkpointer=checkpointer,
+                                  stop_requested=stop_requested)
+    model = ImageModel(params, classes, settings, tuple(train_x.shape[1:]))
+    last = history[-1]
+    eval_accuracy = last.eval_accuracy  # the final parameters were scored on eval_x inside fit_cnn
+    model.metadata = {"run_id": run_id, "corpus": str(corpus_path), "eval_kind": eval_kind,
+                      "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
+                      "created": run_queries.now(), "backend": backend}
+    path = Path(model_path) if model_path else default_model_path(run_id)
+    if primary:
+        with phase("save"):
+            save_image_model(model, path)
+    run_queries.add_phases(db, run_id, phase.seconds)
+    run_queries.end_run(db, run_id, "finished", model_path=str(path.resolve()), final_loss=last.loss,
+                        train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy)
+    return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
+                       len(train_y), len(eval_y), history, dict(phase.seconds), {}, 0, model)

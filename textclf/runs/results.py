@@ -1,0 +1,60 @@
+"""What a training run hands back and reports while it works, shared by the text and image runs."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from textclf.paths import models_dir
+from textclf.training.events import EpochStats
+
+
+@dataclass
+class TrainResult:
+    run_id: int
+    model_path: Path | None  # None in processes other than 0 of a multi-process run (they write nothing)
+    eval_accuracy: float
+    eval_kind: str  # "test" or "validation"
+    train_accuracy: float
+    n_train: int
+    n_eval: int
+    history: list[EpochStats]
+    phases: dict[str, float]
+    skipped: dict[str, int]
+    non_utf8: int  # documents kept but decoded with a fallback encoding
+    model: object = field(repr=False)  # inference.text_model.Model, or inference.image_model.ImageModel
+
+
+@dataclass
+class TrainEvent:
+    """What `train` reports while it works: kind is "phase" (name starts), "search" (`done` of `total` search
+    rounds finished) or "epoch" (stats ready)."""
+
+    kind: str
+    name: str = ""
+    epoch: EpochStats | None = None
+    total_epochs: int = 0
+    done: int = 0
+    total: int = 0
+
+
+class PhaseTimer:
+    """`with phase("vectorize"):` reports the phase's start and adds its wall time to `seconds[name]`."""
+
+    def __init__(self, report: Callable[[TrainEvent], None]):
+        self.seconds: dict[str, float] = {}
+        self.report = report
+
+    @contextmanager
+    def __call__(self, name: str):
+        self.report(TrainEvent("phase", name))
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+
+def default_model_path(run_id: int) -> Path:
+    return models_dir() / f"run-{run_id}.textclf.npz"

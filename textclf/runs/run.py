@@ -1,0 +1,304 @@
+"""`train`: corpus -> pipelines -> arrays -> network -> run record -> model file. The one entry point that the
+CLI, the daemon and the tests share.
+
+Start-up order (cold `textclf train`, BENCHMARKS.md "Cold start"): JAX is not imported until the corpus's
+vectorizing workers are forked (pipelines/workers.py: forking is only safe before JAX starts threads); then
+a thread imports JAX and starts the GPU while the workers count. The run row records the requested backend
+and no device until that warm-up is done.
+
+Run-record guarantees: the run row is created 'running' before any work; it becomes 'finished' only after the
+model file is safely on disk; any exception marks it 'failed' with the error, Ctrl-C marks it 'interrupted'.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from db import open_db
+from db import runs as run_queries
+from pipelines.corpus import read_corpus
+from pipelines import vector_cache
+from pipelines.vectorize import fit_vectorizer, vectorize_pool
+from pipelines.workers import WorkerPool
+from textclf.inference.artifacts import save_model
+from textclf.training.backends import BackendWarmup
+from textclf.inference.text_model import Model, encode_labels
+from textclf.settings import Settings
+from textclf.errors import CorpusError
+from textclf.paths import compile_cache_dir, run_db_path, vector_cache_dir
+from textclf.runs.results import PhaseTimer, TrainEvent, TrainResult, default_model_path
+from textclf.training.events import EpochStats, TrainingStopped
+from textclf.versions import versions
+
+
+def split_validation(labels: list[str], source: str, settings: Settings):
+    """Stratified split of document numbers with the run's seed: same corpus + same seed -> same split.
+    -> (training row numbers, validation row numbers)."""
+    counts = Counter(labels)
+    small = [label for label, n in sorted(counts.items()) if n < 2]
+    if small:
+        raise CorpusError(
+            f"label '{small[0]}' has only 1 document, too few for a validation split: "
+            "add documents or pass a separate --test corpus"
+        )
+    n_eval = max(len(counts), int(round(len(labels) * settings.validation_fraction)))
+    if len(labels) - n_eval < len(counts):
+        raise CorpusError(
+            f"corpus '{source}' has {len(labels)} documents, too few to hold out a validation set: "
+            "add documents or pass a separate --test corpus"
+        )
+    from sklearn.model_selection import train_test_split  # 1.4 s to import: only runs without --test need it
+
+    return train_test_split(np.arange(len(labels)), test_size=n_eval, random_state=settings.seed, stratify=labels)
+
+
+def train(
+    corpus_path: str | Path,
+    settings: Settings = Settings(),
+    *,
+    test_path: str | Path | None = None,
+    db_path: str | Path | None = None,
+    model_path: str | Path | None = None,
+    on_event: Callable[[TrainEvent], None] | None = None,
+    checkpointer=None,
+    stop_requested: Callable[[], bool] | None = None,
+    pool: WorkerPool | None = None,
+) -> TrainResult:
+    """Train a model on a corpus, record the run, write the model file; see the module docstring.
+    checkpointer / stop_requested: see trainloop.fit_network (used by the daemon). pool: vectorizing workers to
+    use (the daemon keeps one for its life), else the run starts its own."""
+    from textclf.training.distributed import is_primary
+
+    report = on_event or (lambda event: None)
+    # With several processes (textclf/training/distributed.py) only process 0 records the run and writes the model; the
+    # others keep their run record in a throwaway in-memory database so the code path stays the same.
+    primary = is_primary()
+    db = open_db(run_db_path(db_path if primary else ":memory:"))
+    warmup = BackendWarmup(settings.backend, compile_cache_dir())
+    run_id = run_queries.start_run(
+        db, corpus=str(corpus_path), test_corpus=str(test_path) if test_path else None,
+        settings=settings.to_dict(), backend=settings.backend, versions=versions(),
+    )
+    try:
+        result = _train_run(db, run_id, Path(corpus_path), settings, warmup, test_path, model_path, report,
+                            checkpointer, stop_requested, primary, pool)
+    except TrainingStopped as exc:
+        run_queries.end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
+        raise
+    except KeyboardInterrupt:
+        run_queries.end_run(db, run_id, "interrupted", error="interrupted by the user (Ctrl-C)")
+        raise
+    except BaseException as exc:
+        run_queries.end_run(db, run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    return result
+
+
+def _backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
+    """Wait for the JAX warm-up; record the resolved backend and the device in the run row."""
+    backend, device = warmup.result()
+    run_queries.update_run(db, run_id, backend=backend, device=device)
+    return backend
+
+
+def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path, report, checkpointer,
+               stop_requested, primary=True, pool=None) -> TrainResult:
+    phase = PhaseTimer(report)
+    if settings.model == "cnn":
+        from textclf.runs.images import train_images
+
+        with phase("warmup"):
+            backend = _backend_ready(db, run_id, warmup)
+        return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
+                            primary, checkpointer, stop_requested)
+    if settings.vectorizer == "hashing":
+        warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
+        data = _hashed_data(db, run_id, corpus_path, test_path, settings, phase)
+    else:
+        data, settings = _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup,
+                                          pool, report)
+    with phase("warmup"):  # what is left of the JAX start-up once vectorizing is done
+        backend = _backend_ready(db, run_id, warmup)
+    import jax  # after the warm-up thread's import (see the module docstring)
+
+    from textclf.training.loop import fit_network
+
+    classes, eval_kind, train_x, eval_x = data.classes, data.eval_kind, data.train_x, data.eval_x
+    train_y, eval_y = encode_labels(data.train_labels, classes), encode_labels(data.eval_labels, classes)
+
+    def on_epoch(stats: EpochStats) -> None:
+        run_queries.add_epoch(db, run_id, **stats.__dict__)
+        report(TrainEvent("epoch", epoch=stats, total_epochs=epochs))
+
+    epochs = settings.epochs_for(len(train_y))
+    report(TrainEvent("phase", "train", total_epochs=epochs))
+    network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch,
+                          checkpointer=checkpointer, stop_requested=stop_requested)
+    run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
+    phase.seconds["compile"] = network.compile_seconds
+    phase.seconds["train"] = network.train_seconds
+    model = Model(data.vectorizer, *network.params, labels=classes, settings=settings)
+    with phase("evaluate"):
+        eval_accuracy = float((model.scores(eval_x).argmax(axis=1) == eval_y).mean())
+    last = network.history[-1]
+    model.metadata = {
+        "run_id": run_id, "corpus": str(corpus_path), "corpus_fingerprint": data.fingerprint,
+        "eval_kind": eval_kind, "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
+        "created": run_queries.now(), "backend": backend,
+    }
+    path = Path(model_path) if model_path else default_model_path(run_id)
+    if primary:
+        with phase("save"):
+            save_model(model, path)
+    run_queries.add_phases(db, run_id, phase.seconds)
+    run_queries.end_run(
+        db, run_id, "finished", model_path=str(path.resolve()), final_loss=last.loss,
+        train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy,
+    )
+    return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
+                       len(train_y), len(eval_y), network.history, dict(phase.seconds), data.skipped,
+                       data.non_utf8, model)
+
+
+@dataclass
+class _TextData:
+    """The text half of a run after vectorization: what the network and the run record need."""
+
+    vectorizer: object
+    train_x: object  # CSR (training documents, features)
+    eval_x: object
+    train_labels: list[str]
+    eval_labels: list[str]
+    classes: list[str]
+    eval_kind: str
+    skipped: dict[str, int]
+    non_utf8: int
+    fingerprint: str
+
+
+def _check_test_labels(test_labels, train_labels, test_source: str) -> None:
+    unknown = sorted(set(test_labels) - set(train_labels))
+    if unknown:
+        raise CorpusError(
+            f"test corpus '{test_source}' has label '{unknown[0]}' that the training corpus lacks: "
+            "use the same label names in both"
+        )
+
+
+def _record_corpus(db, run_id, fmt, fingerprint, train_skipped, test_skipped, non_utf8, train_labels, eval_labels,
+                   has_test: bool) -> tuple[dict[str, int], list[str], str]:
+    """Record what was read in the run row -> (skips by reason, the test's prefixed "test_"; classes; eval kind)."""
+    skipped = {k: v for k, v in train_skipped.items() if v}
+    skipped.update({f"test_{k}": v for k, v in (test_skipped or {}).items() if v})
+    classes, eval_kind = sorted(set(train_labels)), "test" if has_test else "validation"
+    run_queries.update_run(db, run_id, corpus_format=fmt, corpus_fingerprint=fingerprint, skipped=skipped,
+                           non_utf8=non_utf8, n_train=len(train_labels), n_eval=len(eval_labels),
+                           eval_kind=eval_kind, n_classes=len(classes), labels=classes)
+    return skipped, classes, eval_kind
+
+
+def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup, pool, report
+                     ) -> tuple[_TextData, Settings]:
+    """"tfidf": the texts in memory (the vocabulary fit needs them all), vectors cached by corpus fingerprint.
+    Starts the JAX warm-up once the workers are forked (or at once when the vectors come from the cache).
+    With Settings.search "auto" the model search chooses the settings first, on the training documents only:
+    the test corpus is opened after it. -> (the data, the settings it was vectorized with)."""
+    with phase("read"):
+        corpus = read_corpus(corpus_path, settings.max_file_mb)
+    if test_path:
+        train_texts, train_labels = corpus.texts, corpus.labels
+    else:
+        train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
+        train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
+        train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
+    searching = settings.search == "auto"
+    with nullcontext(pool) if pool else vectorize_pool(len(corpus.texts)) as pool:
+        if searching:
+            warmup.start()  # the search trains on the device
+            settings = _search(db, run_id, train_texts, train_labels, settings, phase, warmup, pool, report)
+        if test_path:
+            with phase("read"):
+                test = read_corpus(test_path, settings.max_file_mb)
+            _check_test_labels(test.labels, corpus.labels, test.source)
+            eval_texts, eval_labels = test.texts, test.labels
+        else:
+            test = None
+        non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
+        skipped, classes, eval_kind = _record_corpus(db, run_id, corpus.format, corpus.fingerprint, corpus.skipped,
+                                                     test.skipped if test else None, non_utf8, train_labels,
+                                                     eval_labels, bool(test))
+        with phase("vectorize"):
+            key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
+                                         list(train_labels), list(eval_labels))
+            cached = vector_cache.load(vector_cache_dir(), key)
+            warmup.start()
+            if cached:
+                vectorizer, train_x, eval_x = cached
+            else:
+                vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings, pool=pool)
+                eval_x = vectorizer.transform(eval_texts, pool=pool)
+                if primary:
+                    vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
+    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
+    data = _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
+                     skipped, non_utf8, corpus.fingerprint)
+    return data, settings
+
+
+def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report) -> Settings:
+    """Run the model search on the training documents; record its trials and choice; -> the chosen settings."""
+    with phase("warmup"):
+        _backend_ready(db, run_id, warmup)
+    import jax  # after the warm-up thread's import
+
+    from textclf.training.search import search_settings
+
+    def on_round(done: int, total: int) -> None:
+        report(TrainEvent("search", done=done, total=total))
+
+    with phase("search"):
+        result = search_settings(list(texts), list(labels), settings, pool, jax.default_backend(), on_round)
+    if result.trials:
+        run_queries.add_search_trials(db, run_id, result.trials)
+    run_queries.update_run(db, run_id, search={**result.summary, "leaderboard": result.leaderboard[:10]},
+                           settings=result.settings.to_dict())
+    return result.settings
+
+
+def _hashed_data(db, run_id, corpus_path, test_path, settings, phase) -> _TextData:
+    """"hashing": read and hashed in one streaming pass (pipelines/stream.py), texts never all in memory;
+    the phase is "read_vectorize" since reading and hashing overlap."""
+    from pipelines.stream import hash_corpus, weigh
+    from pipelines.vectorize import fit_hashing_idf
+
+    with phase("read_vectorize"):
+        corpus = hash_corpus(corpus_path, settings)
+        test = hash_corpus(test_path, settings) if test_path else None
+        if test:
+            _check_test_labels(test.labels, corpus.labels, test.source)
+            train_counts, eval_counts = corpus.counts, test.counts
+            train_labels, eval_labels = corpus.labels, test.labels
+        else:
+            # Rows in corpus order (sorted row numbers): slicing a CSR matrix by sorted rows is one pass.
+            train_rows, eval_rows = (np.sort(rows) for rows in split_validation(corpus.labels, corpus.source,
+                                                                                settings))
+            train_counts, eval_counts = corpus.counts[train_rows], corpus.counts[eval_rows]
+            train_labels = [corpus.labels[i] for i in train_rows]
+            eval_labels = [corpus.labels[i] for i in eval_rows]
+        corpus.counts = None  # without --test: the whole matrix is freed once its two slices exist
+        vectorizer = fit_hashing_idf(train_counts, settings)
+        train_x, eval_x = weigh(train_counts, vectorizer), weigh(eval_counts, vectorizer)
+    non_utf8 = corpus.stats.non_utf8 + (test.stats.non_utf8 if test else 0)
+    skipped, classes, eval_kind = _record_corpus(db, run_id, corpus.format, corpus.fingerprint, corpus.stats.skipped,
+                                                 test.stats.skipped if test else None, non_utf8, train_labels,
+                                                 eval_labels, bool(test))
+    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
+    return _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
+                     skipped, non_utf8, corpus.fingerprint)

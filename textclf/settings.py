@@ -1,0 +1,173 @@
+"""All training settings in one frozen dataclass, saved with every run and every model file.
+
+Defaults were chosen on news4 and agnews7600 (BENCHMARKS.md has the tables), test accuracy:
+- words: sublinear TF-IDF of unigrams + bigrams, English stop words removed, min_df 2, and the 32,754 terms a
+  chi-squared test ties most to the labels (with SGD: unigrams 0.9376 -> bigrams 0.9411 on news4; the most
+  frequent terms instead of chi-squared lost 0.3 points);
+- Adam, lr 1e-3 constant, batch 64, 10 epochs, Glorot init (gain 1): news4 0.9451-0.9465 and agnews7600
+  0.9033-0.9072 over seeds 0-4. The best SGD setting (momentum 0.9, batch 16, lr 0.15 decayed linearly,
+  gain 4) reached news4 0.9411 but agnews7600 only 0.8928 (lr 0.075: 0.8963 there, 0.9403 on news4);
+  weight decay, input dropout, label smoothing and weight averaging did not help either optimizer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from textclf.errors import SettingsError
+
+BACKENDS = ("auto", "xla", "pallas")
+VECTORIZERS = ("tfidf", "hashing")
+FEATURE_SELECTIONS = ("chi2", "frequency")
+LR_SCHEDULES = ("linear", "constant", "cosine")
+AUGMENTATIONS = ("shift", "flip")
+OPTIMIZERS = ("adam", "sgd")
+PALLAS_INPUTS = ("auto", "dense", "sparse", "pieces")
+SEARCHES = ("auto", "off")
+# The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
+SEARCHED_FIELDS = ("stop_words", "ngram_max", "learning_rate", "epochs")
+MODELS = ("mlp", "cnn")
+
+
+# Settings whose default depends on the model, filled in when left at None (Settings.__post_init__). Measured:
+# the text MLP peaks within 10 epochs at a constant rate; the CNN reached Fashion-MNIST test accuracy 0.9294
+# with 20 epochs, cosine decay, dropout 0.25 and shifts, but 0.909-0.917 with 10 epochs (BENCHMARKS.md).
+MODEL_DEFAULTS = {
+    "mlp": {"epochs": 10, "lr_schedule": "constant"},
+    "cnn": {"epochs": 20, "lr_schedule": "cosine"},
+}
+
+
+def _channel_list_ok(text: str) -> bool:
+    parts = [p.strip() for p in str(text).split(",")]
+    return bool(parts) and all(p.isdigit() and int(p) >= 1 for p in parts)
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Vectorization (scikit-learn).
+    features: int = 32754  # width of the bag of words fed to the network
+    vectorizer: str = "tfidf"  # "tfidf": fitted vocabulary; "hashing": no vocabulary, any corpus size
+    feature_selection: str = "chi2"  # how "tfidf" picks `features` terms from the full vocabulary
+    ngram_max: int = 2  # 1 = unigrams, 2 = unigrams + bigrams
+    stop_words: str | None = "english"
+    min_df: int = 2  # ignored (set to 1) for corpora under 200 documents, where it would empty the vocabulary
+    sublinear_tf: bool = True  # 1 + log(tf): long posts do not drown short ones
+    # Model: "mlp" (text: features -> hidden (sigmoid) -> classes (softmax)) or "cnn" (images:
+    # textclf/models/cnn.py, conv+ReLU+pool per entry of conv_channels, then a ReLU layer of `hidden` units).
+    model: str = "mlp"
+    conv_channels: str = "32,64"  # cnn only: output channels of each conv layer, comma-separated
+    conv_kernel: int = 5  # cnn only: odd kernel size ("same" padding)
+    # cnn only: dropout on the fully connected layer and random changes to each training image per step
+    # ("shift": up to 2 px each way; "flip": mirror left-right, only for classes that look alike mirrored).
+    # Chosen on Fashion-MNIST (BENCHMARKS.md); the text MLP measured no gain from dropout.
+    dropout: float = 0.25
+    augment: str = "shift"  # comma-separated AUGMENTATIONS, or "" for none
+    hidden: int = 128
+    # Optimizer: Adam (default) or minibatch SGD with momentum (v <- m v + g + wd w; w <- w - lr v).
+    optimizer: str = "adam"
+    batch_size: int = 64
+    epochs: int | None = None  # None: the model's default (MODEL_DEFAULTS: 10 for mlp, 20 for cnn)
+    # Small corpora get extra epochs until training makes at least this many optimizer steps: 8 epochs of a
+    # 36-document corpus would be 8 steps, far too few to learn anything.
+    min_steps: int = 300
+    learning_rate: float = 0.001
+    # "constant", or "linear" / "cosine" decay to 0 over the run (linear best for sgd: lr 0.15, batch 16);
+    # None: the model's default (constant for mlp, cosine for cnn).
+    lr_schedule: str | None = None
+    momentum: float = 0.9  # sgd only
+    init_gain: float = 1.0  # Glorot-uniform range multiplier (4 suited sgd)
+    weight_decay: float = 0.0
+    seed: int = 0
+    # Data handling.
+    validation_fraction: float = 0.1  # used only when no separate test corpus is given
+    max_file_mb: float = 10.0  # larger files are skipped (corpus) or refused (predict)
+    # Compute.
+    backend: str = "auto"  # "auto": pallas on a GPU, xla elsewhere
+    # Pallas input format: "dense" (X scattered into a bf16 matrix), "pieces" (fixed-width pieces of each
+    # document's nonzeros, pallas_kernels/pieces_hidden.py) or "sparse" (flat nonzeros, sparse_hidden.py);
+    # "auto": pieces from PIECES_MIN_BATCH documents a device batch up, dense below (textclf/training/loop.py).
+    pallas_input: str = "auto"
+    # Data parallelism: devices of this process that share each batch; with several processes every process
+    # uses this many. 0 ("all"): all local devices that still get >= 256 documents of each batch
+    # (textclf/training/data_parallel.py says why), so batch 64 trains on one GPU and batch 8,192 on up to 32.
+    # The global batch `batch_size` is split evenly across them.
+    devices: int = 0
+    # Model search (textclf/training/search.py): "auto" chooses SEARCHED_FIELDS by validation on the training
+    # documents (text MLP with the tfidf vectorizer; skipped below its minimum corpus size), "off" uses the
+    # values here as they are. search_budget: seconds (0: the device's default, search.default_budget).
+    search: str = "auto"
+    search_budget: float = 0.0
+    # Fields the user set explicitly (the CLI fills it in from the options given): the search keeps them.
+    pinned: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pinned", tuple(self.pinned))  # from JSON it arrives as a list
+        for name, value in MODEL_DEFAULTS.get(self.model, {}).items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)  # frozen: the one place a field is filled in
+        checks = [
+            (self.features >= 2, "features must be >= 2"),
+            (self.vectorizer in VECTORIZERS, f"vectorizer must be one of {', '.join(VECTORIZERS)}"),
+            (self.feature_selection in FEATURE_SELECTIONS,
+             f"feature_selection must be one of {', '.join(FEATURE_SELECTIONS)}"),
+            (self.ngram_max in (1, 2, 3), "ngram_max must be 1, 2 or 3"),
+            (self.min_df >= 1, "min_df must be >= 1"),
+            (self.hidden >= 1, "hidden must be >= 1"),
+            (self.model in MODELS, f"model must be one of {', '.join(MODELS)}"),
+            (self.conv_kernel >= 1 and self.conv_kernel % 2 == 1, "conv_kernel must be odd (3, 5, 7, ...)"),
+            (_channel_list_ok(self.conv_channels), "conv_channels must be comma-separated whole numbers >= 1"),
+            (0 <= self.dropout < 1, "dropout must be in [0, 1)"),
+            (all(a in AUGMENTATIONS for a in self.augmentations),
+             f"augment must be comma-separated names from {', '.join(AUGMENTATIONS)} (or empty)"),
+            (self.batch_size >= 1, "batch_size must be >= 1"),
+            (self.epochs >= 1, "epochs must be >= 1"),
+            (self.min_steps >= 0, "min_steps must be >= 0"),
+            (self.learning_rate > 0, "learning_rate must be > 0"),
+            (self.lr_schedule in LR_SCHEDULES, f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}"),
+            (self.optimizer in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}"),
+            (self.init_gain > 0, "init_gain must be > 0"),
+            (0 <= self.momentum < 1, "momentum must be in [0, 1)"),
+            (self.weight_decay >= 0, "weight_decay must be >= 0"),
+            (0 < self.validation_fraction < 1, "validation_fraction must be in (0, 1)"),
+            (self.max_file_mb > 0, "max_file_mb must be > 0"),
+            (self.backend in BACKENDS, f"backend must be one of {', '.join(BACKENDS)}"),
+            (self.devices >= 0, "devices must be >= 0 (0 = all local devices)"),
+            (self.pallas_input in PALLAS_INPUTS, f"pallas_input must be one of {', '.join(PALLAS_INPUTS)}"),
+            (self.search in SEARCHES, f"search must be one of {', '.join(SEARCHES)}"),
+            (self.search_budget >= 0, "search_budget must be >= 0 seconds (0 = the device's default)"),
+            (all(p in SEARCHED_FIELDS for p in self.pinned),
+             f"pinned must name fields among {', '.join(SEARCHED_FIELDS)}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise SettingsError(f"invalid setting: {message}")
+
+    @property
+    def channels(self) -> tuple[int, ...]:
+        return tuple(int(p) for p in self.conv_channels.split(","))
+
+    @property
+    def augmentations(self) -> tuple[str, ...]:
+        return tuple(p.strip() for p in str(self.augment).split(",") if p.strip())
+
+    def epochs_for(self, n_train: int) -> int:
+        """Epochs actually run on n_train documents: `epochs`, raised to reach `min_steps` steps."""
+        steps_per_epoch = -(-n_train // self.batch_size)
+        return max(self.epochs, -(-self.min_steps // steps_per_epoch))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Settings":
+        """Rebuild from a stored dict; unknown keys (from a newer textclf) are ignored, missing ones default."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def replace(self, **changes: Any) -> "Settings":
+        """A copy with `changes`; the rest keep this instance's values, model-dependent ones included (to move
+        an mlp Settings to model="cnn" with the cnn defaults, build a fresh Settings(model="cnn", ...))."""
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,154 @@
+"""K networks trained side by side on the same minibatches: the step of the model search (textclf/training/search.py).
+
+The K candidates share one input (the same documents, the same vectorizer columns) and differ in learning rate.
+Their first layers sit side by side as one (F, K*H) matrix, so one gather of a batch's nonzero rows serves all
+K models; the output layers are a (K, H, C) stack. Each model's loss is its own mean cross-entropy, and the loss
+differentiated is their sum, so every model gets exactly the gradient it would get alone; Adam runs with a
+per-model learning rate. After every epoch each model is scored on the validation rows, so the search reads
+the best epoch count off the curve (early stopping for free).
+
+Plain JAX (XLA): a Pallas K-model kernel is not built yet; this formulation is what it would be measured against.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+
+from pipelines.batches import make_batches, next_power_of_two
+from textclf.models.mlp import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, adam_corrections
+
+
+class StackedParams(NamedTuple):
+    w1: jax.Array  # (F, K*H): model k's first layer is columns k*H .. (k+1)*H
+    b1: jax.Array  # (K*H,)
+    w2: jax.Array  # (K, H, C)
+    b2: jax.Array  # (K, C)
+
+
+@functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "models", "gain"))
+def init_stacked(key: jax.Array, n_features: int, hidden: int, n_classes: int, models: int,
+                 gain: float = 1.0) -> StackedParams:
+    """K independent Glorot-uniform initialisations (textclf.models.mlp.init_params, K times)."""
+    k1, k2 = jax.random.split(key)
+    limit1 = gain * np.sqrt(6.0 / (n_features + hidden))
+    limit2 = gain * np.sqrt(6.0 / (hidden + n_classes))
+    return StackedParams(
+        jax.random.uniform(k1, (n_features, models * hidden), jnp.float32, -limit1, limit1),
+        jnp.zeros((models * hidden,), jnp.float32),
+        jax.random.uniform(k2, (models, hidden, n_classes), jnp.float32, -limit2, limit2),
+        jnp.zeros((models, n_classes), jnp.float32),
+    )
+
+
+def stacked_logits(params: StackedParams, indices, values, rows, batch_size: int) -> jax.Array:
+    """Flat sparse batch (pipelines/batches.py: (cap,) each) -> (B, K, C) scores of the K models."""
+    models, hidden, _ = params.w2.shape
+    gathered = params.w1[indices] * values[:, None]  # (cap, K*H): one gather for all K models
+    pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1  # (B, K*H)
+    activations = jax.nn.sigmoid(pre).reshape(batch_size, models, hidden)
+    return jnp.einsum("bkh,khc->bkc", activations, params.w2) + params.b2
+
+
+def stacked_loss(params: StackedParams, indices, values, rows, labels, mask) -> jax.Array:
+    """Sum over the K models of each one's mean cross-entropy on the unmasked rows."""
+    scores = stacked_logits(params, indices, values, rows, labels.shape[0])
+    log_probs = jax.nn.log_softmax(scores, axis=-1)  # (B, K, C)
+    nll = -jnp.take_along_axis(log_probs, labels[:, None, None], axis=2)[..., 0]  # (B, K)
+    return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+class StackedAdam(NamedTuple):
+    m: StackedParams
+    v: StackedParams
+    step: jax.Array  # () float32
+
+
+def _per_model(rates: jax.Array, hidden: int) -> StackedParams:
+    """(K,) learning rates shaped to broadcast against each parameter of StackedParams."""
+    columns = jnp.repeat(rates, hidden)  # (K*H,)
+    return StackedParams(columns[None, :], columns, rates[:, None, None], rates[:, None])
+
+
+@functools.partial(jax.jit, donate_argnums=(0, 1))
+def _epoch(params: StackedParams, state: StackedAdam, rates, indices, values, rows, labels, mask):
+    """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays) -> new params and Adam state."""
+    hidden = params.w2.shape[1]
+    lr = _per_model(rates, hidden)
+
+    def step(carry, batch):
+        params, state = carry
+        grads = jax.grad(stacked_loss)(params, *batch)
+        t = state.step + 1
+        c1, c2 = adam_corrections(t)
+        m = jax.tree.map(lambda m, g: ADAM_BETA1 * m + (1 - ADAM_BETA1) * g, state.m, grads)
+        v = jax.tree.map(lambda v, g: ADAM_BETA2 * v + (1 - ADAM_BETA2) * g * g, state.v, grads)
+        params = jax.tree.map(lambda w, r, m, v: w - r * (m / c1) / (jnp.sqrt(v / c2) + ADAM_EPS),
+                              params, lr, m, v)
+        return (params, StackedAdam(m, v, t)), None
+
+    (params, state), _ = jax.lax.scan(step, (params, state), (indices, values, rows, labels, mask))
+    return params, state
+
+
+@jax.jit
+def _correct(params: StackedParams, indices, values, rows, labels, mask) -> jax.Array:
+    """(steps, ...) validation batches -> (K,) documents each model predicts right."""
+    def one(total, batch):
+        idx, val, row, y, m = batch
+        predicted = jnp.argmax(stacked_logits(params, idx, val, row, y.shape[0]), axis=-1)  # (B, K)
+        return total + jnp.sum((predicted == y[:, None]) * m[:, None], axis=0), None
+
+    models = params.w2.shape[0]
+    total, _ = jax.lax.scan(one, jnp.zeros((models,), jnp.float32), (indices, values, rows, labels, mask))
+    return total
+
+
+def _padded_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray,
+                    steps: int, cap: int) -> tuple[np.ndarray, ...]:
+    """make_batches, padded to `steps` batches of `cap` nonzeros (padding rows have mask 0), so every fold and
+    every vectorizer variant of one search reuses one compiled epoch."""
+    batches = make_batches(matrix, labels, batch_size, order)
+    out = []
+    for position, array in enumerate(batches.arrays()):  # indices, values, rows (cap wide); labels, mask (B)
+        width = cap if position < 3 else batch_size
+        padded = np.zeros((steps, width), array.dtype)
+        padded[: array.shape[0], : array.shape[1]] = array
+        out.append(padded)
+    return tuple(out)
+
+
+def batch_shape(matrices: list[sp.csr_matrix], batch_size: int) -> tuple[int, int]:
+    """(steps, cap) that fits every matrix's batches: steps of the longest, cap of the densest possible batch
+    (the B longest documents of any matrix), rounded up to a power of two."""
+    steps = max(-(-m.shape[0] // batch_size) for m in matrices)
+    densest = max(int(np.sort(np.diff(m.indptr))[-batch_size:].sum()) for m in matrices)
+    return steps, next_power_of_two(max(1, densest))
+
+
+def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix, val_y: np.ndarray,
+                   n_classes: int, rates: list[float], epochs: int, batch_size: int, hidden: int, seed: int,
+                   shape: tuple[int, int], val_shape: tuple[int, int]) -> np.ndarray:
+    """Train len(rates) networks side by side for `epochs` epochs; -> (epochs, K) validation accuracy after each
+    epoch. shape / val_shape: (steps, cap) of the training / validation batches (batch_shape), shared by the
+    calls of one search so that they compile once."""
+    models = len(rates)
+    params = init_stacked(jax.random.PRNGKey(seed), train_x.shape[1], hidden, n_classes, models)
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    state = StackedAdam(zeros, jax.tree.map(jnp.zeros_like, params), jnp.zeros((), jnp.float32))
+    rates_array = jnp.asarray(rates, jnp.float32)
+    val_batches = [jnp.asarray(a) for a in _padded_batches(val_x, val_y, batch_size, np.arange(val_x.shape[0]),
+                                                           *val_shape)]
+    rng = np.random.default_rng(seed)
+    accuracies = np.zeros((epochs, models))
+    for epoch in range(epochs):
+        order = rng.permutation(train_x.shape[0])
+        batches = _padded_batches(train_x, train_y, batch_size, order, *shape)
+        params, state = _epoch(params, state, rates_array, *map(jnp.asarray, batches))
+        accuracies[epoch] = np.asarray(_correct(params, *val_batches)) / max(1, val_x.shape[0])
+    return accuracies

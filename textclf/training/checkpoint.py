@@ -1,0 +1,95 @@
+"""Training checkpoints: everything needed to continue a run after its last finished epoch.
+
+A checkpoint holds the parameters and the optimizer state as their flattened leaves (as the backend keeps
+them, padded on the Pallas path; rebuilt on load from a freshly initialised network of the same shape, so any
+network fits: the text MLP and the CNN) and the epoch history, written atomically. Resuming from it on the
+same device gives the same model as an uninterrupted run: the epoch order is drawn from (seed, epoch) and the
+learning-rate schedule depends only on the epoch number.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pipelines.files import write_arrays_atomically
+
+FORMAT = "textclf-checkpoint"
+
+
+@dataclass
+class TrainState:
+    epochs_done: int
+    param_leaves: list  # jax.tree.leaves of the parameters, numpy arrays
+    opt_leaves: list  # jax.tree.leaves of the optimizer state, numpy arrays
+    history: list  # list of EpochStats
+
+
+class Checkpointer:
+    """every_seconds: the training loop saves after an epoch only when this long has passed since the last
+    save (or the start), and always when it is asked to stop. Each save writes the parameters and the optimizer
+    state (64 MB for the default network with Adam) and fsyncs them: saving after every epoch made a warm
+    daemon's news4 job take 1.7 s instead of ~0.7 s."""
+
+    def __init__(self, path: str | Path, every_seconds: float = 0.0):
+        self.path = Path(path)
+        self.every_seconds = every_seconds
+        self._last = time.monotonic()
+
+    def due(self) -> bool:
+        return time.monotonic() - self._last >= self.every_seconds
+
+    def save(self, state: TrainState) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        header = {"format": FORMAT, "epochs_done": state.epochs_done, "history": [asdict(h) for h in state.history]}
+        arrays = {"header": np.array(json.dumps(header))}
+        arrays.update({f"param.{i}": np.asarray(a) for i, a in enumerate(state.param_leaves)})
+        arrays.update({f"opt.{i}": np.asarray(a) for i, a in enumerate(state.opt_leaves)})
+        write_arrays_atomically(self.path, arrays)
+        self._last = time.monotonic()
+
+    def load(self) -> TrainState | None:
+        """The saved state, or None when there is no checkpoint yet."""
+        from textclf.training.events import EpochStats
+
+        if not self.path.exists():
+            return None
+        with np.load(self.path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+        header = json.loads(str(arrays["header"]))
+        leaves = lambda prefix: [arrays[f"{prefix}.{i}"] for i in range(sum(k.startswith(prefix + ".") for k in arrays))]
+        return TrainState(header["epochs_done"], leaves("param"), leaves("opt"),
+                          [EpochStats(**h) for h in header["history"]])
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def after_epoch(checkpointer: Checkpointer | None, stop_requested, epochs_done: int, epochs: int, params,
+                opt_state, history: list) -> None:
+    """What both training loops do after an epoch: save a checkpoint when it is due, and when a stop is asked
+    for save one (unless just saved) and raise TrainingStopped. Nothing after the last epoch: the model file
+    is written next."""
+    import jax
+
+    from textclf.training.data_parallel import to_host
+    from textclf.training.events import TrainingStopped
+
+    if epochs_done >= epochs:
+        return
+
+    def save() -> None:
+        checkpointer.save(TrainState(epochs_done, [to_host(a) for a in jax.tree.leaves(params)],
+                                     [to_host(a) for a in jax.tree.leaves(opt_state)], list(history)))
+
+    saved = checkpointer is not None and checkpointer.due()
+    if saved:
+        save()
+    if stop_requested and stop_requested():
+        if checkpointer is not None and not saved:
+            save()
+        raise TrainingStopped(f"stopped after epoch {epochs_done} of {epochs}")

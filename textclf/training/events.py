@@ -1,0 +1,23 @@
+"""What a training loop reports (per-epoch statistics) and the signal that stops it between epochs.
+
+Kept apart from textclf/training/loop.py, which imports JAX, so that textclf/runs/run.py can name them without
+importing JAX before its vectorizing workers are forked (pipelines/workers.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class TrainingStopped(Exception):
+    """Training was asked to stop between epochs; the checkpoint holds every finished epoch."""
+
+
+@dataclass
+class EpochStats:
+    epoch: int
+    loss: float
+    train_accuracy: float
+    eval_accuracy: float | None
+    seconds: float
+    docs_per_s: float

@@ -1,0 +1,166 @@
+"""The model search: choose a corpus's settings by validation on its own training documents.
+
+Why: no one setting wins on every corpus (English stop words remove "what"/"who"/"how", the words that decide a
+question's type; short sentiment sentences want other n-grams and rates than newsgroup posts), and a GPU trains
+one candidate in a fraction of a second.
+
+How:
+- The texts are tokenised once, into the widest view: raw counts of every n-gram up to the longest candidate's,
+  no stop words removed (pipelines.vectorize.count_terms). Each vectorizer variant (stop words x n-gram length)
+  is a column mask of it (term_mask); within each fold, the variant's `features` columns are selected by
+  chi-squared on the fold's training rows only and weighted with IDF from those rows (select_and_weigh).
+- Per (variant, fold) the learning-rate candidates train side by side as one program
+  (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
+- Score of a (variant, rate, epoch count): mean validation accuracy over the folds. The best one wins; ties go
+  to the earlier candidate (the defaults come first) and the fewer epochs.
+- Rounds run defaults-first and stop when the time budget would be overrun: a tight budget still returns the
+  best candidate of the rounds it finished (at least the first). Variants are only compared on the folds that
+  all of them finished.
+- Settings the user set explicitly (Settings.pinned) are not searched.
+- Never reads a test corpus: the caller passes only training documents (tests/textclf/test_search.py checks
+  that `train` opens --test only after the search).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from pipelines.batches import next_power_of_two
+from pipelines.vectorize import count_terms, select_and_weigh, term_mask, weigh_counts
+from pipelines.workers import WorkerPool
+from textclf.settings import Settings
+from textclf.training.candidates import batch_shape, fit_candidates
+
+# Below this many training documents the search is skipped: a validation fold of a few dozen documents cannot
+# tell candidates apart, and the small-corpus rule (Settings.min_steps) decides the epochs anyway.
+MIN_DOCUMENTS = 200
+LEARNING_RATES = (0.001, 0.003, 0.01)
+STOP_WORDS = ("english", None)
+NGRAMS = (2, 1)
+# The epoch count is read off each candidate's validation curve, up to this many epochs (on a CPU, where an
+# epoch of a round costs seconds, up to CPU_MAX_EPOCHS).
+MAX_EPOCHS = 20
+CPU_MAX_EPOCHS = 10
+
+
+@dataclass
+class SearchResult:
+    settings: Settings  # the chosen settings (the input's, with the searched fields replaced)
+    summary: dict  # what ran: folds, budget, seconds, rounds, best validation accuracy, or why it was skipped
+    trials: list[dict] = field(default_factory=list)  # one per (candidate, fold): settings, epoch_accuracies
+    leaderboard: list[dict] = field(default_factory=list)  # candidates, best first: settings, accuracy, epochs
+
+
+def default_budget(platform: str) -> float:
+    """Seconds of search when --search-budget is not given: generous where candidates are cheap (a GPU trains
+    the K learning rates of one round in about a second), small on a CPU, where one round costs tens."""
+    return 20.0 if platform == "cpu" else 60.0
+
+
+def _folds(labels: np.ndarray, count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Stratified folds: `count` >= 2 -> k-fold; 1 -> one 80/20 split (what a tight budget affords)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    splitter = StratifiedKFold(n_splits=max(2, count) if count > 1 else 5, shuffle=True, random_state=seed)
+    folds = [(np.sort(a), np.sort(b)) for a, b in splitter.split(np.zeros(len(labels)), labels)]
+    return folds[:count]
+
+
+def candidate_space(settings: Settings) -> tuple[list[tuple[str | None, int]], list[float], list[int]]:
+    """(vectorizer variants (stop_words, ngram_max), learning rates, epoch counts) to try; pinned fields keep
+    the settings' own value. The settings' own values come first in each list."""
+    pinned = set(settings.pinned)
+
+    def options(name, values):
+        own = getattr(settings, name)
+        return [own] if name in pinned else [own] + [v for v in values if v != own]
+
+    variants = [(s, n) for s in options("stop_words", STOP_WORDS) for n in options("ngram_max", NGRAMS)]
+    rates = options("learning_rate", LEARNING_RATES)
+    epochs = [settings.epochs] if "epochs" in pinned else list(range(1, max(MAX_EPOCHS, settings.epochs) + 1))
+    return variants, rates, epochs
+
+
+def search_settings(texts: list[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
+                    on_round: Callable[[int, int], None] | None = None) -> SearchResult:
+    """Choose stop words, n-grams, learning rate and epochs for these training documents (see the module
+    docstring). platform: jax's default backend ("cpu", "gpu", ...), for the default budget.
+    on_round(done, total): called after each round, for a progress bar."""
+    start = time.perf_counter()
+    budget = settings.search_budget or default_budget(platform)
+    summary = {"budget_s": budget, "platform": platform}
+    if len(texts) < MIN_DOCUMENTS:
+        return SearchResult(settings, {**summary, "skipped": f"fewer than {MIN_DOCUMENTS} training documents"})
+    variants, rates, epoch_options = candidate_space(settings)
+    if len(variants) == 1 and len(rates) == 1 and len(epoch_options) == 1:
+        return SearchResult(settings, {**summary, "skipped": "every searched setting was set explicitly"})
+
+    classes = sorted(set(labels))
+    y = np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)  # (documents,) class numbers
+    widest_ngram = max(n for _, n in variants)
+    terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, pool)
+    masks = {v: np.flatnonzero(term_mask(terms, v[1], v[0])) for v in variants}
+    folds = _folds(y, 1 if platform == "cpu" else 3, settings.seed)
+    epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
+    # The input width of every round: the widest variant's selected columns, rounded up to a power of two (the
+    # W1 update, the cost of every step, scales with it: a corpus of short questions keeps ~10k columns, not 32k).
+    width = min(settings.features, next_power_of_two(max(min(settings.features, len(m)) for m in masks.values())))
+    shape = batch_shape([counts[train] for train, _ in folds], settings.batch_size)
+    val_shape = batch_shape([counts[val] for _, val in folds], settings.batch_size)
+
+    rounds = [(f, v) for f in range(len(folds)) for v in variants]  # fold-major: every variant sees fold 0 first
+    results: dict[tuple, np.ndarray] = {}  # (variant, fold) -> (epochs, K) validation accuracy
+    trials: list[dict] = []
+    round_seconds: list[float] = []
+    for number, (fold, variant) in enumerate(rounds):
+        elapsed = time.perf_counter() - start
+        if number and elapsed + max(round_seconds) > budget:
+            break
+        round_start = time.perf_counter()
+        train_rows, val_rows = folds[fold]
+        columns, idf = select_and_weigh(counts[train_rows], y[train_rows], masks[variant], settings.features,
+                                        settings.feature_selection, settings.sublinear_tf)
+        train_x = weigh_counts(counts[train_rows][:, columns], idf, settings.sublinear_tf)
+        val_x = weigh_counts(counts[val_rows][:, columns], idf, settings.sublinear_tf)
+        # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
+        train_x.resize((train_x.shape[0], width))
+        val_x.resize((val_x.shape[0], width))
+        curves = fit_candidates(train_x, y[train_rows], val_x, y[val_rows], len(classes), rates, epochs,
+                                settings.batch_size, settings.hidden, settings.seed + fold, shape, val_shape)
+        results[(variant, fold)] = curves
+        seconds = time.perf_counter() - round_start
+        round_seconds.append(seconds)
+        for k, rate in enumerate(rates):
+            trials.append({"candidate": variants.index(variant) * len(rates) + k, "fold": fold,
+                           "settings": {"stop_words": variant[0], "ngram_max": variant[1], "learning_rate": rate},
+                           "epoch_accuracies": [round(float(a), 6) for a in curves[:, k]],
+                           "seconds": seconds / len(rates)})
+        if on_round:
+            on_round(number + 1, len(rounds))
+
+    # Compare on the folds every tried variant finished.
+    tried = [v for v in variants if (v, 0) in results]
+    shared_folds = [f for f in range(len(folds)) if all((v, f) in results for v in tried)]
+    leaderboard = []
+    for v in tried:
+        mean = np.mean([results[(v, f)] for f in shared_folds], axis=0)  # (epochs, K)
+        for k, rate in enumerate(rates):
+            usable = [e for e in epoch_options if e <= epochs]
+            curve = mean[np.array(usable) - 1, k]
+            best = int(np.argmax(curve))  # first maximum: the fewest epochs
+            leaderboard.append({"settings": {"stop_words": v[0], "ngram_max": v[1], "learning_rate": rate,
+                                             "epochs": usable[best]},
+                                "accuracy": float(curve[best]), "order": len(leaderboard)})
+    leaderboard.sort(key=lambda row: (-row["accuracy"], row["order"]))
+    for row in leaderboard:
+        del row["order"]
+    chosen = settings.replace(**leaderboard[0]["settings"])
+    summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=len(rounds),
+                   candidates=len(leaderboard), seconds=round(time.perf_counter() - start, 3),
+                   best_accuracy=leaderboard[0]["accuracy"], chosen=leaderboard[0]["settings"],
+                   documents=len(texts), terms=len(terms))
+    return SearchResult(chosen, summary, trials, leaderboard)
