@@ -27,7 +27,7 @@ OPTIMIZERS = ("adam", "sgd")
 PALLAS_INPUTS = ("auto", "dense", "sparse", "pieces")
 SEARCHES = ("auto", "off")
 # The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
-SEARCHED_FIELDS = ("stop_words", "ngram_max", "learning_rate", "epochs")
+SEARCHED_FIELDS = ("stop_words", "ngram_max", "learning_rate", "epochs", "ensemble")
 MODELS = ("mlp", "cnn")
 
 
@@ -100,6 +100,10 @@ class Settings:
     # values here as they are. search_budget: seconds (0: the device's default, search.default_budget).
     search: str = "auto"
     search_budget: float = 0.0
+    # Networks trained side by side on the same batches and averaged into one model file (textclf/training/
+    # candidates.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
+    # search.ENSEMBLE_MEMBERS by validation where it is cheap (a GPU), else 1.
+    ensemble: int = 0
     # Fields the user set explicitly (the CLI fills it in from the options given): the search keeps them.
     pinned: tuple[str, ...] = ()
 
@@ -138,6 +142,7 @@ class Settings:
             (self.pallas_input in PALLAS_INPUTS, f"pallas_input must be one of {', '.join(PALLAS_INPUTS)}"),
             (self.search in SEARCHES, f"search must be one of {', '.join(SEARCHES)}"),
             (self.search_budget >= 0, "search_budget must be >= 0 seconds (0 = the device's default)"),
+            (0 <= self.ensemble <= 64, "ensemble must be 0 (chosen by the search) to 64 networks"),
             (all(p in SEARCHED_FIELDS for p in self.pinned),
              f"pinned must name fields among {', '.join(SEARCHED_FIELDS)}"),
         ]

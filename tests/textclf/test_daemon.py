@@ -71,7 +71,7 @@ def _wait_for_epochs(db_path, job_id, count, timeout=120):
 
 def _submit_slow(db_path, corpus):
     # 40 epochs, so the daemon is still mid-run when the signal lands however slow the machine is to react.
-    settings = {"epochs": 40, "batch_size": 8, "min_steps": 0, "hidden": 32, "features": 1000}
+    settings = {"epochs": 40, "batch_size": 8, "min_steps": 0, "hidden": 32, "features": 1000, "search": "off"}
     return jobs.submit(open_db(db_path), str(corpus), settings, "slow")
 
 

@@ -54,7 +54,7 @@ def task_files(data: Path, task: str) -> tuple[Path, Path]:
 
 def run_one(task: str, tool: str, train: Path, test: Path, timeout_s: float) -> BenchResult:
     command = [sys.executable, "-m", "textclf.frontends.bench_tools", tool, str(train), str(test)]
-    path = [str(Path(__file__).resolve().parents[1])] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    path = [str(Path(__file__).resolve().parents[2])] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     start = time.perf_counter()
     try:

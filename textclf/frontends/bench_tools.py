@@ -8,9 +8,11 @@ imports, reading, vectorizing, training, predicting the test set). train_s is th
 - torch-dense / torch-embeddingbag: textclf's own features (same vectorizer), the same 128-unit sigmoid MLP,
   Adam lr 1e-3, batch 64, 10 epochs in PyTorch on its GPU (CPU when none): dense batches (sparse -> dense on
   the device) or an nn.EmbeddingBag(mode="sum", per-sample weights) first layer.
-- fasttext: the `fasttext` package (pip install fasttext-wheel), word bigrams, 25 epochs, all CPU threads.
-- sklearn-sgd: TfidfVectorizer(sublinear_tf) + SGDClassifier; sklearn-mlp: + MLPClassifier(128, logistic,
-  max_iter 30). Both with random_state 0.
+- fasttext: the `fasttext` package (pip install fasttext-wheel) as its supervised tutorial recommends: lowercased
+  word tokens (punctuation split off), lr 0.5, word bigrams, 25 epochs, all CPU threads.
+- sklearn-sgd / sklearn-svm / sklearn-cnb: TfidfVectorizer(ngram_range (1, 2), sublinear_tf) + SGDClassifier /
+  LinearSVC / ComplementNB(alpha 0.1, as in scikit-learn's text classification example); sklearn-mlp:
+  TfidfVectorizer(sublinear_tf) + MLPClassifier(128, logistic, max_iter 30). random_state 0 where there is one.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import time
 from pathlib import Path
 
 TOOLS = ("textclf-pallas", "textclf-xla", "torch-dense", "torch-embeddingbag", "fasttext", "sklearn-sgd",
-         "sklearn-mlp")
+         "sklearn-svm", "sklearn-cnb", "sklearn-mlp")
 
 
 class ToolMissing(Exception):
@@ -56,7 +58,13 @@ def _textclf(backend: str, train: str, test: str) -> dict:
     return {"accuracy": result.eval_accuracy, "train_s": result.phases["train"], "epochs": len(result.history),
             "n_train": result.n_train, "n_test": result.n_eval,
             "peak_gpu_mb": stats.get("peak_bytes_in_use", 0) / 2**20 if jax.default_backend() == "gpu" else None,
-            "notes": f"compile {result.phases['compile']:.1f} s, vectorize {result.phases['vectorize']:.1f} s"}
+            "notes": f"search {result.phases.get('search', 0):.1f} s, compile {result.phases['compile']:.1f} s, "
+                     f"vectorize {result.phases['vectorize']:.1f} s; chose {_chosen(result.model.settings)}"}
+
+
+def _chosen(settings) -> str:
+    return (f"stop words {settings.stop_words}, n-grams {settings.ngram_max}, lr {settings.learning_rate:g}, "
+            f"{settings.epochs} epochs, {settings.ensemble or 1} network(s)")
 
 
 def _torch(bag: bool, train: str, test: str) -> dict:
@@ -75,7 +83,7 @@ def _torch(bag: bool, train: str, test: str) -> dict:
     classes = sorted(set(train_corpus.labels))
     vectorizer, x = fit_vectorizer(train_corpus.texts, train_corpus.labels, settings)
     test_x = vectorizer.transform(test_corpus.texts, workers=None)
-    y = encode_labels(train_corpus.labels, classes)
+    y = encode_labels(train_corpus.labels, classes).astype(np.int64)  # cross_entropy's targets must be int64
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
     features, hidden, n_classes = x.shape[1], settings.hidden, len(classes)
@@ -127,32 +135,43 @@ def _fasttext(train: str, test: str) -> dict:
     except ImportError:
         raise ToolMissing("fasttext is not installed (pip install fasttext-wheel)") from None
     train_corpus, test_corpus = _read(train, test)
-    clean = lambda text: " ".join(text.split())  # one line per document
+    import re
+
+    token = re.compile(r"\w+|[^\w\s]")
+
+    def clean(text: str) -> str:  # lowercased word tokens, one line per document (fastText's tutorial)
+        return " ".join(token.findall(text.lower()))
+
     threads = os.cpu_count() or 1
     with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as handle:
         for label, text in zip(train_corpus.labels, train_corpus.texts):
             handle.write(f"__label__{label.replace(' ', '_')} {clean(text)}\n")
         handle.flush()
         start = time.perf_counter()
-        model = fasttext.train_supervised(handle.name, epoch=25, wordNgrams=2, thread=threads, verbose=0)
+        model = fasttext.train_supervised(handle.name, lr=0.5, epoch=25, wordNgrams=2, thread=threads,
+                                          verbose=0)
         train_s = time.perf_counter() - start
     predicted, _ = model.predict([clean(t) for t in test_corpus.texts])
     expected = [f"__label__{label.replace(' ', '_')}" for label in test_corpus.labels]
     accuracy = sum(p[0] == e for p, e in zip(predicted, expected)) / len(expected)
     return {"accuracy": accuracy, "train_s": train_s, "epochs": 25, "n_train": len(train_corpus),
-            "n_test": len(test_corpus), "peak_gpu_mb": None, "notes": f"{threads} threads, wordNgrams 2"}
+            "n_test": len(test_corpus), "peak_gpu_mb": None, "notes": f"{threads} threads, lr 0.5, wordNgrams 2"}
 
 
-def _sklearn(mlp: bool, train: str, test: str) -> dict:
+def _sklearn(kind: str, train: str, test: str) -> dict:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import SGDClassifier
+    from sklearn.naive_bayes import ComplementNB
     from sklearn.neural_network import MLPClassifier
+    from sklearn.svm import LinearSVC
 
     train_corpus, test_corpus = _read(train, test)
-    vectorizer = TfidfVectorizer(sublinear_tf=True)
+    vectorizer = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 1) if kind == "mlp" else (1, 2))
     x = vectorizer.fit_transform(train_corpus.texts)
-    model = (MLPClassifier(hidden_layer_sizes=(128,), activation="logistic", max_iter=30, random_state=0) if mlp
-             else SGDClassifier(random_state=0))
+    model = {"mlp": lambda: MLPClassifier(hidden_layer_sizes=(128,), activation="logistic", max_iter=30,
+                                          random_state=0),
+             "sgd": lambda: SGDClassifier(random_state=0), "svm": lambda: LinearSVC(random_state=0),
+             "cnb": lambda: ComplementNB(alpha=0.1)}[kind]()
     start = time.perf_counter()
     model.fit(x, train_corpus.labels)
     train_s = time.perf_counter() - start
@@ -168,8 +187,10 @@ def run_tool(tool: str, train: str, test: str) -> dict:
         "torch-dense": lambda: _torch(False, train, test),
         "torch-embeddingbag": lambda: _torch(True, train, test),
         "fasttext": lambda: _fasttext(train, test),
-        "sklearn-sgd": lambda: _sklearn(False, train, test),
-        "sklearn-mlp": lambda: _sklearn(True, train, test),
+        "sklearn-sgd": lambda: _sklearn("sgd", train, test),
+        "sklearn-svm": lambda: _sklearn("svm", train, test),
+        "sklearn-cnb": lambda: _sklearn("cnb", train, test),
+        "sklearn-mlp": lambda: _sklearn("mlp", train, test),
     }
     result = runners[tool]()
     # The largest of this process and its (vectorizing) worker processes; Linux reports KB.

@@ -139,15 +139,27 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
 
     epochs = settings.epochs_for(len(train_y))
     report(TrainEvent("phase", "train", total_epochs=epochs))
-    network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch,
-                          checkpointer=checkpointer, stop_requested=stop_requested)
-    run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
-    phase.seconds["compile"] = network.compile_seconds
-    phase.seconds["train"] = network.train_seconds
-    model = Model(data.vectorizer, *network.params, labels=classes, settings=settings)
+    if settings.ensemble > 1:
+        # Several networks side by side, averaged into one model file (XLA, one device, no checkpoints).
+        from textclf.training.candidates import fit_ensemble
+
+        params, history, compile_s, train_s = fit_ensemble(
+            train_x, train_y, len(classes), settings.ensemble, settings.learning_rate, epochs, settings.batch_size,
+            settings.hidden, settings.seed, eval_x, eval_y, on_epoch)
+        run_queries.update_run(db, run_id, backend="xla", devices=1, processes=jax.process_count())
+        backend = "xla"
+    else:
+        network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch,
+                              checkpointer=checkpointer, stop_requested=stop_requested)
+        params, history, compile_s, train_s = network.params, network.history, network.compile_seconds, \
+            network.train_seconds
+        run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
+    phase.seconds["compile"] = compile_s
+    phase.seconds["train"] = train_s
+    model = Model(data.vectorizer, *params, labels=classes, settings=settings)
     with phase("evaluate"):
         eval_accuracy = float((model.scores(eval_x).argmax(axis=1) == eval_y).mean())
-    last = network.history[-1]
+    last = history[-1]
     model.metadata = {
         "run_id": run_id, "corpus": str(corpus_path), "corpus_fingerprint": data.fingerprint,
         "eval_kind": eval_kind, "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
@@ -163,7 +175,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy,
     )
     return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
-                       len(train_y), len(eval_y), network.history, dict(phase.seconds), data.skipped,
+                       len(train_y), len(eval_y), history, dict(phase.seconds), data.skipped,
                        data.non_utf8, model)
 
 
@@ -263,6 +275,12 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report) ->
     def on_round(done: int, total: int) -> None:
         report(TrainEvent("search", done=done, total=total))
 
+    if jax.process_count() > 1:
+        # Every process would search on its own, and a float that rounds differently on one host would make the
+        # processes choose different settings and then deadlock in their collectives.
+        run_queries.update_run(db, run_id, search={"skipped": "several processes train together: pass the settings "
+                                                              "a one-process search chose"})
+        return settings
     with phase("search"):
         result = search_settings(list(texts), list(labels), settings, pool, jax.default_backend(), on_round)
     if result.trials:

@@ -13,7 +13,8 @@ Plain JAX (XLA): a Pallas K-model kernel is not built yet; this formulation is w
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+import time
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -83,17 +84,17 @@ def _epoch(params: StackedParams, state: StackedAdam, rates, indices, values, ro
 
     def step(carry, batch):
         params, state = carry
-        grads = jax.grad(stacked_loss)(params, *batch)
+        loss, grads = jax.value_and_grad(stacked_loss)(params, *batch)
         t = state.step + 1
         c1, c2 = adam_corrections(t)
         m = jax.tree.map(lambda m, g: ADAM_BETA1 * m + (1 - ADAM_BETA1) * g, state.m, grads)
         v = jax.tree.map(lambda v, g: ADAM_BETA2 * v + (1 - ADAM_BETA2) * g * g, state.v, grads)
         params = jax.tree.map(lambda w, r, m, v: w - r * (m / c1) / (jnp.sqrt(v / c2) + ADAM_EPS),
                               params, lr, m, v)
-        return (params, StackedAdam(m, v, t)), None
+        return (params, StackedAdam(m, v, t)), loss
 
-    (params, state), _ = jax.lax.scan(step, (params, state), (indices, values, rows, labels, mask))
-    return params, state
+    (params, state), losses = jax.lax.scan(step, (params, state), (indices, values, rows, labels, mask))
+    return params, state, losses  # losses: (steps,) sum over the K models of each one's batch mean
 
 
 @jax.jit
@@ -107,6 +108,27 @@ def _correct(params: StackedParams, indices, values, rows, labels, mask) -> jax.
     models = params.w2.shape[0]
     total, _ = jax.lax.scan(one, jnp.zeros((models,), jnp.float32), (indices, values, rows, labels, mask))
     return total
+
+
+@jax.jit
+def _ensemble_correct(params: StackedParams, indices, values, rows, labels, mask) -> jax.Array:
+    """(steps, ...) batches -> () documents the ensemble (the K models' scores averaged) predicts right."""
+    def one(total, batch):
+        idx, val, row, y, m = batch
+        scores = jnp.mean(stacked_logits(params, idx, val, row, y.shape[0]), axis=1)  # (B, C)
+        return total + jnp.sum((jnp.argmax(scores, axis=-1) == y) * m), None
+
+    total, _ = jax.lax.scan(one, jnp.zeros((), jnp.float32), (indices, values, rows, labels, mask))
+    return total
+
+
+def merged(params: StackedParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The K models as one network whose scores are the mean of theirs: hidden units side by side (F, K*H),
+    output weights stacked and divided by K (K*H, C), output bias the mean (C,). Same (w1, b1, w2, b2) shapes
+    as textclf.models.mlp.Params, so a model file, prediction and the service take an ensemble unchanged."""
+    models, hidden, classes = params.w2.shape
+    w2 = np.asarray(params.w2).reshape(models * hidden, classes) / models
+    return np.asarray(params.w1), np.asarray(params.b1), w2, np.asarray(params.b2).mean(axis=0)
 
 
 def _padded_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray,
@@ -131,12 +153,56 @@ def batch_shape(matrices: list[sp.csr_matrix], batch_size: int) -> tuple[int, in
     return steps, next_power_of_two(max(1, densest))
 
 
+def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
+                 epochs: int, batch_size: int, hidden: int, seed: int, eval_x: sp.csr_matrix | None = None,
+                 eval_y: np.ndarray | None = None, on_epoch: Callable | None = None):
+    """Train `members` networks side by side (different initialisations, the same batches and rate) on all of
+    the training rows; -> (merged parameters, list of EpochStats, compile seconds, train seconds). After each
+    epoch the ensemble is scored on (eval_x, eval_y) if given. No checkpoints: an interrupted ensemble starts over."""
+    from textclf.training.events import EpochStats
+
+    start = time.perf_counter()
+    params = init_stacked(jax.random.PRNGKey(seed), train_x.shape[1], hidden, n_classes, members)
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    state = StackedAdam(zeros, jax.tree.map(jnp.zeros_like, params), jnp.zeros((), jnp.float32))
+    rates = jnp.full((members,), learning_rate, jnp.float32)
+    shape = batch_shape([train_x], batch_size)
+    eval_batches = None
+    if eval_x is not None and eval_x.shape[0]:
+        eval_batches = [jnp.asarray(a) for a in _padded_batches(eval_x, eval_y, batch_size,
+                                                                np.arange(eval_x.shape[0]),
+                                                                *batch_shape([eval_x], batch_size))]
+    rng = np.random.default_rng(seed)
+    n = train_x.shape[0]
+    history, compile_seconds, train_seconds = [], 0.0, 0.0
+    for epoch in range(epochs):
+        epoch_start = time.perf_counter()
+        batches = _padded_batches(train_x, train_y, batch_size, rng.permutation(n), *shape)
+        params, state, losses = _epoch(params, state, rates, *map(jnp.asarray, batches))
+        train_correct = float(_ensemble_correct(params, *map(jnp.asarray, batches)))
+        eval_accuracy = None
+        if eval_batches is not None:
+            eval_accuracy = float(_ensemble_correct(params, *eval_batches)) / eval_x.shape[0]
+        seconds = time.perf_counter() - epoch_start
+        if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
+            compile_seconds, seconds = seconds + (epoch_start - start), 0.0
+        train_seconds += seconds
+        rows = np.minimum(batch_size, n - np.arange(len(losses)) * batch_size).clip(0)
+        stats = EpochStats(epoch + 1, float((np.asarray(losses) * rows).sum() / n / members), train_correct / n,
+                           eval_accuracy, seconds, n / seconds if seconds > 0 else float("inf"))
+        history.append(stats)
+        if on_epoch:
+            on_epoch(stats)
+    return merged(params), history, compile_seconds, train_seconds
+
+
 def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix, val_y: np.ndarray,
                    n_classes: int, rates: list[float], epochs: int, batch_size: int, hidden: int, seed: int,
-                   shape: tuple[int, int], val_shape: tuple[int, int]) -> np.ndarray:
+                   shape: tuple[int, int], val_shape: tuple[int, int], ensemble: bool = False):
     """Train len(rates) networks side by side for `epochs` epochs; -> (epochs, K) validation accuracy after each
-    epoch. shape / val_shape: (steps, cap) of the training / validation batches (batch_shape), shared by the
-    calls of one search so that they compile once."""
+    epoch, and with ensemble=True also (epochs,) the accuracy of their average (the models as one ensemble).
+    shape / val_shape: (steps, cap) of the training / validation batches (batch_shape), shared by the calls of
+    one search so that they compile once."""
     models = len(rates)
     params = init_stacked(jax.random.PRNGKey(seed), train_x.shape[1], hidden, n_classes, models)
     zeros = jax.tree.map(jnp.zeros_like, params)
@@ -145,10 +211,12 @@ def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_ma
     val_batches = [jnp.asarray(a) for a in _padded_batches(val_x, val_y, batch_size, np.arange(val_x.shape[0]),
                                                            *val_shape)]
     rng = np.random.default_rng(seed)
-    accuracies = np.zeros((epochs, models))
+    accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
     for epoch in range(epochs):
         order = rng.permutation(train_x.shape[0])
         batches = _padded_batches(train_x, train_y, batch_size, order, *shape)
-        params, state = _epoch(params, state, rates_array, *map(jnp.asarray, batches))
+        params, state, _ = _epoch(params, state, rates_array, *map(jnp.asarray, batches))
         accuracies[epoch] = np.asarray(_correct(params, *val_batches)) / max(1, val_x.shape[0])
-    return accuracies
+        if ensemble:
+            together[epoch] = float(_ensemble_correct(params, *val_batches)) / max(1, val_x.shape[0])
+    return (accuracies, together) if ensemble else accuracies

@@ -41,6 +41,9 @@ MIN_DOCUMENTS = 200
 LEARNING_RATES = (0.001, 0.003, 0.01)
 STOP_WORDS = ("english", None)
 NGRAMS = (2, 1)
+# An ensemble of this many networks (one rate, different initialisations) is tried against one network, on the
+# chosen candidate's folds, where rounds are cheap (not on a CPU: the final training costs ENSEMBLE_MEMBERS x).
+ENSEMBLE_MEMBERS = 5
 # The epoch count is read off each candidate's validation curve, up to this many epochs (on a CPU, where an
 # epoch of a round costs seconds, up to CPU_MAX_EPOCHS).
 MAX_EPOCHS = 20
@@ -96,7 +99,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     if len(texts) < MIN_DOCUMENTS:
         return SearchResult(settings, {**summary, "skipped": f"fewer than {MIN_DOCUMENTS} training documents"})
     variants, rates, epoch_options = candidate_space(settings)
-    if len(variants) == 1 and len(rates) == 1 and len(epoch_options) == 1:
+    if len(variants) == 1 and len(rates) == 1 and len(epoch_options) == 1 and settings.ensemble:
         return SearchResult(settings, {**summary, "skipped": "every searched setting was set explicitly"})
 
     classes = sorted(set(labels))
@@ -122,13 +125,8 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
             break
         round_start = time.perf_counter()
         train_rows, val_rows = folds[fold]
-        columns, idf = select_and_weigh(counts[train_rows], y[train_rows], masks[variant], settings.features,
-                                        settings.feature_selection, settings.sublinear_tf)
-        train_x = weigh_counts(counts[train_rows][:, columns], idf, settings.sublinear_tf)
-        val_x = weigh_counts(counts[val_rows][:, columns], idf, settings.sublinear_tf)
         # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
-        train_x.resize((train_x.shape[0], width))
-        val_x.resize((val_x.shape[0], width))
+        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, settings, width)
         curves = fit_candidates(train_x, y[train_rows], val_x, y[val_rows], len(classes), rates, epochs,
                                 settings.batch_size, settings.hidden, settings.seed + fold, shape, val_shape)
         results[(variant, fold)] = curves
@@ -158,9 +156,51 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     leaderboard.sort(key=lambda row: (-row["accuracy"], row["order"]))
     for row in leaderboard:
         del row["order"]
-    chosen = settings.replace(**leaderboard[0]["settings"])
+    # min_steps 0: the epoch count was read off the validation curves, the small-corpus rule must not raise it.
+    chosen = settings.replace(**leaderboard[0]["settings"], min_steps=0)
+    if settings.ensemble == 0:
+        members, ensemble_summary = _choose_ensemble(chosen, platform, budget - (time.perf_counter() - start),
+                                                     max(round_seconds), counts, y, len(classes), masks, folds,
+                                                     shared_folds, width, epochs, shape, val_shape)
+        chosen = chosen.replace(ensemble=members)
+        summary["ensemble"] = ensemble_summary
     summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=len(rounds),
                    candidates=len(leaderboard), seconds=round(time.perf_counter() - start, 3),
                    best_accuracy=leaderboard[0]["accuracy"], chosen=leaderboard[0]["settings"],
                    documents=len(texts), terms=len(terms))
     return SearchResult(chosen, summary, trials, leaderboard)
+
+
+def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, width):
+    columns, idf = select_and_weigh(counts[rows_train], y[rows_train], columns_mask, settings.features,
+                                    settings.feature_selection, settings.sublinear_tf)
+    train_x = weigh_counts(counts[rows_train][:, columns], idf, settings.sublinear_tf)
+    val_x = weigh_counts(counts[rows_val][:, columns], idf, settings.sublinear_tf)
+    train_x.resize((train_x.shape[0], width))
+    val_x.resize((val_x.shape[0], width))
+    return train_x, val_x
+
+
+def _choose_ensemble(chosen: Settings, platform: str, time_left: float, round_seconds: float, counts, y,
+                     n_classes, masks, folds, shared_folds, width, epochs, shape, val_shape) -> tuple[int, dict]:
+    """1 or ENSEMBLE_MEMBERS networks: ENSEMBLE_MEMBERS copies of the chosen candidate trained side by side on
+    the compared folds; the ensemble wins if its validation accuracy at the chosen epoch count beats the
+    members' mean. -> (networks, what was measured)."""
+    if platform == "cpu":
+        return 1, {"members": 1, "reason": "not tried on a CPU (the final training would cost 5x)"}
+    cost = round_seconds * ENSEMBLE_MEMBERS / len(LEARNING_RATES) * len(shared_folds)
+    if cost > time_left:
+        return 1, {"members": 1, "reason": f"no budget left (needs ~{cost:.1f} s)"}
+    variant = (chosen.stop_words, chosen.ngram_max)
+    single, together = [], []
+    for fold in shared_folds:
+        train_rows, val_rows = folds[fold]
+        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, width)
+        curves, ensemble_curve = fit_candidates(
+            train_x, y[train_rows], val_x, y[val_rows], n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS,
+            epochs, chosen.batch_size, chosen.hidden, chosen.seed + 100 + fold, shape, val_shape, ensemble=True)
+        single.append(float(curves[chosen.epochs - 1].mean()))
+        together.append(float(ensemble_curve[chosen.epochs - 1]))
+    members = ENSEMBLE_MEMBERS if np.mean(together) > np.mean(single) else 1
+    return members, {"members": members, "single_accuracy": float(np.mean(single)),
+                     "ensemble_accuracy": float(np.mean(together)), "folds": len(shared_folds)}

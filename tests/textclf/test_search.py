@@ -1,0 +1,215 @@
+"""The model search: the K-model step against the single-model network, the choice it makes, and that it never
+sees the test corpus."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pipelines.batches import make_batches
+from pipelines.workers import WorkerPool
+from textclf.models.mlp import Params, adam, init_optimizer, logits, masked_loss
+from textclf.settings import Settings
+from textclf.training.candidates import (StackedAdam, StackedParams, _epoch, batch_shape, fit_candidates,
+                                         init_stacked, stacked_logits, stacked_loss)
+from textclf.training.search import search_settings
+
+QUESTION_WORDS = {"DESC": "what", "HUM": "who", "LOC": "where"}
+
+
+def question_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """Questions whose class is decided by a stop word alone ("what" / "who" / "where"): with English stop
+    words removed nothing but noise is left."""
+    rng = np.random.default_rng(seed)
+    filler = [f"w{i}" for i in range(40)]
+    labels = [list(QUESTION_WORDS)[i % 3] for i in range(n)]
+    texts = [f"{QUESTION_WORDS[label]} " + " ".join(rng.choice(filler, 5)) for label in labels]
+    return texts, labels
+
+
+def _random_batch(rng, n_features=50, batch=6, classes=3):
+    matrix = sp.random(batch, n_features, density=0.2, format="csr", random_state=int(rng.integers(1 << 30)),
+                       dtype=np.float32)
+    labels = rng.integers(0, classes, batch).astype(np.int32)
+    b = make_batches(matrix, labels, batch)
+    return [jnp.asarray(a[0]) for a in b.arrays()]
+
+
+def _model(stacked: StackedParams, k: int) -> Params:
+    hidden = stacked.w2.shape[1]
+    return Params(stacked.w1[:, k * hidden:(k + 1) * hidden], stacked.b1[k * hidden:(k + 1) * hidden],
+                  stacked.w2[k], stacked.b2[k])
+
+
+def test_each_stacked_model_gets_the_gradient_it_would_get_alone():
+    rng = np.random.default_rng(1)
+    stacked = init_stacked(jax.random.PRNGKey(int(rng.integers(1000))), 50, 8, 3, 3)
+    stacked = stacked._replace(b1=jnp.asarray(rng.normal(size=stacked.b1.shape), jnp.float32),
+                               b2=jnp.asarray(rng.normal(size=stacked.b2.shape), jnp.float32))
+    indices, values, rows, labels, mask = _random_batch(rng)
+    mask = mask.at[-1].set(0.0)  # a padding row counts for nothing
+    scores = stacked_logits(stacked, indices, values, rows, labels.shape[0])
+    grads = jax.grad(stacked_loss)(stacked, indices, values, rows, labels, mask)
+    for k in range(3):
+        alone = _model(stacked, k)
+        np.testing.assert_allclose(scores[:, k], logits(alone, indices, values, rows, labels.shape[0]), rtol=1e-5,
+                                   atol=1e-6)
+        expected = jax.grad(lambda p: masked_loss(logits(p, indices, values, rows, labels.shape[0]), labels,
+                                                  mask)[0])(alone)
+        for got, want in zip(_model(grads, k), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_a_stacked_epoch_is_k_adam_runs_with_their_own_rates():
+    rng = np.random.default_rng(2)
+    stacked = init_stacked(jax.random.PRNGKey(3), 50, 8, 3, 2)
+    batches = [_random_batch(rng) for _ in range(3)]
+    arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
+    rates = [0.01, 0.003]
+    zeros = jax.tree.map(jnp.zeros_like, stacked)
+    state = StackedAdam(zeros, jax.tree.map(jnp.zeros_like, stacked), jnp.zeros((), jnp.float32))
+    singles = [_model(stacked, k) for k in range(2)]  # sliced before the donating epoch call
+    trained, _, _ = _epoch(stacked, state, jnp.asarray(rates), *arrays)
+    for k, rate in enumerate(rates):
+        params, opt = singles[k], init_optimizer("adam", singles[k])
+        for indices, values, rows, labels, mask in batches:
+            grads = jax.grad(lambda p: masked_loss(logits(p, indices, values, rows, labels.shape[0]), labels,
+                                                   mask)[0])(params)
+            params, opt = adam(params, opt, grads, rate, 0.0)
+        for got, want in zip(_model(trained, k), params):
+            np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6)
+
+
+def test_fit_candidates_learns_and_reports_every_epoch():
+    texts, labels = question_corpus(240)
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
+    y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
+    train, val = np.arange(0, 240, 2), np.arange(1, 240, 2)
+    shape, val_shape = batch_shape([x[train]], 32), batch_shape([x[val]], 32)
+    curves = fit_candidates(x[train], y[train], x[val], y[val], 3, [0.03, 0.0001], 15, 32, 16, 0, shape, val_shape)
+    assert curves.shape == (15, 2)
+    assert curves[-1, 0] > 0.75 and curves[0, 0] < 0.5  # the question word decides: learnable, and learned
+    assert curves[-1, 1] < 0.5  # a tiny rate has not learned it yet
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WorkerPool(1) as own:
+        yield own
+
+
+def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
+    texts, labels = question_corpus(300)
+    result = search_settings(texts, labels, Settings(epochs=5, search_budget=120), pool, "cpu")
+    assert result.settings.stop_words is None
+    assert result.summary["rounds"] == result.summary["rounds_planned"] == 4
+    assert result.leaderboard[0]["accuracy"] > 0.6 > max(r["accuracy"] for r in result.leaderboard
+                                                         if r["settings"]["stop_words"] == "english")
+    assert {t["settings"]["stop_words"] for t in result.trials} == {"english", None}
+    assert len(result.trials) == 4 * 3  # 4 vectorizer variants x 3 learning rates, one fold on a CPU
+
+
+def test_pinned_settings_are_not_searched(pool):
+    texts, labels = question_corpus(300)
+    settings = Settings(stop_words="english", learning_rate=0.01, epochs=3, pinned=("stop_words", "learning_rate",
+                                                                                      "epochs"))
+    result = search_settings(texts, labels, settings, pool, "cpu")
+    chosen = result.settings
+    assert (chosen.stop_words, chosen.learning_rate, chosen.epochs) == ("english", 0.01, 3)
+    assert {t["settings"]["ngram_max"] for t in result.trials} == {1, 2}
+
+
+def test_a_small_corpus_or_a_tiny_budget_still_gives_an_answer(pool):
+    texts, labels = question_corpus(60)
+    assert "skipped" in search_settings(texts, labels, Settings(), pool, "cpu").summary
+    texts, labels = question_corpus(300)
+    result = search_settings(texts, labels, Settings(epochs=3, search_budget=0.001), pool, "cpu")
+    assert result.summary["rounds"] == 1  # the first round always runs
+    assert result.settings.stop_words == "english"  # only the defaults' variant was tried
+
+
+def test_train_opens_the_test_corpus_only_after_the_search(tmp_path, monkeypatch):
+    from db import open_db, runs
+    from textclf.runs import run as run_module
+    from textclf.training import search as search_module
+
+    texts, labels = question_corpus(300)
+    corpus, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    test_texts, test_labels = question_corpus(60, seed=1)
+    test.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(test_texts, test_labels)))
+    calls = []
+    real_read, real_search = run_module.read_corpus, search_module.search_settings
+
+    def read(path, *args):
+        calls.append(("read", str(path)))
+        return real_read(path, *args)
+
+    def search(*args, **kwargs):
+        calls.append(("search",))
+        return real_search(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "read_corpus", read)
+    monkeypatch.setattr(search_module, "search_settings", search)
+    result = run_module.train(corpus, Settings(epochs=4, search_budget=120), test_path=test,
+                              db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    assert calls == [("read", str(corpus)), ("search",), ("read", str(test))]
+    assert result.eval_accuracy > 0.6 and result.model.settings.stop_words is None
+    run = runs.get_run(open_db(tmp_path / "runs.db"), result.run_id)
+    assert run["search"]["chosen"]["stop_words"] is None and run["settings"]["stop_words"] is None
+    # 4 vectorizer variants x 3 learning rates, on every fold (one on a CPU, three on a GPU)
+    assert len(run["search_trials"]) == 12 * run["search"]["folds"]
+    assert len(run["search_trials"][0]["epoch_accuracies"]) >= 4
+
+
+def test_an_ensemble_is_one_network_whose_scores_are_the_members_mean():
+    from textclf.training.candidates import merged
+
+    rng = np.random.default_rng(4)
+    stacked = init_stacked(jax.random.PRNGKey(5), 50, 8, 3, 4)
+    stacked = stacked._replace(b2=jnp.asarray(rng.normal(size=stacked.b2.shape), jnp.float32))
+    indices, values, rows, labels, mask = _random_batch(rng)
+    w1, b1, w2, b2 = merged(stacked)
+    one = Params(*map(jnp.asarray, (w1, b1, w2, b2)))
+    np.testing.assert_allclose(logits(one, indices, values, rows, labels.shape[0]),
+                               stacked_logits(stacked, indices, values, rows, labels.shape[0]).mean(axis=1),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_fit_ensemble_trains_members_into_one_model():
+    from textclf.training.candidates import fit_ensemble
+
+    texts, labels = question_corpus(240)
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
+    y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
+    seen = []
+    (w1, b1, w2, b2), history, _, _ = fit_ensemble(x[:200], y[:200], 3, 3, 0.03, 12, 32, 16, 0, x[200:], y[200:],
+                                                   seen.append)
+    assert w1.shape == (x.shape[1], 48) and w2.shape == (48, 3) and b2.shape == (3,)
+    assert len(history) == len(seen) == 12 and history[-1].eval_accuracy > 0.75
+    assert history[-1].loss < history[0].loss
+
+
+def test_train_writes_an_ensemble_as_one_model_file(tmp_path):
+    from textclf.inference.artifacts import load_model
+    from textclf.runs.run import train
+
+    texts, labels = question_corpus(300)
+    corpus = tmp_path / "train.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    settings = Settings(search="off", ensemble=3, hidden=16, epochs=8, min_steps=0, stop_words=None,
+                        learning_rate=0.01)
+    result = train(corpus, settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    model = load_model(tmp_path / "m.npz")
+    assert model.w1.shape[1] == 48 and model.settings.ensemble == 3
+    assert len(result.history) == 8 and result.eval_accuracy > 0.6
+    assert model.predict(["who w1 w2 w3"]) == ["HUM"]
