@@ -11,7 +11,7 @@ demo: setup
 	.venv/bin/textclf runs list --limit 5
 
 test: setup
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n auto
 
 # news4 and agnews7600 accuracy (needs ../shared/data); see BENCHMARKS.md.
 bench-accuracy: setup

@@ -180,7 +180,7 @@ def test_an_ensemble_is_one_network_whose_scores_are_the_members_mean():
     one = Params(*map(jnp.asarray, (w1, b1, w2, b2)))
     np.testing.assert_allclose(logits(one, indices, values, rows, labels.shape[0]),
                                stacked_logits(stacked, indices, values, rows, labels.shape[0]).mean(axis=1),
-                               rtol=1e-5, atol=1e-6)
+                               rtol=2e-3, atol=2e-4)  # a GPU's float32 matmuls round to TF32
 
 
 def test_fit_ensemble_trains_members_into_one_model():
