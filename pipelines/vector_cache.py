@@ -32,7 +32,8 @@ class CacheSettings(WordSettings, Protocol):
     validation_fraction: float
 
 
-WORD_SETTINGS = ("features", "vectorizer", "feature_selection", "ngram_max", "stop_words", "min_df", "sublinear_tf")
+WORD_SETTINGS = ("features", "vectorizer", "feature_selection", "ngram_max", "stop_words", "min_df", "sublinear_tf",
+                 "nb_weighting")
 
 
 def cache_key(train_fingerprint: str, test_fingerprint: str | None, settings: CacheSettings,

@@ -41,6 +41,7 @@ class WordSettings(Protocol):
     stop_words: str | None  # "english" or None
     min_df: int  # terms in fewer training documents are dropped
     sublinear_tf: bool  # 1 + log(tf) instead of tf
+    nb_weighting: bool  # "tfidf": each column also scaled by its naive Bayes log-count ratio (nb_ratios)
     max_file_mb: float  # larger corpus files are skipped
 
 
@@ -265,6 +266,8 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
         raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
                           "add real text or pass --stop-words none")
     terms, counts, idf = _select(terms, counts, labels, settings.features, settings)
+    if settings.nb_weighting:
+        idf = idf * nb_ratios(counts, np.asarray(labels))  # saved as the column weights: predict applies it too
     vec = Vectorizer("tfidf", [str(t) for t in terms], idf, settings.ngram_max, settings.stop_words,
                      settings.sublinear_tf)
     return vec, _weight(counts, idf, settings.sublinear_tf)
@@ -337,3 +340,20 @@ class _Selection:
 def weigh_counts(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
     """Raw counts -> TF-IDF rows of unit length, the weighting of every vectorizer here."""
     return _weight(counts, idf, sublinear)
+
+
+def nb_ratios(counts: sp.csr_matrix, labels: np.ndarray, alpha: float = 1.0) -> np.ndarray:
+    """(documents, terms) counts and their labels -> (terms,) float32 column weights: the naive Bayes log-count
+    ratio of Wang & Manning's NBSVM (2012), log((p_c / |p_c|) / (q_c / |q_c|)) with p_c (q_c) the smoothed
+    presence counts of the term in class c's documents (in the others'), as its largest magnitude over the
+    classes. Terms that tell the classes apart weigh more; terms spread evenly weigh ~0."""
+    present = counts.copy().tocsr()
+    present.data = np.ones_like(present.data, dtype=np.float32)
+    classes, codes = np.unique(np.asarray(labels), return_inverse=True)
+    one_hot = sp.csr_matrix((np.ones(len(codes), np.float32), (codes, np.arange(len(codes)))),
+                            shape=(len(classes), len(codes)))
+    in_class = np.asarray((one_hot @ present).todense(), np.float64)  # (C, terms) documents holding the term
+    everywhere = np.asarray(present.sum(axis=0), np.float64)  # (1, terms)
+    p, q = in_class + alpha, everywhere - in_class + alpha
+    ratio = np.log(p / p.sum(axis=1, keepdims=True)) - np.log(q / q.sum(axis=1, keepdims=True))
+    return np.abs(ratio).max(axis=0).astype(np.float32)

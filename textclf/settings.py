@@ -27,7 +27,7 @@ OPTIMIZERS = ("adam", "sgd")
 PALLAS_INPUTS = ("auto", "dense", "sparse", "pieces")
 SEARCHES = ("auto", "off")
 # The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
-SEARCHED_FIELDS = ("stop_words", "ngram_max", "learning_rate", "epochs", "ensemble")
+SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "learning_rate", "epochs", "ensemble")
 MODELS = ("mlp", "cnn")
 
 
@@ -55,6 +55,8 @@ class Settings:
     stop_words: str | None = "english"
     min_df: int = 2  # ignored (set to 1) for corpora under 200 documents, where it would empty the vocabulary
     sublinear_tf: bool = True  # 1 + log(tf): long posts do not drown short ones
+    # Scale each column by its naive Bayes log-count ratio (NBSVM, pipelines.vectorize.nb_ratios): searched.
+    nb_weighting: bool = False
     # Model: "mlp" (text: features -> hidden (sigmoid) -> classes (softmax)) or "cnn" (images:
     # textclf/models/cnn.py, conv+ReLU+pool per entry of conv_channels, then a ReLU layer of `hidden` units).
     model: str = "mlp"

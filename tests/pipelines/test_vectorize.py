@@ -125,3 +125,29 @@ def test_terms_once_in_each_of_two_chunks_are_kept_when_counted_by_separate_work
     merged, merged_x = fit_vectorizer(texts, labels, settings, workers=2)
     assert "word149" in alone.terms and merged.terms == alone.terms
     assert abs(merged_x - alone_x).max() == 0
+
+
+def test_nb_ratios_weigh_the_terms_that_tell_the_classes_apart():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from pipelines.vectorize import nb_ratios
+
+    # columns: "good" only in class a, "bad" only in class b, "the" in every document
+    counts = sp.csr_matrix(np.array([[1, 0, 1], [2, 0, 1], [0, 1, 1], [0, 3, 1]], np.float32))
+    ratios = nb_ratios(counts, np.array(["a", "a", "b", "b"]))
+    assert ratios.shape == (3,) and ratios[2] < 1e-6 < ratios[0]
+    np.testing.assert_allclose(ratios[0], ratios[1])
+    np.testing.assert_allclose(ratios[0], np.log(3 / 7) - np.log(1 / 7), rtol=1e-6)  # (2+1)/(4+3) vs (0+1)/(4+3)
+
+
+def test_nb_weighting_is_saved_in_the_vectorizer_and_applied_at_prediction():
+    from pipelines.vectorize import fit_vectorizer
+    from textclf.settings import Settings
+
+    texts = ["good film good", "great good", "bad film", "awful bad bad"] * 60
+    labels = ["pos", "pos", "neg", "neg"] * 60
+    plain, x_plain = fit_vectorizer(texts, labels, Settings(stop_words=None), workers=1)
+    nb, x_nb = fit_vectorizer(texts, labels, Settings(stop_words=None, nb_weighting=True), workers=1)
+    assert plain.terms == nb.terms and not np.allclose(plain.idf, nb.idf)
+    np.testing.assert_allclose(nb.transform(texts[:4], workers=1).toarray(), x_nb[:4].toarray(), rtol=1e-5)

@@ -109,11 +109,12 @@ def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=5, search_budget=120), pool, "cpu")
     assert result.settings.stop_words is None
-    assert result.summary["rounds"] == result.summary["rounds_planned"] == 4
+    assert result.summary["rounds"] == result.summary["rounds_planned"] == 8
     assert result.leaderboard[0]["accuracy"] > 0.6 > max(r["accuracy"] for r in result.leaderboard
                                                          if r["settings"]["stop_words"] == "english")
     assert {t["settings"]["stop_words"] for t in result.trials} == {"english", None}
-    assert len(result.trials) == 4 * 3  # 4 vectorizer variants x 3 learning rates, one fold on a CPU
+    assert len(result.trials) == 8 * 3  # 8 vectorizer variants x 3 learning rates, one fold on a CPU
+    assert {t["settings"]["nb_weighting"] for t in result.trials} == {False, True}
 
 
 def test_pinned_settings_are_not_searched(pool):
@@ -164,8 +165,8 @@ def test_train_opens_the_test_corpus_only_after_the_search(tmp_path, monkeypatch
     assert result.eval_accuracy > 0.6 and result.model.settings.stop_words is None
     run = runs.get_run(open_db(tmp_path / "runs.db"), result.run_id)
     assert run["search"]["chosen"]["stop_words"] is None and run["settings"]["stop_words"] is None
-    # 4 vectorizer variants x 3 learning rates, on every fold (one on a CPU, three on a GPU)
-    assert len(run["search_trials"]) == 12 * run["search"]["folds"]
+    # 8 vectorizer variants x 3 learning rates, on every fold (one on a CPU, three on a GPU)
+    assert len(run["search_trials"]) == 24 * run["search"]["folds"]
     assert len(run["search_trials"][0]["epoch_accuracies"]) >= 4
 
 

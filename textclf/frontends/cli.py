@@ -163,13 +163,25 @@ def train(
         _print_json({"run_id": result.run_id, "model_path": str(result.model_path) if result.model_path else None, "eval_kind": result.eval_kind,
                      "eval_accuracy": result.eval_accuracy, "train_accuracy": result.train_accuracy,
                      "n_train": result.n_train, "n_eval": result.n_eval, "skipped": result.skipped,
-                     "non_utf8": result.non_utf8, "phases": result.phases})
+                     "non_utf8": result.non_utf8, "phases": result.phases, "search": result.search,
+                     "settings": result.model.settings.to_dict() if result.model is not None else None})
         return
     if result.skipped:
         err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items())),
                   highlight=False)
     if result.non_utf8:
         err.print(f"{result.non_utf8} files were not UTF-8 and were decoded as cp1252/Latin-1", highlight=False)
+    search = result.search or {}
+    if search.get("chosen"):
+        c = result.model.settings
+        err.print(f"search: chose stop words {c.stop_words or 'none'}, n-grams 1-{c.ngram_max}, "
+                  f"NB weights {'on' if c.nb_weighting else 'off'}, lr {c.learning_rate:g}, "
+                  f"{c.epochs} epochs, {c.ensemble or 1} network(s) by validation accuracy "
+                  f"{search['best_accuracy']:.4f} ({search['rounds']} of {search['rounds_planned']} rounds, "
+                  f"{search['folds']} fold(s), {search['seconds']:.1f} s; leaderboard: textclf runs show "
+                  f"{result.run_id})", highlight=False, markup=False)
+    elif search.get("skipped") and search["skipped"] != "--search off":
+        err.print(f"search skipped: {search['skipped']}", highlight=False, markup=False)
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in result.phases.items())
     out.print(f"{result.eval_kind} accuracy {result.eval_accuracy:.4f} on {result.n_eval} documents "
               f"(trained on {result.n_train}; {phases})", highlight=False)
@@ -402,12 +414,12 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
                    f"fold(s), {search['seconds']:.1f} s of a {search['budget_s']:.0f} s budget; chose "
                    + json.dumps(search["chosen"]))
         board = Table(title="search leaderboard (mean validation accuracy over the folds)")
-        for column in ("rank", "stop words", "n-grams", "learning rate", "epochs", "accuracy"):
+        for column in ("rank", "stop words", "n-grams", "NB weights", "learning rate", "epochs", "accuracy"):
             board.add_column(column, justify="right")
         for rank, row in enumerate(search.get("leaderboard", []), 1):
             c = row["settings"]
-            board.add_row(str(rank), str(c["stop_words"]), str(c["ngram_max"]), f"{c['learning_rate']:g}",
-                          str(c["epochs"]), f"{row['accuracy']:.4f}")
+            board.add_row(str(rank), str(c["stop_words"]), str(c["ngram_max"]), str(c.get("nb_weighting", False)),
+                          f"{c['learning_rate']:g}", str(c["epochs"]), f"{row['accuracy']:.4f}")
         out.print(board)
     typer.echo("versions             " + json.dumps(run["versions"]))
     typer.echo("phases (s)           " + ", ".join(f"{k} {v:.3f}" for k, v in run["phases"].items()))

@@ -26,6 +26,7 @@ class TrainResult:
     skipped: dict[str, int]
     non_utf8: int  # documents kept but decoded with a fallback encoding
     model: object = field(repr=False)  # inference.text_model.Model, or inference.image_model.ImageModel
+    search: dict | None = None  # what the model search ran and chose (None where it does not apply)
 
 
 @dataclass

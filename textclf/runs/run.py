@@ -163,7 +163,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     model.metadata = {
         "run_id": run_id, "corpus": str(corpus_path), "corpus_fingerprint": data.fingerprint,
         "eval_kind": eval_kind, "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
-        "created": run_queries.now(), "backend": backend,
+        "created": run_queries.now(), "backend": backend, "search": data.search,
     }
     path = Path(model_path) if model_path else default_model_path(run_id)
     if primary:
@@ -176,7 +176,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     )
     return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
                        len(train_y), len(eval_y), history, dict(phase.seconds), data.skipped,
-                       data.non_utf8, model)
+                       data.non_utf8, model, data.search)
 
 
 @dataclass
@@ -193,6 +193,7 @@ class _TextData:
     skipped: dict[str, int]
     non_utf8: int
     fingerprint: str
+    search: dict | None = None  # the model search's summary (textclf/training/search.py), or why it did not run
 
 
 def _check_test_labels(test_labels, train_labels, test_source: str) -> None:
@@ -234,7 +235,9 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
     with nullcontext(pool) if pool else vectorize_pool(len(corpus.texts)) as pool:
         if searching:
             warmup.start()  # the search trains on the device
-            settings = _search(db, run_id, train_texts, train_labels, settings, phase, warmup, pool, report)
+            settings, search = _search(db, run_id, train_texts, train_labels, settings, phase, warmup, pool, report)
+        else:
+            search = {"skipped": "--search off"}
         if test_path:
             with phase("read"):
                 test = read_corpus(test_path, settings.max_file_mb)
@@ -260,12 +263,13 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                     vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
     data = _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
-                     skipped, non_utf8, corpus.fingerprint)
+                     skipped, non_utf8, corpus.fingerprint, search)
     return data, settings
 
 
-def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report) -> Settings:
-    """Run the model search on the training documents; record its trials and choice; -> the chosen settings."""
+def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report) -> tuple[Settings, dict]:
+    """Run the model search on the training documents; record its trials and choice;
+    -> (the chosen settings, the search's summary)."""
     with phase("warmup"):
         _backend_ready(db, run_id, warmup)
     import jax  # after the warm-up thread's import
@@ -278,16 +282,16 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report) ->
     if jax.process_count() > 1:
         # Every process would search on its own, and a float that rounds differently on one host would make the
         # processes choose different settings and then deadlock in their collectives.
-        run_queries.update_run(db, run_id, search={"skipped": "several processes train together: pass the settings "
-                                                              "a one-process search chose"})
-        return settings
+        summary = {"skipped": "several processes train together: pass the settings a one-process search chose"}
+        run_queries.update_run(db, run_id, search=summary)
+        return settings, summary
     with phase("search"):
         result = search_settings(list(texts), list(labels), settings, pool, jax.default_backend(), on_round)
     if result.trials:
         run_queries.add_search_trials(db, run_id, result.trials)
     run_queries.update_run(db, run_id, search={**result.summary, "leaderboard": result.leaderboard[:10]},
                            settings=result.settings.to_dict())
-    return result.settings
+    return result.settings, result.summary
 
 
 def _hashed_data(db, run_id, corpus_path, test_path, settings, phase) -> _TextData:

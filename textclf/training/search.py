@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 
 from pipelines.batches import next_power_of_two
-from pipelines.vectorize import count_terms, select_and_weigh, term_mask, weigh_counts
+from pipelines.vectorize import count_terms, nb_ratios, select_and_weigh, term_mask, weigh_counts
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
 from textclf.training.candidates import batch_shape, fit_candidates
@@ -41,6 +41,7 @@ MIN_DOCUMENTS = 200
 LEARNING_RATES = (0.001, 0.003, 0.01)
 STOP_WORDS = ("english", None)
 NGRAMS = (2, 1)
+NB_WEIGHTING = (False, True)
 # An ensemble of this many networks (one rate, different initialisations) is tried against one network, on the
 # chosen candidate's folds, where rounds are cheap (not on a CPU: the final training costs ENSEMBLE_MEMBERS x).
 ENSEMBLE_MEMBERS = 5
@@ -82,7 +83,10 @@ def candidate_space(settings: Settings) -> tuple[list[tuple[str | None, int]], l
         own = getattr(settings, name)
         return [own] if name in pinned else [own] + [v for v in values if v != own]
 
-    variants = [(s, n) for s in options("stop_words", STOP_WORDS) for n in options("ngram_max", NGRAMS)]
+    # Vectorizer variants (stop_words, ngram_max, nb_weighting), most promising first, so that a tight budget
+    # tries stop words and the NB weighting before the n-gram length.
+    variants = [(s, n, b) for n in options("ngram_max", NGRAMS) for b in options("nb_weighting", NB_WEIGHTING)
+                for s in options("stop_words", STOP_WORDS)]
     rates = options("learning_rate", LEARNING_RATES)
     epochs = [settings.epochs] if "epochs" in pinned else list(range(1, max(MAX_EPOCHS, settings.epochs) + 1))
     return variants, rates, epochs
@@ -104,9 +108,9 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
 
     classes = sorted(set(labels))
     y = np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)  # (documents,) class numbers
-    widest_ngram = max(n for _, n in variants)
+    widest_ngram = max(v[1] for v in variants)
     terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, pool)
-    masks = {v: np.flatnonzero(term_mask(terms, v[1], v[0])) for v in variants}
+    masks = {v: np.flatnonzero(term_mask(terms, v[1], v[0])) for v in variants}  # keyed by the variant
     folds = _folds(y, 1 if platform == "cpu" else 3, settings.seed)
     epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
     # The input width of every round: the widest variant's selected columns, rounded up to a power of two (the
@@ -126,7 +130,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         round_start = time.perf_counter()
         train_rows, val_rows = folds[fold]
         # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
-        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, settings, width)
+        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, settings, width, variant[2])
         curves = fit_candidates(train_x, y[train_rows], val_x, y[val_rows], len(classes), rates, epochs,
                                 settings.batch_size, settings.hidden, settings.seed + fold, shape, val_shape)
         results[(variant, fold)] = curves
@@ -134,7 +138,8 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         round_seconds.append(seconds)
         for k, rate in enumerate(rates):
             trials.append({"candidate": variants.index(variant) * len(rates) + k, "fold": fold,
-                           "settings": {"stop_words": variant[0], "ngram_max": variant[1], "learning_rate": rate},
+                           "settings": {"stop_words": variant[0], "ngram_max": variant[1],
+                                        "nb_weighting": variant[2], "learning_rate": rate},
                            "epoch_accuracies": [round(float(a), 6) for a in curves[:, k]],
                            "seconds": seconds / len(rates)})
         if on_round:
@@ -150,8 +155,8 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
             usable = [e for e in epoch_options if e <= epochs]
             curve = mean[np.array(usable) - 1, k]
             best = int(np.argmax(curve))  # first maximum: the fewest epochs
-            leaderboard.append({"settings": {"stop_words": v[0], "ngram_max": v[1], "learning_rate": rate,
-                                             "epochs": usable[best]},
+            leaderboard.append({"settings": {"stop_words": v[0], "ngram_max": v[1], "nb_weighting": v[2],
+                                             "learning_rate": rate, "epochs": usable[best]},
                                 "accuracy": float(curve[best]), "order": len(leaderboard)})
     leaderboard.sort(key=lambda row: (-row["accuracy"], row["order"]))
     for row in leaderboard:
@@ -171,9 +176,13 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     return SearchResult(chosen, summary, trials, leaderboard)
 
 
-def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, width):
+def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, width, nb_weighting: bool):
+    """One fold's (training, validation) TF-IDF rows for one variant, `width` columns wide; features selected
+    and weighted from the fold's training rows only."""
     columns, idf = select_and_weigh(counts[rows_train], y[rows_train], columns_mask, settings.features,
                                     settings.feature_selection, settings.sublinear_tf)
+    if nb_weighting:
+        idf = idf * nb_ratios(counts[rows_train][:, columns], y[rows_train])
     train_x = weigh_counts(counts[rows_train][:, columns], idf, settings.sublinear_tf)
     val_x = weigh_counts(counts[rows_val][:, columns], idf, settings.sublinear_tf)
     train_x.resize((train_x.shape[0], width))
@@ -191,11 +200,11 @@ def _choose_ensemble(chosen: Settings, platform: str, time_left: float, round_se
     cost = round_seconds * ENSEMBLE_MEMBERS / len(LEARNING_RATES) * len(shared_folds)
     if cost > time_left:
         return 1, {"members": 1, "reason": f"no budget left (needs ~{cost:.1f} s)"}
-    variant = (chosen.stop_words, chosen.ngram_max)
+    variant = (chosen.stop_words, chosen.ngram_max, chosen.nb_weighting)
     single, together = [], []
     for fold in shared_folds:
         train_rows, val_rows = folds[fold]
-        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, width)
+        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, width, variant[2])
         curves, ensemble_curve = fit_candidates(
             train_x, y[train_rows], val_x, y[val_rows], n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS,
             epochs, chosen.batch_size, chosen.hidden, chosen.seed + 100 + fold, shape, val_shape, ensemble=True)
