@@ -214,3 +214,13 @@ def test_train_writes_an_ensemble_as_one_model_file(tmp_path):
     assert model.w1.shape[1] == 48 and model.settings.ensemble == 3
     assert len(result.history) == 8 and result.eval_accuracy > 0.6
     assert model.predict(["who w1 w2 w3"]) == ["HUM"]
+
+
+def test_a_cpu_searches_a_sample_of_a_large_corpus_and_keeps_the_default_epochs(pool, monkeypatch):
+    from textclf.training import search as search_module
+
+    monkeypatch.setattr(search_module, "CPU_DOCUMENTS", 150)
+    texts, labels = question_corpus(300)
+    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
+    assert result.summary["subsampled"] and result.settings.epochs == 7
+    assert result.settings.stop_words is None  # the sample still shows what decides the class
