@@ -7,3 +7,7 @@ class DatabaseError(Exception):
 
 class StateError(Exception):
     """A row is in a state that does not allow the change asked for (e.g. cancelling a finished job)."""
+
+
+class InvalidName(ValueError):
+    """A model or job name outside the safe alphabet (it names a folder: it must not escape it)."""

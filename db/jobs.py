@@ -9,6 +9,7 @@ once it has used `max_attempts` claims.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -16,12 +17,24 @@ import sqlite_utils
 
 from db.connection import write_transaction
 from db.runs import now
-from db.errors import DatabaseError, StateError
+from db.errors import DatabaseError, InvalidName, StateError
+
+# A name becomes a folder (<data dir>/models/<name>/v<N>.textclf.npz): letters, digits, '.', '_' and '-', not
+# starting with a dot, at most 64 characters. No separators, no "..", no NUL: it cannot leave its folder.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_name(name: object) -> str:
+    """`name` if it is a safe model name, else InvalidName naming it and the rule."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise InvalidName(f"model name {name!r} is not allowed: use 1-64 letters, digits, '.', '_' or '-', "
+                          "starting with a letter or digit")
+    return name
 
 
 def submit(db: sqlite_utils.Database, corpus: str, settings: dict, name: str, test_corpus: str | None = None,
            max_attempts: int = 3) -> int:
-    record = {"status": "queued", "name": name, "corpus": corpus, "test_corpus": test_corpus,
+    record = {"status": "queued", "name": check_name(name), "corpus": corpus, "test_corpus": test_corpus,
               "settings": json.dumps(settings), "max_attempts": max_attempts, "created_at": now()}
     return write_transaction(db, lambda: db["jobs"].insert(record).last_pk)
 

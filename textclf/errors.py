@@ -9,7 +9,7 @@ Each message names the thing that is wrong and the fix, e.g.
 """
 
 
-from db.errors import DatabaseError, StateError
+from db.errors import DatabaseError, InvalidName, StateError
 from pipelines.errors import CorpusError
 
 
@@ -33,4 +33,4 @@ class BackendError(TextclfError):
     """The requested compute backend is not available on this machine."""
 
 
-USER_ERRORS = (TextclfError, CorpusError, DatabaseError, StateError)
+USER_ERRORS = (TextclfError, CorpusError, DatabaseError, StateError, InvalidName)

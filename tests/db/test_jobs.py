@@ -55,3 +55,22 @@ def test_model_versions_count_up(db):
     assert jobs.publish_model(db, "news", path="/a") == 1
     assert jobs.publish_model(db, "news", path="/b") == 2
     assert jobs.publish_model(db, "other", path="/c") == 1
+
+
+@pytest.mark.parametrize("name", ["../../x", "/abs/x", "a/b", ".hidden", "..", "a\x00b", "", "x" * 65, 3])
+def test_names_that_could_leave_their_folder_are_refused(db, name):
+    from db.errors import InvalidName
+
+    with pytest.raises(InvalidName, match="is not allowed"):
+        jobs.submit(db, "corpus", {}, name)
+    assert jobs.list_jobs(db) == []
+
+
+def test_the_daemon_checks_a_name_again_before_building_its_folder(tmp_path, monkeypatch):
+    from db.errors import InvalidName
+    from textclf.frontends.daemon import _model_folder
+
+    monkeypatch.setenv("TEXTCLF_HOME", str(tmp_path))
+    assert _model_folder("news-v2.1") == (tmp_path / "models" / "news-v2.1").resolve()
+    with pytest.raises(InvalidName):
+        _model_folder("../escaped")  # a row written into the database by hand

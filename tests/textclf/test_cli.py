@@ -249,3 +249,10 @@ def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
     probe = ("import sys, textclf.frontends.cli, textclf.runs.run, textclf.training.distributed as d; d.initialize(); "
              "assert d.is_primary() and 'jax' not in sys.modules")
     subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, check=True, timeout=120)
+
+
+def test_submit_refuses_a_name_that_leaves_the_models_folder(runner, corpus_dir, db_path):
+    result = runner.invoke(app, ["submit", str(corpus_dir), "--name", "../../escaped", "--db", str(db_path)])
+    assert result.exit_code == 1
+    assert "model name '../../escaped' is not allowed" in result.output
+    assert result.output.count("\n") == 1  # one line

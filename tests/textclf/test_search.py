@@ -216,11 +216,20 @@ def test_train_writes_an_ensemble_as_one_model_file(tmp_path):
     assert model.predict(["who w1 w2 w3"]) == ["HUM"]
 
 
-def test_a_cpu_searches_a_sample_of_a_large_corpus_and_keeps_the_default_epochs(pool, monkeypatch):
+def test_a_cpu_searches_a_sample_of_a_large_corpus(pool, monkeypatch):
     from textclf.training import search as search_module
 
     monkeypatch.setattr(search_module, "CPU_DOCUMENTS", 150)
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
-    assert result.summary["subsampled"] and result.settings.epochs == 7
+    assert result.summary["subsampled"]
     assert result.settings.stop_words is None  # the sample still shows what decides the class
+
+
+def test_epochs_for_all_documents_from_a_sample_curve():
+    from textclf.training.search import _epochs_for_all
+
+    settings = Settings(batch_size=10, epochs=9)
+    assert _epochs_for_all(10, 10, 100, 1000, settings) == 9  # still rising at the last epoch: the default
+    assert _epochs_for_all(4, 10, 100, 1000, settings) == 1  # 40 steps of 10 documents: one epoch of 100 steps
+    assert _epochs_for_all(6, 10, 200, 300, settings) == 4  # 120 steps, 30 an epoch

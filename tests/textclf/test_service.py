@@ -105,6 +105,9 @@ def test_job_submission_needs_token_and_data_root(client, corpus_dir, tmp_path):
                           headers=auth)
     assert created.status_code == 201 and created.json()["status"] == "queued"
     assert client.get(f"/v1/jobs/{created.json()['id']}").json()["name"] == "again"
+    for name in ("../../../../tmp/ESCAPED", "/tmp/ESCAPED", ".hidden", "a\x00b", "x" * 65):
+        refused = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "name": name}, headers=auth)
+        assert refused.status_code == 400 and "is not allowed" in refused.json()["detail"], name
 
 
 def test_token_everywhere_off_loopback(published):

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Callable
 
 from db import jobs as job_queue
+from db import models as published
+from db.errors import InvalidName
 from db import open_db
 from pipelines.workers import WorkerPool, fork_is_safe
 from textclf.training.checkpoint import Checkpointer
@@ -74,7 +76,7 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
     try:
         settings = Settings.from_dict(job["settings"])
         result = train(job["corpus"], settings, test_path=job["test_corpus"], db_path=options.db_path,
-                       model_path=data_dir() / "models" / job["name"] / f".job-{job_id}.textclf.npz",
+                       model_path=_model_folder(job["name"]) / f".job-{job_id}.textclf.npz",
                        checkpointer=checkpoint, pool=pool,
                        stop_requested=lambda: stopping() or job_queue.cancel_requested(db, job_id))
     except TrainingStopped:
@@ -98,7 +100,7 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
                                       labels=",".join(result.model.labels))
     final = result.model_path.parent / f"v{version}.textclf.npz"
     os.replace(result.model_path, final)
-    db["models"].update((job["name"], version), {"path": str(final)})
+    published.set_path(db, job["name"], version, str(final))
     job_queue.finish(db, job_id, "succeeded", run_id=result.run_id, model_version=version)
     checkpoint.remove()
     return "succeeded"
@@ -136,3 +138,13 @@ def run_daemon(options: DaemonOptions, on_event: Callable[[str], None] | None = 
         if pool is not None:
             pool.close()
     return ran
+
+
+def _model_folder(name: str) -> Path:
+    """<data dir>/models/<name>, for a name that passes db.jobs.check_name and still resolves inside models/
+    (a row written by hand into the database is checked again here)."""
+    root = (data_dir() / "models").resolve()
+    folder = (root / job_queue.check_name(name)).resolve()
+    if folder.parent != root:
+        raise InvalidName(f"model name {name!r} leaves the models folder: use a plain name")
+    return folder

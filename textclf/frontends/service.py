@@ -35,6 +35,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from pydantic import BaseModel, Field
 
 from db import jobs as job_queue
+from db import models as published
 from textclf.paths import run_db_path
 from db import open_db
 from textclf.inference.artifacts import load_model
@@ -184,8 +185,7 @@ class _Models:
         self.batchers: dict[str, _Batcher] = {}
 
     def latest(self) -> dict[str, dict]:
-        rows = self.db.execute("select name, max(version) from models group by name").fetchall()
-        return {name: self.db["models"].get((name, version)) for name, version in rows}
+        return published.latest_versions(self.db)
 
     def batcher(self, name: str) -> _Batcher:
         if name not in self.batchers:
@@ -303,7 +303,7 @@ def create_app(options: ServiceOptions) -> FastAPI:
 
     @app.get("/v1/models/{name}")
     async def model_versions(name: str) -> dict:
-        rows = list(state["models"].db["models"].rows_where("name = ?", [name], order_by="version"))
+        rows = published.versions(state["models"].db, name)
         if not rows:
             raise HTTPException(404, f"model '{name}' does not exist: see GET /v1/models")
         return {"name": name, "versions": rows}

@@ -51,7 +51,7 @@ MAX_EPOCHS = 20
 CPU_MAX_EPOCHS = 10
 # On a CPU a round of a news4-sized corpus (7,000 documents, K = 3 networks, 10 epochs) takes most of a minute
 # on 2 cores, so the search there trains on a stratified sample of this many of the fold's documents (4/5 of them
-# for training) and keeps the default epoch count.
+# for training); the epochs for all the documents follow from the sample's curve (_epochs_for_all).
 CPU_DOCUMENTS = 2500
 
 
@@ -76,6 +76,19 @@ def _folds(labels: np.ndarray, count: int, seed: int) -> list[tuple[np.ndarray, 
     splitter = StratifiedKFold(n_splits=max(2, count) if count > 1 else 5, shuffle=True, random_state=seed)
     folds = [(np.sort(a), np.sort(b)) for a, b in splitter.split(np.zeros(len(labels)), labels)]
     return folds[:count]
+
+
+def _epochs_for_all(best_epoch: int, epochs_tried: int, sample_documents: int, all_documents: int,
+                    settings: Settings) -> int:
+    """The epochs for all the training documents from a sample's validation curve. A curve that peaked before its
+    last epoch gives a number of optimizer steps, and all the documents get the epochs that make as many (at
+    least 1): with more documents a step overfits less, so this errs on the short side. A curve still rising at
+    its last epoch says only "more": the default epochs."""
+    if best_epoch >= epochs_tried:
+        return settings.epochs
+    steps_sample = -(-sample_documents // settings.batch_size)
+    steps_all = -(-all_documents // settings.batch_size)
+    return max(1, -(-best_epoch * steps_sample // steps_all))
 
 
 def _subsample(train: np.ndarray, val: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -187,12 +200,9 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         del row["order"]
     best = dict(leaderboard[0]["settings"])
     if subsampled and "epochs" not in settings.pinned:
-        # A curve from a fraction of the documents says little about the epochs all of them need: keep the default.
-        best["epochs"] = settings.epochs
-        chosen = settings.replace(**best)
-    else:
-        # min_steps 0: the epoch count was read off the validation curves; the small-corpus rule must not raise it.
-        chosen = settings.replace(**best, min_steps=0)
+        best["epochs"] = _epochs_for_all(best["epochs"], epochs, len(folds[0][0]), len(texts), settings)
+    # min_steps 0: the epoch count was read off the validation curves; the small-corpus rule must not raise it.
+    chosen = settings.replace(**best, min_steps=0)
     if settings.ensemble == 0:
         members, ensemble_summary = _choose_ensemble(chosen, platform, budget - (time.perf_counter() - start),
                                                      max(round_seconds), counts, y, len(classes), masks, folds,
