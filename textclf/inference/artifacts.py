@@ -13,8 +13,6 @@ crash mid-write leaves the previous model as it was.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 

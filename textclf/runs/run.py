@@ -12,10 +12,9 @@ model file is safely on disk; any exception marks it 'failed' with the error, Ct
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
