@@ -116,7 +116,25 @@ def _folder_documents(root: Path, max_bytes: int, stats: ReadStats) -> Iterator[
             f"corpus folder '{root}' has no label folders: put each label's documents in "
             f"'{root}/<label>/', or pass a .csv or .jsonl file"
         )
+    _refuse_split_layout(root, label_dirs)
     return _folder_files(label_dirs, max_bytes, stats)
+
+
+SPLIT_NAMES = {"train", "training", "test", "testing", "dev", "valid", "validation"}
+
+
+def _refuse_split_layout(root: Path, label_dirs: list[Path]) -> None:
+    """A folder of split folders (corpus/train/<label>/, corpus/test/<label>/) would otherwise train the
+    classes "train" vs "test": refuse it and name the two paths to pass instead."""
+    names = {d.name.lower() for d in label_dirs}
+    nested = all(any(child.is_dir() for child in d.iterdir()) for d in label_dirs)
+    if len(names) >= 2 and names <= SPLIT_NAMES and nested:
+        train = next((d for d in label_dirs if d.name.lower() in ("train", "training")), label_dirs[0])
+        test = next((d for d in label_dirs if d.name.lower() in ("test", "testing")), label_dirs[-1])
+        raise CorpusError(
+            f"corpus folder '{root}' holds the splits {', '.join(sorted(d.name for d in label_dirs))}, not labels: "
+            f"pass '{train}' as the corpus and --test '{test}'"
+        )
 
 
 def _folder_files(label_dirs: list[Path], max_bytes: int, stats: ReadStats) -> Iterator[tuple[str, str]]:

@@ -96,3 +96,19 @@ def _files(root, files):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
     return root
+
+
+def test_a_folder_of_train_and_test_splits_is_refused_with_the_paths_to_pass(tmp_path):
+    import pytest
+
+    from pipelines.corpus import read_corpus
+    from pipelines.errors import CorpusError
+
+    for split in ("train", "test"):
+        for label in ("sports", "space"):
+            folder = tmp_path / "corpus" / split / label
+            folder.mkdir(parents=True)
+            (folder / "a.txt").write_text(f"{label} text")
+    with pytest.raises(CorpusError, match="holds the splits test, train, not labels: pass .*train' as the corpus"):
+        read_corpus(tmp_path / "corpus")
+    assert read_corpus(tmp_path / "corpus" / "train").labels == ["space", "sports"]  # the split itself reads

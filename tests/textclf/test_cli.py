@@ -48,6 +48,13 @@ def test_train_predict_eval_runs(runner, corpus_dir, trained, tmp_path):
     report = json.loads(result.stdout)
     assert report["accuracy"] > 0.9 and report["n"] == 36 and len(report["confusion_matrix"]) == 3
     assert "confusion matrix" in invoke(runner, "eval", corpus_dir, "--model", trained).output
+    # the averages of scikit-learn's classification_report: unweighted and support-weighted means
+    per_class = report["per_class"]
+    macro_f1 = sum(c["f1"] for c in per_class.values()) / len(per_class)
+    assert abs(report["averages"]["macro"]["f1"] - macro_f1) < 1e-9
+    weighted = sum(c["f1"] * c["support"] for c in per_class.values()) / report["n"]
+    assert abs(report["averages"]["weighted"]["f1"] - weighted) < 1e-9
+    assert "macro avg" in invoke(runner, "eval", corpus_dir, "--model", trained).output
 
     listed = json.loads(invoke(runner, "runs", "list", "--json").stdout)
     assert listed[0]["status"] == "finished" and listed[0]["id"] == 1
@@ -256,3 +263,15 @@ def test_submit_refuses_a_name_that_leaves_the_models_folder(runner, corpus_dir,
     assert result.exit_code == 1
     assert "model name '../../escaped' is not allowed" in result.output
     assert result.output.count("\n") == 1  # one line
+
+
+def test_version_and_completion(runner):
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("textclf ")
+    assert "--install-completion" in runner.invoke(app, ["--help"]).output
+
+
+def test_error_messages_keep_their_brackets(runner, tmp_path):
+    missing = tmp_path / "nonexist_[gpu]"
+    result = runner.invoke(app, ["train", str(missing)])
+    assert result.exit_code == 1 and "nonexist_[gpu]" in result.output

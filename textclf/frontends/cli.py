@@ -13,13 +13,14 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from textclf.settings import SEARCHED_FIELDS, Settings
 from textclf.errors import USER_ERRORS, ArtifactError, CorpusError, SettingsError
 from textclf.paths import run_db_path
 
 app = typer.Typer(help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, add_completion=False)
+                  pretty_exceptions_enable=False)
 runs_app = typer.Typer(help="Query the run history.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 jobs_app = typer.Typer(help="The training job queue (see 'textclf daemon').", no_args_is_help=True)
@@ -27,6 +28,20 @@ app.add_typer(jobs_app, name="jobs")
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
+
+def _print_version(value: bool) -> None:
+    if value:
+        from textclf.versions import versions
+
+        typer.echo(f"textclf {versions()['textclf']}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Train, run and track bag-of-words text classifiers."""
+
 
 DbOption = Annotated[Optional[Path], typer.Option("--db", help="Run database (default: $TEXTCLF_DB or the data dir).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -40,7 +55,8 @@ def user_errors(fn):
         try:
             return fn(*args, **kwargs)
         except USER_ERRORS as exc:
-            err.print(f"[red]Error:[/red] {exc}", highlight=False, soft_wrap=True)
+            # A Text, not a markup string: "[gpu]" in a message or a path is printed as it is.
+            err.print(Text.assemble(("Error:", "red"), f" {exc}"), highlight=False, soft_wrap=True)
             raise typer.Exit(1)
         except KeyboardInterrupt:
             err.print("Interrupted.", highlight=False)
@@ -298,6 +314,9 @@ def evaluate_command(
     for i, label in enumerate(result.labels):
         table.add_row(label, f"{result.precision[i]:.4f}", f"{result.recall[i]:.4f}", f"{result.f1[i]:.4f}",
                       str(result.support[i]))
+    for average, values in result.averages.items():
+        table.add_row(f"{average} avg", f"{values['precision']:.4f}", f"{values['recall']:.4f}",
+                      f"{values['f1']:.4f}", str(result.n), style="bold")
     out.print(table)
     confusion = Table(title="confusion matrix (rows: true, columns: predicted)")
     confusion.add_column("")

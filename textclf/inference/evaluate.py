@@ -21,14 +21,17 @@ class Evaluation:
     support: list[int]
     confusion: list[list[int]]  # rows: true label, columns: predicted label (order of `labels`)
     n: int
+    # "macro" (unweighted mean over the classes) and "weighted" (by support): precision, recall, f1, as in
+    # scikit-learn's classification_report
+    averages: dict[str, dict[str, float]]
 
     def to_dict(self) -> dict:
         per_class = {
             label: {"precision": p, "recall": r, "f1": f, "support": s}
             for label, p, r, f, s in zip(self.labels, self.precision, self.recall, self.f1, self.support)
         }
-        return {"accuracy": self.accuracy, "n": self.n, "per_class": per_class, "labels": self.labels,
-                "confusion_matrix": self.confusion}
+        return {"accuracy": self.accuracy, "n": self.n, "per_class": per_class, "averages": self.averages,
+                "labels": self.labels, "confusion_matrix": self.confusion}
 
 
 def evaluate(model: Model, corpus: Corpus) -> Evaluation:
@@ -46,8 +49,13 @@ def evaluate(model: Model, corpus: Corpus) -> Evaluation:
         predicted = model.scores(model.vectorizer.transform(corpus.texts)).argmax(axis=1)
     indices = list(range(len(model.labels)))
     p, r, f, s = precision_recall_fscore_support(truth, predicted, labels=indices, zero_division=0)
+    averages = {}
+    for average in ("macro", "weighted"):
+        ap, ar, af, _ = precision_recall_fscore_support(truth, predicted, labels=indices, average=average,
+                                                        zero_division=0)
+        averages[average] = {"precision": float(ap), "recall": float(ar), "f1": float(af)}
     return Evaluation(
         accuracy=float((predicted == truth).mean()), labels=list(model.labels),
         precision=p.tolist(), recall=r.tolist(), f1=f.tolist(), support=[int(x) for x in s],
-        confusion=confusion_matrix(truth, predicted, labels=indices).tolist(), n=len(truth),
+        confusion=confusion_matrix(truth, predicted, labels=indices).tolist(), n=len(truth), averages=averages,
     )
