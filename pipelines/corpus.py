@@ -220,11 +220,37 @@ def _jsonl_documents(path: Path, stats: ReadStats) -> Iterator[tuple[str, str]]:
                 f"JSONL corpus '{path}' line {number} lacks a \"text\" or \"label\" key: "
                 'write one {"text": ..., "label": ...} object per line'
             )
-        body, label = str(record["text"]), str(record["label"]).strip()
+        text, label = record["text"], _json_label(record["label"], path, number)
+        if not isinstance(text, str):
+            raise CorpusError(
+                f"JSONL corpus '{path}' line {number} has a \"text\" that is {_json_kind(text)}, not a string: "
+                "write the document's text as a JSON string"
+            )
+        body = text
         if not body.strip() or not label:
             stats.skipped["empty"] += 1
             continue
         yield label, body
+
+
+def _json_kind(value) -> str:
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _json_label(value, path: Path, number: int) -> str:
+    """A JSONL label as the class name: strings stripped; numbers in their plain form, so that 1, "1" and 1.0
+    are one class ("1"); null, booleans, lists and objects refused with the line number."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    raise CorpusError(
+        f"JSONL corpus '{path}' line {number} has a \"label\" that is {_json_kind(value)}: "
+        "write the label as a string or a number"
+    )
 
 
 def check_usable(source: str, labels: list[str], stats: ReadStats) -> None:

@@ -112,3 +112,34 @@ def test_a_folder_of_train_and_test_splits_is_refused_with_the_paths_to_pass(tmp
     with pytest.raises(CorpusError, match="holds the splits test, train, not labels: pass .*train' as the corpus"):
         read_corpus(tmp_path / "corpus")
     assert read_corpus(tmp_path / "corpus" / "train").labels == ["space", "sports"]  # the split itself reads
+
+
+def test_jsonl_labels_of_one_value_in_several_types_are_one_class(tmp_path):
+    import json
+
+    from pipelines.corpus import read_corpus
+
+    path = tmp_path / "c.jsonl"
+    rows = [{"text": "a", "label": 1}, {"text": "b", "label": "1"}, {"text": "c", "label": 1.0},
+            {"text": "d", "label": " 2 "}, {"text": "e", "label": 2.5}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert read_corpus(path).labels == ["1", "1", "1", "2", "2.5"]
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"text": "a", "label": None}, 'line 2 has a "label" that is null'),
+    ({"text": "a", "label": True}, 'line 2 has a "label" that is a bool'),
+    ({"text": "a", "label": ["x"]}, 'line 2 has a "label" that is a list'),
+    ({"text": None, "label": "x"}, 'line 2 has a "text" that is null, not a string'),
+    ({"text": 5, "label": "x"}, 'line 2 has a "text" that is an int, not a string'),
+])
+def test_jsonl_null_or_odd_values_are_refused_with_the_line(tmp_path, record, message):
+    import json
+
+    from pipelines.corpus import read_corpus
+    from pipelines.errors import CorpusError
+
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"text": "fine", "label": "x"}) + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(CorpusError, match=message.replace("[", r"\[")):
+        read_corpus(path)
