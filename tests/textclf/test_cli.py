@@ -39,10 +39,18 @@ def test_train_predict_eval_runs(runner, corpus_dir, trained, tmp_path):
     result = invoke(runner, "predict", doc, "--model", trained)
     assert result.exit_code == 0 and "\tsports\t" in result.output
     result = invoke(runner, "predict", doc, "--json", "-k", "2")  # default model: newest finished run
-    [record] = json.loads(result.stdout)
+    [record] = [json.loads(line) for line in result.stdout.splitlines()]  # JSON Lines
     assert record["label"] == "sports" and len(record["top"]) == 2
     result = invoke(runner, "predict", "-", "--model", trained, input="bake the bread in a hot oven")
-    assert result.exit_code == 0 and result.output.startswith("-\tcooking")
+    assert result.exit_code == 0 and result.output.startswith("-:1\tcooking")
+    # standard input and JSONL: one document a line, as fastText reads them
+    result = invoke(runner, "predict", "-", "--model", trained, input="bake the bread in a hot oven\n\nthe striker scored a late goal\n")
+    assert [line.split("\t")[:2] for line in result.output.splitlines()] == [["-:1", "cooking"], ["-:3", "sports"]]
+    lines = tmp_path / "docs.jsonl"
+    lines.write_text(json.dumps({"text": "bake the bread in a hot oven", "label": "x"}) + "\n"
+                     + json.dumps("the striker scored a late goal") + "\n")
+    result = invoke(runner, "predict", lines, "--model", trained, "--json")
+    assert [json.loads(line)["label"] for line in result.stdout.splitlines()] == ["cooking", "sports"]
 
     result = invoke(runner, "eval", corpus_dir, "--model", trained, "--json")
     report = json.loads(result.stdout)

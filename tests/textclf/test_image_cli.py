@@ -46,7 +46,7 @@ def test_train_and_predict_images(image_dir, tmp_path, db_path):
     Image.fromarray(pixels, "L").save(probe)
     result = runner.invoke(app, ["predict", str(probe), "--model", str(model_path), "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)[0]["label"] == "right"
+    assert json.loads(result.output.splitlines()[0])["label"] == "right"  # JSON Lines
     small = tmp_path / "small.png"
     Image.fromarray(np.zeros((8, 8), np.uint8), "L").save(small)
     result = runner.invoke(app, ["predict", str(small), "--model", str(model_path)])

@@ -239,16 +239,16 @@ def _resolve_model(model: Optional[Path], db: Optional[Path]) -> Path:
 @app.command()
 @user_errors
 def predict(
-    files: Annotated[list[str], typer.Argument(help="Text files to classify; - reads standard input.")],
+    files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each); .jsonl, .csv and - (standard input): one document a line.")],
     model: Annotated[Optional[Path], typer.Option("--model", "-m", help="Model file (default: newest finished run).")] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per file.")] = 3,
     db: DbOption = None,
     max_file_mb: Annotated[float, typer.Option(help="Refuse inputs larger than this.")] = 10.0,
     as_json: JsonOption = False,
 ) -> None:
-    """Print the label and top-k probabilities of each file."""
+    """Print the label and top-k probabilities of each document: one line each (--json: one object each)."""
     from textclf.inference.artifacts import load_model
-    from textclf.inference.predict import rank, read_document
+    from textclf.inference.predict import rank, read_documents
 
     from pipelines.images import IMAGE_SUFFIXES
 
@@ -256,14 +256,16 @@ def predict(
         results = _rank_images(load_model(_resolve_model(model, db)), files, top_k)
     else:
         stdin_bytes = sys.stdin.buffer.read() if "-" in files else None
-        texts = [read_document(f, max_file_mb, stdin_bytes) for f in files]  # all inputs checked before any output
+        # all inputs checked before any output
+        documents = [doc for f in files for doc in read_documents(f, max_file_mb, stdin_bytes)]
         loaded = load_model(_resolve_model(model, db))
         if not hasattr(loaded, "vectorizer"):
             raise ArtifactError("this is an image model (--model cnn): pass image files (.png, .jpg) to classify")
-        results = rank(loaded, texts, files, top_k)
-    if as_json:
-        _print_json([{"file": p.source, "label": p.label, "top": [{"label": l, "probability": q} for l, q in p.top]}
-                     for p in results])
+        results = rank(loaded, [text for _, text in documents], [source for source, _ in documents], top_k)
+    if as_json:  # JSON Lines: one object per document, so a pipe can read results as they come
+        for p in results:
+            typer.echo(json.dumps({"file": p.source, "label": p.label,
+                                   "top": [{"label": l, "probability": q} for l, q in p.top]}))
         return
     for p in results:
         others = "  ".join(f"{label} {prob:.3f}" for label, prob in p.top)

@@ -44,6 +44,61 @@ def read_document(path: str, max_file_mb: float, stdin_bytes: bytes | None = Non
     return text
 
 
+LINE_SUFFIXES = (".jsonl", ".ndjson", ".csv")
+
+
+def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = None) -> list[tuple[str, str]]:
+    """The documents of one input -> [(source, text)]. Standard input and .jsonl / .csv files hold one document a
+    line, as fastText reads them (source "FILE:LINE"): a JSONL line is {"text": ...} (other keys, such as a
+    label, are ignored) or a JSON string; a CSV row's "text" column when its header has one, else its cells
+    joined. Any other path is one document (source: the path). Blank lines are skipped."""
+    if path != "-" and Path(path).suffix.lower() not in LINE_SUFFIXES:
+        return [(path, read_document(path, max_file_mb, stdin_bytes))]
+    whole = read_document(path, max_file_mb, stdin_bytes)  # the same checks: exists, size, binary, empty
+    suffix = "" if path == "-" else Path(path).suffix.lower()
+    lines = whole.splitlines()
+    if suffix == ".csv":
+        return _csv_rows(path, lines)
+    documents = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        text = line
+        if suffix in (".jsonl", ".ndjson"):
+            text = _json_text(path, number, line)
+        documents.append((f"{path}:{number}", text))
+    return documents
+
+
+def _json_text(path: str, number: int, line: str) -> str:
+    import json
+
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"'{path}' line {number} is not valid JSON ({exc.msg}): write one "
+                         '{"text": ...} object per line') from None
+    text = record.get("text") if isinstance(record, dict) else record
+    if not isinstance(text, str):
+        raise InputError(f"'{path}' line {number} has no \"text\" string: write one {{\"text\": ...}} object per line")
+    return text
+
+
+def _csv_rows(path: str, lines: list[str]) -> list[tuple[str, str]]:
+    import csv
+
+    rows = list(csv.reader(lines))
+    header = [cell.strip().lower() for cell in rows[0]] if rows else []
+    column = header.index("text") if "text" in header else None
+    documents = []
+    for number, row in enumerate(rows, 1):
+        if number == 1 and column is not None or not any(cell.strip() for cell in row):
+            continue
+        text = row[column] if column is not None and column < len(row) else " ".join(row)
+        documents.append((f"{path}:{number}", text))
+    return documents
+
+
 def top_labels(labels: list[str], probabilities: np.ndarray, top_k: int) -> list[list[tuple[str, float]]]:
     """(n, C) probabilities -> per row the top_k (label, probability) pairs, best first."""
     k = max(1, min(top_k, len(labels)))
