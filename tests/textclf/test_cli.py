@@ -283,3 +283,35 @@ def test_error_messages_keep_their_brackets(runner, tmp_path):
     missing = tmp_path / "nonexist_[gpu]"
     result = runner.invoke(app, ["train", str(missing)])
     assert result.exit_code == 1 and "nonexist_[gpu]" in result.output
+
+
+def test_sigterm_marks_the_run_interrupted(tmp_path):
+    """`textclf train` stopped by SIGTERM (a job scheduler's stop): exit 143 and the run recorded interrupted,
+    not left 'running'."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+
+    rng = np.random.default_rng(0)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"label": label, "text": " ".join(rng.choice([f"word{i}" for i in range(40)], 30))})
+                              + "\n" for label in ("x", "y") for _ in range(600)))
+    env = {**os.environ, "TEXTCLF_HOME": str(tmp_path / "home")}
+    process = subprocess.Popen([sys.executable, "-m", "textclf", "train", str(corpus), "--search", "off", "--epochs",
+                                "500", "--batch-size", "4"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    db_file = tmp_path / "home" / "runs.db"
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until training has started (an epoch row exists)
+        if db_file.exists() and open_db(db_file).execute("select count(*) from epochs").fetchone()[0]:
+            break
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 143, stderr
+    [run] = runs.list_runs(open_db(db_file))
+    assert run["status"] == "interrupted" and "SIGTERM" in run["error"]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -18,6 +20,7 @@ from rich.text import Text
 from textclf.settings import SEARCHED_FIELDS, Settings
 from textclf.errors import USER_ERRORS, ArtifactError, CorpusError, SettingsError
 from textclf.paths import run_db_path
+from textclf.training.events import Terminated
 
 app = typer.Typer(help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -47,11 +50,18 @@ DbOption = Annotated[Optional[Path], typer.Option("--db", help="Run database (de
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
 def user_errors(fn):
-    """Turn library errors into one line on stderr and exit code 1."""
+    """Turn library errors into one line on stderr and exit code 1; SIGTERM into Terminated (the run it stops is
+    recorded as interrupted, exit code 143)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _terminate)
         try:
             return fn(*args, **kwargs)
         except USER_ERRORS as exc:
@@ -61,6 +71,9 @@ def user_errors(fn):
         except KeyboardInterrupt:
             err.print("Interrupted.", highlight=False)
             raise typer.Exit(130)
+        except Terminated:
+            err.print("Terminated.", highlight=False)
+            raise typer.Exit(143)
 
     return wrapper
 

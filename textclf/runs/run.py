@@ -33,7 +33,7 @@ from textclf.settings import Settings
 from textclf.errors import CorpusError
 from textclf.paths import compile_cache_dir, run_db_path, vector_cache_dir
 from textclf.runs.results import PhaseTimer, TrainEvent, TrainResult, default_model_path
-from textclf.training.events import EpochStats, TrainingStopped
+from textclf.training.events import EpochStats, Terminated, TrainingStopped
 from textclf.versions import versions
 
 
@@ -93,6 +93,9 @@ def train(
         raise
     except KeyboardInterrupt:
         run_queries.end_run(db, run_id, "interrupted", error="interrupted by the user (Ctrl-C)")
+        raise
+    except Terminated:
+        run_queries.end_run(db, run_id, "interrupted", error="terminated (SIGTERM)")
         raise
     except BaseException as exc:
         run_queries.end_run(db, run_id, "failed", error=f"{type(exc).__name__}: {exc}")

@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (textclf.frontends.cli turns the signal into this): the run is marked interrupted and the
+    command exits 143. A BaseException, like KeyboardInterrupt, so no `except Exception` swallows it."""
+
+
 class TrainingStopped(Exception):
     """Training was asked to stop between epochs; the checkpoint holds every finished epoch."""
 
