@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Protocol
 
@@ -70,7 +71,8 @@ def load(folder: Path, key: str) -> tuple[Vectorizer, sp.csr_matrix, sp.csr_matr
             vectorizer = Vectorizer.from_arrays(config, {k[len("vectorizer."):]: arrays[k] for k in arrays.files
                                                          if k.startswith("vectorizer.")})
             result = vectorizer, _matrix("train", arrays), _matrix("eval", arrays)
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        path.unlink(missing_ok=True)  # damaged: a miss, and rewritten by this run
         return None
     os.utime(path)  # recently used: kept longest
     return result

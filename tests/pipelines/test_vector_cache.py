@@ -39,6 +39,11 @@ def test_cache_off_and_damaged_entries(corpus_dir, db_path, fast_settings, monke
         entry.write_bytes(b"not an npz file")
     damaged = train(corpus_dir, fast_settings, db_path=db_path)
     assert not _cached(db_path, damaged.run_id) and damaged.eval_accuracy >= 0
+    for entry in vector_cache_dir().glob("*.npz"):  # a truncated entry (a crash mid-copy): a miss, rewritten
+        entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
+    truncated = train(corpus_dir, fast_settings, db_path=db_path)
+    assert not _cached(db_path, truncated.run_id)
+    assert _cached(db_path, train(corpus_dir, fast_settings, db_path=db_path).run_id)  # and rewritten whole
     monkeypatch.setenv("TEXTCLF_VECTOR_CACHE", "off")
     off = train(corpus_dir, fast_settings, db_path=db_path)
     assert not _cached(db_path, off.run_id)

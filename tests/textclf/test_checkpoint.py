@@ -47,3 +47,13 @@ def test_checkpoints_are_spaced_but_a_stop_always_saves(problem, fast_settings, 
         fit_network(matrix, labels, n_classes, settings, checkpointer=spaced,
                     stop_requested=lambda: asked.append(1) or True)
     assert spaced.load().epochs_done == 1
+
+
+@pytest.mark.parametrize("damage", [b"", b"PK\x03\x04 truncated", b"not a checkpoint at all"])
+def test_a_damaged_checkpoint_is_as_good_as_none_and_removed(tmp_path, damage):
+    from textclf.training.checkpoint import Checkpointer
+
+    path = tmp_path / "job-1.npz"
+    path.write_bytes(damage)
+    assert Checkpointer(path, 0).load() is None
+    assert not path.exists()  # the job starts over instead of failing on it at every attempt

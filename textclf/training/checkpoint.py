@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -58,12 +59,19 @@ class Checkpointer:
 
         if not self.path.exists():
             return None
-        with np.load(self.path, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files}
-        header = json.loads(str(arrays["header"]))
-        leaves = lambda prefix: [arrays[f"{prefix}.{i}"] for i in range(sum(k.startswith(prefix + ".") for k in arrays))]
-        return TrainState(header["epochs_done"], leaves("param"), leaves("opt"),
-                          [EpochStats(**h) for h in header["history"]])
+        try:
+            with np.load(self.path, allow_pickle=False) as archive:
+                arrays = {name: archive[name] for name in archive.files}
+            header = json.loads(str(arrays["header"]))
+            leaves = lambda prefix: [arrays[f"{prefix}.{i}"]  # noqa: E731
+                                     for i in range(sum(k.startswith(prefix + ".") for k in arrays))]
+            return TrainState(header["epochs_done"], leaves("param"), leaves("opt"),
+                              [EpochStats(**h) for h in header["history"]])
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+            # Damaged (a crash mid-copy, a full disk, a foreign file): as good as none. Removed, so training
+            # starts over instead of failing on it at every attempt.
+            self.path.unlink(missing_ok=True)
+            return None
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
