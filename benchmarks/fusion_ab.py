@@ -17,7 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.kernels import load_problem
-from textclf import pallas_step, trainloop
+from textclf.training import loop as trainloop
+from textclf.training import pallas as pallas_step
+from textclf.training.step import kernel_config_for
 from textclf.settings import Settings
 from textclf.models.mlp import init_optimizer, init_params
 
@@ -31,7 +33,7 @@ def step_time(x, y, n_classes: int, batch: int, optimizer: str, reuse: bool, fus
     trainloop._warm_epoch.cache_clear()  # the option is read while tracing: compile again
     settings = Settings(epochs=3, min_steps=0, batch_size=batch, backend="pallas", pallas_input="dense",
                         optimizer=optimizer)
-    config = trainloop.kernel_config_for(settings).replace(input_format="dense", adam_fused_dw1=fuse)
+    config = kernel_config_for(settings).replace(input_format="dense", adam_fused_dw1=fuse)
     result = trainloop.fit_network(x, y, n_classes, settings, "pallas", kernel_config=config)
     seconds = float(np.median([e.seconds for e in result.history[1:]]))
     return seconds / -(-x.shape[0] // batch) * 1e6, x.shape[0] / seconds, result.history[-1].loss
@@ -40,7 +42,7 @@ def step_time(x, y, n_classes: int, batch: int, optimizer: str, reuse: bool, fus
 def buffer_copies(optimizer: str, batch: int = 4096) -> list[str]:
     """HLO copy instructions of the (B, Kp) dense buffer in the compiled epoch (4 steps of empty batches)."""
     pallas_step.REUSE_ZERO_BUFFER = True
-    config = trainloop.kernel_config_for(Settings(batch_size=batch))
+    config = kernel_config_for(Settings(batch_size=batch))
     params = pallas_step.pad_params(init_params(jax.random.PRNGKey(0), 32754, 128, 4), config)
     steps, cap = 4, 2**19
     args = (jnp.zeros((steps, cap), jnp.int32), jnp.zeros((steps, cap)), jnp.zeros((steps, cap), jnp.int32),

@@ -29,7 +29,8 @@ from textclf.settings import Settings
 from textclf.training.device_data import (batch_nnz_max, epoch_order, gather_batches, gather_piece_batches,
                                  host_csr, host_pieces, pieces_cap)
 from textclf.models.mlp import init_optimizer, init_params
-from textclf.training.loop import _xla_epoch, kernel_config_for, next_power_of_two
+from textclf.training.loop import next_power_of_two
+from textclf.training.step import kernel_config_for, xla_epoch
 
 
 def _epoch_fn(variant: str, settings: Settings, n_classes: int, n_features: int, cap: int, config):
@@ -40,7 +41,7 @@ def _epoch_fn(variant: str, settings: Settings, n_classes: int, n_features: int,
 
         train = functools.partial(pallas_epoch, n_classes=n_classes, config=config, **optimizer)
     else:
-        train = functools.partial(_xla_epoch, **optimizer)
+        train = functools.partial(xla_epoch, **optimizer)
 
     def epoch(params, opt_state, data, order, lrs):
         batches = gather_piece_batches(data, order, cap) if pieces else gather_batches(data, order, cap)

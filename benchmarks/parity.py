@@ -19,7 +19,8 @@ from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
 from textclf.inference.text_model import Model, encode_labels
 from textclf.settings import Settings
-from textclf.training.loop import fit_network, kernel_config_for
+from textclf.training.loop import fit_network
+from textclf.training.step import kernel_config_for
 
 
 def gradient_check(matrix, labels, n_classes: int, batch: int = 256) -> None:

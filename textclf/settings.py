@@ -90,7 +90,7 @@ class Settings:
     backend: str = "auto"  # "auto": pallas on a GPU, xla elsewhere
     # Pallas input format: "dense" (X scattered into a bf16 matrix), "pieces" (fixed-width pieces of each
     # document's nonzeros, pallas_kernels/pieces_hidden.py) or "sparse" (flat nonzeros, sparse_hidden.py);
-    # "auto": pieces from PIECES_MIN_BATCH documents a device batch up, dense below (textclf/training/loop.py).
+    # "auto": pieces from PIECES_MIN_BATCH documents a device batch up, dense below (textclf/training/step.py).
     pallas_input: str = "auto"
     # Data parallelism: devices of this process that share each batch; with several processes every process
     # uses this many. 0 ("all"): all local devices that still get >= 256 documents of each batch

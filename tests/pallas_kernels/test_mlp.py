@@ -14,7 +14,7 @@ from textclf.settings import Settings
 from textclf.training.device_data import batch_nnz_max, gather_piece_batches, host_pieces
 from textclf.models.mlp import init_optimizer, init_params
 from textclf.training.pallas import pad_params, pallas_epoch, unpad_params
-from textclf.training.loop import _xla_epoch
+from textclf.training.step import xla_epoch as _xla_epoch
 from tests.pallas_kernels.conftest import assert_close
 
 

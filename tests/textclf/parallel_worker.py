@@ -17,7 +17,8 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from textclf.settings import Settings  # noqa: E402
-from textclf.training.loop import fit_network, kernel_config_for  # noqa: E402
+from textclf.training.loop import fit_network  # noqa: E402
+from textclf.training.step import kernel_config_for  # noqa: E402
 
 BATCH = 16
 

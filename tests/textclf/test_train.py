@@ -113,11 +113,13 @@ def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monk
 def test_auto_input_format_follows_batch_size():
     from textclf.training import loop as trainloop
 
-    small, large = trainloop.PIECES_MIN_BATCH // 2, trainloop.PIECES_MIN_BATCH
-    assert trainloop.input_format_for("auto", small) == "dense"
-    assert trainloop.input_format_for("auto", large) == "pieces"
-    assert trainloop.input_format_for("dense", large) == "dense"
-    assert trainloop.input_format_for("sparse", small) == "sparse"
+    from textclf.training.step import PIECES_MIN_BATCH, input_format_for
+
+    small, large = PIECES_MIN_BATCH // 2, PIECES_MIN_BATCH
+    assert input_format_for("auto", small) == "dense"
+    assert input_format_for("auto", large) == "pieces"
+    assert input_format_for("dense", large) == "dense"
+    assert input_format_for("sparse", small) == "sparse"
 
 
 def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, monkeypatch):
@@ -127,6 +129,7 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     import scipy.sparse as sp
 
     from textclf.training import loop as trainloop
+    from textclf.training.step import XlaStep
 
     rng = np.random.default_rng(0)
     matrix = sp.random(70, 90, density=0.2, format="csr", random_state=1, dtype=np.float32)
@@ -134,7 +137,7 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     settings = fast_settings.replace(batch_size=16, epochs=3, min_steps=0)
     runs = {}
     for layout in ("flat", "pieces"):
-        monkeypatch.setattr(trainloop, "input_layout", lambda backend, config, layout=layout: layout)
+        monkeypatch.setattr(trainloop, "make_step", lambda *args, layout=layout: XlaStep(layout))
         runs[layout] = trainloop.fit_network(matrix, labels, 3, settings)
     for a, b in zip(runs["flat"].params, runs["pieces"].params):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)

@@ -4,6 +4,7 @@ import scipy.sparse as sp
 
 from pipelines.batches import next_power_of_two
 from textclf.training import loop as trainloop
+from textclf.settings import Settings
 from textclf.training.device_data import batch_nnz_max, epoch_order
 
 
@@ -47,3 +48,20 @@ def test_a_later_run_reuses_an_epoch_compiled_twice_as_wide(monkeypatch):
     assert trainloop._reusable_width(config, 8192) == 8192
     assert trainloop._reusable_width(config, 2048) == 2048  # four times as wide: compile its own
     assert trainloop._reusable_width(("pallas", *config[1:]), 4096) == 4096
+
+
+def test_make_step_is_the_one_place_that_names_a_backend():
+    import re
+    from pathlib import Path
+
+    from textclf.training.step import PallasStep, XlaStep, make_step
+
+    settings = Settings(batch_size=2048)
+    assert make_step("xla", settings, 2048) == XlaStep("flat")  # a CPU: flat batches
+    pallas = make_step("pallas", settings, 2048)
+    assert isinstance(pallas, PallasStep) and pallas.layout == "pieces" and pallas.padding is pallas.kernel_config
+    assert make_step("pallas", settings, 64).layout == "flat"  # dense X below PIECES_MIN_BATCH
+    # the loop, the data-parallel wrapper and the daemon never compare a backend's name
+    root = Path(__file__).resolve().parents[2] / "textclf"
+    for module in ("training/loop.py", "training/data_parallel.py", "frontends/daemon.py"):
+        assert not re.search(r'==\s*"(pallas|xla)"', (root / module).read_text()), module

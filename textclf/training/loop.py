@@ -21,9 +21,9 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.settings import Settings
-from textclf.models.mlp import (Params, init_optimizer, init_params, logits, logits_pieces, masked_loss, optimizer_step,
-                           scheduled_rates)
+from textclf.models.mlp import Params, logits, scheduled_rates
 from textclf.training.events import EpochStats
+from textclf.training.step import Step, make_step
 
 EVAL_BATCH = 1024
 
@@ -37,35 +37,6 @@ class NetworkResult:
     devices: int = 1  # devices that shared each batch (all processes together)
 
 
-def _xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, momentum, weight_decay,
-               optimizer="sgd", axis_name=None):
-    """One epoch: scan the optimizer step over (steps, ...) stacked minibatches. axis_name: data parallelism
-    inside shard_map (textclf/training/data_parallel.py): the batch is this device's slice, the loss is divided by the global
-    row count and gradients, loss and hits are summed over the axis."""
-    batch_size = labels.shape[1]
-    # (steps, cap) flat batches or (steps, cap, width) pieces (textclf/training/device_data.py)
-    scores = logits_pieces if indices.ndim == 3 else logits
-
-    def step(carry, batch):
-        params, opt_state = carry
-        idx, val, row, y, m, lr = batch
-        count = None if axis_name is None else jax.lax.psum(jnp.sum(m), axis_name)
-
-        def loss_fn(p):
-            return masked_loss(scores(p, idx, val, row, batch_size), y, m, count)
-
-        (loss, correct), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        if axis_name is not None:
-            loss, correct, grads = jax.lax.psum((loss, correct, grads), axis_name)
-        params, opt_state = optimizer_step(optimizer, params, opt_state, grads, lr, momentum, weight_decay)
-        return (params, opt_state), (loss, correct)
-
-    (params, opt_state), (losses, corrects) = jax.lax.scan(
-        step, (params, opt_state), (indices, values, rows, labels, mask, lrs)
-    )
-    return params, opt_state, losses, corrects
-
-
 def _xla_scores(params, indices, values, rows):
     batch_size = EVAL_BATCH
 
@@ -75,19 +46,7 @@ def _xla_scores(params, indices, values, rows):
     return jax.lax.scan(one, None, (indices, values, rows))[1]
 
 
-def epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config=None) -> Callable:
-    """The un-jitted epoch function of a backend over stacked minibatches:
-    (params, optimizer state, *batch arrays, lrs, axis_name=None) -> (params, optimizer state, losses, corrects)."""
-    optimizer = dict(momentum=settings.momentum, weight_decay=settings.weight_decay, optimizer=settings.optimizer)
-    if backend == "pallas":
-        from textclf.training.pallas import pallas_epoch
-
-        return lambda *args, axis_name=None: pallas_epoch(*args, n_classes=n_classes, config=kernel_config,
-                                                          axis_name=axis_name, **optimizer)
-    return lambda *args, axis_name=None: _xla_epoch(*args, axis_name=axis_name, **optimizer)
-
-
-def resident_epoch_function(backend: str, settings: Settings, n_classes: int, kernel_config, mesh, cap: int):
+def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh, cap: int):
     """One whole epoch as one dispatch: gather the minibatches from the resident training set
     (textclf/training/device_data.py), scan the training step over them, then score the validation batches:
     (params, opt_state, data, order (steps, B), lrs (steps,), eval batches or None)
@@ -97,7 +56,7 @@ def resident_epoch_function(backend: str, settings: Settings, n_classes: int, ke
     of the order; validation runs on the replicated parameters."""
     from textclf.training.device_data import DevicePieces, gather_batches, gather_piece_batches
 
-    epoch = epoch_function(backend, settings, n_classes, kernel_config)
+    epoch = step.epoch(settings.optimizer, settings.momentum, settings.weight_decay, n_classes)
 
     def local(params, opt_state, data, order, lrs, axis_name=None):
         if isinstance(data, DevicePieces):
@@ -117,44 +76,11 @@ def resident_epoch_function(backend: str, settings: Settings, n_classes: int, ke
         hits = None
         if eval_batches is not None:
             indices, values, rows, labels, mask = eval_batches
-            scores = _xla_scores(_real(params, n_classes), indices, values, rows)
+            scores = _xla_scores(step.unpad(params, n_classes), indices, values, rows)
             hits = jnp.sum((jnp.argmax(scores, axis=-1) == labels) * mask)
         return params, opt_state, losses, corrects, hits
 
     return whole
-
-
-def kernel_config_for(settings: Settings, batch_size: int | None = None):
-    """Tuned Pallas block sizes for this device and (per-device) batch size; interpret mode on a CPU (tests)."""
-    from pallas_kernels.config import tuned
-    from textclf.training.backends import device_description, device_kind
-
-    return tuned(batch_size or settings.batch_size, device_description()).replace(interpret=device_kind() != "gpu")
-
-
-# Pallas input format "auto": the pieces layout (pallas_kernels/pieces_hidden.py) from this batch size up, the
-# dense bf16 X below it. Measured on an H100 (BENCHMARKS.md, "Input layouts"): news4 rows at batch 4,096
-# 14.4M docs/s with pieces vs 10.0M dense, at 1,024 7.0M vs 5.8M; agnews7600 rows at 4,096 30.3M vs 16.1M.
-PIECES_MIN_BATCH = 1024
-
-
-def input_format_for(requested: str, batch_size: int) -> str:
-    """The Pallas input format: as requested, or for "auto" from the (per-device) batch size."""
-    if requested != "auto":
-        return requested
-    return "pieces" if batch_size >= PIECES_MIN_BATCH else "dense"
-
-
-def input_layout(backend: str, kernel_config) -> str:
-    """How the training set is laid out on the device: "pieces" (textclf/training/device_data.py) for the XLA backend on
-    a GPU and the Pallas pieces format, else "flat" (CSR; flat batches). The XLA step from pieces was 8x faster
-    than from flat batches on news4 rows at batch 4,096 on an H100 (the per-nonzero segment sum piles each
-    document's adds onto one row), but on a CPU it was slower (BENCHMARKS.md, "Input layouts")."""
-    if backend == "pallas":
-        return "pieces" if kernel_config.input_format == "pieces" else "flat"
-    from textclf.training.backends import device_kind
-
-    return "pieces" if device_kind() == "gpu" else "flat"
 
 
 class _Compiled:
@@ -174,39 +100,18 @@ class _Compiled:
         return self.cache[key](*args)
 
 
-def _ready_state(params: Params, optimizer: str, kernel_config):
-    """(params, optimizer state), params padded for the Pallas kernels when kernel_config is given."""
-    if kernel_config is not None:
-        from textclf.training.pallas import pad_params
-
-        params = pad_params(params, kernel_config)
-    return params, init_optimizer(optimizer, params)
-
-
-@functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "gain", "optimizer",
-                                             "kernel_config"))
-def _start_state(seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str, kernel_config):
-    """The seeded initial parameters and optimizer state as one compiled program: built op by op, each of its
-    ~15 small operations was compiled on its own (~50 ms each on the GPU, a second of a cold start)."""
-    params = init_params(jax.random.PRNGKey(seed), n_features, hidden, n_classes, gain)
-    return _ready_state(params, optimizer, kernel_config)
-
-
-_ready_state_jitted = jax.jit(_ready_state, static_argnames=("optimizer", "kernel_config"))
-
-
 # The epochs _warm_epoch holds, by its arguments: weak, so an entry leaves with the cache's (cache_clear, eviction).
 _warm_epochs_built: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 @functools.lru_cache(maxsize=32)
-def _warm_epoch(backend: str, optimizer: str, momentum: float, weight_decay: float, n_classes: int,
-                kernel_config, mesh, cap: int) -> _Compiled:
+def _warm_epoch(step: Step, optimizer: str, momentum: float, weight_decay: float, n_classes: int, mesh,
+                cap: int) -> _Compiled:
     """One compiled epoch function per configuration for the life of the process, so a daemon's later jobs
     with the same shapes reuse the executables of earlier ones instead of tracing and compiling again."""
     settings = Settings(optimizer=optimizer, momentum=momentum, weight_decay=weight_decay)
-    compiled = _Compiled(resident_epoch_function(backend, settings, n_classes, kernel_config, mesh, cap), donate=(0, 1))
-    _warm_epochs_built[(backend, optimizer, momentum, weight_decay, n_classes, kernel_config, mesh, cap)] = compiled
+    compiled = _Compiled(resident_epoch_function(step, settings, n_classes, mesh, cap), donate=(0, 1))
+    _warm_epochs_built[(step, optimizer, momentum, weight_decay, n_classes, mesh, cap)] = compiled
     return compiled
 
 
@@ -230,12 +135,6 @@ def predict_scores_device(params: Params, matrix: sp.csr_matrix, compiled: _Comp
     batches = make_batches(matrix, np.zeros(matrix.shape[0], np.int32), EVAL_BATCH)
     scores = compiled(params, *jax.device_put([batches.indices, batches.values, batches.rows]))
     return np.asarray(scores).reshape(-1, scores.shape[-1])[: matrix.shape[0]]
-
-
-def _real(params: Params, n_classes: int, n_features: int | None = None) -> Params:
-    """Drop the padding the Pallas path adds (padded classes would otherwise win argmax with score 0)."""
-    w1 = params.w1 if n_features is None else params.w1[:n_features]
-    return Params(w1, params.b1, params.w2[:, :n_classes], params.b2[:n_classes])
 
 
 def fit_network(
@@ -265,16 +164,13 @@ def fit_network(
     mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
     parts = mesh.size if mesh else 1
     local_batch = parallel.check_batch(settings.batch_size, mesh) if mesh else settings.batch_size
-    if backend == "pallas" and kernel_config is None:
-        kernel_config = kernel_config_for(settings, local_batch).replace(
-            input_format=input_format_for(settings.pallas_input, local_batch))
-    padding = kernel_config if backend == "pallas" else None
+    step = make_step(backend, settings, local_batch, kernel_config)
     start = time.perf_counter()
     if initial_params is None:
-        params, opt_state = _start_state(np.int32(settings.seed), train_x.shape[1], settings.hidden, n_classes,
-                                         settings.init_gain, settings.optimizer, padding)
+        params, opt_state = step.start_state(np.int32(settings.seed), train_x.shape[1], settings.hidden, n_classes,
+                                             settings.init_gain, settings.optimizer)
     else:
-        params, opt_state = _ready_state_jitted(initial_params, settings.optimizer, padding)
+        params, opt_state = step.ready_state(initial_params, settings.optimizer)
     jax.block_until_ready((params, opt_state))
     init_seconds = time.perf_counter() - start  # counted as compilation: that is nearly all of it the first time
     n = train_x.shape[0]
@@ -292,7 +188,7 @@ def fit_network(
     # Everything the epochs need goes to the device(s) once: the training set, the validation batches.
     # (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on a GPU.)
     place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
-    pieces = input_layout(backend, kernel_config) == "pieces"
+    pieces = step.layout == "pieces"
     uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x, train_y)
     data = place(uploaded)
     eval_batches = None
@@ -309,7 +205,7 @@ def fit_network(
               for e in range(first_epoch, epochs)}
     starts = uploaded.piece_ptr if pieces else uploaded.indptr  # a batch's width: its pieces or its nonzeros
     widest = max([1, *(batch_nnz_max(starts, order, parts) for order in orders.values())])
-    config = (backend, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, kernel_config, mesh)
+    config = (step, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, mesh)
     width = pieces_cap(widest) if pieces else next_power_of_two(widest)
     run_epoch = _warm_epoch(*config, _reusable_width(config, width))
     for epoch in range(first_epoch, epochs):
@@ -339,6 +235,6 @@ def fit_network(
         if on_epoch:
             on_epoch(stats)
         after_epoch(checkpointer, stop_requested, epoch + 1, epochs, params, opt_state, history)
-    numpy_params = _real(Params(*host(tuple(params))), n_classes, train_x.shape[1])
+    numpy_params = step.finish(Params(*host(tuple(params))), n_classes, train_x.shape[1])
     # Validation is scored inside each epoch's dispatch, so its time is part of train_seconds.
     return NetworkResult(numpy_params, history, compile_seconds, train_seconds, parts)
