@@ -358,7 +358,7 @@ def main() -> None:
     if args.db:
         from db import open_db
 
-        database = open_db(run_db_path(args.db))
+        database = open_db(args.db)  # only a database the user names: never the product one by default
     chosen = []
     for batch in (int(b) for b in args.batches.split(",")):
         config = sweep(matrix, labels, n_classes, batch, device, database) if args.sweep else tuned(batch, device)

@@ -111,8 +111,6 @@ def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monk
 
 
 def test_auto_input_format_follows_batch_size():
-    from textclf.training import loop as trainloop
-
     from textclf.training.step import PIECES_MIN_BATCH, input_format_for
 
     small, large = PIECES_MIN_BATCH // 2, PIECES_MIN_BATCH
