@@ -73,7 +73,7 @@ class Settings:
     batch_size: int = 64
     epochs: int | None = None  # None: the model's default (MODEL_DEFAULTS: 10 for mlp, 20 for cnn)
     # Small corpora get extra epochs until training makes at least this many optimizer steps: 8 epochs of a
-    # 36-document corpus would be 8 steps, far too few to learn anything.
+    # 36-document corpus would be 8 steps, far too few to learn anything. Not when "epochs" is pinned (typed).
     min_steps: int = 300
     learning_rate: float = 0.001
     # "constant", or "linear" / "cosine" decay to 0 over the run (linear best for sgd: lr 0.15, batch 16);
@@ -161,7 +161,10 @@ class Settings:
         return tuple(p.strip() for p in str(self.augment).split(",") if p.strip())
 
     def epochs_for(self, n_train: int) -> int:
-        """Epochs actually run on n_train documents: `epochs`, raised to reach `min_steps` steps."""
+        """Epochs actually run on n_train documents: `epochs`, raised to reach `min_steps` steps, unless the user
+        typed the epoch count (a value the user typed is never rewritten)."""
+        if "epochs" in self.pinned:
+            return self.epochs
         steps_per_epoch = -(-n_train // self.batch_size)
         return max(self.epochs, -(-self.min_steps // steps_per_epoch))
 

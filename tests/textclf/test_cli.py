@@ -13,7 +13,9 @@ from db import runs
 from textclf.inference import artifacts
 from textclf.frontends.cli import app
 
-FAST = ["--epochs", "2", "--batch-size", "8", "--hidden", "16", "--optimizer", "sgd", "--lr", "0.5", "--init-gain", "4"]
+# 75 epochs: the ~300 steps the small-corpus rule gave the 36-document sample corpus before a typed --epochs
+# was kept as typed
+FAST = ["--epochs", "75", "--batch-size", "8", "--hidden", "16", "--optimizer", "sgd", "--lr", "0.5", "--init-gain", "4"]
 
 
 @pytest.fixture
@@ -315,3 +317,11 @@ def test_sigterm_marks_the_run_interrupted(tmp_path):
     assert process.returncode == 143, stderr
     [run] = runs.list_runs(open_db(db_file))
     assert run["status"] == "interrupted" and "SIGTERM" in run["error"]
+
+
+def test_a_typed_epoch_count_is_not_rewritten(runner, corpus_dir, tmp_path):
+    result = invoke(runner, "train", corpus_dir, "--epochs", "2", "--batch-size", "8", "--json",
+                    "--out", tmp_path / "m.npz")
+    assert result.exit_code == 0, result.output
+    [run] = runs.list_runs(open_db(run_db_path()))
+    assert run["settings"]["epochs"] == 2 and len(runs.get_run(open_db(run_db_path()), run["id"])["epochs"]) == 2
