@@ -15,8 +15,8 @@ from pipelines.batches import make_batches
 from pipelines.workers import WorkerPool
 from textclf.models.mlp import Params, adam, init_optimizer, logits, masked_loss
 from textclf.settings import Settings
-from textclf.training.candidates import (StackedAdam, StackedParams, _epoch, batch_shape, fit_candidates,
-                                         init_stacked, stacked_logits, stacked_loss)
+from textclf.training.candidates import (StackedParams, _epoch, batch_shape, fit_candidates, init_stacked,
+                                         stacked_logits, stacked_loss)
 from textclf.training.search import search_settings
 
 QUESTION_WORDS = {"DESC": "what", "HUM": "who", "LOC": "where"}
@@ -71,8 +71,7 @@ def test_a_stacked_epoch_is_k_adam_runs_with_their_own_rates():
     batches = [_random_batch(rng) for _ in range(3)]
     arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
     rates = [0.01, 0.003]
-    zeros = jax.tree.map(jnp.zeros_like, stacked)
-    state = StackedAdam(zeros, jax.tree.map(jnp.zeros_like, stacked), jnp.zeros((), jnp.float32))
+    state = init_optimizer("adam", stacked)
     singles = [_model(stacked, k) for k in range(2)]  # sliced before the donating epoch call
     trained, _, _ = _epoch(stacked, state, jnp.asarray(rates), *arrays)
     for k, rate in enumerate(rates):

@@ -13,7 +13,7 @@ model file is safely on disk; any exception marks it 'failed' with the error, Ct
 from __future__ import annotations
 
 from collections import Counter
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -233,11 +233,20 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
         train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
         train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
         train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
-    searching = settings.search == "auto"
-    with nullcontext(pool) if pool else vectorize_pool(len(corpus.texts)) as pool:
-        if searching:
-            warmup.start()  # the search trains on the device
-            settings, search = _search(db, run_id, train_texts, train_labels, settings, phase, warmup, pool, report)
+    with ExitStack() as stack:
+        workers = pool
+
+        def forked() -> WorkerPool:
+            """The vectorizing workers, forked on first use (before JAX starts threads), then the warm-up."""
+            nonlocal workers
+            if workers is None:
+                workers = stack.enter_context(vectorize_pool(len(corpus.texts)))
+            warmup.start()
+            return workers
+
+        if settings.search == "auto":
+            settings, search = _search(db, run_id, train_texts, train_labels, settings, phase, warmup, forked(),
+                                       report)
         else:
             search = {"skipped": "--search off"}
         if test_path:
@@ -255,12 +264,12 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
                                          list(train_labels), list(eval_labels))
             cached = vector_cache.load(vector_cache_dir(), key)
-            warmup.start()
             if cached:
+                warmup.start()  # no workers needed: nothing to fork first
                 vectorizer, train_x, eval_x = cached
             else:
-                vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings, pool=pool)
-                eval_x = vectorizer.transform(eval_texts, pool=pool)
+                vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings, pool=forked())
+                eval_x = vectorizer.transform(eval_texts, pool=forked())
                 if primary:
                     vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
-from textclf.models.mlp import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, adam_corrections
+from textclf.models.mlp import AdamState, adam, init_optimizer
 
 
 class StackedParams(NamedTuple):
@@ -64,12 +64,6 @@ def stacked_loss(params: StackedParams, indices, values, rows, labels, mask) -> 
     return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
-class StackedAdam(NamedTuple):
-    m: StackedParams
-    v: StackedParams
-    step: jax.Array  # () float32
-
-
 def _per_model(rates: jax.Array, hidden: int) -> StackedParams:
     """(K,) learning rates shaped to broadcast against each parameter of StackedParams."""
     columns = jnp.repeat(rates, hidden)  # (K*H,)
@@ -77,7 +71,7 @@ def _per_model(rates: jax.Array, hidden: int) -> StackedParams:
 
 
 @functools.partial(jax.jit, donate_argnums=(0, 1))
-def _epoch(params: StackedParams, state: StackedAdam, rates, indices, values, rows, labels, mask, order=None):
+def _epoch(params: StackedParams, state: AdamState, rates, indices, values, rows, labels, mask, order=None):
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
     default as stored) -> new params, Adam state and (steps,) losses. A batch with no rows (padding) is skipped."""
     hidden = params.w2.shape[1]
@@ -89,42 +83,29 @@ def _epoch(params: StackedParams, state: StackedAdam, rates, indices, values, ro
     def step(carry, batch):
         params, state = carry
         loss, grads = jax.value_and_grad(stacked_loss)(params, *batch)
-        t = state.step + 1
-        c1, c2 = adam_corrections(t)
-        m = jax.tree.map(lambda m, g: ADAM_BETA1 * m + (1 - ADAM_BETA1) * g, state.m, grads)
-        v = jax.tree.map(lambda v, g: ADAM_BETA2 * v + (1 - ADAM_BETA2) * g * g, state.v, grads)
-        updated = jax.tree.map(lambda w, r, m, v: w - r * (m / c1) / (jnp.sqrt(v / c2) + ADAM_EPS), params, lr, m, v)
-        real = jnp.sum(batch[-1]) > 0
-        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(real, a, b), new, old)  # noqa: E731
-        return (keep(updated, params), keep(StackedAdam(m, v, t), state)), loss
+        updated = adam(params, state, grads, lr, 0.0)
+        real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
+        return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state)), loss
 
     (params, state), losses = jax.lax.scan(step, (params, state), batches)
     return params, state, losses  # losses: (steps,) sum over the K models of each one's batch mean
 
 
 @jax.jit
-def _correct(params: StackedParams, indices, values, rows, labels, mask) -> jax.Array:
-    """(steps, ...) validation batches -> (K,) documents each model predicts right."""
-    def one(total, batch):
+def _hits(params: StackedParams, indices, values, rows, labels, mask) -> tuple[jax.Array, jax.Array]:
+    """(steps, ...) batches -> ((K,) documents each model predicts right, () documents the ensemble (the K
+    models' scores averaged) predicts right)."""
+    def one(totals, batch):
         idx, val, row, y, m = batch
-        predicted = jnp.argmax(stacked_logits(params, idx, val, row, y.shape[0]), axis=-1)  # (B, K)
-        return total + jnp.sum((predicted == y[:, None]) * m[:, None], axis=0), None
+        scores = stacked_logits(params, idx, val, row, y.shape[0])  # (B, K, C)
+        each = jnp.sum((jnp.argmax(scores, axis=-1) == y[:, None]) * m[:, None], axis=0)
+        together = jnp.sum((jnp.argmax(jnp.mean(scores, axis=1), axis=-1) == y) * m)
+        return (totals[0] + each, totals[1] + together), None
 
     models = params.w2.shape[0]
-    total, _ = jax.lax.scan(one, jnp.zeros((models,), jnp.float32), (indices, values, rows, labels, mask))
-    return total
-
-
-@jax.jit
-def _ensemble_correct(params: StackedParams, indices, values, rows, labels, mask) -> jax.Array:
-    """(steps, ...) batches -> () documents the ensemble (the K models' scores averaged) predicts right."""
-    def one(total, batch):
-        idx, val, row, y, m = batch
-        scores = jnp.mean(stacked_logits(params, idx, val, row, y.shape[0]), axis=1)  # (B, C)
-        return total + jnp.sum((jnp.argmax(scores, axis=-1) == y) * m), None
-
-    total, _ = jax.lax.scan(one, jnp.zeros((), jnp.float32), (indices, values, rows, labels, mask))
-    return total
+    start = (jnp.zeros((models,), jnp.float32), jnp.zeros((), jnp.float32))
+    totals, _ = jax.lax.scan(one, start, (indices, values, rows, labels, mask))
+    return totals
 
 
 def merged(params: StackedParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -134,6 +115,17 @@ def merged(params: StackedParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     models, hidden, classes = params.w2.shape
     w2 = np.asarray(params.w2).reshape(models * hidden, classes) / models
     return np.asarray(params.w1), np.asarray(params.b1), w2, np.asarray(params.b2).mean(axis=0)
+
+
+def _start(seed: int, n_features: int, hidden: int, n_classes: int, models: int):
+    """K freshly initialised networks and their zeroed Adam state."""
+    params = init_stacked(jax.random.PRNGKey(seed), n_features, hidden, n_classes, models)
+    return params, init_optimizer("adam", params)
+
+
+def _device_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray,
+                    shape: tuple[int, int]) -> list[jax.Array]:
+    return [jnp.asarray(a) for a in _padded_batches(matrix, labels, batch_size, order, *shape)]
 
 
 def _padded_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray,
@@ -167,27 +159,24 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     from textclf.training.events import EpochStats
 
     start = time.perf_counter()
-    params = init_stacked(jax.random.PRNGKey(seed), train_x.shape[1], hidden, n_classes, members)
-    zeros = jax.tree.map(jnp.zeros_like, params)
-    state = StackedAdam(zeros, jax.tree.map(jnp.zeros_like, params), jnp.zeros((), jnp.float32))
+    params, state = _start(seed, train_x.shape[1], hidden, n_classes, members)
     rates = jnp.full((members,), learning_rate, jnp.float32)
     shape = batch_shape([train_x], batch_size)
     eval_batches = None
     if eval_x is not None and eval_x.shape[0]:
-        eval_batches = [jnp.asarray(a) for a in _padded_batches(eval_x, eval_y, batch_size,
-                                                                np.arange(eval_x.shape[0]),
-                                                                *batch_shape([eval_x], batch_size))]
+        eval_batches = _device_batches(eval_x, eval_y, batch_size, np.arange(eval_x.shape[0]),
+                                       batch_shape([eval_x], batch_size))
     rng = np.random.default_rng(seed)
     n = train_x.shape[0]
     history, compile_seconds, train_seconds = [], 0.0, 0.0
     for epoch in range(epochs):
         epoch_start = time.perf_counter()
-        batches = _padded_batches(train_x, train_y, batch_size, rng.permutation(n), *shape)
-        params, state, losses = _epoch(params, state, rates, *map(jnp.asarray, batches))
-        train_correct = float(_ensemble_correct(params, *map(jnp.asarray, batches)))
+        batches = _device_batches(train_x, train_y, batch_size, rng.permutation(n), shape)  # uploaded once
+        params, state, losses = _epoch(params, state, rates, *batches)
+        train_correct = float(_hits(params, *batches)[1])
         eval_accuracy = None
         if eval_batches is not None:
-            eval_accuracy = float(_ensemble_correct(params, *eval_batches)) / eval_x.shape[0]
+            eval_accuracy = float(_hits(params, *eval_batches)[1]) / eval_x.shape[0]
         seconds = time.perf_counter() - epoch_start
         if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
             compile_seconds, seconds = seconds + (epoch_start - start), 0.0
@@ -209,22 +198,18 @@ def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_ma
     shape / val_shape: (steps, cap) of the training / validation batches (batch_shape), shared by the calls of
     one search so that they compile once."""
     models = len(rates)
-    params = init_stacked(jax.random.PRNGKey(seed), train_x.shape[1], hidden, n_classes, models)
-    zeros = jax.tree.map(jnp.zeros_like, params)
-    state = StackedAdam(zeros, jax.tree.map(jnp.zeros_like, params), jnp.zeros((), jnp.float32))
+    params, state = _start(seed, train_x.shape[1], hidden, n_classes, models)
     rates_array = jnp.asarray(rates, jnp.float32)
-    val_batches = [jnp.asarray(a) for a in _padded_batches(val_x, val_y, batch_size, np.arange(val_x.shape[0]),
-                                                           *val_shape)]
+    val_batches = _device_batches(val_x, val_y, batch_size, np.arange(val_x.shape[0]), val_shape)
     rng = np.random.default_rng(seed)
     accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
     # The batches are cut once, from one shuffle, and each epoch visits them in a new order: cutting them anew
     # on the host every epoch cost more than the GPU's training (0.1-0.2 s an epoch on news4).
-    batches = [jnp.asarray(a) for a in _padded_batches(train_x, train_y, batch_size,
-                                                       rng.permutation(train_x.shape[0]), *shape)]
+    batches = _device_batches(train_x, train_y, batch_size, rng.permutation(train_x.shape[0]), shape)
     for epoch in range(epochs):
         order = jnp.asarray(rng.permutation(shape[0]).astype(np.int32))
         params, state, _ = _epoch(params, state, rates_array, *batches, order)
-        accuracies[epoch] = np.asarray(_correct(params, *val_batches)) / max(1, val_x.shape[0])
-        if ensemble:
-            together[epoch] = float(_ensemble_correct(params, *val_batches)) / max(1, val_x.shape[0])
+        each, averaged = _hits(params, *val_batches)
+        accuracies[epoch] = np.asarray(each) / max(1, val_x.shape[0])
+        together[epoch] = float(averaged) / max(1, val_x.shape[0])
     return (accuracies, together) if ensemble else accuracies

@@ -6,8 +6,8 @@ one candidate in a fraction of a second.
 
 How:
 - The texts are tokenised once, into the widest view: raw counts of every n-gram up to the longest candidate's,
-  no stop words removed (pipelines.vectorize.count_terms). Each vectorizer variant (stop words x n-gram length)
-  is a column mask of it (term_mask); within each fold, the variant's `features` columns are selected by
+  no stop words removed (pipelines.vectorize.count_terms). Each vectorizer variant (stop words x n-gram length
+  x naive Bayes column weights) is a column mask of it (term_mask); within each fold, the variant's `features` columns are selected by
   chi-squared on the fold's training rows only and weighted with IDF from those rows (select_and_weigh).
 - Per (variant, fold) the learning-rate candidates train side by side as one program
   (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -106,8 +106,16 @@ def _subsample(train: np.ndarray, val: np.ndarray, y: np.ndarray, seed: int) -> 
     return sample(train, int(CPU_DOCUMENTS * share)), sample(val, CPU_DOCUMENTS - int(CPU_DOCUMENTS * share))
 
 
-def candidate_space(settings: Settings) -> tuple[list[tuple[str | None, int]], list[float], list[int]]:
-    """(vectorizer variants (stop_words, ngram_max), learning rates, epoch counts) to try; pinned fields keep
+class Variant(NamedTuple):
+    """One vectorizer variant of the search: the Settings fields it sets."""
+
+    stop_words: str | None
+    ngram_max: int
+    nb_weighting: bool
+
+
+def candidate_space(settings: Settings) -> tuple[list[Variant], list[float], list[int]]:
+    """(vectorizer variants, learning rates, epoch counts) to try; pinned fields keep
     the settings' own value. The settings' own values come first in each list."""
     pinned = set(settings.pinned)
 
@@ -115,9 +123,8 @@ def candidate_space(settings: Settings) -> tuple[list[tuple[str | None, int]], l
         own = getattr(settings, name)
         return [own] if name in pinned else [own] + [v for v in values if v != own]
 
-    # Vectorizer variants (stop_words, ngram_max, nb_weighting), most promising first, so that a tight budget
-    # tries stop words and the NB weighting before the n-gram length.
-    variants = [(s, n, b) for n in options("ngram_max", NGRAMS) for b in options("nb_weighting", NB_WEIGHTING)
+    # Most promising first, so that a tight budget tries stop words and the NB weighting before the n-gram length.
+    variants = [Variant(s, n, b) for n in options("ngram_max", NGRAMS) for b in options("nb_weighting", NB_WEIGHTING)
                 for s in options("stop_words", STOP_WORDS)]
     rates = options("learning_rate", LEARNING_RATES)
     epochs = [settings.epochs] if "epochs" in pinned else list(range(1, max(MAX_EPOCHS, settings.epochs) + 1))
@@ -140,9 +147,9 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
 
     classes = sorted(set(labels))
     y = np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)  # (documents,) class numbers
-    widest_ngram = max(v[1] for v in variants)
+    widest_ngram = max(v.ngram_max for v in variants)
     terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, pool)
-    masks = {v: np.flatnonzero(term_mask(terms, v[1], v[0])) for v in variants}  # keyed by the variant
+    masks = {v: np.flatnonzero(term_mask(terms, v.ngram_max, v.stop_words)) for v in variants}
     folds = _folds(y, 1 if platform == "cpu" else 3, settings.seed)
     subsampled = platform == "cpu" and len(y) > CPU_DOCUMENTS
     if subsampled:
@@ -165,7 +172,8 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         round_start = time.perf_counter()
         train_rows, val_rows = folds[fold]
         # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
-        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, settings, width, variant[2])
+        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, settings, width,
+                                        variant.nb_weighting)
         curves = fit_candidates(train_x, y[train_rows], val_x, y[val_rows], len(classes), rates, epochs,
                                 settings.batch_size, settings.hidden, settings.seed + fold, shape, val_shape)
         results[(variant, fold)] = curves
@@ -173,8 +181,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         round_seconds.append(seconds)
         for k, rate in enumerate(rates):
             trials.append({"candidate": variants.index(variant) * len(rates) + k, "fold": fold,
-                           "settings": {"stop_words": variant[0], "ngram_max": variant[1],
-                                        "nb_weighting": variant[2], "learning_rate": rate},
+                           "settings": {**variant._asdict(), "learning_rate": rate},
                            "epoch_accuracies": [round(float(a), 6) for a in curves[:, k]],
                            "seconds": seconds / len(rates)})
         if on_round:
@@ -184,14 +191,13 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     tried = [v for v in variants if (v, 0) in results]
     shared_folds = [f for f in range(len(folds)) if all((v, f) in results for v in tried)]
     leaderboard = []
+    usable = [e for e in epoch_options if e <= epochs]
     for v in tried:
         mean = np.mean([results[(v, f)] for f in shared_folds], axis=0)  # (epochs, K)
         for k, rate in enumerate(rates):
-            usable = [e for e in epoch_options if e <= epochs]
             curve = mean[np.array(usable) - 1, k]
             best = int(np.argmax(curve))  # first maximum: the fewest epochs
-            leaderboard.append({"settings": {"stop_words": v[0], "ngram_max": v[1], "nb_weighting": v[2],
-                                             "learning_rate": rate, "epochs": usable[best]},
+            leaderboard.append({"settings": {**v._asdict(), "learning_rate": rate, "epochs": usable[best]},
                                 "accuracy": float(curve[best]), "order": len(leaderboard)})
     leaderboard.sort(key=lambda row: (-row["accuracy"], row["order"]))
     for row in leaderboard:
@@ -217,11 +223,13 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
 def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, width, nb_weighting: bool):
     """One fold's (training, validation) TF-IDF rows for one variant, `width` columns wide; features selected
     and weighted from the fold's training rows only."""
-    columns, idf = select_and_weigh(counts[rows_train], y[rows_train], columns_mask, settings.features,
+    fold_counts = counts[rows_train]  # (fold documents, terms): sliced once, used three times
+    columns, idf = select_and_weigh(fold_counts, y[rows_train], columns_mask, settings.features,
                                     settings.feature_selection, settings.sublinear_tf)
+    kept = fold_counts[:, columns]
     if nb_weighting:
-        idf = idf * nb_ratios(counts[rows_train][:, columns], y[rows_train])
-    train_x = weigh_counts(counts[rows_train][:, columns], idf, settings.sublinear_tf)
+        idf = idf * nb_ratios(kept, y[rows_train])
+    train_x = weigh_counts(kept, idf, settings.sublinear_tf)
     val_x = weigh_counts(counts[rows_val][:, columns], idf, settings.sublinear_tf)
     train_x.resize((train_x.shape[0], width))
     val_x.resize((val_x.shape[0], width))
@@ -238,11 +246,12 @@ def _choose_ensemble(chosen: Settings, platform: str, time_left: float, round_se
     cost = round_seconds * ENSEMBLE_MEMBERS / len(LEARNING_RATES) * len(shared_folds)
     if cost > time_left:
         return 1, {"members": 1, "reason": f"no budget left (needs ~{cost:.1f} s)"}
-    variant = (chosen.stop_words, chosen.ngram_max, chosen.nb_weighting)
+    variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting)
     single, together = [], []
     for fold in shared_folds:
         train_rows, val_rows = folds[fold]
-        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, width, variant[2])
+        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, width,
+                                        variant.nb_weighting)
         curves, ensemble_curve = fit_candidates(
             train_x, y[train_rows], val_x, y[val_rows], n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS,
             epochs, chosen.batch_size, chosen.hidden, chosen.seed + 100 + fold, shape, val_shape, ensemble=True)
