@@ -92,7 +92,7 @@ def _csv_rows(path: str, lines: list[str]) -> list[tuple[str, str]]:
     column = header.index("text") if "text" in header else None
     documents = []
     for number, row in enumerate(rows, 1):
-        if number == 1 and column is not None or not any(cell.strip() for cell in row):
+        if (number == 1 and column is not None) or not any(cell.strip() for cell in row):  # header, blank
             continue
         text = row[column] if column is not None and column < len(row) else " ".join(row)
         documents.append((f"{path}:{number}", text))
