@@ -27,7 +27,7 @@ OPTIMIZERS = ("adam", "sgd")
 PALLAS_INPUTS = ("auto", "dense", "sparse", "pieces")
 SEARCHES = ("auto", "off")
 # The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
-SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "learning_rate", "epochs", "ensemble")
+SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "learning_rate", "weight_decay", "epochs", "ensemble")
 MODELS = ("mlp", "cnn")
 
 

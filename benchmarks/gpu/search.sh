@@ -7,7 +7,7 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-search}
 mkdir -p "$OUT" /tmp/data/news20 /tmp/data/news4
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TEXTCLF_HOME=${TEXTCLF_HOME:-/tmp/textclf-home}
 gunzip -c .devgpu/news20-train.jsonl.gz > /tmp/data/news20/train.jsonl
 gunzip -c .devgpu/news20-test.jsonl.gz > /tmp/data/news20/test.jsonl
 cp -r .devgpu/agnews7600 .devgpu/trec .devgpu/mr /tmp/data/
@@ -28,3 +28,5 @@ wc -l /tmp/data/*/*.jsonl | tee "$OUT/search.log"
 timeout ${BENCH_TIMEOUT:-540} python3 -m textclf bench ${TASKS:-news4 agnews7600 news20 trec mr} --data /tmp/data \
   --out "$OUT/bench.md" --tools ${TOOLS:-textclf-pallas,fasttext,sklearn-sgd,sklearn-svm,sklearn-cnb} 2>&1 \
   | grep -v -i warning | tee -a "$OUT/search.log"
+# The runs database (every trial of every search: `textclf runs show ID --db runs.db` prints a leaderboard).
+find "$TEXTCLF_HOME" -name '*.db' -exec cp {} "$OUT/" \; 2>/dev/null || true

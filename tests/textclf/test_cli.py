@@ -325,3 +325,13 @@ def test_a_typed_epoch_count_is_not_rewritten(runner, corpus_dir, tmp_path):
     assert result.exit_code == 0, result.output
     [run] = runs.list_runs(open_db(run_db_path()))
     assert run["settings"]["epochs"] == 2 and len(runs.get_run(open_db(run_db_path()), run["id"])["epochs"]) == 2
+
+
+def test_typed_nb_weighting_and_weight_decay_are_pinned(runner, corpus_dir, tmp_path):
+    result = invoke(runner, "train", corpus_dir, "--no-nb-weighting", "--weight-decay", "0.0001", "--epochs", "2",
+                    "--json", "--out", tmp_path / "m.npz")
+    assert result.exit_code == 0, result.output
+    [run] = runs.list_runs(open_db(run_db_path()))
+    settings = runs.get_run(open_db(run_db_path()), run["id"])["settings"]
+    assert settings["nb_weighting"] is False and settings["weight_decay"] == 0.0001
+    assert {"nb_weighting", "weight_decay", "epochs"} <= set(settings["pinned"])

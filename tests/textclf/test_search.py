@@ -17,6 +17,7 @@ from textclf.models.mlp import Params, adam, init_optimizer, logits, masked_loss
 from textclf.settings import Settings
 from textclf.training.candidates import (StackedParams, _epoch, batch_shape, fit_candidates, init_stacked,
                                          stacked_logits, stacked_loss)
+from textclf.training import search as search_module
 from textclf.training.search import search_settings
 
 QUESTION_WORDS = {"DESC": "what", "HUM": "who", "LOC": "where"}
@@ -65,21 +66,21 @@ def test_each_stacked_model_gets_the_gradient_it_would_get_alone():
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
 
 
-def test_a_stacked_epoch_is_k_adam_runs_with_their_own_rates():
+def test_a_stacked_epoch_is_k_adam_runs_with_their_own_rates_and_decays():
     rng = np.random.default_rng(2)
-    stacked = init_stacked(jax.random.PRNGKey(3), 50, 8, 3, 2)
+    stacked = init_stacked(jax.random.PRNGKey(3), 50, 8, 3, 3)
     batches = [_random_batch(rng) for _ in range(3)]
     arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
-    rates = [0.01, 0.003]
+    rates, decays = [0.01, 0.003, 0.01], [0.0, 0.0, 0.05]
     state = init_optimizer("adam", stacked)
-    singles = [_model(stacked, k) for k in range(2)]  # sliced before the donating epoch call
-    trained, _, _ = _epoch(stacked, state, jnp.asarray(rates), *arrays)
-    for k, rate in enumerate(rates):
+    singles = [_model(stacked, k) for k in range(3)]  # sliced before the donating epoch call
+    trained, _, _ = _epoch(stacked, state, jnp.asarray(rates), jnp.asarray(decays), *arrays)
+    for k, (rate, decay) in enumerate(zip(rates, decays)):
         params, opt = singles[k], init_optimizer("adam", singles[k])
         for indices, values, rows, labels, mask in batches:
             grads = jax.grad(lambda p: masked_loss(logits(p, indices, values, rows, labels.shape[0]), labels,
                                                    mask)[0])(params)
-            params, opt = adam(params, opt, grads, rate, 0.0)
+            params, opt = adam(params, opt, grads, rate, decay)
         for got, want in zip(_model(trained, k), params):
             np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6)
 
@@ -92,7 +93,8 @@ def test_fit_candidates_learns_and_reports_every_epoch():
     y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
     train, val = np.arange(0, 240, 2), np.arange(1, 240, 2)
     shape, val_shape = batch_shape([x[train]], 32), batch_shape([x[val]], 32)
-    curves = fit_candidates(x[train], y[train], x[val], y[val], 3, [0.03, 0.0001], 15, 32, 16, 0, shape, val_shape)
+    curves = fit_candidates(x[train], y[train], x[val], y[val], 3, [0.03, 0.0001], [0.0, 0.0], 15, 32, 16, 0, shape,
+                            val_shape)
     assert curves.shape == (15, 2)
     assert curves[-1, 0] > 0.75 and curves[0, 0] < 0.5  # the question word decides: learnable, and learned
     assert curves[-1, 1] < 0.5  # a tiny rate has not learned it yet
@@ -192,7 +194,7 @@ def test_fit_ensemble_trains_members_into_one_model():
     x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
     y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
     seen = []
-    (w1, b1, w2, b2), history, _, _ = fit_ensemble(x[:200], y[:200], 3, 3, 0.03, 12, 32, 16, 0, x[200:], y[200:],
+    (w1, b1, w2, b2), history, _, _ = fit_ensemble(x[:200], y[:200], 3, 3, 0.03, 0.0, 12, 32, 16, 0, x[200:], y[200:],
                                                    seen.append)
     assert w1.shape == (x.shape[1], 48) and w2.shape == (48, 3) and b2.shape == (3,)
     assert len(history) == len(seen) == 12 and history[-1].eval_accuracy > 0.75
@@ -231,3 +233,21 @@ def test_epochs_for_all_documents_from_a_sample_curve():
     settings = Settings(epochs=12)
     assert _epochs_for_all(10, 10, settings) == 12  # still rising at the last epoch: at least the default
     assert _epochs_for_all(4, 10, settings) == 4  # peaked: the same passes over every document
+
+
+def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
+    texts, labels = question_corpus(300)
+    settings = Settings(epochs=3, hidden=16, search_budget=600, pinned=("epochs",))
+    result = search_settings(texts, labels, settings, pool, "gpu")  # the platform decides the plan, not the device
+    summary = result.summary
+    assert summary["racing"] and summary["folds"] == 3
+    assert summary["rounds"] == summary["rounds_planned"] == 8 + 2 * search_module.RACE_KEEP
+    optimizers = len(search_module.LEARNING_RATES) * len(search_module.WEIGHT_DECAYS)
+    assert len(result.trials) == summary["rounds"] * optimizers
+    assert {t["settings"]["weight_decay"] for t in result.trials} == set(search_module.WEIGHT_DECAYS)
+    on_later_folds = {tuple(sorted(t["settings"].items())) for t in result.trials if t["fold"] > 0}
+    assert len(on_later_folds) == search_module.RACE_KEEP * optimizers  # only the survivors of fold 0
+    finalists = [row for row in result.leaderboard if row["folds"] == 3]
+    assert len(finalists) == search_module.RACE_KEEP * optimizers and result.leaderboard[0]["folds"] == 3
+    assert result.settings.stop_words is None
+    assert summary["ensemble"]["members"] in (1, search_module.ENSEMBLE_MEMBERS)

@@ -115,6 +115,7 @@ def train(
     vectorizer: Annotated[Optional[str], typer.Option(help=f"tfidf (fitted vocabulary) or hashing (default {D.vectorizer}).")] = None,
     ngrams: Annotated[Optional[int], typer.Option(help=f"Longest word n-gram (default {D.ngram_max}).")] = None,
     stop_words: Annotated[Optional[str], typer.Option(help=f"'english' or 'none' (default {D.stop_words}).")] = None,
+    nb_weighting: Annotated[Optional[bool], typer.Option("--nb-weighting/--no-nb-weighting", help="Scale each column by its naive Bayes log-count ratio (default: searched; off with --search off).")] = None,
     hidden: Annotated[Optional[int], typer.Option(help=f"Hidden units (sigmoid) (default {D.hidden}).")] = None,
     batch_size: BatchSizeOption = None,
     epochs: EpochsOption = None,
@@ -156,7 +157,7 @@ def train(
     settings = _settings(devices=_device_count(devices), pallas_input=pallas_input, model=model,
                          conv_channels=conv_channels, conv_kernel=conv_kernel, dropout=dropout,
                          augment="" if augment in ("none", "") else augment, features=features,
-                         vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words,
+                         vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words, nb_weighting=nb_weighting,
                          hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr, momentum=momentum,
                          weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb,
                          optimizer=optimizer, lr_schedule=lr_schedule, init_gain=init_gain, search=search,
@@ -205,6 +206,7 @@ def train(
         c = result.model.settings
         err.print(f"search: chose stop words {c.stop_words or 'none'}, n-grams 1-{c.ngram_max}, "
                   f"NB weights {'on' if c.nb_weighting else 'off'}, lr {c.learning_rate:g}, "
+                  f"weight decay {c.weight_decay:g}, "
                   f"{c.epochs} epochs, {c.ensemble or 1} network(s) by validation accuracy "
                   f"{search['best_accuracy']:.4f} ({search['rounds']} of {search['rounds_planned']} rounds, "
                   f"{search['folds']} fold(s), {search['seconds']:.1f} s; leaderboard: textclf runs show "
@@ -448,12 +450,13 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
                    f"fold(s), {search['seconds']:.1f} s of a {search['budget_s']:.0f} s budget; chose "
                    + json.dumps(search["chosen"]))
         board = Table(title="search leaderboard (mean validation accuracy over the folds)")
-        for column in ("rank", "stop words", "n-grams", "NB weights", "learning rate", "epochs", "accuracy"):
+        for column in ("rank", "stop words", "n-grams", "NB weights", "lr", "decay", "epochs", "folds", "accuracy"):
             board.add_column(column, justify="right")
         for rank, row in enumerate(search.get("leaderboard", []), 1):
             c = row["settings"]
             board.add_row(str(rank), str(c["stop_words"]), str(c["ngram_max"]), str(c.get("nb_weighting", False)),
-                          f"{c['learning_rate']:g}", str(c["epochs"]), f"{row['accuracy']:.4f}")
+                          f"{c['learning_rate']:g}", f"{c.get('weight_decay', 0.0):g}", str(c["epochs"]),
+                          str(row.get("folds", search["folds"])), f"{row['accuracy']:.4f}")
         out.print(board)
     typer.echo("versions             " + json.dumps(run["versions"]))
     typer.echo("phases (s)           " + ", ".join(f"{k} {v:.3f}" for k, v in run["phases"].items()))

@@ -99,14 +99,15 @@ def adam_corrections(step) -> tuple:
     return 1.0 - ADAM_BETA1 ** step, 1.0 - ADAM_BETA2 ** step
 
 
-def adam(params, state: AdamState, grads, lr, weight_decay: float):
+def adam(params, state: AdamState, grads, lr, weight_decay):
     """Adam (Kingma & Ba 2015) with coupled L2: g <- g + weight_decay * w. params: Params, or any tuple of arrays
-    (the model search's stacked networks); lr: one rate, or a tuple like params of rates that broadcast against
-    each parameter (one rate per stacked network)."""
+    (the model search's stacked networks); lr and weight_decay: one value, or a tuple like params of values that
+    broadcast against each parameter (one value per stacked network)."""
     step = state.step + 1
     c1, c2 = adam_corrections(step)
     rates = lr if isinstance(lr, tuple) else jax.tree.map(lambda _: lr, params)
-    grads = jax.tree.map(lambda g, w: g + weight_decay * w, grads, params)
+    decays = weight_decay if isinstance(weight_decay, tuple) else jax.tree.map(lambda _: weight_decay, params)
+    grads = jax.tree.map(lambda g, w, d: g + d * w, grads, params, decays)
     m = jax.tree.map(lambda m, g: ADAM_BETA1 * m + (1 - ADAM_BETA1) * g, state.m, grads)
     v = jax.tree.map(lambda v, g: ADAM_BETA2 * v + (1 - ADAM_BETA2) * g * g, state.v, grads)
     params = jax.tree.map(lambda w, r, m, v: w - r * (m / c1) / (jnp.sqrt(v / c2) + ADAM_EPS), params, rates, m, v)

@@ -146,7 +146,8 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         from textclf.training.candidates import fit_ensemble
 
         params, history, compile_s, train_s = fit_ensemble(
-            train_x, train_y, len(classes), settings.ensemble, settings.learning_rate, epochs, settings.batch_size,
+            train_x, train_y, len(classes), settings.ensemble, settings.learning_rate, settings.weight_decay, epochs,
+            settings.batch_size,
             settings.hidden, settings.seed, eval_x, eval_y, on_epoch)
         run_queries.update_run(db, run_id, backend="xla", devices=1, processes=jax.process_count())
         backend = "xla"

@@ -1,10 +1,11 @@
 """K networks trained side by side on the same minibatches: the step of the model search (textclf/training/search.py).
 
-The K candidates share one input (the same documents, the same vectorizer columns) and differ in learning rate.
+The K candidates share one input (the same documents, the same vectorizer columns) and differ in learning rate
+and weight decay.
 Their first layers sit side by side as one (F, K*H) matrix, so one gather of a batch's nonzero rows serves all
 K models; the output layers are a (K, H, C) stack. Each model's loss is its own mean cross-entropy, and the loss
 differentiated is their sum, so every model gets exactly the gradient it would get alone; Adam runs with a
-per-model learning rate. After every epoch each model is scored on the validation rows, so the search reads
+per-model learning rate and weight decay. After every epoch each model is scored on the validation rows, so the search reads
 the best epoch count off the curve (early stopping for free).
 
 Plain JAX (XLA): a Pallas K-model kernel is not built yet; this formulation is what it would be measured against.
@@ -64,18 +65,22 @@ def stacked_loss(params: StackedParams, indices, values, rows, labels, mask) -> 
     return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
-def _per_model(rates: jax.Array, hidden: int) -> StackedParams:
-    """(K,) learning rates shaped to broadcast against each parameter of StackedParams."""
-    columns = jnp.repeat(rates, hidden)  # (K*H,)
-    return StackedParams(columns[None, :], columns, rates[:, None, None], rates[:, None])
+def _per_model(values: jax.Array, hidden: int) -> StackedParams:
+    """(K,) per-model values (learning rates, weight decays) shaped to broadcast against each parameter of
+    StackedParams."""
+    columns = jnp.repeat(values, hidden)  # (K*H,)
+    return StackedParams(columns[None, :], columns, values[:, None, None], values[:, None])
 
 
 @functools.partial(jax.jit, donate_argnums=(0, 1))
-def _epoch(params: StackedParams, state: AdamState, rates, indices, values, rows, labels, mask, order=None):
+def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, values, rows, labels, mask,
+           order=None):
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
-    default as stored) -> new params, Adam state and (steps,) losses. A batch with no rows (padding) is skipped."""
+    default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
+    A batch with no rows (padding) is skipped."""
     hidden = params.w2.shape[1]
     lr = _per_model(rates, hidden)
+    wd = _per_model(decays, hidden)
     batches = (indices, values, rows, labels, mask)
     if order is not None:
         batches = tuple(jnp.take(a, order, axis=0) for a in batches)
@@ -83,7 +88,7 @@ def _epoch(params: StackedParams, state: AdamState, rates, indices, values, rows
     def step(carry, batch):
         params, state = carry
         loss, grads = jax.value_and_grad(stacked_loss)(params, *batch)
-        updated = adam(params, state, grads, lr, 0.0)
+        updated = adam(params, state, grads, lr, wd)
         real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
         return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state)), loss
 
@@ -151,7 +156,8 @@ def batch_shape(matrices: list[sp.csr_matrix], batch_size: int) -> tuple[int, in
 
 
 def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
-                 epochs: int, batch_size: int, hidden: int, seed: int, eval_x: sp.csr_matrix | None = None,
+                 weight_decay: float, epochs: int, batch_size: int, hidden: int, seed: int,
+                 eval_x: sp.csr_matrix | None = None,
                  eval_y: np.ndarray | None = None, on_epoch: Callable | None = None):
     """Train `members` networks side by side (different initialisations, the same batches and rate) on all of
     the training rows; -> (merged parameters, list of EpochStats, compile seconds, train seconds). After each
@@ -161,6 +167,7 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     start = time.perf_counter()
     params, state = _start(seed, train_x.shape[1], hidden, n_classes, members)
     rates = jnp.full((members,), learning_rate, jnp.float32)
+    decays = jnp.full((members,), weight_decay, jnp.float32)
     shape = batch_shape([train_x], batch_size)
     eval_batches = None
     if eval_x is not None and eval_x.shape[0]:
@@ -172,7 +179,7 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     for epoch in range(epochs):
         epoch_start = time.perf_counter()
         batches = _device_batches(train_x, train_y, batch_size, rng.permutation(n), shape)  # uploaded once
-        params, state, losses = _epoch(params, state, rates, *batches)
+        params, state, losses = _epoch(params, state, rates, decays, *batches)
         train_correct = float(_hits(params, *batches)[1])
         eval_accuracy = None
         if eval_batches is not None:
@@ -191,15 +198,18 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
 
 
 def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix, val_y: np.ndarray,
-                   n_classes: int, rates: list[float], epochs: int, batch_size: int, hidden: int, seed: int,
-                   shape: tuple[int, int], val_shape: tuple[int, int], ensemble: bool = False):
-    """Train len(rates) networks side by side for `epochs` epochs; -> (epochs, K) validation accuracy after each
+                   n_classes: int, rates: list[float], decays: list[float], epochs: int, batch_size: int,
+                   hidden: int, seed: int, shape: tuple[int, int], val_shape: tuple[int, int],
+                   ensemble: bool = False):
+    """Train K = len(rates) networks side by side for `epochs` epochs, network k with learning rate rates[k]
+    and weight decay decays[k]; -> (epochs, K) validation accuracy after each
     epoch, and with ensemble=True also (epochs,) the accuracy of their average (the models as one ensemble).
     shape / val_shape: (steps, cap) of the training / validation batches (batch_shape), shared by the calls of
     one search so that they compile once."""
     models = len(rates)
     params, state = _start(seed, train_x.shape[1], hidden, n_classes, models)
     rates_array = jnp.asarray(rates, jnp.float32)
+    decays_array = jnp.asarray(decays, jnp.float32)
     val_batches = _device_batches(val_x, val_y, batch_size, np.arange(val_x.shape[0]), val_shape)
     rng = np.random.default_rng(seed)
     accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
@@ -208,7 +218,7 @@ def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_ma
     batches = _device_batches(train_x, train_y, batch_size, rng.permutation(train_x.shape[0]), shape)
     for epoch in range(epochs):
         order = jnp.asarray(rng.permutation(shape[0]).astype(np.int32))
-        params, state, _ = _epoch(params, state, rates_array, *batches, order)
+        params, state, _ = _epoch(params, state, rates_array, decays_array, *batches, order)
         each, averaged = _hits(params, *val_batches)
         accuracies[epoch] = np.asarray(each) / max(1, val_x.shape[0])
         together[epoch] = float(averaged) / max(1, val_x.shape[0])

@@ -9,13 +9,14 @@ How:
   no stop words removed (pipelines.vectorize.count_terms). Each vectorizer variant (stop words x n-gram length
   x naive Bayes column weights) is a column mask of it (term_mask); within each fold, the variant's `features` columns are selected by
   chi-squared on the fold's training rows only and weighted with IDF from those rows (select_and_weigh).
-- Per (variant, fold) the learning-rate candidates train side by side as one program
+- Per (variant, fold) the (learning rate, weight decay) candidates train side by side as one program
   (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
-- Score of a (variant, rate, epoch count): mean validation accuracy over the folds. The best one wins; ties go
+- Racing: every variant trains on the first fold; only the RACE_KEEP best go on to the other folds.
+- Score of a (variant, rate, decay, epoch count): mean validation accuracy over the folds. The best one wins; ties go
   to the earlier candidate (the defaults come first) and the fewer epochs.
 - Rounds run defaults-first and stop when the time budget would be overrun: a tight budget still returns the
-  best candidate of the rounds it finished (at least the first). Variants are only compared on the folds that
-  all of them finished.
+  best candidate of the rounds it finished (at least the first). The variants that finished the most folds
+  are compared on those folds; the others rank below them.
 - Settings the user set explicitly (Settings.pinned) are not searched.
 - Never reads a test corpus: the caller passes only training documents (tests/textclf/test_search.py checks
   that `train` opens --test only after the search).
@@ -24,6 +25,7 @@ How:
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -39,6 +41,13 @@ from textclf.training.candidates import batch_shape, fit_candidates
 # tell candidates apart, and the small-corpus rule (Settings.min_steps) decides the epochs anyway.
 MIN_DOCUMENTS = 200
 LEARNING_RATES = (0.001, 0.003, 0.01)
+# Coupled L2 in Adam: a feature absent from a batch gets a gradient of weight_decay * w only, which Adam
+# normalises to a step of ~lr towards 0, so any decay > 0 shrinks the weights of rare features between their
+# appearances. Searched as one more candidate per rate (K = 6 networks a round) on a GPU.
+WEIGHT_DECAYS = (0.0, 1e-4)
+# After fold 0 only this many vectorizer variants (the best on fold 0) train on the other folds: most of the
+# 8 variants are clearly behind after one fold, and the rounds they skip pay for the ensemble's rounds.
+RACE_KEEP = 3
 STOP_WORDS = ("english", None)
 NGRAMS = (2, 1)
 NB_WEIGHTING = (False, True)
@@ -114,9 +123,11 @@ class Variant(NamedTuple):
     nb_weighting: bool
 
 
-def candidate_space(settings: Settings) -> tuple[list[Variant], list[float], list[int]]:
-    """(vectorizer variants, learning rates, epoch counts) to try; pinned fields keep
-    the settings' own value. The settings' own values come first in each list."""
+def candidate_space(settings: Settings, platform: str = "gpu"
+                    ) -> tuple[list[Variant], list[tuple[float, float]], list[int]]:
+    """(vectorizer variants, (learning rate, weight decay) pairs, epoch counts) to try; pinned fields keep the
+    settings' own value. The settings' own values come first in each list. Weight decays are searched where the
+    networks of a round are cheap (not on a CPU, where each one more costs a round's time again)."""
     pinned = set(settings.pinned)
 
     def options(name, values):
@@ -127,8 +138,10 @@ def candidate_space(settings: Settings) -> tuple[list[Variant], list[float], lis
     variants = [Variant(s, n, b) for n in options("ngram_max", NGRAMS) for b in options("nb_weighting", NB_WEIGHTING)
                 for s in options("stop_words", STOP_WORDS)]
     rates = options("learning_rate", LEARNING_RATES)
+    decays = options("weight_decay", WEIGHT_DECAYS) if platform != "cpu" else [settings.weight_decay]
+    optimizers = [(rate, decay) for decay in decays for rate in rates]
     epochs = [settings.epochs] if "epochs" in pinned else list(range(1, max(MAX_EPOCHS, settings.epochs) + 1))
-    return variants, rates, epochs
+    return variants, optimizers, epochs
 
 
 def search_settings(texts: list[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
@@ -141,8 +154,8 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     summary = {"budget_s": budget, "platform": platform}
     if len(texts) < MIN_DOCUMENTS:
         return SearchResult(settings, {**summary, "skipped": f"fewer than {MIN_DOCUMENTS} training documents"})
-    variants, rates, epoch_options = candidate_space(settings)
-    if len(variants) == 1 and len(rates) == 1 and len(epoch_options) == 1 and settings.ensemble:
+    variants, optimizers, epoch_options = candidate_space(settings, platform)
+    if len(variants) == 1 and len(optimizers) == 1 and len(epoch_options) == 1 and settings.ensemble:
         return SearchResult(settings, {**summary, "skipped": "every searched setting was set explicitly"})
 
     classes = sorted(set(labels))
@@ -161,45 +174,69 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     shape = batch_shape([counts[train] for train, _ in folds], settings.batch_size)
     val_shape = batch_shape([counts[val] for _, val in folds], settings.batch_size)
 
-    rounds = [(f, v) for f in range(len(folds)) for v in variants]  # fold-major: every variant sees fold 0 first
+    # Racing: every variant trains on fold 0; only the RACE_KEEP best of them go on to the other folds.
+    racing = len(folds) > 1 and len(variants) > RACE_KEEP
+    planned = len(variants) + (len(folds) - 1) * (min(RACE_KEEP, len(variants)))
+    rounds = [(0, v) for v in variants]
     results: dict[tuple, np.ndarray] = {}  # (variant, fold) -> (epochs, K) validation accuracy
     trials: list[dict] = []
     round_seconds: list[float] = []
-    for number, (fold, variant) in enumerate(rounds):
+
+    def matrices(fold: int, variant: Variant):
+        # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
+        return _fold_matrices(counts, y, masks[variant], *folds[fold], settings, width, variant.nb_weighting)
+
+    # Where the device trains (a GPU), the next round's matrices are built on the host meanwhile (a thread:
+    # scipy and the device wait release the GIL); on a CPU both would share the same cores.
+    prefetch = ThreadPoolExecutor(1) if platform != "cpu" else None
+    upcoming = {}
+    number = 0
+    while number < len(rounds):
+        fold, variant = rounds[number]
         elapsed = time.perf_counter() - start
         if number and elapsed + max(round_seconds) > budget:
             break
         round_start = time.perf_counter()
         train_rows, val_rows = folds[fold]
-        # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
-        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, settings, width,
-                                        variant.nb_weighting)
-        curves = fit_candidates(train_x, y[train_rows], val_x, y[val_rows], len(classes), rates, epochs,
+        pending = upcoming.pop(number, None)
+        train_x, val_x = pending.result() if pending else matrices(fold, variant)
+        if prefetch and number + 1 < len(rounds):
+            upcoming[number + 1] = prefetch.submit(matrices, *rounds[number + 1])
+        curves = fit_candidates(train_x, y[train_rows], val_x, y[val_rows], len(classes),
+                                [rate for rate, _ in optimizers], [decay for _, decay in optimizers], epochs,
                                 settings.batch_size, settings.hidden, settings.seed + fold, shape, val_shape)
         results[(variant, fold)] = curves
         seconds = time.perf_counter() - round_start
         round_seconds.append(seconds)
-        for k, rate in enumerate(rates):
-            trials.append({"candidate": variants.index(variant) * len(rates) + k, "fold": fold,
-                           "settings": {**variant._asdict(), "learning_rate": rate},
+        for k, (rate, decay) in enumerate(optimizers):
+            trials.append({"candidate": variants.index(variant) * len(optimizers) + k, "fold": fold,
+                           "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
                            "epoch_accuracies": [round(float(a), 6) for a in curves[:, k]],
-                           "seconds": seconds / len(rates)})
+                           "seconds": seconds / len(optimizers)})
+        number += 1
+        if number == len(variants):  # fold 0 done: the rest of the folds for the best variants only
+            ranked = sorted(variants, key=lambda v: -float(results[(v, 0)].max())) if racing else variants
+            rounds += [(f, v) for f in range(1, len(folds)) for v in ranked[:RACE_KEEP]]
         if on_round:
-            on_round(number + 1, len(rounds))
+            on_round(number, planned)
+    if prefetch:
+        prefetch.shutdown(wait=True, cancel_futures=True)
 
-    # Compare on the folds every tried variant finished.
-    tried = [v for v in variants if (v, 0) in results]
-    shared_folds = [f for f in range(len(folds)) if all((v, f) in results for v in tried)]
+    # Compare the variants that finished the most folds, on those folds; the others rank below them.
+    finished = {v: [f for f in range(len(folds)) if (v, f) in results] for v in variants if (v, 0) in results}
+    most = max(len(f) for f in finished.values())
+    shared_folds = next(f for f in finished.values() if len(f) == most)
     leaderboard = []
     usable = [e for e in epoch_options if e <= epochs]
-    for v in tried:
-        mean = np.mean([results[(v, f)] for f in shared_folds], axis=0)  # (epochs, K)
-        for k, rate in enumerate(rates):
+    for v, done in finished.items():
+        mean = np.mean([results[(v, f)] for f in done], axis=0)  # (epochs, K)
+        for k, (rate, decay) in enumerate(optimizers):
             curve = mean[np.array(usable) - 1, k]
             best = int(np.argmax(curve))  # first maximum: the fewest epochs
-            leaderboard.append({"settings": {**v._asdict(), "learning_rate": rate, "epochs": usable[best]},
-                                "accuracy": float(curve[best]), "order": len(leaderboard)})
-    leaderboard.sort(key=lambda row: (-row["accuracy"], row["order"]))
+            leaderboard.append({"settings": {**v._asdict(), "learning_rate": rate, "weight_decay": decay,
+                                             "epochs": usable[best]},
+                                "accuracy": float(curve[best]), "folds": len(done), "order": len(leaderboard)})
+    leaderboard.sort(key=lambda row: (-row["folds"], -row["accuracy"], row["order"]))
     for row in leaderboard:
         del row["order"]
     best = dict(leaderboard[0]["settings"])
@@ -209,12 +246,13 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     chosen = settings.replace(**best, min_steps=0)
     if settings.ensemble == 0:
         members, ensemble_summary = _choose_ensemble(chosen, platform, budget - (time.perf_counter() - start),
-                                                     max(round_seconds), counts, y, len(classes), masks, folds,
+                                                     max(round_seconds), len(optimizers), counts, y, len(classes),
+                                                     masks, folds,
                                                      shared_folds, width, epochs, shape, val_shape)
         chosen = chosen.replace(ensemble=members)
         summary["ensemble"] = ensemble_summary
-    summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=len(rounds),
-                   candidates=len(leaderboard), seconds=round(time.perf_counter() - start, 3),
+    summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
+                   candidates=len(leaderboard), seconds=round(time.perf_counter() - start, 3), racing=racing,
                    best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=subsampled,
                    documents=len(texts), terms=len(terms))
     return SearchResult(chosen, summary, trials, leaderboard)
@@ -236,14 +274,14 @@ def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, widt
     return train_x, val_x
 
 
-def _choose_ensemble(chosen: Settings, platform: str, time_left: float, round_seconds: float, counts, y,
-                     n_classes, masks, folds, shared_folds, width, epochs, shape, val_shape) -> tuple[int, dict]:
+def _choose_ensemble(chosen: Settings, platform: str, time_left: float, round_seconds: float,
+                     models_per_round: int, counts, y, n_classes, masks, folds, shared_folds, width, epochs, shape, val_shape) -> tuple[int, dict]:
     """1 or ENSEMBLE_MEMBERS networks: ENSEMBLE_MEMBERS copies of the chosen candidate trained side by side on
     the compared folds; the ensemble wins if its validation accuracy at the chosen epoch count beats the
     members' mean. -> (networks, what was measured)."""
     if platform == "cpu":
         return 1, {"members": 1, "reason": "not tried on a CPU (the final training would cost 5x)"}
-    cost = round_seconds * ENSEMBLE_MEMBERS / len(LEARNING_RATES) * len(shared_folds)
+    cost = round_seconds * ENSEMBLE_MEMBERS / models_per_round * len(shared_folds)
     if cost > time_left:
         return 1, {"members": 1, "reason": f"no budget left (needs ~{cost:.1f} s)"}
     variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting)
@@ -254,7 +292,7 @@ def _choose_ensemble(chosen: Settings, platform: str, time_left: float, round_se
                                         variant.nb_weighting)
         curves, ensemble_curve = fit_candidates(
             train_x, y[train_rows], val_x, y[val_rows], n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS,
-            epochs, chosen.batch_size, chosen.hidden, chosen.seed + 100 + fold, shape, val_shape, ensemble=True)
+            [chosen.weight_decay] * ENSEMBLE_MEMBERS, epochs, chosen.batch_size, chosen.hidden, chosen.seed + 100 + fold, shape, val_shape, ensemble=True)
         single.append(float(curves[chosen.epochs - 1].mean()))
         together.append(float(ensemble_curve[chosen.epochs - 1]))
     members = ENSEMBLE_MEMBERS if np.mean(together) > np.mean(single) else 1
