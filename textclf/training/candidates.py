@@ -48,18 +48,27 @@ def init_stacked(key: jax.Array, n_features: int, hidden: int, n_classes: int, m
     )
 
 
-def stacked_logits(params: StackedParams, indices, values, rows, batch_size: int) -> jax.Array:
-    """Flat sparse batch (pipelines/batches.py: (cap,) each) -> (B, K, C) scores of the K models."""
+def stacked_logits(params: StackedParams, indices, values, rows, batch_size: int, dense: bool = False
+                   ) -> jax.Array:
+    """Flat sparse batch (pipelines/batches.py: (cap,) each) -> (B, K, C) scores of the K models.
+    dense=False: gather the batch's W1 rows and sum them per document (the work scales with the nonzeros: what
+    a CPU wants). dense=True: scatter the batch into a (B, F) matrix and multiply (a GPU's tensor cores do the
+    (B, F) x (F, K*H) product faster than the (cap, K*H) gather and its scatter-add gradient, measured:
+    BENCHMARKS.md, "The model search's K-network step")."""
     models, hidden, _ = params.w2.shape
-    gathered = params.w1[indices] * values[:, None]  # (cap, K*H): one gather for all K models
-    pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1  # (B, K*H)
+    if dense:
+        x = jnp.zeros((batch_size, params.w1.shape[0]), params.w1.dtype).at[rows, indices].add(values)  # (B, F)
+        pre = x @ params.w1 + params.b1  # (B, K*H)
+    else:
+        gathered = params.w1[indices] * values[:, None]  # (cap, K*H): one gather for all K models
+        pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1  # (B, K*H)
     activations = jax.nn.sigmoid(pre).reshape(batch_size, models, hidden)
     return jnp.einsum("bkh,khc->bkc", activations, params.w2) + params.b2
 
 
-def stacked_loss(params: StackedParams, indices, values, rows, labels, mask) -> jax.Array:
+def stacked_loss(params: StackedParams, indices, values, rows, labels, mask, dense: bool = False) -> jax.Array:
     """Sum over the K models of each one's mean cross-entropy on the unmasked rows."""
-    scores = stacked_logits(params, indices, values, rows, labels.shape[0])
+    scores = stacked_logits(params, indices, values, rows, labels.shape[0], dense)
     log_probs = jax.nn.log_softmax(scores, axis=-1)  # (B, K, C)
     nll = -jnp.take_along_axis(log_probs, labels[:, None, None], axis=2)[..., 0]  # (B, K)
     return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
@@ -72,9 +81,14 @@ def _per_model(values: jax.Array, hidden: int) -> StackedParams:
     return StackedParams(columns[None, :], columns, values[:, None, None], values[:, None])
 
 
-@functools.partial(jax.jit, donate_argnums=(0, 1))
+def dense_default() -> bool:
+    """The faster formulation of the step on this process's default device (stacked_logits says why)."""
+    return jax.default_backend() == "gpu"
+
+
+@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense",))
 def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, values, rows, labels, mask,
-           order=None):
+           order=None, dense: bool = False):
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
     default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
     A batch with no rows (padding) is skipped."""
@@ -87,7 +101,7 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
 
     def step(carry, batch):
         params, state = carry
-        loss, grads = jax.value_and_grad(stacked_loss)(params, *batch)
+        loss, grads = jax.value_and_grad(stacked_loss)(params, *batch, dense)
         updated = adam(params, state, grads, lr, wd)
         real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
         return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state)), loss
@@ -96,13 +110,14 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
     return params, state, losses  # losses: (steps,) sum over the K models of each one's batch mean
 
 
-@jax.jit
-def _hits(params: StackedParams, indices, values, rows, labels, mask) -> tuple[jax.Array, jax.Array]:
+@functools.partial(jax.jit, static_argnames=("dense",))
+def _hits(params: StackedParams, indices, values, rows, labels, mask, dense: bool = False
+          ) -> tuple[jax.Array, jax.Array]:
     """(steps, ...) batches -> ((K,) documents each model predicts right, () documents the ensemble (the K
     models' scores averaged) predicts right)."""
     def one(totals, batch):
         idx, val, row, y, m = batch
-        scores = stacked_logits(params, idx, val, row, y.shape[0])  # (B, K, C)
+        scores = stacked_logits(params, idx, val, row, y.shape[0], dense)  # (B, K, C)
         each = jnp.sum((jnp.argmax(scores, axis=-1) == y[:, None]) * m[:, None], axis=0)
         together = jnp.sum((jnp.argmax(jnp.mean(scores, axis=1), axis=-1) == y) * m)
         return (totals[0] + each, totals[1] + together), None
@@ -175,15 +190,16 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
                                        batch_shape([eval_x], batch_size))
     rng = np.random.default_rng(seed)
     n = train_x.shape[0]
+    dense = dense_default()
     history, compile_seconds, train_seconds = [], 0.0, 0.0
     for epoch in range(epochs):
         epoch_start = time.perf_counter()
         batches = _device_batches(train_x, train_y, batch_size, rng.permutation(n), shape)  # uploaded once
-        params, state, losses = _epoch(params, state, rates, decays, *batches)
-        train_correct = float(_hits(params, *batches)[1])
+        params, state, losses = _epoch(params, state, rates, decays, *batches, dense=dense)
+        train_correct = float(_hits(params, *batches, dense=dense)[1])
         eval_accuracy = None
         if eval_batches is not None:
-            eval_accuracy = float(_hits(params, *eval_batches)[1]) / eval_x.shape[0]
+            eval_accuracy = float(_hits(params, *eval_batches, dense=dense)[1]) / eval_x.shape[0]
         seconds = time.perf_counter() - epoch_start
         if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
             compile_seconds, seconds = seconds + (epoch_start - start), 0.0
@@ -210,6 +226,7 @@ def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_ma
     params, state = _start(seed, train_x.shape[1], hidden, n_classes, models)
     rates_array = jnp.asarray(rates, jnp.float32)
     decays_array = jnp.asarray(decays, jnp.float32)
+    dense = dense_default()
     val_batches = _device_batches(val_x, val_y, batch_size, np.arange(val_x.shape[0]), val_shape)
     rng = np.random.default_rng(seed)
     accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
@@ -218,8 +235,8 @@ def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_ma
     batches = _device_batches(train_x, train_y, batch_size, rng.permutation(train_x.shape[0]), shape)
     for epoch in range(epochs):
         order = jnp.asarray(rng.permutation(shape[0]).astype(np.int32))
-        params, state, _ = _epoch(params, state, rates_array, decays_array, *batches, order)
-        each, averaged = _hits(params, *val_batches)
+        params, state, _ = _epoch(params, state, rates_array, decays_array, *batches, order, dense=dense)
+        each, averaged = _hits(params, *val_batches, dense=dense)
         accuracies[epoch] = np.asarray(each) / max(1, val_x.shape[0])
         together[epoch] = float(averaged) / max(1, val_x.shape[0])
     return (accuracies, together) if ensemble else accuracies

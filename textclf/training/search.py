@@ -222,13 +222,17 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     if prefetch:
         prefetch.shutdown(wait=True, cancel_futures=True)
 
-    # Compare the variants that finished the most folds, on those folds; the others rank below them.
-    finished = {v: [f for f in range(len(folds)) if (v, f) in results] for v in variants if (v, 0) in results}
-    most = max(len(f) for f in finished.values())
-    shared_folds = next(f for f in finished.values() if len(f) == most)
+    # The contenders (the survivors of fold 0 when it was raced, else every variant tried) are compared on the
+    # folds all of them finished: a fold the budget cut short for some of them counts for none. The variants
+    # raced out rank below them, by their fold-0 accuracy.
+    tried = [v for v in variants if (v, 0) in results]
+    survivors = {v for _, v in rounds[len(variants):]}
+    contenders = [v for v in tried if v in survivors] if survivors else tried
+    shared_folds = [f for f in range(len(folds)) if all((v, f) in results for v in contenders)]
     leaderboard = []
     usable = [e for e in epoch_options if e <= epochs]
-    for v, done in finished.items():
+    for v in contenders + [v for v in tried if v not in contenders]:
+        done = shared_folds if v in contenders else [0]
         mean = np.mean([results[(v, f)] for f in done], axis=0)  # (epochs, K)
         for k, (rate, decay) in enumerate(optimizers):
             curve = mean[np.array(usable) - 1, k]
