@@ -18,5 +18,13 @@ def versions(db: sqlite_utils.Database, name: str) -> list[dict[str, Any]]:
     return list(db["models"].rows_where("name = ?", [name], order_by="version"))
 
 
+def get_version(db: sqlite_utils.Database, name: str, version: int | None = None) -> dict[str, Any] | None:
+    """The row of one version of a model (None: its newest), or None when there is no such version."""
+    if version is None:
+        return latest_versions(db).get(name)
+    rows = list(db["models"].rows_where("name = ? and version = ?", [name, version]))
+    return rows[0] if rows else None
+
+
 def set_path(db: sqlite_utils.Database, name: str, version: int, path: str) -> None:
     db["models"].update((name, version), {"path": path})

@@ -13,6 +13,8 @@ Defaults were chosen on news4 and agnews7600 (BENCHMARKS.md has the tables), tes
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,7 +179,46 @@ class Settings:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
+    @classmethod
+    def from_user(cls, data: Any) -> "Settings":
+        """Settings a user gave as a mapping (the HTTP job API, JSON): every key must name a field, every value
+        must have the field's type (1.5 epochs or "abc" are refused, never rounded or dropped: a value the user
+        typed is never silently rewritten), and the searched fields given are pinned, as typed CLI options are.
+        Raises SettingsError naming the key and the fix."""
+        from pydantic import ValidationError
+
+        if not isinstance(data, dict):
+            raise SettingsError("settings must be a JSON object of setting names and values")
+        unknown = sorted(set(data) - set(_user_fields()))
+        if unknown:
+            raise SettingsError(f"unknown setting '{unknown[0]}': use one of {', '.join(_user_fields())}")
+        try:
+            given = _user_settings_model().model_validate(data).model_dump(exclude_unset=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(part) for part in first["loc"])
+            raise SettingsError(f"setting '{key}': {first['msg'].lower()} (got {first.get('input')!r})") from None
+        # null epochs / lr_schedule mean "the model's default", not a typed value; null stop_words means none.
+        pinned = tuple(name for name in SEARCHED_FIELDS
+                       if name in given and (given[name] is not None or name == "stop_words"))
+        return cls(**given, pinned=pinned)
+
     def replace(self, **changes: Any) -> "Settings":
         """A copy with `changes`; the rest keep this instance's values, model-dependent ones included (to move
         an mlp Settings to model="cnn" with the cnn defaults, build a fresh Settings(model="cnn", ...))."""
         return dataclasses.replace(self, **changes)
+
+
+def _user_fields() -> list[str]:
+    return [f.name for f in dataclasses.fields(Settings) if f.name != "pinned"]
+
+
+@functools.cache
+def _user_settings_model():
+    """A strict pydantic model of the fields users set (Settings.from_user): no coercion between types, except
+    whole numbers for float fields (JSON writes 1.0 as 1)."""
+    from pydantic import ConfigDict, create_model
+
+    hints = typing.get_type_hints(Settings)
+    fields = {name: (hints[name], None) for name in _user_fields()}
+    return create_model("UserSettings", __config__=ConfigDict(extra="forbid", strict=True), **fields)

@@ -335,3 +335,26 @@ def test_typed_nb_weighting_and_weight_decay_are_pinned(runner, corpus_dir, tmp_
     settings = runs.get_run(open_db(run_db_path()), run["id"])["settings"]
     assert settings["nb_weighting"] is False and settings["weight_decay"] == 0.0001
     assert {"nb_weighting", "weight_decay", "epochs"} <= set(settings["pinned"])
+
+
+def test_submit_takes_every_training_option_and_model_names_resolve(runner, corpus_dir, tmp_path):
+    from db import jobs
+    from textclf.frontends.daemon import DaemonOptions, run_daemon
+
+    result = invoke(runner, "submit", corpus_dir, "--name", "sample", "--stop-words", "none", "--ngrams", "1",
+                    "--no-nb-weighting", "--search", "off", *FAST)
+    assert result.exit_code == 0, result.output
+    job = jobs.get(open_db(run_db_path()), int(result.stdout))
+    assert job["settings"]["stop_words"] is None and job["settings"]["ngram_max"] == 1
+    assert job["settings"]["hidden"] == 16 and job["settings"]["search"] == "off"
+    assert "epochs" in job["settings"]["pinned"]
+    assert run_daemon(DaemonOptions(db_path=None, once=True)) == 1
+    doc = tmp_path / "doc.txt"
+    doc.write_text("The striker scored a late goal and the team won the match.")
+    for name in ("sample", "sample@1"):
+        result = invoke(runner, "predict", doc, "--model", name)
+        assert result.exit_code == 0 and "\tsports\t" in result.output, result.output
+    result = invoke(runner, "predict", doc, "--model", "sample@2")
+    assert result.exit_code == 1 and "neither a model file nor a published model" in result.output
+    result = invoke(runner, "submit", corpus_dir, "--dropout", "0.5")
+    assert result.exit_code == 1 and "--dropout applies to image models only" in result.output

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -212,3 +213,46 @@ def test_serve_with_several_worker_processes(published, isolated_home):
         service.terminate()
         output, _ = service.communicate(timeout=30)
     assert service.returncode == 0, output
+
+
+def test_a_pinned_version_and_the_kserve_v2_protocol(client, published):
+    texts = ["the striker scored twice and the team won the match", "the rocket reached orbit"]
+    model = load_model(open_db(published)["models"].get(("sample", 1))["path"])
+    pinned = client.post("/v1/models/sample/versions/1:predict", json={"instances": texts})
+    assert pinned.status_code == 200 and pinned.json()["version"] == 1
+    assert [p["label"] for p in pinned.json()["predictions"]] == model.predict(texts)
+    assert client.post("/v1/models/sample/versions/2:predict", json={"instances": texts}).status_code == 404
+    assert client.post("/v1/models/sample/versions/0:predict", json={"instances": texts}).status_code == 422
+    assert client.get("/v2/health/live").json() == {"live": True}
+    assert client.get("/v2/health/ready").json() == {"ready": True}
+    meta = client.get("/v2/models/sample").json()
+    assert meta["versions"] == ["1"] and meta["inputs"][0]["datatype"] == "BYTES"
+    assert meta["parameters"]["labels"] == list(model.labels)
+    assert client.get("/v2/models/sample/ready").json()["ready"] is True
+    request = {"id": "r1", "inputs": [{"name": "text", "shape": [2], "datatype": "BYTES", "data": texts}]}
+    for path in ("/v2/models/sample/infer", "/v2/models/sample/versions/1/infer"):
+        answer = client.post(path, json=request).json()
+        assert answer["id"] == "r1" and answer["model_version"] == "1"
+        labels, probabilities = answer["outputs"]
+        assert labels["data"] == model.predict(texts)
+        assert probabilities["shape"] == [2, len(model.labels)]
+        np.testing.assert_allclose(np.reshape(probabilities["data"], (2, -1)), model.predict_proba(texts),
+                                   atol=1e-5)
+    for bad, fragment in (({"inputs": [{"name": "text", "shape": [3], "datatype": "BYTES", "data": texts}]}, "shape"),
+                          ({"inputs": [{"name": "text", "shape": [2], "datatype": "FP32", "data": texts}]}, "BYTES"),
+                          ({"inputs": [{"name": "text", "shape": [0], "datatype": "BYTES", "data": []}]}, "no texts")):
+        refused = client.post("/v2/models/sample/infer", json=bad)
+        assert refused.status_code == 400 and fragment in refused.json()["detail"]
+    assert client.post("/v2/models/nope/infer", json=request).status_code == 404
+
+
+def test_job_settings_are_validated_strictly(client, corpus_dir):
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    for settings, fragment in (({"epochs": "abc"}, "'epochs'"), ({"epochs": 1.5}, "'epochs'"),
+                               ({"epochz": 3}, "unknown setting 'epochz'"), ("fast", "valid dictionary")):
+        refused = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": settings}, headers=auth)
+        assert refused.status_code in (400, 422) and fragment in str(refused.json()["detail"]), settings
+    assert client.get(f"/v1/jobs/{10**23}").status_code == 422
+    created = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": {"learning_rate": 0.01}},
+                          headers=auth).json()
+    assert created["settings"]["pinned"] == ["learning_rate"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import inspect
 import json
 import signal
 import sys
@@ -84,62 +85,105 @@ def _print_json(data) -> None:
 
 D = Settings()  # text defaults shown in --help; options left unset keep the defaults of the chosen model
 
-# Options that `train` and `submit` share (the same setting, the same help).
-EpochsOption = Annotated[Optional[int], typer.Option(help=f"Passes over the training set (default {D.epochs}; cnn {Settings(model='cnn').epochs}).")]
-BatchSizeOption = Annotated[Optional[int], typer.Option(help=f"Minibatch size (default {D.batch_size}).")]
-LrOption = Annotated[Optional[float], typer.Option(help=f"Learning rate (default {D.learning_rate}).")]
-SeedOption = Annotated[Optional[int], typer.Option(help=f"Seed for the split, initialisation and shuffling (default {D.seed}).")]
-BackendOption = Annotated[Optional[str], typer.Option(help=f"auto, xla or pallas (GPU) (default {D.backend}).")]
-ModelKindOption = Annotated[Optional[str], typer.Option(help="mlp (text) or cnn (images: folder of label folders or an IDX folder).")]
+# The training options, defined once: `train` and `submit` take all of them (with_training_options), each one
+# maps to the Settings field of the same meaning (field), and a value left out keeps the model's default.
+# (option name, Settings field, type, help)
+TRAINING_OPTIONS = (
+    ("features", "features", Optional[int], f"Bag-of-words width (default {D.features})."),
+    ("vectorizer", "vectorizer", Optional[str], f"tfidf (fitted vocabulary) or hashing (default {D.vectorizer})."),
+    ("ngrams", "ngram_max", Optional[int], f"Longest word n-gram (default {D.ngram_max}; searched)."),
+    ("stop_words", "stop_words", Optional[str], f"'english' or 'none' (default {D.stop_words}; searched)."),
+    ("nb_weighting", "nb_weighting", Optional[bool],
+     "Scale each column by its naive Bayes log-count ratio (default: searched; off with --search off)."),
+    ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) (default {D.hidden})."),
+    ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size})."),
+    ("epochs", "epochs", Optional[int],
+     f"Passes over the training set (default {D.epochs}, searched; cnn {Settings(model='cnn').epochs})."),
+    ("optimizer", "optimizer", Optional[str], f"adam or sgd (default {D.optimizer})."),
+    ("lr", "learning_rate", Optional[float], f"Learning rate (default {D.learning_rate}; searched)."),
+    ("lr_schedule", "lr_schedule", Optional[str],
+     f"constant, or linear or cosine decay to 0 (default {D.lr_schedule}; cnn {Settings(model='cnn').lr_schedule})."),
+    ("momentum", "momentum", Optional[float], f"SGD momentum (default {D.momentum})."),
+    ("init_gain", "init_gain", Optional[float], f"Glorot init range multiplier (default {D.init_gain})."),
+    ("weight_decay", "weight_decay", Optional[float], f"L2 weight decay (default {D.weight_decay}; searched)."),
+    ("seed", "seed", Optional[int], f"Seed for the split, initialisation and shuffling (default {D.seed})."),
+    ("backend", "backend", Optional[str], f"auto, xla or pallas (GPU) (default {D.backend})."),
+    ("max_file_mb", "max_file_mb", Optional[float], f"Skip corpus files larger than this (default {D.max_file_mb})."),
+    ("devices", "devices", Optional[str], "Devices of this process that split each batch: N or all (default all)."),
+    ("pallas_input", "pallas_input", Optional[str],
+     f"Pallas input format: auto, dense, pieces or sparse (default {D.pallas_input})."),
+    ("model", "model", Optional[str], "mlp (text) or cnn (images: folder of label folders or an IDX folder)."),
+    ("conv_channels", "conv_channels", Optional[str], f"cnn: channels of each conv layer (default {D.conv_channels})."),
+    ("conv_kernel", "conv_kernel", Optional[int], f"cnn: conv kernel size, odd (default {D.conv_kernel})."),
+    ("dropout", "dropout", Optional[float], f"cnn: dropout on the dense layer (default {D.dropout})."),
+    ("augment", "augment", Optional[str], f"cnn: shift, flip, shift,flip or none (default {D.augment})."),
+    ("search", "search", Optional[str],
+     "auto: choose stop words, n-grams, NB weights, learning rate, weight decay, epochs and an ensemble by "
+     "validation on the training corpus (options you set are kept); off: use the settings as given (default auto)."),
+    ("search_budget", "search_budget", Optional[float], "Seconds the search may take (default: 20 on a CPU, 60 on a GPU)."),
+)
+IMAGE_ONLY = ("conv_channels", "conv_kernel", "dropout", "augment")
 
 
-def _settings(**given) -> Settings:
-    """Settings from the options a user gave (None = not given); --stop-words none turns stop words off."""
+def _option(name: str, kind, help_text: str):
+    flag = "--" + name.replace("_", "-")
+    if kind is Optional[bool]:
+        return typer.Option(f"{flag}/--no-{name.replace('_', '-')}", help=help_text)
+    return typer.Option(flag, help=help_text)
+
+
+def settings_from_options(**given) -> Settings:
+    """Settings from the training options a user gave (None = not given). Typed searched fields are pinned."""
+    given = {name: value for name, value in given.items() if value is not None}
+    images = [name for name in IMAGE_ONLY if name in given]
+    if images and given.get("model", D.model) != "cnn":
+        raise SettingsError(f"--{images[0].replace('_', '-')} applies to image models only: add --model cnn or "
+                            "leave it out")
+    if "devices" in given:
+        given["devices"] = _device_count(given["devices"])
+    if given.get("augment") == "none":
+        given["augment"] = ""
+    if isinstance(given.get("stop_words"), str) and given["stop_words"].lower() == "none":
+        given["stop_words"] = None
+    fields = {name: field for name, field, _, _ in TRAINING_OPTIONS}
     # A fresh Settings, not D.replace: fields left out take the defaults of the model chosen (MODEL_DEFAULTS).
-    chosen = {k: v for k, v in given.items() if v is not None}
+    chosen = {fields[name]: value for name, value in given.items()}
     pinned = tuple(name for name in SEARCHED_FIELDS if name in chosen)  # typed by the user: the search keeps them
-    settings = Settings(**chosen, pinned=pinned)
-    if settings.stop_words and settings.stop_words.lower() == "none":
-        settings = settings.replace(stop_words=None)
-    return settings
+    return Settings(**chosen, pinned=pinned)
+
+
+def with_training_options(fn):
+    """Give a command every training option (TRAINING_OPTIONS) after its own; it receives them as one
+    `settings` argument."""
+    signature = inspect.signature(fn, eval_str=True)  # typer reads a given __signature__ as it stands
+    own = [p for p in signature.parameters.values() if p.name != "settings"]
+    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                               annotation=Annotated[kind, _option(name, kind, help_text)])
+             for name, _, kind, help_text in TRAINING_OPTIONS]
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        given = {name: kwargs.pop(name, None) for name, _, _, _ in TRAINING_OPTIONS}
+        return fn(*args, settings=settings_from_options(**given), **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=[p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+                                                          if p.default is not inspect.Parameter.empty else p
+                                                          for p in own] + added)
+    return wrapper
 
 
 @app.command()
 @user_errors
+@with_training_options
 def train(
     corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv or .jsonl.")],
+    settings: Settings,
     test: Annotated[Optional[Path], typer.Option(help="Separate test corpus (else a stratified validation split).")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: data dir).")] = None,
     db: DbOption = None,
-    features: Annotated[Optional[int], typer.Option(help=f"Bag-of-words width (default {D.features}).")] = None,
-    vectorizer: Annotated[Optional[str], typer.Option(help=f"tfidf (fitted vocabulary) or hashing (default {D.vectorizer}).")] = None,
-    ngrams: Annotated[Optional[int], typer.Option(help=f"Longest word n-gram (default {D.ngram_max}).")] = None,
-    stop_words: Annotated[Optional[str], typer.Option(help=f"'english' or 'none' (default {D.stop_words}).")] = None,
-    nb_weighting: Annotated[Optional[bool], typer.Option("--nb-weighting/--no-nb-weighting", help="Scale each column by its naive Bayes log-count ratio (default: searched; off with --search off).")] = None,
-    hidden: Annotated[Optional[int], typer.Option(help=f"Hidden units (sigmoid) (default {D.hidden}).")] = None,
-    batch_size: BatchSizeOption = None,
-    epochs: EpochsOption = None,
-    optimizer: Annotated[Optional[str], typer.Option(help=f"adam or sgd (default {D.optimizer}).")] = None,
-    lr: LrOption = None,
-    lr_schedule: Annotated[Optional[str], typer.Option(help=f"constant, or linear or cosine decay to 0 (default {D.lr_schedule}; cnn {Settings(model='cnn').lr_schedule}).")] = None,
-    momentum: Annotated[Optional[float], typer.Option(help=f"SGD momentum (default {D.momentum}).")] = None,
-    init_gain: Annotated[Optional[float], typer.Option(help=f"Glorot init range multiplier (default {D.init_gain}).")] = None,
-    weight_decay: Annotated[Optional[float], typer.Option(help=f"L2 weight decay (default {D.weight_decay}).")] = None,
-    seed: SeedOption = None,
-    backend: BackendOption = None,
-    max_file_mb: Annotated[Optional[float], typer.Option(help=f"Skip corpus files larger than this (default {D.max_file_mb}).")] = None,
-    devices: Annotated[Optional[str], typer.Option(help="Devices of this process that split each batch: N or all (default all).")] = None,
-    pallas_input: Annotated[Optional[str], typer.Option(help=f"Pallas input format: auto, dense, pieces or sparse (default {D.pallas_input}).")] = None,
-    model: ModelKindOption = None,
-    conv_channels: Annotated[Optional[str], typer.Option(help=f"cnn: channels of each conv layer (default {D.conv_channels}).")] = None,
-    conv_kernel: Annotated[Optional[int], typer.Option(help=f"cnn: conv kernel size, odd (default {D.conv_kernel}).")] = None,
-    dropout: Annotated[Optional[float], typer.Option(help=f"cnn: dropout on the dense layer (default {D.dropout}).")] = None,
-    augment: Annotated[Optional[str], typer.Option(help=f"cnn: shift, flip, shift,flip or none (default {D.augment}).")] = None,
     coordinator: Annotated[Optional[str], typer.Option(help="HOST:PORT of process 0, to train with several processes/hosts.")] = None,
     num_processes: Annotated[Optional[int], typer.Option(help="How many processes train together (with --coordinator).")] = None,
     process_id: Annotated[Optional[int], typer.Option(help="This process's number, 0..N-1 (with --coordinator).")] = None,
-    search: Annotated[Optional[str], typer.Option(help="auto: choose stop words, n-grams, learning rate and epochs by validation on the training corpus (options you set are kept); off: use the settings as given (default auto).")] = None,
-    search_budget: Annotated[Optional[float], typer.Option(help="Seconds the search may take (default: 20 on a CPU, 60 on a GPU).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Train a model on CORPUS, record the run, and write the model file."""
@@ -148,20 +192,7 @@ def train(
     from textclf.training.distributed import initialize
     from textclf.runs.run import train as train_model
 
-    image_only = {"--conv-channels": conv_channels, "--conv-kernel": conv_kernel, "--dropout": dropout,
-                  "--augment": augment}
-    given = [name for name, value in image_only.items() if value is not None]
-    if given and (model or D.model) != "cnn":
-        raise SettingsError(f"{given[0]} applies to image models only: add --model cnn or leave it out")
     initialize(coordinator, num_processes, process_id)  # before JAX touches a device; no-op for one process
-    settings = _settings(devices=_device_count(devices), pallas_input=pallas_input, model=model,
-                         conv_channels=conv_channels, conv_kernel=conv_kernel, dropout=dropout,
-                         augment="" if augment in ("none", "") else augment, features=features,
-                         vectorizer=vectorizer, ngram_max=ngrams, stop_words=stop_words, nb_weighting=nb_weighting,
-                         hidden=hidden, batch_size=batch_size, epochs=epochs, learning_rate=lr, momentum=momentum,
-                         weight_decay=weight_decay, seed=seed, backend=backend, max_file_mb=max_file_mb,
-                         optimizer=optimizer, lr_schedule=lr_schedule, init_gain=init_gain, search=search,
-                         search_budget=search_budget)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err, disable=as_json)
     task = None
@@ -237,25 +268,37 @@ def _device_count(devices: Optional[str]) -> Optional[int]:
     return count
 
 
-def _resolve_model(model: Optional[Path], db: Optional[Path]) -> Path:
-    if model:
-        return model
+def _resolve_model(model: Optional[str], db: Optional[Path]) -> Path:
+    """--model as given: a model file; else a published name, `name` (its newest version) or `name@3`; none:
+    the model of the newest finished run."""
     from db import open_db
+    from db.jobs import NAME_PATTERN
+    from db.models import get_version
     from db.runs import latest_model_path
 
-    database = open_db(run_db_path(db))
-    latest = latest_model_path(database)
-    if not latest:
-        raise ArtifactError("no model given and no finished run in the run database: "
-                            "train one with 'textclf train CORPUS' or pass --model")
-    return Path(latest)
+    if model is None:
+        latest = latest_model_path(open_db(run_db_path(db)))
+        if not latest:
+            raise ArtifactError("no model given and no finished run in the run database: "
+                                "train one with 'textclf train CORPUS' or pass --model")
+        return Path(latest)
+    if Path(model).exists():
+        return Path(model)
+    name, _, version = model.partition("@")
+    if NAME_PATTERN.fullmatch(name) and (not version or version.isdigit()) and not model.endswith(".npz"):
+        row = get_version(open_db(run_db_path(db)), name, int(version) if version else None)
+        if row is not None:
+            return Path(row["path"])
+        raise ArtifactError(f"--model '{model}' is neither a model file nor a published model: pass a file, or a "
+                            "name from 'textclf jobs list' (NAME for its newest version, NAME@N for version N)")
+    return Path(model)  # a path that does not exist: load_model says so
 
 
 @app.command()
 @user_errors
 def predict(
     files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each); .jsonl, .csv and - (standard input): one document a line.")],
-    model: Annotated[Optional[Path], typer.Option("--model", "-m", help="Model file (default: newest finished run).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per file.")] = 3,
     db: DbOption = None,
     max_file_mb: Annotated[float, typer.Option(help="Refuse inputs larger than this.")] = 10.0,
@@ -304,7 +347,7 @@ def _rank_images(loaded, files: list[str], top_k: int):
 @user_errors
 def evaluate_command(
     corpus: Annotated[Path, typer.Argument(help="Labelled corpus to score the model on.")],
-    model: Annotated[Optional[Path], typer.Option("--model", "-m", help="Model file (default: newest finished run).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -514,26 +557,20 @@ def runs_plot(
 
 @app.command()
 @user_errors
+@with_training_options
 def submit(
     corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv or .jsonl (read by the daemon).")],
+    settings: Settings,
     name: Annotated[Optional[str], typer.Option(help="Model name to publish under (default: the corpus name).")] = None,
     test: Annotated[Optional[Path], typer.Option(help="Separate test corpus.")] = None,
     db: DbOption = None,
-    epochs: EpochsOption = None,
-    batch_size: BatchSizeOption = None,
-    lr: LrOption = None,
-    seed: SeedOption = None,
-    backend: BackendOption = None,
     max_attempts: Annotated[int, typer.Option(help="Give up after this many daemon deaths.")] = 3,
-    model: ModelKindOption = None,
 ) -> None:
-    """Queue a training job for 'textclf daemon'; prints the job id."""
+    """Queue a training job for 'textclf daemon' (every option of 'train'); prints the job id."""
     from db import jobs, open_db
 
     if not corpus.exists():
         raise CorpusError(f"corpus path '{corpus}' does not exist: pass a folder, .csv or .jsonl")
-    settings = _settings(epochs=epochs, batch_size=batch_size, learning_rate=lr, seed=seed, backend=backend,
-                         model=model)
     job_id = jobs.submit(open_db(run_db_path(db)), str(corpus.resolve()), settings.to_dict(), name or corpus.stem,
                          str(test.resolve()) if test else None, max_attempts)
     typer.echo(job_id)

@@ -3,7 +3,12 @@
 Endpoints (OpenAPI docs at /docs):
   POST /v1/models/{name}:predict  {"instances": ["text", ...], "top_k": 3} -> label + top-k per instance
                                   (image models: each instance is an image file's bytes, base64-encoded)
+  POST /v1/models/{name}/versions/{version}:predict   the same, from one pinned version (TF Serving's path)
   GET  /v1/models, GET /v1/models/{name}     published versions, metrics, run ids
+  KServe v2 (Open Inference Protocol): GET /v2/health/live, /v2/health/ready, /v2/models/{name}[/versions/{v}],
+  /v2/models/{name}/ready; POST /v2/models/{name}[/versions/{v}]/infer with one BYTES input of texts ->
+  outputs "label" (BYTES, one per text) and "probabilities" (FP32, texts x classes, in the order of the
+  metadata's parameters.labels)
   POST /v1/jobs {"corpus": ..., "name": ..., "settings": {...}}, GET /v1/jobs/{id}
   GET  /health/live, /health/ready, /metrics (Prometheus)
 Serving: concurrent predict requests for one model are scored together in a worker thread, the network on
@@ -27,9 +32,10 @@ import time
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Path as FastPath
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from pydantic import BaseModel, Field
@@ -69,6 +75,23 @@ class ServiceOptions:
 class PredictRequest(BaseModel):
     instances: list[str] = Field(min_length=1)
     top_k: int = Field(default=3, ge=1, le=100)
+
+
+class InferTensor(BaseModel):
+    name: str
+    shape: list[int] = Field(max_length=8)
+    datatype: str
+    data: list[str]
+
+
+class InferRequest(BaseModel):
+    """KServe v2 inference request: one BYTES input of texts (or base64 images for an image model)."""
+    id: str | None = None
+    inputs: list[InferTensor] = Field(min_length=1)
+
+
+# A version number in a URL: 1 up to SQLite's largest integer (a larger number would overflow its query).
+VersionNumber = Annotated[int, FastPath(ge=1, le=2**63 - 1)]
 
 
 class JobRequest(BaseModel):
@@ -187,13 +210,17 @@ class _Models:
     def latest(self) -> dict[str, dict]:
         return published.latest_versions(self.db)
 
-    def batcher(self, name: str) -> _Batcher:
-        if name not in self.batchers:
-            row = self.latest().get(name)
+    def batcher(self, name: str, version: int | None = None) -> _Batcher:
+        """The batcher of a model's newest version (swapped when a newer one is published), or of one pinned
+        version (kept as it is)."""
+        key = name if version is None else f"{name}@{version}"
+        if key not in self.batchers:
+            row = published.get_version(self.db, name, version)
             if row is None:
-                raise HTTPException(404, f"model '{name}' does not exist: see GET /v1/models")
-            self._install(name, row, load_model(row["path"]))
-        return self.batchers[name]
+                what = f"model '{name}'" if version is None else f"version {version} of model '{name}'"
+                raise HTTPException(404, f"{what} does not exist: see GET /v1/models/{name}")
+            self._install(key, row, load_model(row["path"]))
+        return self.batchers[key]
 
     def _install(self, name: str, row: dict, model: Model) -> None:
         # One assignment (on the event loop): requests that already took the old batcher finish on it, and
@@ -209,7 +236,7 @@ class _Models:
             await asyncio.sleep(self.options.reload_seconds)
             try:
                 for name, row in self.latest().items():
-                    current = self.batchers.get(name)
+                    current = self.batchers.get(name)  # the newest-version batcher; pinned ones stay
                     if current is not None and row["version"] > current.version:
                         self._install(name, row, await asyncio.to_thread(load_model, row["path"]))
             except Exception as exc:  # a locked DB or a bad file: keep serving the current versions, retry
@@ -308,24 +335,105 @@ def create_app(options: ServiceOptions) -> FastAPI:
             raise HTTPException(404, f"model '{name}' does not exist: see GET /v1/models")
         return {"name": name, "versions": rows}
 
-    @app.post("/v1/models/{name}:predict")
-    async def predict(name: str, body: PredictRequest) -> dict:
-        if len(body.instances) > options.max_instances:
-            raise HTTPException(413, f"{len(body.instances)} instances, over the limit of {options.max_instances}")
-        batcher = state["models"].batcher(name)
-        instances = body.instances
+    async def score(name: str, version: int | None, instances: list[str]) -> tuple[_Batcher, Any]:
+        """-> (the batcher that scored them, (n, classes) probabilities) of these instances."""
+        if len(instances) > options.max_instances:
+            raise HTTPException(413, f"{len(instances)} instances, over the limit of {options.max_instances}")
+        batcher = state["models"].batcher(name, version)
         if batcher.score.images:  # decoded here, so one bad image fails its own request, not the batch
             from textclf.inference.image_model import decode_base64_image
 
             instances = [decode_base64_image(text, batcher.model.image_shape, f"instance {i}")
                          for i, text in enumerate(instances)]
         try:
-            probabilities = await asyncio.wait_for(batcher.predict(instances), options.timeout_s)
+            return batcher, await asyncio.wait_for(batcher.predict(instances), options.timeout_s)
         except asyncio.TimeoutError:
             raise HTTPException(504, f"prediction took longer than {options.timeout_s} s")
+
+    async def predict_v1(name: str, version: int | None, body: PredictRequest) -> dict:
+        batcher, probabilities = await score(name, version, body.instances)
         predictions = [{"label": top[0][0], "top": [{"label": label, "probability": p} for label, p in top]}
                        for top in top_labels(batcher.model.labels, probabilities, body.top_k)]
         return {"model": name, "version": batcher.version, "predictions": predictions}
+
+    @app.post("/v1/models/{name}:predict")
+    async def predict(name: str, body: PredictRequest) -> dict:
+        return await predict_v1(name, None, body)
+
+    @app.post("/v1/models/{name}/versions/{version}:predict")
+    async def predict_version(name: str, version: VersionNumber, body: PredictRequest) -> dict:
+        return await predict_v1(name, version, body)
+
+    # KServe v2 / Open Inference Protocol.
+    @app.get("/v2/health/live")
+    async def v2_live() -> dict:
+        return {"live": True}
+
+    @app.get("/v2/health/ready")
+    async def v2_ready() -> dict:
+        try:
+            state["models"].latest()
+        except USER_ERRORS as exc:
+            raise HTTPException(503, str(exc))
+        return {"ready": True}
+
+    def v2_metadata(name: str, version: int | None) -> dict:
+        row = published.get_version(state["models"].db, name, version)
+        if row is None:
+            raise HTTPException(404, f"model '{name}'{'' if version is None else f' version {version}'} does not "
+                                     f"exist: see GET /v1/models")
+        batcher = state["models"].batcher(name, version)
+        return {"name": name, "versions": [str(r["version"]) for r in published.versions(state["models"].db, name)],
+                "platform": "textclf", "parameters": {"labels": list(batcher.model.labels),
+                                                      "version": str(row["version"])},
+                "inputs": [{"name": "text", "datatype": "BYTES", "shape": [-1]}],
+                "outputs": [{"name": "label", "datatype": "BYTES", "shape": [-1]},
+                            {"name": "probabilities", "datatype": "FP32", "shape": [-1, len(batcher.model.labels)]}]}
+
+    @app.get("/v2/models/{name}")
+    async def v2_model(name: str) -> dict:
+        return v2_metadata(name, None)
+
+    @app.get("/v2/models/{name}/versions/{version}")
+    async def v2_model_version(name: str, version: VersionNumber) -> dict:
+        return v2_metadata(name, version)
+
+    @app.get("/v2/models/{name}/ready")
+    async def v2_model_ready(name: str) -> dict:
+        state["models"].batcher(name)
+        return {"name": name, "ready": True}
+
+    async def infer_v2(name: str, version: int | None, body: InferRequest) -> dict:
+        if len(body.inputs) != 1:
+            raise HTTPException(400, f"{len(body.inputs)} inputs: send one BYTES input holding the texts")
+        tensor = body.inputs[0]
+        if tensor.datatype != "BYTES":
+            raise HTTPException(400, f"input '{tensor.name}' has datatype {tensor.datatype}: send BYTES (texts)")
+        count = 1
+        for size in tensor.shape:
+            count *= size
+        if count != len(tensor.data):
+            raise HTTPException(400, f"input '{tensor.name}' has shape {tensor.shape} but {len(tensor.data)} "
+                                     "elements: the shape must multiply out to the number of texts")
+        if not tensor.data:
+            raise HTTPException(400, f"input '{tensor.name}' holds no texts")
+        batcher, probabilities = await score(name, version, tensor.data)
+        labels = [batcher.model.labels[i] for i in probabilities.argmax(axis=1)]
+        answer = {"model_name": name, "model_version": str(batcher.version),
+                  "outputs": [{"name": "label", "datatype": "BYTES", "shape": [len(labels)], "data": labels},
+                              {"name": "probabilities", "datatype": "FP32", "shape": list(probabilities.shape),
+                               "data": [float(p) for p in probabilities.ravel()]}]}
+        if body.id is not None:
+            answer["id"] = body.id
+        return answer
+
+    @app.post("/v2/models/{name}/infer")
+    async def infer(name: str, body: InferRequest) -> dict:
+        return await infer_v2(name, None, body)
+
+    @app.post("/v2/models/{name}/versions/{version}/infer")
+    async def infer_version(name: str, version: VersionNumber, body: InferRequest) -> dict:
+        return await infer_v2(name, version, body)
 
     @app.post("/v1/jobs", status_code=201, dependencies=[Depends(require_token)])
     async def submit_job(body: JobRequest) -> dict:
@@ -338,14 +446,14 @@ def create_app(options: ServiceOptions) -> FastAPI:
                 raise HTTPException(400, f"corpus '{path}' is outside the data root '{root}'")
             if not path.exists():
                 raise HTTPException(400, f"corpus '{path}' does not exist")
-        settings = Settings.from_dict(body.settings)  # left out: the model's defaults
+        settings = Settings.from_user(body.settings)  # strict; left out: the model's defaults
         db = state["models"].db
         job_id = job_queue.submit(db, str(paths[0]), settings.to_dict(), body.name or paths[0].stem,
                                   str(paths[1]) if len(paths) > 1 else None)
         return job_queue.get(db, job_id)
 
     @app.get("/v1/jobs/{job_id}")
-    async def get_job(job_id: int) -> dict:
+    async def get_job(job_id: VersionNumber) -> dict:
         return job_queue.get(state["models"].db, job_id)
 
     return app
