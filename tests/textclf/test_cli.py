@@ -358,3 +358,35 @@ def test_submit_takes_every_training_option_and_model_names_resolve(runner, corp
     assert result.exit_code == 1 and "neither a model file nor a published model" in result.output
     result = invoke(runner, "submit", corpus_dir, "--dropout", "0.5")
     assert result.exit_code == 1 and "--dropout applies to image models only" in result.output
+
+
+def test_runs_list_keeps_its_key_columns_at_80_columns(runner, corpus_dir, trained, tmp_path):
+    import re
+
+    from textclf.frontends.cli import _runs_table
+    from rich.console import Console
+
+    database = open_db(run_db_path())
+    failed = runs.start_run(database, status="running", started_at=runs.now(),
+                            corpus="/a/long/path/to/a_corpus_with_a_rather_long_file_name.jsonl", settings={})
+    runs.end_run(database, failed, "failed", error="training failed: " + "a long explanation " * 6)
+    rows = runs.list_runs(database)
+    console = Console(width=80, record=True)
+    console.print(_runs_table(rows, 80))
+    lines = console.export_text().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    data = [line for line in lines if re.match(r"\s*\d+\s", line)]
+    assert len(data) == len(rows)
+    for row, line in zip(rows, data):
+        assert line.split()[0] == str(row["id"]) and row["status"] in line
+        if row["eval_accuracy"] is not None:
+            assert f"{row['eval_accuracy']:.4f} {row['eval_kind'][:3]}" in line
+
+
+def test_progress_is_plain_lines_when_stderr_is_not_a_terminal(runner, corpus_dir, tmp_path):
+    result = invoke(runner, "train", corpus_dir, "--out", tmp_path / "m.npz", *FAST)
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("reading the corpus: ") and lines[0].endswith(" s")
+    assert any(line.startswith("vectorizing: ") for line in lines)
+    assert "epoch 75/75: loss " in result.stderr and "━" not in result.stderr  # every epoch, no bar

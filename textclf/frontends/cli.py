@@ -10,6 +10,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -193,33 +194,14 @@ def train(
     from textclf.runs.run import train as train_model
 
     initialize(coordinator, num_processes, process_id)  # before JAX touches a device; no-op for one process
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err, disable=as_json)
-    task = None
-
-    search_task = None
-
-    def on_event(event) -> None:
-        nonlocal task, search_task
-        if event.kind == "search":
-            if search_task is None:
-                progress.start()
-                search_task = progress.add_task("search", total=event.total, stats="rounds of candidates")
-            progress.update(search_task, completed=event.done, total=event.total)
-        elif event.kind == "phase" and event.name == "train":
-            progress.start()  # only now: an input error before training prints nothing but the error
-            task = progress.add_task("epochs", total=event.total_epochs, stats="compiling...")
-        elif event.kind == "epoch" and task is not None:
-            e = event.epoch
-            acc = f" eval acc {e.eval_accuracy:.4f}" if e.eval_accuracy is not None else ""
-            progress.update(task, advance=1, stats=f"loss {e.loss:.4f} train acc {e.train_accuracy:.4f}{acc} "
-                                                   f"{e.docs_per_s:,.0f} docs/s")
-
+    reporter = _TrainProgress(enabled=not as_json)
+    finished = False
     try:
-        result = train_model(corpus, settings, test_path=test, db_path=db, model_path=out_path, on_event=on_event)
+        result = train_model(corpus, settings, test_path=test, db_path=db, model_path=out_path,
+                             on_event=reporter.on_event)
+        finished = True
     finally:
-        if task is not None or search_task is not None:
-            progress.stop()
+        reporter.close(finished)
     if as_json:
         _print_json({"run_id": result.run_id, "model_path": str(result.model_path) if result.model_path else None, "eval_kind": result.eval_kind,
                      "eval_accuracy": result.eval_accuracy, "train_accuracy": result.train_accuracy,
@@ -251,6 +233,85 @@ def train(
         out.print("not process 0: the run record and the model file are written by process 0", highlight=False)
     else:
         out.print(f"run {result.run_id}, model {result.model_path}", highlight=False)
+
+
+PHASE_NAMES = {"read": "reading the corpus", "vectorize": "vectorizing", "read_vectorize": "reading and vectorizing",
+               "warmup": "starting the device", "search": "model search", "evaluate": "evaluating", "save": "saving"}
+
+
+class _TrainProgress:
+    """Progress of `train` on stderr: on a terminal, rich bars (a spinner for each phase before training, then the
+    search's rounds and the epochs); elsewhere (a log file, a pipe), one plain line per finished phase, search
+    round and epoch, never cut to a width. A phase is written when it has finished, so that a run stopped by bad
+    input prints nothing but the error."""
+
+    def __init__(self, enabled: bool):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.enabled, self.live = enabled, enabled and err.is_terminal
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err,
+                                 disable=not self.live)
+        self.started = False
+        self.phase_task = self.search_task = self.epoch_task = None
+        self.pending: tuple[str, float] | None = None  # (phase, start) not yet written as a plain line
+
+    def _start(self) -> None:
+        if not self.started:
+            self.progress.start()
+            self.started = True
+
+    def _line(self, text: str) -> None:
+        if self.enabled and not self.live:
+            err.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    def _finish_phase(self) -> None:
+        if self.pending is not None:
+            description, start = self.pending
+            self._line(f"{description}: {time.perf_counter() - start:.1f} s")
+            self.pending = None
+
+    def on_event(self, event) -> None:
+        if event.kind != "search":
+            self._finish_phase()
+        if event.kind == "phase" and event.name != "train":
+            description = PHASE_NAMES.get(event.name, event.name)
+            self.pending = (description, time.perf_counter())
+            if self.live:
+                self._start()
+                if self.phase_task is not None:
+                    self.progress.remove_task(self.phase_task)
+                self.phase_task = self.progress.add_task(description, total=None, stats="")
+        elif event.kind == "search":
+            self._line(f"search: {event.done}/{event.total} rounds of candidates")
+            if self.live:
+                if self.search_task is None:
+                    self.search_task = self.progress.add_task("search", total=event.total,
+                                                              stats="rounds of candidates")
+                self.progress.update(self.search_task, completed=event.done, total=event.total)
+        elif event.kind == "phase":  # training starts: the epochs' bar
+            self._line(f"training {event.total_epochs} epochs (the first one compiles)")
+            if self.live:
+                self._start()
+                if self.phase_task is not None:
+                    self.progress.remove_task(self.phase_task)
+                    self.phase_task = None
+                self.epoch_task = self.progress.add_task("epochs", total=event.total_epochs, stats="compiling...")
+        elif event.kind == "epoch":
+            e = event.epoch
+            acc = f" eval acc {e.eval_accuracy:.4f}" if e.eval_accuracy is not None else ""
+            stats = f"loss {e.loss:.4f} train acc {e.train_accuracy:.4f}{acc} {e.docs_per_s:,.0f} docs/s"
+            self._line(f"epoch {e.epoch}/{event.total_epochs}: {stats}")
+            if self.live and self.epoch_task is not None:
+                self.progress.update(self.epoch_task, advance=1, stats=stats)
+
+    def close(self, finished: bool) -> None:
+        if finished:
+            self._finish_phase()
+        if self.started:
+            if self.phase_task is not None:
+                self.progress.remove_task(self.phase_task)
+            self.progress.stop()
 
 
 def _device_count(devices: Optional[str]) -> Optional[int]:
@@ -438,6 +499,34 @@ def bench(
         out_path.write_text(table)
 
 
+def _runs_table(rows: list[dict], width: int) -> Table:
+    """One line a run, `width` characters at most. The key columns (id, status, started, accuracy, docs) keep
+    their full width; the backend, corpus name and error share what is left, cut with an ellipsis (`runs show ID`
+    has them whole)."""
+    from rich import box
+
+    cells = []
+    for r in rows:
+        acc = f"{r['eval_accuracy']:.4f} {r['eval_kind'][:3]}" if r["eval_accuracy"] is not None else ""
+        cells.append((str(r["id"]), r["status"], r["started_at"][5:16].replace("T", " "), acc,
+                      str(r["n_train"] or ""), r["backend"] or "", Path(r["corpus"]).name, r["error"] or ""))
+    names = ("id", "status", "started", "accuracy", "docs", "backend", "corpus", "error")
+    widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(names)]
+    left = max(3 * 3, width - sum(widths[:5]) - 2 * len(names))  # 2: the space between columns, and a margin
+    # The flexible columns: the backend first (short), then the corpus up to half of the rest, the error last.
+    backend = min(widths[5], 7)
+    corpus = min(widths[6], max(3, (left - backend) // 2))
+    error = max(3, left - backend - corpus)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for i, name in enumerate(names):
+        fixed = widths[i] if i < 5 else (backend, corpus, error)[i - 5]
+        table.add_column(name, no_wrap=True, overflow="ellipsis", width=fixed,
+                         justify="right" if name in ("id", "docs") else "left")
+    for row in cells:
+        table.add_row(*row)
+    return table
+
+
 @runs_app.command("list")
 @user_errors
 def runs_list(
@@ -459,15 +548,7 @@ def runs_list(
         writer.writeheader()
         writer.writerows(rows)
     else:
-        table = Table()
-        for column in ("id", "status", "started", "corpus", "backend", "docs", "accuracy"):
-            table.add_column(column, no_wrap=column != "corpus")
-        for r in rows:
-            acc = f"{r['eval_accuracy']:.4f} {r['eval_kind'][:3]}" if r["eval_accuracy"] is not None else ""
-            status = r["status"] if not r["error"] else f"{r['status']}: {r['error'][:40]}"
-            table.add_row(str(r["id"]), status, r["started_at"][:16].replace("T", " "), Path(r["corpus"]).name,
-                          r["backend"] or "", str(r["n_train"] or ""), acc)
-        out.print(table)
+        out.print(_runs_table(rows, out.width))
 
 
 @runs_app.command("show")
