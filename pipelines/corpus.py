@@ -117,7 +117,7 @@ def _folder_documents(root: Path, max_bytes: int, stats: ReadStats) -> Iterator[
             f"'{root}/<label>/', or pass a .csv or .jsonl file"
         )
     _refuse_split_layout(root, label_dirs)
-    return _folder_files(label_dirs, max_bytes, stats)
+    return _folder_files(root, label_dirs, max_bytes, stats)
 
 
 SPLIT_NAMES = {"train", "training", "test", "testing", "dev", "valid", "validation"}
@@ -137,10 +137,14 @@ def _refuse_split_layout(root: Path, label_dirs: list[Path]) -> None:
         )
 
 
-def _folder_files(label_dirs: list[Path], max_bytes: int, stats: ReadStats) -> Iterator[tuple[str, str]]:
+def _folder_files(root: Path, label_dirs: list[Path], max_bytes: int, stats: ReadStats
+                  ) -> Iterator[tuple[str, str]]:
+    # Each real folder is walked once: a link back to the corpus (comp/loop -> ..) or into another label's
+    # folder would otherwise read documents again, under the wrong label, or forever.
+    seen = {_identity(root)} | {_identity(d) for d in label_dirs}
     for label_dir in label_dirs:
         found = False
-        for file in _walk_files(label_dir, stats.skipped):
+        for file in _walk_files(label_dir, stats.skipped, seen):
             text, reason, fallback = classify_file(file, max_bytes)
             if reason:
                 stats.skipped[reason] += 1
@@ -152,15 +156,29 @@ def _folder_files(label_dirs: list[Path], max_bytes: int, stats: ReadStats) -> I
             stats.empty_labels.append(label_dir.name)
 
 
-def _walk_files(folder: Path, skipped: Counter):
-    """Files under folder in sorted order, recursing into sub-folders, skipping hidden entries."""
+def _identity(folder: Path) -> tuple[int, int]:
+    info = folder.stat()
+    return info.st_dev, info.st_ino
+
+
+def _walk_files(folder: Path, skipped: Counter, seen: set[tuple[int, int]]):
+    """Files under folder in sorted order, recursing into sub-folders not walked before (`seen`: their device
+    and inode), skipping hidden entries; links that lead nowhere or back into a walked folder are counted as
+    skipped."""
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
             skipped["hidden"] += 1
         elif entry.is_dir():
-            yield from _walk_files(entry, skipped)
+            identity = _identity(entry)
+            if identity in seen:
+                skipped["linked folder already read (symlink loop)"] += 1
+                continue
+            seen.add(identity)
+            yield from _walk_files(entry, skipped, seen)
         elif entry.is_file():
             yield entry
+        elif entry.is_symlink():
+            skipped["broken symlink"] += 1
 
 
 def _check_text_file(path: Path, kind: str) -> None:

@@ -143,3 +143,13 @@ def test_jsonl_null_or_odd_values_are_refused_with_the_line(tmp_path, record, me
     path.write_text(json.dumps({"text": "fine", "label": "x"}) + "\n" + json.dumps(record) + "\n")
     with pytest.raises(CorpusError, match=message.replace("[", r"\[")):
         read_corpus(path)
+
+
+def test_each_real_folder_is_read_once_and_links_that_lead_nowhere_are_counted(corpus_dir):
+    (corpus_dir / "space" / "loop").symlink_to("..")  # back to the corpus: every label again, forever
+    (corpus_dir / "sports" / "cooking-too").symlink_to(corpus_dir / "cooking")  # another label's folder
+    (corpus_dir / "cooking" / "self").symlink_to(corpus_dir / "cooking" / "self")  # a link to itself
+    (corpus_dir / "cooking" / "gone.txt").symlink_to(corpus_dir / "nowhere.txt")  # dangling
+    corpus = read_corpus(corpus_dir)
+    assert corpus.label_counts == {"cooking": 12, "space": 12, "sports": 12}
+    assert corpus.skipped == {"linked folder already read (symlink loop)": 2, "broken symlink": 2}

@@ -527,6 +527,14 @@ def _runs_table(rows: list[dict], width: int) -> Table:
     return table
 
 
+@runs_app.command("path")
+@user_errors
+def runs_path(db: DbOption = None) -> None:
+    """Print the run database's path (--db, else $TEXTCLF_DB, else runs.db in the data dir), for sqlite-utils
+    or Datasette."""
+    typer.echo(str(run_db_path(db)))
+
+
 @runs_app.command("list")
 @user_errors
 def runs_list(
