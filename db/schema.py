@@ -124,7 +124,17 @@ def _v5_search_trials(db: sqlite_utils.Database) -> None:
     db["runs"].add_column("search", str)
 
 
-MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials]
+def _v6_run_owners(db: sqlite_utils.Database) -> None:
+    # runs: the process that owns a running run (host, pid, the process's start time: a pid is reused) and
+    # its last sign of life, so a run whose process is gone can be marked interrupted; the daemon job it
+    # trains, and the run of that job it resumes after a crash.
+    for column, kind in (("owner_host", str), ("owner_pid", int), ("owner_started", str), ("heartbeat_at", str),
+                         ("job_id", int), ("resumes_run", int)):
+        db["runs"].add_column(column, kind)
+
+
+MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
+              _v6_run_owners]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

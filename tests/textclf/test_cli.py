@@ -390,3 +390,61 @@ def test_progress_is_plain_lines_when_stderr_is_not_a_terminal(runner, corpus_di
     assert lines[0].startswith("reading the corpus: ") and lines[0].endswith(" s")
     assert any(line.startswith("vectorizing: ") for line in lines)
     assert "epoch 75/75: loss " in result.stderr and "━" not in result.stderr  # every epoch, no bar
+
+
+def test_out_naming_a_folder_is_refused_before_training(runner, corpus_dir, tmp_path):
+    result = invoke(runner, "train", corpus_dir, "--out", tmp_path, *FAST)
+    assert result.exit_code == 1 and "is a folder: name the model file" in result.stderr
+    assert runs.list_runs(open_db(run_db_path())) == []  # refused before any run was recorded
+
+
+def test_model_files_follow_the_umask(runner, corpus_dir, tmp_path):
+    import os
+
+    previous = os.umask(0o027)
+    try:
+        assert invoke(runner, "train", corpus_dir, "--out", tmp_path / "m.npz", *FAST).exit_code == 0
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "m.npz").stat().st_mode & 0o777 == 0o640
+
+
+def test_standard_input_is_read_up_to_the_limit_only(runner, trained):
+    result = invoke(runner, "predict", "-", "--model", trained, "--max-file-mb", "0.001", input="word " * 1000)
+    assert result.exit_code == 1 and "standard input is over --max-file-mb" in result.stderr
+
+
+def test_a_run_whose_process_is_gone_is_shown_interrupted(runner):
+    import socket
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid now names no process (or, if reused, one with another start time)
+    database = open_db(run_db_path())
+    orphan = runs.start_run(database, corpus="c.jsonl", settings={}, owner_host=socket.gethostname(),
+                            owner_pid=gone.pid, owner_started="1")
+    elsewhere = runs.start_run(database, corpus="c.jsonl", settings={}, owner_host="another-host", owner_pid=1)
+    listed = {r["id"]: r for r in json.loads(invoke(runner, "runs", "list", "--json").stdout)}
+    assert listed[orphan]["status"] == "interrupted" and f"pid {gone.pid}" in listed[orphan]["error"]
+    assert listed[elsewhere]["status"] == "running"  # another host's process cannot be checked from here
+
+
+def test_a_locked_database_mid_training_delays_the_epoch_rows_not_the_training(runner, corpus_dir, tmp_path,
+                                                                               monkeypatch):
+    from db.errors import DatabaseError
+
+    real, calls = runs.add_epoch, []
+
+    def locked_twice(*args, **kwargs):
+        calls.append(1)
+        if len(calls) in (3, 4):  # another writer holds the lock during epochs 3 and 4
+            raise DatabaseError("run database is locked by another writer")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runs, "add_epoch", locked_twice)
+    result = invoke(runner, "train", corpus_dir, "--out", tmp_path / "m.npz", *FAST)
+    assert result.exit_code == 0, result.output
+    [run] = runs.list_runs(open_db(run_db_path()))
+    recorded = runs.get_run(open_db(run_db_path()), run["id"])
+    assert run["status"] == "finished" and [e["epoch"] for e in recorded["epochs"]] == list(range(1, 76))
+    assert recorded["owner_pid"] and recorded["heartbeat_at"]

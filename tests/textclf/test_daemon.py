@@ -47,6 +47,8 @@ def test_daemon_runs_queued_jobs_and_publishes_versions(corpus_dir, db_path, fas
     model = db["models"].get(("sample", 2))
     assert Path(model["path"]).name == "v2.textclf.npz" and load_model(model["path"]).labels == ["cooking", "space", "sports"]
     assert runs.get_run(db, done[1]["run_id"])["status"] == "finished"
+    assert runs.get_run(db, done[1]["run_id"])["model_path"] == model["path"]  # the published file, not the temporary
+    assert Path(runs.latest_model_path(db)).exists()  # what predict and eval use without --model
     assert not checkpoint_path(first).exists()
 
 
@@ -107,6 +109,13 @@ def test_stopped_daemon_job_resumes_from_checkpoint(slow_corpus, db_path, isolat
     assert job["attempts"] == (1 if how == "sigterm" else 2)
     resumed = runs.get_run(db, job["run_id"])
     assert resumed["epochs"][0]["epoch"] == done + 1 and resumed["epochs"][-1]["epoch"] == 40
+    # no run is left `running`: the killed daemon's run is interrupted, and the run that resumed it says so
+    first = runs.list_runs(db)[-1]
+    assert first["status"] == "interrupted" and first["id"] != resumed["id"]
+    assert all(r["status"] != "running" for r in runs.list_runs(db))
+    assert resumed["resumes_run"] == first["id"]
+    if how == "sigkill":
+        assert "ended without recording an end" in first["error"] or "taken over" in first["error"]
     assert load_model(db["models"].get(("slow", 1))["path"]).labels == ["blue", "green", "red"]
 
 

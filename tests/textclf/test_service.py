@@ -48,6 +48,7 @@ def test_predict_matches_the_library(client, published):
     top = body["predictions"][0]["top"]
     assert len(top) == 2 and top[0]["probability"] == pytest.approx(model.predict_proba(texts[:1]).max(), abs=1e-5)
     assert client.get("/v1/models").json()["models"][0]["name"] == "sample"
+    assert "path" not in client.get("/v1/models").json()["models"][0]  # no server paths in answers
     assert client.get("/v1/models/sample").json()["versions"][0]["version"] == 1
     assert client.get("/health/ready").json() == {"status": "ready", "models": 1}
     assert client.get("/health/live").status_code == 200
@@ -256,3 +257,19 @@ def test_job_settings_are_validated_strictly(client, corpus_dir):
     created = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": {"learning_rate": 0.01}},
                           headers=auth).json()
     assert created["settings"]["pinned"] == ["learning_rate"]
+
+
+def test_a_chunked_body_over_the_limit_gets_413_as_it_arrives(client):
+    sent = []
+
+    def chunks():  # no Content-Length: the size is known only from the bytes themselves
+        yield b'{"instances": ["'
+        for _ in range(100):
+            sent.append(1)
+            yield b"x" * 1000
+        yield b'"]}'
+
+    response = client.post("/v1/models/sample:predict", content=chunks(),
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 413 and "over 10000 bytes" in response.json()["detail"]
+    assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200

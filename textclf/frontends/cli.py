@@ -374,7 +374,13 @@ def predict(
     if files and all(Path(f).suffix.lower() in IMAGE_SUFFIXES for f in files):
         results = _rank_images(load_model(_resolve_model(model, db)), files, top_k)
     else:
-        stdin_bytes = sys.stdin.buffer.read() if "-" in files else None
+        stdin_bytes = None
+        if "-" in files:  # read no more than the limit allows, however much the pipe holds
+            limit = int(max_file_mb * 1024 * 1024)
+            stdin_bytes = sys.stdin.buffer.read(limit + 1)
+            if len(stdin_bytes) > limit:
+                raise CorpusError(f"standard input is over --max-file-mb ({max_file_mb:g} MB): split it, or "
+                                  "raise --max-file-mb")
         # all inputs checked before any output
         documents = [doc for f in files for doc in read_documents(f, max_file_mb, stdin_bytes)]
         loaded = load_model(_resolve_model(model, db))
@@ -547,8 +553,11 @@ def runs_list(
     """The newest runs, one line each."""
     from db import open_db
     from db.runs import list_runs
+    from textclf.runs.owner import reap_orphaned_runs
 
-    rows = list_runs(open_db(run_db_path(db)), limit=limit, status=status)
+    database = open_db(run_db_path(db))
+    reap_orphaned_runs(database)  # a run whose process is gone is shown as interrupted, not running
+    rows = list_runs(database, limit=limit, status=status)
     if as_json:
         _print_json(rows)
     elif as_csv:
@@ -565,8 +574,11 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
     """Everything recorded about one run: settings, versions, phases, the search's leaderboard, epochs."""
     from db import open_db
     from db.runs import get_run
+    from textclf.runs.owner import reap_orphaned_runs
 
-    run = get_run(open_db(run_db_path(db)), run_id)
+    database = open_db(run_db_path(db))
+    reap_orphaned_runs(database)
+    run = get_run(database, run_id)
     if as_json:
         _print_json(run)
         return

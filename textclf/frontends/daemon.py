@@ -23,6 +23,7 @@ from typing import Callable
 
 from db import jobs as job_queue
 from db import models as published
+from db import runs as run_queries
 from db.errors import InvalidName
 from db import open_db
 from pipelines.workers import WorkerPool, fork_is_safe
@@ -30,6 +31,7 @@ from textclf.training.checkpoint import Checkpointer
 from textclf.settings import Settings
 from textclf.errors import USER_ERRORS
 from textclf.paths import data_dir, run_db_path
+from textclf.runs.owner import reap_orphaned_runs
 from textclf.runs.run import train
 from textclf.training.events import TrainingStopped
 
@@ -73,11 +75,20 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
     checkpoint = Checkpointer(checkpoint_path(job_id), options.checkpoint_seconds)
     beat = _Heartbeat(options, job_id)
     beat.start()
+    # A run of this job still marked running belongs to a daemon that died mid-job (the job was claimed again
+    # because its heartbeat went stale; on this host reap_orphaned_runs may have ended it already): it ends
+    # here, and the new run records the interrupted run it resumes.
+    for run in run_queries.running_runs(db, job_id):
+        run_queries.end_run(db, run["id"], "interrupted",
+                            error=f"the daemon training job {job_id} stopped without ending this run (killed or "
+                                  f"crashed); the job was taken over at {run_queries.now()}")
+    earlier = [run for run in run_queries.runs_of_job(db, job_id) if run["status"] == "interrupted"]
     try:
         settings = Settings.from_dict(job["settings"])
         result = train(job["corpus"], settings, test_path=job["test_corpus"], db_path=options.db_path,
                        model_path=_model_folder(job["name"]) / f".job-{job_id}.textclf.npz",
-                       checkpointer=checkpoint, pool=pool,
+                       checkpointer=checkpoint, pool=pool, job_id=job_id,
+                       resumes_run=earlier[-1]["id"] if earlier else None,
                        stop_requested=lambda: stopping() or job_queue.cancel_requested(db, job_id))
     except TrainingStopped:
         if job_queue.cancel_requested(db, job_id):
@@ -101,6 +112,7 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
     final = result.model_path.parent / f"v{version}.textclf.npz"
     os.replace(result.model_path, final)
     published.set_path(db, job["name"], version, str(final))
+    run_queries.update_run(db, result.run_id, model_path=str(final))  # the file that exists from now on
     job_queue.finish(db, job_id, "succeeded", run_id=result.run_id, model_version=version)
     checkpoint.remove()
     return "succeeded"
@@ -115,6 +127,7 @@ def run_daemon(options: DaemonOptions, on_event: Callable[[str], None] | None = 
     # worker interpreters (measured on the H100: vectorize 7.2 s in a first news4 job with fresh ones).
     pool = WorkerPool(os.cpu_count() or 1) if fork_is_safe() else None
     db = open_db(run_db_path(options.db_path))
+    reap_orphaned_runs(db)  # runs of this host left `running` by a process that is gone
     stop = threading.Event()
     # Signal handlers can only be installed from the main thread (a daemon run from a test thread skips them).
     in_main = threading.current_thread() is threading.main_thread()

@@ -263,6 +263,31 @@ def _is_loopback(host: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
 
 
+class BodyLimit:
+    """ASGI middleware: a request body over `max_bytes` is refused with 413 as its bytes arrive, whether or not
+    a Content-Length header announced it (a chunked body has none), so an oversized body is never held whole."""
+
+    def __init__(self, app, max_bytes: int):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        received = 0
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    # FastAPI passes an HTTPException raised while it reads the body on as the response.
+                    raise HTTPException(413, f"request body over {self.max_bytes} bytes")
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+
 def create_app(options: ServiceOptions) -> FastAPI:
     metrics = _Metrics()
     state: dict[str, _Models] = {}
@@ -275,6 +300,7 @@ def create_app(options: ServiceOptions) -> FastAPI:
         watcher.cancel()
 
     app = FastAPI(title="textclf", version="1", lifespan=lifespan)
+    app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
 
     def authorized(request: Request) -> bool:
         if not options.token:
@@ -324,16 +350,20 @@ def create_app(options: ServiceOptions) -> FastAPI:
     async def metrics_endpoint() -> PlainTextResponse:
         return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    def public(row: dict) -> dict:
+        """A published version as the API shows it: no server file paths."""
+        return {k: v for k, v in row.items() if k != "path"}
+
     @app.get("/v1/models")
     async def list_models() -> dict:
-        return {"models": list(state["models"].latest().values())}
+        return {"models": [public(row) for row in state["models"].latest().values()]}
 
     @app.get("/v1/models/{name}")
     async def model_versions(name: str) -> dict:
         rows = published.versions(state["models"].db, name)
         if not rows:
             raise HTTPException(404, f"model '{name}' does not exist: see GET /v1/models")
-        return {"name": name, "versions": rows}
+        return {"name": name, "versions": [public(row) for row in rows]}
 
     async def score(name: str, version: int | None, instances: list[str]) -> tuple[_Batcher, Any]:
         """-> (the batcher that scored them, (n, classes) probabilities) of these instances."""

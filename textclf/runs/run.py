@@ -22,6 +22,7 @@ import numpy as np
 
 from db import open_db
 from db import runs as run_queries
+from db.errors import DatabaseError
 from pipelines.corpus import read_corpus
 from pipelines import vector_cache
 from pipelines.vectorize import fit_vectorizer, vectorize_pool
@@ -30,8 +31,9 @@ from textclf.inference.artifacts import save_model
 from textclf.training.backends import BackendWarmup
 from textclf.inference.text_model import Model, encode_labels
 from textclf.settings import Settings
-from textclf.errors import CorpusError
+from textclf.errors import ArtifactError, CorpusError
 from textclf.paths import compile_cache_dir, run_db_path, vector_cache_dir
+from textclf.runs.owner import this_owner
 from textclf.runs.results import PhaseTimer, TrainEvent, TrainResult, default_model_path
 from textclf.training.events import EpochStats, Terminated, TrainingStopped
 from textclf.versions import versions
@@ -69,13 +71,17 @@ def train(
     checkpointer=None,
     stop_requested: Callable[[], bool] | None = None,
     pool: WorkerPool | None = None,
+    job_id: int | None = None,
+    resumes_run: int | None = None,
 ) -> TrainResult:
     """Train a model on a corpus, record the run, write the model file; see the module docstring.
     checkpointer / stop_requested: see trainloop.fit_network (used by the daemon). pool: vectorizing workers to
-    use (the daemon keeps one for its life), else the run starts its own."""
+    use (the daemon keeps one for its life), else the run starts its own. job_id / resumes_run: the daemon job
+    this run trains, and the interrupted run of that job it resumes (recorded in the run)."""
     from textclf.training.distributed import is_primary
 
     report = on_event or (lambda event: None)
+    _check_model_path(model_path)
     # With several processes (textclf/training/distributed.py) only process 0 records the run and writes the model; the
     # others keep their run record in a throwaway in-memory database so the code path stays the same.
     primary = is_primary()
@@ -83,24 +89,68 @@ def train(
     warmup = BackendWarmup(settings.backend, compile_cache_dir())
     run_id = run_queries.start_run(
         db, corpus=str(corpus_path), test_corpus=str(test_path) if test_path else None,
-        settings=settings.to_dict(), backend=settings.backend, versions=versions(),
+        settings=settings.to_dict(), backend=settings.backend, versions=versions(), **this_owner(),
+        heartbeat_at=run_queries.now(), job_id=job_id, resumes_run=resumes_run,
     )
     try:
         result = _train_run(db, run_id, Path(corpus_path), settings, warmup, test_path, model_path, report,
                             checkpointer, stop_requested, primary, pool)
     except TrainingStopped as exc:
-        run_queries.end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
+        _end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
         raise
     except KeyboardInterrupt:
-        run_queries.end_run(db, run_id, "interrupted", error="interrupted by the user (Ctrl-C)")
+        _end_run(db, run_id, "interrupted", error="interrupted by the user (Ctrl-C)")
         raise
     except Terminated:
-        run_queries.end_run(db, run_id, "interrupted", error="terminated (SIGTERM)")
+        _end_run(db, run_id, "interrupted", error="terminated (SIGTERM)")
         raise
     except BaseException as exc:
-        run_queries.end_run(db, run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        _end_run(db, run_id, "failed", error=f"{type(exc).__name__}: {exc}")
         raise
     return result
+
+
+# Ending a run waits out another writer's lock this many times (each the busy timeout, TEXTCLF_DB_TIMEOUT):
+# a run whose end cannot be written stays `running` until its owner is found gone (textclf/runs/owner.py).
+END_ATTEMPTS = 6
+
+
+def _end_run(db, run_id: int, status: str, **fields) -> None:
+    for attempt in range(END_ATTEMPTS):
+        try:
+            return run_queries.end_run(db, run_id, status, **fields)
+        except DatabaseError:
+            if attempt == END_ATTEMPTS - 1:
+                raise
+
+
+class _EpochRecorder:
+    """Writes each epoch's row and the run's heartbeat; while another writer holds the database lock the rows
+    wait and go with the next epoch's (or with `flush` at the end), so a busy database does not stop training."""
+
+    def __init__(self, db, run_id: int):
+        self.db, self.run_id, self.pending = db, run_id, []
+
+    def __call__(self, stats: EpochStats) -> None:
+        self.pending.append(stats)
+        try:
+            self._write()
+        except DatabaseError:
+            pass  # locked: written with the next epoch
+
+    def _write(self) -> None:
+        while self.pending:
+            run_queries.add_epoch(self.db, self.run_id, **self.pending[0].__dict__)
+            self.pending.pop(0)
+        run_queries.update_run(self.db, self.run_id, heartbeat_at=run_queries.now())
+
+    def flush(self) -> None:
+        for attempt in range(END_ATTEMPTS):
+            try:
+                return self._write()
+            except DatabaseError:
+                if attempt == END_ATTEMPTS - 1:
+                    raise
 
 
 def _backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
@@ -108,6 +158,16 @@ def _backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
     backend, device = warmup.result()
     run_queries.update_run(db, run_id, backend=backend, device=device)
     return backend
+
+
+def _check_model_path(model_path: str | Path | None) -> None:
+    """Refuse, before any work, a model path that could not be written after the training."""
+    if model_path is None:
+        return
+    path = Path(model_path)
+    if path.is_dir():
+        raise ArtifactError(f"--out '{path}' is a folder: name the model file to write, e.g. "
+                            f"'{path / 'model.textclf.npz'}'")
 
 
 def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path, report, checkpointer,
@@ -135,8 +195,10 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     classes, eval_kind, train_x, eval_x = data.classes, data.eval_kind, data.train_x, data.eval_x
     train_y, eval_y = encode_labels(data.train_labels, classes), encode_labels(data.eval_labels, classes)
 
+    record_epoch = _EpochRecorder(db, run_id)
+
     def on_epoch(stats: EpochStats) -> None:
-        run_queries.add_epoch(db, run_id, **stats.__dict__)
+        record_epoch(stats)
         report(TrainEvent("epoch", epoch=stats, total_epochs=epochs))
 
     epochs = settings.epochs_for(len(train_y))
@@ -172,8 +234,9 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     if primary:
         with phase("save"):
             save_model(model, path)
+    record_epoch.flush()
     run_queries.add_phases(db, run_id, phase.seconds)
-    run_queries.end_run(
+    _end_run(
         db, run_id, "finished", model_path=str(path.resolve()), final_loss=last.loss,
         train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy,
     )
