@@ -188,7 +188,6 @@ def train(
     as_json: JsonOption = False,
 ) -> None:
     """Train a model on CORPUS, record the run, and write the model file."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from textclf.training.distributed import initialize
     from textclf.runs.run import train as train_model
