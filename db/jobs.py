@@ -106,7 +106,8 @@ def cancel_requested(db: sqlite_utils.Database, job_id: int) -> bool:
 
 
 def finish(db: sqlite_utils.Database, job_id: int, status: str, **fields: Any) -> None:
-    assert status in ("succeeded", "failed", "cancelled")
+    # held: trained, but its model was not published (the daemon's publish gate; the error says why)
+    assert status in ("succeeded", "failed", "cancelled", "held")
     write_transaction(db, lambda: db["jobs"].update(job_id, {"status": status, "ended_at": now(), **fields}))
 
 

@@ -127,9 +127,9 @@ def _v5_search_trials(db: sqlite_utils.Database) -> None:
 def _v6_run_owners(db: sqlite_utils.Database) -> None:
     # runs: the process that owns a running run (host, pid, the process's start time: a pid is reused) and
     # its last sign of life, so a run whose process is gone can be marked interrupted; the daemon job it
-    # trains, and the run of that job it resumes after a crash.
+    # trains, the run of that job it resumes after a crash, and whether the daemon published its model (why not).
     for column, kind in (("owner_host", str), ("owner_pid", int), ("owner_started", str), ("heartbeat_at", str),
-                         ("job_id", int), ("resumes_run", int)):
+                         ("job_id", int), ("resumes_run", int), ("publish_decision", str)):
         db["runs"].add_column(column, kind)
 
 

@@ -80,3 +80,14 @@ def test_corrupt_and_missing_files_are_refused(model, tmp_path):
         z.writestr("header.npy", b"\x93NUMPY\x01\x00v\x00{'descr': '|O', 'fortran_order': False, 'shape': (), }" + b" " * 60 + b"\n")
     with pytest.raises(ArtifactError, match="corrupt or not a textclf model"):
         load_model(pickled)  # object arrays would need pickle: refused, never unpickled
+
+
+@pytest.mark.parametrize("name, shape", [("b1", (5,)), ("b2", (2, 2)), ("w2", (3,))])
+def test_weights_of_the_wrong_shape_are_refused_by_name(model, tmp_path, name, shape):
+    path = save_model(model, tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as stored:
+        arrays = {key: stored[key] for key in stored.files}
+    arrays[name] = np.zeros(shape, np.float32)
+    np.savez(path, **arrays)
+    with pytest.raises(ArtifactError, match=f"inconsistent .*{name} \\({', '.join(map(str, shape))}"):
+        load_model(path)

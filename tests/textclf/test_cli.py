@@ -448,3 +448,21 @@ def test_a_locked_database_mid_training_delays_the_epoch_rows_not_the_training(r
     recorded = runs.get_run(open_db(run_db_path()), run["id"])
     assert run["status"] == "finished" and [e["epoch"] for e in recorded["epochs"]] == list(range(1, 76))
     assert recorded["owner_pid"] and recorded["heartbeat_at"]
+
+
+def test_a_damaged_database_is_one_line_in_every_command(runner, tmp_path):
+    path = tmp_path / "runs.db"
+    database = open_db(path)
+    for i in range(400):  # enough rows for pages beyond the schema's
+        runs.start_run(database, corpus=f"corpus-{i}.jsonl" * 20, settings={"seed": i})
+    database.conn.close()
+    data = bytearray(path.read_bytes())
+    page = 4096
+    damaged = len(data) - 3 * page
+    data[page:damaged] = b"\xff" * (damaged - page)  # every page but the header's and the last two
+    path.write_bytes(bytes(data))
+    for command in (["runs", "list"], ["runs", "show", "3"], ["jobs", "list"]):
+        result = invoke(runner, *command, "--db", path)
+        assert result.exit_code == 1, (command, result.output)
+        assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+        assert "Traceback" not in result.output

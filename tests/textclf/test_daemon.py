@@ -40,7 +40,7 @@ def test_daemon_runs_queued_jobs_and_publishes_versions(corpus_dir, db_path, fas
     first = jobs.submit(db, str(corpus_dir), fast_settings.to_dict(), "sample")
     second = jobs.submit(db, str(corpus_dir), fast_settings.replace(seed=1).to_dict(), "sample")
     bad = jobs.submit(db, str(corpus_dir / "missing"), fast_settings.to_dict(), "sample")
-    assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 3
+    assert run_daemon(DaemonOptions(db_path=db_path, once=True, publish="always")) == 3
     done = [jobs.get(db, i) for i in (first, second, bad)]
     assert [j["status"] for j in done] == ["succeeded", "succeeded", "failed"]
     assert [j["model_version"] for j in done[:2]] == [1, 2] and "does not exist" in done[2]["error"]
@@ -122,3 +122,19 @@ def test_stopped_daemon_job_resumes_from_checkpoint(slow_corpus, db_path, isolat
 def _checkpoint_epochs(job_id) -> int:
     state = Checkpointer(checkpoint_path(job_id)).load()
     return state.epochs_done if state else 0
+
+
+def test_a_worse_model_is_held_not_published(corpus_dir, db_path, fast_settings, isolated_home):
+    db = open_db(db_path)
+    good = jobs.submit(db, str(corpus_dir), fast_settings.to_dict(), "sample")
+    # one epoch of a tiny rate: the same corpus, a model no better than chance
+    worse = jobs.submit(db, str(corpus_dir), fast_settings.replace(epochs=1, learning_rate=1e-6, min_steps=0,
+                                                                   pinned=("epochs",)).to_dict(), "sample")
+    assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 2
+    held = jobs.get(db, worse)
+    assert jobs.get(db, good)["model_version"] == 1
+    assert held["status"] == "held" and held["model_version"] is None and "not published" in held["error"]
+    assert [row["version"] for row in db["models"].rows] == [1]  # the service keeps serving v1
+    run = runs.get_run(db, held["run_id"])
+    assert run["publish_decision"] == held["error"] and Path(run["model_path"]).exists()
+    assert runs.get_run(db, jobs.get(db, good)["run_id"])["publish_decision"] == "published as v1"

@@ -140,7 +140,7 @@ def test_hot_reload_under_concurrent_load(published, corpus_dir, fast_settings):
                 await client.post("/v1/models/sample:predict", json={"instances": ["warm up"]})
                 load = asyncio.gather(*(client_loop(client) for _ in range(50)))
                 jobs.submit(open_db(published), str(corpus_dir), fast_settings.replace(seed=3).to_dict(), "sample")
-                await asyncio.to_thread(run_daemon, DaemonOptions(db_path=published, once=True))
+                await asyncio.to_thread(run_daemon, DaemonOptions(db_path=published, once=True, publish="always"))
                 await load
                 await asyncio.sleep(0.2)
                 after = await client.post("/v1/models/sample:predict", json={"instances": ["x"]})
@@ -254,6 +254,8 @@ def test_job_settings_are_validated_strictly(client, corpus_dir):
         refused = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": settings}, headers=auth)
         assert refused.status_code in (400, 422) and fragment in str(refused.json()["detail"]), settings
     assert client.get(f"/v1/jobs/{10**23}").status_code == 422
+    nul = client.post("/v1/jobs", json={"corpus": str(corpus_dir) + "\x00x"}, headers=auth)
+    assert nul.status_code == 400 and "NUL byte" in nul.json()["detail"]
     created = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": {"learning_rate": 0.01}},
                           headers=auth).json()
     assert created["settings"]["pinned"] == ["learning_rate"]
@@ -273,3 +275,25 @@ def test_a_chunked_body_over_the_limit_gets_413_as_it_arrives(client):
                            headers={"content-type": "application/json"})
     assert response.status_code == 413 and "over 10000 bytes" in response.json()["detail"]
     assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200
+
+
+def test_a_damaged_published_version_is_not_served_and_the_previous_one_is(published, corpus_dir, fast_settings,
+                                                                            caplog):
+    db = open_db(published)
+    jobs.submit(db, str(corpus_dir), fast_settings.replace(seed=5).to_dict(), "sample")
+    run_daemon(DaemonOptions(db_path=published, once=True, publish="always"))
+    v2 = Path(db["models"].get(("sample", 2))["path"])
+    v2.write_bytes(v2.read_bytes()[:500])  # the disk damaged the newest version
+    with TestClient(create_app(ServiceOptions(db_path=published, reload_seconds=0.05))) as client:
+        answer = client.post("/v1/models/sample:predict", json={"instances": ["the rocket reached orbit"]})
+        assert answer.status_code == 200 and answer.json()["version"] == 1  # not a 400 blaming the client
+        pinned = client.post("/v1/models/sample/versions/2:predict", json={"instances": ["x"]})
+        assert pinned.status_code == 503 and "republish" in pinned.json()["detail"]
+        # a damaged version published while serving: said once in the log, the current version keeps serving
+        v3 = v2.parent / "v3.textclf.npz"
+        v3.write_bytes(b"not a model")
+        assert jobs.publish_model(db, "sample", path=str(v3), eval_accuracy=1.0) == 3
+        time.sleep(0.5)
+        answer = client.post("/v1/models/sample:predict", json={"instances": ["the rocket reached orbit"]})
+        assert answer.status_code == 200 and answer.json()["version"] == 1
+    assert sum("sample v3 cannot be loaded" in r.getMessage() for r in caplog.records) == 1

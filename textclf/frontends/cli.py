@@ -8,6 +8,7 @@ import functools
 import inspect
 import json
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -69,6 +70,11 @@ def user_errors(fn):
         except USER_ERRORS as exc:
             # A Text, not a markup string: "[gpu]" in a message or a path is printed as it is.
             err.print(Text.assemble(("Error:", "red"), f" {exc}"), highlight=False, soft_wrap=True)
+            raise typer.Exit(1)
+        except sqlite3.DatabaseError as exc:  # a query on a run database that opened but is damaged inside
+            err.print(Text.assemble(("Error:", "red"), f" the run database failed ({exc}): it is damaged or "
+                                    "not a textclf database; restore it from a copy or pass another --db"),
+                      highlight=False, soft_wrap=True)
             raise typer.Exit(1)
         except KeyboardInterrupt:
             err.print("Interrupted.", highlight=False)
@@ -724,12 +730,15 @@ def daemon(
     stale_after: Annotated[float, typer.Option(help="Seconds without heartbeat before a job is taken over.")] = 60.0,
     heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 5.0,
     checkpoint_every: Annotated[float, typer.Option(help="Checkpoint a job at most this often, in seconds (0: every epoch).")] = 10.0,
+    publish: Annotated[str, typer.Option(help="not-worse: publish a job's model only if its evaluation accuracy is not below the serving version's (else the job is 'held'); always: publish every one.")] = "not-worse",
 ) -> None:
     """Train queued jobs one at a time until stopped (SIGTERM/Ctrl-C finish the current epoch, then exit)."""
-    from textclf.frontends.daemon import DaemonOptions, run_daemon
+    from textclf.frontends.daemon import PUBLISH_RULES, DaemonOptions, run_daemon
 
+    if publish not in PUBLISH_RULES:
+        raise SettingsError(f"--publish must be {' or '.join(PUBLISH_RULES)}, not '{publish}'")
     options = DaemonOptions(db_path=db, poll_seconds=poll, stale_after=stale_after, heartbeat_seconds=heartbeat,
-                            once=once, checkpoint_seconds=checkpoint_every)
+                            once=once, checkpoint_seconds=checkpoint_every, publish=publish)
     ran = run_daemon(options, on_event=lambda message: err.print(message, highlight=False))
     err.print(f"daemon stopped after {ran} job(s)", highlight=False)
 

@@ -45,6 +45,12 @@ class DaemonOptions:
     once: bool = False  # exit when the queue is empty instead of waiting for more
     checkpoint_seconds: float = 10.0  # at most this much training is redone after a crash (0: every epoch)
     worker: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    # "not-worse": a job's model is published only if its evaluation accuracy is not below the serving
+    # version's (a bad corpus or setting never replaces a good model); "always": every job's model is published.
+    publish: str = "not-worse"
+
+
+PUBLISH_RULES = ("not-worse", "always")
 
 
 def checkpoint_path(job_id: int) -> Path:
@@ -106,13 +112,31 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
         return "failed"
     finally:
         beat.done.set()
+    serving = published.get_version(db, job["name"])
+    worse = (options.publish == "not-worse" and serving is not None and serving["eval_accuracy"] is not None
+             and result.eval_accuracy is not None and result.eval_accuracy < serving["eval_accuracy"])
+    if worse:
+        held = result.model_path.parent / f"held-job-{job_id}.textclf.npz"  # kept for a look, never served
+        os.replace(result.model_path, held)
+        reason = (f"not published: {result.eval_kind} accuracy {result.eval_accuracy:.4f} is below the serving "
+                  f"v{serving['version']}'s {serving['eval_accuracy']:.4f} (textclf daemon --publish always "
+                  "publishes every version)")
+        run_queries.update_run(db, result.run_id, model_path=str(held), publish_decision=reason)
+        job_queue.finish(db, job_id, "held", run_id=result.run_id, error=reason)
+        checkpoint.remove()
+        return "held"
     version = job_queue.publish_model(db, job["name"], path="", run_id=result.run_id, job_id=job_id,
                                       eval_accuracy=result.eval_accuracy, eval_kind=result.eval_kind,
                                       labels=",".join(result.model.labels))
     final = result.model_path.parent / f"v{version}.textclf.npz"
     os.replace(result.model_path, final)
     published.set_path(db, job["name"], version, str(final))
-    run_queries.update_run(db, result.run_id, model_path=str(final))  # the file that exists from now on
+    run_queries.update_run(db, result.run_id, model_path=str(final),  # the file that exists from now on
+                           publish_decision=f"published as v{version}" + (
+                               f" ({result.eval_kind} accuracy {result.eval_accuracy:.4f}, serving v"
+                               f"{serving['version']} had {serving['eval_accuracy']:.4f})"
+                               if serving is not None and serving["eval_accuracy"] is not None
+                               and result.eval_accuracy is not None else ""))
     job_queue.finish(db, job_id, "succeeded", run_id=result.run_id, model_version=version)
     checkpoint.remove()
     return "succeeded"

@@ -47,7 +47,7 @@ from db import open_db
 from textclf.inference.artifacts import load_model
 from textclf.inference.text_model import Model
 from textclf.settings import Settings
-from textclf.errors import USER_ERRORS
+from textclf.errors import USER_ERRORS, ArtifactError
 from textclf.inference.predict import top_labels
 
 log = logging.getLogger("textclf.frontends.service")
@@ -206,6 +206,7 @@ class _Models:
         self.options, self.metrics = options, metrics
         self.db = open_db(run_db_path(options.db_path))
         self.batchers: dict[str, _Batcher] = {}
+        self.unloadable: set[tuple[str, int]] = set()  # (name, version) whose file failed to load
 
     def latest(self) -> dict[str, dict]:
         return published.latest_versions(self.db)
@@ -215,11 +216,27 @@ class _Models:
         version (kept as it is)."""
         key = name if version is None else f"{name}@{version}"
         if key not in self.batchers:
-            row = published.get_version(self.db, name, version)
-            if row is None:
+            rows = published.versions(self.db, name)
+            if version is not None:
+                rows = [row for row in rows if row["version"] == version]
+            if not rows:
                 what = f"model '{name}'" if version is None else f"version {version} of model '{name}'"
                 raise HTTPException(404, f"{what} does not exist: see GET /v1/models/{name}")
-            self._install(key, row, load_model(row["path"]))
+            # The newest version whose file loads: a damaged file is the server's problem, not the client's,
+            # and an older version serves meanwhile (a pinned version has no stand-in: 503).
+            problems = []
+            for row in reversed(rows):
+                try:
+                    model = load_model(row["path"])
+                except ArtifactError as exc:
+                    log.warning("model %s v%s cannot be loaded: %s", name, row["version"], exc)
+                    problems.append(str(exc))
+                    continue
+                self._install(key, row, model)
+                break
+            else:
+                raise HTTPException(503, f"model '{name}' cannot be loaded on the server ({problems[0]}); "
+                                         "republish it")
         return self.batchers[key]
 
     def _install(self, name: str, row: dict, model: Model) -> None:
@@ -235,12 +252,20 @@ class _Models:
         while True:
             await asyncio.sleep(self.options.reload_seconds)
             try:
-                for name, row in self.latest().items():
-                    current = self.batchers.get(name)  # the newest-version batcher; pinned ones stay
-                    if current is not None and row["version"] > current.version:
-                        self._install(name, row, await asyncio.to_thread(load_model, row["path"]))
-            except Exception as exc:  # a locked DB or a bad file: keep serving the current versions, retry
+                latest = self.latest()
+            except Exception as exc:  # a locked DB: keep serving the current versions, look again next time
                 log.warning("model reload failed, still serving the current versions: %s", exc)
+                continue
+            for name, row in latest.items():
+                current = self.batchers.get(name)  # the newest-version batcher; pinned ones stay
+                if current is None or row["version"] <= current.version or (name, row["version"]) in self.unloadable:
+                    continue
+                try:
+                    self._install(name, row, await asyncio.to_thread(load_model, row["path"]))
+                except Exception as exc:  # a damaged file: the current version keeps serving; said once
+                    self.unloadable.add((name, row["version"]))
+                    log.warning("model %s v%s cannot be loaded, still serving v%s: %s", name, row["version"],
+                                current.version, exc)
 
 
 OPTIONS_ENV = "TEXTCLF_SERVICE_OPTIONS"
@@ -470,6 +495,9 @@ def create_app(options: ServiceOptions) -> FastAPI:
         if options.data_root is None:
             raise HTTPException(403, "job submission needs --data-root: corpora must lie under it")
         root = options.data_root.resolve()
+        for given in (body.corpus, body.test_corpus):
+            if given and "\x00" in given:
+                raise HTTPException(400, "a corpus path holds a NUL byte: send the path as it is on the server")
         paths = [Path(p).resolve() for p in (body.corpus, body.test_corpus) if p]
         for path in paths:
             if not path.is_relative_to(root):

@@ -100,8 +100,14 @@ def load_model(path: str | Path):
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ArtifactError(f"model file '{path}' is incomplete (missing {exc}): retrain it") from None
-    if model.w1.shape[0] != model.vectorizer.n_features or model.w2.shape[1] != len(model.labels):
-        raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes do not match): retrain it")
+    # w1 (F, H), b1 (H,), w2 (H, C), b2 (C,): any other shape would fail later, in NumPy, with a broadcast error.
+    shapes_ok = (model.w1.ndim == 2 and model.w2.ndim == 2 and model.w1.shape[0] == model.vectorizer.n_features
+                 and model.b1.shape == (model.w1.shape[1],) and model.w2.shape[0] == model.w1.shape[1]
+                 and model.w2.shape[1] == len(model.labels) and model.b2.shape == (len(model.labels),))
+    if not shapes_ok:
+        raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes w1 {model.w1.shape}, b1 "
+                            f"{model.b1.shape}, w2 {model.w2.shape}, b2 {model.b2.shape} do not fit together): "
+                            "retrain it")
     return model
 
 
