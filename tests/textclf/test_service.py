@@ -52,7 +52,12 @@ def test_predict_matches_the_library(client, published):
     assert client.get("/v1/models/sample").json()["versions"][0]["version"] == 1
     assert client.get("/health/ready").json() == {"status": "ready", "models": 1}
     assert client.get("/health/live").status_code == 200
-    assert 'textclf_requests_total{endpoint="/v1/models/sample",status="200"}' in client.get("/metrics").text
+    for path in ("/nope/1", "/nope/2", "/v1/models/other"):
+        client.get(path)
+    exposed = client.get("/metrics").text
+    # labelled by route template and method: a 404 path or another model name adds no series
+    assert 'textclf_http_requests_total{handler="/v1/models/{name}",method="GET",status="200"}' in exposed
+    assert 'handler="/v1/models/{name}:predict"' in exposed and "/nope" not in exposed and "other" not in exposed
     assert client.get("/openapi.json").status_code == 200
 
 

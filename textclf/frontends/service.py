@@ -37,7 +37,8 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi import Path as FastPath
 from fastapi.responses import JSONResponse, PlainTextResponse
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, Histogram, generate_latest
+from prometheus_fastapi_instrumentator import Instrumentator
 from pydantic import BaseModel, Field
 
 from db import jobs as job_queue
@@ -191,9 +192,8 @@ class _Batcher:
 class _Metrics:
     def __init__(self):
         self.registry = CollectorRegistry()
-        self.requests = Counter("textclf_requests", "HTTP requests", ["endpoint", "status"], registry=self.registry)
-        self.latency = Histogram("textclf_request_seconds", "Request latency", ["endpoint"], registry=self.registry,
-                                 buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5))
+        # Requests and their latency: prometheus-fastapi-instrumentator (create_app), labelled by route template
+        # ("/v1/models/{name}:predict") and method, so every distinct URL does not add a series.
         self.batch_size = Histogram("textclf_batch_size", "Instances scored together", registry=self.registry,
                                     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
         self.model_version = Gauge("textclf_model_version", "Served version", ["model"], registry=self.registry)
@@ -341,17 +341,14 @@ def create_app(options: ServiceOptions) -> FastAPI:
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
-        endpoint = request.url.path.split(":")[0] if request.url.path.startswith("/v1/models/") else request.url.path
-        start = time.perf_counter()
         if options.require_token_everywhere and not request.url.path.startswith("/health") and not authorized(request):
-            response = JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
-        elif int(request.headers.get("content-length") or 0) > options.max_body_bytes:
-            response = JSONResponse({"detail": f"request body over {options.max_body_bytes} bytes"}, status_code=413)
-        else:
-            response = await call_next(request)
-        metrics.requests.labels(endpoint, str(response.status_code)).inc()
-        metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
-        return response
+            return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
+        if int(request.headers.get("content-length") or 0) > options.max_body_bytes:
+            return JSONResponse({"detail": f"request body over {options.max_body_bytes} bytes"}, status_code=413)
+        return await call_next(request)
+
+    Instrumentator(registry=metrics.registry, should_group_status_codes=False, should_group_untemplated=True,
+                   excluded_handlers=["/metrics"]).instrument(app, metric_namespace="textclf")
 
     async def user_error(request: Request, exc: Exception):
         return JSONResponse({"detail": str(exc)}, status_code=404 if isinstance(exc, job_queue.JobNotFound) else 400)
