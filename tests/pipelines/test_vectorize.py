@@ -147,7 +147,7 @@ def test_nb_weighting_is_saved_in_the_vectorizer_and_applied_at_prediction():
 
     texts = ["good film good", "great good", "bad film", "awful bad bad"] * 60
     labels = ["pos", "pos", "neg", "neg"] * 60
-    plain, x_plain = fit_vectorizer(texts, labels, Settings(stop_words=None), workers=1)
+    plain, x_plain = fit_vectorizer(texts, labels, Settings(stop_words=None, nb_weighting=False), workers=1)
     nb, x_nb = fit_vectorizer(texts, labels, Settings(stop_words=None, nb_weighting=True), workers=1)
     assert plain.terms == nb.terms and not np.allclose(plain.idf, nb.idf)
     np.testing.assert_allclose(nb.transform(texts[:4], workers=1).toarray(), x_nb[:4].toarray(), rtol=1e-5)

@@ -101,7 +101,7 @@ TRAINING_OPTIONS = (
     ("ngrams", "ngram_max", Optional[int], f"Longest word n-gram (default {D.ngram_max}; searched)."),
     ("stop_words", "stop_words", Optional[str], f"'english' or 'none' (default {D.stop_words}; searched)."),
     ("nb_weighting", "nb_weighting", Optional[bool],
-     "Scale each column by its naive Bayes log-count ratio (default: searched; off with --search off)."),
+     "Scale each column by its naive Bayes log-count ratio (default on; searched)."),
     ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) (default {D.hidden})."),
     ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size})."),
     ("epochs", "epochs", Optional[int],

@@ -216,12 +216,13 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
 def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix, val_y: np.ndarray,
                    n_classes: int, rates: list[float], decays: list[float], epochs: int, batch_size: int,
                    hidden: int, seed: int, shape: tuple[int, int], val_shape: tuple[int, int],
-                   ensemble: bool = False):
+                   ensemble: bool = False, patience: int | None = None):
     """Train K = len(rates) networks side by side for `epochs` epochs, network k with learning rate rates[k]
     and weight decay decays[k]; -> (epochs, K) validation accuracy after each
     epoch, and with ensemble=True also (epochs,) the accuracy of their average (the models as one ensemble).
     shape / val_shape: (steps, cap) of the training / validation batches (batch_shape), shared by the calls of
-    one search so that they compile once."""
+    one search so that they compile once. patience: stop once this many epochs in a row improved no network's
+    best validation accuracy (early stopping); the epochs not run score 0."""
     models = len(rates)
     params, state = _start(seed, train_x.shape[1], hidden, n_classes, models)
     rates_array = jnp.asarray(rates, jnp.float32)
@@ -233,10 +234,15 @@ def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_ma
     # The batches are cut once, from one shuffle, and each epoch visits them in a new order: cutting them anew
     # on the host every epoch cost more than the GPU's training (0.1-0.2 s an epoch on news4).
     batches = _device_batches(train_x, train_y, batch_size, rng.permutation(train_x.shape[0]), shape)
+    best, stale = np.full(models, -1.0), 0
     for epoch in range(epochs):
         order = jnp.asarray(rng.permutation(shape[0]).astype(np.int32))
         params, state, _ = _epoch(params, state, rates_array, decays_array, *batches, order, dense=dense)
         each, averaged = _hits(params, *val_batches, dense=dense)
         accuracies[epoch] = np.asarray(each) / max(1, val_x.shape[0])
         together[epoch] = float(averaged) / max(1, val_x.shape[0])
+        stale = 0 if np.any(accuracies[epoch] > best) else stale + 1
+        best = np.maximum(best, accuracies[epoch])
+        if patience is not None and stale >= patience:
+            break
     return (accuracies, together) if ensemble else accuracies

@@ -45,6 +45,9 @@ LEARNING_RATES = (0.001, 0.003, 0.01)
 # normalises to a step of ~lr towards 0, so any decay > 0 shrinks the weights of rare features between their
 # appearances. Searched as one more candidate per rate (K = 6 networks a round) on a GPU.
 WEIGHT_DECAYS = (0.0, 1e-4)
+# A round stops once this many epochs in a row improved none of its networks' validation accuracy: most
+# curves peak within 4-14 of the 20 epochs (BENCHMARKS.md), and the epochs after a peak only confirm it.
+PATIENCE = 3
 # After fold 0 only this many vectorizer variants (the best on fold 0) train on the other folds: most of the
 # 8 variants are clearly behind after one fold, and the rounds they skip pay for the ensemble's rounds.
 RACE_KEEP = 3
@@ -204,14 +207,16 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
             upcoming[number + 1] = prefetch.submit(matrices, *rounds[number + 1])
         curves = fit_candidates(train_x, y[train_rows], val_x, y[val_rows], len(classes),
                                 [rate for rate, _ in optimizers], [decay for _, decay in optimizers], epochs,
-                                settings.batch_size, settings.hidden, settings.seed + fold, shape, val_shape)
+                                settings.batch_size, settings.hidden, settings.seed + fold, shape, val_shape,
+                                patience=PATIENCE)
         results[(variant, fold)] = curves
+        run_epochs = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1  # epochs before early stop
         seconds = time.perf_counter() - round_start
         round_seconds.append(seconds)
         for k, (rate, decay) in enumerate(optimizers):
             trials.append({"candidate": variants.index(variant) * len(optimizers) + k, "fold": fold,
                            "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
-                           "epoch_accuracies": [round(float(a), 6) for a in curves[:, k]],
+                           "epoch_accuracies": [round(float(a), 6) for a in curves[:run_epochs, k]],
                            "seconds": seconds / len(optimizers)})
         number += 1
         if number == len(variants):  # fold 0 done: the rest of the folds for the best variants only
