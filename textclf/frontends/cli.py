@@ -228,7 +228,7 @@ def train(
                   f"{c.epochs} epochs, {c.ensemble or 1} network(s) by validation accuracy "
                   f"{search['best_accuracy']:.4f} ({search['rounds']} of {search['rounds_planned']} rounds, "
                   f"{search['folds']} fold(s), {search['seconds']:.1f} s; leaderboard: textclf runs show "
-                  f"{result.run_id})", highlight=False, markup=False)
+                  f"{result.run_id})", highlight=False, markup=False, soft_wrap=True)
     elif search.get("skipped") and search["skipped"] != "--search off":
         err.print(f"search skipped: {search['skipped']}", highlight=False, markup=False)
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in result.phases.items())
