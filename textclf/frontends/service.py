@@ -32,7 +32,7 @@ import time
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi import Path as FastPath
@@ -206,7 +206,7 @@ class _Models:
         self.options, self.metrics = options, metrics
         self.db = open_db(run_db_path(options.db_path))
         self.batchers: dict[str, _Batcher] = {}
-        self.unloadable: set[tuple[str, int]] = set()  # (name, version) whose file failed to load
+        self.unloadable: set[tuple[str, int, str]] = set()  # (name, version, path) whose file failed to load
 
     def latest(self) -> dict[str, dict]:
         return published.latest_versions(self.db)
@@ -258,12 +258,14 @@ class _Models:
                 continue
             for name, row in latest.items():
                 current = self.batchers.get(name)  # the newest-version batcher; pinned ones stay
-                if current is None or row["version"] <= current.version or (name, row["version"]) in self.unloadable:
+                # An empty path: the daemon is still moving the file into place (it sets the path after).
+                attempt = (name, row["version"], row["path"])
+                if current is None or row["version"] <= current.version or not row["path"] or attempt in self.unloadable:
                     continue
                 try:
                     self._install(name, row, await asyncio.to_thread(load_model, row["path"]))
                 except Exception as exc:  # a damaged file: the current version keeps serving; said once
-                    self.unloadable.add((name, row["version"]))
+                    self.unloadable.add(attempt)
                     log.warning("model %s v%s cannot be loaded, still serving v%s: %s", name, row["version"],
                                 current.version, exc)
 
@@ -288,16 +290,24 @@ def _is_loopback(host: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.")
 
 
-class BodyLimit:
-    """ASGI middleware: a request body over `max_bytes` is refused with 413 as its bytes arrive, whether or not
-    a Content-Length header announced it (a chunked body has none), so an oversized body is never held whole."""
+class Guard:
+    """ASGI middleware in front of every route: the bearer token where every endpoint needs it, and the body
+    limit, on the Content-Length header and on the bytes as they arrive (a chunked body has no header), so an
+    oversized body is refused with 413 and never held whole. Plain ASGI, not Starlette's BaseHTTPMiddleware,
+    which costs every request an extra task and stream (measured: BENCHMARKS.md, "Daemon and service")."""
 
-    def __init__(self, app, max_bytes: int):
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app, max_bytes: int, authorized: Callable[[dict], bool] | None):
+        self.app, self.max_bytes, self.authorized = app, max_bytes, authorized
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        if self.authorized is not None and not scope["path"].startswith("/health") and not self.authorized(scope):
+            return await JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)(scope, receive, send)
+        length = next((value for name, value in scope["headers"] if name == b"content-length"), b"0")
+        if int(length or 0) > self.max_bytes:
+            response = JSONResponse({"detail": f"request body over {self.max_bytes} bytes"}, status_code=413)
+            return await response(scope, receive, send)
         received = 0
 
         async def limited_receive():
@@ -325,7 +335,6 @@ def create_app(options: ServiceOptions) -> FastAPI:
         watcher.cancel()
 
     app = FastAPI(title="textclf", version="1", lifespan=lifespan)
-    app.add_middleware(BodyLimit, max_bytes=options.max_body_bytes)
 
     def authorized(request: Request) -> bool:
         if not options.token:
@@ -339,14 +348,11 @@ def create_app(options: ServiceOptions) -> FastAPI:
         if not authorized(request):
             raise HTTPException(401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'")
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next):
-        if options.require_token_everywhere and not request.url.path.startswith("/health") and not authorized(request):
-            return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
-        if int(request.headers.get("content-length") or 0) > options.max_body_bytes:
-            return JSONResponse({"detail": f"request body over {options.max_body_bytes} bytes"}, status_code=413)
-        return await call_next(request)
+    def scope_authorized(scope: dict) -> bool:
+        return authorized(Request(scope))
 
+    app.add_middleware(Guard, max_bytes=options.max_body_bytes,
+                       authorized=scope_authorized if options.require_token_everywhere else None)
     Instrumentator(registry=metrics.registry, should_group_status_codes=False, should_group_untemplated=True,
                    excluded_handlers=["/metrics"]).instrument(app, metric_namespace="textclf")
 
