@@ -18,10 +18,24 @@ from db.errors import DatabaseError
 DEFAULT_TIMEOUT_S = 10.0
 
 
+def db_timeout() -> float:
+    """TEXTCLF_DB_TIMEOUT in seconds (default DEFAULT_TIMEOUT_S); a value that is not a number >= 0 is refused."""
+    raw = os.environ.get("TEXTCLF_DB_TIMEOUT", "")
+    if not raw.strip():
+        return DEFAULT_TIMEOUT_S
+    try:
+        timeout = float(raw)
+    except ValueError:
+        timeout = -1.0
+    if not 0 <= timeout < float("inf"):
+        raise DatabaseError(f"TEXTCLF_DB_TIMEOUT='{raw}' is not a number of seconds: set e.g. 10, or unset it")
+    return timeout
+
+
 def open_db(path: str | Path) -> sqlite_utils.Database:
     """Open (creating and migrating as needed) the run database at `path` (":memory:" for a throwaway one)."""
     path = Path(path)
-    timeout = float(os.environ.get("TEXTCLF_DB_TIMEOUT", DEFAULT_TIMEOUT_S))
+    timeout = db_timeout()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)

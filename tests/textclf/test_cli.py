@@ -466,3 +466,18 @@ def test_a_damaged_database_is_one_line_in_every_command(runner, tmp_path):
         assert result.exit_code == 1, (command, result.output)
         assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
         assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("name, value, fragment", [
+    ("TEXTCLF_DB_TIMEOUT", "abc", "TEXTCLF_DB_TIMEOUT='abc' is not a number of seconds"),
+    ("TEXTCLF_DB_TIMEOUT", "-1", "TEXTCLF_DB_TIMEOUT='-1' is not a number of seconds"),
+    ("TEXTCLF_DB_TIMEOUT", "nan", "TEXTCLF_DB_TIMEOUT='nan' is not a number of seconds"),
+    ("SLURM_NTASKS", "many", "SLURM_NTASKS='many' is not a task count"),
+    ("TEXTCLF_COORDINATOR", "host:1", "TEXTCLF_NUM_PROCESSES / TEXTCLF_PROCESS_ID are missing"),
+])
+def test_bad_environment_variables_are_one_line_errors(runner, corpus_dir, monkeypatch, name, value, fragment):
+    monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SLURM_PROCID", "0")
+    result = invoke(runner, "train", corpus_dir, *FAST)
+    assert result.exit_code == 1 and result.stderr.startswith("Error: ") and fragment in result.stderr
+    assert result.stderr.count("\n") == 1

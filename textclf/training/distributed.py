@@ -34,7 +34,10 @@ def coordinates_from_env(env: dict | None = None) -> tuple[str, int, int] | None
                 "TEXTCLF_COORDINATOR is set but TEXTCLF_NUM_PROCESSES / TEXTCLF_PROCESS_ID are missing or not "
                 "integers: set all three"
             ) from None
-    if int(env.get("SLURM_NTASKS", "1") or 1) > 1 and env.get("SLURM_PROCID") is not None:
+    tasks = env.get("SLURM_NTASKS", "1") or "1"
+    if not tasks.strip().isdigit():
+        raise SettingsError(f"SLURM_NTASKS='{tasks}' is not a task count: run under srun, or unset it")
+    if int(tasks) > 1 and env.get("SLURM_PROCID") is not None:
         return "slurm"
     return None
 
