@@ -8,7 +8,6 @@ import io
 import json
 import zipfile
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
