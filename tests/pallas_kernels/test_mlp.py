@@ -93,7 +93,7 @@ def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
         pallas_params, pallas_velocity, pallas_losses, _ = pallas(pallas_params, pallas_velocity, *data, lrs)
     got = unpad_params(pallas_params, features, n_classes)
     for name, a, b in zip(("w1", "b1", "w2", "b2"), got, xla_params):
-        # Relative difference of each matrix under 1e-5 (the bar); single elements under 1e-4: Adam
+        # Relative difference of each matrix under 1e-5 (the parity bar); single elements under 1e-4: Adam
         # divides by sqrt(v), so a weight whose gradients are all near zero moves by ~lr whatever their size,
         # and float32 rounding of such tiny gradients shows up element-wise (3e-5 seen on an H200).
         relative = float(jnp.linalg.norm(a - b) / jnp.linalg.norm(b))

@@ -126,7 +126,7 @@ def test_token_everywhere_off_loopback(published):
 
 
 def test_hot_reload_under_concurrent_load(published, corpus_dir, fast_settings):
-    """The issue's bounded load test: 50 concurrent clients x 200 requests while version 2 is published in the
+    """A bounded load test: 50 concurrent clients x 200 requests while version 2 is published in the
     middle: no errors, both versions served, the last answers from version 2."""
     options = ServiceOptions(db_path=published, reload_seconds=0.05)
     app = create_app(options)
