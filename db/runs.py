@@ -33,10 +33,9 @@ def end_run(db: sqlite_utils.Database, run_id: int, status: str, **fields: Any) 
     update_run(db, run_id, status=status, ended_at=now(), **fields)
 
 
-def running_runs(db: sqlite_utils.Database, job_id: int | None = None) -> list[dict]:
-    """Runs recorded as running (of one daemon job, if given), oldest first."""
-    where, args = ("status = 'running'", []) if job_id is None else ("status = 'running' and job_id = ?", [job_id])
-    return [_decode(r) for r in db["runs"].rows_where(where, args, order_by="id")]
+def running_runs(db: sqlite_utils.Database) -> list[dict]:
+    """Runs recorded as running, oldest first."""
+    return [_decode(r) for r in db["runs"].rows_where("status = 'running'", order_by="id")]
 
 
 def runs_of_job(db: sqlite_utils.Database, job_id: int) -> list[dict]:

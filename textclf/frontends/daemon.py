@@ -84,11 +84,14 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
     # A run of this job still marked running belongs to a daemon that died mid-job (the job was claimed again
     # because its heartbeat went stale; on this host reap_orphaned_runs may have ended it already): it ends
     # here, and the new run records the interrupted run it resumes.
-    for run in run_queries.running_runs(db, job_id):
-        run_queries.end_run(db, run["id"], "interrupted",
-                            error=f"the daemon training job {job_id} stopped without ending this run (killed or "
-                                  f"crashed); the job was taken over at {run_queries.now()}")
-    earlier = [run for run in run_queries.runs_of_job(db, job_id) if run["status"] == "interrupted"]
+    earlier = run_queries.runs_of_job(db, job_id)
+    for run in earlier:
+        if run["status"] == "running":
+            run_queries.end_run(db, run["id"], "interrupted",
+                                error=f"the daemon training job {job_id} stopped without ending this run (killed "
+                                      f"or crashed); the job was taken over at {run_queries.now()}")
+            run["status"] = "interrupted"
+    earlier = [run for run in earlier if run["status"] == "interrupted"]
     try:
         settings = Settings.from_dict(job["settings"])
         result = train(job["corpus"], settings, test_path=job["test_corpus"], db_path=options.db_path,
@@ -113,9 +116,8 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
     finally:
         beat.done.set()
     serving = published.get_version(db, job["name"])
-    worse = (options.publish == "not-worse" and serving is not None and serving["eval_accuracy"] is not None
-             and result.eval_accuracy is not None and result.eval_accuracy < serving["eval_accuracy"])
-    if worse:
+    comparable = serving is not None and serving["eval_accuracy"] is not None and result.eval_accuracy is not None
+    if options.publish == "not-worse" and comparable and result.eval_accuracy < serving["eval_accuracy"]:
         held = result.model_path.parent / f"held-job-{job_id}.textclf.npz"  # kept for a look, never served
         os.replace(result.model_path, held)
         reason = (f"not published: {result.eval_kind} accuracy {result.eval_accuracy:.4f} is below the serving "
@@ -131,12 +133,12 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
     final = result.model_path.parent / f"v{version}.textclf.npz"
     os.replace(result.model_path, final)
     published.set_path(db, job["name"], version, str(final))
-    run_queries.update_run(db, result.run_id, model_path=str(final),  # the file that exists from now on
-                           publish_decision=f"published as v{version}" + (
-                               f" ({result.eval_kind} accuracy {result.eval_accuracy:.4f}, serving v"
-                               f"{serving['version']} had {serving['eval_accuracy']:.4f})"
-                               if serving is not None and serving["eval_accuracy"] is not None
-                               and result.eval_accuracy is not None else ""))
+    decision = f"published as v{version}"
+    if comparable:
+        decision += (f" ({result.eval_kind} accuracy {result.eval_accuracy:.4f}, serving v{serving['version']} had "
+                     f"{serving['eval_accuracy']:.4f})")
+    # the file that exists from now on, and why it was published
+    run_queries.update_run(db, result.run_id, model_path=str(final), publish_decision=decision)
     job_queue.finish(db, job_id, "succeeded", run_id=result.run_id, model_version=version)
     checkpoint.remove()
     return "succeeded"

@@ -27,6 +27,7 @@ import asyncio
 import hmac
 import json
 import logging
+import math
 import os
 import time
 from contextlib import asynccontextmanager
@@ -436,17 +437,13 @@ def create_app(options: ServiceOptions) -> FastAPI:
         return {"ready": True}
 
     def v2_metadata(name: str, version: int | None) -> dict:
-        row = published.get_version(state["models"].db, name, version)
-        if row is None:
-            raise HTTPException(404, f"model '{name}'{'' if version is None else f' version {version}'} does not "
-                                     f"exist: see GET /v1/models")
-        batcher = state["models"].batcher(name, version)
+        batcher = state["models"].batcher(name, version)  # 404 for a name or version that does not exist
+        labels = list(batcher.model.labels)
         return {"name": name, "versions": [str(r["version"]) for r in published.versions(state["models"].db, name)],
-                "platform": "textclf", "parameters": {"labels": list(batcher.model.labels),
-                                                      "version": str(row["version"])},
+                "platform": "textclf", "parameters": {"labels": labels, "version": str(batcher.version)},
                 "inputs": [{"name": "text", "datatype": "BYTES", "shape": [-1]}],
                 "outputs": [{"name": "label", "datatype": "BYTES", "shape": [-1]},
-                            {"name": "probabilities", "datatype": "FP32", "shape": [-1, len(batcher.model.labels)]}]}
+                            {"name": "probabilities", "datatype": "FP32", "shape": [-1, len(labels)]}]}
 
     @app.get("/v2/models/{name}")
     async def v2_model(name: str) -> dict:
@@ -467,10 +464,7 @@ def create_app(options: ServiceOptions) -> FastAPI:
         tensor = body.inputs[0]
         if tensor.datatype != "BYTES":
             raise HTTPException(400, f"input '{tensor.name}' has datatype {tensor.datatype}: send BYTES (texts)")
-        count = 1
-        for size in tensor.shape:
-            count *= size
-        if count != len(tensor.data):
+        if math.prod(tensor.shape) != len(tensor.data):
             raise HTTPException(400, f"input '{tensor.name}' has shape {tensor.shape} but {len(tensor.data)} "
                                      "elements: the shape must multiply out to the number of texts")
         if not tensor.data:

@@ -12,6 +12,7 @@ model file is safely on disk; any exception marks it 'failed' with the error, Ct
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -115,21 +116,29 @@ def train(
 END_ATTEMPTS = 6
 
 
-def _end_run(db, run_id: int, status: str, **fields) -> None:
+def _waiting_out_locks(write: Callable[[], None]) -> None:
+    """Run a database write, retried while another writer holds the lock (END_ATTEMPTS busy timeouts)."""
     for attempt in range(END_ATTEMPTS):
         try:
-            return run_queries.end_run(db, run_id, status, **fields)
+            return write()
         except DatabaseError:
             if attempt == END_ATTEMPTS - 1:
                 raise
+
+
+def _end_run(db, run_id: int, status: str, **fields) -> None:
+    _waiting_out_locks(lambda: run_queries.end_run(db, run_id, status, **fields))
 
 
 class _EpochRecorder:
     """Writes each epoch's row and the run's heartbeat; while another writer holds the database lock the rows
     wait and go with the next epoch's (or with `flush` at the end), so a busy database does not stop training."""
 
+    HEARTBEAT_SECONDS = 5.0  # a GPU epoch can take 20 ms: one more write per epoch for a sign of life is waste
+
     def __init__(self, db, run_id: int):
         self.db, self.run_id, self.pending = db, run_id, []
+        self.last_beat = time.monotonic()  # start_run recorded the first
 
     def __call__(self, stats: EpochStats) -> None:
         self.pending.append(stats)
@@ -138,19 +147,16 @@ class _EpochRecorder:
         except DatabaseError:
             pass  # locked: written with the next epoch
 
-    def _write(self) -> None:
+    def _write(self, beat: bool = False) -> None:
         while self.pending:
             run_queries.add_epoch(self.db, self.run_id, **self.pending[0].__dict__)
             self.pending.pop(0)
-        run_queries.update_run(self.db, self.run_id, heartbeat_at=run_queries.now())
+        if beat or time.monotonic() - self.last_beat >= self.HEARTBEAT_SECONDS:
+            run_queries.update_run(self.db, self.run_id, heartbeat_at=run_queries.now())
+            self.last_beat = time.monotonic()
 
     def flush(self) -> None:
-        for attempt in range(END_ATTEMPTS):
-            try:
-                return self._write()
-            except DatabaseError:
-                if attempt == END_ATTEMPTS - 1:
-                    raise
+        _waiting_out_locks(lambda: self._write(beat=True))
 
 
 def _backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:

@@ -200,38 +200,40 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     prefetch = ThreadPoolExecutor(1) if platform != "cpu" else None
     upcoming = {}
     number = 0
-    while number < len(rounds):
-        fold, variant = rounds[number]
-        elapsed = time.perf_counter() - start
-        if number and elapsed + max(round_seconds) > budget:
-            break
-        round_start = time.perf_counter()
-        train_rows, val_rows = folds[fold]
-        pending = upcoming.pop(number, None)
-        train_x, val_x = pending.result() if pending else matrices(fold, variant)
-        if prefetch and number + 1 < len(rounds):
-            upcoming[number + 1] = prefetch.submit(matrices, *rounds[number + 1])
-        curves = fit_candidates(train_x, y[train_rows], val_x, y[val_rows], len(classes),
-                                [rate for rate, _ in optimizers], [decay for _, decay in optimizers], epochs,
-                                settings.batch_size, settings.hidden, settings.seed + fold, shape, val_shape,
-                                patience=PATIENCE)
-        results[(variant, fold)] = curves
-        run_epochs = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1  # epochs before early stop
-        seconds = time.perf_counter() - round_start
-        round_seconds.append(seconds)
-        for k, (rate, decay) in enumerate(optimizers):
-            trials.append({"candidate": variants.index(variant) * len(optimizers) + k, "fold": fold,
-                           "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
-                           "epoch_accuracies": [round(float(a), 6) for a in curves[:run_epochs, k]],
-                           "seconds": seconds / len(optimizers)})
-        number += 1
-        if number == len(variants):  # fold 0 done: the rest of the folds for the best variants only
-            ranked = sorted(variants, key=lambda v: -float(results[(v, 0)].max())) if racing else variants
-            rounds += [(f, v) for f in range(1, len(folds)) for v in ranked[:RACE_KEEP]]
-        if on_round:
-            on_round(number, planned)
-    if prefetch:
-        prefetch.shutdown(wait=True, cancel_futures=True)
+    try:
+        while number < len(rounds):
+            fold, variant = rounds[number]
+            elapsed = time.perf_counter() - start
+            if number and elapsed + max(round_seconds) > budget:
+                break
+            round_start = time.perf_counter()
+            train_rows, val_rows = folds[fold]
+            pending = upcoming.pop(number, None)
+            train_x, val_x = pending.result() if pending else matrices(fold, variant)
+            if prefetch and number + 1 < len(rounds):
+                upcoming[number + 1] = prefetch.submit(matrices, *rounds[number + 1])
+            curves = fit_candidates(train_x, y[train_rows], val_x, y[val_rows], len(classes),
+                                    [rate for rate, _ in optimizers], [decay for _, decay in optimizers], epochs,
+                                    settings.batch_size, settings.hidden, settings.seed + fold, shape, val_shape,
+                                    patience=PATIENCE)
+            results[(variant, fold)] = curves
+            run_epochs = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1  # epochs before early stop
+            seconds = time.perf_counter() - round_start
+            round_seconds.append(seconds)
+            for k, (rate, decay) in enumerate(optimizers):
+                trials.append({"candidate": variants.index(variant) * len(optimizers) + k, "fold": fold,
+                               "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
+                               "epoch_accuracies": [round(float(a), 6) for a in curves[:run_epochs, k]],
+                               "seconds": seconds / len(optimizers)})
+            number += 1
+            if number == len(variants):  # fold 0 done: the rest of the folds for the best variants only
+                ranked = sorted(variants, key=lambda v: -float(results[(v, 0)].max())) if racing else variants
+                rounds += [(f, v) for f in range(1, len(folds)) for v in ranked[:RACE_KEEP]]
+            if on_round:
+                on_round(number, planned)
+    finally:  # however the loop ends: no build left running behind it
+        if prefetch:
+            prefetch.shutdown(wait=True, cancel_futures=True)
 
     # The contenders (the survivors of fold 0 when it was raced, else every variant tried) are compared on the
     # folds all of them finished: a fold the budget cut short for some of them counts for none. The variants
@@ -262,8 +264,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     if settings.ensemble == 0:
         members, ensemble_summary = _choose_ensemble(chosen, platform, budget - (time.perf_counter() - start),
                                                      max(round_seconds), len(optimizers), counts, y, len(classes),
-                                                     masks, folds,
-                                                     shared_folds, width, epochs, shape, val_shape)
+                                                     masks, folds, shared_folds, width, epochs, shape, val_shape)
         chosen = chosen.replace(ensemble=members)
         summary["ensemble"] = ensemble_summary
     summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
@@ -290,7 +291,8 @@ def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, widt
 
 
 def _choose_ensemble(chosen: Settings, platform: str, time_left: float, round_seconds: float,
-                     models_per_round: int, counts, y, n_classes, masks, folds, shared_folds, width, epochs, shape, val_shape) -> tuple[int, dict]:
+                     models_per_round: int, counts, y, n_classes, masks, folds, shared_folds, width, epochs, shape,
+                     val_shape) -> tuple[int, dict]:
     """1 or ENSEMBLE_MEMBERS networks: ENSEMBLE_MEMBERS copies of the chosen candidate trained side by side on
     the compared folds; the ensemble wins if its validation accuracy at the chosen epoch count beats the
     members' mean. -> (networks, what was measured)."""
@@ -307,7 +309,8 @@ def _choose_ensemble(chosen: Settings, platform: str, time_left: float, round_se
                                         variant.nb_weighting)
         curves, ensemble_curve = fit_candidates(
             train_x, y[train_rows], val_x, y[val_rows], n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS,
-            [chosen.weight_decay] * ENSEMBLE_MEMBERS, epochs, chosen.batch_size, chosen.hidden, chosen.seed + 100 + fold, shape, val_shape, ensemble=True)
+            [chosen.weight_decay] * ENSEMBLE_MEMBERS, epochs, chosen.batch_size, chosen.hidden,
+            chosen.seed + 100 + fold, shape, val_shape, ensemble=True)
         single.append(float(curves[chosen.epochs - 1].mean()))
         together.append(float(ensemble_curve[chosen.epochs - 1]))
     members = ENSEMBLE_MEMBERS if np.mean(together) > np.mean(single) else 1
