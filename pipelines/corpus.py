@@ -201,7 +201,7 @@ def _decoded_lines(path: Path, stats: ReadStats) -> Iterator[str]:
 
 
 def _csv_documents(path: Path, stats: ReadStats) -> Iterator[tuple[str, str]]:
-    rows = csv.reader(_decoded_lines(path, stats))
+    rows = _csv_rows(path, csv.reader(_decoded_lines(path, stats)))
     label_col, text_cols = 0, None
     first = next(rows, None)
     if first is not None and any(cell.strip().lower() == "label" for cell in first):
@@ -220,6 +220,20 @@ def _csv_documents(path: Path, stats: ReadStats) -> Iterator[tuple[str, str]]:
             stats.skipped["empty"] += 1
             continue
         yield label, body
+
+
+def _csv_rows(path: Path, reader) -> Iterator[list[str]]:
+    """The reader's rows; a row the csv module cannot parse (a bare carriage return inside an unquoted field,
+    a NUL byte) is refused with its line number rather than leaking csv.Error."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise CorpusError(f"CSV corpus '{path}' line {reader.line_num} cannot be parsed ({exc}): quote fields "
+                              "that hold line breaks and save the file with \\n line endings") from None
+        yield row
 
 
 def _jsonl_documents(path: Path, stats: ReadStats) -> Iterator[tuple[str, str]]:
@@ -284,5 +298,5 @@ def check_usable(source: str, labels: list[str], stats: ReadStats) -> None:
         )
     if len(set(labels)) < 2:
         raise CorpusError(
-            f"{where} has only one label ('{labels[0]}'): a classifier needs at least 2 labels"
+            f"{where} has only one label ({labels[0]!r}): a classifier needs at least 2 labels"
         )

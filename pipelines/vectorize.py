@@ -102,7 +102,16 @@ class Vectorizer:
 
     @classmethod
     def from_arrays(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Vectorizer":
+        """Raises KeyError or ValueError on arrays that do not describe a vectorizer (a damaged model file)."""
         terms = [str(t) for t in arrays["terms"]] if "terms" in arrays else None
+        idf = arrays["idf"]
+        if config["kind"] not in ("tfidf", "hashing") or idf.ndim != 1:
+            raise ValueError(f"vectorizer kind {config['kind']!r} with IDF shape {idf.shape}")
+        if type(config["ngram_max"]) is not int or config["ngram_max"] < 1 or config["stop_words"] not in (None,
+                                                                                                         "english"):
+            raise ValueError(f"vectorizer n-grams {config['ngram_max']!r}, stop words {config['stop_words']!r}")
+        if config["kind"] == "tfidf" and (terms is None or len(terms) != len(idf) or len(set(terms)) != len(terms)):
+            raise ValueError("vectorizer terms that do not match its IDF")
         return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"],
                    config.get("sublinear_tf", True))
 

@@ -7,6 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# Fuzz tests (tests/test_fuzz.py) draw the same examples on every run unless a profile says otherwise.
+hypothesis_settings.register_profile("default", max_examples=60, derandomize=True, deadline=None)
+hypothesis_settings.register_profile("deep", max_examples=2000, derandomize=False, deadline=None)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 from textclf.settings import Settings
 

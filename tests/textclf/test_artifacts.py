@@ -91,3 +91,35 @@ def test_weights_of_the_wrong_shape_are_refused_by_name(model, tmp_path, name, s
     np.savez(path, **arrays)
     with pytest.raises(ArtifactError, match=f"inconsistent .*{name} \\({', '.join(map(str, shape))}"):
         load_model(path)
+
+
+def test_an_unknown_compression_method_is_a_corrupt_file(model, tmp_path):
+    path = save_model(model, tmp_path / "m.npz")
+    data = bytearray(path.read_bytes())
+    entry = data.index(b"PK\x01\x02")  # the first member's central directory entry: its compression method
+    data[entry + 10:entry + 12] = (99).to_bytes(2, "little")  # is one that zipfile does not know
+    path.write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match="corrupt or not a textclf model"):
+        load_model(path)
+
+
+@pytest.mark.parametrize("damage", ["drop terms", "duplicate term", "kind", "ngram_max"])
+def test_a_damaged_vectorizer_is_refused_at_load_not_at_predict(model, tmp_path, damage):
+    path = save_model(model, tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as stored:
+        arrays = {key: stored[key] for key in stored.files}
+    header = json.loads(str(arrays["header"]))
+    if damage == "drop terms":
+        del arrays["vectorizer.terms"]
+    elif damage == "duplicate term":
+        terms = arrays["vectorizer.terms"].copy()
+        terms[1] = terms[0]
+        arrays["vectorizer.terms"] = terms
+    elif damage == "kind":
+        header["vectorizer"]["kind"] = "tfidd"
+    else:
+        header["vectorizer"]["ngram_max"] = 0
+    arrays["header"] = np.array(json.dumps(header))
+    np.savez(path, **arrays)
+    with pytest.raises(ArtifactError, match="is incomplete or damaged .*: retrain it"):
+        load_model(path)
