@@ -55,8 +55,11 @@ STOP_WORDS = ("english", None)
 NGRAMS = (2, 1)
 NB_WEIGHTING = (False, True)
 # An ensemble of this many networks (one rate, different initialisations) is tried against one network, on the
-# chosen candidate's folds, where rounds are cheap (not on a CPU: the final training costs ENSEMBLE_MEMBERS x).
+# chosen candidate's folds. On a CPU only where the final training of ENSEMBLE_MEMBERS networks is estimated
+# (from the search's own rounds) to cost at most CPU_ENSEMBLE_SECONDS: there it costs about ENSEMBLE_MEMBERS x
+# one network's training (seconds for trec or mr, a minute for news20 on 2 cores).
 ENSEMBLE_MEMBERS = 5
+CPU_ENSEMBLE_SECONDS = 10.0
 # The epoch count is read off each candidate's validation curve, up to this many epochs (on a CPU, where an
 # epoch of a round costs seconds, up to CPU_MAX_EPOCHS).
 MAX_EPOCHS = 20
@@ -175,7 +178,10 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         texts, y = [texts[i] for i in sample], y[sample]
     widest_ngram = max(v.ngram_max for v in variants)
     terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, pool)
-    masks = {v: np.flatnonzero(term_mask(terms, v.ngram_max, v.stop_words)) for v in variants}
+    # The stop-word test once per stop-word list, not once per variant (it costs ~1 s on news4's 343k terms).
+    without_stop_words = {stop: term_mask(terms, widest_ngram, stop) for stop in {v.stop_words for v in variants}}
+    words = np.char.count(terms.astype(str), " ") + 1  # (terms,) words in each n-gram
+    masks = {v: np.flatnonzero(without_stop_words[v.stop_words] & (words <= v.ngram_max)) for v in variants}
     epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
     # The input width of every round: the widest variant's selected columns, rounded up to a power of two (the
     # W1 update, the cost of every step, scales with it: a corpus of short questions keeps ~10k columns, not 32k).
@@ -190,6 +196,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     results: dict[tuple, np.ndarray] = {}  # (variant, fold) -> (epochs, K) validation accuracy
     trials: list[dict] = []
     round_seconds: list[float] = []
+    network_epoch_seconds: list[float] = []  # per round: seconds per (network, epoch, training document)
 
     def matrices(fold: int, variant: Variant):
         # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
@@ -220,6 +227,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
             run_epochs = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1  # epochs before early stop
             seconds = time.perf_counter() - round_start
             round_seconds.append(seconds)
+            network_epoch_seconds.append(seconds / (run_epochs * len(optimizers) * len(train_rows)))
             for k, (rate, decay) in enumerate(optimizers):
                 trials.append({"candidate": variants.index(variant) * len(optimizers) + k, "fold": fold,
                                "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
@@ -262,9 +270,11 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     # min_steps 0: the epoch count was read off the validation curves; the small-corpus rule must not raise it.
     chosen = settings.replace(**best, min_steps=0)
     if settings.ensemble == 0:
+        # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
         members, ensemble_summary = _choose_ensemble(chosen, platform, budget - (time.perf_counter() - start),
-                                                     max(round_seconds), len(optimizers), counts, y, len(classes),
-                                                     masks, folds, shared_folds, width, epochs, shape, val_shape)
+                                                     min(network_epoch_seconds), n_documents, counts, y,
+                                                     len(classes), masks, folds, shared_folds, width, shape,
+                                                     val_shape, leaderboard[0]["settings"]["epochs"])
         chosen = chosen.replace(ensemble=members)
         summary["ensemble"] = ensemble_summary
     summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
@@ -290,15 +300,22 @@ def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, widt
     return train_x, val_x
 
 
-def _choose_ensemble(chosen: Settings, platform: str, time_left: float, round_seconds: float,
-                     models_per_round: int, counts, y, n_classes, masks, folds, shared_folds, width, epochs, shape,
-                     val_shape) -> tuple[int, dict]:
+def _choose_ensemble(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
+                     counts, y, n_classes, masks, folds, shared_folds, width, shape, val_shape,
+                     searched_epochs: int) -> tuple[int, dict]:
     """1 or ENSEMBLE_MEMBERS networks: ENSEMBLE_MEMBERS copies of the chosen candidate trained side by side on
-    the compared folds; the ensemble wins if its validation accuracy at the chosen epoch count beats the
-    members' mean. -> (networks, what was measured)."""
-    if platform == "cpu":
-        return 1, {"members": 1, "reason": "not tried on a CPU (the final training would cost 5x)"}
-    cost = round_seconds * ENSEMBLE_MEMBERS / models_per_round * len(shared_folds)
+    the compared folds for its `searched_epochs` (the epoch count read off the folds' curves); the ensemble wins
+    if its validation accuracy then beats the members' mean. unit_seconds: what the search's rounds took per
+    (network, epoch, training document), for the cost of this trial and of the final training.
+    -> (networks, what was measured)."""
+    # The final model is up to `features` columns wide where the rounds were `width` wide (on a CPU the step's
+    # cost follows the width: its Adam pass covers all of W1; measured there, 5 networks cost 3.5-10x one).
+    final_seconds = (unit_seconds * ENSEMBLE_MEMBERS * chosen.epochs_for(n_documents) * n_documents
+                     * max(1.0, chosen.features / width))
+    if platform == "cpu" and final_seconds > CPU_ENSEMBLE_SECONDS:
+        return 1, {"members": 1, "reason": f"not tried: its training would take ~{final_seconds:.0f} s on this CPU "
+                                           f"(tried up to {CPU_ENSEMBLE_SECONDS:.0f} s)"}
+    cost = unit_seconds * ENSEMBLE_MEMBERS * searched_epochs * sum(len(folds[f][0]) for f in shared_folds)
     if cost > time_left:
         return 1, {"members": 1, "reason": f"no budget left (needs ~{cost:.1f} s)"}
     variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting)
@@ -309,10 +326,10 @@ def _choose_ensemble(chosen: Settings, platform: str, time_left: float, round_se
                                         variant.nb_weighting)
         curves, ensemble_curve = fit_candidates(
             train_x, y[train_rows], val_x, y[val_rows], n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS,
-            [chosen.weight_decay] * ENSEMBLE_MEMBERS, epochs, chosen.batch_size, chosen.hidden,
+            [chosen.weight_decay] * ENSEMBLE_MEMBERS, searched_epochs, chosen.batch_size, chosen.hidden,
             chosen.seed + 100 + fold, shape, val_shape, ensemble=True)
-        single.append(float(curves[chosen.epochs - 1].mean()))
-        together.append(float(ensemble_curve[chosen.epochs - 1]))
+        single.append(float(curves[searched_epochs - 1].mean()))
+        together.append(float(ensemble_curve[searched_epochs - 1]))
     members = ENSEMBLE_MEMBERS if np.mean(together) > np.mean(single) else 1
-    return members, {"members": members, "single_accuracy": float(np.mean(single)),
+    return members, {"members": members, "single_accuracy": float(np.mean(single)), "final_seconds": final_seconds,
                      "ensemble_accuracy": float(np.mean(together)), "folds": len(shared_folds)}
