@@ -9,6 +9,8 @@ import json
 import zipfile
 
 import pytest
+
+pytest.importorskip("hypothesis", reason="hypothesis (a dev dependency: make setup) is not installed")
 from hypothesis import HealthCheck, example, given, settings as hypothesis_settings, strategies as st
 
 from pipelines.corpus import read_corpus

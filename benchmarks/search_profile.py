@@ -1,0 +1,76 @@
+"""Where the model search's time goes: `python3 -m benchmarks.search_profile CORPUS.jsonl [...] [--budget S]`.
+
+Runs textclf.training.search.search_settings on each corpus (its training file only) as `textclf train` does, with
+timers around its parts, and prints one row per corpus: seconds in tokenising (count_terms), the rounds' host
+matrices (in the search thread / in the prefetch thread), cutting and uploading batches, the K-network epochs
+(waited for on the device), the validation scoring, and the rest. The timers wait for the device after each
+epoch, as the search itself does when it reads the validation accuracy, so the split is the search's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+import time
+from collections import defaultdict
+
+import jax
+
+from pipelines.workers import WorkerPool
+from textclf.settings import Settings
+from textclf.training import candidates, search
+
+SECONDS: dict[str, float] = defaultdict(float)
+
+
+def _timed(module, name: str, label: str, wait: bool = False) -> None:
+    original = getattr(module, name)
+
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        result = original(*args, **kwargs)
+        if wait:
+            jax.block_until_ready(result)
+        thread = "" if threading.current_thread() is threading.main_thread() else " (prefetch)"
+        SECONDS[label + thread] += time.perf_counter() - start
+        return result
+
+    setattr(module, name, wrapper)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpora", nargs="+")
+    parser.add_argument("--budget", type=float, default=0.0, help="search seconds (default 0: the device's default)")
+    args = parser.parse_args()
+    _timed(search, "count_terms", "tokenise")
+    _timed(search, "term_mask", "masks")
+    _timed(search, "_fold_matrices", "matrices")
+    _timed(candidates, "_start", "init", wait=True)
+    _timed(candidates, "_device_batches", "batches")
+    _timed(candidates, "_epoch", "epochs", wait=True)
+    _timed(candidates, "_hits", "scoring", wait=True)
+    platform = jax.default_backend()
+    columns = ["tokenise", "masks", "matrices", "matrices (prefetch)", "init", "batches", "epochs", "scoring"]
+    print(f"device: {jax.devices()[0].device_kind}, platform {platform}")
+    print("| corpus | search s | rounds | " + " | ".join(f"{c} s" for c in columns) + " | other s | best val acc |")
+    print("|---|---:|---:|" + "---:|" * len(columns) + "---:|---:|")
+    for path in args.corpora:
+        rows = [json.loads(line) for line in open(path, encoding="utf-8")]
+        texts, labels = [r["text"] for r in rows], [str(r["label"]) for r in rows]
+        SECONDS.clear()
+        start = time.perf_counter()
+        with WorkerPool(os.cpu_count() or 1) as pool:
+            result = search.search_settings(texts, labels, Settings(search_budget=args.budget), pool, platform)
+        total = time.perf_counter() - start
+        main_thread = sum(v for k, v in SECONDS.items() if "prefetch" not in k)
+        summary = result.summary
+        print(f"| {path} | {total:.1f} | {summary.get('rounds')} | "
+              + " | ".join(f"{SECONDS.get(c, 0.0):.2f}" for c in columns)
+              + f" | {total - main_thread:.2f} | {summary.get('best_accuracy', 0):.4f} |")
+
+
+if __name__ == "__main__":
+    main()
