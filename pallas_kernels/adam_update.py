@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import next_power_of_two, pad_axis, round_up, triton_params
+from pallas_kernels.common import next_power_of_two, pad_axis, require, require_blocks, round_up, triton_params
 
 
 def adam_step(w, m, v, g, s_ref, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
@@ -38,6 +38,9 @@ def _kernel(w_ref, m_ref, v_ref, g_ref, s_ref, w_out, m_out, v_out, **hyper):
 def adam_update(w, m, v, g, scalars, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
                 weight_decay: float = 0.0, block: int = 4096, num_warps: int = 4, interpret: bool = False):
     """-> (new w, new m, new v), written over w, m and v (donated). scalars: (4,) [lr, c1, c2, unused]."""
+    require("adam_update", w.shape == m.shape == v.shape == g.shape and scalars.shape == (4,),
+            "w, m, v, g of one shape and scalars (4,)", w=w, m=m, v=v, g=g, scalars=scalars)
+    require_blocks("adam_update", block=block)
     shape, size = w.shape, w.size
     block = min(block, next_power_of_two(size))
     padded = round_up(size, block)

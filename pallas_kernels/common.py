@@ -54,3 +54,27 @@ def dot(a: jax.Array, b: jax.Array, precision: str, contract=((1,), (0,))) -> ja
     accumulate = accumulator_dtype(a.dtype)
     return lax.dot_general(a, b, (contract, ((), ())), precision=PRECISIONS[precision],
                            preferred_element_type=accumulate)
+
+
+class KernelShapeError(ValueError):
+    """A kernel was handed arrays it cannot take: wrongly ranked or mismatched shapes, or a block size Triton
+    cannot tile with. Raised while tracing, before anything is padded: padding is for sizes that are not block
+    multiples, and must never turn a caller's mismatch into zero-padded, quietly wrong results."""
+
+
+def describe(**arrays) -> str:
+    """"x (64, 32768), w1 (32768, 128)": the shapes a KernelShapeError names."""
+    return ", ".join(f"{name} {tuple(a.shape)}" for name, a in arrays.items())
+
+
+def require(kernel: str, condition: bool, expected: str, **arrays) -> None:
+    """Raise KernelShapeError naming the kernel, what it takes and what it got, unless `condition`."""
+    if not condition:
+        raise KernelShapeError(f"{kernel} takes {expected}; got {describe(**arrays)}")
+
+
+def require_blocks(kernel: str, **blocks: int) -> None:
+    """Block sizes must be positive powers of two (Triton's tiles are)."""
+    for name, size in blocks.items():
+        if not (isinstance(size, int) and size > 0 and size & (size - 1) == 0):
+            raise KernelShapeError(f"{kernel}: {name} must be a positive power of two, not {size!r}")

@@ -26,7 +26,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import accumulator_dtype, dot, next_power_of_two, pad_axis, round_up, triton_params
+from pallas_kernels.common import (
+    accumulator_dtype, dot, next_power_of_two, pad_axis, require, require_blocks, round_up, triton_params)
 
 
 MAX_UNROLLED_K_STEPS = 32
@@ -107,6 +108,10 @@ def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_m: int = 64, b
     """x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,) -> relu(conv(x, w) + b) (N, OH, OW, Cout).
     Defaults from a sweep on an H200 (BENCHMARKS.md): block_k 32 was best for both LeNet layers at batch 1,000
     and 10,000 (block_m 128 was 5-20% better at 1,000, 64 at 10,000)."""
+    require("conv2d_forward", x.ndim == 4 and w.ndim == 4 and w.shape[0] == w.shape[1] and w.shape[2] == x.shape[3]
+            and b.shape == (w.shape[3],) and pad >= 0, "x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,), pad >= 0",
+            x=x, w=w, b=b)
+    require_blocks("conv2d_forward", block_m=block_m, block_n=block_n, block_k=block_k)
     n, h, width, cin = x.shape
     size, cout = w.shape[0], w.shape[3]
     cout_p = _channels(cout)
@@ -161,6 +166,10 @@ def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, out_h: int, out_w: 
 def conv2d_weight_grad(x, dz, *, size: int, pad: int, splits: int = 8, block_m: int = 64, num_warps: int = 4,
                        num_stages: int = 2, precision: str = "default", interpret: bool = False) -> jax.Array:
     """x (N, H, W, Cin), dZ (N, OH, OW, Cout) -> dW (K, K, Cin, Cout) = sum over pixels of x_tap^T dZ."""
+    out_h, out_w = x.shape[1] + 2 * pad - size + 1, x.shape[2] + 2 * pad - size + 1
+    require("conv2d_weight_grad", x.ndim == 4 and dz.ndim == 4 and dz.shape[:3] == (x.shape[0], out_h, out_w),
+            f"x (N, H, W, Cin), dz (N, H + 2 * {pad} - {size} + 1, W + 2 * {pad} - {size} + 1, Cout)", x=x, dz=dz)
+    require_blocks("conv2d_weight_grad", block_m=block_m)
     n, h, width, cin = x.shape
     cout = dz.shape[3]
     cin_p, cout_p = _channels(cin), _channels(cout)

@@ -20,7 +20,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from pallas_kernels.adam_update import adam_step
-from pallas_kernels.common import triton_params
+from pallas_kernels.common import require, triton_params
 from pallas_kernels.sgd_update import sgd_step, sgd_update_reference
 
 
@@ -52,6 +52,15 @@ def _kernel(*refs, n_state: int, rule):
 
 
 def _call(groups, partials, scalars, rule, interpret: bool, name: str):
+    (b1, *_), (w2, *_), (b2, *_) = groups
+    db1_parts, dw2_parts, db2_parts = partials
+    hidden, classes = w2.shape if w2.ndim == 2 else (-1, -1)
+    parts = db1_parts.shape[0] if db1_parts.ndim == 2 else -1
+    require(name, w2.ndim == 2 and all(a.shape == g[0].shape for g in groups for a in g)
+            and b1.shape == (hidden,) and b2.shape == (classes,) and db1_parts.shape == (parts, hidden)
+            and dw2_parts.shape == (parts, hidden, classes) and db2_parts.shape == (parts, classes),
+            "b1 (N,), w2 (N, C), b2 (C,) with their optimizer state alike, partials (P, N), (P, N, C), (P, C)",
+            b1=b1, w2=w2, b2=b2, db1_parts=db1_parts, dw2_parts=dw2_parts, db2_parts=db2_parts)
     flat = [a for g in groups for a in g]
     whole = lambda a: pl.BlockSpec(a.shape, lambda i: (0,) * a.ndim)
     inputs = flat + list(partials) + [scalars]

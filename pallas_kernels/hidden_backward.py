@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import PRECISIONS, dot, pad_axis, round_up, triton_params
+from pallas_kernels.common import PRECISIONS, dot, pad_axis, require, require_blocks, round_up, triton_params
 
 
 def _kernel(dz_ref, w2_ref, h_ref, dpre_ref, dw2_ref, db2_ref, db1_ref, *, precision: str):
@@ -37,6 +37,9 @@ def hidden_backward_partials(dz, w2, h, *, block_m: int = 64, num_warps: int = 4
     """-> (dPre (M, N), dW2 partials (P, N, Cp), db2 partials (P, Cp), db1 partials (P, N)), one partial per
     block of block_m rows (P = ceil(M / block_m)): their sums are the gradients. pallas_kernels/head_update.py
     adds them inside the update of b1, W2, b2, which saves three reductions."""
+    require("hidden_backward_partials", dz.ndim == 2 and h.ndim == 2 and dz.shape[0] == h.shape[0]
+            and w2.shape == (h.shape[1], dz.shape[1]), "dz (M, C), w2 (N, C), h (M, N)", dz=dz, w2=w2, h=h)
+    require_blocks("hidden_backward_partials", block_m=block_m)
     m, n = h.shape
     classes = dz.shape[1]
     padded_m = round_up(m, block_m)

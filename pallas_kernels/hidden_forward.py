@@ -19,7 +19,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import PRECISIONS, accumulator_dtype, dot, narrowed, pad_axis, round_up, triton_params
+from pallas_kernels.common import (
+    PRECISIONS, accumulator_dtype, dot, narrowed, pad_axis, require, require_blocks, round_up, triton_params)
 
 # With bf16 X and fp32 W1, each of the r row blocks reads all of W1. Read as fp32: 4r bytes per weight. Cast
 # once to bf16 first: 4 (read) + 2 (write) + 2r. Casting pays from r = 4 on; with one or two row blocks
@@ -67,6 +68,9 @@ def finish_rows(padded_m: int, block_m: int) -> int:
 def hidden_forward(x, w1, b1, *, block_m: int = 64, block_k: int = 64, split_k: int = 1, num_warps: int = 4,
                    num_stages: int = 3, precision: str = "default", interpret: bool = False) -> jax.Array:
     """sigmoid(x @ w1 + b1) -> (M, N) in w1's dtype. Rows are padded to block_m and K to block_k * split_k."""
+    require("hidden_forward", x.ndim == 2 and w1.ndim == 2 and x.shape[1] == w1.shape[0] and b1.shape == (w1.shape[1],),
+            "x (M, K), w1 (K, N), b1 (N,)", x=x, w1=w1, b1=b1)
+    require_blocks("hidden_forward", block_m=block_m, block_k=block_k)
     m, k = x.shape
     n = w1.shape[1]
     padded_m, padded_k = round_up(m, block_m), round_up(k, block_k * split_k)

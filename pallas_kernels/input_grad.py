@@ -18,7 +18,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from pallas_kernels.adam_update import adam_step
-from pallas_kernels.common import PRECISIONS, dot, narrowed, pad_axis, round_up, triton_params
+from pallas_kernels.common import PRECISIONS, dot, narrowed, pad_axis, require, require_blocks, round_up, triton_params
 from pallas_kernels.sgd_update import sgd_step
 
 
@@ -60,6 +60,9 @@ def _specs(m: int, k: int, n: int, block_k: int):
 def input_grad(x, dpre, *, block_m: int = 32, block_k: int = 128, num_warps: int = 4, num_stages: int = 3,
                precision: str = "default", interpret: bool = False) -> jax.Array:
     """X^T @ dPre -> (K, N) in dPre's dtype. X (M, K) with K a multiple of block_k; M is padded to block_m."""
+    require("input_grad", x.ndim == 2 and dpre.ndim == 2 and x.shape[0] == dpre.shape[0] and x.shape[1] % block_k == 0,
+            f"x (M, K) with K a multiple of block_k ({block_k}), dpre (M, N)", x=x, dpre=dpre)
+    require_blocks("input_grad", block_m=block_m, block_k=block_k)
     m, k = x.shape
     n = dpre.shape[1]
     out_dtype = dpre.dtype
@@ -90,12 +93,23 @@ def _fused_update(kernel, x, dpre, state, scalars, *, block_m: int, block_k: int
     )(x, dpre, *state, scalars)
 
 
+def _require_update(kernel: str, x, dpre, w, block_m: int, block_k: int, **state) -> None:
+    """x (M, K), dpre (M, N), w and its optimizer state (K, N), K a multiple of block_k."""
+    require(kernel, x.ndim == 2 and dpre.ndim == 2 and x.shape[0] == dpre.shape[0]
+            and w.shape == (x.shape[1], dpre.shape[1]) and all(a.shape == w.shape for a in state.values())
+            and x.shape[1] % block_k == 0,
+            f"x (M, K) with K a multiple of block_k ({block_k}), dpre (M, N), w and its state (K, N)",
+            x=x, dpre=dpre, w=w, **state)
+    require_blocks(kernel, block_m=block_m, block_k=block_k)
+
+
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_m", "block_k", "num_warps",
                                              "num_stages", "precision", "interpret"), donate_argnums=(2, 3))
 def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float, block_m: int = 32,
                       block_k: int = 128, num_warps: int = 4, num_stages: int = 3, precision: str = "default",
                       interpret: bool = False):
     """SGD-momentum step of W1 with dW1 = X^T @ dPre computed on the fly -> (new w, new v), in place."""
+    _require_update("input_grad_update", x, dpre, w, v=v, block_m=block_m, block_k=block_k)
     kernel = functools.partial(_grad_update_kernel, block_m=block_m, precision=precision, momentum=momentum,
                                weight_decay=weight_decay)
     return _fused_update(kernel, x, dpre, (w, v), jnp.asarray(lr, w.dtype).reshape(1), block_m=block_m,
@@ -111,6 +125,7 @@ def input_grad_adam_update(x, dpre, w, m, v, scalars, *, weight_decay: float, bl
     """Adam step of W1 (pallas_kernels/adam_update.py) with dW1 = X^T @ dPre computed on the fly -> (new w,
     new m, new v), in place. scalars: (4,) [lr, c1, c2, 0]. Saves writing dW1 and reading it back (2 x 16 MB
     at the product's shape) and one launch per step."""
+    _require_update("input_grad_adam_update", x, dpre, w, m=m, v=v, block_m=block_m, block_k=block_k)
     kernel = functools.partial(_grad_adam_kernel, block_m=block_m, precision=precision, weight_decay=weight_decay)
     return _fused_update(kernel, x, dpre, (w, m, v), scalars.astype(w.dtype), block_m=block_m, block_k=block_k,
                          num_warps=num_warps, num_stages=num_stages, interpret=interpret,

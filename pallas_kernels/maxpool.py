@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import next_power_of_two, pad_axis, round_up, triton_params
+from pallas_kernels.common import next_power_of_two, pad_axis, require, require_blocks, round_up, triton_params
 
 
 def _window_rows(block_m: int, n_rows: int, out_h: int, out_w: int, in_h: int, in_w: int, size: int):
@@ -63,6 +63,8 @@ def _flat(x: jax.Array, channels: int) -> jax.Array:
 @functools.partial(jax.jit, static_argnames=("size", "block_m", "num_warps", "interpret"))
 def maxpool_forward(x, *, size: int = 2, block_m: int = 64, num_warps: int = 4, interpret: bool = False):
     """x (N, H, W, C) -> (y (N, H//size, W//size, C), winning tap (same shape, int32))."""
+    require("maxpool_forward", x.ndim == 4 and size >= 1, f"x (N, H, W, C) and size >= 1 (got size {size})", x=x)
+    require_blocks("maxpool_forward", block_m=block_m)
     n, h, w, c = x.shape
     c_p = next_power_of_two(c)
     out_h, out_w = h // size, w // size
@@ -86,6 +88,9 @@ def maxpool_forward(x, *, size: int = 2, block_m: int = 64, num_warps: int = 4, 
 def maxpool_backward(dy, arg, *, size: int, height: int, width: int, block_m: int = 64, num_warps: int = 4,
                      interpret: bool = False) -> jax.Array:
     """dY and the winning taps (N, OH, OW, C) -> dX (N, height, width, C)."""
+    require("maxpool_backward", dy.ndim == 4 and arg.shape == dy.shape and dy.shape[1] == height // size
+            and dy.shape[2] == width // size, f"dy and arg (N, {height} // {size}, {width} // {size}, C)", dy=dy, arg=arg)
+    require_blocks("maxpool_backward", block_m=block_m)
     n, out_h, out_w, c = dy.shape
     c_p = next_power_of_two(c)
     m = n * out_h * out_w

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import accumulator_dtype, round_up, pad_axis, triton_params
+from pallas_kernels.common import accumulator_dtype, pad_axis, require, require_blocks, round_up, triton_params
 
 
 def _gather_sum_kernel(idx_ref, val_ref, w1_ref, out_ref, *, width: int):
@@ -43,6 +43,9 @@ def pieces_gather_sum(indices, values, w1, *, block_p: int = 64, num_warps: int 
                       interpret: bool = False) -> jax.Array:
     """(cap, width) indices and values, (F, H) W1 -> (cap, H) per-piece sums of value * W1[index], in the
     accumulator dtype (fp32; fp64 for fp64 inputs). cap is padded to a multiple of block_p (power of two)."""
+    require("pieces_gather_sum", indices.ndim == 2 and values.shape == indices.shape and w1.ndim == 2,
+            "indices and values (cap, width), w1 (F, H)", indices=indices, values=values, w1=w1)
+    require_blocks("pieces_gather_sum", block_p=block_p)
     cap, width = indices.shape
     padded = round_up(cap, block_p)
     # Padding pieces: index 0, value 0 (adds nothing).

@@ -14,7 +14,7 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
-from pallas_kernels.common import next_power_of_two, pad_axis, round_up, triton_params
+from pallas_kernels.common import next_power_of_two, pad_axis, require, require_blocks, round_up, triton_params
 
 
 def sgd_step(w, v, g, lr, *, momentum: float, weight_decay: float):
@@ -37,6 +37,8 @@ def sgd_update(w, v, g, lr, *, momentum: float, weight_decay: float, block: int 
 
     Triton needs power-of-two shapes, so the flattened parameter is cut into power-of-two blocks; a size that
     is not a multiple of the block is padded (a copy; the product's parameters are all powers of two)."""
+    require("sgd_update", w.shape == v.shape == g.shape, "w, v, g of one shape", w=w, v=v, g=g)
+    require_blocks("sgd_update", block=block)
     shape, size = w.shape, w.size
     block = min(block, next_power_of_two(size))
     padded = round_up(size, block)

@@ -17,7 +17,9 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import PRECISIONS, accumulator_dtype, dot, next_power_of_two, pad_axis, round_up, triton_params
+from pallas_kernels.common import (
+    PRECISIONS, accumulator_dtype, dot, next_power_of_two, pad_axis, require, require_blocks, round_up,
+    triton_params)
 
 MIN_CLASSES = 16
 
@@ -50,6 +52,11 @@ def softmax_xent(h, w2, b2, labels, weight, *, n_classes: int, block_m: int = 64
                  precision: str = "default", interpret: bool = False):
     """-> (nll (M,), predicted class (M,) int32, dZ (M, Cp)). w2 (H, Cp) and b2 (Cp,) may already be padded;
     columns at or past n_classes are ignored."""
+    require("softmax_xent", h.ndim == 2 and w2.ndim == 2 and w2.shape[0] == h.shape[1] and b2.shape == (w2.shape[1],)
+            and labels.shape == weight.shape == (h.shape[0],) and 0 < n_classes <= w2.shape[1],
+            f"h (M, H), w2 (H, C), b2 (C,), labels (M,), weight (M,) with n_classes ({n_classes}) <= C",
+            h=h, w2=w2, b2=b2, labels=labels, weight=weight)
+    require_blocks("softmax_xent", block_m=block_m)
     m, hidden = h.shape
     classes = padded_classes(max(n_classes, w2.shape[1]))
     padded_m = round_up(m, block_m)

@@ -33,7 +33,9 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.common import PRECISIONS, accumulator_dtype, dot, next_power_of_two, pad_axis, round_up, triton_params
+from pallas_kernels.common import (
+    PRECISIONS, accumulator_dtype, dot, next_power_of_two, pad_axis, require, require_blocks, round_up,
+    triton_params)
 
 
 def document_offsets(rows: jax.Array, n_rows: int) -> jax.Array:
@@ -87,6 +89,11 @@ def sparse_hidden_forward(indices, values, rows, w1, b1, *, batch_size: int, blo
                           num_warps: int = 4, num_stages: int = 2, precision: str = "default",
                           interpret: bool = False) -> jax.Array:
     """sigmoid(X @ W1 + b1) -> (batch_size, H) from the flat sparse batch (indices, values, rows: (cap,))."""
+    require("sparse_hidden_forward", indices.ndim == 1 and values.shape == rows.shape == indices.shape
+            and w1.ndim == 2 and b1.shape == (w1.shape[1],) and batch_size > 0,
+            "indices, values, rows (cap,), w1 (F, H), b1 (H,), batch_size > 0",
+            indices=indices, values=values, rows=rows, w1=w1, b1=b1)
+    require_blocks("sparse_hidden_forward", block_b=block_b, block_n=block_n)
     padded_b = round_up(batch_size, block_b)
     offsets = document_offsets(rows, padded_b)
     offsets = pad_axis(offsets, 0, next_power_of_two(padded_b + 1), value=0)
@@ -165,6 +172,11 @@ def sparse_input_grad(indices, values, rows, dpre, *, n_features: int, block_k: 
                       num_warps: int = 4, num_stages: int = 2, precision: str = "default",
                       interpret: bool = False) -> jax.Array:
     """X^T @ dPre -> (n_features, H) from the flat sparse batch; n_features a multiple of block_k."""
+    require("sparse_input_grad", indices.ndim == 1 and values.shape == rows.shape == indices.shape
+            and dpre.ndim == 2 and n_features > 0 and n_features % block_k == 0,
+            f"indices, values, rows (cap,), dpre (B, H), n_features ({n_features}) a multiple of block_k ({block_k})",
+            indices=indices, values=values, rows=rows, dpre=dpre)
+    require_blocks("sparse_input_grad", block_k=block_k, block_n=block_n)
     starts, f_idx, f_val, f_row = _by_feature(indices, values, rows, n_features, block_k, block_n)
     dpre = pad_axis(dpre, 0, next_power_of_two(dpre.shape[0]))
     return pl.pallas_call(
@@ -182,6 +194,12 @@ def sparse_input_grad_update(indices, values, rows, dpre, w, v, lr, *, momentum:
                              block_k: int = 64, block_n: int = 64, num_warps: int = 4, num_stages: int = 2,
                              precision: str = "default", interpret: bool = False):
     """SGD-momentum step of W1 with dW1 = X^T @ dPre computed on the fly from the sparse batch, in place."""
+    require("sparse_input_grad_update", indices.ndim == 1 and values.shape == rows.shape == indices.shape
+            and dpre.ndim == 2 and w.ndim == 2 and w.shape[1] == dpre.shape[1] and v.shape == w.shape
+            and w.shape[0] % block_k == 0,
+            f"indices, values, rows (cap,), dpre (B, H), w and v (F, H) with F a multiple of block_k ({block_k})",
+            indices=indices, values=values, rows=rows, dpre=dpre, w=w, v=v)
+    require_blocks("sparse_input_grad_update", block_k=block_k, block_n=block_n)
     n_features, hidden = w.shape
     starts, f_idx, f_val, f_row = _by_feature(indices, values, rows, n_features, block_k, block_n)
     dpre = pad_axis(dpre, 0, next_power_of_two(dpre.shape[0]))

@@ -162,12 +162,27 @@ def _padded_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, 
     return tuple(out)
 
 
-def batch_shape(matrices: list[sp.csr_matrix], batch_size: int) -> tuple[int, int]:
-    """(steps, cap) that fits every matrix's batches: steps of the longest, cap of the densest possible batch
-    (the B longest documents of any matrix), rounded up to a power of two."""
+def batch_shape(matrices: list[sp.csr_matrix], batch_size: int, orders: list[np.ndarray] | None = None
+                ) -> tuple[int, int]:
+    """(steps, cap) that fits the batches of every matrix cut in its order (orders[i]: a permutation of matrix
+    i's rows; default: as stored): steps of the longest, cap of the densest batch, rounded up to a power of
+    two. A matrix with a subset of another's columns (a search variant of the widest counts) has at most its
+    nonzeros in every batch, so the widest view's shape fits every variant's.
+    The cut is known, so the cap is its densest batch's, not the densest batch possible (the B longest
+    documents): on news4 that was several times wider, and the CPU's gather step scales with the cap."""
     steps = max(-(-m.shape[0] // batch_size) for m in matrices)
-    densest = max(int(np.sort(np.diff(m.indptr))[-batch_size:].sum()) for m in matrices)
-    return steps, next_power_of_two(max(1, densest))
+    densest = 1
+    for i, matrix in enumerate(matrices):
+        lengths = np.diff(matrix.indptr)[orders[i] if orders is not None else slice(None)]
+        padded = np.zeros(-(-len(lengths) // batch_size) * batch_size, np.int64)
+        padded[: len(lengths)] = lengths
+        densest = max(densest, int(padded.reshape(-1, batch_size).sum(axis=1).max(initial=0)))
+    return steps, next_power_of_two(densest)
+
+
+def cut_order(seed: int, n_rows: int) -> np.ndarray:
+    """The one shuffle that fit_candidates cuts its training batches from (its generator's first draw)."""
+    return np.random.default_rng(seed).permutation(n_rows)
 
 
 def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
@@ -183,18 +198,19 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     params, state = _start(seed, train_x.shape[1], hidden, n_classes, members)
     rates = jnp.full((members,), learning_rate, jnp.float32)
     decays = jnp.full((members,), weight_decay, jnp.float32)
-    shape = batch_shape([train_x], batch_size)
+    rng = np.random.default_rng(seed)
+    n = train_x.shape[0]
+    orders = [rng.permutation(n) for _ in range(epochs)]  # every epoch's shuffle, drawn first for the shape
+    shape = batch_shape([train_x] * epochs, batch_size, orders)
     eval_batches = None
     if eval_x is not None and eval_x.shape[0]:
         eval_batches = _device_batches(eval_x, eval_y, batch_size, np.arange(eval_x.shape[0]),
                                        batch_shape([eval_x], batch_size))
-    rng = np.random.default_rng(seed)
-    n = train_x.shape[0]
     dense = dense_default()
     history, compile_seconds, train_seconds = [], 0.0, 0.0
     for epoch in range(epochs):
         epoch_start = time.perf_counter()
-        batches = _device_batches(train_x, train_y, batch_size, rng.permutation(n), shape)  # uploaded once
+        batches = _device_batches(train_x, train_y, batch_size, orders[epoch], shape)  # uploaded once
         params, state, losses = _epoch(params, state, rates, decays, *batches, dense=dense)
         train_correct = float(_hits(params, *batches, dense=dense)[1])
         eval_accuracy = None
@@ -228,12 +244,17 @@ def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_ma
     rates_array = jnp.asarray(rates, jnp.float32)
     decays_array = jnp.asarray(decays, jnp.float32)
     dense = dense_default()
-    val_batches = _device_batches(val_x, val_y, batch_size, np.arange(val_x.shape[0]), val_shape)
     rng = np.random.default_rng(seed)
-    accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
     # The batches are cut once, from one shuffle, and each epoch visits them in a new order: cutting them anew
     # on the host every epoch cost more than the GPU's training (0.1-0.2 s an epoch on news4).
-    batches = _device_batches(train_x, train_y, batch_size, rng.permutation(train_x.shape[0]), shape)
+    cut = rng.permutation(train_x.shape[0])  # = cut_order(seed, rows)
+    # The callers' shapes fit their own cuts (batch_shape with cut_order); a cut they did not foresee gets a
+    # wider cap (one more compilation) rather than losing nonzeros.
+    shape = tuple(map(max, shape, batch_shape([train_x], batch_size, [cut])))
+    val_shape = tuple(map(max, val_shape, batch_shape([val_x], batch_size)))
+    val_batches = _device_batches(val_x, val_y, batch_size, np.arange(val_x.shape[0]), val_shape)
+    accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
+    batches = _device_batches(train_x, train_y, batch_size, cut, shape)
     best, stale = np.full(models, -1.0), 0
     for epoch in range(epochs):
         order = jnp.asarray(rng.permutation(shape[0]).astype(np.int32))

@@ -35,7 +35,7 @@ from pipelines.batches import next_power_of_two
 from pipelines.vectorize import count_terms, nb_ratios, select_and_weigh, term_mask, weigh_counts
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
-from textclf.training.candidates import batch_shape, fit_candidates
+from textclf.training.candidates import batch_shape, cut_order, fit_candidates
 
 # Below this many training documents the search is skipped: a validation fold of a few dozen documents cannot
 # tell candidates apart, and the small-corpus rule (Settings.min_steps) decides the epochs anyway.
@@ -67,7 +67,12 @@ CPU_MAX_EPOCHS = 10
 # On a CPU a round of a news4-sized corpus (7,000 documents, K = 3 networks, 10 epochs) takes most of a minute
 # on 2 cores, so the search there trains on a stratified sample of this many of the fold's documents (4/5 of them
 # for training); the epochs for all the documents follow from the sample's curve (_epochs_for_all).
-CPU_DOCUMENTS = 2500
+CPU_DOCUMENTS = 5000
+# On a CPU the rounds' networks see the CPU_FEATURES columns most tied to the labels (of the final model's
+# `features`): the step's cost there is Adam's pass over all of W1 (memory-bound: 39 ms a step for 3 networks x
+# 32,768 columns on 2 cores), so a quarter of the columns buys twice the documents of the sample, whose
+# validation part decides between candidates a few tenths of a point apart.
+CPU_FEATURES = 8192
 
 
 @dataclass
@@ -185,8 +190,11 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
     # The input width of every round: the widest variant's selected columns, rounded up to a power of two (the
     # W1 update, the cost of every step, scales with it: a corpus of short questions keeps ~10k columns, not 32k).
-    width = min(settings.features, next_power_of_two(max(min(settings.features, len(m)) for m in masks.values())))
-    shape = batch_shape([counts[train] for train, _ in folds], settings.batch_size)
+    features = min(settings.features, CPU_FEATURES) if platform == "cpu" else settings.features
+    width = min(features, next_power_of_two(max(min(features, len(m)) for m in masks.values())))
+    # One batch shape for every round (one compilation): the widest view's nonzeros in each fold's cut.
+    shape = batch_shape([counts[train] for train, _ in folds], settings.batch_size,
+                        [cut_order(settings.seed + fold, len(train)) for fold, (train, _) in enumerate(folds)])
     val_shape = batch_shape([counts[val] for _, val in folds], settings.batch_size)
 
     # Racing: every variant trains on fold 0; only the RACE_KEEP best of them go on to the other folds.
@@ -200,7 +208,8 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
 
     def matrices(fold: int, variant: Variant):
         # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
-        return _fold_matrices(counts, y, masks[variant], *folds[fold], settings, width, variant.nb_weighting)
+        return _fold_matrices(counts, y, masks[variant], *folds[fold], settings, features, width,
+                              variant.nb_weighting)
 
     # Where the device trains (a GPU), the next round's matrices are built on the host meanwhile (a thread:
     # scipy and the device wait release the GIL); on a CPU both would share the same cores.
@@ -280,15 +289,15 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
                    candidates=len(leaderboard), seconds=round(time.perf_counter() - start, 3), racing=racing,
                    best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=subsampled,
-                   documents=n_documents, searched_documents=len(texts), terms=len(terms))
+                   documents=n_documents, searched_documents=len(texts), terms=len(terms), round_features=features)
     return SearchResult(chosen, summary, trials, leaderboard)
 
 
-def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, width, nb_weighting: bool):
+def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, features, width, nb_weighting: bool):
     """One fold's (training, validation) TF-IDF rows for one variant, `width` columns wide; features selected
     and weighted from the fold's training rows only."""
     fold_counts = counts[rows_train]  # (fold documents, terms): sliced once, used three times
-    columns, idf = select_and_weigh(fold_counts, y[rows_train], columns_mask, settings.features,
+    columns, idf = select_and_weigh(fold_counts, y[rows_train], columns_mask, features,
                                     settings.feature_selection, settings.sublinear_tf)
     kept = fold_counts[:, columns]
     if nb_weighting:
@@ -322,7 +331,7 @@ def _choose_ensemble(chosen: Settings, platform: str, time_left: float, unit_sec
     single, together = [], []
     for fold in shared_folds:
         train_rows, val_rows = folds[fold]
-        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, width,
+        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, width, width,
                                         variant.nb_weighting)
         curves, ensemble_curve = fit_candidates(
             train_x, y[train_rows], val_x, y[val_rows], n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS,
