@@ -296,10 +296,9 @@ def sweep(matrix, labels, n_classes, batch, device: str, db=None, finalists: int
         except Exception as exc:  # a configuration the compiler refuses (e.g. shared memory): record and skip
             seconds, error = None, f"{type(exc).__name__}: {str(exc)[:200]}"
         if db is not None:
-            from db.runs import now
+            from db.sweeps import record_kernel_sweep
 
-            db["kernel_sweeps"].insert({"created_at": now(), "device": device, "kernel": kernel, "batch_size": batch,
-                                        "config": json.dumps(config), "seconds": seconds, "error": error})
+            record_kernel_sweep(db, device, kernel, batch, config, seconds, error)
         if seconds is not None:
             timings.setdefault(kernel, []).append((seconds, config))
         print(f"  sweep B={batch} {kernel} {config} -> {'%.1f us' % (seconds * 1e6) if seconds else error}",

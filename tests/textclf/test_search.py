@@ -214,9 +214,13 @@ def test_fit_ensemble_trains_members_into_one_model():
     assert history[-1].loss < history[0].loss
 
 
-def test_train_writes_an_ensemble_as_one_model_file(tmp_path):
+@pytest.mark.parametrize("stacked", [True, False], ids=["stacked", "one-by-one"])
+def test_train_writes_an_ensemble_as_one_model_file(tmp_path, monkeypatch, stacked):
     from textclf.inference.artifacts import load_model
     from textclf.runs.run import train
+    from textclf.training import candidates
+
+    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: stacked)
 
     texts, labels = question_corpus(300)
     corpus = tmp_path / "train.jsonl"
@@ -226,8 +230,37 @@ def test_train_writes_an_ensemble_as_one_model_file(tmp_path):
     result = train(corpus, settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
     model = load_model(tmp_path / "m.npz")
     assert model.w1.shape[1] == 48 and model.settings.ensemble == 3
-    assert len(result.history) == 8 and result.eval_accuracy > 0.6
+    assert result.eval_accuracy > 0.6
     assert model.predict(["who w1 w2 w3"]) == ["HUM"]
+    if stacked:
+        assert len(result.history) == 8
+    else:  # each member's 8 epochs, numbered on
+        assert [stats.epoch for stats in result.history] == list(range(1, 25))
+
+
+def test_members_one_after_another_merge_into_the_mean_of_their_networks():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from textclf.models.mlp import Params
+    from textclf.training.candidates import fit_members
+    from textclf.training.loop import fit_network
+
+    texts, labels = question_corpus(200)
+    x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
+    y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
+    settings = Settings(search="off", ensemble=3, hidden=8, epochs=3, min_steps=0, learning_rate=0.01)
+    (w1, b1, w2, b2), history, _, _ = fit_members(x, y, 3, settings, "xla")
+    assert w1.shape == (x.shape[1], 24) and len(history) == 9
+    alone = [fit_network(x, y, 3, settings.replace(seed=seed, ensemble=1)).params for seed in range(3)]
+    assert not np.allclose(alone[0].w1, alone[1].w1)  # three networks, not one three times
+    dense = x.toarray()
+    mean = np.mean([logits_of(dense, p) for p in alone], axis=0)
+    np.testing.assert_allclose(logits_of(dense, Params(w1, b1, w2, b2)), mean, rtol=1e-4, atol=1e-5)
+
+
+def logits_of(x: np.ndarray, params) -> np.ndarray:
+    hidden = 1.0 / (1.0 + np.exp(-(x @ np.asarray(params.w1) + np.asarray(params.b1))))
+    return hidden @ np.asarray(params.w2) + np.asarray(params.b2)
 
 
 def test_a_cpu_searches_a_sample_of_a_large_corpus(pool, monkeypatch):

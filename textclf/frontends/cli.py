@@ -764,19 +764,14 @@ def serve(
 
     import os
 
-    from textclf.frontends.service import OPTIONS_ENV, ServiceOptions, _is_loopback, create_app, options_to_env
+    from textclf.frontends.service import OPTIONS_ENV, ServiceOptions, create_app, options_to_env
 
     # JAX would otherwise reserve 75% of the GPU's memory in every server process (and beside the daemon);
     # scoring needs only the model's weights and one batch.
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    if score_on not in ("host", "device", "auto"):
-        raise SettingsError(f"--score-on must be host, device or auto, not '{score_on}'")
-    public = not _is_loopback(host)
-    if public and not token:
-        raise SettingsError(f"binding {host} exposes the service beyond this machine: set --token or TEXTCLF_TOKEN")
-    options = ServiceOptions(db_path=db, token=token, require_token_everywhere=public, data_root=data_root,
-                             max_instances=max_instances, max_body_bytes=max_body_bytes,
-                             batch_window_ms=batch_window_ms, score_on=score_on)
+    options = ServiceOptions.binding(host, token, db_path=db, data_root=data_root, max_instances=max_instances,
+                                     max_body_bytes=max_body_bytes, batch_window_ms=batch_window_ms,
+                                     score_on=score_on)
     if workers == 1:
         uvicorn.run(create_app(options), host=host, port=port, log_level="warning")
     else:  # the scoring is single-threaded Python: more processes, more documents per second

@@ -49,7 +49,7 @@ from db import open_db
 from textclf.inference.artifacts import load_model
 from textclf.inference.text_model import Model
 from textclf.settings import Settings
-from textclf.errors import USER_ERRORS, ArtifactError
+from textclf.errors import USER_ERRORS, ArtifactError, SettingsError
 from textclf.inference.predict import top_labels
 
 log = logging.getLogger("textclf.frontends.service")
@@ -72,6 +72,20 @@ class ServiceOptions:
     # this network on the H200 machine (8 workers, batched: 47,523 vs 21,637 docs/s; one document: p50 3.8 vs
     # 4.6 ms): a ~40-term document times a 128-wide layer is microseconds of NumPy, less than a GPU dispatch.
     score_on: str = "host"
+
+    def __post_init__(self) -> None:
+        if self.score_on not in ("host", "device", "auto"):
+            raise SettingsError(f"--score-on must be host, device or auto, not '{self.score_on}'")
+
+    @classmethod
+    def binding(cls, host: str, token: str | None, **options) -> "ServiceOptions":
+        """The options for a service bound to `host`: beyond loopback every endpoint needs the token, and
+        there is no such service without one (it would take jobs from anyone who can reach the port)."""
+        public = not _is_loopback(host)
+        if public and not token:
+            raise SettingsError(f"binding {host} exposes the service beyond this machine: set --token or "
+                                "TEXTCLF_TOKEN")
+        return cls(token=token, require_token_everywhere=public, **options)
 
 
 class PredictRequest(BaseModel):

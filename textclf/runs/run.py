@@ -205,14 +205,22 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
 
     def on_epoch(stats: EpochStats) -> None:
         record_epoch(stats)
-        report(TrainEvent("epoch", epoch=stats, total_epochs=epochs))
+        report(TrainEvent("epoch", epoch=stats, total_epochs=total_epochs))
 
     epochs = settings.epochs_for(len(train_y))
-    report(TrainEvent("phase", "train", total_epochs=epochs))
-    if settings.ensemble > 1:
-        # Several networks side by side, averaged into one model file (XLA, one device, no checkpoints).
-        from textclf.training.candidates import fit_ensemble
+    from textclf.training.candidates import fit_ensemble, fit_members, stacked_is_faster
 
+    one_by_one = settings.ensemble > 1 and not stacked_is_faster()
+    total_epochs = epochs * settings.ensemble if one_by_one else epochs
+    report(TrainEvent("phase", "train", total_epochs=total_epochs))
+    if one_by_one:
+        # Several networks one after another (each as one network trains, without checkpoints), averaged into
+        # one model file; their epochs are recorded one member after another.
+        params, history, compile_s, train_s = fit_members(train_x, train_y, len(classes), settings, backend,
+                                                          eval_x, eval_y, on_epoch)
+        run_queries.update_run(db, run_id, devices=1, processes=jax.process_count())
+    elif settings.ensemble > 1:
+        # Several networks side by side, averaged into one model file (XLA, one device, no checkpoints).
         params, history, compile_s, train_s = fit_ensemble(
             train_x, train_y, len(classes), settings.ensemble, settings.learning_rate, settings.weight_decay, epochs,
             settings.batch_size,
