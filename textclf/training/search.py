@@ -221,14 +221,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         while number < len(rounds):
             fold, variant = rounds[number]
             elapsed = time.perf_counter() - start
-            # On a CPU, where the ensemble's trial would otherwise find the budget spent (the rounds use it all),
-            # a corpus small enough for an ensemble keeps one trial's time (ENSEMBLE_MEMBERS networks for about
-            # a round) out of the rounds.
-            reserve = 0.0
-            if (number and platform == "cpu" and settings.ensemble == 0
-                    and n_documents <= CPU_ENSEMBLE_DOC_EPOCHS):
-                reserve = max(round_seconds) * ENSEMBLE_MEMBERS / len(optimizers)
-            if number and elapsed + max(round_seconds) + reserve > budget:
+            if number and elapsed + max(round_seconds) > budget:
                 break
             round_start = time.perf_counter()
             train_rows, val_rows = folds[fold]
