@@ -242,6 +242,8 @@ def train(
         out.print(f"run {result.run_id}, model {result.model_path}", highlight=False)
 
 
+STEPS_LINE_SECONDS = 10.0  # a log file gets a line of steps within an epoch at most this often
+
 PHASE_NAMES = {"read": "reading the corpus", "vectorize": "vectorizing", "read_vectorize": "reading and vectorizing",
                "warmup": "starting the device", "search": "model search", "evaluate": "evaluating", "save": "saving"}
 
@@ -262,6 +264,7 @@ class _TrainProgress:
         self.started = False
         self.phase_task = self.search_task = self.epoch_task = None
         self.pending: tuple[str, float] | None = None  # (phase, start) not yet written as a plain line
+        self.last_steps_line = time.perf_counter()
 
     def _start(self) -> None:
         if not self.started:
@@ -304,6 +307,12 @@ class _TrainProgress:
                     self.progress.remove_task(self.phase_task)
                     self.phase_task = None
                 self.epoch_task = self.progress.add_task("epochs", total=event.total_epochs, stats="compiling...")
+        elif event.kind == "steps":  # within a long epoch (the CNN on a CPU): a plain line every 10 s at most
+            if time.perf_counter() - self.last_steps_line >= STEPS_LINE_SECONDS or event.done == event.total:
+                self._line(f"  {event.done}/{event.total} steps of this epoch")
+                self.last_steps_line = time.perf_counter()
+            if self.live and self.epoch_task is not None:
+                self.progress.update(self.epoch_task, stats=f"step {event.done}/{event.total}")
         elif event.kind == "epoch":
             e = event.epoch
             acc = f" eval acc {e.eval_accuracy:.4f}" if e.eval_accuracy is not None else ""

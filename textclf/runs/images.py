@@ -84,7 +84,8 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
         # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
         params, history = fit_cnn(train_x, train_y, len(classes), cnn_settings(settings), backend, eval_x, eval_y,
                                   interpret, on_epoch=on_epoch, checkpointer=checkpointer,
-                                  stop_requested=stop_requested)
+                                  stop_requested=stop_requested,
+                                  on_step=lambda done, total: report(TrainEvent("steps", done=done, total=total)))
     model = ImageModel(params, classes, settings, tuple(train_x.shape[1:]))
     last = history[-1]
     eval_accuracy = last.eval_accuracy  # the final parameters were scored on eval_x inside fit_cnn

@@ -32,7 +32,8 @@ class TrainResult:
 @dataclass
 class TrainEvent:
     """What `train` reports while it works: kind is "phase" (name starts), "search" (`done` of `total` search
-    rounds finished) or "epoch" (stats ready)."""
+    rounds finished), "steps" (`done` of the current epoch's `total` steps, where an epoch runs step by step)
+    or "epoch" (stats ready)."""
 
     kind: str
     name: str = ""

@@ -1,0 +1,67 @@
+"""One CNN training epoch, scanned (one jitted scan over the steps) vs stepwise (a Python loop over one jitted
+step), side by side in one run: `python3 -m benchmarks.cnn_epoch [--images N] [--repeat R]`.
+
+Synthetic 28 x 28 x 1 uint8 images (Fashion-MNIST's shape) and the default network and settings
+(Settings(model="cnn")); each mode runs its epoch once to compile, then R times alternating with the other.
+Prints images/s per mode (median) and the stepwise / scanned time ratio on this process's default device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from textclf.models.cnn import init_cnn
+from textclf.models.mlp import init_optimizer
+from textclf.runs.images import cnn_settings
+from textclf.settings import Settings
+from textclf.training.cnn import _epoch_fn, learning_rates
+from textclf.training.device_data import epoch_order
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    settings = cnn_settings(Settings(model="cnn"))
+    rng = np.random.default_rng(0)
+    images = jnp.asarray(rng.integers(0, 256, (args.images, 28, 28, 1), dtype=np.uint8))
+    labels = jnp.asarray(rng.integers(0, 10, args.images).astype(np.int32))
+    steps = -(-args.images // settings.batch_size)
+    order = epoch_order(settings.seed, 1, args.images, steps, settings.batch_size)
+    lrs = jnp.asarray(learning_rates(settings, 0, steps))
+    epochs = {mode: _epoch_fn("xla", False, settings.dropout, tuple(settings.augment), settings.weight_decay,
+                              stepwise=(mode == "stepwise")) for mode in ("scanned", "stepwise")}
+
+    def run(mode: str) -> float:
+        params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings)
+        state = init_optimizer("adam", params)
+        start = time.perf_counter()
+        jax.block_until_ready(epochs[mode](params, state, images, labels, order, lrs, jax.random.PRNGKey(1)))
+        return time.perf_counter() - start
+
+    for mode in epochs:
+        run(mode)  # compile
+    seconds = {mode: [] for mode in epochs}
+    for _ in range(args.repeat):
+        for mode in epochs:
+            seconds[mode].append(run(mode))
+    print(f"device: {jax.devices()[0].device_kind}, {args.images} images, batch {settings.batch_size}, "
+          f"{args.repeat} epochs a mode")
+    print("| mode | epoch s (median) | images/s |")
+    print("|---|---:|---:|")
+    for mode, values in seconds.items():
+        median = statistics.median(values)
+        print(f"| {mode} | {median:.2f} | {args.images / median:,.0f} |")
+    ratio = statistics.median(seconds["stepwise"]) / statistics.median(seconds["scanned"])
+    print(f"stepwise / scanned time: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
