@@ -131,3 +131,12 @@ def test_service_classifies_base64_images(image_dir, db_path):
         small = base64.b64encode((image_dir / "small.png").read_bytes()).decode()
         wrong = client.post("/v1/models/shapes:predict", json={"instances": [small]})
         assert wrong.status_code == 400 and "5x5 but the model takes 12x12" in wrong.json()["detail"]
+
+
+def test_image_training_reports_its_epochs_once_and_steps_within_them(image_dir, tmp_path, db_path):
+    result = CliRunner().invoke(app, ["train", str(image_dir), "--out", str(tmp_path / "cnn.npz"), "--db",
+                                      str(db_path), *FAST])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("training 8 epochs") == 1 and "training 0 epochs" not in result.output
+    # 72 training images in batches of 16: 5 steps an epoch, the last of each reported (the CPU's stepwise epoch)
+    assert result.output.count("5/5 steps of this epoch") == 8

@@ -8,6 +8,7 @@ an IDX training folder (Fashion-MNIST ships both); else a stratified validation 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -78,14 +79,17 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
         run_queries.add_epoch(db, run_id, **stats.__dict__)
         report(TrainEvent("epoch", epoch=stats, total_epochs=settings.epochs))
 
+    # Reported once, with the epoch count (a `phase("train")` would report the phase a second time, without it:
+    # the CLI printed "training 0 epochs"); its wall time is recorded as the phase's.
     report(TrainEvent("phase", "train", total_epochs=settings.epochs))
     interpret = backend == "pallas" and bool(os.environ.get("TEXTCLF_PALLAS_INTERPRET"))
-    with phase("train"):  # the first epoch includes compiling the epoch function
-        # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
-        params, history = fit_cnn(train_x, train_y, len(classes), cnn_settings(settings), backend, eval_x, eval_y,
-                                  interpret, on_epoch=on_epoch, checkpointer=checkpointer,
-                                  stop_requested=stop_requested,
-                                  on_step=lambda done, total: report(TrainEvent("steps", done=done, total=total)))
+    train_start = time.perf_counter()  # the first epoch includes compiling the epoch function
+    # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
+    params, history = fit_cnn(train_x, train_y, len(classes), cnn_settings(settings), backend, eval_x, eval_y,
+                              interpret, on_epoch=on_epoch, checkpointer=checkpointer,
+                              stop_requested=stop_requested,
+                              on_step=lambda done, total: report(TrainEvent("steps", done=done, total=total)))
+    phase.seconds["train"] = time.perf_counter() - train_start
     model = ImageModel(params, classes, settings, tuple(train_x.shape[1:]))
     last = history[-1]
     eval_accuracy = last.eval_accuracy  # the final parameters were scored on eval_x inside fit_cnn
