@@ -134,5 +134,13 @@ maxpool2d.defvjp(_maxpool_fwd, _maxpool_bwd)
 
 
 def maxpool_reference(x, size: int = 2):
-    """Plain JAX (XLA's reduce_window), differentiable by jax.grad."""
-    return lax.reduce_window(x, -jnp.inf, lax.max, (1, size, size, 1), (1, size, size, 1), "VALID")
+    """Plain JAX, differentiable by jax.grad: each size x size window's taps (row by row) and the first largest
+    of them, the tap the kernel keeps, so the gradient goes where the kernel's does, ties included. (XLA's
+    reduce_window computes the same values, but its gradient, a select-and-scatter, made a CPU training step of
+    the default CNN 67 ms where this takes 50.) Rows and columns past the last whole window are dropped."""
+    n, height, width, channels = x.shape
+    out_h, out_w = height // size, width // size
+    windows = x[:, : out_h * size, : out_w * size].reshape(n, out_h, size, out_w, size, channels)
+    windows = windows.transpose(0, 1, 3, 5, 2, 4).reshape(n, out_h, out_w, channels, size * size)
+    first = jnp.argmax(windows, axis=-1)  # (N, OH, OW, C): the first largest tap
+    return jnp.take_along_axis(windows, first[..., None], axis=-1)[..., 0]

@@ -26,6 +26,16 @@ def test_gradient_matches_jax_grad_of_reference(env, rng, n, h, w, c, size):
     assert_close(got, want, env)
 
 
+def test_ties_send_the_gradient_to_the_first_largest_tap_in_kernel_and_reference(env, rng):
+    """A ReLU's zeros and 8-bit pixels tie often: kernel and reference agree on where the gradient goes."""
+    x = jnp.floor(env.array(rng, (2, 8, 8, 4)) * 2).clip(0).astype(env.array(rng, (1,)).dtype)  # many 0s and 1s
+    probe = env.array(rng, (2, 4, 4, 4))
+    got = jax.grad(lambda a: jnp.sum(maxpool2d(a, 2, env.interpret) * probe))(x)
+    want = jax.grad(lambda a: jnp.sum(maxpool_reference(a, 2) * probe))(x)
+    assert_close(got, want, env)
+    assert int(jnp.sum(got != 0)) <= 2 * 4 * 4 * 4  # one tap a window, never a split
+
+
 def test_backward_routes_to_the_recorded_tap(env, rng):
     dy = env.array(rng, (1, 2, 2, 4))
     arg = jnp.full((1, 2, 2, 4), 3, jnp.int32)  # bottom-right of every 2x2 window
