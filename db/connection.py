@@ -28,7 +28,7 @@ def db_timeout() -> float:
     except ValueError:
         timeout = -1.0
     if not 0 <= timeout < float("inf"):
-        raise DatabaseError(f"TEXTCLF_DB_TIMEOUT='{raw}' is not a number of seconds: set e.g. 10, or unset it")
+        raise DatabaseError(f"TEXTCLF_DB_TIMEOUT={raw!r} is not a number of seconds: set e.g. 10, or unset it")
     return timeout
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +118,75 @@ def test_foreign_archives_give_a_one_line_error(tmp_path, members):
     path = tmp_path / "foreign.npz"
     path.write_bytes(buffer.getvalue())
     assert _either_result_or_user_error(lambda: load_model(path)) is None
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    """A service with model 'sample' v1 published (trained by the daemon), for every fuzzed request of the
+    module; its own data dir (the per-test TEXTCLF_HOME of conftest is function-scoped)."""
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from db import jobs, open_db
+    from textclf.frontends.daemon import DaemonOptions, run_daemon
+    from textclf.frontends.service import ServiceOptions, create_app
+
+    home = tmp_path_factory.mktemp("service")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TEXTCLF_HOME", str(home))
+        env.delenv("TEXTCLF_DB", raising=False)
+        corpus = home / "corpus"
+        shutil.copytree(Path(__file__).resolve().parents[1] / "textclf" / "sample_corpus", corpus)
+        db_path = home / "runs.db"
+        settings = Settings(epochs=2, min_steps=60, batch_size=8, hidden=16, search="off")
+        jobs.submit(open_db(db_path), str(corpus), settings.to_dict(), "sample")
+        run_daemon(DaemonOptions(db_path=db_path, once=True))
+        options = ServiceOptions(db_path=db_path, token="secret", data_root=home, max_body_bytes=10_000)
+        with TestClient(create_app(options)) as client:
+            yield client
+
+
+ROUTES = ["/v1/models/sample:predict", "/v1/models/sample/versions/1:predict", "/v1/models/sample/versions/9:predict",
+          "/v1/models/nosuch:predict", "/v2/models/sample/infer", "/v2/models/sample/versions/1/infer", "/v1/jobs"]
+BODIES = st.one_of(
+    st.binary(max_size=120),  # not JSON at all, or JSON by chance
+    JSON_VALUES,
+    st.dictionaries(st.sampled_from(["instances", "top_k", "inputs", "corpus", "name", "settings", "id"]),
+                    JSON_VALUES, max_size=4),
+    st.builds(lambda data: {"inputs": [{"name": "text", "shape": [1], "datatype": "BYTES", "data": data}]},
+              JSON_VALUES),
+)
+
+
+@FUZZ
+@given(route=st.sampled_from(ROUTES), body=BODIES, with_token=st.booleans())
+@example(route=ROUTES[0], body={"instances": float("inf")}, with_token=True)  # FastAPI echoed inf back: a 500
+def test_http_bodies_get_an_answer_or_a_4xx(service, route, body, with_token):
+    headers = {"Authorization": "Bearer secret"} if with_token else {}
+    # Python's json writes NaN and Infinity as bare tokens, which strict JSON parsers refuse: sent as they are.
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    response = service.post(route, content=content, headers={**headers, "Content-Type": "application/json"})
+    assert response.status_code < 500, (route, body, response.status_code, response.text[:300])
+    if response.status_code >= 400:
+        assert "detail" in response.json() or "error" in response.json()  # said why, as JSON
+
+
+@FUZZ
+@given(timeout=st.text(max_size=12), cache=st.text(max_size=6), tasks=st.text(max_size=6))
+@example(timeout="0\x1e", cache="", tasks="")  # a record separator: a line break to splitlines()
+def test_environment_variables_give_a_result_or_a_one_line_error(monkeypatch, timeout, cache, tasks):
+    """The variables the commands read, set to anything: the command works or says in one line which variable
+    is wrong; never a traceback."""
+    from typer.testing import CliRunner
+
+    from textclf.frontends.cli import app
+
+    for name, value in (("TEXTCLF_DB_TIMEOUT", timeout), ("TEXTCLF_VECTOR_CACHE", cache), ("SLURM_NTASKS", tasks)):
+        if "\x00" in value:
+            continue  # an environment cannot hold a NUL byte
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(app, ["runs", "list"])
+    assert result.exit_code in (0, 1), (result.output, result.exception)
+    if result.exit_code == 1:
+        assert len(result.output.strip().splitlines()) == 1, result.output

@@ -57,6 +57,12 @@ def _terminate(signum, frame) -> None:
     raise Terminated()
 
 
+def one_line(message: str) -> str:
+    """The message with every line break and control character a user's value may have brought into it (a path,
+    a label, an environment variable) written as an escape, so that an error stays one line."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in message)
+
+
 def user_errors(fn):
     """Turn library errors into one line on stderr and exit code 1; SIGTERM into Terminated (the run it stops is
     recorded as interrupted, exit code 143)."""
@@ -69,7 +75,7 @@ def user_errors(fn):
             return fn(*args, **kwargs)
         except USER_ERRORS as exc:
             # A Text, not a markup string: "[gpu]" in a message or a path is printed as it is.
-            err.print(Text.assemble(("Error:", "red"), f" {exc}"), highlight=False, soft_wrap=True)
+            err.print(Text.assemble(("Error:", "red"), f" {one_line(str(exc))}"), highlight=False, soft_wrap=True)
             raise typer.Exit(1)
         except sqlite3.DatabaseError as exc:  # a query on a run database that opened but is damaged inside
             err.print(Text.assemble(("Error:", "red"), f" the run database failed ({exc}): it is damaged or "

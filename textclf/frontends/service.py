@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Annotated, Any, Callable
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi import Path as FastPath
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, Histogram, generate_latest
@@ -376,6 +377,16 @@ def create_app(options: ServiceOptions) -> FastAPI:
 
     for error_class in USER_ERRORS:
         app.add_exception_handler(error_class, user_error)
+
+    async def invalid_body(request: Request, exc: RequestValidationError):
+        # FastAPI's own handler echoes each wrong value back, and a body holding NaN or Infinity (which Python's
+        # JSON parser takes) then fails to serialise: a 500 for a client's mistake. The place and the reason are
+        # what the client needs.
+        errors = [{"loc": list(error.get("loc", ())), "msg": error.get("msg", ""), "type": error.get("type", "")}
+                  for error in exc.errors()]
+        return JSONResponse({"detail": errors}, status_code=422)
+
+    app.add_exception_handler(RequestValidationError, invalid_body)
 
     @app.get("/health/live")
     async def live() -> dict:

@@ -36,7 +36,7 @@ def coordinates_from_env(env: dict | None = None) -> tuple[str, int, int] | None
             ) from None
     tasks = env.get("SLURM_NTASKS", "1") or "1"
     if not tasks.strip().isdigit():
-        raise SettingsError(f"SLURM_NTASKS='{tasks}' is not a task count: run under srun, or unset it")
+        raise SettingsError(f"SLURM_NTASKS={tasks!r} is not a task count: run under srun, or unset it")
     if int(tasks) > 1 and env.get("SLURM_PROCID") is not None:
         return "slurm"
     return None
