@@ -138,3 +138,33 @@ def test_a_worse_model_is_held_not_published(corpus_dir, db_path, fast_settings,
     run = runs.get_run(db, held["run_id"])
     assert run["publish_decision"] == held["error"] and Path(run["model_path"]).exists()
     assert runs.get_run(db, jobs.get(db, good)["run_id"])["publish_decision"] == "published as v1"
+
+
+def test_a_full_disk_during_the_model_write_publishes_nothing_half_written(corpus_dir, db_path, fast_settings,
+                                                                          isolated_home, monkeypatch):
+    """The disk fills while the job's model file is written: the job fails with the reason, its run is failed
+    (not left running), no version is published, no temporary file is left, and the serving version stays."""
+    import errno
+
+    import numpy as np
+
+    db = open_db(db_path)
+    first = jobs.submit(db, str(corpus_dir), fast_settings.to_dict(), "sample")
+    assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 1
+    served = db["models"].get(("sample", 1))["path"]
+    before = Path(served).read_bytes()
+
+    def full_disk(handle, **arrays):
+        handle.write(b"PK\x03\x04 half a zip")  # some bytes reach the temporary file before the disk fills
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", full_disk)
+    second = jobs.submit(db, str(corpus_dir), fast_settings.replace(seed=1).to_dict(), "sample")
+    assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 1
+    job = jobs.get(db, second)
+    assert job["status"] == "failed" and "No space left on device" in job["error"]
+    assert runs.get_run(db, job["run_id"])["status"] == "failed"
+    assert [row["version"] for row in db["models"].rows] == [1] and Path(served).read_bytes() == before
+    leftovers = [p.name for p in Path(served).parent.iterdir() if p.name != Path(served).name]
+    assert leftovers == [], leftovers  # no temporary or half-written model file beside the published one
+    assert jobs.get(db, first)["status"] == "succeeded"

@@ -74,6 +74,12 @@ class _Heartbeat(threading.Thread):
                 pass  # a locked DB delays one beat; stale_after is many beats long
 
 
+def _newest_run_id(db, job_id: int) -> int | None:
+    """The run a failed job got as far as starting (None: it failed before one started), for `textclf runs show`."""
+    runs = run_queries.runs_of_job(db, job_id)
+    return max(run["id"] for run in runs) if runs else None
+
+
 def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool], pool=None) -> str:
     """Train one claimed job to the end, or until asked to stop. Returns the job's new status.
     pool: the daemon's vectorizing workers (None: the job starts its own)."""
@@ -107,11 +113,11 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
         job_queue.requeue(db, job_id)
         return "queued"
     except USER_ERRORS as exc:
-        job_queue.finish(db, job_id, "failed", error=str(exc))
+        job_queue.finish(db, job_id, "failed", error=str(exc), run_id=_newest_run_id(db, job_id))
         checkpoint.remove()
         return "failed"
-    except Exception as exc:  # a bug or a device error: record it on the job, keep the daemon alive
-        job_queue.finish(db, job_id, "failed", error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a bug, a device error, a full disk: record it on the job, keep the daemon alive
+        job_queue.finish(db, job_id, "failed", error=f"{type(exc).__name__}: {exc}", run_id=_newest_run_id(db, job_id))
         return "failed"
     finally:
         beat.done.set()
