@@ -423,10 +423,54 @@ def test_a_run_whose_process_is_gone_is_shown_interrupted(runner):
     database = open_db(run_db_path())
     orphan = runs.start_run(database, corpus="c.jsonl", settings={}, owner_host=socket.gethostname(),
                             owner_pid=gone.pid, owner_started="1")
-    elsewhere = runs.start_run(database, corpus="c.jsonl", settings={}, owner_host="another-host", owner_pid=1)
+    elsewhere = runs.start_run(database, corpus="c.jsonl", settings={}, owner_host="another-host", owner_pid=1,
+                               heartbeat_at=runs.now())
+    from datetime import datetime, timedelta, timezone
+
+    from textclf.runs.owner import STALE_SECONDS
+
+    long_ago = (datetime.now(timezone.utc) - timedelta(seconds=STALE_SECONDS + 60)).isoformat(timespec="seconds")
+    silent = runs.start_run(database, corpus="c.jsonl", settings={}, owner_host="another-host", owner_pid=2,
+                            heartbeat_at=long_ago)
     listed = {r["id"]: r for r in json.loads(invoke(runner, "runs", "list", "--json").stdout)}
     assert listed[orphan]["status"] == "interrupted" and f"pid {gone.pid}" in listed[orphan]["error"]
-    assert listed[elsewhere]["status"] == "running"  # another host's process cannot be checked from here
+    # another host's process cannot be checked from here: its heartbeat decides
+    assert listed[elsewhere]["status"] == "running"
+    assert listed[silent]["status"] == "interrupted" and f"no heartbeat from its process (pid 2 on another-host) " \
+        f"since {long_ago}" in listed[silent]["error"]
+
+
+def test_a_run_beats_in_phases_without_epochs(tmp_path, monkeypatch):
+    """The heartbeat comes from a thread: a long phase with no epoch (here the vectorizing, held for 0.5 s)
+    still shows life."""
+    import time as clock
+
+    from textclf.runs import owner, run as run_module
+    from textclf.settings import Settings
+
+    monkeypatch.setattr(owner, "HEARTBEAT_SECONDS", 0.05)
+    beats = []
+    real_update = runs.update_run
+
+    def spy(db, run_id, **fields):
+        if "heartbeat_at" in fields:
+            beats.append(clock.monotonic())
+        return real_update(db, run_id, **fields)
+
+    monkeypatch.setattr(runs, "update_run", spy)
+    texts = [f"fry the onions {i}" for i in range(30)] + [f"the rocket launched {i}" for i in range(30)]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": t.split()[1]}) + "\n" for t in texts))
+    real_read = run_module.read_corpus
+
+    def slow_read(*args, **kwargs):
+        clock.sleep(0.5)
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, "read_corpus", slow_read)
+    run_module.train(corpus, Settings(search="off", epochs=1, min_steps=0, hidden=4, features=64),
+                     db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    assert len(beats) >= 5  # ~10 beats in the half second of reading alone
 
 
 def test_a_locked_database_mid_training_delays_the_epoch_rows_not_the_training(runner, corpus_dir, tmp_path,

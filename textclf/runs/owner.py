@@ -2,18 +2,51 @@
 
 A run is marked `running` when it starts and `finished` / `failed` / `interrupted` when it ends; a process killed
 with SIGKILL (or a power cut) ends nothing. So every run records its owner (host, pid, and the process's start
-time, because a pid is reused) and `reap_orphaned_runs` marks the running runs of this host whose owner is gone
-as interrupted: `textclf runs list/show` and the daemon call it. Runs owned by other hosts are left alone (their
-processes cannot be checked from here); their `heartbeat_at` says when they last showed life.
+time, because a pid is reused) and a heartbeat (RunHeartbeat: every HEARTBEAT_SECONDS, from a thread, in every
+phase), and `reap_orphaned_runs` marks as interrupted the running runs of this host whose owner is gone, and
+those of other hosts (whose processes cannot be checked from here) with no heartbeat for STALE_SECONDS:
+`textclf runs list/show` and the daemon call it.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import threading
+from datetime import datetime, timezone
 from pathlib import Path
 
+from db import open_db
 from db import runs as run_queries
+from db.errors import DatabaseError
+
+HEARTBEAT_SECONDS = 5.0
+# A run of another host is taken for dead after this long without a heartbeat: 120 missed beats, so that a
+# machine under heavy load, or a database locked for minutes by another writer, is not declared dead.
+STALE_SECONDS = 600.0
+
+
+class RunHeartbeat(threading.Thread):
+    """Writes the run's heartbeat_at every HEARTBEAT_SECONDS from its own connection until stop(); a locked
+    database skips a beat. A thread, so that reading, vectorizing and the search (minutes on a large corpus,
+    no epoch in them) beat too."""
+
+    def __init__(self, db_path: Path, run_id: int):
+        super().__init__(daemon=True, name=f"run-{run_id}-heartbeat")
+        self.db_path, self.run_id, self.seconds = db_path, run_id, HEARTBEAT_SECONDS
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        db = open_db(self.db_path)
+        while not self.stopped.wait(self.seconds):
+            try:
+                run_queries.update_run(db, self.run_id, heartbeat_at=run_queries.now())
+            except DatabaseError:
+                pass  # locked: the next beat
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join()
 
 
 def _start_time(pid: int) -> str | None:
@@ -48,13 +81,33 @@ def owner_gone(run: dict) -> bool:
     return started is None or (bool(run.get("owner_started")) and bool(started) and started != run["owner_started"])
 
 
+def silent_for(run: dict, now: datetime | None = None) -> float | None:
+    """Seconds since the run's last heartbeat (None: it has none recorded)."""
+    if not run.get("heartbeat_at"):
+        return None
+    try:
+        beat = datetime.fromisoformat(run["heartbeat_at"])
+    except ValueError:
+        return None
+    return ((now or datetime.now(timezone.utc)) - beat).total_seconds()
+
+
 def reap_orphaned_runs(db) -> list[int]:
-    """Mark this host's running runs whose process is gone as interrupted; -> their ids."""
+    """Mark as interrupted this host's running runs whose process is gone, and other hosts' running runs with no
+    heartbeat for STALE_SECONDS; -> their ids."""
     reaped = []
     for run in run_queries.running_runs(db):
+        silent = silent_for(run)
         if owner_gone(run):
-            run_queries.end_run(db, run["id"], "interrupted",
-                                error=f"its process (pid {run['owner_pid']} on {run['owner_host']}) ended without "
-                                      f"recording an end (killed or crashed); found at {run_queries.now()}")
-            reaped.append(run["id"])
+            error = (f"its process (pid {run['owner_pid']} on {run['owner_host']}) ended without recording an end "
+                     f"(killed or crashed); found at {run_queries.now()}")
+        elif (run.get("owner_host") and run["owner_host"] != socket.gethostname() and silent is not None
+              and silent > STALE_SECONDS):
+            error = (f"no heartbeat from its process (pid {run['owner_pid']} on {run['owner_host']}) since "
+                     f"{run['heartbeat_at']} ({silent / 60:.0f} minutes; it beats every {HEARTBEAT_SECONDS:.0f} s): "
+                     f"taken for killed or cut off; found at {run_queries.now()}")
+        else:
+            continue
+        run_queries.end_run(db, run["id"], "interrupted", error=error)
+        reaped.append(run["id"])
     return reaped

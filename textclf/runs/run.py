@@ -12,7 +12,6 @@ model file is safely on disk; any exception marks it 'failed' with the error, Ct
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from textclf.inference.text_model import Model, encode_labels
 from textclf.settings import Settings
 from textclf.errors import ArtifactError, CorpusError
 from textclf.paths import compile_cache_dir, run_db_path, vector_cache_dir
-from textclf.runs.owner import this_owner
+from textclf.runs.owner import RunHeartbeat, this_owner
 from textclf.runs.results import PhaseTimer, TrainEvent, TrainResult, default_model_path
 from textclf.training.events import EpochStats, Terminated, TrainingStopped
 from textclf.versions import versions
@@ -93,6 +92,9 @@ def train(
         settings=settings.to_dict(), backend=settings.backend, versions=versions(), **this_owner(),
         heartbeat_at=run_queries.now(), job_id=job_id, resumes_run=resumes_run,
     )
+    heartbeat = RunHeartbeat(run_db_path(db_path), run_id) if primary else None
+    if heartbeat:
+        heartbeat.start()
     try:
         result = _train_run(db, run_id, Path(corpus_path), settings, warmup, test_path, model_path, report,
                             checkpointer, stop_requested, primary, pool)
@@ -108,6 +110,9 @@ def train(
     except BaseException as exc:
         _end_run(db, run_id, "failed", error=f"{type(exc).__name__}: {exc}")
         raise
+    finally:
+        if heartbeat:
+            heartbeat.stop()
     return result
 
 
@@ -131,14 +136,12 @@ def _end_run(db, run_id: int, status: str, **fields) -> None:
 
 
 class _EpochRecorder:
-    """Writes each epoch's row and the run's heartbeat; while another writer holds the database lock the rows
-    wait and go with the next epoch's (or with `flush` at the end), so a busy database does not stop training."""
-
-    HEARTBEAT_SECONDS = 5.0  # a GPU epoch can take 20 ms: one more write per epoch for a sign of life is waste
+    """Writes each epoch's row; while another writer holds the database lock the rows wait and go with the next
+    epoch's (or with `flush` at the end), so a busy database does not stop training. (The run's heartbeat comes
+    from textclf/runs/owner.py's RunHeartbeat thread, in every phase.)"""
 
     def __init__(self, db, run_id: int):
         self.db, self.run_id, self.pending = db, run_id, []
-        self.last_beat = time.monotonic()  # start_run recorded the first
 
     def __call__(self, stats: EpochStats) -> None:
         self.pending.append(stats)
@@ -147,16 +150,13 @@ class _EpochRecorder:
         except DatabaseError:
             pass  # locked: written with the next epoch
 
-    def _write(self, beat: bool = False) -> None:
+    def _write(self) -> None:
         while self.pending:
             run_queries.add_epoch(self.db, self.run_id, **self.pending[0].__dict__)
             self.pending.pop(0)
-        if beat or time.monotonic() - self.last_beat >= self.HEARTBEAT_SECONDS:
-            run_queries.update_run(self.db, self.run_id, heartbeat_at=run_queries.now())
-            self.last_beat = time.monotonic()
 
     def flush(self) -> None:
-        _waiting_out_locks(lambda: self._write(beat=True))
+        _waiting_out_locks(self._write)
 
 
 def _backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
