@@ -81,15 +81,13 @@ def owner_gone(run: dict) -> bool:
     return started is None or (bool(run.get("owner_started")) and bool(started) and started != run["owner_started"])
 
 
-def silent_for(run: dict, now: datetime | None = None) -> float | None:
+def silent_for(run: dict) -> float | None:
     """Seconds since the run's last heartbeat (None: it has none recorded)."""
-    if not run.get("heartbeat_at"):
-        return None
     try:
-        beat = datetime.fromisoformat(run["heartbeat_at"])
+        beat = datetime.fromisoformat(run.get("heartbeat_at") or "")
     except ValueError:
         return None
-    return ((now or datetime.now(timezone.utc)) - beat).total_seconds()
+    return (datetime.now(timezone.utc) - beat).total_seconds()
 
 
 def reap_orphaned_runs(db) -> list[int]:

@@ -180,9 +180,11 @@ def batch_shape(matrices: list[sp.csr_matrix], batch_size: int, orders: list[np.
     return steps, next_power_of_two(densest)
 
 
-def cut_order(seed: int, n_rows: int) -> np.ndarray:
-    """The one shuffle that fit_candidates cuts its training batches from (its generator's first draw)."""
-    return np.random.default_rng(seed).permutation(n_rows)
+def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
+    """The one shuffle that fit_candidates cuts its training batches from, and the generator after it (which
+    then orders the batches of each epoch): callers that size the batches in advance draw the same cut."""
+    rng = np.random.default_rng(seed)
+    return rng.permutation(n_rows), rng
 
 
 def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
@@ -283,10 +285,9 @@ def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_ma
     rates_array = jnp.asarray(rates, jnp.float32)
     decays_array = jnp.asarray(decays, jnp.float32)
     dense = dense_default()
-    rng = np.random.default_rng(seed)
     # The batches are cut once, from one shuffle, and each epoch visits them in a new order: cutting them anew
     # on the host every epoch cost more than the GPU's training (0.1-0.2 s an epoch on news4).
-    cut = rng.permutation(train_x.shape[0])  # = cut_order(seed, rows)
+    cut, rng = cut_order(seed, train_x.shape[0])
     # The callers' shapes fit their own cuts (batch_shape with cut_order); a cut they did not foresee gets a
     # wider cap (one more compilation) rather than losing nonzeros.
     shape = tuple(map(max, shape, batch_shape([train_x], batch_size, [cut])))

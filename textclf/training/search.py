@@ -195,7 +195,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     width = min(features, next_power_of_two(max(min(features, len(m)) for m in masks.values())))
     # One batch shape for every round (one compilation): the widest view's nonzeros in each fold's cut.
     shape = batch_shape([counts[train] for train, _ in folds], settings.batch_size,
-                        [cut_order(settings.seed + fold, len(train)) for fold, (train, _) in enumerate(folds)])
+                        [cut_order(settings.seed + fold, len(train))[0] for fold, (train, _) in enumerate(folds)])
     val_shape = batch_shape([counts[val] for _, val in folds], settings.batch_size)
 
     # Racing: every variant trains on fold 0; only the RACE_KEEP best of them go on to the other folds.
@@ -283,8 +283,8 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
         members, ensemble_summary = _choose_ensemble(chosen, platform, budget - (time.perf_counter() - start),
                                                      min(network_epoch_seconds), n_documents, counts, y,
-                                                     len(classes), masks, folds, shared_folds, width, shape,
-                                                     val_shape, leaderboard[0]["settings"]["epochs"])
+                                                     len(classes), masks, folds, shared_folds, features, width,
+                                                     shape, val_shape, leaderboard[0]["settings"]["epochs"])
         chosen = chosen.replace(ensemble=members)
         summary["ensemble"] = ensemble_summary
     summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
@@ -311,7 +311,7 @@ def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, feat
 
 
 def _choose_ensemble(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
-                     counts, y, n_classes, masks, folds, shared_folds, width, shape, val_shape,
+                     counts, y, n_classes, masks, folds, shared_folds, features, width, shape, val_shape,
                      searched_epochs: int) -> tuple[int, dict]:
     """1 or ENSEMBLE_MEMBERS networks: ENSEMBLE_MEMBERS copies of the chosen candidate trained side by side on
     the compared folds for its `searched_epochs` (the epoch count read off the folds' curves); the ensemble wins
@@ -329,7 +329,7 @@ def _choose_ensemble(chosen: Settings, platform: str, time_left: float, unit_sec
     single, together = [], []
     for fold in shared_folds:
         train_rows, val_rows = folds[fold]
-        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, width, width,
+        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, features, width,
                                         variant.nb_weighting)
         curves, ensemble_curve = fit_candidates(
             train_x, y[train_rows], val_x, y[val_rows], n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS,
