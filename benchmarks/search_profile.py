@@ -48,7 +48,7 @@ def main() -> None:
     _timed(search, "count_terms", "tokenise")
     _timed(search, "term_mask", "masks")
     _timed(search, "_fold_matrices", "matrices")
-    _timed(candidates, "_start", "init", wait=True)
+    _timed(search, "init_stacked", "init", wait=True)
     _timed(candidates, "_device_batches", "batches")
     _timed(candidates, "_epoch", "epochs", wait=True)
     _timed(candidates, "_hits", "scoring", wait=True)

@@ -15,7 +15,7 @@ from pipelines.batches import make_batches
 from pipelines.workers import WorkerPool
 from textclf.models.mlp import Params, adam, init_optimizer, logits, masked_loss
 from textclf.settings import Settings
-from textclf.training.candidates import (StackedParams, _epoch, batch_shape, fit_candidates, init_stacked,
+from textclf.training.candidates import (StackedParams, _epoch, batch_shape, fit_candidates, init_stacked, round_data,
                                          stacked_logits, stacked_loss)
 from textclf.training import search as search_module
 from textclf.training.search import search_settings
@@ -97,6 +97,28 @@ def test_a_stacked_epoch_is_k_adam_runs_with_their_own_rates_and_decays():
             np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6)
 
 
+def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batches():
+    """The W1 update through pallas_kernels/stacked_input_adam.py (interpreted here) against the dense XLA
+    formulation: 4 batches, the third a padding batch (no rows), over an epoch in a given order."""
+    rng = np.random.default_rng(5)
+    batches = [_random_batch(rng, n_features=64) for _ in range(4)]
+    batches[2] = [jnp.zeros_like(a) for a in batches[2]]  # padding: mask all zero
+    arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
+    rates, decays = jnp.asarray([0.01, 0.003]), jnp.asarray([0.0, 1e-3])
+    order = jnp.asarray([3, 2, 0, 1], jnp.int32)
+    results = []
+    for fused in (False, True):
+        stacked = init_stacked(jax.random.PRNGKey(4), 64, 128, 3, 2)  # K*H = 256: the kernel's 128-unit tiles
+        params, state, losses = _epoch(stacked, init_optimizer("adam", stacked), rates, decays, *arrays, order,
+                                       dense=True, fused=fused)
+        results.append((params, state, losses))
+    (want, want_state, want_losses), (got, got_state, got_losses) = results
+    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-5, atol=1e-6)
+    assert int(got_state.step) == int(want_state.step) == 3  # the padding batch is not a step
+    for a, b in zip(jax.tree.leaves((got, got_state)), jax.tree.leaves((want, want_state))):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
 def test_fit_candidates_learns_and_reports_every_epoch():
     texts, labels = question_corpus(240)
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -105,11 +127,33 @@ def test_fit_candidates_learns_and_reports_every_epoch():
     y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
     train, val = np.arange(0, 240, 2), np.arange(1, 240, 2)
     shape, val_shape = batch_shape([x[train]], 32), batch_shape([x[val]], 32)
-    curves = fit_candidates(x[train], y[train], x[val], y[val], 3, [0.03, 0.0001], [0.0, 0.0], 15, 32, 16, 0, shape,
-                            val_shape)
+    data = round_data(x[train], y[train], x[val], y[val], 32, 0, shape, val_shape)
+    curves = fit_candidates(data, 3, [0.03, 0.0001], [0.0, 0.0], 15, 16, 0)
     assert curves.shape == (15, 2)
     assert curves[-1, 0] > 0.75 and curves[0, 0] < 0.5  # the question word decides: learnable, and learned
     assert curves[-1, 1] < 0.5  # a tiny rate has not learned it yet
+
+
+def test_shared_starting_weights_and_wide_scoring_batches_change_no_curve():
+    """The search starts each fold's rounds from one copy of the weights and scores in wide batches on a GPU:
+    the curves must equal drawing the weights from the seed and scoring at the training batch size."""
+    texts, labels = question_corpus(160)
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
+    x.resize((x.shape[0], 64 * -(-x.shape[1] // 64)))
+    y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
+    train, val = np.arange(0, 160, 2), np.arange(1, 160, 2)
+    shape, val_shape = batch_shape([x[train]], 16), batch_shape([x[val]], 16)
+    plain = fit_candidates(round_data(x[train], y[train], x[val], y[val], 16, 3, shape, val_shape), 3,
+                           [0.03, 0.003], [0.0, 1e-4], 4, 8, 3)
+    initial = init_stacked(jax.random.PRNGKey(3), x.shape[1], 8, 3, 2)
+    kept = np.asarray(initial.w1).copy()
+    wide = round_data(x[train], y[train], x[val], y[val], 16, 3, shape, batch_shape([x[val]], 64), score_batch=64)
+    assert wide.val[0].shape[0] == 2  # 80 validation rows in batches of 64
+    shared = fit_candidates(wide, 3, [0.03, 0.003], [0.0, 1e-4], 4, 8, 3, initial=initial)
+    np.testing.assert_array_equal(shared, plain)
+    np.testing.assert_array_equal(np.asarray(initial.w1), kept)  # copied, not consumed by the donating epoch
 
 
 @pytest.fixture(scope="module")

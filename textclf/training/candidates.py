@@ -55,23 +55,36 @@ def stacked_logits(params: StackedParams, indices, values, rows, batch_size: int
     a CPU wants). dense=True: scatter the batch into a (B, F) matrix and multiply (a GPU's tensor cores do the
     (B, F) x (F, K*H) product faster than the (cap, K*H) gather and its scatter-add gradient, measured:
     BENCHMARKS.md, "The model search's K-network step")."""
-    models, hidden, _ = params.w2.shape
     if dense:
-        x = jnp.zeros((batch_size, params.w1.shape[0]), params.w1.dtype).at[rows, indices].add(values)  # (B, F)
-        pre = x @ params.w1 + params.b1  # (B, K*H)
+        pre = _dense_rows(params, indices, values, rows, batch_size) @ params.w1 + params.b1  # (B, K*H)
     else:
         gathered = params.w1[indices] * values[:, None]  # (cap, K*H): one gather for all K models
         pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1  # (B, K*H)
-    activations = jax.nn.sigmoid(pre).reshape(batch_size, models, hidden)
-    return jnp.einsum("bkh,khc->bkc", activations, params.w2) + params.b2
+    return _head(pre, params.w2, params.b2)
+
+
+def _dense_rows(params: StackedParams, indices, values, rows, batch_size: int) -> jax.Array:
+    """The flat sparse batch as (B, F) dense rows."""
+    return jnp.zeros((batch_size, params.w1.shape[0]), params.w1.dtype).at[rows, indices].add(values)
+
+
+def _head(pre: jax.Array, w2: jax.Array, b2: jax.Array) -> jax.Array:
+    """(B, K*H) pre-activations -> (B, K, C) scores: each model's sigmoid hidden units through its own output layer."""
+    models, hidden, _ = w2.shape
+    activations = jax.nn.sigmoid(pre).reshape(pre.shape[0], models, hidden)
+    return jnp.einsum("bkh,khc->bkc", activations, w2) + b2
+
+
+def _summed_loss(scores: jax.Array, labels, mask) -> jax.Array:
+    """(B, K, C) scores -> the sum over the K models of each one's mean cross-entropy on the unmasked rows."""
+    log_probs = jax.nn.log_softmax(scores, axis=-1)  # (B, K, C)
+    nll = -jnp.take_along_axis(log_probs, labels[:, None, None], axis=2)[..., 0]  # (B, K)
+    return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
 def stacked_loss(params: StackedParams, indices, values, rows, labels, mask, dense: bool = False) -> jax.Array:
     """Sum over the K models of each one's mean cross-entropy on the unmasked rows."""
-    scores = stacked_logits(params, indices, values, rows, labels.shape[0], dense)
-    log_probs = jax.nn.log_softmax(scores, axis=-1)  # (B, K, C)
-    nll = -jnp.take_along_axis(log_probs, labels[:, None, None], axis=2)[..., 0]  # (B, K)
-    return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
+    return _summed_loss(stacked_logits(params, indices, values, rows, labels.shape[0], dense), labels, mask)
 
 
 def _per_model(values: jax.Array, hidden: int) -> StackedParams:
@@ -86,24 +99,81 @@ def dense_default() -> bool:
     return jax.default_backend() == "gpu"
 
 
-@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense",))
+# The fused Pallas W1 update measured against XLA's dense step on an H100 (BENCHMARKS.md, "The model search's
+# K-network step"): 0.92-0.95x XLA's time at B = 64, 1.13-1.45x at B = 1,024 (there the (F, B) x (B, K*H)
+# product dominates, and cuBLAS does it faster than the kernel's Triton tiles). Used up to this batch size.
+FUSED_MAX_BATCH = 64
+
+
+def pallas_default(batch_size: int) -> bool:
+    """Whether the search's K-network step updates W1 with the fused Pallas kernel (pallas_kernels/
+    stacked_input_adam.py): on a GPU, at the batch sizes where it measured faster than XLA. Elsewhere the
+    kernel would only run interpreted."""
+    return jax.default_backend() == "gpu" and batch_size <= FUSED_MAX_BATCH
+
+
+# The fused W1 update's tiling: block_f input columns x block_n hidden units a program, Triton warps and
+# pipeline stages (a search's widths are powers of two and K*H a multiple of 128 at the default H; other
+# shapes take the XLA step). Chosen by `python -m benchmarks.kmodel_step --blocks ...` on an H100.
+FUSED_BLOCK_F, FUSED_BLOCK_N, FUSED_WARPS, FUSED_STAGES = 32, 128, 4, 2
+
+
+def fused_fits(n_features: int, hidden_units: int) -> bool:
+    """Whether the fused W1 update tiles an (n_features, hidden_units) first layer."""
+    return n_features % FUSED_BLOCK_F == 0 and hidden_units % FUSED_BLOCK_N == 0
+
+
+def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: StackedParams, batch, live,
+                interpret: bool):
+    """One step with the dense formulation's arithmetic, W1's gradient and Adam update fused in one Pallas kernel
+    (never written to memory); the small layers (b1, W2, b2) take textclf.models.mlp.adam. live: False for a
+    padding batch, which then changes nothing (the kernel leaves W1 and its moments in place, see its module).
+    -> (params, state, loss)."""
+    from pallas_kernels.stacked_input_adam import stacked_input_adam
+    from textclf.models.mlp import adam_corrections
+
+    indices, values, rows, labels, mask = batch
+    x = _dense_rows(params, indices, values, rows, labels.shape[0])  # (B, F)
+    pre = x @ params.w1 + params.b1  # (B, K*H)
+    loss, (dpre, dw2, db2) = jax.value_and_grad(
+        lambda p, w2, b2: _summed_loss(_head(p, w2, b2), labels, mask), argnums=(0, 1, 2))(pre, params.w2, params.b2)
+    small_state = AdamState(state.m[1:], state.v[1:], state.step)
+    small, small_state = jax.tree.map(
+        lambda new, old: jnp.where(live, new, old),
+        adam((params.b1, params.w2, params.b2), small_state, (dpre.sum(axis=0), dw2, db2), lr[1:], wd[1:]),
+        ((params.b1, params.w2, params.b2), small_state))
+    c1, c2 = adam_corrections(state.step + 1)
+    scalars = jnp.stack([c1, c2, live.astype(c1.dtype), jnp.zeros_like(c1)]).astype(params.w1.dtype)
+    w1, m1, v1 = stacked_input_adam(x, dpre, params.w1, state.m.w1, state.v.w1, lr.w1[0], wd.w1[0], scalars,
+                                    block_f=FUSED_BLOCK_F, block_n=FUSED_BLOCK_N, num_warps=FUSED_WARPS,
+                                    num_stages=FUSED_STAGES, interpret=interpret)
+    return (StackedParams(w1, *small), AdamState(StackedParams(m1, *small_state.m), StackedParams(v1, *small_state.v),
+                                                 small_state.step), loss)
+
+
+@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused"))
 def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, values, rows, labels, mask,
-           order=None, dense: bool = False):
+           order=None, dense: bool = False, fused: bool = False):
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
     default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
-    A batch with no rows (padding) is skipped."""
+    fused: the dense step with W1's gradient and update in one Pallas kernel (_fused_step; interpreted off a
+    GPU). A batch with no rows (padding) is skipped."""
     hidden = params.w2.shape[1]
     lr = _per_model(rates, hidden)
     wd = _per_model(decays, hidden)
     batches = (indices, values, rows, labels, mask)
     if order is not None:
         batches = tuple(jnp.take(a, order, axis=0) for a in batches)
+    interpret = jax.default_backend() != "gpu"
 
     def step(carry, batch):
         params, state = carry
+        real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
+        if fused:
+            params, state, loss = _fused_step(params, state, lr, wd, batch, real, interpret)
+            return (params, state), loss
         loss, grads = jax.value_and_grad(stacked_loss)(params, *batch, dense)
         updated = adam(params, state, grads, lr, wd)
-        real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
         return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state)), loss
 
     (params, state), losses = jax.lax.scan(step, (params, state), batches)
@@ -270,38 +340,65 @@ def fit_members(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, set
     return merged(stacked), history, compile_seconds, train_seconds
 
 
-def fit_candidates(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix, val_y: np.ndarray,
-                   n_classes: int, rates: list[float], decays: list[float], epochs: int, batch_size: int,
-                   hidden: int, seed: int, shape: tuple[int, int], val_shape: tuple[int, int],
-                   ensemble: bool = False, patience: int | None = None):
-    """Train K = len(rates) networks side by side for `epochs` epochs, network k with learning rate rates[k]
-    and weight decay decays[k]; -> (epochs, K) validation accuracy after each
-    epoch, and with ensemble=True also (epochs,) the accuracy of their average (the models as one ensemble).
-    shape / val_shape: (steps, cap) of the training / validation batches (batch_shape), shared by the calls of
-    one search so that they compile once. patience: stop once this many epochs in a row improved no network's
-    best validation accuracy (early stopping); the epochs not run score 0."""
-    models = len(rates)
-    params, state = _start(seed, train_x.shape[1], hidden, n_classes, models)
-    rates_array = jnp.asarray(rates, jnp.float32)
-    decays_array = jnp.asarray(decays, jnp.float32)
-    dense = dense_default()
+class RoundData(NamedTuple):
+    """One round's batches on the device, cut before the round trains (round_data): the search builds the next
+    round's while the device trains the current one."""
+
+    train: tuple[jax.Array, ...]  # indices, values, rows (steps, cap); labels, mask (steps, B): cut from one shuffle
+    val: tuple[jax.Array, ...]  # the validation rows in order, the same five arrays at the scoring batch size
+    n_val: int  # validation documents
+    n_features: int
+    orders: np.random.Generator  # draws the order in which each epoch visits the training batches
+
+
+def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix, val_y: np.ndarray,
+               batch_size: int, seed: int, shape: tuple[int, int], val_shape: tuple[int, int],
+               score_batch: int | None = None) -> RoundData:
+    """Cut and upload one round's batches. shape / val_shape: (steps, cap) of the training / validation batches
+    (batch_shape), shared by the rounds of one search so that they compile once; a cut they did not foresee
+    gets a wider cap (one more compilation) rather than losing nonzeros. score_batch: rows per validation batch
+    (default batch_size): scoring has no gradient, so a GPU scores 1,024 rows a step where it trains on 64."""
+    score_batch = score_batch or batch_size
     # The batches are cut once, from one shuffle, and each epoch visits them in a new order: cutting them anew
     # on the host every epoch cost more than the GPU's training (0.1-0.2 s an epoch on news4).
     cut, rng = cut_order(seed, train_x.shape[0])
-    # The callers' shapes fit their own cuts (batch_shape with cut_order); a cut they did not foresee gets a
-    # wider cap (one more compilation) rather than losing nonzeros.
     shape = tuple(map(max, shape, batch_shape([train_x], batch_size, [cut])))
-    val_shape = tuple(map(max, val_shape, batch_shape([val_x], batch_size)))
-    val_batches = _device_batches(val_x, val_y, batch_size, np.arange(val_x.shape[0]), val_shape)
+    val_shape = tuple(map(max, val_shape, batch_shape([val_x], score_batch)))
+    return RoundData(tuple(_device_batches(train_x, train_y, batch_size, cut, shape)),
+                     tuple(_device_batches(val_x, val_y, score_batch, np.arange(val_x.shape[0]), val_shape)),
+                     val_x.shape[0], train_x.shape[1], rng)
+
+
+def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
+                   hidden: int, seed: int, ensemble: bool = False, patience: int | None = None,
+                   initial: StackedParams | None = None):
+    """Train K = len(rates) networks side by side for `epochs` epochs on one round's batches (round_data),
+    network k with learning rate rates[k] and weight decay decays[k]; -> (epochs, K) validation accuracy after
+    each epoch, and with ensemble=True also (epochs,) the accuracy of their average (the models as one
+    ensemble). patience: stop once this many epochs in a row improved no network's best validation accuracy
+    (early stopping); the epochs not run score 0. initial: the K networks' starting weights (copied, not
+    consumed), else drawn from `seed` as init_stacked does: a search starts every round of a fold from the same
+    weights, and drawing 25M uniform numbers cost ~0.3 s a round."""
+    models = len(rates)
+    if initial is None:
+        params, state = _start(seed, data.n_features, hidden, n_classes, models)
+    else:
+        params = jax.tree.map(jnp.copy, initial)  # the epoch donates (overwrites) its params
+        state = init_optimizer("adam", params)
+    rates_array = jnp.asarray(rates, jnp.float32)
+    decays_array = jnp.asarray(decays, jnp.float32)
+    dense = dense_default()
+    fused = dense and pallas_default(data.train[3].shape[1]) and fused_fits(data.n_features, models * hidden)
+    steps = data.train[0].shape[0]
     accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
-    batches = _device_batches(train_x, train_y, batch_size, cut, shape)
     best, stale = np.full(models, -1.0), 0
     for epoch in range(epochs):
-        order = jnp.asarray(rng.permutation(shape[0]).astype(np.int32))
-        params, state, _ = _epoch(params, state, rates_array, decays_array, *batches, order, dense=dense)
-        each, averaged = _hits(params, *val_batches, dense=dense)
-        accuracies[epoch] = np.asarray(each) / max(1, val_x.shape[0])
-        together[epoch] = float(averaged) / max(1, val_x.shape[0])
+        order = jnp.asarray(data.orders.permutation(steps).astype(np.int32))
+        params, state, _ = _epoch(params, state, rates_array, decays_array, *data.train, order, dense=dense,
+                                  fused=fused)
+        each, averaged = _hits(params, *data.val, dense=dense)
+        accuracies[epoch] = np.asarray(each) / max(1, data.n_val)
+        together[epoch] = float(averaged) / max(1, data.n_val)
         stale = 0 if np.any(accuracies[epoch] > best) else stale + 1
         best = np.maximum(best, accuracies[epoch])
         if patience is not None and stale >= patience:

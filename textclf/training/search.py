@@ -29,13 +29,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
+import jax
 import numpy as np
 
 from pipelines.batches import next_power_of_two
 from pipelines.vectorize import count_terms, nb_ratios, select_and_weigh, term_mask, weigh_counts
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
-from textclf.training.candidates import batch_shape, cut_order, fit_candidates
+from textclf.training.candidates import batch_shape, cut_order, fit_candidates, init_stacked, round_data
 
 # Below this many training documents the search is skipped: a validation fold of a few dozen documents cannot
 # tell candidates apart, and the small-corpus rule (Settings.min_steps) decides the epochs anyway.
@@ -69,11 +70,16 @@ CPU_MAX_EPOCHS = 10
 # on 2 cores, so the search there trains on a stratified sample of this many of the fold's documents (4/5 of them
 # for training); the epochs for all the documents follow from the sample's curve (_epochs_for_all).
 CPU_DOCUMENTS = 5000
-# On a CPU the rounds' networks see the CPU_FEATURES columns most tied to the labels (of the final model's
-# `features`): the step's cost there is Adam's pass over all of W1 (memory-bound: 39 ms a step for 3 networks x
-# 32,768 columns on 2 cores), so a quarter of the columns buys twice the documents of the sample, whose
-# validation part decides between candidates a few tenths of a point apart.
-CPU_FEATURES = 8192
+# The rounds' networks see the ROUND_FEATURES columns most tied to the labels (of the final model's `features`):
+# a round's step costs Adam's pass over all of W1 (memory-bound: 39 ms a step for 3 networks x 32,768 columns
+# on 2 cores; 471 us for 6 networks on an H100, BENCHMARKS.md), so a quarter of the columns makes every round
+# about 4x cheaper (on a CPU it buys twice the documents of the sample, whose validation part decides between
+# candidates a few tenths of a point apart). The chosen settings are then trained at full width.
+ROUND_FEATURES = 8192
+# Rows per validation batch where the device is a GPU: scoring takes no gradient, and scoring 64 rows a step
+# cost news4's search 5 s of 42 (~170 scans of 50 small steps). A CPU scores at the training batch size (its
+# sparse step's gather grows with the batch's nonzeros, not its rows).
+GPU_SCORE_BATCH = 1024
 
 
 @dataclass
@@ -191,12 +197,13 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
     # The input width of every round: the widest variant's selected columns, rounded up to a power of two (the
     # W1 update, the cost of every step, scales with it: a corpus of short questions keeps ~10k columns, not 32k).
-    features = min(settings.features, CPU_FEATURES) if platform == "cpu" else settings.features
+    features = min(settings.features, ROUND_FEATURES)
     width = min(features, next_power_of_two(max(min(features, len(m)) for m in masks.values())))
     # One batch shape for every round (one compilation): the widest view's nonzeros in each fold's cut.
     shape = batch_shape([counts[train] for train, _ in folds], settings.batch_size,
                         [cut_order(settings.seed + fold, len(train))[0] for fold, (train, _) in enumerate(folds)])
-    val_shape = batch_shape([counts[val] for _, val in folds], settings.batch_size)
+    score_batch = settings.batch_size if platform == "cpu" else GPU_SCORE_BATCH
+    val_shape = batch_shape([counts[val] for _, val in folds], score_batch)
 
     # Racing: every variant trains on fold 0; only the RACE_KEEP best of them go on to the other folds.
     racing = len(folds) > 1 and len(variants) > RACE_KEEP
@@ -207,13 +214,24 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     round_seconds: list[float] = []
     network_epoch_seconds: list[float] = []  # per round: seconds per (network, epoch, training document)
 
-    def matrices(fold: int, variant: Variant):
+    def prepare(fold: int, variant: Variant):
         # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
-        return _fold_matrices(counts, y, masks[variant], *folds[fold], settings, features, width,
-                              variant.nb_weighting)
+        train_rows, val_rows = folds[fold]
+        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, settings, features, width,
+                                        variant.nb_weighting)
+        return round_data(train_x, y[train_rows], val_x, y[val_rows], settings.batch_size, settings.seed + fold,
+                          shape, val_shape, score_batch)
 
-    # Where the device trains (a GPU), the next round's matrices are built on the host meanwhile (a thread:
-    # scipy and the device wait release the GIL); on a CPU both would share the same cores.
+    initial: dict[int, object] = {}  # fold -> the networks' starting weights: every variant of a fold starts alike
+
+    def starting_weights(fold: int):
+        if fold not in initial:
+            initial[fold] = init_stacked(jax.random.PRNGKey(settings.seed + fold), width, settings.hidden,
+                                         len(classes), len(optimizers))
+        return initial[fold]
+
+    # Where the device trains (a GPU), the next round's matrices and batches are built and uploaded meanwhile (a
+    # thread: scipy, the uploads and the device wait release the GIL); on a CPU both would share the same cores.
     prefetch = ThreadPoolExecutor(1) if platform != "cpu" else None
     upcoming = {}
     number = 0
@@ -226,13 +244,12 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
             round_start = time.perf_counter()
             train_rows, val_rows = folds[fold]
             pending = upcoming.pop(number, None)
-            train_x, val_x = pending.result() if pending else matrices(fold, variant)
+            data = pending.result() if pending else prepare(fold, variant)
             if prefetch and number + 1 < len(rounds):
-                upcoming[number + 1] = prefetch.submit(matrices, *rounds[number + 1])
-            curves = fit_candidates(train_x, y[train_rows], val_x, y[val_rows], len(classes),
-                                    [rate for rate, _ in optimizers], [decay for _, decay in optimizers], epochs,
-                                    settings.batch_size, settings.hidden, settings.seed + fold, shape, val_shape,
-                                    patience=PATIENCE)
+                upcoming[number + 1] = prefetch.submit(prepare, *rounds[number + 1])
+            curves = fit_candidates(data, len(classes), [rate for rate, _ in optimizers],
+                                    [decay for _, decay in optimizers], epochs, settings.hidden,
+                                    settings.seed + fold, patience=PATIENCE, initial=starting_weights(fold))
             results[(variant, fold)] = curves
             run_epochs = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1  # epochs before early stop
             seconds = time.perf_counter() - round_start
@@ -284,7 +301,8 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         members, ensemble_summary = _choose_ensemble(chosen, platform, budget - (time.perf_counter() - start),
                                                      min(network_epoch_seconds), n_documents, counts, y,
                                                      len(classes), masks, folds, shared_folds, features, width,
-                                                     shape, val_shape, leaderboard[0]["settings"]["epochs"])
+                                                     shape, val_shape, score_batch,
+                                                     leaderboard[0]["settings"]["epochs"])
         chosen = chosen.replace(ensemble=members)
         summary["ensemble"] = ensemble_summary
     summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
@@ -312,7 +330,7 @@ def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, feat
 
 def _choose_ensemble(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
                      counts, y, n_classes, masks, folds, shared_folds, features, width, shape, val_shape,
-                     searched_epochs: int) -> tuple[int, dict]:
+                     score_batch: int, searched_epochs: int) -> tuple[int, dict]:
     """1 or ENSEMBLE_MEMBERS networks: ENSEMBLE_MEMBERS copies of the chosen candidate trained side by side on
     the compared folds for its `searched_epochs` (the epoch count read off the folds' curves); the ensemble wins
     if its validation accuracy then beats the members' mean. unit_seconds: what the search's rounds took per
@@ -331,10 +349,11 @@ def _choose_ensemble(chosen: Settings, platform: str, time_left: float, unit_sec
         train_rows, val_rows = folds[fold]
         train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, features, width,
                                         variant.nb_weighting)
+        data = round_data(train_x, y[train_rows], val_x, y[val_rows], chosen.batch_size, chosen.seed + 100 + fold,
+                          shape, val_shape, score_batch)
         curves, ensemble_curve = fit_candidates(
-            train_x, y[train_rows], val_x, y[val_rows], n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS,
-            [chosen.weight_decay] * ENSEMBLE_MEMBERS, searched_epochs, chosen.batch_size, chosen.hidden,
-            chosen.seed + 100 + fold, shape, val_shape, ensemble=True)
+            data, n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS, [chosen.weight_decay] * ENSEMBLE_MEMBERS,
+            searched_epochs, chosen.hidden, chosen.seed + 100 + fold, ensemble=True)
         single.append(float(curves[searched_epochs - 1].mean()))
         together.append(float(ensemble_curve[searched_epochs - 1]))
     members = ENSEMBLE_MEMBERS if np.mean(together) > np.mean(single) else 1

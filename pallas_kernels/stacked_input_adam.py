@@ -1,0 +1,101 @@
+"""The model search's W1 update: dW1 = X^T @ dPre fused with Adam, for K networks side by side, each with its own
+learning rate and weight decay (textclf/training/candidates.py trains them as one (F, K*H) first layer).
+
+Shapes: X (M, F) the batch as dense rows (F = input columns), dPre (M, N) the gradient of the loss w.r.t. the
+pre-activations of the N = K*H hidden units; W1 and its Adam moments (F, N); rates, decays (N,) (network k's
+value repeated over its H columns); scalars (4,) = [1 - beta1^t, 1 - beta2^t, live, 0]: live 0 leaves W1 and
+its moments as they are (a padding batch of a fixed-shape epoch: deciding it here, not by selecting between
+old and new arrays afterwards, keeps W1 updated in place, where a select would make XLA copy all three first).
+
+Why a kernel: XLA writes the (F, N) gradient to memory and reads it back in the Adam update (its step makes 9
+passes over an (F, N) array: read W1 forward, write dW1, read dW1/W1/m/v, write W1/m/v); here each program
+computes a (block_f, block_n) tile of dW1 in registers and updates its tile of W1, m and v in place: 6 passes
+plus the forward's one. At K*H = 768-1024 columns the step is bound by those passes, not by the products.
+
+Grid: (N / block_n, F / block_f), column blocks varying fastest, so the N / block_n programs that read the same
+(M, block_f) slab of X run together and find it in L2 (X is read about once: at B = 1,024 and fp32 it is
+134 MB, as large as W1 for K = 8). Each program loops over the batch in chunks of block_m rows:
+acc (block_f, block_n) += X[rows, f-block]^T @ dPre[rows, n-block]. No program touches another's tile: no races.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+
+from pallas_kernels.common import (
+    PRECISIONS, accumulator_dtype, dot, narrowed, pad_axis, require, require_blocks, round_up, triton_params)
+
+BETA1, BETA2, EPS = 0.9, 0.999, 1e-8  # textclf.models.mlp's Adam constants
+
+
+def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_out, m_out, v_out, *, block_m: int,
+            precision: str):
+    # x_ref: (M, block_f)  dpre_ref: (M, block_n)  w/m/v: (block_f, block_n)  rate/decay: (block_n,)  s_ref: (4,)
+    rows_total, block_f = x_ref.shape
+    block_n = dpre_ref.shape[1]
+    w = w_ref[...]
+
+    def body(step, acc):
+        rows = pl.ds(step * block_m, block_m)
+        return acc + dot(x_ref[rows, :], dpre_ref[rows, :], precision, contract=((0,), (0,)))
+
+    grad = lax.fori_loop(0, rows_total // block_m, body, jnp.zeros((block_f, block_n), accumulator_dtype(w.dtype)))
+    # Adam with coupled L2, as textclf.models.mlp.adam computes it, per column's network.
+    grad = grad.astype(w.dtype) + decay_ref[...][None, :] * w
+    m_old, v_old = m_ref[...], v_ref[...]
+    m = BETA1 * m_old + (1.0 - BETA1) * grad
+    v = BETA2 * v_old + (1.0 - BETA2) * grad * grad
+    # Scalar loads from the ref: slicing a loaded array has no Triton lowering.
+    c1, c2, live = s_ref[0], s_ref[1], s_ref[2] > 0
+    w_out[...] = jnp.where(live, w - rate_ref[...][None, :] * (m / c1) / (jnp.sqrt(v / c2) + EPS), w)
+    m_out[...] = jnp.where(live, m, m_old)
+    v_out[...] = jnp.where(live, v, v_old)
+
+
+@functools.partial(jax.jit, static_argnames=("block_m", "block_f", "block_n", "num_warps", "num_stages", "precision",
+                                             "interpret"), donate_argnums=(2, 3, 4))
+def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *, block_m: int = 64, block_f: int = 32,
+                       block_n: int = 128, num_warps: int = 4, num_stages: int = 2, precision: str = "default",
+                       interpret: bool = False):
+    """One Adam step of the stacked first layer with dW1 = x^T @ dpre computed on the fly -> (new w, new m, new v),
+    written over w, m and v (donated). F must be a multiple of block_f and N of block_n; M is padded to block_m
+    (zero rows add nothing to the product)."""
+    require("stacked_input_adam",
+            x.ndim == 2 and dpre.ndim == 2 and x.shape[0] == dpre.shape[0]
+            and w.shape == m.shape == v.shape == (x.shape[1], dpre.shape[1])
+            and rates.shape == decays.shape == (dpre.shape[1],) and scalars.shape == (4,)
+            and x.shape[1] % block_f == 0 and dpre.shape[1] % block_n == 0,
+            f"x (M, F) with F a multiple of block_f ({block_f}), dpre (M, N) with N a multiple of block_n "
+            f"({block_n}), w, m, v (F, N), rates and decays (N,), scalars (4,)",
+            x=x, dpre=dpre, w=w, m=m, v=v, rates=rates, decays=decays, scalars=scalars)
+    require_blocks("stacked_input_adam", block_m=block_m, block_f=block_f, block_n=block_n)
+    features, n = w.shape
+    padded_m = round_up(x.shape[0], block_m)
+    x, dpre = pad_axis(x, 0, padded_m), pad_axis(narrowed(dpre, x), 0, padded_m)
+    tile = pl.BlockSpec((block_f, block_n), lambda j, i: (i, j))
+    column = pl.BlockSpec((block_n,), lambda j, i: (j,))
+    return pl.pallas_call(
+        functools.partial(_kernel, block_m=block_m, precision=precision),
+        out_shape=tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (w, m, v)),
+        grid=(n // block_n, features // block_f),
+        in_specs=[pl.BlockSpec((padded_m, block_f), lambda j, i: (0, i)),
+                  pl.BlockSpec((padded_m, block_n), lambda j, i: (0, j)),
+                  tile, tile, tile, column, column, pl.BlockSpec((4,), lambda j, i: (0,))],
+        out_specs=(tile, tile, tile), input_output_aliases={2: 0, 3: 1, 4: 2},
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="stacked_input_adam",
+    )(x, dpre, w, m, v, rates.astype(w.dtype), decays.astype(w.dtype), scalars.astype(w.dtype))
+
+
+def stacked_input_adam_reference(x, dpre, w, m, v, rates, decays, scalars, precision: str = "default"):
+    """Plain JAX: the gradient as one product, then textclf.models.mlp.adam's update with per-column rates."""
+    grad = jnp.dot(x.astype(w.dtype).T, dpre.astype(w.dtype), precision=PRECISIONS[precision]) + decays[None, :] * w
+    new_m = BETA1 * m + (1 - BETA1) * grad
+    new_v = BETA2 * v + (1 - BETA2) * grad * grad
+    new_w = w - rates[None, :] * (new_m / scalars[0]) / (jnp.sqrt(new_v / scalars[1]) + EPS)
+    live = scalars[2] > 0
+    return tuple(jnp.where(live, new, old) for new, old in ((new_w, w), (new_m, m), (new_v, v)))
