@@ -29,7 +29,8 @@ OPTIMIZERS = ("adam", "sgd")
 PALLAS_INPUTS = ("auto", "dense", "sparse", "pieces")
 SEARCHES = ("auto", "off")
 # The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
-SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "learning_rate", "weight_decay", "epochs", "ensemble")
+SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
+                   "batch_size", "ensemble")
 MODELS = ("mlp", "cnn")
 
 

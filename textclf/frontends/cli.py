@@ -108,8 +108,9 @@ TRAINING_OPTIONS = (
     ("stop_words", "stop_words", Optional[str], f"'english' or 'none' (default {D.stop_words}; searched)."),
     ("nb_weighting", "nb_weighting", Optional[bool],
      "Scale each column by its naive Bayes log-count ratio (default on; searched)."),
+    ("sublinear_tf", "sublinear_tf", Optional[bool], "Weigh term counts as 1 + log(tf) (default on; searched)."),
     ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) (default {D.hidden})."),
-    ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size})."),
+    ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size}; searched)."),
     ("epochs", "epochs", Optional[int],
      f"Passes over the training set (default {D.epochs}, searched; cnn {Settings(model='cnn').epochs})."),
     ("optimizer", "optimizer", Optional[str], f"adam or sgd (default {D.optimizer})."),
@@ -133,7 +134,8 @@ TRAINING_OPTIONS = (
     ("dropout", "dropout", Optional[float], f"cnn: dropout on the dense layer (default {D.dropout})."),
     ("augment", "augment", Optional[str], f"cnn: shift, flip, shift,flip or none (default {D.augment})."),
     ("search", "search", Optional[str],
-     "auto: choose stop words, n-grams, NB weights, learning rate, weight decay, epochs and an ensemble by "
+     "auto: choose stop words, n-grams, NB weights, sublinear tf, learning rate, weight decay, epochs, batch size "
+     "and an ensemble by "
      "validation on the training corpus (options you set are kept); off: use the settings as given (default auto)."),
     ("search_budget", "search_budget", Optional[float], "Seconds the search may take (default: 20 on a CPU, 60 on a GPU)."),
 )

@@ -55,6 +55,11 @@ RACE_KEEP = 3
 STOP_WORDS = ("english", None)
 NGRAMS = (2, 1)
 NB_WEIGHTING = (False, True)
+# Tried after the race, as one-field changes of its winner (refinements): sublinear tf (1 + log tf) against raw
+# tf, and a 4x larger batch (a quarter of the steps: faster, and with Adam's per-step rate sometimes as
+# accurate). Each goes on from fold 0 to the other folds only if it matched the winner there.
+SUBLINEAR_TF = (True, False)
+BATCH_SIZES = (64, 256)
 # An ensemble of this many networks (one rate, different initialisations) is tried against one network, on the
 # chosen candidate's folds. On a CPU, where the members train one after another (candidates.fit_members) and
 # cost ENSEMBLE_MEMBERS x one network, only where the final training is at most CPU_ENSEMBLE_DOC_EPOCHS
@@ -134,11 +139,25 @@ def _subsample(train: np.ndarray, val: np.ndarray, y: np.ndarray, seed: int) -> 
 
 
 class Variant(NamedTuple):
-    """One vectorizer variant of the search: the Settings fields it sets."""
+    """One variant of the search's rounds (vectorizer and batch): the Settings fields it sets."""
 
     stop_words: str | None
     ngram_max: int
     nb_weighting: bool
+    sublinear_tf: bool
+    batch_size: int
+
+
+def refinements(winner: Variant, settings: Settings) -> list[Variant]:
+    """The one-field changes of the race's winner tried after it (SUBLINEAR_TF, BATCH_SIZES); pinned fields are
+    not changed."""
+    pinned = set(settings.pinned)
+    changed = []
+    if "sublinear_tf" not in pinned:
+        changed += [winner._replace(sublinear_tf=s) for s in SUBLINEAR_TF if s != winner.sublinear_tf]
+    if "batch_size" not in pinned:
+        changed += [winner._replace(batch_size=b) for b in BATCH_SIZES if b != winner.batch_size]
+    return changed
 
 
 def candidate_space(settings: Settings, platform: str = "gpu"
@@ -153,8 +172,8 @@ def candidate_space(settings: Settings, platform: str = "gpu"
         return [own] if name in pinned else [own] + [v for v in values if v != own]
 
     # Most promising first, so that a tight budget tries stop words and the NB weighting before the n-gram length.
-    variants = [Variant(s, n, b) for n in options("ngram_max", NGRAMS) for b in options("nb_weighting", NB_WEIGHTING)
-                for s in options("stop_words", STOP_WORDS)]
+    variants = [Variant(s, n, b, settings.sublinear_tf, settings.batch_size) for n in options("ngram_max", NGRAMS)
+                for b in options("nb_weighting", NB_WEIGHTING) for s in options("stop_words", STOP_WORDS)]
     rates = options("learning_rate", LEARNING_RATES)
     decays = options("weight_decay", WEIGHT_DECAYS) if platform != "cpu" else [settings.weight_decay]
     optimizers = [(rate, decay) for decay in decays for rate in rates]
@@ -193,22 +212,30 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     # The stop-word test once per stop-word list, not once per variant (it costs ~1 s on news4's 343k terms).
     without_stop_words = {stop: term_mask(terms, widest_ngram, stop) for stop in {v.stop_words for v in variants}}
     words = np.char.count(terms.astype(str), " ") + 1  # (terms,) words in each n-gram
-    masks = {v: np.flatnonzero(without_stop_words[v.stop_words] & (words <= v.ngram_max)) for v in variants}
+    masks = {(v.stop_words, v.ngram_max): np.flatnonzero(without_stop_words[v.stop_words] & (words <= v.ngram_max))
+             for v in variants}
     epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
     # The input width of every round: the widest variant's selected columns, rounded up to a power of two (the
     # W1 update, the cost of every step, scales with it: a corpus of short questions keeps ~10k columns, not 32k).
     features = min(settings.features, ROUND_FEATURES)
     width = min(features, next_power_of_two(max(min(features, len(m)) for m in masks.values())))
-    # One batch shape for every round (one compilation): the widest view's nonzeros in each fold's cut.
-    shape = batch_shape([counts[train] for train, _ in folds], settings.batch_size,
-                        [cut_order(settings.seed + fold, len(train))[0] for fold, (train, _) in enumerate(folds)])
+    # One batch shape per batch size for every round (one compilation): the widest view's nonzeros in each fold's
+    # cut.
+    cuts = [cut_order(settings.seed + fold, len(train))[0] for fold, (train, _) in enumerate(folds)]
+    shapes = {batch: batch_shape([counts[train] for train, _ in folds], batch, cuts)
+              for batch in {settings.batch_size, *([] if "batch_size" in settings.pinned else BATCH_SIZES)}}
     score_batch = settings.batch_size if platform == "cpu" else GPU_SCORE_BATCH
     val_shape = batch_shape([counts[val] for _, val in folds], score_batch)
 
-    # Racing: every variant trains on fold 0; only the RACE_KEEP best of them go on to the other folds.
+    # Racing: every variant trains on fold 0; only the RACE_KEEP best of them go on to the other folds. Then the
+    # winner's refinements, fold 0 first.
     racing = len(folds) > 1 and len(variants) > RACE_KEEP
-    planned = len(variants) + (len(folds) - 1) * (min(RACE_KEEP, len(variants)))
+    raced = len(variants) + (len(folds) - 1) * (min(RACE_KEEP, len(variants)))
+    planned = raced
     rounds = [(0, v) for v in variants]
+    refined: list[Variant] = []
+    winner = None
+    usable = [e for e in epoch_options if e <= epochs]
     results: dict[tuple, np.ndarray] = {}  # (variant, fold) -> (epochs, K) validation accuracy
     trials: list[dict] = []
     round_seconds: list[float] = []
@@ -217,10 +244,10 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     def prepare(fold: int, variant: Variant):
         # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
         train_rows, val_rows = folds[fold]
-        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, settings, features, width,
-                                        variant.nb_weighting)
-        return round_data(train_x, y[train_rows], val_x, y[val_rows], settings.batch_size, settings.seed + fold,
-                          shape, val_shape, score_batch)
+        train_x, val_x = _fold_matrices(counts, y, masks[variant.stop_words, variant.ngram_max], train_rows,
+                                        val_rows, settings, features, width, variant)
+        return round_data(train_x, y[train_rows], val_x, y[val_rows], variant.batch_size, settings.seed + fold,
+                          shapes[variant.batch_size], val_shape, score_batch)
 
     initial: dict[int, object] = {}  # fold -> the networks' starting weights: every variant of a fold starts alike
 
@@ -256,7 +283,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
             round_seconds.append(seconds)
             network_epoch_seconds.append(seconds / (run_epochs * len(optimizers) * len(train_rows)))
             for k, (rate, decay) in enumerate(optimizers):
-                trials.append({"candidate": variants.index(variant) * len(optimizers) + k, "fold": fold,
+                trials.append({"candidate": (variants + refined).index(variant) * len(optimizers) + k, "fold": fold,
                                "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
                                "epoch_accuracies": [round(float(a), 6) for a in curves[:run_epochs, k]],
                                "seconds": seconds / len(optimizers)})
@@ -264,33 +291,26 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
             if number == len(variants):  # fold 0 done: the rest of the folds for the best variants only
                 ranked = sorted(variants, key=lambda v: -float(results[(v, 0)].max())) if racing else variants
                 rounds += [(f, v) for f in range(1, len(folds)) for v in ranked[:RACE_KEEP]]
+            if number == raced:  # the race is over: its winner's refinements, on fold 0
+                winner = _leaderboard(results, variants, rounds[len(variants):raced], [], len(folds), optimizers,
+                                      usable)[0][0]["_variant"]
+                refined = refinements(winner, settings)
+                rounds += [(0, v) for v in refined]
+                planned += len(refined)
+            elif variant in refined and fold == 0 and len(folds) > 1 and \
+                    results[(variant, 0)].max() >= results[(winner, 0)].max():
+                rounds += [(f, variant) for f in range(1, len(folds))]  # as good on fold 0: on to the other folds
+                planned += len(folds) - 1
             if on_round:
                 on_round(number, planned)
     finally:  # however the loop ends: no build left running behind it
         if prefetch:
             prefetch.shutdown(wait=True, cancel_futures=True)
 
-    # The contenders (the survivors of fold 0 when it was raced, else every variant tried) are compared on the
-    # folds all of them finished: a fold the budget cut short for some of them counts for none. The variants
-    # raced out rank below them, by their fold-0 accuracy.
-    tried = [v for v in variants if (v, 0) in results]
-    survivors = {v for _, v in rounds[len(variants):]}
-    contenders = [v for v in tried if v in survivors] if survivors else tried
-    shared_folds = [f for f in range(len(folds)) if all((v, f) in results for v in contenders)]
-    leaderboard = []
-    usable = [e for e in epoch_options if e <= epochs]
-    for v in contenders + [v for v in tried if v not in contenders]:
-        done = shared_folds if v in contenders else [0]
-        mean = np.mean([results[(v, f)] for f in done], axis=0)  # (epochs, K)
-        for k, (rate, decay) in enumerate(optimizers):
-            curve = mean[np.array(usable) - 1, k]
-            best = int(np.argmax(curve))  # first maximum: the fewest epochs
-            leaderboard.append({"settings": {**v._asdict(), "learning_rate": rate, "weight_decay": decay,
-                                             "epochs": usable[best]},
-                                "accuracy": float(curve[best]), "folds": len(done), "order": len(leaderboard)})
-    leaderboard.sort(key=lambda row: (-row["folds"], -row["accuracy"], row["order"]))
+    leaderboard, shared_folds = _leaderboard(results, variants, rounds[len(variants):raced], refined, len(folds),
+                                             optimizers, usable)
     for row in leaderboard:
-        del row["order"]
+        del row["_variant"]
     best = dict(leaderboard[0]["settings"])
     if subsampled and "epochs" not in settings.pinned:
         best["epochs"] = _epochs_for_all(best["epochs"], epochs, settings)
@@ -301,7 +321,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         members, ensemble_summary = _choose_ensemble(chosen, platform, budget - (time.perf_counter() - start),
                                                      min(network_epoch_seconds), n_documents, counts, y,
                                                      len(classes), masks, folds, shared_folds, features, width,
-                                                     shape, val_shape, score_batch,
+                                                     shapes[chosen.batch_size], val_shape, score_batch,
                                                      leaderboard[0]["settings"]["epochs"])
         chosen = chosen.replace(ensemble=members)
         summary["ensemble"] = ensemble_summary
@@ -312,20 +332,50 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     return SearchResult(chosen, summary, trials, leaderboard)
 
 
-def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, features, width, nb_weighting: bool):
+def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, features, width, variant: Variant):
     """One fold's (training, validation) TF-IDF rows for one variant, `width` columns wide; features selected
     and weighted from the fold's training rows only."""
     fold_counts = counts[rows_train]  # (fold documents, terms): sliced once, used three times
     columns, idf = select_and_weigh(fold_counts, y[rows_train], columns_mask, features,
-                                    settings.feature_selection, settings.sublinear_tf)
+                                    settings.feature_selection, variant.sublinear_tf)
     kept = fold_counts[:, columns]
-    if nb_weighting:
+    if variant.nb_weighting:
         idf = idf * nb_ratios(kept, y[rows_train])
-    train_x = weigh_counts(kept, idf, settings.sublinear_tf)
-    val_x = weigh_counts(counts[rows_val][:, columns], idf, settings.sublinear_tf)
+    train_x = weigh_counts(kept, idf, variant.sublinear_tf)
+    val_x = weigh_counts(counts[rows_val][:, columns], idf, variant.sublinear_tf)
     train_x.resize((train_x.shape[0], width))
     val_x.resize((val_x.shape[0], width))
     return train_x, val_x
+
+
+def _leaderboard(results: dict, variants: list[Variant], racing_rounds: list, refined: list[Variant], n_folds: int,
+                 optimizers: list, usable: list[int]) -> tuple[list[dict], list[int]]:
+    """Rank every (variant, rate, decay) tried -> (rows best first, the folds the contenders were compared on).
+    The contenders (the survivors of fold 0 when it was raced, else every variant tried) are compared on the
+    folds all of them finished: a fold the budget cut short for some of them counts for none; a refinement joins
+    them if it finished those folds too. The rest rank below them, by their fold-0 accuracy. Within a rank,
+    ties go to the earlier candidate (the defaults come first) and the fewer epochs. Each row's "_variant" is
+    the Variant it came from (for the caller, not for the record)."""
+    tried = [v for v in variants if (v, 0) in results]
+    survivors = {v for _, v in racing_rounds}
+    contenders = [v for v in tried if v in survivors] if survivors else tried
+    shared_folds = [f for f in range(n_folds) if all((v, f) in results for v in contenders)]
+    contenders += [v for v in refined if all((v, f) in results for f in shared_folds)]
+    others = [v for v in tried + refined if v not in contenders and (v, 0) in results]
+    rows = []
+    for v in contenders + others:
+        done = shared_folds if v in contenders else [0]
+        mean = np.mean([results[(v, f)] for f in done], axis=0)  # (epochs, K)
+        for k, (rate, decay) in enumerate(optimizers):
+            curve = mean[np.array(usable) - 1, k]
+            best = int(np.argmax(curve))  # first maximum: the fewest epochs
+            rows.append({"settings": {**v._asdict(), "learning_rate": rate, "weight_decay": decay,
+                                      "epochs": usable[best]},
+                         "accuracy": float(curve[best]), "folds": len(done), "order": len(rows), "_variant": v})
+    rows.sort(key=lambda row: (-row["folds"], -row["accuracy"], row["order"]))
+    for row in rows:
+        del row["order"]
+    return rows, shared_folds
 
 
 def _choose_ensemble(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
@@ -343,12 +393,13 @@ def _choose_ensemble(chosen: Settings, platform: str, time_left: float, unit_sec
     cost = unit_seconds * ENSEMBLE_MEMBERS * searched_epochs * sum(len(folds[f][0]) for f in shared_folds)
     if cost > time_left:
         return 1, {"members": 1, "reason": f"no budget left (needs ~{cost:.1f} s)"}
-    variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting)
+    variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting, chosen.sublinear_tf,
+                      chosen.batch_size)
     single, together = [], []
     for fold in shared_folds:
         train_rows, val_rows = folds[fold]
-        train_x, val_x = _fold_matrices(counts, y, masks[variant], train_rows, val_rows, chosen, features, width,
-                                        variant.nb_weighting)
+        train_x, val_x = _fold_matrices(counts, y, masks[variant.stop_words, variant.ngram_max], train_rows,
+                                        val_rows, chosen, features, width, variant)
         data = round_data(train_x, y[train_rows], val_x, y[val_rows], chosen.batch_size, chosen.seed + 100 + fold,
                           shape, val_shape, score_batch)
         curves, ensemble_curve = fit_candidates(
