@@ -17,20 +17,26 @@ from jax.experimental import pallas as pl
 from pallas_kernels.common import next_power_of_two, pad_axis, require, require_blocks, round_up, triton_params
 
 
-def adam_step(w, m, v, g, s_ref, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
-              weight_decay: float = 0.0):
-    """The update on loaded tiles -> (w, m, v); also used by the kernels that fuse it (input_grad, head_update).
-    s_ref: the (4,) scalars ref [lr, c1, c2, 0]."""
+def adam_step(w, m, v, g, lr, c1, c2, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+              weight_decay=0.0):
+    """The update on loaded tiles -> (w, m, v); also used by the kernels that fuse it (input_grad, head_update,
+    stacked_input_adam). lr and weight_decay: scalars, or arrays that broadcast against w (one value per
+    column's network in stacked_input_adam); c1, c2: the bias corrections."""
     g = g.astype(w.dtype) + weight_decay * w
     m = beta1 * m + (1.0 - beta1) * g
     v = beta2 * v + (1.0 - beta2) * g * g
-    # Scalar loads straight from the ref: slicing a loaded array has no Triton lowering.
-    lr, c1, c2 = s_ref[0], s_ref[1], s_ref[2]
     return w - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), m, v
 
 
+def scalars_of(s_ref):
+    """(lr, c1, c2) from the (4,) scalars ref [lr, c1, c2, 0]: scalar loads straight from the ref (slicing a
+    loaded array has no Triton lowering)."""
+    return s_ref[0], s_ref[1], s_ref[2]
+
+
 def _kernel(w_ref, m_ref, v_ref, g_ref, s_ref, w_out, m_out, v_out, **hyper):
-    w_out[...], m_out[...], v_out[...] = adam_step(w_ref[...], m_ref[...], v_ref[...], g_ref[...], s_ref, **hyper)
+    w_out[...], m_out[...], v_out[...] = adam_step(w_ref[...], m_ref[...], v_ref[...], g_ref[...], *scalars_of(s_ref),
+                                                   **hyper)
 
 
 @functools.partial(jax.jit, static_argnames=("beta1", "beta2", "eps", "weight_decay", "block", "num_warps",

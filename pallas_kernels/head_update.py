@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.adam_update import adam_step
+from pallas_kernels.adam_update import adam_step, scalars_of
 from pallas_kernels.common import require, triton_params
 from pallas_kernels.sgd_update import sgd_step, sgd_update_reference
 
@@ -35,7 +35,7 @@ def _sgd(w, state, grad, s_ref, *, momentum: float, weight_decay: float):
 
 
 def _adam(w, state, grad, s_ref, *, weight_decay: float):
-    w, m, v = adam_step(w, state[0], state[1], grad, s_ref, weight_decay=weight_decay)
+    w, m, v = adam_step(w, state[0], state[1], grad, *scalars_of(s_ref), weight_decay=weight_decay)
     return w, (m, v)
 
 

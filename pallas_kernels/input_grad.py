@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from pallas_kernels.adam_update import adam_step
+from pallas_kernels.adam_update import adam_step, scalars_of
 from pallas_kernels.common import PRECISIONS, dot, narrowed, pad_axis, require, require_blocks, round_up, triton_params
 from pallas_kernels.sgd_update import sgd_step
 
@@ -49,7 +49,8 @@ def _grad_adam_kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, s_ref, w_out, m_out,
                       precision: str, weight_decay: float):
     w = w_ref[...]
     grad = _accumulate(x_ref, dpre_ref, block_m, precision, w.dtype)
-    w_out[...], m_out[...], v_out[...] = adam_step(w, m_ref[...], v_ref[...], grad, s_ref, weight_decay=weight_decay)
+    w_out[...], m_out[...], v_out[...] = adam_step(w, m_ref[...], v_ref[...], grad, *scalars_of(s_ref),
+                                                   weight_decay=weight_decay)
 
 
 def _specs(m: int, k: int, n: int, block_k: int):

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from pallas_kernels.adam_update import adam_step
 from pallas_kernels.common import (
     PRECISIONS, accumulator_dtype, dot, narrowed, pad_axis, require, require_blocks, round_up, triton_params)
 
@@ -45,14 +46,13 @@ def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_
         return acc + dot(x_ref[rows, :], dpre_ref[rows, :], precision, contract=((0,), (0,)))
 
     grad = lax.fori_loop(0, rows_total // block_m, body, jnp.zeros((block_f, block_n), accumulator_dtype(w.dtype)))
-    # Adam with coupled L2, as textclf.models.mlp.adam computes it, per column's network.
-    grad = grad.astype(w.dtype) + decay_ref[...][None, :] * w
     m_old, v_old = m_ref[...], v_ref[...]
-    m = BETA1 * m_old + (1.0 - BETA1) * grad
-    v = BETA2 * v_old + (1.0 - BETA2) * grad * grad
     # Scalar loads from the ref: slicing a loaded array has no Triton lowering.
     c1, c2, live = s_ref[0], s_ref[1], s_ref[2] > 0
-    w_out[...] = jnp.where(live, w - rate_ref[...][None, :] * (m / c1) / (jnp.sqrt(v / c2) + EPS), w)
+    # Adam with coupled L2 (textclf.models.mlp.adam's update), each column with its network's rate and decay.
+    new_w, m, v = adam_step(w, m_old, v_old, grad, rate_ref[...][None, :], c1, c2,
+                            weight_decay=decay_ref[...][None, :])
+    w_out[...] = jnp.where(live, new_w, w)
     m_out[...] = jnp.where(live, m, m_old)
     v_out[...] = jnp.where(live, v, v_old)
 
