@@ -314,11 +314,22 @@ def logits_of(x: np.ndarray, params) -> np.ndarray:
 def test_a_cpu_searches_a_sample_of_a_large_corpus(pool, monkeypatch):
     from textclf.training import search as search_module
 
-    monkeypatch.setattr(search_module, "CPU_DOCUMENTS", 150)
+    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
+    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
-    assert result.summary["subsampled"]
+    assert result.summary["subsampled"] and result.summary["searched_documents"] == 170
     assert result.settings.stop_words is None  # the sample still shows what decides the class
+
+
+def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out(monkeypatch):
+    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 400)
+    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 300)
+    y = np.arange(1000) % 4
+    for n, train_size, val_size in ((1000, 400, 300), (600, 400, 200), (300, 240, 60)):
+        train, val = search_module._cpu_split(y[:n], 0)
+        assert (len(train), len(val)) == (train_size, val_size) and not set(train) & set(val)
+        assert np.bincount(y[val], minlength=4).min() >= val_size // 4 - 1  # stratified
 
 
 def test_epochs_for_all_documents_from_a_sample_curve():

@@ -72,9 +72,13 @@ CPU_ENSEMBLE_DOC_EPOCHS = 60_000
 MAX_EPOCHS = 20
 CPU_MAX_EPOCHS = 10
 # On a CPU a round of a news4-sized corpus (7,000 documents, K = 3 networks, 10 epochs) takes most of a minute
-# on 2 cores, so the search there trains on a stratified sample of this many of the fold's documents (4/5 of them
-# for training); the epochs for all the documents follow from the sample's curve (_epochs_for_all).
-CPU_DOCUMENTS = 5000
+# on 2 cores, so the search there trains on a stratified sample of at most CPU_TRAIN_DOCUMENTS; the epochs for all
+# the documents follow from the sample's curve (_epochs_for_all). Validation costs only a forward pass, so it
+# takes more of the documents the sample leaves out, up to CPU_VALIDATION_DOCUMENTS (at least a fifth of the
+# corpus): one split of 1,000 validation documents decided between candidates 0.3 points apart with a standard
+# error of ~1.3 points; 3,000 cut it to ~0.8 (mr: the CPU chose other settings than the GPU's 3 folds).
+CPU_TRAIN_DOCUMENTS = 4000
+CPU_VALIDATION_DOCUMENTS = 3000
 # The rounds' networks see the ROUND_FEATURES columns most tied to the labels (of the final model's `features`):
 # a round's step costs Adam's pass over all of W1 (memory-bound: 39 ms a step for 3 networks x 32,768 columns
 # on 2 cores; 471 us for 6 networks on an H100, BENCHMARKS.md), so a quarter of the columns makes every round
@@ -121,21 +125,27 @@ def _epochs_for_all(best_epoch: int, epochs_tried: int, settings: Settings) -> i
     return best_epoch
 
 
-def _subsample(train: np.ndarray, val: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """At most CPU_DOCUMENTS of a fold's rows, in its train/validation proportion, stratified by label."""
+def _cpu_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The CPU's one split (training rows, validation rows), stratified by label: validation takes
+    max(a fifth of the documents, those beyond CPU_TRAIN_DOCUMENTS), at most CPU_VALIDATION_DOCUMENTS; training
+    at most CPU_TRAIN_DOCUMENTS of the rest."""
     from sklearn.model_selection import train_test_split
 
-    def sample(rows: np.ndarray, count: int) -> np.ndarray:
+    def split(rows: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """-> (`count` of the rows, the rest), stratified when every class allows it."""
         if count >= len(rows):
-            return rows
+            return rows, rows[:0]
         try:
-            kept, _ = train_test_split(rows, train_size=count, random_state=seed, stratify=y[rows])
+            kept, rest = train_test_split(rows, train_size=count, random_state=seed, stratify=y[rows])
         except ValueError:  # a class with a single document here cannot be stratified: sample plainly
-            kept = np.random.default_rng(seed).choice(rows, count, replace=False)
-        return np.sort(kept)
+            shuffled = np.random.default_rng(seed).permutation(rows)
+            kept, rest = shuffled[:count], shuffled[count:]
+        return np.sort(kept), np.sort(rest)
 
-    share = len(train) / (len(train) + len(val))
-    return sample(train, int(CPU_DOCUMENTS * share)), sample(val, CPU_DOCUMENTS - int(CPU_DOCUMENTS * share))
+    n = len(y)
+    val, rest = split(np.arange(n), min(CPU_VALIDATION_DOCUMENTS, max(n // 5, n - CPU_TRAIN_DOCUMENTS)))
+    train, _ = split(rest, CPU_TRAIN_DOCUMENTS)
+    return train, val
 
 
 class Variant(NamedTuple):
@@ -198,12 +208,11 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     classes = sorted(set(labels))
     y = np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)  # (documents,) class numbers
     n_documents = len(texts)
-    folds = _folds(y, 1 if platform == "cpu" else 3, settings.seed)
-    subsampled = platform == "cpu" and len(y) > CPU_DOCUMENTS
+    folds = [_cpu_split(y, settings.seed)] if platform == "cpu" else _folds(y, 3, settings.seed)
+    subsampled = sum(len(part) for part in folds[0]) < len(y)
     if subsampled:
         # Only the sample is tokenised: counting all of news4's 9,650 posts cost the 2-core CPU several seconds
         # of a 20-second budget for documents no round would see. Its rows are renumbered 0..n-1.
-        folds = [_subsample(train, val, y, settings.seed) for train, val in folds]
         sample = np.unique(np.concatenate([np.concatenate(fold) for fold in folds]))
         folds = [tuple(np.searchsorted(sample, part) for part in fold) for fold in folds]
         texts, y = [texts[i] for i in sample], y[sample]
