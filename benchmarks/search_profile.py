@@ -1,12 +1,11 @@
 """Where the model search's time goes: `python3 -m benchmarks.search_profile CORPUS.jsonl [...] [--budget S]
-[--epochs-per-call 1,4] [--repeat N]`.
+[--repeat N]`.
 
 Runs textclf.training.search.search_settings on each corpus (its training file only) as `textclf train` does, with
 timers around its parts, and prints one row per corpus and setting: seconds in tokenising (count_terms), the
 rounds' host matrices (in the search thread / in the prefetch thread), cutting and uploading batches, the
-K-network epochs with their validation scoring (waited for on the device), and the rest. --epochs-per-call:
-GPU epochs per device call to compare (candidates.GPU_EPOCHS_PER_CALL), each in turn, --repeat times (the
-first use of each compiles).
+K-network epochs, the validation scoring (both waited for on the device), and the rest; --repeat times (the
+first run compiles).
 """
 
 from __future__ import annotations
@@ -46,7 +45,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpora", nargs="+")
     parser.add_argument("--budget", type=float, default=0.0, help="search seconds (default 0: the device's default)")
-    parser.add_argument("--epochs-per-call", default=str(candidates.GPU_EPOCHS_PER_CALL))
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     _timed(search, "count_terms", "tokenise")
@@ -54,30 +52,28 @@ def main() -> None:
     _timed(search, "_fold_matrices", "matrices")
     _timed(search, "init_stacked", "init", wait=True)
     _timed(candidates, "_device_batches", "batches")
-    _timed(candidates, "_epochs", "epochs", wait=True)
+    _timed(candidates, "_epoch", "epochs", wait=True)
+    _timed(candidates, "_hits", "scoring", wait=True)
     platform = jax.default_backend()
-    columns = ["tokenise", "masks", "matrices", "matrices (prefetch)", "init", "batches", "batches (prefetch)", "epochs"]
+    columns = ["tokenise", "masks", "matrices", "matrices (prefetch)", "init", "batches", "batches (prefetch)", "epochs",
+               "scoring"]
     print(f"device: {jax.devices()[0].device_kind}, platform {platform}")
-    print("| corpus | epochs a call | search s | rounds | " + " | ".join(f"{c} s" for c in columns)
-          + " | other s | best val acc |")
-    print("|---|---:|---:|---:|" + "---:|" * len(columns) + "---:|---:|")
+    print("| corpus | search s | rounds | " + " | ".join(f"{c} s" for c in columns) + " | other s | best val acc |")
+    print("|---|---:|---:|" + "---:|" * len(columns) + "---:|---:|")
     for path in args.corpora:
         rows = [json.loads(line) for line in open(path, encoding="utf-8")]
         texts, labels = [r["text"] for r in rows], [str(r["label"]) for r in rows]
         for _ in range(args.repeat):
-            for per_call in map(int, args.epochs_per_call.split(",")):
-                candidates.GPU_EPOCHS_PER_CALL = per_call
-                SECONDS.clear()
-                start = time.perf_counter()
-                with WorkerPool(os.cpu_count() or 1) as pool:
-                    result = search.search_settings(texts, labels, Settings(search_budget=args.budget), pool,
-                                                    platform)
-                total = time.perf_counter() - start
-                main_thread = sum(v for k, v in SECONDS.items() if "prefetch" not in k)
-                summary = result.summary
-                print(f"| {path} | {candidates.epochs_per_call()} | {total:.1f} | {summary.get('rounds')} | "
-                      + " | ".join(f"{SECONDS.get(c, 0.0):.2f}" for c in columns)
-                      + f" | {total - main_thread:.2f} | {summary.get('best_accuracy', 0):.4f} |", flush=True)
+            SECONDS.clear()
+            start = time.perf_counter()
+            with WorkerPool(os.cpu_count() or 1) as pool:
+                result = search.search_settings(texts, labels, Settings(search_budget=args.budget), pool, platform)
+            total = time.perf_counter() - start
+            main_thread = sum(v for k, v in SECONDS.items() if "prefetch" not in k)
+            summary = result.summary
+            print(f"| {path} | {total:.1f} | {summary.get('rounds')} | "
+                  + " | ".join(f"{SECONDS.get(c, 0.0):.2f}" for c in columns)
+                  + f" | {total - main_thread:.2f} | {summary.get('best_accuracy', 0):.4f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -156,28 +156,6 @@ def test_shared_starting_weights_and_wide_scoring_batches_change_no_curve():
     np.testing.assert_array_equal(np.asarray(initial.w1), kept)  # copied, not consumed by the donating epoch
 
 
-def test_several_epochs_a_call_record_the_same_curves_and_early_stop(monkeypatch):
-    """A GPU runs several epochs per device call: the curves (zeros after an early stop included) must be
-    those of one epoch a call."""
-    from textclf.training import candidates
-
-    texts, labels = question_corpus(120)
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
-    y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
-    train, val = np.arange(0, 120, 2), np.arange(1, 120, 2)
-    shape, val_shape = batch_shape([x[train]], 16), batch_shape([x[val]], 16)
-    curves = {}
-    for per_call in (1, 3):
-        monkeypatch.setattr(candidates, "epochs_per_call", lambda: per_call)
-        data = round_data(x[train], y[train], x[val], y[val], 16, 2, shape, val_shape)
-        curves[per_call] = fit_candidates(data, 3, [0.05, 0.0001], [0.0, 0.0], 10, 8, 2, ensemble=True, patience=2)
-    for a, b in zip(curves[1], curves[3]):
-        np.testing.assert_allclose(a, b, rtol=1e-6)
-    assert (curves[1][0][-1] == 0).all()  # stopped early: the epochs not run score 0
-
-
 @pytest.fixture(scope="module")
 def pool():
     with WorkerPool(1) as own:

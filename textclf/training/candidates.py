@@ -390,47 +390,17 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     dense = dense_default()
     fused = dense and pallas_default(data.train[3].shape[1]) and fused_fits(data.n_features, models * hidden)
     steps = data.train[0].shape[0]
-    per_call = epochs_per_call()
     accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
-    best, stale, epoch = np.full(models, -1.0), 0, 0
-    while epoch < epochs:
-        # Every call runs per_call epochs (one compiled shape); the epochs past an early stop or past `epochs`
-        # are trained and not recorded. The orders are drawn one epoch after another, as with one a call.
-        orders = jnp.asarray(np.stack([data.orders.permutation(steps) for _ in range(per_call)]).astype(np.int32))
-        params, state, each, averaged = _epochs(params, state, rates_array, decays_array, data.train, orders,
-                                                data.val, dense=dense, fused=fused)
-        each, averaged = np.asarray(each), np.asarray(averaged)  # (per_call, K), (per_call,): one sync a call
-        for i in range(min(per_call, epochs - epoch)):
-            accuracies[epoch] = each[i] / max(1, data.n_val)
-            together[epoch] = averaged[i] / max(1, data.n_val)
-            stale = 0 if np.any(accuracies[epoch] > best) else stale + 1
-            best = np.maximum(best, accuracies[epoch])
-            epoch += 1
-            if patience is not None and stale >= patience:
-                return (accuracies, together) if ensemble else accuracies
+    best, stale = np.full(models, -1.0), 0
+    for epoch in range(epochs):
+        order = jnp.asarray(data.orders.permutation(steps).astype(np.int32))
+        params, state, _ = _epoch(params, state, rates_array, decays_array, *data.train, order, dense=dense,
+                                  fused=fused)
+        each, averaged = _hits(params, *data.val, dense=dense)
+        accuracies[epoch] = np.asarray(each) / max(1, data.n_val)
+        together[epoch] = float(averaged) / max(1, data.n_val)
+        stale = 0 if np.any(accuracies[epoch] > best) else stale + 1
+        best = np.maximum(best, accuracies[epoch])
+        if patience is not None and stale >= patience:
+            break
     return (accuracies, together) if ensemble else accuracies
-
-
-# Epochs a round trains per device call on a GPU: an epoch of a search round is ~14 ms of device work there
-# (news4, 101 steps), and each call's launch and the host's wait for its validation scores cost about as much
-# again; with 4 a call the host waits once per 4 epochs, at the price of up to 3 epochs trained past an early
-# stop. A CPU trains one epoch a call (its epochs cost seconds, the wait nothing).
-GPU_EPOCHS_PER_CALL = 4
-
-
-def epochs_per_call() -> int:
-    return GPU_EPOCHS_PER_CALL if jax.default_backend() == "gpu" else 1
-
-
-@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused"))
-def _epochs(params: StackedParams, state: AdamState, rates, decays, train: tuple, orders, val: tuple,
-            dense: bool = False, fused: bool = False):
-    """len(orders) epochs in one program, each over the pre-cut training batches in its order ((E, steps)) and
-    then scored on the validation batches -> params, Adam state, (E, K) documents each model predicts right
-    and (E,) documents the ensemble predicts right, after each epoch."""
-    def one(carry, order):
-        params, state, _ = _epoch(*carry, rates, decays, *train, order, dense=dense, fused=fused)
-        return (params, state), _hits(params, *val, dense=dense)
-
-    (params, state), (each, together) = jax.lax.scan(one, (params, state), orders)
-    return params, state, each, together
