@@ -8,7 +8,10 @@ differentiated is their sum, so every model gets exactly the gradient it would g
 per-model learning rate and weight decay. After every epoch each model is scored on the validation rows, so the search reads
 the best epoch count off the curve (early stopping for free).
 
-Plain JAX (XLA): a Pallas K-model kernel is not built yet; this formulation is what it would be measured against.
+Two XLA formulations of the step (sparse: gather the batch's W1 rows; dense: the batch as (B, F) rows times W1)
+and, on a GPU at batch 64, the dense one with W1's gradient and Adam update fused in one Pallas kernel
+(pallas_kernels/stacked_input_adam.py); each is chosen where it measured fastest (BENCHMARKS.md, "The model
+search's K-network step").
 """
 
 from __future__ import annotations

@@ -81,9 +81,9 @@ CPU_TRAIN_DOCUMENTS = 4000
 CPU_VALIDATION_DOCUMENTS = 3000
 # The rounds' networks see the ROUND_FEATURES columns most tied to the labels (of the final model's `features`):
 # a round's step costs Adam's pass over all of W1 (memory-bound: 39 ms a step for 3 networks x 32,768 columns
-# on 2 cores; 471 us for 6 networks on an H100, BENCHMARKS.md), so a quarter of the columns makes every round
-# about 4x cheaper (on a CPU it buys twice the documents of the sample, whose validation part decides between
-# candidates a few tenths of a point apart). The chosen settings are then trained at full width.
+# on 2 cores; on an H100 a step of 6 networks at batch 64 costs 388 us at 32,768 columns and 143 us at 8,192,
+# BENCHMARKS.md), so the rounds rank candidates at a fraction of the cost. The chosen settings are then trained
+# at full width.
 ROUND_FEATURES = 8192
 # Rows per validation batch where the device is a GPU: scoring takes no gradient, and scoring 64 rows a step
 # cost news4's search 5 s of 42 (~170 scans of 50 small steps). A CPU scores at the training batch size (its
@@ -106,12 +106,11 @@ def default_budget(platform: str) -> float:
 
 
 def _folds(labels: np.ndarray, count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Stratified folds: `count` >= 2 -> k-fold; 1 -> one 80/20 split (what a tight budget affords)."""
+    """`count` (>= 2) stratified folds: (training rows, validation rows) each."""
     from sklearn.model_selection import StratifiedKFold
 
-    splitter = StratifiedKFold(n_splits=max(2, count) if count > 1 else 5, shuffle=True, random_state=seed)
-    folds = [(np.sort(a), np.sort(b)) for a, b in splitter.split(np.zeros(len(labels)), labels)]
-    return folds[:count]
+    splitter = StratifiedKFold(n_splits=count, shuffle=True, random_state=seed)
+    return [(np.sort(a), np.sort(b)) for a, b in splitter.split(np.zeros(len(labels)), labels)]
 
 
 def _epochs_for_all(best_epoch: int, epochs_tried: int, settings: Settings) -> int:
