@@ -17,11 +17,7 @@ import threading
 import time
 from collections import defaultdict
 
-import jax
-
 from pipelines.workers import WorkerPool
-from textclf.settings import Settings
-from textclf.training import candidates, search
 
 SECONDS: dict[str, float] = defaultdict(float)
 
@@ -33,6 +29,8 @@ def _timed(module, name: str, label: str, wait: bool = False) -> None:
         start = time.perf_counter()
         result = original(*args, **kwargs)
         if wait:
+            import jax
+
             jax.block_until_ready(result)
         thread = "" if threading.current_thread() is threading.main_thread() else " (prefetch)"
         SECONDS[label + thread] += time.perf_counter() - start
@@ -47,6 +45,18 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=0.0, help="search seconds (default 0: the device's default)")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
+    # The vectorizing workers are forked before JAX is imported, as `textclf train` does (pipelines/workers.py):
+    # a pool made after it would start fresh interpreters, and their start would count as tokenising.
+    with WorkerPool(os.cpu_count() or 1) as pool:
+        _profile(args, pool)
+
+
+def _profile(args, pool: WorkerPool) -> None:
+    import jax
+
+    from textclf.settings import Settings
+    from textclf.training import candidates, search
+
     _timed(search, "count_terms", "tokenise")
     _timed(search, "term_mask", "masks")
     _timed(search, "_fold_matrices", "matrices")
@@ -66,8 +76,7 @@ def main() -> None:
         for _ in range(args.repeat):
             SECONDS.clear()
             start = time.perf_counter()
-            with WorkerPool(os.cpu_count() or 1) as pool:
-                result = search.search_settings(texts, labels, Settings(search_budget=args.budget), pool, platform)
+            result = search.search_settings(texts, labels, Settings(search_budget=args.budget), pool, platform)
             total = time.perf_counter() - start
             main_thread = sum(v for k, v in SECONDS.items() if "prefetch" not in k)
             summary = result.summary
