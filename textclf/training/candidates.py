@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
-from textclf.models.mlp import AdamState, adam, init_optimizer
+from textclf.models.mlp import AdamState, adam, adam_corrections, init_optimizer
 
 
 class StackedParams(NamedTuple):
@@ -133,7 +133,6 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
     padding batch, which then changes nothing (the kernel leaves W1 and its moments in place, see its module).
     -> (params, state, loss)."""
     from pallas_kernels.stacked_input_adam import stacked_input_adam
-    from textclf.models.mlp import adam_corrections
 
     indices, values, rows, labels, mask = batch
     x = _dense_rows(params, indices, values, rows, labels.shape[0])  # (B, F)
@@ -353,6 +352,10 @@ class RoundData(NamedTuple):
     n_features: int
     orders: np.random.Generator  # draws the order in which each epoch visits the training batches
 
+    @property
+    def batch_size(self) -> int:
+        return self.train[3].shape[1]  # labels: (steps, B)
+
 
 def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix, val_y: np.ndarray,
                batch_size: int, seed: int, shape: tuple[int, int], val_shape: tuple[int, int],
@@ -384,14 +387,14 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     weights, and drawing 25M uniform numbers cost ~0.3 s a round."""
     models = len(rates)
     if initial is None:
-        params, state = _start(seed, data.n_features, hidden, n_classes, models)
+        params = init_stacked(jax.random.PRNGKey(seed), data.n_features, hidden, n_classes, models)
     else:
         params = jax.tree.map(jnp.copy, initial)  # the epoch donates (overwrites) its params
-        state = init_optimizer("adam", params)
+    state = init_optimizer("adam", params)
     rates_array = jnp.asarray(rates, jnp.float32)
     decays_array = jnp.asarray(decays, jnp.float32)
     dense = dense_default()
-    fused = dense and pallas_default(data.train[3].shape[1]) and fused_fits(data.n_features, models * hidden)
+    fused = dense and pallas_default(data.batch_size) and fused_fits(data.n_features, models * hidden)
     steps = data.train[0].shape[0]
     accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
     best, stale = np.full(models, -1.0), 0
