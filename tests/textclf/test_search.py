@@ -379,3 +379,16 @@ def test_refinements_change_one_unpinned_field_of_the_winner():
                                                               winner._replace(batch_size=256)]
     assert search_module.refinements(winner, Settings(pinned=("batch_size",))) == [winner._replace(sublinear_tf=False)]
     assert search_module.refinements(winner, Settings(pinned=("sublinear_tf", "batch_size"))) == []
+
+
+def test_the_search_is_skipped_only_when_every_searched_field_is_pinned(pool):
+    texts, labels = question_corpus(240)
+    fields = ("stop_words", "ngram_max", "nb_weighting", "learning_rate", "weight_decay", "epochs", "ensemble")
+    settings = Settings(epochs=2, ensemble=1, search_budget=60, pinned=fields)
+    result = search_settings(texts, labels, settings, pool, "cpu")
+    assert "skipped" not in result.summary  # sublinear tf and the batch size are still searched
+    assert {(t["settings"]["sublinear_tf"], t["settings"]["batch_size"]) for t in result.trials} == {
+        (True, 64), (False, 64), (True, 256)}
+    everything = search_settings(texts, labels, settings.replace(pinned=fields + ("sublinear_tf", "batch_size")),
+                                 pool, "cpu")
+    assert everything.summary["skipped"] == "every searched setting was set explicitly"

@@ -201,7 +201,8 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     if len(texts) < MIN_DOCUMENTS:
         return SearchResult(settings, {**summary, "skipped": f"fewer than {MIN_DOCUMENTS} training documents"})
     variants, optimizers, epoch_options = candidate_space(settings, platform)
-    if len(variants) == 1 and len(optimizers) == 1 and len(epoch_options) == 1 and settings.ensemble:
+    if (len(variants) == 1 and len(optimizers) == 1 and len(epoch_options) == 1 and settings.ensemble
+            and not refinements(variants[0], settings)):
         return SearchResult(settings, {**summary, "skipped": "every searched setting was set explicitly"})
 
     classes = sorted(set(labels))
