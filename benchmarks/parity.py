@@ -18,6 +18,7 @@ from pallas_kernels.config import KernelConfig
 from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
 from textclf.inference.text_model import Model, encode_labels
+from textclf.models.weights import Params
 from textclf.settings import Settings
 from textclf.training.loop import fit_network
 from textclf.training.step import kernel_config_for
@@ -64,7 +65,7 @@ def main() -> None:
     classes = sorted(set(train.labels))
     train_y, test_y = encode_labels(train.labels, classes), encode_labels(test.labels, classes)
     def accuracy(params) -> float:
-        model = Model(vectorizer, *params, labels=classes, settings=settings)
+        model = Model(vectorizer, Params(*params), labels=classes, settings=settings)
         return float((model.scores(test_x).argmax(axis=1) == test_y).mean())
 
     gradient_check(train_x, train_y, len(classes))

@@ -62,7 +62,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
             eval_y = encode_labels([str(label) for label in eval_labels], classes)
         result = fit_network(train_x, encode_labels(labels, classes), len(classes), settings,
                              resolve_backend(settings.backend), eval_x, eval_y)
-        self.model_ = Model(vectorizer, *result.params, labels=classes, settings=settings,
+        self.model_ = Model(vectorizer, result.params, labels=classes, settings=settings,
                             metadata={"estimator_labels": [_plain(originals[c]) for c in classes]})
         self.history_ = result.history
         return self

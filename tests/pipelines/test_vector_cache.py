@@ -18,7 +18,7 @@ def test_second_run_reuses_the_vectors_and_trains_the_same_model(corpus_dir, db_
     second = train(corpus_dir, fast_settings, db_path=db_path, model_path=tmp_path / "b.npz")
     assert not _cached(db_path, first.run_id) and _cached(db_path, second.run_id)
     assert first.model.vectorizer.terms == second.model.vectorizer.terms
-    np.testing.assert_array_equal(first.model.w1, second.model.w1)
+    np.testing.assert_array_equal(first.model.params.w1, second.model.params.w1)
     assert first.eval_accuracy == second.eval_accuracy
 
 

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from pipelines.batches import make_batches
 from textclf.estimator import TextClassifier
 from textclf.inference.text_model import Model
-from textclf.models.mlp import init_params, logits, masked_loss
+from textclf.models.mlp import Params, init_params, logits, masked_loss
 from textclf.training.loop import predict_scores_device
 
 
@@ -43,7 +43,7 @@ def test_host_prediction_matches_device_model():
     with jax.default_matmul_precision("highest"):  # GPUs default to TF32 matmuls
         device_scores = predict_scores_device(params, matrix)
     numpy_params = [np.asarray(p) for p in params]
-    host_scores = Model(None, *numpy_params, labels=["a", "b", "c"], settings=None).scores(matrix)
+    host_scores = Model(None, Params(*numpy_params), labels=["a", "b", "c"], settings=None).scores(matrix)
     np.testing.assert_allclose(device_scores, host_scores, rtol=1e-4, atol=1e-4)
 
 
@@ -56,7 +56,7 @@ def test_fit_learns_and_is_deterministic(corpus_dir, fast_settings):
     second = TextClassifier(**settings).fit(corpus.texts, corpus.labels)
     assert first.score(corpus.texts, corpus.labels) == 1.0
     assert first.history_[-1].loss < first.history_[0].loss
-    np.testing.assert_array_equal(first.model_.w1, second.model_.w1)
+    np.testing.assert_array_equal(first.model_.params.w1, second.model_.params.w1)
     assert list(first.classes_) == ["cooking", "space", "sports"]
     proba = first.predict_proba(["the rocket reached orbit"])
     assert proba.shape == (1, 3) and abs(proba.sum() - 1) < 1e-6

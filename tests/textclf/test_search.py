@@ -277,7 +277,7 @@ def test_train_writes_an_ensemble_as_one_model_file(tmp_path, monkeypatch, stack
                         learning_rate=0.01)
     result = train(corpus, settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
     model = load_model(tmp_path / "m.npz")
-    assert model.w1.shape[1] == 48 and model.settings.ensemble == 3
+    assert model.params.w1.shape[1] == 48 and model.settings.ensemble == 3
     assert result.eval_accuracy > 0.6
     assert model.predict(["who w1 w2 w3"]) == ["HUM"]
     if stacked:

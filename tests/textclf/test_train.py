@@ -29,7 +29,7 @@ def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
 def test_same_seed_same_model(corpus_dir, db_path, fast_settings, tmp_path):
     a = train(corpus_dir, fast_settings, db_path=db_path, model_path=tmp_path / "a.npz")
     b = train(corpus_dir, fast_settings, db_path=db_path, model_path=tmp_path / "b.npz")
-    assert (a.model.w1 == b.model.w1).all() and a.history[-1].loss == b.history[-1].loss
+    assert (a.model.params.w1 == b.model.params.w1).all() and a.history[-1].loss == b.history[-1].loss
     assert b.phases["compile"] < 0.1  # reuses the compiled epoch of the same shapes (runs earlier in this process)
 
 

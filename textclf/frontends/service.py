@@ -138,7 +138,7 @@ class _Scorer:
             from textclf.models.mlp import Params
             from textclf.training.loop import _warm_scores
 
-            self.params = Params(*(jax.device_put(a) for a in (model.w1, model.b1, model.w2, model.b2)))
+            self.params = Params(*jax.device_put(tuple(model.params)))
             self.compiled = _warm_scores()
 
     def __call__(self, texts: list):

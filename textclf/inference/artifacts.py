@@ -20,6 +20,7 @@ import numpy as np
 from pipelines.files import write_arrays_atomically
 from pipelines.vectorize import Vectorizer
 from textclf.inference.text_model import Model
+from textclf.models.weights import Params
 from textclf.settings import Settings
 from textclf.errors import ArtifactError
 
@@ -38,7 +39,7 @@ def save_model(model: Model, path: str | Path) -> Path:
         "vectorizer": model.vectorizer.config(),
         "metadata": model.metadata,
     }
-    arrays = {"header": np.array(json.dumps(header)), "w1": model.w1, "b1": model.b1, "w2": model.w2, "b2": model.b2}
+    arrays = {"header": np.array(json.dumps(header)), **model.params._asdict()}
     arrays.update({f"vectorizer.{k}": v for k, v in model.vectorizer.to_arrays().items()})
     return write_arrays_atomically(path, arrays)
 
@@ -94,7 +95,7 @@ def load_model(path: str | Path):
         vectorizer_arrays = {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith("vectorizer.")}
         model = Model(
             vectorizer=Vectorizer.from_arrays(header["vectorizer"], vectorizer_arrays),
-            w1=arrays["w1"], b1=arrays["b1"], w2=arrays["w2"], b2=arrays["b2"],
+            params=Params(*(arrays[name] for name in Params._fields)),
             labels=list(header["labels"]),
             settings=Settings.from_dict(header["settings"]),
             metadata=header.get("metadata", {}),
@@ -103,13 +104,13 @@ def load_model(path: str | Path):
         raise ArtifactError(f"model file '{path}' is incomplete or damaged ({type(exc).__name__}: "
                             f"{' '.join(str(exc).split())}): retrain it") from None
     # w1 (F, H), b1 (H,), w2 (H, C), b2 (C,): any other shape would fail later, in NumPy, with a broadcast error.
-    shapes_ok = (model.w1.ndim == 2 and model.w2.ndim == 2 and model.w1.shape[0] == model.vectorizer.n_features
-                 and model.b1.shape == (model.w1.shape[1],) and model.w2.shape[0] == model.w1.shape[1]
-                 and model.w2.shape[1] == len(model.labels) and model.b2.shape == (len(model.labels),))
+    w1, b1, w2, b2 = model.params
+    shapes_ok = (w1.ndim == 2 and w2.ndim == 2 and w1.shape[0] == model.vectorizer.n_features
+                 and b1.shape == (w1.shape[1],) and w2.shape[0] == w1.shape[1]
+                 and w2.shape[1] == len(model.labels) and b2.shape == (len(model.labels),))
     if not shapes_ok:
-        raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes w1 {model.w1.shape}, b1 "
-                            f"{model.b1.shape}, w2 {model.w2.shape}, b2 {model.b2.shape} do not fit together): "
-                            "retrain it")
+        raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes w1 {w1.shape}, b1 {b1.shape}, "
+                            f"w2 {w2.shape}, b2 {b2.shape} do not fit together): retrain it")
     return model
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipelines.vectorize import Vectorizer
+from textclf.models.weights import Params
 from textclf.settings import Settings
 
 
@@ -28,17 +29,15 @@ def softmax(scores: np.ndarray) -> np.ndarray:
 @dataclass
 class Model:
     vectorizer: Vectorizer
-    w1: np.ndarray  # (F, H)
-    b1: np.ndarray  # (H,)
-    w2: np.ndarray  # (H, C)
-    b2: np.ndarray  # (C,)
+    params: Params  # NumPy: w1 (F, H), b1 (H,), w2 (H, C), b2 (C,)
     labels: list[str]  # class names, index = output unit
     settings: Settings
     metadata: dict[str, Any] = field(default_factory=dict)  # run id, metrics, corpus, created ...
 
     def scores(self, matrix: sp.csr_matrix) -> np.ndarray:
-        hidden = sigmoid(np.asarray(matrix @ self.w1) + self.b1)
-        return hidden @ self.w2 + self.b2
+        w1, b1, w2, b2 = self.params
+        hidden = sigmoid(np.asarray(matrix @ w1) + b1)
+        return hidden @ w2 + b2
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """texts -> (n, C) class probabilities, columns in the order of `labels`."""

@@ -15,12 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-
-class Params(NamedTuple):
-    w1: jax.Array  # (F, H)
-    b1: jax.Array  # (H,)
-    w2: jax.Array  # (H, C)
-    b2: jax.Array  # (C,)
+from textclf.models.weights import Params
 
 
 @functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "gain"))

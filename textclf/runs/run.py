@@ -235,7 +235,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
     phase.seconds["compile"] = compile_s
     phase.seconds["train"] = train_s
-    model = Model(data.vectorizer, *params, labels=classes, settings=settings)
+    model = Model(data.vectorizer, params, labels=classes, settings=settings)
     with phase("evaluate"):
         eval_accuracy = float((model.scores(eval_x).argmax(axis=1) == eval_y).mean())
     last = history[-1]
