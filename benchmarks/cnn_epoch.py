@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from textclf.models.cnn import init_cnn
-from textclf.models.mlp import init_optimizer
+from textclf.training.optimizers import adam
 from textclf.runs.images import cnn_settings
 from textclf.settings import Settings
 from textclf.training.cnn import _epoch_fn, learning_rates
@@ -43,7 +43,7 @@ def main() -> None:
 
     def run(mode: str) -> float:
         params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings)
-        state = init_optimizer("adam", params)
+        state = adam().init(params)
         start = time.perf_counter()
         jax.block_until_ready(epochs[mode](params, state, images, labels, order, lrs, jax.random.PRNGKey(1)))
         return time.perf_counter() - start

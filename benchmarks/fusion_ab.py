@@ -21,7 +21,8 @@ from textclf.training import loop as trainloop
 from textclf.training import pallas as pallas_step
 from textclf.training.step import kernel_config_for
 from textclf.settings import Settings
-from textclf.models.mlp import init_optimizer, init_params
+from textclf.models.mlp import init_params
+from textclf.training.optimizers import make_optimizer
 
 TASKS = ((".devdata/news4/train.jsonl", 10, (64, 256, 4096)), (".devdata/agnews7600/train.jsonl", 100, (4096,)))
 VARIANTS = ((True, True), (False, True), (True, False), (False, False))  # (reuse buffer, fused Adam dW1)
@@ -49,7 +50,7 @@ def buffer_copies(optimizer: str, batch: int = 4096) -> list[str]:
             jnp.zeros((steps, batch), jnp.int32), jnp.ones((steps, batch)), jnp.full((steps,), 0.1))
     epoch = jax.jit(lambda p, o, *a: pallas_step.pallas_epoch(p, o, *a, n_classes=4, momentum=0.9, weight_decay=0.0,
                                                               config=config, optimizer=optimizer))
-    hlo = epoch.lower(params, init_optimizer(optimizer, params), *args).compile().as_text()
+    hlo = epoch.lower(params, make_optimizer(optimizer).init(params), *args).compile().as_text()
     shape = f"[{batch},{params.w1.shape[0]}]"
     return [line.strip()[:160] for line in hlo.splitlines() if re.search(r"\bcopy(-start)?\(", line) and shape in line]
 

@@ -28,7 +28,8 @@ from textclf.inference.text_model import encode_labels
 from textclf.settings import Settings
 from textclf.training.device_data import (batch_nnz_max, epoch_order, gather_batches, gather_piece_batches,
                                  host_csr, host_pieces, pieces_cap)
-from textclf.models.mlp import init_optimizer, init_params
+from textclf.models.mlp import init_params
+from textclf.training.optimizers import make_optimizer
 from textclf.training.loop import next_power_of_two
 from textclf.training.step import kernel_config_for, xla_epoch
 
@@ -108,7 +109,7 @@ def main() -> None:
                 params = init_params(jax.random.PRNGKey(0), n_features, run.hidden, len(classes), run.init_gain)
                 if config is not None:
                     params = pad_params(params, config)
-                opt_state = init_optimizer(run.optimizer, params)
+                opt_state = make_optimizer(run.optimizer).init(params)
                 fn = _epoch_fn(name, run, len(classes), n_features, cap, config)
                 seconds, loss = _time_epochs(fn, params, opt_state, data, [jax.device_put(o) for o in orders], lrs)
                 label = f"{name}-{width}" if width else name

@@ -32,7 +32,8 @@ from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
 from textclf.inference.text_model import encode_labels
 from textclf.settings import Settings
-from textclf.models.mlp import Params, adam, init_optimizer, init_params, logits, masked_loss, sgd_momentum
+from textclf.models.mlp import Params, init_params, logits, masked_loss
+from textclf.training.optimizers import adam, sgd
 from textclf.training.pallas import dense_batch, pad_params, pallas_train_step
 
 BF16 = jnp.bfloat16
@@ -85,9 +86,9 @@ def xla_step_dense(params, velocity, x, labels, mask, lr, optimizer: str = "sgd"
 
     (loss, correct), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
     if optimizer == "adam":
-        params, velocity = adam(params, velocity, grads, lr, WEIGHT_DECAY)
+        params, velocity = adam(WEIGHT_DECAY).update(params, velocity, grads, lr)
     else:
-        params, velocity = sgd_momentum(params, velocity, grads, lr, MOMENTUM, WEIGHT_DECAY)
+        params, velocity = sgd(MOMENTUM, WEIGHT_DECAY).update(params, velocity, grads, lr)
     return params, velocity, loss, correct
 
 
@@ -99,7 +100,7 @@ def xla_step_sparse(params, velocity, indices, values, rows, labels, mask, lr):
         return masked_loss(logits(p, indices, values, rows, batch), labels, mask)
 
     (loss, correct), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-    params, velocity = sgd_momentum(params, velocity, grads, lr, MOMENTUM, WEIGHT_DECAY)
+    params, velocity = sgd(MOMENTUM, WEIGHT_DECAY).update(params, velocity, grads, lr)
     return params, velocity, loss, correct
 
 
@@ -196,9 +197,9 @@ def bench_batch(matrix, labels, n_classes, batch, config: KernelConfig, with_tor
     # Adam, the product's default optimizer (same rows; the state carries two moment buffers).
     adam_kw = dict(step_kw, optimizer="adam")
     pallas_adam = carried_time(lambda p, s, xx, yy, mm, l: pallas_train_step(p, s, xx, yy, mm, l[0], **adam_kw),
-                               (params, init_optimizer("adam", params)), (x, y, m, lr))
+                               (params, adam().init(params)), (x, y, m, lr))
     xla_adam = carried_time(lambda p, s, xx, yy, mm, l: xla_step_dense(p, s, xx, yy, mm, l[0], "adam"),
-                            (plain, init_optimizer("adam", plain)), (x[:, : matrix.shape[1]], y, m, lr))
+                            (plain, adam().init(plain)), (x[:, : matrix.shape[1]], y, m, lr))
     add("training step, adam (the product default) vs XLA dense", pallas_adam, xla_adam,
         2 * x.nbytes + 6 * params.w1.nbytes, 4 * batch * k * n)
     torch_times = torch_bench(matrix, labels, n_classes, batch, sparse) if with_torch else {}

@@ -49,7 +49,7 @@ def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_
     m_old, v_old = m_ref[...], v_ref[...]
     # Scalar loads from the ref: slicing a loaded array has no Triton lowering.
     c1, c2, live = s_ref[0], s_ref[1], s_ref[2] > 0
-    # Adam with coupled L2 (textclf.models.mlp.adam's update), each column with its network's rate and decay.
+    # Adam with coupled L2 (textclf.training.optimizers.adam's update), each column with its network's rate and decay.
     new_w, m, v = adam_step(w, m_old, v_old, grad, rate_ref[...][None, :], c1, c2,
                             weight_decay=decay_ref[...][None, :])
     w_out[...] = jnp.where(live, new_w, w)
@@ -92,7 +92,7 @@ def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *, block_m: int
 
 
 def stacked_input_adam_reference(x, dpre, w, m, v, rates, decays, scalars, precision: str = "default"):
-    """Plain JAX: the gradient as one product, then textclf.models.mlp.adam's update with per-column rates."""
+    """Plain JAX: the gradient as one product, then textclf.training.optimizers.adam's update with per-column rates."""
     grad = jnp.dot(x.astype(w.dtype).T, dpre.astype(w.dtype), precision=PRECISIONS[precision]) + decays[None, :] * w
     new_m = BETA1 * m + (1 - BETA1) * grad
     new_v = BETA2 * v + (1 - BETA2) * grad * grad

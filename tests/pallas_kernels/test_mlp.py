@@ -12,7 +12,8 @@ from pallas_kernels.mlp import mlp_loss, mlp_loss_reference
 from pipelines.batches import make_batches
 from textclf.settings import Settings
 from textclf.training.device_data import batch_nnz_max, gather_piece_batches, host_pieces
-from textclf.models.mlp import init_optimizer, init_params
+from textclf.models.mlp import init_params
+from textclf.training.optimizers import make_optimizer
 from textclf.training.pallas import pad_params, pallas_epoch, unpad_params
 from textclf.training.step import xla_epoch as _xla_epoch
 from tests.pallas_kernels.conftest import assert_close
@@ -68,8 +69,8 @@ def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
     params = jax.tree.map(lambda a: a.astype(env.dtype), init_params(jax.random.PRNGKey(0), features, 128, n_classes))
     config = small_config(env).replace(input_format=input_format, sparse_block_n=16, adam_fused_dw1=fused_adam)
     xla_params, pallas_params = params, pad_params(params, config)
-    xla_velocity = init_optimizer(optimizer, xla_params)
-    pallas_velocity = init_optimizer(optimizer, pallas_params)
+    xla_velocity = make_optimizer(optimizer).init(xla_params)
+    pallas_velocity = make_optimizer(optimizer).init(pallas_params)
     xla_epoch = jax.jit(lambda *a: _xla_epoch(*a, momentum=0.9, weight_decay=1e-3, optimizer=optimizer))
     pallas = jax.jit(lambda *a: pallas_epoch(*a, n_classes=n_classes, momentum=0.9, weight_decay=1e-3, config=config,
                                              optimizer=optimizer))

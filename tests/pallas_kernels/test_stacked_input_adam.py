@@ -31,13 +31,13 @@ def test_matches_the_gradient_then_adam(env, rng, m, features, n, models):
 
 
 def test_matches_textclf_adam_for_stacked_networks(env, rng):
-    """The reference is the update textclf.models.mlp.adam makes with per-network rates (the search's XLA step)."""
-    from textclf.models.mlp import AdamState, adam, adam_corrections
+    """The reference is the update textclf.training.optimizers.adam makes with per-network rates (the search's XLA step)."""
+    from textclf.training.optimizers import AdamState, adam, adam_corrections
 
     x, dpre, w, mom, v, rates, decays, _ = _problem(env, rng, 24, 64, 64, 2)
     grad = jnp.dot(x.T, dpre, precision="highest")
     state = AdamState((mom,), (v,), jnp.asarray(2.0, env.dtype))
-    (want,), _ = adam((w,), state, (grad,), (rates[None, :],), (decays[None, :],))
+    (want,), _ = adam((decays[None, :],)).update((w,), state, (grad,), (rates[None, :],))
     scalars = jnp.asarray([*adam_corrections(3), 1, 0], env.dtype)
     got = stacked_input_adam_reference(x, dpre, w, mom, v, rates, decays, scalars, "highest")[0]
     assert_close(got, want, env, "w")

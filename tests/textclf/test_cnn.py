@@ -101,7 +101,7 @@ def test_learning_rate_schedules():
 def test_a_stepwise_epoch_equals_the_scanned_one_and_reports_its_steps():
     """On a CPU the epoch runs one jitted step at a time (XLA's convolution inside a scan is 13-17x slower
     there): same parameters as the scanned epoch, with a report after each step."""
-    from textclf.models.mlp import init_optimizer
+    from textclf.training.optimizers import adam
     from textclf.training.cnn import _epoch_fn
 
     images, labels = _problem(40)
@@ -112,7 +112,7 @@ def test_a_stepwise_epoch_equals_the_scanned_one_and_reports_its_steps():
     for stepwise in (False, True):
         params = init_cnn(jax.random.PRNGKey(0), images.shape[1:], 2, settings)
         run = _epoch_fn("xla", False, settings.dropout, settings.augment, 0.0, stepwise=stepwise)
-        results.append(run(params, init_optimizer("adam", params), jax.numpy.asarray(images),
+        results.append(run(params, adam().init(params), jax.numpy.asarray(images),
                            jax.numpy.asarray(labels), order, jax.numpy.full(3, 0.01), jax.random.PRNGKey(1),
                            on_step=lambda done, total: steps.append((done, total))))
     (scanned_params, _, scanned_loss, scanned_hits), (params, _, loss, hits) = results

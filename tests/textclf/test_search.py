@@ -13,7 +13,8 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches
 from pipelines.workers import WorkerPool
-from textclf.models.mlp import Params, adam, init_optimizer, logits, masked_loss
+from textclf.models.mlp import Params, logits, masked_loss
+from textclf.training.optimizers import adam
 from textclf.settings import Settings
 from textclf.training.candidates import (StackedParams, _epoch, batch_shape, fit_candidates, init_stacked, round_data,
                                          stacked_logits, stacked_loss)
@@ -84,15 +85,15 @@ def test_a_stacked_epoch_is_k_adam_runs_with_their_own_rates_and_decays():
     batches = [_random_batch(rng) for _ in range(3)]
     arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
     rates, decays = [0.01, 0.003, 0.01], [0.0, 0.0, 0.05]
-    state = init_optimizer("adam", stacked)
+    state = adam().init(stacked)
     singles = [_model(stacked, k) for k in range(3)]  # sliced before the donating epoch call
     trained, _, _ = _epoch(stacked, state, jnp.asarray(rates), jnp.asarray(decays), *arrays)
     for k, (rate, decay) in enumerate(zip(rates, decays)):
-        params, opt = singles[k], init_optimizer("adam", singles[k])
+        params, opt = singles[k], adam().init(singles[k])
         for indices, values, rows, labels, mask in batches:
             grads = jax.grad(lambda p: masked_loss(logits(p, indices, values, rows, labels.shape[0]), labels,
                                                    mask)[0])(params)
-            params, opt = adam(params, opt, grads, rate, decay)
+            params, opt = adam(decay).update(params, opt, grads, rate)
         for got, want in zip(_model(trained, k), params):
             np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6)
 
@@ -109,7 +110,7 @@ def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batch
     results = []
     for fused in (False, True):
         stacked = init_stacked(jax.random.PRNGKey(4), 64, 128, 3, 2)  # K*H = 256: the kernel's 128-unit tiles
-        params, state, losses = _epoch(stacked, init_optimizer("adam", stacked), rates, decays, *arrays, order,
+        params, state, losses = _epoch(stacked, adam().init(stacked), rates, decays, *arrays, order,
                                        dense=True, fused=fused)
         results.append((params, state, losses))
     (want, want_state, want_losses), (got, got_state, got_losses) = results

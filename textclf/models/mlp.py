@@ -9,8 +9,6 @@ is sum over its nonzeros of value * W1[index], i.e. a gather + segment-sum ("emb
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -71,62 +69,3 @@ def masked_loss(scores: jax.Array, labels: jax.Array, mask: jax.Array, count=Non
     loss = jnp.sum(nll * mask) / jnp.maximum(count, 1.0)
     correct = jnp.sum((jnp.argmax(scores, axis=1) == labels) * mask)
     return loss, correct
-
-
-def sgd_momentum(params: Params, velocity: Params, grads: Params, lr, momentum: float, weight_decay: float):
-    """v <- momentum * v + g + weight_decay * w;  w <- w - lr * v (PyTorch's SGD convention)."""
-    velocity = jax.tree.map(lambda v, g, w: momentum * v + g + weight_decay * w, velocity, grads, params)
-    params = jax.tree.map(lambda w, v: w - lr * v, params, velocity)
-    return params, velocity
-
-
-ADAM_BETA1, ADAM_BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
-
-
-class AdamState(NamedTuple):
-    m: Params  # first-moment estimates
-    v: Params  # second-moment estimates
-    step: jax.Array  # () float32, steps taken
-
-
-def adam_corrections(step) -> tuple:
-    """Bias corrections (1 - beta1^t, 1 - beta2^t) for step t (1-based)."""
-    return 1.0 - ADAM_BETA1 ** step, 1.0 - ADAM_BETA2 ** step
-
-
-def adam(params, state: AdamState, grads, lr, weight_decay):
-    """Adam (Kingma & Ba 2015) with coupled L2: g <- g + weight_decay * w. params: Params, or any tuple of arrays
-    (the model search's stacked networks); lr and weight_decay: one value, or a tuple like params of values that
-    broadcast against each parameter (one value per stacked network)."""
-    step = state.step + 1
-    c1, c2 = adam_corrections(step)
-    rates = lr if isinstance(lr, tuple) else jax.tree.map(lambda _: lr, params)
-    decays = weight_decay if isinstance(weight_decay, tuple) else jax.tree.map(lambda _: weight_decay, params)
-    grads = jax.tree.map(lambda g, w, d: g + d * w, grads, params, decays)
-    m = jax.tree.map(lambda m, g: ADAM_BETA1 * m + (1 - ADAM_BETA1) * g, state.m, grads)
-    v = jax.tree.map(lambda v, g: ADAM_BETA2 * v + (1 - ADAM_BETA2) * g * g, state.v, grads)
-    params = jax.tree.map(lambda w, r, m, v: w - r * (m / c1) / (jnp.sqrt(v / c2) + ADAM_EPS), params, rates, m, v)
-    return params, AdamState(m, v, step)
-
-
-def init_optimizer(kind: str, params: Params):
-    """Optimizer state: the momentum buffers (sgd) or AdamState (adam)."""
-    zeros = jax.tree.map(jnp.zeros_like, params)
-    if kind == "adam":
-        return AdamState(zeros, jax.tree.map(jnp.zeros_like, params), jnp.zeros((), jnp.float32))
-    return zeros
-
-
-def optimizer_step(kind: str, params: Params, state, grads: Params, lr, momentum: float, weight_decay: float):
-    if kind == "adam":
-        return adam(params, state, grads, lr, weight_decay)
-    return sgd_momentum(params, state, grads, lr, momentum, weight_decay)
-
-
-def scheduled_rates(schedule: str, learning_rate: float, steps: np.ndarray, total_steps: int) -> np.ndarray:
-    """Learning rate at each of `steps` (0-based step numbers of a run of total_steps): "constant", or
-    "linear" / "cosine" decay to 0 over the run. -> float32 array like steps (text MLP and CNN alike)."""
-    done = np.asarray(steps) / total_steps  # fraction of the run behind
-    scale = {"constant": np.ones_like(done), "linear": 1.0 - done,
-             "cosine": 0.5 * (1.0 + np.cos(np.pi * done))}[schedule]
-    return (learning_rate * scale).astype(np.float32)

@@ -26,7 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
-from textclf.models.mlp import AdamState, adam, adam_corrections, init_optimizer
+from textclf.models.weights import Params
+from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
 class StackedParams(NamedTuple):
@@ -129,7 +130,7 @@ def fused_fits(n_features: int, hidden_units: int) -> bool:
 def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: StackedParams, batch, live,
                 interpret: bool):
     """One step with the dense formulation's arithmetic, W1's gradient and Adam update fused in one Pallas kernel
-    (never written to memory); the small layers (b1, W2, b2) take textclf.models.mlp.adam. live: False for a
+    (never written to memory); the small layers (b1, W2, b2) take textclf.training.optimizers.adam. live: False for a
     padding batch, which then changes nothing (the kernel leaves W1 and its moments in place, see its module).
     -> (params, state, loss)."""
     from pallas_kernels.stacked_input_adam import stacked_input_adam
@@ -142,7 +143,7 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
     small_state = AdamState(state.m[1:], state.v[1:], state.step)
     small, small_state = jax.tree.map(
         lambda new, old: jnp.where(live, new, old),
-        adam((params.b1, params.w2, params.b2), small_state, (dpre.sum(axis=0), dw2, db2), lr[1:], wd[1:]),
+        adam(wd[1:]).update((params.b1, params.w2, params.b2), small_state, (dpre.sum(axis=0), dw2, db2), lr[1:]),
         ((params.b1, params.w2, params.b2), small_state))
     c1, c2 = adam_corrections(state.step + 1)
     scalars = jnp.stack([c1, c2, live.astype(c1.dtype), jnp.zeros_like(c1)]).astype(params.w1.dtype)
@@ -175,7 +176,7 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
             params, state, loss = _fused_step(params, state, lr, wd, batch, real, interpret)
             return (params, state), loss
         loss, grads = jax.value_and_grad(stacked_loss)(params, *batch, dense)
-        updated = adam(params, state, grads, lr, wd)
+        updated = adam(wd).update(params, state, grads, lr)
         return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state)), loss
 
     (params, state), losses = jax.lax.scan(step, (params, state), batches)
@@ -200,19 +201,19 @@ def _hits(params: StackedParams, indices, values, rows, labels, mask, dense: boo
     return totals
 
 
-def merged(params: StackedParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def merged(params: StackedParams) -> Params:
     """The K models as one network whose scores are the mean of theirs: hidden units side by side (F, K*H),
-    output weights stacked and divided by K (K*H, C), output bias the mean (C,). Same (w1, b1, w2, b2) shapes
-    as textclf.models.mlp.Params, so a model file, prediction and the service take an ensemble unchanged."""
+    output weights stacked and divided by K (K*H, C), output bias the mean (C,), as NumPy Params, so a model
+    file, prediction and the service take an ensemble unchanged."""
     models, hidden, classes = params.w2.shape
     w2 = np.asarray(params.w2).reshape(models * hidden, classes) / models
-    return np.asarray(params.w1), np.asarray(params.b1), w2, np.asarray(params.b2).mean(axis=0)
+    return Params(np.asarray(params.w1), np.asarray(params.b1), w2, np.asarray(params.b2).mean(axis=0))
 
 
 def _start(seed: int, n_features: int, hidden: int, n_classes: int, models: int):
     """K freshly initialised networks and their zeroed Adam state."""
     params = init_stacked(jax.random.PRNGKey(seed), n_features, hidden, n_classes, models)
-    return params, init_optimizer("adam", params)
+    return params, adam().init(params)
 
 
 def _device_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray,
@@ -390,7 +391,7 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
         params = init_stacked(jax.random.PRNGKey(seed), data.n_features, hidden, n_classes, models)
     else:
         params = jax.tree.map(jnp.copy, initial)  # the epoch donates (overwrites) its params
-    state = init_optimizer("adam", params)
+    state = adam().init(params)
     rates_array = jnp.asarray(rates, jnp.float32)
     decays_array = jnp.asarray(decays, jnp.float32)
     dense = dense_default()

@@ -14,11 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from textclf.models.cnn import CNNParams, augment_batch, cnn_hidden, head_loss, init_cnn, predict_cnn
-from textclf.models.mlp import init_optimizer, optimizer_step, scheduled_rates
 from textclf.settings import Settings
 from textclf.training.checkpoint import after_epoch
 from textclf.training.device_data import epoch_order
 from textclf.training.events import EpochStats
+from textclf.training.optimizers import adam, scheduled_rates
 
 _PRODUCT = Settings(model="cnn")  # the one source of the image defaults (textclf/settings.py)
 
@@ -73,7 +73,7 @@ def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str,
             return head_loss(p, hidden, y, mask / jnp.maximum(mask.sum(), 1.0), backend, interpret)
 
         (loss, hits), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        params, opt_state = optimizer_step("adam", params, opt_state, grads, lr, 0.0, weight_decay)
+        params, opt_state = adam(weight_decay).update(params, opt_state, grads, lr)
         return (params, opt_state), (loss * mask.sum(), hits)
 
     if not (jax.default_backend() == "cpu" if stepwise is None else stepwise):
@@ -115,7 +115,7 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CN
     of the current epoch done, where an epoch runs step by step (a CPU: see _epoch_fn)."""
     key = jax.random.PRNGKey(settings.seed)
     params = init_cnn(key, images.shape[1:], n_classes, settings)
-    opt_state = init_optimizer("adam", params)
+    opt_state = adam().init(params)
     history, first_epoch = [], 0
     resumed = checkpointer.load() if checkpointer else None
     if resumed:

@@ -21,8 +21,9 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.settings import Settings
-from textclf.models.mlp import Params, logits, scheduled_rates
+from textclf.models.mlp import Params, logits
 from textclf.training.events import EpochStats
+from textclf.training.optimizers import scheduled_rates
 from textclf.training.step import Step, make_step
 
 EVAL_BATCH = 1024

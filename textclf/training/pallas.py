@@ -27,7 +27,8 @@ from pallas_kernels.sgd_update import sgd_update
 from pallas_kernels.softmax_xent import padded_classes, softmax_xent
 from pallas_kernels.pieces_hidden import finish_hidden, pieces_gather_sum, pieces_input_grad
 from pallas_kernels.sparse_hidden import sparse_hidden_forward, sparse_input_grad, sparse_input_grad_update
-from textclf.models.mlp import AdamState, Params, adam_corrections
+from textclf.models.mlp import Params
+from textclf.training.optimizers import AdamState, adam_corrections
 
 
 def padded_features(n_features: int, config: KernelConfig) -> int:

@@ -23,8 +23,9 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from textclf.models.mlp import Params, init_optimizer, init_params, logits, logits_pieces, masked_loss, optimizer_step
+from textclf.models.mlp import Params, init_params, logits, logits_pieces, masked_loss
 from textclf.settings import Settings
+from textclf.training.optimizers import make_optimizer
 
 # Pallas input format "auto": the pieces layout (pallas_kernels/pieces_hidden.py) from this batch size up, the
 # dense bf16 X below it. Measured on an H100 (BENCHMARKS.md, "Input layouts"): news4 rows at batch 4,096
@@ -55,6 +56,7 @@ def xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, mo
     batch_size = labels.shape[1]
     # (steps, cap) flat batches or (steps, cap, width) pieces (textclf/training/device_data.py)
     scores = logits_pieces if indices.ndim == 3 else logits
+    update = make_optimizer(optimizer, momentum, weight_decay).update
 
     def step(carry, batch):
         params, opt_state = carry
@@ -67,7 +69,7 @@ def xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, mo
         (loss, correct), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         if axis_name is not None:
             loss, correct, grads = jax.lax.psum((loss, correct, grads), axis_name)
-        params, opt_state = optimizer_step(optimizer, params, opt_state, grads, lr, momentum, weight_decay)
+        params, opt_state = update(params, opt_state, grads, lr)
         return (params, opt_state), (loss, correct)
 
     (params, opt_state), (losses, corrects) = jax.lax.scan(
@@ -82,7 +84,7 @@ def _ready_state(params: Params, optimizer: str, kernel_config):
         from textclf.training.pallas import pad_params
 
         params = pad_params(params, kernel_config)
-    return params, init_optimizer(optimizer, params)
+    return params, make_optimizer(optimizer).init(params)
 
 
 @functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "gain", "optimizer",
