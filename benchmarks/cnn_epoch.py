@@ -18,11 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from textclf.models.cnn import init_cnn
-from textclf.training.optimizers import adam
-from textclf.runs.images import cnn_settings
 from textclf.settings import Settings
 from textclf.training.cnn import _epoch_fn, learning_rates
 from textclf.training.device_data import epoch_order
+from textclf.training.optimizers import adam
 
 
 def main() -> None:
@@ -31,18 +30,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--modes", default="scanned,stepwise", help="comma-separated: scanned, stepwise")
     args = parser.parse_args()
-    settings = cnn_settings(Settings(model="cnn"))
+    settings = Settings(model="cnn")
     rng = np.random.default_rng(0)
     images = jnp.asarray(rng.integers(0, 256, (args.images, 28, 28, 1), dtype=np.uint8))
     labels = jnp.asarray(rng.integers(0, 10, args.images).astype(np.int32))
     steps = -(-args.images // settings.batch_size)
     order = epoch_order(settings.seed, 1, args.images, steps, settings.batch_size)
     lrs = jnp.asarray(learning_rates(settings, 0, steps))
-    epochs = {mode: _epoch_fn("xla", False, settings.dropout, tuple(settings.augment), settings.weight_decay,
+    epochs = {mode: _epoch_fn("xla", False, settings.dropout, settings.augmentations, settings.weight_decay,
                               stepwise=(mode == "stepwise")) for mode in args.modes.split(",")}
 
     def run(mode: str) -> float:
-        params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings)
+        params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings.channels, settings.conv_kernel,
+                          settings.hidden)
         state = adam().init(params)
         start = time.perf_counter()
         jax.block_until_ready(epochs[mode](params, state, images, labels, order, lrs, jax.random.PRNGKey(1)))

@@ -18,7 +18,6 @@ from pipelines.images import read_image_corpus
 from textclf.inference.text_model import encode_labels
 from textclf.training.cnn import fit_cnn
 from textclf.settings import Settings
-from textclf.runs.images import cnn_settings
 
 
 def main() -> None:
@@ -45,7 +44,7 @@ def main() -> None:
           f"lr {settings.learning_rate} {settings.lr_schedule}, weight decay {settings.weight_decay}")
     print("| epoch | loss | train accuracy | test accuracy | seconds | images/s |")
     print("|---:|---:|---:|---:|---:|---:|")
-    _, history = fit_cnn(images, labels, len(classes), cnn_settings(settings), args.backend, test.images,
+    _, history = fit_cnn(images, labels, len(classes), settings, args.backend, test.images,
                          encode(test.labels))
     for e in history:
         print(f"| {e.epoch} | {e.loss:.4f} | {e.train_accuracy:.4f} | {e.eval_accuracy:.4f} | {e.seconds:.2f} | "

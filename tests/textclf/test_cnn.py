@@ -4,7 +4,8 @@ import jax
 import numpy as np
 
 from textclf.models.cnn import augment_batch, cnn_logits, init_cnn, predict_cnn
-from textclf.training.cnn import CNNSettings, fit_cnn, learning_rates
+from textclf.settings import Settings
+from textclf.training.cnn import fit_cnn, learning_rates
 
 
 def _problem(n=96, seed=0):
@@ -19,7 +20,8 @@ def _problem(n=96, seed=0):
 
 def test_cnn_learns_a_spatial_pattern():
     images, labels = _problem()
-    settings = CNNSettings(channels=(4, 8), kernel=3, hidden=16, epochs=6, batch_size=16, learning_rate=3e-3)
+    settings = Settings(model="cnn", conv_channels="4,8", conv_kernel=3, hidden=16, epochs=6, batch_size=16,
+                        learning_rate=3e-3)
     params, history = fit_cnn(images, labels, 2, settings, "xla", images[:32], labels[:32])
     assert history[-1].loss < history[0].loss
     test_images, test_labels = _problem(64, seed=1)
@@ -28,8 +30,7 @@ def test_cnn_learns_a_spatial_pattern():
 
 def test_pallas_and_xla_paths_agree():
     images, _ = _problem(8)
-    settings = CNNSettings(channels=(4, 8), kernel=3, hidden=16)
-    params = init_cnn(jax.random.PRNGKey(0), (12, 12, 1), 3, settings)
+    params = init_cnn(jax.random.PRNGKey(0), (12, 12, 1), 3, (4, 8), 3, 16)
     # Both sides at IEEE fp32: on a GPU the interpreted kernels' dots would otherwise run in TF32.
     loss = lambda backend, interpret: jax.grad(
         lambda p: cnn_logits(p, images, backend, interpret).sum())(params)
@@ -51,8 +52,8 @@ def test_stopped_and_resumed_training_equals_uninterrupted(tmp_path):
 
     images, labels = _problem(48)
     # Dropout, augmentation and a decaying rate draw from (seed, epoch): a resumed run repeats them exactly.
-    settings = CNNSettings(channels=(4,), kernel=3, hidden=8, epochs=3, batch_size=16, dropout=0.3,
-                           augment=("shift", "flip"), lr_schedule="cosine")
+    settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=8, epochs=3, batch_size=16, dropout=0.3,
+                        augment="shift,flip", lr_schedule="cosine")
     whole, _ = fit_cnn(images, labels, 2, settings)
     checkpoint = Checkpointer(tmp_path / "cnn.npz", every_seconds=3600)
     with pytest.raises(TrainingStopped, match="after epoch 1 of 3"):
@@ -68,8 +69,8 @@ def test_training_epoch_pallas_equals_xla_with_dropout_and_augmentation():
     """A whole training epoch (augmentation, dropout, the Pallas output-layer loss kernel, Adam) on both paths
     from the same seed ends at the same parameters."""
     images, labels = _problem(32)
-    settings = CNNSettings(channels=(4,), kernel=3, hidden=16, epochs=1, batch_size=16, dropout=0.5,
-                           augment=("shift", "flip"))
+    settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=16, epochs=1, batch_size=16,
+                        dropout=0.5, augment="shift,flip")
     with jax.default_matmul_precision("highest"):
         xla, _ = fit_cnn(images, labels, 2, settings, "xla")
         pallas, _ = fit_cnn(images, labels, 2, settings, "pallas", interpret=True)
@@ -89,12 +90,11 @@ def test_augmentation_shifts_and_flips_whole_images():
 
 
 def test_learning_rate_schedules():
-    settings = CNNSettings(epochs=2, learning_rate=0.5, lr_schedule="constant")
+    settings = Settings(model="cnn", epochs=2, learning_rate=0.5, lr_schedule="constant")
     assert np.allclose(learning_rates(settings, 1, 4), 0.5)
-    linear = np.concatenate([learning_rates(settings.__class__(epochs=2, learning_rate=0.5, lr_schedule="linear"),
-                                            e, 4) for e in (0, 1)])
+    linear = np.concatenate([learning_rates(settings.replace(lr_schedule="linear"), e, 4) for e in (0, 1)])
     np.testing.assert_allclose(linear, 0.5 * (1 - np.arange(8) / 8), rtol=1e-6)
-    cosine = learning_rates(CNNSettings(epochs=2, learning_rate=0.5, lr_schedule="cosine"), 0, 4)
+    cosine = learning_rates(settings.replace(lr_schedule="cosine"), 0, 4)
     assert cosine[0] == 0.5 and np.all(np.diff(cosine) < 0)
 
 
@@ -105,13 +105,14 @@ def test_a_stepwise_epoch_equals_the_scanned_one_and_reports_its_steps():
     from textclf.training.cnn import _epoch_fn
 
     images, labels = _problem(40)
-    settings = CNNSettings(channels=(4,), kernel=3, hidden=16, epochs=1, batch_size=16, dropout=0.5,
-                           augment=("shift", "flip"))
+    settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=16, epochs=1, batch_size=16,
+                        dropout=0.5, augment="shift,flip")
     order = np.concatenate([np.arange(40), -np.ones(8, int)]).reshape(3, 16).astype(np.int32)  # last batch part-full
     results, steps = [], []
     for stepwise in (False, True):
-        params = init_cnn(jax.random.PRNGKey(0), images.shape[1:], 2, settings)
-        run = _epoch_fn("xla", False, settings.dropout, settings.augment, 0.0, stepwise=stepwise)
+        params = init_cnn(jax.random.PRNGKey(0), images.shape[1:], 2, settings.channels, settings.conv_kernel,
+                          settings.hidden)
+        run = _epoch_fn("xla", False, settings.dropout, settings.augmentations, 0.0, stepwise=stepwise)
         results.append(run(params, adam().init(params), jax.numpy.asarray(images),
                            jax.numpy.asarray(labels), order, jax.numpy.full(3, 0.01), jax.random.PRNGKey(1),
                            on_step=lambda done, total: steps.append((done, total))))

@@ -39,22 +39,24 @@ class CNNParams(NamedTuple):
     out_b: jax.Array
 
 
-def init_cnn(key, image_shape: tuple[int, int, int], n_classes: int, settings) -> CNNParams:
-    """He-uniform convolutions and dense layers (ReLU), zero biases."""
+def init_cnn(key, image_shape: tuple[int, int, int], n_classes: int, channels: tuple[int, ...], kernel: int,
+             hidden: int) -> CNNParams:
+    """He-uniform convolutions (one of kernel x kernel per entry of channels, its output channels) and dense
+    layers (ReLU, `hidden` units), zero biases."""
     h, w, c = image_shape
-    keys = jax.random.split(key, len(settings.channels) + 2)
+    keys = jax.random.split(key, len(channels) + 2)
     convs = []
-    for k, cout in zip(keys, settings.channels):
-        fan_in = settings.kernel * settings.kernel * c
+    for k, cout in zip(keys, channels):
+        fan_in = kernel * kernel * c
         limit = np.sqrt(6.0 / fan_in)
-        convs.append(ConvLayer(jax.random.uniform(k, (settings.kernel, settings.kernel, c, cout), jnp.float32,
-                                                  -limit, limit), jnp.zeros((cout,), jnp.float32)))
+        convs.append(ConvLayer(jax.random.uniform(k, (kernel, kernel, c, cout), jnp.float32, -limit, limit),
+                               jnp.zeros((cout,), jnp.float32)))
         h, w, c = h // 2, w // 2, cout
     flat = h * w * c
     dense = lambda k, n_in, n_out: jax.random.uniform(k, (n_in, n_out), jnp.float32, -np.sqrt(6.0 / n_in),
                                                       np.sqrt(6.0 / n_in))
-    return CNNParams(tuple(convs), dense(keys[-2], flat, settings.hidden), jnp.zeros((settings.hidden,)),
-                     dense(keys[-1], settings.hidden, n_classes), jnp.zeros((n_classes,)))
+    return CNNParams(tuple(convs), dense(keys[-2], flat, hidden), jnp.zeros((hidden,)),
+                     dense(keys[-1], hidden, n_classes), jnp.zeros((n_classes,)))
 
 
 def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:

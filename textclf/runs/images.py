@@ -17,17 +17,9 @@ from sklearn.model_selection import train_test_split
 from db import runs as run_queries
 from pipelines.images import is_idx_folder, read_image_corpus
 from textclf.inference.text_model import encode_labels
-from textclf.training.cnn import CNNSettings, fit_cnn
+from textclf.training.cnn import fit_cnn
 from textclf.errors import CorpusError
 from textclf.training.events import EpochStats
-
-
-def cnn_settings(settings) -> CNNSettings:
-    """The CNN's share of the run's Settings (textclf/settings.py)."""
-    return CNNSettings(channels=settings.channels, kernel=settings.conv_kernel, hidden=settings.hidden,
-                       epochs=settings.epochs, batch_size=settings.batch_size, learning_rate=settings.learning_rate,
-                       lr_schedule=settings.lr_schedule, dropout=settings.dropout, augment=settings.augmentations,
-                       weight_decay=settings.weight_decay, seed=settings.seed)
 
 
 def _test_corpus(corpus_path: Path, test_path):
@@ -85,7 +77,7 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
     interpret = backend == "pallas" and bool(os.environ.get("TEXTCLF_PALLAS_INTERPRET"))
     train_start = time.perf_counter()  # the first epoch includes compiling the epoch function
     # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
-    params, history = fit_cnn(train_x, train_y, len(classes), cnn_settings(settings), backend, eval_x, eval_y,
+    params, history = fit_cnn(train_x, train_y, len(classes), settings, backend, eval_x, eval_y,
                               interpret, on_epoch=on_epoch, checkpointer=checkpointer,
                               stop_requested=stop_requested,
                               on_step=lambda done, total: report(TrainEvent("steps", done=done, total=total)))

@@ -75,29 +75,3 @@ class Checkpointer:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
-
-
-def after_epoch(checkpointer: Checkpointer | None, stop_requested, epochs_done: int, epochs: int, params,
-                opt_state, history: list) -> None:
-    """What both training loops do after an epoch: save a checkpoint when it is due, and when a stop is asked
-    for save one (unless just saved) and raise TrainingStopped. Nothing after the last epoch: the model file
-    is written next."""
-    import jax
-
-    from textclf.training.data_parallel import to_host
-    from textclf.training.events import TrainingStopped
-
-    if epochs_done >= epochs:
-        return
-
-    def save() -> None:
-        checkpointer.save(TrainState(epochs_done, [to_host(a) for a in jax.tree.leaves(params)],
-                                     [to_host(a) for a in jax.tree.leaves(opt_state)], list(history)))
-
-    saved = checkpointer is not None and checkpointer.due()
-    if saved:
-        save()
-    if stop_requested and stop_requested():
-        if checkpointer is not None and not saved:
-            save()
-        raise TrainingStopped(f"stopped after epoch {epochs_done} of {epochs}")

@@ -7,7 +7,6 @@ is drawn from (seed, epoch), so a run resumed from a checkpoint continues exactl
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -15,32 +14,13 @@ import numpy as np
 
 from textclf.models.cnn import CNNParams, augment_batch, cnn_hidden, head_loss, init_cnn, predict_cnn
 from textclf.settings import Settings
-from textclf.training.checkpoint import after_epoch
 from textclf.training.device_data import epoch_order
 from textclf.training.events import EpochStats
+from textclf.training.fit import resume, run_epochs
 from textclf.training.optimizers import adam, scheduled_rates
 
-_PRODUCT = Settings(model="cnn")  # the one source of the image defaults (textclf/settings.py)
 
-
-@dataclass(frozen=True)
-class CNNSettings:
-    """The CNN's share of Settings (textclf/image_train.cnn_settings builds it from a run's Settings)."""
-
-    channels: tuple[int, ...] = _PRODUCT.channels
-    kernel: int = _PRODUCT.conv_kernel
-    hidden: int = _PRODUCT.hidden
-    epochs: int = _PRODUCT.epochs
-    batch_size: int = _PRODUCT.batch_size
-    learning_rate: float = _PRODUCT.learning_rate
-    lr_schedule: str = _PRODUCT.lr_schedule  # "constant", "linear" or "cosine": decayed per step to 0 over the run
-    dropout: float = _PRODUCT.dropout  # probability of zeroing each hidden unit while training (inverted dropout)
-    augment: tuple[str, ...] = _PRODUCT.augmentations  # per image and step: "shift" (<= 2 px each way), "flip"
-    weight_decay: float = _PRODUCT.weight_decay
-    seed: int = _PRODUCT.seed
-
-
-def learning_rates(settings: CNNSettings, epoch: int, steps: int) -> np.ndarray:
+def learning_rates(settings: Settings, epoch: int, steps: int) -> np.ndarray:
     """The per-step learning rates of one epoch (0-based): (steps,) float32."""
     return scheduled_rates(settings.lr_schedule, settings.learning_rate, epoch * steps + np.arange(steps),
                            settings.epochs * steps)
@@ -104,30 +84,26 @@ def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str,
     return epoch_stepwise
 
 
-def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CNNSettings = CNNSettings(),
+def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: Settings = Settings(model="cnn"),
             backend: str = "xla", eval_images: np.ndarray | None = None, eval_labels: np.ndarray | None = None,
             interpret: bool = False, on_epoch=None, checkpointer=None, stop_requested=None, on_step=None):
     """Train on uint8 images (N, H, W, C) and class numbers; evaluate after every epoch if given.
-    -> (numpy CNNParams, list of textclf.training.loop.EpochStats; docs_per_s counts images).
-    The training set stays on the device; each epoch's order is drawn from (seed, epoch), so a run
-    resumed from a checkpoint (textclf/training/checkpoint.py, after_epoch: saved when due or when stop_requested()
-    says so, which then raises TrainingStopped) continues exactly where it stopped. on_step(done, total): steps
-    of the current epoch done, where an epoch runs step by step (a CPU: see _epoch_fn)."""
-    key = jax.random.PRNGKey(settings.seed)
-    params = init_cnn(key, images.shape[1:], n_classes, settings)
-    opt_state = adam().init(params)
-    history, first_epoch = [], 0
-    resumed = checkpointer.load() if checkpointer else None
-    if resumed:
-        params = jax.tree.unflatten(jax.tree.structure(params), [jnp.asarray(a) for a in resumed.param_leaves])
-        opt_state = jax.tree.unflatten(jax.tree.structure(opt_state), [jnp.asarray(a) for a in resumed.opt_leaves])
-        history, first_epoch = list(resumed.history), resumed.epochs_done
+    settings: a model="cnn" Settings (conv_channels, conv_kernel, hidden, epochs, batch_size, learning_rate,
+    lr_schedule, dropout, augment, weight_decay, seed).
+    -> (numpy CNNParams, list of EpochStats; docs_per_s counts images).
+    The training set stays on the device; the epochs run in textclf.training.fit.run_epochs (checkpoints when
+    due, TrainingStopped when stop_requested() says so; a resumed run continues exactly where it stopped).
+    on_step(done, total): steps of the current epoch done, where an epoch runs step by step (a CPU: _epoch_fn)."""
+    params = init_cnn(jax.random.PRNGKey(settings.seed), images.shape[1:], n_classes, settings.channels,
+                      settings.conv_kernel, settings.hidden)
+    params, opt_state, history, first_epoch = resume(checkpointer, params, adam().init(params))
     n = images.shape[0]
     steps = -(-n // settings.batch_size)
-    run_epoch = _epoch_fn(backend, interpret, settings.dropout, tuple(settings.augment), settings.weight_decay)
+    run_epoch = _epoch_fn(backend, interpret, settings.dropout, settings.augmentations, settings.weight_decay)
     run_key = jax.random.PRNGKey(settings.seed + 1)
-    device_images, device_labels = jnp.asarray(images), jnp.asarray(labels, jnp.int32)
-    for epoch in range(first_epoch, settings.epochs):
+    device_images, device_labels = jax.device_put(images), jax.device_put(np.asarray(labels, np.int32))
+
+    def one_epoch(epoch: int, params, opt_state):
         start = time.perf_counter()
         order = epoch_order(settings.seed, epoch + 1, n, steps, settings.batch_size)
         params, opt_state, loss_sum, hits = run_epoch(params, opt_state, device_images, device_labels, order,
@@ -138,8 +114,8 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: CN
         eval_accuracy = None
         if eval_images is not None:
             eval_accuracy = float((predict_cnn(params, eval_images, backend, interpret) == eval_labels).mean())
-        history.append(EpochStats(epoch + 1, loss_sum / n, hits / n, eval_accuracy, seconds, n / seconds))
-        if on_epoch:
-            on_epoch(history[-1])
-        after_epoch(checkpointer, stop_requested, epoch + 1, settings.epochs, params, opt_state, history)
+        return params, opt_state, EpochStats(epoch + 1, loss_sum / n, hits / n, eval_accuracy, seconds, n / seconds)
+
+    params, opt_state, history = run_epochs(params, opt_state, history, first_epoch, settings.epochs, one_epoch,
+                                            on_epoch, checkpointer, stop_requested)
     return CNNParams(*jax.tree.map(np.asarray, tuple(params))), history

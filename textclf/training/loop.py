@@ -23,6 +23,7 @@ from pipelines.batches import make_batches, next_power_of_two
 from textclf.settings import Settings
 from textclf.models.mlp import Params, logits
 from textclf.training.events import EpochStats
+from textclf.training.fit import resume, run_epochs
 from textclf.training.optimizers import scheduled_rates
 from textclf.training.step import Step, make_step
 
@@ -155,10 +156,9 @@ def fit_network(
     """Train the network with minibatch SGD; evaluate on (eval_x, eval_y) after every epoch if given.
     kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation.
     checkpointer (textclf.training.checkpoint.Checkpointer): resume from its state if it has one; after each epoch (after
-    on_epoch) textclf.training.checkpoint.after_epoch saves it when due. stop_requested() True after an epoch saves and
+    on_epoch) textclf.training.fit.run_epochs saves it when due. stop_requested() True after an epoch saves and
     raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint)."""
     from textclf.training import data_parallel as parallel
-    from textclf.training.checkpoint import after_epoch
     from textclf.training.device_data import batch_nnz_max, epoch_order, host_csr, host_pieces, piece_width, pieces_cap
 
     mesh = parallel.data_mesh(settings.devices, settings.batch_size)
@@ -178,13 +178,7 @@ def fit_network(
     steps_per_epoch = -(-n // settings.batch_size)
     epochs = settings.epochs_for(n)
     total_steps = steps_per_epoch * epochs
-    history: list[EpochStats] = []
-    first_epoch = 0
-    resumed = checkpointer.load() if checkpointer else None
-    if resumed:
-        params = jax.tree.unflatten(jax.tree.structure(params), jax.device_put(list(resumed.param_leaves)))
-        opt_state = jax.tree.unflatten(jax.tree.structure(opt_state), jax.device_put(list(resumed.opt_leaves)))
-        history, first_epoch = list(resumed.history), resumed.epochs_done
+    params, opt_state, history, first_epoch = resume(checkpointer, params, opt_state)
 
     # Everything the epochs need goes to the device(s) once: the training set, the validation batches.
     # (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on a GPU.)
@@ -197,7 +191,7 @@ def fit_network(
         eval_batches = place(make_batches(eval_x, np.asarray(eval_y), EVAL_BATCH).arrays())
     params, opt_state = place((params, opt_state))
     host = parallel.to_host
-    train_seconds, compile_seconds = 0.0, init_seconds
+    seconds_spent = {"train": 0.0, "compile": init_seconds}
 
     # Each epoch's document order (host, numpy), drawn once. One batch width for the whole run, the widest
     # minibatch of all its epochs, so the epoch compiles once (per-epoch widths made two or three compilations
@@ -209,10 +203,12 @@ def fit_network(
     config = (step, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, mesh)
     width = pieces_cap(widest) if pieces else next_power_of_two(widest)
     run_epoch = _warm_epoch(*config, _reusable_width(config, width))
-    for epoch in range(first_epoch, epochs):
+    batch_rows = np.minimum(settings.batch_size, n - np.arange(steps_per_epoch) * settings.batch_size)
+
+    def one_epoch(epoch: int, params, opt_state):
         start = time.perf_counter()
-        order = orders.pop(epoch)
         epoch_compiled = run_epoch.seconds
+        order = orders.pop(epoch)
         order = parallel.put(order, mesh, parallel.BATCH) if mesh else jax.device_put(order)
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
         lrs = scheduled_rates(settings.lr_schedule, settings.learning_rate, step_numbers, total_steps)
@@ -220,10 +216,9 @@ def fit_network(
                                                               eval_batches)
         losses, corrects = host(losses), host(corrects)  # waits for the epoch to finish
         compiled = run_epoch.seconds - epoch_compiled
-        compile_seconds += compiled
         seconds = time.perf_counter() - start - compiled
-        train_seconds += seconds
-        batch_rows = np.minimum(settings.batch_size, n - np.arange(steps_per_epoch) * settings.batch_size)
+        seconds_spent["compile"] += compiled
+        seconds_spent["train"] += seconds
         stats = EpochStats(
             epoch=epoch + 1,
             loss=float((losses * batch_rows).sum() / n),
@@ -232,10 +227,10 @@ def fit_network(
             seconds=seconds,
             docs_per_s=n / seconds if seconds > 0 else float("inf"),
         )
-        history.append(stats)
-        if on_epoch:
-            on_epoch(stats)
-        after_epoch(checkpointer, stop_requested, epoch + 1, epochs, params, opt_state, history)
+        return params, opt_state, stats
+
+    params, opt_state, history = run_epochs(params, opt_state, history, first_epoch, epochs, one_epoch, on_epoch,
+                                            checkpointer, stop_requested)
     numpy_params = step.finish(Params(*host(tuple(params))), n_classes, train_x.shape[1])
     # Validation is scored inside each epoch's dispatch, so its time is part of train_seconds.
-    return NetworkResult(numpy_params, history, compile_seconds, train_seconds, parts)
+    return NetworkResult(numpy_params, history, seconds_spent["compile"], seconds_spent["train"], parts)
