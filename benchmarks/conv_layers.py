@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.timing import kernel_time
-from pallas_kernels.conv2d import conv2d_forward, conv2d_reference
+from pallas_kernels.conv2d import Conv2dForwardBlocks, conv2d_forward, conv2d_reference
 
 LAYERS = (("conv1 1->4 7x7", 28, 1, 4), ("conv2 4->16 7x7", 14, 4, 16))
 
@@ -60,11 +60,12 @@ def main() -> None:
             x = jnp.asarray(rng.normal(size=(batch, size, size, cin)), jnp.float32)
             w = jnp.asarray(rng.normal(size=(7, 7, cin, cout)) * 0.1, jnp.float32)
             b = jnp.asarray(rng.normal(size=(cout,)), jnp.float32)
-            pallas = kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=3, block_m=args.block_m), (x, w, b))
+            blocks = Conv2dForwardBlocks(block_m=args.block_m)
+            pallas = kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=3, block_sizes=blocks), (x, w, b))
             if args.sweep:
                 for block_m, block_k, warps in itertools.product((64, 128, 256), (32, 64, 128), (4, 8)):
-                    t = kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=3, block_m=block_m, block_k=block_k,
-                                                                   num_warps=warps), (x, w, b))
+                    blocks = Conv2dForwardBlocks(block_m=block_m, block_k=block_k, num_warps=warps)
+                    t = kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=3, block_sizes=blocks), (x, w, b))
                     print(f"  sweep {name} batch {batch}: block_m {block_m} block_k {block_k} warps {warps}: "
                           f"{t * 1e3:.4f} ms", flush=True)
             xla = kernel_time(lambda x, w, b: conv2d_reference(x, w, b, 3), (x, w, b))

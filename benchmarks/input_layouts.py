@@ -121,8 +121,8 @@ def main() -> None:
 def _kernel_table(x, y, widths, n_features, batch: int = 4096) -> None:
     """Profiler kernel times (ms) of the hidden layer's forward and dW1 for one batch, per formulation."""
     from benchmarks.timing import kernel_time
-    from pallas_kernels.pieces_hidden import (finish_hidden, pieces_gather_sum, pieces_hidden_reference,
-                                              pieces_input_grad)
+    from pallas_kernels.pieces_hidden import (PiecesBlocks, finish_hidden, pieces_gather_sum, pieces_hidden_reference,
+                                          pieces_input_grad)
     from textclf.models.mlp import Params, hidden_layer
 
     rng = np.random.default_rng(0)
@@ -153,7 +153,8 @@ def _kernel_table(x, y, widths, n_features, batch: int = 4096) -> None:
             for warps in (4, 8):
                 for gather_dtype in (jnp.float32, jnp.bfloat16):
                     def pallas_fwd(w, i, v, r, block_p=block_p, warps=warps, dt=gather_dtype):
-                        per_piece = pieces_gather_sum(i, v, w.astype(dt), block_p=block_p, num_warps=warps)
+                        per_piece = pieces_gather_sum(i, v, w.astype(dt),
+                                                      block_sizes=PiecesBlocks(block_p=block_p, num_warps=warps))
                         return finish_hidden(per_piece, b1, r, batch)
                     print(f"| pallas pieces {width}, block {block_p}, {warps} warps, {jnp.dtype(gather_dtype).name} "
                           f"| {ms(pallas_fwd, w1, pi, pv, pr):.3f} | |", flush=True)

@@ -23,8 +23,8 @@ import numpy as np
 from benchmarks.timing import device_time, kernel_time
 from pallas_kernels.config import KernelConfig, tuned
 from pallas_kernels.hidden_backward import hidden_backward, hidden_backward_reference
-from pallas_kernels.hidden_forward import hidden_forward
-from pallas_kernels.input_grad import input_grad, input_grad_update
+from pallas_kernels.hidden_forward import HiddenForwardBlocks, hidden_forward
+from pallas_kernels.input_grad import InputGradBlocks, input_grad, input_grad_update
 from pallas_kernels.sgd_update import sgd_update, sgd_update_reference
 from pallas_kernels.softmax_xent import softmax_xent, softmax_xent_reference
 from pipelines.batches import make_batches
@@ -141,12 +141,7 @@ def bench_batch(matrix, labels, n_classes, batch, config: KernelConfig, with_tor
     _, _, dz = softmax_xent(h, params.w2, params.b2, y, weight, n_classes=n_classes)
     dpre = hidden_backward(dz, params.w2, h)[0]
     cfg = dict(interpret=False)
-    fw = dict(block_m=config.forward_block_m, block_k=config.forward_block_k, split_k=config.forward_split_k,
-              num_warps=config.forward_warps, num_stages=config.forward_stages)
-    gw = dict(block_m=config.grad_block_m, block_k=config.grad_block_k, num_warps=config.grad_warps,
-              num_stages=config.grad_stages)
-    dw = dict(block_m=config.dw_block_m, block_k=config.dw_block_k, num_warps=config.dw_warps,
-              num_stages=config.dw_stages)
+    fw, gw, dw = (dict(block_sizes=blocks) for blocks in (config.forward, config.grad, config.dw))
     ops = []  # (name, pallas seconds, xla seconds, bytes, flops)
     timed = kernel_or_device_time
 
@@ -299,29 +294,27 @@ def sweep(matrix, labels, n_classes, batch, device: str, db=None, finalists: int
         if db is not None:
             from db.sweeps import record_kernel_sweep
 
-            record_kernel_sweep(db, device, kernel, batch, config, seconds, error)
+            record_kernel_sweep(db, device, kernel, batch, {k: asdict(v) for k, v in config.items()}, seconds, error)
         if seconds is not None:
             timings.setdefault(kernel, []).append((seconds, config))
         print(f"  sweep B={batch} {kernel} {config} -> {'%.1f us' % (seconds * 1e6) if seconds else error}",
               file=sys.stderr, flush=True)
 
     for bm, bk, split, warps, stages in _forward_space(batch):
-        config = dict(forward_block_m=bm, forward_block_k=bk, forward_split_k=split, forward_warps=warps,
-                      forward_stages=stages)
-        record("hidden_forward", config, lambda: kernel_or_device_time(
-            lambda xx, w, b: hidden_forward(xx, w, b, block_m=bm, block_k=bk, split_k=split, num_warps=warps,
-                                            num_stages=stages), (x, w1, b1)))
+        blocks = HiddenForwardBlocks(block_m=bm, block_k=bk, split_k=split, num_warps=warps, num_stages=stages)
+        record("hidden_forward", {"forward": blocks}, lambda: kernel_or_device_time(
+            lambda xx, w, b: hidden_forward(xx, w, b, block_sizes=blocks), (x, w1, b1)))
     grad_space = [(bm, bk, warps, stages) for bm, bk, warps, stages in GRAD_SPACE if bm <= max(32, batch)]
     for bm, bk, warps, stages in grad_space:
-        config = dict(grad_block_m=bm, grad_block_k=bk, grad_warps=warps, grad_stages=stages)
-        record("input_grad_update", config, lambda: carried_time(
-            lambda w, v, xx, d, l: input_grad_update(xx, d, w, v, l, momentum=0.9, weight_decay=0.0, block_m=bm,
-                                                     block_k=bk, num_warps=warps, num_stages=stages),
+        blocks = InputGradBlocks(block_m=bm, block_k=bk, num_warps=warps, num_stages=stages)
+        record("input_grad_update", {"grad": blocks}, lambda: carried_time(
+            lambda w, v, xx, d, l: input_grad_update(xx, d, w, v, l, momentum=0.9, weight_decay=0.0,
+                                                     block_sizes=blocks),
             (w1, jnp.zeros_like(w1)), (x, dpre, lr), reps=10, trials=3))
-    for bm, bk, warps, stages in grad_space:  # dW1 alone (the dw_* blocks), by its own kernel time
-        config = dict(dw_block_m=bm, dw_block_k=bk, dw_warps=warps, dw_stages=stages)
-        record("input_grad", config, lambda: kernel_or_device_time(
-            lambda xx, d: input_grad(xx, d, block_m=bm, block_k=bk, num_warps=warps, num_stages=stages), (x, dpre)))
+    for bm, bk, warps, stages in grad_space:  # dW1 alone (the `dw` blocks), by its own kernel time
+        blocks = InputGradBlocks(block_m=bm, block_k=bk, num_warps=warps, num_stages=stages)
+        record("input_grad", {"dw": blocks}, lambda: kernel_or_device_time(
+            lambda xx, d: input_grad(xx, d, block_sizes=blocks), (x, dpre)))
 
     def fastest(kernel, count=1):
         return [config for _, config in sorted(timings.get(kernel, []), key=lambda t: t[0])[:count]]

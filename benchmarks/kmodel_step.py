@@ -91,8 +91,7 @@ def main() -> None:
 
 def _configure(block_f: int, block_n: int, warps: int, stages: int) -> None:
     """Set the fused kernel's tiling for the next compilation (candidates reads these at trace time)."""
-    candidates.FUSED_BLOCK_F, candidates.FUSED_BLOCK_N = block_f, block_n
-    candidates.FUSED_WARPS, candidates.FUSED_STAGES = warps, stages
+    candidates.FUSED_BLOCKS = dict(block_f=block_f, block_n=block_n, num_warps=warps, num_stages=stages)
     candidates._epoch.clear_cache()
 
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from benchmarks.kernels import BF16, carried_time, kernel_or_device_time, load_problem, real_batch
 from pallas_kernels.config import tuned
-from pallas_kernels.hidden_forward import hidden_forward
-from pallas_kernels.input_grad import input_grad, input_grad_update
+from pallas_kernels.hidden_forward import HiddenForwardBlocks, hidden_forward
+from pallas_kernels.input_grad import InputGradBlocks, input_grad, input_grad_update
 from pallas_kernels.sgd_update import sgd_update_reference
 from textclf.training.backends import device_description
 from textclf.training.pallas import dense_batch
@@ -74,15 +74,14 @@ def main() -> None:
 def forward(matrix, labels, device) -> None:
     x, w1, b1, dpre = problem(matrix, labels, 4096)
     cur = tuned(4096, device)
-    print("tuned B=4096 forward (block_m, block_k, split_k, warps, stages):", cur.forward_block_m,
-          cur.forward_block_k, cur.forward_split_k, cur.forward_warps, cur.forward_stages)
+    print("tuned B=4096 forward:", cur.forward)
     candidates = []
     for bm, bk, split, warps, stages in itertools.product([64, 128], [64, 128], [2, 4, 8, 16], [4, 8], [3, 4, 5]):
         if bm * bk * 2 * 2 * stages > 225_000:  # X and W1 bf16 tiles per stage: past the shared memory
             continue
+        blocks = HiddenForwardBlocks(block_m=bm, block_k=bk, split_k=split, num_warps=warps, num_stages=stages)
         candidates.append(((bm, bk, split, warps, stages),
-                           lambda xx, w, b, bm=bm, bk=bk, split=split, warps=warps, stages=stages: hidden_forward(
-                               xx, w, b, block_m=bm, block_k=bk, split_k=split, num_warps=warps, num_stages=stages)))
+                           lambda xx, w, b, blocks=blocks: hidden_forward(xx, w, b, block_sizes=blocks)))
     report("hidden_forward B=4096", lambda xx, w, b: jax.nn.sigmoid(
         jnp.dot(xx, w.astype(BF16), preferred_element_type=jnp.float32) + b), (x, w1, b1), candidates,
         kernel_or_device_time)
@@ -91,11 +90,10 @@ def forward(matrix, labels, device) -> None:
 def grad(matrix, labels, device) -> None:
     x, w1, b1, dpre = problem(matrix, labels, 1024)
     cur = tuned(1024, device)
-    print("tuned B=1024 dW1 (block_m, block_k, warps, stages):", cur.dw_block_m, cur.dw_block_k, cur.dw_warps,
-          cur.dw_stages)
-    candidates = [((bm, bk, warps, stages), lambda xx, d, bm=bm, bk=bk, warps=warps, stages=stages: input_grad(
-        xx, d, block_m=bm, block_k=bk, num_warps=warps, num_stages=stages))
-        for bm, bk, warps, stages in itertools.product([32, 64, 128], [64, 128, 256], [4, 8], [2, 3, 4, 5])]
+    print("tuned B=1024 dW1:", cur.dw)
+    candidates = [((bm, bk, warps, stages),
+                   lambda xx, d, blocks=InputGradBlocks(bm, bk, warps, stages): input_grad(xx, d, block_sizes=blocks))
+                  for bm, bk, warps, stages in itertools.product([32, 64, 128], [64, 128, 256], [4, 8], [2, 3, 4, 5])]
     report("input_grad B=1024", lambda xx, d: jnp.dot(xx.T, d.astype(BF16), preferred_element_type=jnp.float32),
            (x, dpre), candidates, kernel_or_device_time)
 
@@ -103,16 +101,14 @@ def grad(matrix, labels, device) -> None:
 def update(matrix, labels, device) -> None:
     x, w1, b1, dpre = problem(matrix, labels, 4096)
     cur = tuned(4096, device)
-    print("tuned B=4096 dW1 + update (block_m, block_k, warps, stages):", cur.grad_block_m, cur.grad_block_k,
-          cur.grad_warps, cur.grad_stages)
+    print("tuned B=4096 dW1 + update:", cur.grad)
     lr, sgd = jnp.asarray([0.1], jnp.float32), dict(momentum=0.9, weight_decay=0.0)
 
     def chained(fn, args):  # carry (W1, velocity), consts (X, dPre, lr) -> seconds per call
         return carried_time(fn, (w1, jnp.zeros_like(w1)), args, reps=10, trials=3)
 
-    candidates = [((bm, bk, warps, stages), lambda w, v, xx, d, l, bm=bm, bk=bk, warps=warps, stages=stages:
-                   input_grad_update(xx, d, w, v, l, **sgd, block_m=bm, block_k=bk, num_warps=warps,
-                                     num_stages=stages))
+    candidates = [((bm, bk, warps, stages), lambda w, v, xx, d, l, blocks=InputGradBlocks(bm, bk, warps, stages):
+                   input_grad_update(xx, d, w, v, l, **sgd, block_sizes=blocks))
                   for bm, bk, warps, stages in itertools.product([64, 128], [64, 128, 256], [4, 8], [2, 3, 4, 5])]
     report("input_grad_update B=4096", lambda w, v, xx, d, l: sgd_update_reference(
         w, v, jnp.dot(xx.T, d.astype(BF16), preferred_element_type=jnp.float32), l, **sgd),

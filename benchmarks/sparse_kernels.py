@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.timing import kernel_time
-from pallas_kernels.sparse_hidden import (_by_feature, sparse_hidden_forward, sparse_hidden_reference,
-                                          sparse_input_grad)
+from pallas_kernels.sparse_hidden import (SparseForwardBlocks, SparseGradBlocks, _by_feature, sparse_hidden_forward,
+                                          sparse_hidden_reference, sparse_input_grad)
 from pipelines.batches import make_batches
 from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
@@ -50,13 +50,13 @@ def main() -> None:
     print("| kernel | block_b / block_k | block_n | warps | ms |")
     print("|---|---:|---:|---:|---:|")
     for block_b, block_n, warps in itertools.product((16, 32, 64), (32, 64, 128), (4, 8)):
-        fn = lambda i, v, r, w: sparse_hidden_forward(i, v, r, w, b1, batch_size=b, block_b=block_b,
-                                                      block_n=block_n, num_warps=warps)
+        blocks = SparseForwardBlocks(block_b=block_b, block_n=block_n, num_warps=warps)
+        fn = lambda i, v, r, w: sparse_hidden_forward(i, v, r, w, b1, batch_size=b, block_sizes=blocks)
         print(f"| sparse_hidden_forward | {block_b} | {block_n} | {warps} | {ms(fn, indices, values, rows, w1):.3f} |",
               flush=True)
     for block_k, block_n, warps in itertools.product((16, 32, 64, 128), (32, 64, 128), (4,)):
-        fn = lambda i, v, r, d: sparse_input_grad(i, v, r, d, n_features=n_features, block_k=block_k,
-                                                  block_n=block_n, num_warps=warps)
+        blocks = SparseGradBlocks(block_k=block_k, block_n=block_n, num_warps=warps)
+        fn = lambda i, v, r, d: sparse_input_grad(i, v, r, d, n_features=n_features, block_sizes=blocks)
         print(f"| sparse_input_grad (incl. sort) | {block_k} | {block_n} | {warps} | {ms(fn, indices, values, rows, dpre):.3f} |",
               flush=True)
 

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.timing import kernel_time
-from pallas_kernels.conv2d import conv2d_forward, conv2d_reference
+from pallas_kernels.conv2d import Conv2dForwardBlocks, conv2d_forward, conv2d_reference
 from pallas_kernels.maxpool import maxpool_forward, maxpool_reference
 
 VGG16 = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
@@ -62,8 +62,8 @@ def pallas_layer(kind, params, config=(64, 32, 32, 4), relu=True):
         return lambda x: maxpool_forward(x, size=2)[0]
     w, b = params
     pad = 1 if kind == "conv" else 0
-    return lambda x: conv2d_forward(x, w, b, pad=pad, relu=relu, block_m=block_m, block_n=block_n,
-                                    block_k=block_k, num_warps=warps)
+    blocks = Conv2dForwardBlocks(block_m=block_m, block_n=block_n, block_k=block_k, num_warps=warps)
+    return lambda x: conv2d_forward(x, w, b, pad=pad, relu=relu, block_sizes=blocks)
 
 
 def xla_layer(kind, params, relu=True):

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -39,11 +40,20 @@ def _kernel(w_ref, m_ref, v_ref, g_ref, s_ref, w_out, m_out, v_out, **hyper):
                                                    **hyper)
 
 
-@functools.partial(jax.jit, static_argnames=("beta1", "beta2", "eps", "weight_decay", "block", "num_warps",
+@dataclass(frozen=True)
+class AdamUpdateBlocks:
+    """adam_update's launch: elements per program and Triton warps."""
+
+    block: int = 4096
+    num_warps: int = 4
+
+
+@functools.partial(jax.jit, static_argnames=("beta1", "beta2", "eps", "weight_decay", "block_sizes",
                                              "interpret"), donate_argnums=(0, 1, 2))
 def adam_update(w, m, v, g, scalars, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
-                weight_decay: float = 0.0, block: int = 4096, num_warps: int = 4, interpret: bool = False):
+                weight_decay: float = 0.0, block_sizes: AdamUpdateBlocks = AdamUpdateBlocks(), interpret: bool = False):
     """-> (new w, new m, new v), written over w, m and v (donated). scalars: (4,) [lr, c1, c2, unused]."""
+    block, num_warps = block_sizes.block, block_sizes.num_warps
     require("adam_update", w.shape == m.shape == v.shape == g.shape and scalars.shape == (4,),
             "w, m, v, g of one shape and scalars (4,)", w=w, m=m, v=v, g=g, scalars=scalars)
     require_blocks("adam_update", block=block)

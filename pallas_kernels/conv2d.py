@@ -20,6 +20,7 @@ Backward (conv2d with custom_vjp):
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -100,14 +101,25 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, cin: int, out_h: in
     out_ref[...] = acc.astype(out_ref.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("pad", "relu", "block_m", "block_n", "block_k", "num_warps",
-                                             "num_stages", "precision", "interpret"))
-def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_m: int = 64, block_n: int = 32,
-                   block_k: int = 32, num_warps: int = 4, num_stages: int = 2, precision: str = "default",
-                   interpret: bool = False) -> jax.Array:
+@dataclass(frozen=True)
+class Conv2dForwardBlocks:
+    """conv2d_forward's launch: output pixels, output channels and K per tile, Triton warps and stages."""
+
+    block_m: int = 64
+    block_n: int = 32
+    block_k: int = 32
+    num_warps: int = 4
+    num_stages: int = 2
+
+
+@functools.partial(jax.jit, static_argnames=("pad", "relu", "block_sizes", "precision", "interpret"))
+def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dForwardBlocks = Conv2dForwardBlocks(),
+                   precision: str = "default", interpret: bool = False) -> jax.Array:
     """x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,) -> relu(conv(x, w) + b) (N, OH, OW, Cout).
     Defaults from a sweep on an H200 (BENCHMARKS.md): block_k 32 was best for both LeNet layers at batch 1,000
     and 10,000 (block_m 128 was 5-20% better at 1,000, 64 at 10,000)."""
+    block_m, block_n, block_k, num_warps, num_stages = (
+        block_sizes.block_m, block_sizes.block_n, block_sizes.block_k, block_sizes.num_warps, block_sizes.num_stages)
     require("conv2d_forward", x.ndim == 4 and w.ndim == 4 and w.shape[0] == w.shape[1] and w.shape[2] == x.shape[3]
             and b.shape == (w.shape[3],) and pad >= 0, "x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,), pad >= 0",
             x=x, w=w, b=b)
@@ -161,11 +173,22 @@ def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, out_h: int, out_w: 
     dw_ref[...] = acc.astype(dw_ref.dtype).reshape(dw_ref.shape)
 
 
-@functools.partial(jax.jit, static_argnames=("size", "pad", "splits", "block_m", "num_warps", "num_stages",
-                                             "precision", "interpret"))
-def conv2d_weight_grad(x, dz, *, size: int, pad: int, splits: int = 8, block_m: int = 64, num_warps: int = 4,
-                       num_stages: int = 2, precision: str = "default", interpret: bool = False) -> jax.Array:
+@dataclass(frozen=True)
+class Conv2dWeightGradBlocks:
+    """conv2d_weight_grad's launch: programs splitting the pixels, pixels per step, Triton warps and stages."""
+
+    splits: int = 8
+    block_m: int = 64
+    num_warps: int = 4
+    num_stages: int = 2
+
+
+@functools.partial(jax.jit, static_argnames=("size", "pad", "block_sizes", "precision", "interpret"))
+def conv2d_weight_grad(x, dz, *, size: int, pad: int, block_sizes: Conv2dWeightGradBlocks = Conv2dWeightGradBlocks(),
+                       precision: str = "default", interpret: bool = False) -> jax.Array:
     """x (N, H, W, Cin), dZ (N, OH, OW, Cout) -> dW (K, K, Cin, Cout) = sum over pixels of x_tap^T dZ."""
+    splits, block_m, num_warps, num_stages = (
+        block_sizes.splits, block_sizes.block_m, block_sizes.num_warps, block_sizes.num_stages)
     out_h, out_w = x.shape[1] + 2 * pad - size + 1, x.shape[2] + 2 * pad - size + 1
     require("conv2d_weight_grad", x.ndim == 4 and dz.ndim == 4 and dz.shape[:3] == (x.shape[0], out_h, out_w),
             f"x (N, H, W, Cin), dz (N, H + 2 * {pad} - {size} + 1, W + 2 * {pad} - {size} + 1, Cout)", x=x, dz=dz)
@@ -191,11 +214,11 @@ def conv2d_weight_grad(x, dz, *, size: int, pad: int, splits: int = 8, block_m: 
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
-def conv2d(x, w, b, pad: int, kernel: tuple = (64, 32, "default", False)):
-    """Differentiable conv + bias + ReLU; kernel = (block_m, block_n, precision, interpret)."""
-    block_m, block_n, precision, interpret = kernel
-    return conv2d_forward(x, w, b, pad=pad, block_m=block_m, block_n=block_n, precision=precision,
-                          interpret=interpret)
+def conv2d(x, w, b, pad: int, kernel: tuple = (Conv2dForwardBlocks(), Conv2dWeightGradBlocks(), "default", False)):
+    """Differentiable conv + bias + ReLU; kernel = (Conv2dForwardBlocks: the forward and dX, Conv2dWeightGradBlocks:
+    dW, precision, interpret)."""
+    forward_blocks, _, precision, interpret = kernel
+    return conv2d_forward(x, w, b, pad=pad, block_sizes=forward_blocks, precision=precision, interpret=interpret)
 
 
 def _conv2d_fwd(x, w, b, pad, kernel):
@@ -205,13 +228,14 @@ def _conv2d_fwd(x, w, b, pad, kernel):
 
 def _conv2d_bwd(pad, kernel, residuals, dy):
     x, w, y = residuals
-    block_m, block_n, precision, interpret = kernel
+    forward_blocks, grad_blocks, precision, interpret = kernel
     size = w.shape[0]
     dz = jnp.where(y > 0, dy, jnp.zeros((), dy.dtype))
     flipped = jnp.transpose(w[::-1, ::-1], (0, 1, 3, 2))  # (K, K, Cout, Cin)
     dx = conv2d_forward(dz, flipped, jnp.zeros((x.shape[3],), x.dtype), pad=size - 1 - pad, relu=False,
-                        block_m=block_m, block_n=block_n, precision=precision, interpret=interpret)
-    dw = conv2d_weight_grad(x, dz, size=size, pad=pad, block_m=block_m, precision=precision, interpret=interpret)
+                        block_sizes=forward_blocks, precision=precision, interpret=interpret)
+    dw = conv2d_weight_grad(x, dz, size=size, pad=pad, block_sizes=grad_blocks, precision=precision,
+                            interpret=interpret)
     return dx, dw, jnp.sum(dz, axis=(0, 1, 2))
 
 

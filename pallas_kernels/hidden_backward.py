@@ -12,6 +12,7 @@ no two programs write the same memory (no atomics, deterministic).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -31,12 +32,21 @@ def _kernel(dz_ref, w2_ref, h_ref, dpre_ref, dw2_ref, db2_ref, db1_ref, *, preci
     db1_ref[...] = jnp.sum(dpre, axis=0).astype(db1_ref.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("block_m", "num_warps", "precision", "interpret"))
-def hidden_backward_partials(dz, w2, h, *, block_m: int = 64, num_warps: int = 4, precision: str = "default",
-                             interpret: bool = False):
+@dataclass(frozen=True)
+class HiddenBackwardBlocks:
+    """hidden_backward's launch: rows per program and Triton warps."""
+
+    block_m: int = 64
+    num_warps: int = 4
+
+
+@functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"))
+def hidden_backward_partials(dz, w2, h, *, block_sizes: HiddenBackwardBlocks = HiddenBackwardBlocks(),
+                             precision: str = "default", interpret: bool = False):
     """-> (dPre (M, N), dW2 partials (P, N, Cp), db2 partials (P, Cp), db1 partials (P, N)), one partial per
     block of block_m rows (P = ceil(M / block_m)): their sums are the gradients. pallas_kernels/head_update.py
     adds them inside the update of b1, W2, b2, which saves three reductions."""
+    block_m, num_warps = block_sizes.block_m, block_sizes.num_warps
     require("hidden_backward_partials", dz.ndim == 2 and h.ndim == 2 and dz.shape[0] == h.shape[0]
             and w2.shape == (h.shape[1], dz.shape[1]), "dz (M, C), w2 (N, C), h (M, N)", dz=dz, w2=w2, h=h)
     require_blocks("hidden_backward_partials", block_m=block_m)
@@ -60,11 +70,11 @@ def hidden_backward_partials(dz, w2, h, *, block_m: int = 64, num_warps: int = 4
     return dpre[:m], dw2, db2, db1
 
 
-def hidden_backward(dz, w2, h, *, block_m: int = 64, num_warps: int = 4, precision: str = "default",
-                    interpret: bool = False):
+def hidden_backward(dz, w2, h, *, block_sizes: HiddenBackwardBlocks = HiddenBackwardBlocks(),
+                    precision: str = "default", interpret: bool = False):
     """-> (dPre (M, N), dW2 (N, Cp), db2 (Cp,), db1 (N,)). dz and w2 share the padded class count Cp."""
-    dpre, dw2, db2, db1 = hidden_backward_partials(dz, w2, h, block_m=block_m, num_warps=num_warps,
-                                                   precision=precision, interpret=interpret)
+    dpre, dw2, db2, db1 = hidden_backward_partials(dz, w2, h, block_sizes=block_sizes, precision=precision,
+                                                   interpret=interpret)
     return dpre, dw2.sum(axis=0), db2.sum(axis=0), db1.sum(axis=0)
 
 

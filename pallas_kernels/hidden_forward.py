@@ -13,6 +13,7 @@ one kernel. No program ever writes another's output block, so there are no races
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -63,11 +64,23 @@ def finish_rows(padded_m: int, block_m: int) -> int:
     return min(block_m, max(2, rows))
 
 
-@functools.partial(jax.jit, static_argnames=("block_m", "block_k", "split_k", "num_warps", "num_stages",
-                                             "precision", "interpret"))
-def hidden_forward(x, w1, b1, *, block_m: int = 64, block_k: int = 64, split_k: int = 1, num_warps: int = 4,
-                   num_stages: int = 3, precision: str = "default", interpret: bool = False) -> jax.Array:
+@dataclass(frozen=True)
+class HiddenForwardBlocks:
+    """hidden_forward's launch: rows and K columns per program, programs splitting K, Triton warps and stages."""
+
+    block_m: int = 64
+    block_k: int = 64
+    split_k: int = 1
+    num_warps: int = 4
+    num_stages: int = 3
+
+
+@functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"))
+def hidden_forward(x, w1, b1, *, block_sizes: HiddenForwardBlocks = HiddenForwardBlocks(), precision: str = "default",
+                   interpret: bool = False) -> jax.Array:
     """sigmoid(x @ w1 + b1) -> (M, N) in w1's dtype. Rows are padded to block_m and K to block_k * split_k."""
+    block_m, block_k, split_k, num_warps, num_stages = (
+        block_sizes.block_m, block_sizes.block_k, block_sizes.split_k, block_sizes.num_warps, block_sizes.num_stages)
     require("hidden_forward", x.ndim == 2 and w1.ndim == 2 and x.shape[1] == w1.shape[0] and b1.shape == (w1.shape[1],),
             "x (M, K), w1 (K, N), b1 (N,)", x=x, w1=w1, b1=b1)
     require_blocks("hidden_forward", block_m=block_m, block_k=block_k)

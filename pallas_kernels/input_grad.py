@@ -11,6 +11,7 @@ input_grad_adam_update does the same with the Adam update (two moment buffers).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -57,10 +58,23 @@ def _specs(m: int, k: int, n: int, block_k: int):
     return [pl.BlockSpec((m, block_k), lambda j: (0, j)), pl.BlockSpec((m, n), lambda j: (0, 0))]
 
 
-@functools.partial(jax.jit, static_argnames=("block_m", "block_k", "num_warps", "num_stages", "precision", "interpret"))
-def input_grad(x, dpre, *, block_m: int = 32, block_k: int = 128, num_warps: int = 4, num_stages: int = 3,
-               precision: str = "default", interpret: bool = False) -> jax.Array:
+@dataclass(frozen=True)
+class InputGradBlocks:
+    """The X^T @ dPre kernels' launch (input_grad and the fused updates): rows of the batch summed per step, W1
+    rows per program, Triton warps and stages."""
+
+    block_m: int = 32
+    block_k: int = 128
+    num_warps: int = 4
+    num_stages: int = 3
+
+
+@functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"))
+def input_grad(x, dpre, *, block_sizes: InputGradBlocks = InputGradBlocks(), precision: str = "default",
+               interpret: bool = False) -> jax.Array:
     """X^T @ dPre -> (K, N) in dPre's dtype. X (M, K) with K a multiple of block_k; M is padded to block_m."""
+    block_m, block_k, num_warps, num_stages = (
+        block_sizes.block_m, block_sizes.block_k, block_sizes.num_warps, block_sizes.num_stages)
     require("input_grad", x.ndim == 2 and dpre.ndim == 2 and x.shape[0] == dpre.shape[0] and x.shape[1] % block_k == 0,
             f"x (M, K) with K a multiple of block_k ({block_k}), dpre (M, N)", x=x, dpre=dpre)
     require_blocks("input_grad", block_m=block_m, block_k=block_k)
@@ -104,12 +118,14 @@ def _require_update(kernel: str, x, dpre, w, block_m: int, block_k: int, **state
     require_blocks(kernel, block_m=block_m, block_k=block_k)
 
 
-@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_m", "block_k", "num_warps",
-                                             "num_stages", "precision", "interpret"), donate_argnums=(2, 3))
-def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float, block_m: int = 32,
-                      block_k: int = 128, num_warps: int = 4, num_stages: int = 3, precision: str = "default",
+@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes", "precision",
+                                             "interpret"), donate_argnums=(2, 3))
+def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float,
+                      block_sizes: InputGradBlocks = InputGradBlocks(), precision: str = "default",
                       interpret: bool = False):
     """SGD-momentum step of W1 with dW1 = X^T @ dPre computed on the fly -> (new w, new v), in place."""
+    block_m, block_k, num_warps, num_stages = (
+        block_sizes.block_m, block_sizes.block_k, block_sizes.num_warps, block_sizes.num_stages)
     _require_update("input_grad_update", x, dpre, w, v=v, block_m=block_m, block_k=block_k)
     kernel = functools.partial(_grad_update_kernel, block_m=block_m, precision=precision, momentum=momentum,
                                weight_decay=weight_decay)
@@ -118,14 +134,16 @@ def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float
                          name="input_grad_update")
 
 
-@functools.partial(jax.jit, static_argnames=("weight_decay", "block_m", "block_k", "num_warps", "num_stages",
-                                             "precision", "interpret"), donate_argnums=(2, 3, 4))
-def input_grad_adam_update(x, dpre, w, m, v, scalars, *, weight_decay: float, block_m: int = 32, block_k: int = 128,
-                           num_warps: int = 4, num_stages: int = 3, precision: str = "default",
+@functools.partial(jax.jit, static_argnames=("weight_decay", "block_sizes", "precision",
+                                             "interpret"), donate_argnums=(2, 3, 4))
+def input_grad_adam_update(x, dpre, w, m, v, scalars, *, weight_decay: float,
+                           block_sizes: InputGradBlocks = InputGradBlocks(), precision: str = "default",
                            interpret: bool = False):
     """Adam step of W1 (pallas_kernels/adam_update.py) with dW1 = X^T @ dPre computed on the fly -> (new w,
     new m, new v), in place. scalars: (4,) [lr, c1, c2, 0]. Saves writing dW1 and reading it back (2 x 16 MB
     at the product's shape) and one launch per step."""
+    block_m, block_k, num_warps, num_stages = (
+        block_sizes.block_m, block_sizes.block_k, block_sizes.num_warps, block_sizes.num_stages)
     _require_update("input_grad_adam_update", x, dpre, w, m=m, v=v, block_m=block_m, block_k=block_k)
     kernel = functools.partial(_grad_adam_kernel, block_m=block_m, precision=precision, weight_decay=weight_decay)
     return _fused_update(kernel, x, dpre, (w, m, v), scalars.astype(w.dtype), block_m=block_m, block_k=block_k,

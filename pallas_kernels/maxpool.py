@@ -12,6 +12,7 @@ buffer starts from (input_output_aliases on a zero array).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -60,9 +61,18 @@ def _flat(x: jax.Array, channels: int) -> jax.Array:
     return pad_axis(x.reshape(n * h * w, c), 1, channels)
 
 
-@functools.partial(jax.jit, static_argnames=("size", "block_m", "num_warps", "interpret"))
-def maxpool_forward(x, *, size: int = 2, block_m: int = 64, num_warps: int = 4, interpret: bool = False):
+@dataclass(frozen=True)
+class MaxpoolBlocks:
+    """The max-pooling kernels' launch: rows per program and Triton warps."""
+
+    block_m: int = 64
+    num_warps: int = 4
+
+
+@functools.partial(jax.jit, static_argnames=("size", "block_sizes", "interpret"))
+def maxpool_forward(x, *, size: int = 2, block_sizes: MaxpoolBlocks = MaxpoolBlocks(), interpret: bool = False):
     """x (N, H, W, C) -> (y (N, H//size, W//size, C), winning tap (same shape, int32))."""
+    block_m, num_warps = block_sizes.block_m, block_sizes.num_warps
     require("maxpool_forward", x.ndim == 4 and size >= 1, f"x (N, H, W, C) and size >= 1 (got size {size})", x=x)
     require_blocks("maxpool_forward", block_m=block_m)
     n, h, w, c = x.shape
@@ -84,10 +94,11 @@ def maxpool_forward(x, *, size: int = 2, block_m: int = 64, num_warps: int = 4, 
     return y[:m, :c].reshape(shape), arg[:m, :c].reshape(shape)
 
 
-@functools.partial(jax.jit, static_argnames=("size", "height", "width", "block_m", "num_warps", "interpret"))
-def maxpool_backward(dy, arg, *, size: int, height: int, width: int, block_m: int = 64, num_warps: int = 4,
+@functools.partial(jax.jit, static_argnames=("size", "height", "width", "block_sizes", "interpret"))
+def maxpool_backward(dy, arg, *, size: int, height: int, width: int, block_sizes: MaxpoolBlocks = MaxpoolBlocks(),
                      interpret: bool = False) -> jax.Array:
     """dY and the winning taps (N, OH, OW, C) -> dX (N, height, width, C)."""
+    block_m, num_warps = block_sizes.block_m, block_sizes.num_warps
     require("maxpool_backward", dy.ndim == 4 and arg.shape == dy.shape and dy.shape[1] == height // size
             and dy.shape[2] == width // size, f"dy and arg (N, {height} // {size}, {width} // {size}, C)", dy=dy, arg=arg)
     require_blocks("maxpool_backward", block_m=block_m)

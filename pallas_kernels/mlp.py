@@ -24,25 +24,22 @@ from pallas_kernels.softmax_xent import softmax_xent
 
 def forward(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
     """-> (h, nll, predicted, dz): the hidden activations and everything the loss kernel produces."""
-    h = hidden_forward(x, w1, b1, block_m=config.forward_block_m, block_k=config.forward_block_k,
-                       split_k=config.forward_split_k, num_warps=config.forward_warps,
-                       num_stages=config.forward_stages, precision=config.precision, interpret=config.interpret)
-    nll, predicted, dz = softmax_xent(h, w2, b2, labels, weight, n_classes=n_classes, block_m=config.loss_block_m,
+    h = hidden_forward(x, w1, b1, block_sizes=config.forward, precision=config.precision, interpret=config.interpret)
+    nll, predicted, dz = softmax_xent(h, w2, b2, labels, weight, n_classes=n_classes, block_sizes=config.loss,
                                       precision=config.precision, interpret=config.interpret)
     return h, nll, predicted, dz
 
 
 def backward_to_hidden(dz, w2, h, config: KernelConfig):
     """-> (dPre, dW2, db2, db1) from the loss gradient dz."""
-    dpre, dw2, db2, db1 = hidden_backward(dz, w2, h, block_m=config.backward_block_m, precision=config.precision,
+    dpre, dw2, db2, db1 = hidden_backward(dz, w2, h, block_sizes=config.backward, precision=config.precision,
                                           interpret=config.interpret)
     return dpre, dw2[:, : w2.shape[1]], db2[: w2.shape[1]], db1
 
 
 def weight_grad(x, dpre, config: KernelConfig):
-    """dW1 = X^T @ dPre on its own (input_grad with the dw_* blocks)."""
-    return input_grad(x, dpre, block_m=config.dw_block_m, block_k=config.dw_block_k, num_warps=config.dw_warps,
-                      num_stages=config.dw_stages, precision=config.precision, interpret=config.interpret)
+    """dW1 = X^T @ dPre on its own (input_grad with the `dw` blocks)."""
+    return input_grad(x, dpre, block_sizes=config.dw, precision=config.precision, interpret=config.interpret)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(7, 8))

@@ -18,6 +18,7 @@ scatter-add; padding slots dropped), db1 = sum of dPre.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -38,11 +39,21 @@ def _gather_sum_kernel(idx_ref, val_ref, w1_ref, out_ref, *, width: int):
     out_ref[...] = acc.astype(out_ref.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("block_p", "num_warps", "num_stages", "interpret"))
-def pieces_gather_sum(indices, values, w1, *, block_p: int = 64, num_warps: int = 4, num_stages: int = 2,
+@dataclass(frozen=True)
+class PiecesBlocks:
+    """pieces_gather_sum's launch: pieces per program, Triton warps and stages."""
+
+    block_p: int = 64
+    num_warps: int = 4
+    num_stages: int = 2
+
+
+@functools.partial(jax.jit, static_argnames=("block_sizes", "interpret"))
+def pieces_gather_sum(indices, values, w1, *, block_sizes: PiecesBlocks = PiecesBlocks(),
                       interpret: bool = False) -> jax.Array:
     """(cap, width) indices and values, (F, H) W1 -> (cap, H) per-piece sums of value * W1[index], in the
     accumulator dtype (fp32; fp64 for fp64 inputs). cap is padded to a multiple of block_p (power of two)."""
+    block_p, num_warps, num_stages = block_sizes.block_p, block_sizes.num_warps, block_sizes.num_stages
     require("pieces_gather_sum", indices.ndim == 2 and values.shape == indices.shape and w1.ndim == 2,
             "indices and values (cap, width), w1 (F, H)", indices=indices, values=values, w1=w1)
     require_blocks("pieces_gather_sum", block_p=block_p)
@@ -72,9 +83,9 @@ def finish_hidden(per_piece, b1, piece_rows, batch_size: int):
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6))
 def pieces_hidden(w1, b1, indices, values, piece_rows, batch_size: int, kernel: tuple):
-    """Differentiable (in w1, b1) hidden layer from the pieces layout; kernel = (block_p, num_warps, interpret)."""
-    block_p, num_warps, interpret = kernel
-    per_piece = pieces_gather_sum(indices, values, w1, block_p=block_p, num_warps=num_warps, interpret=interpret)
+    """Differentiable (in w1, b1) hidden layer from the pieces layout; kernel = (PiecesBlocks, interpret)."""
+    block_sizes, interpret = kernel
+    per_piece = pieces_gather_sum(indices, values, w1, block_sizes=block_sizes, interpret=interpret)
     return finish_hidden(per_piece, b1, piece_rows, batch_size)
 
 

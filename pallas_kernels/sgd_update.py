@@ -10,6 +10,7 @@ lr arrives as a (1,) array because it changes every step (linear decay) and must
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -29,14 +30,24 @@ def _kernel(w_ref, v_ref, g_ref, lr_ref, w_out, v_out, *, momentum: float, weigh
                                       weight_decay=weight_decay)
 
 
-@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block", "num_warps", "interpret"),
+@dataclass(frozen=True)
+class SgdUpdateBlocks:
+    """sgd_update's launch: elements per program and Triton warps."""
+
+    block: int = 4096
+    num_warps: int = 4
+
+
+@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes",
+                                             "interpret"),
                    donate_argnums=(0, 1))
-def sgd_update(w, v, g, lr, *, momentum: float, weight_decay: float, block: int = 4096, num_warps: int = 4,
+def sgd_update(w, v, g, lr, *, momentum: float, weight_decay: float, block_sizes: SgdUpdateBlocks = SgdUpdateBlocks(),
                interpret: bool = False):
     """-> (new w, new v), written over w and v (donated). lr: scalar or (1,) array.
 
     Triton needs power-of-two shapes, so the flattened parameter is cut into power-of-two blocks; a size that
     is not a multiple of the block is padded (a copy; the product's parameters are all powers of two)."""
+    block, num_warps = block_sizes.block, block_sizes.num_warps
     require("sgd_update", w.shape == v.shape == g.shape, "w, v, g of one shape", w=w, v=v, g=g)
     require_blocks("sgd_update", block=block)
     shape, size = w.shape, w.size

@@ -11,6 +11,7 @@ their probability and gradient are exactly 0. Padded rows (weight 0) get dZ = 0.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -47,11 +48,20 @@ def _kernel(h_ref, w_ref, b_ref, labels_ref, weight_ref, nll_ref, pred_ref, dz_r
     dz_ref[...] = ((probs - onehot.astype(probs.dtype)) * weight_ref[...][:, None]).astype(dz_ref.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("n_classes", "block_m", "num_warps", "precision", "interpret"))
-def softmax_xent(h, w2, b2, labels, weight, *, n_classes: int, block_m: int = 64, num_warps: int = 4,
+@dataclass(frozen=True)
+class SoftmaxXentBlocks:
+    """softmax_xent's launch: rows per program and Triton warps."""
+
+    block_m: int = 64
+    num_warps: int = 4
+
+
+@functools.partial(jax.jit, static_argnames=("n_classes", "block_sizes", "precision", "interpret"))
+def softmax_xent(h, w2, b2, labels, weight, *, n_classes: int, block_sizes: SoftmaxXentBlocks = SoftmaxXentBlocks(),
                  precision: str = "default", interpret: bool = False):
     """-> (nll (M,), predicted class (M,) int32, dZ (M, Cp)). w2 (H, Cp) and b2 (Cp,) may already be padded;
     columns at or past n_classes are ignored."""
+    block_m, num_warps = block_sizes.block_m, block_sizes.num_warps
     require("softmax_xent", h.ndim == 2 and w2.ndim == 2 and w2.shape[0] == h.shape[1] and b2.shape == (w2.shape[1],)
             and labels.shape == weight.shape == (h.shape[0],) and 0 < n_classes <= w2.shape[1],
             f"h (M, H), w2 (H, C), b2 (C,), labels (M,), weight (M,) with n_classes ({n_classes}) <= C",

@@ -27,6 +27,7 @@ takes longer than the others; chi-squared feature selection spreads frequent ter
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -83,12 +84,23 @@ def _pad_flat(indices, values, rows, block_n: int):
     return pad_axis(indices, 0, size), pad_axis(values, 0, size), pad_axis(rows, 0, size)
 
 
-@functools.partial(jax.jit, static_argnames=("batch_size", "block_b", "block_n", "num_warps", "num_stages",
-                                             "precision", "interpret"))
-def sparse_hidden_forward(indices, values, rows, w1, b1, *, batch_size: int, block_b: int = 16, block_n: int = 64,
-                          num_warps: int = 4, num_stages: int = 2, precision: str = "default",
+@dataclass(frozen=True)
+class SparseForwardBlocks:
+    """sparse_hidden_forward's launch: documents per program, nonzeros per chunk, Triton warps and stages."""
+
+    block_b: int = 16
+    block_n: int = 64
+    num_warps: int = 4
+    num_stages: int = 2
+
+
+@functools.partial(jax.jit, static_argnames=("batch_size", "block_sizes", "precision", "interpret"))
+def sparse_hidden_forward(indices, values, rows, w1, b1, *, batch_size: int,
+                          block_sizes: SparseForwardBlocks = SparseForwardBlocks(), precision: str = "default",
                           interpret: bool = False) -> jax.Array:
     """sigmoid(X @ W1 + b1) -> (batch_size, H) from the flat sparse batch (indices, values, rows: (cap,))."""
+    block_b, block_n, num_warps, num_stages = (
+        block_sizes.block_b, block_sizes.block_n, block_sizes.num_warps, block_sizes.num_stages)
     require("sparse_hidden_forward", indices.ndim == 1 and values.shape == rows.shape == indices.shape
             and w1.ndim == 2 and b1.shape == (w1.shape[1],) and batch_size > 0,
             "indices, values, rows (cap,), w1 (F, H), b1 (H,), batch_size > 0",
@@ -166,12 +178,23 @@ def _grad_specs(starts, f_idx, dpre):
     return [_whole(starts), _whole(f_idx), _whole(f_idx), _whole(f_idx), _whole(dpre)]
 
 
-@functools.partial(jax.jit, static_argnames=("n_features", "block_k", "block_n", "num_warps", "num_stages",
-                                             "precision", "interpret"))
-def sparse_input_grad(indices, values, rows, dpre, *, n_features: int, block_k: int = 64, block_n: int = 64,
-                      num_warps: int = 4, num_stages: int = 2, precision: str = "default",
+@dataclass(frozen=True)
+class SparseGradBlocks:
+    """The sparse X^T @ dPre kernels' launch: W1 rows per program, nonzeros per chunk, Triton warps and stages."""
+
+    block_k: int = 64
+    block_n: int = 64
+    num_warps: int = 4
+    num_stages: int = 2
+
+
+@functools.partial(jax.jit, static_argnames=("n_features", "block_sizes", "precision", "interpret"))
+def sparse_input_grad(indices, values, rows, dpre, *, n_features: int,
+                      block_sizes: SparseGradBlocks = SparseGradBlocks(), precision: str = "default",
                       interpret: bool = False) -> jax.Array:
     """X^T @ dPre -> (n_features, H) from the flat sparse batch; n_features a multiple of block_k."""
+    block_k, block_n, num_warps, num_stages = (
+        block_sizes.block_k, block_sizes.block_n, block_sizes.num_warps, block_sizes.num_stages)
     require("sparse_input_grad", indices.ndim == 1 and values.shape == rows.shape == indices.shape
             and dpre.ndim == 2 and n_features > 0 and n_features % block_k == 0,
             f"indices, values, rows (cap,), dpre (B, H), n_features ({n_features}) a multiple of block_k ({block_k})",
@@ -188,12 +211,14 @@ def sparse_input_grad(indices, values, rows, dpre, *, n_features: int, block_k: 
     )(starts, f_idx, f_val, f_row, dpre)
 
 
-@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_k", "block_n", "num_warps",
-                                             "num_stages", "precision", "interpret"), donate_argnums=(4, 5))
+@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes", "precision",
+                                             "interpret"), donate_argnums=(4, 5))
 def sparse_input_grad_update(indices, values, rows, dpre, w, v, lr, *, momentum: float, weight_decay: float,
-                             block_k: int = 64, block_n: int = 64, num_warps: int = 4, num_stages: int = 2,
-                             precision: str = "default", interpret: bool = False):
+                             block_sizes: SparseGradBlocks = SparseGradBlocks(), precision: str = "default",
+                             interpret: bool = False):
     """SGD-momentum step of W1 with dW1 = X^T @ dPre computed on the fly from the sparse batch, in place."""
+    block_k, block_n, num_warps, num_stages = (
+        block_sizes.block_k, block_sizes.block_n, block_sizes.num_warps, block_sizes.num_stages)
     require("sparse_input_grad_update", indices.ndim == 1 and values.shape == rows.shape == indices.shape
             and dpre.ndim == 2 and w.ndim == 2 and w.shape[1] == dpre.shape[1] and v.shape == w.shape
             and w.shape[0] % block_k == 0,
@@ -217,10 +242,11 @@ def sparse_input_grad_update(indices, values, rows, dpre, w, v, lr, *, momentum:
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6))
 def sparse_hidden(w1, b1, indices, values, rows, batch_size: int, kernel: tuple):
-    """Differentiable (in w1, b1) sparse hidden layer; kernel = (block_b, block_n, block_k, precision, interpret)."""
-    block_b, block_n, _, precision, interpret = kernel
-    return sparse_hidden_forward(indices, values, rows, w1, b1, batch_size=batch_size, block_b=block_b,
-                                 block_n=block_n, precision=precision, interpret=interpret)
+    """Differentiable (in w1, b1) sparse hidden layer; kernel = (SparseForwardBlocks, SparseGradBlocks: dW1,
+    precision, interpret)."""
+    forward_blocks, _, precision, interpret = kernel
+    return sparse_hidden_forward(indices, values, rows, w1, b1, batch_size=batch_size, block_sizes=forward_blocks,
+                                 precision=precision, interpret=interpret)
 
 
 def _sparse_hidden_fwd(w1, b1, indices, values, rows, batch_size, kernel):
@@ -230,9 +256,9 @@ def _sparse_hidden_fwd(w1, b1, indices, values, rows, batch_size, kernel):
 
 def _sparse_hidden_bwd(batch_size, kernel, residuals, dh):
     indices, values, rows, h, n_features = residuals
-    _, block_n, block_k, precision, interpret = kernel
+    _, grad_blocks, precision, interpret = kernel
     dpre = dh * h * (1 - h)
-    dw1 = sparse_input_grad(indices, values, rows, dpre, n_features=n_features, block_k=block_k, block_n=block_n,
+    dw1 = sparse_input_grad(indices, values, rows, dpre, n_features=n_features, block_sizes=grad_blocks,
                             precision=precision, interpret=interpret)
     return dw1, jnp.sum(dpre, axis=0), None, None, None
 

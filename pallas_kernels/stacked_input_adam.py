@@ -21,6 +21,7 @@ acc (block_f, block_n) += X[rows, f-block]^T @ dPre[rows, n-block]. No program t
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -57,14 +58,27 @@ def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_
     v_out[...] = jnp.where(live, v, v_old)
 
 
-@functools.partial(jax.jit, static_argnames=("block_m", "block_f", "block_n", "num_warps", "num_stages", "precision",
-                                             "interpret"), donate_argnums=(2, 3, 4))
-def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *, block_m: int = 64, block_f: int = 32,
-                       block_n: int = 128, num_warps: int = 4, num_stages: int = 2, precision: str = "default",
+@dataclass(frozen=True)
+class StackedInputAdamBlocks:
+    """stacked_input_adam's launch: batch rows summed per step, W1 rows and columns per program, Triton warps
+    and stages."""
+
+    block_m: int = 64
+    block_f: int = 32
+    block_n: int = 128
+    num_warps: int = 4
+    num_stages: int = 2
+
+
+@functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"), donate_argnums=(2, 3, 4))
+def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
+                       block_sizes: StackedInputAdamBlocks = StackedInputAdamBlocks(), precision: str = "default",
                        interpret: bool = False):
     """One Adam step of the stacked first layer with dW1 = x^T @ dpre computed on the fly -> (new w, new m, new v),
     written over w, m and v (donated). F must be a multiple of block_f and N of block_n; M is padded to block_m
     (zero rows add nothing to the product)."""
+    block_m, block_f, block_n, num_warps, num_stages = (
+        block_sizes.block_m, block_sizes.block_f, block_sizes.block_n, block_sizes.num_warps, block_sizes.num_stages)
     require("stacked_input_adam",
             x.ndim == 2 and dpre.ndim == 2 and x.shape[0] == dpre.shape[0]
             and w.shape == m.shape == v.shape == (x.shape[1], dpre.shape[1])

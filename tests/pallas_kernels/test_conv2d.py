@@ -2,7 +2,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from pallas_kernels.conv2d import conv2d, conv2d_forward, conv2d_reference, conv2d_weight_grad
+from pallas_kernels.conv2d import (Conv2dForwardBlocks, Conv2dWeightGradBlocks, conv2d, conv2d_forward,
+                                   conv2d_reference, conv2d_weight_grad)
 from tests.pallas_kernels.conftest import assert_close, gpu_only, poison_device_memory
 
 CASES = [  # (N, H, W, Cin, Cout, K, pad): odd sizes, both paddings, 3/5/7 kernels, the LeNet layers' channels
@@ -21,8 +22,8 @@ def test_forward_matches_lax_conv(env, rng, n, h, w, cin, cout, size, pad):
     x, weights, bias = (env.array(rng, (n, h, w, cin)), env.array(rng, (size, size, cin, cout), 0.3),
                         env.array(rng, (cout,)))
     poison_device_memory()
-    got = conv2d_forward(x, weights, bias, pad=pad, block_m=32, block_n=16, precision=env.precision,
-                         interpret=env.interpret)
+    got = conv2d_forward(x, weights, bias, pad=pad, block_sizes=Conv2dForwardBlocks(block_m=32, block_n=16),
+                         precision=env.precision, interpret=env.interpret)
     assert_close(got, conv2d_reference(x, weights, bias, pad, "highest"), env)
     assert (got == 0).any() and (got > 0).any()  # the ReLU cut some, not all
 
@@ -33,8 +34,8 @@ def test_weight_grad_matches_reference(env, rng, n, h, w, cin, cout, size, pad):
     out_h, out_w = h + 2 * pad - size + 1, w + 2 * pad - size + 1
     dz = env.array(rng, (n, out_h, out_w, cout))
     poison_device_memory()
-    got = conv2d_weight_grad(x, dz, size=size, pad=pad, splits=3, block_m=32, precision=env.precision,
-                             interpret=env.interpret)
+    got = conv2d_weight_grad(x, dz, size=size, pad=pad, block_sizes=Conv2dWeightGradBlocks(splits=3, block_m=32),
+                             precision=env.precision, interpret=env.interpret)
     linear = lambda wt: jnp.sum(jax.lax.conv_general_dilated(
         x, wt, (1, 1), [(pad, pad), (pad, pad)], dimension_numbers=("NHWC", "HWIO", "NHWC"),
         precision=jax.lax.Precision.HIGHEST) * dz)
@@ -47,7 +48,8 @@ def test_gradients_match_jax_grad_of_reference(env, rng, n, h, w, cin, cout, siz
                         env.array(rng, (cout,)))
     out_h, out_w = h + 2 * pad - size + 1, w + 2 * pad - size + 1
     probe = env.array(rng, (n, out_h, out_w, cout))
-    kernel = (32, 16, env.precision, env.interpret)
+    kernel = (Conv2dForwardBlocks(block_m=32, block_n=16), Conv2dWeightGradBlocks(block_m=32), env.precision,
+              env.interpret)
     loss = lambda *a: jnp.sum(conv2d(*a, pad, kernel) * probe)
     with jax.default_matmul_precision("highest"):
         want = jax.grad(lambda *a: jnp.sum(conv2d_reference(*a, pad, "highest") * probe), argnums=(0, 1, 2))(
@@ -73,8 +75,9 @@ def test_one_by_one_convolution_is_a_dense_layer(env, rng):
     """VGG's fully connected layers run as 1x1 convolutions over (B, 1, 1, features): x @ w + b, ReLU."""
     x, weights, bias = env.array(rng, (3, 1, 1, 70)), env.array(rng, (1, 1, 70, 33), 0.3), env.array(rng, (33,))
     poison_device_memory()
-    got = conv2d_forward(x, weights, bias, pad=0, relu=False, block_m=16, block_n=16, block_k=16,
-                         precision=env.precision, interpret=env.interpret)
+    got = conv2d_forward(x, weights, bias, pad=0, relu=False,
+                         block_sizes=Conv2dForwardBlocks(block_m=16, block_n=16, block_k=16), precision=env.precision,
+                         interpret=env.interpret)
     assert got.shape == (3, 1, 1, 33)
     want = jnp.dot(x[:, 0, 0], weights[0, 0], precision=jax.lax.Precision.HIGHEST) + bias
     assert_close(got[:, 0, 0], want, env)

@@ -1,6 +1,6 @@
 import pytest
 
-from pallas_kernels.hidden_forward import hidden_forward, hidden_forward_reference
+from pallas_kernels.hidden_forward import HiddenForwardBlocks, hidden_forward, hidden_forward_reference
 from tests.pallas_kernels.conftest import assert_close, gpu_only, poison_device_memory
 
 
@@ -10,8 +10,8 @@ def test_matches_reference(env, rng, m, k, split_k):
     w1 = env.array(rng, (k, 128), scale=0.1)
     b1 = env.array(rng, (128,))
     poison_device_memory()
-    out = hidden_forward(x, w1, b1, block_m=16, block_k=32, split_k=split_k, precision=env.precision,
-                         interpret=env.interpret)
+    out = hidden_forward(x, w1, b1, block_sizes=HiddenForwardBlocks(block_m=16, block_k=32, split_k=split_k),
+                         precision=env.precision, interpret=env.interpret)
     assert_close(out, hidden_forward_reference(x, w1, b1, precision="highest"), env)
 
 
@@ -22,7 +22,7 @@ def test_production_shape_bf16_input(env, rng):
     x = (env.array(rng, (4096, 32768), kind="uniform") * (rng.uniform(size=(4096, 32768)) < 0.005)).astype(jnp.bfloat16)
     w1 = env.array(rng, (32768, 128), scale=0.05)
     b1 = env.array(rng, (128,))
-    out = hidden_forward(x, w1, b1, block_m=64, block_k=64, split_k=8)
+    out = hidden_forward(x, w1, b1, block_sizes=HiddenForwardBlocks(block_m=64, block_k=64, split_k=8))
     ref = hidden_forward_reference(x.astype(jnp.float32), w1.astype(jnp.bfloat16).astype(jnp.float32), b1, "highest")
     assert float(jnp.abs(out - ref).max()) < 1e-3
 
@@ -38,7 +38,8 @@ def test_bf16_input_with_fp32_weights_keeps_fp32_output(env, rng, split_k, m, bl
     x = env.array(rng, (m, 512), kind="uniform").astype(jnp.bfloat16)
     w1 = env.array(rng, (512, 128), scale=0.1).astype(jnp.float32)
     b1 = env.array(rng, (128,)).astype(jnp.float32)
-    out = hidden_forward(x, w1, b1, block_m=block_m, block_k=32, split_k=split_k, interpret=env.interpret)
+    out = hidden_forward(x, w1, b1, block_sizes=HiddenForwardBlocks(block_m=block_m, block_k=32, split_k=split_k),
+                         interpret=env.interpret)
     assert out.dtype == jnp.float32
     ref = hidden_forward_reference(x.astype(jnp.float32), w1.astype(jnp.bfloat16).astype(jnp.float32), b1, "highest")
     assert float(jnp.abs(out - ref).max()) < 1e-5

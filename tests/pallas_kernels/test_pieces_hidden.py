@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from pallas_kernels.pieces_hidden import (pieces_gather_sum, pieces_gather_sum_reference, pieces_hidden,
+from pallas_kernels.pieces_hidden import (PiecesBlocks, pieces_gather_sum, pieces_gather_sum_reference, pieces_hidden,
                                           pieces_hidden_reference, pieces_input_grad)
 from tests.pallas_kernels.conftest import ON_GPU, assert_close, gpu_only, poison_device_memory
 
@@ -32,7 +32,7 @@ def test_gather_sum_matches_reference(env, rng, cap, width, n_features, block_p)
     indices, values, _ = _pieces(env, rng, cap, width, n_features, 9)
     w1 = env.array(rng, (n_features, 128))
     poison_device_memory()
-    got = pieces_gather_sum(indices, values, w1, block_p=block_p, interpret=env.interpret)
+    got = pieces_gather_sum(indices, values, w1, block_sizes=PiecesBlocks(block_p=block_p), interpret=env.interpret)
     assert_close(got, pieces_gather_sum_reference(indices, values, w1), env)
 
 
@@ -41,7 +41,8 @@ def test_layer_and_gradients_match_jax_grad_of_reference(env, rng, batch_size):
     indices, values, rows = _pieces(env, rng, 40, 8, 96, batch_size)
     w1, b1 = env.array(rng, (96, 128), scale=0.3), env.array(rng, (128,), scale=0.3)
     dh = env.array(rng, (batch_size, 128))
-    kernel = lambda w, b: pieces_hidden(w, b, indices, values, rows, batch_size, (16, 4, env.interpret))
+    blocks = PiecesBlocks(block_p=16, num_warps=4)
+    kernel = lambda w, b: pieces_hidden(w, b, indices, values, rows, batch_size, (blocks, env.interpret))
     reference = lambda w, b: pieces_hidden_reference(w, b, indices, values, rows, batch_size)
     assert_close(kernel(w1, b1), reference(w1, b1), env, "h")
     got = jax.grad(lambda w, b: jnp.sum(kernel(w, b) * dh), argnums=(0, 1))(w1, b1)
@@ -70,7 +71,8 @@ def test_production_shapes_on_gpu(env, rng, block_p, warps):
     w1 = env.array(rng, (32768, 128), scale=0.05)
     for dtype, tolerance in ((jnp.float32, 1e-5), (jnp.bfloat16, 1e-2)):
         poison_device_memory()
-        got = pieces_gather_sum(indices, values, w1.astype(dtype), block_p=block_p, num_warps=warps)
+        got = pieces_gather_sum(indices, values, w1.astype(dtype),
+                                block_sizes=PiecesBlocks(block_p=block_p, num_warps=warps))
         want = pieces_gather_sum_reference(indices, values.astype(jnp.float32), w1.astype(dtype).astype(jnp.float32))
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tolerance, atol=tolerance)
     assert ON_GPU

@@ -15,7 +15,7 @@ from pallas_kernels.hidden_forward import hidden_forward
 from pallas_kernels.input_grad import input_grad, input_grad_adam_update, input_grad_update
 from pallas_kernels.maxpool import maxpool_backward, maxpool_forward
 from pallas_kernels.pieces_hidden import pieces_gather_sum
-from pallas_kernels.sgd_update import sgd_update
+from pallas_kernels.sgd_update import SgdUpdateBlocks, sgd_update
 from pallas_kernels.softmax_xent import softmax_xent
 from pallas_kernels.sparse_hidden import sparse_hidden_forward, sparse_input_grad, sparse_input_grad_update
 
@@ -40,8 +40,8 @@ CASES = {
                                                              z(4), weight_decay=0.0, interpret=True),
     "adam_update": lambda: adam_update(z(64), z(64), z(32), z(64), z(4), interpret=True),
     "sgd_update": lambda: sgd_update(z(64), z(64), z(64, 2), 0.1, momentum=0.9, weight_decay=0.0, interpret=True),
-    "sgd_update block": lambda: sgd_update(z(64), z(64), z(64), 0.1, momentum=0.9, weight_decay=0.0, block=48,
-                                           interpret=True),
+    "sgd_update block": lambda: sgd_update(z(64), z(64), z(64), 0.1, momentum=0.9, weight_decay=0.0,
+                                           block_sizes=SgdUpdateBlocks(block=48), interpret=True),
     "head_update": lambda: head_update(z(16), z(16), z(16, 4), z(16, 4), z(4), z(4), z(2, 16), z(2, 16, 8),
                                        z(2, 4), 0.1, momentum=0.9, weight_decay=0.0, interpret=True),
     "head_adam_update": lambda: head_adam_update(z(16), z(16), z(16), z(16, 4), z(16, 4), z(16, 4), z(4), z(4),

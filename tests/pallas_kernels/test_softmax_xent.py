@@ -2,7 +2,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallas_kernels.softmax_xent import padded_classes, softmax_xent, softmax_xent_reference
+from pallas_kernels.softmax_xent import SoftmaxXentBlocks, padded_classes, softmax_xent, softmax_xent_reference
 from tests.pallas_kernels.conftest import assert_close, poison_device_memory
 
 
@@ -15,8 +15,9 @@ def test_matches_reference(env, rng, m, n_classes):
     labels = jnp.asarray(rng.integers(0, n_classes, m), jnp.int32)
     weight = env.array(rng, (m,), kind="uniform")
     poison_device_memory()
-    nll, predicted, dz = softmax_xent(h, w2, b2, labels, weight, n_classes=n_classes, block_m=16,
-                                      precision=env.precision, interpret=env.interpret)
+    nll, predicted, dz = softmax_xent(h, w2, b2, labels, weight, n_classes=n_classes,
+                                      block_sizes=SoftmaxXentBlocks(block_m=16), precision=env.precision,
+                                      interpret=env.interpret)
     ref_nll, ref_predicted, ref_dz = softmax_xent_reference(h, w2, b2, labels, weight, n_classes=n_classes,
                                                              precision="highest")
     assert dz.shape == (m, padded_classes(n_classes))
@@ -32,7 +33,8 @@ def test_large_scores_stay_finite(env, rng):
     w2 = jnp.concatenate([jnp.full((128, 1), 50.0, env.dtype), jnp.zeros((128, 2), env.dtype)], axis=1)
     labels = jnp.array([0, 1] * 8, jnp.int32)
     nll, _, dz = softmax_xent(h, w2, jnp.zeros(3, env.dtype), labels, jnp.ones(16, env.dtype), n_classes=3,
-                              block_m=16, precision=env.precision, interpret=env.interpret)
+                              block_sizes=SoftmaxXentBlocks(block_m=16), precision=env.precision,
+                              interpret=env.interpret)
     assert np.isfinite(np.asarray(nll)).all() and np.isfinite(np.asarray(dz)).all()
     assert float(nll[1]) == pytest.approx(6400.0, rel=1e-6)  # 128 * 50 logits apart
 

@@ -2,7 +2,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallas_kernels.stacked_input_adam import stacked_input_adam, stacked_input_adam_reference
+from pallas_kernels.stacked_input_adam import StackedInputAdamBlocks, stacked_input_adam, stacked_input_adam_reference
 from tests.pallas_kernels.conftest import assert_close, gpu_only, poison_device_memory
 
 
@@ -24,7 +24,8 @@ def test_matches_the_gradient_then_adam(env, rng, m, features, n, models):
     expected = stacked_input_adam_reference(x, dpre, w, mom, v, rates, decays, scalars, "highest")
     poison_device_memory()
     got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
-                             block_m=16, block_f=32, block_n=32, precision=env.precision, interpret=env.interpret)
+                             block_sizes=StackedInputAdamBlocks(block_m=16, block_f=32, block_n=32),
+                             precision=env.precision, interpret=env.interpret)
     for name, a, b, before in zip("wmv", got, expected, (w, mom, v)):
         assert not np.allclose(np.asarray(b), np.asarray(before))  # every element moves: an unwritten tile shows
         assert_close(a, b, env, name)
@@ -46,7 +47,8 @@ def test_matches_textclf_adam_for_stacked_networks(env, rng):
 def test_a_padding_step_leaves_everything_as_it_was(env, rng):
     x, dpre, w, mom, v, rates, decays, scalars = _problem(env, rng, 16, 64, 64, 2)
     got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars.at[2].set(0),
-                             block_m=16, block_f=32, block_n=32, precision=env.precision, interpret=env.interpret)
+                             block_sizes=StackedInputAdamBlocks(block_m=16, block_f=32, block_n=32),
+                             precision=env.precision, interpret=env.interpret)
     for a, before in zip(got, (w, mom, v)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(before))
 

@@ -65,10 +65,12 @@ def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", inter
     for layer in params.convs:
         pad = layer.w.shape[0] // 2
         if backend == "pallas":
-            from pallas_kernels.conv2d import conv2d
+            from pallas_kernels.conv2d import Conv2dForwardBlocks, Conv2dWeightGradBlocks, conv2d
             from pallas_kernels.maxpool import maxpool2d
 
-            x = maxpool2d(conv2d(x, layer.w, layer.b, pad, (64, 32, "default", interpret)), 2, interpret)
+            kernel = (Conv2dForwardBlocks(block_m=64, block_n=32), Conv2dWeightGradBlocks(block_m=64), "default",
+                      interpret)
+            x = maxpool2d(conv2d(x, layer.w, layer.b, pad, kernel), 2, interpret)
         else:
             from pallas_kernels.conv2d import conv2d_reference
             from pallas_kernels.maxpool import maxpool_reference

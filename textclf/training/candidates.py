@@ -116,15 +116,16 @@ def pallas_default(batch_size: int) -> bool:
     return jax.default_backend() == "gpu" and batch_size <= FUSED_MAX_BATCH
 
 
-# The fused W1 update's tiling: block_f input columns x block_n hidden units a program, Triton warps and
-# pipeline stages (a search's widths are powers of two and K*H a multiple of 128 at the default H; other
+# The fused W1 update's tiling (pallas_kernels.stacked_input_adam.StackedInputAdamBlocks, whose module is
+# imported only where the kernel runs): block_f input columns x block_n hidden units a program, Triton warps
+# and pipeline stages (a search's widths are powers of two and K*H a multiple of 128 at the default H; other
 # shapes take the XLA step). Chosen by `python -m benchmarks.kmodel_step --blocks ...` on an H100.
-FUSED_BLOCK_F, FUSED_BLOCK_N, FUSED_WARPS, FUSED_STAGES = 32, 128, 4, 2
+FUSED_BLOCKS = dict(block_f=32, block_n=128, num_warps=4, num_stages=2)
 
 
 def fused_fits(n_features: int, hidden_units: int) -> bool:
     """Whether the fused W1 update tiles an (n_features, hidden_units) first layer."""
-    return n_features % FUSED_BLOCK_F == 0 and hidden_units % FUSED_BLOCK_N == 0
+    return n_features % FUSED_BLOCKS["block_f"] == 0 and hidden_units % FUSED_BLOCKS["block_n"] == 0
 
 
 def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: StackedParams, batch, live,
@@ -133,7 +134,7 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
     (never written to memory); the small layers (b1, W2, b2) take textclf.training.optimizers.adam. live: False for a
     padding batch, which then changes nothing (the kernel leaves W1 and its moments in place, see its module).
     -> (params, state, loss)."""
-    from pallas_kernels.stacked_input_adam import stacked_input_adam
+    from pallas_kernels.stacked_input_adam import StackedInputAdamBlocks, stacked_input_adam
 
     indices, values, rows, labels, mask = batch
     x = _dense_rows(params, indices, values, rows, labels.shape[0])  # (B, F)
@@ -148,8 +149,7 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
     c1, c2 = adam_corrections(state.step + 1)
     scalars = jnp.stack([c1, c2, live.astype(c1.dtype), jnp.zeros_like(c1)]).astype(params.w1.dtype)
     w1, m1, v1 = stacked_input_adam(x, dpre, params.w1, state.m.w1, state.v.w1, lr.w1[0], wd.w1[0], scalars,
-                                    block_f=FUSED_BLOCK_F, block_n=FUSED_BLOCK_N, num_warps=FUSED_WARPS,
-                                    num_stages=FUSED_STAGES, interpret=interpret)
+                                    block_sizes=StackedInputAdamBlocks(**FUSED_BLOCKS), interpret=interpret)
     return (StackedParams(w1, *small), AdamState(StackedParams(m1, *small_state.m), StackedParams(v1, *small_state.v),
                                                  small_state.step), loss)
 

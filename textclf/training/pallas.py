@@ -32,8 +32,8 @@ from textclf.training.optimizers import AdamState, adam_corrections
 
 
 def padded_features(n_features: int, config: KernelConfig) -> int:
-    block = max(config.forward_block_k * config.forward_split_k, config.grad_block_k, config.dw_block_k,
-                config.sparse_block_k)
+    block = max(config.forward.block_k * config.forward.split_k, config.grad.block_k, config.dw.block_k,
+                config.sparse_grad.block_k)
     return round_up(n_features, block)
 
 
@@ -48,12 +48,6 @@ def pad_params(params: Params, config: KernelConfig) -> Params:
 
 def unpad_params(params: Params, n_features: int, n_classes: int) -> Params:
     return Params(params.w1[:n_features], params.b1, params.w2[:, :n_classes], params.b2[:n_classes])
-
-
-def _sparse_blocks(config: KernelConfig, forward: bool = True) -> dict:
-    blocks = dict(block_n=config.sparse_block_n, num_warps=config.sparse_warps, num_stages=config.sparse_stages,
-                  precision=config.precision, interpret=config.interpret)
-    return dict(blocks, block_b=config.sparse_block_b) if forward else blocks
 
 
 def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -> jax.Array:
@@ -104,18 +98,18 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
     if axis_name is not None:
         count = jax.lax.psum(count, axis_name)
     weight = mask / jnp.maximum(count, 1.0)
+    numerics = dict(precision=config.precision, interpret=config.interpret)
     sparse = config.input_format == "sparse"
     pieces = config.input_format == "pieces"
     if pieces:
-        per_piece = pieces_gather_sum(x[0], x[1], params.w1, block_p=config.pieces_block_p,
-                                      num_warps=config.pieces_warps, interpret=config.interpret)
+        per_piece = pieces_gather_sum(x[0], x[1], params.w1, block_sizes=config.pieces, interpret=config.interpret)
         h = finish_hidden(per_piece, params.b1, x[2], labels.shape[0])
     elif sparse:
-        h = sparse_hidden_forward(*x, params.w1, params.b1, batch_size=labels.shape[0], **_sparse_blocks(config))
+        h = sparse_hidden_forward(*x, params.w1, params.b1, batch_size=labels.shape[0],
+                                  block_sizes=config.sparse_forward, **numerics)
     if sparse or pieces:
         nll, predicted, dz = softmax_xent(h, params.w2, params.b2, labels, weight, n_classes=n_classes,
-                                          block_m=config.loss_block_m, precision=config.precision,
-                                          interpret=config.interpret)
+                                          block_sizes=config.loss, **numerics)
     else:
         h, nll, predicted, dz = forward(*params, x, labels, weight, n_classes, config)
     # One device: dW1 goes straight into W1's update (input_grad_update / input_grad_adam_update, so dW1 never
@@ -124,22 +118,19 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
     # materialised and summed over the devices before the update.
     fused = axis_name is None
     if fused:
-        dpre, dw2, db2, db1 = hidden_backward_partials(dz, params.w2, h, block_m=config.backward_block_m,
-                                                       precision=config.precision, interpret=config.interpret)
+        dpre, dw2, db2, db1 = hidden_backward_partials(dz, params.w2, h, block_sizes=config.backward, **numerics)
         if dw2.shape[0] > HEAD_MAX_PARTS:  # many row blocks: XLA's parallel reductions beat one program's loop
             dw2, db2, db1 = (a.sum(axis=0, keepdims=True) for a in (dw2, db2, db1))
     else:
         dpre, dw2, db2, db1 = backward_to_hidden(dz, params.w2, h, config)
-    grad_blocks = dict(block_m=config.grad_block_m, block_k=config.grad_block_k, num_warps=config.grad_warps,
-                       num_stages=config.grad_stages, precision=config.precision, interpret=config.interpret)
     dw1 = None
     fuse_adam = not sparse and not pieces and config.adam_fused_dw1
     if pieces:  # XLA's scatter-add; there is no fused dW1 + update from this layout
         dw1 = pieces_input_grad(*x, dpre, params.w1.shape[0])
     elif not fused or (optimizer == "adam" and not fuse_adam):
         if sparse:
-            dw1 = sparse_input_grad(*x, dpre, n_features=params.w1.shape[0], block_k=config.sparse_block_k,
-                                    **_sparse_blocks(config, forward=False))
+            dw1 = sparse_input_grad(*x, dpre, n_features=params.w1.shape[0], block_sizes=config.sparse_grad,
+                                    **numerics)
         else:
             dw1 = weight_grad(x, dpre, config)
     if not fused:
@@ -152,28 +143,27 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
         m, v = opt_state.m, opt_state.v
         if dw1 is None:
             w1, m1, v1 = input_grad_adam_update(x, dpre, params.w1, m.w1, v.w1, scalars, weight_decay=weight_decay,
-                                                **grad_blocks)
+                                                block_sizes=config.grad, **numerics)
         else:
-            w1, m1, v1 = adam_update(params.w1, m.w1, v.w1, dw1, scalars, block=config.update_block, **adam)
+            w1, m1, v1 = adam_update(params.w1, m.w1, v.w1, dw1, scalars, block_sizes=config.adam_update, **adam)
         if fused:
             b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2 = head_adam_update(
                 params.b1, m.b1, v.b1, params.w2, m.w2, v.w2, params.b2, m.b2, v.b2, db1, dw2, db2, scalars, **adam)
         else:
             (b1, mb1, vb1), (w2, m2, v2), (b2, mb2, vb2) = (
-                adam_update(w, mw, vw, g, scalars, block=config.update_block, **adam)
+                adam_update(w, mw, vw, g, scalars, block_sizes=config.adam_update, **adam)
                 for w, mw, vw, g in zip(params[1:], m[1:], v[1:], (db1, dw2, db2)))
         params = Params(w1, b1, w2, b2)
         opt_state = AdamState(Params(m1, mb1, m2, mb2), Params(v1, vb1, v2, vb2), step)
     else:
         update = dict(momentum=momentum, weight_decay=weight_decay, interpret=config.interpret,
-                      block=config.update_block)
+                      block_sizes=config.sgd_update)
         if dw1 is None and sparse:
             w1, v1 = sparse_input_grad_update(*x, dpre, params.w1, opt_state.w1, lr, momentum=momentum,
-                                              weight_decay=weight_decay, block_k=config.sparse_block_k,
-                                              **_sparse_blocks(config, forward=False))
+                                              weight_decay=weight_decay, block_sizes=config.sparse_grad, **numerics)
         elif dw1 is None:
             w1, v1 = input_grad_update(x, dpre, params.w1, opt_state.w1, lr, momentum=momentum,
-                                       weight_decay=weight_decay, **grad_blocks)
+                                       weight_decay=weight_decay, block_sizes=config.grad, **numerics)
         else:
             w1, v1 = sgd_update(params.w1, opt_state.w1, dw1, lr, **update)
         if fused:
