@@ -45,6 +45,12 @@ class WordSettings(Protocol):
     max_file_mb: float  # larger corpus files are skipped
 
 
+# "tfidf" learns its vocabulary, chi-squared selection, IDF and naive Bayes weights from at most this many
+# training documents (a random sample of a larger corpus), then transforms all of them with the fixed
+# vocabulary: counting every distinct n-gram of a million documents held tens of GB (the bigrams that min_df
+# drops later), while the 32,754 kept terms of a corpus are common enough to be found in a sample of this size
+# (BENCHMARKS.md, "Big corpora": the same test accuracy from a fifth of the corpus).
+FIT_DOCUMENTS = 200_000
 SMALL_CORPUS_DOCS = 200  # below this min_df is forced to 1 (min_df=2 would drop most words)
 # Fewer documents are counted in this process; no worker gets fewer than DOCS_PER_WORKER. Measured on news4
 # (BENCHMARKS.md, "Cold start"): 9,650 documents counted by 16 forked workers + the merge beat one process.
@@ -254,12 +260,20 @@ def _move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> 
 
 
 def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSettings, workers: int | None = None,
-                   pool: WorkerPool | None = None) -> tuple[Vectorizer, sp.csr_matrix]:
+                   pool: WorkerPool | None = None, fit_documents: int = FIT_DOCUMENTS
+                   ) -> tuple[Vectorizer, sp.csr_matrix]:
     """Fit on the training texts; return the vectorizer and the training matrix it produces.
-    workers: processes for counting (None = all cores; one below PARALLEL_MIN_DOCS documents); pool: use these."""
+    workers: processes for counting (None = all cores; one below PARALLEL_MIN_DOCS documents); pool: use these.
+    fit_documents: "tfidf" fits its vocabulary, selection and weights on a random sample of at most this many of
+    the texts (FIT_DOCUMENTS says why), then transforms all of them."""
     if pool is None:
         with vectorize_pool(len(texts), workers) as own:
-            return fit_vectorizer(texts, labels, settings, pool=own)
+            return fit_vectorizer(texts, labels, settings, pool=own, fit_documents=fit_documents)
+    if settings.vectorizer == "tfidf" and len(texts) > fit_documents:
+        rows = np.sort(np.random.default_rng(0).choice(len(texts), fit_documents, replace=False))
+        vec, _ = fit_vectorizer([texts[i] for i in rows], [labels[i] for i in rows], settings, pool=pool,
+                                fit_documents=fit_documents)
+        return vec, vec.transform(texts, pool=pool)
     common = dict(ngram_range=(1, settings.ngram_max), stop_words=settings.stop_words, dtype=np.float32)
     chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
     if settings.vectorizer == "hashing":

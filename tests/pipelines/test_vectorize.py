@@ -151,3 +151,18 @@ def test_nb_weighting_is_saved_in_the_vectorizer_and_applied_at_prediction():
     nb, x_nb = fit_vectorizer(texts, labels, Settings(stop_words=None, nb_weighting=True), workers=1)
     assert plain.terms == nb.terms and not np.allclose(plain.idf, nb.idf)
     np.testing.assert_allclose(nb.transform(texts[:4], workers=1).toarray(), x_nb[:4].toarray(), rtol=1e-5)
+
+
+def test_a_large_corpus_is_fitted_on_a_sample_and_transformed_whole(corpus):
+    """Above fit_documents the vocabulary, selection and weights come from a random sample; every document is
+    still transformed, with that fitted vocabulary."""
+    settings = Settings(features=50)
+    vec, matrix = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1, fit_documents=20)
+    rows = np.sort(np.random.default_rng(0).choice(len(corpus.texts), 20, replace=False))
+    on_sample, _ = fit_vectorizer([corpus.texts[i] for i in rows], [corpus.labels[i] for i in rows], settings,
+                                  workers=1)
+    assert vec.terms == on_sample.terms and np.array_equal(vec.idf, on_sample.idf)
+    assert matrix.shape[0] == len(corpus.texts)
+    assert (matrix != vec.transform(corpus.texts)).nnz == 0
+    whole, _ = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1)
+    assert whole.terms != vec.terms  # the default fits this small corpus whole

@@ -323,6 +323,17 @@ def test_a_cpu_searches_a_sample_of_a_large_corpus(pool, monkeypatch):
     assert result.settings.stop_words is None  # the sample still shows what decides the class
 
 
+def test_a_gpu_searches_three_folds_of_a_sample_of_a_large_corpus(pool, monkeypatch):
+    monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", 150)
+    texts, labels = question_corpus(300)
+    folds = search_module._device_folds(np.searchsorted(sorted(set(labels)), labels), 0)
+    assert len(folds) == 3 and sum(len(val) for _, val in folds) == 150
+    assert all(not set(train) & set(val) for train, val in folds)
+    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "gpu")
+    assert result.summary["subsampled"] and result.summary["searched_documents"] == 150
+    assert result.summary["folds"] == 3
+
+
 def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out(monkeypatch):
     monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 400)
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 300)

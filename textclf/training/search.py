@@ -79,6 +79,12 @@ CPU_MAX_EPOCHS = 10
 # error of ~1.3 points; 3,000 cut it to ~0.8 (mr: the CPU chose other settings than the GPU's 3 folds).
 CPU_TRAIN_DOCUMENTS = 4000
 CPU_VALIDATION_DOCUMENTS = 3000
+# A GPU's search folds cover at most this many documents (a stratified sample of a larger corpus; the epochs for
+# all of them follow from the sample's curves, _epochs_for_all): a round's cost grows with the documents, and a
+# million-document corpus spent minutes and 24 GB tokenising and training one round of its folds
+# (BENCHMARKS.md, "Big corpora"), while 3 folds of 20,000 already validate on 6,667 documents each (a
+# binomial standard error of ~0.4 points at accuracy 0.9).
+SEARCH_DOCUMENTS = 20_000
 # The rounds' networks see the ROUND_FEATURES columns most tied to the labels (of the final model's `features`):
 # a round's step costs Adam's pass over all of W1 (memory-bound: 39 ms a step for 3 networks x 32,768 columns
 # on 2 cores; on an H100 a step of 6 networks at batch 64 costs 388 us at 32,768 columns and 143 us at 8,192,
@@ -124,27 +130,34 @@ def _epochs_for_all(best_epoch: int, epochs_tried: int, settings: Settings) -> i
     return best_epoch
 
 
+def _sample(y: np.ndarray, rows: np.ndarray, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """-> (`count` of the rows, the rest), both sorted, stratified by label when every class allows it."""
+    from sklearn.model_selection import train_test_split
+
+    if count >= len(rows):
+        return rows, rows[:0]
+    try:
+        kept, rest = train_test_split(rows, train_size=count, random_state=seed, stratify=y[rows])
+    except ValueError:  # a class with a single document here cannot be stratified: sample plainly
+        shuffled = np.random.default_rng(seed).permutation(rows)
+        kept, rest = shuffled[:count], shuffled[count:]
+    return np.sort(kept), np.sort(rest)
+
+
 def _cpu_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The CPU's one split (training rows, validation rows), stratified by label: validation takes
     max(a fifth of the documents, those beyond CPU_TRAIN_DOCUMENTS), at most CPU_VALIDATION_DOCUMENTS; training
     at most CPU_TRAIN_DOCUMENTS of the rest."""
-    from sklearn.model_selection import train_test_split
-
-    def split(rows: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """-> (`count` of the rows, the rest), stratified when every class allows it."""
-        if count >= len(rows):
-            return rows, rows[:0]
-        try:
-            kept, rest = train_test_split(rows, train_size=count, random_state=seed, stratify=y[rows])
-        except ValueError:  # a class with a single document here cannot be stratified: sample plainly
-            shuffled = np.random.default_rng(seed).permutation(rows)
-            kept, rest = shuffled[:count], shuffled[count:]
-        return np.sort(kept), np.sort(rest)
-
     n = len(y)
-    val, rest = split(np.arange(n), min(CPU_VALIDATION_DOCUMENTS, max(n // 5, n - CPU_TRAIN_DOCUMENTS)))
-    train, _ = split(rest, CPU_TRAIN_DOCUMENTS)
+    val, rest = _sample(y, np.arange(n), min(CPU_VALIDATION_DOCUMENTS, max(n // 5, n - CPU_TRAIN_DOCUMENTS)), seed)
+    train, _ = _sample(y, rest, CPU_TRAIN_DOCUMENTS, seed)
     return train, val
+
+
+def _device_folds(y: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A GPU's 3 folds, over a stratified sample of SEARCH_DOCUMENTS where the corpus is larger."""
+    sample, _ = _sample(y, np.arange(len(y)), SEARCH_DOCUMENTS, seed)
+    return [(sample[train], sample[val]) for train, val in _folds(y[sample], 3, seed)]
 
 
 class Variant(NamedTuple):
@@ -208,7 +221,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     classes = sorted(set(labels))
     y = np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)  # (documents,) class numbers
     n_documents = len(texts)
-    folds = [_cpu_split(y, settings.seed)] if platform == "cpu" else _folds(y, 3, settings.seed)
+    folds = [_cpu_split(y, settings.seed)] if platform == "cpu" else _device_folds(y, settings.seed)
     subsampled = sum(len(part) for part in folds[0]) < len(y)
     if subsampled:
         # Only the sample is tokenised: counting all of news4's 9,650 posts cost the 2-core CPU several seconds
