@@ -19,6 +19,7 @@ from pipelines.images import is_idx_folder, read_image_corpus
 from textclf.inference.text_model import encode_labels
 from textclf.training.cnn import fit_cnn
 from textclf.errors import CorpusError
+from textclf.runs.record import EpochRecorder, finish_run
 from textclf.training.events import EpochStats
 
 
@@ -35,7 +36,7 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
                  phase, primary: bool = True, checkpointer=None, stop_requested=None):
     from textclf.inference.artifacts import save_image_model
     from textclf.inference.image_model import ImageModel
-    from textclf.runs.results import TrainEvent, TrainResult, default_model_path
+    from textclf.runs.results import TrainEvent, TrainResult
 
     with phase("read"):
         corpus = read_image_corpus(corpus_path)
@@ -67,8 +68,10 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
                            n_eval=len(eval_y), eval_kind=eval_kind, n_classes=len(classes), labels=classes,
                            n_features=int(np.prod(train_x.shape[1:])))
 
+    record_epoch = EpochRecorder(db, run_id)
+
     def on_epoch(stats: EpochStats) -> None:
-        run_queries.add_epoch(db, run_id, **stats.__dict__)
+        record_epoch(stats)
         report(TrainEvent("epoch", epoch=stats, total_epochs=settings.epochs))
 
     # Reported once, with the epoch count (a `phase("train")` would report the phase a second time, without it:
@@ -88,12 +91,7 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
     model.metadata = {"run_id": run_id, "corpus": str(corpus_path), "eval_kind": eval_kind,
                       "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
                       "created": run_queries.now(), "backend": backend}
-    path = Path(model_path) if model_path else default_model_path(run_id)
-    if primary:
-        with phase("save"):
-            save_image_model(model, path)
-    run_queries.add_phases(db, run_id, phase.seconds)
-    run_queries.end_run(db, run_id, "finished", model_path=str(path.resolve()), final_loss=last.loss,
-                        train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy)
+    path = finish_run(db, run_id, phase, lambda path: save_image_model(model, path), model_path, primary,
+                      record_epoch, last, eval_accuracy)
     return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
                        len(train_y), len(eval_y), history, dict(phase.seconds), {}, 0, model)

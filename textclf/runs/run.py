@@ -22,7 +22,6 @@ import numpy as np
 
 from db import open_db
 from db import runs as run_queries
-from db.errors import DatabaseError
 from pipelines.corpus import read_corpus
 from pipelines import vector_cache
 from pipelines.vectorize import fit_vectorizer, vectorize_pool
@@ -34,7 +33,8 @@ from textclf.settings import Settings
 from textclf.errors import ArtifactError, CorpusError
 from textclf.paths import compile_cache_dir, run_db_path, vector_cache_dir
 from textclf.runs.owner import RunHeartbeat, this_owner
-from textclf.runs.results import PhaseTimer, TrainEvent, TrainResult, default_model_path
+from textclf.runs.record import EpochRecorder, end_run, finish_run
+from textclf.runs.results import PhaseTimer, TrainEvent, TrainResult
 from textclf.training.events import EpochStats, Terminated, TrainingStopped
 from textclf.versions import versions
 
@@ -99,64 +99,21 @@ def train(
         result = _train_run(db, run_id, Path(corpus_path), settings, warmup, test_path, model_path, report,
                             checkpointer, stop_requested, primary, pool)
     except TrainingStopped as exc:
-        _end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
+        end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
         raise
     except KeyboardInterrupt:
-        _end_run(db, run_id, "interrupted", error="interrupted by the user (Ctrl-C)")
+        end_run(db, run_id, "interrupted", error="interrupted by the user (Ctrl-C)")
         raise
     except Terminated:
-        _end_run(db, run_id, "interrupted", error="terminated (SIGTERM)")
+        end_run(db, run_id, "interrupted", error="terminated (SIGTERM)")
         raise
     except BaseException as exc:
-        _end_run(db, run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        end_run(db, run_id, "failed", error=f"{type(exc).__name__}: {exc}")
         raise
     finally:
         if heartbeat:
             heartbeat.stop()
     return result
-
-
-# Ending a run waits out another writer's lock this many times (each the busy timeout, TEXTCLF_DB_TIMEOUT):
-# a run whose end cannot be written stays `running` until its owner is found gone (textclf/runs/owner.py).
-END_ATTEMPTS = 6
-
-
-def _waiting_out_locks(write: Callable[[], None]) -> None:
-    """Run a database write, retried while another writer holds the lock (END_ATTEMPTS busy timeouts)."""
-    for attempt in range(END_ATTEMPTS):
-        try:
-            return write()
-        except DatabaseError:
-            if attempt == END_ATTEMPTS - 1:
-                raise
-
-
-def _end_run(db, run_id: int, status: str, **fields) -> None:
-    _waiting_out_locks(lambda: run_queries.end_run(db, run_id, status, **fields))
-
-
-class _EpochRecorder:
-    """Writes each epoch's row; while another writer holds the database lock the rows wait and go with the next
-    epoch's (or with `flush` at the end), so a busy database does not stop training. (The run's heartbeat comes
-    from textclf/runs/owner.py's RunHeartbeat thread, in every phase.)"""
-
-    def __init__(self, db, run_id: int):
-        self.db, self.run_id, self.pending = db, run_id, []
-
-    def __call__(self, stats: EpochStats) -> None:
-        self.pending.append(stats)
-        try:
-            self._write()
-        except DatabaseError:
-            pass  # locked: written with the next epoch
-
-    def _write(self) -> None:
-        while self.pending:
-            run_queries.add_epoch(self.db, self.run_id, **self.pending[0].__dict__)
-            self.pending.pop(0)
-
-    def flush(self) -> None:
-        _waiting_out_locks(self._write)
 
 
 def _backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
@@ -201,7 +158,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     classes, eval_kind, train_x, eval_x = data.classes, data.eval_kind, data.train_x, data.eval_x
     train_y, eval_y = encode_labels(data.train_labels, classes), encode_labels(data.eval_labels, classes)
 
-    record_epoch = _EpochRecorder(db, run_id)
+    record_epoch = EpochRecorder(db, run_id)
 
     def on_epoch(stats: EpochStats) -> None:
         record_epoch(stats)
@@ -244,16 +201,8 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         "eval_kind": eval_kind, "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
         "created": run_queries.now(), "backend": backend, "search": data.search,
     }
-    path = Path(model_path) if model_path else default_model_path(run_id)
-    if primary:
-        with phase("save"):
-            save_model(model, path)
-    record_epoch.flush()
-    run_queries.add_phases(db, run_id, phase.seconds)
-    _end_run(
-        db, run_id, "finished", model_path=str(path.resolve()), final_loss=last.loss,
-        train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy,
-    )
+    path = finish_run(db, run_id, phase, lambda path: save_model(model, path), model_path, primary, record_epoch,
+                      last, eval_accuracy)
     return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
                        len(train_y), len(eval_y), history, dict(phase.seconds), data.skipped,
                        data.non_utf8, model, data.search)

@@ -1,0 +1,70 @@
+"""How a run's record is written, for the text and the image run alike: each epoch's row, the run's end, and the
+model file saved before the run is marked finished. Every write waits out another writer's database lock for a
+while (a busy database must not stop a training or leave its run `running`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from db import runs as run_queries
+from db.errors import DatabaseError
+from textclf.runs.results import PhaseTimer, default_model_path
+from textclf.training.events import EpochStats
+
+# Ending a run waits out another writer's lock this many times (each the busy timeout, TEXTCLF_DB_TIMEOUT):
+# a run whose end cannot be written stays `running` until its owner is found gone (textclf/runs/owner.py).
+END_ATTEMPTS = 6
+
+
+def waiting_out_locks(write: Callable[[], None]) -> None:
+    """Run a database write, retried while another writer holds the lock (END_ATTEMPTS busy timeouts)."""
+    for attempt in range(END_ATTEMPTS):
+        try:
+            return write()
+        except DatabaseError:
+            if attempt == END_ATTEMPTS - 1:
+                raise
+
+
+def end_run(db, run_id: int, status: str, **fields) -> None:
+    waiting_out_locks(lambda: run_queries.end_run(db, run_id, status, **fields))
+
+
+class EpochRecorder:
+    """Writes each epoch's row; while another writer holds the database lock the rows wait and go with the next
+    epoch's (or with `flush` at the end), so a busy database does not stop training. (The run's heartbeat comes
+    from textclf/runs/owner.py's RunHeartbeat thread, in every phase.)"""
+
+    def __init__(self, db, run_id: int):
+        self.db, self.run_id, self.pending = db, run_id, []
+
+    def __call__(self, stats: EpochStats) -> None:
+        self.pending.append(stats)
+        try:
+            self._write()
+        except DatabaseError:
+            pass  # locked: written with the next epoch
+
+    def _write(self) -> None:
+        while self.pending:
+            run_queries.add_epoch(self.db, self.run_id, **self.pending[0].__dict__)
+            self.pending.pop(0)
+
+    def flush(self) -> None:
+        waiting_out_locks(self._write)
+
+
+def finish_run(db, run_id: int, phase: PhaseTimer, save: Callable[[Path], object], model_path, primary: bool,
+               record_epoch: EpochRecorder, last: EpochStats, eval_accuracy: float) -> Path:
+    """The end of a run that trained: the model file written (by the primary process, through save(path)) before
+    the run is marked finished with it, the epochs and phase times recorded. -> the model file's path."""
+    path = Path(model_path) if model_path else default_model_path(run_id)
+    if primary:
+        with phase("save"):
+            save(path)
+    record_epoch.flush()
+    run_queries.add_phases(db, run_id, phase.seconds)
+    end_run(db, run_id, "finished", model_path=str(path.resolve()), final_loss=last.loss,
+            train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy)
+    return path
