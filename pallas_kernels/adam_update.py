@@ -51,7 +51,8 @@ class AdamUpdateBlocks:
 @functools.partial(jax.jit, static_argnames=("beta1", "beta2", "eps", "weight_decay", "block_sizes",
                                              "interpret"), donate_argnums=(0, 1, 2))
 def adam_update(w, m, v, g, scalars, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
-                weight_decay: float = 0.0, block_sizes: AdamUpdateBlocks = AdamUpdateBlocks(), interpret: bool = False):
+                weight_decay: float = 0.0, block_sizes: AdamUpdateBlocks = AdamUpdateBlocks(),
+                interpret: bool = False):
     """-> (new w, new m, new v), written over w, m and v (donated). scalars: (4,) [lr, c1, c2, unused]."""
     block, num_warps = block_sizes.block, block_sizes.num_warps
     require("adam_update", w.shape == m.shape == v.shape == g.shape and scalars.shape == (4,),

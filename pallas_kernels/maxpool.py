@@ -95,8 +95,8 @@ def maxpool_forward(x, *, size: int = 2, block_sizes: MaxpoolBlocks = MaxpoolBlo
 
 
 @functools.partial(jax.jit, static_argnames=("size", "height", "width", "block_sizes", "interpret"))
-def maxpool_backward(dy, arg, *, size: int, height: int, width: int, block_sizes: MaxpoolBlocks = MaxpoolBlocks(),
-                     interpret: bool = False) -> jax.Array:
+def maxpool_backward(dy, arg, *, size: int, height: int, width: int,
+                     block_sizes: MaxpoolBlocks = MaxpoolBlocks(), interpret: bool = False) -> jax.Array:
     """dY and the winning taps (N, OH, OW, C) -> dX (N, height, width, C)."""
     block_m, num_warps = block_sizes.block_m, block_sizes.num_warps
     require("maxpool_backward", dy.ndim == 4 and arg.shape == dy.shape and dy.shape[1] == height // size

@@ -20,8 +20,9 @@ from tests.pallas_kernels.conftest import assert_close
 
 
 def small_config(env) -> KernelConfig:
-    return KernelConfig().replace(forward={"block_m": 16, "block_k": 32}, loss={"block_m": 16}, backward={"block_m": 16},
-                                  grad={"block_m": 16, "block_k": 32}, dw={"block_m": 16, "block_k": 32},
+    return KernelConfig().replace(forward={"block_m": 16, "block_k": 32}, loss={"block_m": 16},
+                                  backward={"block_m": 16}, grad={"block_m": 16, "block_k": 32},
+                                  dw={"block_m": 16, "block_k": 32},
                                   adam_update={"block": 512}, sgd_update={"block": 512}, precision="highest",
                                   x_dtype="float64" if env.dtype == jnp.float64 else "float32",
                                   interpret=env.interpret)

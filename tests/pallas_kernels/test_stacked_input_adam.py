@@ -32,7 +32,8 @@ def test_matches_the_gradient_then_adam(env, rng, m, features, n, models):
 
 
 def test_matches_textclf_adam_for_stacked_networks(env, rng):
-    """The reference is the update textclf.training.optimizers.adam makes with per-network rates (the search's XLA step)."""
+    """The reference is the update textclf.training.optimizers.adam makes with per-network rates (the search's
+    XLA step)."""
     from textclf.training.optimizers import AdamState, adam, adam_corrections
 
     x, dpre, w, mom, v, rates, decays, _ = _problem(env, rng, 24, 64, 64, 2)

@@ -131,8 +131,9 @@ def fused_fits(n_features: int, hidden_units: int) -> bool:
 def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: StackedParams, batch, live,
                 interpret: bool):
     """One step with the dense formulation's arithmetic, W1's gradient and Adam update fused in one Pallas kernel
-    (never written to memory); the small layers (b1, W2, b2) take textclf.training.optimizers.adam. live: False for a
-    padding batch, which then changes nothing (the kernel leaves W1 and its moments in place, see its module).
+    (never written to memory); the small layers (b1, W2, b2) take textclf.training.optimizers.adam. live: False
+    for a padding batch, which then changes nothing (the kernel leaves W1 and its moments in place, see its
+    module).
     -> (params, state, loss)."""
     from pallas_kernels.stacked_input_adam import StackedInputAdamBlocks, stacked_input_adam
 

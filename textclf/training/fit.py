@@ -24,7 +24,9 @@ def resume(checkpointer: Checkpointer | None, params, opt_state) -> tuple:
     state = checkpointer.load() if checkpointer else None
     if state is None:
         return params, opt_state, [], 0
-    rebuild = lambda like, leaves: jax.tree.unflatten(jax.tree.structure(like), jax.device_put(list(leaves)))  # noqa: E731
+    def rebuild(like, leaves):
+        return jax.tree.unflatten(jax.tree.structure(like), jax.device_put(list(leaves)))
+
     return (rebuild(params, state.param_leaves), rebuild(opt_state, state.opt_leaves), list(state.history),
             state.epochs_done)
 

@@ -82,7 +82,7 @@ CPU_VALIDATION_DOCUMENTS = 3000
 # A GPU's search folds cover at most this many documents (a stratified sample of a larger corpus; the epochs for
 # all of them follow from the sample's curves, _epochs_for_all): a round's cost grows with the documents, and a
 # million-document corpus spent minutes and 24 GB tokenising and training one round of its folds
-# (BENCHMARKS.md, "Big corpora"), while 3 folds of 20,000 already validate on 6,667 documents each (a
+# (BENCHMARKS.md, "Big corpora with no flags"), while 3 folds of 20,000 already validate on 6,667 documents each (a
 # binomial standard error of ~0.4 points at accuracy 0.9).
 SEARCH_DOCUMENTS = 20_000
 # The rounds' networks see the ROUND_FEATURES columns most tied to the labels (of the final model's `features`):
