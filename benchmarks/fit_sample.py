@@ -25,7 +25,7 @@ def main() -> None:
     args = parser.parse_args()
     from pipelines.corpus import read_corpus
     from pipelines.vectorize import fit_vectorizer, vectorize_pool
-    from textclf.inference.text_model import encode_labels
+    from textclf.inference.text_model import Model, encode_labels
     from textclf.settings import Settings
     from textclf.training.loop import fit_network
 
@@ -52,8 +52,7 @@ def main() -> None:
             held_y = encode_labels([corpus.labels[i] for i in held], classes)
             result = fit_network(train_x, encode_labels(labels, classes), len(classes), settings, "xla",
                                  held_x, held_y)
-            w1, b1, w2, b2 = result.params
-            scores = (1 / (1 + np.exp(-(np.asarray(test_x @ w1) + b1)))) @ w2 + b2
+            scores = Model(vec, result.params, labels=classes, settings=settings).scores(test_x)
             test_accuracy = float((scores.argmax(axis=1) == encode_labels(test.labels, classes)).mean())
             shared = len(full_terms & set(vec.terms)) / len(full_terms)
             print(f"| {documents:,} | {seconds:.1f} | {shared:.1%} | {result.history[-1].eval_accuracy:.4f} | "

@@ -25,6 +25,8 @@ from pallas_kernels.softmax_xent import SoftmaxXentBlocks
 from pallas_kernels.sparse_hidden import SparseForwardBlocks, SparseGradBlocks
 
 TUNED_FILE = Path(__file__).with_name("tuned.json")
+# The entries whose block_m is rows of the batch: tuned() keeps them no taller than the batch.
+ROW_BLOCKS = ("forward", "loss", "backward", "grad", "dw")
 
 
 @dataclass(frozen=True)
@@ -74,11 +76,6 @@ class KernelConfig:
         """From to_dict's form; entries and fields left out keep this class's defaults."""
         return cls().replace(**data)
 
-    @property
-    def row_blocks(self) -> tuple[str, ...]:
-        """The entries whose block_m is rows of the batch (tuned() keeps them no taller than the batch)."""
-        return ("forward", "loss", "backward", "grad", "dw")
-
 
 def tuned(batch_size: int, device_name: str) -> KernelConfig:
     """The swept configuration for the closest measured batch size (on a log scale) on this device, else on
@@ -93,4 +90,4 @@ def tuned(batch_size: int, device_name: str) -> KernelConfig:
     config = KernelConfig.from_dict(best["config"])
     rows = max(16, 1 << max(0, (batch_size - 1).bit_length()))  # Triton's smallest dot is 16 rows
     return config.replace(**{name: {"block_m": min(getattr(config, name).block_m, rows)}
-                             for name in config.row_blocks})
+                             for name in ROW_BLOCKS})

@@ -11,24 +11,10 @@ source benchmarks/gpu/data.sh
 [ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs "$DOCS" \
   | tee -a "$log"
 for tool in ${TOOLS:-textclf fasttext}; do
-  python3 - "$tool" "${TOOL_TIMEOUT:-400}" <<'PY' 2>&1 | tee -a "$log"
-import resource, subprocess, sys, time
-tool = sys.argv[1]
-if tool == "textclf":
-    command = [sys.executable, "-m", "textclf", "train", "/tmp/syn/train.jsonl", "--test", "/tmp/syn/test.jsonl"]
-else:
-    command = [sys.executable, "-m", "textclf.frontends.bench_tools", tool, "/tmp/syn/train.jsonl", "/tmp/syn/test.jsonl"]
-start = time.perf_counter()
-try:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=float(sys.argv[2]))
-except subprocess.TimeoutExpired as stopped:  # run() killed the child
-    done = subprocess.CompletedProcess(command, "timeout", stopped.stdout or b"", stopped.stderr or b"")
-    done.stdout, done.stderr = (s.decode() if isinstance(s, bytes) else s for s in (done.stdout, done.stderr))
-wall = time.perf_counter() - start
-print("\n".join(done.stdout.strip().splitlines()[-3:]))
-if done.returncode:
-    print("\n".join(done.stderr.strip().splitlines()[-8:]))
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
-print(f"{tool}: exit {done.returncode}, wall {wall:.1f} s, peak host memory {peak:.1f} GiB", flush=True)
-PY
+  if [ "$tool" = textclf ]; then
+    command=(python3 -m textclf train /tmp/syn/train.jsonl --test /tmp/syn/test.jsonl)
+  else
+    command=(python3 -m textclf.frontends.bench_tools "$tool" /tmp/syn/train.jsonl /tmp/syn/test.jsonl)
+  fi
+  python3 -m benchmarks.timed_run --label "$tool" --timeout "${TOOL_TIMEOUT:-400}" -- "${command[@]}" 2>&1 | tee -a "$log"
 done
