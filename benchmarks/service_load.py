@@ -3,9 +3,18 @@ predictions/s and latency for one client sending one short document at a time, m
 (server-side micro-batching), and clients sending batches of documents.
 
     python -m benchmarks.service_load --db runs.db --model NAME --texts test.jsonl [--clients 50 --requests 200]
+        [--workers N] [--publish-during CORPUS.jsonl]
 
 Short documents: the first 200 characters of each text in --texts. Every request must succeed (the command
-fails otherwise); p50/p99 are per request.
+fails otherwise); p50/p99 are per request. The CPU columns are the server's processes' and the client
+processes' CPU seconds per request: what each side costs, whichever of them limits the rate.
+--publish-during publishes a new version of the model as the many-clients case starts (a copy of the serving
+version's file, through the same database calls as the daemon's publish step) and serves with
+`--reload-seconds 0.25`, so the service swaps versions in the middle of a run that lasts about a second; the
+table counts the answers each version gave.
+
+The clients use aiohttp (its C HTTP parser) on uvloop: an httpx client process on asyncio's loop saturated near
+1,000 requests/s and ~1 ms of CPU a request, so eight of them measured the client rather than the service.
 """
 
 from __future__ import annotations
@@ -15,13 +24,20 @@ import asyncio
 import json
 import multiprocessing
 import os
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
+from pathlib import Path
 
+import aiohttp
 import httpx
+import psutil
+import uvloop
 
 
 def _port() -> int:
@@ -33,47 +49,93 @@ def _port() -> int:
 async def _client_loops(base, model, texts, clients, requests, per_request, first_client):
     latencies: list[float] = []
     errors = 0
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    versions: Counter = Counter()  # answers per model version
+    url = f"{base}/v1/models/{model}:predict"
 
-    async def one_client(client: httpx.AsyncClient, offset: int) -> None:
+    async def one_client(offset: int) -> None:
         nonlocal errors
-        for i in range(requests):
-            start = (offset * requests + i) * per_request % max(1, len(texts) - per_request)
-            body = {"instances": texts[start:start + per_request]}
-            began = time.perf_counter()
-            response = await client.post(f"{base}/v1/models/{model}:predict", json=body)
-            latencies.append(time.perf_counter() - began)
-            errors += response.status_code != 200
+        # One connection per client, kept alive across its requests, as a client library would.
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1),
+                                         timeout=aiohttp.ClientTimeout(total=60)) as session:
+            for i in range(requests):
+                start = (offset * requests + i) * per_request % max(1, len(texts) - per_request)
+                body = json.dumps({"instances": texts[start:start + per_request]})
+                began = time.perf_counter()
+                async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
+                    answer = await response.read()
+                latencies.append(time.perf_counter() - began)
+                errors += response.status != 200
+                if response.status == 200:
+                    versions[json.loads(answer)["version"]] += 1
 
-    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
-        await asyncio.gather(*(one_client(client, first_client + c) for c in range(clients)))
-    return latencies, errors
+    await asyncio.gather(*(one_client(first_client + c) for c in range(clients)))
+    return latencies, errors, versions
 
 
 def _process(job):
     """One client process: waits for the common start time, then runs its share of the clients."""
     start_at, args = job
     time.sleep(max(0.0, start_at - time.time()))
-    began = time.time()
-    latencies, errors = asyncio.run(_client_loops(*args))
-    return latencies, errors, began, time.time()
+    began, cpu = time.time(), time.process_time()
+    latencies, errors, versions = uvloop.run(_client_loops(*args))
+    return latencies, errors, began, time.time(), time.process_time() - cpu, versions
 
 
-def _run(base, model, texts, clients, requests, per_request, processes):
-    """clients spread over `processes` client processes (one Python client process saturates near
-    1,000 requests/s, which would measure the client instead of the service)."""
+def _cpu_seconds(process: psutil.Process) -> float:
+    """CPU seconds of a process and its live children (the server's worker processes)."""
+    total = 0.0
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            times = p.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def _publish_copy(db_path: str, name: str) -> None:
+    """A new version of model `name`: a copy of its newest version's file, published as the daemon does
+    (row first with an empty path, the file moved into place, then the path set)."""
+    from db import jobs as job_queue
+    from db import models as published
+    from db import open_db
+
+    db = open_db(db_path)
+    serving = published.get_version(db, name)
+    fields = {k: serving[k] for k in ("run_id", "eval_accuracy", "eval_kind", "labels") if k in serving}
+    version = job_queue.publish_model(db, name, path="", **fields)
+    final = Path(serving["path"]).with_name(f"v{version}.textclf.npz")
+    shutil.copyfile(serving["path"], final.with_suffix(".tmp"))
+    os.replace(final.with_suffix(".tmp"), final)
+    published.set_path(db, name, version, str(final))
+
+
+def _run(base, model, texts, clients, requests, per_request, processes, server: psutil.Process | None = None,
+         at_start=None):
+    """clients spread over `processes` client processes (one Python client process alone would measure the
+    client instead of the service); at_start() runs in a thread as the clients begin."""
     processes = max(1, min(processes, clients))
     shares = [clients // processes + (i < clients % processes) for i in range(processes)]
     firsts = [sum(shares[:i]) for i in range(processes)]
     start_at = time.time() + 1.0
     jobs = [(start_at, (base, model, texts, share, requests, per_request, first)) for share, first in zip(shares, firsts)]
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        server_cpu = _cpu_seconds(server) if server else 0.0
+        timer = threading.Timer(max(0.0, start_at - time.time()), at_start) if at_start else None
+        if timer:
+            timer.start()
         results = pool.map(_process, jobs)
+        if timer:
+            timer.join()
+        server_cpu = _cpu_seconds(server) - server_cpu if server else 0.0
     latencies = sorted(x for r in results for x in r[0])
     errors = sum(r[1] for r in results)
     wall = max(r[3] for r in results) - min(r[2] for r in results)
+    count = max(1, len(latencies))
     return {"docs_per_s": clients * requests * per_request / wall, "requests": len(latencies), "errors": errors,
-            "p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))]}
+            "p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
+            "server_cpu_ms": 1000 * server_cpu / count, "client_cpu_ms": 1000 * sum(r[4] for r in results) / count,
+            "versions": sum((r[5] for r in results), Counter())}
 
 
 def main() -> None:
@@ -86,12 +148,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="textclf serve --workers")
     parser.add_argument("--processes", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)),
                         help="client processes (default: half the cores, at most 8)")
+    parser.add_argument("--publish-during", action="store_true",
+                        help="publish a new version of the model as the many-clients case starts")
     args = parser.parse_args()
     texts = [json.loads(line)["text"][:200] for line in open(args.texts, encoding="utf-8")]
     port = _port()
+    reload = ["--reload-seconds", "0.25"] if args.publish_during else []
     service = subprocess.Popen([sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", args.db,
-                                "--workers", str(args.workers)], env=os.environ.copy())
+                                "--workers", str(args.workers), *reload], env=os.environ.copy())
     base = f"http://127.0.0.1:{port}"
+    server = psutil.Process(service.pid)
     try:
         for _ in range(300):
             try:
@@ -103,14 +169,17 @@ def main() -> None:
         cases = [("1 client, 1 doc per request", 1, 500, 1),
                  (f"{args.clients} clients x {args.requests} requests, 1 doc each", args.clients, args.requests, 1),
                  ("8 clients, 256 docs per request", 8, 20, 256)]
-        print("| case | requests | errors | docs/s | p50 ms | p99 ms |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| case | requests | errors | docs/s | p50 ms | p99 ms | server CPU ms/request | client CPU ms/request "
+              "| answers by version |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
         failed = 0
-        for name, clients, requests, per_request in cases:
-            r = _run(base, args.model, texts, clients, requests, per_request, args.processes)
+        for number, (name, clients, requests, per_request) in enumerate(cases):
+            publish = (lambda: _publish_copy(args.db, args.model)) if args.publish_during and number == 1 else None
+            r = _run(base, args.model, texts, clients, requests, per_request, args.processes, server, publish)
             failed += r["errors"]
+            answers = ", ".join(f"v{v}: {n:,}" for v, n in sorted(r["versions"].items()))
             print(f"| {name} | {r['requests']} | {r['errors']} | {r['docs_per_s']:,.0f} | {r['p50_ms']:.2f} | "
-                  f"{r['p99_ms']:.2f} |", flush=True)
+                  f"{r['p99_ms']:.2f} | {r['server_cpu_ms']:.3f} | {r['client_cpu_ms']:.3f} | {answers} |", flush=True)
     finally:
         service.terminate()
         service.wait(timeout=30)

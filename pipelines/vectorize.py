@@ -25,7 +25,6 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
 from sklearn.feature_selection import chi2
-from sklearn.preprocessing import normalize
 
 from pipelines.workers import WorkerPool, worker_count
 from pipelines.errors import CorpusError
@@ -91,6 +90,10 @@ class Vectorizer:
                   ) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero).
         workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS); pool: use these."""
+        if pool is None and _worker_count(len(texts), workers) == 1:
+            # In this process, without a pool: a service scores a few documents a call, and the pool's set-up
+            # was a tenth of a one-document call.
+            return _transform_weighted(texts, self._counter(), self.idf, self.sublinear_tf)
         if pool is None:
             with vectorize_pool(len(texts), workers) as own:
                 return self.transform(texts, pool=own)
@@ -145,7 +148,19 @@ def _weight(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool, copy: bool 
         np.log(weighted.data, out=weighted.data)
         weighted.data += 1.0
     weighted.data *= idf[weighted.indices]
-    return normalize(weighted, copy=False)
+    _normalize_rows(weighted)
+    return weighted
+
+
+def _normalize_rows(matrix: sp.csr_matrix) -> None:
+    """Each row of a float32 CSR matrix scaled to unit L2 length in place, all-zero rows left zero: what
+    sklearn.preprocessing.normalize computes (float64 sums in row order, the division in float64), bit for
+    bit, without its parameter validation, which was half of a one-document transform (~100 of 210 us)."""
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    squares = matrix.data * matrix.data  # float32 products, as sklearn's loop forms them
+    norms = np.sqrt(np.bincount(rows, weights=squares, minlength=matrix.shape[0]))
+    norms[norms == 0.0] = 1.0
+    np.divide(matrix.data, norms[rows], out=matrix.data, casting="same_kind")
 
 
 def _idf(counts: sp.csr_matrix) -> np.ndarray:

@@ -166,3 +166,19 @@ def test_a_large_corpus_is_fitted_on_a_sample_and_transformed_whole(corpus):
     assert (matrix != vec.transform(corpus.texts)).nnz == 0
     whole, _ = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1)
     assert whole.terms != vec.terms  # the default fits this small corpus whole
+
+
+def test_row_normalisation_is_scikit_learns_bit_for_bit():
+    from sklearn.preprocessing import normalize
+
+    from pipelines.vectorize import _normalize_rows
+
+    rng = np.random.default_rng(0)
+    dense = rng.uniform(0.01, 100, size=(60, 80)).astype(np.float32) * (rng.random((60, 80)) < 0.1)
+    dense[[3, 17]] = 0.0  # all-zero rows stay zero
+    matrix = sp.csr_matrix(dense)
+    ours = matrix.copy()
+    _normalize_rows(ours)
+    theirs = normalize(matrix, copy=True)
+    assert ours.dtype == np.float32 and np.array_equal(ours.indptr, theirs.indptr)
+    assert np.array_equal(ours.data, theirs.data)

@@ -76,6 +76,26 @@ def test_bad_requests_get_4xx_json_and_the_service_keeps_serving(client, kwargs,
     assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200
 
 
+@pytest.mark.parametrize("kwargs", [
+    dict(json={"instances": []}), dict(json={"instances": [1, 2]}), dict(json={"top_k": 1}), dict(content=b""),
+    dict(content=b"{not json", headers={"content-type": "application/json"}),
+    dict(content=b'{"instances": ["\xff\xfe"]}', headers={"content-type": "application/json"}),
+    dict(json={"instances": ["x"] * 6}), dict(json={"instances": ["rocket"], "top_k": 2}),
+])
+def test_the_hot_predict_route_answers_as_the_documented_one(client, kwargs):
+    # /v1/models/{name}:predict is served by a plain Starlette route ahead of the FastAPI one; the pinned-version
+    # route is FastAPI's: same statuses, answers and kinds of error (the messages may say more).
+    hot = client.post("/v1/models/sample:predict", **kwargs)
+    pinned = client.post("/v1/models/sample/versions/1:predict", **kwargs)
+    assert hot.status_code == pinned.status_code
+    if hot.status_code == 422:
+        kinds = [[(e["loc"][0], e["type"]) for e in response.json()["detail"]] for response in (hot, pinned)]
+        assert kinds[0] == kinds[1]
+    else:
+        assert hot.json().keys() == pinned.json().keys()
+        assert hot.status_code != 200 or hot.json() == pinned.json()
+
+
 def test_device_scoring_matches_host(published):
     texts = ["the striker scored", "the rocket reached orbit", "fry the onions", "x"]
     answers = {}

@@ -775,6 +775,7 @@ def serve(
     batch_window_ms: Annotated[float, typer.Option(help="Extra wait to gather concurrent predictions.")] = 0.0,
     workers: Annotated[int, typer.Option(help="Server processes, each with its own copy of the models.")] = 1,
     score_on: Annotated[str, typer.Option(help="Run the network on the host (NumPy), the device (JAX) or auto.")] = "host",
+    reload_seconds: Annotated[float, typer.Option(help="How often to look for newly published model versions.")] = 1.0,
 ) -> None:
     """Serve predictions and job submission over HTTP (OpenAPI docs at /docs)."""
     import uvicorn
@@ -788,7 +789,7 @@ def serve(
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     options = ServiceOptions.binding(host, token, db_path=db, data_root=data_root, max_instances=max_instances,
                                      max_body_bytes=max_body_bytes, batch_window_ms=batch_window_ms,
-                                     score_on=score_on)
+                                     score_on=score_on, reload_seconds=reload_seconds)
     if workers == 1:
         uvicorn.run(create_app(options), host=host, port=port, log_level="warning")
     else:  # the scoring is single-threaded Python: more processes, more documents per second
