@@ -15,13 +15,20 @@ for config in ${CONFIGS:-1:8 8:8 8:4 12:4 16:4}; do
   python3 -m benchmarks.service_load --db $TEXTCLF_HOME/runs.db --model agnews --texts /tmp/data/agnews7600/test.jsonl \
     --workers "$workers" --processes "$processes" --publish-during 2>&1 | grep -v -E "INFO|^Terminated"
 done
-# The same cases served by another source tree (BASELINE: a folder holding it, with this load benchmark copied
-# in), for a before/after in one run.
+# A before/after in one run: the same cases without the mid-run publish (an older `serve` has no
+# --reload-seconds), served by this tree and by another (BASELINE: a folder holding it, with this load benchmark
+# copied in).
 if [ -n "${BASELINE:-}" ]; then
+  for config in ${BASELINE_CONFIGS:-1:8 8:4}; do
+    workers=${config%%:*} processes=${config##*:}
+    echo "## this tree, no publish, server processes: $workers, client processes: $processes"
+    python3 -m benchmarks.service_load --db $TEXTCLF_HOME/runs.db --model agnews --texts /tmp/data/agnews7600/test.jsonl \
+      --workers "$workers" --processes "$processes" 2>&1 | grep -v -E "INFO|^Terminated"
+  done
   for config in ${BASELINE_CONFIGS:-1:8 8:4}; do
     workers=${config%%:*} processes=${config##*:}
     echo "## baseline tree, server processes: $workers, client processes: $processes"
     (cd "$BASELINE" && PYTHONPATH=/tmp/site:$PWD python3 -m benchmarks.service_load --db $TEXTCLF_HOME/runs.db --model agnews \
-      --texts /tmp/data/agnews7600/test.jsonl --workers "$workers" --processes "$processes" --publish-during 2>&1 | grep -v -E "INFO|^Terminated")
+      --texts /tmp/data/agnews7600/test.jsonl --workers "$workers" --processes "$processes" 2>&1 | grep -v -E "INFO|^Terminated")
   done
 fi
