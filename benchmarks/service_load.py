@@ -8,10 +8,10 @@ predictions/s and latency for one client sending one short document at a time, m
 Short documents: the first 200 characters of each text in --texts. Every request must succeed (the command
 fails otherwise); p50/p99 are per request. The CPU columns are the server's processes' and the client
 processes' CPU seconds per request: what each side costs, whichever of them limits the rate.
---publish-during publishes a new version of the model as the many-clients case starts (a copy of the serving
-version's file, through the same database calls as the daemon's publish step) and serves with
-`--reload-seconds 0.25`, so the service swaps versions in the middle of a run that lasts about a second; the
-table counts the answers each version gave.
+--publish-during publishes a new version of the model --publish-after seconds into the many-clients case (a copy
+of the serving version's file, made before, published through the same database calls as the daemon's publish
+step) and serves with `--reload-seconds 0.25`, so the service swaps versions in the middle of a run that lasts
+about a second; the table counts the answers each version gave and says when its first came.
 
 The clients use aiohttp (its C HTTP parser) on uvloop: an httpx client process on asyncio's loop saturated near
 1,000 requests/s and ~1 ms of CPU a request, so eight of them measured the client rather than the service.
@@ -50,6 +50,7 @@ async def _client_loops(base, model, texts, clients, requests, per_request, firs
     latencies: list[float] = []
     errors = 0
     versions: Counter = Counter()  # answers per model version
+    first_answer: dict[int, float] = {}  # version -> time.time() of its first answer
     url = f"{base}/v1/models/{model}:predict"
 
     async def one_client(offset: int) -> None:
@@ -66,10 +67,12 @@ async def _client_loops(base, model, texts, clients, requests, per_request, firs
                 latencies.append(time.perf_counter() - began)
                 errors += response.status != 200
                 if response.status == 200:
-                    versions[json.loads(answer)["version"]] += 1
+                    version = json.loads(answer)["version"]
+                    versions[version] += 1
+                    first_answer.setdefault(version, time.time())
 
     await asyncio.gather(*(one_client(first_client + c) for c in range(clients)))
-    return latencies, errors, versions
+    return latencies, errors, versions, first_answer
 
 
 def _process(job):
@@ -77,8 +80,8 @@ def _process(job):
     start_at, args = job
     time.sleep(max(0.0, start_at - time.time()))
     began, cpu = time.time(), time.process_time()
-    latencies, errors, versions = uvloop.run(_client_loops(*args))
-    return latencies, errors, began, time.time(), time.process_time() - cpu, versions
+    latencies, errors, versions, first_answer = uvloop.run(_client_loops(*args))
+    return latencies, errors, began, time.time(), time.process_time() - cpu, versions, first_answer
 
 
 def _cpu_seconds(process: psutil.Process) -> float:
@@ -93,9 +96,10 @@ def _cpu_seconds(process: psutil.Process) -> float:
     return total
 
 
-def _publish_copy(db_path: str, name: str) -> None:
-    """A new version of model `name`: a copy of its newest version's file, published as the daemon does
-    (row first with an empty path, the file moved into place, then the path set)."""
+def _new_version(db_path: str, name: str):
+    """A new version of model `name` made ready now (a copy of its newest version's file, as the daemon's
+    training leaves its model file), and the function that publishes it as the daemon does (the row with an
+    empty path, the file moved into place, the path set), returning when it has."""
     from db import jobs as job_queue
     from db import models as published
     from db import open_db
@@ -103,17 +107,24 @@ def _publish_copy(db_path: str, name: str) -> None:
     db = open_db(db_path)
     serving = published.get_version(db, name)
     fields = {k: serving[k] for k in ("run_id", "eval_accuracy", "eval_kind", "labels") if k in serving}
-    version = job_queue.publish_model(db, name, path="", **fields)
-    final = Path(serving["path"]).with_name(f"v{version}.textclf.npz")
-    shutil.copyfile(serving["path"], final.with_suffix(".tmp"))
-    os.replace(final.with_suffix(".tmp"), final)
-    published.set_path(db, name, version, str(final))
+    ready = Path(serving["path"]).with_name(".benchmark-copy.textclf.npz")
+    shutil.copyfile(serving["path"], ready)
+
+    def publish() -> float:
+        version = job_queue.publish_model(db, name, path="", **fields)
+        final = ready.with_name(f"v{version}.textclf.npz")
+        os.replace(ready, final)
+        published.set_path(db, name, version, str(final))
+        return time.time()
+
+    return publish
 
 
 def _run(base, model, texts, clients, requests, per_request, processes, server: psutil.Process | None = None,
-         at_start=None):
+         at_start=None, delay_s: float = 0.0):
     """clients spread over `processes` client processes (one Python client process alone would measure the
-    client instead of the service); at_start() runs in a thread as the clients begin."""
+    client instead of the service); at_start() runs in a thread delay_s after the clients begin and returns when
+    it ended."""
     processes = max(1, min(processes, clients))
     shares = [clients // processes + (i < clients % processes) for i in range(processes)]
     firsts = [sum(shares[:i]) for i in range(processes)]
@@ -121,7 +132,9 @@ def _run(base, model, texts, clients, requests, per_request, processes, server: 
     jobs = [(start_at, (base, model, texts, share, requests, per_request, first)) for share, first in zip(shares, firsts)]
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
         server_cpu = _cpu_seconds(server) if server else 0.0
-        timer = threading.Timer(max(0.0, start_at - time.time()), at_start) if at_start else None
+        ended: list[float] = []
+        timer = (threading.Timer(max(0.0, start_at + delay_s - time.time()), lambda: ended.append(at_start()))
+                 if at_start else None)
         if timer:
             timer.start()
         results = pool.map(_process, jobs)
@@ -130,12 +143,17 @@ def _run(base, model, texts, clients, requests, per_request, processes, server: 
         server_cpu = _cpu_seconds(server) - server_cpu if server else 0.0
     latencies = sorted(x for r in results for x in r[0])
     errors = sum(r[1] for r in results)
-    wall = max(r[3] for r in results) - min(r[2] for r in results)
+    start = min(r[2] for r in results)
+    wall = max(r[3] for r in results) - start
     count = max(1, len(latencies))
     return {"docs_per_s": clients * requests * per_request / wall, "requests": len(latencies), "errors": errors,
             "p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
             "server_cpu_ms": 1000 * server_cpu / count, "client_cpu_ms": 1000 * sum(r[4] for r in results) / count,
-            "versions": sum((r[5] for r in results), Counter())}
+            "versions": sum((r[5] for r in results), Counter()),
+            # seconds from the clients' start: the publish done, each version's first answer
+            "published_s": ended[0] - start if at_start and ended else None,
+            "first_answer_s": {v: min(r[6][v] for r in results if v in r[6]) - start
+                               for v in set().union(*(r[6] for r in results))}}
 
 
 def main() -> None:
@@ -149,7 +167,10 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)),
                         help="client processes (default: half the cores, at most 8)")
     parser.add_argument("--publish-during", action="store_true",
-                        help="publish a new version of the model as the many-clients case starts")
+                        help="publish a new version of the model during the many-clients case")
+    parser.add_argument("--publish-after", type=float, default=0.3,
+                        help="seconds into the many-clients case to publish (default 0.3: that case lasts ~1 s at "
+                             "10,000 requests/s)")
     args = parser.parse_args()
     texts = [json.loads(line)["text"][:200] for line in open(args.texts, encoding="utf-8")]
     port = _port()
@@ -174,10 +195,14 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
         failed = 0
         for number, (name, clients, requests, per_request) in enumerate(cases):
-            publish = (lambda: _publish_copy(args.db, args.model)) if args.publish_during and number == 1 else None
-            r = _run(base, args.model, texts, clients, requests, per_request, args.processes, server, publish)
+            publish = _new_version(args.db, args.model) if args.publish_during and number == 1 else None
+            r = _run(base, args.model, texts, clients, requests, per_request, args.processes, server, publish,
+                     args.publish_after)
             failed += r["errors"]
-            answers = ", ".join(f"v{v}: {n:,}" for v, n in sorted(r["versions"].items()))
+            answers = ", ".join(f"v{v}: {n:,} (first at {r['first_answer_s'][v]:.2f} s)"
+                                for v, n in sorted(r["versions"].items()))
+            if r["published_s"] is not None:
+                answers += f"; published at {r['published_s']:.2f} s of {r['requests'] / r['docs_per_s'] * per_request:.2f} s"
             print(f"| {name} | {r['requests']} | {r['errors']} | {r['docs_per_s']:,.0f} | {r['p50_ms']:.2f} | "
                   f"{r['p99_ms']:.2f} | {r['server_cpu_ms']:.3f} | {r['client_cpu_ms']:.3f} | {answers} |", flush=True)
     finally:

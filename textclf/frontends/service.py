@@ -41,6 +41,7 @@ from fastapi import Path as FastPath
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, Histogram, generate_latest
 from prometheus_fastapi_instrumentator import Instrumentator
+from prometheus_fastapi_instrumentator import metrics as instrumentation
 from pydantic import BaseModel, Field, ValidationError
 from starlette.routing import Route
 
@@ -398,8 +399,14 @@ def create_app(options: ServiceOptions) -> FastAPI:
 
     app.add_middleware(Guard, max_bytes=options.max_body_bytes,
                        authorized=scope_authorized if options.require_token_everywhere else None)
-    Instrumentator(registry=metrics.registry, should_group_status_codes=False, should_group_untemplated=True,
-                   excluded_handlers=["/metrics"]).instrument(app, metric_namespace="textclf")
+    # Requests by route template, method and status, and their latency by template and method. Not the library's
+    # default set, whose request and response size histograms parse every request's headers once more: ~3% of
+    # a one-document request's server CPU.
+    instrumentator = Instrumentator(registry=metrics.registry, should_group_status_codes=False,
+                                    should_group_untemplated=True, excluded_handlers=["/metrics"])
+    instrumentator.add(instrumentation.requests(metric_namespace="textclf", registry=metrics.registry),
+                       instrumentation.latency(metric_namespace="textclf", registry=metrics.registry))
+    instrumentator.instrument(app)
 
     async def user_error(request: Request, exc: Exception):
         return JSONResponse({"detail": str(exc)}, status_code=404 if isinstance(exc, job_queue.JobNotFound) else 400)
