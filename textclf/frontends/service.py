@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import os
+import re
 import time
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
@@ -42,8 +43,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, Histogram, generate_latest
 from prometheus_fastapi_instrumentator import Instrumentator
 from prometheus_fastapi_instrumentator import metrics as instrumentation
-from pydantic import BaseModel, Field, ValidationError
-from starlette.routing import Route
+from pydantic import BaseModel, Field
+from prometheus_fastapi_instrumentator.metrics import Info
 
 from db import jobs as job_queue
 from db import models as published
@@ -316,7 +317,7 @@ class _Models:
 OPTIONS_ENV = "TEXTCLF_SERVICE_OPTIONS"
 
 
-def app_from_env() -> FastAPI:
+def app_from_env() -> "PlainPredict":
     """App factory for `textclf serve --workers N`: uvicorn starts N processes, each building its own app
     (own model copies and batchers) from the options the parent put in the environment as JSON."""
     raw = json.loads(os.environ[OPTIONS_ENV])
@@ -366,7 +367,56 @@ class Guard:
         await self.app(scope, limited_receive, send)
 
 
-def create_app(options: ServiceOptions) -> FastAPI:
+class PlainPredict:
+    """The outermost ASGI app: answers POST /v1/models/{name}:predict itself when the request is a plain valid
+    one (token where needed, body within the limit, a valid body for a text model the service has), and hands
+    everything else, that request's body replayed, to the FastAPI app, whose routes document the API and answer
+    every error. Why: FastAPI's and Starlette's per-request layers (middleware, routing, dependency solving,
+    serialisation) were about two thirds of a one-document request's server CPU, and one-document clients are
+    the service's hardest load (BENCHMARKS.md, "Daemon and service"). The answer is the FastAPI route's
+    byte for byte (tests/textclf/test_service.py compares them) and is counted in the same metric series."""
+
+    PATH = re.compile(r"/v1/models/([^/]+):predict")
+    TEMPLATE = "/v1/models/{name}:predict"
+    HEADERS = [(b"content-type", b"application/json")]
+
+    def __init__(self, app: FastAPI, answer: Callable, record: Callable[[int, float], None], max_bytes: int,
+                 authorized: Callable[[dict], bool] | None):
+        self.app, self.answer, self.record, self.max_bytes, self.authorized = app, answer, record, max_bytes, authorized
+
+    async def __call__(self, scope, receive, send):
+        match = self.PATH.fullmatch(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
+        if match is None or (self.authorized is not None and not self.authorized(scope)):
+            return await self.app(scope, receive, send)
+        began = time.perf_counter()
+        received, size = [], 0
+        while size <= self.max_bytes:
+            message = await receive()
+            received.append(message)
+            size += len(message.get("body", b""))
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        result = None
+        if size <= self.max_bytes and received[-1]["type"] == "http.request" and not received[-1].get("more_body"):
+            result = await self.answer(match[1], b"".join(m.get("body", b"") for m in received))
+        if result is None:
+            pending = iter(received)
+
+            async def replay():
+                return next(pending, None) or await receive()
+
+            return await self.app(scope, replay, send)
+        status, payload = result
+        # As Starlette's JSONResponse renders it.
+        content = json.dumps(payload, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [*self.HEADERS, (b"content-length", str(len(content)).encode())]})
+        await send({"type": "http.response.body", "body": content})
+        self.record(status, time.perf_counter() - began)
+
+
+def create_app(options: ServiceOptions) -> "PlainPredict":
+    """The service as an ASGI app: PlainPredict in front of the FastAPI app (`.app`)."""
     metrics = _Metrics()
     state: dict[str, _Models] = {}
 
@@ -404,9 +454,17 @@ def create_app(options: ServiceOptions) -> FastAPI:
     # a one-document request's server CPU.
     instrumentator = Instrumentator(registry=metrics.registry, should_group_status_codes=False,
                                     should_group_untemplated=True, excluded_handlers=["/metrics"])
-    instrumentator.add(instrumentation.requests(metric_namespace="textclf", registry=metrics.registry),
-                       instrumentation.latency(metric_namespace="textclf", registry=metrics.registry))
+    recorders = [instrumentation.requests(metric_namespace="textclf", registry=metrics.registry),
+                 instrumentation.latency(metric_namespace="textclf", registry=metrics.registry)]
+    instrumentator.add(*recorders)
     instrumentator.instrument(app)
+
+    def record_hot_request(status: int, seconds: float) -> None:
+        """A request PlainPredict answered, counted by the instrumentator's own recorders (same series)."""
+        info = Info(request=None, response=None, method="POST", modified_handler=PlainPredict.TEMPLATE,
+                    modified_status=str(status), modified_duration=seconds)
+        for record in recorders:
+            record(info)
 
     async def user_error(request: Request, exc: Exception):
         return JSONResponse({"detail": str(exc)}, status_code=404 if isinstance(exc, job_queue.JobNotFound) else 400)
@@ -470,34 +528,36 @@ def create_app(options: ServiceOptions) -> FastAPI:
         except TimeoutError:
             raise HTTPException(504, f"prediction took longer than {options.timeout_s} s")
 
+    def prediction_answer(name: str, batcher: _Batcher, probabilities: Any, top_k: int) -> dict:
+        predictions = [{"label": top[0][0], "top": [{"label": label, "probability": p} for label, p in top]}
+                       for top in top_labels(batcher.model.labels, probabilities, top_k)]
+        return {"model": name, "version": batcher.version, "predictions": predictions}
+
     async def predict_v1(name: str, version: int | None, body: PredictRequest) -> dict:
         batcher, probabilities = await score(name, version, body.instances)
-        predictions = [{"label": top[0][0], "top": [{"label": label, "probability": p} for label, p in top]}
-                       for top in top_labels(batcher.model.labels, probabilities, body.top_k)]
-        return {"model": name, "version": batcher.version, "predictions": predictions}
+        return prediction_answer(name, batcher, probabilities, body.top_k)
+
+    async def answer_plain_request(name: str, raw: bytes) -> tuple[int, dict] | None:
+        """The answer to POST /v1/models/{name}:predict with this body when it is a valid request for a text
+        model the service has, else None (the FastAPI route then answers it, with its documented error)."""
+        try:
+            body = PredictRequest.model_validate_json(raw)
+            batcher = state["models"].batcher(name, None)
+        except Exception:  # invalid JSON or fields, an unknown or unloadable model: FastAPI's route says which
+            return None
+        if len(body.instances) > options.max_instances or batcher.score.images:
+            return None
+        try:
+            probabilities = await batcher.predict(body.instances, options.timeout_s)
+        except TimeoutError:
+            return 504, {"detail": f"prediction took longer than {options.timeout_s} s"}
+        except USER_ERRORS as exc:
+            return 400, {"detail": str(exc)}
+        return 200, prediction_answer(name, batcher, probabilities, body.top_k)
 
     @app.post("/v1/models/{name}:predict")
     async def predict(name: str, body: PredictRequest) -> dict:
         return await predict_v1(name, None, body)
-
-    async def predict_hot(request: Request) -> JSONResponse:
-        """The route above as a plain Starlette route, matched ahead of it (the FastAPI one stays for the
-        OpenAPI docs): same body model, errors and answer, without FastAPI's per-request dependency solving
-        and serialisation, which measured 28% of a one-document request's server CPU (0.333 -> 0.240 ms,
-        50 clients on one server process, the CPU column of benchmarks/service_load.py)."""
-        raw = await request.body()
-        if not raw:
-            raise RequestValidationError([{"loc": ("body",), "msg": "Field required", "type": "missing"}])
-        try:
-            body = PredictRequest.model_validate_json(raw.decode())
-        except UnicodeDecodeError:
-            raise HTTPException(400, "the request body is not UTF-8: send JSON text")
-        except ValidationError as exc:
-            raise RequestValidationError([{**error, "loc": ("body", *error["loc"])} for error in exc.errors()])
-        return JSONResponse(await predict_v1(request.path_params["name"], None, body))
-
-    # First in the route list: the router and the metrics middleware both match routes in order.
-    app.router.routes.insert(0, Route("/v1/models/{name}:predict", predict_hot, methods=["POST"]))
 
     @app.post("/v1/models/{name}/versions/{version}:predict")
     async def predict_version(name: str, version: VersionNumber, body: PredictRequest) -> dict:
@@ -591,4 +651,5 @@ def create_app(options: ServiceOptions) -> FastAPI:
     async def get_job(job_id: VersionNumber) -> dict:
         return job_queue.get(state["models"].db, job_id)
 
-    return app
+    return PlainPredict(app, answer_plain_request, record_hot_request, options.max_body_bytes,
+                        scope_authorized if options.require_token_everywhere else None)
