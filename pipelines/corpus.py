@@ -18,7 +18,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from pipelines.documents import BINARY_SNIFF_BYTES, classify_file, decode_text, is_binary
 from pipelines.errors import CorpusError
@@ -52,6 +52,8 @@ class ReadStats:
     skipped: Counter = field(default_factory=Counter)  # files or rows left out, by reason
     non_utf8: int = 0  # documents decoded with a fallback encoding (kept)
     empty_labels: list[str] = field(default_factory=list)  # label folders whose every file was skipped
+    bytes_read: int = 0  # of a CSV or JSONL file so far (a folder's files are not added up)
+    bytes_total: int = 0  # that file's size (0 for a folder: not known before its walk)
 
 
 def open_documents(path: str | Path, max_file_mb: float = 10.0) -> tuple[str, ReadStats, Iterator[tuple[str, str]]]:
@@ -67,21 +69,34 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0) -> tuple[str, Re
         return "folder", stats, _folder_documents(path, max_bytes, stats)
     if path.suffix.lower() == ".csv":
         _check_text_file(path, "CSV")
+        stats.bytes_total = path.stat().st_size
         return "csv", stats, _csv_documents(path, stats)
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         _check_text_file(path, "JSONL")
+        stats.bytes_total = path.stat().st_size
         return "jsonl", stats, _jsonl_documents(path, stats)
     raise CorpusError(f"corpus path '{path}' is a file of unknown type '{path.suffix}': {FORMAT_HINT}")
 
 
-def read_corpus(path: str | Path, max_file_mb: float = 10.0) -> Corpus:
-    """Read a corpus in any supported format and check it can be trained on (>= 2 labels, none empty)."""
+# read_corpus's on_progress is called once per this many documents read (and once at the end).
+PROGRESS_DOCUMENTS = 20_000
+
+
+def read_corpus(path: str | Path, max_file_mb: float = 10.0,
+                on_progress: Callable[[int, ReadStats], None] | None = None) -> Corpus:
+    """Read a corpus in any supported format and check it can be trained on (>= 2 labels, none empty).
+    on_progress(documents read, stats) every PROGRESS_DOCUMENTS documents and at the end: stats.bytes_read of
+    stats.bytes_total for a file."""
     fmt, stats, documents = open_documents(path, max_file_mb)
     labels, texts, fingerprint = [], [], Fingerprint()
     for label, text in documents:
         labels.append(label)
         texts.append(text)
         fingerprint.add(label, text)
+        if on_progress is not None and len(texts) % PROGRESS_DOCUMENTS == 0:
+            on_progress(len(texts), stats)
+    if on_progress is not None:
+        on_progress(len(texts), stats)
     corpus = Corpus(texts, labels, str(path), fmt, {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8,
                     fingerprint=fingerprint.hexdigest())
     check_usable(str(path), labels, stats)
@@ -195,6 +210,7 @@ def _decoded_lines(path: Path, stats: ReadStats) -> Iterator[str]:
     pipelines/documents.py), read a buffer at a time."""
     with path.open("rb") as handle:
         for raw in handle:
+            stats.bytes_read += len(raw)
             line, fallback = decode_text(raw)
             stats.non_utf8 += fallback
             yield line

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,6 +57,8 @@ SMALL_CORPUS_DOCS = 200  # below this min_df is forced to 1 (min_df=2 would drop
 # (BENCHMARKS.md, "Cold start"): 9,650 documents counted by 16 forked workers + the merge beat one process.
 PARALLEL_MIN_DOCS = 2_000
 DOCS_PER_WORKER = 500
+# Vectorizer.transform's chunks hold at most this many documents, so that its progress moves on a big corpus.
+PROGRESS_CHUNK_DOCS = 50_000
 
 
 @dataclass
@@ -86,19 +88,24 @@ class Vectorizer:
         return CountVectorizer(vocabulary=self.terms, ngram_range=(1, self.ngram_max), stop_words=self.stop_words,
                                dtype=np.float32)
 
-    def transform(self, texts: Sequence[str], workers: int | None = 1, pool: WorkerPool | None = None
-                  ) -> sp.csr_matrix:
+    def transform(self, texts: Sequence[str], workers: int | None = 1, pool: WorkerPool | None = None,
+                  on_progress: Callable[[int, int], None] | None = None) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero).
-        workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS); pool: use these."""
-        if pool is None and _worker_count(len(texts), workers) == 1:
+        workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS); pool: use these;
+        on_progress(documents done, of total) as chunks of at most PROGRESS_CHUNK_DOCS finish."""
+        if pool is None and on_progress is None and _worker_count(len(texts), workers) == 1:
             # In this process, without a pool: a service scores a few documents a call, and the pool's set-up
             # was a tenth of a one-document call.
             return _transform_weighted(texts, self._counter(), self.idf, self.sublinear_tf)
         if pool is None:
             with vectorize_pool(len(texts), workers) as own:
-                return self.transform(texts, pool=own)
-        chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
-        parts = pool.map(_transform_weighted, chunks, self._counter(), self.idf, self.sublinear_tf)
+                return self.transform(texts, pool=own, on_progress=on_progress)
+        # Rows are weighted independently: any chunking gives the same matrix. Chunks no larger than
+        # PROGRESS_CHUNK_DOCS let progress be told while a big corpus is transformed.
+        chunks = _chunks(texts, max(_worker_count(len(texts), pool.processes), -(-len(texts) // PROGRESS_CHUNK_DOCS)))
+        sizes = np.cumsum([len(chunk) for chunk in chunks])
+        done = None if on_progress is None else (lambda index: on_progress(int(sizes[index]), len(texts)))
+        parts = pool.map(_transform_weighted, chunks, self._counter(), self.idf, self.sublinear_tf, on_done=done)
         return sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -277,20 +284,23 @@ def _move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> 
 
 
 def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSettings, workers: int | None = None,
-                   pool: WorkerPool | None = None, fit_documents: int = FIT_DOCUMENTS
+                   pool: WorkerPool | None = None, fit_documents: int = FIT_DOCUMENTS,
+                   on_progress: Callable[[int, int], None] | None = None
                    ) -> tuple[Vectorizer, sp.csr_matrix]:
     """Fit on the training texts; return the vectorizer and the training matrix it produces.
     workers: processes for counting (None = all cores; one below PARALLEL_MIN_DOCS documents); pool: use these.
     fit_documents: "tfidf" fits its vocabulary, selection and weights on a random sample of at most this many of
-    the texts (FIT_DOCUMENTS says why), then transforms all of them."""
+    the texts (FIT_DOCUMENTS says why), then transforms all of them, telling on_progress(documents done, of
+    total) as it goes (a fit of fewer documents tells nothing: its counting runs as one chunk a worker)."""
     if pool is None:
         with vectorize_pool(len(texts), workers) as own:
-            return fit_vectorizer(texts, labels, settings, pool=own, fit_documents=fit_documents)
+            return fit_vectorizer(texts, labels, settings, pool=own, fit_documents=fit_documents,
+                                  on_progress=on_progress)
     if settings.vectorizer == "tfidf" and len(texts) > fit_documents:
         rows = np.sort(np.random.default_rng(0).choice(len(texts), fit_documents, replace=False))
         vec, _ = fit_vectorizer([texts[i] for i in rows], [labels[i] for i in rows], settings, pool=pool,
                                 fit_documents=fit_documents)
-        return vec, vec.transform(texts, pool=pool)
+        return vec, vec.transform(texts, pool=pool, on_progress=on_progress)
     common = dict(ngram_range=(1, settings.ngram_max), stop_words=settings.stop_words, dtype=np.float32)
     chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
     if settings.vectorizer == "hashing":

@@ -85,10 +85,19 @@ class WorkerPool:
             self._executor = LokyExecutor(self.processes, env={"PYTHONHASHSEED": seed}, initializer=_die_with_parent,
                                           initargs=(os.getpid(),))
 
-    def map(self, fn: Callable, chunks: Sequence, *args) -> list:
+    def map(self, fn: Callable, chunks: Sequence, *args, on_done: Callable[[int], None] | None = None) -> list:
+        """[fn(chunk, *args) for chunk in chunks], computed by the workers; on_done(i) as result i arrives
+        (in chunk order)."""
         if self._executor is None or len(chunks) <= 1:
-            return [fn(chunk, *args) for chunk in chunks]
-        return list(self._executor.map(fn, chunks, *(itertools.repeat(a, len(chunks)) for a in args)))
+            results = (fn(chunk, *args) for chunk in chunks)
+        else:
+            results = self._executor.map(fn, chunks, *(itertools.repeat(a, len(chunks)) for a in args))
+        collected = []
+        for index, result in enumerate(results):
+            collected.append(result)
+            if on_done is not None:
+                on_done(index)
+        return collected
 
     def close(self) -> None:
         if self._executor is not None:

@@ -525,3 +525,22 @@ def test_bad_environment_variables_are_one_line_errors(runner, corpus_dir, monke
     result = invoke(runner, "train", corpus_dir, *FAST)
     assert result.exit_code == 1 and result.stderr.startswith("Error: ") and fragment in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_reading_and_vectorizing_tell_their_progress(runner, tmp_path, monkeypatch):
+    monkeypatch.setattr("pipelines.corpus.PROGRESS_DOCUMENTS", 10)
+    monkeypatch.setattr("textclf.frontends.cli.STEPS_LINE_SECONDS", 0.0)  # every report a line
+    corpus = tmp_path / "corpus.jsonl"
+    words = {"space": "rocket orbit moon launch", "cooking": "onion pan fry garlic"}
+    corpus.write_text("".join(json.dumps({"text": f"{words[label]} {i}", "label": label}) + "\n"
+                              for i in range(30) for label in words))
+    size_mb = corpus.stat().st_size / 1e6
+    result = invoke(runner, "train", corpus, "--out", tmp_path / "m.npz", *FAST)
+    assert result.exit_code == 0, result.output
+    reading = [line for line in result.stderr.splitlines() if line.startswith("  reading the corpus: ")]
+    # every 10 documents, and at the end: the documents, the megabytes of the file and a rate
+    assert [line.split(":")[1].split()[0] for line in reading] == ["10", "20", "30", "40", "50", "60", "60"]
+    assert all(f"/{size_mb:,.0f} MB, " in line and "MB/s" in line for line in reading)
+    vectorizing = [line for line in result.stderr.splitlines() if line.startswith("  vectorizing: ")]
+    assert vectorizing and vectorizing[-1].split(":")[1].split()[0].split("/")[0] == \
+        vectorizing[-1].split(":")[1].split()[0].split("/")[1]  # the last says all of them

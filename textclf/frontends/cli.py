@@ -273,6 +273,8 @@ class _TrainProgress:
         self.phase_task = self.search_task = self.epoch_task = None
         self.pending: tuple[str, float] | None = None  # (phase, start) not yet written as a plain line
         self.last_steps_line = time.perf_counter()
+        self.pass_started = None  # ((phase, total), start) of the current reading or vectorizing pass
+        self.last_progress = 0.0  # when the last progress event came
 
     def _start(self) -> None:
         if not self.started:
@@ -289,7 +291,42 @@ class _TrainProgress:
             self._line(f"{description}: {time.perf_counter() - start:.1f} s")
             self.pending = None
 
+    def _phase_progress(self, event) -> None:
+        """Within reading or vectorizing: how far, how fast, how long left (a plain line every
+        STEPS_LINE_SECONDS at most)."""
+        if self.pending is None:
+            return
+        description, phase_start = self.pending
+        # A pass (reading one file, transforming one set of documents) has its own rate and time left: vectorizing
+        # fits on the training documents, then transforms the test documents. It began with its phase or where
+        # the pass before it in the phase last reported.
+        now = time.perf_counter()
+        if self.pass_started is None or self.pass_started[0][0] != description:
+            self.pass_started = ((description, event.total), phase_start)
+        elif self.pass_started[0] != (description, event.total):
+            self.pass_started = ((description, event.total), self.last_progress)
+        self.last_progress = now
+        seconds = max(now - self.pass_started[1], 1e-9)
+        if event.name == "read":
+            unit, done, total = "MB", event.done / 1e6, event.total / 1e6
+            text = f"{event.documents:,} documents"
+            text += f", {done:,.0f}/{total:,.0f} MB" if total else f", {done:,.0f} MB"
+        else:
+            unit, done, total = "documents", event.done, event.total
+            text = f"{done:,}/{total:,} documents"
+        rate = done / seconds
+        text += f", {rate:,.0f} {unit}/s" if unit == "documents" else f", {rate:,.1f} {unit}/s"
+        if total and 0 < done < total and rate > 0:
+            text += f", about {(total - done) / rate:.0f} s left"
+        if self.live and self.phase_task is not None:
+            self.progress.update(self.phase_task, completed=done, total=total or None, stats=text)
+        if time.perf_counter() - self.last_steps_line >= STEPS_LINE_SECONDS:
+            self._line(f"  {description}: {text}")
+            self.last_steps_line = time.perf_counter()
+
     def on_event(self, event) -> None:
+        if event.kind == "progress":
+            return self._phase_progress(event)
         if event.kind != "search":
             self._finish_phase()
         if event.kind == "phase" and event.name != "train":

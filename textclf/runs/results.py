@@ -32,8 +32,9 @@ class TrainResult:
 @dataclass
 class TrainEvent:
     """What `train` reports while it works: kind is "phase" (name starts), "search" (`done` of `total` search
-    rounds finished), "steps" (`done` of the current epoch's `total` steps, where an epoch runs step by step)
-    or "epoch" (stats ready)."""
+    rounds finished), "steps" (`done` of the current epoch's `total` steps, where an epoch runs step by step),
+    "progress" (within phase `name`: "read", `done` of `total` bytes of the file, 0 if unknown, and `documents`
+    read; "vectorize", `done` of `total` documents) or "epoch" (stats ready)."""
 
     kind: str
     name: str = ""
@@ -41,6 +42,7 @@ class TrainEvent:
     total_epochs: int = 0
     done: int = 0
     total: int = 0
+    documents: int = 0
 
 
 class PhaseTimer:

@@ -252,8 +252,14 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
     Starts the JAX warm-up once the workers are forked (or at once when the vectors come from the cache).
     With Settings.search "auto" the model search chooses the settings first, on the training documents only:
     the test corpus is opened after it. -> (the data, the settings it was vectorized with)."""
+    def read_progress(documents: int, stats) -> None:
+        report(TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total, documents=documents))
+
+    def vectorize_progress(done: int, total: int) -> None:
+        report(TrainEvent("progress", "vectorize", done=done, total=total, documents=done))
+
     with phase("read"):
-        corpus = read_corpus(corpus_path, settings.max_file_mb)
+        corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress)
     if test_path:
         train_texts, train_labels = corpus.texts, corpus.labels
     else:
@@ -278,7 +284,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             search = {"skipped": "--search off"}
         if test_path:
             with phase("read"):
-                test = read_corpus(test_path, settings.max_file_mb)
+                test = read_corpus(test_path, settings.max_file_mb, read_progress)
             _check_test_labels(test.labels, corpus.labels, test.source)
             eval_texts, eval_labels = test.texts, test.labels
         else:
@@ -295,8 +301,10 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                 warmup.start()  # no workers needed: nothing to fork first
                 vectorizer, train_x, eval_x = cached
             else:
-                vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings, pool=forked())
-                eval_x = vectorizer.transform(eval_texts, pool=forked())
+                vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings, pool=forked(),
+                                                     on_progress=vectorize_progress)
+                vectorize_progress(len(train_texts), len(train_texts))  # the fit's pass ends (a small fit tells only this)
+                eval_x = vectorizer.transform(eval_texts, pool=forked(), on_progress=vectorize_progress)
                 if primary:
                     vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
