@@ -544,3 +544,12 @@ def test_reading_and_vectorizing_tell_their_progress(runner, tmp_path, monkeypat
     vectorizing = [line for line in result.stderr.splitlines() if line.startswith("  vectorizing: ")]
     assert vectorizing and vectorizing[-1].split(":")[1].split()[0].split("/")[0] == \
         vectorizing[-1].split(":")[1].split()[0].split("/")[1]  # the last says all of them
+
+
+def test_reading_a_folder_tells_documents_not_bytes(runner, corpus_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr("pipelines.corpus.PROGRESS_DOCUMENTS", 10)
+    monkeypatch.setattr("textclf.frontends.cli.STEPS_LINE_SECONDS", 0.0)
+    result = invoke(runner, "train", corpus_dir, "--out", tmp_path / "m.npz", *FAST)
+    assert result.exit_code == 0, result.output
+    reading = [line for line in result.stderr.splitlines() if line.startswith("  reading the corpus: ")]
+    assert reading and all("MB" not in line and "documents/s" in line for line in reading)

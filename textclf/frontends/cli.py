@@ -307,10 +307,12 @@ class _TrainProgress:
             self.pass_started = ((description, event.total), self.last_progress)
         self.last_progress = now
         seconds = max(now - self.pass_started[1], 1e-9)
-        if event.name == "read":
+        if event.name == "read" and event.total:  # a file: its bytes
             unit, done, total = "MB", event.done / 1e6, event.total / 1e6
-            text = f"{event.documents:,} documents"
-            text += f", {done:,.0f}/{total:,.0f} MB" if total else f", {done:,.0f} MB"
+            text = f"{event.documents:,} documents, {done:,.0f}/{total:,.0f} MB"
+        elif event.name == "read":  # a folder: its size is not known before the walk
+            unit, done, total = "documents", event.documents, 0
+            text = f"{done:,} documents"
         else:
             unit, done, total = "documents", event.done, event.total
             text = f"{done:,}/{total:,} documents"

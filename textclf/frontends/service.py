@@ -162,8 +162,8 @@ class _Scorer:
 
 # Batches of at most this many texts are scored on the event loop itself (<= ~2 ms of it): the hop to a worker
 # thread and back cost more than it let overlap, since tokenising holds the GIL either way (server CPU a
-# one-document request under 50 clients: 0.223 -> 0.209 ms). Bigger batches go to a thread, so the loop keeps
-# reading requests while they are scored.
+# one-document request under 50 clients: 0.223 -> 0.209 ms). Bigger batches, and images (whose network costs
+# more), go to a thread, so the loop keeps reading requests while they are scored.
 INLINE_BATCH = 64
 
 
@@ -212,7 +212,7 @@ class _Batcher:
             texts = [t for item, _ in batch for t in item]
             self.metrics.batch_size.observe(len(texts))
             try:
-                if len(texts) <= INLINE_BATCH:
+                if len(texts) <= INLINE_BATCH and not self.score.images:
                     probabilities = self.score(texts)
                 else:
                     probabilities = await asyncio.to_thread(self.score, texts)
