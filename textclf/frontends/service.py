@@ -11,9 +11,10 @@ Endpoints (OpenAPI docs at /docs):
   metadata's parameters.labels)
   POST /v1/jobs {"corpus": ..., "name": ..., "settings": {...}}, GET /v1/jobs/{id}
   GET  /health/live, /health/ready, /metrics (Prometheus)
-Serving: concurrent predict requests for one model are scored together in a worker thread, the network on
-the host or the device (`score_on`, see there): whatever is queued when the previous batch finishes (up to `max_batch` instances), optionally
-waiting `batch_window_ms` for more. Every second the service looks
+Serving: concurrent predict requests for one model are scored together (small batches on the event loop, larger
+ones in a worker thread), the network on the host or the device (`score_on`, see there): whatever is queued when
+the previous batch finishes (up to `max_batch` instances), optionally waiting `batch_window_ms` for more. A valid
+`:predict` request is answered by PlainPredict in front of FastAPI; everything else goes through FastAPI's routes. Every second the service looks
 for newly published versions and swaps the model object; requests already holding the old one finish on it.
 Security: binds 127.0.0.1 unless told otherwise; a bearer token guards job submission, and every endpoint
 when bound to a non-loopback address; job corpora must lie under the data root; bodies over `max_body_bytes`
@@ -373,8 +374,8 @@ class PlainPredict:
     everything else, that request's body replayed, to the FastAPI app, whose routes document the API and answer
     every error. Why: FastAPI's and Starlette's per-request layers (middleware, routing, dependency solving,
     serialisation) were about two thirds of a one-document request's server CPU, and one-document clients are
-    the service's hardest load (BENCHMARKS.md, "Daemon and service"). The answer is the FastAPI route's
-    byte for byte (tests/textclf/test_service.py compares them) and is counted in the same metric series."""
+    the service's hardest load (BENCHMARKS.md, "Daemon and service"). The answer is the FastAPI route's JSON
+    (tests/textclf/test_service.py compares them) and is counted in the same metric series."""
 
     PATH = re.compile(r"/v1/models/([^/]+):predict")
     TEMPLATE = "/v1/models/{name}:predict"
