@@ -14,8 +14,9 @@ Endpoints (OpenAPI docs at /docs):
 Serving: concurrent predict requests for one model are scored together (small batches on the event loop, larger
 ones in a worker thread), the network on the host or the device (`score_on`, see there): whatever is queued when
 the previous batch finishes (up to `max_batch` instances), optionally waiting `batch_window_ms` for more. A valid
-`:predict` request is answered by PlainPredict in front of FastAPI; everything else goes through FastAPI's routes. Every second the service looks
-for newly published versions and swaps the model object; requests already holding the old one finish on it.
+`:predict` request is answered by PlainPredict in front of FastAPI; everything else goes through FastAPI's routes.
+Every `reload_seconds` (1 s) the service looks for newly published versions and swaps the model object;
+requests already holding the old one finish on it.
 Security: binds 127.0.0.1 unless told otherwise; a bearer token guards job submission, and every endpoint
 when bound to a non-loopback address; job corpora must lie under the data root; bodies over `max_body_bytes`
 and requests with more than `max_instances` texts get 413; a prediction that takes longer than
