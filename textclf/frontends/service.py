@@ -515,6 +515,8 @@ def create_app(options: ServiceOptions) -> "PlainPredict":
             raise HTTPException(404, f"model '{name}' does not exist: see GET /v1/models")
         return {"name": name, "versions": [public(row) for row in rows]}
 
+    too_slow = f"prediction took longer than {options.timeout_s} s"
+
     async def score(name: str, version: int | None, instances: list[str]) -> tuple[_Batcher, Any]:
         """-> (the batcher that scored them, (n, classes) probabilities) of these instances."""
         if len(instances) > options.max_instances:
@@ -528,7 +530,7 @@ def create_app(options: ServiceOptions) -> "PlainPredict":
         try:
             return batcher, await batcher.predict(instances, options.timeout_s)
         except TimeoutError:
-            raise HTTPException(504, f"prediction took longer than {options.timeout_s} s")
+            raise HTTPException(504, too_slow)
 
     def prediction_answer(name: str, batcher: _Batcher, probabilities: Any, top_k: int) -> dict:
         predictions = [{"label": top[0][0], "top": [{"label": label, "probability": p} for label, p in top]}
@@ -552,7 +554,7 @@ def create_app(options: ServiceOptions) -> "PlainPredict":
         try:
             probabilities = await batcher.predict(body.instances, options.timeout_s)
         except TimeoutError:
-            return 504, {"detail": f"prediction took longer than {options.timeout_s} s"}
+            return 504, {"detail": too_slow}
         except USER_ERRORS as exc:
             return 400, {"detail": str(exc)}
         return 200, prediction_answer(name, batcher, probabilities, body.top_k)
