@@ -133,8 +133,13 @@ def _v6_run_owners(db: sqlite_utils.Database) -> None:
         db["runs"].add_column(column, kind)
 
 
+def _v7_backend_reason(db: sqlite_utils.Database) -> None:
+    # runs: why the backend that trained was chosen ("auto" follows measurements; textclf/training/backends.py).
+    db["runs"].add_column("backend_reason", str)
+
+
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
-              _v6_run_owners]
+              _v6_run_owners, _v7_backend_reason]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -45,7 +45,9 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, texts: Sequence[str], labels: Sequence, eval_texts: Sequence[str] | None = None,
             eval_labels: Sequence | None = None) -> "TextClassifier":
-        from textclf.training.backends import resolve_backend
+        import jax
+
+        from textclf.training.backends import choose_backend, resolve_backend
         from textclf.training.loop import fit_network
 
         texts, labels = list(texts), list(labels)
@@ -60,8 +62,10 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         if eval_texts is not None:
             eval_x = vectorizer.transform(list(eval_texts))
             eval_y = encode_labels([str(label) for label in eval_labels], classes)
-        result = fit_network(train_x, encode_labels(labels, classes), len(classes), settings,
-                             resolve_backend(settings.backend), eval_x, eval_y)
+        backend, _ = choose_backend(resolve_backend(settings.backend), "mlp", settings.batch_size,
+                                    jax.default_backend() == "gpu")
+        result = fit_network(train_x, encode_labels(labels, classes), len(classes), settings, backend, eval_x,
+                             eval_y)
         self.model_ = Model(vectorizer, result.params, labels=classes, settings=settings,
                             metadata={"estimator_labels": [_plain(originals[c]) for c in classes]})
         self.history_ = result.history

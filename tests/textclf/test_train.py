@@ -20,10 +20,13 @@ def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
     assert {"read", "vectorize", "warmup", "compile", "train", "evaluate", "save"} <= set(run["phases"])
     assert run["eval_accuracy"] == result.eval_accuracy
     assert load_model(result.model_path).metadata["run_id"] == result.run_id
-    from textclf.training.backends import device_description, resolve_backend
+    import jax
 
-    # Filled in once JAX has started (textclf/runs/run.py starts it on a thread).
-    assert run["backend"] == resolve_backend("auto") and run["device"] == device_description()
+    from textclf.training.backends import choose_backend, device_description
+
+    # Filled in once JAX has started (textclf/runs/run.py starts it on a thread), with why that backend.
+    expected = choose_backend("auto", "mlp", fast_settings.batch_size, jax.default_backend() == "gpu")
+    assert (run["backend"], run["backend_reason"]) == expected and run["device"] == device_description()
 
 
 def test_same_seed_same_model(corpus_dir, db_path, fast_settings, tmp_path):

@@ -117,9 +117,23 @@ def train(
 
 
 def _backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
-    """Wait for the JAX warm-up; record the resolved backend and the device in the run row."""
+    """Wait for the JAX warm-up; record the device in the run row. -> the backend as asked (checked)."""
     backend, device = warmup.result()
-    run_queries.update_run(db, run_id, backend=backend, device=device)
+    run_queries.update_run(db, run_id, device=device)
+    return backend
+
+
+def _choose_backend(db, run_id: int, requested: str, network: str, settings: Settings) -> str:
+    """The backend that trains ("auto" decided from measurements, textclf/training/backends.py) and why, in the
+    run row."""
+    import jax
+
+    from textclf.training.backends import choose_backend
+    from textclf.training.data_parallel import data_mesh
+
+    devices = data_mesh(settings.devices, settings.batch_size).size if network == "mlp" else 1
+    backend, why = choose_backend(requested, network, settings.batch_size // devices, jax.default_backend() == "gpu")
+    run_queries.update_run(db, run_id, backend=backend, backend_reason=why)
     return backend
 
 
@@ -140,7 +154,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         from textclf.runs.images import train_images
 
         with phase("warmup"):
-            backend = _backend_ready(db, run_id, warmup)
+            backend = _choose_backend(db, run_id, _backend_ready(db, run_id, warmup), "cnn", settings)
         return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
                             primary, checkpointer, stop_requested)
     if settings.vectorizer == "hashing":
@@ -152,6 +166,8 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     with phase("warmup"):  # what is left of the JAX start-up once vectorizing is done
         backend = _backend_ready(db, run_id, warmup)
     import jax  # after the warm-up thread's import (see the module docstring)
+
+    backend = _choose_backend(db, run_id, backend, "mlp", settings)
 
     from textclf.training.loop import fit_network
 
@@ -182,8 +198,9 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
             train_x, train_y, len(classes), settings.ensemble, settings.learning_rate, settings.weight_decay, epochs,
             settings.batch_size,
             settings.hidden, settings.seed, eval_x, eval_y, on_epoch)
-        run_queries.update_run(db, run_id, backend="xla", devices=1, processes=jax.process_count())
         backend = "xla"
+        run_queries.update_run(db, run_id, backend=backend, devices=1, processes=jax.process_count(),
+                               backend_reason="an ensemble trains side by side in XLA")
     else:
         network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch,
                               checkpointer=checkpointer, stop_requested=stop_requested)
