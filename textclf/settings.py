@@ -92,7 +92,7 @@ class Settings:
     validation_fraction: float = 0.1  # used only when no separate test corpus is given
     max_file_mb: float = 10.0  # larger files are skipped (corpus) or refused (predict)
     # Compute.
-    backend: str = "auto"  # "auto": measured per network and batch on a GPU, xla elsewhere (training/backends.py)
+    backend: str = "auto"  # "auto": as measured per network and batch on a GPU (training/backends.py), else xla
     # Pallas input format: "dense" (X scattered into a bf16 matrix), "pieces" (fixed-width pieces of each
     # document's nonzeros, pallas_kernels/pieces_hidden.py) or "sparse" (flat nonzeros, sparse_hidden.py);
     # "auto": pieces from PIECES_MIN_BATCH documents a device batch up, dense below (textclf/training/step.py).

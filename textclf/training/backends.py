@@ -40,14 +40,18 @@ def device_description() -> str:
     return f"{device.platform}:{getattr(device, 'device_kind', device.platform)}"
 
 
-# "auto" on a GPU follows side-by-side measurements of the product's own training (BENCHMARKS.md, H100):
-# - the MLP: the Pallas step is ahead of XLA's only below PALLAS_MLP_BELOW_BATCH documents a device (batch 64:
-#   0.72M vs 0.69M docs/s, news4 rows); from 256 up XLA's step from pieces is ahead (batch 1,024: 7.97M vs 7.63M
-#   docs/s, 4,096: 17.46M vs 14.68M; agnews7600 rows: 11.58M vs 10.10M and 31.04M vs 28.86M);
-# - the CNN: XLA's convolutions (cuDNN) are ahead of the Pallas ones (Fashion-MNIST, the default network,
-#   225,643 vs 179,210 images/s).
-# Measured on H100 and H200 only; another GPU gets the same rule, no measurement saying otherwise.
-PALLAS_MLP_BELOW_BATCH = 256
+# "auto" on a GPU follows side-by-side measurements of the product's own training (BENCHMARKS.md, "What auto
+# picks on a GPU"): network -> rows (from this many documents or images a device, the backend, the measurement),
+# ascending. Today XLA is ahead everywhere measured: the MLP's step from pieces at every batch size from 64 to
+# 4,096 (news4 rows, H100: 712k vs 696k docs/s at 64, 7.51M vs 7.16M at 1,024, 17.46M vs 14.68M at 4,096;
+# agnews7600 rows 1.04M vs 0.85M at 64), the CNN's cuDNN convolutions on Fashion-MNIST. A batch range where a
+# Pallas path measures faster gets its own row. Measured on H100 and H200; another GPU gets the same rows.
+AUTO_ON_GPU: dict[str, list[tuple[int, str, str]]] = {
+    "mlp": [(1, "xla", "XLA's step measured faster than the Pallas one at every batch size from 64 to 4,096 "
+                       "documents a device (news4 rows, H100: 712k vs 696k docs/s at 64, 7.51M vs 7.16M at 1,024)")],
+    "cnn": [(1, "xla", "XLA's convolutions measured faster than the Pallas ones (Fashion-MNIST: 225,643 vs "
+                       "179,210 images/s, H100)")],
+}
 
 
 def resolve_backend(requested: str) -> str:
@@ -68,14 +72,9 @@ def choose_backend(requested: str, network: str, batch_per_device: int, on_gpu: 
         return requested, f"--backend {requested}"
     if not on_gpu:
         return "xla", "auto: no GPU (the Pallas kernels run on a CPU only in interpret mode)"
-    if network == "cnn":
-        return "xla", ("auto: XLA's convolutions measured faster than the Pallas ones on a GPU (Fashion-MNIST: "
-                       "225,643 vs 179,210 images/s, H100)")
-    if batch_per_device < PALLAS_MLP_BELOW_BATCH:
-        return "pallas", (f"auto: below {PALLAS_MLP_BELOW_BATCH} documents a device ({batch_per_device}) the Pallas "
-                          "step measured faster than XLA's (batch 64: 0.72M vs 0.69M docs/s, H100)")
-    return "xla", (f"auto: from {PALLAS_MLP_BELOW_BATCH} documents a device ({batch_per_device}) XLA's step measured "
-                   "faster than the Pallas one (batch 4,096: 17.46M vs 14.68M docs/s, H100)")
+    rows = [row for row in AUTO_ON_GPU[network] if row[0] <= batch_per_device] or AUTO_ON_GPU[network][:1]
+    _, backend, measured = rows[-1]
+    return backend, f"auto at {batch_per_device} a device: {measured}"
 
 
 def _first_device_work() -> None:
