@@ -138,8 +138,14 @@ def _v7_backend_reason(db: sqlite_utils.Database) -> None:
     db["runs"].add_column("backend_reason", str)
 
 
+def _v8_early_stopping(db: sqlite_utils.Database) -> None:
+    # runs: the held-out documents that stopped a big corpus's training, their accuracy after each epoch and the
+    # epoch kept (JSON; textclf/runs/run.py).
+    db["runs"].add_column("early_stopping", str)
+
+
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
-              _v6_run_owners, _v7_backend_reason]
+              _v6_run_owners, _v7_backend_reason, _v8_early_stopping]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -67,3 +67,78 @@ def test_make_step_is_the_one_place_that_names_a_backend():
     root = Path(__file__).resolve().parents[2] / "textclf"
     for module in ("training/loop.py", "training/data_parallel.py", "frontends/daemon.py"):
         assert not re.search(r'==\s*"(pallas|xla)"', (root / module).read_text()), module
+
+
+class _Judged:
+    """An EarlyStopping whose held-out accuracies are given (the scoring itself is tested below)."""
+
+    def __init__(self, accuracies, patience=1):
+        from textclf.training.fit import EarlyStopping
+
+        self.rule = EarlyStopping(sp.csr_matrix((1, 1), dtype=np.float32), np.zeros(1), patience)
+        self.script = list(accuracies)
+        self.seen = []
+
+    def __call__(self, epoch, host_params):
+        params = host_params()
+        self.seen.append(params)
+        accuracy = self.script[epoch]
+        self.rule.accuracies.append(accuracy)
+        if self.rule.best_epoch == 0 or accuracy > self.rule.accuracies[self.rule.best_epoch - 1]:
+            self.rule.best_epoch, self.rule.best_params = epoch + 1, params
+        return epoch + 1 - self.rule.best_epoch >= self.rule.patience
+
+    @property
+    def best_params(self):
+        return self.rule.best_params
+
+
+def test_early_stopping_ends_training_and_keeps_the_best_epoch(fast_settings):
+    matrix, labels = _two_long_documents()
+    settings = fast_settings.replace(batch_size=4, epochs=6, min_steps=0)
+    judged = _Judged([0.5, 0.7, 0.6, 0.9, 0.9, 0.9])
+    result = trainloop.fit_network(matrix, labels, 3, settings, early_stopping=judged)
+    assert len(result.history) == 3  # epoch 3 did not improve on epoch 2: stopped
+    kept = judged.seen[1]  # epoch 2's parameters, not the last epoch's
+    assert all(np.array_equal(a, b) for a, b in zip(result.params, kept))
+    assert not np.array_equal(result.params.w1, judged.seen[2].w1)
+
+
+def test_early_stopping_scores_the_held_out_documents():
+    from textclf.models.weights import Params
+    from textclf.training.fit import EarlyStopping
+
+    x = sp.csr_matrix(np.eye(4, dtype=np.float32))
+    y = np.array([0, 1, 0, 1])
+    # hidden = sigmoid(x @ w1): unit i of document i; w2 sends units 0, 2 to class 0 and 1, 3 to class 1
+    right = Params(np.eye(4, dtype=np.float32) * 10, np.zeros(4, np.float32),
+                   np.array([[1, 0], [0, 1], [1, 0], [0, 1]], np.float32), np.zeros(2, np.float32))
+    wrong = Params(right.w1, right.b1, right.w2[:, ::-1].copy(), right.b2)
+    rule = EarlyStopping(x, y, patience=2)
+    assert rule(0, lambda: wrong) is False and rule(1, lambda: right) is False
+    assert rule(2, lambda: wrong) is False and rule(3, lambda: wrong) is True
+    assert rule.accuracies == [0.0, 1.0, 0.0, 0.0] and rule.best_epoch == 2 and rule.best_params is right
+
+
+def test_a_corpus_beyond_the_search_sample_holds_out_documents_to_stop(fast_settings):
+    from textclf.runs.run import STOPPING_DOCUMENTS, _held_out_stopping, _stops_early
+    from textclf.training.search import SEARCH_DOCUMENTS
+
+    searched = fast_settings.replace(search="auto")
+    assert _stops_early(searched, {"rounds": 3}, SEARCH_DOCUMENTS + 1)
+    assert not _stops_early(searched, {"rounds": 3}, SEARCH_DOCUMENTS)  # the search's folds judged its epochs
+    assert not _stops_early(searched.replace(pinned=("epochs",)), {"rounds": 3}, SEARCH_DOCUMENTS + 1)
+    assert not _stops_early(searched, {"skipped": "--search off"}, SEARCH_DOCUMENTS + 1)
+    n = 1_000_000
+    x = sp.csr_matrix((n, 3), dtype=np.float32)
+    kept_x, kept_y, rule = _held_out_stopping(x, np.arange(n) % 2, seed=0)
+    assert rule.x.shape[0] == STOPPING_DOCUMENTS and kept_x.shape[0] == n - STOPPING_DOCUMENTS == len(kept_y)
+
+
+def test_an_ensemble_stops_early_too():
+    from textclf.training.candidates import fit_ensemble
+
+    matrix, labels = _two_long_documents()
+    judged = _Judged([0.5, 0.4, 0.9, 0.9])
+    params, history, _, _ = fit_ensemble(matrix, labels, 3, 2, 0.01, 0.0, 4, 4, 8, 0, early_stopping=judged)
+    assert len(history) == 2 and all(np.array_equal(a, b) for a, b in zip(params, judged.seen[0]))

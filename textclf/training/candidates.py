@@ -264,10 +264,12 @@ def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
 def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
                  weight_decay: float, epochs: int, batch_size: int, hidden: int, seed: int,
                  eval_x: sp.csr_matrix | None = None,
-                 eval_y: np.ndarray | None = None, on_epoch: Callable | None = None):
+                 eval_y: np.ndarray | None = None, on_epoch: Callable | None = None, early_stopping=None):
     """Train `members` networks side by side (different initialisations, the same batches and rate) on all of
     the training rows; -> (merged parameters, list of EpochStats, compile seconds, train seconds). After each
-    epoch the ensemble is scored on (eval_x, eval_y) if given. No checkpoints: an interrupted ensemble starts over."""
+    epoch the ensemble is scored on (eval_x, eval_y) if given. No checkpoints: an interrupted ensemble starts over.
+    early_stopping (textclf.training.fit.EarlyStopping): judges the merged network after each epoch; its best
+    epoch's parameters are returned."""
     from textclf.training.events import EpochStats
 
     start = time.perf_counter()
@@ -302,6 +304,10 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
         history.append(stats)
         if on_epoch:
             on_epoch(stats)
+        if early_stopping is not None and early_stopping(epoch, lambda: merged(params)):
+            break
+    if early_stopping is not None and early_stopping.best_params is not None:
+        return early_stopping.best_params, history, compile_seconds, train_seconds
     return merged(params), history, compile_seconds, train_seconds
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Callable
 
 import jax
+import numpy as np
+import scipy.sparse as sp
 
 from textclf.training.checkpoint import Checkpointer, TrainState
 from textclf.training.data_parallel import to_host
@@ -31,19 +33,48 @@ def resume(checkpointer: Checkpointer | None, params, opt_state) -> tuple:
             state.epochs_done)
 
 
+class EarlyStopping:
+    """Stops training once the accuracy on held-out training documents has not improved for `patience` epochs,
+    and keeps the best epoch's parameters. Called after each epoch with the epoch (0-based) and a function
+    giving the network's parameters on the host (numpy w1 (F, H), b1 (H,), w2 (H, C), b2 (C,)); True: stop.
+    The held-out documents are scored on the host, so every trainer and backend is stopped by the same rule."""
+
+    def __init__(self, x: sp.csr_matrix, y: np.ndarray, patience: int = 1):
+        self.x, self.y, self.patience = x, np.asarray(y), patience
+        self.accuracies: list[float] = []
+        self.best_epoch = 0  # 1-based; 0: none scored yet
+        self.best_params = None
+
+    def __call__(self, epoch: int, host_params: Callable[[], tuple]) -> bool:
+        params = host_params()
+        w1, b1, w2, b2 = params
+        hidden = 1.0 / (1.0 + np.exp(-(np.asarray(self.x @ w1) + b1)))
+        accuracy = float(((hidden @ w2 + b2).argmax(axis=1) == self.y).mean())
+        self.accuracies.append(accuracy)
+        if self.best_epoch == 0 or accuracy > self.accuracies[self.best_epoch - 1]:
+            self.best_epoch, self.best_params = epoch + 1, params
+        return epoch + 1 - self.best_epoch >= self.patience
+
+    def summary(self) -> dict:
+        return {"held_out": int(self.x.shape[0]), "patience": self.patience, "accuracies": self.accuracies,
+                "best_epoch": self.best_epoch}
+
+
 def run_epochs(params, opt_state, history: list[EpochStats], first_epoch: int, epochs: int,
                one_epoch: Callable[[int, object, object], tuple], on_epoch: Callable[[EpochStats], None] | None = None,
-               checkpointer: Checkpointer | None = None, stop_requested: Callable[[], bool] | None = None) -> tuple:
+               checkpointer: Checkpointer | None = None, stop_requested: Callable[[], bool] | None = None,
+               early_stop: Callable[[int, object], bool] | None = None) -> tuple:
     """Epochs first_epoch .. epochs-1 (0-based) -> (params, opt_state, history). After each: its stats appended
-    to history and handed to on_epoch, then a checkpoint saved when due; when stop_requested() says so, one is
-    saved (unless just saved) and TrainingStopped raised (the daemon's SIGTERM: the job continues later from it).
-    Nothing is saved after the last epoch: the model file is written next."""
+    to history and handed to on_epoch, then early_stop(epoch, params) (True: no more epochs), then a checkpoint
+    saved when due; when stop_requested() says so, one is saved (unless just saved) and TrainingStopped raised
+    (the daemon's SIGTERM: the job continues later from it). Nothing is saved after the last epoch: the model
+    file is written next."""
     for epoch in range(first_epoch, epochs):
         params, opt_state, stats = one_epoch(epoch, params, opt_state)
         history.append(stats)
         if on_epoch:
             on_epoch(stats)
-        if epoch + 1 >= epochs:
+        if epoch + 1 >= epochs or (early_stop is not None and early_stop(epoch, params)):
             break
 
         def save() -> None:

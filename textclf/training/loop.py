@@ -152,12 +152,15 @@ def fit_network(
     initial_params: Params | None = None,
     checkpointer=None,
     stop_requested: Callable[[], bool] | None = None,
+    early_stopping=None,
 ) -> NetworkResult:
     """Train the network with minibatch SGD; evaluate on (eval_x, eval_y) after every epoch if given.
     kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation.
     checkpointer (textclf.training.checkpoint.Checkpointer): resume from its state if it has one; after each epoch (after
     on_epoch) textclf.training.fit.run_epochs saves it when due. stop_requested() True after an epoch saves and
-    raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint)."""
+    raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint). early_stopping
+    (textclf.training.fit.EarlyStopping): stop when it says so and return its best epoch's parameters. A run
+    resumed from a checkpoint scores its held-out documents from the resumed epoch on."""
     from textclf.training import data_parallel as parallel
     from textclf.training.device_data import batch_nnz_max, epoch_order, host_csr, host_pieces, piece_width, pieces_cap
 
@@ -229,8 +232,14 @@ def fit_network(
         )
         return params, opt_state, stats
 
+    def finished(params) -> Params:
+        return step.finish(Params(*host(tuple(params))), n_classes, train_x.shape[1])
+
+    early_stop = None if early_stopping is None else (
+        lambda epoch, params: early_stopping(epoch, lambda: finished(params)))
     params, opt_state, history = run_epochs(params, opt_state, history, first_epoch, epochs, one_epoch, on_epoch,
-                                            checkpointer, stop_requested)
-    numpy_params = step.finish(Params(*host(tuple(params))), n_classes, train_x.shape[1])
+                                            checkpointer, stop_requested, early_stop)
+    numpy_params = finished(params) if early_stopping is None or early_stopping.best_params is None \
+        else early_stopping.best_params
     # Validation is scored inside each epoch's dispatch, so its time is part of train_seconds.
     return NetworkResult(numpy_params, history, seconds_spent["compile"], seconds_spent["train"], parts)
