@@ -235,7 +235,7 @@ def train(
         err.print(f"search: chose stop words {c.stop_words or 'none'}, n-grams 1-{c.ngram_max}, "
                   f"NB weights {'on' if c.nb_weighting else 'off'}, lr {c.learning_rate:g}, "
                   f"weight decay {c.weight_decay:g}, "
-                  f"{c.epochs} epochs, {c.ensemble or 1} network(s) by validation accuracy "
+                  f"{_epochs_kept(search, c.epochs)}, {c.ensemble or 1} network(s) by validation accuracy "
                   f"{search['best_accuracy']:.4f} ({search['rounds']} of {search['rounds_planned']} rounds, "
                   f"{search['folds']} fold(s), {search['seconds']:.1f} s; leaderboard: textclf runs show "
                   f"{result.run_id})", highlight=False, markup=False, soft_wrap=True)
@@ -375,6 +375,12 @@ class _TrainProgress:
             if self.phase_task is not None:
                 self.progress.remove_task(self.phase_task)
             self.progress.stop()
+
+
+def _epochs_kept(search: dict, kept: int) -> str:
+    """The search's epoch count, and the epoch early stopping kept where that differs (a big corpus)."""
+    chosen = (search.get("chosen") or {}).get("epochs", kept)
+    return f"{chosen} epochs" if chosen == kept else f"{chosen} epochs (stopped early: kept epoch {kept})"
 
 
 def _device_count(devices: Optional[str]) -> Optional[int]:
