@@ -69,34 +69,27 @@ def test_make_step_is_the_one_place_that_names_a_backend():
         assert not re.search(r'==\s*"(pallas|xla)"', (root / module).read_text()), module
 
 
-class _Judged:
-    """An EarlyStopping whose held-out accuracies are given (the scoring itself is tested below)."""
+def _judged(accuracies, patience=1):
+    """An EarlyStopping whose held-out accuracies are given (its scoring is tested below); .seen: the
+    parameters it was shown, epoch by epoch."""
+    from textclf.training.fit import EarlyStopping
 
-    def __init__(self, accuracies, patience=1):
-        from textclf.training.fit import EarlyStopping
+    class Judged(EarlyStopping):
+        seen: list = []
 
-        self.rule = EarlyStopping(sp.csr_matrix((1, 1), dtype=np.float32), np.zeros(1), patience)
-        self.script = list(accuracies)
-        self.seen = []
+        def score(self, params):
+            self.seen.append(params)
+            return accuracies[len(self.accuracies)]
 
-    def __call__(self, epoch, host_params):
-        params = host_params()
-        self.seen.append(params)
-        accuracy = self.script[epoch]
-        self.rule.accuracies.append(accuracy)
-        if self.rule.best_epoch == 0 or accuracy > self.rule.accuracies[self.rule.best_epoch - 1]:
-            self.rule.best_epoch, self.rule.best_params = epoch + 1, params
-        return epoch + 1 - self.rule.best_epoch >= self.rule.patience
-
-    @property
-    def best_params(self):
-        return self.rule.best_params
+    judged = Judged(sp.csr_matrix((1, 1), dtype=np.float32), np.zeros(1), patience)
+    judged.seen = []
+    return judged
 
 
 def test_early_stopping_ends_training_and_keeps_the_best_epoch(fast_settings):
     matrix, labels = _two_long_documents()
     settings = fast_settings.replace(batch_size=4, epochs=6, min_steps=0)
-    judged = _Judged([0.5, 0.7, 0.6, 0.9, 0.9, 0.9])
+    judged = _judged([0.5, 0.7, 0.6, 0.9, 0.9, 0.9])
     result = trainloop.fit_network(matrix, labels, 3, settings, early_stopping=judged)
     assert len(result.history) == 3  # epoch 3 did not improve on epoch 2: stopped
     kept = judged.seen[1]  # epoch 2's parameters, not the last epoch's
@@ -139,6 +132,6 @@ def test_an_ensemble_stops_early_too():
     from textclf.training.candidates import fit_ensemble
 
     matrix, labels = _two_long_documents()
-    judged = _Judged([0.5, 0.4, 0.9, 0.9])
+    judged = _judged([0.5, 0.4, 0.9, 0.9])
     params, history, _, _ = fit_ensemble(matrix, labels, 3, 2, 0.01, 0.0, 4, 4, 8, 0, early_stopping=judged)
     assert len(history) == 2 and all(np.array_equal(a, b) for a, b in zip(params, judged.seen[0]))

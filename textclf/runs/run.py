@@ -207,13 +207,14 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         record_epoch(stats)
         report(TrainEvent("epoch", epoch=stats, total_epochs=total_epochs))
 
-    early_stopping = None
-    if _stops_early(settings, data.search, len(train_y)):
-        train_x, train_y, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
-    epochs = settings.epochs_for(len(train_y))
     from textclf.training.candidates import fit_ensemble, fit_members, stacked_is_faster
 
     one_by_one = settings.ensemble > 1 and not stacked_is_faster()
+    early_stopping = None
+    # (Members trained one after another, a CPU's ensemble, are never a big corpus's: candidates.py caps them.)
+    if not one_by_one and _stops_early(settings, data.search, len(train_y)):
+        train_x, train_y, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
+    epochs = settings.epochs_for(len(train_y))
     total_epochs = epochs * settings.ensemble if one_by_one else epochs
     report(TrainEvent("phase", "train", total_epochs=total_epochs))
     if one_by_one:

@@ -45,11 +45,15 @@ class EarlyStopping:
         self.best_epoch = 0  # 1-based; 0: none scored yet
         self.best_params = None
 
-    def __call__(self, epoch: int, host_params: Callable[[], tuple]) -> bool:
-        params = host_params()
+    def score(self, params: tuple) -> float:
+        """The held-out documents' accuracy under these (numpy) parameters."""
         w1, b1, w2, b2 = params
         hidden = 1.0 / (1.0 + np.exp(-(np.asarray(self.x @ w1) + b1)))
-        accuracy = float(((hidden @ w2 + b2).argmax(axis=1) == self.y).mean())
+        return float(((hidden @ w2 + b2).argmax(axis=1) == self.y).mean())
+
+    def __call__(self, epoch: int, host_params: Callable[[], tuple]) -> bool:
+        params = host_params()
+        accuracy = self.score(params)
         self.accuracies.append(accuracy)
         if self.best_epoch == 0 or accuracy > self.accuracies[self.best_epoch - 1]:
             self.best_epoch, self.best_params = epoch + 1, params
