@@ -98,11 +98,11 @@ def _cpu_seconds(process: psutil.Process) -> float:
 
 def _new_version(db_path: str, name: str):
     """A new version of model `name` made ready now (a copy of its newest version's file, as the daemon's
-    training leaves its model file), and the function that publishes it as the daemon does (the row with an
-    empty path, the file moved into place, the path set), returning when it has."""
-    from db import jobs as job_queue
+    training leaves its model file), and the function that publishes it with the daemon's own publish step
+    (textclf.frontends.daemon.publish_file), returning the time it was done."""
     from db import models as published
     from db import open_db
+    from textclf.frontends.daemon import publish_file
 
     db = open_db(db_path)
     serving = published.get_version(db, name)
@@ -111,10 +111,7 @@ def _new_version(db_path: str, name: str):
     shutil.copyfile(serving["path"], ready)
 
     def publish() -> float:
-        version = job_queue.publish_model(db, name, path="", **fields)
-        final = ready.with_name(f"v{version}.textclf.npz")
-        os.replace(ready, final)
-        published.set_path(db, name, version, str(final))
+        publish_file(db, name, ready, **fields)
         return time.time()
 
     return publish

@@ -273,7 +273,8 @@ class _TrainProgress:
         self.phase_task = self.search_task = self.epoch_task = None
         self.pending: tuple[str, float] | None = None  # (phase, start) not yet written as a plain line
         self.last_steps_line = time.perf_counter()
-        self.pass_started = None  # ((phase, total), start) of the current reading or vectorizing pass
+        self.pass_key: tuple[str, int] | None = None  # (phase, total) of the current reading or vectorizing pass
+        self.pass_start = 0.0  # when that pass began
         self.last_progress = 0.0  # when the last progress event came
 
     def _start(self) -> None:
@@ -298,15 +299,14 @@ class _TrainProgress:
             return
         description, phase_start = self.pending
         # A pass (reading one file, transforming one set of documents) has its own rate and time left: vectorizing
-        # fits on the training documents, then transforms the test documents. It began with its phase or where
-        # the pass before it in the phase last reported.
+        # fits on the training documents, then transforms the test documents. It began with its phase or, within
+        # the phase, where the pass before it last reported.
         now = time.perf_counter()
-        if self.pass_started is None or self.pass_started[0][0] != description:
-            self.pass_started = ((description, event.total), phase_start)
-        elif self.pass_started[0] != (description, event.total):
-            self.pass_started = ((description, event.total), self.last_progress)
+        if self.pass_key != (description, event.total):
+            self.pass_start = phase_start if self.pass_key is None else self.last_progress
+            self.pass_key = (description, event.total)
         self.last_progress = now
-        seconds = max(now - self.pass_started[1], 1e-9)
+        seconds = max(now - self.pass_start, 1e-9)
         if event.name == "read" and event.total:  # a file: its bytes
             unit, done, total = "MB", event.done / 1e6, event.total / 1e6
             text = f"{event.documents:,} documents, {done:,.0f}/{total:,.0f} MB"
@@ -334,6 +334,7 @@ class _TrainProgress:
         if event.kind == "phase" and event.name != "train":
             description = PHASE_NAMES.get(event.name, event.name)
             self.pending = (description, time.perf_counter())
+            self.pass_key = None  # a new phase: its first pass starts with it
             if self.live:
                 self._start()
                 if self.phase_task is not None:

@@ -53,6 +53,16 @@ class DaemonOptions:
 PUBLISH_RULES = ("not-worse", "always")
 
 
+def publish_file(db, name: str, model_file: Path, **fields) -> tuple[int, Path]:
+    """Publish a written model file as the next version of `name`: the row first with an empty path (the service
+    skips it), the file renamed to v{N}.textclf.npz beside it, then the path set. -> (N, the final path)."""
+    version = job_queue.publish_model(db, name, path="", **fields)
+    final = Path(model_file).parent / f"v{version}.textclf.npz"
+    os.replace(model_file, final)
+    published.set_path(db, name, version, str(final))
+    return version, final
+
+
 def checkpoint_path(job_id: int) -> Path:
     return data_dir() / "checkpoints" / f"job-{job_id}.npz"
 
@@ -133,12 +143,9 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
         job_queue.finish(db, job_id, "held", run_id=result.run_id, error=reason)
         checkpoint.remove()
         return "held"
-    version = job_queue.publish_model(db, job["name"], path="", run_id=result.run_id, job_id=job_id,
-                                      eval_accuracy=result.eval_accuracy, eval_kind=result.eval_kind,
-                                      labels=",".join(result.model.labels))
-    final = result.model_path.parent / f"v{version}.textclf.npz"
-    os.replace(result.model_path, final)
-    published.set_path(db, job["name"], version, str(final))
+    version, final = publish_file(db, job["name"], result.model_path, run_id=result.run_id, job_id=job_id,
+                                  eval_accuracy=result.eval_accuracy, eval_kind=result.eval_kind,
+                                  labels=",".join(result.model.labels))
     decision = f"published as v{version}"
     if comparable:
         decision += (f" ({result.eval_kind} accuracy {result.eval_accuracy:.4f}, serving v{serving['version']} had "

@@ -13,12 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipelines.vectorize import Vectorizer
-from textclf.models.weights import Params
+from textclf.models.weights import Params, host_scores
 from textclf.settings import Settings
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free form of 1 / (1 + exp(-x))
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:
@@ -35,9 +31,7 @@ class Model:
     metadata: dict[str, Any] = field(default_factory=dict)  # run id, metrics, corpus, created ...
 
     def scores(self, matrix: sp.csr_matrix) -> np.ndarray:
-        w1, b1, w2, b2 = self.params
-        hidden = sigmoid(np.asarray(matrix @ w1) + b1)
-        return hidden @ w2 + b2
+        return host_scores(self.params, matrix)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """texts -> (n, C) class probabilities, columns in the order of `labels`."""

@@ -15,6 +15,7 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
+from textclf.models.weights import Params, host_scores
 from textclf.training.checkpoint import Checkpointer, TrainState
 from textclf.training.data_parallel import to_host
 from textclf.training.events import EpochStats, TrainingStopped
@@ -45,11 +46,9 @@ class EarlyStopping:
         self.best_epoch = 0  # 1-based; 0: none scored yet
         self.best_params = None
 
-    def score(self, params: tuple) -> float:
-        """The held-out documents' accuracy under these (numpy) parameters."""
-        w1, b1, w2, b2 = params
-        hidden = 1.0 / (1.0 + np.exp(-(np.asarray(self.x @ w1) + b1)))
-        return float(((hidden @ w2 + b2).argmax(axis=1) == self.y).mean())
+    def score(self, params: Params) -> float:
+        """The held-out documents' accuracy under these (numpy) parameters, scored as a trained model scores."""
+        return float((host_scores(params, self.x).argmax(axis=1) == self.y).mean())
 
     def __call__(self, epoch: int, host_params: Callable[[], tuple]) -> bool:
         params = host_params()
