@@ -1,13 +1,15 @@
 """Training throughput on 1 vs N devices at the same global batch, and how far apart the parameters end up.
 
     python -m benchmarks.multi_gpu TRAIN.jsonl [--batches 8192,16384] [--devices 1,2]
-        [--backends pallas-dense,pallas-sparse,xla]
+        [--backends pallas-dense,pallas-sparse,xla,xla-features]
         [--epochs 3] [--vectorizer hashing]
 
 Reads and vectorizes the corpus once (all CPU cores), then trains each (backend, global batch, device count)
 from the same initial weights for --epochs epochs with no validation set. docs/s is the training set size over
 the median epoch time after the first epoch (the epoch loop only: the training set is already resident, no
-vectorization, no compilation). Prints a markdown table.
+vectorization, no compilation). A backend name's suffix is a Pallas input format (pallas-dense) or "features"
+(xla-features: W1 split by feature rows, textclf/training/feature_parallel.py; the rest are data parallel).
+Prints a markdown table.
 """
 
 from __future__ import annotations
@@ -54,12 +56,14 @@ def main() -> None:
     print("| backend | global batch | devices | docs/s | speed-up | max abs param diff vs 1 device | final loss |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name in args.backends.split(","):
-        backend, _, pallas_input = name.partition("-")  # e.g. pallas-sparse, pallas-dense, xla
+        backend, _, variant = name.partition("-")  # e.g. pallas-sparse, pallas-dense, xla, xla-features
+        layout = "features" if variant == "features" else "data"
+        pallas_input = "auto" if variant in ("", "features") else variant
         for batch in (int(b) for b in args.batches.split(",")):
             baseline = None
             for devices in (int(d) for d in args.devices.split(",")):
                 run = settings.replace(batch_size=batch, devices=devices, backend=backend,
-                                       pallas_input=pallas_input or "auto")
+                                       pallas_input=pallas_input, parallel=layout)
                 result = fit_network(x, y, len(classes), run, backend)
                 times = [e.seconds for e in result.history[1:]] or [result.history[0].seconds]
                 docs_per_s = x.shape[0] / float(np.median(times))

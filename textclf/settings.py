@@ -28,6 +28,7 @@ AUGMENTATIONS = ("shift", "flip")
 OPTIMIZERS = ("adam", "sgd")
 PALLAS_INPUTS = ("auto", "dense", "sparse", "pieces")
 SEARCHES = ("auto", "off")
+PARALLELS = ("auto", "data", "features")
 # The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
 SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
                    "batch_size", "ensemble")
@@ -102,6 +103,11 @@ class Settings:
     # (textclf/training/data_parallel.py says why), so batch 64 trains on one GPU and batch 8,192 on up to 32.
     # The global batch `batch_size` is split evenly across them.
     devices: int = 0
+    # How several devices share the network (textclf/training/feature_parallel.py says why): "data" (each device
+    # a slice of every batch, W1 whole on each, its gradient summed every step), "features" (W1's rows split
+    # across one process's devices, each on the whole batch; the XLA step), "auto": as measured
+    # (feature_parallel.choose_layout).
+    parallel: str = "auto"
     # Model search (textclf/training/search.py): "auto" chooses SEARCHED_FIELDS by validation on the training
     # documents (text MLP with the tfidf vectorizer; skipped below its minimum corpus size), "off" uses the
     # values here as they are. search_budget: seconds (0: the device's default, search.default_budget).
@@ -146,6 +152,7 @@ class Settings:
             (self.max_file_mb > 0, "max_file_mb must be > 0"),
             (self.backend in BACKENDS, f"backend must be one of {', '.join(BACKENDS)}"),
             (self.devices >= 0, "devices must be >= 0 (0 = all local devices)"),
+            (self.parallel in PARALLELS, f"parallel must be one of {', '.join(PARALLELS)}"),
             (self.pallas_input in PALLAS_INPUTS, f"pallas_input must be one of {', '.join(PALLAS_INPUTS)}"),
             (self.search in SEARCHES, f"search must be one of {', '.join(SEARCHES)}"),
             (self.search_budget >= 0, "search_budget must be >= 0 seconds (0 = the device's default)"),

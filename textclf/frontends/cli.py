@@ -126,6 +126,8 @@ TRAINING_OPTIONS = (
     ("backend", "backend", Optional[str], f"auto, xla or pallas (GPU) (default {D.backend})."),
     ("max_file_mb", "max_file_mb", Optional[float], f"Skip corpus files larger than this (default {D.max_file_mb})."),
     ("devices", "devices", Optional[str], "Devices of this process that split each batch: N or all (default all)."),
+    ("parallel", "parallel", Optional[str],
+     f"How several devices share the network: data, features (W1 split by rows) or auto (default {D.parallel})."),
     ("pallas_input", "pallas_input", Optional[str],
      f"Pallas input format: auto, dense, pieces or sparse (default {D.pallas_input})."),
     ("model", "model", Optional[str], "mlp (text) or cnn (images: folder of label folders or an IDX folder)."),

@@ -32,22 +32,32 @@ def init_params(key: jax.Array, n_features: int, hidden: int, n_classes: int, ga
     )
 
 
+def pre_activation(w1: jax.Array, indices, values, rows, batch_size: int) -> jax.Array:
+    """(cap,) sparse batch -> (B, H) x @ w1, no bias: a gather + segment sum over the batch's nonzeros. With W1
+    sharded by feature rows (textclf/training/feature_parallel.py) each device computes it for its own columns
+    and the shards' results are summed."""
+    gathered = w1[indices] * values[:, None]  # (cap, H)
+    return jax.ops.segment_sum(gathered, rows, num_segments=batch_size)
+
+
+def pre_activation_pieces(w1: jax.Array, indices, values, piece_rows, batch_size: int) -> jax.Array:
+    """Pieces layout (textclf/training/device_data.py): indices, values (cap, width), piece_rows (cap,) ascending ->
+    (B, H) x @ w1, no bias. Each piece's fixed-width gather-sum, then the few pieces of each document summed
+    (sorted segment ids)."""
+    # Padding slots index one past the last row: "fill" reads 0 there, and jax.grad's scatter drops them.
+    rows = w1.at[indices].get(mode="fill", fill_value=0)  # (cap, width, H)
+    per_piece = jnp.sum(rows * values[..., None], axis=1)  # (cap, H)
+    return jax.ops.segment_sum(per_piece, piece_rows, num_segments=batch_size, indices_are_sorted=True)
+
+
 def hidden_layer(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
     """(cap,) sparse batch -> (B, H) sigmoid activations."""
-    gathered = params.w1[indices] * values[:, None]  # (cap, H)
-    pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1
-    return jax.nn.sigmoid(pre)
+    return jax.nn.sigmoid(pre_activation(params.w1, indices, values, rows, batch_size) + params.b1)
 
 
 def hidden_layer_pieces(params: Params, indices, values, piece_rows, batch_size: int) -> jax.Array:
-    """Pieces layout (textclf/training/device_data.py): indices, values (cap, width), piece_rows (cap,) ascending ->
-    (B, H) sigmoid activations. Each piece's fixed-width gather-sum, then the few pieces of each document
-    summed (sorted segment ids)."""
-    # Padding slots index one past the last row: "fill" reads 0 there, and jax.grad's scatter drops them.
-    rows = params.w1.at[indices].get(mode="fill", fill_value=0)  # (cap, width, H)
-    per_piece = jnp.sum(rows * values[..., None], axis=1)  # (cap, H)
-    pre = jax.ops.segment_sum(per_piece, piece_rows, num_segments=batch_size, indices_are_sorted=True)
-    return jax.nn.sigmoid(pre + params.b1)
+    """Pieces layout -> (B, H) sigmoid activations."""
+    return jax.nn.sigmoid(pre_activation_pieces(params.w1, indices, values, piece_rows, batch_size) + params.b1)
 
 
 def logits_pieces(params: Params, indices, values, piece_rows, batch_size: int) -> jax.Array:

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.settings import Settings
 from textclf.models.mlp import Params, logits
+from textclf.training import feature_parallel
 from textclf.training.events import EpochStats
 from textclf.training.fit import resume, run_epochs
 from textclf.training.optimizers import scheduled_rates
@@ -55,7 +56,8 @@ def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh
       -> (params, opt_state, losses (steps,), corrects (steps,), eval hits or None).
     data: a DeviceCSR (flat batches of width cap) or DevicePieces (pieces layout, cap pieces a batch).
     mesh (several devices): the gather and the scan run inside shard_map, each device on its (steps, B/N) slice
-    of the order; validation runs on the replicated parameters."""
+    of the order (data parallelism), or, on a mesh of feature_parallel.AXIS, on the whole batch and its own
+    feature rows (data: (the sharded data, the labels)); validation runs on the parameters as they lie."""
     from textclf.training.device_data import DevicePieces, gather_batches, gather_piece_batches
 
     epoch = step.epoch(settings.optimizer, settings.momentum, settings.weight_decay, n_classes)
@@ -68,7 +70,10 @@ def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh
         return epoch(params, opt_state, *batches, lrs, axis_name=axis_name)
 
     train_part = local
-    if mesh is not None:
+    if mesh is not None and mesh.axis_names == (feature_parallel.AXIS,):
+        train_part = feature_parallel.epoch_function(settings.optimizer, settings.momentum, settings.weight_decay,
+                                                     mesh, cap)
+    elif mesh is not None:
         from textclf.training.data_parallel import AXIS, shard_epoch
 
         train_part = shard_epoch(lambda *args: local(*args, axis_name=AXIS), mesh)
@@ -164,10 +169,16 @@ def fit_network(
     from textclf.training import data_parallel as parallel
     from textclf.training.device_data import batch_nnz_max, epoch_order, host_csr, host_pieces, piece_width, pieces_cap
 
-    mesh = parallel.data_mesh(settings.devices, settings.batch_size)
+    split_features = feature_parallel.choose_layout(settings.parallel, backend, settings.devices) == "features"
+    if split_features:  # each device on the whole batch and its rows of W1
+        mesh = feature_parallel.feature_mesh(settings.devices)
+    else:
+        mesh = parallel.data_mesh(settings.devices, settings.batch_size)
     mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
+    split_features = split_features and mesh is not None
     parts = mesh.size if mesh else 1
-    local_batch = parallel.check_batch(settings.batch_size, mesh) if mesh else settings.batch_size
+    local_batch = parallel.check_batch(settings.batch_size, mesh) if mesh and not split_features \
+        else settings.batch_size
     step = make_step(backend, settings, local_batch, kernel_config)
     start = time.perf_counter()
     if initial_params is None:
@@ -185,14 +196,22 @@ def fit_network(
 
     # Everything the epochs need goes to the device(s) once: the training set, the validation batches.
     # (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on a GPU.)
-    place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
     pieces = step.layout == "pieces"
-    uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x, train_y)
-    data = place(uploaded)
+    if split_features:
+        place = functools.partial(feature_parallel.place, mesh=mesh, specs=feature_parallel.REPLICATED)
+        uploaded = feature_parallel.host_shards(train_x, train_y, parts, step.layout,
+                                                piece_width(train_x) if pieces else 0)
+        data = (feature_parallel.place(uploaded, mesh, feature_parallel.SHARDED), place(np.asarray(train_y, np.int32)))
+        state = feature_parallel.pad_params((params, opt_state), parts)
+        params, opt_state = feature_parallel.place(state, mesh, feature_parallel.param_specs(state))
+    else:
+        place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
+        uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x, train_y)
+        data = place(uploaded)
+        params, opt_state = place((params, opt_state))
     eval_batches = None
     if eval_x is not None and eval_x.shape[0]:
         eval_batches = place(make_batches(eval_x, np.asarray(eval_y), EVAL_BATCH).arrays())
-    params, opt_state = place((params, opt_state))
     host = parallel.to_host
     seconds_spent = {"train": 0.0, "compile": init_seconds}
 
@@ -202,7 +221,10 @@ def fit_network(
     orders = {e: epoch_order(settings.seed, e, n, steps_per_epoch, settings.batch_size)
               for e in range(first_epoch, epochs)}
     starts = uploaded.piece_ptr if pieces else uploaded.indptr  # a batch's width: its pieces or its nonzeros
-    widest = max([1, *(batch_nnz_max(starts, order, parts) for order in orders.values())])
+    if split_features:  # every device takes the whole batch, of its own shard
+        widest = max([1, *(feature_parallel.batch_nnz_max(uploaded, order) for order in orders.values())])
+    else:
+        widest = max([1, *(batch_nnz_max(starts, order, parts) for order in orders.values())])
     config = (step, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, mesh)
     width = pieces_cap(widest) if pieces else next_power_of_two(widest)
     run_epoch = _warm_epoch(*config, _reusable_width(config, width))
@@ -212,7 +234,7 @@ def fit_network(
         start = time.perf_counter()
         epoch_compiled = run_epoch.seconds
         order = orders.pop(epoch)
-        order = parallel.put(order, mesh, parallel.BATCH) if mesh else jax.device_put(order)
+        order = parallel.put(order, mesh, parallel.BATCH) if mesh and not split_features else place(order)
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
         lrs = scheduled_rates(settings.lr_schedule, settings.learning_rate, step_numbers, total_steps)
         params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, data, order, place(lrs),
