@@ -7,6 +7,16 @@ Formats
   (AG News: class index, title, description). With a header row that has a "label" column, that column is
   the label and the others are joined. AG News writes newlines as a backslash; they become spaces.
 - JSONL (.jsonl/.ndjson): one {"text": ..., "label": ...} object per line.
+
+Shares (several processes training together, each reading only its part; `share=(index, count)`): share i of n
+holds a contiguous run of the corpus in reading order, so the shares laid end to end are the whole corpus in
+the order one reader sees it.
+- folder: the files are listed (names only), and share i reads files [i N / n, (i + 1) N / n) of the N;
+- JSONL: share i reads the lines that start in bytes [i S / n, (i + 1) S / n) of the file's S bytes;
+- CSV: every share parses the whole file and keeps its contiguous part of the documents. Decision: a quoted
+  CSV field may hold line breaks, so a byte offset is not known to start a row without reading from the top.
+A share is not checked for usability on its own (it may lack a label): the caller checks the union
+(check_usable on every share's labels; an empty label folder is one that is empty in every share).
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ class Corpus:
     skipped: dict[str, int] = field(default_factory=dict)
     non_utf8: int = 0
     fingerprint: str = ""  # sha256 of every (label, text) in reading order
+    empty_labels: list[str] = field(default_factory=list)  # label folders with no usable document (of this share)
 
     @property
     def label_counts(self) -> dict[str, int]:
@@ -56,25 +67,35 @@ class ReadStats:
     bytes_total: int = 0  # that file's size (0 for a folder: not known before its walk)
 
 
-def open_documents(path: str | Path, max_file_mb: float = 10.0) -> tuple[str, ReadStats, Iterator[tuple[str, str]]]:
+def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int, int] = (0, 1)
+                   ) -> tuple[str, ReadStats, Iterator[tuple[str, str]]]:
     """-> (format, stats, iterator of (label, text) in reading order). The path's kind, a folder's label folders
     and a file's first bytes are checked now; the documents are read one at a time as the iterator is
-    consumed (so a corpus larger than memory can be streamed), and stats are complete once it is exhausted."""
+    consumed (so a corpus larger than memory can be streamed), and stats are complete once it is exhausted.
+    share: (index, count): only that part of the corpus (module docstring)."""
     path = Path(path)
+    index, count = share
+    if not 0 <= index < count:
+        raise ValueError(f"share {index} of {count}")
     if not path.exists():
         raise CorpusError(f"corpus path '{path}' does not exist: {FORMAT_HINT}")
     max_bytes = int(max_file_mb * 1024 * 1024)
     stats = ReadStats()
     if path.is_dir():
-        return "folder", stats, _folder_documents(path, max_bytes, stats)
+        return "folder", stats, _folder_documents(path, max_bytes, stats, share)
     if path.suffix.lower() == ".csv":
         _check_text_file(path, "CSV")
         stats.bytes_total = path.stat().st_size
-        return "csv", stats, _csv_documents(path, stats)
+        documents = _csv_documents(path, stats)
+        if count > 1:
+            documents = iter(_part(list(documents), index, count))
+        return "csv", stats, documents
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         _check_text_file(path, "JSONL")
-        stats.bytes_total = path.stat().st_size
-        return "jsonl", stats, _jsonl_documents(path, stats)
+        size = path.stat().st_size
+        start, end = size * index // count, size * (index + 1) // count
+        stats.bytes_total = end - start
+        return "jsonl", stats, _jsonl_documents(path, stats, start, end)
     raise CorpusError(f"corpus path '{path}' is a file of unknown type '{path.suffix}': {FORMAT_HINT}")
 
 
@@ -82,12 +103,19 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0) -> tuple[str, Re
 PROGRESS_DOCUMENTS = 20_000
 
 
+def _part(items: list, index: int, count: int) -> list:
+    """Share `index` of `count` of a list: its contiguous [index L / count, (index + 1) L / count) part."""
+    return items[len(items) * index // count: len(items) * (index + 1) // count]
+
+
 def read_corpus(path: str | Path, max_file_mb: float = 10.0,
-                on_progress: Callable[[int, ReadStats], None] | None = None) -> Corpus:
+                on_progress: Callable[[int, ReadStats], None] | None = None, share: tuple[int, int] = (0, 1)
+                ) -> Corpus:
     """Read a corpus in any supported format and check it can be trained on (>= 2 labels, none empty).
     on_progress(documents read, stats) every PROGRESS_DOCUMENTS documents and at the end: stats.bytes_read of
-    stats.bytes_total for a file."""
-    fmt, stats, documents = open_documents(path, max_file_mb)
+    stats.bytes_total for a file. share (index, count): read only that part (module docstring), unchecked: the
+    caller checks the union of the shares; the part's empty label folders are in Corpus.empty_labels."""
+    fmt, stats, documents = open_documents(path, max_file_mb, share)
     labels, texts, fingerprint = [], [], Fingerprint()
     for label, text in documents:
         labels.append(label)
@@ -98,8 +126,9 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0,
     if on_progress is not None:
         on_progress(len(texts), stats)
     corpus = Corpus(texts, labels, str(path), fmt, {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8,
-                    fingerprint=fingerprint.hexdigest())
-    check_usable(str(path), labels, stats)
+                    fingerprint=fingerprint.hexdigest(), empty_labels=list(stats.empty_labels))
+    if share[1] == 1:
+        check_usable(str(path), labels, stats.skipped, stats.empty_labels)
     return corpus
 
 
@@ -119,11 +148,12 @@ class Fingerprint:
         return self._digest.hexdigest()
 
 
-def _folder_documents(root: Path, max_bytes: int, stats: ReadStats) -> Iterator[tuple[str, str]]:
+def _folder_documents(root: Path, max_bytes: int, stats: ReadStats, share: tuple[int, int]
+                      ) -> Iterator[tuple[str, str]]:
     label_dirs = []
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
-            stats.skipped["hidden"] += 1
+            stats.skipped["hidden"] += share[0] == 0  # counted once over the shares
         elif entry.is_dir():
             label_dirs.append(entry)
     if not label_dirs:
@@ -132,7 +162,7 @@ def _folder_documents(root: Path, max_bytes: int, stats: ReadStats) -> Iterator[
             f"'{root}/<label>/', or pass a .csv or .jsonl file"
         )
     _refuse_split_layout(root, label_dirs)
-    return _folder_files(root, label_dirs, max_bytes, stats)
+    return _folder_files(root, label_dirs, max_bytes, stats, share)
 
 
 SPLIT_NAMES = {"train", "training", "test", "testing", "dev", "valid", "validation"}
@@ -152,14 +182,24 @@ def _refuse_split_layout(root: Path, label_dirs: list[Path]) -> None:
         )
 
 
-def _folder_files(root: Path, label_dirs: list[Path], max_bytes: int, stats: ReadStats
+def _folder_files(root: Path, label_dirs: list[Path], max_bytes: int, stats: ReadStats, share: tuple[int, int]
                   ) -> Iterator[tuple[str, str]]:
     # Each real folder is walked once: a link back to the corpus (comp/loop -> ..) or into another label's
     # folder would otherwise read documents again, under the wrong label, or forever.
     seen = {_identity(root)} | {_identity(d) for d in label_dirs}
-    for label_dir in label_dirs:
+    # Names only: cheap beside reading the files. Every share walks all the folders, and share 0 alone counts
+    # what the walk skips (hidden entries, links), so that the shares' counts add up to one reader's.
+    walk_skipped = stats.skipped if share[0] == 0 else Counter()
+    files = [(number, file) for number, label_dir in enumerate(label_dirs)
+             for file in _walk_files(label_dir, walk_skipped, seen)]
+    if share[1] > 1:
+        files = _part(files, *share)
+    by_label: list[list[Path]] = [[] for _ in label_dirs]
+    for number, file in files:
+        by_label[number].append(file)
+    for label_dir, label_files in zip(label_dirs, by_label):
         found = False
-        for file in _walk_files(label_dir, stats.skipped, seen):
+        for file in label_files:
             text, reason, fallback = classify_file(file, max_bytes)
             if reason:
                 stats.skipped[reason] += 1
@@ -205,11 +245,19 @@ def _check_text_file(path: Path, kind: str) -> None:
         raise CorpusError(f"{kind} corpus '{path}' is a binary file, not text: {FORMAT_HINT}")
 
 
-def _decoded_lines(path: Path, stats: ReadStats) -> Iterator[str]:
+def _decoded_lines(path: Path, stats: ReadStats, start: int = 0, end: int | None = None) -> Iterator[str]:
     """The file's lines, line endings kept, each decoded on its own (UTF-8, else the fallbacks of
-    pipelines/documents.py), read a buffer at a time."""
+    pipelines/documents.py), read a buffer at a time. start, end: only the lines that start in bytes
+    [start, end) (a line that starts before `start` belongs to the share before)."""
     with path.open("rb") as handle:
+        position = start
+        if start > 0:
+            handle.seek(start - 1)
+            position = start - 1 + len(handle.readline())  # the end of the line holding byte start - 1
         for raw in handle:
+            if end is not None and position >= end:
+                return
+            position += len(raw)
             stats.bytes_read += len(raw)
             line, fallback = decode_text(raw)
             stats.non_utf8 += fallback
@@ -252,26 +300,28 @@ def _csv_rows(path: Path, reader) -> Iterator[list[str]]:
         yield row
 
 
-def _jsonl_documents(path: Path, stats: ReadStats) -> Iterator[tuple[str, str]]:
-    for number, line in enumerate(_decoded_lines(path, stats), 1):
+def _jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None
+                     ) -> Iterator[tuple[str, str]]:
+    where = f"JSONL corpus '{path}' line" if start == 0 else f"JSONL corpus '{path}' (from byte {start}) line"
+    for number, line in enumerate(_decoded_lines(path, stats, start, end), 1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise CorpusError(
-                f"JSONL corpus '{path}' line {number} is not valid JSON ({exc.msg}): "
+                f"{where} {number} is not valid JSON ({exc.msg}): "
                 'write one {"text": ..., "label": ...} object per line'
             ) from None
         if not isinstance(record, dict) or "text" not in record or "label" not in record:
             raise CorpusError(
-                f"JSONL corpus '{path}' line {number} lacks a \"text\" or \"label\" key: "
+                f"{where} {number} lacks a \"text\" or \"label\" key: "
                 'write one {"text": ..., "label": ...} object per line'
             )
-        text, label = record["text"], _json_label(record["label"], path, number)
+        text, label = record["text"], _json_label(record["label"], where, number)
         if not isinstance(text, str):
             raise CorpusError(
-                f"JSONL corpus '{path}' line {number} has a \"text\" that is {_json_kind(text)}, not a string: "
+                f"{where} {number} has a \"text\" that is {_json_kind(text)}, not a string: "
                 "write the document's text as a JSON string"
             )
         body = text
@@ -288,7 +338,7 @@ def _json_kind(value) -> str:
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
-def _json_label(value, path: Path, number: int) -> str:
+def _json_label(value, where: str, number: int) -> str:
     """A JSONL label as the class name: strings stripped; numbers in their plain form, so that 1, "1" and 1.0
     are one class ("1"); null, booleans, lists and objects refused with the line number."""
     if isinstance(value, str):
@@ -296,20 +346,20 @@ def _json_label(value, path: Path, number: int) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(int(value)) if float(value).is_integer() else repr(float(value))
     raise CorpusError(
-        f"JSONL corpus '{path}' line {number} has a \"label\" that is {_json_kind(value)}: "
+        f"{where} {number} has a \"label\" that is {_json_kind(value)}: "
         "write the label as a string or a number"
     )
 
 
-def check_usable(source: str, labels: list[str], stats: ReadStats) -> None:
+def check_usable(source: str, labels: list[str], skipped: dict[str, int], empty_labels: list[str]) -> None:
     """After reading: refuse a corpus with no documents, an empty label folder, or a single label."""
     where = f"corpus '{source}'"
     if not labels:
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(stats.skipped.items()) if n) or "no documents"
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(skipped.items()) if n) or "no documents"
         raise CorpusError(f"{where} has no usable document ({reasons}): add non-empty text documents")
-    if stats.empty_labels:
+    if empty_labels:
         raise CorpusError(
-            f"label '{stats.empty_labels[0]}' in {where} has no usable document (all files empty, binary, too large or "
+            f"label '{empty_labels[0]}' in {where} has no usable document (all files empty, binary, too large or "
             f"unreadable): add text documents to it or remove the folder"
         )
     if len(set(labels)) < 2:

@@ -92,7 +92,7 @@ def hash_corpus(path: str | Path, settings: WordSettings, workers: int | None = 
             delayed(_hash_chunk)(chunk, hasher) for chunk in pending))
     if failure:
         raise failure[0]
-    check_usable(str(path), labels, stats)
+    check_usable(str(path), labels, stats.skipped, stats.empty_labels)
     return HashedCorpus(str(path), fmt, stats, labels, _join(parts, settings.features), fingerprint.hexdigest())
 
 

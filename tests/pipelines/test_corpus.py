@@ -153,3 +153,37 @@ def test_each_real_folder_is_read_once_and_links_that_lead_nowhere_are_counted(c
     corpus = read_corpus(corpus_dir)
     assert corpus.label_counts == {"cooking": 12, "space": 12, "sports": 12}
     assert corpus.skipped == {"linked folder already read (symlink loop)": 2, "broken symlink": 2}
+
+
+def _shares_joined(path, count: int):
+    parts = [read_corpus(path, share=(index, count)) for index in range(count)]
+    return parts, [t for p in parts for t in p.texts], [label for p in parts for label in p.labels]
+
+
+@pytest.mark.parametrize("count", [2, 3, 7])
+def test_shares_laid_end_to_end_are_the_corpus(tmp_path, corpus_dir, count):
+    """Each format's shares are contiguous runs of the corpus in reading order: joined they are one reader's
+    documents, each document in exactly one share (JSONL lines of very different lengths, so that share
+    boundaries fall inside lines, on line starts and on blank lines)."""
+    lines = [json.dumps({"text": "word " * (1 + (i * 37) % 90) + str(i), "label": f"l{i % 3}"}) for i in range(50)]
+    lines[10] = ""
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("\n".join(lines) + "\n")
+    csv_path = tmp_path / "c.csv"
+    csv_path.write_text("".join(f'{i % 2},"row {i}\nspans two lines"\n' for i in range(20)))
+    (corpus_dir / "space" / ".hidden.txt").write_text("a hidden note")
+    for path in (jsonl, csv_path, corpus_dir):
+        whole = read_corpus(path)
+        parts, texts, labels = _shares_joined(path, count)
+        assert texts == whole.texts and labels == whole.labels, path
+        assert sum(len(p.texts) for p in parts) == len(whole.texts)
+        if path == corpus_dir:  # what the walk skipped is counted once over the shares
+            assert sum(p.skipped.get("hidden", 0) for p in parts) == whole.skipped["hidden"] == 1
+
+
+def test_a_share_may_lack_a_label_and_is_not_refused(corpus_dir):
+    """A share holding one label's files is read (the caller checks the union); its other label folders are
+    listed as empty in it."""
+    first = read_corpus(corpus_dir, share=(0, 3))  # the cooking files only
+    assert set(first.labels) == {"cooking"} and len(first.labels) == 12
+    assert set(first.empty_labels) == {"space", "sports"}
