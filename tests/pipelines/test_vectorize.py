@@ -182,3 +182,49 @@ def test_row_normalisation_is_scikit_learns_bit_for_bit():
     theirs = normalize(matrix, copy=True)
     assert ours.dtype == np.float32 and np.array_equal(ours.indptr, theirs.indptr)
     assert np.array_equal(ours.data, theirs.data)
+
+
+def _threads_exchange(parts: int):
+    """An exchange for `parts` threads standing in for processes: each hands in its arrays and gets everyone's
+    in thread (process) order once all have."""
+    import threading
+
+    barrier, slots = threading.Barrier(parts), [None] * parts
+
+    def make(index):
+        def exchange(arrays):
+            barrier.wait()  # the previous round is read by everyone
+            slots[index] = {k: np.array(v) for k, v in arrays.items()}
+            barrier.wait()
+            return list(slots)
+        return exchange
+
+    return make
+
+
+@pytest.mark.parametrize("kind,features,parts", [("tfidf", 32754, 2), ("tfidf", 32754, 3), ("tfidf", 60, 2),
+                                                 ("hashing", 512, 3)])
+def test_shared_fit_is_the_one_process_fit(corpus, kind, features, parts):
+    """Each share counts only its documents, the shares exchange counts and sums, and they agree on the
+    one-process vectorizer: the same terms, IDF and NB weights, and their matrices stacked are its matrix
+    (with a chi-squared selection of 60 columns too: no tie at this corpus's cut)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipelines.vectorize import fit_vectorizer_shared
+    from pipelines.workers import WorkerPool
+
+    settings = Settings(vectorizer=kind, features=features)
+    whole_vec, whole_x = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1)
+    bounds = np.linspace(0, len(corpus.texts), parts + 1).astype(int)
+    exchange = _threads_exchange(parts)
+    with WorkerPool(1) as pool, ThreadPoolExecutor(parts) as threads:
+        results = list(threads.map(
+            lambda i: fit_vectorizer_shared(corpus.texts[bounds[i]:bounds[i + 1]],
+                                            corpus.labels[bounds[i]:bounds[i + 1]], settings, exchange(i), pool),
+            range(parts)))
+    for vec, _, classes in results:
+        assert vec.terms == whole_vec.terms
+        np.testing.assert_allclose(vec.idf, whole_vec.idf, rtol=1e-6)
+        assert classes == sorted(set(corpus.labels))
+    stacked = sp.vstack([x for _, x, _ in results], format="csr")
+    assert abs(stacked - whole_x).max() < 1e-6
