@@ -73,12 +73,14 @@ def test_one_and_four_devices_give_the_same_parameters(tmp_path, case):
             assert result["padding_rows_zero"], (case, result)
 
 
-def test_two_processes_train_like_one(tmp_path, corpus_dir):
-    """Two `textclf train` processes (2 CPU devices each) joined through jax.distributed on localhost finish,
-    only process 0 writes the model, and it matches a one-device run's model."""
+def test_two_processes_each_read_their_share_and_train_like_one(tmp_path, corpus_dir):
+    """Two `textclf train` processes (2 CPU devices each) joined through jax.distributed on localhost: each
+    reads only its half of the training and test corpora (documents counted), they agree on the vocabulary
+    through the runtime, only process 0 writes the model, and it matches a one-process run's model."""
     port = _free_port()
-    common = [sys.executable, "-m", "textclf", "train", str(corpus_dir), "--json", "--epochs", "3",
-              "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
+    common = [sys.executable, "-m", "textclf", "train", str(corpus_dir), "--test", str(corpus_dir), "--json",
+              "--epochs", "3", "--devices", "2", "--batch-size", "16", "--coordinator", f"127.0.0.1:{port}",
+              "--num-processes", "2"]
     procs = [subprocess.Popen(common + ["--process-id", str(i), "--out", str(tmp_path / f"model{i}.npz")],
                               env=_env(2, tmp_path / f"home{i}"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for i in range(2)]
@@ -88,15 +90,45 @@ def test_two_processes_train_like_one(tmp_path, corpus_dir):
     first, second = (_json_tail(out) for out, _ in outputs)
     assert first["model_path"] == str(tmp_path / "model0.npz") and second["model_path"] is None
     assert not (tmp_path / "model1.npz").exists()
-    single = subprocess.run([sys.executable, "-m", "textclf", "train", str(corpus_dir), "--json", "--epochs", "3",
+    assert first["read_documents"] == second["read_documents"] == 18  # of the sample corpus's 36
+    assert first["n_train"] == second["n_train"] == 36 and first["n_eval"] == 36
+    single = subprocess.run([sys.executable, "-m", "textclf", "train", str(corpus_dir), "--test", str(corpus_dir),
+                             "--json", "--epochs", "3", "--batch-size", "16", "--devices", "1",
                              "--out", str(tmp_path / "single.npz")], env=_env(1, tmp_path / "home-single"),
                             capture_output=True, text=True, timeout=300)
     assert single.returncode == 0, single.stderr[-3000:]
-    assert _json_tail(single.stdout)["eval_accuracy"] == first["eval_accuracy"] == second["eval_accuracy"]
+    alone_result = _json_tail(single.stdout)
+    assert alone_result["read_documents"] == 36
+    assert alone_result["eval_accuracy"] == first["eval_accuracy"] == second["eval_accuracy"]
     with np.load(tmp_path / "model0.npz") as distributed, np.load(tmp_path / "single.npz") as alone:
+        assert list(distributed["vectorizer.terms"]) == list(alone["vectorizer.terms"])
+        np.testing.assert_allclose(distributed["vectorizer.idf"], alone["vectorizer.idf"], rtol=1e-6)
         for name in ("w1", "b1", "w2", "b2"):
             np.testing.assert_allclose(distributed[name], alone[name], atol=1e-5)
             assert np.abs(alone[name]).max() > 0
+
+
+def test_two_processes_without_a_test_corpus_hold_out_from_their_shares(tmp_path):
+    """A JSONL corpus (each process reads the lines that start in its half of the bytes) with the hashing
+    vectorizer and no --test: every document is read by exactly one process, and each holds out a tenth of
+    its own share."""
+    corpus = tmp_path / "corpus.jsonl"
+    words = {"cooking": "oven flour bake simmer", "space": "orbit rocket launch comet"}
+    corpus.write_text("".join(json.dumps({"text": f"{words[label]} note {i} " * (1 + i % 5), "label": label}) + "\n"
+                              for i in range(61) for label in [("cooking", "space")[i % 2]]))
+    port = _free_port()
+    common = [sys.executable, "-m", "textclf", "train", str(corpus), "--json", "--epochs", "2", "--vectorizer",
+              "hashing", "--features", "512", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
+    procs = [subprocess.Popen(common + ["--process-id", str(i), "--out", str(tmp_path / f"model{i}.npz")],
+                              env=_env(1, tmp_path / f"home{i}"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for i in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outputs):
+        assert p.returncode == 0, (out + err)[-3000:]
+    results = [_json_tail(out) for out, _ in outputs]
+    assert sum(r["read_documents"] for r in results) == 61 and min(r["read_documents"] for r in results) > 20
+    assert results[0]["n_train"] + results[0]["n_eval"] == 61 and results[0]["eval_kind"] == "validation"
+    assert results[0]["n_eval"] == sum(round(r["read_documents"] * 0.1) for r in results)
 
 
 def test_devices_option_errors():

@@ -222,7 +222,8 @@ def train(
     if as_json:
         _print_json({"run_id": result.run_id, "model_path": str(result.model_path) if result.model_path else None, "eval_kind": result.eval_kind,
                      "eval_accuracy": result.eval_accuracy, "train_accuracy": result.train_accuracy,
-                     "n_train": result.n_train, "n_eval": result.n_eval, "skipped": result.skipped,
+                     "n_train": result.n_train, "n_eval": result.n_eval, "read_documents": result.read_documents,
+                     "skipped": result.skipped,
                      "non_utf8": result.non_utf8, "phases": result.phases, "search": result.search,
                      "settings": result.model.settings.to_dict() if result.model is not None else None})
         return

@@ -27,6 +27,7 @@ class TrainResult:
     non_utf8: int  # documents kept but decoded with a fallback encoding
     model: object = field(repr=False)  # inference.text_model.Model, or inference.image_model.ImageModel
     search: dict | None = None  # what the model search ran and chose (None where it does not apply)
+    read_documents: int | None = None  # training documents this process read (several processes: its share)
 
 
 @dataclass

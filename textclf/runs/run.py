@@ -12,6 +12,8 @@ model file is safely on disk; any exception marks it 'failed' with the error, Ct
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -30,7 +32,7 @@ from textclf.inference.artifacts import save_model
 from textclf.training.backends import BackendWarmup
 from textclf.inference.text_model import Model, encode_labels
 from textclf.settings import Settings
-from textclf.errors import ArtifactError, CorpusError
+from textclf.errors import ArtifactError, CorpusError, SettingsError
 from textclf.paths import compile_cache_dir, run_db_path, vector_cache_dir
 from textclf.runs.owner import RunHeartbeat, this_owner
 from textclf.runs.record import EpochRecorder, end_run, finish_run
@@ -184,7 +186,9 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
             backend = _choose_backend(db, run_id, _backend_ready(db, run_id, warmup), "cnn", settings)
         return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
                             primary, checkpointer, stop_requested)
-    if settings.vectorizer == "hashing":
+    if "jax" in sys.modules and _process_count() > 1:  # several processes: each reads and counts its own share
+        data = _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool, report)
+    elif settings.vectorizer == "hashing":
         warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
         data = _hashed_data(db, run_id, corpus_path, test_path, settings, phase)
     else:
@@ -209,6 +213,9 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
 
     from textclf.training.candidates import fit_ensemble, fit_members, stacked_is_faster
 
+    if data.rows is not None and settings.ensemble > 1:
+        raise SettingsError(f"--ensemble {settings.ensemble} trains on one process: pass --ensemble 1 with "
+                            "several processes")
     one_by_one = settings.ensemble > 1 and not stacked_is_faster()
     early_stopping = None
     # (Members trained one after another, a CPU's ensemble, are never a big corpus's: candidates.py caps them.)
@@ -234,7 +241,8 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
                                backend_reason="an ensemble trains side by side in XLA")
     else:
         network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch,
-                              checkpointer=checkpointer, stop_requested=stop_requested, early_stopping=early_stopping)
+                              checkpointer=checkpointer, stop_requested=stop_requested, early_stopping=early_stopping,
+                              rows=data.rows)
         params, history, compile_s, train_s = network.params, network.history, network.compile_seconds, \
             network.train_seconds
         run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
@@ -245,7 +253,14 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         run_queries.update_run(db, run_id, early_stopping=early_stopping.summary(), settings=settings.to_dict())
     model = Model(data.vectorizer, params, labels=classes, settings=settings)
     with phase("evaluate"):
-        eval_accuracy = float((model.scores(eval_x).argmax(axis=1) == eval_y).mean())
+        hits = int((model.scores(eval_x).argmax(axis=1) == eval_y).sum()) if eval_x.shape[0] else 0
+        n_eval = len(eval_y)
+        if data.rows is not None:  # each process scored its own share of the held-out documents
+            from textclf.training.distributed import exchange_arrays
+
+            shared = exchange_arrays({"counts": np.array([hits, n_eval])})
+            hits, n_eval = (sum(int(part["counts"][i]) for part in shared) for i in (0, 1))
+        eval_accuracy = hits / max(1, n_eval)
     last = history[-1]
     model.metadata = {
         "run_id": run_id, "corpus": str(corpus_path), "corpus_fingerprint": data.fingerprint,
@@ -254,9 +269,10 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     }
     path = finish_run(db, run_id, phase, lambda path: save_model(model, path), model_path, primary, record_epoch,
                       last, eval_accuracy)
+    n_train = data.rows.total if data.rows is not None else len(train_y)
     return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
-                       len(train_y), len(eval_y), history, dict(phase.seconds), data.skipped,
-                       data.non_utf8, model, data.search)
+                       n_train, n_eval, history, dict(phase.seconds), data.skipped,
+                       data.non_utf8, model, data.search, read_documents=data.read_documents)
 
 
 @dataclass
@@ -274,6 +290,14 @@ class _TextData:
     non_utf8: int
     fingerprint: str
     search: dict | None = None  # the model search's summary (textclf/training/search.py), or why it did not run
+    rows: object = None  # several processes: data_parallel.RowShare, the training documents each one holds
+    read_documents: int | None = None  # training documents this process read (several processes: its share)
+
+
+def _process_count() -> int:
+    import jax
+
+    return jax.process_count()
 
 
 def _check_test_labels(test_labels, train_labels, test_source: str) -> None:
@@ -286,15 +310,91 @@ def _check_test_labels(test_labels, train_labels, test_source: str) -> None:
 
 
 def _record_corpus(db, run_id, fmt, fingerprint, train_skipped, test_skipped, non_utf8, train_labels, eval_labels,
-                   has_test: bool) -> tuple[dict[str, int], list[str], str]:
-    """Record what was read in the run row -> (skips by reason, the test's prefixed "test_"; classes; eval kind)."""
+                   has_test: bool, counts: tuple[int, int] | None = None, classes: list[str] | None = None
+                   ) -> tuple[dict[str, int], list[str], str]:
+    """Record what was read in the run row -> (skips by reason, the test's prefixed "test_"; classes; eval kind).
+    counts (training, held-out documents) and classes: every process's, where there are several."""
     skipped = {k: v for k, v in train_skipped.items() if v}
     skipped.update({f"test_{k}": v for k, v in (test_skipped or {}).items() if v})
-    classes, eval_kind = sorted(set(train_labels)), "test" if has_test else "validation"
+    classes, eval_kind = classes or sorted(set(train_labels)), "test" if has_test else "validation"
+    n_train, n_eval = counts or (len(train_labels), len(eval_labels))
     run_queries.update_run(db, run_id, corpus_format=fmt, corpus_fingerprint=fingerprint, skipped=skipped,
-                           non_utf8=non_utf8, n_train=len(train_labels), n_eval=len(eval_labels),
+                           non_utf8=non_utf8, n_train=n_train, n_eval=n_eval,
                            eval_kind=eval_kind, n_classes=len(classes), labels=classes)
     return skipped, classes, eval_kind
+
+
+def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool, report) -> _TextData:
+    """Several processes (textclf/training/distributed.py): each reads only its share of the corpus (and of the
+    test corpus) and counts its own documents; the vocabulary is agreed through the runtime
+    (pipelines/vectorize.fit_vectorizer_shared). Without --test each process holds out validation_fraction of
+    its own share (a seeded draw, not stratified: a share may hold one document of a label). The model search
+    does not run (each process would search its own share); the vector cache is not used (its key is the
+    whole corpus's fingerprint)."""
+    import jax
+
+    from pipelines.corpus import check_usable
+    from pipelines.vectorize import fit_vectorizer_shared
+    from textclf.training.data_parallel import RowShare
+    from textclf.training.distributed import exchange_arrays
+
+    share = (jax.process_index(), jax.process_count())
+    with phase("read"):
+        corpus = read_corpus(corpus_path, settings.max_file_mb, share=share)
+        test = read_corpus(test_path, settings.max_file_mb, share=share) if test_path else None
+    mine = {"labels": np.unique(corpus.labels).astype(str), "empty": np.array(corpus.empty_labels, dtype=str),
+            "counts": np.array([len(corpus.labels), corpus.non_utf8 + (test.non_utf8 if test else 0)]),
+            "fingerprint": np.array([corpus.fingerprint], dtype=str),
+            "skipped": np.array([f"{k}\t{v}" for k, v in corpus.skipped.items()], dtype=str),
+            "test_skipped": np.array([f"{k}\t{v}" for k, v in (test.skipped if test else {}).items()], dtype=str)}
+    if test:
+        mine["test_labels"] = np.unique(test.labels).astype(str)
+    shared = exchange_arrays(mine)
+    labels = sorted(set().union(*(map(str, part["labels"]) for part in shared)))
+    empty = sorted(set.intersection(*(set(map(str, part["empty"])) for part in shared)))
+    skipped, test_skipped = (_summed(shared, key) for key in ("skipped", "test_skipped"))
+    check_usable(corpus.source, labels, skipped, empty)
+    if test:
+        _check_test_labels(set().union(*(map(str, part["test_labels"]) for part in shared)), labels, test.source)
+        train_texts, train_labels, eval_texts, eval_labels = corpus.texts, corpus.labels, test.texts, test.labels
+    else:
+        held = np.zeros(len(corpus.labels), bool)
+        rng = np.random.default_rng([settings.seed, share[0]])
+        held[rng.permutation(len(held))[:int(round(len(held) * settings.validation_fraction))]] = True
+        train_texts = [t for t, h in zip(corpus.texts, held) if not h]
+        train_labels = [label for label, h in zip(corpus.labels, held) if not h]
+        eval_texts = [t for t, h in zip(corpus.texts, held) if h]
+        eval_labels = [label for label, h in zip(corpus.labels, held) if h]
+    search = {"skipped": "several processes train together: pass the settings a one-process search chose"}
+    run_queries.update_run(db, run_id, search=search)
+    with ExitStack() as stack:
+        workers = pool or stack.enter_context(vectorize_pool(len(train_texts)))
+        warmup.start()
+        with phase("vectorize"):
+            vectorizer, train_x, classes = fit_vectorizer_shared(train_texts, train_labels, settings, exchange_arrays,
+                                                                 workers)
+            eval_x = vectorizer.transform(eval_texts, pool=workers)
+    sizes = exchange_arrays({"sizes": np.array([len(train_labels), len(eval_labels)])})
+    train_counts = [int(part["sizes"][0]) for part in sizes]
+    rows = RowShare(tuple(int(x) for x in np.cumsum([0, *train_counts[:-1]])), tuple(train_counts), share[0])
+    fingerprint = hashlib.sha256("".join(str(part["fingerprint"][0]) for part in shared).encode()).hexdigest()
+    non_utf8 = sum(int(part["counts"][1]) for part in shared)
+    skipped, classes, eval_kind = _record_corpus(
+        db, run_id, corpus.format, fingerprint, skipped, test_skipped, non_utf8, train_labels, eval_labels, bool(test),
+        counts=(rows.total, sum(int(part["sizes"][1]) for part in sizes)), classes=classes)
+    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
+    return _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind, skipped,
+                     non_utf8, fingerprint, search, rows=rows, read_documents=len(corpus.labels))
+
+
+def _summed(shared: list[dict], key: str) -> dict[str, int]:
+    """Every process's skip counts ("reason\tcount" strings), added up by reason."""
+    total: Counter = Counter()
+    for part in shared:
+        for entry in map(str, part[key]):
+            reason, count = entry.rsplit("\t", 1)
+            total[reason] += int(count)
+    return dict(total)
 
 
 def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup, pool, report
@@ -360,7 +460,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                     vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
     data = _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
-                     skipped, non_utf8, corpus.fingerprint, search)
+                     skipped, non_utf8, corpus.fingerprint, search, read_documents=len(corpus.texts))
     return data, settings
 
 
@@ -420,4 +520,4 @@ def _hashed_data(db, run_id, corpus_path, test_path, settings, phase) -> _TextDa
                                                  eval_labels, bool(test))
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
     return _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
-                     skipped, non_utf8, corpus.fingerprint)
+                     skipped, non_utf8, corpus.fingerprint, read_documents=len(corpus.labels))

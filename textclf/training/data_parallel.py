@@ -13,7 +13,7 @@ jax 0.11.2's Pallas lowering does not track which values vary across the manual 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import jax
 import numpy as np
@@ -24,6 +24,7 @@ from textclf.errors import SettingsError
 AXIS = "data"
 BATCH = P(None, AXIS)  # (steps, B): split the batch axis across devices
 REPLICATED = P()
+STACKED = P(AXIS)  # a leading (devices,) axis: each device its own copy of its process's arrays
 
 
 # With --devices all (the default) a device gets at least this many documents of each batch: below it the
@@ -72,12 +73,78 @@ def check_batch(batch_size: int, mesh: Mesh) -> int:
 
 def shard_epoch(epoch_fn: Callable, mesh: Mesh) -> Callable:
     """(params, opt_state, resident csr, order (steps, B), lrs) -> (params, opt_state, losses, corrects) with
-    the order's batch axis split over the mesh (device d gathers documents order[:, d*B/N:(d+1)*B/N]) and
-    everything else replicated."""
+    the order's batch axis split over the mesh (device d gathers documents order[:, d*B/N:(d+1)*B/N] of its
+    process's resident documents, put_stacked) and everything else replicated. epoch_fn receives the device's
+    own resident arrays (the stacked axis dropped)."""
+    def local(params, opt_state, data, order, lrs):
+        return epoch_fn(params, opt_state, jax.tree.map(lambda a: a[0], data), order, lrs)
+
     return jax.shard_map(
-        epoch_fn, mesh=mesh, in_specs=(REPLICATED, REPLICATED, REPLICATED, BATCH, REPLICATED),
+        local, mesh=mesh, in_specs=(REPLICATED, REPLICATED, STACKED, BATCH, REPLICATED),
         out_specs=REPLICATED, check_vma=False,
     )
+
+
+def put_stacked(tree, mesh: Mesh):
+    """This process's host arrays -> global arrays with a leading (mesh.size,) axis laid out STACKED: each of
+    its devices holds its own copy (no host copies are made). Every process must pass arrays of the same shapes
+    (pad_resident), its own values: several hosts each hold their own documents."""
+    sharding = NamedSharding(mesh, STACKED)
+
+    def one(x):
+        x = np.asarray(x)
+        return jax.make_array_from_callback((mesh.size, *x.shape), sharding, lambda index: x[None])
+
+    return jax.tree.map(one, tree)
+
+
+class RowShare(NamedTuple):
+    """The training documents each process holds: process p has global documents [offsets[p], offsets[p] +
+    counts[p]) (its share of the corpus in reading order), numbered from 0 in its own matrix."""
+
+    offsets: tuple[int, ...]
+    counts: tuple[int, ...]
+    index: int  # this process
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+
+def local_orders(orders: dict[int, np.ndarray], share: RowShare, local_devices: int
+                 ) -> tuple[dict[int, np.ndarray], int]:
+    """The global batches' documents that this process holds. orders: epoch -> (steps, B) global document
+    numbers (-1: none). -> (epoch -> (steps, R) this process's own document numbers, in batch order, -1
+    padding; R), R the most documents any process holds of any batch of these epochs, rounded up to a multiple
+    of local_devices (every process computes the same R: it needs only the offsets)."""
+    ends = np.cumsum(share.counts)
+    processes = len(share.counts)
+    owners = {e: np.where(order >= 0, np.searchsorted(ends, order, side="right"), processes)
+              for e, order in orders.items()}  # (steps, B) the process holding each document (processes: none)
+
+    def most_held(owner: np.ndarray) -> int:
+        steps = np.repeat(np.arange(owner.shape[0]), owner.shape[1])
+        per_step = np.bincount(steps * (processes + 1) + owner.reshape(-1), minlength=owner.shape[0] * (processes + 1))
+        return int(per_step.reshape(owner.shape[0], processes + 1)[:, :processes].max())
+
+    rows = -(-max([1, *map(most_held, owners.values())]) // local_devices) * local_devices
+    mine = {}
+    for epoch, order in orders.items():
+        # R columns of "none" appended, so that every row has at least R entries to take
+        order = np.pad(order, ((0, 0), (0, rows)), constant_values=-1)
+        held = np.pad(owners[epoch] == share.index, ((0, 0), (0, rows)))
+        first = np.argsort(~held, axis=1, kind="stable")[:, :rows]  # this process's positions first, in order
+        own = np.take_along_axis(order, first, 1) - share.offsets[share.index]
+        mine[epoch] = np.where(np.take_along_axis(held, first, 1), own, -1).astype(np.int32)
+    return mine, rows
+
+
+def put_local_order(order: np.ndarray, mesh: Mesh) -> jax.Array:
+    """This process's (steps, R) order -> the global (steps, processes x R) order laid out BATCH: process p's
+    devices take columns [p R, (p + 1) R)."""
+    processes = mesh.size // len([d for d in mesh.devices.flat if d.process_index == jax.process_index()])
+    shape = (order.shape[0], order.shape[1] * processes)
+    return jax.make_array_from_process_local_data(NamedSharding(mesh, BATCH), order, shape)
 
 
 def put(tree, mesh: Mesh, spec: P):

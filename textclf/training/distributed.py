@@ -1,11 +1,13 @@
 """Joining several processes (hosts) into one JAX runtime: `jax.distributed.initialize`, NCCL between GPUs.
 
 Every process runs the same `textclf train` command; together their devices form one data-parallel mesh
-(textclf/training/data_parallel.py). Decision: every process reads the corpus and fits the same vocabulary (the fit is
-deterministic for a corpus and seed), then feeds only the slices of each global batch that its own devices
-own. This keeps "one shared vocabulary" exact without shipping term lists between hosts; the price is that
-vectorization is repeated on each host (seconds for news4; see BENCHMARKS.md) rather than split. Only process
-0 writes the run record and the model file.
+(textclf/training/data_parallel.py). Each process reads only its share of the corpus (a contiguous part in
+reading order, pipelines/corpus.py) and of the test corpus, counts its own documents' terms, and the processes
+agree on one vocabulary, IDF, selection and naive Bayes weights by exchanging counts and per-class sums through
+the runtime (`exchange_arrays`; pipelines/vectorize.fit_vectorizer_shared), never documents. Each global batch
+is the one-process run's (the same order over all documents): every process feeds the rows of it that it holds,
+so N processes train the one-process model up to float summation order. Only process 0 writes the run record
+and the model file.
 
 Where the coordinates come from, first match wins:
   1. --coordinator HOST:PORT --num-processes N --process-id I (the CLI);
@@ -16,8 +18,11 @@ Nothing found: one process, nothing to initialize.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
+
+import numpy as np
 
 from textclf.errors import SettingsError
 
@@ -79,3 +84,27 @@ def is_primary() -> bool:
     import jax
 
     return jax.process_index() == 0
+
+
+def exchange_arrays(arrays: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    """Every process's arrays (numbers, fixed-width strings), in process order, this process's included: one
+    all-gather of their bytes through JAX's distributed runtime (multihost_utils.process_allgather). Every
+    process must call it at the same point; alone, it returns [arrays]."""
+    import jax
+
+    if jax.process_count() == 1:
+        return [dict(arrays)]
+    from jax.experimental import multihost_utils
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    payload = np.frombuffer(buffer.getvalue(), np.uint8)
+    sizes = np.asarray(multihost_utils.process_allgather(np.array([payload.size], np.int32))).reshape(-1)
+    padded = np.zeros(int(sizes.max()), np.uint8)
+    padded[:payload.size] = payload
+    gathered = np.asarray(multihost_utils.process_allgather(padded))  # (processes, longest)
+    received = []
+    for row, size in zip(gathered, sizes):
+        with np.load(io.BytesIO(row[:size].tobytes()), allow_pickle=False) as loaded:  # never unpickle
+            received.append({name: loaded[name] for name in loaded.files})
+    return received

@@ -23,6 +23,7 @@ from pipelines.batches import make_batches, next_power_of_two
 from textclf.settings import Settings
 from textclf.models.mlp import Params, logits
 from textclf.training import feature_parallel
+from textclf.training.distributed import exchange_arrays
 from textclf.training.events import EpochStats
 from textclf.training.fit import resume, run_epochs
 from textclf.training.optimizers import scheduled_rates
@@ -144,6 +145,42 @@ def predict_scores_device(params: Params, matrix: sp.csr_matrix, compiled: _Comp
     return np.asarray(scores).reshape(-1, scores.shape[-1])[: matrix.shape[0]]
 
 
+def same_shapes(resident):
+    """This process's resident training set (DeviceCSR or DevicePieces) padded to the longest of every
+    process's, with entries that add nothing, so that all processes stack arrays of one shape."""
+    from textclf.training.device_data import DevicePieces
+
+    shared = exchange_arrays({name: np.array([len(getattr(resident, name))]) for name in resident._fields})
+    longest = {name: max(int(part[name][0]) for part in shared) for name in resident._fields}
+    pointers = resident._fields[0]  # indptr / piece_ptr: repeat the last (documents past the end hold nothing)
+
+    def pad(name, array):
+        extra = longest[name] - len(array)
+        if name == pointers:
+            return np.concatenate([array, np.full(extra, array[-1], array.dtype)])
+        if name == "indices" and isinstance(resident, DevicePieces):  # padding slots hold the out-of-range index
+            fill = np.full((extra, *array.shape[1:]), int(array[-1, -1]), array.dtype)
+            return np.concatenate([array, fill])
+        return np.concatenate([array, np.zeros((extra, *array.shape[1:]), array.dtype)])
+
+    return type(resident)(*(pad(name, getattr(resident, name)) for name in resident._fields))
+
+
+class _LocalEval:
+    """Several processes: each scores its own held-out documents on the host after an epoch, and the hits are
+    summed across processes (the held-out documents are never gathered in one place)."""
+
+    def __init__(self, eval_x: sp.csr_matrix, eval_y: np.ndarray):
+        self.x, self.y = eval_x, np.asarray(eval_y)
+
+    def accuracy(self, params: Params) -> float:
+        from textclf.models.weights import host_scores
+
+        hits = int((host_scores(params, self.x).argmax(axis=1) == self.y).sum()) if self.x.shape[0] else 0
+        shared = exchange_arrays({"counts": np.array([hits, self.x.shape[0]])})
+        return sum(int(p["counts"][0]) for p in shared) / max(1, sum(int(p["counts"][1]) for p in shared))
+
+
 def fit_network(
     train_x: sp.csr_matrix,
     train_y: np.ndarray,
@@ -158,6 +195,7 @@ def fit_network(
     checkpointer=None,
     stop_requested: Callable[[], bool] | None = None,
     early_stopping=None,
+    rows=None,
 ) -> NetworkResult:
     """Train the network with minibatch SGD; evaluate on (eval_x, eval_y) after every epoch if given.
     kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation.
@@ -165,7 +203,10 @@ def fit_network(
     on_epoch) textclf.training.fit.run_epochs saves it when due. stop_requested() True after an epoch saves and
     raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint). early_stopping
     (textclf.training.fit.EarlyStopping): stop when it says so and return its best epoch's parameters. A run
-    resumed from a checkpoint scores its held-out documents from the resumed epoch on."""
+    resumed from a checkpoint scores its held-out documents from the resumed epoch on.
+    rows (data_parallel.RowShare): several processes, each holding its own share of the training documents
+    (train_x, train_y: this process's; eval_x, eval_y: its share of the held-out documents): the batches are the
+    one-process run's over all documents, each process feeding the rows of each batch that it holds."""
     from textclf.training import data_parallel as parallel
     from textclf.training.device_data import batch_nnz_max, epoch_order, host_csr, host_pieces, piece_width, pieces_cap
 
@@ -177,8 +218,19 @@ def fit_network(
     mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
     split_features = split_features and mesh is not None
     parts = mesh.size if mesh else 1
-    local_batch = parallel.check_batch(settings.batch_size, mesh) if mesh and not split_features \
-        else settings.batch_size
+    n = rows.total if rows else train_x.shape[0]  # documents in an epoch, over all processes
+    steps_per_epoch = -(-n // settings.batch_size)
+    epochs = settings.epochs_for(n)
+    shared_rows = rows is not None and mesh is not None and jax.process_count() > 1
+    if shared_rows:  # each process feeds the rows of every batch that it holds, split over its devices
+        local_devices = parts // jax.process_count()
+        all_orders = {e: epoch_order(settings.seed, e, n, steps_per_epoch, settings.batch_size) for e in range(epochs)}
+        held_orders, rows_per_process = parallel.local_orders(all_orders, rows, local_devices)
+        local_batch = rows_per_process // local_devices
+    elif mesh and not split_features:
+        local_batch = parallel.check_batch(settings.batch_size, mesh)
+    else:
+        local_batch = settings.batch_size
     step = make_step(backend, settings, local_batch, kernel_config)
     start = time.perf_counter()
     if initial_params is None:
@@ -188,9 +240,6 @@ def fit_network(
         params, opt_state = step.ready_state(initial_params, settings.optimizer)
     jax.block_until_ready((params, opt_state))
     init_seconds = time.perf_counter() - start  # counted as compilation: that is nearly all of it the first time
-    n = train_x.shape[0]
-    steps_per_epoch = -(-n // settings.batch_size)
-    epochs = settings.epochs_for(n)
     total_steps = steps_per_epoch * epochs
     params, opt_state, history, first_epoch = resume(checkpointer, params, opt_state)
 
@@ -207,10 +256,15 @@ def fit_network(
     else:
         place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
         uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x, train_y)
-        data = place(uploaded)
+        if mesh:  # each device its own copy of its process's documents, of the same shapes on every process
+            data = parallel.put_stacked(same_shapes(uploaded) if shared_rows else uploaded, mesh)
+        else:
+            data = place(uploaded)
         params, opt_state = place((params, opt_state))
-    eval_batches = None
-    if eval_x is not None and eval_x.shape[0]:
+    eval_batches = local_eval = None
+    if eval_x is not None and shared_rows:  # each process scores its own share, the hits are summed
+        local_eval = _LocalEval(eval_x, eval_y)
+    elif eval_x is not None and eval_x.shape[0]:
         eval_batches = place(make_batches(eval_x, np.asarray(eval_y), EVAL_BATCH).arrays())
     host = parallel.to_host
     seconds_spent = {"train": 0.0, "compile": init_seconds}
@@ -218,11 +272,17 @@ def fit_network(
     # Each epoch's document order (host, numpy), drawn once. One batch width for the whole run, the widest
     # minibatch of all its epochs, so the epoch compiles once (per-epoch widths made two or three compilations
     # of 1-3 s each).
-    orders = {e: epoch_order(settings.seed, e, n, steps_per_epoch, settings.batch_size)
-              for e in range(first_epoch, epochs)}
+    if shared_rows:
+        orders = {e: held_orders[e] for e in range(first_epoch, epochs)}
+    else:
+        orders = {e: epoch_order(settings.seed, e, n, steps_per_epoch, settings.batch_size)
+                  for e in range(first_epoch, epochs)}
     starts = uploaded.piece_ptr if pieces else uploaded.indptr  # a batch's width: its pieces or its nonzeros
     if split_features:  # every device takes the whole batch, of its own shard
         widest = max([1, *(feature_parallel.batch_nnz_max(uploaded, order) for order in orders.values())])
+    elif shared_rows:  # the widest of any process's: all compile one shape
+        widest = max([1, *(batch_nnz_max(starts, order, local_devices) for order in orders.values())])
+        widest = max(int(part["widest"][0]) for part in exchange_arrays({"widest": np.array([widest])}))
     else:
         widest = max([1, *(batch_nnz_max(starts, order, parts) for order in orders.values())])
     config = (step, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, mesh)
@@ -234,21 +294,29 @@ def fit_network(
         start = time.perf_counter()
         epoch_compiled = run_epoch.seconds
         order = orders.pop(epoch)
-        order = parallel.put(order, mesh, parallel.BATCH) if mesh and not split_features else place(order)
+        if shared_rows:
+            order = parallel.put_local_order(order, mesh)
+        elif mesh and not split_features:
+            order = parallel.put(order, mesh, parallel.BATCH)
+        else:
+            order = place(order)
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
         lrs = scheduled_rates(settings.lr_schedule, settings.learning_rate, step_numbers, total_steps)
         params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, data, order, place(lrs),
                                                               eval_batches)
         losses, corrects = host(losses), host(corrects)  # waits for the epoch to finish
         compiled = run_epoch.seconds - epoch_compiled
-        seconds = time.perf_counter() - start - compiled
+        seconds = time.perf_counter() - start - compiled  # (several processes: their scoring included)
         seconds_spent["compile"] += compiled
         seconds_spent["train"] += seconds
+        eval_accuracy = None if hits is None else float(host(hits)) / eval_x.shape[0]
+        if local_eval is not None:
+            eval_accuracy = local_eval.accuracy(step.unpad(Params(*host(tuple(params))), n_classes))
         stats = EpochStats(
             epoch=epoch + 1,
             loss=float((losses * batch_rows).sum() / n),
             train_accuracy=float(corrects.sum() / n),
-            eval_accuracy=None if hits is None else float(host(hits)) / eval_x.shape[0],
+            eval_accuracy=eval_accuracy,
             seconds=seconds,
             docs_per_s=n / seconds if seconds > 0 else float("inf"),
         )
