@@ -2,7 +2,7 @@
 
     python -m benchmarks.multi_gpu TRAIN.jsonl [--batches 8192,16384] [--devices 1,2]
         [--backends pallas-dense,pallas-sparse,xla,xla-features]
-        [--epochs 3] [--vectorizer hashing]
+        [--epochs 3] [--vectorizer hashing] [--features 32754]
 
 Reads and vectorizes the corpus once (all CPU cores), then trains each (backend, global batch, device count)
 from the same initial weights for --epochs epochs with no validation set. docs/s is the training set size over
@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--backends", default="pallas,xla")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--vectorizer", default="hashing")
+    parser.add_argument("--features", type=int, default=Settings().features, help="bag-of-words width (W1's rows)")
     parser.add_argument("--repeat", type=int, default=1, help="stack the vectorized corpus N times (scale stand-in)")
     args = parser.parse_args()
     import jax
@@ -41,7 +42,7 @@ def main() -> None:
     start = time.perf_counter()
     corpus = read_corpus(args.train)
     read_s = time.perf_counter() - start
-    settings = Settings(vectorizer=args.vectorizer, epochs=args.epochs, min_steps=0)
+    settings = Settings(vectorizer=args.vectorizer, features=args.features, epochs=args.epochs, min_steps=0)
     start = time.perf_counter()
     _, x = fit_vectorizer(corpus.texts, corpus.labels, settings)
     vectorize_s = time.perf_counter() - start
