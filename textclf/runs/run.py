@@ -187,7 +187,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
                             primary, checkpointer, stop_requested)
     if "jax" in sys.modules and _process_count() > 1:  # several processes: each reads and counts its own share
-        data = _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool, report)
+        data = _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool)
     elif settings.vectorizer == "hashing":
         warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
         data = _hashed_data(db, run_id, corpus_path, test_path, settings, phase)
@@ -256,10 +256,9 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         hits = int((model.scores(eval_x).argmax(axis=1) == eval_y).sum()) if eval_x.shape[0] else 0
         n_eval = len(eval_y)
         if data.rows is not None:  # each process scored its own share of the held-out documents
-            from textclf.training.distributed import exchange_arrays
+            from textclf.training.distributed import summed
 
-            shared = exchange_arrays({"counts": np.array([hits, n_eval])})
-            hits, n_eval = (sum(int(part["counts"][i]) for part in shared) for i in (0, 1))
+            hits, n_eval = summed(hits, n_eval)
         eval_accuracy = hits / max(1, n_eval)
     last = history[-1]
     model.metadata = {
@@ -324,7 +323,7 @@ def _record_corpus(db, run_id, fmt, fingerprint, train_skipped, test_skipped, no
     return skipped, classes, eval_kind
 
 
-def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool, report) -> _TextData:
+def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool) -> _TextData:
     """Several processes (textclf/training/distributed.py): each reads only its share of the corpus (and of the
     test corpus) and counts its own documents; the vocabulary is agreed through the runtime
     (pipelines/vectorize.fit_vectorizer_shared). Without --test each process holds out validation_fraction of
@@ -343,7 +342,7 @@ def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, po
         corpus = read_corpus(corpus_path, settings.max_file_mb, share=share)
         test = read_corpus(test_path, settings.max_file_mb, share=share) if test_path else None
     mine = {"labels": np.unique(corpus.labels).astype(str), "empty": np.array(corpus.empty_labels, dtype=str),
-            "counts": np.array([len(corpus.labels), corpus.non_utf8 + (test.non_utf8 if test else 0)]),
+            "non_utf8": np.array([corpus.non_utf8 + (test.non_utf8 if test else 0)]),
             "fingerprint": np.array([corpus.fingerprint], dtype=str),
             "skipped": np.array([f"{k}\t{v}" for k, v in corpus.skipped.items()], dtype=str),
             "test_skipped": np.array([f"{k}\t{v}" for k, v in (test.skipped if test else {}).items()], dtype=str)}
@@ -378,7 +377,7 @@ def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, po
     train_counts = [int(part["sizes"][0]) for part in sizes]
     rows = RowShare(tuple(int(x) for x in np.cumsum([0, *train_counts[:-1]])), tuple(train_counts), share[0])
     fingerprint = hashlib.sha256("".join(str(part["fingerprint"][0]) for part in shared).encode()).hexdigest()
-    non_utf8 = sum(int(part["counts"][1]) for part in shared)
+    non_utf8 = sum(int(part["non_utf8"][0]) for part in shared)
     skipped, classes, eval_kind = _record_corpus(
         db, run_id, corpus.format, fingerprint, skipped, test_skipped, non_utf8, train_labels, eval_labels, bool(test),
         counts=(rows.total, sum(int(part["sizes"][1]) for part in sizes)), classes=classes)

@@ -23,7 +23,7 @@ from pipelines.batches import make_batches, next_power_of_two
 from textclf.settings import Settings
 from textclf.models.mlp import Params, logits
 from textclf.training import feature_parallel
-from textclf.training.distributed import exchange_arrays
+from textclf.training.distributed import exchange_arrays, summed
 from textclf.training.events import EpochStats
 from textclf.training.fit import resume, run_epochs
 from textclf.training.optimizers import scheduled_rates
@@ -177,8 +177,8 @@ class _LocalEval:
         from textclf.models.weights import host_scores
 
         hits = int((host_scores(params, self.x).argmax(axis=1) == self.y).sum()) if self.x.shape[0] else 0
-        shared = exchange_arrays({"counts": np.array([hits, self.x.shape[0]])})
-        return sum(int(p["counts"][0]) for p in shared) / max(1, sum(int(p["counts"][1]) for p in shared))
+        hits, total = summed(hits, self.x.shape[0])
+        return hits / max(1, total)
 
 
 def fit_network(
@@ -306,12 +306,12 @@ def fit_network(
                                                               eval_batches)
         losses, corrects = host(losses), host(corrects)  # waits for the epoch to finish
         compiled = run_epoch.seconds - epoch_compiled
-        seconds = time.perf_counter() - start - compiled  # (several processes: their scoring included)
+        seconds = time.perf_counter() - start - compiled
         seconds_spent["compile"] += compiled
         seconds_spent["train"] += seconds
         eval_accuracy = None if hits is None else float(host(hits)) / eval_x.shape[0]
         if local_eval is not None:
-            eval_accuracy = local_eval.accuracy(step.unpad(Params(*host(tuple(params))), n_classes))
+            eval_accuracy = local_eval.accuracy(finished(params))
         stats = EpochStats(
             epoch=epoch + 1,
             loss=float((losses * batch_rows).sum() / n),
