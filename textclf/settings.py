@@ -29,6 +29,8 @@ OPTIMIZERS = ("adam", "sgd")
 PALLAS_INPUTS = ("auto", "dense", "sparse", "pieces")
 SEARCHES = ("auto", "off")
 PARALLELS = ("auto", "data", "features")
+FEATURES_NEED_XLA = ("--parallel features trains with the XLA step: pass --backend xla (or --parallel data for "
+                     "the Pallas kernels)")
 # The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
 SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
                    "batch_size", "ensemble")
@@ -153,6 +155,7 @@ class Settings:
             (self.backend in BACKENDS, f"backend must be one of {', '.join(BACKENDS)}"),
             (self.devices >= 0, "devices must be >= 0 (0 = all local devices)"),
             (self.parallel in PARALLELS, f"parallel must be one of {', '.join(PARALLELS)}"),
+            (not (self.parallel == "features" and self.backend == "pallas"), FEATURES_NEED_XLA),
             (self.pallas_input in PALLAS_INPUTS, f"pallas_input must be one of {', '.join(PALLAS_INPUTS)}"),
             (self.search in SEARCHES, f"search must be one of {', '.join(SEARCHES)}"),
             (self.search_budget >= 0, "search_budget must be >= 0 seconds (0 = the device's default)"),

@@ -141,6 +141,17 @@ def test_devices_option_errors():
     assert "--devices 64: this process sees only" in result.output and "pass --devices" in result.output
 
 
+def test_parallel_option_errors():
+    runner = CliRunner()
+    sample = str(REPO / "textclf" / "sample_corpus")
+    result = runner.invoke(app, ["train", sample, "--parallel", "rows"])
+    assert result.exit_code == 1
+    assert "parallel must be one of auto, data, features" in result.output
+    result = runner.invoke(app, ["train", sample, "--parallel", "features", "--backend", "pallas"])
+    assert result.exit_code == 1
+    assert "--parallel features trains with the XLA step: pass --backend xla" in result.output
+
+
 def test_coordinates_from_the_environment():
     assert coordinates_from_env({}) is None
     assert coordinates_from_env({"TEXTCLF_COORDINATOR": "h:1", "TEXTCLF_NUM_PROCESSES": "4",

@@ -36,6 +36,7 @@ import scipy.sparse as sp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from textclf.errors import SettingsError
+from textclf.settings import FEATURES_NEED_XLA
 from textclf.models.mlp import Params, masked_loss, pre_activation, pre_activation_pieces
 from textclf.training.device_data import (DeviceCSR, DevicePieces, gather_batches, gather_piece_batches, host_csr,
                                           host_pieces)
@@ -47,12 +48,11 @@ REPLICATED = P()
 PARAMS_SPEC = Params(P(AXIS, None), REPLICATED, REPLICATED, REPLICATED)  # W1's rows split, the rest whole
 
 
-def choose_layout(requested: str, backend: str, devices: int) -> str:
-    """"data" or "features" for a run on `devices` devices (all processes together) with this backend.
-    auto: "data" until the feature layout is measured faster on a GPU machine (BENCHMARKS.md, "Several GPUs")."""
+def choose_layout(requested: str, backend: str) -> str:
+    """"data" or "features" for a run with this (resolved) backend. auto: "data" until the feature layout is
+    measured faster on a GPU machine (BENCHMARKS.md, "Several GPUs")."""
     if requested == "features" and backend != "xla":
-        raise SettingsError("--parallel features trains with the XLA step: pass --backend xla (or --parallel data "
-                            "for the Pallas kernels)")
+        raise SettingsError(FEATURES_NEED_XLA)
     if requested != "auto":
         return requested
     return "data"

@@ -210,7 +210,7 @@ def fit_network(
     from textclf.training import data_parallel as parallel
     from textclf.training.device_data import batch_nnz_max, epoch_order, host_csr, host_pieces, piece_width, pieces_cap
 
-    split_features = feature_parallel.choose_layout(settings.parallel, backend, settings.devices) == "features"
+    split_features = feature_parallel.choose_layout(settings.parallel, backend) == "features"
     if split_features:  # each device on the whole batch and its rows of W1
         mesh = feature_parallel.feature_mesh(settings.devices)
     else:
