@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from db import open_db
@@ -30,9 +31,16 @@ def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
 
 
 def test_same_seed_same_model(corpus_dir, db_path, fast_settings, tmp_path):
+    """Bit for bit on a CPU; on a GPU up to the order of the gradient scatter's atomic adds (docs/usage.md)."""
+    import jax
+
     a = train(corpus_dir, fast_settings, db_path=db_path, model_path=tmp_path / "a.npz")
     b = train(corpus_dir, fast_settings, db_path=db_path, model_path=tmp_path / "b.npz")
-    assert (a.model.params.w1 == b.model.params.w1).all() and a.history[-1].loss == b.history[-1].loss
+    if jax.default_backend() == "gpu":
+        np.testing.assert_allclose(a.model.params.w1, b.model.params.w1, atol=1e-4)
+        assert abs(a.history[-1].loss - b.history[-1].loss) < 1e-4
+    else:
+        assert (a.model.params.w1 == b.model.params.w1).all() and a.history[-1].loss == b.history[-1].loss
     assert b.phases["compile"] < 0.1  # reuses the compiled epoch of the same shapes (runs earlier in this process)
 
 
@@ -126,7 +134,6 @@ def test_auto_input_format_follows_batch_size():
 def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, monkeypatch):
     """fit_network with the training set resident as pieces (the XLA backend's layout on a GPU) ends with the
     parameters the flat batches give: same documents per batch, same sums."""
-    import numpy as np
     import scipy.sparse as sp
 
     from textclf.training import loop as trainloop
