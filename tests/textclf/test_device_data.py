@@ -136,3 +136,27 @@ def test_piece_width_is_the_widest_with_little_padding():
     assert piece_width(of_lengths([32] * 10)) == 32
     assert piece_width(of_lengths([9] * 10)) == 4  # 8 pads 78%, 4 pads 33%: nothing fits, the narrowest
     assert piece_width(of_lengths([60, 64, 64, 64])) == 32  # 8% padding at 32
+
+
+def test_an_ensemble_trains_on_the_batches_the_host_would_cut():
+    """fit_ensemble gathers each epoch's batches on the device from the resident training set: the same
+    networks as cutting them on the host (make_batches, padded) and running the same epochs."""
+    import jax
+
+    from textclf.training import candidates
+
+    x, y = _matrix()
+    epochs, batch, seed, members = 2, 16, 4, 3
+    got, *_ = candidates.fit_ensemble(x, y, 4, members, 0.01, 0.0, epochs, batch, 8, seed)
+    params, state = candidates._start(seed, x.shape[1], 8, 4, members)
+    rates, decays = jnp.full((members,), 0.01), jnp.zeros((members,))
+    rng = np.random.default_rng(seed)
+    orders = [rng.permutation(x.shape[0]) for _ in range(epochs)]
+    shape = candidates.batch_shape([x] * epochs, batch, orders)
+    for order in orders:
+        cut = candidates._device_batches(x, y, batch, order, shape)
+        params, state, _ = candidates._epoch(params, state, rates, decays, *cut, dense=candidates.dense_default())
+    want = candidates.merged(jax.tree.map(np.asarray, params))
+    for name, a, b in zip(("w1", "b1", "w2", "b2"), got, want):
+        np.testing.assert_allclose(a, b, atol=1e-6, err_msg=name)
+    assert np.abs(got.w1 - candidates.merged(candidates._start(seed, x.shape[1], 8, 4, members)[0]).w1).max() > 1e-3

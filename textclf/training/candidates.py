@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.models.weights import Params
+from textclf.training.device_data import DeviceCSR, gather_batches, host_csr
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
@@ -279,7 +280,12 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     rng = np.random.default_rng(seed)
     n = train_x.shape[0]
     orders = [rng.permutation(n) for _ in range(epochs)]  # every epoch's shuffle, drawn first for the shape
-    shape = batch_shape([train_x] * epochs, batch_size, orders)
+    steps, cap = batch_shape([train_x] * epochs, batch_size, orders)
+    # The training set goes to the device once and each epoch's batches are gathered there from its order
+    # (textclf/training/device_data.py: the batches make_batches would cut, nonzero for nonzero). Cutting them on
+    # the host held each epoch's padded (steps, cap) arrays in host memory: 11 GB of a million-document run's
+    # 18 GB peak (BENCHMARKS.md, "Big corpora with no flags").
+    resident = jax.device_put(host_csr(train_x, train_y))
     eval_batches = None
     if eval_x is not None and eval_x.shape[0]:
         eval_batches = _device_batches(eval_x, eval_y, batch_size, np.arange(eval_x.shape[0]),
@@ -288,7 +294,8 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     history, compile_seconds, train_seconds = [], 0.0, 0.0
     for epoch in range(epochs):
         epoch_start = time.perf_counter()
-        batches = _device_batches(train_x, train_y, batch_size, orders[epoch], shape)  # uploaded once
+        order = np.pad(orders[epoch], (0, steps * batch_size - n), constant_values=-1).reshape(steps, batch_size)
+        batches = _gathered(resident, jax.device_put(order.astype(np.int32)), cap)
         params, state, losses = _epoch(params, state, rates, decays, *batches, dense=dense)
         train_correct = float(_hits(params, *batches, dense=dense)[1])
         eval_accuracy = None
@@ -309,6 +316,12 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     if early_stopping is not None and early_stopping.best_params is not None:
         return early_stopping.best_params, history, compile_seconds, train_seconds
     return merged(params), history, compile_seconds, train_seconds
+
+
+@functools.partial(jax.jit, static_argnames=("cap",))
+def _gathered(resident: DeviceCSR, order: jax.Array, cap: int) -> tuple[jax.Array, ...]:
+    """(steps, B) document numbers (-1: none) -> the epoch's (steps, cap) batches, gathered on the device."""
+    return gather_batches(resident, order, cap)
 
 
 def stacked_is_faster() -> bool:
