@@ -198,6 +198,8 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         backend = _backend_ready(db, run_id, warmup)
     import jax  # after the warm-up thread's import (see the module docstring)
 
+    _return_freed_memory()
+
     backend = _choose_backend(db, run_id, backend, "mlp", settings)
 
     from textclf.training.loop import fit_network
@@ -221,6 +223,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     # (Members trained one after another, a CPU's ensemble, are never a big corpus's: candidates.py caps them.)
     if not one_by_one and _stops_early(settings, data.search, len(train_y)):
         train_x, train_y, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
+        data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
     epochs = settings.epochs_for(len(train_y))
     total_epochs = epochs * settings.ensemble if one_by_one else epochs
     report(TrainEvent("phase", "train", total_epochs=total_epochs))
@@ -291,6 +294,23 @@ class _TextData:
     search: dict | None = None  # the model search's summary (textclf/training/search.py), or why it did not run
     rows: object = None  # several processes: data_parallel.RowShare, the training documents each one holds
     read_documents: int | None = None  # training documents this process read (several processes: its share)
+
+
+def _return_freed_memory() -> None:
+    """Hand the heap memory freed since reading back to the system (glibc's malloc_trim): the texts (each a
+    separate allocation of ~1 KB) are gone once vectorized, but glibc keeps their pages, and a million
+    documents' text kept ~1.3 GB resident through training. Elsewhere (no glibc) nothing is done."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        trim = getattr(libc, "malloc_trim", None)
+    except OSError:
+        trim = None
+    if trim is not None:
+        trim(0)
 
 
 def _process_count() -> int:
