@@ -200,8 +200,12 @@ def _transform_weighted(texts: Sequence[str], counter, idf: np.ndarray, sublinea
     return _weight(counter.transform(texts), idf, sublinear)
 
 
-def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[list[str], sp.csr_matrix, np.ndarray]:
-    """One chunk's own vocabulary (in first-seen order), its (documents, terms) counts, and each term's hash().
+def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[bytes, sp.csr_matrix, np.ndarray]:
+    """One chunk's own vocabulary (in first-seen order, as one UTF-8 string of the terms joined by newlines,
+    which no term holds), its (documents, terms) counts, and each term's hash().
+    Why one string: the merge keeps few of a chunk's terms (most bigrams occur once), and a list of millions of
+    str objects cost the parent process ~60 bytes a term to receive, where the string costs the term's length;
+    _merge_counts splits one chunk at a time.
     Decision: scikit-learn's analyzer (tokens, stop words, n-grams) but our own counting loop, because
     CountVectorizer.fit_transform also sorts and names every term it saw (~1M on news4, most of them bigrams
     that min_df drops after the merge): that took 2 of its 4.4 s on half of news4. Here a Counter per document
@@ -219,13 +223,19 @@ def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[list[str],
         columns.extend(map(vocabulary.__getitem__, counts))
         values.extend(counts.values())
         indptr.append(len(columns))
-    matrix = sp.csr_matrix((np.array(values, np.float32), np.array(columns, np.int64), np.array(indptr, np.int64)),
+    matrix = sp.csr_matrix((np.array(values, np.float32), np.array(columns, np.int32), np.array(indptr, np.int64)),
                            shape=(len(texts), len(vocabulary)))
     terms = list(vocabulary)
-    return terms, matrix, np.fromiter(map(hash, terms), np.int64, len(terms))
+    return "\n".join(terms).encode("utf-8", "surrogatepass"), matrix, np.fromiter(map(hash, terms), np.int64,
+                                                                                   len(terms))
 
 
-def _merge_counts(parts: list[tuple[list[str], sp.csr_matrix, np.ndarray]], min_df: int
+def _chunk_terms(blob: bytes) -> list[str]:
+    """A chunk's terms from _count_chunk's string."""
+    return blob.decode("utf-8", "surrogatepass").split("\n") if blob else []
+
+
+def _merge_counts(parts: list[tuple[bytes, sp.csr_matrix, np.ndarray]], min_df: int
                   ) -> tuple[np.ndarray, sp.csr_matrix]:
     """Chunk vocabularies, counts and term hashes (_count_chunk) -> the terms in at least min_df documents over
     all chunks, sorted (the order CountVectorizer uses), and the counts with their columns remapped to them,
@@ -237,8 +247,8 @@ def _merge_counts(parts: list[tuple[list[str], sp.csr_matrix, np.ndarray]], min_
     the kept terms are sorted. (np.unique over the 1.3M terms of news4 in 16 chunks took 6.5 s.)
     The hashes must come from processes that share Python's hash seed: one WorkerPool's workers (see
     pipelines/workers.py) or this process alone."""
-    chunk_df = [np.bincount(counts.indices, minlength=len(terms)) for terms, counts, _ in parts]
-    candidate = [np.ones(len(terms), bool) for terms, _, _ in parts]
+    chunk_df = [np.bincount(counts.indices, minlength=counts.shape[1]) for _, counts, _ in parts]
+    candidate = [np.ones(counts.shape[1], bool) for _, counts, _ in parts]
     if min_df >= 2 and len(parts) > 1:
         seen, times = np.unique(np.concatenate([hashes for _, _, hashes in parts]), return_counts=True)
         elsewhere = seen[times > 1]  # terms in several chunks (or a collision)
@@ -246,11 +256,13 @@ def _merge_counts(parts: list[tuple[list[str], sp.csr_matrix, np.ndarray]], min_
     number: dict[str, int] = defaultdict()
     number.default_factory = number.__len__  # first-seen ids
     chunk_ids = []
-    for (terms, _, _), keep in zip(parts, candidate):
-        ids = np.full(len(terms), -1, np.int64)
+    for (blob, counts, _), keep in zip(parts, candidate):
+        ids = np.full(counts.shape[1], -1, np.int64)
         picked = np.flatnonzero(keep)
+        terms = _chunk_terms(blob)  # one chunk's terms at a time
         ids[picked] = np.fromiter(map(number.__getitem__, map(terms.__getitem__, picked)), np.int64, len(picked))
         chunk_ids.append(ids)
+        del terms
     union = list(number)
     df = np.zeros(len(union) + 1, np.int64)  # the last cell stands for the dropped terms (id -1); never kept
     for ids, local in zip(chunk_ids, chunk_df):
