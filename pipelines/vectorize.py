@@ -106,7 +106,7 @@ class Vectorizer:
         sizes = np.cumsum([len(chunk) for chunk in chunks])
         done = None if on_progress is None else (lambda index: on_progress(int(sizes[index]), len(texts)))
         parts = pool.map(_transform_weighted, chunks, self._counter(), self.idf, self.sublinear_tf, on_done=done)
-        return sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
+        return stack_rows(parts)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {"idf": self.idf}
@@ -132,6 +132,27 @@ class Vectorizer:
             raise ValueError("vectorizer terms that do not match its IDF")
         return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"],
                    config.get("sublinear_tf", True))
+
+
+def stack_rows(parts: list[sp.csr_matrix]) -> sp.csr_matrix:
+    """sp.vstack of CSR parts of one width, emptying the list as each part is copied: the result's arrays are
+    allocated untouched (pages become resident only when written) and each part is freed once copied, so the
+    peak is the matrix plus one part, where vstack held the parts and the whole copy at once (a million
+    documents' matrix is over a GB)."""
+    if len(parts) == 1:
+        return parts.pop()
+    rows, nnz, width = sum(p.shape[0] for p in parts), sum(p.nnz for p in parts), parts[0].shape[1]
+    index = np.int32 if max(nnz, width) < 2**31 - 1 else np.int64
+    data, indices = np.empty(nnz, parts[0].dtype), np.empty(nnz, index)
+    indptr = np.empty(rows + 1, index)
+    indptr[0] = at = row = 0
+    while parts:
+        part = parts.pop(0)
+        data[at:at + part.nnz], indices[at:at + part.nnz] = part.data, part.indices
+        indptr[row + 1:row + 1 + part.shape[0]] = part.indptr[1:] + at
+        at, row = at + part.nnz, row + part.shape[0]
+        del part
+    return sp.csr_matrix((data, indices, indptr), shape=(rows, width))
 
 
 def hashing_counter(n_features: int, ngram_max: int, stop_words: str | None) -> HashingVectorizer:

@@ -228,3 +228,15 @@ def test_shared_fit_is_the_one_process_fit(corpus, kind, features, parts):
         assert classes == sorted(set(corpus.labels))
     stacked = sp.vstack([x for _, x, _ in results], format="csr")
     assert abs(stacked - whole_x).max() < 1e-6
+
+
+def test_stacking_rows_part_by_part_is_vstack():
+    from pipelines.vectorize import stack_rows
+
+    parts = [sp.random(n, 30, density=0.2, format="csr", random_state=n, dtype=np.float32) for n in (5, 0, 7, 1)]
+    want = sp.vstack(parts, format="csr")
+    got = stack_rows(list(parts))
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert (got != want).nnz == 0 and np.array_equal(got.indptr, want.indptr)
+    single = [parts[0]]
+    assert stack_rows(single) is parts[0] and single == []
