@@ -187,7 +187,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
                             primary, checkpointer, stop_requested)
     if "jax" in sys.modules and _process_count() > 1:  # several processes: each reads and counts its own share
-        data = _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool)
+        data = _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool, report)
     elif settings.vectorizer == "hashing":
         warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
         data = _hashed_data(db, run_id, corpus_path, test_path, settings, phase)
@@ -343,7 +343,7 @@ def _record_corpus(db, run_id, fmt, fingerprint, train_skipped, test_skipped, no
     return skipped, classes, eval_kind
 
 
-def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool) -> _TextData:
+def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool, report) -> _TextData:
     """Several processes (textclf/training/distributed.py): each reads only its share of the corpus (and of the
     test corpus) and counts its own documents; the vocabulary is agreed through the runtime
     (pipelines/vectorize.fit_vectorizer_shared). Without --test each process holds out validation_fraction of
@@ -357,10 +357,13 @@ def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, po
     from textclf.training.data_parallel import RowShare
     from textclf.training.distributed import exchange_arrays
 
+    def read_progress(documents: int, stats) -> None:  # of this process's share
+        report(TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total, documents=documents))
+
     share = (jax.process_index(), jax.process_count())
     with phase("read"):
-        corpus = read_corpus(corpus_path, settings.max_file_mb, share=share)
-        test = read_corpus(test_path, settings.max_file_mb, share=share) if test_path else None
+        corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, share=share)
+        test = read_corpus(test_path, settings.max_file_mb, read_progress, share=share) if test_path else None
     mine = {"labels": np.unique(corpus.labels).astype(str), "empty": np.array(corpus.empty_labels, dtype=str),
             "non_utf8": np.array([corpus.non_utf8 + (test.non_utf8 if test else 0)]),
             "fingerprint": np.array([corpus.fingerprint], dtype=str),
@@ -392,7 +395,10 @@ def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, po
         with phase("vectorize"):
             vectorizer, train_x, classes = fit_vectorizer_shared(train_texts, train_labels, settings, exchange_arrays,
                                                                  workers)
-            eval_x = vectorizer.transform(eval_texts, pool=workers)
+            report(TrainEvent("progress", "vectorize", done=len(train_texts), total=len(train_texts),
+                              documents=len(train_texts)))
+            eval_x = vectorizer.transform(eval_texts, pool=workers, on_progress=lambda done, total: report(
+                TrainEvent("progress", "vectorize", done=done, total=total, documents=done)))
     sizes = exchange_arrays({"sizes": np.array([len(train_labels), len(eval_labels)])})
     train_counts = [int(part["sizes"][0]) for part in sizes]
     rows = RowShare(tuple(int(x) for x in np.cumsum([0, *train_counts[:-1]])), tuple(train_counts), share[0])
