@@ -160,3 +160,23 @@ def test_an_ensemble_trains_on_the_batches_the_host_would_cut():
     for name, a, b in zip(("w1", "b1", "w2", "b2"), got, want):
         np.testing.assert_allclose(a, b, atol=1e-6, err_msg=name)
     assert np.abs(got.w1 - candidates.merged(candidates._start(seed, x.shape[1], 8, 4, members)[0]).w1).max() > 1e-3
+
+
+def test_a_process_with_no_documents_feeds_padding_only():
+    """Several processes, one of whose shares is empty: its widest batch is 0 and its rows of every batch are
+    padding, while the others' rows together are every batch's documents."""
+    from textclf.training.data_parallel import RowShare, local_orders
+
+    assert batch_nnz_max(np.zeros(1, np.int64), np.full((2, 4), -1)) == 0
+    order = np.asarray(epoch_order(seed=1, epoch=0, n=5, steps=2, batch_size=4))
+    counts = (1, 0, 1, 3)
+    offsets = tuple(int(x) for x in np.cumsum([0, *counts[:-1]]))
+    held = [local_orders({0: order}, RowShare(offsets, counts, p), 1) for p in range(4)]
+    assert len({rows for _, rows in held}) == 1  # every process computes the same width
+    assert (held[1][0][0] == -1).all()
+    fed = sorted(int(doc) + offsets[p] for p, (orders, _) in enumerate(held) for doc in orders[0].ravel() if doc >= 0)
+    assert fed == list(range(5))
+    for step in range(2):  # each process's rows of a step are the documents of that batch it holds, in order
+        for p, (orders, _) in enumerate(held):
+            own = [d for d in order[step] if d >= 0 and offsets[p] <= d < offsets[p] + counts[p]]
+            assert [int(d) + offsets[p] for d in orders[0][step] if d >= 0] == own

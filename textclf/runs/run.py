@@ -364,19 +364,20 @@ def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, po
     with phase("read"):
         corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, share=share)
         test = read_corpus(test_path, settings.max_file_mb, read_progress, share=share) if test_path else None
+    has_test = test is not None  # (a Corpus of an empty share is falsy)
     mine = {"labels": np.unique(corpus.labels).astype(str), "empty": np.array(corpus.empty_labels, dtype=str),
-            "non_utf8": np.array([corpus.non_utf8 + (test.non_utf8 if test else 0)]),
+            "non_utf8": np.array([corpus.non_utf8 + (test.non_utf8 if has_test else 0)]),
             "fingerprint": np.array([corpus.fingerprint], dtype=str),
             "skipped": np.array([f"{k}\t{v}" for k, v in corpus.skipped.items()], dtype=str),
-            "test_skipped": np.array([f"{k}\t{v}" for k, v in (test.skipped if test else {}).items()], dtype=str)}
-    if test:
+            "test_skipped": np.array([f"{k}\t{v}" for k, v in (test.skipped if has_test else {}).items()], dtype=str)}
+    if has_test:
         mine["test_labels"] = np.unique(test.labels).astype(str)
     shared = exchange_arrays(mine)
     labels = sorted(set().union(*(map(str, part["labels"]) for part in shared)))
     empty = sorted(set.intersection(*(set(map(str, part["empty"])) for part in shared)))
     skipped, test_skipped = (_summed(shared, key) for key in ("skipped", "test_skipped"))
     check_usable(corpus.source, labels, skipped, empty)
-    if test:
+    if has_test:
         _check_test_labels(set().union(*(map(str, part["test_labels"]) for part in shared)), labels, test.source)
         train_texts, train_labels, eval_texts, eval_labels = corpus.texts, corpus.labels, test.texts, test.labels
     else:
@@ -405,7 +406,7 @@ def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, po
     fingerprint = hashlib.sha256("".join(str(part["fingerprint"][0]) for part in shared).encode()).hexdigest()
     non_utf8 = sum(int(part["non_utf8"][0]) for part in shared)
     skipped, classes, eval_kind = _record_corpus(
-        db, run_id, corpus.format, fingerprint, skipped, test_skipped, non_utf8, train_labels, eval_labels, bool(test),
+        db, run_id, corpus.format, fingerprint, skipped, test_skipped, non_utf8, train_labels, eval_labels, has_test,
         counts=(rows.total, sum(int(part["sizes"][1]) for part in sizes)), classes=classes)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
     return _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind, skipped,

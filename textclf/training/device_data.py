@@ -62,7 +62,10 @@ def epoch_order(seed: int, epoch: int, n: int, steps: int, batch_size: int) -> n
 def batch_nnz_max(indptr: np.ndarray, order: np.ndarray, parts: int = 1) -> int:
     """Largest nonzero count of any minibatch (of any of its `parts` device slices)."""
     order = np.asarray(order)
-    lengths = np.where(order >= 0, np.diff(np.asarray(indptr))[np.maximum(order, 0)], 0)
+    documents = np.diff(np.asarray(indptr))
+    if not len(documents):  # no documents here (a process whose share is empty): every slot is padding
+        return 0
+    lengths = np.where(order >= 0, documents[np.maximum(order, 0)], 0)
     return int(lengths.reshape(order.shape[0], parts, -1).sum(axis=2).max())
 
 
