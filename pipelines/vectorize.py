@@ -338,8 +338,7 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words)
-        parts = pool.map(_transform_chunk, chunks, hasher)
-        counts = sp.vstack(parts, format="csr") if len(parts) > 1 else parts[0]
+        counts = stack_rows(pool.map(_transform_chunk, chunks, hasher))
         vec = fit_hashing_idf(counts, settings)
         return vec, _weight(counts, vec.idf, settings.sublinear_tf)
 
@@ -473,8 +472,8 @@ def fit_vectorizer_shared(texts: Sequence[str], labels: Sequence[str], settings:
     chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words)
-        parts = pool.map(_transform_chunk, chunks, hasher) if texts else []
-        counts = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, settings.features), dtype=np.float32)
+        counts = stack_rows(pool.map(_transform_chunk, chunks, hasher)) if texts else \
+            sp.csr_matrix((0, settings.features), dtype=np.float32)
         shared = exchange({"df": np.bincount(counts.indices, minlength=settings.features).astype(np.int64),
                            "documents": np.array([counts.shape[0]]), "classes": np.unique(labels).astype(str)})
         n = sum(int(part["documents"][0]) for part in shared)

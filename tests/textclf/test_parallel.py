@@ -73,21 +73,28 @@ def test_one_and_four_devices_give_the_same_parameters(tmp_path, case):
             assert result["padding_rows_zero"], (case, result)
 
 
+def _train_in_two_processes(tmp_path: Path, arguments: list[str], devices: int) -> list[dict]:
+    """`textclf train ARGUMENTS --json` as processes 0 and 1 of a jax.distributed run on localhost, each with
+    `devices` CPU devices and its own data dir, process i writing model{i}.npz -> their JSON results."""
+    port = _free_port()
+    common = [sys.executable, "-m", "textclf", "train", *arguments, "--json", "--coordinator", f"127.0.0.1:{port}",
+              "--num-processes", "2"]
+    procs = [subprocess.Popen(common + ["--process-id", str(i), "--out", str(tmp_path / f"model{i}.npz")],
+                              env=_env(devices, tmp_path / f"home{i}"), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outputs):
+        assert p.returncode == 0, (out + err)[-3000:]
+    return [_json_tail(out) for out, _ in outputs]
+
+
 def test_two_processes_each_read_their_share_and_train_like_one(tmp_path, corpus_dir):
     """Two `textclf train` processes (2 CPU devices each) joined through jax.distributed on localhost: each
     reads only its half of the training and test corpora (documents counted), they agree on the vocabulary
     through the runtime, only process 0 writes the model, and it matches a one-process run's model."""
-    port = _free_port()
-    common = [sys.executable, "-m", "textclf", "train", str(corpus_dir), "--test", str(corpus_dir), "--json",
-              "--epochs", "3", "--devices", "2", "--batch-size", "16", "--coordinator", f"127.0.0.1:{port}",
-              "--num-processes", "2"]
-    procs = [subprocess.Popen(common + ["--process-id", str(i), "--out", str(tmp_path / f"model{i}.npz")],
-                              env=_env(2, tmp_path / f"home{i}"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for i in range(2)]
-    outputs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outputs):
-        assert p.returncode == 0, (out + err)[-3000:]
-    first, second = (_json_tail(out) for out, _ in outputs)
+    first, second = _train_in_two_processes(
+        tmp_path, [str(corpus_dir), "--test", str(corpus_dir), "--epochs", "3", "--devices", "2", "--batch-size", "16"],
+        devices=2)
     assert first["model_path"] == str(tmp_path / "model0.npz") and second["model_path"] is None
     assert not (tmp_path / "model1.npz").exists()
     assert first["read_documents"] == second["read_documents"] == 18  # of the sample corpus's 36
@@ -116,16 +123,8 @@ def test_two_processes_without_a_test_corpus_hold_out_from_their_shares(tmp_path
     words = {"cooking": "oven flour bake simmer", "space": "orbit rocket launch comet"}
     corpus.write_text("".join(json.dumps({"text": f"{words[label]} note {i} " * (1 + i % 5), "label": label}) + "\n"
                               for i in range(61) for label in [("cooking", "space")[i % 2]]))
-    port = _free_port()
-    common = [sys.executable, "-m", "textclf", "train", str(corpus), "--json", "--epochs", "2", "--vectorizer",
-              "hashing", "--features", "512", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
-    procs = [subprocess.Popen(common + ["--process-id", str(i), "--out", str(tmp_path / f"model{i}.npz")],
-                              env=_env(1, tmp_path / f"home{i}"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for i in range(2)]
-    outputs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outputs):
-        assert p.returncode == 0, (out + err)[-3000:]
-    results = [_json_tail(out) for out, _ in outputs]
+    results = _train_in_two_processes(
+        tmp_path, [str(corpus), "--epochs", "2", "--vectorizer", "hashing", "--features", "512"], devices=1)
     assert sum(r["read_documents"] for r in results) == 61 and min(r["read_documents"] for r in results) > 20
     assert results[0]["n_train"] + results[0]["n_eval"] == 61 and results[0]["eval_kind"] == "validation"
     assert results[0]["n_eval"] == sum(round(r["read_documents"] * 0.1) for r in results)

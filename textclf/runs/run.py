@@ -186,7 +186,8 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
             backend = _choose_backend(db, run_id, _backend_ready(db, run_id, warmup), "cnn", settings)
         return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
                             primary, checkpointer, stop_requested)
-    if "jax" in sys.modules and _process_count() > 1:  # several processes: each reads and counts its own share
+    joined = sys.modules.get("jax")  # imported by now only where distributed.initialize joined processes
+    if joined is not None and joined.process_count() > 1:  # several processes: each reads and counts its share
         data = _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool, report)
     elif settings.vectorizer == "hashing":
         warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
@@ -313,12 +314,6 @@ def _return_freed_memory() -> None:
         trim(0)
 
 
-def _process_count() -> int:
-    import jax
-
-    return jax.process_count()
-
-
 def _check_test_labels(test_labels, train_labels, test_source: str) -> None:
     unknown = sorted(set(test_labels) - set(train_labels))
     if unknown:
@@ -365,8 +360,18 @@ def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, po
         corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, share=share)
         test = read_corpus(test_path, settings.max_file_mb, read_progress, share=share) if test_path else None
     has_test = test is not None  # (a Corpus of an empty share is falsy)
+    if has_test:
+        train_texts, train_labels, eval_texts, eval_labels = corpus.texts, corpus.labels, test.texts, test.labels
+    else:
+        held = np.zeros(len(corpus.labels), bool)
+        rng = np.random.default_rng([settings.seed, share[0]])
+        held[rng.permutation(len(held))[:int(round(len(held) * settings.validation_fraction))]] = True
+        train_rows, eval_rows = np.flatnonzero(~held), np.flatnonzero(held)
+        train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
+        train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
     mine = {"labels": np.unique(corpus.labels).astype(str), "empty": np.array(corpus.empty_labels, dtype=str),
             "non_utf8": np.array([corpus.non_utf8 + (test.non_utf8 if has_test else 0)]),
+            "sizes": np.array([len(train_labels), len(eval_labels)]),
             "fingerprint": np.array([corpus.fingerprint], dtype=str),
             "skipped": np.array([f"{k}\t{v}" for k, v in corpus.skipped.items()], dtype=str),
             "test_skipped": np.array([f"{k}\t{v}" for k, v in (test.skipped if has_test else {}).items()], dtype=str)}
@@ -375,19 +380,10 @@ def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, po
     shared = exchange_arrays(mine)
     labels = sorted(set().union(*(map(str, part["labels"]) for part in shared)))
     empty = sorted(set.intersection(*(set(map(str, part["empty"])) for part in shared)))
-    skipped, test_skipped = (_summed(shared, key) for key in ("skipped", "test_skipped"))
+    skipped, test_skipped = (_skips_added(shared, key) for key in ("skipped", "test_skipped"))
     check_usable(corpus.source, labels, skipped, empty)
     if has_test:
         _check_test_labels(set().union(*(map(str, part["test_labels"]) for part in shared)), labels, test.source)
-        train_texts, train_labels, eval_texts, eval_labels = corpus.texts, corpus.labels, test.texts, test.labels
-    else:
-        held = np.zeros(len(corpus.labels), bool)
-        rng = np.random.default_rng([settings.seed, share[0]])
-        held[rng.permutation(len(held))[:int(round(len(held) * settings.validation_fraction))]] = True
-        train_texts = [t for t, h in zip(corpus.texts, held) if not h]
-        train_labels = [label for label, h in zip(corpus.labels, held) if not h]
-        eval_texts = [t for t, h in zip(corpus.texts, held) if h]
-        eval_labels = [label for label, h in zip(corpus.labels, held) if h]
     search = {"skipped": "several processes train together: pass the settings a one-process search chose"}
     run_queries.update_run(db, run_id, search=search)
     with ExitStack() as stack:
@@ -400,20 +396,19 @@ def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, po
                               documents=len(train_texts)))
             eval_x = vectorizer.transform(eval_texts, pool=workers, on_progress=lambda done, total: report(
                 TrainEvent("progress", "vectorize", done=done, total=total, documents=done)))
-    sizes = exchange_arrays({"sizes": np.array([len(train_labels), len(eval_labels)])})
-    train_counts = [int(part["sizes"][0]) for part in sizes]
+    train_counts = [int(part["sizes"][0]) for part in shared]
     rows = RowShare(tuple(int(x) for x in np.cumsum([0, *train_counts[:-1]])), tuple(train_counts), share[0])
     fingerprint = hashlib.sha256("".join(str(part["fingerprint"][0]) for part in shared).encode()).hexdigest()
     non_utf8 = sum(int(part["non_utf8"][0]) for part in shared)
     skipped, classes, eval_kind = _record_corpus(
         db, run_id, corpus.format, fingerprint, skipped, test_skipped, non_utf8, train_labels, eval_labels, has_test,
-        counts=(rows.total, sum(int(part["sizes"][1]) for part in sizes)), classes=classes)
+        counts=(rows.total, sum(int(part["sizes"][1]) for part in shared)), classes=classes)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
     return _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind, skipped,
                      non_utf8, fingerprint, search, rows=rows, read_documents=len(corpus.labels))
 
 
-def _summed(shared: list[dict], key: str) -> dict[str, int]:
+def _skips_added(shared: list[dict], key: str) -> dict[str, int]:
     """Every process's skip counts ("reason\tcount" strings), added up by reason."""
     total: Counter = Counter()
     for part in shared:

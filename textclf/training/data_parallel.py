@@ -142,8 +142,7 @@ def local_orders(orders: dict[int, np.ndarray], share: RowShare, local_devices: 
 def put_local_order(order: np.ndarray, mesh: Mesh) -> jax.Array:
     """This process's (steps, R) order -> the global (steps, processes x R) order laid out BATCH: process p's
     devices take columns [p R, (p + 1) R)."""
-    processes = mesh.size // len([d for d in mesh.devices.flat if d.process_index == jax.process_index()])
-    shape = (order.shape[0], order.shape[1] * processes)
+    shape = (order.shape[0], order.shape[1] * jax.process_count())  # the mesh spans every process
     return jax.make_array_from_process_local_data(NamedSharding(mesh, BATCH), order, shape)
 
 

@@ -38,6 +38,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from textclf.errors import SettingsError
 from textclf.settings import FEATURES_NEED_XLA
 from textclf.models.mlp import Params, masked_loss, pre_activation, pre_activation_pieces
+from textclf.training import device_data
 from textclf.training.device_data import (DeviceCSR, DevicePieces, gather_batches, gather_piece_batches, host_csr,
                                           host_pieces)
 from textclf.training.optimizers import make_optimizer
@@ -108,10 +109,8 @@ def host_shards(matrix: sp.csr_matrix, labels: np.ndarray, parts: int, layout: s
 
 def batch_nnz_max(host_data, order: np.ndarray) -> int:
     """The widest batch (nonzeros or pieces) of any shard for this (steps, B) order."""
-    from textclf.training.device_data import batch_nnz_max as widest
-
     starts = host_data.piece_ptr if isinstance(host_data, DevicePieces) else host_data.indptr
-    return max(widest(pointers, order) for pointers in starts)
+    return max(device_data.batch_nnz_max(pointers, order) for pointers in starts)
 
 
 def pad_params(tree, parts: int):
