@@ -7,6 +7,10 @@ Two kinds, both saved as plain arrays (never pickled):
   TF-IDF + SGD on agnews7600 from 0.891 to 0.901 but cost this MLP 1.5 points, 0.893 -> 0.878.)
 - "hashing": HashingVectorizer into `features` buckets; nothing to fit but the IDF. Saved: nothing but IDF.
 At prediction time the same CountVectorizer/HashingVectorizer is rebuilt from the saved terms and settings.
+A "tfidf" vectorizer may carry a second view (`chars`, when the settings ask for character n-grams): character
+2-5-grams within word boundaries, selected and weighted the same way, whose columns follow the words' (each view's
+rows normalised on their own), so that a model can hold one network per view (textclf/training/candidates.py,
+joined_views).
 
 Corpora of PARALLEL_MIN_DOCS documents or more are counted on all CPU cores (pipelines/workers.py: forked
 workers when that is safe): the documents are cut into contiguous chunks, each chunk is counted by its own
@@ -41,6 +45,7 @@ class WordSettings(Protocol):
     min_df: int  # terms in fewer training documents are dropped
     sublinear_tf: bool  # 1 + log(tf) instead of tf
     nb_weighting: bool  # "tfidf": each column also scaled by its naive Bayes log-count ratio (nb_ratios)
+    char_ngrams: bool  # "tfidf": a second view of character n-grams (CHAR_NGRAM_RANGE) beside the words
     max_file_mb: float  # larger corpus files are skipped
 
 
@@ -57,6 +62,10 @@ SMALL_CORPUS_DOCS = 200  # below this min_df is forced to 1 (min_df=2 would drop
 # (BENCHMARKS.md, "Cold start"): 9,650 documents counted by 16 forked workers + the merge beat one process.
 PARALLEL_MIN_DOCS = 2_000
 DOCS_PER_WORKER = 500
+# The character view: scikit-learn's "char_wb" analyzer (n-grams inside word boundaries, each word padded with a
+# space, lowercased) of 2 to 5 characters, the range its documentation's examples use; not searched.
+CHAR_ANALYZER = "char_wb"
+CHAR_NGRAM_RANGE = (2, 5)
 # Vectorizer.transform's chunks hold at most this many documents, so that its progress moves on a big corpus.
 PROGRESS_CHUNK_DOCS = 50_000
 
@@ -69,11 +78,19 @@ class Vectorizer:
     ngram_max: int
     stop_words: str | None
     sublinear_tf: bool = True
+    analyzer: str = "word"  # "word" or CHAR_ANALYZER (then the n-grams are CHAR_NGRAM_RANGE characters)
+    chars: "Vectorizer | None" = None  # the character view, whose columns follow these ("tfidf" words only)
     _cached_counter: object = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def n_features(self) -> int:
-        return int(self.idf.shape[0])
+        """Columns of transform's output: every view's."""
+        return int(self.idf.shape[0]) + (self.chars.n_features if self.chars is not None else 0)
+
+    @property
+    def view_widths(self) -> tuple[int, ...]:
+        """Columns of each view, in order: (words,) or (words, characters)."""
+        return (int(self.idf.shape[0]),) + (self.chars.view_widths if self.chars is not None else ())
 
     def _counter(self):
         # Built once: a CountVectorizer validates its 32k-term vocabulary on first use, which would otherwise
@@ -85,6 +102,9 @@ class Vectorizer:
     def _build_counter(self):
         if self.kind == "hashing":
             return hashing_counter(self.n_features, self.ngram_max, self.stop_words)
+        if self.analyzer == CHAR_ANALYZER:
+            return CountVectorizer(vocabulary=self.terms, analyzer=CHAR_ANALYZER, ngram_range=CHAR_NGRAM_RANGE,
+                                   dtype=np.float32)
         return CountVectorizer(vocabulary=self.terms, ngram_range=(1, self.ngram_max), stop_words=self.stop_words,
                                dtype=np.float32)
 
@@ -92,14 +112,23 @@ class Vectorizer:
                   on_progress: Callable[[int, int], None] | None = None) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero).
         workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS); pool: use these;
-        on_progress(documents done, of total) as chunks of at most PROGRESS_CHUNK_DOCS finish."""
+        on_progress(documents done, of total) as chunks of at most PROGRESS_CHUNK_DOCS finish (of the words; the
+        character view, if any, follows)."""
+        words = self._transform_view(texts, workers, pool, on_progress)
+        if self.chars is None:
+            return words
+        return sp.hstack([words, self.chars._transform_view(texts, workers, pool, None)], format="csr")
+
+    def _transform_view(self, texts: Sequence[str], workers: int | None, pool: WorkerPool | None,
+                        on_progress: Callable[[int, int], None] | None) -> sp.csr_matrix:
+        """This view's columns only (transform's arguments)."""
         if pool is None and on_progress is None and _worker_count(len(texts), workers) == 1:
             # In this process, without a pool: a service scores a few documents a call, and the pool's set-up
             # was a tenth of a one-document call.
             return _transform_weighted(texts, self._counter(), self.idf, self.sublinear_tf)
         if pool is None:
             with vectorize_pool(len(texts), workers) as own:
-                return self.transform(texts, pool=own, on_progress=on_progress)
+                return self._transform_view(texts, workers, own, on_progress)
         # Rows are weighted independently: any chunking gives the same matrix. Chunks no larger than
         # PROGRESS_CHUNK_DOCS let progress be told while a big corpus is transformed.
         chunks = _chunks(texts, max(_worker_count(len(texts), pool.processes), -(-len(texts) // PROGRESS_CHUNK_DOCS)))
@@ -112,11 +141,16 @@ class Vectorizer:
         arrays = {"idf": self.idf}
         if self.terms is not None:
             arrays["terms"] = np.array(self.terms, dtype=str)  # fixed-width unicode: loads without pickle
+        if self.chars is not None:
+            arrays.update({f"char_{name}": array for name, array in self.chars.to_arrays().items()})
         return arrays
 
     def config(self) -> dict:
-        return {"kind": self.kind, "ngram_max": self.ngram_max, "stop_words": self.stop_words,
-                "sublinear_tf": self.sublinear_tf}
+        config = {"kind": self.kind, "ngram_max": self.ngram_max, "stop_words": self.stop_words,
+                  "sublinear_tf": self.sublinear_tf}
+        if self.chars is not None:
+            config["chars"] = {"analyzer": CHAR_ANALYZER, "ngram_range": list(CHAR_NGRAM_RANGE)}
+        return config
 
     @classmethod
     def from_arrays(cls, config: dict, arrays: dict[str, np.ndarray]) -> "Vectorizer":
@@ -130,8 +164,17 @@ class Vectorizer:
             raise ValueError(f"vectorizer n-grams {config['ngram_max']!r}, stop words {config['stop_words']!r}")
         if config["kind"] == "tfidf" and (terms is None or len(terms) != len(idf) or len(set(terms)) != len(terms)):
             raise ValueError("vectorizer terms that do not match its IDF")
+        chars = None
+        if config.get("chars") is not None:
+            if config["kind"] != "tfidf" or config["chars"] != {"analyzer": CHAR_ANALYZER,
+                                                                "ngram_range": list(CHAR_NGRAM_RANGE)}:
+                raise ValueError(f"character view {config['chars']!r} of a {config['kind']!r} vectorizer")
+            own = {name[len("char_"):]: array for name, array in arrays.items() if name.startswith("char_")}
+            chars = cls.from_arrays({"kind": "tfidf", "ngram_max": CHAR_NGRAM_RANGE[1], "stop_words": None,
+                                     "sublinear_tf": config.get("sublinear_tf", True)}, own)
+            chars.analyzer = CHAR_ANALYZER
         return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"],
-                   config.get("sublinear_tf", True))
+                   config.get("sublinear_tf", True), chars=chars)
 
 
 def stack_rows(parts: list[sp.csr_matrix]) -> sp.csr_matrix:
@@ -334,25 +377,38 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
         vec, _ = fit_vectorizer([texts[i] for i in rows], [labels[i] for i in rows], settings, pool=pool,
                                 fit_documents=fit_documents)
         return vec, vec.transform(texts, pool=pool, on_progress=on_progress)
-    common = dict(ngram_range=(1, settings.ngram_max), stop_words=settings.stop_words, dtype=np.float32)
-    chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words)
-        counts = stack_rows(pool.map(_transform_chunk, chunks, hasher))
+        counts = stack_rows(pool.map(_transform_chunk, _chunks(texts, _worker_count(len(texts), pool.processes)),
+                                     hasher))
         vec = fit_hashing_idf(counts, settings)
         return vec, _weight(counts, vec.idf, settings.sublinear_tf)
 
-    min_df = settings.min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
-    terms, counts = _merge_counts(pool.map(_count_chunk, chunks, common), min_df)
-    if not len(terms):
-        raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
-                          "add real text or pass --stop-words none")
+    terms, counts = count_terms(texts, settings.ngram_max, settings.stop_words, settings.min_df, pool)
     terms, counts, idf = _select(terms, counts, labels, settings.features, settings)
     if settings.nb_weighting:
         idf = idf * nb_ratios(counts, np.asarray(labels))  # saved as the column weights: predict applies it too
     vec = Vectorizer("tfidf", [str(t) for t in terms], idf, settings.ngram_max, settings.stop_words,
                      settings.sublinear_tf)
-    return vec, _weight(counts, idf, settings.sublinear_tf)
+    matrix = _weight(counts, idf, settings.sublinear_tf)
+    if not settings.char_ngrams:
+        return vec, matrix
+    del counts
+    vec.chars, char_matrix = _fit_chars(texts, labels, settings, pool)
+    return vec, sp.hstack([matrix, char_matrix], format="csr")
+
+
+def _fit_chars(texts: Sequence[str], labels: Sequence[str], settings: WordSettings, pool: WorkerPool
+               ) -> tuple[Vectorizer, sp.csr_matrix]:
+    """The character view of fit_vectorizer: counted, selected (`features` columns of its own) and weighted as
+    the words are."""
+    terms, counts = count_chars(texts, settings.min_df, pool)
+    terms, counts, idf = _select(terms, counts, labels, settings.features, settings)
+    if settings.nb_weighting:
+        idf = idf * nb_ratios(counts, np.asarray(labels))
+    chars = Vectorizer("tfidf", [str(t) for t in terms], idf, CHAR_NGRAM_RANGE[1], None, settings.sublinear_tf,
+                       analyzer=CHAR_ANALYZER)
+    return chars, _weight(counts, idf, settings.sublinear_tf)
 
 
 def _select(terms: np.ndarray, counts: sp.csr_matrix, labels, budget: int, settings: WordSettings):
@@ -375,14 +431,30 @@ def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, mi
     """The full vocabulary's raw counts, nothing selected or weighted: (terms sorted, (documents, terms) CSR
     float32) -> the widest view that the model search derives its vectorizer variants from (column masks and
     re-weightings, see `term_mask` and `select_and_weigh`), so the texts are tokenised once."""
-    min_df = min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
-    common = dict(ngram_range=(1, ngram_max), stop_words=stop_words, dtype=np.float32)
-    chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
-    terms, counts = _merge_counts(pool.map(_count_chunk, chunks, common), min_df)
+    terms, counts = _counted(texts, dict(ngram_range=(1, ngram_max), stop_words=stop_words, dtype=np.float32),
+                             min_df, pool)
     if not len(terms):
         raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
                           "add real text or pass --stop-words none")
     return terms, counts
+
+
+def count_chars(texts: Sequence[str], min_df: int, pool: WorkerPool) -> tuple[np.ndarray, sp.csr_matrix]:
+    """count_terms for the character view: (CHAR_NGRAM_RANGE character n-grams sorted, their raw counts)."""
+    terms, counts = _counted(texts, dict(analyzer=CHAR_ANALYZER, ngram_range=CHAR_NGRAM_RANGE, dtype=np.float32),
+                             min_df, pool)
+    if not len(terms):
+        raise CorpusError("no character n-grams to learn from: the documents are empty; add real text or pass "
+                          "--no-char-ngrams")
+    return terms, counts
+
+
+def _counted(texts: Sequence[str], counter_params: dict, min_df: int, pool: WorkerPool
+             ) -> tuple[np.ndarray, sp.csr_matrix]:
+    """Counted on the pool's workers in chunks and merged (_count_chunk, _merge_counts)."""
+    min_df = min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
+    chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
+    return _merge_counts(pool.map(_count_chunk, chunks, counter_params), min_df)
 
 
 def term_mask(terms: np.ndarray, ngram_max: int, stop_words: str | None) -> np.ndarray:

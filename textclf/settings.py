@@ -33,7 +33,7 @@ FEATURES_NEED_XLA = ("--parallel features trains with the XLA step: pass --backe
                      "the Pallas kernels)")
 # The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
 SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
-                   "batch_size", "ensemble")
+                   "batch_size", "ensemble", "char_ngrams")
 MODELS = ("mlp", "cnn")
 
 
@@ -65,6 +65,11 @@ class Settings:
     # by default because the search chose it by validation on all five benchmark corpora on the GPU
     # (BENCHMARKS.md, "Accuracy"), so a budget that affords only the first candidates tries it first.
     nb_weighting: bool = True
+    # A second network on character 2-5-grams (pipelines.vectorize.CHAR_NGRAM_RANGE, `features` columns of their
+    # own, weighted as the words are), averaged with the word network(s) in one model file ("tfidf" only). Off
+    # unless the search chooses it by validation (textclf/training/search.py, _choose_networks) or it is typed:
+    # it doubles the model and its training, and it pays where words alone are few (short sentences).
+    char_ngrams: bool = False
     # Model: "mlp" (text: features -> hidden (sigmoid) -> classes (softmax)) or "cnn" (images:
     # textclf/models/cnn.py, conv+ReLU+pool per entry of conv_channels, then a ReLU layer of `hidden` units).
     model: str = "mlp"
@@ -134,6 +139,8 @@ class Settings:
              f"feature_selection must be one of {', '.join(FEATURE_SELECTIONS)}"),
             (self.ngram_max in (1, 2, 3), "ngram_max must be 1, 2 or 3"),
             (self.min_df >= 1, "min_df must be >= 1"),
+            (not (self.char_ngrams and self.vectorizer != "tfidf"),
+             "char_ngrams needs the tfidf vectorizer: pass --vectorizer tfidf or --no-char-ngrams"),
             (self.hidden >= 1, "hidden must be >= 1"),
             (self.model in MODELS, f"model must be one of {', '.join(MODELS)}"),
             (self.conv_kernel >= 1 and self.conv_kernel % 2 == 1, "conv_kernel must be odd (3, 5, 7, ...)"),

@@ -240,3 +240,29 @@ def test_stacking_rows_part_by_part_is_vstack():
     assert (got != want).nnz == 0 and np.array_equal(got.indptr, want.indptr)
     single = [parts[0]]
     assert stack_rows(single) is parts[0] and single == []
+
+
+def test_the_character_view_follows_the_words_and_reloads(corpus):
+    """char_ngrams: the words' columns as without it, then the character 2-5-grams' (each view's rows of unit
+    length), saved and loaded with the model's arrays; a word never seen in training still reaches the
+    character columns through its n-grams."""
+    from pipelines.vectorize import CHAR_NGRAM_RANGE
+
+    words, x_words = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=200), workers=1)
+    both, x_both = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=200, char_ngrams=True), workers=1)
+    n_words, n_chars = both.view_widths
+    assert (n_words, n_chars) == (words.n_features, 200) and len(both.chars.terms) == 200
+    assert both.n_features == x_both.shape[1] == n_words + n_chars
+    np.testing.assert_array_equal(x_both[:, :n_words].toarray(), x_words.toarray())
+    assert all(CHAR_NGRAM_RANGE[0] <= len(term) <= CHAR_NGRAM_RANGE[1] for term in both.chars.terms)
+    for part in (x_both[:, :n_words], x_both[:, n_words:]):
+        lengths = np.sqrt(np.asarray(part.multiply(part).sum(axis=1)).ravel())
+        np.testing.assert_allclose(lengths[lengths > 0], 1.0, rtol=1e-5)
+    again = Vectorizer.from_arrays(both.config(), both.to_arrays())
+    np.testing.assert_allclose(again.transform(corpus.texts[:5]).toarray(), x_both[:5].toarray(), rtol=1e-6)
+    known = max((w for w in both.terms if " " not in w), key=len)  # a word whose n-grams were kept, spelt anew
+    unseen = again.transform([known + "zzqx"])
+    assert unseen[:, :n_words].nnz == 0 and unseen[:, n_words:].nnz > 0
+    with pytest.raises(ValueError):
+        Vectorizer.from_arrays({**both.config(), "chars": {"analyzer": "char", "ngram_range": [1, 9]}},
+                               both.to_arrays())

@@ -162,10 +162,14 @@ def _setup_bad_setting(d):
     return ["train", d, "--backend", "tpu"], "backend must be one of"
 
 
+def _setup_char_ngrams_with_hashing(d):
+    return ["train", d, "--char-ngrams", "--vectorizer", "hashing"], "char_ngrams needs the tfidf vectorizer"
+
+
 @pytest.mark.parametrize("setup", [
     _setup_missing, _setup_empty_folder, _setup_one_label, _setup_empty_files, _setup_binary_only_label,
     _setup_predict_empty, _setup_predict_binary, _setup_predict_huge, _setup_missing_model,
-    _setup_no_model_at_all, _setup_bad_setting,
+    _setup_no_model_at_all, _setup_bad_setting, _setup_char_ngrams_with_hashing,
 ], ids=lambda f: f.__name__[7:])
 def test_bad_input(runner, tmp_path, isolated_home, setup):
     args, message = setup(tmp_path)

@@ -34,6 +34,19 @@ def question_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     return texts, labels
 
 
+def suffix_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """Sentences whose class shows only in how their words end ("-ing" / "-ed"): nearly every word is new, so
+    the words' view has little to go on and the character n-grams decide."""
+    rng = np.random.default_rng(seed)
+    filler = [f"the{i}" for i in range(20)]
+    labels = ["ING" if i % 2 else "ED" for i in range(n)]
+    stem = lambda: "".join(rng.choice(list("bcdfgklmnprstvz"), 2)) + rng.choice(list("aeiou")) + \
+        "".join(rng.choice(list("bcdfgklmnprstvz"), 2))  # noqa: E731
+    texts = [" ".join([*rng.choice(filler, 3), *(stem() + ("ing" if label == "ING" else "ed") for _ in range(2))])
+             for label in labels]
+    return texts, labels
+
+
 def _random_batch(rng, n_features=50, batch=6, classes=3):
     matrix = sp.random(batch, n_features, density=0.2, format="csr", random_state=int(rng.integers(1 << 30)),
                        dtype=np.float32)
@@ -404,3 +417,57 @@ def test_the_search_is_skipped_only_when_every_searched_field_is_pinned(pool):
     everything = search_settings(texts, labels, settings.replace(pinned=fields + ("sublinear_tf", "batch_size")),
                                  pool, "cpu")
     assert everything.summary["skipped"] == "every searched setting was set explicitly"
+
+
+def test_views_join_into_one_network_whose_scores_are_the_views_mean():
+    from textclf.training.candidates import joined_views
+
+    rng = np.random.default_rng(6)
+    views = [Params(*(rng.normal(size=shape).astype(np.float32) for shape in ((30, 8), (8,), (8, 3), (3,)))),
+             Params(*(rng.normal(size=shape).astype(np.float32) for shape in ((20, 16), (16,), (16, 3), (3,))))]
+    joined = joined_views(views)
+    assert joined.w1.shape == (50, 24)
+    assert not joined.w1[:30, 8:].any() and not joined.w1[30:, :8].any()  # no view reads the other's columns
+    x = rng.normal(size=(5, 50)).astype(np.float32)
+
+    def scores(p, x):
+        return (1 / (1 + np.exp(-(x @ p.w1 + p.b1)))) @ p.w2 + p.b2
+
+    np.testing.assert_allclose(scores(joined, x), (scores(views[0], x[:, :30]) + scores(views[1], x[:, 30:])) / 2,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_the_search_adds_a_character_network_where_word_endings_decide(pool):
+    texts, labels = suffix_corpus(400)
+    result = search_settings(texts, labels, Settings(epochs=8, search_budget=300), pool, "cpu")
+    networks = result.summary["ensemble"]
+    assert result.settings.char_ngrams and networks["char_ngrams"] and result.settings.ensemble == 1
+    assert networks["char_pair_accuracy"] > networks["single_accuracy"] + 0.1
+
+
+def test_the_character_network_is_not_tried_when_pinned_or_over_the_text_limit(pool, monkeypatch):
+    texts, labels = suffix_corpus(400)
+    pinned = search_settings(texts, labels, Settings(epochs=3, search_budget=300, pinned=("char_ngrams",)),
+                             pool, "cpu")
+    assert not pinned.settings.char_ngrams and pinned.summary["ensemble"]["char_ngrams_not_tried"] == "set explicitly"
+    monkeypatch.setattr(search_module, "CHAR_MAX_CHARACTERS", 1000)
+    long = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu")
+    assert not long.settings.char_ngrams and "over 1,000" in long.summary["ensemble"]["char_ngrams_not_tried"]
+
+
+def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
+    from textclf.inference.artifacts import load_model
+    from textclf.runs.run import train
+
+    texts, labels = suffix_corpus(300)
+    corpus = tmp_path / "train.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    settings = Settings(search="off", char_ngrams=True, hidden=16, epochs=6, min_steps=0, learning_rate=0.01)
+    result = train(corpus, settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    model = load_model(tmp_path / "m.npz")
+    words, chars = model.vectorizer.view_widths
+    assert model.params.w1.shape == (words + chars, 32) and model.settings.char_ngrams
+    assert not np.asarray(model.params.w1)[:words, 16:].any()  # the character network reads no word column
+    assert [stats.epoch for stats in result.history] == list(range(1, 13))  # each view's 6 epochs, numbered on
+    assert result.eval_accuracy > 0.8
+    assert model.predict(["the1 zapoking mulrading", "the2 zapoked mulraded"]) == ["ING", "ED"]

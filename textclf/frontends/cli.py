@@ -108,6 +108,8 @@ TRAINING_OPTIONS = (
     ("stop_words", "stop_words", Optional[str], f"'english' or 'none' (default {D.stop_words}; searched)."),
     ("nb_weighting", "nb_weighting", Optional[bool],
      "Scale each column by its naive Bayes log-count ratio (default on; searched)."),
+    ("char_ngrams", "char_ngrams", Optional[bool],
+     "A second network on character 2-5-grams, averaged with the words' (default: the search decides)."),
     ("sublinear_tf", "sublinear_tf", Optional[bool], "Weigh term counts as 1 + log(tf) (default on; searched)."),
     ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) (default {D.hidden})."),
     ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size}; searched)."),
@@ -238,7 +240,8 @@ def train(
         err.print(f"search: chose stop words {c.stop_words or 'none'}, n-grams 1-{c.ngram_max}, "
                   f"NB weights {'on' if c.nb_weighting else 'off'}, lr {c.learning_rate:g}, "
                   f"weight decay {c.weight_decay:g}, "
-                  f"{_epochs_kept(search, c.epochs)}, {c.ensemble or 1} network(s) by validation accuracy "
+                  f"{_epochs_kept(search, c.epochs)}, {c.ensemble or 1} network(s)"
+                  f"{' + the same on character n-grams' if c.char_ngrams else ''} by validation accuracy "
                   f"{search['best_accuracy']:.4f} ({search['rounds']} of {search['rounds_planned']} rounds, "
                   f"{search['folds']} fold(s), {search['seconds']:.1f} s; leaderboard: textclf runs show "
                   f"{result.run_id})", highlight=False, markup=False, soft_wrap=True)
@@ -666,6 +669,8 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
         typer.echo(f"search               {search['rounds']} of {search['rounds_planned']} rounds, {search['folds']} "
                    f"fold(s), {search['seconds']:.1f} s of a {search['budget_s']:.0f} s budget; chose "
                    + json.dumps(search["chosen"]))
+        if search.get("ensemble"):
+            typer.echo("networks             " + json.dumps(search["ensemble"]))
         board = Table(title="search leaderboard (mean validation accuracy over the folds)")
         for column in ("rank", "stop words", "n-grams", "NB weights", "lr", "decay", "epochs", "folds", "accuracy"):
             board.add_column(column, justify="right")

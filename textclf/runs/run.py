@@ -16,7 +16,7 @@ import hashlib
 import sys
 from collections import Counter
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -188,6 +188,9 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
                             primary, checkpointer, stop_requested)
     joined = sys.modules.get("jax")  # imported by now only where distributed.initialize joined processes
     if joined is not None and joined.process_count() > 1:  # several processes: each reads and counts its share
+        if settings.ensemble > 1 or settings.char_ngrams:
+            raise SettingsError(f"--ensemble {settings.ensemble} and --char-ngrams train on one process: pass "
+                                "--ensemble 1 --no-char-ngrams with several processes")
         data = _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool, report)
     elif settings.vectorizer == "hashing":
         warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
@@ -197,59 +200,52 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
                                           pool, report)
     with phase("warmup"):  # what is left of the JAX start-up once vectorizing is done
         backend = _backend_ready(db, run_id, warmup)
-    import jax  # after the warm-up thread's import (see the module docstring)
-
     _return_freed_memory()
 
     backend = _choose_backend(db, run_id, backend, "mlp", settings)
 
-    from textclf.training.loop import fit_network
-
     classes, eval_kind, train_x, eval_x = data.classes, data.eval_kind, data.train_x, data.eval_x
     train_y, eval_y = encode_labels(data.train_labels, classes), encode_labels(data.eval_labels, classes)
 
+    from textclf.training.candidates import stacked_is_faster
+
     record_epoch = EpochRecorder(db, run_id)
-
-    def on_epoch(stats: EpochStats) -> None:
-        record_epoch(stats)
-        report(TrainEvent("epoch", epoch=stats, total_epochs=total_epochs))
-
-    from textclf.training.candidates import fit_ensemble, fit_members, stacked_is_faster
-
-    if data.rows is not None and settings.ensemble > 1:
-        raise SettingsError(f"--ensemble {settings.ensemble} trains on one process: pass --ensemble 1 with "
-                            "several processes")
+    views = data.vectorizer.view_widths if settings.char_ngrams else (train_x.shape[1],)
     one_by_one = settings.ensemble > 1 and not stacked_is_faster()
     early_stopping = None
-    # (Members trained one after another, a CPU's ensemble, are never a big corpus's: candidates.py caps them.)
-    if not one_by_one and _stops_early(settings, data.search, len(train_y)):
+    # (Members trained one after another, a CPU's ensemble, are never a big corpus's: candidates.py caps them;
+    # nor is a character view's, which the search tries only on small corpora.)
+    if not one_by_one and len(views) == 1 and _stops_early(settings, data.search, len(train_y)):
         train_x, train_y, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
         data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
     epochs = settings.epochs_for(len(train_y))
-    total_epochs = epochs * settings.ensemble if one_by_one else epochs
+    total_epochs = epochs * (settings.ensemble if one_by_one else 1) * len(views)
     report(TrainEvent("phase", "train", total_epochs=total_epochs))
-    if one_by_one:
-        # Several networks one after another (each as one network trains, without checkpoints), averaged into
-        # one model file; their epochs are recorded one member after another.
-        params, history, compile_s, train_s = fit_members(train_x, train_y, len(classes), settings, backend,
-                                                          eval_x, eval_y, on_epoch)
-        run_queries.update_run(db, run_id, devices=1, processes=jax.process_count())
-    elif settings.ensemble > 1:
-        # Several networks side by side, averaged into one model file (XLA, one device, no checkpoints).
-        params, history, compile_s, train_s = fit_ensemble(
-            train_x, train_y, len(classes), settings.ensemble, settings.learning_rate, settings.weight_decay, epochs,
-            settings.batch_size,
-            settings.hidden, settings.seed, eval_x, eval_y, on_epoch, early_stopping)
-        backend = "xla"
-        run_queries.update_run(db, run_id, backend=backend, devices=1, processes=jax.process_count(),
-                               backend_reason="an ensemble trains side by side in XLA")
-    else:
-        network = fit_network(train_x, train_y, len(classes), settings, backend, eval_x, eval_y, on_epoch,
-                              checkpointer=checkpointer, stop_requested=stop_requested, early_stopping=early_stopping,
-                              rows=data.rows)
-        params, history, compile_s, train_s = network.params, network.history, network.compile_seconds, \
-            network.train_seconds
-        run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
+    history: list[EpochStats] = []
+
+    def on_epoch(stats: EpochStats) -> None:
+        stats = replace(stats, epoch=len(history) + stats.epoch)  # numbered on from one view to the next
+        record_epoch(stats)
+        report(TrainEvent("epoch", epoch=stats, total_epochs=total_epochs))
+
+    # One network (or ensemble) per view, each on its own columns, joined into one network whose scores are
+    # their mean (candidates.joined_views): the words' and, with char_ngrams, the character n-grams'. (Only a
+    # one-view run keeps checkpoints: the daemon resumes a stopped job's one network.)
+    view_params, compile_s, train_s, first = [], 0.0, 0.0, 0
+    for width in views:
+        columns = slice(first, first + width)
+        view_train, view_eval = (train_x, eval_x) if len(views) == 1 else (train_x[:, columns], eval_x[:, columns])
+        first += width
+        params, view_history, backend, view_compile, view_train_s = _fit_view(
+            db, run_id, view_train, train_y, view_eval, eval_y, len(classes), settings, backend, epochs, one_by_one,
+            on_epoch, early_stopping, checkpointer if len(views) == 1 else None, stop_requested, data.rows)
+        history += [replace(stats, epoch=len(history) + stats.epoch) for stats in view_history]
+        view_params.append(params)
+        compile_s, train_s = compile_s + view_compile, train_s + view_train_s
+    if len(views) > 1:
+        from textclf.training.candidates import joined_views
+
+        params = joined_views(view_params)
     phase.seconds["compile"] = compile_s
     phase.seconds["train"] = train_s
     if early_stopping is not None:  # the model keeps the best epoch: its settings say so
@@ -276,6 +272,39 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
                        n_train, n_eval, history, dict(phase.seconds), data.skipped,
                        data.non_utf8, model, data.search, read_documents=data.read_documents)
+
+
+def _fit_view(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings, backend, epochs, one_by_one,
+              on_epoch, early_stopping, checkpointer, stop_requested, rows):
+    """The network(s) of one input view: settings.ensemble networks (one after another on a CPU, side by side
+    elsewhere) or one. JAX is imported here, after the warm-up thread's import (see the module docstring).
+    -> (parameters, EpochStats of each epoch, backend that trained them, compile seconds, train
+    seconds)."""
+    import jax
+
+    from textclf.training.candidates import fit_ensemble, fit_members
+    from textclf.training.loop import fit_network
+
+    if one_by_one:
+        # Several networks one after another (each as one network trains, without checkpoints), averaged into
+        # one model file; their epochs are recorded one member after another.
+        params, history, compile_s, train_s = fit_members(train_x, train_y, n_classes, settings, backend, eval_x,
+                                                          eval_y, on_epoch)
+        run_queries.update_run(db, run_id, devices=1, processes=jax.process_count())
+        return params, history, backend, compile_s, train_s
+    if settings.ensemble > 1:
+        # Several networks side by side, averaged into one model file (XLA, one device, no checkpoints).
+        params, history, compile_s, train_s = fit_ensemble(
+            train_x, train_y, n_classes, settings.ensemble, settings.learning_rate, settings.weight_decay, epochs,
+            settings.batch_size, settings.hidden, settings.seed, eval_x, eval_y, on_epoch, early_stopping)
+        run_queries.update_run(db, run_id, backend="xla", devices=1, processes=jax.process_count(),
+                               backend_reason="an ensemble trains side by side in XLA")
+        return params, history, "xla", compile_s, train_s
+    network = fit_network(train_x, train_y, n_classes, settings, backend, eval_x, eval_y, on_epoch,
+                          checkpointer=checkpointer, stop_requested=stop_requested, early_stopping=early_stopping,
+                          rows=rows)
+    run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
+    return network.params, network.history, backend, network.compile_seconds, network.train_seconds
 
 
 @dataclass

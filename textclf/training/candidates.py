@@ -212,6 +212,23 @@ def merged(params: StackedParams) -> Params:
     return Params(np.asarray(params.w1), np.asarray(params.b1), w2, np.asarray(params.b2).mean(axis=0))
 
 
+def joined_views(views: list[Params]) -> Params:
+    """One network per input view (each a Params over its own columns, e.g. the words' and the character
+    n-grams', pipelines.vectorize.Vectorizer.view_widths) -> one network over all the columns whose scores are
+    the mean of theirs: W1 block-diagonal (view v's columns feed only view v's hidden units; the zero blocks
+    keep them apart), b1 side by side, output weights stacked and divided by the number of views, output bias
+    the mean. A model file, prediction and the service take it unchanged."""
+    rows, columns = sum(v.w1.shape[0] for v in views), sum(v.w1.shape[1] for v in views)
+    w1 = np.zeros((rows, columns), np.float32)
+    row = column = 0
+    for view in views:
+        w1[row:row + view.w1.shape[0], column:column + view.w1.shape[1]] = np.asarray(view.w1)
+        row, column = row + view.w1.shape[0], column + view.w1.shape[1]
+    return Params(w1, np.concatenate([np.asarray(v.b1) for v in views]),
+                  np.concatenate([np.asarray(v.w2) for v in views]) / len(views),
+                  np.mean([np.asarray(v.b2) for v in views], axis=0))
+
+
 def _start(seed: int, n_features: int, hidden: int, n_classes: int, models: int):
     """K freshly initialised networks and their zeroed Adam state."""
     params = init_stacked(jax.random.PRNGKey(seed), n_features, hidden, n_classes, models)
@@ -398,14 +415,16 @@ def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix
 
 def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
                    hidden: int, seed: int, ensemble: bool = False, patience: int | None = None,
-                   initial: StackedParams | None = None):
+                   initial: StackedParams | None = None, scores_at: int | None = None):
     """Train K = len(rates) networks side by side for `epochs` epochs on one round's batches (round_data),
     network k with learning rate rates[k] and weight decay decays[k]; -> (epochs, K) validation accuracy after
     each epoch, and with ensemble=True also (epochs,) the accuracy of their average (the models as one
     ensemble). patience: stop once this many epochs in a row improved no network's best validation accuracy
     (early stopping); the epochs not run score 0. initial: the K networks' starting weights (copied, not
     consumed), else drawn from `seed` as init_stacked does: a search starts every round of a fold from the same
-    weights, and drawing 25M uniform numbers cost ~0.3 s a round."""
+    weights, and drawing 25M uniform numbers cost ~0.3 s a round. scores_at: also return the (validation
+    documents, K, C) scores after that epoch (1-based), for a combination of networks trained apart (the
+    search's character view)."""
     models = len(rates)
     if initial is None:
         params = init_stacked(jax.random.PRNGKey(seed), data.n_features, hidden, n_classes, models)
@@ -418,7 +437,7 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     fused = dense and pallas_default(data.batch_size) and fused_fits(data.n_features, models * hidden)
     steps = data.train[0].shape[0]
     accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
-    best, stale = np.full(models, -1.0), 0
+    best, stale, scores = np.full(models, -1.0), 0, None
     for epoch in range(epochs):
         order = jnp.asarray(data.orders.permutation(steps).astype(np.int32))
         params, state, _ = _epoch(params, state, rates_array, decays_array, *data.train, order, dense=dense,
@@ -426,8 +445,25 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
         each, averaged = _hits(params, *data.val, dense=dense)
         accuracies[epoch] = np.asarray(each) / max(1, data.n_val)
         together[epoch] = float(averaged) / max(1, data.n_val)
+        if scores_at == epoch + 1:
+            scores = np.asarray(_scores(params, *data.val[:4], dense=dense))  # (steps, B, K, C)
+            scores = scores.reshape(-1, *scores.shape[2:])[: data.n_val]
         stale = 0 if np.any(accuracies[epoch] > best) else stale + 1
         best = np.maximum(best, accuracies[epoch])
         if patience is not None and stale >= patience:
             break
-    return (accuracies, together) if ensemble else accuracies
+    result = (accuracies, together) if ensemble else (accuracies,)
+    if scores_at is not None:
+        return result + (scores,)
+    return result if ensemble else accuracies
+
+
+@functools.partial(jax.jit, static_argnames=("dense",))
+def _scores(params: StackedParams, indices, values, rows, labels, dense: bool = False) -> jax.Array:
+    """(steps, ...) batches -> (steps, B, K, C) log-probabilities of each model (the validation rows in order,
+    then padding)."""
+    def one(_, batch):
+        idx, val, row, y = batch
+        return None, jax.nn.log_softmax(stacked_logits(params, idx, val, row, y.shape[0], dense), axis=-1)
+
+    return jax.lax.scan(one, None, (indices, values, rows, labels))[1]

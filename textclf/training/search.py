@@ -33,7 +33,7 @@ import jax
 import numpy as np
 
 from pipelines.batches import next_power_of_two
-from pipelines.vectorize import count_terms, nb_ratios, select_and_weigh, term_mask, weigh_counts
+from pipelines.vectorize import count_chars, count_terms, nb_ratios, select_and_weigh, term_mask, weigh_counts
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
 from textclf.training.candidates import batch_shape, cut_order, fit_candidates, init_stacked, round_data
@@ -67,6 +67,12 @@ BATCH_SIZES = (64, 256)
 # ensemble in ~15 s. A count of work, not a timing, so that the same corpus gets the same choice on any CPU.
 ENSEMBLE_MEMBERS = 5
 CPU_ENSEMBLE_DOC_EPOCHS = 60_000
+# The character view (Settings.char_ngrams) is tried with the ensemble where the searched texts hold at most this
+# many characters: it paid on short documents (3-fold cross-validation on the training files, one word network with and
+# without a character network added: mr sentences 0.7656 -> 0.7759, agnews7600 0.8849 -> 0.8862, trec questions
+# 0.8535 -> 0.8459, where validation rejects it; BENCHMARKS.md), and counting character n-grams costs ~5x
+# counting words (2 cores: mr's 0.8M characters 0.6 s, news4's 19M 11.4 s), which long posts would pay for little.
+CHAR_MAX_CHARACTERS = 4_000_000
 # The epoch count is read off each candidate's validation curve, up to this many epochs (on a CPU, where an
 # epoch of a round costs seconds, up to CPU_MAX_EPOCHS).
 MAX_EPOCHS = 20
@@ -281,6 +287,13 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
 
     # Where the device trains (a GPU), the next round's matrices and batches are built and uploaded meanwhile (a
     # thread: scipy, the uploads and the device wait release the GIL); on a CPU both would share the same cores.
+    # The rounds leave time for the search's cheapest trial of a character network (_choose_networks): on short
+    # documents it gained more than the variants a tight budget's last rounds compare (BENCHMARKS.md).
+    characters = sum(map(len, texts))
+    pair_possible = (settings.ensemble == 0 and "char_ngrams" not in settings.pinned
+                     and characters <= CHAR_MAX_CHARACTERS
+                     and (platform != "cpu" or n_documents * settings.epochs_for(n_documents) <= CPU_ENSEMBLE_DOC_EPOCHS))
+    reserve = 0.0
     prefetch = ThreadPoolExecutor(1) if platform != "cpu" else None
     upcoming = {}
     number = 0
@@ -288,7 +301,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         while number < len(rounds):
             fold, variant = rounds[number]
             elapsed = time.perf_counter() - start
-            if number and elapsed + max(round_seconds) > budget:
+            if number and elapsed + max(round_seconds) + reserve > budget:
                 break
             round_start = time.perf_counter()
             train_rows, val_rows = folds[fold]
@@ -304,6 +317,12 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
             seconds = time.perf_counter() - round_start
             round_seconds.append(seconds)
             network_epoch_seconds.append(seconds / (run_epochs * len(optimizers) * len(train_rows)))
+            if pair_possible and len(network_epoch_seconds) > 1:
+                # What the cheapest trial of _choose_networks would cost, held back for it: 2 networks, at most
+                # `epochs`, every fold, at the rate of the rounds after the first (which also compiled); counting
+                # the character n-grams ~1 s a million characters.
+                reserve = min(network_epoch_seconds[1:]) * 2 * epochs * sum(len(train) for train, _ in folds) + \
+                    characters / 1e6
             for k, (rate, decay) in enumerate(optimizers):
                 trials.append({"candidate": (variants + refined).index(variant) * len(optimizers) + k, "fold": fold,
                                "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
@@ -340,12 +359,11 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     chosen = settings.replace(**best, min_steps=0)
     if settings.ensemble == 0:
         # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
-        members, ensemble_summary = _choose_ensemble(chosen, platform, budget - (time.perf_counter() - start),
-                                                     min(network_epoch_seconds), n_documents, counts, y,
-                                                     len(classes), masks, folds, shared_folds, features, width,
-                                                     shapes[chosen.batch_size], val_shape, score_batch,
-                                                     leaderboard[0]["settings"]["epochs"])
-        chosen = chosen.replace(ensemble=members)
+        members, char_ngrams, ensemble_summary = _choose_networks(
+            chosen, platform, budget - (time.perf_counter() - start), min(network_epoch_seconds), n_documents,
+            texts, pool, counts, y, len(classes), masks, folds, shared_folds, features, width,
+            shapes[chosen.batch_size], val_shape, score_batch, leaderboard[0]["settings"]["epochs"])
+        chosen = chosen.replace(ensemble=members, char_ngrams=char_ngrams)
         summary["ensemble"] = ensemble_summary
     summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
                    candidates=len(leaderboard), seconds=round(time.perf_counter() - start, 3), racing=racing,
@@ -400,35 +418,102 @@ def _leaderboard(results: dict, variants: list[Variant], racing_rounds: list, re
     return rows, shared_folds
 
 
-def _choose_ensemble(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
-                     counts, y, n_classes, masks, folds, shared_folds, features, width, shape, val_shape,
-                     score_batch: int, searched_epochs: int) -> tuple[int, dict]:
-    """1 or ENSEMBLE_MEMBERS networks: ENSEMBLE_MEMBERS copies of the chosen candidate trained side by side on
-    the compared folds for its `searched_epochs` (the epoch count read off the folds' curves); the ensemble wins
-    if its validation accuracy then beats the members' mean. unit_seconds: what the search's rounds took per
-    (network, epoch, training document), for the cost of this trial and of the final training.
-    -> (networks, what was measured)."""
+def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
+                     texts: list[str], pool: WorkerPool, counts, y, n_classes, masks, folds, shared_folds, features,
+                     width, shape, val_shape, score_batch: int, searched_epochs: int) -> tuple[int, bool, dict]:
+    """How many networks, and whether a second one reads character n-grams: on the compared folds, for the chosen
+    candidate's `searched_epochs` (the epoch count read off the folds' curves),
+    - ENSEMBLE_MEMBERS copies of the chosen network trained side by side (different initialisations): their
+      average against the members' mean accuracy;
+    - one network on the character view (`_char_fold_matrices`), its scores added to each word network's: the
+      pairs' mean accuracy against the members' (the same word networks, so the comparison is paired).
+    The most accurate option wins (the pair only where it beats one network by more than a standard error); a
+    tie keeps fewer networks (one, then the pair, then the ensemble). The
+    character view is tried where Settings.char_ngrams is not pinned and the searched texts hold at most
+    CHAR_MAX_CHARACTERS. unit_seconds: what the search's
+    rounds took per (network, epoch, training document), for the cost of these trials and of the final training.
+    -> (word networks, character view, what was measured)."""
     work = n_documents * chosen.epochs_for(n_documents)
     if platform == "cpu" and work > CPU_ENSEMBLE_DOC_EPOCHS:
-        return 1, {"members": 1, "reason": f"not tried on a CPU: {work:,} documents x epochs to train, over "
-                                           f"{CPU_ENSEMBLE_DOC_EPOCHS:,}"}
-    cost = unit_seconds * ENSEMBLE_MEMBERS * searched_epochs * sum(len(folds[f][0]) for f in shared_folds)
-    if cost > time_left:
-        return 1, {"members": 1, "reason": f"no budget left (needs ~{cost:.1f} s)"}
+        return 1, chosen.char_ngrams, {"members": 1, "reason": f"not tried on a CPU: {work:,} documents x epochs "
+                                                               f"to train, over {CPU_ENSEMBLE_DOC_EPOCHS:,}"}
+    characters = sum(map(len, texts))
+    try_chars, why_not = "char_ngrams" not in chosen.pinned, "set explicitly"
+    if try_chars and characters > CHAR_MAX_CHARACTERS:
+        try_chars, why_not = False, f"{characters:,} characters searched, over {CHAR_MAX_CHARACTERS:,}"
+    fold_documents = sum(len(folds[f][0]) for f in shared_folds)
+
+    def cost(networks: int) -> float:
+        return unit_seconds * networks * searched_epochs * fold_documents
+
+    # The ensemble where the budget allows it, else (the cheaper trial) one word network against a pair.
+    members = ENSEMBLE_MEMBERS if cost(ENSEMBLE_MEMBERS + try_chars) <= time_left else 1
+    if members == 1 and (not try_chars or cost(2) > time_left):
+        needs = cost(ENSEMBLE_MEMBERS + try_chars) if not try_chars else cost(2)
+        return 1, chosen.char_ngrams, {"members": 1, "reason": f"no budget left (needs ~{needs:.1f} s)"}
     variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting, chosen.sublinear_tf,
                       chosen.batch_size)
-    single, together = [], []
+    chars = count_chars(texts, chosen.min_df, pool) if try_chars else None
+    single, together, paired, gains = [], [], [], []  # gains: per validation document, pair minus single
     for fold in shared_folds:
         train_rows, val_rows = folds[fold]
         train_x, val_x = _fold_matrices(counts, y, masks[variant.stop_words, variant.ngram_max], train_rows,
                                         val_rows, chosen, features, width, variant)
         data = round_data(train_x, y[train_rows], val_x, y[val_rows], chosen.batch_size, chosen.seed + 100 + fold,
                           shape, val_shape, score_batch)
-        curves, ensemble_curve = fit_candidates(
-            data, n_classes, [chosen.learning_rate] * ENSEMBLE_MEMBERS, [chosen.weight_decay] * ENSEMBLE_MEMBERS,
-            searched_epochs, chosen.hidden, chosen.seed + 100 + fold, ensemble=True)
+        curves, ensemble_curve, scores = fit_candidates(
+            data, n_classes, [chosen.learning_rate] * members, [chosen.weight_decay] * members,
+            searched_epochs, chosen.hidden, chosen.seed + 100 + fold, ensemble=True, scores_at=searched_epochs)
         single.append(float(curves[searched_epochs - 1].mean()))
         together.append(float(ensemble_curve[searched_epochs - 1]))
-    members = ENSEMBLE_MEMBERS if np.mean(together) > np.mean(single) else 1
-    return members, {"members": members, "single_accuracy": float(np.mean(single)),
-                     "ensemble_accuracy": float(np.mean(together)), "folds": len(shared_folds)}
+        if chars is not None:
+            train_c, val_c = _char_fold_matrices(*chars, y, train_rows, val_rows, chosen, features)
+            char_data = round_data(train_c, y[train_rows], val_c, y[val_rows], chosen.batch_size,
+                                   chosen.seed + 200 + fold, (1, 1), (1, 1), score_batch)
+            _, char_scores = fit_candidates(char_data, n_classes, [chosen.learning_rate], [chosen.weight_decay],
+                                            searched_epochs, chosen.hidden, chosen.seed + 200 + fold,
+                                            scores_at=searched_epochs)
+            truth = y[val_rows][:, None]
+            pair_right = np.argmax(scores + char_scores, axis=-1) == truth  # (validation documents, members)
+            paired.append(float(np.mean(pair_right)))
+            gains.append(np.mean(pair_right.astype(np.float64) - (np.argmax(scores, axis=-1) == truth), axis=1))
+    options = {(1, False): np.mean(single)}
+    if members > 1:
+        options[(members, False)] = np.mean(together)
+    if paired:
+        # The pair must beat the same word networks alone by more than one standard error of the paired
+        # difference over the validation documents: a second view changes what the model reads, and an edge
+        # within the noise of a few hundred disagreeing documents is no reason to double the model.
+        gain = np.concatenate(gains)
+        margin = float(gain.std() / np.sqrt(len(gain)))
+        if gain.mean() > margin:
+            options[(1, True)] = np.mean(paired)
+    order = [(1, False), (1, True), (ENSEMBLE_MEMBERS, False)]  # fewest networks first: a tie keeps them
+    chosen_members, char_ngrams = max((key for key in order if key in options), key=lambda key: options[key])
+    summary = {"members": chosen_members, "char_ngrams": char_ngrams or chosen.char_ngrams,
+               "single_accuracy": float(np.mean(single)), "folds": len(shared_folds)}
+    if members > 1:
+        summary["ensemble_accuracy"] = float(np.mean(together))
+    else:
+        summary["ensemble_not_tried"] = f"no budget left (needs ~{cost(ENSEMBLE_MEMBERS + try_chars):.1f} s)"
+    if paired:
+        summary.update(char_pair_accuracy=float(np.mean(paired)), char_pair_standard_error=margin)
+    else:
+        summary["char_ngrams_not_tried"] = why_not
+    return chosen_members, char_ngrams or chosen.char_ngrams, summary
+
+
+def _char_fold_matrices(terms, counts, y, rows_train, rows_val, settings: Settings, features: int):
+    """One fold's (training, validation) rows of the character view, selected and weighted from the fold's
+    training rows only, as fit_vectorizer's _fit_chars does for the final model."""
+    columns, idf = select_and_weigh(counts[rows_train], y[rows_train], np.arange(len(terms)), features,
+                                    settings.feature_selection, settings.sublinear_tf)
+    kept = counts[rows_train][:, columns]
+    if settings.nb_weighting:
+        idf = idf * nb_ratios(kept, y[rows_train])
+    width = next_power_of_two(len(columns))  # one compilation for any fold's count
+    train_x = weigh_counts(kept, idf, settings.sublinear_tf)
+    val_x = weigh_counts(counts[rows_val][:, columns], idf, settings.sublinear_tf)
+    train_x.resize((train_x.shape[0], width))
+    val_x.resize((val_x.shape[0], width))
+    return train_x, val_x
