@@ -414,17 +414,16 @@ def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix
 
 
 def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
-                   hidden: int, seed: int, ensemble: bool = False, patience: int | None = None,
-                   initial: StackedParams | None = None, scores_at: int | None = None):
+                   hidden: int, seed: int, patience: int | None = None, initial: StackedParams | None = None,
+                   scores_at: int | None = None):
     """Train K = len(rates) networks side by side for `epochs` epochs on one round's batches (round_data),
     network k with learning rate rates[k] and weight decay decays[k]; -> (epochs, K) validation accuracy after
-    each epoch, and with ensemble=True also (epochs,) the accuracy of their average (the models as one
-    ensemble). patience: stop once this many epochs in a row improved no network's best validation accuracy
+    each epoch. patience: stop once this many epochs in a row improved no network's best validation accuracy
     (early stopping); the epochs not run score 0. initial: the K networks' starting weights (copied, not
     consumed), else drawn from `seed` as init_stacked does: a search starts every round of a fold from the same
-    weights, and drawing 25M uniform numbers cost ~0.3 s a round. scores_at: also return the (validation
-    documents, K, C) scores after that epoch (1-based), for a combination of networks trained apart (the
-    search's character view)."""
+    weights, and drawing 25M uniform numbers cost ~0.3 s a round. scores_at: return (accuracies, the
+    (validation documents, K, C) log-probabilities after that epoch (1-based)), for the search to score
+    combinations of networks (an ensemble, networks trained on other columns)."""
     models = len(rates)
     if initial is None:
         params = init_stacked(jax.random.PRNGKey(seed), data.n_features, hidden, n_classes, models)
@@ -436,15 +435,14 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     dense = dense_default()
     fused = dense and pallas_default(data.batch_size) and fused_fits(data.n_features, models * hidden)
     steps = data.train[0].shape[0]
-    accuracies, together = np.zeros((epochs, models)), np.zeros(epochs)
+    accuracies = np.zeros((epochs, models))
     best, stale, scores = np.full(models, -1.0), 0, None
     for epoch in range(epochs):
         order = jnp.asarray(data.orders.permutation(steps).astype(np.int32))
         params, state, _ = _epoch(params, state, rates_array, decays_array, *data.train, order, dense=dense,
                                   fused=fused)
-        each, averaged = _hits(params, *data.val, dense=dense)
+        each, _ = _hits(params, *data.val, dense=dense)
         accuracies[epoch] = np.asarray(each) / max(1, data.n_val)
-        together[epoch] = float(averaged) / max(1, data.n_val)
         if scores_at == epoch + 1:
             scores = np.asarray(_scores(params, *data.val[:4], dense=dense))  # (steps, B, K, C)
             scores = scores.reshape(-1, *scores.shape[2:])[: data.n_val]
@@ -452,10 +450,7 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
         best = np.maximum(best, accuracies[epoch])
         if patience is not None and stale >= patience:
             break
-    result = (accuracies, together) if ensemble else (accuracies,)
-    if scores_at is not None:
-        return result + (scores,)
-    return result if ensemble else accuracies
+    return (accuracies, scores) if scores_at is not None else accuracies
 
 
 @functools.partial(jax.jit, static_argnames=("dense",))

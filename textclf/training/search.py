@@ -427,8 +427,9 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
       average against the members' mean accuracy;
     - one network on the character view (`_char_fold_matrices`), its scores added to each word network's: the
       pairs' mean accuracy against the members' (the same word networks, so the comparison is paired).
-    The most accurate option wins (the pair only where it beats one network by more than a standard error); a
-    tie keeps fewer networks (one, then the pair, then the ensemble). The
+    An option with more networks is eligible only where it beats one network by more than one standard error;
+    the most accurate eligible option wins, a tie keeping fewer networks (one, then the pair, then the
+    ensemble). The
     character view is tried where Settings.char_ngrams is not pinned and the searched texts hold at most
     CHAR_MAX_CHARACTERS. unit_seconds: what the search's
     rounds took per (network, epoch, training document), for the cost of these trials and of the final training.
@@ -454,18 +455,26 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting, chosen.sublinear_tf,
                       chosen.batch_size)
     chars = count_chars(texts, chosen.min_df, pool) if try_chars else None
-    single, together, paired, gains = [], [], [], []  # gains: per validation document, pair minus single
+    # Per validation document of every compared fold: how much more often the ensemble / each pair is right
+    # than its members alone (paired: the same word networks, so their noise cancels).
+    single, together, paired, ensemble_gains, pair_gains = [], [], [], [], []
     for fold in shared_folds:
         train_rows, val_rows = folds[fold]
         train_x, val_x = _fold_matrices(counts, y, masks[variant.stop_words, variant.ngram_max], train_rows,
                                         val_rows, chosen, features, width, variant)
         data = round_data(train_x, y[train_rows], val_x, y[val_rows], chosen.batch_size, chosen.seed + 100 + fold,
                           shape, val_shape, score_batch)
-        curves, ensemble_curve, scores = fit_candidates(
-            data, n_classes, [chosen.learning_rate] * members, [chosen.weight_decay] * members,
-            searched_epochs, chosen.hidden, chosen.seed + 100 + fold, ensemble=True, scores_at=searched_epochs)
-        single.append(float(curves[searched_epochs - 1].mean()))
-        together.append(float(ensemble_curve[searched_epochs - 1]))
+        _, scores = fit_candidates(data, n_classes, [chosen.learning_rate] * members,
+                                   [chosen.weight_decay] * members, searched_epochs, chosen.hidden,
+                                   chosen.seed + 100 + fold, scores_at=searched_epochs)  # (documents, members, C)
+        truth = y[val_rows]
+        # Summed log-probabilities pick the class that summed scores do (each network's normaliser is the same
+        # for every class), so this is the merged model's (candidates.merged) choice.
+        member_right = np.argmax(scores, axis=-1) == truth[:, None]  # (documents, members)
+        ensemble_right = np.argmax(scores.sum(axis=1), axis=-1) == truth
+        single.append(float(member_right.mean()))
+        together.append(float(ensemble_right.mean()))
+        ensemble_gains.append(ensemble_right - member_right.mean(axis=1))
         if chars is not None:
             train_c, val_c = _char_fold_matrices(*chars, y, train_rows, val_rows, chosen, features)
             char_data = round_data(train_c, y[train_rows], val_c, y[val_rows], chosen.batch_size,
@@ -473,34 +482,39 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
             _, char_scores = fit_candidates(char_data, n_classes, [chosen.learning_rate], [chosen.weight_decay],
                                             searched_epochs, chosen.hidden, chosen.seed + 200 + fold,
                                             scores_at=searched_epochs)
-            truth = y[val_rows][:, None]
-            pair_right = np.argmax(scores + char_scores, axis=-1) == truth  # (validation documents, members)
-            paired.append(float(np.mean(pair_right)))
-            gains.append(np.mean(pair_right.astype(np.float64) - (np.argmax(scores, axis=-1) == truth), axis=1))
+            pair_right = np.argmax(scores + char_scores, axis=-1) == truth[:, None]  # (documents, members)
+            paired.append(float(pair_right.mean()))
+            pair_gains.append(np.mean(pair_right.astype(np.float64) - member_right, axis=1))
+    # More networks must beat one by more than one standard error of the paired difference: an edge within the
+    # noise of a few hundred disagreeing documents is no reason to multiply the model's size and training time
+    # (or, for the pair, to change what it reads).
     options = {(1, False): np.mean(single)}
-    if members > 1:
+    ensemble_margin = _standard_error(ensemble_gains)
+    if members > 1 and np.mean(np.concatenate(ensemble_gains)) > ensemble_margin:
         options[(members, False)] = np.mean(together)
     if paired:
-        # The pair must beat the same word networks alone by more than one standard error of the paired
-        # difference over the validation documents: a second view changes what the model reads, and an edge
-        # within the noise of a few hundred disagreeing documents is no reason to double the model.
-        gain = np.concatenate(gains)
-        margin = float(gain.std() / np.sqrt(len(gain)))
-        if gain.mean() > margin:
+        pair_margin = _standard_error(pair_gains)
+        if np.mean(np.concatenate(pair_gains)) > pair_margin:
             options[(1, True)] = np.mean(paired)
     order = [(1, False), (1, True), (ENSEMBLE_MEMBERS, False)]  # fewest networks first: a tie keeps them
     chosen_members, char_ngrams = max((key for key in order if key in options), key=lambda key: options[key])
     summary = {"members": chosen_members, "char_ngrams": char_ngrams or chosen.char_ngrams,
                "single_accuracy": float(np.mean(single)), "folds": len(shared_folds)}
     if members > 1:
-        summary["ensemble_accuracy"] = float(np.mean(together))
+        summary.update(ensemble_accuracy=float(np.mean(together)), ensemble_standard_error=ensemble_margin)
     else:
         summary["ensemble_not_tried"] = f"no budget left (needs ~{cost(ENSEMBLE_MEMBERS + try_chars):.1f} s)"
     if paired:
-        summary.update(char_pair_accuracy=float(np.mean(paired)), char_pair_standard_error=margin)
+        summary.update(char_pair_accuracy=float(np.mean(paired)), char_pair_standard_error=pair_margin)
     else:
         summary["char_ngrams_not_tried"] = why_not
     return chosen_members, char_ngrams or chosen.char_ngrams, summary
+
+
+def _standard_error(gains: list[np.ndarray]) -> float:
+    """Standard error of the mean of the per-document gains of every fold."""
+    gain = np.concatenate(gains).astype(np.float64)
+    return float(gain.std() / np.sqrt(max(1, len(gain))))
 
 
 def _char_fold_matrices(terms, counts, y, rows_train, rows_val, settings: Settings, features: int):
