@@ -427,9 +427,8 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
       average against the members' mean accuracy;
     - one network on the character view (`_char_fold_matrices`), its scores added to each word network's: the
       pairs' mean accuracy against the members' (the same word networks, so the comparison is paired).
-    An option with more networks is eligible only where it beats one network by more than one standard error;
-    the most accurate eligible option wins, a tie keeping fewer networks (one, then the pair, then the
-    ensemble). The
+    The most accurate option wins, the pair only where it beats one network by more than one standard error, a
+    tie keeping fewer networks (one, then the pair, then the ensemble). The
     character view is tried where Settings.char_ngrams is not pinned and the searched texts hold at most
     CHAR_MAX_CHARACTERS. unit_seconds: what the search's
     rounds took per (network, epoch, training document), for the cost of these trials and of the final training.
@@ -485,12 +484,14 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
             pair_right = np.argmax(scores + char_scores, axis=-1) == truth[:, None]  # (documents, members)
             paired.append(float(pair_right.mean()))
             pair_gains.append(np.mean(pair_right.astype(np.float64) - member_right, axis=1))
-    # More networks must beat one by more than one standard error of the paired difference: an edge within the
-    # noise of a few hundred disagreeing documents is no reason to multiply the model's size and training time
-    # (or, for the pair, to change what it reads).
+    # The ensemble wins where it validates better: averaging networks of one input and one configuration does not
+    # raise the expected loss (the loss is convex in the scores), so validation only has to not say "worse". The
+    # pair reads other columns, which may be worse than the words: it must beat one network by more than one
+    # standard error of the paired difference, not by an edge within the noise of a few hundred disagreeing
+    # documents (an ensemble held to the same bar lost 2 of 500 test questions on trec and 0.09 points on news4,
+    # H100: BENCHMARKS.md).
     options = {(1, False): np.mean(single)}
-    ensemble_margin = _standard_error(ensemble_gains)
-    if members > 1 and np.mean(np.concatenate(ensemble_gains)) > ensemble_margin:
+    if members > 1:
         options[(members, False)] = np.mean(together)
     if paired:
         pair_margin = _standard_error(pair_gains)
@@ -501,7 +502,8 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     summary = {"members": chosen_members, "char_ngrams": char_ngrams or chosen.char_ngrams,
                "single_accuracy": float(np.mean(single)), "folds": len(shared_folds)}
     if members > 1:
-        summary.update(ensemble_accuracy=float(np.mean(together)), ensemble_standard_error=ensemble_margin)
+        summary.update(ensemble_accuracy=float(np.mean(together)),
+                       ensemble_standard_error=_standard_error(ensemble_gains))
     else:
         summary["ensemble_not_tried"] = f"no budget left (needs ~{cost(ENSEMBLE_MEMBERS + try_chars):.1f} s)"
     if paired:
