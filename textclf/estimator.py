@@ -14,6 +14,13 @@ from textclf.inference.text_model import Model, encode_labels
 from textclf.settings import Settings
 
 
+def _check(settings: Settings) -> None:
+    """What fit() cannot honour is refused, not ignored: it trains one network on the words."""
+    if settings.ensemble > 1 or settings.char_ngrams:
+        raise InputError("TextClassifier trains one network on the words: ensembles and the character view are "
+                         "`textclf train`'s; pass ensemble=1 and char_ngrams=False")
+
+
 class TextClassifier(ClassifierMixin, BaseEstimator):
     """A scikit-learn estimator: TextClassifier(epochs=5).fit(texts, labels).predict(texts), and clone(),
     get_params/set_params, cross_val_score, GridSearchCV ... work on it.
@@ -26,7 +33,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, **settings: Any):
-        Settings(**settings)  # validate now
+        _check(Settings(**settings))  # validate now
         self._params = dict(settings)  # exactly as given: clone() checks that get_params returns these objects
         self.model_: Model | None = None
         self.history_: list = []
@@ -35,7 +42,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         return dict(self._params)
 
     def set_params(self, **params: Any) -> "TextClassifier":
-        Settings(**{**self._params, **params})
+        _check(Settings(**{**self._params, **params}))
         self._params.update(params)
         return self
 

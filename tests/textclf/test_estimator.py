@@ -7,7 +7,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.model_selection import cross_val_score
 
-from textclf.errors import SettingsError
+from textclf.errors import InputError, SettingsError
 from textclf.estimator import TextClassifier
 
 FAST = dict(epochs=2, min_steps=60, batch_size=8, hidden=16, optimizer="sgd", learning_rate=0.5, init_gain=4.0)
@@ -31,6 +31,11 @@ def test_params_round_trip_and_clone():
         estimator.set_params(epochs=0)
     with pytest.raises(SettingsError):
         TextClassifier(hidden=0)
+    for unsupported in (dict(ensemble=3), dict(char_ngrams=True)):  # refused, not trained as one network
+        with pytest.raises(InputError, match="pass ensemble=1 and char_ngrams=False"):
+            TextClassifier(**unsupported)
+        with pytest.raises(InputError):
+            estimator.set_params(**unsupported)
 
 
 def test_cross_val_score_and_integer_labels_keep_their_type():

@@ -462,7 +462,7 @@ def test_the_character_network_is_not_tried_when_pinned_or_over_the_text_limit(p
 
 
 def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
-    from textclf.inference.artifacts import load_model
+    from textclf.inference.artifacts import load_model, read_header
     from textclf.runs.run import train
 
     texts, labels = suffix_corpus(300)
@@ -471,6 +471,8 @@ def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
     settings = Settings(search="off", char_ngrams=True, hidden=16, epochs=6, min_steps=0, learning_rate=0.01)
     result = train(corpus, settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
     model = load_model(tmp_path / "m.npz")
+    assert read_header(tmp_path / "m.npz")["format_version"] == 2
+    np.testing.assert_allclose(model.predict_proba(texts[:20]), result.model.predict_proba(texts[:20]), rtol=1e-6)
     words, chars = model.vectorizer.view_widths
     assert model.params.w1.shape == (words + chars, 32) and model.settings.char_ngrams
     assert not np.asarray(model.params.w1)[:words, 16:].any()  # the character network reads no word column

@@ -4,6 +4,7 @@ runs code. Members:
            "vectorizer": ..., "metadata": ...}
   w1 b1 w2 b2               network weights (float32)
   vectorizer.idf, vectorizer.terms   see pipelines/vectorize.py
+  vectorizer.char_idf, vectorizer.char_terms   the character view, where the model has one (format version 2)
 Image models (textclf/inference/image_model.py) add "kind": "cnn" and "image_shape" to the header and hold
 conv<i>.w, conv<i>.b, fc_w, fc_b, out_w, out_b instead.
 Writes go to a temporary file in the same folder, are flushed to disk, then renamed over the target, so a
@@ -25,7 +26,10 @@ from textclf.settings import Settings
 from textclf.errors import ArtifactError
 
 FORMAT_NAME = "textclf-model"
-FORMAT_VERSION = 1
+# The newest format this textclf reads and writes. 2: a text model with a character view (Settings.char_ngrams);
+# every other model is still written as 1, so that an older textclf reads it, and refuses a 2 by its version
+# ("upgrade textclf") rather than as a damaged file.
+FORMAT_VERSION = 2
 
 
 def save_model(model: Model, path: str | Path) -> Path:
@@ -33,7 +37,7 @@ def save_model(model: Model, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = {
         "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
+        "format_version": 2 if model.vectorizer.chars is not None else 1,
         "settings": model.settings.to_dict(),
         "labels": model.labels,
         "vectorizer": model.vectorizer.config(),
@@ -48,7 +52,7 @@ def save_image_model(model, path: str | Path) -> Path:
     """An ImageModel (textclf/inference/image_model.py): the same archive with header "kind": "cnn"."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": "cnn",
+    header = {"format": FORMAT_NAME, "format_version": 1, "kind": "cnn",
               "settings": model.settings.to_dict(), "labels": model.labels,
               "image_shape": list(model.image_shape), "metadata": model.metadata}
     return write_arrays_atomically(path, {"header": np.array(json.dumps(header)), **model.to_arrays()})

@@ -1,0 +1,87 @@
+"""The character view by cross-validation on a training file alone: one network on the words, one on character
+2-5-grams, and the two averaged, as the model search's network trial builds them (textclf/training/search.py).
+
+    python -m benchmarks.char_view TRAIN.jsonl [--stop-words english|none] [--ngrams 2] [--folds 3] [--epochs 15]
+
+The word variant is given (the one the search chose for the corpus); its learning rate (1e-3 / 3e-3 / 1e-2) and
+epoch count are read off the folds' mean validation curve. Then, on every fold, a word network and a character
+network train with that rate for that many epochs (the character network takes the words' settings, as the
+product's does) and their validation log-probabilities are summed. Prints one markdown row: mean validation
+accuracy of the words, the characters, the pair, and the pair's paired gain over the words with its standard
+error. Reads no test file. search.CHAR_MAX_CHARACTERS and Settings.char_ngrams rest on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("train")
+    parser.add_argument("--stop-words", default="none", choices=("english", "none"))
+    parser.add_argument("--ngrams", type=int, default=2)
+    parser.add_argument("--folds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=15)
+    args = parser.parse_args()
+    from pipelines.corpus import read_corpus
+    from pipelines.vectorize import count_chars, count_terms, term_mask, vectorize_pool
+    from textclf.settings import Settings
+    from textclf.training.candidates import batch_shape, cut_order, fit_candidates, round_data
+    from textclf.training.search import (LEARNING_RATES, ROUND_FEATURES, Variant, _char_fold_matrices, _folds,
+                                         _fold_matrices)
+
+    start = time.perf_counter()
+    corpus = read_corpus(args.train)
+    classes = sorted(set(corpus.labels))
+    y = np.searchsorted(np.array(classes), np.array(corpus.labels)).astype(np.int32)
+    settings = Settings(stop_words=None if args.stop_words == "none" else "english", ngram_max=args.ngrams)
+    variant = Variant(settings.stop_words, settings.ngram_max, settings.nb_weighting, True, settings.batch_size)
+    with vectorize_pool(len(corpus.texts)) as pool:
+        terms, counts = count_terms(corpus.texts, settings.ngram_max, None, settings.min_df, pool)
+        chars = count_chars(corpus.texts, settings.min_df, pool)
+    mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
+    width = min(ROUND_FEATURES, 1 << int(np.ceil(np.log2(min(ROUND_FEATURES, len(mask))))))
+    folds = _folds(y, args.folds, settings.seed)
+    rates = list(LEARNING_RATES)
+
+    def data(train_x, val_x, train, val, seed):
+        cut, _ = cut_order(seed, len(train))
+        return round_data(train_x, y[train], val_x, y[val], settings.batch_size, seed,
+                          batch_shape([train_x], settings.batch_size, [cut]), batch_shape([val_x], 1024), 1024)
+
+    words = [_fold_matrices(counts, y, mask, train, val, settings, ROUND_FEATURES, width, variant)
+             for train, val in folds]
+    curves = [fit_candidates(data(*matrices, train, val, fold), len(classes), rates, [0.0] * len(rates),
+                             args.epochs, settings.hidden, fold)
+              for fold, (matrices, (train, val)) in enumerate(zip(words, folds))]
+    mean = np.mean(curves, axis=0)  # (epochs, rates)
+    epoch, best = np.unravel_index(np.argmax(mean), mean.shape)
+    rate, epochs = rates[best], int(epoch) + 1
+    accuracy = {"words": [], "characters": [], "pair": []}
+    gains = []
+    for fold, (matrices, (train, val)) in enumerate(zip(words, folds)):
+        char_matrices = _char_fold_matrices(*chars, y, train, val, settings, ROUND_FEATURES)
+        _, word_scores = fit_candidates(data(*matrices, train, val, 100 + fold), len(classes), [rate], [0.0],
+                                        epochs, settings.hidden, 100 + fold, scores_at=epochs)
+        _, char_scores = fit_candidates(data(*char_matrices, train, val, 200 + fold), len(classes), [rate], [0.0],
+                                        epochs, settings.hidden, 200 + fold, scores_at=epochs)
+        right = {name: np.argmax(scores[:, 0], axis=-1) == y[val] for name, scores in
+                 (("words", word_scores), ("characters", char_scores), ("pair", word_scores + char_scores))}
+        for name, hits in right.items():
+            accuracy[name].append(hits.mean())
+        gains.append(right["pair"].astype(np.float64) - right["words"])
+    gain = np.concatenate(gains)
+    print("| training file | characters | word variant | lr, epochs | words | characters | pair | pair - words "
+          "(standard error) | s |")
+    print("|---|---:|---|---|---:|---:|---:|---:|---:|")
+    print(f"| {args.train} | {sum(map(len, corpus.texts)):,} | stop words {args.stop_words}, n-grams "
+          f"1-{args.ngrams} | {rate:g}, {epochs} | " + " | ".join(f"{np.mean(v):.4f}" for v in accuracy.values())
+          + f" | {gain.mean():+.4f} ({gain.std() / np.sqrt(len(gain)):.4f}) | {time.perf_counter() - start:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
