@@ -342,15 +342,17 @@ def test_a_cpu_searches_a_sample_of_a_large_corpus(pool, monkeypatch):
     assert result.settings.stop_words is None  # the sample still shows what decides the class
 
 
-def test_a_gpu_searches_three_folds_of_a_sample_of_a_large_corpus(pool, monkeypatch):
+def test_a_gpu_searches_one_split_of_a_sample_of_a_large_corpus(pool, monkeypatch):
     monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", 150)
     texts, labels = question_corpus(300)
-    folds = search_module._device_folds(np.searchsorted(sorted(set(labels)), labels), 0)
-    assert len(folds) == 3 and sum(len(val) for _, val in folds) == 150
-    assert all(not set(train) & set(val) for train, val in folds)
+    y = np.searchsorted(sorted(set(labels)), labels)
+    folds = search_module._device_folds(y, 0)
+    assert len(folds) == 1 and (len(folds[0][0]), len(folds[0][1])) == (100, 50)
+    assert not set(folds[0][0]) & set(folds[0][1])
+    assert len(search_module._device_folds(y[:150], 0)) == 3  # a corpus the size of the sample: 3 folds of it
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "gpu")
     assert result.summary["subsampled"] and result.summary["searched_documents"] == 150
-    assert result.summary["folds"] == 3
+    assert result.summary["folds"] == 1 and not result.summary["racing"]
 
 
 def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out(monkeypatch):
