@@ -4,8 +4,9 @@
 Runs textclf.training.search.search_settings on each corpus (its training file only) as `textclf train` does, with
 timers around its parts, and prints one row per corpus and setting: seconds in tokenising (count_terms), the
 rounds' host matrices (in the search thread / in the prefetch thread), cutting and uploading batches, the
-K-network epochs, the validation scoring (both waited for on the device), and the rest; --repeat times (the
-first run compiles).
+K-network epochs, the validation scoring (both waited for on the device), the whole trial of an ensemble and
+a character network (whose parts are also in those columns), and the rest; --repeat times (the first run
+compiles).
 """
 
 from __future__ import annotations
@@ -64,9 +65,10 @@ def _profile(args, pool: WorkerPool) -> None:
     _timed(candidates, "_device_batches", "batches")
     _timed(candidates, "_epoch", "epochs", wait=True)
     _timed(candidates, "_hits", "scoring", wait=True)
+    _timed(search, "_choose_networks", "networks trial")
     platform = jax.default_backend()
     columns = ["tokenise", "masks", "matrices", "matrices (prefetch)", "init", "batches", "batches (prefetch)", "epochs",
-               "scoring"]
+               "scoring", "networks trial"]
     print(f"device: {jax.devices()[0].device_kind}, platform {platform}")
     print("| corpus | search s | rounds | " + " | ".join(f"{c} s" for c in columns) + " | other s | best val acc |")
     print("|---|---:|---:|" + "---:|" * len(columns) + "---:|---:|")
@@ -78,7 +80,8 @@ def _profile(args, pool: WorkerPool) -> None:
             start = time.perf_counter()
             result = search.search_settings(texts, labels, Settings(search_budget=args.budget), pool, platform)
             total = time.perf_counter() - start
-            main_thread = sum(v for k, v in SECONDS.items() if "prefetch" not in k)
+            # (the networks trial's own matrices, batches and epochs are in their columns too)
+            main_thread = sum(v for k, v in SECONDS.items() if "prefetch" not in k and k != "networks trial")
             summary = result.summary
             print(f"| {path} | {total:.1f} | {summary.get('rounds')} | "
                   + " | ".join(f"{SECONDS.get(c, 0.0):.2f}" for c in columns)
