@@ -4,7 +4,8 @@ Two kinds, both saved as plain arrays (never pickled):
 - "tfidf": CountVectorizer over the training corpus (min_df, stop words, n-grams), then the `features` terms
   that a chi-squared test finds most tied to the labels (or the most frequent ones). Saved: the terms.
   (Tried and dropped: filling the columns a small vocabulary leaves spare with character 2-5-grams lifted
-  TF-IDF + SGD on agnews7600 from 0.891 to 0.901 but cost this MLP 1.5 points, 0.893 -> 0.878.)
+  TF-IDF + SGD on agnews7600 from 0.891 to 0.901 but cost this MLP 1.5 points, 0.893 -> 0.878; a network of
+  their own beside the words', the character view below, is another matter.)
 - "hashing": HashingVectorizer into `features` buckets; nothing to fit but the IDF. Saved: nothing but IDF.
 At prediction time the same CountVectorizer/HashingVectorizer is rebuilt from the saved terms and settings.
 A "tfidf" vectorizer may carry a second view (`chars`, when the settings ask for character n-grams): character

@@ -68,10 +68,11 @@ BATCH_SIZES = (64, 256)
 ENSEMBLE_MEMBERS = 5
 CPU_ENSEMBLE_DOC_EPOCHS = 60_000
 # The character view (Settings.char_ngrams) is tried with the ensemble where the searched texts hold at most this
-# many characters: it paid on short documents (3-fold cross-validation on the training files, one word network with and
-# without a character network added: mr sentences 0.7656 -> 0.7759, agnews7600 0.8849 -> 0.8862, trec questions
-# 0.8535 -> 0.8459, where validation rejects it; BENCHMARKS.md), and counting character n-grams costs ~5x
-# counting words (2 cores: mr's 0.8M characters 0.6 s, news4's 19M 11.4 s), which long posts would pay for little.
+# many characters. 3-fold cross-validation on the training files, one word network against it plus a character
+# network (benchmarks/char_view.py, BENCHMARKS.md "The character view"): mr sentences 0.7632 -> 0.7746,
+# agnews7600 0.8847 -> 0.8854, trec questions 0.8516 -> 0.8446 and news4 posts (19M characters) 0.9689 -> 0.9664,
+# where validation rejects it; and counting character n-grams costs ~5x counting words (2 cores: mr's 0.8M
+# characters 0.6 s, news4's 19M 11.4 s), which long posts pay for and gain nothing by.
 CHAR_MAX_CHARACTERS = 4_000_000
 # The epoch count is read off each candidate's validation curve, up to this many epochs (on a CPU, where an
 # epoch of a round costs seconds, up to CPU_MAX_EPOCHS).
@@ -291,15 +292,16 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
                                          len(classes), len(optimizers))
         return initial[fold]
 
+    # The rounds leave time for the cheapest trial of a character network (_choose_networks), so that a tight
+    # budget (a CPU's) still tries it where it may be chosen: on mr it added 1.1 points of cross-validated
+    # accuracy (BENCHMARKS.md, "The character view").
+    characters = sum(map(len, texts))
+    cheap = platform != "cpu" or n_documents * settings.epochs_for(n_documents) <= CPU_ENSEMBLE_DOC_EPOCHS
+    pair_possible = (settings.ensemble == 0 and "char_ngrams" not in settings.pinned
+                     and characters <= CHAR_MAX_CHARACTERS and cheap)
+    reserve = 0.0
     # Where the device trains (a GPU), the next round's matrices and batches are built and uploaded meanwhile (a
     # thread: scipy, the uploads and the device wait release the GIL); on a CPU both would share the same cores.
-    # The rounds leave time for the search's cheapest trial of a character network (_choose_networks): on short
-    # documents it gained more than the variants a tight budget's last rounds compare (BENCHMARKS.md).
-    characters = sum(map(len, texts))
-    pair_possible = (settings.ensemble == 0 and "char_ngrams" not in settings.pinned
-                     and characters <= CHAR_MAX_CHARACTERS
-                     and (platform != "cpu" or n_documents * settings.epochs_for(n_documents) <= CPU_ENSEMBLE_DOC_EPOCHS))
-    reserve = 0.0
     prefetch = ThreadPoolExecutor(1) if platform != "cpu" else None
     upcoming = {}
     number = 0
