@@ -353,6 +353,9 @@ def test_a_gpu_searches_one_split_of_a_sample_of_a_large_corpus(pool, monkeypatc
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "gpu")
     assert result.summary["subsampled"] and result.summary["searched_documents"] == 150
     assert result.summary["folds"] == 1 and not result.summary["racing"]
+    # the trial trained a round's 6 networks side by side and judged an ensemble of 5 of them
+    networks = result.summary["ensemble"]
+    assert networks["members"] in (1, 5) and 0 < networks["ensemble_accuracy"] <= 1
 
 
 def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out(monkeypatch):

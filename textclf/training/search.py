@@ -370,7 +370,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         members, char_ngrams, ensemble_summary = _choose_networks(
             chosen, platform, budget - (time.perf_counter() - start), min(network_epoch_seconds), n_documents,
             texts, pool, counts, y, len(classes), masks, folds, shared_folds, features, width,
-            shapes[chosen.batch_size], val_shape, score_batch, leaderboard[0]["settings"]["epochs"])
+            shapes[chosen.batch_size], val_shape, score_batch, leaderboard[0]["settings"]["epochs"], len(optimizers))
         chosen = chosen.replace(ensemble=members, char_ngrams=char_ngrams)
         summary["ensemble"] = ensemble_summary
     summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
@@ -428,7 +428,8 @@ def _leaderboard(results: dict, variants: list[Variant], racing_rounds: list, re
 
 def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
                      texts: list[str], pool: WorkerPool, counts, y, n_classes, masks, folds, shared_folds, features,
-                     width, shape, val_shape, score_batch: int, searched_epochs: int) -> tuple[int, bool, dict]:
+                     width, shape, val_shape, score_batch: int, searched_epochs: int, round_networks: int
+                     ) -> tuple[int, bool, dict]:
     """How many networks, and whether a second one reads character n-grams: on the compared folds, for the chosen
     candidate's `searched_epochs` (the epoch count read off the folds' curves),
     - ENSEMBLE_MEMBERS copies of the chosen network trained side by side (different initialisations): their
@@ -439,8 +440,9 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     tie keeping fewer networks (one, then the pair, then the ensemble). The
     character view is tried where Settings.char_ngrams is not pinned and the searched texts hold at most
     CHAR_MAX_CHARACTERS. unit_seconds: what the search's
-    rounds took per (network, epoch, training document), for the cost of these trials and of the final training.
-    -> (word networks, character view, what was measured)."""
+    rounds took per (network, epoch, training document), for the cost of these trials and of the final training;
+    round_networks: how many networks a round trained side by side. -> (word networks, character view, what was
+    measured)."""
     work = n_documents * chosen.epochs_for(n_documents)
     if platform == "cpu" and work > CPU_ENSEMBLE_DOC_EPOCHS:
         return 1, chosen.char_ngrams, {"members": 1, "reason": f"not tried on a CPU: {work:,} documents x epochs "
@@ -459,6 +461,11 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     if members == 1 and (not try_chars or cost(2) > time_left):
         needs = cost(ENSEMBLE_MEMBERS + try_chars) if not try_chars else cost(2)
         return 1, chosen.char_ngrams, {"members": 1, "reason": f"no budget left (needs ~{needs:.1f} s)"}
+    # Where a GPU's rounds trained more networks at once than the trial needs, it trains as many (the extra ones
+    # unused): the rounds' compiled program then serves it (same shapes). A program of its own cost a first
+    # search's trial 4.6-5.3 s more on news4 (H100, BENCHMARKS.md, "Accuracy", the search's cost); one more
+    # network of a stacked step costs a GPU little.
+    trained = max(members, round_networks) if platform != "cpu" else members
     variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting, chosen.sublinear_tf,
                       chosen.batch_size)
     chars = count_chars(texts, chosen.min_df, pool) if try_chars else None
@@ -471,9 +478,10 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
                                         val_rows, chosen, features, width, variant)
         data = round_data(train_x, y[train_rows], val_x, y[val_rows], chosen.batch_size, chosen.seed + 100 + fold,
                           shape, val_shape, score_batch)
-        _, scores = fit_candidates(data, n_classes, [chosen.learning_rate] * members,
-                                   [chosen.weight_decay] * members, searched_epochs, chosen.hidden,
-                                   chosen.seed + 100 + fold, scores_at=searched_epochs)  # (documents, members, C)
+        _, scores = fit_candidates(data, n_classes, [chosen.learning_rate] * trained,
+                                   [chosen.weight_decay] * trained, searched_epochs, chosen.hidden,
+                                   chosen.seed + 100 + fold, scores_at=searched_epochs)
+        scores = scores[:, :members]  # (documents, members, C)
         truth = y[val_rows]
         # Summed log-probabilities pick the class that summed scores do (each network's normaliser is the same
         # for every class), so this is the merged model's (candidates.merged) choice.
