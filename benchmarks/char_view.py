@@ -6,7 +6,7 @@
 The word variant is given (the one the search chose for the corpus); its learning rate (1e-3 / 3e-3 / 1e-2) and
 epoch count are read off the folds' mean validation curve. Then, on every fold, a word network and a character
 network train with that rate for that many epochs (the character network takes the words' settings, as the
-product's does) and their validation log-probabilities are summed. Prints one markdown row: mean validation
+product's does on a CPU; on a GPU the search reads the character network's own off its curves) and their validation log-probabilities are summed. Prints one markdown row: mean validation
 accuracy of the words, the characters, the pair, and the pair's paired gain over the words with its standard
 error. Reads no test file. search.CHAR_MAX_CHARACTERS and Settings.char_ngrams rest on it.
 """
@@ -66,11 +66,12 @@ def main() -> None:
     for fold, (matrices, (train, val)) in enumerate(zip(words, folds)):
         char_matrices = _char_fold_matrices(*chars, y, train, val, settings, ROUND_FEATURES)
         _, word_scores = fit_candidates(data(*matrices, train, val, 100 + fold), len(classes), [rate], [0.0],
-                                        epochs, settings.hidden, 100 + fold, scores_at=epochs)
+                                        epochs, settings.hidden, 100 + fold, keep_scores=True)
         _, char_scores = fit_candidates(data(*char_matrices, train, val, 200 + fold), len(classes), [rate], [0.0],
-                                        epochs, settings.hidden, 200 + fold, scores_at=epochs)
+                                        epochs, settings.hidden, 200 + fold, keep_scores=True)
         right = {name: np.argmax(scores[:, 0], axis=-1) == y[val] for name, scores in
-                 (("words", word_scores), ("characters", char_scores), ("pair", word_scores + char_scores))}
+                 (("words", word_scores[-1]), ("characters", char_scores[-1]),
+                  ("pair", word_scores[-1] + char_scores[-1]))}
         for name, hits in right.items():
             accuracy[name].append(hits.mean())
         gains.append(right["pair"].astype(np.float64) - right["words"])

@@ -33,7 +33,7 @@ FEATURES_NEED_XLA = ("--parallel features trains with the XLA step: pass --backe
                      "the Pallas kernels)")
 # The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
 SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
-                   "batch_size", "ensemble", "char_ngrams")
+                   "batch_size", "ensemble", "char_ngrams", "char_learning_rate", "char_epochs")
 MODELS = ("mlp", "cnn")
 
 
@@ -70,6 +70,10 @@ class Settings:
     # unless the search chooses it by validation (textclf/training/search.py, _choose_networks) or it is typed:
     # it doubles the model and its training, and it pays where words alone are few (short sentences).
     char_ngrams: bool = False
+    # The character network's learning rate and epochs; 0: the words' (learning_rate, epochs). The search reads
+    # them off the character network's own validation curves on a GPU.
+    char_learning_rate: float = 0.0
+    char_epochs: int = 0
     # Model: "mlp" (text: features -> hidden (sigmoid) -> classes (softmax)) or "cnn" (images:
     # textclf/models/cnn.py, conv+ReLU+pool per entry of conv_channels, then a ReLU layer of `hidden` units).
     model: str = "mlp"
@@ -139,6 +143,8 @@ class Settings:
              f"feature_selection must be one of {', '.join(FEATURE_SELECTIONS)}"),
             (self.ngram_max in (1, 2, 3), "ngram_max must be 1, 2 or 3"),
             (self.min_df >= 1, "min_df must be >= 1"),
+            (self.char_learning_rate >= 0, "char_learning_rate must be >= 0 (0 = the learning rate's)"),
+            (self.char_epochs >= 0, "char_epochs must be >= 0 (0 = the epochs')"),
             (not (self.char_ngrams and self.vectorizer != "tfidf"),
              "char_ngrams needs the tfidf vectorizer: pass --vectorizer tfidf or --no-char-ngrams"),
             (self.hidden >= 1, "hidden must be >= 1"),
@@ -222,6 +228,12 @@ class Settings:
         pinned = tuple(name for name in SEARCHED_FIELDS
                        if name in given and (given[name] is not None or name == "stop_words"))
         return cls(**given, pinned=pinned)
+
+    def char_view(self) -> "Settings":
+        """The settings the character network trains with (char_ngrams): its own learning rate and epochs where
+        set, else the words'."""
+        return self.replace(learning_rate=self.char_learning_rate or self.learning_rate,
+                            epochs=self.char_epochs or self.epochs)
 
     def replace(self, **changes: Any) -> "Settings":
         """A copy with `changes`; the rest keep this instance's values, model-dependent ones included (to move

@@ -146,12 +146,12 @@ def test_fit_candidates_learns_and_reports_every_epoch():
     assert curves.shape == (15, 2)
     assert curves[-1, 0] > 0.75 and curves[0, 0] < 0.5  # the question word decides: learnable, and learned
     assert curves[-1, 1] < 0.5  # a tiny rate has not learned it yet
-    # the validation scores after one epoch: every document's, in order, giving that epoch's accuracies
+    # the validation scores after every epoch: every document's, in order, giving each epoch's accuracies
     again = round_data(x[train], y[train], x[val], y[val], 32, 0, shape, val_shape, score_batch=64)
-    curves, scores = fit_candidates(again, 3, [0.03, 0.0001], [0.0, 0.0], 6, 16, 0, scores_at=4)
-    assert scores.shape == (len(val), 2, 3)
+    curves, scores = fit_candidates(again, 3, [0.03, 0.0001], [0.0, 0.0], 6, 16, 0, keep_scores=True)
+    assert scores.shape == (6, len(val), 2, 3)
     np.testing.assert_allclose(np.exp(scores).sum(axis=-1), 1.0, rtol=1e-5)
-    np.testing.assert_allclose((scores.argmax(axis=-1) == y[val][:, None]).mean(axis=0), curves[3])
+    np.testing.assert_allclose((scores.argmax(axis=-1) == y[val][None, :, None]).mean(axis=1), curves)
 
 
 def test_shared_starting_weights_and_wide_scoring_batches_change_no_curve():
@@ -448,12 +448,20 @@ def test_views_join_into_one_network_whose_scores_are_the_views_mean():
                                rtol=1e-5, atol=1e-5)
 
 
-def test_the_search_adds_a_character_network_where_word_endings_decide(pool):
+@pytest.mark.parametrize("platform", ["cpu", "gpu"])
+def test_the_search_adds_a_character_network_where_word_endings_decide(pool, platform):
     texts, labels = suffix_corpus(400)
-    result = search_settings(texts, labels, Settings(epochs=8, search_budget=300), pool, "cpu")
-    networks = result.summary["ensemble"]
-    assert result.settings.char_ngrams and networks["char_ngrams"] and result.settings.ensemble == 1
+    result = search_settings(texts, labels, Settings(epochs=8, search_budget=300), pool, platform)
+    networks, chosen = result.summary["ensemble"], result.settings
+    assert chosen.char_ngrams and networks["char_ngrams"] and chosen.ensemble == 1
     assert networks["char_pair_accuracy"] > networks["single_accuracy"] + 0.1
+    if platform == "gpu":  # the character network's own rate and epochs, read off its own curves
+        assert chosen.char_learning_rate in search_module.LEARNING_RATES and 1 <= chosen.char_epochs <= 20
+        assert (networks["char_learning_rate"], networks["char_epochs"]) == (chosen.char_learning_rate,
+                                                                              chosen.char_epochs)
+    else:  # the words' (0: Settings.char_view uses learning_rate and epochs)
+        assert (chosen.char_learning_rate, chosen.char_epochs) == (0.0, 0)
+        assert chosen.char_view().learning_rate == chosen.learning_rate
 
 
 def test_the_character_network_is_not_tried_when_pinned_or_over_the_text_limit(pool, monkeypatch):
@@ -473,7 +481,8 @@ def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
     texts, labels = suffix_corpus(300)
     corpus = tmp_path / "train.jsonl"
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
-    settings = Settings(search="off", char_ngrams=True, hidden=16, epochs=6, min_steps=0, learning_rate=0.01)
+    settings = Settings(search="off", char_ngrams=True, hidden=16, epochs=6, min_steps=0, learning_rate=0.01,
+                        char_epochs=4, char_learning_rate=0.02)
     result = train(corpus, settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
     model = load_model(tmp_path / "m.npz")
     assert read_header(tmp_path / "m.npz")["format_version"] == 2
@@ -481,6 +490,7 @@ def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
     words, chars = model.vectorizer.view_widths
     assert model.params.w1.shape == (words + chars, 32) and model.settings.char_ngrams
     assert not np.asarray(model.params.w1)[:words, 16:].any()  # the character network reads no word column
-    assert [stats.epoch for stats in result.history] == list(range(1, 13))  # each view's 6 epochs, numbered on
+    assert [stats.epoch for stats in result.history] == list(range(1, 11))  # 6 + the characters' 4, numbered on
+    assert settings.char_view() == settings.replace(learning_rate=0.02, epochs=4)
     assert result.eval_accuracy > 0.8
     assert model.predict(["the1 zapoking mulrading", "the2 zapoked mulraded"]) == ["ING", "ED"]

@@ -218,8 +218,9 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     if not one_by_one and len(views) == 1 and _stops_early(settings, data.search, len(train_y)):
         train_x, train_y, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
         data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
-    epochs = settings.epochs_for(len(train_y))
-    total_epochs = epochs * (settings.ensemble if one_by_one else 1) * len(views)
+    # Each view's settings: the words' as chosen, the character network's own rate and epochs (Settings.char_view).
+    view_settings = [settings, settings.char_view()][:len(views)]
+    total_epochs = sum(s.epochs_for(len(train_y)) for s in view_settings) * (settings.ensemble if one_by_one else 1)
     report(TrainEvent("phase", "train", total_epochs=total_epochs))
     history: list[EpochStats] = []
 
@@ -232,13 +233,14 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     # their mean (candidates.joined_views): the words' and, with char_ngrams, the character n-grams'. (Only a
     # one-view run keeps checkpoints: the daemon resumes a stopped job's one network.)
     view_params, compile_s, train_s, first = [], 0.0, 0.0, 0
-    for width in views:
+    for width, view in zip(views, view_settings):
         columns = slice(first, first + width)
         view_train, view_eval = (train_x, eval_x) if len(views) == 1 else (train_x[:, columns], eval_x[:, columns])
         first += width
         params, view_history, backend, view_compile, view_train_s = _fit_view(
-            db, run_id, view_train, train_y, view_eval, eval_y, len(classes), settings, backend, epochs, one_by_one,
-            on_epoch, early_stopping, checkpointer if len(views) == 1 else None, stop_requested, data.rows)
+            db, run_id, view_train, train_y, view_eval, eval_y, len(classes), view, backend,
+            view.epochs_for(len(train_y)), one_by_one, on_epoch, early_stopping,
+            checkpointer if len(views) == 1 else None, stop_requested, data.rows)
         history += [replace(stats, epoch=len(history) + stats.epoch) for stats in view_history]
         view_params.append(params)
         compile_s, train_s = compile_s + view_compile, train_s + view_train_s

@@ -415,14 +415,14 @@ def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix
 
 def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
                    hidden: int, seed: int, patience: int | None = None, initial: StackedParams | None = None,
-                   scores_at: int | None = None):
+                   keep_scores: bool = False):
     """Train K = len(rates) networks side by side for `epochs` epochs on one round's batches (round_data),
     network k with learning rate rates[k] and weight decay decays[k]; -> (epochs, K) validation accuracy after
     each epoch. patience: stop once this many epochs in a row improved no network's best validation accuracy
     (early stopping); the epochs not run score 0. initial: the K networks' starting weights (copied, not
     consumed), else drawn from `seed` as init_stacked does: a search starts every round of a fold from the same
-    weights, and drawing 25M uniform numbers cost ~0.3 s a round. scores_at: return (accuracies, the
-    (validation documents, K, C) log-probabilities after that epoch (1-based)), for the search to score
+    weights, and drawing 25M uniform numbers cost ~0.3 s a round. keep_scores: return (accuracies, the
+    (epochs run, validation documents, K, C) log-probabilities after each epoch), for the search to score
     combinations of networks (an ensemble, networks trained on other columns)."""
     models = len(rates)
     if initial is None:
@@ -436,21 +436,21 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     fused = dense and pallas_default(data.batch_size) and fused_fits(data.n_features, models * hidden)
     steps = data.train[0].shape[0]
     accuracies = np.zeros((epochs, models))
-    best, stale, scores = np.full(models, -1.0), 0, None
+    best, stale, scores = np.full(models, -1.0), 0, []
     for epoch in range(epochs):
         order = jnp.asarray(data.orders.permutation(steps).astype(np.int32))
         params, state, _ = _epoch(params, state, rates_array, decays_array, *data.train, order, dense=dense,
                                   fused=fused)
         each, _ = _hits(params, *data.val, dense=dense)
         accuracies[epoch] = np.asarray(each) / max(1, data.n_val)
-        if scores_at == epoch + 1:
-            scores = np.asarray(_scores(params, *data.val[:4], dense=dense))  # (steps, B, K, C)
-            scores = scores.reshape(-1, *scores.shape[2:])[: data.n_val]
+        if keep_scores:
+            batched = np.asarray(_scores(params, *data.val[:4], dense=dense))  # (steps, B, K, C)
+            scores.append(batched.reshape(-1, *batched.shape[2:])[: data.n_val])
         stale = 0 if np.any(accuracies[epoch] > best) else stale + 1
         best = np.maximum(best, accuracies[epoch])
         if patience is not None and stale >= patience:
             break
-    return (accuracies, scores) if scores_at is not None else accuracies
+    return (accuracies, np.stack(scores)) if keep_scores else accuracies
 
 
 @functools.partial(jax.jit, static_argnames=("dense",))

@@ -367,12 +367,18 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     chosen = settings.replace(**best, min_steps=0)
     if settings.ensemble == 0:
         # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
-        members, char_ngrams, ensemble_summary = _choose_networks(
+        networks = _choose_networks(
             chosen, platform, budget - (time.perf_counter() - start), min(network_epoch_seconds), n_documents,
             texts, pool, counts, y, len(classes), masks, folds, shared_folds, features, width,
-            shapes[chosen.batch_size], val_shape, score_batch, leaderboard[0]["settings"]["epochs"], len(optimizers))
-        chosen = chosen.replace(ensemble=members, char_ngrams=char_ngrams)
-        summary["ensemble"] = ensemble_summary
+            shapes[chosen.batch_size], val_shape, score_batch, leaderboard[0]["settings"]["epochs"], len(optimizers),
+            epochs)
+        chosen = chosen.replace(ensemble=networks.members, char_ngrams=networks.char_ngrams)
+        if networks.char_epochs:  # the character network's own rate and epochs (0 in Settings: the words')
+            char_epochs = networks.char_epochs
+            if subsampled and "epochs" not in settings.pinned:
+                char_epochs = _epochs_for_all(char_epochs, epochs, settings)
+            chosen = chosen.replace(char_learning_rate=networks.char_learning_rate, char_epochs=char_epochs)
+        summary["ensemble"] = networks.summary
     summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
                    candidates=len(leaderboard), seconds=round(time.perf_counter() - start, 3), racing=racing,
                    best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=subsampled,
@@ -428,8 +434,8 @@ def _leaderboard(results: dict, variants: list[Variant], racing_rounds: list, re
 
 def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
                      texts: list[str], pool: WorkerPool, counts, y, n_classes, masks, folds, shared_folds, features,
-                     width, shape, val_shape, score_batch: int, searched_epochs: int, round_networks: int
-                     ) -> tuple[int, bool, dict]:
+                     width, shape, val_shape, score_batch: int, searched_epochs: int, round_networks: int,
+                     max_epochs: int) -> "Networks":
     """How many networks, and whether a second one reads character n-grams: on the compared folds, for the chosen
     candidate's `searched_epochs` (the epoch count read off the folds' curves),
     - ENSEMBLE_MEMBERS copies of the chosen network trained side by side (different initialisations): their
@@ -445,22 +451,32 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     measured)."""
     work = n_documents * chosen.epochs_for(n_documents)
     if platform == "cpu" and work > CPU_ENSEMBLE_DOC_EPOCHS:
-        return 1, chosen.char_ngrams, {"members": 1, "reason": f"not tried on a CPU: {work:,} documents x epochs "
-                                                               f"to train, over {CPU_ENSEMBLE_DOC_EPOCHS:,}"}
+        return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
+                        {"members": 1, "reason": f"not tried on a CPU: {work:,} documents x epochs to train, over "
+                                                 f"{CPU_ENSEMBLE_DOC_EPOCHS:,}"})
     characters = sum(map(len, texts))
     try_chars, why_not = "char_ngrams" not in chosen.pinned, "set explicitly"
     if try_chars and characters > CHAR_MAX_CHARACTERS:
         try_chars, why_not = False, f"{characters:,} characters searched, over {CHAR_MAX_CHARACTERS:,}"
+    # The character network's learning rate and epochs: on a GPU read off its own validation curves (its rates
+    # side by side, as a round's; CV on mr: 0.7759 with the words' settings, 0.7817 with its own), on a CPU the
+    # words' (each rate there costs a network's time again). A typed rate or epoch count holds for it too.
+    own_settings = platform != "cpu"
+    char_rates = [chosen.learning_rate] if not own_settings or "learning_rate" in chosen.pinned else \
+        list(LEARNING_RATES)
+    char_epochs = searched_epochs if not own_settings or "epochs" in chosen.pinned else max_epochs
     fold_documents = sum(len(folds[f][0]) for f in shared_folds)
 
-    def cost(networks: int) -> float:
-        return unit_seconds * networks * searched_epochs * fold_documents
+    def cost(networks: int) -> float:  # word networks, and the character trial if any
+        chars_part = len(char_rates) * char_epochs if try_chars else 0
+        return unit_seconds * (networks * searched_epochs + chars_part) * fold_documents
 
     # The ensemble where the budget allows it, else (the cheaper trial) one word network against a pair.
-    members = ENSEMBLE_MEMBERS if cost(ENSEMBLE_MEMBERS + try_chars) <= time_left else 1
-    if members == 1 and (not try_chars or cost(2) > time_left):
-        needs = cost(ENSEMBLE_MEMBERS + try_chars) if not try_chars else cost(2)
-        return 1, chosen.char_ngrams, {"members": 1, "reason": f"no budget left (needs ~{needs:.1f} s)"}
+    members = ENSEMBLE_MEMBERS if cost(ENSEMBLE_MEMBERS) <= time_left else 1
+    if members == 1 and (not try_chars or cost(1) > time_left):
+        needs = cost(ENSEMBLE_MEMBERS) if not try_chars else cost(1)
+        return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
+                        {"members": 1, "reason": f"no budget left (needs ~{needs:.1f} s)"})
     # Where a GPU's rounds trained more networks at once than the trial needs, it trains as many (the extra ones
     # unused): the rounds' compiled program then serves it (same shapes). A program of its own cost a first
     # search's trial 4.6-5.3 s more on news4 (H100, BENCHMARKS.md, "Accuracy", the search's cost); one more
@@ -471,7 +487,7 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     chars = count_chars(texts, chosen.min_df, pool) if try_chars else None
     # Per validation document of every compared fold: how much more often the ensemble / each pair is right
     # than its members alone (paired: the same word networks, so their noise cancels).
-    single, together, paired, ensemble_gains, pair_gains = [], [], [], [], []
+    single, together, ensemble_gains, word_scores, char_curves, char_scores = [], [], [], [], [], []
     for fold in shared_folds:
         train_rows, val_rows = folds[fold]
         train_x, val_x = _fold_matrices(counts, y, masks[variant.stop_words, variant.ngram_max], train_rows,
@@ -480,8 +496,8 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
                           shape, val_shape, score_batch)
         _, scores = fit_candidates(data, n_classes, [chosen.learning_rate] * trained,
                                    [chosen.weight_decay] * trained, searched_epochs, chosen.hidden,
-                                   chosen.seed + 100 + fold, scores_at=searched_epochs)
-        scores = scores[:, :members]  # (documents, members, C)
+                                   chosen.seed + 100 + fold, keep_scores=True)
+        scores = scores[-1, :, :members]  # (documents, members, C) after the searched epochs
         truth = y[val_rows]
         # Summed log-probabilities pick the class that summed scores do (each network's normaliser is the same
         # for every class), so this is the merged model's (candidates.merged) choice.
@@ -490,14 +506,28 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
         single.append(float(member_right.mean()))
         together.append(float(ensemble_right.mean()))
         ensemble_gains.append(ensemble_right - member_right.mean(axis=1))
+        word_scores.append(scores)
         if chars is not None:
             train_c, val_c = _char_fold_matrices(*chars, y, train_rows, val_rows, chosen, features)
             char_data = round_data(train_c, y[train_rows], val_c, y[val_rows], chosen.batch_size,
                                    chosen.seed + 200 + fold, (1, 1), (1, 1), score_batch)
-            _, char_scores = fit_candidates(char_data, n_classes, [chosen.learning_rate], [chosen.weight_decay],
-                                            searched_epochs, chosen.hidden, chosen.seed + 200 + fold,
-                                            scores_at=searched_epochs)
-            pair_right = np.argmax(scores + char_scores, axis=-1) == truth[:, None]  # (documents, members)
+            curve, fold_scores = fit_candidates(char_data, n_classes, char_rates, [chosen.weight_decay] * len(char_rates),
+                                                char_epochs, chosen.hidden, chosen.seed + 200 + fold,
+                                                patience=PATIENCE if own_settings else None, keep_scores=True)
+            char_curves.append(curve)  # (char_epochs, rates); epochs after an early stop score 0
+            char_scores.append(fold_scores)  # (epochs run, documents, rates, C)
+    paired, pair_gains, char_rate, char_epoch = [], [], chosen.learning_rate, searched_epochs
+    if char_scores:
+        # The character network's (epoch, rate): its best mean validation accuracy over the folds, among the
+        # epochs every fold ran (the first maximum: the fewest epochs).
+        run = min(len(f) for f in char_scores)
+        mean = np.mean([c[:run] for c in char_curves], axis=0)
+        epoch, rate = np.unravel_index(np.argmax(mean), mean.shape)
+        char_rate, char_epoch = char_rates[rate], int(epoch) + 1
+        for fold, scores, fold_scores in zip(shared_folds, word_scores, char_scores):
+            truth = y[folds[fold][1]]
+            member_right = np.argmax(scores, axis=-1) == truth[:, None]
+            pair_right = np.argmax(scores + fold_scores[epoch, :, rate][:, None, :], axis=-1) == truth[:, None]
             paired.append(float(pair_right.mean()))
             pair_gains.append(np.mean(pair_right.astype(np.float64) - member_right, axis=1))
     # The ensemble wins where it validates better: averaging networks of one input and one configuration does not
@@ -517,16 +547,29 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     chosen_members, char_ngrams = max((key for key in order if key in options), key=lambda key: options[key])
     summary = {"members": chosen_members, "char_ngrams": char_ngrams or chosen.char_ngrams,
                "single_accuracy": float(np.mean(single)), "folds": len(shared_folds)}
+    if not char_ngrams or not own_settings:
+        char_rate, char_epoch = 0.0, 0  # Settings' "the words'" (nothing of its own was read off)
     if members > 1:
         summary.update(ensemble_accuracy=float(np.mean(together)),
                        ensemble_standard_error=_standard_error(ensemble_gains))
     else:
-        summary["ensemble_not_tried"] = f"no budget left (needs ~{cost(ENSEMBLE_MEMBERS + try_chars):.1f} s)"
+        summary["ensemble_not_tried"] = f"no budget left (needs ~{cost(ENSEMBLE_MEMBERS):.1f} s)"
     if paired:
-        summary.update(char_pair_accuracy=float(np.mean(paired)), char_pair_standard_error=pair_margin)
+        summary.update(char_pair_accuracy=float(np.mean(paired)), char_pair_standard_error=pair_margin,
+                       char_learning_rate=char_rate, char_epochs=char_epoch)
     else:
         summary["char_ngrams_not_tried"] = why_not
-    return chosen_members, char_ngrams or chosen.char_ngrams, summary
+    return Networks(chosen_members, char_ngrams or chosen.char_ngrams, char_rate, char_epoch, summary)
+
+
+class Networks(NamedTuple):
+    """_choose_networks' answer: the Settings fields it decides, and what was measured."""
+
+    members: int  # Settings.ensemble
+    char_ngrams: bool
+    char_learning_rate: float  # the character network's, as read off its curves (0: the words')
+    char_epochs: int  # on the searched documents, 0: the words' (search_settings scales it to a larger corpus)
+    summary: dict
 
 
 def _standard_error(gains: list[np.ndarray]) -> float:
