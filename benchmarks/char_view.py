@@ -66,9 +66,9 @@ def main() -> None:
     for fold, (matrices, (train, val)) in enumerate(zip(words, folds)):
         char_matrices = _char_fold_matrices(*chars, y, train, val, settings, ROUND_FEATURES)
         _, word_scores = fit_candidates(data(*matrices, train, val, 100 + fold), len(classes), [rate], [0.0],
-                                        epochs, settings.hidden, 100 + fold, keep_scores=True)
+                                        epochs, settings.hidden, 100 + fold, scores_from=epochs)
         _, char_scores = fit_candidates(data(*char_matrices, train, val, 200 + fold), len(classes), [rate], [0.0],
-                                        epochs, settings.hidden, 200 + fold, keep_scores=True)
+                                        epochs, settings.hidden, 200 + fold, scores_from=epochs)
         right = {name: np.argmax(scores[:, 0], axis=-1) == y[val] for name, scores in
                  (("words", word_scores[-1]), ("characters", char_scores[-1]),
                   ("pair", word_scores[-1] + char_scores[-1]))}

@@ -415,15 +415,15 @@ def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix
 
 def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
                    hidden: int, seed: int, patience: int | None = None, initial: StackedParams | None = None,
-                   keep_scores: bool = False):
+                   scores_from: int | None = None):
     """Train K = len(rates) networks side by side for `epochs` epochs on one round's batches (round_data),
     network k with learning rate rates[k] and weight decay decays[k]; -> (epochs, K) validation accuracy after
     each epoch. patience: stop once this many epochs in a row improved no network's best validation accuracy
     (early stopping); the epochs not run score 0. initial: the K networks' starting weights (copied, not
     consumed), else drawn from `seed` as init_stacked does: a search starts every round of a fold from the same
-    weights, and drawing 25M uniform numbers cost ~0.3 s a round. keep_scores: return (accuracies, the
-    (epochs run, validation documents, K, C) log-probabilities after each epoch), for the search to score
-    combinations of networks (an ensemble, networks trained on other columns)."""
+    weights, and drawing 25M uniform numbers cost ~0.3 s a round. scores_from: return (accuracies, the
+    (epochs run from this one (1-based) on, validation documents, K, C) log-probabilities after each of them),
+    for the search to score combinations of networks (an ensemble, networks trained on other columns)."""
     models = len(rates)
     if initial is None:
         params = init_stacked(jax.random.PRNGKey(seed), data.n_features, hidden, n_classes, models)
@@ -443,14 +443,14 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
                                   fused=fused)
         each, _ = _hits(params, *data.val, dense=dense)
         accuracies[epoch] = np.asarray(each) / max(1, data.n_val)
-        if keep_scores:
+        if scores_from is not None and epoch + 1 >= scores_from:
             batched = np.asarray(_scores(params, *data.val[:4], dense=dense))  # (steps, B, K, C)
             scores.append(batched.reshape(-1, *batched.shape[2:])[: data.n_val])
         stale = 0 if np.any(accuracies[epoch] > best) else stale + 1
         best = np.maximum(best, accuracies[epoch])
         if patience is not None and stale >= patience:
             break
-    return (accuracies, np.stack(scores)) if keep_scores else accuracies
+    return (accuracies, np.stack(scores)) if scores_from is not None else accuracies
 
 
 @functools.partial(jax.jit, static_argnames=("dense",))

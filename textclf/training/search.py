@@ -496,7 +496,7 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
                           shape, val_shape, score_batch)
         _, scores = fit_candidates(data, n_classes, [chosen.learning_rate] * trained,
                                    [chosen.weight_decay] * trained, searched_epochs, chosen.hidden,
-                                   chosen.seed + 100 + fold, keep_scores=True)
+                                   chosen.seed + 100 + fold, scores_from=searched_epochs)
         scores = scores[-1, :, :members]  # (documents, members, C) after the searched epochs
         truth = y[val_rows]
         # Summed log-probabilities pick the class that summed scores do (each network's normaliser is the same
@@ -511,9 +511,10 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
             train_c, val_c = _char_fold_matrices(*chars, y, train_rows, val_rows, chosen, features)
             char_data = round_data(train_c, y[train_rows], val_c, y[val_rows], chosen.batch_size,
                                    chosen.seed + 200 + fold, (1, 1), (1, 1), score_batch)
-            curve, fold_scores = fit_candidates(char_data, n_classes, char_rates, [chosen.weight_decay] * len(char_rates),
-                                                char_epochs, chosen.hidden, chosen.seed + 200 + fold,
-                                                patience=PATIENCE if own_settings else None, keep_scores=True)
+            curve, fold_scores = fit_candidates(char_data, n_classes, char_rates,
+                                                [chosen.weight_decay] * len(char_rates), char_epochs, chosen.hidden,
+                                                chosen.seed + 200 + fold, patience=PATIENCE if own_settings else None,
+                                                scores_from=1)
             char_curves.append(curve)  # (char_epochs, rates); epochs after an early stop score 0
             char_scores.append(fold_scores)  # (epochs run, documents, rates, C)
     paired, pair_gains, char_rate, char_epoch = [], [], chosen.learning_rate, searched_epochs
