@@ -241,7 +241,8 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
             db, run_id, view_train, train_y, view_eval, eval_y, len(classes), view, backend,
             view.epochs_for(len(train_y)), one_by_one, on_epoch, early_stopping,
             checkpointer if len(views) == 1 else None, stop_requested, data.rows)
-        history += [replace(stats, epoch=len(history) + stats.epoch) for stats in view_history]
+        offset = len(history)  # the epochs of the views before this one
+        history += [replace(stats, epoch=offset + stats.epoch) for stats in view_history]
         view_params.append(params)
         compile_s, train_s = compile_s + view_compile, train_s + view_train_s
     if len(views) > 1:

@@ -447,8 +447,8 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     character view is tried where Settings.char_ngrams is not pinned and the searched texts hold at most
     CHAR_MAX_CHARACTERS. unit_seconds: what the search's
     rounds took per (network, epoch, training document), for the cost of these trials and of the final training;
-    round_networks: how many networks a round trained side by side. -> (word networks, character view, what was
-    measured)."""
+    round_networks: how many networks a round trained side by side; max_epochs: the most a round may train.
+    -> Networks."""
     work = n_documents * chosen.epochs_for(n_documents)
     if platform == "cpu" and work > CPU_ENSEMBLE_DOC_EPOCHS:
         return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
@@ -487,7 +487,7 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     chars = count_chars(texts, chosen.min_df, pool) if try_chars else None
     # Per validation document of every compared fold: how much more often the ensemble / each pair is right
     # than its members alone (paired: the same word networks, so their noise cancels).
-    single, together, ensemble_gains, word_scores, char_curves, char_scores = [], [], [], [], [], []
+    single, together, ensemble_gains, word_scores, word_right, char_curves, char_scores = [], [], [], [], [], [], []
     for fold in shared_folds:
         train_rows, val_rows = folds[fold]
         train_x, val_x = _fold_matrices(counts, y, masks[variant.stop_words, variant.ngram_max], train_rows,
@@ -507,6 +507,7 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
         together.append(float(ensemble_right.mean()))
         ensemble_gains.append(ensemble_right - member_right.mean(axis=1))
         word_scores.append(scores)
+        word_right.append(member_right)
         if chars is not None:
             train_c, val_c = _char_fold_matrices(*chars, y, train_rows, val_rows, chosen, features)
             char_data = round_data(train_c, y[train_rows], val_c, y[val_rows], chosen.batch_size,
@@ -517,17 +518,19 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
                                                 scores_from=1)
             char_curves.append(curve)  # (char_epochs, rates); epochs after an early stop score 0
             char_scores.append(fold_scores)  # (epochs run, documents, rates, C)
-    paired, pair_gains, char_rate, char_epoch = [], [], chosen.learning_rate, searched_epochs
+    paired, pair_gains, char_rate, char_epoch = [], [], 0.0, 0  # 0: Settings' "the words'"
     if char_scores:
-        # The character network's (epoch, rate): its best mean validation accuracy over the folds, among the
-        # epochs every fold ran (the first maximum: the fewest epochs).
-        run = min(len(f) for f in char_scores)
-        mean = np.mean([c[:run] for c in char_curves], axis=0)
-        epoch, rate = np.unravel_index(np.argmax(mean), mean.shape)
-        char_rate, char_epoch = char_rates[rate], int(epoch) + 1
-        for fold, scores, fold_scores in zip(shared_folds, word_scores, char_scores):
+        # The character network's (epoch, rate): on a GPU its best mean validation accuracy over the folds, among
+        # the epochs every fold ran (the first maximum: the fewest epochs); elsewhere the words' (its only rate,
+        # its last epoch).
+        epoch, rate = char_epochs - 1, 0
+        if own_settings:
+            run = min(len(f) for f in char_scores)
+            mean = np.mean([c[:run] for c in char_curves], axis=0)
+            epoch, rate = np.unravel_index(np.argmax(mean), mean.shape)
+            char_rate, char_epoch = char_rates[rate], int(epoch) + 1
+        for fold, scores, member_right, fold_scores in zip(shared_folds, word_scores, word_right, char_scores):
             truth = y[folds[fold][1]]
-            member_right = np.argmax(scores, axis=-1) == truth[:, None]
             pair_right = np.argmax(scores + fold_scores[epoch, :, rate][:, None, :], axis=-1) == truth[:, None]
             paired.append(float(pair_right.mean()))
             pair_gains.append(np.mean(pair_right.astype(np.float64) - member_right, axis=1))
@@ -548,8 +551,8 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     chosen_members, char_ngrams = max((key for key in order if key in options), key=lambda key: options[key])
     summary = {"members": chosen_members, "char_ngrams": char_ngrams or chosen.char_ngrams,
                "single_accuracy": float(np.mean(single)), "folds": len(shared_folds)}
-    if not char_ngrams or not own_settings:
-        char_rate, char_epoch = 0.0, 0  # Settings' "the words'" (nothing of its own was read off)
+    if not char_ngrams:
+        char_rate, char_epoch = 0.0, 0  # no character network to train
     if members > 1:
         summary.update(ensemble_accuracy=float(np.mean(together)),
                        ensemble_standard_error=_standard_error(ensemble_gains))
