@@ -41,7 +41,8 @@ def main() -> None:
     settings = Settings(stop_words=None if args.stop_words == "none" else "english", ngram_max=args.ngrams)
     variant = Variant(settings.stop_words, settings.ngram_max, settings.nb_weighting, True, settings.batch_size)
     with vectorize_pool(len(corpus.texts)) as pool:
-        terms, counts = count_terms(corpus.texts, settings.ngram_max, None, settings.min_df, pool)
+        terms, counts = count_terms(corpus.texts, settings.ngram_max, None, settings.min_df, pool,
+                                    settings.start_token)
         chars = count_chars(corpus.texts, settings.min_df, pool)
     mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
     width = min(ROUND_FEATURES, 1 << int(np.ceil(np.log2(min(ROUND_FEATURES, len(mask))))))

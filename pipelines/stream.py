@@ -77,7 +77,7 @@ def hash_corpus(path: str | Path, settings: WordSettings, workers: int | None = 
         except Exception as exc:
             failure.append(exc)
 
-    hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words)
+    hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token)
     texts = chunks()
     first = next(texts, None)
     second = next(texts, None) if first is not None else None

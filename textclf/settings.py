@@ -74,6 +74,9 @@ class Settings:
     # them off the character network's own validation curves on a GPU.
     char_learning_rate: float = 0.0
     char_epochs: int = 0
+    # Every document's words open with a marker word, so that bigrams tell the first word apart
+    # (pipelines.vectorize.START_TOKEN has the measurement). Not searched: it never lost by validation.
+    start_token: bool = True
     # Model: "mlp" (text: features -> hidden (sigmoid) -> classes (softmax)) or "cnn" (images:
     # textclf/models/cnn.py, conv+ReLU+pool per entry of conv_channels, then a ReLU layer of `hidden` units).
     model: str = "mlp"

@@ -37,6 +37,20 @@ def test_selection_is_deterministic(corpus):
     assert a.terms == b.terms and np.array_equal(a.idf, b.idf)
 
 
+def test_the_start_token_marks_each_documents_first_word():
+    texts = ["how many moons has mars", "how far is the moon", "who named the moon", "who was first on the moon"] * 60
+    labels = ["number", "number", "person", "person"] * 60
+    vectorizer, matrix = fit_vectorizer(texts, labels, Settings(stop_words=None, features=1000))
+    assert {"__start__ how", "__start__ who"} <= set(vectorizer.terms)
+    assert "__start__" not in vectorizer.terms  # alone it is in every document: no column
+    row = vectorizer.transform(["moon how many"])
+    assert "__start__ how" not in {vectorizer.terms[i] for i in row.indices}  # "how", not first here
+    assert "__start__ moon" not in vectorizer.terms  # never the first word in training
+    plain, _ = fit_vectorizer(texts, labels, Settings(stop_words=None, features=1000, start_token=False))
+    assert not [t for t in plain.terms if "__start__" in t]
+    assert set(vectorizer.terms) - set(plain.terms) == {"__start__ how", "__start__ who"}
+
+
 def test_unknown_words_give_zero_rows(corpus):
     vectorizer, _ = fit_vectorizer(corpus.texts, corpus.labels, Settings())
     assert vectorizer.transform(["zzzqqq xxyyzz"]).nnz == 0

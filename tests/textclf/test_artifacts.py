@@ -23,7 +23,17 @@ def test_round_trip(model, tmp_path):
     texts = ["the comet passed the sun", "knead the dough"]
     np.testing.assert_array_equal(loaded.predict_proba(texts), model.predict_proba(texts))
     assert loaded.labels == model.labels and loaded.settings == model.settings
-    assert read_header(path)["format_version"] == 1  # a words-only model stays readable by older versions
+    assert read_header(path)["format_version"] == 3  # the start token: older versions would leave it out
+
+
+def test_a_model_without_the_start_token_stays_readable_by_older_versions(corpus_dir, fast_settings, tmp_path):
+    corpus = read_corpus(corpus_dir)
+    plain = TextClassifier(**fast_settings.replace(start_token=False).to_dict()).fit(corpus.texts, corpus.labels)
+    path = save_model(plain.model_, tmp_path / "m.npz")
+    assert read_header(path)["format_version"] == 1
+    assert "start_token" not in read_header(path)["vectorizer"]
+    np.testing.assert_array_equal(load_model(path).predict_proba(["knead the dough"]),
+                                  plain.model_.predict_proba(["knead the dough"]))
 
 
 def test_interrupted_write_keeps_the_old_model(model, tmp_path, monkeypatch):

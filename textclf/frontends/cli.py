@@ -111,6 +111,8 @@ TRAINING_OPTIONS = (
     ("char_ngrams", "char_ngrams", Optional[bool],
      "A second network on character 2-5-grams, averaged with the words' (default: the search decides)."),
     ("sublinear_tf", "sublinear_tf", Optional[bool], "Weigh term counts as 1 + log(tf) (default on; searched)."),
+    ("start_token", "start_token", Optional[bool],
+     "Open every document with a marker word, so bigrams see its first word (default on)."),
     ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) (default {D.hidden})."),
     ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size}; searched)."),
     ("epochs", "epochs", Optional[int],

@@ -27,9 +27,15 @@ from textclf.errors import ArtifactError
 
 FORMAT_NAME = "textclf-model"
 # The newest format this textclf reads and writes. 2: a text model with a character view (Settings.char_ngrams);
-# every other model is still written as 1, so that an older textclf reads it, and refuses a 2 by its version
+# 3: a text model whose words open with the start token (Settings.start_token), which an older textclf would
+# silently leave out of the documents it scores. Each model is written with the lowest version that reads it
+# right (_text_format_version), so an older textclf reads the rest and refuses the others by their version
 # ("upgrade textclf") rather than as a damaged file.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+
+
+def _text_format_version(vectorizer) -> int:
+    return 3 if vectorizer.start_token else 2 if vectorizer.chars is not None else 1
 
 
 def save_model(model: Model, path: str | Path) -> Path:
@@ -37,7 +43,7 @@ def save_model(model: Model, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = {
         "format": FORMAT_NAME,
-        "format_version": 2 if model.vectorizer.chars is not None else 1,
+        "format_version": _text_format_version(model.vectorizer),
         "settings": model.settings.to_dict(),
         "labels": model.labels,
         "vectorizer": model.vectorizer.config(),

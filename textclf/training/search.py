@@ -243,7 +243,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         folds = [tuple(np.searchsorted(sample, part) for part in fold) for fold in folds]
         texts, y = [texts[i] for i in sample], y[sample]
     widest_ngram = max(v.ngram_max for v in variants)
-    terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, pool)
+    terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, pool, settings.start_token)
     # The stop-word test once per stop-word list, not once per variant (it costs ~1 s on news4's 343k terms).
     without_stop_words = {stop: term_mask(terms, widest_ngram, stop) for stop in {v.stop_words for v in variants}}
     words = np.char.count(terms.astype(str), " ") + 1  # (terms,) words in each n-gram
