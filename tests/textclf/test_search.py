@@ -497,3 +497,15 @@ def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
     assert settings.char_view() == settings.replace(learning_rate=0.02, epochs=4)
     assert result.eval_accuracy > 0.8
     assert model.predict(["the1 zapoking mulrading", "the2 zapoked mulraded"]) == ["ING", "ED"]
+
+
+def test_more_networks_are_chosen_only_past_one_standard_error_of_their_gain():
+    from textclf.training.search import _fewest_networks_that_win
+
+    noise = [np.array([1.0, -1.0] * 50 + [1.0])]  # mean gain 0.0099, standard error ~0.1
+    clear = [np.array([1.0] * 20 + [0.0] * 81)]  # mean gain 0.198, standard error ~0.04
+    assert _fewest_networks_that_win(0.80, (0.81, noise), None, 5) == (1, False)
+    assert _fewest_networks_that_win(0.80, (0.95, clear), None, 5) == (5, False)
+    assert _fewest_networks_that_win(0.80, None, (0.95, clear), 5) == (1, True)
+    assert _fewest_networks_that_win(0.80, (0.95, clear), (0.95, clear), 5) == (1, True)  # a tie: fewer networks
+    assert _fewest_networks_that_win(0.80, (0.97, clear), (0.95, clear), 5) == (5, False)

@@ -125,7 +125,7 @@ TRAINING_OPTIONS = (
     ("init_gain", "init_gain", Optional[float], f"Glorot init range multiplier (default {D.init_gain})."),
     ("weight_decay", "weight_decay", Optional[float], f"L2 weight decay (default {D.weight_decay}; searched)."),
     ("ensemble", "ensemble", Optional[int],
-     "Networks trained side by side and averaged into one model (default: the search tries 1 and 5)."),
+     "Networks trained side by side and averaged into one model (default: the search tries 1 and 5 on a GPU)."),
     ("seed", "seed", Optional[int], f"Seed for the split, initialisation and shuffling (default {D.seed})."),
     ("backend", "backend", Optional[str], f"auto, xla or pallas (GPU) (default {D.backend})."),
     ("max_file_mb", "max_file_mb", Optional[float], f"Skip corpus files larger than this (default {D.max_file_mb})."),

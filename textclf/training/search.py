@@ -61,12 +61,16 @@ NB_WEIGHTING = (False, True)
 SUBLINEAR_TF = (True, False)
 BATCH_SIZES = (64, 256)
 # An ensemble of this many networks (one rate, different initialisations) is tried against one network, on the
-# chosen candidate's folds. On a CPU, where the members train one after another (candidates.fit_members) and
-# cost ENSEMBLE_MEMBERS x one network, only where the final training is at most CPU_ENSEMBLE_DOC_EPOCHS
-# documents x epochs: one network then trains in ~3 s on 2 cores (mr, 7,108 documents x 5 epochs: 2.0 s), the
-# ensemble in ~15 s. A count of work, not a timing, so that the same corpus gets the same choice on any CPU.
+# chosen candidate's folds, where a GPU trains them side by side; not on a CPU, where the members train one after
+# another (candidates.fit_members) at ENSEMBLE_MEMBERS x one network's time. Measured on the H100 over the five
+# benchmark corpora and two seeds (benchmarks/search_choices.py, BENCHMARKS.md "What the search's choices turn
+# on"): the ensemble's validation accuracy was within 0.0002 of one network's every time (its members agree on
+# nearly every document), so it must beat one network by more than one standard error to be chosen.
 ENSEMBLE_MEMBERS = 5
-CPU_ENSEMBLE_DOC_EPOCHS = 60_000
+# On a CPU the networks trial (the character pair) runs only where the final training is at most this many
+# documents x epochs: one network then trains in ~3 s on 2 cores (mr, 7,108 documents x 5 epochs: 2.0 s). A
+# count of work, not a timing, so that the same corpus gets the same choice on any CPU.
+CPU_TRIAL_DOC_EPOCHS = 60_000
 # The character view (Settings.char_ngrams) is tried with the ensemble where the searched texts hold at most this
 # many characters. 3-fold cross-validation on the training files, one word network against it plus a character
 # network (benchmarks/char_view.py, BENCHMARKS.md "The character view"): mr sentences 0.7632 -> 0.7746,
@@ -296,7 +300,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     # budget (a CPU's) still tries it where it may be chosen: on mr it added 1.1 points of cross-validated
     # accuracy (BENCHMARKS.md, "The character view").
     characters = sum(map(len, texts))
-    cheap = platform != "cpu" or n_documents * settings.epochs_for(n_documents) <= CPU_ENSEMBLE_DOC_EPOCHS
+    cheap = platform != "cpu" or n_documents * settings.epochs_for(n_documents) <= CPU_TRIAL_DOC_EPOCHS
     pair_possible = (settings.ensemble == 0 and "char_ngrams" not in settings.pinned
                      and characters <= CHAR_MAX_CHARACTERS and cheap)
     reserve = 0.0
@@ -438,22 +442,22 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
                      max_epochs: int) -> "Networks":
     """How many networks, and whether a second one reads character n-grams: on the compared folds, for the chosen
     candidate's `searched_epochs` (the epoch count read off the folds' curves),
-    - ENSEMBLE_MEMBERS copies of the chosen network trained side by side (different initialisations): their
-      average against the members' mean accuracy;
+    - on a GPU, ENSEMBLE_MEMBERS copies of the chosen network trained side by side (different initialisations):
+      their average against the members' mean accuracy;
     - one network on the character view (`_char_fold_matrices`), its scores added to each word network's: the
       pairs' mean accuracy against the members' (the same word networks, so the comparison is paired).
-    The most accurate option wins, the pair only where it beats one network by more than one standard error, a
-    tie keeping fewer networks (one, then the pair, then the ensemble). The
+    The most accurate option wins, the pair and the ensemble only where they beat one network by more than one
+    standard error, a tie keeping fewer networks (one, then the pair, then the ensemble). The
     character view is tried where Settings.char_ngrams is not pinned and the searched texts hold at most
     CHAR_MAX_CHARACTERS. unit_seconds: what the search's
     rounds took per (network, epoch, training document), for the cost of these trials and of the final training;
     round_networks: how many networks a round trained side by side; max_epochs: the most a round may train.
     -> Networks."""
     work = n_documents * chosen.epochs_for(n_documents)
-    if platform == "cpu" and work > CPU_ENSEMBLE_DOC_EPOCHS:
+    if platform == "cpu" and work > CPU_TRIAL_DOC_EPOCHS:
         return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
                         {"members": 1, "reason": f"not tried on a CPU: {work:,} documents x epochs to train, over "
-                                                 f"{CPU_ENSEMBLE_DOC_EPOCHS:,}"})
+                                                 f"{CPU_TRIAL_DOC_EPOCHS:,}"})
     characters = sum(map(len, texts))
     try_chars, why_not = "char_ngrams" not in chosen.pinned, "set explicitly"
     if try_chars and characters > CHAR_MAX_CHARACTERS:
@@ -471,12 +475,16 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
         chars_part = len(char_rates) * char_epochs if try_chars else 0
         return unit_seconds * (networks * searched_epochs + chars_part) * fold_documents
 
-    # The ensemble where the budget allows it, else (the cheaper trial) one word network against a pair.
-    members = ENSEMBLE_MEMBERS if cost(ENSEMBLE_MEMBERS) <= time_left else 1
+    # The ensemble where a GPU trains it and the budget allows it, else (the cheaper trial) one word network
+    # against a pair.
+    members = ENSEMBLE_MEMBERS if platform != "cpu" and cost(ENSEMBLE_MEMBERS) <= time_left else 1
+    ensemble_not_tried = "not on a CPU (its members train one after another)" if platform == "cpu" else \
+        f"no budget left (needs ~{cost(ENSEMBLE_MEMBERS):.1f} s)"
     if members == 1 and (not try_chars or cost(1) > time_left):
-        needs = cost(ENSEMBLE_MEMBERS) if not try_chars else cost(1)
         return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
-                        {"members": 1, "reason": f"no budget left (needs ~{needs:.1f} s)"})
+                        {"members": 1, "ensemble_not_tried": ensemble_not_tried,
+                         "char_ngrams_not_tried": why_not if not try_chars else
+                         f"no budget left (needs ~{cost(1):.1f} s)"})
     # Where a GPU's rounds trained more networks at once than the trial needs, it trains as many (the extra ones
     # unused): the rounds' compiled program then serves it (same shapes). A program of its own cost a first
     # search's trial 4.6-5.3 s more on news4 (H100, BENCHMARKS.md, "Accuracy", the search's cost); one more
@@ -534,30 +542,23 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
             pair_right = np.argmax(scores + fold_scores[epoch, :, rate][:, None, :], axis=-1) == truth[:, None]
             paired.append(float(pair_right.mean()))
             pair_gains.append(np.mean(pair_right.astype(np.float64) - member_right, axis=1))
-    # The ensemble wins where it validates better: averaging networks of one input and one configuration does not
-    # raise the expected loss (the loss is convex in the scores), so validation only has to not say "worse". The
-    # pair reads other columns, which may be worse than the words: it must beat one network by more than one
-    # standard error of the paired difference, not by an edge within the noise of a few hundred disagreeing
-    # documents (an ensemble held to the same bar lost 2 of 500 test questions on trec and 0.09 points on news4,
-    # H100: BENCHMARKS.md).
-    options = {(1, False): np.mean(single)}
-    if members > 1:
-        options[(members, False)] = np.mean(together)
-    if paired:
-        pair_margin = _standard_error(pair_gains)
-        if np.mean(np.concatenate(pair_gains)) > pair_margin:
-            options[(1, True)] = np.mean(paired)
-    order = [(1, False), (1, True), (ENSEMBLE_MEMBERS, False)]  # fewest networks first: a tie keeps them
-    chosen_members, char_ngrams = max((key for key in order if key in options), key=lambda key: options[key])
+    # More networks must beat one network by more than one standard error of the paired difference, not by an
+    # edge within the noise of a few disagreeing documents: the pair reads other columns, which may be worse than
+    # the words; the ensemble costs 5 networks' size and scoring time, and measured within 0.0002 of one network
+    # (ENSEMBLE_MEMBERS), so that its choice had turned on that noise.
+    ensemble_margin = _standard_error(ensemble_gains) if members > 1 else 0.0
+    pair_margin = _standard_error(pair_gains) if paired else 0.0
+    chosen_members, char_ngrams = _fewest_networks_that_win(
+        np.mean(single), (np.mean(together), ensemble_gains) if members > 1 else None,
+        (np.mean(paired), pair_gains) if paired else None, members)
     summary = {"members": chosen_members, "char_ngrams": char_ngrams or chosen.char_ngrams,
                "single_accuracy": float(np.mean(single)), "folds": len(shared_folds)}
     if not char_ngrams:
         char_rate, char_epoch = 0.0, 0  # no character network to train
     if members > 1:
-        summary.update(ensemble_accuracy=float(np.mean(together)),
-                       ensemble_standard_error=_standard_error(ensemble_gains))
+        summary.update(ensemble_accuracy=float(np.mean(together)), ensemble_standard_error=ensemble_margin)
     else:
-        summary["ensemble_not_tried"] = f"no budget left (needs ~{cost(ENSEMBLE_MEMBERS):.1f} s)"
+        summary["ensemble_not_tried"] = ensemble_not_tried
     if paired:
         summary.update(char_pair_accuracy=float(np.mean(paired)), char_pair_standard_error=pair_margin,
                        char_learning_rate=char_rate, char_epochs=char_epoch)
@@ -574,6 +575,19 @@ class Networks(NamedTuple):
     char_learning_rate: float  # the character network's, as read off its curves (0: the words')
     char_epochs: int  # on the searched documents, 0: the words' (search_settings scales it to a larger corpus)
     summary: dict
+
+
+def _fewest_networks_that_win(single: float, ensemble: tuple[float, list[np.ndarray]] | None,
+                              pair: tuple[float, list[np.ndarray]] | None, members: int) -> tuple[int, bool]:
+    """(networks, with a character network) of the most accurate option: one network (`single`, its validation
+    accuracy), the ensemble of `members` or the character pair ((accuracy, per-fold per-document gains over one
+    network) each, None if not tried), each of the latter only where its mean gain is above its standard error;
+    a tie keeps fewer networks (one, then the pair, then the ensemble)."""
+    options = {(1, False): single}
+    for key, option in (((1, True), pair), ((members, False), ensemble)):
+        if option is not None and np.mean(np.concatenate(option[1])) > _standard_error(option[1]):
+            options[key] = option[0]
+    return max(options, key=lambda key: options[key])  # dicts keep insertion order: the first maximum wins
 
 
 def _standard_error(gains: list[np.ndarray]) -> float:
