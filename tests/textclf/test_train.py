@@ -150,3 +150,26 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     for a, b in zip(runs["flat"].params, runs["pieces"].params):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     assert [h.loss for h in runs["flat"].history] == pytest.approx([h.loss for h in runs["pieces"].history], rel=1e-5)
+
+
+def test_a_large_held_out_set_is_scored_on_the_device_where_training_ran_on_a_gpu(corpus_dir, db_path,
+                                                                                  fast_settings, monkeypatch):
+    import jax
+
+    from textclf.runs import run as run_module
+
+    result = train(corpus_dir, fast_settings, db_path=db_path)
+    model = result.model
+    matrix = model.vectorizer.transform(["the comet passed the sun", "knead the dough", "a late goal"] * 50)
+    host = model.scores(matrix)
+    np.testing.assert_array_equal(run_module._eval_scores(model, matrix), host)  # a CPU: the host's
+    called = []
+    real = trainloop.predict_scores_device
+    monkeypatch.setattr(trainloop, "predict_scores_device", lambda *a: called.append(1) or real(*a))
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    monkeypatch.setattr(run_module, "DEVICE_EVAL_WORK", matrix.shape[0] * model.params.w1.shape[1] + 1)
+    np.testing.assert_array_equal(run_module._eval_scores(model, matrix), host)  # under the threshold: the host
+    assert not called
+    monkeypatch.setattr(run_module, "DEVICE_EVAL_WORK", matrix.shape[0] * model.params.w1.shape[1])
+    np.testing.assert_allclose(run_module._eval_scores(model, matrix), host, rtol=1e-4, atol=1e-4)
+    assert called
