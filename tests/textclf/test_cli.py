@@ -343,6 +343,18 @@ def test_typed_nb_weighting_and_weight_decay_are_pinned(runner, corpus_dir, tmp_
     assert {"nb_weighting", "weight_decay", "epochs"} <= set(settings["pinned"])
 
 
+def test_no_start_token_trains_a_model_without_it(runner, corpus_dir, tmp_path):
+    from textclf.inference.artifacts import read_header
+
+    result = invoke(runner, "train", corpus_dir, "--no-start-token", "--search", "off", "--epochs", "2", "--json",
+                    "--out", tmp_path / "m.npz")
+    assert result.exit_code == 0, result.output
+    [run] = runs.list_runs(open_db(run_db_path()))
+    assert runs.get_run(open_db(run_db_path()), run["id"])["settings"]["start_token"] is False
+    header = read_header(tmp_path / "m.npz")
+    assert header["format_version"] == 1 and "start_token" not in header["vectorizer"]
+
+
 def test_submit_takes_every_training_option_and_model_names_resolve(runner, corpus_dir, tmp_path):
     from db import jobs
     from textclf.frontends.daemon import DaemonOptions, run_daemon
