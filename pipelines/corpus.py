@@ -28,10 +28,13 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from pipelines.documents import BINARY_SNIFF_BYTES, classify_file, decode_text, is_binary
 from pipelines.errors import CorpusError
+
+if TYPE_CHECKING:
+    from pipelines.workers import WorkerPool
 
 FORMAT_HINT = "pass a folder with one sub-folder per label, a .csv or a .jsonl file"
 
@@ -101,6 +104,9 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
 
 # read_corpus's on_progress is called once per this many documents read (and once at the end).
 PROGRESS_DOCUMENTS = 20_000
+# A JSONL file of at least this many bytes is read by a WorkerPool's workers, a share each (parse_in_workers says
+# why); a smaller one in this process.
+PARALLEL_READ_BYTES = 64 * 1024 * 1024
 
 
 def _part(items: list, index: int, count: int) -> list:
@@ -109,12 +115,15 @@ def _part(items: list, index: int, count: int) -> list:
 
 
 def read_corpus(path: str | Path, max_file_mb: float = 10.0,
-                on_progress: Callable[[int, ReadStats], None] | None = None, share: tuple[int, int] = (0, 1)
-                ) -> Corpus:
+                on_progress: Callable[[int, ReadStats], None] | None = None, share: tuple[int, int] = (0, 1),
+                pool: "WorkerPool | None" = None) -> Corpus:
     """Read a corpus in any supported format and check it can be trained on (>= 2 labels, none empty).
     on_progress(documents read, stats) every PROGRESS_DOCUMENTS documents and at the end: stats.bytes_read of
     stats.bytes_total for a file. share (index, count): read only that part (module docstring), unchecked: the
-    caller checks the union of the shares; the part's empty label folders are in Corpus.empty_labels."""
+    caller checks the union of the shares; the part's empty label folders are in Corpus.empty_labels.
+    pool: parse a large JSONL file in its workers (parse_in_workers); the same Corpus."""
+    if pool is not None and pool.processes > 1 and share == (0, 1) and large_jsonl(path):
+        return _read_jsonl_in_workers(Path(path), max_file_mb, on_progress, pool)
     fmt, stats, documents = open_documents(path, max_file_mb, share)
     labels, texts, fingerprint = [], [], Fingerprint()
     for label, text in documents:
@@ -130,6 +139,55 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0,
     if share[1] == 1:
         check_usable(str(path), labels, stats.skipped, stats.empty_labels)
     return corpus
+
+
+def large_jsonl(path: str | Path) -> bool:
+    """Whether read_corpus(path, pool=...) parses the file in the pool's workers (given more than one): a JSONL
+    file of at least PARALLEL_READ_BYTES. Parsing JSON a line at a time in one process read a million documents
+    (1.2 GB) at ~80 MB/s on the H100 machine; each worker parses its share of the bytes (the lines that start in
+    it, as several processes' shares do) and sends back its labels and texts."""
+    path = Path(path)
+    return path.suffix.lower() in (".jsonl", ".ndjson") and path.is_file() and path.stat().st_size >= \
+        PARALLEL_READ_BYTES
+
+
+def _read_share(index: int, path: str, count: int, max_file_mb: float
+                ) -> tuple[list[str], list[str], dict[str, int], int, int]:
+    """A worker's part of _read_jsonl_in_workers: share `index` of `count` -> (labels, texts, skipped, non_utf8,
+    bytes read)."""
+    _, stats, documents = open_documents(path, max_file_mb, (index, count))
+    labels, texts = [], []
+    for label, text in documents:
+        labels.append(label)
+        texts.append(text)
+    return labels, texts, dict(stats.skipped), stats.non_utf8, stats.bytes_read
+
+
+def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "WorkerPool") -> Corpus:
+    """read_corpus of a JSONL file, its shares parsed in the pool's workers and joined in order as they arrive:
+    the documents one reader sees, in its order, so the same fingerprint. A share that cannot be parsed makes
+    this process read the file itself, so that the error names the line from the top of the file."""
+    _check_text_file(path, "JSONL")
+    stats = ReadStats(bytes_total=path.stat().st_size)
+    count = pool.processes * 2  # smaller shares: progress moves, and a slow worker holds less back
+    labels, texts, fingerprint = [], [], Fingerprint()
+    try:
+        for part_labels, part_texts, skipped, non_utf8, bytes_read in pool.imap(
+                _read_share, list(range(count)), str(path), count, max_file_mb):
+            for label, text in zip(part_labels, part_texts):
+                fingerprint.add(label, text)
+            labels += part_labels
+            texts += part_texts
+            stats.skipped.update(skipped)
+            stats.non_utf8 += non_utf8
+            stats.bytes_read += bytes_read
+            if on_progress is not None:
+                on_progress(len(texts), stats)
+    except CorpusError:
+        return read_corpus(path, max_file_mb, on_progress)
+    check_usable(str(path), labels, stats.skipped, stats.empty_labels)
+    return Corpus(texts, labels, str(path), "jsonl", {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8,
+                  fingerprint=fingerprint.hexdigest())
 
 
 class Fingerprint:

@@ -30,7 +30,7 @@ import random
 import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 
 def fork_is_safe() -> bool:
@@ -88,16 +88,18 @@ class WorkerPool:
     def map(self, fn: Callable, chunks: Sequence, *args, on_done: Callable[[int], None] | None = None) -> list:
         """[fn(chunk, *args) for chunk in chunks], computed by the workers; on_done(i) as result i arrives
         (in chunk order)."""
-        if self._executor is None or len(chunks) <= 1:
-            results = (fn(chunk, *args) for chunk in chunks)
-        else:
-            results = self._executor.map(fn, chunks, *(itertools.repeat(a, len(chunks)) for a in args))
         collected = []
-        for index, result in enumerate(results):
+        for index, result in enumerate(self.imap(fn, chunks, *args)):
             collected.append(result)
             if on_done is not None:
                 on_done(index)
         return collected
+
+    def imap(self, fn: Callable, chunks: Sequence, *args) -> Iterator:
+        """fn(chunk, *args) for each chunk, computed by the workers, yielded in chunk order as they arrive."""
+        if self._executor is None or len(chunks) <= 1:
+            return (fn(chunk, *args) for chunk in chunks)
+        return self._executor.map(fn, chunks, *(itertools.repeat(a, len(chunks)) for a in args))
 
     def close(self) -> None:
         if self._executor is not None:

@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
 # Held-out scoring on the host and on the device (benchmarks/eval_scoring.py) on a million synthetic documents,
-# then `textclf train` on them with no flags from .baseline (the tree before) and this one, one after the other.
+# then `textclf train` on them with no flags from .baseline (the tree before) and this one (big_before_after.sh).
 set -uo pipefail
 OUT=${OUT:-build/gpu-eval}
 mkdir -p "$OUT"
 source benchmarks/gpu/data.sh >/dev/null 2>&1
-python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs 1000000 2>&1 | tail -1
+[ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs 1000000 2>&1 | tail -1
 python3 -m benchmarks.eval_scoring /tmp/syn/train.jsonl /tmp/syn/test.jsonl --docs 1000,10000,100000 2>&1 | grep -v -i warn | tee $OUT/eval.md
-for v in before after; do
-  if [ $v = before ]; then dir=.baseline; else dir=.; fi
-  (cd $dir && TEXTCLF_HOME=/tmp/h-$v PYTHONPATH=/tmp/site:$PWD python3 -m benchmarks.timed_run --label $v --timeout 250 -- python3 -m textclf train /tmp/syn/train.jsonl --test /tmp/syn/test.jsonl 2>&1 | grep -v -i warn | tail -4) | tee -a $OUT/e2e.txt
-done
+bash benchmarks/gpu/big_before_after.sh

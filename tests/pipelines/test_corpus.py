@@ -187,3 +187,45 @@ def test_a_share_may_lack_a_label_and_is_not_refused(corpus_dir):
     first = read_corpus(corpus_dir, share=(0, 3))  # the cooking files only
     assert set(first.labels) == {"cooking"} and len(first.labels) == 12
     assert set(first.empty_labels) == {"space", "sports"}
+
+
+def test_a_large_jsonl_file_parsed_in_workers_is_the_corpus_one_reader_sees(tmp_path, monkeypatch):
+    from pipelines import corpus as corpus_module
+    from pipelines.workers import WorkerPool
+
+    lines = []
+    for i in range(900):
+        if i % 97 == 0:
+            lines.append(b"\n")  # blank lines are passed over
+        elif i % 89 == 0:
+            lines.append(json.dumps({"text": "  ", "label": "a"}).encode() + b"\n")  # empty: counted, left out
+        elif i % 83 == 0:
+            lines.append('{"text": "caf\u00e9 latin-1", "label": "b"}\n'.encode("latin-1"))  # decoded by fallback
+        else:
+            lines.append(json.dumps({"text": f"document {i} " + "word " * (i % 13), "label": "ab"[i % 2]}).encode()
+                         + b"\n")
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(b"".join(lines))
+    alone = read_corpus(path)
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
+    seen = []
+    with WorkerPool(2) as pool:
+        parallel = read_corpus(path, pool=pool, on_progress=lambda documents, stats: seen.append(
+            (documents, stats.bytes_read, stats.bytes_total)))
+    assert (parallel.texts, parallel.labels, parallel.fingerprint) == (alone.texts, alone.labels, alone.fingerprint)
+    assert parallel.skipped == alone.skipped == {"empty": 10} and parallel.non_utf8 == alone.non_utf8 > 0
+    assert len(seen) == 4 and seen[-1] == (len(alone), path.stat().st_size, path.stat().st_size)  # 2 shares a worker
+    assert [documents for documents, _, _ in seen] == sorted(documents for documents, _, _ in seen)
+
+
+def test_a_bad_line_read_in_workers_is_named_from_the_top_of_the_file(tmp_path, monkeypatch):
+    from pipelines import corpus as corpus_module
+    from pipelines.workers import WorkerPool
+
+    lines = [json.dumps({"text": f"document {i}", "label": "ab"[i % 2]}) for i in range(400)]
+    lines[321] = "{not json"
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
+    with WorkerPool(2) as pool, pytest.raises(CorpusError, match=r"big.jsonl' line 322 is not valid JSON"):
+        read_corpus(path, pool=pool)

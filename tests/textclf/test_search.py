@@ -230,9 +230,9 @@ def test_train_opens_the_test_corpus_only_after_the_search(tmp_path, monkeypatch
     calls = []
     real_read, real_search = run_module.read_corpus, search_module.search_settings
 
-    def read(path, *args):
+    def read(path, *args, **kwargs):
         calls.append(("read", str(path)))
-        return real_read(path, *args)
+        return real_read(path, *args, **kwargs)
 
     def search(*args, **kwargs):
         calls.append(("search",))

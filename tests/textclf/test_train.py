@@ -173,3 +173,30 @@ def test_a_large_held_out_set_is_scored_on_the_device_where_training_ran_on_a_gp
     monkeypatch.setattr(run_module, "DEVICE_EVAL_WORK", matrix.shape[0] * model.params.w1.shape[1])
     np.testing.assert_allclose(run_module._eval_scores(model, matrix), host, rtol=1e-4, atol=1e-4)
     assert called
+
+
+def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_path, db_path, fast_settings,
+                                                                              monkeypatch):
+    import json
+
+    from pipelines import corpus as corpus_module
+    from pipelines.corpus import read_corpus
+
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps({"text": f"{word} number {i}", "label": word}) + "\n"
+                            for i in range(300) for word in ("comet", "dough")))
+    in_workers = []
+    real_read = corpus_module._read_jsonl_in_workers
+    monkeypatch.setattr(corpus_module, "_read_jsonl_in_workers",
+                        lambda path, *a: in_workers.append(a[-1].processes) or real_read(path, *a))
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
+    from pipelines import vectorize
+
+    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
+    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    result = train(path, fast_settings.replace(search="off"), db_path=db_path)
+    assert in_workers and in_workers[0] > 1  # the file was parsed by the workers (a pool of them)
+    run = runs.get_run(open_db(db_path), result.run_id)
+    assert run["status"] == "finished" and run["n_train"] + run["n_eval"] == 600
+    assert run["corpus_fingerprint"] == read_corpus(path).fingerprint
+    assert run["settings"]["start_token"] is True

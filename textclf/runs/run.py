@@ -24,7 +24,7 @@ import numpy as np
 
 from db import open_db
 from db import runs as run_queries
-from pipelines.corpus import read_corpus
+from pipelines.corpus import large_jsonl, read_corpus
 from pipelines import vector_cache
 from pipelines.vectorize import fit_vectorizer, vectorize_pool
 from pipelines.workers import WorkerPool
@@ -481,33 +481,39 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
     def vectorize_progress(done: int, total: int) -> None:
         report(TrainEvent("progress", "vectorize", done=done, total=total, documents=done))
 
-    with phase("read"):
-        corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress)
-    if test_path:
-        train_texts, train_labels = corpus.texts, corpus.labels
-    else:
-        train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
-        train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
-        train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
     with ExitStack() as stack:
         workers = pool
 
-        def forked() -> WorkerPool:
-            """The vectorizing workers, forked on first use (before JAX starts threads), then the warm-up."""
+        def forked(documents: int) -> WorkerPool:
+            """The vectorizing workers for this many documents, forked on first use (before JAX starts threads),
+            then the warm-up."""
             nonlocal workers
             if workers is None:
-                workers = stack.enter_context(vectorize_pool(len(corpus.texts)))
+                workers = stack.enter_context(vectorize_pool(documents))
             warmup.start()
             return workers
 
+        with phase("read"):
+            # A large JSONL file is parsed by the workers (pipelines.corpus.large_jsonl), so they are forked first
+            # (for at least as many documents as the file can hold lines of 100 bytes: all cores), and JAX starts
+            # while they read.
+            readers = forked(Path(corpus_path).stat().st_size // 100) if large_jsonl(corpus_path) else None
+            corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, pool=readers)
+        if test_path:
+            train_texts, train_labels = corpus.texts, corpus.labels
+        else:
+            train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
+            train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
+            train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
+
         if settings.search == "auto":
-            settings, search = _search(db, run_id, train_texts, train_labels, settings, phase, warmup, forked(),
-                                       report)
+            settings, search = _search(db, run_id, train_texts, train_labels, settings, phase, warmup,
+                                       forked(len(corpus.texts)), report)
         else:
             search = {"skipped": "--search off"}
         if test_path:
             with phase("read"):
-                test = read_corpus(test_path, settings.max_file_mb, read_progress)
+                test = read_corpus(test_path, settings.max_file_mb, read_progress, pool=workers)
             _check_test_labels(test.labels, corpus.labels, test.source)
             eval_texts, eval_labels = test.texts, test.labels
         else:
@@ -524,10 +530,12 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                 warmup.start()  # no workers needed: nothing to fork first
                 vectorizer, train_x, eval_x = cached
             else:
-                vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings, pool=forked(),
+                vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings,
+                                                     pool=forked(len(corpus.texts)),
                                                      on_progress=vectorize_progress)
                 vectorize_progress(len(train_texts), len(train_texts))  # the fit's pass ends (a small fit tells only this)
-                eval_x = vectorizer.transform(eval_texts, pool=forked(), on_progress=vectorize_progress)
+                eval_x = vectorizer.transform(eval_texts, pool=forked(len(corpus.texts)),
+                                              on_progress=vectorize_progress)
                 if primary:
                     vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# A million synthetic documents (from .devgpu's news4, see data.sh), then `textclf train` on them with no flags from
+# .baseline (the tree before a change: `git archive COMMIT | tar -x -C .baseline`) and from this tree, one after
+# the other, each with its own empty data dir, timed with their peak host memory (benchmarks/timed_run.py).
+set -uo pipefail
+OUT=${OUT:-build/gpu-big-before-after}
+mkdir -p "$OUT"
+source benchmarks/gpu/data.sh >/dev/null 2>&1
+[ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs 1000000 2>&1 | tail -1
+for v in before after; do
+  if [ $v = before ]; then dir=.baseline; else dir=.; fi
+  (cd $dir && TEXTCLF_HOME=/tmp/h-$v PYTHONPATH=/tmp/site:$PWD python3 -m benchmarks.timed_run --label $v --timeout 250 -- python3 -m textclf train /tmp/syn/train.jsonl --test /tmp/syn/test.jsonl 2>&1 | grep -v -i warn | tail -4) | tee -a $OUT/e2e.txt
+done
