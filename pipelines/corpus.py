@@ -104,7 +104,7 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
 
 # read_corpus's on_progress is called once per this many documents read (and once at the end).
 PROGRESS_DOCUMENTS = 20_000
-# A JSONL file of at least this many bytes is read by a WorkerPool's workers, a share each (parse_in_workers says
+# A JSONL file of at least this many bytes is read by a WorkerPool's workers, a share each (large_jsonl says
 # why); a smaller one in this process.
 PARALLEL_READ_BYTES = 64 * 1024 * 1024
 
@@ -121,7 +121,7 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0,
     on_progress(documents read, stats) every PROGRESS_DOCUMENTS documents and at the end: stats.bytes_read of
     stats.bytes_total for a file. share (index, count): read only that part (module docstring), unchecked: the
     caller checks the union of the shares; the part's empty label folders are in Corpus.empty_labels.
-    pool: parse a large JSONL file in its workers (parse_in_workers); the same Corpus."""
+    pool: parse a large JSONL file in its workers (large_jsonl); the same Corpus."""
     if pool is not None and pool.processes > 1 and share == (0, 1) and large_jsonl(path):
         return _read_jsonl_in_workers(Path(path), max_file_mb, on_progress, pool)
     fmt, stats, documents = open_documents(path, max_file_mb, share)
