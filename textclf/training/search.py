@@ -373,7 +373,7 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
         # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
         networks = _choose_networks(
             chosen, platform, budget - (time.perf_counter() - start), min(network_epoch_seconds), n_documents,
-            texts, pool, counts, y, len(classes), masks, folds, shared_folds, features, width,
+            texts, characters, pool, counts, y, len(classes), masks, folds, shared_folds, features, width,
             shapes[chosen.batch_size], val_shape, score_batch, leaderboard[0]["settings"]["epochs"], len(optimizers),
             epochs)
         chosen = chosen.replace(ensemble=networks.members, char_ngrams=networks.char_ngrams)
@@ -437,9 +437,9 @@ def _leaderboard(results: dict, variants: list[Variant], racing_rounds: list, re
 
 
 def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
-                     texts: list[str], pool: WorkerPool, counts, y, n_classes, masks, folds, shared_folds, features,
-                     width, shape, val_shape, score_batch: int, searched_epochs: int, round_networks: int,
-                     max_epochs: int) -> "Networks":
+                     texts: list[str], characters: int, pool: WorkerPool, counts, y, n_classes, masks, folds,
+                     shared_folds, features, width, shape, val_shape, score_batch: int, searched_epochs: int,
+                     round_networks: int, max_epochs: int) -> "Networks":
     """How many networks, and whether a second one reads character n-grams: on the compared folds, for the chosen
     candidate's `searched_epochs` (the epoch count read off the folds' curves),
     - on a GPU, ENSEMBLE_MEMBERS copies of the chosen network trained side by side (different initialisations):
@@ -449,7 +449,7 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     The most accurate option wins, the pair and the ensemble only where they beat one network by more than one
     standard error, a tie keeping fewer networks (one, then the pair, then the ensemble). The
     character view is tried where Settings.char_ngrams is not pinned and the searched texts hold at most
-    CHAR_MAX_CHARACTERS. unit_seconds: what the search's
+    CHAR_MAX_CHARACTERS (`characters`: the searched texts' total). unit_seconds: what the search's
     rounds took per (network, epoch, training document), for the cost of these trials and of the final training;
     round_networks: how many networks a round trained side by side; max_epochs: the most a round may train.
     -> Networks."""
@@ -458,7 +458,6 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
         return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
                         {"members": 1, "reason": f"not tried on a CPU: {work:,} documents x epochs to train, over "
                                                  f"{CPU_TRIAL_DOC_EPOCHS:,}"})
-    characters = sum(map(len, texts))
     try_chars, why_not = "char_ngrams" not in chosen.pinned, "set explicitly"
     if try_chars and characters > CHAR_MAX_CHARACTERS:
         try_chars, why_not = False, f"{characters:,} characters searched, over {CHAR_MAX_CHARACTERS:,}"
@@ -599,9 +598,10 @@ def _standard_error(gains: list[np.ndarray]) -> float:
 def _char_fold_matrices(terms, counts, y, rows_train, rows_val, settings: Settings, features: int):
     """One fold's (training, validation) rows of the character view, selected and weighted from the fold's
     training rows only, as fit_vectorizer's _fit_chars does for the final model."""
-    columns, idf = select_and_weigh(counts[rows_train], y[rows_train], np.arange(len(terms)), features,
+    train_counts = counts[rows_train]
+    columns, idf = select_and_weigh(train_counts, y[rows_train], np.arange(len(terms)), features,
                                     settings.feature_selection, settings.sublinear_tf)
-    kept = counts[rows_train][:, columns]
+    kept = train_counts[:, columns]
     if settings.nb_weighting:
         idf = idf * nb_ratios(kept, y[rows_train])
     width = next_power_of_two(len(columns))  # one compilation for any fold's count
