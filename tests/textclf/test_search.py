@@ -509,3 +509,83 @@ def test_more_networks_are_chosen_only_past_one_standard_error_of_their_gain():
     assert _fewest_networks_that_win(0.80, None, (0.95, clear), 5) == (1, True)
     assert _fewest_networks_that_win(0.80, (0.95, clear), (0.95, clear), 5) == (1, True)  # a tie: fewer networks
     assert _fewest_networks_that_win(0.80, (0.97, clear), (0.95, clear), 5) == (5, False)
+
+
+def _board_row(rate, decay, accuracy, folds=1, stop_words=None, epochs=4):
+    return {"settings": {"stop_words": stop_words, "ngram_max": 2, "nb_weighting": True, "sublinear_tf": True,
+                         "batch_size": 64, "learning_rate": rate, "weight_decay": decay, "epochs": epochs},
+            "accuracy": accuracy, "folds": folds}
+
+
+def test_rate_candidates_are_the_winners_variant_within_two_standard_errors():
+    from textclf.training.search import _rate_candidates
+
+    board = [_board_row(0.01, 0.0, 0.90, epochs=3), _board_row(0.003, 0.0, 0.897, epochs=5),
+             _board_row(0.01, 0.0, 0.899, stop_words="english"),  # another variant: not a rate candidate
+             _board_row(0.001, 1e-4, 0.898, folds=0),  # ranked on fewer folds: not comparable
+             _board_row(0.001, 0.0, 0.88)]  # 2 points behind: outside 2 SE of 0.9 on 3,000 documents (1.1 points)
+    got = _rate_candidates(board, 3000, lambda epochs: epochs * 10)
+    assert got == [{"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 30},
+                   {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 50}]
+    assert len(_rate_candidates(board, 100, lambda e: e)) == 3  # on 100 documents 0.88 is within the noise too
+    assert len(_rate_candidates(board[:1], 3000, lambda e: e)) == 1  # the winner alone: nothing to choose
+
+
+def test_a_searched_sample_hands_its_near_rates_to_the_final_training(pool, monkeypatch):
+    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
+    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    texts, labels = question_corpus(300)
+    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
+    candidates = result.summary["rate_candidates"]
+    assert candidates[0]["learning_rate"] == result.settings.learning_rate
+    assert candidates[0]["epochs"] == result.settings.epochs
+    pinned = search_settings(texts, labels, Settings(epochs=7, learning_rate=0.01, pinned=("learning_rate",),
+                                                     search_budget=120), pool, "cpu")
+    assert "rate_candidates" not in pinned.summary  # a typed rate is not chosen again
+    small = search_settings(texts[:150], labels[:150], Settings(epochs=7, search_budget=120), pool, "cpu")
+    assert "rate_candidates" not in small.summary  # the folds validated on every document already
+
+
+def _separable(n, seed):
+    """Two classes, each with its own 20 of 40 features: any network that learns at all separates them."""
+    rng = np.random.default_rng(seed)
+    y = (np.arange(n) % 2).astype(np.int32)
+    columns = rng.integers(0, 20, (n, 4)) + 20 * y[:, None]
+    rows = np.repeat(np.arange(n), 4)
+    return sp.csr_matrix((np.ones(4 * n, np.float32), (rows, columns.ravel())), shape=(n, 40)), y
+
+
+@pytest.mark.parametrize("side_by_side", [True, False])
+def test_fit_rates_lets_the_held_out_documents_choose(side_by_side, monkeypatch):
+    from textclf.training import candidates
+    from textclf.training.fit import EarlyStopping
+
+    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: side_by_side)
+    train_x, train_y = _separable(200, 0)
+    held_x, held_y = _separable(60, 1)
+    settings = Settings(hidden=8, batch_size=16, seed=0)
+    # a rate that cannot move the weights first: the held-out documents must pass it over for the second
+    choice = candidates.fit_rates(train_x, train_y, 2, settings, "xla", [(1e-7, 0.0, 6), (0.05, 0.0, 5)], held_x,
+                                  held_y, held_x, held_y)
+    assert choice.chosen == 1 and len(choice.held_out) == 2 and len(choice.held_out[1]) <= 5  # its own cap
+    assert max(choice.held_out[1]) == 1.0 and max(choice.held_out[0]) < 0.9
+    assert choice.held_out[1][choice.best_epoch - 1] == max(choice.held_out[1])
+    # the returned network is the chosen one after its best epoch: it scores what was recorded for it
+    assert EarlyStopping(held_x, held_y).score(choice.params) == max(choice.held_out[1])
+    assert choice.history and all(stats.eval_accuracy is not None for stats in choice.history)
+
+
+@pytest.mark.parametrize("side_by_side", [True, False])
+def test_fit_rates_stops_between_epochs_when_asked(side_by_side, monkeypatch):
+    from textclf.training import candidates
+    from textclf.training.events import TrainingStopped
+
+    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: side_by_side)
+    train_x, train_y = _separable(100, 0)
+    held_x, held_y = _separable(30, 1)
+    epochs_seen = []
+    with pytest.raises(TrainingStopped):
+        candidates.fit_rates(train_x, train_y, 2, Settings(hidden=8, batch_size=16, seed=0), "xla",
+                             [(1e-7, 0.0, 6), (1e-7, 0.0, 6)], held_x, held_y, on_epoch=epochs_seen.append,
+                             patience=10, stop_requested=lambda: True)
+    assert len(epochs_seen) == 1  # asked after the first epoch: no second one

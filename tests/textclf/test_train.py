@@ -200,3 +200,43 @@ def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_p
     assert run["status"] == "finished" and run["n_train"] + run["n_eval"] == 600
     assert run["corpus_fingerprint"] == read_corpus(path).fingerprint
     assert run["settings"]["start_token"] is True
+
+
+def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_the_rate(tmp_path, db_path,
+                                                                                       monkeypatch):
+    import json
+
+    from textclf.settings import Settings
+    from textclf.training import search as search_module
+
+    from tests.textclf.test_search import question_corpus
+
+    # a corpus "larger than the search's sample": 600 documents against a sample of 170 (CPU) / 150
+    monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", 150)
+    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
+    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    monkeypatch.setattr(search_module, "NEAR_RATE_ERRORS", 100.0)  # every rate of the winner's variant is near
+    texts, labels = question_corpus(600)
+    labels = [("HUM" if i % 2 else "LOC") if i % 10 == 0 else label for i, label in enumerate(labels)]  # noise
+    corpus = tmp_path / "questions.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    settings = Settings(epochs=3, search_budget=120, validation_fraction=0.1, char_ngrams=False,
+                        pinned=("char_ngrams",))
+    result = train(corpus, settings, db_path=db_path)
+    run = runs.get_run(open_db(db_path), result.run_id)
+    choice = run["search"]["rate_choice"]
+    assert len(choice["candidates"]) == 3 and len(choice["held_out"]) == 3
+    chosen = choice["candidates"][choice["chosen"]]
+    stopping = run["early_stopping"]
+    assert stopping["chosen_rate"] == choice["chosen"] and stopping["rate_accuracies"] == choice["held_out"]
+    best = max(max(curve) for curve in choice["held_out"])
+    assert max(choice["held_out"][choice["chosen"]]) == best  # the best held-out network was kept
+    # the model file and the run say which rate and epoch were kept
+    assert run["settings"]["learning_rate"] == chosen["learning_rate"] == result.model.settings.learning_rate
+    assert run["settings"]["epochs"] == stopping["best_epoch"] == result.model.settings.epochs
+    assert run["status"] == "finished" and result.eval_accuracy > 0.8
+    from textclf.frontends.cli import _rate_chosen
+
+    rates = ", ".join(f"{c['learning_rate']:g}" for c in choice["candidates"])
+    assert _rate_chosen(run["search"], chosen["learning_rate"]) == \
+        f"lr {chosen['learning_rate']:g} (held-out documents' choice of {rates})"

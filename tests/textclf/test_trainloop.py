@@ -97,6 +97,15 @@ def test_early_stopping_ends_training_and_keeps_the_best_epoch(fast_settings):
     assert not np.array_equal(result.params.w1, judged.seen[2].w1)
 
 
+def test_early_stopping_judges_the_last_epoch_too(fast_settings):
+    matrix, labels = _two_long_documents()
+    settings = fast_settings.replace(batch_size=4, epochs=2, min_steps=0)
+    judged = _judged([0.5, 0.7])
+    result = trainloop.fit_network(matrix, labels, 3, settings, early_stopping=judged)
+    assert judged.accuracies == [0.5, 0.7] and judged.best_epoch == 2  # the best epoch was the last one
+    assert all(np.array_equal(a, b) for a, b in zip(result.params, judged.seen[1]))
+
+
 def test_early_stopping_scores_the_held_out_documents():
     from textclf.models.weights import Params
     from textclf.training.fit import EarlyStopping

@@ -240,7 +240,7 @@ def train(
     if search.get("chosen"):
         c = result.model.settings
         err.print(f"search: chose stop words {c.stop_words or 'none'}, n-grams 1-{c.ngram_max}, "
-                  f"NB weights {'on' if c.nb_weighting else 'off'}, lr {c.learning_rate:g}, "
+                  f"NB weights {'on' if c.nb_weighting else 'off'}, {_rate_chosen(search, c.learning_rate)}, "
                   f"weight decay {c.weight_decay:g}, "
                   f"{_epochs_kept(search, c.epochs)}, {c.ensemble or 1} network(s)"
                   f"{' + the same on character n-grams' if c.char_ngrams else ''} by validation accuracy "
@@ -384,6 +384,15 @@ class _TrainProgress:
             if self.phase_task is not None:
                 self.progress.remove_task(self.phase_task)
             self.progress.stop()
+
+
+def _rate_chosen(search: dict, rate: float) -> str:
+    """The learning rate, and the candidates the held-out documents chose it from where they did (a big corpus)."""
+    choice = search.get("rate_choice")
+    if not choice:
+        return f"lr {rate:g}"
+    return f"lr {rate:g} (held-out documents' choice of " + \
+        ", ".join(f"{r['learning_rate']:g}" for r in choice["candidates"]) + ")"
 
 
 def _epochs_kept(search: dict, kept: int) -> str:

@@ -219,14 +219,20 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     views = data.vectorizer.view_widths if settings.char_ngrams else (train_x.shape[1],)
     one_by_one = settings.ensemble > 1 and not stacked_is_faster()
     early_stopping = None
+    rates: list[dict] = []  # the (rate, decay, epochs) candidates the held-out documents choose among
     # (Members trained one after another, a CPU's ensemble, are never a big corpus's: candidates.py caps them;
     # nor is a character view's, which the search tries only on small corpora.)
     if not one_by_one and len(views) == 1 and _stops_early(settings, data.search, len(train_y)):
         train_x, train_y, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
         data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
+        candidates = data.search.get("rate_candidates", [])
+        if settings.ensemble <= 1 and data.rows is None and len(candidates) > 1:  # one network, one process
+            rates = candidates
     # Each view's settings: the words' as chosen, the character network's own rate and epochs (Settings.char_view).
     view_settings = [settings, settings.char_view()][:len(views)]
     total_epochs = sum(s.epochs_for(len(train_y)) for s in view_settings) * (settings.ensemble if one_by_one else 1)
+    if rates:  # every candidate's epochs where they train one after another, the most where side by side
+        total_epochs = sum(r["epochs"] for r in rates) if not stacked_is_faster() else max(r["epochs"] for r in rates)
     report(TrainEvent("phase", "train", total_epochs=total_epochs))
     history: list[EpochStats] = []
 
@@ -243,10 +249,16 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         columns = slice(first, first + width)
         view_train, view_eval = (train_x, eval_x) if len(views) == 1 else (train_x[:, columns], eval_x[:, columns])
         first += width
-        params, view_history, backend, view_compile, view_train_s = _fit_view(
-            db, run_id, view_train, train_y, view_eval, eval_y, len(classes), view, backend,
-            view.epochs_for(len(train_y)), one_by_one, on_epoch, early_stopping,
-            checkpointer if len(views) == 1 else None, stop_requested, data.rows)
+        if rates:
+            params, view_history, backend, view_compile, view_train_s, settings = _fit_rates(
+                db, run_id, view_train, train_y, view_eval, eval_y, len(classes), settings, backend, rates,
+                early_stopping, on_epoch, data.search, stop_requested)
+            early_stopping = None  # its documents judged every candidate (recorded by _fit_rates)
+        else:
+            params, view_history, backend, view_compile, view_train_s = _fit_view(
+                db, run_id, view_train, train_y, view_eval, eval_y, len(classes), view, backend,
+                view.epochs_for(len(train_y)), one_by_one, on_epoch, early_stopping,
+                checkpointer if len(views) == 1 else None, stop_requested, data.rows)
         offset = len(history)  # the epochs of the views before this one
         history += [replace(stats, epoch=offset + stats.epoch) for stats in view_history]
         view_params.append(params)
@@ -294,6 +306,36 @@ def _eval_scores(model: Model, eval_x) -> np.ndarray:
     from textclf.training.loop import predict_scores_device
 
     return predict_scores_device(Params(*jax.device_put(tuple(model.params))), eval_x)
+
+
+def _fit_rates(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings, backend, rates, judge, on_epoch,
+               search: dict, stop_requested):
+    """One network per candidate (rate, decay) of the search (rates), the held-out documents of `judge` (an
+    EarlyStopping's) choosing one and its epoch (candidates.fit_rates). The choice is recorded in the run
+    (early_stopping: every candidate's held-out curve; search: rate_choice) and in the settings returned.
+    -> (parameters, EpochStats, backend, compile seconds, train seconds, settings)."""
+    import jax
+
+    from textclf.training.candidates import fit_rates, stacked_is_faster
+
+    choice = fit_rates(train_x, train_y, n_classes, settings, backend,
+                       [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], judge.x, judge.y,
+                       eval_x, eval_y, on_epoch, judge.patience, stop_requested)
+    chosen = rates[choice.chosen]
+    settings = settings.replace(learning_rate=chosen["learning_rate"], weight_decay=chosen["weight_decay"],
+                                epochs=choice.best_epoch)
+    search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out}
+    run_queries.update_run(db, run_id, search=search, settings=settings.to_dict(), early_stopping={
+        "held_out": int(judge.x.shape[0]), "patience": judge.patience, "accuracies": choice.held_out[choice.chosen],
+        "best_epoch": choice.best_epoch, "rates": [[r["learning_rate"], r["weight_decay"]] for r in rates],
+        "rate_accuracies": choice.held_out, "chosen_rate": choice.chosen})
+    if stacked_is_faster():
+        backend = "xla"
+        run_queries.update_run(db, run_id, backend=backend, devices=1, processes=jax.process_count(),
+                               backend_reason="networks at several rates train side by side in XLA")
+    else:
+        run_queries.update_run(db, run_id, devices=1, processes=jax.process_count())
+    return choice.params, choice.history, backend, choice.compile_seconds, choice.train_seconds, settings
 
 
 def _fit_view(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings, backend, epochs, one_by_one,

@@ -279,21 +279,14 @@ def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
     return rng.permutation(n_rows), rng
 
 
-def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
-                 weight_decay: float, epochs: int, batch_size: int, hidden: int, seed: int,
-                 eval_x: sp.csr_matrix | None = None,
-                 eval_y: np.ndarray | None = None, on_epoch: Callable | None = None, early_stopping=None):
-    """Train `members` networks side by side (different initialisations, the same batches and rate) on all of
-    the training rows; -> (merged parameters, list of EpochStats, compile seconds, train seconds). After each
-    epoch the ensemble is scored on (eval_x, eval_y) if given. No checkpoints: an interrupted ensemble starts over.
-    early_stopping (textclf.training.fit.EarlyStopping): judges the merged network after each epoch; its best
-    epoch's parameters are returned."""
-    from textclf.training.events import EpochStats
-
-    start = time.perf_counter()
-    params, state = _start(seed, train_x.shape[1], hidden, n_classes, members)
-    rates = jnp.full((members,), learning_rate, jnp.float32)
-    decays = jnp.full((members,), weight_decay, jnp.float32)
+def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, rates: list[float],
+                    decays: list[float], epochs: int, batch_size: int, hidden: int, seed: int):
+    """K = len(rates) networks side by side (different initialisations, the same batches; network k with rates[k]
+    and decays[k]) on all of the training rows: yields, after each epoch, (params, that epoch's device batches,
+    (steps,) losses summed over the K networks)."""
+    params, state = _start(seed, train_x.shape[1], hidden, n_classes, len(rates))
+    rates_array = jnp.asarray(rates, jnp.float32)
+    decays_array = jnp.asarray(decays, jnp.float32)
     rng = np.random.default_rng(seed)
     n = train_x.shape[0]
     orders = [rng.permutation(n) for _ in range(epochs)]  # every epoch's shuffle, drawn first for the shape
@@ -303,28 +296,53 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     # the host held each epoch's padded (steps, cap) arrays in host memory: 11 GB of a million-document run's
     # 18 GB peak (BENCHMARKS.md, "Big corpora with no flags").
     resident = jax.device_put(host_csr(train_x, train_y))
+    dense = dense_default()
+    for epoch in range(epochs):
+        order = np.pad(orders[epoch], (0, steps * batch_size - n), constant_values=-1).reshape(steps, batch_size)
+        batches = _gathered(resident, jax.device_put(order.astype(np.int32)), cap)
+        params, state, losses = _epoch(params, state, rates_array, decays_array, *batches, dense=dense)
+        yield params, batches, losses
+
+
+def _epoch_stats(epoch: int, losses, members: int, n: int, batch_size: int, train_correct: float,
+                 eval_accuracy: float | None, seconds: float):
+    """EpochStats of one epoch of K stacked networks (losses: (steps,) summed over them, each a batch mean)."""
+    from textclf.training.events import EpochStats
+
+    rows = np.minimum(batch_size, n - np.arange(len(losses)) * batch_size).clip(0)
+    return EpochStats(epoch + 1, float((np.asarray(losses) * rows).sum() / n / members), train_correct / n,
+                      eval_accuracy, seconds, n / seconds if seconds > 0 else float("inf"))
+
+
+def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
+                 weight_decay: float, epochs: int, batch_size: int, hidden: int, seed: int,
+                 eval_x: sp.csr_matrix | None = None,
+                 eval_y: np.ndarray | None = None, on_epoch: Callable | None = None, early_stopping=None):
+    """Train `members` networks side by side (different initialisations, the same batches and rate) on all of
+    the training rows; -> (merged parameters, list of EpochStats, compile seconds, train seconds). After each
+    epoch the ensemble is scored on (eval_x, eval_y) if given. No checkpoints: an interrupted ensemble starts over.
+    early_stopping (textclf.training.fit.EarlyStopping): judges the merged network after each epoch; its best
+    epoch's parameters are returned."""
     eval_batches = None
     if eval_x is not None and eval_x.shape[0]:
         eval_batches = _device_batches(eval_x, eval_y, batch_size, np.arange(eval_x.shape[0]),
                                        batch_shape([eval_x], batch_size))
     dense = dense_default()
     history, compile_seconds, train_seconds = [], 0.0, 0.0
-    for epoch in range(epochs):
-        epoch_start = time.perf_counter()
-        order = np.pad(orders[epoch], (0, steps * batch_size - n), constant_values=-1).reshape(steps, batch_size)
-        batches = _gathered(resident, jax.device_put(order.astype(np.int32)), cap)
-        params, state, losses = _epoch(params, state, rates, decays, *batches, dense=dense)
+    training = _stacked_epochs(train_x, train_y, n_classes, [learning_rate] * members, [weight_decay] * members,
+                               epochs, batch_size, hidden, seed)
+    mark = time.perf_counter()
+    for epoch, (params, batches, losses) in enumerate(training):
         train_correct = float(_hits(params, *batches, dense=dense)[1])
         eval_accuracy = None
         if eval_batches is not None:
             eval_accuracy = float(_hits(params, *eval_batches, dense=dense)[1]) / eval_x.shape[0]
-        seconds = time.perf_counter() - epoch_start
+        seconds, mark = time.perf_counter() - mark, time.perf_counter()
         if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
-            compile_seconds, seconds = seconds + (epoch_start - start), 0.0
+            compile_seconds, seconds = seconds, 0.0
         train_seconds += seconds
-        rows = np.minimum(batch_size, n - np.arange(len(losses)) * batch_size).clip(0)
-        stats = EpochStats(epoch + 1, float((np.asarray(losses) * rows).sum() / n / members), train_correct / n,
-                           eval_accuracy, seconds, n / seconds if seconds > 0 else float("inf"))
+        stats = _epoch_stats(epoch, losses, members, train_x.shape[0], batch_size, train_correct, eval_accuracy,
+                             seconds)
         history.append(stats)
         if on_epoch:
             on_epoch(stats)
@@ -378,6 +396,135 @@ def fit_members(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, set
                             np.concatenate([np.asarray(m.b1) for m in members]),
                             np.stack([np.asarray(m.w2) for m in members]), np.stack([np.asarray(m.b2) for m in members]))
     return merged(stacked), history, compile_seconds, train_seconds
+
+
+# Rows per scoring batch where the K networks of fit_rates are scored on the device (no gradient: wide batches).
+SCORE_BATCH = 1024
+
+
+class RateChoice(NamedTuple):
+    """fit_rates' answer."""
+
+    params: Params  # the chosen network after its best held-out epoch (NumPy)
+    chosen: int  # which of the candidates
+    best_epoch: int  # 1-based
+    held_out: list[list[float]]  # per candidate: its held-out accuracy after each epoch it trained
+    history: list  # EpochStats of every epoch (one after another on a CPU)
+    compile_seconds: float
+    train_seconds: float
+
+
+def fit_rates(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, settings, backend: str,
+              candidates: list[tuple[float, float, int]], held_x: sp.csr_matrix, held_y: np.ndarray,
+              eval_x: sp.csr_matrix | None = None, eval_y: np.ndarray | None = None,
+              on_epoch: Callable | None = None, patience: int = 1,
+              stop_requested: Callable[[], bool] | None = None) -> RateChoice:
+    """One network per candidate (learning rate, weight decay, epochs at most), the held-out documents
+    (held_x, held_y: training documents none of them trains on) picking one network and its epoch: the best
+    held-out accuracy, a tie going to the earlier candidate and the earlier epoch. Why: a corpus larger than the
+    search's sample gets its rate from the sample, where an epoch has a fraction of the steps and the leading rates
+    tie within noise; the choice did not carry to all the documents (BENCHMARKS.md, "100,000 documents on this
+    2-core CPU"). Side by side on a GPU (one stacked program, the held-out documents scored on the device; training
+    stops once `patience` epochs in a row improved none of them), one after another elsewhere (each stopped by its
+    own textclf.training.fit.EarlyStopping). No checkpoints: where stop_requested() says so after an epoch,
+    textclf.training.events.TrainingStopped is raised and the training starts over when resumed.
+    After each epoch the leading network is scored on (eval_x, eval_y) if given, for the run's record."""
+    if stacked_is_faster():
+        return _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_x, held_y, eval_x,
+                                   eval_y, on_epoch, patience, stop_requested)
+    return _rates_one_by_one(train_x, train_y, n_classes, settings, backend, candidates, held_x, held_y, eval_x,
+                             eval_y, on_epoch, patience, stop_requested)
+
+
+def _member(params: StackedParams, k: int) -> Params:
+    """Network k of a stack, as NumPy Params."""
+    hidden = params.w2.shape[1]
+    units = slice(k * hidden, (k + 1) * hidden)
+    return Params(np.asarray(params.w1[:, units]), np.asarray(params.b1[units]), np.asarray(params.w2[k]),
+                  np.asarray(params.b2[k]))
+
+
+def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_x, held_y, eval_x, eval_y, on_epoch,
+                        patience, stop_requested) -> RateChoice:
+    from textclf.training.events import TrainingStopped
+
+    def scoring(x, y):
+        return _device_batches(x, y, SCORE_BATCH, np.arange(x.shape[0]), batch_shape([x], SCORE_BATCH))
+
+    held_batches = scoring(held_x, held_y)
+    eval_batches = scoring(eval_x, eval_y) if eval_x is not None and eval_x.shape[0] else None
+    dense = dense_default()
+    count = len(candidates)
+    held_out: list[list[float]] = [[] for _ in candidates]
+    best, best_epoch, best_params = np.full(count, -1.0), np.zeros(count, int), [None] * count
+    history, compile_seconds, train_seconds, stale = [], 0.0, 0.0, 0
+    caps = np.array([epochs for _, _, epochs in candidates])  # a network is judged up to its own epoch count
+    training = _stacked_epochs(train_x, train_y, n_classes, [rate for rate, _, _ in candidates],
+                               [decay for _, decay, _ in candidates], int(caps.max()), settings.batch_size,
+                               settings.hidden, settings.seed)
+    mark = time.perf_counter()
+    for epoch, (params, batches, losses) in enumerate(training):
+        accuracy = np.asarray(_hits(params, *held_batches, dense=dense)[0]) / held_x.shape[0]  # (K,)
+        improved = (accuracy > best) & (epoch < caps)
+        for k in np.flatnonzero(improved):
+            best[k], best_epoch[k], best_params[k] = accuracy[k], epoch + 1, _member(params, int(k))
+        for k in np.flatnonzero(epoch < caps):
+            held_out[k].append(round(float(accuracy[k]), 6))
+        leading = int(np.argmax(best))  # the first maximum: the earlier candidate
+        train_correct = float(np.asarray(_hits(params, *batches, dense=dense)[0])[leading])
+        eval_accuracy = None
+        if eval_batches is not None:
+            eval_accuracy = float(np.asarray(_hits(params, *eval_batches, dense=dense)[0])[leading]) / eval_x.shape[0]
+        seconds, mark = time.perf_counter() - mark, time.perf_counter()
+        if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
+            compile_seconds, seconds = seconds, 0.0
+        train_seconds += seconds
+        stats = _epoch_stats(epoch, losses, count, train_x.shape[0], settings.batch_size, train_correct,
+                             eval_accuracy, seconds)
+        history.append(stats)
+        if on_epoch:
+            on_epoch(stats)
+        stale = 0 if improved.any() else stale + 1
+        if stale >= patience or epoch + 1 >= caps.max():
+            break
+        if stop_requested and stop_requested():
+            raise TrainingStopped(f"stopped after epoch {epoch + 1} of {caps.max()} (networks side by side: no "
+                                  "checkpoint, the training starts over)")
+    chosen = int(np.argmax(best))
+    return RateChoice(best_params[chosen], chosen, int(best_epoch[chosen]), held_out, history, compile_seconds,
+                      train_seconds)
+
+
+def _rates_one_by_one(train_x, train_y, n_classes, settings, backend, candidates, held_x, held_y, eval_x, eval_y,
+                      on_epoch, patience, stop_requested) -> RateChoice:
+    from dataclasses import replace
+
+    from textclf.training.fit import EarlyStopping
+    from textclf.training.loop import fit_network
+
+    history, compile_seconds, train_seconds, done, judges, networks = [], 0.0, 0.0, 0, [], []
+
+    def numbered(stats):
+        stats = replace(stats, epoch=done + stats.epoch)
+        history.append(stats)
+        if on_epoch:
+            on_epoch(stats)
+
+    for rate, decay, epochs in candidates:
+        judge = EarlyStopping(held_x, held_y, patience)
+        result = fit_network(train_x, train_y, n_classes,
+                             settings.replace(learning_rate=rate, weight_decay=decay, epochs=epochs, ensemble=1),
+                             backend, eval_x, eval_y, numbered, early_stopping=judge, stop_requested=stop_requested)
+        judges.append(judge)
+        networks.append(result.params)
+        compile_seconds += result.compile_seconds
+        train_seconds += result.train_seconds
+        done = len(history)
+    best = [judge.accuracies[judge.best_epoch - 1] for judge in judges]
+    chosen = int(np.argmax(best))
+    return RateChoice(networks[chosen], chosen, judges[chosen].best_epoch,
+                      [[round(a, 6) for a in judge.accuracies] for judge in judges], history, compile_seconds,
+                      train_seconds)
 
 
 class RoundData(NamedTuple):

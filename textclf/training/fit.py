@@ -77,7 +77,9 @@ def run_epochs(params, opt_state, history: list[EpochStats], first_epoch: int, e
         history.append(stats)
         if on_epoch:
             on_epoch(stats)
-        if epoch + 1 >= epochs or (early_stop is not None and early_stop(epoch, params)):
+        # The last epoch is judged too: an early stop keeps its best epoch, which may be the last.
+        stop = early_stop is not None and early_stop(epoch, params)
+        if stop or epoch + 1 >= epochs:
             break
 
         def save() -> None:

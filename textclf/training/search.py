@@ -102,6 +102,18 @@ SEARCH_DOCUMENTS = 20_000
 # BENCHMARKS.md), so the rounds rank candidates at a fraction of the cost. The chosen settings are then trained
 # at full width.
 ROUND_FEATURES = 8192
+# A corpus larger than the search's sample (SEARCH_DOCUMENTS on a GPU, CPU_TRAIN_DOCUMENTS +
+# CPU_VALIDATION_DOCUMENTS on a CPU) ranks the rates on the sample, where an epoch has a fraction of the full
+# corpus's steps, and the leading rates often tie within noise: syn100k on 2 cores validated lr 1e-2 / 3e-3 / 1e-3
+# at 0.9460 / 0.9450 / 0.9443 on the sample, and on all 95,000 documents the held-out set scored 1e-2 at 0.9768
+# and 3e-3 at 0.9864 (BENCHMARKS.md, "100,000 documents on this 2-core CPU"). So where the final training holds
+# out documents to stop early (textclf/runs/run.py), it trains the winner's variant at each (rate, decay) within
+# this many binomial standard errors of the winner's validation accuracy (at most MAX_RATE_CANDIDATES of them),
+# and the held-out documents choose (candidates.fit_rates): two standard errors, because two candidates of one
+# sample whose accuracies differ by less than that cannot be told apart, and a systematic shift (more steps an
+# epoch favour a lower rate) moves the full corpus's order by more than the sample's noise.
+NEAR_RATE_ERRORS = 2.0
+MAX_RATE_CANDIDATES = 3
 # Rows per validation batch where the device is a GPU: scoring takes no gradient, and scoring 64 rows a step
 # cost news4's search 5 s of 42 (~170 scans of 50 small steps). A CPU scores at the training batch size (its
 # sparse step's gather grows with the batch's nonzeros, not its rows).
@@ -367,6 +379,10 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     best = dict(leaderboard[0]["settings"])
     if subsampled and "epochs" not in settings.pinned:
         best["epochs"] = _epochs_for_all(best["epochs"], epochs, settings)
+    if subsampled and "learning_rate" not in settings.pinned:
+        summary["rate_candidates"] = _rate_candidates(
+            leaderboard, sum(len(folds[f][1]) for f in shared_folds),
+            lambda e: e if "epochs" in settings.pinned else _epochs_for_all(e, epochs, settings))
     # min_steps 0: the epoch count was read off the validation curves; the small-corpus rule must not raise it.
     chosen = settings.replace(**best, min_steps=0)
     if settings.ensemble == 0:
@@ -388,6 +404,25 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
                    best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=subsampled,
                    documents=n_documents, searched_documents=len(texts), terms=len(terms), round_features=features)
     return SearchResult(chosen, summary, trials, leaderboard)
+
+
+def _rate_candidates(leaderboard: list[dict], validation_documents: int, epochs_for_all: Callable[[int], int]
+                     ) -> list[dict]:
+    """The winner's (learning rate, weight decay) and those of its variant within NEAR_RATE_ERRORS binomial
+    standard errors of its validation accuracy (on `validation_documents`), best first, at most
+    MAX_RATE_CANDIDATES: {"learning_rate", "weight_decay", "epochs"} each, epochs for all the documents. A
+    corpus larger than the search's sample trains them all and its held-out documents choose
+    (textclf.training.candidates.fit_rates)."""
+    winner = leaderboard[0]
+    n = max(1, validation_documents)
+    estimate = (winner["accuracy"] * n + 1) / (n + 2)  # Laplace's rule: a perfect sample still has an error
+    margin = NEAR_RATE_ERRORS * np.sqrt(estimate * (1 - estimate) / n)
+    accuracy = winner["accuracy"]
+    variant = {k: v for k, v in winner["settings"].items() if k not in ("learning_rate", "weight_decay", "epochs")}
+    near = [row for row in leaderboard if row["folds"] == winner["folds"] and row["accuracy"] >= accuracy - margin
+            and all(row["settings"][k] == v for k, v in variant.items())]
+    return [{"learning_rate": row["settings"]["learning_rate"], "weight_decay": row["settings"]["weight_decay"],
+             "epochs": epochs_for_all(row["settings"]["epochs"])} for row in near[:MAX_RATE_CANDIDATES]]
 
 
 def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, features, width, variant: Variant):
