@@ -519,11 +519,16 @@ def term_mask(terms: np.ndarray, ngram_max: int, stop_words: str | None) -> np.n
     The search uses the mask to compare settings; the chosen model is then fitted with scikit-learn's own.)"""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    words = np.char.count(terms.astype(str), " ") + 1
+    text = terms.astype(str)
+    words = np.char.count(text, " ") + 1  # (terms,) words in each n-gram
     keep = words <= ngram_max
     if stop_words == "english":
-        stop = set(ENGLISH_STOP_WORDS)
-        keep &= np.fromiter((not any(w in stop for w in str(t).split(" ")) for t in terms), bool, len(terms))
+        # Every term's words in one flat list, each word tested once against the set: a test per term cost
+        # ~0.7 s on news4's 343k terms (2 cores), this ~0.25 s.
+        flat = " ".join(text.tolist()).split(" ")
+        is_stop = np.fromiter(map(ENGLISH_STOP_WORDS.__contains__, flat), bool, len(flat))
+        owner = np.repeat(np.arange(len(terms)), words)  # (words,) the term each word belongs to
+        keep[owner[is_stop]] = False
     elif stop_words is not None:
         raise ValueError(f"stop_words must be 'english' or None, not {stop_words!r}")
     return keep

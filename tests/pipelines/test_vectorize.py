@@ -280,3 +280,21 @@ def test_the_character_view_follows_the_words_and_reloads(corpus):
     with pytest.raises(ValueError):
         Vectorizer.from_arrays({**both.config(), "chars": {"analyzer": "char", "ngram_range": [1, 9]}},
                                both.to_arrays())
+
+
+def test_term_mask_keeps_short_enough_terms_without_a_stop_word():
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from pipelines.vectorize import term_mask
+
+    rng = np.random.default_rng(0)
+    vocabulary = ["what", "is", "the", "cat", "sat", "__start__", "mat", "who", "zebra", "x"]
+    terms = np.array([" ".join(rng.choice(vocabulary, rng.integers(1, 4))) for _ in range(500)], dtype=object)
+    for ngram_max in (1, 2, 3):
+        expected = [len(t.split(" ")) <= ngram_max and not any(w in ENGLISH_STOP_WORDS for w in t.split(" "))
+                    for t in terms]
+        assert term_mask(terms, ngram_max, "english").tolist() == expected
+        assert term_mask(terms, ngram_max, None).tolist() == [len(t.split(" ")) <= ngram_max for t in terms]
+    assert term_mask(np.array(["the cat", "cat sat"], dtype=object), 2, "english").tolist() == [False, True]
+    with pytest.raises(ValueError, match="stop_words"):
+        term_mask(terms, 2, "french")
