@@ -32,8 +32,9 @@ def main() -> None:
         from textclf.training.search import search_settings
 
         print(f"device: {jax.devices()[0].device_kind}")
-        print("| training file | seed | s | chose | best round | one network | ensemble (SE) | character pair (SE) |")
-        print("|---|---:|---:|---|---:|---:|---:|---:|")
+        print("| training file | seed | s | chose | best round | one network | ensemble (SE) | character pair (SE) | "
+              "fold 0: winner / raw tf / batch 256 |")
+        print("|---|---:|---:|---|---:|---:|---:|---:|---|")
         for path in args.corpora:
             corpus = read_corpus(path)
             for seed in (int(s) for s in args.seeds.split(",")):
@@ -49,12 +50,30 @@ def main() -> None:
                     return f"{networks[name]:.4f} ({networks[error]:.4f})" if error in networks else \
                         f"{networks[name]:.4f}"
 
-                chose = (f"stop words {s.stop_words}, n-grams {s.ngram_max}, NB {s.nb_weighting}, lr "
-                         f"{s.learning_rate:g}, wd {s.weight_decay:g}, {s.epochs} epochs, {s.ensemble} network(s)"
-                         + (" + characters" if s.char_ngrams else ""))
+                chose = (f"stop words {s.stop_words}, n-grams {s.ngram_max}, NB {s.nb_weighting}, sublinear tf "
+                         f"{s.sublinear_tf}, batch {s.batch_size}, lr {s.learning_rate:g}, wd {s.weight_decay:g}, "
+                         f"{s.epochs} epochs, {s.ensemble} network(s)" + (" + characters" if s.char_ngrams else ""))
                 print(f"| {path} | {seed} | {time.perf_counter() - start:.1f} | {chose} | {best:.4f} | "
                       f"{value('single_accuracy', '')} | {value('ensemble_accuracy', 'ensemble_standard_error')} | "
-                      f"{value('char_pair_accuracy', 'char_pair_standard_error')} |", flush=True)
+                      f"{value('char_pair_accuracy', 'char_pair_standard_error')} | {refinements(result)} |",
+                      flush=True)
+
+
+def refinements(result) -> str:
+    """Fold 0's best validation accuracy of the race's winner (its sublinear tf and batch 64) and of its two
+    refinements (raw tf, batch 256), "-" where one did not run."""
+    if not result.leaderboard:
+        return "-"
+    chosen = result.leaderboard[0]["settings"]
+    same = ("stop_words", "ngram_max", "nb_weighting")
+
+    def best(sublinear: bool, batch: int) -> str:
+        curves = [max(t["epoch_accuracies"]) for t in result.trials if t["fold"] == 0
+                  and all(t["settings"][k] == chosen[k] for k in same)
+                  and t["settings"]["sublinear_tf"] == sublinear and t["settings"]["batch_size"] == batch]
+        return f"{max(curves):.4f}" if curves else "-"
+
+    return f"{best(True, 64)} / {best(False, 64)} / {best(True, 256)}"
 
 
 if __name__ == "__main__":
