@@ -240,3 +240,37 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
     rates = ", ".join(f"{c['learning_rate']:g}" for c in choice["candidates"])
     assert _rate_chosen(run["search"], chosen["learning_rate"]) == \
         f"lr {chosen['learning_rate']:g} (held-out documents' choice of {rates})"
+
+
+def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):
+    import json
+
+    from textclf.runs.run import REFIT_HELD_OUT_FRACTION
+    from textclf.settings import Settings
+    from textclf.training import search as search_module
+
+    from tests.textclf.test_search import question_corpus
+
+    # the CPU search samples 170 of the 540 training documents; the corpus is under SEARCH_DOCUMENTS
+    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
+    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    monkeypatch.setattr(search_module, "NEAR_RATE_ERRORS", 100.0)
+    texts, labels = question_corpus(600)
+    labels = [("HUM" if i % 2 else "LOC") if i % 10 == 0 else label for i, label in enumerate(labels)]  # noise
+    corpus = tmp_path / "questions.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    settings = Settings(epochs=3, search_budget=120, validation_fraction=0.1, char_ngrams=False,
+                        pinned=("char_ngrams",))
+    result = train(corpus, settings, db_path=db_path)
+    run = runs.get_run(open_db(db_path), result.run_id)
+    choice = run["search"]["rate_choice"]
+    assert choice["refit"] and choice["held_out_documents"] == int(540 * REFIT_HELD_OUT_FRACTION)
+    assert len(choice["candidates"]) == 3
+    chosen = choice["candidates"][choice["chosen"]]
+    curve = choice["held_out"][choice["chosen"]]
+    assert max(curve) == max(max(c) for c in choice["held_out"])
+    best_epoch = curve.index(max(curve)) + 1
+    # then the chosen rate and epoch count train on every training document, as the final model
+    assert run["settings"]["learning_rate"] == chosen["learning_rate"] == result.model.settings.learning_rate
+    assert run["settings"]["epochs"] == best_epoch == len(run["epochs"]) and run["n_train"] == 540
+    assert run["early_stopping"] is None and run["status"] == "finished" and "rates" in run["phases"]

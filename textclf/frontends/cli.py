@@ -261,7 +261,8 @@ def train(
 STEPS_LINE_SECONDS = 10.0  # a log file gets a line of steps within an epoch at most this often
 
 PHASE_NAMES = {"read": "reading the corpus", "vectorize": "vectorizing", "read_vectorize": "reading and vectorizing",
-               "warmup": "starting the device", "search": "model search", "evaluate": "evaluating", "save": "saving"}
+               "warmup": "starting the device", "search": "model search",
+               "rates": "choosing the learning rate on held-out documents", "evaluate": "evaluating", "save": "saving"}
 
 
 class _TrainProgress:

@@ -108,10 +108,11 @@ ROUND_FEATURES = 8192
 # CPU_VALIDATION_DOCUMENTS on a CPU) ranks the rates on the sample, where an epoch has a fraction of the full
 # corpus's steps, and the leading rates often tie within noise: syn100k on 2 cores validated lr 1e-2 / 3e-3 / 1e-3
 # at 0.9460 / 0.9450 / 0.9443 on the sample, and on all 95,000 documents the held-out set scored 1e-2 at 0.9768
-# and 3e-3 at 0.9864 (BENCHMARKS.md, "100,000 documents on this 2-core CPU"). So where the final training holds
-# out documents to stop early (textclf/runs/run.py), it trains the winner's variant at each (rate, decay) within
-# this many binomial standard errors of the winner's validation accuracy (at most MAX_RATE_CANDIDATES of them),
-# and the held-out documents choose (candidates.fit_rates): two standard errors, because two candidates of one
+# and 3e-3 at 0.9864 (BENCHMARKS.md, "100,000 documents on this 2-core CPU"). So the final training of a sampled
+# corpus (textclf/runs/run.py) trains the winner's variant at each (rate, decay) within this many binomial
+# standard errors of the winner's validation accuracy (at most MAX_RATE_CANDIDATES of them), and held-out
+# training documents choose (candidates.fit_rates; a corpus over SEARCH_DOCUMENTS keeps the chosen network, a
+# smaller one trains the chosen settings again on every document): two standard errors, because two candidates of one
 # sample whose accuracies differ by less than that cannot be told apart, and a systematic shift (more steps an
 # epoch favour a lower rate) moves the full corpus's order by more than the sample's noise.
 NEAR_RATE_ERRORS = 2.0
@@ -155,7 +156,7 @@ def _epochs_for_all(best_epoch: int, epochs_tried: int, settings: Settings) -> i
     return best_epoch
 
 
-def _sample(y: np.ndarray, rows: np.ndarray, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def stratified_sample(y: np.ndarray, rows: np.ndarray, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """-> (`count` of the rows, the rest), both sorted, stratified by label when every class allows it."""
     from sklearn.model_selection import train_test_split
 
@@ -174,8 +175,8 @@ def _cpu_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     max(a fifth of the documents, those beyond CPU_TRAIN_DOCUMENTS), at most CPU_VALIDATION_DOCUMENTS; training
     at most CPU_TRAIN_DOCUMENTS of the rest."""
     n = len(y)
-    val, rest = _sample(y, np.arange(n), min(CPU_VALIDATION_DOCUMENTS, max(n // 5, n - CPU_TRAIN_DOCUMENTS)), seed)
-    train, _ = _sample(y, rest, CPU_TRAIN_DOCUMENTS, seed)
+    val, rest = stratified_sample(y, np.arange(n), min(CPU_VALIDATION_DOCUMENTS, max(n // 5, n - CPU_TRAIN_DOCUMENTS)), seed)
+    train, _ = stratified_sample(y, rest, CPU_TRAIN_DOCUMENTS, seed)
     return train, val
 
 
@@ -186,7 +187,7 @@ def _device_folds(y: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray
     tenths of a point, and their rounds cost time (a million synthetic documents on an H100: 18 rounds, search
     39.3 s -> 10 rounds, 34.0 s; the same settings but one more epoch, the same test accuracy; BENCHMARKS.md,
     "Big corpora with no flags")."""
-    sample, _ = _sample(y, np.arange(len(y)), SEARCH_DOCUMENTS, seed)
+    sample, _ = stratified_sample(y, np.arange(len(y)), SEARCH_DOCUMENTS, seed)
     folds = [(sample[train], sample[val]) for train, val in _folds(y[sample], 3, seed)]
     return folds if len(sample) == len(y) else folds[:1]
 
