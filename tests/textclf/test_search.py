@@ -186,15 +186,15 @@ def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=5, search_budget=120), pool, "cpu")
     assert result.settings.stop_words is None
-    # 8 vectorizer variants, then the winner with a 4x batch (the refinement), one fold on a CPU
-    assert result.summary["rounds"] == result.summary["rounds_planned"] == 8 + 1
+    # 8 vectorizer variants, then the winner with raw tf and with a 4x batch (refinements), one fold on a CPU
+    assert result.summary["rounds"] == result.summary["rounds_planned"] == 8 + 2
     assert result.leaderboard[0]["accuracy"] > 0.6 > max(r["accuracy"] for r in result.leaderboard
                                                          if r["settings"]["stop_words"] == "english")
     assert {t["settings"]["stop_words"] for t in result.trials} == {"english", None}
-    assert len(result.trials) == 9 * 3  # x 3 learning rates
+    assert len(result.trials) == 10 * 3  # x 3 learning rates
     assert {t["settings"]["nb_weighting"] for t in result.trials} == {False, True}
     refined = [t["settings"] for t in result.trials[8 * 3:]]
-    assert {(s["sublinear_tf"], s["batch_size"]) for s in refined} == {(True, 256)}
+    assert {(s["sublinear_tf"], s["batch_size"]) for s in refined} == {(False, 64), (True, 256)}
     assert len({(s["stop_words"], s["ngram_max"], s["nb_weighting"]) for s in refined}) == 1  # one winner, refined
 
 
@@ -386,8 +386,8 @@ def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
     optimizers = len(search_module.LEARNING_RATES) * len(search_module.WEIGHT_DECAYS)
     assert len(result.trials) == summary["rounds"] * optimizers
     assert {t["settings"]["weight_decay"] for t in result.trials} == set(search_module.WEIGHT_DECAYS)
-    # The race's survivors went on to folds 1 and 2; then the refinement of its winner on fold 0, and on to the
-    # other folds if it matched the winner's fold-0 accuracy.
+    # The race's survivors went on to folds 1 and 2; then the two refinements of its winner on fold 0, and on to
+    # the other folds each one that matched the winner's fold-0 accuracy.
     def variant_of(trial):
         return tuple((k, v) for k, v in trial["settings"].items()
                      if k not in ("learning_rate", "weight_decay", "epochs"))
@@ -400,8 +400,8 @@ def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
     winner = max(survivors, key=lambda v: np.mean([curves[(v, f)] for f in range(3)], axis=0).max())
     refined = [variant_of(t) for t in result.trials[raced * optimizers:][::optimizers] if t["fold"] == 0]
     went_on = [v for v in refined if np.max(curves[(v, 0)]) >= np.max(curves[(winner, 0)])]
-    assert len(refined) == 1
-    assert summary["rounds"] == summary["rounds_planned"] == raced + 1 + 2 * len(went_on)
+    assert len(refined) == 2
+    assert summary["rounds"] == summary["rounds_planned"] == raced + 2 + 2 * len(went_on)
     assert all((v, 2) in curves for v in went_on) and not any((v, 1) in curves for v in refined if v not in went_on)
     finalists = {variant_of({"settings": row["settings"]}) for row in result.leaderboard if row["folds"] == 3}
     assert len(finalists) == search_module.RACE_KEEP + len(went_on) and result.leaderboard[0]["folds"] == 3
@@ -411,9 +411,10 @@ def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
 
 def test_refinements_change_one_unpinned_field_of_the_winner():
     winner = search_module.Variant(None, 2, True, True, 64)
-    assert search_module.refinements(winner, Settings()) == [winner._replace(batch_size=256)]
-    assert search_module.refinements(winner._replace(batch_size=256), Settings()) == [winner]
-    assert search_module.refinements(winner, Settings(pinned=("batch_size",))) == []
+    assert search_module.refinements(winner, Settings()) == [winner._replace(sublinear_tf=False),
+                                                              winner._replace(batch_size=256)]
+    assert search_module.refinements(winner, Settings(pinned=("batch_size",))) == [winner._replace(sublinear_tf=False)]
+    assert search_module.refinements(winner, Settings(pinned=("sublinear_tf", "batch_size"))) == []
 
 
 def test_the_search_is_skipped_only_when_every_searched_field_is_pinned(pool):
@@ -421,10 +422,11 @@ def test_the_search_is_skipped_only_when_every_searched_field_is_pinned(pool):
     fields = ("stop_words", "ngram_max", "nb_weighting", "learning_rate", "weight_decay", "epochs", "ensemble")
     settings = Settings(epochs=2, ensemble=1, search_budget=60, pinned=fields)
     result = search_settings(texts, labels, settings, pool, "cpu")
-    assert "skipped" not in result.summary  # the batch size is still searched
+    assert "skipped" not in result.summary  # sublinear tf and the batch size are still searched
     assert {(t["settings"]["sublinear_tf"], t["settings"]["batch_size"]) for t in result.trials} == {
-        (True, 64), (True, 256)}
-    everything = search_settings(texts, labels, settings.replace(pinned=fields + ("batch_size",)), pool, "cpu")
+        (True, 64), (False, 64), (True, 256)}
+    everything = search_settings(texts, labels, settings.replace(pinned=fields + ("sublinear_tf", "batch_size")),
+                                 pool, "cpu")
     assert everything.summary["skipped"] == "every searched setting was set explicitly"
 
 

@@ -110,7 +110,7 @@ TRAINING_OPTIONS = (
      "Scale each column by its naive Bayes log-count ratio (default on; searched)."),
     ("char_ngrams", "char_ngrams", Optional[bool],
      "A second network on character 2-5-grams, averaged with the words' (default: the search decides)."),
-    ("sublinear_tf", "sublinear_tf", Optional[bool], "Weigh term counts as 1 + log(tf) (default on)."),
+    ("sublinear_tf", "sublinear_tf", Optional[bool], "Weigh term counts as 1 + log(tf) (default on; searched)."),
     ("start_token", "start_token", Optional[bool],
      "Open every document with a marker word, so bigrams see its first word (default on)."),
     ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) (default {D.hidden})."),
@@ -140,8 +140,8 @@ TRAINING_OPTIONS = (
     ("dropout", "dropout", Optional[float], f"cnn: dropout on the dense layer (default {D.dropout})."),
     ("augment", "augment", Optional[str], f"cnn: shift, flip, shift,flip or none (default {D.augment})."),
     ("search", "search", Optional[str],
-     "auto: choose stop words, n-grams, NB weights, learning rate, weight decay, epochs, batch size, an ensemble "
-     "and a character network by "
+     "auto: choose stop words, n-grams, NB weights, sublinear tf, learning rate, weight decay, epochs, batch size, "
+     "an ensemble and a character network by "
      "validation on the training corpus (options you set are kept); off: use the settings as given (default auto)."),
     ("search_budget", "search_budget", Optional[float], "Seconds the search may take (default: 20 on a CPU, 60 on a GPU)."),
 )
