@@ -334,13 +334,18 @@ def _choose_rate_then_refit(db, run_id, train_x, train_y, n_classes, settings, b
     choice = fit_rates(train_x[rest], train_y[rest], n_classes, settings, backend,
                        [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], train_x[held],
                        train_y[held], stop_requested=stop_requested)
-    chosen = rates[choice.chosen]
     search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out,
                              "held_out_documents": len(held), "refit": True}
-    settings = settings.replace(learning_rate=chosen["learning_rate"], weight_decay=chosen["weight_decay"],
-                                epochs=choice.best_epoch)
+    settings = _with_choice(settings, rates, choice)
     run_queries.update_run(db, run_id, search=search, settings=settings.to_dict())
     return settings
+
+
+def _with_choice(settings: Settings, rates: list[dict], choice) -> Settings:
+    """The settings with the rate, decay and epoch count the held-out documents chose (a candidates.RateChoice)."""
+    chosen = rates[choice.chosen]
+    return settings.replace(learning_rate=chosen["learning_rate"], weight_decay=chosen["weight_decay"],
+                            epochs=choice.best_epoch)
 
 
 def _fit_rates(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings, backend, rates, judge, on_epoch,
@@ -356,9 +361,7 @@ def _fit_rates(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings
     choice = fit_rates(train_x, train_y, n_classes, settings, backend,
                        [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], judge.x, judge.y,
                        eval_x, eval_y, on_epoch, judge.patience, stop_requested)
-    chosen = rates[choice.chosen]
-    settings = settings.replace(learning_rate=chosen["learning_rate"], weight_decay=chosen["weight_decay"],
-                                epochs=choice.best_epoch)
+    settings = _with_choice(settings, rates, choice)
     search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out}
     run_queries.update_run(db, run_id, search=search, settings=settings.to_dict(), early_stopping={
         "held_out": int(judge.x.shape[0]), "patience": judge.patience, "accuracies": choice.held_out[choice.chosen],

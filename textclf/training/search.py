@@ -113,9 +113,9 @@ ROUND_FEATURES = 8192
 # corpus (textclf/runs/run.py) trains the winner's variant at each (rate, decay) within this many binomial
 # standard errors of the winner's validation accuracy (at most MAX_RATE_CANDIDATES of them), and held-out
 # training documents choose (candidates.fit_rates; a corpus over SEARCH_DOCUMENTS keeps the chosen network, a
-# smaller one trains the chosen settings again on every document): two standard errors, because two candidates of one
-# sample whose accuracies differ by less than that cannot be told apart, and a systematic shift (more steps an
-# epoch favour a lower rate) moves the full corpus's order by more than the sample's noise.
+# smaller one trains the chosen settings again on every document): two standard errors, because two candidates
+# of one sample whose accuracies differ by less than that cannot be told apart, and a systematic shift (more
+# steps an epoch favour a lower rate) moves the full corpus's order by more than the sample's noise.
 NEAR_RATE_ERRORS = 2.0
 MAX_RATE_CANDIDATES = 3
 # Rows per validation batch where the device is a GPU: scoring takes no gradient, and scoring 64 rows a step
@@ -176,7 +176,8 @@ def _cpu_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     max(a fifth of the documents, those beyond CPU_TRAIN_DOCUMENTS), at most CPU_VALIDATION_DOCUMENTS; training
     at most CPU_TRAIN_DOCUMENTS of the rest."""
     n = len(y)
-    val, rest = stratified_sample(y, np.arange(n), min(CPU_VALIDATION_DOCUMENTS, max(n // 5, n - CPU_TRAIN_DOCUMENTS)), seed)
+    val_count = min(CPU_VALIDATION_DOCUMENTS, max(n // 5, n - CPU_TRAIN_DOCUMENTS))
+    val, rest = stratified_sample(y, np.arange(n), val_count, seed)
     train, _ = stratified_sample(y, rest, CPU_TRAIN_DOCUMENTS, seed)
     return train, val
 
@@ -414,9 +415,8 @@ def _rate_candidates(leaderboard: list[dict], validation_documents: int, epochs_
                      ) -> list[dict]:
     """The winner's (learning rate, weight decay) and those of its variant within NEAR_RATE_ERRORS binomial
     standard errors of its validation accuracy (on `validation_documents`), best first, at most
-    MAX_RATE_CANDIDATES: {"learning_rate", "weight_decay", "epochs"} each, epochs for all the documents. A
-    corpus larger than the search's sample trains them all and its held-out documents choose
-    (textclf.training.candidates.fit_rates)."""
+    MAX_RATE_CANDIDATES: {"learning_rate", "weight_decay", "epochs"} each, epochs for all the documents. The
+    final training of the sampled corpus trains them all and held-out documents choose (NEAR_RATE_ERRORS)."""
     winner = leaderboard[0]
     n = max(1, validation_documents)
     estimate = (winner["accuracy"] * n + 1) / (n + 2)  # Laplace's rule: a perfect sample still has an error
