@@ -111,6 +111,39 @@ def test_a_stacked_epoch_is_k_adam_runs_with_their_own_rates_and_decays():
             np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6)
 
 
+@pytest.mark.parametrize("fused", [False, True])
+def test_an_epoch_of_a_counted_number_of_batches_leaves_the_padding_after_them_unvisited(fused):
+    """_epoch's traced `steps` (round_data pads a search's batches to a power of two): running the first `steps`
+    of `order` over arrays with padding batches after them is the epoch over the unpadded arrays."""
+    rng = np.random.default_rng(6)
+    batches = [_random_batch(rng, n_features=64) for _ in range(3)]
+    arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
+    padded = [jnp.concatenate([a, jnp.full((2, *a.shape[1:]), 7, a.dtype)]) for a in arrays]  # poisoned, unvisited
+    rates, decays = jnp.asarray([0.01, 0.003]), jnp.asarray([0.0, 1e-3])
+    order = jnp.asarray([2, 0, 1], jnp.int32)
+    results = []
+    for data, steps, visit in ((arrays, None, order), (padded, jnp.asarray(3, jnp.int32),
+                                                          jnp.asarray([2, 0, 1, 3, 4], jnp.int32))):
+        stacked = init_stacked(jax.random.PRNGKey(4), 64, 128, 3, 2)
+        results.append(_epoch(stacked, adam().init(stacked), rates, decays, *data, visit, steps, dense=True,
+                              fused=fused))
+    (want, want_state, want_losses), (got, got_state, got_losses) = results
+    np.testing.assert_allclose(got_losses[:3], want_losses, rtol=1e-5, atol=1e-6)
+    assert got_losses.shape == (5,) and not np.any(np.asarray(got_losses[3:]))
+    assert int(got_state.step) == int(want_state.step) == 3
+    for a, b in zip(jax.tree.leaves((got, got_state)), jax.tree.leaves((want, want_state))):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_round_data_pads_the_steps_to_a_power_of_two():
+    rng = np.random.default_rng(0)
+    x = sp.random(300, 40, density=0.1, format="csr", random_state=1, dtype=np.float32)
+    y = rng.integers(0, 3, 300).astype(np.int32)
+    data = round_data(x[:200], y[:200], x[200:], y[200:], 16, 0, (1, 1), (1, 1), 32)
+    assert data.n_steps == 13 and data.train[0].shape[0] == 16  # 200 / 16 -> 13 batches, padded to 16
+    assert data.val[0].shape[0] == 4 and int(np.asarray(data.train[4][13:]).sum()) == 0  # 100 / 32 -> 4
+
+
 def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batches():
     """The W1 update through pallas_kernels/stacked_input_adam.py (interpreted here) against the dense XLA
     formulation: 4 batches, the third a padding batch (no rows), over an epoch in a given order."""

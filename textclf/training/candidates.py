@@ -158,17 +158,18 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
 
 @functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused"))
 def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, values, rows, labels, mask,
-           order=None, dense: bool = False, fused: bool = False):
+           order=None, steps=None, dense: bool = False, fused: bool = False):
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
     default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
+    steps: a () int32 array, how many of `order`'s batches to run (the rest of the arrays is padding that a
+    search rounds up to a power of two, round_data: a traced count, so that corpora of other sizes run the same
+    compiled program, which the persistent compilation cache then serves); losses after it are 0. default: all.
     fused: the dense step with W1's gradient and update in one Pallas kernel (_fused_step; interpreted off a
     GPU). A batch with no rows (padding) is skipped."""
     hidden = params.w2.shape[1]
     lr = _per_model(rates, hidden)
     wd = _per_model(decays, hidden)
     batches = (indices, values, rows, labels, mask)
-    if order is not None:
-        batches = tuple(jnp.take(a, order, axis=0) for a in batches)
     interpret = jax.default_backend() != "gpu"
 
     def step(carry, batch):
@@ -181,8 +182,20 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
         updated = adam(wd).update(params, state, grads, lr)
         return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state)), loss
 
-    (params, state), losses = jax.lax.scan(step, (params, state), batches)
-    return params, state, losses  # losses: (steps,) sum over the K models of each one's batch mean
+    if steps is None:
+        if order is not None:
+            batches = tuple(jnp.take(a, order, axis=0) for a in batches)
+        (params, state), losses = jax.lax.scan(step, (params, state), batches)
+        return params, state, losses  # losses: (steps,) sum over the K models of each one's batch mean
+    order = jnp.arange(indices.shape[0], dtype=jnp.int32) if order is None else order
+
+    def body(i, carry):
+        params, state, losses = carry
+        (params, state), loss = step((params, state), tuple(a[order[i]] for a in batches))
+        return params, state, losses.at[i].set(loss)
+
+    losses = jnp.zeros((indices.shape[0],), params.w1.dtype)
+    return jax.lax.fori_loop(0, steps, body, (params, state, losses))
 
 
 @functools.partial(jax.jit, static_argnames=("dense",))
@@ -536,6 +549,7 @@ class RoundData(NamedTuple):
     n_val: int  # validation documents
     n_features: int
     orders: np.random.Generator  # draws the order in which each epoch visits the training batches
+    n_steps: int  # training batches an epoch visits (the arrays' steps beyond them: padding, see round_data)
 
     @property
     def batch_size(self) -> int:
@@ -555,9 +569,14 @@ def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix
     cut, rng = cut_order(seed, train_x.shape[0])
     shape = tuple(map(max, shape, batch_shape([train_x], batch_size, [cut])))
     val_shape = tuple(map(max, val_shape, batch_shape([val_x], score_batch)))
-    return RoundData(tuple(_device_batches(train_x, train_y, batch_size, cut, shape)),
-                     tuple(_device_batches(val_x, val_y, score_batch, np.arange(val_x.shape[0]), val_shape)),
-                     val_x.shape[0], train_x.shape[1], rng)
+    # The arrays' steps rounded up to a power of two (padding batches, never visited: _epoch's traced `steps`;
+    # scored as no rows), so that a corpus of another size compiles to the same programs and a later run finds
+    # them in the persistent compilation cache (a first search is mostly compilation: BENCHMARKS.md, "Accuracy").
+    padded = (next_power_of_two(shape[0]), shape[1])
+    val_padded = (next_power_of_two(val_shape[0]), val_shape[1])
+    return RoundData(tuple(_device_batches(train_x, train_y, batch_size, cut, padded)),
+                     tuple(_device_batches(val_x, val_y, score_batch, np.arange(val_x.shape[0]), val_padded)),
+                     val_x.shape[0], train_x.shape[1], rng, shape[0])
 
 
 def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
@@ -581,13 +600,15 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     decays_array = jnp.asarray(decays, jnp.float32)
     dense = dense_default()
     fused = dense and pallas_default(data.batch_size) and fused_fits(data.n_features, models * hidden)
-    steps = data.train[0].shape[0]
+    steps, padded = data.n_steps, data.train[0].shape[0]
+    visited = jnp.asarray(steps, jnp.int32)
     accuracies = np.zeros((epochs, models))
     best, stale, scores = np.full(models, -1.0), 0, []
     for epoch in range(epochs):
-        order = jnp.asarray(data.orders.permutation(steps).astype(np.int32))
-        params, state, _ = _epoch(params, state, rates_array, decays_array, *data.train, order, dense=dense,
-                                  fused=fused)
+        # a new order of the cut batches each epoch; the padding batches after them are never visited
+        order = np.concatenate([data.orders.permutation(steps), np.arange(steps, padded)]).astype(np.int32)
+        params, state, _ = _epoch(params, state, rates_array, decays_array, *data.train, jnp.asarray(order),
+                                  visited, dense=dense, fused=fused)
         each, _ = _hits(params, *data.val, dense=dense)
         accuracies[epoch] = np.asarray(each) / max(1, data.n_val)
         if scores_from is not None and epoch + 1 >= scores_from:
