@@ -240,6 +240,10 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
     rates = ", ".join(f"{c['learning_rate']:g}" for c in choice["candidates"])
     assert _rate_chosen(run["search"], chosen["learning_rate"]) == \
         f"lr {chosen['learning_rate']:g} (held-out documents' choice of {rates})"
+    from textclf.frontends.cli import _rate_choice_line
+
+    assert _rate_choice_line(choice).startswith("by the early-stopping documents: lr ")
+    assert _rate_choice_line(choice).count("(kept)") == 1
 
 
 def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):
@@ -274,3 +278,10 @@ def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_
     assert run["settings"]["learning_rate"] == chosen["learning_rate"] == result.model.settings.learning_rate
     assert run["settings"]["epochs"] == best_epoch == len(run["epochs"]) and run["n_train"] == 540
     assert run["early_stopping"] is None and run["status"] == "finished" and "rates" in run["phases"]
+    from typer.testing import CliRunner
+
+    from textclf.frontends.cli import app
+
+    shown = CliRunner().invoke(app, ["runs", "show", str(result.run_id), "--db", str(db_path)])
+    assert shown.exit_code == 0 and f"by {int(540 * REFIT_HELD_OUT_FRACTION)} held-out training documents" in \
+        shown.output and f"{max(curve):.4f} at epoch {best_epoch} (kept)" in shown.output

@@ -396,6 +396,18 @@ def _rate_chosen(search: dict, rate: float) -> str:
         ", ".join(f"{r['learning_rate']:g}" for r in choice["candidates"]) + ")"
 
 
+def _rate_choice_line(choice: dict) -> str:
+    """Each rate candidate's best held-out accuracy and epoch, and which one was kept."""
+    parts = []
+    for k, (candidate, curve) in enumerate(zip(choice["candidates"], choice["held_out"])):
+        best = max(curve)
+        parts.append(f"lr {candidate['learning_rate']:g} wd {candidate['weight_decay']:g}: {best:.4f} at epoch "
+                     f"{curve.index(best) + 1}" + (" (kept)" if k == choice["chosen"] else ""))
+    where = f"{choice['held_out_documents']:,} held-out training documents, then all of them" \
+        if choice.get("refit") else "the early-stopping documents"
+    return f"by {where}: " + "; ".join(parts)
+
+
 def _epochs_kept(search: dict, kept: int) -> str:
     """The search's epoch count, and the epoch early stopping kept where that differs (a big corpus)."""
     chosen = (search.get("chosen") or {}).get("epochs", kept)
@@ -683,6 +695,8 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
                    + json.dumps(search["chosen"]))
         if search.get("ensemble"):
             typer.echo("networks             " + json.dumps(search["ensemble"]))
+        if search.get("rate_choice"):
+            typer.echo("rate choice          " + _rate_choice_line(search["rate_choice"]))
         board = Table(title="search leaderboard (mean validation accuracy over the folds)")
         for column in ("rank", "stop words", "n-grams", "NB weights", "lr", "decay", "epochs", "folds", "accuracy"):
             board.add_column(column, justify="right")
