@@ -202,8 +202,10 @@ def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_p
     assert run["settings"]["start_token"] is True
 
 
-def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_the_rate(tmp_path, db_path,
-                                                                                       monkeypatch):
+def _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents=None):
+    """`train` with the search on 600 noisy questions (540 training documents) that the CPU search samples (170 of
+    them), every rate of the winner's variant near it; search_documents: SEARCH_DOCUMENTS for the run, so that
+    the corpus counts as larger than the search's sample. -> (TrainResult, its run record)."""
     import json
 
     from textclf.settings import Settings
@@ -211,8 +213,8 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
 
     from tests.textclf.test_search import question_corpus
 
-    # a corpus "larger than the search's sample": 600 documents against a sample of 170 (CPU) / 150
-    monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", 150)
+    if search_documents is not None:
+        monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", search_documents)
     monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
     monkeypatch.setattr(search_module, "NEAR_RATE_ERRORS", 100.0)  # every rate of the winner's variant is near
@@ -223,7 +225,13 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
     settings = Settings(epochs=3, search_budget=120, validation_fraction=0.1, char_ngrams=False,
                         pinned=("char_ngrams",))
     result = train(corpus, settings, db_path=db_path)
-    run = runs.get_run(open_db(db_path), result.run_id)
+    return result, runs.get_run(open_db(db_path), result.run_id)
+
+
+def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_the_rate(tmp_path, db_path,
+                                                                                       monkeypatch):
+    # a corpus "larger than the search's sample": 540 training documents against a sample of 150
+    result, run = _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents=150)
     choice = run["search"]["rate_choice"]
     assert len(choice["candidates"]) == 3 and len(choice["held_out"]) == 3
     chosen = choice["candidates"][choice["chosen"]]
@@ -247,26 +255,10 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
 
 
 def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):
-    import json
-
     from textclf.runs.run import REFIT_HELD_OUT_FRACTION
-    from textclf.settings import Settings
-    from textclf.training import search as search_module
-
-    from tests.textclf.test_search import question_corpus
 
     # the CPU search samples 170 of the 540 training documents; the corpus is under SEARCH_DOCUMENTS
-    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
-    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
-    monkeypatch.setattr(search_module, "NEAR_RATE_ERRORS", 100.0)
-    texts, labels = question_corpus(600)
-    labels = [("HUM" if i % 2 else "LOC") if i % 10 == 0 else label for i, label in enumerate(labels)]  # noise
-    corpus = tmp_path / "questions.jsonl"
-    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
-    settings = Settings(epochs=3, search_budget=120, validation_fraction=0.1, char_ngrams=False,
-                        pinned=("char_ngrams",))
-    result = train(corpus, settings, db_path=db_path)
-    run = runs.get_run(open_db(db_path), result.run_id)
+    result, run = _searched_sampled_questions(tmp_path, db_path, monkeypatch)
     choice = run["search"]["rate_choice"]
     assert choice["refit"] and choice["held_out_documents"] == int(540 * REFIT_HELD_OUT_FRACTION)
     assert len(choice["candidates"]) == 3

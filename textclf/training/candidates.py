@@ -182,19 +182,16 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
         updated = adam(wd).update(params, state, grads, lr)
         return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state)), loss
 
-    if steps is None:
-        if order is not None:
-            batches = tuple(jnp.take(a, order, axis=0) for a in batches)
-        (params, state), losses = jax.lax.scan(step, (params, state), batches)
-        return params, state, losses  # losses: (steps,) sum over the K models of each one's batch mean
+    # One loop for both: each step reads its batch by number (no reordered copy of the epoch's arrays).
     order = jnp.arange(indices.shape[0], dtype=jnp.int32) if order is None else order
+    steps = indices.shape[0] if steps is None else steps
 
     def body(i, carry):
         params, state, losses = carry
         (params, state), loss = step((params, state), tuple(a[order[i]] for a in batches))
         return params, state, losses.at[i].set(loss)
 
-    losses = jnp.zeros((indices.shape[0],), params.w1.dtype)
+    losses = jnp.zeros((indices.shape[0],), params.w1.dtype)  # (steps,) sum over the K models of each batch mean
     return jax.lax.fori_loop(0, steps, body, (params, state, losses))
 
 
