@@ -92,6 +92,35 @@ def search_trials(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]
             for r in rows]
 
 
+def save_search(db: sqlite_utils.Database, key: str, run_id: int, settings: dict[str, Any],
+                summary: dict[str, Any]) -> None:
+    """Record a finished search's choice under its key (replacing an older one of the same key)."""
+    row = {"key": key, "run_id": run_id, "created_at": now(), "settings": json.dumps(settings),
+           "summary": json.dumps(summary)}
+    write_transaction(db, lambda: db["searches"].insert(row, replace=True))
+
+
+def record_rate_choice(db: sqlite_utils.Database, key: str, settings: dict[str, Any], rate_choice: dict[str, Any]
+                       ) -> None:
+    """The final training's choice among a recorded search's rate candidates: its settings become the recorded
+    choice, and the candidates give way to the choice (a run reusing it has nothing left to choose)."""
+    def update() -> None:
+        rows = list(db["searches"].rows_where("key = ?", [key]))
+        if rows:
+            summary = {k: v for k, v in json.loads(rows[0]["summary"]).items() if k != "rate_candidates"}
+            db["searches"].update(key, {"settings": json.dumps(settings),
+                                        "summary": json.dumps({**summary, "rate_choice": rate_choice})})
+    write_transaction(db, update)
+
+
+def find_search(db: sqlite_utils.Database, key: str) -> dict[str, Any] | None:
+    """The search recorded under `key`: {key, run_id, created_at, settings, summary}, or None."""
+    rows = list(db["searches"].rows_where("key = ?", [key]))
+    if not rows:
+        return None
+    return {**rows[0], "settings": json.loads(rows[0]["settings"]), "summary": json.loads(rows[0]["summary"])}
+
+
 def latest_model_path(db: sqlite_utils.Database) -> str | None:
     rows = list(db["runs"].rows_where("status = 'finished' and model_path is not null", order_by="id desc", limit=1))
     return rows[0]["model_path"] if rows else None

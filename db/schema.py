@@ -144,8 +144,18 @@ def _v8_early_stopping(db: sqlite_utils.Database) -> None:
     db["runs"].add_column("early_stopping", str)
 
 
+def _v9_search_cache(db: sqlite_utils.Database) -> None:
+    # The model search's choices by what decides them (textclf/runs/search_cache.py: the training documents, the
+    # settings it starts from, the device, the versions): a run with the same key takes the recorded choice instead
+    # of searching again. settings: JSON of the chosen Settings; summary: JSON of the search as its run recorded it.
+    db["searches"].create(
+        {"key": str, "run_id": int, "created_at": str, "settings": str, "summary": str},
+        pk="key",
+    )
+
+
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
-              _v6_run_owners, _v7_backend_reason, _v8_early_stopping]
+              _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -27,7 +27,7 @@ LR_SCHEDULES = ("linear", "constant", "cosine")
 AUGMENTATIONS = ("shift", "flip")
 OPTIMIZERS = ("adam", "sgd")
 PALLAS_INPUTS = ("auto", "dense", "sparse", "pieces")
-SEARCHES = ("auto", "off")
+SEARCHES = ("auto", "fresh", "off")
 PARALLELS = ("auto", "data", "features")
 FEATURES_NEED_XLA = ("--parallel features trains with the XLA step: pass --backend xla (or --parallel data for "
                      "the Pallas kernels)")
@@ -123,8 +123,10 @@ class Settings:
     # (feature_parallel.choose_layout).
     parallel: str = "auto"
     # Model search (textclf/training/search.py): "auto" chooses SEARCHED_FIELDS by validation on the training
-    # documents (text MLP with the tfidf vectorizer; skipped below its minimum corpus size), "off" uses the
-    # values here as they are. search_budget: seconds (0: the device's default, search.default_budget).
+    # documents (text MLP with the tfidf vectorizer; skipped below its minimum corpus size), or takes the choice
+    # recorded for the same documents, settings and device (textclf/runs/search_cache.py); "fresh" searches even
+    # then; "off" uses the values here as they are. search_budget: seconds (0: the device's default,
+    # search.default_budget).
     search: str = "auto"
     search_budget: float = 0.0
     # Networks trained side by side on the same batches and averaged into one model file (textclf/training/

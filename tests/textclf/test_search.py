@@ -285,6 +285,42 @@ def test_train_opens_the_test_corpus_only_after_the_search(tmp_path, monkeypatch
     assert len(run["search_trials"][0]["epoch_accuracies"]) >= 4
 
 
+def test_a_search_is_reused_for_the_same_documents_and_settings_and_fresh_searches_again(tmp_path):
+    from typer.testing import CliRunner
+
+    from db import open_db, runs
+    from textclf.frontends.cli import app
+
+    texts, labels = question_corpus(300)
+    corpus, db_path = tmp_path / "train.jsonl", tmp_path / "runs.db"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    common = ["train", str(corpus), "--db", str(db_path), "--epochs", "4", "--search-budget", "3"]
+    outputs, run_ids = [], []
+    for extra in ([], ["--out", str(tmp_path / "again.npz")], ["--search", "fresh"], ["--seed", "1"]):
+        result = CliRunner().invoke(app, [*common, "--out", str(tmp_path / "m.npz"), *extra, "--json"])
+        assert result.exit_code == 0, result.output
+        outputs.append(json.loads(result.stdout))
+        run_ids.append(outputs[-1]["run_id"])
+    db = open_db(db_path)
+    first, again, fresh, seeded = (runs.get_run(db, run_id) for run_id in run_ids)
+    assert "reused_from" not in first["search"] and first["search_trials"]
+    # the same documents and settings: the first run's choice, no rounds of its own
+    assert again["search"]["reused_from"] == first["id"] and not again["search_trials"]
+    assert "search" not in again["phases"]
+    assert again["search"]["chosen"] == first["search"]["chosen"]
+    assert again["search"]["leaderboard"] == first["search"]["leaderboard"]
+    assert outputs[1]["settings"] == outputs[0]["settings"]
+    # --search fresh and another seed search again (the seed decides the folds)
+    assert "reused_from" not in fresh["search"] and fresh["search_trials"]
+    assert fresh["settings"]["search"] == "fresh"
+    assert "reused_from" not in seeded["search"] and seeded["search_trials"]
+    # a reused choice is said so
+    result = CliRunner().invoke(app, common)
+    assert result.exit_code == 0 and f"the search of run {fresh['id']}, reused" in result.output
+    shown = CliRunner().invoke(app, ["runs", "show", str(run_ids[1]), "--db", str(db_path)])
+    assert f"reused from run {first['id']}" in shown.output
+
+
 def test_an_ensemble_is_one_network_whose_scores_are_the_members_mean():
     from textclf.training.candidates import merged
 

@@ -7,6 +7,7 @@ from textclf.training import loop as trainloop
 from textclf.inference.artifacts import load_model
 from textclf.errors import CorpusError
 from textclf.runs.run import train
+from textclf.settings import Settings
 
 
 def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
@@ -205,10 +206,10 @@ def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_p
 def _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents=None):
     """`train` with the search on 600 noisy questions (540 training documents) that the CPU search samples (170 of
     them), every rate of the winner's variant near it; search_documents: SEARCH_DOCUMENTS for the run, so that
-    the corpus counts as larger than the search's sample. -> (TrainResult, its run record)."""
+    the corpus counts as larger than the search's sample. -> (TrainResult, its run record, a function that trains
+    the same again and returns those two)."""
     import json
 
-    from textclf.settings import Settings
     from textclf.training import search as search_module
 
     from tests.textclf.test_search import question_corpus
@@ -224,14 +225,26 @@ def _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
     settings = Settings(epochs=3, search_budget=120, validation_fraction=0.1, char_ngrams=False,
                         pinned=("char_ngrams",))
-    result = train(corpus, settings, db_path=db_path)
-    return result, runs.get_run(open_db(db_path), result.run_id)
+    def trained():
+        result = train(corpus, settings, db_path=db_path)
+        return result, runs.get_run(open_db(db_path), result.run_id)
+
+    return (*trained(), trained)
+
+
+def _reuses_the_rate_choice(run, again) -> None:
+    """A second run of the same documents and settings (`again`) takes the first's search and rate choice."""
+    second, rerun = again()
+    assert rerun["search"]["reused_from"] == run["id"] and "rate_candidates" not in rerun["search"]
+    assert rerun["search"]["rate_choice"] == run["search"]["rate_choice"]
+    assert "rates" not in rerun["phases"] and "search" not in rerun["phases"] and not rerun["search_trials"]
+    assert rerun["settings"] == run["settings"] and second.model.settings == Settings.from_dict(run["settings"])
 
 
 def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_the_rate(tmp_path, db_path,
                                                                                        monkeypatch):
     # a corpus "larger than the search's sample": 540 training documents against a sample of 150
-    result, run = _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents=150)
+    result, run, again = _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents=150)
     choice = run["search"]["rate_choice"]
     assert len(choice["candidates"]) == 3 and len(choice["held_out"]) == 3
     chosen = choice["candidates"][choice["chosen"]]
@@ -252,13 +265,14 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
 
     assert _rate_choice_line(choice).startswith("by the early-stopping documents: lr ")
     assert _rate_choice_line(choice).count("(kept)") == 1
+    _reuses_the_rate_choice(run, again)
 
 
 def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):
     from textclf.runs.run import REFIT_HELD_OUT_FRACTION
 
     # the CPU search samples 170 of the 540 training documents; the corpus is under SEARCH_DOCUMENTS
-    result, run = _searched_sampled_questions(tmp_path, db_path, monkeypatch)
+    result, run, again = _searched_sampled_questions(tmp_path, db_path, monkeypatch)
     choice = run["search"]["rate_choice"]
     assert choice["refit"] and choice["held_out_documents"] == int(540 * REFIT_HELD_OUT_FRACTION)
     assert len(choice["candidates"]) == 3
@@ -277,3 +291,4 @@ def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_
     shown = CliRunner().invoke(app, ["runs", "show", str(result.run_id), "--db", str(db_path)])
     assert shown.exit_code == 0 and f"by {int(540 * REFIT_HELD_OUT_FRACTION)} held-out training documents" in \
         shown.output and f"{max(curve):.4f} at epoch {best_epoch} (kept)" in shown.output
+    _reuses_the_rate_choice(run, again)

@@ -142,7 +142,8 @@ TRAINING_OPTIONS = (
     ("search", "search", Optional[str],
      "auto: choose stop words, n-grams, NB weights, sublinear tf, learning rate, weight decay, epochs, batch size, "
      "an ensemble and a character network by "
-     "validation on the training corpus (options you set are kept); off: use the settings as given (default auto)."),
+     "validation on the training corpus (options you set are kept), or reuse the choice a run of the same documents, "
+     "settings and device recorded; fresh: search even then; off: use the settings as given (default auto)."),
     ("search_budget", "search_budget", Optional[float], "Seconds the search may take (default: 20 on a CPU, 60 on a GPU)."),
 )
 IMAGE_ONLY = ("conv_channels", "conv_kernel", "dropout", "augment")
@@ -244,9 +245,8 @@ def train(
                   f"weight decay {c.weight_decay:g}, "
                   f"{_epochs_kept(search, c.epochs)}, {c.ensemble or 1} network(s)"
                   f"{' + the same on character n-grams' if c.char_ngrams else ''} by validation accuracy "
-                  f"{search['best_accuracy']:.4f} ({search['rounds']} of {search['rounds_planned']} rounds, "
-                  f"{search['folds']} fold(s), {search['seconds']:.1f} s; leaderboard: textclf runs show "
-                  f"{result.run_id})", highlight=False, markup=False, soft_wrap=True)
+                  f"{search['best_accuracy']:.4f} ({_search_source(search, result.run_id)})",
+                  highlight=False, markup=False, soft_wrap=True)
     elif search.get("skipped") and search["skipped"] != "--search off":
         err.print(f"search skipped: {search['skipped']}", highlight=False, markup=False)
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in result.phases.items())
@@ -385,6 +385,15 @@ class _TrainProgress:
             if self.phase_task is not None:
                 self.progress.remove_task(self.phase_task)
             self.progress.stop()
+
+
+def _search_source(search: dict, run_id: int) -> str:
+    """Where a search's choice came from: this run's rounds, or a recorded search it reused."""
+    if search.get("reused_from"):
+        return (f"the search of run {search['reused_from']}, reused: same training documents, settings and device; "
+                "--search fresh searches again")
+    return (f"{search['rounds']} of {search['rounds_planned']} rounds, {search['folds']} fold(s), "
+            f"{search['seconds']:.1f} s; leaderboard: textclf runs show {run_id}")
 
 
 def _rate_chosen(search: dict, rate: float) -> str:
@@ -690,6 +699,9 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
     if search.get("skipped"):
         typer.echo(f"search               skipped: {search['skipped']}")
     elif search:
+        if search.get("reused_from"):
+            typer.echo(f"search               reused from run {search['reused_from']} (same training documents, "
+                       "settings and device); what it recorded:")
         typer.echo(f"search               {search['rounds']} of {search['rounds_planned']} rounds, {search['folds']} "
                    f"fold(s), {search['seconds']:.1f} s of a {search['budget_s']:.0f} s budget; chose "
                    + json.dumps(search["chosen"]))

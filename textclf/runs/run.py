@@ -36,6 +36,7 @@ from textclf.errors import ArtifactError, CorpusError, SettingsError
 from textclf.paths import compile_cache_dir, run_db_path, vector_cache_dir
 from textclf.runs.owner import RunHeartbeat, this_owner
 from textclf.runs.record import EpochRecorder, end_run, finish_run
+from textclf.runs.search_cache import search_key
 from textclf.runs.results import PhaseTimer, TrainEvent, TrainResult
 from textclf.training.events import EpochStats, Terminated, TrainingStopped
 from textclf.versions import versions
@@ -167,7 +168,7 @@ STOPPING_FRACTION = 0.05
 def _stops_early(settings: Settings, search: dict, n_train: int) -> bool:
     from textclf.training.search import SEARCH_DOCUMENTS
 
-    searched = settings.search == "auto" and not search.get("skipped")
+    searched = settings.search != "off" and not search.get("skipped")
     return searched and "epochs" not in settings.pinned and n_train > SEARCH_DOCUMENTS
 
 
@@ -233,6 +234,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         with phase("rates"):
             settings = _choose_rate_then_refit(db, run_id, train_x, train_y, len(classes), settings, backend,
                                                candidates, data.search, stop_requested)
+        _record_rate_choice(db, data.search_key, settings, data.search)
     # Each view's settings: the words' as chosen, the character network's own rate and epochs (Settings.char_view).
     view_settings = [settings, settings.char_view()][:len(views)]
     total_epochs = sum(s.epochs_for(len(train_y)) for s in view_settings) * (settings.ensemble if one_by_one else 1)
@@ -259,6 +261,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
                 db, run_id, view_train, train_y, view_eval, eval_y, len(classes), settings, backend, rates,
                 early_stopping, on_epoch, data.search, stop_requested)
             early_stopping = None  # its documents judged every candidate (recorded by _fit_rates)
+            _record_rate_choice(db, data.search_key, settings, data.search)
         else:
             params, view_history, backend, view_compile, view_train_s = _fit_view(
                 db, run_id, view_train, train_y, view_eval, eval_y, len(classes), view, backend,
@@ -339,6 +342,13 @@ def _choose_rate_then_refit(db, run_id, train_x, train_y, n_classes, settings, b
     settings = _with_choice(settings, rates, choice)
     run_queries.update_run(db, run_id, search=search, settings=settings.to_dict())
     return settings
+
+
+def _record_rate_choice(db, key: str | None, settings: Settings, search: dict) -> None:
+    """Add the held-out documents' rate choice to the recorded search (key; None: not recorded), so that a run
+    reusing it trains the chosen rate, decay and epoch count without choosing again."""
+    if key:
+        run_queries.record_rate_choice(db, key, settings.to_dict(), search["rate_choice"])
 
 
 def _with_choice(settings: Settings, rates: list[dict], choice) -> Settings:
@@ -424,6 +434,7 @@ class _TextData:
     non_utf8: int
     fingerprint: str
     search: dict | None = None  # the model search's summary (textclf/training/search.py), or why it did not run
+    search_key: str | None = None  # what its choice is recorded under (textclf/runs/search_cache.py)
     rows: object = None  # several processes: data_parallel.RowShare, the training documents each one holds
     read_documents: int | None = None  # training documents this process read (several processes: its share)
 
@@ -586,11 +597,12 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
             train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
 
-        if settings.search == "auto":
-            settings, search = _search(db, run_id, train_texts, train_labels, settings, phase, warmup,
-                                       forked(len(corpus.texts)), report)
+        if settings.search != "off":
+            settings, search, search_key = _search(db, run_id, train_texts, train_labels, settings, phase, warmup,
+                                                   forked(len(corpus.texts)), report, corpus.fingerprint,
+                                                   not test_path)
         else:
-            search = {"skipped": "--search off"}
+            search, search_key = {"skipped": "--search off"}, None
         if test_path:
             with phase("read"):
                 test = read_corpus(test_path, settings.max_file_mb, read_progress, pool=workers)
@@ -620,18 +632,21 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                     vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
     data = _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
-                     skipped, non_utf8, corpus.fingerprint, search, read_documents=len(corpus.texts))
+                     skipped, non_utf8, corpus.fingerprint, search, search_key=search_key,
+                     read_documents=len(corpus.texts))
     return data, settings
 
 
-def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report) -> tuple[Settings, dict]:
-    """Run the model search on the training documents; record its trials and choice;
-    -> (the chosen settings, the search's summary)."""
+def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report, fingerprint: str,
+            validation_split: bool) -> tuple[Settings, dict, str | None]:
+    """Run the model search on the training documents, or take the choice recorded for the same documents,
+    settings and device (textclf/runs/search_cache.py; not with --search fresh); record its trials and choice;
+    -> (the chosen settings, the search's summary, the key its choice is recorded under)."""
     with phase("warmup"):
         _backend_ready(db, run_id, warmup)
     import jax  # after the warm-up thread's import
 
-    from textclf.training.search import search_settings
+    from textclf.training.search import SEARCH_FORMAT, search_settings
 
     def on_round(done: int, total: int) -> None:
         report(TrainEvent("search", done=done, total=total))
@@ -641,14 +656,25 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report) ->
         # processes choose different settings and then deadlock in their collectives.
         summary = {"skipped": "several processes train together: pass the settings a one-process search chose"}
         run_queries.update_run(db, run_id, search=summary)
-        return settings, summary
+        return settings, summary, None
+    key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT)
+    recorded = run_queries.find_search(db, key) if settings.search == "auto" else None
+    if recorded:
+        summary = {**recorded["summary"], "reused_from": recorded["run_id"]}
+        leaderboard = summary.pop("leaderboard", [])
+        chosen = Settings.from_dict({**recorded["settings"], "search": settings.search})
+        run_queries.update_run(db, run_id, search={**summary, "leaderboard": leaderboard}, settings=chosen.to_dict())
+        return chosen, summary, key
     with phase("search"):
         result = search_settings(list(texts), list(labels), settings, pool, jax.default_backend(), on_round)
     if result.trials:
         run_queries.add_search_trials(db, run_id, result.trials)
-    run_queries.update_run(db, run_id, search={**result.summary, "leaderboard": result.leaderboard[:10]},
-                           settings=result.settings.to_dict())
-    return result.settings, result.summary
+    recorded_summary = {**result.summary, "leaderboard": result.leaderboard[:10]}
+    run_queries.update_run(db, run_id, search=recorded_summary, settings=result.settings.to_dict())
+    if result.summary.get("skipped"):
+        return result.settings, result.summary, None
+    run_queries.save_search(db, key, run_id, result.settings.to_dict(), recorded_summary)
+    return result.settings, result.summary, key
 
 
 def _hashed_data(db, run_id, corpus_path, test_path, settings, phase) -> _TextData:
