@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-PHASES = ("read", "warmup", "search", "vectorize", "compile", "train", "evaluate", "save")
+PHASES = ("read", "warmup", "search", "vectorize", "rates", "compile", "train", "evaluate", "save")
 
 
 def run_once(source: Path, home: Path, train: str, test: str | None, extra: list[str]) -> dict:

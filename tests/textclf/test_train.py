@@ -268,6 +268,8 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
     _reuses_the_rate_choice(run, again)
 
 
+@pytest.mark.skipif(__import__("jax").default_backend() != "cpu",
+                    reason="a CPU's search samples a corpus this small; a GPU's searches all of it (no refit to test)")
 def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):
     from textclf.runs.run import REFIT_HELD_OUT_FRACTION
 
