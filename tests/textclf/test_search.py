@@ -135,6 +135,53 @@ def test_an_epoch_of_a_counted_number_of_batches_leaves_the_padding_after_them_u
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
+def test_a_batch_that_fills_a_fraction_of_its_cap_runs_on_the_front_of_it():
+    from textclf.training.candidates import NARROW_DIVISOR, NARROW_MIN_CAP, _narrowed
+
+    cap = NARROW_MIN_CAP * NARROW_DIVISOR  # the front quarter may be split once more
+
+    def width_run(used: int, arrays_cap: int = cap) -> int:
+        values = np.zeros(arrays_cap, np.float32)
+        values[:used] = 1.0
+        batch = (jnp.zeros(arrays_cap, jnp.int32), jnp.asarray(values), jnp.zeros(arrays_cap, jnp.int32),
+                 jnp.zeros(4, jnp.int32))
+        return int(jax.jit(lambda b: _narrowed(lambda part: jnp.int32(part[0].shape[0]), b))(batch))
+
+    assert width_run(cap // NARROW_DIVISOR ** 2) == cap // NARROW_DIVISOR ** 2
+    assert width_run(cap // NARROW_DIVISOR ** 2 + 1) == cap // NARROW_DIVISOR
+    assert width_run(cap // NARROW_DIVISOR + 1) == cap
+    assert width_run(0, NARROW_MIN_CAP // 2) == NARROW_MIN_CAP // 2  # a narrow cap is not split
+
+
+def test_narrowed_batches_train_and_score_as_the_dense_formulation_does():
+    """Batches filling a sixteenth, a quarter and all of a wide cap: the sparse epoch (which runs each on the
+    front of its arrays, _narrowed) and its scoring give what the dense formulation (never narrowed) gives."""
+    from textclf.training.candidates import NARROW_DIVISOR, NARROW_MIN_CAP, _hits
+
+    rng = np.random.default_rng(11)
+    cap, n_features, batch_rows = NARROW_MIN_CAP * NARROW_DIVISOR, 300, 64
+    arrays = []
+    for used in (cap // NARROW_DIVISOR ** 2 - 5, cap // NARROW_DIVISOR - 5, cap - 5):
+        indices, values, rows = np.zeros(cap, np.int32), np.zeros(cap, np.float32), np.zeros(cap, np.int32)
+        indices[:used] = rng.integers(0, n_features, used)
+        values[:used] = rng.random(used) / 50
+        rows[:used] = np.sort(rng.integers(0, batch_rows, used))
+        arrays.append((indices, values, rows, rng.integers(0, 3, batch_rows).astype(np.int32),
+                       np.ones(batch_rows, np.float32)))
+    stacked_arrays = [jnp.asarray(np.stack([a[i] for a in arrays])) for i in range(5)]
+    rates, decays = jnp.asarray([0.01, 0.003]), jnp.asarray([0.0, 1e-3])
+    results = []
+    for dense in (False, True):
+        stacked = init_stacked(jax.random.PRNGKey(5), n_features, 8, 3, 2)
+        trained, _, losses = _epoch(stacked, adam().init(stacked), rates, decays, *stacked_arrays, dense=dense)
+        results.append((trained, losses, _hits(trained, *stacked_arrays, dense=dense)))
+    (sparse, sparse_losses, sparse_hits), (dense, dense_losses, dense_hits) = results
+    np.testing.assert_allclose(sparse_losses, dense_losses, rtol=2e-3, atol=1e-4)
+    for got, want in zip(sparse, dense):
+        np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-4)
+    np.testing.assert_allclose(sparse_hits[0], dense_hits[0], atol=1)  # a near-tie may round either way
+
+
 def test_round_data_pads_the_steps_to_a_power_of_two():
     rng = np.random.default_rng(0)
     x = sp.random(300, 40, density=0.1, format="csr", random_state=1, dtype=np.float32)
