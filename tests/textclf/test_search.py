@@ -135,8 +135,9 @@ def test_an_epoch_of_a_counted_number_of_batches_leaves_the_padding_after_them_u
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="narrowing is a CPU's (device_data.narrowed)")
 def test_a_batch_that_fills_a_fraction_of_its_cap_runs_on_the_front_of_it():
-    from textclf.training.candidates import NARROW_DIVISOR, NARROW_MIN_CAP, _narrowed
+    from textclf.training.device_data import NARROW_DIVISOR, NARROW_MIN_CAP, narrowed
 
     cap = NARROW_MIN_CAP * NARROW_DIVISOR  # the front quarter may be split once more
 
@@ -145,7 +146,7 @@ def test_a_batch_that_fills_a_fraction_of_its_cap_runs_on_the_front_of_it():
         values[:used] = 1.0
         batch = (jnp.zeros(arrays_cap, jnp.int32), jnp.asarray(values), jnp.zeros(arrays_cap, jnp.int32),
                  jnp.zeros(4, jnp.int32))
-        return int(jax.jit(lambda b: _narrowed(lambda part: jnp.int32(part[0].shape[0]), b))(batch))
+        return int(jax.jit(lambda b: narrowed(lambda part: jnp.int32(part[0].shape[0]), b))(batch))
 
     assert width_run(cap // NARROW_DIVISOR ** 2) == cap // NARROW_DIVISOR ** 2
     assert width_run(cap // NARROW_DIVISOR ** 2 + 1) == cap // NARROW_DIVISOR
@@ -153,10 +154,12 @@ def test_a_batch_that_fills_a_fraction_of_its_cap_runs_on_the_front_of_it():
     assert width_run(0, NARROW_MIN_CAP // 2) == NARROW_MIN_CAP // 2  # a narrow cap is not split
 
 
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="narrowing is a CPU's (device_data.narrowed)")
 def test_narrowed_batches_train_and_score_as_the_dense_formulation_does():
     """Batches filling a sixteenth, a quarter and all of a wide cap: the sparse epoch (which runs each on the
-    front of its arrays, _narrowed) and its scoring give what the dense formulation (never narrowed) gives."""
-    from textclf.training.candidates import NARROW_DIVISOR, NARROW_MIN_CAP, _hits
+    front of its arrays on a CPU, device_data.narrowed) and its scoring give what the dense formulation (never narrowed) gives."""
+    from textclf.training.candidates import _hits
+    from textclf.training.device_data import NARROW_DIVISOR, NARROW_MIN_CAP
 
     rng = np.random.default_rng(11)
     cap, n_features, batch_rows = NARROW_MIN_CAP * NARROW_DIVISOR, 300, 64
@@ -631,6 +634,23 @@ def _board_row(rate, decay, accuracy, folds=1, stop_words=None, epochs=4):
     return {"settings": {"stop_words": stop_words, "ngram_max": 2, "nb_weighting": True, "sublinear_tf": True,
                          "batch_size": 64, "learning_rate": rate, "weight_decay": decay, "epochs": epochs},
             "accuracy": accuracy, "folds": folds}
+
+
+def test_the_defaults_variant_is_kept_unless_another_beats_it_by_more_than_a_standard_error():
+    from textclf.training.search import Variant, _keep_defaults
+
+    defaults, other = Variant("english", 2, True, True, 64), Variant(None, 2, True, True, 64)
+
+    def board(*rows):  # (variant, accuracy, folds), best first
+        return [{"_variant": v, "accuracy": a, "folds": f, "settings": {}} for v, a, f in rows]
+
+    # 3,000 validation documents at ~0.88: one standard error is ~0.6 points
+    assert _keep_defaults(board((other, 0.883, 1), (defaults, 0.882, 1)), defaults, 3000) == 1
+    assert _keep_defaults(board((other, 0.883, 1), (other, 0.880, 1), (defaults, 0.878, 1)), defaults, 3000) == 2
+    assert _keep_defaults(board((other, 0.900, 1), (defaults, 0.882, 1)), defaults, 3000) is None  # ~3 errors
+    assert _keep_defaults(board((defaults, 0.883, 1), (other, 0.882, 1)), defaults, 3000) is None  # it won
+    # compared on fewer folds (cut short by the budget): it ranks below, it is not a contender
+    assert _keep_defaults(board((other, 0.883, 3), (defaults, 0.884, 1)), defaults, 3000) is None
 
 
 def test_rate_candidates_are_the_winners_variant_within_two_standard_errors():

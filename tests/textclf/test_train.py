@@ -172,7 +172,8 @@ def test_a_large_held_out_set_is_scored_on_the_device_where_training_ran_on_a_gp
     np.testing.assert_array_equal(run_module._eval_scores(model, matrix), host)  # under the threshold: the host
     assert not called
     monkeypatch.setattr(run_module, "DEVICE_EVAL_WORK", matrix.shape[0] * model.params.w1.shape[1])
-    np.testing.assert_allclose(run_module._eval_scores(model, matrix), host, rtol=1e-4, atol=1e-4)
+    # a GPU's float32 matmul rounds to TF32
+    np.testing.assert_allclose(run_module._eval_scores(model, matrix), host, rtol=2e-3, atol=2e-4)
     assert called
 
 

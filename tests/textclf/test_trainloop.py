@@ -144,3 +144,41 @@ def test_an_ensemble_stops_early_too():
     judged = _judged([0.5, 0.4, 0.9, 0.9])
     params, history, _, _ = fit_ensemble(matrix, labels, 3, 2, 0.01, 0.0, 4, 4, 8, 0, early_stopping=judged)
     assert len(history) == 2 and all(np.array_equal(a, b) for a, b in zip(params, judged.seen[0]))
+
+
+def test_a_one_network_epoch_of_wide_caps_trains_as_the_same_batches_cut_to_their_nonzeros():
+    """xla_epoch over flat batches whose cap is far wider than some batches' nonzeros (on a CPU those run on the
+    front of their arrays, device_data.narrowed) gives what the same batches cut to their own width give."""
+    from textclf.models.mlp import init_params
+    from textclf.training.device_data import NARROW_DIVISOR, NARROW_MIN_CAP
+    from textclf.training.optimizers import adam
+    from textclf.training.step import xla_epoch
+
+    rng = np.random.default_rng(3)
+    n_features, batch_rows, cap = 200, 32, NARROW_MIN_CAP * NARROW_DIVISOR
+    uses = (cap // NARROW_DIVISOR ** 2 - 7, cap // NARROW_DIVISOR - 7, cap - 7)  # each batch's nonzeros
+
+    def batches(width_of):
+        arrays = [[], [], [], [], []]
+        for batch, used in enumerate(uses):
+            draw = np.random.default_rng(batch)
+            width = width_of(used)
+            indices, values, rows = np.zeros(width, np.int32), np.zeros(width, np.float32), np.zeros(width, np.int32)
+            indices[:used] = draw.integers(0, n_features, used)
+            values[:used] = draw.random(used) / 40
+            rows[:used] = np.sort(draw.integers(0, batch_rows, used))
+            for into, array in zip(arrays, (indices, values, rows, draw.integers(0, 3, batch_rows).astype(np.int32),
+                                            np.ones(batch_rows, np.float32))):
+                into.append(array)
+        return arrays
+
+    epoch = jax.jit(lambda p, s, *b: xla_epoch(p, s, *b, momentum=0.9, weight_decay=0.0, optimizer="adam"))
+    params = init_params(jax.random.PRNGKey(rng.integers(1000)), n_features, 16, 3)
+    lrs = jnp.full((len(uses),), 0.01)
+    wide = epoch(params, adam().init(params), *[jnp.asarray(np.stack(a)) for a in batches(lambda used: cap)], lrs)
+    cut = (params, adam().init(params))
+    for step in range(len(uses)):  # one batch at a time, each array as wide as its nonzeros
+        arrays = [jnp.asarray(a[step])[None] for a in batches(lambda used: used)]
+        cut = epoch(*cut[:2], *arrays, lrs[step:step + 1])
+    for got, want in zip(jax.tree.leaves(wide[:2]), jax.tree.leaves(cut[:2])):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.models.weights import Params
-from textclf.training.device_data import DeviceCSR, gather_batches, host_csr
+from textclf.training.device_data import DeviceCSR, gather_batches, host_csr, narrowed
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
@@ -66,28 +66,6 @@ def stacked_logits(params: StackedParams, indices, values, rows, batch_size: int
         gathered = params.w1[indices] * values[:, None]  # (cap, K*H): one gather for all K models
         pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1  # (B, K*H)
     return _head(pre, params.w2, params.b2)
-
-
-# A batch's nonzeros are packed at the front of its cap (pipelines/batches.py), and the cap is the densest
-# batch's (batch_shape). Where documents' lengths vary widely most batches fill a fraction of it (news4's search
-# on a CPU: ~4,500 nonzeros a batch of 64 against a cap of 32,768), and the sparse formulation's gather and
-# scatter cost grows with the cap (2-core CPU: 11.5 ms a K = 3 step at cap 32,768, 5.7 at 8,192). So a batch
-# whose entries past the first 1/NARROW_DIVISOR of the cap are all zero runs on that front slice alone: the same
-# sums, since a zero entry adds nothing to a document's pre-activation nor to W1's gradient. Caps under
-# NARROW_MIN_CAP are not split (too little to save for a second branch in the program).
-NARROW_DIVISOR = 4
-NARROW_MIN_CAP = 4096
-
-
-def _narrowed(fn: Callable, batch: tuple) -> Any:
-    """fn(batch), on the front 1/NARROW_DIVISOR of the batch's (cap,) arrays (indices, values, rows) where the
-    rest of its values are zeros; else on the whole batch."""
-    cap = batch[0].shape[0]
-    if cap < NARROW_MIN_CAP:
-        return fn(batch)
-    narrow = cap // NARROW_DIVISOR
-    front = (batch[0][:narrow], batch[1][:narrow], batch[2][:narrow], *batch[3:])
-    return jax.lax.cond(jnp.all(batch[1][narrow:] == 0), lambda: _narrowed(fn, front), lambda: fn(batch))
 
 
 def _dense_rows(params: StackedParams, indices, values, rows, batch_size: int) -> jax.Array:
@@ -203,7 +181,7 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
         if dense:
             loss, grads = jax.value_and_grad(stacked_loss)(params, *batch, True)
         else:
-            loss, grads = _narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b, False), batch)
+            loss, grads = narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b, False), batch)
         updated = adam(wd).update(params, state, grads, lr)
         return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state)), loss
 
@@ -225,7 +203,7 @@ def _batch_scores(params: StackedParams, batch: tuple, dense: bool) -> jax.Array
     def scores(b):
         return stacked_logits(params, b[0], b[1], b[2], b[3].shape[0], dense)
 
-    return scores(batch) if dense else _narrowed(scores, batch)
+    return scores(batch) if dense else narrowed(scores, batch)
 
 
 @functools.partial(jax.jit, static_argnames=("dense",))

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 
 from textclf.models.mlp import Params, init_params, logits, logits_pieces, masked_loss
 from textclf.settings import Settings
+from textclf.training.device_data import narrowed
 from textclf.training.optimizers import make_optimizer
 
 # Pallas input format "auto": the pieces layout (pallas_kernels/pieces_hidden.py) from this batch size up, the
@@ -63,10 +64,14 @@ def xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, mo
         idx, val, row, y, m, lr = batch
         count = None if axis_name is None else jax.lax.psum(jnp.sum(m), axis_name)
 
-        def loss_fn(p):
-            return masked_loss(scores(p, idx, val, row, batch_size), y, m, count)
+        def loss_and_grads(b):
+            return jax.value_and_grad(lambda p: masked_loss(scores(p, b[0], b[1], b[2], batch_size), y, m, count),
+                                      has_aux=True)(params)
 
-        (loss, correct), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        # flat batches: a batch that fills a fraction of its cap runs on the front of it (device_data.narrowed)
+        batch_arrays = (idx, val, row, y)
+        (loss, correct), grads = (loss_and_grads(batch_arrays) if idx.ndim == 2
+                                  else narrowed(loss_and_grads, batch_arrays))
         if axis_name is not None:
             loss, correct, grads = jax.lax.psum((loss, correct, grads), axis_name)
         params, opt_state = update(params, opt_state, grads, lr)
