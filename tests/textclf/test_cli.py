@@ -571,3 +571,18 @@ def test_reading_a_folder_tells_documents_not_bytes(runner, corpus_dir, tmp_path
     assert result.exit_code == 0, result.output
     reading = [line for line in result.stderr.splitlines() if line.startswith("  reading the corpus: ")]
     assert reading and all("MB" not in line and "documents/s" in line for line in reading)
+
+
+def test_runs_show_says_what_the_defaults_were_kept_over(runner):
+    database = open_db(run_db_path())
+    chosen = {"stop_words": "english", "ngram_max": 2, "nb_weighting": True, "learning_rate": 0.01, "epochs": 5}
+    over = {**chosen, "stop_words": None, "learning_rate": 0.003, "epochs": 9}
+    search = {"rounds": 3, "rounds_planned": 10, "folds": 1, "seconds": 17.1, "budget_s": 20.0, "chosen": chosen,
+              "kept_defaults": {"over": over, "by": 0.883},
+              "leaderboard": [{"settings": chosen, "accuracy": 0.882, "folds": 1},
+                              {"settings": over, "accuracy": 0.883, "folds": 1}]}
+    run_id = runs.start_run(database, corpus="c.jsonl", settings={}, versions={}, search=search)
+    shown = invoke(runner, "runs", "show", run_id)
+    assert shown.exit_code == 0
+    line = next(line for line in shown.output.splitlines() if line.startswith("defaults kept"))
+    assert '"stop_words": null' in line and "0.8830: within a standard error" in line

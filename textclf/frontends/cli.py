@@ -705,6 +705,10 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
         typer.echo(f"search               {search['rounds']} of {search['rounds_planned']} rounds, {search['folds']} "
                    f"fold(s), {search['seconds']:.1f} s of a {search['budget_s']:.0f} s budget; chose "
                    + json.dumps(search["chosen"]))
+        if search.get("kept_defaults"):
+            kept = search["kept_defaults"]
+            typer.echo(f"defaults kept        over {json.dumps(kept['over'])} ({kept['by']:.4f}: within a standard "
+                       "error)")
         if search.get("ensemble"):
             typer.echo("networks             " + json.dumps(search["ensemble"]))
         if search.get("rate_choice"):
