@@ -1,0 +1,72 @@
+"""A rule of the model search judged on training documents alone: `python3 -m benchmarks.nested_rule TRAIN.jsonl
+[...] --constant search.DEFAULT_VARIANT_ERRORS --values 0,1 [--seeds 0,1] [--held-out 0.25]`.
+
+For each training file and seed, a stratified `--held-out` share of the training documents is set aside; then,
+for each value of the constant (a module attribute of textclf.training, e.g. search.DEFAULT_VARIANT_ERRORS), a
+no-flags `textclf train` (textclf.runs.run.train, with its own empty run database, so that no recorded search is
+reused) trains on the rest and is scored on the set-aside documents. The test file is never read: this is how a
+rule is chosen "by validation on the training data". Prints one markdown row per (file, seed, value): the
+accuracy on the set-aside documents, how many of them, and what the search chose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import tempfile
+import time
+from pathlib import Path
+
+
+def _split(path: str, share: float, seed: int, into: Path) -> tuple[Path, Path, int]:
+    """The training file's documents in two stratified parts, written as JSONL -> (rest, set aside, its size)."""
+    from sklearn.model_selection import train_test_split
+
+    from pipelines.corpus import read_corpus
+
+    corpus = read_corpus(path)
+    rest, aside = train_test_split(list(range(len(corpus.labels))), test_size=share, random_state=seed,
+                                   stratify=corpus.labels)
+    paths = into / "rest.jsonl", into / "aside.jsonl"
+    for part, out in zip((rest, aside), paths):
+        out.write_text("".join(json.dumps({"text": corpus.texts[i], "label": corpus.labels[i]}) + "\n"
+                               for i in part))
+    return paths[0], paths[1], len(aside)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpora", nargs="+")
+    parser.add_argument("--constant", required=True, help="MODULE.NAME under textclf.training")
+    parser.add_argument("--values", required=True, help="comma-separated numbers")
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--held-out", type=float, default=0.25)
+    args = parser.parse_args()
+    from textclf.runs.run import train
+    from textclf.settings import Settings
+
+    module_name, name = args.constant.rsplit(".", 1)
+    module = importlib.import_module(f"textclf.training.{module_name}")
+    print(f"| training file | seed | {name} | set-aside accuracy | set-aside documents | s | chose |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for path in args.corpora:
+        for seed in (int(s) for s in args.seeds.split(",")):
+            with tempfile.TemporaryDirectory() as work:
+                rest, aside, n_aside = _split(path, args.held_out, seed, Path(work))
+                for value in (float(v) for v in args.values.split(",")):
+                    setattr(module, name, value)
+                    start = time.perf_counter()
+                    result = train(rest, Settings(seed=seed), test_path=aside, db_path=Path(work) / f"{value}.db",
+                                   model_path=Path(work) / f"{value}.npz")
+                    s = result.model.settings
+                    chose = (f"stop words {s.stop_words}, n-grams {s.ngram_max}, NB {s.nb_weighting}, sublinear tf "
+                             f"{s.sublinear_tf}, batch {s.batch_size}, lr {s.learning_rate:g}, wd "
+                             f"{s.weight_decay:g}, {s.epochs} epochs, {s.ensemble} network(s)"
+                             + (" + characters" if s.char_ngrams else ""))
+                    print(f"| {path} | {seed} | {value:g} | {result.eval_accuracy:.4f} | {n_aside} | "
+                          f"{time.perf_counter() - start:.1f} | {chose} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
