@@ -39,8 +39,9 @@ from textclf.settings import Settings
 from textclf.training.candidates import batch_shape, cut_order, fit_candidates, init_stacked, round_data
 
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
-# choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run.
-SEARCH_FORMAT = 1
+# choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run. 2: the defaults'
+# variant kept within a standard error (DEFAULT_VARIANT_ERRORS), and a CPU's rounds narrowed (more in its budget).
+SEARCH_FORMAT = 2
 # Below this many training documents the search is skipped: a validation fold of a few dozen documents cannot
 # tell candidates apart, and the small-corpus rule (Settings.min_steps) decides the epochs anyway.
 MIN_DOCUMENTS = 200
