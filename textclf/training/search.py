@@ -130,6 +130,9 @@ NEAR_RATE_ERRORS = 2.0
 # and 0.00 points on the set-aside documents, the other 17 alike: no cost in accuracy, fewer flips.
 DEFAULT_VARIANT_ERRORS = 1.0
 MAX_RATE_CANDIDATES = 3
+# More networks (the ensemble, the character pair) are chosen only where their mean per-document gain over one
+# network exceeds this many standard errors of it (_fewest_networks_that_win; _choose_networks says why).
+NETWORKS_ERRORS = 1.0
 # Rows per validation batch where the device is a GPU: scoring takes no gradient, and scoring 64 rows a step
 # cost news4's search 5 s of 42 (~170 scans of 50 small steps). A CPU scores at the training batch size (its
 # sparse step's gather grows with the batch's nonzeros, not its rows).
@@ -656,11 +659,12 @@ def _fewest_networks_that_win(single: float, ensemble: tuple[float, list[np.ndar
                               pair: tuple[float, list[np.ndarray]] | None, members: int) -> tuple[int, bool]:
     """(networks, with a character network) of the most accurate option: one network (`single`, its validation
     accuracy), the ensemble of `members` or the character pair ((accuracy, per-fold per-document gains over one
-    network) each, None if not tried), each of the latter only where its mean gain is above its standard error;
+    network) each, None if not tried), each of the latter only where its mean gain is above NETWORKS_ERRORS
+    standard errors of it;
     a tie keeps fewer networks (one, then the pair, then the ensemble)."""
     options = {(1, False): single}
     for key, option in (((1, True), pair), ((members, False), ensemble)):
-        if option is not None and np.mean(np.concatenate(option[1])) > _standard_error(option[1]):
+        if option is not None and np.mean(np.concatenate(option[1])) > NETWORKS_ERRORS * _standard_error(option[1]):
             options[key] = option[0]
     return max(options, key=lambda key: options[key])  # dicts keep insertion order: the first maximum wins
 
