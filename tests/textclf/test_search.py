@@ -618,11 +618,15 @@ def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
     assert model.predict(["the1 zapoking mulrading", "the2 zapoked mulraded"]) == ["ING", "ED"]
 
 
-def test_more_networks_are_chosen_only_past_one_standard_error_of_their_gain():
+def test_more_networks_are_chosen_past_networks_errors_standard_errors_of_their_gain(monkeypatch):
     from textclf.training.search import _fewest_networks_that_win
 
     noise = [np.array([1.0, -1.0] * 50 + [1.0])]  # mean gain 0.0099, standard error ~0.1
     clear = [np.array([1.0] * 20 + [0.0] * 81)]  # mean gain 0.198, standard error ~0.04
+    loss = [np.array([-1.0] * 3 + [0.0] * 98)]  # mean gain below 0
+    assert _fewest_networks_that_win(0.80, (0.81, noise), None, 5) == (5, False)  # the default bar: any gain
+    assert _fewest_networks_that_win(0.80, (0.79, loss), (0.79, loss), 5) == (1, False)
+    monkeypatch.setattr(search_module, "NETWORKS_ERRORS", 1.0)  # one standard error
     assert _fewest_networks_that_win(0.80, (0.81, noise), None, 5) == (1, False)
     assert _fewest_networks_that_win(0.80, (0.95, clear), None, 5) == (5, False)
     assert _fewest_networks_that_win(0.80, None, (0.95, clear), 5) == (1, True)
