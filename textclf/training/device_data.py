@@ -99,7 +99,7 @@ NARROW_MIN_CAP = 4096
 
 
 def narrowed(fn: Callable, batch: tuple) -> Any:
-    """fn(batch) for a flat sparse batch (indices, values, rows (cap,), then per-row arrays), on the front
+    """fn(batch) for a flat sparse batch (indices, values, rows (cap,), then any per-row arrays), on the front
     1/NARROW_DIVISOR of its (cap,) arrays where the rest of its values are zeros (again on the front of that,
     while wide enough); else on the whole batch. On a CPU only: measured there; a GPU keeps one branch."""
     cap = batch[0].shape[0]

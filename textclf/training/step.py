@@ -64,14 +64,14 @@ def xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, mo
         idx, val, row, y, m, lr = batch
         count = None if axis_name is None else jax.lax.psum(jnp.sum(m), axis_name)
 
-        def loss_and_grads(b):
-            return jax.value_and_grad(lambda p: masked_loss(scores(p, b[0], b[1], b[2], batch_size), y, m, count),
+        def loss_and_grads(nonzeros):  # (indices, values, rows)
+            return jax.value_and_grad(lambda p: masked_loss(scores(p, *nonzeros, batch_size), y, m, count),
                                       has_aux=True)(params)
 
-        # flat batches: a batch that fills a fraction of its cap runs on the front of it (device_data.narrowed)
-        batch_arrays = (idx, val, row, y)
-        (loss, correct), grads = (loss_and_grads(batch_arrays) if idx.ndim == 2
-                                  else narrowed(loss_and_grads, batch_arrays))
+        # flat batches: a batch that fills a fraction of its cap runs on the front of it (device_data.narrowed);
+        # pieces ((cap, width) indices) are not narrowed
+        (loss, correct), grads = (loss_and_grads((idx, val, row)) if idx.ndim == 2
+                                  else narrowed(loss_and_grads, (idx, val, row)))
         if axis_name is not None:
             loss, correct, grads = jax.lax.psum((loss, correct, grads), axis_name)
         params, opt_state = update(params, opt_state, grads, lr)
