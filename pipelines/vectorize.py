@@ -32,8 +32,9 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
 from sklearn.feature_selection import chi2
 
-from pipelines.workers import WorkerPool, worker_count
+from pipelines import word_counts
 from pipelines.errors import CorpusError
+from pipelines.workers import WorkerPool, worker_count
 
 class WordSettings(Protocol):
     """What the vectorizers read from a settings object (textclf.settings.Settings has these fields, and so can
@@ -118,6 +119,9 @@ class Vectorizer:
         if self.analyzer == CHAR_ANALYZER:
             return CountVectorizer(vocabulary=self.terms, analyzer=CHAR_ANALYZER, ngram_range=CHAR_NGRAM_RANGE,
                                    dtype=np.float32)
+        if word_counts.supports(self.ngram_max):
+            return word_counts.WordCounter(self.terms, self.ngram_max, _stop_word_set(self.stop_words),
+                                           START_TOKEN if self.start_token else None)
         return CountVectorizer(vocabulary=self.terms,
                                **word_counter_params(self.ngram_max, self.stop_words, self.start_token))
 
@@ -477,8 +481,14 @@ def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, mi
     """The full vocabulary's raw counts, nothing selected or weighted: (terms sorted, (documents, terms) CSR
     float32) -> the widest view that the model search derives its vectorizer variants from (column masks and
     re-weightings, see `term_mask` and `select_and_weigh`), so the texts are tokenised once."""
-    terms, counts = _without_start_token(*_counted(texts, word_counter_params(ngram_max, stop_words, start_token),
-                                                   min_df, pool))
+    if word_counts.supports(ngram_max):
+        chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
+        parts = pool.map(word_counts.count_chunk, chunks, ngram_max, _stop_word_set(stop_words),
+                         START_TOKEN if start_token else None)
+        counted = word_counts.merge(parts, _min_df(min_df, len(texts)))
+    else:
+        counted = _counted(texts, word_counter_params(ngram_max, stop_words, start_token), min_df, pool)
+    terms, counts = _without_start_token(*counted)
     if not len(terms):
         raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
                           "add real text or pass --stop-words none")
@@ -507,9 +517,22 @@ def count_chars(texts: Sequence[str], min_df: int, pool: WorkerPool) -> tuple[np
 def _counted(texts: Sequence[str], counter_params: dict, min_df: int, pool: WorkerPool
              ) -> tuple[np.ndarray, sp.csr_matrix]:
     """Counted on the pool's workers in chunks and merged (_count_chunk, _merge_counts)."""
-    min_df = min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
     chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
-    return _merge_counts(pool.map(_count_chunk, chunks, counter_params), min_df)
+    return _merge_counts(pool.map(_count_chunk, chunks, counter_params), _min_df(min_df, len(texts)))
+
+
+def _min_df(min_df: int, n_docs: int) -> int:
+    """The document frequency a term needs: min_df, or 1 for a corpus under SMALL_CORPUS_DOCS."""
+    return min_df if n_docs >= SMALL_CORPUS_DOCS else 1
+
+
+def _stop_word_set(stop_words: str | None) -> frozenset[str] | None:
+    """The stop-word list by its settings name ("english" or None)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    if stop_words not in (None, "english"):
+        raise ValueError(f"stop_words must be 'english' or None, not {stop_words!r}")
+    return ENGLISH_STOP_WORDS if stop_words == "english" else None
 
 
 def term_mask(terms: np.ndarray, ngram_max: int, stop_words: str | None) -> np.ndarray:

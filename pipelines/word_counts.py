@@ -1,0 +1,241 @@
+"""Word unigram and bigram counts in compiled code: scikit-learn's word analyzer (lowercase, tokens of two or more
+word characters, English stop words removed before n-grams are formed) and its counting, with no Python work per
+token.
+
+Why: scikit-learn's analyzer builds a Python string per token and per bigram, and counting them through dicts cost
+~300 ns a term: fitting a vocabulary on 100,000 synthetic documents (117 MB) took 46 s in one process, 2.5 MB/s
+(BENCHMARKS.md, "Vectorizing in compiled code"). Here the texts are split by pyarrow's string kernels (RE2, in C++),
+each distinct word becomes a number once per chunk (pyarrow's dictionary encoding), a bigram is a pair of word
+numbers packed in one int64, and the (document, term) counts are numpy sorts of int64 keys.
+
+Same terms and counts as CountVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w\\w+\\b", ngram_range=(1, n),
+stop_words) for n <= 2 (tests/pipelines/test_word_counts.py checks it on every corpus there is, and on random
+Unicode): lowercasing is Python's own str.lower (so the Unicode special cases, such as a final sigma, come out as
+scikit-learn's), and a token is a maximal run of word characters, Python's \\w being [\\p{L}\\p{N}_] (letters,
+numbers, the underscore), which is how the RE2 pattern splits.
+Longer n-grams, the character analyzer and hashing stay with scikit-learn (pipelines/vectorize.py decides).
+
+Shapes: a chunk of D documents with T term occurrences -> `ids`, `docs` (T,) int64; its W distinct words;
+term keys: a unigram is its word number w (< W), a bigram W + w1 * W + w2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import scipy.sparse as sp
+
+# The delimiters between tokens: anything that is not a word character (Python's \w: letters, numbers, "_").
+NOT_WORD = r"[^\p{L}\p{N}_]+"
+MAX_NGRAM = 2  # longer n-grams: scikit-learn's analyzer (their packed keys would not fit 64 bits)
+
+
+def supports(ngram_max: int) -> bool:
+    """Whether this module counts n-grams up to ngram_max."""
+    return 1 <= ngram_max <= MAX_NGRAM
+
+
+@dataclass
+class Tokens:
+    """A chunk's tokens: its distinct words (W,) and, per token in document order, the word's number and the
+    document's (T,) int64."""
+
+    words: pa.Array  # (W,) str
+    ids: np.ndarray  # (T,) int64, numbers into words
+    docs: np.ndarray  # (T,) int64, nondecreasing
+
+
+def tokens(texts: Sequence[str], stop_words: frozenset[str] | None, prefix: str | None = None) -> Tokens:
+    """texts -> Tokens, lowercased as scikit-learn does, stop words left out; prefix: a word put in front of each
+    text (before lowercasing, as a preprocessor would)."""
+    lowered = [(prefix + " " + text).lower() for text in texts] if prefix else [text.lower() for text in texts]
+    pieces = pc.split_pattern_regex(pa.array(lowered, pa.large_string()), NOT_WORD)
+    flat = pc.list_flatten(pieces)
+    keep = pc.greater_equal(pc.utf8_length(flat), 2)  # \w\w+: two word characters at least
+    if stop_words:
+        keep = pc.and_(keep, pc.invert(pc.is_in(flat, value_set=pa.array(sorted(stop_words), pa.large_string()))))
+    keep_mask = keep.to_numpy(zero_copy_only=False)
+    docs = pc.list_parent_indices(pieces).to_numpy().astype(np.int64)[keep_mask]
+    encoded = pc.dictionary_encode(pc.filter(flat, keep))
+    words = encoded.dictionary
+    ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return Tokens(words, ids, docs)
+
+
+def term_keys(found: Tokens, ngram_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """-> (keys, docs) (T',) int64 of every term occurrence: the unigrams, then (ngram_max 2) the bigrams of
+    neighbouring tokens of one document."""
+    n_words = len(found.words)
+    if ngram_max == 1 or len(found.ids) < 2:
+        return found.ids, found.docs
+    same = found.docs[1:] == found.docs[:-1]  # neighbours in one document
+    bigrams = n_words + found.ids[:-1][same] * n_words + found.ids[1:][same]
+    return np.concatenate([found.ids, bigrams]), np.concatenate([found.docs, found.docs[:-1][same]])
+
+
+def count_keys(keys: np.ndarray, docs: np.ndarray, n_docs: int) -> tuple[np.ndarray, sp.csr_matrix]:
+    """Term occurrences -> (the distinct keys, sorted (K,); (n_docs, K) CSR float32 counts, columns sorted
+    within rows). One sort of (key, document) packed in an int64, which orders the counts by key, as a CSC
+    matrix; np.unique's hash table, np.searchsorted and an argsort were each slower on millions of keys."""
+    if not len(keys):
+        return keys, sp.csr_matrix((n_docs, 0), dtype=np.float32)
+    n = max(n_docs, 1)
+    if (int(keys.max()) + 1) * n >= 2**62:  # a chunk of millions of distinct words: rank the keys first
+        distinct, keys = _ranks(keys)
+        _, counts = count_keys(keys, docs, n_docs)
+        return distinct, counts
+    packed = keys * n + docs
+    packed.sort()
+    starts = np.flatnonzero(_changes(packed))
+    counts = np.diff(np.append(starts, len(packed))).astype(np.float32)
+    key, doc = np.divmod(packed[starts], n)
+    new_key = _changes(key)
+    by_key = sp.csc_matrix((counts, doc.astype(np.int32), np.append(np.flatnonzero(new_key), len(key))),
+                           shape=(n_docs, int(new_key.sum())))
+    return key[new_key], by_key.tocsr()
+
+
+def _changes(ordered: np.ndarray) -> np.ndarray:
+    """(n,) bool: where a sorted array's value differs from the one before (the first always)."""
+    new = np.empty(len(ordered), bool)
+    new[:1], new[1:] = True, ordered[1:] != ordered[:-1]
+    return new
+
+
+def _ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """-> (the distinct keys sorted, each key's rank among them)."""
+    order = np.argsort(keys)
+    new = _changes(keys[order])
+    ranks = np.empty(len(keys), np.int64)
+    ranks[order] = np.cumsum(new) - 1
+    return keys[order][new], ranks
+
+
+@dataclass
+class ChunkCounts:
+    """count_chunk's answer: the chunk's words, its distinct term keys (K,) sorted, (documents, K) counts."""
+
+    words: pa.Array
+    keys: np.ndarray
+    counts: sp.csr_matrix
+
+
+def count_chunk(texts: Sequence[str], ngram_max: int, stop_words: frozenset[str] | None,
+                prefix: str | None = None) -> ChunkCounts:
+    """One chunk's terms and counts, in its own numbering (merge joins chunks)."""
+    found = tokens(texts, stop_words, prefix)
+    keys, docs = term_keys(found, ngram_max)
+    distinct, counts = count_keys(keys, docs, len(texts))
+    return ChunkCounts(found.words, distinct, counts)
+
+
+def _split_keys(keys: np.ndarray, n_words: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keys -> (first word, second word or -1 for a unigram)."""
+    bigram = keys >= n_words
+    first, second = np.divmod(np.where(bigram, keys - n_words, keys * n_words), n_words)
+    return first, np.where(bigram, second, -1)
+
+
+def _global_keys(first: np.ndarray, second: np.ndarray, n_words: int) -> np.ndarray:
+    return np.where(second < 0, first, n_words + first * n_words + second)
+
+
+def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_matrix]:
+    """Chunks -> (the terms in at least min_df documents of all of them, sorted as CountVectorizer sorts its
+    vocabulary; the counts with their columns in that order, stacked): the one-CountVectorizer result."""
+    all_words = pa.concat_arrays([part.words.cast(pa.large_string()) for part in parts])
+    encoded = pc.dictionary_encode(all_words)
+    numbers = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)  # chunk word -> shared word number
+    words = encoded.dictionary
+    n_words = len(words)
+    offsets = np.cumsum([0] + [len(part.words) for part in parts])
+    shared_keys = []
+    for part, offset in zip(parts, offsets):
+        first, second = _split_keys(part.keys, len(part.words))
+        mapped = numbers[offset:offset + len(part.words)]
+        shared_keys.append(_global_keys(mapped[first], np.where(second < 0, -1, mapped[second]), n_words))
+    # Document frequencies summed over the chunks, by sorting the keys of all of them (each chunk's are distinct).
+    df = np.concatenate([np.bincount(part.counts.indices, minlength=len(part.keys)) for part in parts])
+    if len(parts) == 1:  # its words are numbered as they were, so its keys are still distinct and sorted
+        distinct, totals = shared_keys[0], df
+    else:
+        distinct, rank = _ranks(np.concatenate(shared_keys))
+        totals = np.bincount(rank, weights=df, minlength=len(distinct))
+    kept_keys = distinct[totals >= max(1, min_df)]
+    first, second = _split_keys(kept_keys, n_words)
+    # The kept terms' text, and their order as strings: UTF-8 bytes sort as Python sorts str (by code point).
+    terms = pc.if_else(pa.array(second < 0), words.take(pa.array(first)), pc.binary_join_element_wise(
+        words.take(pa.array(first)), words.take(pa.array(np.maximum(second, 0))), pa.scalar(" ", pa.large_string())))
+    alphabetical = pc.array_sort_indices(terms).to_numpy()
+    column_of_kept = np.empty(len(terms), np.int64)
+    column_of_kept[alphabetical] = np.arange(len(terms))
+    rows = []
+    for part, chunk_keys in zip(parts, shared_keys):
+        at = np.minimum(np.searchsorted(kept_keys, chunk_keys), max(len(kept_keys) - 1, 0))
+        found = kept_keys[at] == chunk_keys if len(kept_keys) else np.zeros(len(chunk_keys), bool)
+        rows.append(_move_columns(part.counts, np.where(found, column_of_kept[at] if len(kept_keys) else -1, -1),
+                                  len(terms)))
+    counts = sp.vstack(rows, format="csr") if rows else sp.csr_matrix((0, 0), dtype=np.float32)
+    counts.sort_indices()
+    return np.array(terms.take(pa.array(alphabetical)).to_pylist(), dtype=object), counts
+
+
+def _move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> sp.csr_matrix:
+    """counts with column j moved to new_column[j] of a (rows, width) matrix; entries bound for -1 dropped."""
+    columns = new_column[counts.indices]
+    keep = columns >= 0
+    rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))[keep]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=counts.shape[0]))])
+    return sp.csr_matrix((counts.data[keep], columns[keep].astype(np.int32), indptr), shape=(counts.shape[0], width))
+
+
+class WordCounter:
+    """CountVectorizer(vocabulary=terms).transform for word n-grams up to MAX_NGRAM: raw counts of the given terms,
+    (documents, len(terms)) CSR float32, columns in the terms' order. Only arrays inside: it pickles small to
+    worker processes."""
+
+    def __init__(self, terms: Sequence[str], ngram_max: int, stop_words: frozenset[str] | None,
+                 prefix: str | None = None):
+        if not supports(ngram_max):
+            raise ValueError(f"word counting supports n-grams up to {MAX_NGRAM}, not {ngram_max}")
+        self.ngram_max, self.stop_words, self.prefix = ngram_max, stop_words, prefix
+        self.width = len(terms)
+        split = [term.split(" ") for term in terms]
+        words = sorted({word for parts in split for word in parts})
+        self.words = pa.array(words, pa.large_string())  # (V,) every word of a term, sorted
+        number = {word: i for i, word in enumerate(words)}
+        first = np.array([number[parts[0]] for parts in split], np.int64)
+        second = np.array([number[parts[1]] if len(parts) > 1 else -1 for parts in split], np.int64)
+        keys = _global_keys(first, second, len(words))  # (terms,) in the words' numbering
+        self.order = np.argsort(keys)
+        self.keys = keys[self.order]  # sorted; self.order[i]: the column of self.keys[i]
+
+    def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
+        found = tokens(texts, self.stop_words, self.prefix)
+        # The chunk's words in the vocabulary's numbering; words it does not know become -1.
+        known = pc.fill_null(pc.index_in(found.words.cast(pa.large_string()), value_set=self.words), -1)
+        number = known.to_numpy(zero_copy_only=False).astype(np.int64)
+        ids = number[found.ids] if len(found.ids) else found.ids
+        keys, docs = term_keys(Tokens(self.words, ids, found.docs), self.ngram_max)
+        n_words = len(self.words)
+        unigram_count = len(found.ids)
+        # A term with an unknown word is no column: unigrams with number -1, bigrams with either word -1.
+        valid = np.ones(len(keys), bool)
+        valid[:unigram_count] = ids >= 0
+        if len(keys) > unigram_count:
+            same = found.docs[1:] == found.docs[:-1]
+            valid[unigram_count:] = (ids[:-1][same] >= 0) & (ids[1:][same] >= 0)
+        keys, docs = keys[valid], docs[valid]
+        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        hit = self.keys[at] == keys if len(self.keys) else np.zeros(len(keys), bool)
+        columns, docs = self.order[at[hit]], docs[hit]
+        pairs = np.sort(docs * max(self.width, 1) + columns)
+        starts = np.flatnonzero(_changes(pairs))
+        counts = np.diff(np.append(starts, len(pairs))).astype(np.float32)
+        rows, cols = np.divmod(pairs[starts], max(self.width, 1))
+        indptr = np.searchsorted(rows, np.arange(len(texts) + 1))
+        return sp.csr_matrix((counts, cols.astype(np.int32), indptr), shape=(len(texts), self.width))

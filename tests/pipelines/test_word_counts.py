@@ -1,0 +1,121 @@
+"""pipelines/word_counts.py gives what scikit-learn's CountVectorizer gives: the same terms, in the same order, and
+the same counts, fitted over chunks and transformed with a fixed vocabulary."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings as hypothesis_settings, strategies as st
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
+
+from pipelines import word_counts
+from pipelines.vectorize import START_TOKEN, StartMarkedWords
+from tests.conftest import shared_path
+
+TEXTS = [
+    "The cat sat on the mat. The cat!",
+    "Don't stop: x_y 42 a b 7z über Straße ΟΔΟΣ ΟΔΟΣ",
+    "",
+    "!!! ...",
+    "naïve café — e\u0301te\u0301 (combining accents) İstanbul",
+    "漢字 かな カナ 한국어 ١٢٣ numbers: 3.14 1,000",
+    "what is the cat? who sat where? how many cats",
+    "\ttabs\nand\r\nnewlines  between\u00a0words\u2003em space",
+]
+
+
+def _sklearn(ngram_max: int, stop_words, start: bool, **extra) -> CountVectorizer:
+    if start:
+        return CountVectorizer(analyzer=StartMarkedWords(ngram_max, stop_words), dtype=np.float32, **extra)
+    return CountVectorizer(ngram_range=(1, ngram_max), stop_words=stop_words, dtype=np.float32, **extra)
+
+
+def _fit(texts, ngram_max, stop_words, start, chunks: int, min_df: int = 1):
+    bounds = np.linspace(0, len(texts), chunks + 1).astype(int)
+    parts = [word_counts.count_chunk(texts[a:b], ngram_max, ENGLISH_STOP_WORDS if stop_words else None,
+                                     START_TOKEN if start else None) for a, b in zip(bounds[:-1], bounds[1:])]
+    return word_counts.merge(parts, min_df)
+
+
+def _assert_same(texts, ngram_max, stop_words, start, chunks=1, min_df=1):
+    expected = _sklearn(ngram_max, stop_words, start, min_df=min_df)
+    expected_counts = expected.fit_transform(texts)
+    terms, counts = _fit(texts, ngram_max, stop_words, start, chunks, min_df)
+    assert list(terms) == list(expected.get_feature_names_out())
+    assert counts.dtype == np.float32 and counts.shape == expected_counts.shape
+    assert (counts != expected_counts).nnz == 0
+    assert counts.has_sorted_indices
+
+
+@pytest.mark.parametrize("ngram_max", [1, 2])
+@pytest.mark.parametrize("stop_words", [None, "english"])
+@pytest.mark.parametrize("start", [False, True])
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_fitted_terms_and_counts_are_countvectorizers(ngram_max, stop_words, start, chunks):
+    _assert_same(TEXTS, ngram_max, stop_words, start, chunks)
+
+
+@pytest.mark.parametrize("chunks", [1, 2, 4])
+def test_min_df_counts_documents_over_every_chunk(chunks):
+    texts = ["apple pear", "apple", "pear kiwi", "kiwi fig", "fig apple pear", "plum"]
+    _assert_same(texts, 2, None, False, chunks, min_df=2)
+
+
+@pytest.mark.parametrize("ngram_max", [1, 2])
+@pytest.mark.parametrize("stop_words", [None, "english"])
+def test_transform_counts_only_the_vocabulary(ngram_max, stop_words):
+    vocabulary = ["cat", "the cat", "sat", "cat sat", "zebra", "how many", "many cats", "straße", "οδος", "__start__ the"]
+    vocabulary = [t for t in vocabulary if len(t.split(" ")) <= ngram_max]
+    start = True
+    ours = word_counts.WordCounter(vocabulary, ngram_max, ENGLISH_STOP_WORDS if stop_words else None, START_TOKEN)
+    expected = _sklearn(ngram_max, stop_words, start, vocabulary=vocabulary).transform(TEXTS)
+    counts = ours.transform(TEXTS)
+    assert counts.shape == (len(TEXTS), len(vocabulary)) and counts.dtype == np.float32
+    assert (counts != expected).nnz == 0
+    assert ours.transform([]).shape == (0, len(vocabulary))
+
+
+def test_the_rank_path_for_keys_too_large_to_pack_counts_alike():
+    rng = np.random.default_rng(0)
+    keys = rng.integers(2**60, 2**61, 50)[rng.integers(0, 50, 400)]  # 400 occurrences of <= 50 distinct keys
+    docs = np.sort(rng.integers(0, 30, 400))
+    distinct, counts = word_counts.count_keys(keys, docs, 31)
+    dense = np.zeros((31, len(distinct)))
+    np.add.at(dense, (docs, np.searchsorted(distinct, keys)), 1)
+    assert np.array_equal(distinct, np.unique(keys)) and np.array_equal(counts.toarray(), dense)
+    small_distinct, small_counts = word_counts.count_keys(np.searchsorted(distinct, keys), docs, 31)
+    assert (small_counts != counts).nnz == 0 and np.array_equal(small_distinct, np.arange(len(distinct)))
+
+
+# Letters, marks, numbers, punctuation, separators and symbols of many scripts, and the characters whose
+# lowercase is special (İ, final sigma).
+ALPHABET = "aZ_09 .,;'-!?\t\n\u00a0\u2003éÉßİıΣσςΟΔ\u0301\u0308漢かカ한١٢٣ⅫΩ½²€™🙂\u200d"
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=ALPHABET, max_size=40), min_size=1, max_size=6))
+def test_random_unicode_is_tokenised_as_scikit_learn_does(texts):
+    analyze = CountVectorizer(ngram_range=(1, 2)).build_analyzer()
+    found = word_counts.tokens(texts, None)
+    words = found.words.to_pylist()
+    by_document = [[] for _ in texts]
+    for word, doc in zip(found.ids.tolist(), found.docs.tolist()):
+        by_document[doc].append(words[word])
+    assert by_document == [[t for t in analyze(text) if " " not in t] for text in texts]
+
+
+@pytest.mark.parametrize("name", ["trec", "mr"])
+def test_real_corpora_count_as_scikit_learn_does(name):
+    path = shared_path(name, "train.jsonl")
+    texts = [json.loads(line)["text"] for line in path.open()]
+    random.Random(0).shuffle(texts)
+    _assert_same(texts[:3000], 2, None, True, chunks=3, min_df=2)
+    _assert_same(texts[:3000], 2, "english", False, chunks=2, min_df=2)
+
+
+def test_an_empty_chunk_and_documents_without_words_give_empty_rows():
+    terms, counts = _fit(["", "!!", "a b c"], 2, None, False, chunks=3)
+    assert len(terms) == 0 and counts.shape == (3, 0)
+    assert sp.issparse(counts)
