@@ -13,11 +13,14 @@ A "tfidf" vectorizer may carry a second view (`chars`, when the settings ask for
 rows normalised on their own), so that a model can hold one network per view (textclf/training/candidates.py,
 joined_views).
 
+Word unigrams and bigrams are tokenised and counted in compiled code (pipelines/word_counts.py: the same terms
+and counts as CountVectorizer; with bigrams 2.5-4x faster, unigrams alone about as fast); character n-grams,
+word trigrams and "hashing" go through scikit-learn's own analyzers (_count_chunk).
 Corpora of PARALLEL_MIN_DOCS documents or more are counted on all CPU cores (pipelines/workers.py: forked
-workers when that is safe): the documents are cut into contiguous chunks, each chunk is counted by its own
-CountVectorizer in a worker process, and the chunk vocabularies are merged (union through a dict, min_df, the
-kept terms sorted, columns remapped), which gives exactly the matrix one CountVectorizer would; "hashing" needs
-no merge. Smaller corpora are counted in this process (starting workers would cost more than they save).
+workers when that is safe): the documents are cut into contiguous chunks, each chunk is counted in a worker
+process, and the chunk vocabularies are merged (union, min_df, the kept terms sorted, columns remapped), which
+gives exactly the matrix one CountVectorizer would; "hashing" needs no merge. Smaller corpora are counted in this
+process (starting workers would cost more than they save).
 """
 
 from __future__ import annotations
@@ -314,7 +317,8 @@ def _transform_weighted(texts: Sequence[str], counter, idf: np.ndarray, sublinea
 
 
 def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[bytes, sp.csr_matrix, np.ndarray]:
-    """One chunk's own vocabulary (in first-seen order, as one UTF-8 string of the terms joined by newlines,
+    """The character view's and word trigrams' counting (word_counts counts word unigrams and bigrams):
+    one chunk's own vocabulary (in first-seen order, as one UTF-8 string of the terms joined by newlines,
     which no term holds), its (documents, terms) counts, and each term's hash().
     Why one string: the merge keeps few of a chunk's terms (most bigrams occur once), and a list of millions of
     str objects cost the parent process ~60 bytes a term to receive, where the string costs the term's length;
@@ -539,7 +543,7 @@ def term_mask(terms: np.ndarray, ngram_max: int, stop_words: str | None) -> np.n
     """(terms,) bool: the terms of `count_terms(..., stop_words=None)` that a vectorizer with these settings keeps:
     at most ngram_max words, none of them a stop word. (scikit-learn removes stop words before it forms n-grams,
     so its own bigrams also join words across a removed one; the mask keeps only bigrams that had no stop word.
-    The search uses the mask to compare settings; the chosen model is then fitted with scikit-learn's own.)"""
+    The search uses the mask to compare settings; the chosen model is then fitted with scikit-learn's rule.)"""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     text = terms.astype(str)

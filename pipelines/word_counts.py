@@ -21,6 +21,8 @@ term keys: a unigram is its word number w (< W), a bigram W + w1 * W + w2.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -146,51 +148,54 @@ def _global_keys(first: np.ndarray, second: np.ndarray, n_words: int) -> np.ndar
 
 def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_matrix]:
     """Chunks -> (the terms in at least min_df documents of all of them, sorted as CountVectorizer sorts its
-    vocabulary; the counts with their columns in that order, stacked): the one-CountVectorizer result."""
-    all_words = pa.concat_arrays([part.words.cast(pa.large_string()) for part in parts])
-    encoded = pc.dictionary_encode(all_words)
+    vocabulary; the counts with their columns in that order, stacked): the one-CountVectorizer result.
+    The per-chunk steps run on threads (numpy and pyarrow let go of the GIL): this runs in one process after the
+    workers counted, so on many cores it is what a fit waits for."""
+    encoded = pc.dictionary_encode(pa.concat_arrays([part.words.cast(pa.large_string()) for part in parts]))
     numbers = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)  # chunk word -> shared word number
     words = encoded.dictionary
     n_words = len(words)
     offsets = np.cumsum([0] + [len(part.words) for part in parts])
-    shared_keys = []
-    for part, offset in zip(parts, offsets):
+
+    def shared_keys(index: int) -> np.ndarray:  # a chunk's keys in the shared word numbering
+        part = parts[index]
         first, second = _split_keys(part.keys, len(part.words))
-        mapped = numbers[offset:offset + len(part.words)]
-        shared_keys.append(_global_keys(mapped[first], np.where(second < 0, -1, mapped[second]), n_words))
-    # Document frequencies summed over the chunks, by sorting the keys of all of them (each chunk's are distinct).
-    df = np.concatenate([np.bincount(part.counts.indices, minlength=len(part.keys)) for part in parts])
-    if len(parts) == 1:  # its words are numbered as they were, so its keys are still distinct and sorted
-        distinct, totals = shared_keys[0], df
-    else:
-        distinct, rank = _ranks(np.concatenate(shared_keys))
-        totals = np.bincount(rank, weights=df, minlength=len(distinct))
-    kept_keys = distinct[totals >= max(1, min_df)]
-    first, second = _split_keys(kept_keys, n_words)
-    # The kept terms' text, and their order as strings: UTF-8 bytes sort as Python sorts str (by code point).
-    terms = pc.if_else(pa.array(second < 0), words.take(pa.array(first)), pc.binary_join_element_wise(
-        words.take(pa.array(first)), words.take(pa.array(np.maximum(second, 0))), pa.scalar(" ", pa.large_string())))
-    alphabetical = pc.array_sort_indices(terms).to_numpy()
-    column_of_kept = np.empty(len(terms), np.int64)
-    column_of_kept[alphabetical] = np.arange(len(terms))
-    rows = []
-    for part, chunk_keys in zip(parts, shared_keys):
-        at = np.minimum(np.searchsorted(kept_keys, chunk_keys), max(len(kept_keys) - 1, 0))
-        found = kept_keys[at] == chunk_keys if len(kept_keys) else np.zeros(len(chunk_keys), bool)
-        rows.append(_move_columns(part.counts, np.where(found, column_of_kept[at] if len(kept_keys) else -1, -1),
-                                  len(terms)))
-    counts = sp.vstack(rows, format="csr") if rows else sp.csr_matrix((0, 0), dtype=np.float32)
+        mapped = numbers[offsets[index]:offsets[index + 1]]
+        return _global_keys(mapped[first], np.where(second < 0, -1, mapped[second]), n_words)
+
+    with ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as threads:
+        keys = list(threads.map(shared_keys, range(len(parts))))
+        # Document frequencies summed over the chunks, by ranking the keys of all of them (each chunk's are
+        # distinct); `group`: each chunk term's rank among the distinct keys.
+        df = np.concatenate([np.bincount(part.counts.indices, minlength=len(part.keys)) for part in parts])
+        if len(parts) == 1:  # its words are numbered as they were, so its keys are still distinct and sorted
+            distinct, group, totals = keys[0], np.arange(len(keys[0])), df
+        else:
+            distinct, group = _ranks(np.concatenate(keys))
+            totals = np.bincount(group, weights=df, minlength=len(distinct))
+        kept = np.flatnonzero(totals >= max(1, min_df))
+        first, second = _split_keys(distinct[kept], n_words)
+        # The kept terms' text, and their order as strings: UTF-8 bytes sort as Python sorts str (by code point).
+        terms = pc.if_else(pa.array(second < 0), words.take(pa.array(first)), pc.binary_join_element_wise(
+            words.take(pa.array(first)), words.take(pa.array(np.maximum(second, 0))),
+            pa.scalar(" ", pa.large_string())))
+        alphabetical = pc.array_sort_indices(terms).to_numpy()
+        column = np.full(len(distinct), -1, np.int64)  # distinct key -> its column, -1: dropped
+        column[kept[alphabetical]] = np.arange(len(kept))
+        term_offsets = np.cumsum([0] + [len(part.keys) for part in parts])
+        entries = list(threads.map(
+            lambda i: column[group[term_offsets[i]:term_offsets[i + 1]]][parts[i].counts.indices], range(len(parts))))
+    # Every chunk's entries at once, moved to their columns, the dropped ones left out.
+    new_column = np.concatenate(entries) if entries else np.zeros(0, np.int64)
+    keep = new_column >= 0
+    n_docs = sum(part.counts.shape[0] for part in parts)
+    rows = np.repeat(np.arange(n_docs), np.concatenate([np.diff(part.counts.indptr) for part in parts]))[keep]
+    indptr = np.zeros(n_docs + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_docs), out=indptr[1:])
+    counts = sp.csr_matrix((np.concatenate([part.counts.data for part in parts])[keep],
+                            new_column[keep].astype(np.int32), indptr), shape=(n_docs, len(kept)))
     counts.sort_indices()
     return np.array(terms.take(pa.array(alphabetical)).to_pylist(), dtype=object), counts
-
-
-def _move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> sp.csr_matrix:
-    """counts with column j moved to new_column[j] of a (rows, width) matrix; entries bound for -1 dropped."""
-    columns = new_column[counts.indices]
-    keep = columns >= 0
-    rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))[keep]
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=counts.shape[0]))])
-    return sp.csr_matrix((counts.data[keep], columns[keep].astype(np.int32), indptr), shape=(counts.shape[0], width))
 
 
 class WordCounter:
@@ -210,32 +215,35 @@ class WordCounter:
         number = {word: i for i, word in enumerate(words)}
         first = np.array([number[parts[0]] for parts in split], np.int64)
         second = np.array([number[parts[1]] if len(parts) > 1 else -1 for parts in split], np.int64)
-        keys = _global_keys(first, second, len(words))  # (terms,) in the words' numbering
-        self.order = np.argsort(keys)
-        self.keys = keys[self.order]  # sorted; self.order[i]: the column of self.keys[i]
+        unigram = second < 0
+        # A unigram's column by its word number, one cell more for "no such word" (number -1): a lookup, no search.
+        self.unigram_column = np.full(len(words) + 1, -1, np.int64)
+        self.unigram_column[first[unigram]] = np.flatnonzero(unigram)
+        pairs = first[~unigram] * len(words) + second[~unigram]  # (bigram terms,) the two word numbers packed
+        order = np.argsort(pairs)
+        self.bigram_pairs, self.bigram_column = pairs[order], np.flatnonzero(~unigram)[order]
 
     def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
         found = tokens(texts, self.stop_words, self.prefix)
         # The chunk's words in the vocabulary's numbering; words it does not know become -1.
         known = pc.fill_null(pc.index_in(found.words.cast(pa.large_string()), value_set=self.words), -1)
-        number = known.to_numpy(zero_copy_only=False).astype(np.int64)
-        ids = number[found.ids] if len(found.ids) else found.ids
-        keys, docs = term_keys(Tokens(self.words, ids, found.docs), self.ngram_max)
-        n_words = len(self.words)
-        unigram_count = len(found.ids)
-        # A term with an unknown word is no column: unigrams with number -1, bigrams with either word -1.
-        valid = np.ones(len(keys), bool)
-        valid[:unigram_count] = ids >= 0
-        if len(keys) > unigram_count:
-            same = found.docs[1:] == found.docs[:-1]
-            valid[unigram_count:] = (ids[:-1][same] >= 0) & (ids[1:][same] >= 0)
-        keys, docs = keys[valid], docs[valid]
-        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        hit = self.keys[at] == keys if len(self.keys) else np.zeros(len(keys), bool)
-        columns, docs = self.order[at[hit]], docs[hit]
-        pairs = np.sort(docs * max(self.width, 1) + columns)
+        ids = known.to_numpy(zero_copy_only=False).astype(np.int64)[found.ids]  # (T,)
+        columns = [self.unigram_column[ids]]
+        docs = [found.docs]
+        if self.ngram_max == 2 and len(self.bigram_pairs) and len(ids) > 1:
+            # Neighbouring tokens of one document, both words known: the pairs a bigram term may be.
+            both = (found.docs[1:] == found.docs[:-1]) & (ids[:-1] >= 0) & (ids[1:] >= 0)
+            pairs = ids[:-1][both] * len(self.words) + ids[1:][both]
+            at = np.minimum(np.searchsorted(self.bigram_pairs, pairs), len(self.bigram_pairs) - 1)
+            hit = self.bigram_pairs[at] == pairs
+            columns.append(self.bigram_column[at[hit]])
+            docs.append(found.docs[:-1][both][hit])
+        columns, docs = np.concatenate(columns), np.concatenate(docs)
+        known_terms = columns >= 0
+        width = max(self.width, 1)
+        pairs = np.sort(docs[known_terms] * width + columns[known_terms])
         starts = np.flatnonzero(_changes(pairs))
         counts = np.diff(np.append(starts, len(pairs))).astype(np.float32)
-        rows, cols = np.divmod(pairs[starts], max(self.width, 1))
+        rows, cols = np.divmod(pairs[starts], width)
         indptr = np.searchsorted(rows, np.arange(len(texts) + 1))
         return sp.csr_matrix((counts, cols.astype(np.int32), indptr), shape=(len(texts), self.width))
