@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
-# Sourced by the GPU run scripts (repository root): the wheels of .whl/ on PYTHONPATH (what the GPU machine
-# lacks: pyarrow, sqlite-utils, sqlite-fts4, click-default-group, tabulate, fasttext-wheel; `pip download --no-deps
-# -d .whl ...`), and the five corpora of the accuracy benchmark as train/test JSONL under /tmp/data (news4
-# derived from news20) from .devgpu/.
+# Sourced by the GPU run scripts (repository root): site.sh (the packages of .whl/ on PYTHONPATH), and the five
+# corpora of the accuracy benchmark as train/test JSONL under /tmp/data (news4 derived from news20) from .devgpu/.
+source benchmarks/gpu/site.sh
 mkdir -p /tmp/data/news20 /tmp/data/news4
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TEXTCLF_HOME=${TEXTCLF_HOME:-/tmp/textclf-home}
+export TEXTCLF_HOME=${TEXTCLF_HOME:-/tmp/textclf-home}
 gunzip -c .devgpu/news20-train.jsonl.gz > /tmp/data/news20/train.jsonl
 gunzip -c .devgpu/news20-test.jsonl.gz > /tmp/data/news20/test.jsonl
 cp -r .devgpu/agnews7600 .devgpu/trec .devgpu/mr /tmp/data/

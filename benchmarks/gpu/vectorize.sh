@@ -5,16 +5,15 @@
 #            the trees alternating;
 #   workers  benchmarks.vectorize_workers (the default settings' fit, then the test file transformed);
 #   train    `textclf train` with no flags, timed end to end (benchmarks.timed_run).
-# Needs build/news4-train.jsonl.gz (`gzip -c .devdata/news4/train.jsonl > build/news4-train.jsonl.gz`) and, in
-# .whl2/, wheels of what the machine lacks (pyarrow, sqlite-utils, sqlite-fts4, click-default-group, tabulate).
+# Needs build/news4-train.jsonl.gz (`gzip -c .devdata/news4/train.jsonl > build/news4-train.jsonl.gz`) and .whl/
+# (site.sh).
 set -uo pipefail
 OUT=${OUT:-build/gpu-vectorize}
 DOCS=${DOCS:-1000000}
 PARTS=${PARTS:-fit,workers,train}
 mkdir -p "$OUT" /tmp/seed
 log="$OUT/vectorize.log"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl2/*.whl
-export PYTHONUNBUFFERED=1
+source benchmarks/gpu/site.sh
 gunzip -c build/news4-train.jsonl.gz > /tmp/seed/train.jsonl
 echo "$(nproc) cores" | tee -a "$log"
 [ -f /tmp/syn/train.jsonl ] || PYTHONPATH=/tmp/site:$PWD python3 -m textclf dataset synthetic /tmp/seed/train.jsonl \
