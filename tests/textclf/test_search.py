@@ -729,3 +729,41 @@ def test_fit_rates_stops_between_epochs_when_asked(side_by_side, monkeypatch):
                              [(1e-7, 0.0, 6), (1e-7, 0.0, 6)], held_x, held_y, on_epoch=epochs_seen.append,
                              patience=10, stop_requested=lambda: True)
     assert len(epochs_seen) == 1  # asked after the first epoch: no second one
+
+
+def test_precompiled_programs_are_found_in_the_compilation_cache(tmp_path, caplog):
+    """candidates.precompile_epoch / precompile_scores compile, from the first round's arrays, what a later round
+    of another batch size and the networks trial run: those calls must find the very programs compiled, not
+    compile their own."""
+    import logging
+
+    from jax._src import compilation_cache
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from textclf.training.backends import enable_compilation_cache
+    from textclf.training.candidates import cut_order, precompile_epoch, precompile_scores
+
+    texts, labels = question_corpus(240)
+    x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
+    x.resize((x.shape[0], 64 * -(-x.shape[1] // 64)))
+    y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
+    train, val = np.arange(0, 240, 2), np.arange(1, 240, 2)
+    shapes = {b: batch_shape([x[train]], b, [cut_order(seed, len(train))[0]]) for seed, b in ((0, 16), (1, 64))}
+    val_shape = batch_shape([x[val]], 32)
+    previous = jax.config.jax_compilation_cache_dir
+    enable_compilation_cache(tmp_path / "cache")
+    compilation_cache.reset_cache()  # a cache set up before this test (or none) would otherwise stay in use
+    caplog.set_level(logging.DEBUG, logger="jax._src.compiler")
+    try:
+        first = round_data(x[train], y[train], x[val], y[val], 16, 0, shapes[16], val_shape, 32)
+        precompile_epoch(first, 3, 2, 8, 64, shapes[64])
+        precompile_scores(first, 3, 2, 8)
+        caplog.clear()
+        later = round_data(x[train], y[train], x[val], y[val], 64, 1, shapes[64], val_shape, 32)
+        fit_candidates(later, 3, [0.03, 0.003], [0.0, 0.0], 2, 8, 1, scores_from=1)
+    finally:
+        jax.config.update("jax_compilation_cache_dir", previous)
+        compilation_cache.reset_cache()
+    # Compiling logs a cache lookup (with a persistent cache set up); a program compiled ahead is not looked up.
+    lookups = [r.getMessage() for r in caplog.records if "COMPILATION CACHE" in r.getMessage().upper()]
+    assert lookups and not [m for m in lookups if "'jit__epoch'" in m or "'jit__scores'" in m], lookups

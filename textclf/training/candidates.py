@@ -629,6 +629,41 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     return (accuracies, np.stack(scores)) if scores_from is not None else accuracies
 
 
+# Compiling ahead, without running: for a thread while the device trains the search's first rounds. jax keeps what
+# it compiled, and the later call of the same program with arrays of these shapes runs it without compiling (and
+# the persistent compilation cache, textclf/training/backends.py, keeps it for the next process), so a first search
+# waits for compilation less (a first search is mostly compilation, BENCHMARKS.md "Accuracy").
+
+
+def precompile_epoch(data: RoundData, n_classes: int, models: int, hidden: int, batch_size: int,
+                     shape: tuple[int, int]) -> None:
+    """The epoch program that fit_candidates will run for a round of K = `models` networks over `data`'s input
+    width, cut at `batch_size` into batches of `shape` (steps, cap; round_data's)."""
+    dense = dense_default()
+    fused = dense and pallas_default(batch_size) and fused_fits(data.n_features, models * hidden)
+    steps = next_power_of_two(shape[0])
+
+    # Shapes and dtypes only, as the round's uploaded (uncommitted) arrays lower: a sharding here would change the
+    # program's text, and so its cache key.
+    train = [jax.ShapeDtypeStruct((steps, shape[1]), a.dtype) for a in data.train[:3]] + \
+        [jax.ShapeDtypeStruct((steps, batch_size), a.dtype) for a in data.train[3:]]
+    params = _abstract_params(data, n_classes, models, hidden)
+    per_model = jax.ShapeDtypeStruct((models,), jnp.float32)
+    _epoch.lower(params, jax.eval_shape(adam().init, params), per_model, per_model, *train,
+                 jax.ShapeDtypeStruct((steps,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32),
+                 dense=dense, fused=fused).compile()
+
+
+def precompile_scores(data: RoundData, n_classes: int, models: int, hidden: int) -> None:
+    """The program of fit_candidates(..., scores_from=...) for K = `models` networks over `data`'s validation
+    batches (the search's networks trial)."""
+    _scores.lower(_abstract_params(data, n_classes, models, hidden), *data.val[:4], dense=dense_default()).compile()
+
+
+def _abstract_params(data: RoundData, n_classes: int, models: int, hidden: int) -> StackedParams:
+    return jax.eval_shape(lambda: init_stacked(jax.random.PRNGKey(0), data.n_features, hidden, n_classes, models))
+
+
 @functools.partial(jax.jit, static_argnames=("dense",))
 def _scores(params: StackedParams, indices, values, rows, labels, dense: bool = False) -> jax.Array:
     """(steps, ...) batches -> (steps, B, K, C) log-probabilities of each model (the validation rows in order,

@@ -36,7 +36,8 @@ from pipelines.batches import next_power_of_two
 from pipelines.vectorize import count_chars, count_terms, nb_ratios, select_and_weigh, term_mask, weigh_counts
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
-from textclf.training.candidates import batch_shape, cut_order, fit_candidates, init_stacked, round_data
+from textclf.training.candidates import (
+    batch_shape, cut_order, fit_candidates, init_stacked, precompile_epoch, precompile_scores, round_data)
 
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
 # choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run. 2: the defaults'
@@ -346,6 +347,10 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     # Where the device trains (a GPU), the next round's matrices and batches are built and uploaded meanwhile (a
     # thread: scipy, the uploads and the device wait release the GIL); on a CPU both would share the same cores.
     prefetch = ThreadPoolExecutor(1) if platform != "cpu" else None
+    # And the programs that later rounds and the networks trial will run but the first round does not (the other
+    # batch size's epoch, the trial's scoring) are compiled meanwhile, on a thread of their own (candidates.
+    # precompile_epoch); on a CPU the compiler would take the cores the rounds train on.
+    compiler = ThreadPoolExecutor(1) if platform != "cpu" else None
     upcoming = {}
     number = 0
     try:
@@ -360,6 +365,12 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
             data = pending.result() if pending else prepare(fold, variant)
             if prefetch and number + 1 < len(rounds):
                 upcoming[number + 1] = prefetch.submit(prepare, *rounds[number + 1])
+            if compiler and number == 0:
+                for batch in sorted(set(shapes) - {variant.batch_size}):
+                    compiler.submit(precompile_epoch, data, len(classes), len(optimizers), settings.hidden, batch,
+                                    shapes[batch])
+                if settings.ensemble == 0:
+                    compiler.submit(precompile_scores, data, len(classes), len(optimizers), settings.hidden)
             curves = fit_candidates(data, len(classes), [rate for rate, _ in optimizers],
                                     [decay for _, decay in optimizers], epochs, settings.hidden,
                                     settings.seed + fold, patience=PATIENCE, initial=starting_weights(fold))
@@ -395,9 +406,10 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
                 planned += len(folds) - 1
             if on_round:
                 on_round(number, planned)
-    finally:  # however the loop ends: no build left running behind it
-        if prefetch:
-            prefetch.shutdown(wait=True, cancel_futures=True)
+    finally:  # however the loop ends: no build or compilation left running behind it
+        for executor in (prefetch, compiler):
+            if executor:
+                executor.shutdown(wait=True, cancel_futures=True)
 
     leaderboard, shared_folds = _leaderboard(results, variants, rounds[len(variants):raced], refined, len(folds),
                                              optimizers, usable)
