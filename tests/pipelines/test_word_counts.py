@@ -1,6 +1,7 @@
 """pipelines/word_counts.py gives what scikit-learn's CountVectorizer gives: the same terms, in the same order, and
 the same counts, fitted over chunks and transformed with a fixed vocabulary."""
 
+import csv
 import json
 import random
 
@@ -106,10 +107,21 @@ def test_random_unicode_is_tokenised_as_scikit_learn_does(texts):
     assert by_document == [[t for t in analyze(text) if " " not in t] for text in texts]
 
 
-@pytest.mark.parametrize("name", ["trec", "mr"])
+def _shared_texts(name: str) -> list[str]:
+    if name in ("trec", "mr"):
+        return [json.loads(line)["text"] for line in shared_path(name, "train.jsonl").open()]
+    if name == "ag_news":
+        with shared_path("ag_news", "test.csv").open(newline="", encoding="utf-8") as rows:
+            return [" ".join(row[1:]) for row in csv.reader(rows)]
+    # 20 Newsgroups posts as they are (headers, quotes, signatures), three groups of the training half
+    folder = shared_path("20news-bydate", "20news-bydate-train")
+    return [path.read_text(encoding="latin-1") for group in ("comp.graphics", "rec.autos", "sci.space")
+            for path in sorted((folder / group).iterdir())]
+
+
+@pytest.mark.parametrize("name", ["trec", "mr", "ag_news", "20news"])
 def test_real_corpora_count_as_scikit_learn_does(name):
-    path = shared_path(name, "train.jsonl")
-    texts = [json.loads(line)["text"] for line in path.open()]
+    texts = _shared_texts(name)
     random.Random(0).shuffle(texts)
     _assert_same(texts[:3000], 2, None, True, chunks=3, min_df=2)
     _assert_same(texts[:3000], 2, "english", False, chunks=2, min_df=2)
