@@ -1,8 +1,10 @@
-"""A rule of the model search judged on training documents alone: `python3 -m benchmarks.nested_rule TRAIN.jsonl
-[...] --constant search.DEFAULT_VARIANT_ERRORS --values 0,1 [--seeds 0,1] [--held-out 0.25]`.
+"""A rule of the model search, or a default setting, judged on training documents alone: `python3 -m
+benchmarks.nested_rule TRAIN.jsonl [...] (--constant search.DEFAULT_VARIANT_ERRORS | --setting min_df) --values
+0,1 [--seeds 0,1] [--held-out 0.25]`.
 
 For each training file and seed, a stratified `--held-out` share of the training documents is set aside; then,
-for each value of the constant (a module attribute of textclf.training, e.g. search.DEFAULT_VARIANT_ERRORS), a
+for each value of the constant (a module attribute of textclf.training, e.g. search.DEFAULT_VARIANT_ERRORS) or of
+the Settings field (given as a default, not pinned: the search still searches what it searches), a
 no-flags `textclf train` (textclf.runs.run.train, with its own empty run database, so that no recorded search is
 reused) trains on the rest and is scored on the set-aside documents. The test file is never read: this is how a
 rule is chosen "by validation on the training data". Prints one markdown row per (file, seed, value): the
@@ -38,7 +40,9 @@ def _split(path: str, share: float, seed: int, into: Path) -> tuple[Path, Path, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpora", nargs="+")
-    parser.add_argument("--constant", required=True, help="MODULE.NAME under textclf.training")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--constant", help="MODULE.NAME under textclf.training")
+    which.add_argument("--setting", help="a textclf.settings.Settings field")
     parser.add_argument("--values", required=True, help="comma-separated numbers")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--held-out", type=float, default=0.25)
@@ -46,8 +50,11 @@ def main() -> None:
     from textclf.runs.run import train
     from textclf.settings import Settings
 
-    module_name, name = args.constant.rsplit(".", 1)
-    module = importlib.import_module(f"textclf.training.{module_name}")
+    if args.constant:
+        module_name, name = args.constant.rsplit(".", 1)
+        module = importlib.import_module(f"textclf.training.{module_name}")
+    else:
+        name = args.setting
     print(f"| training file | seed | {name} | set-aside accuracy | set-aside documents | s | chose |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for path in args.corpora:
@@ -55,9 +62,13 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as work:
                 rest, aside, n_aside = _split(path, args.held_out, seed, Path(work))
                 for value in (float(v) for v in args.values.split(",")):
-                    setattr(module, name, value)
+                    settings = Settings(seed=seed)
+                    if args.constant:
+                        setattr(module, name, value)
+                    else:  # as a default: replace() records no pin, as the Settings default would
+                        settings = settings.replace(**{name: type(getattr(settings, name))(value)})
                     start = time.perf_counter()
-                    result = train(rest, Settings(seed=seed), test_path=aside, db_path=Path(work) / f"{value}.db",
+                    result = train(rest, settings, test_path=aside, db_path=Path(work) / f"{value}.db",
                                    model_path=Path(work) / f"{value}.npz")
                     s = result.model.settings
                     chose = (f"stop words {s.stop_words}, n-grams {s.ngram_max}, NB {s.nb_weighting}, sublinear tf "
