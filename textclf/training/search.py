@@ -349,7 +349,8 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     prefetch = ThreadPoolExecutor(1) if platform != "cpu" else None
     # And the programs that later rounds and the networks trial will run but the first round does not (the other
     # batch size's epoch, the trial's scoring) are compiled meanwhile, on a thread of their own (candidates.
-    # precompile_epoch); on a CPU the compiler would take the cores the rounds train on.
+    # precompile_epoch); on a CPU the compiler would take the cores the rounds train on. Their results are not read:
+    # a program that failed to compile here compiles when its round runs, and fails there with its own error.
     compiler = ThreadPoolExecutor(1) if platform != "cpu" else None
     upcoming = {}
     number = 0
