@@ -14,6 +14,9 @@ and on random Unicode): lowercasing is Python's own str.lower (so the Unicode sp
 scikit-learn's), and a token is a maximal run of word characters, Python's \\w being [\\p{L}\\p{N}_] (letters,
 numbers, the underscore), which is how the RE2 pattern splits.
 Longer n-grams, the character analyzer and hashing stay with scikit-learn (pipelines/vectorize.py decides).
+Decision: pyarrow, an established library of compiled string kernels, rather than HuggingFace tokenizers (its
+WordLevel trainer and encoder, tried on news20, were slower than scikit-learn's own analyzer) or a tokenizer of
+our own.
 
 Shapes: a chunk of D documents with T term occurrences -> `ids`, `docs` (T,) int64; its W distinct words;
 term keys: a unigram is its word number w (< W), a bigram W + w1 * W + w2.
