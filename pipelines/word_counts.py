@@ -154,6 +154,8 @@ def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_mat
     vocabulary; the counts with their columns in that order, stacked): the one-CountVectorizer result.
     The per-chunk steps run on threads (numpy and pyarrow let go of the GIL): this runs in one process after the
     workers counted, so on many cores it is what a fit waits for."""
+    if not parts:
+        return np.array([], dtype=object), sp.csr_matrix((0, 0), dtype=np.float32)
     encoded = pc.dictionary_encode(pa.concat_arrays([part.words.cast(pa.large_string()) for part in parts]))
     numbers = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)  # chunk word -> shared word number
     words = encoded.dictionary

@@ -131,3 +131,5 @@ def test_an_empty_chunk_and_documents_without_words_give_empty_rows():
     terms, counts = _fit(["", "!!", "a b c"], 2, None, False, chunks=3)
     assert len(terms) == 0 and counts.shape == (3, 0)
     assert sp.issparse(counts)
+    terms, counts = word_counts.merge([], 2)  # no chunks at all
+    assert len(terms) == 0 and counts.shape == (0, 0)
