@@ -27,6 +27,13 @@ TEXTS = [
 ]
 
 
+@pytest.fixture(params=["python", "arrow"])
+def tokeniser(request, monkeypatch):
+    """Both ways of splitting: Python's re (small inputs) and pyarrow's (the rest), whatever the input's size."""
+    monkeypatch.setattr(word_counts, "SMALL_INPUT_CHARACTERS", 10**12 if request.param == "python" else 0)
+    return request.param
+
+
 def _sklearn(ngram_max: int, stop_words, start: bool, **extra) -> CountVectorizer:
     if start:
         return CountVectorizer(analyzer=StartMarkedWords(ngram_max, stop_words), dtype=np.float32, **extra)
@@ -54,19 +61,19 @@ def _assert_same(texts, ngram_max, stop_words, start, chunks=1, min_df=1):
 @pytest.mark.parametrize("stop_words", [None, "english"])
 @pytest.mark.parametrize("start", [False, True])
 @pytest.mark.parametrize("chunks", [1, 3])
-def test_fitted_terms_and_counts_are_countvectorizers(ngram_max, stop_words, start, chunks):
+def test_fitted_terms_and_counts_are_countvectorizers(ngram_max, stop_words, start, chunks, tokeniser):
     _assert_same(TEXTS, ngram_max, stop_words, start, chunks)
 
 
 @pytest.mark.parametrize("chunks", [1, 2, 4])
-def test_min_df_counts_documents_over_every_chunk(chunks):
+def test_min_df_counts_documents_over_every_chunk(chunks, tokeniser):
     texts = ["apple pear", "apple", "pear kiwi", "kiwi fig", "fig apple pear", "plum"]
     _assert_same(texts, 2, None, False, chunks, min_df=2)
 
 
 @pytest.mark.parametrize("ngram_max", [1, 2])
 @pytest.mark.parametrize("stop_words", [None, "english"])
-def test_transform_counts_only_the_vocabulary(ngram_max, stop_words):
+def test_transform_counts_only_the_vocabulary(ngram_max, stop_words, tokeniser):
     vocabulary = ["cat", "the cat", "sat", "cat sat", "zebra", "how many", "many cats", "straße", "οδος", "__start__ the"]
     vocabulary = [t for t in vocabulary if len(t.split(" ")) <= ngram_max]
     start = True
@@ -99,12 +106,15 @@ ALPHABET = "aZ_09 .,;'-!?\t\n\u00a0\u2003éÉßİıΣσςΟΔ\u0301\u0308漢か�
 @given(st.lists(st.text(alphabet=ALPHABET, max_size=40), min_size=1, max_size=6))
 def test_random_unicode_is_tokenised_as_scikit_learn_does(texts):
     analyze = CountVectorizer(ngram_range=(1, 2)).build_analyzer()
-    found = word_counts.tokens(texts, None)
-    words = found.words.to_pylist()
-    by_document = [[] for _ in texts]
-    for word, doc in zip(found.ids.tolist(), found.docs.tolist()):
-        by_document[doc].append(words[word])
-    assert by_document == [[t for t in analyze(text) if " " not in t] for text in texts]
+    expected = [[t for t in analyze(text) if " " not in t] for text in texts]
+    lowered = [text.lower() for text in texts]
+    for split in (word_counts._python_tokens, word_counts._arrow_tokens):
+        found = split(lowered, None)
+        words = found.words.to_pylist()
+        by_document = [[] for _ in texts]
+        for word, doc in zip(found.ids.tolist(), found.docs.tolist()):
+            by_document[doc].append(words[word])
+        assert by_document == expected, split.__name__
 
 
 def _shared_texts(name: str) -> list[str]:
@@ -127,7 +137,7 @@ def test_real_corpora_count_as_scikit_learn_does(name):
     _assert_same(texts[:3000], 2, "english", False, chunks=2, min_df=2)
 
 
-def test_an_empty_chunk_and_documents_without_words_give_empty_rows():
+def test_an_empty_chunk_and_documents_without_words_give_empty_rows(tokeniser):
     terms, counts = _fit(["", "!!", "a b c"], 2, None, False, chunks=3)
     assert len(terms) == 0 and counts.shape == (3, 0)
     assert sp.issparse(counts)
