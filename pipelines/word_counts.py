@@ -6,7 +6,8 @@ Why: scikit-learn's analyzer builds a Python string per token and per bigram, an
 ~300 ns a term: fitting a vocabulary on 100,000 synthetic documents (117 MB) took 46 s in one process, 2.5 MB/s
 (BENCHMARKS.md, "Vectorizing in compiled code"). Here the texts are split by pyarrow's string kernels (RE2, in C++),
 each distinct word becomes a number once per chunk (pyarrow's dictionary encoding), a bigram is a pair of word
-numbers packed in one int64, and the (document, term) counts are numpy sorts of int64 keys.
+numbers packed in one int64, and the (document, term) counts are numpy sorts of int64 keys. (Inputs of a few
+documents, a prediction's, are split by Python's re instead: SMALL_INPUT_CHARACTERS says why.)
 
 Same terms and counts as CountVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w\\w+\\b", ngram_range=(1, n),
 stop_words) for n <= 2 (tests/pipelines/test_word_counts.py checks it on trec, mr, AG News and 20 Newsgroups posts,
@@ -42,7 +43,7 @@ NOT_WORD = r"[^\p{L}\p{N}_]+"
 MAX_NGRAM = 2  # longer n-grams: scikit-learn's analyzer (their packed keys would not fit 64 bits)
 # Inputs of fewer characters are split by Python's re with scikit-learn's own pattern: pyarrow compiles its regular
 # expression on every call (~1.5 ms for this Unicode class), which a one-document prediction would pay each time
-# (2.4 ms against scikit-learn's 61 us on an AG News document, 2 cores); Python's re splits ~30 MB/s, so below
+# (2.4 ms against scikit-learn's ~65 us on an AG News document, 2 cores); Python's re splits ~30 MB/s, so below
 # ~50,000 characters the compile costs more than it saves.
 SMALL_INPUT_CHARACTERS = 50_000
 WORD_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # CountVectorizer's token_pattern
