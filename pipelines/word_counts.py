@@ -3,8 +3,8 @@ word characters, English stop words removed before n-grams are formed) and its c
 token.
 
 Why: scikit-learn's analyzer builds a Python string per token and per bigram, and counting them through dicts cost
-~300 ns a term: fitting a vocabulary on 100,000 synthetic documents (117 MB) took 46 s in one process, 2.5 MB/s
-(BENCHMARKS.md, "Vectorizing in compiled code"). Here the texts are split by pyarrow's string kernels (RE2, in C++),
+~300 ns a term: fitting a vocabulary on 100,000 synthetic documents (117 MB) took 26.5 s on 2 cores, 4.4 MB/s
+(11.4 s with this module; BENCHMARKS.md, "Vectorizing in compiled code"). Here the texts are split by pyarrow's string kernels (RE2, in C++),
 each distinct word becomes a number once per chunk (pyarrow's dictionary encoding), a bigram is a pair of word
 numbers packed in one int64, and the (document, term) counts are numpy sorts of int64 keys. (Inputs of a few
 documents, a prediction's, are split by Python's re instead: SMALL_INPUT_CHARACTERS says why.)
