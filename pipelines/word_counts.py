@@ -3,11 +3,12 @@ word characters, English stop words removed before n-grams are formed) and its c
 token.
 
 Why: scikit-learn's analyzer builds a Python string per token and per bigram, and counting them through dicts cost
-~300 ns a term: fitting a vocabulary on 100,000 synthetic documents (117 MB) took 26.5 s on 2 cores, 4.4 MB/s
-(11.4 s with this module; BENCHMARKS.md, "Vectorizing in compiled code"). Here the texts are split by pyarrow's string kernels (RE2, in C++),
-each distinct word becomes a number once per chunk (pyarrow's dictionary encoding), a bigram is a pair of word
-numbers packed in one int64, and the (document, term) counts are numpy sorts of int64 keys. (Inputs of a few
-documents, a prediction's, are split by Python's re instead: SMALL_INPUT_CHARACTERS says why.)
+~300 ns a term: fitting a vocabulary on 100,000 synthetic documents (117 MB) took 25.7 s on 2 cores, 4.6 MB/s (11.0
+s with this module; `benchmarks.vectorize_workers`, BENCHMARKS.md "Vectorizing in compiled code"). Here the texts
+are split by pyarrow's string kernels (RE2, in C++), each distinct word becomes a number once per chunk (pyarrow's
+dictionary encoding), a bigram is a pair of word numbers packed in one int64, and the (document, term) counts are
+numpy sorts of int64 keys. (Inputs of a few documents, a prediction's, are split by Python's re instead:
+SMALL_INPUT_CHARACTERS says why.)
 
 Same terms and counts as CountVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w\\w+\\b", ngram_range=(1, n),
 stop_words) for n <= 2 (tests/pipelines/test_word_counts.py checks it on trec, mr, AG News and 20 Newsgroups posts,
