@@ -486,12 +486,11 @@ def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, mi
     float32) -> the widest view that the model search derives its vectorizer variants from (column masks and
     re-weightings, see `term_mask` and `select_and_weigh`), so the texts are tokenised once."""
     if word_counts.supports(ngram_max):
-        chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
-        parts = pool.map(word_counts.count_chunk, chunks, ngram_max, _stop_word_set(stop_words),
-                         START_TOKEN if start_token else None)
-        counted = word_counts.merge(parts, _min_df(min_df, len(texts)))
+        counted = _counted(texts, min_df, pool, word_counts.count_chunk, word_counts.merge, ngram_max,
+                           _stop_word_set(stop_words), START_TOKEN if start_token else None)
     else:
-        counted = _counted(texts, word_counter_params(ngram_max, stop_words, start_token), min_df, pool)
+        counted = _counted(texts, min_df, pool, _count_chunk, _merge_counts,
+                           word_counter_params(ngram_max, stop_words, start_token))
     terms, counts = _without_start_token(*counted)
     if not len(terms):
         raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
@@ -510,24 +509,21 @@ def _without_start_token(terms: np.ndarray, counts: sp.csr_matrix) -> tuple[np.n
 
 def count_chars(texts: Sequence[str], min_df: int, pool: WorkerPool) -> tuple[np.ndarray, sp.csr_matrix]:
     """count_terms for the character view: (CHAR_NGRAM_RANGE character n-grams sorted, their raw counts)."""
-    terms, counts = _counted(texts, dict(analyzer=CHAR_ANALYZER, ngram_range=CHAR_NGRAM_RANGE, dtype=np.float32),
-                             min_df, pool)
+    terms, counts = _counted(texts, min_df, pool, _count_chunk, _merge_counts,
+                             dict(analyzer=CHAR_ANALYZER, ngram_range=CHAR_NGRAM_RANGE, dtype=np.float32))
     if not len(terms):
         raise CorpusError("no character n-grams to learn from: the documents are empty; add real text or pass "
                           "--no-char-ngrams")
     return terms, counts
 
 
-def _counted(texts: Sequence[str], counter_params: dict, min_df: int, pool: WorkerPool
+def _counted(texts: Sequence[str], min_df: int, pool: WorkerPool, count: Callable, merge: Callable, *args
              ) -> tuple[np.ndarray, sp.csr_matrix]:
-    """Counted on the pool's workers in chunks and merged (_count_chunk, _merge_counts)."""
+    """count(chunk, *args) on the pool's workers, one contiguous chunk of the texts each, then merge(parts,
+    min_df) (_count_chunk and _merge_counts, or word_counts' count_chunk and merge): (terms sorted, counts).
+    min_df is 1 for a corpus under SMALL_CORPUS_DOCS."""
     chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
-    return _merge_counts(pool.map(_count_chunk, chunks, counter_params), _min_df(min_df, len(texts)))
-
-
-def _min_df(min_df: int, n_docs: int) -> int:
-    """The document frequency a term needs: min_df, or 1 for a corpus under SMALL_CORPUS_DOCS."""
-    return min_df if n_docs >= SMALL_CORPUS_DOCS else 1
+    return merge(pool.map(count, chunks, *args), min_df if len(texts) >= SMALL_CORPUS_DOCS else 1)
 
 
 def _stop_word_set(stop_words: str | None) -> frozenset[str] | None:

@@ -128,15 +128,23 @@ def count_keys(keys: np.ndarray, docs: np.ndarray, n_docs: int) -> tuple[np.ndar
         distinct, keys = _ranks(keys)
         _, counts = count_keys(keys, docs, n_docs)
         return distinct, counts
-    packed = keys * n + docs
-    packed.sort()
-    starts = np.flatnonzero(_changes(packed))
-    counts = np.diff(np.append(starts, len(packed))).astype(np.float32)
-    key, doc = np.divmod(packed[starts], n)
+    key, doc, counts = _pair_counts(keys, docs, n)
     new_key = _changes(key)
     by_key = sp.csc_matrix((counts, doc.astype(np.int32), np.append(np.flatnonzero(new_key), len(key))),
                            shape=(n_docs, int(new_key.sum())))
     return key[new_key], by_key.tocsr()
+
+
+def _pair_counts(major: np.ndarray, minor: np.ndarray, n_minor: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Occurrences of (major, minor) pairs, minor < n_minor -> (major, minor, float32 count) of each distinct pair,
+    sorted by major then minor: one sort of the pairs packed in an int64."""
+    packed = major * n_minor + minor
+    packed.sort()
+    starts = np.flatnonzero(_changes(packed))
+    counts = np.diff(np.append(starts, len(packed))).astype(np.float32)
+    first, second = np.divmod(packed[starts], n_minor)
+    return first, second, counts
 
 
 def _changes(ordered: np.ndarray) -> np.ndarray:
@@ -240,8 +248,8 @@ def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_mat
 
 class WordCounter:
     """CountVectorizer(vocabulary=terms).transform for word n-grams up to MAX_NGRAM: raw counts of the given terms,
-    (documents, len(terms)) CSR float32, columns in the terms' order. Only arrays inside: it pickles small to
-    worker processes."""
+    (documents, len(terms)) CSR float32, columns in the terms' order. It pickles to worker processes with its
+    vocabulary's words (a dict) and lookup arrays."""
 
     def __init__(self, terms: Sequence[str], ngram_max: int, stop_words: frozenset[str] | None,
                  prefix: str | None = None):
@@ -251,17 +259,17 @@ class WordCounter:
         self.width = len(terms)
         split = [term.split(" ") for term in terms]
         words = sorted({word for parts in split for word in parts})
-        self.words = pa.array(words, pa.large_string())  # (V,) every word of a term, sorted
-        number = {word: i for i, word in enumerate(words)}
-        self.number = number  # word -> its number: a chunk's few distinct words are looked up here (index_in would
-        # build a hash table of all V words on every call: 2 ms a one-document transform)
+        self.n_words = len(words)
+        # word -> its number: each chunk's distinct words are looked up here (pyarrow's index_in would build a hash
+        # table of all the vocabulary's words on every call: 2 ms a one-document transform)
+        self.number = number = {word: i for i, word in enumerate(words)}
         first = np.array([number[parts[0]] for parts in split], np.int64)
         second = np.array([number[parts[1]] if len(parts) > 1 else -1 for parts in split], np.int64)
         unigram = second < 0
         # A unigram's column by its word number, one cell more for "no such word" (number -1): a lookup, no search.
-        self.unigram_column = np.full(len(words) + 1, -1, np.int64)
+        self.unigram_column = np.full(self.n_words + 1, -1, np.int64)
         self.unigram_column[first[unigram]] = np.flatnonzero(unigram)
-        pairs = first[~unigram] * len(words) + second[~unigram]  # (bigram terms,) the two word numbers packed
+        pairs = first[~unigram] * self.n_words + second[~unigram]  # (bigram terms,) the two word numbers packed
         order = np.argsort(pairs)
         self.bigram_pairs, self.bigram_column = pairs[order], np.flatnonzero(~unigram)[order]
 
@@ -276,17 +284,13 @@ class WordCounter:
         if self.ngram_max == 2 and len(self.bigram_pairs) and len(ids) > 1:
             # Neighbouring tokens of one document, both words known: the pairs a bigram term may be.
             both = (found.docs[1:] == found.docs[:-1]) & (ids[:-1] >= 0) & (ids[1:] >= 0)
-            pairs = ids[:-1][both] * len(self.words) + ids[1:][both]
+            pairs = ids[:-1][both] * self.n_words + ids[1:][both]
             at = np.minimum(np.searchsorted(self.bigram_pairs, pairs), len(self.bigram_pairs) - 1)
             hit = self.bigram_pairs[at] == pairs
             columns.append(self.bigram_column[at[hit]])
             docs.append(found.docs[:-1][both][hit])
         columns, docs = np.concatenate(columns), np.concatenate(docs)
         known_terms = columns >= 0
-        width = max(self.width, 1)
-        pairs = np.sort(docs[known_terms] * width + columns[known_terms])
-        starts = np.flatnonzero(_changes(pairs))
-        counts = np.diff(np.append(starts, len(pairs))).astype(np.float32)
-        rows, cols = np.divmod(pairs[starts], width)
+        rows, cols, counts = _pair_counts(docs[known_terms], columns[known_terms], max(self.width, 1))
         indptr = np.searchsorted(rows, np.arange(len(texts) + 1))
         return sp.csr_matrix((counts, cols.astype(np.int32), indptr), shape=(len(texts), self.width))

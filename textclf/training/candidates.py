@@ -124,6 +124,13 @@ def pallas_default(batch_size: int) -> bool:
 FUSED_BLOCKS = dict(block_f=32, block_n=128, num_warps=4, num_stages=2)
 
 
+def _step_kind(batch_size: int, n_features: int, hidden_units: int) -> tuple[bool, bool]:
+    """(dense, fused) of _epoch for this batch size and (n_features, hidden_units) first layer on this process's
+    device: what fit_candidates runs, and so what precompile_epoch must compile."""
+    dense = dense_default()
+    return dense, dense and pallas_default(batch_size) and fused_fits(n_features, hidden_units)
+
+
 def fused_fits(n_features: int, hidden_units: int) -> bool:
     """Whether the fused W1 update tiles an (n_features, hidden_units) first layer."""
     return n_features % FUSED_BLOCKS["block_f"] == 0 and hidden_units % FUSED_BLOCKS["block_n"] == 0
@@ -606,8 +613,7 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     state = adam().init(params)
     rates_array = jnp.asarray(rates, jnp.float32)
     decays_array = jnp.asarray(decays, jnp.float32)
-    dense = dense_default()
-    fused = dense and pallas_default(data.batch_size) and fused_fits(data.n_features, models * hidden)
+    dense, fused = _step_kind(data.batch_size, data.n_features, models * hidden)
     steps, padded = data.n_steps, data.train[0].shape[0]
     visited = jnp.asarray(steps, jnp.int32)
     accuracies = np.zeros((epochs, models))
@@ -639,8 +645,7 @@ def precompile_epoch(data: RoundData, n_classes: int, models: int, hidden: int, 
                      shape: tuple[int, int]) -> None:
     """The epoch program that fit_candidates will run for a round of K = `models` networks over `data`'s input
     width, cut at `batch_size` into batches of `shape` (steps, cap; round_data's)."""
-    dense = dense_default()
-    fused = dense and pallas_default(batch_size) and fused_fits(data.n_features, models * hidden)
+    dense, fused = _step_kind(batch_size, data.n_features, models * hidden)
     steps = next_power_of_two(shape[0])
 
     # Shapes and dtypes only, as the round's uploaded (uncommitted) arrays lower: a sharding here would change the
