@@ -13,9 +13,9 @@ A "tfidf" vectorizer may carry a second view (`chars`, when the settings ask for
 rows normalised on their own), so that a model can hold one network per view (textclf/training/candidates.py,
 joined_views).
 
-Word unigrams and bigrams are tokenised and counted in compiled code (pipelines/word_counts.py: the same terms
-and counts as CountVectorizer; with bigrams 2.5-4x faster, unigrams alone about as fast); character n-grams,
-word trigrams and "hashing" go through scikit-learn's own analyzers (_count_chunk).
+Word unigrams and bigrams are tokenised and counted in compiled code (pipelines/word_counts.py: the same terms and
+counts as CountVectorizer; a whole file's transform in 0.36-0.38x its time, benchmarks/transform_latency); character
+n-grams, word trigrams and "hashing" go through scikit-learn's own analyzers (_count_chunk).
 Corpora of PARALLEL_MIN_DOCS documents or more are counted on all CPU cores (pipelines/workers.py: forked
 workers when that is safe): the documents are cut into contiguous chunks, each chunk is counted in a worker
 process, and the chunk vocabularies are merged (union, min_df, the kept terms sorted, columns remapped), which

@@ -44,7 +44,7 @@ NOT_WORD = r"[^\p{L}\p{N}_]+"
 MAX_NGRAM = 2  # longer n-grams: scikit-learn's analyzer (their packed keys would not fit 64 bits)
 # Inputs of fewer characters are split by Python's re with scikit-learn's own pattern: pyarrow compiles its regular
 # expression on every call (~1.5 ms for this Unicode class), which a one-document prediction would pay each time
-# (2.4 ms against scikit-learn's ~65 us on an AG News document, 2 cores); Python's re splits ~30 MB/s, so below
+# (2.2 ms against scikit-learn's 58 us on an AG News document, 2 cores); Python's re splits ~30 MB/s, so below
 # ~50,000 characters the compile costs more than it saves.
 SMALL_INPUT_CHARACTERS = 50_000
 WORD_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # CountVectorizer's token_pattern
