@@ -1,6 +1,7 @@
 """VGG-16 forward pass built from the Pallas kernels, layer by layer against XLA (cuDNN / cuBLAS).
 
-    python -m benchmarks.vgg16 [--batches 1,32] [--configs 64x32x32x4,128x128x32x8]
+    python -m benchmarks.vgg16 [--batches 1,32] [--configs 128x64x64x4x3,128x128x64x8x3] [--dtype bfloat16]
+        [--convs-only]
 
 Input 224x224x3; thirteen 3x3 "same" convolutions + bias + ReLU (64 ... 512 channels), five 2x2 max pools,
 then FC 25088-4096-4096-1000 (ReLU on the first two). Pallas: conv2d_forward for the convolutions and for
@@ -9,8 +10,11 @@ pools. XLA: lax.conv_general_dilated, reduce_window, jnp.dot. Random He-scaled w
 
 Time per layer: profiler kernel time (benchmarks/timing.kernel_time) of the jitted op on that layer's input
 shape, padding and layout copies included; for the Pallas convolutions every block configuration in
---configs (block_m x block_n x block_k x num_warps) is timed and the best one is reported with its name.
-Total: the sum over layers, and one jitted whole-network forward pass for each side.
+--configs (block_m x block_n x block_k x num_warps [x num_stages]) is timed and the best one is reported with
+its name. Total: the sum over layers, and one jitted whole-network forward pass for each side.
+--dtype: the activations' and weights' type on both sides, and the Pallas dots' operand type: float32 (TF32
+products on both sides under the default precision) or bfloat16 (bf16 products, fp32 accumulation: cuDNN's
+bf16 convolution against conv2d_forward with operand_dtype bfloat16). --convs-only: the 13 convolutions.
 """
 
 from __future__ import annotations
@@ -47,23 +51,24 @@ def layers(size: int = 224, channels: int = 3):
     return out
 
 
-def _weights(rng, kind, shape, units):
+def _weights(rng, kind, shape, units, dtype=jnp.float32):
     if kind == "pool":
         return None
     size = 3 if kind == "conv" else 1
     fan_in = size * size * shape[2]
-    w = jnp.asarray(rng.normal(size=(size, size, shape[2], units)) * np.sqrt(2.0 / fan_in), jnp.float32)
-    return w, jnp.zeros((units,), jnp.float32)
+    w = jnp.asarray(rng.normal(size=(size, size, shape[2], units)) * np.sqrt(2.0 / fan_in), dtype)
+    return w, jnp.zeros((units,), dtype)
 
 
 def pallas_layer(kind, params, config=(64, 32, 32, 4), relu=True):
-    block_m, block_n, block_k, warps = config
+    block_m, block_n, block_k, warps, *stages = config
     if kind == "pool":
         return lambda x: maxpool_forward(x, size=2)[0]
     w, b = params
     pad = 1 if kind == "conv" else 0
-    blocks = Conv2dForwardBlocks(block_m=block_m, block_n=block_n, block_k=block_k, num_warps=warps)
-    return lambda x: conv2d_forward(x, w, b, pad=pad, relu=relu, block_sizes=blocks)
+    blocks = Conv2dForwardBlocks(block_m=block_m, block_n=block_n, block_k=block_k, num_warps=warps,
+                                 num_stages=stages[0] if stages else Conv2dForwardBlocks.num_stages)
+    return lambda x: conv2d_forward(x, w, b, pad=pad, relu=relu, block_sizes=blocks, operand_dtype=w.dtype.name)
 
 
 def xla_layer(kind, params, relu=True):
@@ -75,25 +80,40 @@ def xla_layer(kind, params, relu=True):
     return lambda x: (jax.nn.relu if relu else (lambda y: y))(x.reshape(x.shape[0], -1) @ w[0, 0] + b)
 
 
+def _timed(fn, x) -> float | None:
+    """kernel_time, or None for a block configuration the device cannot run (e.g. more shared memory than it
+    has: float32 tiles are twice bf16's)."""
+    try:
+        return kernel_time(fn, (x,))
+    except jax.errors.JaxRuntimeError as error:
+        print(f"  (skipped: {str(error).splitlines()[0][:100]})", flush=True)
+        return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", default="1,32")
-    parser.add_argument("--configs", default="64x32x32x4,128x128x32x8")
+    parser.add_argument("--configs", default="128x64x64x4x3,128x128x64x8x3")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+    parser.add_argument("--convs-only", action="store_true")
     args = parser.parse_args()
     configs = [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")]
+    dtype = jnp.dtype(args.dtype)
     rng = np.random.default_rng(0)
     net = layers()
-    params = [_weights(rng, kind, shape, units) for _, kind, shape, units in net]
+    params = [_weights(rng, kind, shape, units, dtype) for _, kind, shape, units in net]
     print(f"device: {jax.devices()[0].device_kind}")
     for batch in (int(b) for b in args.batches.split(",")):
-        print(f"\nVGG-16 forward, batch {batch}: ms per layer\n")
+        print(f"\nVGG-16 forward, batch {batch}, {args.dtype}: ms per layer\n")
         print("| layer | input | Pallas ms | best config | XLA ms | Pallas / XLA |")
         print("|---|---|---:|---|---:|---:|")
         totals, best_configs = [0.0, 0.0], []
         for (name, kind, shape, units), p in zip(net, params):
-            x = jnp.asarray(rng.random((batch, *shape)), jnp.float32)
+            if args.convs_only and kind != "conv":
+                continue
+            x = jnp.asarray(rng.random((batch, *shape)), dtype)
             relu = name != "fc3"
-            tried = {config: kernel_time(pallas_layer(kind, p, config, relu), (x,))
+            tried = {config: _timed(pallas_layer(kind, p, config, relu), x)
                      for config in (configs if kind != "pool" else configs[:1])}
             config, pallas = min(tried.items(), key=lambda item: item[1] or float("inf"))
             best_configs.append(config)
@@ -105,6 +125,8 @@ def main() -> None:
                   f"{label} | {xla * 1e3:.3f} | {pallas / xla:.2f}x |", flush=True)
         print(f"| **sum of layers** | | {totals[0] * 1e3:.3f} | | {totals[1] * 1e3:.3f} | "
               f"{totals[0] / totals[1]:.2f}x |")
+        if args.convs_only:
+            continue
 
         def whole(layer_fns):
             def forward(x):
@@ -115,14 +137,14 @@ def main() -> None:
 
         pallas_fns = [pallas_layer(kind, p, c, name != "fc3") for (name, kind, _, _), p, c in zip(net, params, best_configs)]
         xla_fns = [xla_layer(kind, p, name != "fc3") for (name, kind, _, _), p in zip(net, params)]
-        x = jnp.asarray(rng.random((batch, 224, 224, 3)), jnp.float32)
+        x = jnp.asarray(rng.random((batch, 224, 224, 3)), dtype)
         pallas_out, xla_out = jax.jit(whole(pallas_fns))(x), jax.jit(whole(xla_fns))(x)
         diff = float(jnp.max(jnp.abs(pallas_out.reshape(batch, -1) - xla_out.reshape(batch, -1))))
         scale = float(jnp.max(jnp.abs(xla_out)))
         whole_pallas, whole_xla = kernel_time(whole(pallas_fns), (x,), reps=5), kernel_time(whole(xla_fns), (x,), reps=5)
         print(f"| **whole network, one jit** | 224x224x3 | {whole_pallas * 1e3:.3f} | | {whole_xla * 1e3:.3f} | "
               f"{whole_pallas / whole_xla:.2f}x |")
-        print(f"\nlogits max |Pallas - XLA| = {diff:.3g} (max |logit| {scale:.3g}; both TF32 by default)")
+        print(f"\nlogits max |Pallas - XLA| = {diff:.3g} (max |logit| {scale:.3g}; {args.dtype} operands)")
 
 
 if __name__ == "__main__":

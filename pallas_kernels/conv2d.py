@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as pltriton
 
 from pallas_kernels.common import (
     accumulator_dtype, dot, next_power_of_two, pad_axis, require, require_blocks, round_up, triton_params)
@@ -58,43 +59,70 @@ def _repeat(count: int, body, acc, unroll: bool):
 
 def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, cin: int, out_h: int, out_w: int, in_h: int,
                  in_w: int, n_rows: int, zero: int, block_m: int, block_k: int, relu: bool, precision: str):
-    # x_ref: the padded input flattened to single elements (+ a zero at index `zero`); w_ref (KKC_p, block_n).
+    """Few input channels (Cin not a multiple of 16: an image's 1-3, LeNet's 4): im2col columns gathered from
+    the padded input flattened to single elements (x_ref, + a zero at index `zero`); w_ref (KKC_p, block_n)."""
     block_n = out_ref.shape[1]
     rows = pl.program_id(0) * block_m + lax.broadcasted_iota(jnp.int32, (block_m, block_k), 0)
     rows = jnp.where(rows < n_rows, rows, 0)
     n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
     oh, ow = rest // out_w, rest % out_w
     row_start = ((n * in_h + oh) * in_w + ow) * cin  # element offset of each output pixel's tap (0, 0)
-
     column = lax.broadcasted_iota(jnp.int32, (block_m, block_k), 1)
-    acc = jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype))
-    if cin % block_k == 0:
-        # Whole-tap blocks: block_k consecutive channels of one tap, so each row's load is contiguous (and
-        # vectorisable) and no column needs masking. Taps unrolled (their offsets are constants), channel
-        # blocks looped when there are many; no integer division of traced scalars (the Triton lowering of
-        # a scalar `%` inside a loop failed on the GPU).
-        chunks = cin // block_k
-        for tap in range(size * size):
-            tap_offset = ((tap // size) * in_w + tap % size) * cin
 
-            def chunk(c, acc, tap=tap, tap_offset=tap_offset):
-                patch = x_ref[row_start + tap_offset + c * block_k + column]
-                return acc + dot(patch, w_ref[pl.ds(tap * cin + c * block_k, block_k), :], precision)
+    def k_block(k0, acc):
+        # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
+        # builds a (block_m, block_k) slice of the im2col matrix in registers; one dot consumes it.
+        j = k0 + column
+        tap, channel = j // cin, j % cin
+        offset = row_start + ((tap // size) * in_w + tap % size) * cin + channel
+        patch = x_ref[jnp.where(j < size * size * cin, offset, zero)]
+        return acc + dot(patch, w_ref[pl.ds(k0, block_k), :], precision)
 
-            acc = _repeat(chunks, chunk, acc, unroll=size * size * chunks <= MAX_UNROLLED_K_STEPS)
-    else:
-        def k_block(k0, acc):
-            # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
-            # builds a (block_m, block_k) slice of the im2col matrix in registers; one dot consumes it.
-            j = k0 + column
-            tap, channel = j // cin, j % cin
-            offset = row_start + ((tap // size) * in_w + tap % size) * cin + channel
-            patch = x_ref[jnp.where(j < size * size * cin, offset, zero)]
-            return acc + dot(patch, w_ref[pl.ds(k0, block_k), :], precision)
+    steps = w_ref.shape[0] // block_k
+    acc = _repeat(steps, lambda step, acc: k_block(step * block_k, acc),
+                  jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype)), unroll=steps <= MAX_UNROLLED_K_STEPS)
+    _store(out_ref, acc, b_ref, relu)
 
-        steps = w_ref.shape[0] // block_k
-        acc = _repeat(steps, lambda step, acc: k_block(step * block_k, acc), acc,
-                      unroll=steps <= MAX_UNROLLED_K_STEPS)
+
+def _conv_rows_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, pad: int, in_h: int, in_w: int, out_h: int,
+                      out_w: int, n_rows: int, block_m: int, block_k: int, relu: bool, precision: str):
+    """Many input channels (Cin a multiple of 16): the implicit GEMM over (taps x channel blocks) reading the
+    unpadded input, one pixel a row: x_ref (N*H*W, Cin). Each step loads, for block_m output pixels, the
+    block_k channels of one tap: whole rows of x, contiguous and aligned, so the loads vectorise and Triton
+    pipelines them (num_stages) into the tensor-core dots; a tap that falls in the zero padding is a masked-off
+    row, so no padded copy of x is ever written. w_ref (K*K*Cin, block_n): row (tap * Cin + channel)."""
+    block_n = out_ref.shape[1]
+    rows = pl.program_id(0) * block_m + lax.broadcasted_iota(jnp.int32, (block_m,), 0)  # output pixels
+    inside = rows < n_rows
+    n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
+    oh, ow = rest // out_w, rest % out_w
+    top, left = oh - pad, ow - pad  # the input pixel under tap (0, 0), may lie in the padding
+    corner = (n * in_h + top) * in_w + left  # its row of x_ref (the arithmetic holds outside the image too)
+    chunks = x_ref.shape[1] // block_k
+    channel = lax.broadcasted_iota(jnp.int32, (block_k,), 0)
+
+    def step(s, acc):
+        # s walks (tap, channel block) in w_ref's row order; scalar integer division (no `%`: Triton's
+        # lowering of a scalar remainder inside a loop failed on the GPU).
+        tap = s // chunks
+        channel0 = (s - tap * chunks) * block_k
+        kh = tap // size
+        kw = tap - kh * size
+        h, w = top + kh, left + kw
+        valid = inside & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
+        source = jnp.where(valid, corner + kh * in_w + kw, 0)
+        # A masked load (zero where the tap lies in the padding) rather than a select after it: the tile goes
+        # from memory to the dot's operand buffer untouched, which Triton's pipeliner needs to overlap it.
+        patch = pltriton.load(x_ref.at[source[:, None], pl.multiple_of(channel0, block_k) + channel[None, :]],
+                              mask=jnp.broadcast_to(valid[:, None], (block_m, block_k)), other=0)
+        return acc + dot(patch, w_ref[pl.ds(pl.multiple_of(s * block_k, block_k), block_k), :], precision)
+
+    acc = lax.fori_loop(0, size * size * chunks, step, jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype)))
+    _store(out_ref, acc, b_ref, relu)
+
+
+def _store(out_ref, acc, b_ref, relu: bool) -> None:
+    """The epilogue: bias, then ReLU, fused into the one store of the output tile."""
     acc = acc + b_ref[...].astype(acc.dtype)
     if relu:
         acc = jnp.maximum(acc, 0)
@@ -112,12 +140,15 @@ class Conv2dForwardBlocks:
     num_stages: int = 2
 
 
-@functools.partial(jax.jit, static_argnames=("pad", "relu", "block_sizes", "precision", "interpret"))
+@functools.partial(jax.jit, static_argnames=("pad", "relu", "block_sizes", "precision", "operand_dtype",
+                                             "interpret"))
 def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dForwardBlocks = Conv2dForwardBlocks(),
-                   precision: str = "default", interpret: bool = False) -> jax.Array:
-    """x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,) -> relu(conv(x, w) + b) (N, OH, OW, Cout).
-    Defaults from a sweep on an H200 (BENCHMARKS.md): block_k 32 was best for both LeNet layers at batch 1,000
-    and 10,000 (block_m 128 was 5-20% better at 1,000, 64 at 10,000)."""
+                   precision: str = "default", operand_dtype: str | None = None, interpret: bool = False) -> jax.Array:
+    """x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,) -> relu(conv(x, w) + b) (N, OH, OW, Cout), x's dtype.
+    operand_dtype: the dots' operand type ("bfloat16": bf16 tensor-core products, fp32 accumulation; None: x's
+    dtype, TF32 for fp32 under precision "default"). Cin a multiple of 16 takes the row-gather implicit GEMM
+    (_conv_rows_kernel), fewer channels the im2col gather (_conv_kernel). Defaults from a sweep on an H200
+    (BENCHMARKS.md): block_k 32 was best for both LeNet layers at batch 1,000 and 10,000."""
     block_m, block_n, block_k, num_warps, num_stages = (
         block_sizes.block_m, block_sizes.block_n, block_sizes.block_k, block_sizes.num_warps, block_sizes.num_stages)
     require("conv2d_forward", x.ndim == 4 and w.ndim == 4 and w.shape[0] == w.shape[1] and w.shape[2] == x.shape[3]
@@ -128,27 +159,44 @@ def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dF
     size, cout = w.shape[0], w.shape[3]
     cout_p = _channels(cout)
     block_n = min(block_n, cout_p)
-    unrolled = size * size * cin  # im2col width
-    block_k = min(block_k, _channels(unrolled))
-    padded = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
-    hp, wp = padded.shape[1], padded.shape[2]
-    zero = padded.size  # index of an appended zero: where the padded im2col columns read
-    flat = pad_axis(padded.reshape(-1), 0, next_power_of_two(zero + 1))
-    out_h, out_w = hp - size + 1, wp - size + 1
+    out_h, out_w = h + 2 * pad - size + 1, width + 2 * pad - size + 1
     m = n * out_h * out_w
-    taps = pad_axis(pad_axis(w.reshape(unrolled, cout), 0, round_up(unrolled, block_k)), 1, cout_p)
+    operands = jnp.dtype(operand_dtype or x.dtype)
     bias = pad_axis(b, 0, cout_p)
-    out = pl.pallas_call(
-        functools.partial(_conv_kernel, size=size, cin=cin, out_h=out_h, out_w=out_w, in_h=hp, in_w=wp, n_rows=m,
-                          zero=zero, block_m=block_m, block_k=block_k, relu=relu, precision=precision),
-        out_shape=jax.ShapeDtypeStruct((round_up(m, block_m), cout_p), x.dtype),
-        grid=(round_up(m, block_m) // block_m, cout_p // block_n),
-        in_specs=[pl.BlockSpec(flat.shape, lambda i, j: (0,)),
-                  pl.BlockSpec((taps.shape[0], block_n), lambda i, j: (0, j)),
-                  pl.BlockSpec((block_n,), lambda i, j: (j,))],
-        out_specs=pl.BlockSpec((block_m, block_n), lambda i, j: (i, j)),
-        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="conv2d_forward",
-    )(flat, taps, bias)
+    common = dict(out_shape=jax.ShapeDtypeStruct((round_up(m, block_m), cout_p), x.dtype),
+                  grid=(round_up(m, block_m) // block_m, cout_p // block_n),
+                  out_specs=pl.BlockSpec((block_m, block_n), lambda i, j: (i, j)),
+                  compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="conv2d_forward")
+    if cin % 16 == 0:
+        block_k = min(block_k, cin & -cin)  # the largest power of two dividing Cin, at most block_k
+        # Free: NHWC is already one pixel a row. Not narrowed here: `dot` narrows each loaded tile to the
+        # weights' operand type in registers, which saves a pass over x.
+        rows = x.reshape(n * h * width, cin)
+        taps = pad_axis(w.reshape(size * size * cin, cout), 1, cout_p).astype(operands)
+        out = pl.pallas_call(
+            functools.partial(_conv_rows_kernel, size=size, pad=pad, in_h=h, in_w=width, out_h=out_h, out_w=out_w,
+                              n_rows=m, block_m=block_m, block_k=block_k, relu=relu, precision=precision),
+            in_specs=[pl.BlockSpec(rows.shape, lambda i, j: (0, 0)),
+                      pl.BlockSpec((taps.shape[0], block_n), lambda i, j: (0, j)),
+                      pl.BlockSpec((block_n,), lambda i, j: (j,))],
+            **common,
+        )(rows, taps, bias)
+    else:
+        unrolled = size * size * cin  # im2col width
+        block_k = min(block_k, _channels(unrolled))
+        padded = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0))).astype(operands)
+        zero = padded.size  # index of an appended zero: where the padded im2col columns read
+        flat = pad_axis(padded.reshape(-1), 0, next_power_of_two(zero + 1))
+        taps = pad_axis(pad_axis(w.reshape(unrolled, cout), 0, round_up(unrolled, block_k)), 1, cout_p).astype(operands)
+        out = pl.pallas_call(
+            functools.partial(_conv_kernel, size=size, cin=cin, out_h=out_h, out_w=out_w, in_h=padded.shape[1],
+                              in_w=padded.shape[2], n_rows=m, zero=zero, block_m=block_m, block_k=block_k, relu=relu,
+                              precision=precision),
+            in_specs=[pl.BlockSpec(flat.shape, lambda i, j: (0,)),
+                      pl.BlockSpec((taps.shape[0], block_n), lambda i, j: (0, j)),
+                      pl.BlockSpec((block_n,), lambda i, j: (j,))],
+            **common,
+        )(flat, taps, bias)
     return out[:m, :cout].reshape(n, out_h, out_w, cout)
 
 

@@ -1,5 +1,6 @@
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from pallas_kernels.conv2d import (Conv2dForwardBlocks, Conv2dWeightGradBlocks, conv2d, conv2d_forward,
@@ -12,8 +13,10 @@ CASES = [  # (N, H, W, Cin, Cout, K, pad): odd sizes, both paddings, 3/5/7 kerne
     (1, 11, 10, 3, 20, 7, 3),
     (2, 7, 9, 17, 5, 3, 0),
     (1, 5, 6, 130, 3, 3, 1),  # 3*3*130 = 1,170 im2col columns: the looped (not unrolled) K path
-    (2, 6, 5, 32, 8, 3, 1),  # Cin a multiple of block_k: whole-tap blocks, contiguous loads
-    (1, 4, 5, 128, 4, 3, 1),  # ... with the channel blocks of each tap looped (9 taps x 4 blocks > 32)
+    (2, 6, 5, 32, 8, 3, 1),  # Cin a multiple of 16: the row-gather implicit GEMM, taps in the padding masked
+    (1, 4, 5, 128, 4, 3, 1),  # ... several channel blocks a tap
+    (3, 9, 7, 16, 24, 5, 0),  # ... no padding: a smaller output grid
+    (2, 7, 6, 48, 16, 5, 1),  # ... padding narrower than the kernel's half; Cin's largest power-of-two factor 16
 ]
 
 
@@ -57,6 +60,21 @@ def test_gradients_match_jax_grad_of_reference(env, rng, n, h, w, cin, cout, siz
     got = jax.grad(loss, argnums=(0, 1, 2))(x, weights, bias)
     for name, a, b in zip(("dx", "dw", "db"), got, want):
         assert_close(a, b, env, name)
+
+
+@pytest.mark.parametrize("cin", [3, 32])
+def test_bf16_operands_round_only_the_products_inputs(env, rng, cin):
+    """operand_dtype="bfloat16": the products of x and w rounded to bf16, summed in fp32; the output keeps x's
+    dtype. Compared with the reference on the same rounded inputs, so only the summation order differs."""
+    x, weights, bias = env.array(rng, (2, 7, 6, cin)), env.array(rng, (3, 3, cin, 24), 0.3), env.array(rng, (24,))
+    poison_device_memory()
+    got = conv2d_forward(x, weights, bias, pad=1, block_sizes=Conv2dForwardBlocks(block_m=32, block_n=16),
+                         operand_dtype="bfloat16", interpret=env.interpret)
+    rounded = lambda a: a.astype(jnp.bfloat16).astype(env.dtype)
+    want = conv2d_reference(rounded(x), rounded(weights), bias, 1, "highest")
+    assert got.dtype == x.dtype
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-4, atol=1e-4)
+    assert not np.allclose(np.asarray(got), np.asarray(conv2d_reference(x, weights, bias, 1, "highest")), atol=1e-6)
 
 
 @gpu_only
