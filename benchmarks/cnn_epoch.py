@@ -1,10 +1,10 @@
 """One CNN training epoch, scanned (one jitted scan over the steps) vs stepwise (a Python loop over one jitted
-step), side by side in one run: `python3 -m benchmarks.cnn_epoch [--images N] [--repeat R]`.
+step), side by side in one run: `python3 -m benchmarks.cnn_epoch [--images N] [--repeat R] [--backends xla,pallas]`.
 
 Synthetic 28 x 28 x 1 uint8 images (Fashion-MNIST's shape) and the default network and settings
 (Settings(model="cnn")); each mode runs its epoch once to compile, then R times alternating with the other.
-Prints images/s per mode (median) and the stepwise / scanned time ratio on this process's default device
-(`--modes stepwise` times one mode only).
+Prints images/s per (backend, mode) (median) and the stepwise / scanned time ratio on this process's default
+device (`--modes stepwise` times one mode only; `--backends xla,pallas` puts the Pallas kernels beside XLA).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=1024)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--modes", default="scanned,stepwise", help="comma-separated: scanned, stepwise")
+    parser.add_argument("--backends", default="xla", help="comma-separated: xla, pallas (GPU)")
     args = parser.parse_args()
     settings = Settings(model="cnn")
     rng = np.random.default_rng(0)
@@ -37,8 +38,9 @@ def main() -> None:
     steps = -(-args.images // settings.batch_size)
     order = epoch_order(settings.seed, 1, args.images, steps, settings.batch_size)
     lrs = jnp.asarray(learning_rates(settings, 0, steps))
-    epochs = {mode: _epoch_fn("xla", False, settings.dropout, settings.augmentations, settings.weight_decay,
-                              stepwise=(mode == "stepwise")) for mode in args.modes.split(",")}
+    epochs = {f"{backend} {mode}": _epoch_fn(backend, False, settings.dropout, settings.augmentations,
+                                             settings.weight_decay, stepwise=(mode == "stepwise"))
+              for backend in args.backends.split(",") for mode in args.modes.split(",")}
 
     def run(mode: str) -> float:
         params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings.channels, settings.conv_kernel,
@@ -56,14 +58,15 @@ def main() -> None:
             seconds[mode].append(run(mode))
     print(f"device: {jax.devices()[0].device_kind}, {args.images} images, batch {settings.batch_size}, "
           f"{args.repeat} epochs a mode")
-    print("| mode | epoch s (median) | images/s |")
+    print("| backend, mode | epoch s (median) | images/s |")
     print("|---|---:|---:|")
     for mode, values in seconds.items():
         median = statistics.median(values)
         print(f"| {mode} | {median:.2f} | {args.images / median:,.0f} |")
-    if len(seconds) == 2:
-        ratio = statistics.median(seconds["stepwise"]) / statistics.median(seconds["scanned"])
-        print(f"stepwise / scanned time: {ratio:.2f}x")
+    for backend in args.backends.split(","):
+        if {f"{backend} stepwise", f"{backend} scanned"} <= seconds.keys():
+            ratio = statistics.median(seconds[f"{backend} stepwise"]) / statistics.median(seconds[f"{backend} scanned"])
+            print(f"{backend}: stepwise / scanned time: {ratio:.2f}x")
 
 
 if __name__ == "__main__":

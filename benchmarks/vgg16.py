@@ -10,7 +10,7 @@ pools. XLA: lax.conv_general_dilated, reduce_window, jnp.dot. Random He-scaled w
 
 Time per layer: profiler kernel time (benchmarks/timing.kernel_time) of the jitted op on that layer's input
 shape, padding and layout copies included; for the Pallas convolutions every block configuration in
---configs (block_m x block_n x block_k x num_warps [x num_stages]) is timed and the best one is reported with
+--configs (block_m x block_n x block_k x num_warps [x num_stages [x channels_fastest 1/0]]) is timed and the best one is reported with
 its name. Total: the sum over layers, and one jitted whole-network forward pass for each side.
 --dtype: the activations' and weights' type on both sides, and the Pallas dots' operand type: float32 (TF32
 products on both sides under the default precision) or bfloat16 (bf16 products, fp32 accumulation: cuDNN's
@@ -61,13 +61,14 @@ def _weights(rng, kind, shape, units, dtype=jnp.float32):
 
 
 def pallas_layer(kind, params, config=(64, 32, 32, 4), relu=True):
-    block_m, block_n, block_k, warps, *stages = config
+    block_m, block_n, block_k, warps, *rest = config
     if kind == "pool":
         return lambda x: maxpool_forward(x, size=2)[0]
     w, b = params
     pad = 1 if kind == "conv" else 0
+    stages, fastest = (rest + [Conv2dForwardBlocks.num_stages, 1][len(rest):])[:2]
     blocks = Conv2dForwardBlocks(block_m=block_m, block_n=block_n, block_k=block_k, num_warps=warps,
-                                 num_stages=stages[0] if stages else Conv2dForwardBlocks.num_stages)
+                                 num_stages=stages, channels_fastest=bool(fastest))
     return lambda x: conv2d_forward(x, w, b, pad=pad, relu=relu, block_sizes=blocks, operand_dtype=w.dtype.name)
 
 
@@ -96,6 +97,7 @@ def main() -> None:
     parser.add_argument("--configs", default="128x64x64x4x3,128x128x64x8x3")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     parser.add_argument("--convs-only", action="store_true")
+    parser.add_argument("--only", default="", help="comma-separated layer names (e.g. conv1_2,conv2_1)")
     args = parser.parse_args()
     configs = [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")]
     dtype = jnp.dtype(args.dtype)
@@ -109,7 +111,7 @@ def main() -> None:
         print("|---|---|---:|---|---:|---:|")
         totals, best_configs = [0.0, 0.0], []
         for (name, kind, shape, units), p in zip(net, params):
-            if args.convs_only and kind != "conv":
+            if (args.convs_only and kind != "conv") or (args.only and name not in args.only.split(",")):
                 continue
             x = jnp.asarray(rng.random((batch, *shape)), dtype)
             relu = name != "fc3"
@@ -125,7 +127,7 @@ def main() -> None:
                   f"{label} | {xla * 1e3:.3f} | {pallas / xla:.2f}x |", flush=True)
         print(f"| **sum of layers** | | {totals[0] * 1e3:.3f} | | {totals[1] * 1e3:.3f} | "
               f"{totals[0] / totals[1]:.2f}x |")
-        if args.convs_only:
+        if args.convs_only or args.only:
             continue
 
         def whole(layer_fns):

@@ -58,11 +58,12 @@ def _repeat(count: int, body, acc, unroll: bool):
 
 
 def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, cin: int, out_h: int, out_w: int, in_h: int,
-                 in_w: int, n_rows: int, zero: int, block_m: int, block_k: int, relu: bool, precision: str):
+                 in_w: int, n_rows: int, zero: int, block_m: int, block_k: int, relu: bool, precision: str,
+                 pixel_axis: int):
     """Few input channels (Cin not a multiple of 16: an image's 1-3, LeNet's 4): im2col columns gathered from
     the padded input flattened to single elements (x_ref, + a zero at index `zero`); w_ref (KKC_p, block_n)."""
     block_n = out_ref.shape[1]
-    rows = pl.program_id(0) * block_m + lax.broadcasted_iota(jnp.int32, (block_m, block_k), 0)
+    rows = pl.program_id(pixel_axis) * block_m + lax.broadcasted_iota(jnp.int32, (block_m, block_k), 0)
     rows = jnp.where(rows < n_rows, rows, 0)
     n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
     oh, ow = rest // out_w, rest % out_w
@@ -85,14 +86,15 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, cin: int, out_h: in
 
 
 def _conv_rows_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, pad: int, in_h: int, in_w: int, out_h: int,
-                      out_w: int, n_rows: int, block_m: int, block_k: int, relu: bool, precision: str):
+                      out_w: int, n_rows: int, block_m: int, block_k: int, relu: bool, precision: str,
+                      pixel_axis: int):
     """Many input channels (Cin a multiple of 16): the implicit GEMM over (taps x channel blocks) reading the
     unpadded input, one pixel a row: x_ref (N*H*W, Cin). Each step loads, for block_m output pixels, the
     block_k channels of one tap: whole rows of x, contiguous and aligned, so the loads vectorise and Triton
     pipelines them (num_stages) into the tensor-core dots; a tap that falls in the zero padding is a masked-off
     row, so no padded copy of x is ever written. w_ref (K*K*Cin, block_n): row (tap * Cin + channel)."""
     block_n = out_ref.shape[1]
-    rows = pl.program_id(0) * block_m + lax.broadcasted_iota(jnp.int32, (block_m,), 0)  # output pixels
+    rows = pl.program_id(pixel_axis) * block_m + lax.broadcasted_iota(jnp.int32, (block_m,), 0)  # output pixels
     inside = rows < n_rows
     n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
     oh, ow = rest // out_w, rest % out_w
@@ -138,6 +140,9 @@ class Conv2dForwardBlocks:
     block_k: int = 32
     num_warps: int = 4
     num_stages: int = 2
+    # Program order: the output-channel blocks of one pixel block run next to each other, so they share its
+    # input rows in L2 instead of each re-reading them from memory once the pixel blocks have come round.
+    channels_fastest: bool = True
 
 
 @functools.partial(jax.jit, static_argnames=("pad", "relu", "block_sizes", "precision", "operand_dtype",
@@ -163,10 +168,15 @@ def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dF
     m = n * out_h * out_w
     operands = jnp.dtype(operand_dtype or x.dtype)
     bias = pad_axis(b, 0, cout_p)
+    pixel_blocks, channel_blocks = round_up(m, block_m) // block_m, cout_p // block_n
+    fastest = block_sizes.channels_fastest
+    blocks = (lambda a, b: (b, a)) if fastest else (lambda a, b: (a, b))  # grid ids -> (pixel, channel) block
     common = dict(out_shape=jax.ShapeDtypeStruct((round_up(m, block_m), cout_p), x.dtype),
-                  grid=(round_up(m, block_m) // block_m, cout_p // block_n),
-                  out_specs=pl.BlockSpec((block_m, block_n), lambda i, j: (i, j)),
+                  grid=(channel_blocks, pixel_blocks) if fastest else (pixel_blocks, channel_blocks),
+                  out_specs=pl.BlockSpec((block_m, block_n), blocks),
                   compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="conv2d_forward")
+    weight_spec = lambda rows: pl.BlockSpec((rows, block_n), lambda a, b: (0, blocks(a, b)[1]))
+    bias_spec = pl.BlockSpec((block_n,), lambda a, b: (blocks(a, b)[1],))
     if cin % 16 == 0:
         block_k = min(block_k, cin & -cin)  # the largest power of two dividing Cin, at most block_k
         # Free: NHWC is already one pixel a row. Not narrowed here: `dot` narrows each loaded tile to the
@@ -175,10 +185,9 @@ def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dF
         taps = pad_axis(w.reshape(size * size * cin, cout), 1, cout_p).astype(operands)
         out = pl.pallas_call(
             functools.partial(_conv_rows_kernel, size=size, pad=pad, in_h=h, in_w=width, out_h=out_h, out_w=out_w,
-                              n_rows=m, block_m=block_m, block_k=block_k, relu=relu, precision=precision),
-            in_specs=[pl.BlockSpec(rows.shape, lambda i, j: (0, 0)),
-                      pl.BlockSpec((taps.shape[0], block_n), lambda i, j: (0, j)),
-                      pl.BlockSpec((block_n,), lambda i, j: (j,))],
+                              n_rows=m, block_m=block_m, block_k=block_k, relu=relu, precision=precision,
+                              pixel_axis=int(fastest)),
+            in_specs=[pl.BlockSpec(rows.shape, lambda a, b: (0, 0)), weight_spec(taps.shape[0]), bias_spec],
             **common,
         )(rows, taps, bias)
     else:
@@ -191,10 +200,8 @@ def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dF
         out = pl.pallas_call(
             functools.partial(_conv_kernel, size=size, cin=cin, out_h=out_h, out_w=out_w, in_h=padded.shape[1],
                               in_w=padded.shape[2], n_rows=m, zero=zero, block_m=block_m, block_k=block_k, relu=relu,
-                              precision=precision),
-            in_specs=[pl.BlockSpec(flat.shape, lambda i, j: (0,)),
-                      pl.BlockSpec((taps.shape[0], block_n), lambda i, j: (0, j)),
-                      pl.BlockSpec((block_n,), lambda i, j: (j,))],
+                              precision=precision, pixel_axis=int(fastest)),
+            in_specs=[pl.BlockSpec(flat.shape, lambda a, b: (0,)), weight_spec(taps.shape[0]), bias_spec],
             **common,
         )(flat, taps, bias)
     return out[:m, :cout].reshape(n, out_h, out_w, cout)

@@ -14,7 +14,7 @@ if [ -z "${SKIP_TESTS:-}" ]; then
 fi
 for dtype in ${DTYPES:-bfloat16 float32}; do
   timeout "${VGG_TIMEOUT:-240}" python3 -m benchmarks.vgg16 --batches 32 --convs-only --dtype "$dtype" \
-    --configs "${CONFIGS:-128x64x64x4x3,128x128x64x8x3}" 2>&1 | grep --line-buffered -v -i warning | tee -a "$log"
+    --configs "${CONFIGS:-128x64x64x4x3,128x128x64x8x3}" ${VGG_ARGS:-} 2>&1 | grep --line-buffered -v -i warning | tee -a "$log"
 done
 if [ -n "${BASELINE:-}" ]; then
   echo "## baseline tree, float32" | tee -a "$log"

@@ -20,13 +20,15 @@ CASES = [  # (N, H, W, Cin, Cout, K, pad): odd sizes, both paddings, 3/5/7 kerne
 ]
 
 
+@pytest.mark.parametrize("channels_fastest", [True, False])
 @pytest.mark.parametrize("n, h, w, cin, cout, size, pad", CASES)
-def test_forward_matches_lax_conv(env, rng, n, h, w, cin, cout, size, pad):
+def test_forward_matches_lax_conv(env, rng, n, h, w, cin, cout, size, pad, channels_fastest):
     x, weights, bias = (env.array(rng, (n, h, w, cin)), env.array(rng, (size, size, cin, cout), 0.3),
                         env.array(rng, (cout,)))
     poison_device_memory()
-    got = conv2d_forward(x, weights, bias, pad=pad, block_sizes=Conv2dForwardBlocks(block_m=32, block_n=16),
-                         precision=env.precision, interpret=env.interpret)
+    blocks = Conv2dForwardBlocks(block_m=32, block_n=16, channels_fastest=channels_fastest)  # 2 channel blocks
+    got = conv2d_forward(x, weights, bias, pad=pad, block_sizes=blocks, precision=env.precision,
+                         interpret=env.interpret)
     assert_close(got, conv2d_reference(x, weights, bias, pad, "highest"), env)
     assert (got == 0).any() and (got > 0).any()  # the ReLU cut some, not all
 
