@@ -1,13 +1,17 @@
 """2-D convolution as an implicit GEMM (the original design's "kernel fusion for unrolling and matrix
-multiplication"), stride 1, padding 0 or "same", square kernels (3, 5, 7, ...), NHWC layout.
+multiplication"), stride 1, any zero padding, square kernels (3, 5, 7, ...), NHWC layout.
 
 Forward, conv2d_forward: out[n, oh, ow, :] = relu(sum_{kh, kw} x[n, oh+kh-p, ow+kw-p, :] @ w[kh, kw] + b).
-The wrapper pads x spatially (zeros) and flattens it to single elements. Grid: (output-pixel blocks of block_m
-rows, Cout blocks of block_n). The im2col matrix (M, K*K*Cin) is never written: each program computes its
-rows' (n, oh, ow) and, block_k columns at a time, gathers that slice of it straight from x (column j =
-(tap, channel)) into registers and multiplies it with the matching rows of w reshaped to (K*K*Cin, Cout), so a
-1-channel 7x7 layer is one 64-wide dot per block, not 49 dots of a channel padded to 16 (the first version:
-3-5x cuDNN's time). Accumulation in float32; bias and ReLU are fused into the store.
+Grid: (output-pixel blocks of block_m rows) x (Cout blocks of block_n); the im2col matrix (M, K*K*Cin) is never
+written. Two ways to build its tiles, by the input's channel count:
+- Cin a multiple of 16 (every layer after an image's first), _conv_rows_kernel: x is read as it is, one pixel
+  a row (N*H*W, Cin); each loop step loads one tap's block_k channels for the block's pixels (whole aligned rows,
+  a masked load that reads zeros where the tap lies in the padding, so no padded copy is written) and feeds one
+  tensor-core dot. On an H100 with bf16 operands: 1.08-1.32x cuDNN's time on VGG-16's 3x3 layers (BENCHMARKS.md).
+- Fewer channels (1-3 for images, LeNet's 4), _conv_kernel: x padded and flattened to single elements; block_k
+  columns of im2col at a time (column j = (tap, channel)) gathered into registers, so a 1-channel 7x7 layer is
+  one 64-wide dot per block, not 49 dots of a channel padded to 16.
+Accumulation in float32; bias and ReLU are fused into the store.
 
 Backward (conv2d with custom_vjp):
 - dZ = dY * (Y > 0) (the ReLU), db = sum of dZ (plain JAX: one pass each);
@@ -133,7 +137,9 @@ def _store(out_ref, acc, b_ref, relu: bool) -> None:
 
 @dataclass(frozen=True)
 class Conv2dForwardBlocks:
-    """conv2d_forward's launch: output pixels, output channels and K per tile, Triton warps and stages."""
+    """conv2d_forward's launch: output pixels, output channels and K per tile, Triton warps and stages.
+    The defaults suit the LeNet-sized layers of the CNN; VGG-sized bf16 layers measured best at block_m 128,
+    block_n 256 (or 128), block_k 64, 8 (4) warps, 3 stages (BENCHMARKS.md)."""
 
     block_m: int = 64
     block_n: int = 32
