@@ -4,19 +4,23 @@ step), side by side in one run: `python3 -m benchmarks.cnn_epoch [--images N] [-
 Synthetic 28 x 28 x 1 uint8 images (Fashion-MNIST's shape) and the default network and settings
 (Settings(model="cnn")); each mode runs its epoch once to compile, then R times alternating with the other.
 Prints images/s per (backend, mode) (median) and the stepwise / scanned time ratio on this process's default
-device (`--modes stepwise` times one mode only; `--backends xla,pallas` puts the Pallas kernels beside XLA).
+device (`--modes stepwise` times one mode only; `--backends xla,pallas` puts the Pallas kernels beside XLA; `--profile
+TOP`: each mode's TOP kernels by GPU time, from a profiler trace of one more epoch).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
+import tempfile
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from benchmarks.timing import gpu_kernel_events
 from textclf.models.cnn import init_cnn
 from textclf.settings import Settings
 from textclf.training.cnn import _epoch_fn, learning_rates
@@ -30,6 +34,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--modes", default="scanned,stepwise", help="comma-separated: scanned, stepwise")
     parser.add_argument("--backends", default="xla", help="comma-separated: xla, pallas (GPU)")
+    parser.add_argument("--profile", type=int, default=0, metavar="TOP",
+                        help="then trace one more epoch a mode and print its TOP kernels by GPU time")
     args = parser.parse_args()
     settings = Settings(model="cnn")
     rng = np.random.default_rng(0)
@@ -67,6 +73,20 @@ def main() -> None:
         if {f"{backend} stepwise", f"{backend} scanned"} <= seconds.keys():
             ratio = statistics.median(seconds[f"{backend} stepwise"]) / statistics.median(seconds[f"{backend} scanned"])
             print(f"{backend}: stepwise / scanned time: {ratio:.2f}x")
+    for mode in epochs if args.profile else ():
+        with tempfile.TemporaryDirectory() as trace_dir:
+            with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
+                run(mode)
+            events = gpu_kernel_events(trace_dir)
+        totals, calls = collections.Counter(), collections.Counter()
+        for name, duration in events:
+            totals[name[:70]] += duration
+            calls[name[:70]] += 1
+        kernel_us = sum(totals.values()) or 1.0
+        print(f"\n{mode}: GPU kernels {kernel_us / steps:.1f} us/step\n\n| kernel | calls/step | us/step | share |\n"
+              "|---|---:|---:|---:|")
+        for name, total in totals.most_common(args.profile):
+            print(f"| `{name}` | {calls[name] / steps:.2f} | {total / steps:.1f} | {100 * total / kernel_us:.0f}% |")
 
 
 if __name__ == "__main__":

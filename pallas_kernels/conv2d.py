@@ -17,8 +17,10 @@ Backward (conv2d with custom_vjp):
 - dZ = dY * (Y > 0) (the ReLU), db = sum of dZ (plain JAX: one pass each);
 - dX = the same forward kernel on dZ padded by K-1-p with the kernel flipped and its channels swapped
   (a stride-1 transposed convolution is a convolution), no bias or ReLU;
-- dW = conv2d_weight_grad: grid (K*K taps, row splits); program (t, s) walks its share of the output pixels in
-  block_m chunks and accumulates x_tap^T @ dZ (Cin_p, Cout_p); the splits are summed in plain JAX (no atomics).
+- dW = conv2d_weight_grad: the transposed im2col GEMM, grid (blocks of dW's (tap, channel) rows, pixel
+  shares); program (r, s) walks its share of the output pixels in block_m chunks, gathers those pixels' im2col
+  columns like _conv_kernel and accumulates patch^T @ dZ (block_r, Cout_p); the shares are summed in plain
+  JAX (no atomics).
 """
 
 from __future__ import annotations
@@ -41,14 +43,6 @@ MAX_UNROLLED_K_STEPS = 32
 
 def _channels(c: int) -> int:
     return max(16, next_power_of_two(c))
-
-
-def _padded_rows(x: jax.Array, pad: int, channels: int) -> tuple[jax.Array, int, int]:
-    """(N, H, W, C) -> (rows, channels) with rows = a power of two >= N*(H+2p)*(W+2p), and (Hp, Wp)."""
-    x = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, channels - x.shape[3])))
-    n, hp, wp, c = x.shape
-    flat = x.reshape(n * hp * wp, c)
-    return pad_axis(flat, 0, next_power_of_two(flat.shape[0])), hp, wp
 
 
 def _repeat(count: int, body, acc, unroll: bool):
@@ -213,33 +207,43 @@ def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dF
     return out[:m, :cout].reshape(n, out_h, out_w, cout)
 
 
-def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, out_h: int, out_w: int, in_h: int, in_w: int,
-                        n_rows: int, block_m: int, chunks: int, precision: str):
-    tap, split = pl.program_id(0), pl.program_id(1)
-    kh, kw = tap // size, tap % size
-    cin_p, cout_p = dw_ref.shape[-2], dw_ref.shape[-1]
+def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, cin: int, out_h: int, out_w: int, in_h: int,
+                        in_w: int, n_rows: int, zero: int, block_m: int, block_r: int, chunks: int, precision: str):
+    """dW as the transposed im2col GEMM: rows of dW = im2col columns j = (tap, input channel), reduced over the
+    output pixels. Program (r, s): block_r columns, the s-th share of the pixels, block_m pixels a step:
+    acc (block_r, Cout_p) += patch (block_m, block_r)^T @ dZ (block_m, Cout_p). x_ref: the padded input
+    flattened to single elements (+ a zero at index `zero`), as the forward's _conv_kernel reads it."""
+    column = pl.program_id(0) * block_r + lax.broadcasted_iota(jnp.int32, (1, block_r), 1)
+    tap, channel = column // cin, column % cin
+    column_offset = ((tap // size) * in_w + tap % size) * cin + channel  # (1, block_r), fixed for the program
+    real_column = column < size * size * cin
+    pixel = lax.broadcasted_iota(jnp.int32, (block_m, 1), 0)
+    first_chunk = pl.program_id(1) * chunks  # read here: program_id inside the loop fails in interpret mode
 
     def chunk(i, acc):
-        rows = (split * chunks + i) * block_m + lax.broadcasted_iota(jnp.int32, (block_m,), 0)
+        rows = (first_chunk + i) * block_m + pixel  # (block_m, 1) output pixels
         valid = rows < n_rows
         rows = jnp.where(valid, rows, 0)
         n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
         oh, ow = rest // out_w, rest % out_w
-        patch = x_ref[(n * in_h + oh + kh) * in_w + ow + kw, :]  # (block_m, Cin_p)
-        dz = dz_ref[rows, :]  # (block_m, Cout_p)
-        dz = jnp.where(valid[:, None], dz, jnp.zeros((), dz.dtype))
+        row_start = ((n * in_h + oh) * in_w + ow) * cin
+        patch = x_ref[jnp.where(valid & real_column, row_start + column_offset, zero)]  # (block_m, block_r)
+        dz = pltriton.load(dz_ref.at[rows, lax.broadcasted_iota(jnp.int32, (1, dz_ref.shape[1]), 1)],
+                           mask=jnp.broadcast_to(valid, (block_m, dz_ref.shape[1])), other=0)
         return acc + dot(patch, dz, precision, contract=((0,), (0,)))
 
-    acc = lax.fori_loop(0, chunks, chunk, jnp.zeros((cin_p, cout_p), accumulator_dtype(dw_ref.dtype)))
+    acc = lax.fori_loop(0, chunks, chunk, jnp.zeros(dw_ref.shape[1:], accumulator_dtype(dw_ref.dtype)))
     dw_ref[...] = acc.astype(dw_ref.dtype).reshape(dw_ref.shape)
 
 
 @dataclass(frozen=True)
 class Conv2dWeightGradBlocks:
-    """conv2d_weight_grad's launch: programs splitting the pixels, pixels per step, Triton warps and stages."""
+    """conv2d_weight_grad's launch: dW rows (im2col columns) and pixels per step, about how many programs in all
+    (the pixels are split among as many as that leaves, each share summed afterwards), Triton warps and stages."""
 
-    splits: int = 8
-    block_m: int = 64
+    block_r: int = 32
+    block_m: int = 128
+    programs: int = 256
     num_warps: int = 4
     num_stages: int = 2
 
@@ -247,31 +251,41 @@ class Conv2dWeightGradBlocks:
 @functools.partial(jax.jit, static_argnames=("size", "pad", "block_sizes", "precision", "interpret"))
 def conv2d_weight_grad(x, dz, *, size: int, pad: int, block_sizes: Conv2dWeightGradBlocks = Conv2dWeightGradBlocks(),
                        precision: str = "default", interpret: bool = False) -> jax.Array:
-    """x (N, H, W, Cin), dZ (N, OH, OW, Cout) -> dW (K, K, Cin, Cout) = sum over pixels of x_tap^T dZ."""
-    splits, block_m, num_warps, num_stages = (
-        block_sizes.splits, block_sizes.block_m, block_sizes.num_warps, block_sizes.num_stages)
+    """x (N, H, W, Cin), dZ (N, OH, OW, Cout) -> dW (K, K, Cin, Cout) = sum over pixels of x_tap^T dZ.
+    Grid (dW row blocks, pixel shares): every tap of a 1-channel image layer is one 32-row block, so its
+    programs split only the pixels, and none loops over thousands of pixels alone (the previous layout, one
+    program per tap and share, took half the Pallas CNN's step on an H100: BENCHMARKS.md)."""
+    block_r, block_m, programs, num_warps, num_stages = (
+        block_sizes.block_r, block_sizes.block_m, block_sizes.programs, block_sizes.num_warps, block_sizes.num_stages)
     out_h, out_w = x.shape[1] + 2 * pad - size + 1, x.shape[2] + 2 * pad - size + 1
     require("conv2d_weight_grad", x.ndim == 4 and dz.ndim == 4 and dz.shape[:3] == (x.shape[0], out_h, out_w),
             f"x (N, H, W, Cin), dz (N, H + 2 * {pad} - {size} + 1, W + 2 * {pad} - {size} + 1, Cout)", x=x, dz=dz)
-    require_blocks("conv2d_weight_grad", block_m=block_m)
+    require_blocks("conv2d_weight_grad", block_r=block_r, block_m=block_m)
     n, h, width, cin = x.shape
     cout = dz.shape[3]
-    cin_p, cout_p = _channels(cin), _channels(cout)
-    flat, hp, wp = _padded_rows(x, pad, cin_p)
-    out_h, out_w = dz.shape[1], dz.shape[2]
+    cout_p = _channels(cout)
+    unrolled = size * size * cin  # dW's rows: im2col's columns
+    block_r = min(block_r, _channels(unrolled))
+    row_blocks = round_up(unrolled, block_r) // block_r
+    padded = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+    zero = padded.size
+    flat = pad_axis(padded.reshape(-1), 0, next_power_of_two(zero + 1))
     m = n * out_h * out_w
-    dz_flat = pad_axis(pad_axis(dz.reshape(m, cout), 1, cout_p), 0, next_power_of_two(m))
-    chunks = -(-m // (block_m * splits))
+    dz_rows = pad_axis(dz.reshape(m, cout), 1, cout_p)
+    total_chunks = -(-m // block_m)
+    splits = max(1, min(total_chunks, programs // row_blocks))
+    chunks = -(-total_chunks // splits)
     partial = pl.pallas_call(
-        functools.partial(_weight_grad_kernel, size=size, out_h=out_h, out_w=out_w, in_h=hp, in_w=wp, n_rows=m,
-                          block_m=block_m, chunks=chunks, precision=precision),
-        out_shape=jax.ShapeDtypeStruct((splits, size * size, cin_p, cout_p), x.dtype),
-        grid=(size * size, splits),
-        in_specs=[pl.BlockSpec(flat.shape, lambda t, s: (0, 0)), pl.BlockSpec(dz_flat.shape, lambda t, s: (0, 0))],
-        out_specs=pl.BlockSpec((1, 1, cin_p, cout_p), lambda t, s: (s, t, 0, 0)),
+        functools.partial(_weight_grad_kernel, size=size, cin=cin, out_h=out_h, out_w=out_w, in_h=padded.shape[1],
+                          in_w=padded.shape[2], n_rows=m, zero=zero, block_m=block_m, block_r=block_r, chunks=chunks,
+                          precision=precision),
+        out_shape=jax.ShapeDtypeStruct((splits, row_blocks * block_r, cout_p), x.dtype),
+        grid=(row_blocks, splits),
+        in_specs=[pl.BlockSpec(flat.shape, lambda r, s: (0,)), pl.BlockSpec(dz_rows.shape, lambda r, s: (0, 0))],
+        out_specs=pl.BlockSpec((1, block_r, cout_p), lambda r, s: (s, r, 0)),
         compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="conv2d_weight_grad",
-    )(flat, dz_flat)
-    return partial.sum(axis=0).reshape(size, size, cin_p, cout_p)[:, :, :cin, :cout]
+    )(flat, dz_rows)
+    return partial.sum(axis=0)[:unrolled, :cout].reshape(size, size, cin, cout)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))

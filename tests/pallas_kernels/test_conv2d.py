@@ -39,7 +39,7 @@ def test_weight_grad_matches_reference(env, rng, n, h, w, cin, cout, size, pad):
     out_h, out_w = h + 2 * pad - size + 1, w + 2 * pad - size + 1
     dz = env.array(rng, (n, out_h, out_w, cout))
     poison_device_memory()
-    got = conv2d_weight_grad(x, dz, size=size, pad=pad, block_sizes=Conv2dWeightGradBlocks(splits=3, block_m=32),
+    got = conv2d_weight_grad(x, dz, size=size, pad=pad, block_sizes=Conv2dWeightGradBlocks(block_r=16, block_m=32, programs=6),
                              precision=env.precision, interpret=env.interpret)
     linear = lambda wt: jnp.sum(jax.lax.conv_general_dilated(
         x, wt, (1, 1), [(pad, pad), (pad, pad)], dimension_numbers=("NHWC", "HWIO", "NHWC"),

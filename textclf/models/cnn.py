@@ -68,7 +68,7 @@ def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", inter
             from pallas_kernels.conv2d import Conv2dForwardBlocks, Conv2dWeightGradBlocks, conv2d
             from pallas_kernels.maxpool import maxpool2d
 
-            kernel = (Conv2dForwardBlocks(block_m=64, block_n=32), Conv2dWeightGradBlocks(block_m=64), "default",
+            kernel = (Conv2dForwardBlocks(block_m=64, block_n=32), Conv2dWeightGradBlocks(), "default",
                       interpret)
             x = maxpool2d(conv2d(x, layer.w, layer.b, pad, kernel), 2, interpret)
         else:
