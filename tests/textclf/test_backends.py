@@ -14,10 +14,12 @@ def test_an_explicit_backend_is_kept(requested):
 
 
 def test_auto_on_a_gpu_follows_the_measured_rows(monkeypatch):
-    # today's rows: XLA for both networks at every batch measured
-    for network, batch in (("mlp", 64), ("mlp", 4096), ("cnn", 128)):
+    # today's rows: XLA for the MLP at every batch measured; the CNN's Pallas kernels at its default batch
+    for network, batch, expected in (("mlp", 64, "xla"), ("mlp", 4096, "xla"), ("cnn", 64, "pallas"),
+                                     ("cnn", 128, "xla")):
         backend, why = choose_backend("auto", network, batch, on_gpu=True)
-        assert backend == "xla" and why.startswith(f"auto at {batch} a device: ") and "H100" in why
+        assert backend == expected and why.startswith(f"auto at {batch} a device: ")
+    assert "H100" in choose_backend("auto", "cnn", 64, on_gpu=True)[1]
     # a batch range where a Pallas path measured faster takes its own row
     monkeypatch.setitem(backends.AUTO_ON_GPU, "mlp", [(1, "xla", "small"), (512, "pallas", "big"), (2048, "xla", "huge")])
     assert [choose_backend("auto", "mlp", b, True)[0] for b in (16, 511, 512, 2047, 2048)] == \
