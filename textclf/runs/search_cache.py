@@ -1,7 +1,7 @@
 """The model search's choice kept by what decides it, so that training the same documents again with the same
 settings on the same device takes the recorded choice instead of searching again.
 
-Why: a search costs most of a run (news4 on one H100: ~20 of ~30 s end to end; on a 2-core CPU its 20 s budget),
+Why: a search costs most of a run (news4 on one H100: ~20 of ~30 s end to end; on a 2-core CPU its 30 s budget),
 and a user often trains the same corpus again with nothing the search reads changed: another --out or --test, a
 daemon job resubmitted, a run after a crash. The key covers everything the search's choice depends on; anything
 else that differs (a new corpus fingerprint, a typed option, another seed, device, library version or search
