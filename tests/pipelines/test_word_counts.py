@@ -143,3 +143,14 @@ def test_an_empty_chunk_and_documents_without_words_give_empty_rows(tokeniser):
     assert sp.issparse(counts)
     terms, counts = word_counts.merge([], 2)  # no chunks at all
     assert len(terms) == 0 and counts.shape == (0, 0)
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(max_codepoint=127), max_size=60), min_size=1, max_size=6))
+def test_ascii_documents_split_as_the_regular_expression_splits_them(texts):
+    """The byte-table split of ASCII documents gives RE2's tokens, documents and order, on every ASCII
+    character: controls, punctuation, whitespace of each kind, digits and the underscore."""
+    lowered = [text.lower() for text in texts]
+    tokens, docs = word_counts._ascii_split(lowered)
+    want_tokens, want_docs = word_counts._regex_split(lowered)
+    assert tokens.to_pylist() == want_tokens.to_pylist() and docs.tolist() == want_docs.tolist()
