@@ -407,9 +407,8 @@ def _move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> 
     """counts with column j moved to new_column[j] of a (rows, width) matrix; entries bound for -1 dropped."""
     columns = new_column[counts.indices]
     keep = columns >= 0
-    rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))[keep]
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=counts.shape[0]))])
-    return sp.csr_matrix((counts.data[keep], columns[keep], indptr), shape=(counts.shape[0], width))
+    return sp.csr_matrix((counts.data[keep], columns[keep], word_counts.kept_indptr(counts.indptr, keep)),
+                         shape=(counts.shape[0], width))
 
 
 def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSettings, workers: int | None = None,

@@ -277,13 +277,20 @@ def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_mat
     new_column = np.concatenate(entries) if entries else np.zeros(0, np.int64)
     keep = new_column >= 0
     n_docs = sum(part.counts.shape[0] for part in parts)
-    rows = np.repeat(np.arange(n_docs), np.concatenate([np.diff(part.counts.indptr) for part in parts]))[keep]
-    indptr = np.zeros(n_docs + 1, np.int64)
-    np.cumsum(np.bincount(rows, minlength=n_docs), out=indptr[1:])
+    first_entry = np.cumsum([0] + [part.counts.nnz for part in parts])
+    indptr = np.concatenate([part.counts.indptr[:-1] + first_entry[i] for i, part in enumerate(parts)]
+                            + [first_entry[-1:]])  # the chunks' rows as one matrix's
     counts = sp.csr_matrix((np.concatenate([part.counts.data for part in parts])[keep],
-                            new_column[keep].astype(np.int32), indptr), shape=(n_docs, len(kept)))
+                            new_column[keep].astype(np.int32), kept_indptr(indptr, keep)), shape=(n_docs, len(kept)))
     counts.sort_indices()
     return np.array(terms.take(pa.array(alphabetical)).to_pylist(), dtype=object), counts
+
+
+def kept_indptr(indptr: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """A CSR matrix's row pointers (rows + 1,) once only its entries where `keep` (nnz,) bool remain: each
+    pointer moves back by the dropped entries before it (found by a search among the dropped entries' positions:
+    no row number per entry, and no running sum over a bool array, which numpy computes slowly, ~40 ns each)."""
+    return indptr - np.searchsorted(np.flatnonzero(~keep), indptr)
 
 
 class WordCounter:
