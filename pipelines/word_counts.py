@@ -179,10 +179,14 @@ def _pair_counts(major: np.ndarray, minor: np.ndarray, n_minor: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Occurrences of (major, minor) pairs, minor < n_minor -> (major, minor, float32 count) of each distinct pair,
     sorted by major then minor: one sort of the pairs packed in an int64."""
-    packed = major * n_minor + minor
+    packed = major * n_minor
+    packed += minor
     packed.sort()
     starts = np.flatnonzero(_changes(packed))
-    counts = np.diff(np.append(starts, len(packed))).astype(np.float32)
+    # Run lengths straight into float32: each fresh array of millions of entries costs its page faults here.
+    counts = np.empty(len(starts), np.float32)
+    np.subtract(starts[1:], starts[:-1], out=counts[:-1], casting="unsafe")
+    counts[-1:] = len(packed) - starts[-1:]
     first, second = np.divmod(packed[starts], n_minor)
     return first, second, counts
 
