@@ -10,8 +10,8 @@ pools. XLA: lax.conv_general_dilated, reduce_window, jnp.dot. Random He-scaled w
 
 Time per layer: profiler kernel time (benchmarks/timing.kernel_time) of the jitted op on that layer's input
 shape, padding and layout copies included; for the Pallas convolutions every block configuration in
---configs (block_m x block_n x block_k x num_warps [x num_stages [x channels_fastest 1/0]]) is timed and the best one is reported with
-its name. Total: the sum over layers, and one jitted whole-network forward pass for each side.
+--configs (block_m x block_n x block_k x num_warps [x num_stages [x channels_fastest 1/0]]) is timed and the
+best one is reported with its name. Total: the sum over layers, and one jitted whole-network forward pass for each side.
 --dtype: the activations' and weights' type on both sides, and the Pallas dots' operand type: float32 (TF32
 products on both sides under the default precision) or bfloat16 (bf16 products, fp32 accumulation: cuDNN's
 bf16 convolution against conv2d_forward with operand_dtype bfloat16). --convs-only: the 13 convolutions.

@@ -75,10 +75,10 @@ def tokens(texts: Sequence[str], stop_words: frozenset[str] | None, prefix: str 
 
 
 def _arrow_tokens(lowered: list[str], stop_words: frozenset[str] | None) -> Tokens:
-    """tokens() of lowercased texts in compiled code: the ASCII documents (nearly all of most corpora) split by
-    numpy byte arithmetic (_ascii_split), the others by pyarrow's RE2 (_regex_split). Each document's tokens stay
-    together and in order, which is all term_keys and WordCounter need of `docs` (the ASCII documents' tokens
-    come first)."""
+    """tokens() of lowercased texts in compiled code: the ASCII documents (nearly all of most corpora) split on
+    whitespace after a byte-table lookup (_ascii_split), the others by pyarrow's RE2 (_regex_split). Each
+    document's tokens stay together and in order, which is all term_keys and WordCounter need of `docs` (the
+    ASCII documents' tokens come first)."""
     ascii_docs = np.fromiter((text.isascii() for text in lowered), bool, len(lowered))
     parts = []
     for split, which in ((_ascii_split, ascii_docs), (_regex_split, ~ascii_docs)):
@@ -99,9 +99,14 @@ def _arrow_tokens(lowered: list[str], stop_words: frozenset[str] | None) -> Toke
 
 def _regex_split(lowered: list[str]) -> tuple[pa.Array, np.ndarray]:
     """-> (tokens of two characters or more (T,) large_string, their documents (T,) int64), split by RE2."""
-    pieces = pc.split_pattern_regex(pa.array(lowered, pa.large_string()), NOT_WORD)
+    return _long_pieces(pc.split_pattern_regex(pa.array(lowered, pa.large_string()), NOT_WORD), pc.utf8_length)
+
+
+def _long_pieces(pieces: pa.ListArray, length) -> tuple[pa.Array, np.ndarray]:
+    """Each document's split pieces -> (the pieces of two characters or more, flattened (T,); their documents
+    (T,) int64): \\w\\w+, two word characters at least. length: the pyarrow kernel that counts characters."""
     flat = pc.list_flatten(pieces)
-    keep = pc.greater_equal(pc.utf8_length(flat), 2)  # \w\w+: two word characters at least
+    keep = pc.greater_equal(length(flat), 2)
     docs = pc.list_parent_indices(pieces).to_numpy().astype(np.int64)[keep.to_numpy(zero_copy_only=False)]
     return pc.filter(flat, keep), docs
 
@@ -121,11 +126,7 @@ def _ascii_split(lowered: list[str]) -> tuple[pa.Array, np.ndarray]:
     offsets = np.zeros(len(lowered) + 1, np.int64)
     np.cumsum([len(text) for text in lowered], out=offsets[1:])
     texts = pa.Array.from_buffers(pa.large_string(), len(lowered), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    pieces = pc.ascii_split_whitespace(texts)
-    flat = pc.list_flatten(pieces)
-    keep = pc.greater_equal(pc.binary_length(flat), 2)  # \w\w+: two word characters at least
-    docs = pc.list_parent_indices(pieces).to_numpy().astype(np.int64)[keep.to_numpy(zero_copy_only=False)]
-    return pc.filter(flat, keep), docs
+    return _long_pieces(pc.ascii_split_whitespace(texts), pc.binary_length)  # ASCII: a byte is a character
 
 
 def _python_tokens(lowered: list[str], stop_words: frozenset[str] | None) -> Tokens:
