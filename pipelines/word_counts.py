@@ -90,11 +90,13 @@ def _arrow_tokens(lowered: list[str], stop_words: frozenset[str] | None) -> Toke
             parts.append((flat, numbers[docs]))
     flat = pa.concat_arrays([part[0] for part in parts]) if len(parts) > 1 else parts[0][0]
     docs = np.concatenate([part[1] for part in parts]) if len(parts) > 1 else parts[0][1]
-    if stop_words:
-        keep = pc.invert(pc.is_in(flat, value_set=_word_array(stop_words)))
-        flat, docs = pc.filter(flat, keep), docs[keep.to_numpy(zero_copy_only=False)]
     encoded = pc.dictionary_encode(flat)
-    return Tokens(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), docs)
+    ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    if stop_words:  # looked up once per distinct word, not per token; the stop words stay unused in `words`
+        stop = pc.is_in(encoded.dictionary, value_set=_word_array(stop_words)).to_numpy(zero_copy_only=False)
+        keep = ~stop[ids]
+        ids, docs = ids[keep], docs[keep]
+    return Tokens(encoded.dictionary, ids, docs)
 
 
 def _regex_split(lowered: list[str]) -> tuple[pa.Array, np.ndarray]:
