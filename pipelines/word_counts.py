@@ -63,7 +63,7 @@ class Tokens:
 
     words: pa.Array  # (W,) str
     ids: np.ndarray  # (T,) int64, numbers into words
-    docs: np.ndarray  # (T,) int64, nondecreasing
+    docs: np.ndarray  # (T,) int64: each document's tokens next to each other, in the document's order
 
 
 def tokens(texts: Sequence[str], stop_words: frozenset[str] | None, prefix: str | None = None) -> Tokens:
@@ -281,7 +281,7 @@ def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_mat
         entries = list(threads.map(
             lambda i: column[group[term_offsets[i]:term_offsets[i + 1]]][parts[i].counts.indices], range(len(parts))))
     # Every chunk's entries at once, moved to their columns, the dropped ones left out.
-    new_column = np.concatenate(entries) if entries else np.zeros(0, np.int64)
+    new_column = np.concatenate(entries)
     keep = new_column >= 0
     n_docs = sum(part.counts.shape[0] for part in parts)
     first_entry = np.cumsum([0] + [part.counts.nnz for part in parts])
