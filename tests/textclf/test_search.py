@@ -456,9 +456,34 @@ def test_a_cpu_searches_a_sample_of_a_large_corpus(pool, monkeypatch):
     monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
     texts, labels = question_corpus(300)
+    monkeypatch.setattr(search_module, "EPOCH_STEPS", 2)  # 300 documents: at most 2 steps an epoch from batch 256
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
     assert result.summary["subsampled"] and result.summary["searched_documents"] == 170
     assert result.settings.stop_words is None  # the sample still shows what decides the class
+    # all the documents train with a larger batch than the sample's, and the summary says so
+    sample_batch = result.summary["chosen"]["batch_size"]
+    assert result.settings.batch_size == search_module.batch_for_all(sample_batch, 300) > sample_batch
+    assert result.summary["batch_for_all"] == {"sample": sample_batch, "all": result.settings.batch_size,
+                                               "documents": 300, "epoch_steps": 2}
+
+
+def test_the_batch_for_all_documents_grows_until_an_epoch_fits_its_steps(monkeypatch):
+    monkeypatch.setattr(search_module, "EPOCH_STEPS", 4096)
+    assert search_module.batch_for_all(64, 262_144) == 64  # 4,096 steps: kept
+    assert search_module.batch_for_all(64, 262_145) == 128
+    assert search_module.batch_for_all(64, 1_000_000) == 256  # 3,907 steps
+    assert search_module.batch_for_all(256, 1_000_000) == 256
+    assert search_module.batch_for_all(64, 10**9) == search_module.MAX_BATCH_FOR_ALL  # never past the cap
+
+
+def test_a_typed_batch_size_is_kept_for_all_documents(pool, monkeypatch):
+    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
+    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    monkeypatch.setattr(search_module, "EPOCH_STEPS", 2)
+    texts, labels = question_corpus(300)
+    settings = Settings(epochs=3, batch_size=32, search_budget=60, pinned=("batch_size",))
+    result = search_settings(texts, labels, settings, pool, "cpu")
+    assert result.settings.batch_size == 32 and "batch_for_all" not in result.summary
 
 
 def test_a_gpu_searches_one_split_of_a_sample_of_a_large_corpus(pool, monkeypatch):

@@ -243,7 +243,7 @@ def train(
         err.print(f"search: chose stop words {c.stop_words or 'none'}, n-grams 1-{c.ngram_max}, "
                   f"NB weights {'on' if c.nb_weighting else 'off'}, {_rate_chosen(search, c.learning_rate)}, "
                   f"weight decay {c.weight_decay:g}, "
-                  f"{_epochs_kept(search, c.epochs)}, {c.ensemble or 1} network(s)"
+                  f"{_epochs_kept(search, c.epochs)}, {_batch_line(search, c.batch_size)}, {c.ensemble or 1} network(s)"
                   f"{' + the same on character n-grams' if c.char_ngrams else ''} by validation accuracy "
                   f"{search['best_accuracy']:.4f} ({_search_source(search, result.run_id)})",
                   highlight=False, markup=False, soft_wrap=True)
@@ -421,6 +421,14 @@ def _epochs_kept(search: dict, kept: int) -> str:
     """The search's epoch count, and the epoch early stopping kept where that differs (a big corpus)."""
     chosen = (search.get("chosen") or {}).get("epochs", kept)
     return f"{chosen} epochs" if chosen == kept else f"{chosen} epochs (stopped early: kept epoch {kept})"
+
+
+def _batch_line(search: dict, batch_size: int) -> str:
+    """The batch size, and the sample's where a big corpus trains with a larger one (search.batch_for_all)."""
+    scaled = search.get("batch_for_all")
+    if not scaled:
+        return f"batch {batch_size}"
+    return f"batch {batch_size} ({scaled['documents']:,} documents; the sample chose {scaled['sample']})"
 
 
 def _device_count(devices: Optional[str]) -> Optional[int]:
@@ -709,6 +717,10 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
             kept = search["kept_defaults"]
             typer.echo(f"defaults kept        over {json.dumps(kept['over'])} ({kept['by']:.4f}: within a standard "
                        "error)")
+        if search.get("batch_for_all"):
+            scaled = search["batch_for_all"]
+            typer.echo(f"batch for all        {scaled['all']} (the sample chose {scaled['sample']}; {scaled['documents']:,} "
+                       f"documents: at most {scaled['epoch_steps']:,} steps an epoch)")
         if search.get("ensemble"):
             typer.echo("networks             " + json.dumps(search["ensemble"]))
         if search.get("rate_choice"):
