@@ -151,11 +151,10 @@ class Vectorizer:
                 return self._transform_view(texts, workers, own, on_progress)
         # Rows are weighted independently: any chunking gives the same matrix. Chunks no larger than
         # PROGRESS_CHUNK_DOCS let progress be told while a big corpus is transformed.
-        chunks = max(_worker_count(len(texts), pool.processes), -(-len(texts) // PROGRESS_CHUNK_DOCS))
-        ends = np.linspace(0, len(texts), chunks + 1).astype(np.int64)[1:]  # pool.map_texts's parts
-        done = None if on_progress is None else (lambda index: on_progress(int(ends[index]), len(texts)))
-        parts = pool.map_texts(_transform_weighted, texts, chunks, self._counter(), self.idf, self.sublinear_tf,
-                               on_done=done)
+        chunks = _chunks(texts, max(_worker_count(len(texts), pool.processes), -(-len(texts) // PROGRESS_CHUNK_DOCS)))
+        sizes = np.cumsum([len(chunk) for chunk in chunks])
+        done = None if on_progress is None else (lambda index: on_progress(int(sizes[index]), len(texts)))
+        parts = pool.map(_transform_weighted, chunks, self._counter(), self.idf, self.sublinear_tf, on_done=done)
         return stack_rows(parts)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -304,6 +303,11 @@ def vectorize_pool(n_docs: int, workers: int | None = None) -> WorkerPool:
     return WorkerPool(_worker_count(n_docs, workers))
 
 
+def _chunks(texts: Sequence[str], parts: int) -> list[Sequence[str]]:
+    bounds = np.linspace(0, len(texts), parts + 1).astype(int)
+    return [texts[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 def _transform_chunk(texts: Sequence[str], counter) -> sp.csr_matrix:
     return counter.transform(texts).tocsr()
 
@@ -427,8 +431,8 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
         return vec, vec.transform(texts, pool=pool, on_progress=on_progress)
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token)
-        counts = stack_rows(pool.map_texts(_transform_chunk, texts, _worker_count(len(texts), pool.processes),
-                                           hasher))
+        counts = stack_rows(pool.map(_transform_chunk, _chunks(texts, _worker_count(len(texts), pool.processes)),
+                                     hasher))
         vec = fit_hashing_idf(counts, settings)
         return vec, _weight(counts, vec.idf, settings.sublinear_tf)
 
@@ -517,8 +521,8 @@ def _counted(texts: Sequence[str], min_df: int, pool: WorkerPool, count: Callabl
     """count(chunk, *args) on the pool's workers, one contiguous chunk of the texts each, then merge(parts,
     min_df) (_count_chunk and _merge_counts, or word_counts' count_chunk and merge): (terms sorted, counts).
     min_df is 1 for a corpus under SMALL_CORPUS_DOCS."""
-    chunks = _worker_count(len(texts), pool.processes)
-    return merge(pool.map_texts(count, texts, chunks, *args), min_df if len(texts) >= SMALL_CORPUS_DOCS else 1)
+    chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
+    return merge(pool.map(count, chunks, *args), min_df if len(texts) >= SMALL_CORPUS_DOCS else 1)
 
 
 def _stop_word_set(stop_words: str | None) -> frozenset[str] | None:
@@ -616,10 +620,10 @@ def fit_vectorizer_shared(texts: Sequence[str], labels: Sequence[str], settings:
     counts only its part."""
     labels = np.asarray(labels)
     common = word_counter_params(settings.ngram_max, settings.stop_words, settings.start_token)
-    chunks = _worker_count(len(texts), pool.processes)
+    chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token)
-        counts = stack_rows(pool.map_texts(_transform_chunk, texts, chunks, hasher)) if texts else \
+        counts = stack_rows(pool.map(_transform_chunk, chunks, hasher)) if texts else \
             sp.csr_matrix((0, settings.features), dtype=np.float32)
         shared = exchange({"df": np.bincount(counts.indices, minlength=settings.features).astype(np.int64),
                            "documents": np.array([counts.shape[0]]), "classes": np.unique(labels).astype(str)})
@@ -630,9 +634,8 @@ def fit_vectorizer_shared(texts: Sequence[str], labels: Sequence[str], settings:
                          settings.start_token)
         return vec, _weight(counts, idf, settings.sublinear_tf), _union_classes(shared)
 
-    local_terms, counts = (
-        _without_start_token(*_merge_counts(pool.map_texts(_count_chunk, texts, chunks, common), 1)) if texts
-        else (np.array([], dtype=object), sp.csr_matrix((0, 0), dtype=np.float32)))
+    local_terms, counts = (_without_start_token(*_merge_counts(pool.map(_count_chunk, chunks, common), 1)) if texts
+                           else (np.array([], dtype=object), sp.csr_matrix((0, 0), dtype=np.float32)))
     shared = exchange({"terms": np.asarray(local_terms, dtype=str).reshape(-1),
                        "df": np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.int64),
                        "documents": np.array([counts.shape[0]]), "classes": np.unique(labels).astype(str)})

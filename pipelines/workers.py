@@ -19,13 +19,6 @@ Decision: fork the workers when that is safe, else start fresh ones with loky.
   worker otherwise waited on its task queue forever, since it holds that queue's write end too).
 - All workers of one pool share one hash seed (forked: this process's; loky: one set for the pool), so
   hash() of a string is the same in every worker of the pool.
-
-Texts go to the workers through one anonymous in-memory file (`map_texts`, Linux), not pickled through each
-worker's pipe: this process encodes them once into it and a task names only its byte range, which the worker
-reads itself. Why: pickling a million documents' texts (1.2 GB) into the pipes, and writing them there, was
-this process's work alone while 16 workers waited (a cProfile of `textclf train` on the H100 machine: pickling
-~2 s, buffer writes ~3 s, pipe writes ~3 s of the vectorize phase). The file has no name (memfd): the workers
-open it as /proc/<this pid>/fd/<fd>, and nothing is left behind when this process dies, even by SIGKILL.
 """
 
 from __future__ import annotations
@@ -38,8 +31,6 @@ import sys
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Iterator, Sequence
-
-import numpy as np
 
 
 def fork_is_safe() -> bool:
@@ -104,18 +95,6 @@ class WorkerPool:
                 on_done(index)
         return collected
 
-    def map_texts(self, fn: Callable, texts: Sequence[str], parts: int, *args,
-                  on_done: Callable[[int], None] | None = None) -> list:
-        """[fn(part, *args) for each of `parts` contiguous parts of texts] (as map does; np.array_split's parts),
-        the texts handed over through one in-memory file where the workers are other processes on Linux (the
-        module docstring), else pickled with each task."""
-        bounds = np.linspace(0, len(texts), parts + 1).astype(np.int64)
-        if self._executor is None or parts <= 1 or not _shares_memory():
-            return self.map(fn, [texts[a:b] for a, b in zip(bounds[:-1], bounds[1:])], *args, on_done=on_done)
-        with _TextFile(texts) as shared:
-            return self.map(_on_shared_texts, [shared.part(a, b) for a, b in zip(bounds[:-1], bounds[1:])], fn, *args,
-                            on_done=on_done)
-
     def imap(self, fn: Callable, chunks: Sequence, *args) -> Iterator:
         """fn(chunk, *args) for each chunk, computed by the workers, yielded in chunk order as they arrive."""
         if self._executor is None or len(chunks) <= 1:
@@ -135,62 +114,3 @@ class WorkerPool:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _shares_memory() -> bool:
-    return sys.platform == "linux" and hasattr(os, "memfd_create") and os.path.isdir(f"/proc/{os.getpid()}/fd")
-
-
-class _TextFile:
-    """Texts encoded (UTF-8, lone surrogates passed through) end to end into one anonymous in-memory file of this
-    process; part(a, b) names texts a..b-1 for a worker (_on_shared_texts). Closed (and so freed) on exit."""
-
-    GROUP = 8192  # texts encoded and written at a time: a group's bytes, not all the texts', held twice
-
-    def __init__(self, texts: Sequence[str]):
-        self.fd = os.memfd_create("textclf-texts", os.MFD_CLOEXEC)
-        try:
-            self.offsets = np.zeros(len(texts) + 1, np.int64)  # (texts + 1,) byte offsets: text i is [o[i], o[i+1])
-            written = 0
-            for start in range(0, len(texts), self.GROUP):
-                encoded = [text.encode("utf-8", "surrogatepass") for text in texts[start:start + self.GROUP]]
-                self.offsets[start + 1:start + 1 + len(encoded)] = written + np.cumsum([len(e) for e in encoded])
-                written += _write_all(self.fd, b"".join(encoded))
-        except BaseException:
-            os.close(self.fd)
-            raise
-        self.path = f"/proc/{os.getpid()}/fd/{self.fd}"
-
-    def part(self, start: int, stop: int) -> tuple[str, np.ndarray]:
-        return self.path, self.offsets[start:stop + 1]
-
-    def __enter__(self) -> "_TextFile":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        os.close(self.fd)
-
-
-def _write_all(fd: int, data: bytes) -> int:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    return len(data)
-
-
-def _read_texts(path: str, offsets: np.ndarray) -> list[str]:
-    """The texts of a _TextFile part, in a worker."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = int(offsets[-1] - offsets[0])
-        blob = os.pread(fd, size, int(offsets[0]))
-        while len(blob) < size:  # pread may return less than asked for
-            blob += os.pread(fd, size - len(blob), int(offsets[0]) + len(blob))
-    finally:
-        os.close(fd)
-    ends = (offsets - offsets[0]).tolist()
-    return [blob[a:b].decode("utf-8", "surrogatepass") for a, b in zip(ends[:-1], ends[1:])]
-
-
-def _on_shared_texts(part: tuple[str, np.ndarray], fn: Callable, *args):
-    return fn(_read_texts(*part), *args)

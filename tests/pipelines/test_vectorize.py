@@ -88,12 +88,11 @@ def test_merging_keeps_terms_only_when_they_reach_min_df_over_all_chunks():
 def test_chunk_counting_and_merge_give_countvectorizers_matrix(corpus, min_df, n_chunks):
     from sklearn.feature_extraction.text import CountVectorizer
 
-    from pipelines.vectorize import _count_chunk, _merge_counts
-    from pipelines.workers import WorkerPool
+    from pipelines.vectorize import _chunks, _count_chunk, _merge_counts
 
     params = dict(ngram_range=(1, 2), stop_words="english", dtype=np.float32)
     texts = corpus.texts * 2
-    terms, counts = _merge_counts(WorkerPool(1).map_texts(_count_chunk, texts, n_chunks, params), min_df)
+    terms, counts = _merge_counts([_count_chunk(chunk, params) for chunk in _chunks(texts, n_chunks)], min_df)
     reference = CountVectorizer(min_df=min_df, **params)
     expected = reference.fit_transform(texts)
     assert list(terms) == list(reference.get_feature_names_out())

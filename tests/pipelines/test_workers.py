@@ -31,34 +31,6 @@ def test_results_come_back_in_chunk_order_with_the_extra_arguments(monkeypatch):
         assert alone.map(pow, [3], 2) == [9]
 
 
-def _texts_and_extra(texts: list[str], extra: str) -> tuple[list[str], str]:
-    return list(texts), extra
-
-
-TRICKY_TEXTS = ["plain words", "", "two\nlines\r\n", "caf\u00e9 \u65e5\u672c \U0001f600", "lone \ud800 surrogate",
-                "nul \x00 byte", "last"] * 5
-
-
-@pytest.mark.parametrize("parts", [1, 3, 35])
-def test_texts_reach_the_workers_unchanged_in_their_parts(monkeypatch, parts):
-    monkeypatch.setattr(workers, "fork_is_safe", lambda: False)  # loky's workers: other processes either way
-    with WorkerPool(2) as pool:
-        results = pool.map_texts(_texts_and_extra, TRICKY_TEXTS, parts, "extra")
-    bounds = np.linspace(0, len(TRICKY_TEXTS), parts + 1).astype(int)
-    assert results == [(TRICKY_TEXTS[a:b], "extra") for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def test_shared_texts_are_read_from_one_in_memory_file(monkeypatch):
-    """On Linux the workers read the texts from this process's in-memory file, not from their task."""
-    if not workers._shares_memory():
-        pytest.skip("no memfd here: the texts are pickled with each task")
-    with workers._TextFile(TRICKY_TEXTS) as shared:
-        path, offsets = shared.part(2, 9)
-        assert path.startswith("/proc/") and len(offsets) == 8
-        assert workers._read_texts(path, offsets) == TRICKY_TEXTS[2:9]
-        assert workers._read_texts(*shared.part(4, 4)) == []
-
-
 def test_worker_count_is_bounded_by_items_and_cores(monkeypatch):
     monkeypatch.setattr(workers.os, "cpu_count", lambda: 16)
     assert workers.worker_count(9_650, 500) == 16
