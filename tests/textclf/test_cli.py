@@ -479,16 +479,50 @@ def test_a_run_beats_in_phases_without_epochs(tmp_path, monkeypatch):
     texts = [f"fry the onions {i}" for i in range(30)] + [f"the rocket launched {i}" for i in range(30)]
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"text": t, "label": t.split()[1]}) + "\n" for t in texts))
-    real_read = run_module.read_corpus
+    real_fit = run_module.fit_vectorizer
 
-    def slow_read(*args, **kwargs):
+    def slow_fit(*args, **kwargs):
         clock.sleep(0.5)
-        return real_read(*args, **kwargs)
+        return real_fit(*args, **kwargs)
 
-    monkeypatch.setattr(run_module, "read_corpus", slow_read)
+    monkeypatch.setattr(run_module, "fit_vectorizer", slow_fit)
     run_module.train(corpus, Settings(search="off", epochs=1, min_steps=0, hidden=4, features=64),
                      db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
-    assert len(beats) >= 5  # ~10 beats in the half second of reading alone
+    assert len(beats) >= 5  # ~10 beats in the half second of vectorizing alone
+
+
+FORKED_RUN = """
+import sys
+from pipelines import vectorize, workers
+vectorize.PARALLEL_MIN_DOCS, vectorize.DOCS_PER_WORKER = 0, 1
+pools = []
+real_init = workers.WorkerPool.__init__
+def recording_init(self, processes):
+    real_init(self, processes)
+    pools.append((self.processes, self.forked))
+workers.WorkerPool.__init__ = recording_init
+from textclf.runs.run import train
+from textclf.settings import Settings
+train(sys.argv[1], Settings(search="off", epochs=1, min_steps=0, hidden=4, features=64), db_path=sys.argv[2],
+      model_path=sys.argv[3])
+print(pools)
+"""
+
+
+def test_a_run_forks_its_vectorizing_workers_before_any_thread_starts(corpus_dir, tmp_path):
+    """As `textclf train` runs: its own pool, forked (the run's heartbeat and the JAX warm-up start after it);
+    with another thread running it would start fresh interpreters instead (pipelines/workers.py)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    done = subprocess.run([sys.executable, "-c", FORKED_RUN, str(corpus_dir), str(tmp_path / "runs.db"),
+                           str(tmp_path / "m.npz")], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    pools = eval(done.stdout.strip().splitlines()[-1])
+    assert pools and all(forked for processes, forked in pools if processes > 1) and \
+        any(processes > 1 for processes, _ in pools)
 
 
 def test_a_locked_database_mid_training_delays_the_epoch_rows_not_the_training(runner, corpus_dir, tmp_path,

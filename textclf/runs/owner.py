@@ -46,7 +46,8 @@ class RunHeartbeat(threading.Thread):
 
     def stop(self) -> None:
         self.stopped.set()
-        self.join()
+        if self.ident is not None:  # a run that failed before its warm-up never started it
+            self.join()
 
 
 def _start_time(pid: int) -> str | None:

@@ -89,15 +89,15 @@ def train(
     # others keep their run record in a throwaway in-memory database so the code path stays the same.
     primary = is_primary()
     db = open_db(run_db_path(db_path if primary else ":memory:"))
-    warmup = BackendWarmup(settings.backend, compile_cache_dir())
     run_id = run_queries.start_run(
         db, corpus=str(corpus_path), test_corpus=str(test_path) if test_path else None,
         settings=settings.to_dict(), backend=settings.backend, versions=versions(), **this_owner(),
         heartbeat_at=run_queries.now(), job_id=job_id, resumes_run=resumes_run,
     )
     heartbeat = RunHeartbeat(run_db_path(db_path), run_id) if primary else None
-    if heartbeat:
-        heartbeat.start()
+    # The heartbeat thread starts with the JAX warm-up, once the vectorizing workers are forked (a process with a
+    # second thread starts fresh workers instead: pipelines/workers.py); the run row's heartbeat_at is set meanwhile.
+    warmup = BackendWarmup(settings.backend, compile_cache_dir(), along=heartbeat.start if heartbeat else None)
     try:
         result = _train_run(db, run_id, Path(corpus_path), settings, warmup, test_path, model_path, report,
                             checkpointer, stop_requested, primary, pool)

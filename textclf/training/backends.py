@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Callable
 
 from textclf.errors import BackendError
 
@@ -91,10 +92,14 @@ def _first_device_work() -> None:
 class BackendWarmup:
     """Import JAX, start its backend and run a first small program (the GPU: 2.5-4.5 s on a fresh H100 machine)
     on a thread, so that it overlaps reading and vectorizing the corpus. start() once the vectorizing workers are forked (pipelines/workers.py);
-    result() -> (backend, device description), raising what the thread raised (e.g. BackendError)."""
+    result() -> (backend, device description), raising what the thread raised (e.g. BackendError).
+    along: called as the warm-up starts, to start another thread that must not run while the workers are forked
+    either (the run's heartbeat: with it running from the run's start, every `textclf train` found a second thread
+    and started fresh loky workers instead of forking, which then transformed a million documents in 15.7 s against
+    7 s forked, BENCHMARKS.md "Big corpora with no flags")."""
 
-    def __init__(self, requested: str, cache_dir: Path):
-        self.requested, self.cache_dir = requested, cache_dir
+    def __init__(self, requested: str, cache_dir: Path, along: Callable[[], None] | None = None):
+        self.requested, self.cache_dir, self.along = requested, cache_dir, along
         self._thread = threading.Thread(target=self._run, name="textclf-backend-warmup", daemon=True)
         self._outcome: tuple[str, str] | BaseException | None = None
 
@@ -110,6 +115,8 @@ class BackendWarmup:
 
     def start(self) -> "BackendWarmup":
         if self._thread.ident is None:  # not started yet (a thread starts once)
+            if self.along is not None:
+                self.along()
             self._thread.start()
         return self
 
