@@ -17,8 +17,6 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
 
 def _labels(path: str) -> list[str]:
     with open(path, encoding="utf-8") as lines:

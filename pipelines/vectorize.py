@@ -26,6 +26,7 @@ process (starting workers would cost more than they save).
 from __future__ import annotations
 
 import functools
+import pickle
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
@@ -82,8 +83,11 @@ CHAR_NGRAM_RANGE = (2, 5)
 # (_without_start_token); the "hashing" kind, which has no vocabulary, counts it in one bucket of every row, whose
 # IDF is then the lowest (1).
 START_TOKEN = "__start__"
-# Vectorizer.transform's chunks hold at most this many documents, so that its progress moves on a big corpus.
-PROGRESS_CHUNK_DOCS = 50_000
+# Vectorizer.transform's chunks hold about this many characters of text: its progress moves on a big corpus, and a
+# worker transforms a small chunk faster per document than a big one (its temporary arrays are reused, not fresh
+# pages): 100,000 synthetic documents (117M characters) on this project's 2-core CPU in 2 chunks 2.9-3.8 s, 4 chunks
+# 2.1-2.9 s, 8 chunks 1.9 s, 16 chunks 1.8 s, 32 chunks 1.9-2.0 s (benchmarks/transform_chunks.py).
+TRANSFORM_CHUNK_CHARACTERS = 16_000_000
 
 
 @dataclass
@@ -132,7 +136,7 @@ class Vectorizer:
                   on_progress: Callable[[int, int], None] | None = None) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero).
         workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS); pool: use these;
-        on_progress(documents done, of total) as chunks of at most PROGRESS_CHUNK_DOCS finish (of the words; the
+        on_progress(documents done, of total) as chunks of ~TRANSFORM_CHUNK_CHARACTERS finish (of the words; the
         character view, if any, follows)."""
         words = self._transform_view(texts, workers, pool, on_progress)
         if self.chars is None:
@@ -149,16 +153,18 @@ class Vectorizer:
         if pool is None:
             with vectorize_pool(len(texts), workers) as own:
                 return self._transform_view(texts, workers, own, on_progress)
-        # Rows are weighted independently: any chunking gives the same matrix. Chunks no larger than
-        # PROGRESS_CHUNK_DOCS let progress be told while a big corpus is transformed, and their number is a multiple
-        # of the workers', so that no worker idles through a last round: a million documents on 16 workers in 20
-        # chunks took 7.9-8.6 s, in 32 6.8-7.3 s (H100 machine; BENCHMARKS.md, "Big corpora with no flags").
+        # Rows are weighted independently: any chunking gives the same matrix. Chunks of ~TRANSFORM_CHUNK_CHARACTERS
+        # (see there), their number a multiple of the workers', so that no worker idles through a last round: a
+        # million documents on 16 workers in 20 chunks took 7.9-8.6 s, in 32 6.8-7.3 s (H100 machine; BENCHMARKS.md,
+        # "Big corpora with no flags").
         workers_used = _worker_count(len(texts), pool.processes)
-        rounds = -(-len(texts) // (workers_used * PROGRESS_CHUNK_DOCS))
-        chunks = _chunks(texts, workers_used * rounds)
+        rounds = max(1, -(-sum(map(len, texts)) // (workers_used * TRANSFORM_CHUNK_CHARACTERS)))
+        chunks = _chunks(texts, min(len(texts), workers_used * rounds))
         sizes = np.cumsum([len(chunk) for chunk in chunks])
         done = None if on_progress is None else (lambda index: on_progress(int(sizes[index]), len(texts)))
-        parts = pool.map(_transform_weighted, chunks, self._counter(), self.idf, self.sublinear_tf, on_done=done)
+        # The counter pickled once, not once a chunk (a 32,768-term vocabulary: ~30 ms each time).
+        counter = pickle.dumps(self._counter(), protocol=pickle.HIGHEST_PROTOCOL)
+        parts = pool.map(_transform_pickled, chunks, counter, self.idf, self.sublinear_tf, on_done=done)
         return stack_rows(parts)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -318,6 +324,11 @@ def _transform_chunk(texts: Sequence[str], counter) -> sp.csr_matrix:
 
 def _transform_weighted(texts: Sequence[str], counter, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
     return _weight(counter.transform(texts), idf, sublinear)
+
+
+def _transform_pickled(texts: Sequence[str], counter: bytes, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
+    """_transform_weighted in a worker, its counter as this process's pool pickled it (never bytes from outside)."""
+    return _transform_weighted(texts, pickle.loads(counter), idf, sublinear)
 
 
 def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[bytes, sp.csr_matrix, np.ndarray]:

@@ -620,3 +620,17 @@ def test_runs_show_says_what_the_defaults_were_kept_over(runner):
     assert shown.exit_code == 0
     line = next(line for line in shown.output.splitlines() if line.startswith("defaults kept"))
     assert '"stop_words": null' in line and "0.8830: within a standard error" in line
+
+
+def test_runs_show_says_a_big_corpus_trained_with_a_larger_batch(runner):
+    database = open_db(run_db_path())
+    chosen = {"stop_words": None, "ngram_max": 1, "nb_weighting": False, "learning_rate": 0.001, "epochs": 8,
+              "batch_size": 64}
+    search = {"rounds": 10, "rounds_planned": 10, "folds": 1, "seconds": 17.8, "budget_s": 60.0, "chosen": chosen,
+              "batch_for_all": {"sample": 64, "all": 256, "documents": 1_000_000, "epoch_steps": 4096},
+              "leaderboard": [{"settings": chosen, "accuracy": 0.99, "folds": 1}]}
+    run_id = runs.start_run(database, corpus="c.jsonl", settings={}, versions={}, search=search)
+    shown = invoke(runner, "runs", "show", run_id)
+    assert shown.exit_code == 0
+    line = next(line for line in shown.output.splitlines() if line.startswith("batch for all"))
+    assert "256 (the sample chose 64; 1,000,000 documents: at most 4,096 steps an epoch)" in line

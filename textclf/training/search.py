@@ -42,8 +42,9 @@ from textclf.training.candidates import (
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
 # choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run. 2: the defaults'
 # variant kept within a standard error (DEFAULT_VARIANT_ERRORS), and a CPU's rounds narrowed (more in its budget);
-# 3: more networks on any validated gain (NETWORKS_ERRORS 0).
-SEARCH_FORMAT = 3
+# 3: more networks on any validated gain (NETWORKS_ERRORS 0); 4: a larger batch for a corpus far larger than the
+# sample (batch_for_all).
+SEARCH_FORMAT = 4
 # Below this many training documents the search is skipped: a validation fold of a few dozen documents cannot
 # tell candidates apart, and the small-corpus rule (Settings.min_steps) decides the epochs anyway.
 MIN_DOCUMENTS = 200
@@ -470,12 +471,12 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
                 char_epochs = _epochs_for_all(char_epochs, epochs, settings)
             chosen = chosen.replace(char_learning_rate=networks.char_learning_rate, char_epochs=char_epochs)
         summary["ensemble"] = networks.summary
-    if subsampled and "batch_size" not in settings.pinned and batch_for_all(chosen.batch_size, n_documents) != \
-            chosen.batch_size:
+    all_batch = batch_for_all(chosen.batch_size, n_documents)
+    if subsampled and "batch_size" not in settings.pinned and all_batch != chosen.batch_size:
         # After the networks trial, which trained on the sample at the sample's batch.
-        summary["batch_for_all"] = {"sample": chosen.batch_size, "all": batch_for_all(chosen.batch_size, n_documents),
-                                    "documents": n_documents, "epoch_steps": EPOCH_STEPS}
-        chosen = chosen.replace(batch_size=summary["batch_for_all"]["all"])
+        summary["batch_for_all"] = {"sample": chosen.batch_size, "all": all_batch, "documents": n_documents,
+                                    "epoch_steps": EPOCH_STEPS}
+        chosen = chosen.replace(batch_size=all_batch)
     summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
                    candidates=len(leaderboard), seconds=round(time.perf_counter() - start, 3), racing=racing,
                    best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=subsampled,
