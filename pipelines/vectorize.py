@@ -159,7 +159,7 @@ class Vectorizer:
         # "Big corpora with no flags").
         workers_used = _worker_count(len(texts), pool.processes)
         rounds = max(1, -(-sum(map(len, texts)) // (workers_used * TRANSFORM_CHUNK_CHARACTERS)))
-        chunks = _chunks(texts, min(len(texts), workers_used * rounds))
+        chunks = _chunks(texts, max(1, min(len(texts), workers_used * rounds)))  # one (empty) chunk for no texts
         sizes = np.cumsum([len(chunk) for chunk in chunks])
         done = None if on_progress is None else (lambda index: on_progress(int(sizes[index]), len(texts)))
         # The counter pickled once, not once a chunk (a 32,768-term vocabulary: ~30 ms each time).

@@ -73,6 +73,24 @@ def test_counting_in_worker_processes_gives_the_one_process_matrix(corpus, kind,
     assert abs(merged.transform(texts, workers=3) - alone_x).max() < 1e-6
 
 
+def test_a_pooled_transform_in_many_chunks_is_the_one_process_transform(corpus, monkeypatch):
+    from pipelines import vectorize
+    from pipelines.workers import WorkerPool
+
+    vec, matrix = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=300), workers=1)
+    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 0)
+    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    monkeypatch.setattr(vectorize, "TRANSFORM_CHUNK_CHARACTERS", 500)  # a chunk of a few documents
+    progress = []
+    with WorkerPool(2) as pool:
+        chunked = vec.transform(corpus.texts, pool=pool, on_progress=lambda done, total: progress.append(done))
+        empty = vec.transform([], pool=pool)
+    assert abs(chunked - matrix).max() < 1e-6
+    assert len(progress) > 4 and progress == sorted(progress) and progress[-1] == len(corpus.texts)
+    assert len(progress) % 2 == 0  # a multiple of the workers' count of chunks
+    assert empty.shape == (0, matrix.shape[1])
+
+
 def test_merging_keeps_terms_only_when_they_reach_min_df_over_all_chunks():
     from pipelines.vectorize import _count_chunk, _merge_counts
 
