@@ -83,11 +83,13 @@ CHAR_NGRAM_RANGE = (2, 5)
 # (_without_start_token); the "hashing" kind, which has no vocabulary, counts it in one bucket of every row, whose
 # IDF is then the lowest (1).
 START_TOKEN = "__start__"
-# Vectorizer.transform's chunks hold about this many characters of text: its progress moves on a big corpus, and a
-# worker transforms a small chunk faster per document than a big one (its temporary arrays are reused, not fresh
-# pages): 100,000 synthetic documents (117M characters) on this project's 2-core CPU in 2 chunks 2.9-3.8 s, 4 chunks
-# 2.1-2.9 s, 8 chunks 1.9 s, 16 chunks 1.8 s, 32 chunks 1.9-2.0 s (benchmarks/transform_chunks.py).
-TRANSFORM_CHUNK_CHARACTERS = 16_000_000
+# A worker counts or transforms chunks of about this many characters of text: a worker does a small chunk faster
+# per document than a big one (its temporary arrays are reused, not fresh pages), and a transform's progress moves
+# on a big corpus. On this project's 2-core CPU, 100,000 synthetic documents (117M characters) transformed in 2
+# chunks in 2.9-3.8 s, 4 chunks 2.1-2.9 s, 8 chunks 1.9 s, 16 chunks 1.8 s, 32 chunks 1.9-2.0 s
+# (benchmarks/transform_chunks.py); 50,000 of them (58M characters) counted with bigrams in one chunk in 3.4-4.0 s,
+# in 2 chunks 1.8 s, in 4 1.5-1.6 s (the chunks' merge then 0.9 -> 1.1 -> 1.3-1.4 s).
+CHUNK_CHARACTERS = 16_000_000
 
 
 @dataclass
@@ -136,7 +138,7 @@ class Vectorizer:
                   on_progress: Callable[[int, int], None] | None = None) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero).
         workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS); pool: use these;
-        on_progress(documents done, of total) as chunks of ~TRANSFORM_CHUNK_CHARACTERS finish (of the words; the
+        on_progress(documents done, of total) as chunks of ~CHUNK_CHARACTERS finish (of the words; the
         character view, if any, follows)."""
         words = self._transform_view(texts, workers, pool, on_progress)
         if self.chars is None:
@@ -153,13 +155,8 @@ class Vectorizer:
         if pool is None:
             with vectorize_pool(len(texts), workers) as own:
                 return self._transform_view(texts, workers, own, on_progress)
-        # Rows are weighted independently: any chunking gives the same matrix. Chunks of ~TRANSFORM_CHUNK_CHARACTERS
-        # (see there), their number a multiple of the workers', so that no worker idles through a last round: a
-        # million documents on 16 workers in 20 chunks took 7.9-8.6 s, in 32 6.8-7.3 s (H100 machine; BENCHMARKS.md,
-        # "Big corpora with no flags").
-        workers_used = _worker_count(len(texts), pool.processes)
-        rounds = max(1, -(-sum(map(len, texts)) // (workers_used * TRANSFORM_CHUNK_CHARACTERS)))
-        chunks = _chunks(texts, max(1, min(len(texts), workers_used * rounds)))  # one (empty) chunk for no texts
+        # Rows are weighted independently: any chunking gives the same matrix.
+        chunks = _chunks(texts, _chunk_count(texts, pool))
         sizes = np.cumsum([len(chunk) for chunk in chunks])
         done = None if on_progress is None else (lambda index: on_progress(int(sizes[index]), len(texts)))
         # The counter pickled once, not once a chunk (a 32,768-term vocabulary: ~30 ms each time).
@@ -311,6 +308,16 @@ def vectorize_pool(n_docs: int, workers: int | None = None) -> WorkerPool:
     """The worker processes that fit_vectorizer and Vectorizer.transform would start for n_docs documents, to
     share between them (and to fork before the caller starts threads; see pipelines/workers.py)."""
     return WorkerPool(_worker_count(n_docs, workers))
+
+
+def _chunk_count(texts: Sequence[str], pool: WorkerPool) -> int:
+    """How many chunks the pool's workers take texts in: chunks of ~CHUNK_CHARACTERS (see there), their number a
+    multiple of the workers', so that no worker idles through a last round (a million documents on 16 workers in 20
+    chunks took 7.9-8.6 s to transform, in 32 6.8-7.3 s, H100 machine; BENCHMARKS.md, "Big corpora with no flags");
+    one (empty) chunk for no texts."""
+    workers = _worker_count(len(texts), pool.processes)
+    rounds = max(1, -(-sum(map(len, texts)) // (workers * CHUNK_CHARACTERS)))
+    return max(1, min(len(texts), workers * rounds))
 
 
 def _chunks(texts: Sequence[str], parts: int) -> list[Sequence[str]]:
@@ -533,10 +540,10 @@ def count_chars(texts: Sequence[str], min_df: int, pool: WorkerPool) -> tuple[np
 
 def _counted(texts: Sequence[str], min_df: int, pool: WorkerPool, count: Callable, merge: Callable, *args
              ) -> tuple[np.ndarray, sp.csr_matrix]:
-    """count(chunk, *args) on the pool's workers, one contiguous chunk of the texts each, then merge(parts,
+    """count(chunk, *args) on the pool's workers, contiguous chunks of the texts (_chunk_count), then merge(parts,
     min_df) (_count_chunk and _merge_counts, or word_counts' count_chunk and merge): (terms sorted, counts).
     min_df is 1 for a corpus under SMALL_CORPUS_DOCS."""
-    chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
+    chunks = _chunks(texts, _chunk_count(texts, pool))
     return merge(pool.map(count, chunks, *args), min_df if len(texts) >= SMALL_CORPUS_DOCS else 1)
 
 

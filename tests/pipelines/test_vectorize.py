@@ -80,7 +80,7 @@ def test_a_pooled_transform_in_many_chunks_is_the_one_process_transform(corpus, 
     vec, matrix = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=300), workers=1)
     monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 0)
     monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
-    monkeypatch.setattr(vectorize, "TRANSFORM_CHUNK_CHARACTERS", 500)  # a chunk of a few documents
+    monkeypatch.setattr(vectorize, "CHUNK_CHARACTERS", 500)  # a chunk of a few documents
     progress = []
     with WorkerPool(2) as pool:
         chunked = vec.transform(corpus.texts, pool=pool, on_progress=lambda done, total: progress.append(done))
