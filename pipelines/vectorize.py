@@ -440,8 +440,9 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     """Fit on the training texts; return the vectorizer and the training matrix it produces.
     workers: processes for counting (None = all cores; one below PARALLEL_MIN_DOCS documents); pool: use these.
     fit_documents: "tfidf" fits its vocabulary, selection and weights on a random sample of at most this many of
-    the texts (FIT_DOCUMENTS says why), then transforms all of them, telling on_progress(documents done, of
-    total) as it goes (a fit of fewer documents tells nothing: its counting runs as one chunk a worker)."""
+    the texts (FIT_DOCUMENTS says why), then transforms all of them. on_progress(documents done, of total) as the
+    word counting's chunks finish (of the sample's, then of the transform's for a larger corpus; a corpus of one
+    chunk a worker tells its end only)."""
     if pool is None:
         with vectorize_pool(len(texts), workers) as own:
             return fit_vectorizer(texts, labels, settings, pool=own, fit_documents=fit_documents,
@@ -449,7 +450,7 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     if settings.vectorizer == "tfidf" and len(texts) > fit_documents:
         rows = np.sort(np.random.default_rng(0).choice(len(texts), fit_documents, replace=False))
         vec, _ = fit_vectorizer([texts[i] for i in rows], [labels[i] for i in rows], settings, pool=pool,
-                                fit_documents=fit_documents)
+                                fit_documents=fit_documents, on_progress=on_progress)
         return vec, vec.transform(texts, pool=pool, on_progress=on_progress)
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token)
@@ -459,7 +460,7 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
         return vec, _weight(counts, vec.idf, settings.sublinear_tf)
 
     terms, counts = count_terms(texts, settings.ngram_max, settings.stop_words, settings.min_df, pool,
-                                settings.start_token)
+                                settings.start_token, on_progress)
     terms, counts, idf = _select(terms, counts, labels, settings.features, settings)
     if settings.nb_weighting:
         idf = idf * nb_ratios(counts, np.asarray(labels))  # saved as the column weights: predict applies it too
@@ -502,15 +503,17 @@ def _select(terms: np.ndarray, counts: sp.csr_matrix, labels, budget: int, setti
 
 
 def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, min_df: int,
-                pool: WorkerPool, start_token: bool) -> tuple[np.ndarray, sp.csr_matrix]:
+                pool: WorkerPool, start_token: bool, on_progress: Callable[[int, int], None] | None = None
+                ) -> tuple[np.ndarray, sp.csr_matrix]:
     """The full vocabulary's raw counts, nothing selected or weighted: (terms sorted, (documents, terms) CSR
     float32) -> the widest view that the model search derives its vectorizer variants from (column masks and
-    re-weightings, see `term_mask` and `select_and_weigh`), so the texts are tokenised once."""
+    re-weightings, see `term_mask` and `select_and_weigh`), so the texts are tokenised once. on_progress(documents
+    counted, of total) as chunks finish."""
     if word_counts.supports(ngram_max):
-        counted = _counted(texts, min_df, pool, word_counts.count_chunk, word_counts.merge, ngram_max,
+        counted = _counted(texts, min_df, pool, word_counts.count_chunk, word_counts.merge, on_progress, ngram_max,
                            _stop_word_set(stop_words), START_TOKEN if start_token else None)
     else:
-        counted = _counted(texts, min_df, pool, _count_chunk, _merge_counts,
+        counted = _counted(texts, min_df, pool, _count_chunk, _merge_counts, on_progress,
                            word_counter_params(ngram_max, stop_words, start_token))
     terms, counts = _without_start_token(*counted)
     if not len(terms):
@@ -530,7 +533,7 @@ def _without_start_token(terms: np.ndarray, counts: sp.csr_matrix) -> tuple[np.n
 
 def count_chars(texts: Sequence[str], min_df: int, pool: WorkerPool) -> tuple[np.ndarray, sp.csr_matrix]:
     """count_terms for the character view: (CHAR_NGRAM_RANGE character n-grams sorted, their raw counts)."""
-    terms, counts = _counted(texts, min_df, pool, _count_chunk, _merge_counts,
+    terms, counts = _counted(texts, min_df, pool, _count_chunk, _merge_counts, None,
                              dict(analyzer=CHAR_ANALYZER, ngram_range=CHAR_NGRAM_RANGE, dtype=np.float32))
     if not len(terms):
         raise CorpusError("no character n-grams to learn from: the documents are empty; add real text or pass "
@@ -538,13 +541,15 @@ def count_chars(texts: Sequence[str], min_df: int, pool: WorkerPool) -> tuple[np
     return terms, counts
 
 
-def _counted(texts: Sequence[str], min_df: int, pool: WorkerPool, count: Callable, merge: Callable, *args
-             ) -> tuple[np.ndarray, sp.csr_matrix]:
+def _counted(texts: Sequence[str], min_df: int, pool: WorkerPool, count: Callable, merge: Callable,
+             on_progress: Callable[[int, int], None] | None, *args) -> tuple[np.ndarray, sp.csr_matrix]:
     """count(chunk, *args) on the pool's workers, contiguous chunks of the texts (_chunk_count), then merge(parts,
     min_df) (_count_chunk and _merge_counts, or word_counts' count_chunk and merge): (terms sorted, counts).
-    min_df is 1 for a corpus under SMALL_CORPUS_DOCS."""
+    min_df is 1 for a corpus under SMALL_CORPUS_DOCS. on_progress(documents counted, of total) as chunks finish."""
     chunks = _chunks(texts, _chunk_count(texts, pool))
-    return merge(pool.map(count, chunks, *args), min_df if len(texts) >= SMALL_CORPUS_DOCS else 1)
+    sizes = np.cumsum([len(chunk) for chunk in chunks])
+    done = None if on_progress is None else (lambda index: on_progress(int(sizes[index]), len(texts)))
+    return merge(pool.map(count, chunks, *args, on_done=done), min_df if len(texts) >= SMALL_CORPUS_DOCS else 1)
 
 
 def _stop_word_set(stop_words: str | None) -> frozenset[str] | None:

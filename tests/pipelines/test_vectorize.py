@@ -91,6 +91,28 @@ def test_a_pooled_transform_in_many_chunks_is_the_one_process_transform(corpus, 
     assert empty.shape == (0, matrix.shape[1])
 
 
+def test_the_fit_tells_its_counting_progress_then_the_transforms(corpus, monkeypatch):
+    from pipelines import vectorize
+    from pipelines.workers import WorkerPool
+
+    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 0)
+    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    monkeypatch.setattr(vectorize, "CHUNK_CHARACTERS", 500)
+    texts, labels = corpus.texts * 2, corpus.labels * 2
+    progress = []
+    with WorkerPool(2) as pool:
+        whole, _ = fit_vectorizer(texts, labels, Settings(features=300), pool=pool,
+                                  on_progress=lambda done, total: progress.append((done, total)))
+        assert len(progress) > 2 and [t for _, t in progress] == [len(texts)] * len(progress)
+        assert [d for d, _ in progress] == sorted(d for d, _ in progress) and progress[-1][0] == len(texts)
+        progress.clear()  # a corpus larger than the fit's sample: the sample's counting, then all transformed
+        fit_vectorizer(texts, labels, Settings(features=300), pool=pool, fit_documents=40,
+                       on_progress=lambda done, total: progress.append((done, total)))
+    totals = [t for _, t in progress]
+    assert totals[0] == 40 and totals[-1] == len(texts) and totals == sorted(totals)
+    assert progress[-1][0] == len(texts) and (40, 40) in progress
+
+
 def test_merging_keeps_terms_only_when_they_reach_min_df_over_all_chunks():
     from pipelines.vectorize import _count_chunk, _merge_counts
 

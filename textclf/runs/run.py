@@ -625,7 +625,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                 vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings,
                                                      pool=forked(len(corpus.texts)),
                                                      on_progress=vectorize_progress)
-                vectorize_progress(len(train_texts), len(train_texts))  # the fit's pass ends (a small fit tells only this)
+                vectorize_progress(len(train_texts), len(train_texts))  # the fit's pass ends (one chunk tells only this)
                 eval_x = vectorizer.transform(eval_texts, pool=forked(len(corpus.texts)),
                                               on_progress=vectorize_progress)
                 if primary:
