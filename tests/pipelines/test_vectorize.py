@@ -101,8 +101,8 @@ def test_the_fit_tells_its_counting_progress_then_the_transforms(corpus, monkeyp
     texts, labels = corpus.texts * 2, corpus.labels * 2
     progress = []
     with WorkerPool(2) as pool:
-        whole, _ = fit_vectorizer(texts, labels, Settings(features=300), pool=pool,
-                                  on_progress=lambda done, total: progress.append((done, total)))
+        fit_vectorizer(texts, labels, Settings(features=300), pool=pool,
+                       on_progress=lambda done, total: progress.append((done, total)))
         assert len(progress) > 2 and [t for _, t in progress] == [len(texts)] * len(progress)
         assert [d for d, _ in progress] == sorted(d for d, _ in progress) and progress[-1][0] == len(texts)
         progress.clear()  # a corpus larger than the fit's sample: the sample's counting, then all transformed

@@ -512,6 +512,7 @@ print(pools)
 def test_a_run_forks_its_vectorizing_workers_before_any_thread_starts(corpus_dir, tmp_path):
     """As `textclf train` runs: its own pool, forked (the run's heartbeat and the JAX warm-up start after it);
     with another thread running it would start fresh interpreters instead (pipelines/workers.py)."""
+    import ast
     import subprocess
     import sys
 
@@ -520,7 +521,7 @@ def test_a_run_forks_its_vectorizing_workers_before_any_thread_starts(corpus_dir
     done = subprocess.run([sys.executable, "-c", FORKED_RUN, str(corpus_dir), str(tmp_path / "runs.db"),
                            str(tmp_path / "m.npz")], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    pools = eval(done.stdout.strip().splitlines()[-1])
+    pools = ast.literal_eval(done.stdout.strip().splitlines()[-1])
     assert pools and all(forked for processes, forked in pools if processes > 1) and \
         any(processes > 1 for processes, _ in pools)
 
