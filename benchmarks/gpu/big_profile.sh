@@ -15,10 +15,10 @@ echo "$(nproc) cores" | tee -a "$log"
 [ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/seed/train.jsonl /tmp/syn --docs "$DOCS" \
   | tee -a "$log"
 export TEXTCLF_HOME=$(mktemp -d)
-start=$(date +%s.%N)
+start=$SECONDS
 python3 -m cProfile -o "$OUT/train.prof" -m textclf train /tmp/syn/train.jsonl --test /tmp/syn/test.jsonl --json \
   > "$OUT/run.json" 2> "$OUT/train.err"
-echo "textclf train (cProfile): $(echo "$(date +%s.%N) - $start" | bc) s wall" | tee -a "$log"
+echo "textclf train (cProfile): $((SECONDS - start)) s wall" | tee -a "$log"
 python3 - "$OUT" <<'PY' 2>&1 | tee -a "$log"
 import json, pstats, sys
 out = sys.argv[1]
