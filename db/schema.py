@@ -154,8 +154,14 @@ def _v9_search_cache(db: sqlite_utils.Database) -> None:
     )
 
 
+def _v10_vectorize_workers(db: sqlite_utils.Database) -> None:
+    # runs: how the vectorizing ran ("16 forked worker processes", "2 fresh worker processes (not forked: ...)",
+    # "this process"; pipelines/workers.py): the slow path names itself.
+    db["runs"].add_column("vectorize_workers", str)
+
+
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
-              _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache]
+              _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache, _v10_vectorize_workers]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

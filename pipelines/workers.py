@@ -33,10 +33,23 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Iterator, Sequence
 
 
+def fork_refusal() -> str | None:
+    """Why forking could copy another thread's lock here, or None when it cannot: forking needs Linux, one Python
+    thread, and JAX not imported (once imported it may have joined a distributed runtime or started a backend, both
+    of which run native threads)."""
+    if sys.platform != "linux":
+        return f"{sys.platform} is not Linux"
+    if threading.active_count() != 1:
+        return f"{threading.active_count() - 1} other thread(s) running: " + \
+            ", ".join(t.name for t in threading.enumerate() if t is not threading.current_thread())
+    if "jax" in sys.modules:
+        return "JAX is imported"
+    return None
+
+
 def fork_is_safe() -> bool:
-    """True when forking cannot copy another thread's lock: Linux, one Python thread, JAX not imported (once
-    imported it may have joined a distributed runtime or started a backend, both of which run native threads)."""
-    return sys.platform == "linux" and threading.active_count() == 1 and "jax" not in sys.modules
+    """True when forking cannot copy another thread's lock (fork_refusal)."""
+    return fork_refusal() is None
 
 
 def _die_with_parent(parent: int) -> None:
@@ -67,7 +80,11 @@ class WorkerPool:
 
     def __init__(self, processes: int):
         self.processes = max(1, processes)
-        self.forked = self.processes > 1 and fork_is_safe()
+        refusal = fork_refusal() if self.processes > 1 else None
+        self.forked = self.processes > 1 and refusal is None
+        # How the work runs, for a run's record: the fresh interpreters' start-up and imports are the slow path.
+        self.description = ("this process" if self.processes == 1 else f"{self.processes} forked worker processes"
+                            if self.forked else f"{self.processes} fresh worker processes (not forked: {refusal})")
         self._executor = None
         if self.forked:
             context = multiprocessing.get_context("fork")

@@ -22,6 +22,15 @@ def test_fork_is_refused_once_jax_is_imported_or_a_thread_runs(monkeypatch):
     assert not fork_is_safe()
 
 
+def test_a_pool_says_how_it_runs_and_why_it_did_not_fork(monkeypatch):
+    assert WorkerPool(1).description == "this process"
+    monkeypatch.setattr(threading, "active_count", lambda: 2)  # as if another thread ran
+    with WorkerPool(2) as pool:
+        assert not pool.forked
+        assert pool.description.startswith("2 fresh worker processes (not forked: ")
+        assert "other thread(s) running" in pool.description or "is not Linux" in pool.description
+
+
 def test_results_come_back_in_chunk_order_with_the_extra_arguments(monkeypatch):
     monkeypatch.setattr(workers, "fork_is_safe", lambda: False)  # loky here; fork: the test below
     with WorkerPool(2) as pool:

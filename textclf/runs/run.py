@@ -581,6 +581,8 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             nonlocal workers
             if workers is None:
                 workers = stack.enter_context(vectorize_pool(documents))
+            if not warmup.started:  # the first use: the run records how its vectorizing runs
+                run_queries.update_run(db, run_id, vectorize_workers=workers.description)
             warmup.start()
             return workers
 

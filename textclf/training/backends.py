@@ -113,6 +113,10 @@ class BackendWarmup:
         except BaseException as exc:  # handed to result(), in the caller's thread
             self._outcome = exc
 
+    @property
+    def started(self) -> bool:
+        return self._thread.ident is not None
+
     def start(self) -> "BackendWarmup":
         if self._thread.ident is None:  # not started yet (a thread starts once)
             if self.along is not None:
