@@ -248,7 +248,7 @@ def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
     """`textclf train` as a user starts it: a corpus big enough for worker processes, forked (no JAX imported
     and no other thread yet: the run's heartbeat starts with the JAX warm-up, after the fork; with it running,
     pipelines/workers.py started fresh interpreters instead), JAX started on a thread meanwhile; the run finishes
-    and records the device."""
+    and records the device and how it vectorized."""
     import os
     import subprocess
     import sys
@@ -493,6 +493,103 @@ def test_a_run_beats_in_phases_without_epochs(tmp_path, monkeypatch):
     run_module.train(corpus, Settings(search="off", epochs=1, min_steps=0, hidden=4, features=64),
                      db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
     assert len(beats) >= 5  # ~10 beats in the half second of vectorizing alone
+
+
+def test_a_locked_database_mid_training_delays_the_epoch_rows_not_the_training(runner, corpus_dir, tmp_path,
+                                                                               monkeypatch):
+    from db.errors import DatabaseError
+
+    real, calls = runs.add_epoch, []
+
+    def locked_twice(*args, **kwargs):
+        calls.append(1)
+        if len(calls) in (3, 4):  # another writer holds the lock during epochs 3 and 4
+            raise DatabaseError("run database is locked by another writer")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runs, "add_epoch", locked_twice)
+    result = invoke(runner, "train", corpus_dir, "--out", tmp_path / "m.npz", *FAST)
+    assert result.exit_code == 0, result.output
+    [run] = runs.list_runs(open_db(run_db_path()))
+    recorded = runs.get_run(open_db(run_db_path()), run["id"])
+    assert run["status"] == "finished" and [e["epoch"] for e in recorded["epochs"]] == list(range(1, 76))
+    assert recorded["owner_pid"] and recorded["heartbeat_at"]
+
+
+def test_a_damaged_database_is_one_line_in_every_command(runner, tmp_path):
+    path = tmp_path / "runs.db"
+    database = open_db(path)
+    for i in range(400):  # enough rows for pages beyond the schema's
+        runs.start_run(database, corpus=f"corpus-{i}.jsonl" * 20, settings={"seed": i})
+    database.conn.close()
+    data = bytearray(path.read_bytes())
+    page = 4096
+    damaged = len(data) - 3 * page
+    data[page:damaged] = b"\xff" * (damaged - page)  # every page but the header's and the last two
+    path.write_bytes(bytes(data))
+    for command in (["runs", "list"], ["runs", "show", "3"], ["jobs", "list"]):
+        result = invoke(runner, *command, "--db", path)
+        assert result.exit_code == 1, (command, result.output)
+        assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+        assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("name, value, fragment", [
+    ("TEXTCLF_DB_TIMEOUT", "abc", "TEXTCLF_DB_TIMEOUT='abc' is not a number of seconds"),
+    ("TEXTCLF_DB_TIMEOUT", "-1", "TEXTCLF_DB_TIMEOUT='-1' is not a number of seconds"),
+    ("TEXTCLF_DB_TIMEOUT", "nan", "TEXTCLF_DB_TIMEOUT='nan' is not a number of seconds"),
+    ("SLURM_NTASKS", "many", "SLURM_NTASKS='many' is not a task count"),
+    ("TEXTCLF_COORDINATOR", "host:1", "TEXTCLF_NUM_PROCESSES / TEXTCLF_PROCESS_ID are missing"),
+])
+def test_bad_environment_variables_are_one_line_errors(runner, corpus_dir, monkeypatch, name, value, fragment):
+    monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SLURM_PROCID", "0")
+    result = invoke(runner, "train", corpus_dir, *FAST)
+    assert result.exit_code == 1 and result.stderr.startswith("Error: ") and fragment in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_reading_and_vectorizing_tell_their_progress(runner, tmp_path, monkeypatch):
+    monkeypatch.setattr("pipelines.corpus.PROGRESS_DOCUMENTS", 10)
+    monkeypatch.setattr("textclf.frontends.cli.STEPS_LINE_SECONDS", 0.0)  # every report a line
+    corpus = tmp_path / "corpus.jsonl"
+    words = {"space": "rocket orbit moon launch", "cooking": "onion pan fry garlic"}
+    corpus.write_text("".join(json.dumps({"text": f"{words[label]} {i}", "label": label}) + "\n"
+                              for i in range(30) for label in words))
+    size_mb = corpus.stat().st_size / 1e6
+    result = invoke(runner, "train", corpus, "--out", tmp_path / "m.npz", *FAST)
+    assert result.exit_code == 0, result.output
+    reading = [line for line in result.stderr.splitlines() if line.startswith("  reading the corpus: ")]
+    # every 10 documents, and at the end: the documents, the megabytes of the file and a rate
+    assert [line.split(":")[1].split()[0] for line in reading] == ["10", "20", "30", "40", "50", "60", "60"]
+    assert all(f"/{size_mb:,.0f} MB, " in line and "MB/s" in line for line in reading)
+    vectorizing = [line for line in result.stderr.splitlines() if line.startswith("  vectorizing: ")]
+    assert vectorizing and vectorizing[-1].split(":")[1].split()[0].split("/")[0] == \
+        vectorizing[-1].split(":")[1].split()[0].split("/")[1]  # the last says all of them
+
+
+def test_reading_a_folder_tells_documents_not_bytes(runner, corpus_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr("pipelines.corpus.PROGRESS_DOCUMENTS", 10)
+    monkeypatch.setattr("textclf.frontends.cli.STEPS_LINE_SECONDS", 0.0)
+    result = invoke(runner, "train", corpus_dir, "--out", tmp_path / "m.npz", *FAST)
+    assert result.exit_code == 0, result.output
+    reading = [line for line in result.stderr.splitlines() if line.startswith("  reading the corpus: ")]
+    assert reading and all("MB" not in line and "documents/s" in line for line in reading)
+
+
+def test_runs_show_says_what_the_defaults_were_kept_over(runner):
+    database = open_db(run_db_path())
+    chosen = {"stop_words": "english", "ngram_max": 2, "nb_weighting": True, "learning_rate": 0.01, "epochs": 5}
+    over = {**chosen, "stop_words": None, "learning_rate": 0.003, "epochs": 9}
+    search = {"rounds": 3, "rounds_planned": 10, "folds": 1, "seconds": 17.1, "budget_s": 20.0, "chosen": chosen,
+              "kept_defaults": {"over": over, "by": 0.883},
+              "leaderboard": [{"settings": chosen, "accuracy": 0.882, "folds": 1},
+                              {"settings": over, "accuracy": 0.883, "folds": 1}]}
+    run_id = runs.start_run(database, corpus="c.jsonl", settings={}, versions={}, search=search)
+    shown = invoke(runner, "runs", "show", run_id)
+    assert shown.exit_code == 0
+    line = next(line for line in shown.output.splitlines() if line.startswith("defaults kept"))
+    assert '"stop_words": null' in line and "0.8830: within a standard error" in line
 
 
 def test_runs_show_says_a_big_corpus_trained_with_a_larger_batch(runner):
