@@ -481,7 +481,8 @@ def test_a_typed_batch_size_is_kept_for_all_documents(pool, monkeypatch):
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
     monkeypatch.setattr(search_module, "EPOCH_STEPS", 2)
     texts, labels = question_corpus(300)
-    settings = Settings(epochs=3, batch_size=32, search_budget=60, pinned=("batch_size",))
+    settings = Settings(epochs=3, batch_size=32, search_budget=60,  # one round: only the rate is searched
+                        pinned=("batch_size", "stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "char_ngrams"))
     result = search_settings(texts, labels, settings, pool, "cpu")
     assert result.settings.batch_size == 32 and "batch_for_all" not in result.summary
 
