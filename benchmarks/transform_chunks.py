@@ -14,8 +14,6 @@ import argparse
 import os
 import time
 
-import numpy as np
-
 from pipelines import vectorize
 from pipelines.corpus import read_corpus
 from textclf.settings import Settings
@@ -29,9 +27,8 @@ def _timed(chunk, fn, *args):
 
 def _transform(vec, texts, pool, condition: str, chunks: int) -> None:
     start = time.perf_counter()
-    bounds = np.linspace(0, len(texts), chunks + 1).astype(int)
-    parts = pool.map(_timed, [texts[a:b] for a, b in zip(bounds[:-1], bounds[1:])], vectorize._transform_weighted,
-                     vec._counter(), vec.idf, vec.sublinear_tf)
+    parts = pool.map(_timed, vectorize._chunks(texts, chunks), vectorize._transform_weighted, vec._counter(), vec.idf,
+                     vec.sublinear_tf)
     wall = time.perf_counter() - start
     seconds = [s for _, s in parts]
     print(f"| {condition} | {chunks} | {wall:.2f} | {sum(seconds):.1f} | {max(seconds):.2f} |", flush=True)

@@ -155,14 +155,11 @@ class Vectorizer:
         if pool is None:
             with vectorize_pool(len(texts), workers) as own:
                 return self._transform_view(texts, workers, own, on_progress)
-        # Rows are weighted independently: any chunking gives the same matrix.
-        chunks = _chunks(texts, _chunk_count(texts, pool))
-        sizes = np.cumsum([len(chunk) for chunk in chunks])
-        done = None if on_progress is None else (lambda index: on_progress(int(sizes[index]), len(texts)))
-        # The counter pickled once, not once a chunk (a 32,768-term vocabulary: ~30 ms each time).
+        # Rows are weighted independently: any chunking gives the same matrix. The counter pickled once, not once a
+        # chunk (a 32,768-term vocabulary: ~30 ms each time).
         counter = pickle.dumps(self._counter(), protocol=pickle.HIGHEST_PROTOCOL)
-        parts = pool.map(_transform_pickled, chunks, counter, self.idf, self.sublinear_tf, on_done=done)
-        return stack_rows(parts)
+        return stack_rows(_map_chunks(pool, _transform_pickled, texts, on_progress, counter, self.idf,
+                                      self.sublinear_tf))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {"idf": self.idf}
@@ -318,6 +315,16 @@ def _chunk_count(texts: Sequence[str], pool: WorkerPool) -> int:
     workers = _worker_count(len(texts), pool.processes)
     rounds = max(1, -(-sum(map(len, texts)) // (workers * CHUNK_CHARACTERS)))
     return max(1, min(len(texts), workers * rounds))
+
+
+def _map_chunks(pool: WorkerPool, fn: Callable, texts: Sequence[str],
+                on_progress: Callable[[int, int], None] | None, *args) -> list:
+    """[fn(chunk, *args) for the pool's contiguous chunks of texts (_chunk_count)], computed by its workers;
+    on_progress(documents done, of total) as each chunk's result arrives."""
+    chunks = _chunks(texts, _chunk_count(texts, pool))
+    sizes = np.cumsum([len(chunk) for chunk in chunks])
+    done = None if on_progress is None else (lambda index: on_progress(int(sizes[index]), len(texts)))
+    return pool.map(fn, chunks, *args, on_done=done)
 
 
 def _chunks(texts: Sequence[str], parts: int) -> list[Sequence[str]]:
@@ -546,10 +553,7 @@ def _counted(texts: Sequence[str], min_df: int, pool: WorkerPool, count: Callabl
     """count(chunk, *args) on the pool's workers, contiguous chunks of the texts (_chunk_count), then merge(parts,
     min_df) (_count_chunk and _merge_counts, or word_counts' count_chunk and merge): (terms sorted, counts).
     min_df is 1 for a corpus under SMALL_CORPUS_DOCS. on_progress(documents counted, of total) as chunks finish."""
-    chunks = _chunks(texts, _chunk_count(texts, pool))
-    sizes = np.cumsum([len(chunk) for chunk in chunks])
-    done = None if on_progress is None else (lambda index: on_progress(int(sizes[index]), len(texts)))
-    return merge(pool.map(count, chunks, *args, on_done=done), min_df if len(texts) >= SMALL_CORPUS_DOCS else 1)
+    return merge(_map_chunks(pool, count, texts, on_progress, *args), min_df if len(texts) >= SMALL_CORPUS_DOCS else 1)
 
 
 def _stop_word_set(stop_words: str | None) -> frozenset[str] | None:

@@ -83,8 +83,12 @@ class WorkerPool:
         refusal = fork_refusal() if self.processes > 1 else None
         self.forked = self.processes > 1 and refusal is None
         # How the work runs, for a run's record: the fresh interpreters' start-up and imports are the slow path.
-        self.description = ("this process" if self.processes == 1 else f"{self.processes} forked worker processes"
-                            if self.forked else f"{self.processes} fresh worker processes (not forked: {refusal})")
+        if self.processes == 1:
+            self.description = "this process"
+        elif self.forked:
+            self.description = f"{self.processes} forked worker processes"
+        else:
+            self.description = f"{self.processes} fresh worker processes (not forked: {refusal})"
         self._executor = None
         if self.forked:
             context = multiprocessing.get_context("fork")

@@ -118,7 +118,7 @@ class BackendWarmup:
         return self._thread.ident is not None
 
     def start(self) -> "BackendWarmup":
-        if self._thread.ident is None:  # not started yet (a thread starts once)
+        if not self.started:  # a thread starts once
             if self.along is not None:
                 self.along()
             self._thread.start()
