@@ -28,7 +28,9 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+
+import numpy as np
 
 from pipelines.documents import BINARY_SNIFF_BYTES, classify_file, decode_text, is_binary
 from pipelines.errors import CorpusError
@@ -41,7 +43,7 @@ FORMAT_HINT = "pass a folder with one sub-folder per label, a .csv or a .jsonl f
 
 @dataclass
 class Corpus:
-    texts: list[str]
+    texts: "list[str] | FileTexts"  # FileTexts: left in the file (read_corpus's keep_texts)
     labels: list[str]
     source: str
     format: str
@@ -107,6 +109,10 @@ PROGRESS_DOCUMENTS = 20_000
 # A JSONL file of at least this many bytes is read by a WorkerPool's workers, a share each (large_jsonl says
 # why); a smaller one in this process.
 PARALLEL_READ_BYTES = 64 * 1024 * 1024
+# Workers read a large file in byte shares of at most about this many bytes (_share_count): a share's texts are
+# in a worker's memory at once, and pipelines/vectorize.py found chunks of ~16M characters transformed fastest
+# (CHUNK_CHARACTERS).
+SHARE_BYTES = 16 * 1024 * 1024
 
 
 def _part(items: list, index: int, count: int) -> list:
@@ -116,14 +122,15 @@ def _part(items: list, index: int, count: int) -> list:
 
 def read_corpus(path: str | Path, max_file_mb: float = 10.0,
                 on_progress: Callable[[int, ReadStats], None] | None = None, share: tuple[int, int] = (0, 1),
-                pool: "WorkerPool | None" = None) -> Corpus:
+                pool: "WorkerPool | None" = None, keep_texts: bool = True) -> Corpus:
     """Read a corpus in any supported format and check it can be trained on (>= 2 labels, none empty).
     on_progress(documents read, stats) every PROGRESS_DOCUMENTS documents and at the end: stats.bytes_read of
     stats.bytes_total for a file. share (index, count): read only that part (module docstring), unchecked: the
     caller checks the union of the shares; the part's empty label folders are in Corpus.empty_labels.
-    pool: parse a large JSONL file in its workers (large_jsonl); the same Corpus."""
+    pool: parse a large JSONL file in its workers (large_jsonl); the same Corpus. keep_texts=False: such a file's
+    texts stay in it (Corpus.texts is a FileTexts; other corpora are read whole)."""
     if pool is not None and pool.processes > 1 and share == (0, 1) and large_jsonl(path):
-        return _read_jsonl_in_workers(Path(path), max_file_mb, on_progress, pool)
+        return _read_jsonl_in_workers(Path(path), max_file_mb, on_progress, pool, keep_texts)
     fmt, stats, documents = open_documents(path, max_file_mb, share)
     labels, texts, fingerprint = [], [], Fingerprint()
     for label, text in documents:
@@ -151,56 +158,156 @@ def large_jsonl(path: str | Path) -> bool:
         PARALLEL_READ_BYTES
 
 
-def _read_share(index: int, path: str, count: int, max_file_mb: float
-                ) -> tuple[list[str], list[str], dict[str, int], int, int]:
-    """A worker's part of _read_jsonl_in_workers: share `index` of `count` -> (labels, texts, skipped, non_utf8,
-    bytes read)."""
+def _read_share(index: int, path: str, count: int, max_file_mb: float, keep_texts: bool
+                ) -> tuple[list[str], list[str] | None, bytes, dict[str, int], int, int]:
+    """A worker's part of _read_jsonl_in_workers: share `index` of `count` -> (labels, texts or None without
+    keep_texts, the documents' digests joined, skipped, non_utf8, bytes read)."""
     _, stats, documents = open_documents(path, max_file_mb, (index, count))
-    labels, texts = [], []
+    labels, texts, digests = [], [], []
     for label, text in documents:
         labels.append(label)
-        texts.append(text)
-    return labels, texts, dict(stats.skipped), stats.non_utf8, stats.bytes_read
+        digests.append(document_digest(label, text))
+        if keep_texts:
+            texts.append(text)
+    return labels, texts if keep_texts else None, b"".join(digests), dict(stats.skipped), stats.non_utf8, \
+        stats.bytes_read
 
 
-def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "WorkerPool") -> Corpus:
+def _share_count(path: Path, pool: "WorkerPool") -> int:
+    """Byte shares of a file for the pool's workers: shares of at most ~SHARE_BYTES, their number a multiple of
+    the workers' (no worker idles through a last round), at least 2 a worker (progress moves, and a slow worker
+    holds less back)."""
+    rounds = max(2, -(-path.stat().st_size // (pool.processes * SHARE_BYTES)))
+    return pool.processes * rounds
+
+
+def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "WorkerPool",
+                           keep_texts: bool = True) -> Corpus:
     """read_corpus of a JSONL file, its shares parsed in the pool's workers and joined in order as they arrive:
-    the documents one reader sees, in its order, so the same fingerprint. A share that cannot be parsed makes
-    this process read the file itself, so that the error names the line from the top of the file."""
+    the documents one reader sees, in its order, so the same fingerprint. Without keep_texts the texts stay in
+    the file (Corpus.texts is a FileTexts). A share that cannot be parsed makes this process read the file
+    itself, so that the error names the line from the top of the file."""
     _check_text_file(path, "JSONL")
     stats = ReadStats(bytes_total=path.stat().st_size)
-    count = pool.processes * 2  # smaller shares: progress moves, and a slow worker holds less back
-    labels, texts, fingerprint = [], [], Fingerprint()
+    count = _share_count(path, pool)
+    labels, texts, fingerprint, first_rows = [], [], Fingerprint(), [0]
     try:
-        for part_labels, part_texts, skipped, non_utf8, bytes_read in pool.imap(
-                _read_share, list(range(count)), str(path), count, max_file_mb):
-            for label, text in zip(part_labels, part_texts):
-                fingerprint.add(label, text)
+        for part_labels, part_texts, digests, skipped, non_utf8, bytes_read in pool.imap(
+                _read_share, list(range(count)), str(path), count, max_file_mb, keep_texts):
+            fingerprint.add_digests(digests)
             labels += part_labels
-            texts += part_texts
+            first_rows.append(len(labels))
+            if keep_texts:
+                texts += part_texts
             stats.skipped.update(skipped)
             stats.non_utf8 += non_utf8
             stats.bytes_read += bytes_read
             if on_progress is not None:
-                on_progress(len(texts), stats)
+                on_progress(len(labels), stats)
     except CorpusError:
         return read_corpus(path, max_file_mb, on_progress)
     check_usable(str(path), labels, stats.skipped, stats.empty_labels)
-    return Corpus(texts, labels, str(path), "jsonl", {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8,
-                  fingerprint=fingerprint.hexdigest())
+    return Corpus(texts if keep_texts else FileTexts(path, max_file_mb, first_rows), labels, str(path), "jsonl",
+                  {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8, fingerprint=fingerprint.hexdigest())
+
+
+@dataclass(frozen=True)
+class FileTexts:
+    """The texts of a JSONL file that read_corpus(..., keep_texts=False) left in the file: a pool's workers parse
+    its byte shares again to fetch some of them (fetch) or to turn each share's texts into something smaller
+    (map_shares), so that this process never holds them all (a million documents' texts are 1.2 GB of text and
+    ~1.3 GB of Python strings). The shares are those of the first reading, so a share's documents are the rows
+    first_rows[i] .. first_rows[i + 1] - 1."""
+
+    path: Path
+    max_file_mb: float
+    first_rows: list[int]  # (shares + 1,) the row each share starts at; the last: the documents' count
+
+    @property
+    def shares(self) -> int:
+        return len(self.first_rows) - 1
+
+    def __len__(self) -> int:
+        return self.first_rows[-1]
+
+    def fetch(self, rows: np.ndarray, pool: "WorkerPool") -> "FetchedTexts":
+        """The texts of these rows (any order), parsed by the pool's workers from the shares that hold them."""
+        rows = np.unique(np.asarray(rows, dtype=np.int64))
+        starts = np.asarray(self.first_rows)
+        share_of = np.searchsorted(starts, rows, side="right") - 1
+        wanted = [(int(share), rows[share_of == share] - starts[share]) for share in np.unique(share_of)]
+        texts: dict[int, str] = {}
+        for (share, local_rows), part in zip(wanted, pool.map(_share_rows, wanted, str(self.path), self.shares,
+                                                               self.max_file_mb)):
+            texts.update(zip((local_rows + starts[share]).tolist(), part))
+        return FetchedTexts(len(self), texts)
+
+    def map_shares(self, pool: "WorkerPool", fn: Callable, *args,
+                   on_progress: Callable[[int, int], None] | None = None) -> list:
+        """[fn(the texts of share i, *args) for every share], computed by the pool's workers, in share order; fn
+        a module-level function (the workers import it). on_progress(documents done, of all) as shares finish."""
+        done = None if on_progress is None else (lambda share: on_progress(self.first_rows[share + 1], len(self)))
+        return pool.map(_share_apply, list(range(self.shares)), str(self.path), self.shares, self.max_file_mb, fn,
+                        args, on_done=done)
+
+
+class FetchedTexts(Sequence):
+    """Some texts of a corpus of `total` documents, by row (FileTexts.fetch): len() is the corpus's; a row not
+    fetched raises KeyError."""
+
+    def __init__(self, total: int, texts: dict[int, str]):
+        self.total, self.texts = total, texts
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, row):
+        if isinstance(row, slice):
+            return [self.texts[i] for i in range(*row.indices(self.total))]
+        row = int(row)
+        if not 0 <= row < self.total:
+            raise IndexError(f"row {row} of {self.total}")
+        return self.texts[row]
+
+
+def _share_texts(index: int, path: str, count: int, max_file_mb: float) -> list[str]:
+    return [text for _, text in open_documents(path, max_file_mb, (index, count))[2]]
+
+
+def _share_rows(wanted: tuple[int, np.ndarray], path: str, count: int, max_file_mb: float) -> list[str]:
+    """A worker's part of FileTexts.fetch: the texts of these rows of one share (numbered within it)."""
+    index, local_rows = wanted
+    texts = _share_texts(index, path, count, max_file_mb)
+    return [texts[i] for i in local_rows]
+
+
+def _share_apply(index: int, path: str, count: int, max_file_mb: float, fn: Callable, args: tuple):
+    """A worker's part of FileTexts.map_shares."""
+    return fn(_share_texts(index, path, count, max_file_mb), *args)
+
+
+def document_digest(label: str, text: str) -> bytes:
+    """sha256 of one (label, text): 32 bytes."""
+    digest = hashlib.sha256(label.encode())
+    digest.update(b"\x00")
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.digest()
 
 
 class Fingerprint:
-    """sha256 of every (label, text) in reading order: equal corpora, equal fingerprints (the vector cache key)."""
+    """sha256 of the documents' digests (document_digest) in reading order: equal corpora, equal fingerprints
+    (the vector and search caches' key). A digest a document first, so that workers each reading a share of a
+    file digest their own documents and this process joins 32 bytes a document, not the texts."""
 
     def __init__(self):
         self._digest = hashlib.sha256()
 
     def add(self, label: str, text: str) -> None:
-        self._digest.update(label.encode())
-        self._digest.update(b"\x00")
-        self._digest.update(text.encode("utf-8", "surrogatepass"))
-        self._digest.update(b"\x01")
+        self._digest.update(document_digest(label, text))
+
+    def add_digests(self, digests: bytes) -> None:
+        """Documents digested elsewhere: their digests, joined in reading order."""
+        self._digest.update(digests)
 
     def hexdigest(self) -> str:
         return self._digest.hexdigest()

@@ -37,6 +37,7 @@ from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
 from sklearn.feature_selection import chi2
 
 from pipelines import word_counts
+from pipelines.corpus import FileTexts
 from pipelines.errors import CorpusError
 from pipelines.workers import WorkerPool, worker_count
 
@@ -160,6 +161,13 @@ class Vectorizer:
         counter = pickle.dumps(self._counter(), protocol=pickle.HIGHEST_PROTOCOL)
         return stack_rows(_map_chunks(pool, _transform_pickled, texts, on_progress, counter, self.idf,
                                       self.sublinear_tf))
+
+    def transform_file(self, texts: FileTexts, pool: WorkerPool,
+                       on_progress: Callable[[int, int], None] | None = None) -> sp.csr_matrix:
+        """transform of texts left in their file: each worker parses its byte shares and transforms them, so the
+        texts never come to this process (FileTexts says why)."""
+        pickled = pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)  # once, not once a share
+        return stack_rows(texts.map_shares(pool, _transform_unpickled, pickled, on_progress=on_progress))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {"idf": self.idf}
@@ -345,6 +353,12 @@ def _transform_pickled(texts: Sequence[str], counter: bytes, idf: np.ndarray, su
     return _transform_weighted(texts, pickle.loads(counter), idf, sublinear)
 
 
+def _transform_unpickled(texts: Sequence[str], vectorizer: bytes) -> sp.csr_matrix:
+    """Vectorizer.transform in a worker, the vectorizer as this process's pool pickled it (never bytes from
+    outside)."""
+    return pickle.loads(vectorizer).transform(texts, workers=1)
+
+
 def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[bytes, sp.csr_matrix, np.ndarray]:
     """The character view's and word trigrams' counting (word_counts counts word unigrams and bigrams):
     one chunk's own vocabulary (in first-seen order, as one UTF-8 string of the terms joined by newlines,
@@ -440,22 +454,31 @@ def _move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> 
                          shape=(counts.shape[0], width))
 
 
+def fit_rows(n_texts: int, settings: WordSettings, fit_documents: int | None = None) -> np.ndarray | None:
+    """The rows of n_texts training texts that fit_vectorizer fits on (sorted): for "tfidf", a random sample of
+    fit_documents (None: FIT_DOCUMENTS) of a larger corpus; None: all of them."""
+    fit_documents = FIT_DOCUMENTS if fit_documents is None else fit_documents
+    if settings.vectorizer == "tfidf" and n_texts > fit_documents:
+        return np.sort(np.random.default_rng(0).choice(n_texts, fit_documents, replace=False))
+    return None
+
+
 def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSettings, workers: int | None = None,
-                   pool: WorkerPool | None = None, fit_documents: int = FIT_DOCUMENTS,
+                   pool: WorkerPool | None = None, fit_documents: int | None = None,
                    on_progress: Callable[[int, int], None] | None = None
                    ) -> tuple[Vectorizer, sp.csr_matrix]:
     """Fit on the training texts; return the vectorizer and the training matrix it produces.
     workers: processes for counting (None = all cores; one below PARALLEL_MIN_DOCS documents); pool: use these.
     fit_documents: "tfidf" fits its vocabulary, selection and weights on a random sample of at most this many of
-    the texts (FIT_DOCUMENTS says why), then transforms all of them. on_progress(documents done, of total) as the
+    the texts (None: FIT_DOCUMENTS, which says why), then transforms all of them. on_progress(documents done, of total) as the
     word counting's chunks finish (of the sample's, then of the transform's for a larger corpus; a corpus of one
     chunk a worker tells its end only)."""
     if pool is None:
         with vectorize_pool(len(texts), workers) as own:
             return fit_vectorizer(texts, labels, settings, pool=own, fit_documents=fit_documents,
                                   on_progress=on_progress)
-    if settings.vectorizer == "tfidf" and len(texts) > fit_documents:
-        rows = np.sort(np.random.default_rng(0).choice(len(texts), fit_documents, replace=False))
+    rows = fit_rows(len(texts), settings, fit_documents)
+    if rows is not None:
         vec, _ = fit_vectorizer([texts[i] for i in rows], [labels[i] for i in rows], settings, pool=pool,
                                 fit_documents=fit_documents, on_progress=on_progress)
         return vec, vec.transform(texts, pool=pool, on_progress=on_progress)

@@ -1,5 +1,6 @@
 import json
 
+import numpy as np
 import pytest
 
 from pipelines.corpus import read_corpus
@@ -216,6 +217,34 @@ def test_a_large_jsonl_file_parsed_in_workers_is_the_corpus_one_reader_sees(tmp_
     assert parallel.skipped == alone.skipped == {"empty": 10} and parallel.non_utf8 == alone.non_utf8 > 0
     assert len(seen) == 4 and seen[-1] == (len(alone), path.stat().st_size, path.stat().st_size)  # 2 shares a worker
     assert [documents for documents, _, _ in seen] == sorted(documents for documents, _, _ in seen)
+
+
+def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reader_sees_them(tmp_path, monkeypatch):
+    """keep_texts=False: the same labels, fingerprint and documents' count, no texts held; fetch returns the texts of
+    any rows (numbered as one reader numbers them, skipped lines not counted), map_shares every share's in order."""
+    from pipelines import corpus as corpus_module
+    from pipelines.corpus import FileTexts
+    from pipelines.workers import WorkerPool
+
+    lines = [json.dumps({"text": f"document {i} " + "word " * (i % 7), "label": "ab"[i % 2]}) for i in range(700)]
+    lines[5] = json.dumps({"text": " ", "label": "a"})  # empty: skipped, so row 5 is document 6
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    alone = read_corpus(path)
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
+    monkeypatch.setattr(corpus_module, "SHARE_BYTES", 2000)  # many shares of this small file
+    with WorkerPool(2) as pool:
+        left = read_corpus(path, pool=pool, keep_texts=False)
+        assert isinstance(left.texts, FileTexts) and left.texts.shares > 4
+        assert (len(left), left.labels, left.fingerprint, left.skipped) == (
+            len(alone), alone.labels, alone.fingerprint, alone.skipped)
+        rows = np.random.default_rng(0).choice(len(alone), 50, replace=False)
+        fetched = left.texts.fetch(rows, pool)
+        assert len(fetched) == len(alone) and [fetched[i] for i in rows] == [alone.texts[i] for i in rows]
+        with pytest.raises(KeyError):
+            fetched[int(np.setdiff1d(np.arange(len(alone)), rows)[0])]
+        shares = left.texts.map_shares(pool, list)
+    assert len(shares) == left.texts.shares and sum(shares, []) == alone.texts
 
 
 def test_a_bad_line_read_in_workers_is_named_from_the_top_of_the_file(tmp_path, monkeypatch):

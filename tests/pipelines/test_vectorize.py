@@ -113,6 +113,28 @@ def test_the_fit_tells_its_counting_progress_then_the_transforms(corpus, monkeyp
     assert progress[-1][0] == len(texts) and (40, 40) in progress
 
 
+def test_a_file_transformed_share_by_share_is_the_matrix_of_its_texts(corpus_dir, tmp_path, monkeypatch):
+    import json
+
+    from pipelines import corpus as corpus_module
+    from pipelines.workers import WorkerPool
+
+    corpus = read_corpus(corpus_dir)
+    path = tmp_path / "big.jsonl"
+    path.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(corpus.texts, corpus.labels)))
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
+    monkeypatch.setattr(corpus_module, "SHARE_BYTES", 3000)
+    vec, _ = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=300, char_ngrams=True), workers=1)
+    progress = []
+    with WorkerPool(2) as pool:
+        left = read_corpus(path, pool=pool, keep_texts=False)
+        matrix = vec.transform_file(left.texts, pool, lambda done, total: progress.append((done, total)))
+    assert left.texts.shares > 2 and len(progress) == left.texts.shares and progress[-1] == (len(corpus),) * 2
+    expected = vec.transform(corpus.texts)  # both views, the words' and the characters'
+    assert matrix.shape == expected.shape and matrix.dtype == expected.dtype
+    np.testing.assert_array_equal(matrix.toarray(), expected.toarray())
+
+
 def test_merging_keeps_terms_only_when_they_reach_min_df_over_all_chunks():
     from pipelines.vectorize import _count_chunk, _merge_counts
 

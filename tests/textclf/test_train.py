@@ -190,7 +190,7 @@ def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_p
     in_workers = []
     real_read = corpus_module._read_jsonl_in_workers
     monkeypatch.setattr(corpus_module, "_read_jsonl_in_workers",
-                        lambda path, *a: in_workers.append(a[-1].processes) or real_read(path, *a))
+                        lambda path, *a: in_workers.append(a[2].processes) or real_read(path, *a))
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
     from pipelines import vectorize
 
@@ -202,6 +202,50 @@ def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_p
     assert run["status"] == "finished" and run["n_train"] + run["n_eval"] == 600
     assert run["corpus_fingerprint"] == read_corpus(path).fingerprint
     assert run["settings"]["start_token"] is True
+
+
+def test_a_large_jsonl_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_train(tmp_path, monkeypatch):
+    """A JSONL file large enough for the workers (shrunk here) keeps its texts in the file: the search fetches its
+    sample's texts, the vocabulary is fitted on the fit's sample (shrunk), the file is transformed share by share;
+    the same choice, vectors and accuracy as with every text in memory. (A test file left in its file is
+    transformed as the training file is: tests/pipelines/test_vectorize.py.)"""
+    import json
+
+    from pipelines import corpus as corpus_module, vectorize
+    from textclf.runs import run as run_module
+    from textclf.training import search as search_module
+
+    from tests.textclf.test_search import question_corpus
+
+    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)  # the search reads a sample of the texts
+    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 200)  # so does the fit
+    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
+    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    monkeypatch.setattr(corpus_module, "SHARE_BYTES", 4000)
+    texts, labels = question_corpus(600)
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    settings = Settings(epochs=2, search_budget=120, validation_fraction=0.2, char_ngrams=False,
+                        pinned=("char_ngrams",))  # held-out documents: the split's rows map to the file's
+    in_file = []
+    real_fit = run_module.fit_vectorizer
+    monkeypatch.setattr(run_module, "fit_vectorizer", lambda texts, *a, **k: in_file.append(len(texts)) or
+                        real_fit(texts, *a, **k))
+    trained = {}
+    for read_bytes in (10**9, 1000):  # every text in memory, then left in the file
+        monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", read_bytes)
+        monkeypatch.setenv("TEXTCLF_HOME", str(tmp_path / f"home-{read_bytes}"))  # no vector cache between them
+        result = train(path, settings, db_path=tmp_path / f"runs-{read_bytes}.db")
+        trained[read_bytes] = (result, runs.get_run(open_db(tmp_path / f"runs-{read_bytes}.db"), result.run_id))
+    (memory, memory_run), (left, left_run) = trained[10**9], trained[1000]
+    assert in_file == [memory.n_train, 200]  # in memory the fit takes every text (and samples them itself)
+    assert left_run["settings"] == memory_run["settings"] and left_run["search"]["chosen"] == \
+        memory_run["search"]["chosen"]
+    assert left.model.vectorizer.terms == memory.model.vectorizer.terms
+    np.testing.assert_array_equal(left.model.vectorizer.idf, memory.model.vectorizer.idf)
+    assert (left.eval_accuracy, left.n_train, left.n_eval) == (memory.eval_accuracy, memory.n_train, memory.n_eval)
+    assert left_run["corpus_fingerprint"] == memory_run["corpus_fingerprint"]
 
 
 def _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents=None):

@@ -18,15 +18,15 @@ from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
 from db import open_db
 from db import runs as run_queries
-from pipelines.corpus import large_jsonl, read_corpus
+from pipelines.corpus import FetchedTexts, FileTexts, large_jsonl, read_corpus
 from pipelines import vector_cache
-from pipelines.vectorize import fit_vectorizer, vectorize_pool
+from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
 from pipelines.workers import WorkerPool
 from textclf.inference.artifacts import save_model
 from textclf.training.backends import BackendWarmup
@@ -589,15 +589,29 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
         with phase("read"):
             # A large JSONL file is parsed by the workers (pipelines.corpus.large_jsonl), so they are forked first
             # (for at least as many documents as the file can hold lines of 100 bytes: all cores), and JAX starts
-            # while they read.
+            # while they read. Its texts stay in the file (FileTexts): the workers parse it again for the texts the
+            # search and the vocabulary's fit sample need, and to transform it share by share.
             readers = forked(Path(corpus_path).stat().st_size // 100) if large_jsonl(corpus_path) else None
-            corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, pool=readers)
+            corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, pool=readers, keep_texts=False)
+        train_rows = eval_rows = None  # with --test: every document of the corpus trains
         if test_path:
-            train_texts, train_labels = corpus.texts, corpus.labels
+            train_labels = corpus.labels
         else:
             train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
-            train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
             train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
+        in_file = isinstance(corpus.texts, FileTexts)
+        if in_file and fit_rows(len(train_labels), settings) is None:
+            in_file = False  # a file of few long documents: the fit reads every text anyway
+            corpus.texts = list(corpus.texts.fetch(np.arange(len(corpus.texts)), forked(len(corpus.texts))))
+
+        def train_texts(rows: np.ndarray | None) -> Sequence[str]:
+            """The texts of these training documents (None: all), indexed by their number among them."""
+            if not in_file:
+                return corpus.texts if train_rows is None else [corpus.texts[i] for i in train_rows]
+            rows = np.arange(len(train_labels)) if rows is None else rows
+            in_corpus = rows if train_rows is None else train_rows[rows]
+            fetched = corpus.texts.fetch(in_corpus, forked(len(corpus.texts)))
+            return FetchedTexts(len(train_labels), {int(r): fetched[c] for r, c in zip(rows, in_corpus)})
 
         if settings.search != "off":
             settings, search, search_key = _search(db, run_id, train_texts, train_labels, settings, phase, warmup,
@@ -607,9 +621,9 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             search, search_key = {"skipped": "--search off"}, None
         if test_path:
             with phase("read"):
-                test = read_corpus(test_path, settings.max_file_mb, read_progress, pool=workers)
+                test = read_corpus(test_path, settings.max_file_mb, read_progress, pool=workers, keep_texts=False)
             _check_test_labels(test.labels, corpus.labels, test.source)
-            eval_texts, eval_labels = test.texts, test.labels
+            eval_labels = test.labels
         else:
             test = None
         non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
@@ -624,12 +638,28 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                 warmup.start()  # no workers needed: nothing to fork first
                 vectorizer, train_x, eval_x = cached
             else:
-                vectorizer, train_x = fit_vectorizer(train_texts, train_labels, settings,
-                                                     pool=forked(len(corpus.texts)),
-                                                     on_progress=vectorize_progress)
-                vectorize_progress(len(train_texts), len(train_texts))  # the fit's pass ends (one chunk tells only this)
-                eval_x = vectorizer.transform(eval_texts, pool=forked(len(corpus.texts)),
-                                              on_progress=vectorize_progress)
+                workers = forked(len(corpus.texts))
+                if in_file:  # fitted on a sample of the training texts, then the whole file transformed
+                    sample = fit_rows(len(train_labels), settings)
+                    fetched = train_texts(sample)
+                    vectorizer, _ = fit_vectorizer([fetched[i] for i in sample], [train_labels[i] for i in sample],
+                                                   settings, pool=workers, on_progress=vectorize_progress)
+                    del fetched
+                    train_x = vectorizer.transform_file(corpus.texts, workers, vectorize_progress)
+                    if train_rows is not None:
+                        train_x, eval_x = train_x[train_rows], train_x[eval_rows]
+                else:
+                    vectorizer, train_x = fit_vectorizer(train_texts(None), train_labels, settings, pool=workers,
+                                                         on_progress=vectorize_progress)
+                    vectorize_progress(len(train_labels), len(train_labels))  # the fit's pass ends (one chunk tells
+                    # only this)
+                    if train_rows is not None:
+                        eval_x = vectorizer.transform([corpus.texts[i] for i in eval_rows], pool=workers,
+                                                      on_progress=vectorize_progress)
+                if test is not None:
+                    eval_x = (vectorizer.transform_file(test.texts, workers, vectorize_progress)
+                              if isinstance(test.texts, FileTexts)
+                              else vectorizer.transform(test.texts, pool=workers, on_progress=vectorize_progress))
                 if primary:
                     vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
@@ -643,12 +673,13 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report, fi
             validation_split: bool) -> tuple[Settings, dict, str | None]:
     """Run the model search on the training documents, or take the choice recorded for the same documents,
     settings and device (textclf/runs/search_cache.py; not with --search fresh); record its trials and choice;
+    texts(rows): the training texts of these rows (None: all), indexed by row (called only if the search runs).
     -> (the chosen settings, the search's summary, the key its choice is recorded under)."""
     with phase("warmup"):
         _backend_ready(db, run_id, warmup)
     import jax  # after the warm-up thread's import
 
-    from textclf.training.search import SEARCH_FORMAT, search_settings
+    from textclf.training.search import SEARCH_FORMAT, search_settings, searched_rows
 
     def on_round(done: int, total: int) -> None:
         report(TrainEvent("search", done=done, total=total))
@@ -668,7 +699,8 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report, fi
         run_queries.update_run(db, run_id, search={**summary, "leaderboard": leaderboard}, settings=chosen.to_dict())
         return chosen, summary, key
     with phase("search"):
-        result = search_settings(list(texts), list(labels), settings, pool, jax.default_backend(), on_round)
+        rows = searched_rows(labels, settings, jax.default_backend())
+        result = search_settings(texts(rows), list(labels), settings, pool, jax.default_backend(), on_round)
     if result.trials:
         run_queries.add_search_trials(db, run_id, result.trials)
     recorded_summary = {**result.summary, "leaderboard": result.leaderboard[:10]}

@@ -232,6 +232,23 @@ def _cpu_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return train, val
 
 
+def _search_folds(y: np.ndarray, seed: int, platform: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    return [_cpu_split(y, seed)] if platform == "cpu" else _device_folds(y, seed)
+
+
+def _sample(folds: list[tuple[np.ndarray, np.ndarray]], n_documents: int) -> np.ndarray | None:
+    """The rows the folds use (sorted), or None where they use every one of the n_documents."""
+    sample = np.unique(np.concatenate([np.concatenate(fold) for fold in folds]))
+    return sample if len(sample) < n_documents else None
+
+
+def searched_rows(labels: list[str], settings: Settings, platform: str) -> np.ndarray | None:
+    """The rows of these training documents whose texts search_settings reads (sorted), or None for all of them:
+    a caller holding the texts elsewhere (pipelines.corpus.FileTexts) fetches only these."""
+    y = np.unique(np.asarray(labels), return_inverse=True)[1]
+    return _sample(_search_folds(y, settings.seed, platform), len(y))
+
+
 def _device_folds(y: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """A GPU's 3 folds; where the corpus is larger than SEARCH_DOCUMENTS, one split of a stratified sample of
     that many (the first of its 3 folds: training on two thirds, validating on 6,667 documents), because on a
@@ -305,12 +322,12 @@ def search_settings(texts: list[str], labels: list[str], settings: Settings, poo
     classes = sorted(set(labels))
     y = np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)  # (documents,) class numbers
     n_documents = len(texts)
-    folds = [_cpu_split(y, settings.seed)] if platform == "cpu" else _device_folds(y, settings.seed)
-    subsampled = sum(len(part) for part in folds[0]) < len(y)
+    folds = _search_folds(y, settings.seed, platform)
+    sample = _sample(folds, len(y))
+    subsampled = sample is not None
     if subsampled:
         # Only the sample is tokenised: counting all of news4's 9,650 posts cost the 2-core CPU several seconds
         # of a CPU's budget for documents no round would see. Its rows are renumbered 0..n-1.
-        sample = np.unique(np.concatenate([np.concatenate(fold) for fold in folds]))
         folds = [tuple(np.searchsorted(sample, part) for part in fold) for fold in folds]
         texts, y = [texts[i] for i in sample], y[sample]
     widest_ngram = max(v.ngram_max for v in variants)
