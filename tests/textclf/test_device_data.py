@@ -54,6 +54,22 @@ def test_duplicate_entries_are_summed_before_upload():
     assert x.nnz == 3  # the caller's matrix is left as it was
 
 
+def test_an_upload_in_pieces_is_the_host_arrays(monkeypatch):
+    """upload_csr puts a large matrix up a piece at a time and joins it on the device: the arrays host_csr makes,
+    the extra zero included; duplicates summed as there."""
+    from textclf.training import device_data
+
+    x, y = _matrix()
+    x = sp.vstack([x, sp.csr_matrix((np.array([1.0, 2.0], np.float32), np.array([4, 4]), np.array([0, 2])),
+                                    shape=(1, 40))], format="csr")  # one cell twice
+    y = np.append(y, 2).astype(np.int32)
+    for piece_bytes in (40, 10**9):  # pieces of 10 entries (the last one short); one piece
+        monkeypatch.setattr(device_data, "UPLOAD_BYTES", piece_bytes)
+        for got, want in zip(device_data.upload_csr(x, y), host_csr(x, y)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(np.asarray(got), want)
+
+
 def test_write_then_erase_batch_matches_dense_batch_and_restores_zeros():
     from textclf.training.pallas import dense_batch, erase_batch, write_batch
 

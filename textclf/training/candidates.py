@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.models.weights import Params
-from textclf.training.device_data import DeviceCSR, gather_batches, host_csr, narrowed
+from textclf.training.device_data import DeviceCSR, gather_batches, narrowed, upload_csr
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
@@ -323,7 +323,7 @@ def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int,
     # (textclf/training/device_data.py: the batches make_batches would cut, nonzero for nonzero). Cutting them on
     # the host held each epoch's padded (steps, cap) arrays in host memory: 11 GB of a million-document run's
     # 18 GB peak (BENCHMARKS.md, "Big corpora with no flags").
-    resident = jax.device_put(host_csr(train_x, train_y))
+    resident = upload_csr(train_x, train_y)
     dense = dense_default()
     for epoch in range(epochs):
         order = np.pad(orders[epoch], (0, steps * batch_size - n), constant_values=-1).reshape(steps, batch_size)

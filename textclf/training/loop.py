@@ -208,7 +208,8 @@ def fit_network(
     (train_x, train_y: this process's; eval_x, eval_y: its share of the held-out documents): the batches are the
     one-process run's over all documents, each process feeding the rows of each batch that it holds."""
     from textclf.training import data_parallel as parallel
-    from textclf.training.device_data import batch_nnz_max, epoch_order, host_csr, host_pieces, piece_width, pieces_cap
+    from textclf.training.device_data import (batch_nnz_max, epoch_order, host_csr, host_pieces, piece_width,
+                                              pieces_cap, upload_csr)
 
     split_features = feature_parallel.choose_layout(settings.parallel, backend) == "features"
     if split_features:  # each device on the whole batch and its rows of W1
@@ -255,11 +256,12 @@ def fit_network(
         params, opt_state = feature_parallel.place(state, mesh, feature_parallel.param_specs(state))
     else:
         place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
-        uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x, train_y)
         if mesh:  # each device its own copy of its process's documents, of the same shapes on every process
+            uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x, train_y)
             data = parallel.put_stacked(same_shapes(uploaded) if shared_rows else uploaded, mesh)
         else:
-            data = place(uploaded)
+            data = place(host_pieces(train_x, train_y, piece_width(train_x))) if pieces else \
+                upload_csr(train_x, train_y)
         params, opt_state = place((params, opt_state))
     eval_batches = local_eval = None
     if eval_x is not None and shared_rows:  # each process scores its own share, the hits are summed
