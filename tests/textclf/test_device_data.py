@@ -2,6 +2,7 @@
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
@@ -154,21 +155,28 @@ def test_piece_width_is_the_widest_with_little_padding():
     assert piece_width(of_lengths([60, 64, 64, 64])) == 32  # 8% padding at 32
 
 
-def test_an_ensemble_trains_on_the_batches_the_host_would_cut():
+@pytest.mark.parametrize("segment_steps", [None, 3])
+def test_an_ensemble_trains_on_the_batches_the_host_would_cut(monkeypatch, segment_steps):
     """fit_ensemble gathers each epoch's batches on the device from the resident training set: the same
-    networks as cutting them on the host (make_batches, padded) and running the same epochs."""
+    networks as cutting them on the host (make_batches, padded) and running the same epochs; gathered a segment
+    of steps at a time (3 of the 4 steps, then 1: SEGMENT_BYTES shrunk), the same networks and epoch records."""
     import jax
 
     from textclf.training import candidates
 
     x, y = _matrix()
     epochs, batch, seed, members = 2, 16, 4, 3
-    got, *_ = candidates.fit_ensemble(x, y, 4, members, 0.01, 0.0, epochs, batch, 8, seed)
-    params, state = candidates._start(seed, x.shape[1], 8, 4, members)
-    rates, decays = jnp.full((members,), 0.01), jnp.zeros((members,))
     rng = np.random.default_rng(seed)
     orders = [rng.permutation(x.shape[0]) for _ in range(epochs)]
     shape = candidates.batch_shape([x] * epochs, batch, orders)
+    whole = candidates.fit_ensemble(x, y, 4, members, 0.01, 0.0, epochs, batch, 8, seed, x, y)
+    if segment_steps:
+        monkeypatch.setattr(candidates, "SEGMENT_BYTES", 12 * shape[1] * segment_steps)
+    got, history, *_ = candidates.fit_ensemble(x, y, 4, members, 0.01, 0.0, epochs, batch, 8, seed, x, y)
+    assert [(h.loss, h.train_accuracy, h.eval_accuracy) for h in history] == [
+        (h.loss, h.train_accuracy, h.eval_accuracy) for h in whole[1]]
+    params, state = candidates._start(seed, x.shape[1], 8, 4, members)
+    rates, decays = jnp.full((members,), 0.01), jnp.zeros((members,))
     for order in orders:
         cut = candidates._device_batches(x, y, batch, order, shape)
         params, state, _ = candidates._epoch(params, state, rates, decays, *cut, dense=candidates.dense_default())

@@ -307,11 +307,17 @@ def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
     return rng.permutation(n_rows), rng
 
 
+# An epoch's batches are gathered on the device a segment of steps at a time, a segment's (steps, cap) indices,
+# values and rows at most about this many bytes: gathered whole, ten million documents' epoch (~200 nonzeros a
+# document) needed ~30 GB beside the resident matrix and exhausted an 80 GB H100 (BENCHMARKS.md, "Big corpora").
+SEGMENT_BYTES = 1 << 30
+
+
 def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, rates: list[float],
                     decays: list[float], epochs: int, batch_size: int, hidden: int, seed: int):
     """K = len(rates) networks side by side (different initialisations, the same batches; network k with rates[k]
-    and decays[k]) on all of the training rows: yields, after each epoch, (params, that epoch's device batches,
-    (steps,) losses summed over the K networks)."""
+    and decays[k]) on all of the training rows: yields, after each epoch, (params, _hits of the epoch's batches
+    with those params, (steps,) losses summed over the K networks)."""
     params, state = _start(seed, train_x.shape[1], hidden, n_classes, len(rates))
     rates_array = jnp.asarray(rates, jnp.float32)
     decays_array = jnp.asarray(decays, jnp.float32)
@@ -325,11 +331,23 @@ def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int,
     # 18 GB peak (BENCHMARKS.md, "Big corpora with no flags").
     resident = upload_csr(train_x, train_y)
     dense = dense_default()
+    segment = max(1, min(steps, SEGMENT_BYTES // (12 * cap)))  # steps a segment (the last one may be shorter)
+
+    def gathered(order: np.ndarray):
+        """The epoch's batches, (steps, B) document numbers -> gathered segment by segment."""
+        for first in range(0, steps, segment):
+            yield _gathered(resident, jax.device_put(order[first:first + segment]), cap)
+
     for epoch in range(epochs):
         order = np.pad(orders[epoch], (0, steps * batch_size - n), constant_values=-1).reshape(steps, batch_size)
-        batches = _gathered(resident, jax.device_put(order.astype(np.int32)), cap)
-        params, state, losses = _epoch(params, state, rates_array, decays_array, *batches, dense=dense)
-        yield params, batches, losses
+        order = order.astype(np.int32)
+        losses = []
+        for batches in gathered(order):
+            params, state, part = _epoch(params, state, rates_array, decays_array, *batches, dense=dense)
+            losses.append(part)
+        hits = [_hits(params, *batches, dense=dense) for batches in gathered(order)]
+        yield params, (sum(h[0] for h in hits), sum(h[1] for h in hits)), \
+            losses[0] if len(losses) == 1 else jnp.concatenate(losses)
 
 
 def _epoch_stats(epoch: int, losses, members: int, n: int, batch_size: int, train_correct: float,
@@ -360,8 +378,8 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     training = _stacked_epochs(train_x, train_y, n_classes, [learning_rate] * members, [weight_decay] * members,
                                epochs, batch_size, hidden, seed)
     mark = time.perf_counter()
-    for epoch, (params, batches, losses) in enumerate(training):
-        train_correct = float(_hits(params, *batches, dense=dense)[1])
+    for epoch, (params, train_hits, losses) in enumerate(training):
+        train_correct = float(train_hits[1])
         eval_accuracy = None
         if eval_batches is not None:
             eval_accuracy = float(_hits(params, *eval_batches, dense=dense)[1]) / eval_x.shape[0]
@@ -491,7 +509,7 @@ def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_
                                [decay for _, decay, _ in candidates], int(caps.max()), settings.batch_size,
                                settings.hidden, settings.seed)
     mark = time.perf_counter()
-    for epoch, (params, batches, losses) in enumerate(training):
+    for epoch, (params, train_hits, losses) in enumerate(training):
         accuracy = np.asarray(_hits(params, *held_batches, dense=dense)[0]) / held_x.shape[0]  # (K,)
         improved = (accuracy > best) & (epoch < caps)
         for k in np.flatnonzero(improved):
@@ -499,7 +517,7 @@ def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_
         for k in np.flatnonzero(epoch < caps):
             held_out[k].append(round(float(accuracy[k]), 6))
         leading = int(np.argmax(best))  # the first maximum: the earlier candidate
-        train_correct = float(np.asarray(_hits(params, *batches, dense=dense)[0])[leading])
+        train_correct = float(np.asarray(train_hits[0])[leading])
         eval_accuracy = None
         if eval_batches is not None:
             eval_accuracy = float(np.asarray(_hits(params, *eval_batches, dense=dense)[0])[leading]) / eval_x.shape[0]
