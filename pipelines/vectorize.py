@@ -470,9 +470,9 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     """Fit on the training texts; return the vectorizer and the training matrix it produces.
     workers: processes for counting (None = all cores; one below PARALLEL_MIN_DOCS documents); pool: use these.
     fit_documents: "tfidf" fits its vocabulary, selection and weights on a random sample of at most this many of
-    the texts (None: FIT_DOCUMENTS, which says why), then transforms all of them. on_progress(documents done, of total) as the
-    word counting's chunks finish (of the sample's, then of the transform's for a larger corpus; a corpus of one
-    chunk a worker tells its end only)."""
+    the texts (fit_rows; None: FIT_DOCUMENTS, which says why), then transforms all of them. on_progress(documents
+    done, of total) as the word counting's chunks finish (of the sample's, then of the transform's for a larger
+    corpus; a corpus of one chunk a worker tells its end only)."""
     if pool is None:
         with vectorize_pool(len(texts), workers) as own:
             return fit_vectorizer(texts, labels, settings, pool=own, fit_documents=fit_documents,

@@ -651,8 +651,8 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                 else:
                     vectorizer, train_x = fit_vectorizer(train_texts(None), train_labels, settings, pool=workers,
                                                          on_progress=vectorize_progress)
-                    vectorize_progress(len(train_labels), len(train_labels))  # the fit's pass ends (one chunk tells
-                    # only this)
+                    # the fit's pass ends (a corpus of one chunk tells only this)
+                    vectorize_progress(len(train_labels), len(train_labels))
                     if train_rows is not None:
                         eval_x = vectorizer.transform([corpus.texts[i] for i in eval_rows], pool=workers,
                                                       on_progress=vectorize_progress)

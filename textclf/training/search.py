@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 import jax
 import numpy as np
@@ -304,7 +304,7 @@ def candidate_space(settings: Settings, platform: str = "gpu"
     return variants, optimizers, epochs
 
 
-def search_settings(texts: list[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
+def search_settings(texts: Sequence[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
                     on_round: Callable[[int, int], None] | None = None) -> SearchResult:
     """Choose stop words, n-grams, learning rate and epochs for these training documents (see the module
     docstring). platform: jax's default backend ("cpu", "gpu", ...), for the default budget.
