@@ -162,7 +162,7 @@ def test_an_ensemble_trains_on_the_batches_the_host_would_cut(monkeypatch, segme
     of steps at a time (3 of the 4 steps, then 1: SEGMENT_BYTES shrunk), the same networks and epoch records."""
     import jax
 
-    from textclf.training import candidates
+    from textclf.training import candidates, device_data
 
     x, y = _matrix()
     epochs, batch, seed, members = 2, 16, 4, 3
@@ -171,7 +171,7 @@ def test_an_ensemble_trains_on_the_batches_the_host_would_cut(monkeypatch, segme
     shape = candidates.batch_shape([x] * epochs, batch, orders)
     whole = candidates.fit_ensemble(x, y, 4, members, 0.01, 0.0, epochs, batch, 8, seed, x, y)
     if segment_steps:
-        monkeypatch.setattr(candidates, "SEGMENT_BYTES", 12 * shape[1] * segment_steps)
+        monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * shape[1] * segment_steps)
     got, history, *_ = candidates.fit_ensemble(x, y, 4, members, 0.01, 0.0, epochs, batch, 8, seed, x, y)
     assert [(h.loss, h.train_accuracy, h.eval_accuracy) for h in history] == [
         (h.loss, h.train_accuracy, h.eval_accuracy) for h in whole[1]]

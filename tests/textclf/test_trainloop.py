@@ -1,6 +1,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from pipelines.batches import next_power_of_two
@@ -37,6 +38,30 @@ def test_a_run_compiles_its_epoch_once_although_its_epochs_batch_widths_differ(f
     result = trainloop.fit_network(matrix, labels, 3, settings)
     assert len(result.history) == 6
     assert trainloop._warm_epoch.cache_info().currsize == 1  # one width for the run, one compiled epoch
+
+
+@pytest.mark.parametrize("layout", ["flat", "pieces"])
+def test_an_epoch_gathered_in_segments_trains_the_network_of_one_gather(fast_settings, monkeypatch, layout):
+    """One network's epoch gathered a few steps at a time (device_data.SEGMENT_BYTES shrunk: 10 steps of 4
+    documents in segments of at most 3; the learning rates follow the steps; validation with the last segment): the same parameters and epoch records as gathered whole, in either batch layout (the XLA step
+    reads pieces where it takes the device for a GPU)."""
+    from textclf.training import backends, device_data
+    from textclf.training.step import make_step
+
+    if layout == "pieces":
+        monkeypatch.setattr(backends, "device_kind", lambda: "gpu")
+    matrix, labels = _two_long_documents()
+    settings = fast_settings.replace(batch_size=4, epochs=2, min_steps=0, lr_schedule="linear", optimizer="adam",
+                                     learning_rate=0.01)
+    assert make_step("xla", settings, 4).layout == layout
+    whole = trainloop.fit_network(matrix, labels, 3, settings, eval_x=matrix[:9], eval_y=labels[:9])
+    width = max(1, int(batch_nnz_max(matrix.indptr, epoch_order(0, 0, 40, 10, 4))))  # a step's slots, at least
+    monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * width * 3)  # 3 steps a segment, or fewer
+    segmented = trainloop.fit_network(matrix, labels, 3, settings, eval_x=matrix[:9], eval_y=labels[:9])
+    assert [(h.loss, h.train_accuracy, h.eval_accuracy) for h in segmented.history] == [
+        (h.loss, h.train_accuracy, h.eval_accuracy) for h in whole.history]
+    for got, want in zip(segmented.params, whole.params):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
 def test_a_later_run_reuses_an_epoch_compiled_twice_as_wide(monkeypatch):

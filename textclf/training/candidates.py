@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.models.weights import Params
-from textclf.training.device_data import DeviceCSR, gather_batches, narrowed, upload_csr
+from textclf.training.device_data import DeviceCSR, gather_batches, narrowed, segment_steps, upload_csr
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
@@ -307,12 +307,6 @@ def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
     return rng.permutation(n_rows), rng
 
 
-# An epoch's batches are gathered on the device a segment of steps at a time, a segment's (steps, cap) indices,
-# values and rows at most about this many bytes: gathered whole, ten million documents' epoch (~200 nonzeros a
-# document) needed ~30 GB beside the resident matrix and exhausted an 80 GB H100 (BENCHMARKS.md, "Big corpora").
-SEGMENT_BYTES = 1 << 30
-
-
 def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, rates: list[float],
                     decays: list[float], epochs: int, batch_size: int, hidden: int, seed: int):
     """K = len(rates) networks side by side (different initialisations, the same batches; network k with rates[k]
@@ -331,7 +325,7 @@ def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int,
     # 18 GB peak (BENCHMARKS.md, "Big corpora with no flags").
     resident = upload_csr(train_x, train_y)
     dense = dense_default()
-    segment = max(1, min(steps, SEGMENT_BYTES // (12 * cap)))  # steps a segment (the last one may be shorter)
+    segment = segment_steps(steps, 12 * cap)  # (the last segment may be shorter)
 
     def gathered(order: np.ndarray):
         """The epoch's batches, (steps, B) document numbers -> gathered segment by segment."""

@@ -41,6 +41,18 @@ def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
                      _with_zero(matrix.data, np.float32), np.asarray(labels, np.int32))
 
 
+# An epoch's batches are gathered on the device a segment of steps at a time, a segment's batch arrays at most
+# about this many bytes (segment_steps): gathered whole, ten million documents' epoch (~200 nonzeros a document,
+# batch 4,096) needed ~30 GB beside the resident matrix and exhausted an 80 GB H100 (BENCHMARKS.md, "Big
+# corpora"). Corpora below it gather their epoch in one piece, as before.
+SEGMENT_BYTES = 1 << 30
+
+
+def segment_steps(steps: int, bytes_per_step: int) -> int:
+    """Steps of an epoch to gather at once: as many as fit SEGMENT_BYTES, at least one, at most the epoch's."""
+    return max(1, min(steps, SEGMENT_BYTES // max(1, bytes_per_step)))
+
+
 # upload_csr puts arrays on the device in pieces of at most this many bytes.
 UPLOAD_BYTES = 64 * 1024 * 1024
 

@@ -209,7 +209,7 @@ def fit_network(
     one-process run's over all documents, each process feeding the rows of each batch that it holds."""
     from textclf.training import data_parallel as parallel
     from textclf.training.device_data import (batch_nnz_max, epoch_order, host_csr, host_pieces, piece_width,
-                                              pieces_cap, upload_csr)
+                                              pieces_cap, segment_steps, upload_csr)
 
     split_features = feature_parallel.choose_layout(settings.parallel, backend) == "features"
     if split_features:  # each device on the whole batch and its rows of W1
@@ -292,22 +292,33 @@ def fit_network(
     width = pieces_cap(widest) if pieces else next_power_of_two(widest)
     run_epoch = _warm_epoch(*config, _reusable_width(config, width))
     batch_rows = np.minimum(settings.batch_size, n - np.arange(steps_per_epoch) * settings.batch_size)
+    # An epoch's batches are gathered a segment of steps at a time (device_data.SEGMENT_BYTES): a step's indices,
+    # values and rows take 12 bytes a slot, a slot a nonzero or, in the pieces layout, a piece of nonzeros.
+    segment = segment_steps(steps_per_epoch, 12 * width * (piece_width(train_x) if pieces else 1))
+
+    def placed(order: np.ndarray):
+        """(steps, B) document numbers where the epoch's dispatch reads them."""
+        if shared_rows:
+            return parallel.put_local_order(order, mesh)
+        if mesh and not split_features:
+            return parallel.put(order, mesh, parallel.BATCH)
+        return place(order)
 
     def one_epoch(epoch: int, params, opt_state):
         start = time.perf_counter()
         epoch_compiled = run_epoch.seconds
         order = orders.pop(epoch)
-        if shared_rows:
-            order = parallel.put_local_order(order, mesh)
-        elif mesh and not split_features:
-            order = parallel.put(order, mesh, parallel.BATCH)
-        else:
-            order = place(order)
         step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
         lrs = scheduled_rates(settings.lr_schedule, settings.learning_rate, step_numbers, total_steps)
-        params, opt_state, losses, corrects, hits = run_epoch(params, opt_state, data, order, place(lrs),
-                                                              eval_batches)
-        losses, corrects = host(losses), host(corrects)  # waits for the epoch to finish
+        parts = []
+        for first in range(0, steps_per_epoch, segment):  # one dispatch a segment; validation with the last
+            last = first + segment >= steps_per_epoch
+            params, opt_state, *part = run_epoch(params, opt_state, data, placed(order[first:first + segment]),
+                                                 place(lrs[first:first + segment]), eval_batches if last else None)
+            parts.append(part)
+        losses = np.concatenate([host(losses) for losses, _, _ in parts])  # waits for the epoch to finish
+        corrects = np.concatenate([host(corrects) for _, corrects, _ in parts])
+        hits = parts[-1][2]
         compiled = run_epoch.seconds - epoch_compiled
         seconds = time.perf_counter() - start - compiled
         seconds_spent["compile"] += compiled
