@@ -188,7 +188,8 @@ def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "W
     the file (Corpus.texts is a FileTexts). A share that cannot be parsed makes this process read the file
     itself, so that the error names the line from the top of the file."""
     _check_text_file(path, "JSONL")
-    stats = ReadStats(bytes_total=path.stat().st_size)
+    status = path.stat()
+    stats = ReadStats(bytes_total=status.st_size)
     count = _share_count(path, pool)
     labels, texts, fingerprint, first_rows = [], [], Fingerprint(), [0]
     try:
@@ -207,7 +208,8 @@ def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "W
     except CorpusError:
         return read_corpus(path, max_file_mb, on_progress)
     check_usable(str(path), labels, stats.skipped, stats.empty_labels)
-    return Corpus(texts if keep_texts else FileTexts(path, max_file_mb, first_rows), labels, str(path), "jsonl",
+    left = FileTexts(path, max_file_mb, first_rows, (status.st_size, status.st_mtime_ns))
+    return Corpus(texts if keep_texts else left, labels, str(path), "jsonl",
                   {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8, fingerprint=fingerprint.hexdigest())
 
 
@@ -222,16 +224,26 @@ class FileTexts:
     path: Path
     max_file_mb: float
     first_rows: list[int]  # (shares + 1,) the row each share starts at; the last: the documents' count
+    stamp: tuple[int, int] = (0, 0)  # the file's (size, mtime_ns) when it was read
 
     @property
     def shares(self) -> int:
         return len(self.first_rows) - 1
+
+    def _check_unchanged(self) -> None:
+        """The rows name the documents of the file as it was read: a file rewritten since would pair texts with
+        other documents' labels."""
+        status = self.path.stat()
+        if (status.st_size, status.st_mtime_ns) != self.stamp:
+            raise CorpusError(f"corpus file '{self.path}' changed while it was being read for training: train "
+                              "again once it is written")
 
     def __len__(self) -> int:
         return self.first_rows[-1]
 
     def fetch(self, rows: np.ndarray, pool: "WorkerPool") -> "FetchedTexts":
         """The texts of these rows (any order), parsed by the pool's workers from the shares that hold them."""
+        self._check_unchanged()
         rows = np.unique(np.asarray(rows, dtype=np.int64))
         starts = np.asarray(self.first_rows)
         share_of = np.searchsorted(starts, rows, side="right") - 1
@@ -246,6 +258,7 @@ class FileTexts:
                    on_progress: Callable[[int, int], None] | None = None) -> list:
         """[fn(the texts of share i, *args) for every share], computed by the pool's workers, in share order; fn
         a module-level function (the workers import it). on_progress(documents done, of all) as shares finish."""
+        self._check_unchanged()
         done = None if on_progress is None else (lambda share: on_progress(self.first_rows[share + 1], len(self)))
         return pool.map(_share_apply, list(range(self.shares)), str(self.path), self.shares, self.max_file_mb, fn,
                         args, on_done=done)

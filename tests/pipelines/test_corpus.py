@@ -244,7 +244,10 @@ def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reade
         with pytest.raises(KeyError):
             fetched[int(np.setdiff1d(np.arange(len(alone)), rows)[0])]
         shares = left.texts.map_shares(pool, list)
-    assert len(shares) == left.texts.shares and sum(shares, []) == alone.texts
+        assert len(shares) == left.texts.shares and sum(shares, []) == alone.texts
+        path.write_text("\n".join(lines[1:]) + "\n")  # rewritten: its rows name other documents now
+        with pytest.raises(CorpusError, match="big.jsonl' changed while it was being read for training"):
+            left.texts.fetch(rows, pool)
 
 
 def test_a_bad_line_read_in_workers_is_named_from_the_top_of_the_file(tmp_path, monkeypatch):
