@@ -44,8 +44,9 @@ def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
 # An epoch's batches are gathered on the device a segment of steps at a time, a segment's batch arrays at most
 # about this many bytes (segment_steps): gathered whole, ten million documents' epoch (~200 nonzeros a document,
 # batch 4,096) needed ~30 GB beside the resident matrix and exhausted an 80 GB H100 (BENCHMARKS.md, "Big
-# corpora"). Corpora below it gather their epoch in one piece, as before.
-SEGMENT_BYTES = 1 << 30
+# corpora"; that run then trained in segments of 1 GB). 4 GB keeps a million documents' epoch (~3 GB) in one
+# segment, as measured there: each segment of another length is a program of its own to compile (seconds).
+SEGMENT_BYTES = 4 << 30
 
 
 def segment_steps(steps: int, bytes_per_step: int) -> int:

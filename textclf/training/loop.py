@@ -208,8 +208,8 @@ def fit_network(
     (train_x, train_y: this process's; eval_x, eval_y: its share of the held-out documents): the batches are the
     one-process run's over all documents, each process feeding the rows of each batch that it holds."""
     from textclf.training import data_parallel as parallel
-    from textclf.training.device_data import (batch_nnz_max, epoch_order, host_csr, host_pieces, piece_width,
-                                              pieces_cap, segment_steps, upload_csr)
+    from textclf.training.device_data import (PIECE_WIDTHS, batch_nnz_max, epoch_order, host_csr, host_pieces,
+                                              piece_width, pieces_cap, segment_steps, upload_csr)
 
     split_features = feature_parallel.choose_layout(settings.parallel, backend) == "features"
     if split_features:  # each device on the whole batch and its rows of W1
@@ -293,8 +293,10 @@ def fit_network(
     run_epoch = _warm_epoch(*config, _reusable_width(config, width))
     batch_rows = np.minimum(settings.batch_size, n - np.arange(steps_per_epoch) * settings.batch_size)
     # An epoch's batches are gathered a segment of steps at a time (device_data.SEGMENT_BYTES): a step's indices,
-    # values and rows take 12 bytes a slot, a slot a nonzero or, in the pieces layout, a piece of nonzeros.
-    segment = segment_steps(steps_per_epoch, 12 * width * (piece_width(train_x) if pieces else 1))
+    # values and rows take 12 bytes a slot, a slot a nonzero or, in the pieces layout, a piece of nonzeros (of the
+    # widest piece width where several processes must cut the same segments from shares of their own).
+    nonzeros_a_slot = (PIECE_WIDTHS[-1] if shared_rows else piece_width(train_x)) if pieces else 1
+    segment = segment_steps(steps_per_epoch, 12 * width * nonzeros_a_slot)
 
     def placed(order: np.ndarray):
         """(steps, B) document numbers where the epoch's dispatch reads them."""
