@@ -274,9 +274,7 @@ class FetchedTexts(Sequence):
     def __len__(self) -> int:
         return self.total
 
-    def __getitem__(self, row):
-        if isinstance(row, slice):
-            return [self.texts[i] for i in range(*row.indices(self.total))]
+    def __getitem__(self, row: int) -> str:
         row = int(row)
         if not 0 <= row < self.total:
             raise IndexError(f"row {row} of {self.total}")

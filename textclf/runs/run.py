@@ -599,15 +599,17 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
         else:
             train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
             train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
+        fit_sample = fit_rows(len(train_labels), settings)  # the vocabulary's fit sample (None: every text)
         in_file = isinstance(corpus.texts, FileTexts)
-        if in_file and fit_rows(len(train_labels), settings) is None:
+        if in_file and fit_sample is None:
             in_file = False  # a file of few long documents: the fit reads every text anyway
             corpus.texts = list(corpus.texts.fetch(np.arange(len(corpus.texts)), forked(len(corpus.texts))))
+        in_memory = None if in_file else corpus.texts if train_rows is None else [corpus.texts[i] for i in train_rows]
 
         def train_texts(rows: np.ndarray | None) -> Sequence[str]:
             """The texts of these training documents (None: all), indexed by their number among them."""
-            if not in_file:
-                return corpus.texts if train_rows is None else [corpus.texts[i] for i in train_rows]
+            if in_memory is not None:
+                return in_memory
             rows = np.arange(len(train_labels)) if rows is None else rows
             in_corpus = rows if train_rows is None else train_rows[rows]
             fetched = corpus.texts.fetch(in_corpus, forked(len(corpus.texts)))
@@ -640,10 +642,10 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             else:
                 workers = forked(len(corpus.texts))
                 if in_file:  # fitted on a sample of the training texts, then the whole file transformed
-                    sample = fit_rows(len(train_labels), settings)
-                    fetched = train_texts(sample)
-                    vectorizer, _ = fit_vectorizer([fetched[i] for i in sample], [train_labels[i] for i in sample],
-                                                   settings, pool=workers, on_progress=vectorize_progress)
+                    fetched = train_texts(fit_sample)
+                    vectorizer, _ = fit_vectorizer([fetched[i] for i in fit_sample],
+                                                   [train_labels[i] for i in fit_sample], settings, pool=workers,
+                                                   on_progress=vectorize_progress)
                     del fetched
                     train_x = vectorizer.transform_file(corpus.texts, workers, vectorize_progress)
                     if train_rows is not None:

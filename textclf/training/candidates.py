@@ -339,9 +339,12 @@ def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int,
         for batches in gathered(order):
             params, state, part = _epoch(params, state, rates_array, decays_array, *batches, dense=dense)
             losses.append(part)
+        if len(losses) == 1:  # one segment: its batches, still on the device, are scored as they are
+            yield params, _hits(params, *batches, dense=dense), losses[0]
+            continue
+        # Several: each gathered again, so that no more than one segment's batches are on the device at once.
         hits = [_hits(params, *batches, dense=dense) for batches in gathered(order)]
-        yield params, (sum(h[0] for h in hits), sum(h[1] for h in hits)), \
-            losses[0] if len(losses) == 1 else jnp.concatenate(losses)
+        yield params, (sum(h[0] for h in hits), sum(h[1] for h in hits)), jnp.concatenate(losses)
 
 
 def _epoch_stats(epoch: int, losses, members: int, n: int, batch_size: int, train_correct: float,
