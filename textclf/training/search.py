@@ -342,13 +342,32 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     # W1 update, the cost of every step, scales with it: a corpus of short questions keeps ~10k columns, not 32k).
     features = min(settings.features, ROUND_FEATURES)
     width = min(features, next_power_of_two(max(min(features, len(m)) for m in masks.values())))
-    # One batch shape per batch size for every round (one compilation): the widest view's nonzeros in each fold's
-    # cut.
+    # One batch shape per batch size for every round (one compilation).
     cuts = [cut_order(settings.seed + fold, len(train))[0] for fold, (train, _) in enumerate(folds)]
-    shapes = {batch: batch_shape([counts[train] for train, _ in folds], batch, cuts)
-              for batch in {settings.batch_size, *([] if "batch_size" in settings.pinned else BATCH_SIZES)}}
+    batch_sizes = {settings.batch_size, *([] if "batch_size" in settings.pinned else BATCH_SIZES)}
     score_batch = settings.batch_size if platform == "cpu" else GPU_SCORE_BATCH
-    val_shape = batch_shape([counts[val] for _, val in folds], score_batch)
+    matrices: dict[tuple[int, Variant], tuple] = {}  # (fold, variant) -> its (training, validation) rows, built ahead
+    if platform == "cpu":
+        # The widest view's nonzeros in each fold's cut: a bound for every variant, at no cost; a CPU's step
+        # trims the padding of its batches (device_data.narrowed).
+        shapes = {batch: batch_shape([counts[train] for train, _ in folds], batch, cuts) for batch in batch_sizes}
+        val_shape = batch_shape([counts[val] for _, val in folds], score_batch)
+    else:
+        # A GPU's step works on every slot of a batch, padding included, and the widest view (every n-gram, no
+        # selection) holds ~10x the nonzeros of a variant's `features` columns: news4's batches of 64 were cut
+        # 65,536 slots wide for ~4,500 nonzeros. So the cap is that of the race's own rows (every variant on
+        # fold 0, built here, ahead of their rounds), with ROUND_CAP_HEADROOM for the other folds' batches; a
+        # batch wider still widens it (round_data: one more compilation).
+        with ThreadPoolExecutor(min(8, len(variants))) as builders:
+            built = builders.map(lambda v: _fold_matrices(counts, y, masks[v.stop_words, v.ngram_max], *folds[0],
+                                                          settings, features, width, v), variants)
+            matrices = {(0, v): pair for v, pair in zip(variants, built)}
+        most_train, most_val = max(len(train) for train, _ in folds), max(len(val) for _, val in folds)
+        shapes = {batch: _with_headroom(batch_shape([train_x for train_x, _ in matrices.values()], batch,
+                                                    [cuts[0]] * len(matrices)), -(-most_train // batch))
+                  for batch in batch_sizes}
+        val_shape = _with_headroom(batch_shape([val_x for _, val_x in matrices.values()], score_batch),
+                                   -(-most_val // score_batch))
 
     # Racing: every variant trains on fold 0; only the RACE_KEEP best of them go on to the other folds. Then the
     # winner's refinements, fold 0 first.
@@ -367,8 +386,9 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     def prepare(fold: int, variant: Variant):
         # Every round the same input width, so the epoch compiles once: fewer columns are padded with unused ones.
         train_rows, val_rows = folds[fold]
-        train_x, val_x = _fold_matrices(counts, y, masks[variant.stop_words, variant.ngram_max], train_rows,
-                                        val_rows, settings, features, width, variant)
+        built = matrices.pop((fold, variant), None)
+        train_x, val_x = built or _fold_matrices(counts, y, masks[variant.stop_words, variant.ngram_max], train_rows,
+                                                 val_rows, settings, features, width, variant)
         return round_data(train_x, y[train_rows], val_x, y[val_rows], variant.batch_size, settings.seed + fold,
                           shapes[variant.batch_size], val_shape, score_batch)
 
@@ -499,6 +519,17 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
                    best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=subsampled,
                    documents=n_documents, searched_documents=len(texts), terms=len(terms), round_features=features)
     return SearchResult(chosen, summary, trials, leaderboard)
+
+
+# A GPU's round batches are cut ROUND_CAP_HEADROOM times as wide as the race's densest batch (then rounded up to a
+# power of two), so that the other folds' batches, of the same variants but other documents, fit the same compiled
+# program.
+ROUND_CAP_HEADROOM = 1.25
+
+
+def _with_headroom(shape: tuple[int, int], steps: int) -> tuple[int, int]:
+    """(steps, cap) of batch_shape with at least `steps` steps and ROUND_CAP_HEADROOM more cap."""
+    return max(shape[0], steps), next_power_of_two(int(shape[1] * ROUND_CAP_HEADROOM))
 
 
 def _binomial_error(accuracy: float, documents: int) -> float:
