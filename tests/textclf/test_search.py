@@ -766,7 +766,7 @@ def test_precompiled_programs_are_found_in_the_compilation_cache(tmp_path, caplo
     from jax._src import compilation_cache
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from textclf.training.backends import enable_compilation_cache
+    from textclf.training.backends import configure_compilation
     from textclf.training.candidates import cut_order, precompile_epoch, precompile_scores
 
     texts, labels = question_corpus(240)
@@ -777,7 +777,7 @@ def test_precompiled_programs_are_found_in_the_compilation_cache(tmp_path, caplo
     shapes = {b: batch_shape([x[train]], b, [cut_order(seed, len(train))[0]]) for seed, b in ((0, 16), (1, 64))}
     val_shape = batch_shape([x[val]], 32)
     previous = jax.config.jax_compilation_cache_dir
-    enable_compilation_cache(tmp_path / "cache")
+    configure_compilation(tmp_path / "cache")
     compilation_cache.reset_cache()  # a cache set up before this test (or none) would otherwise stay in use
     caplog.set_level(logging.DEBUG, logger="jax._src.compiler")
     try:

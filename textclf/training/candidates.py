@@ -31,6 +31,14 @@ from textclf.training.device_data import DeviceCSR, gather_batches, narrowed, se
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
+# The search's programs compile with XLA's Triton GEMM fusions off (their products go to cuBLAS): a first search
+# is mostly compilation, and on an H100 a cold `textclf train news4` compiled its 47 programs in 11.8-12.9 s with
+# them and 5.2 s without (the K-network epochs 6.2-6.7 -> 2.0 s); the search's warm steps ran as fast either way
+# (news4 8.39 vs 7.98 s a warm search; BENCHMARKS.md, "Accuracy", the search's cost). The one network's training
+# step (textclf/training/step.py) keeps them: there they measured faster at batch 1,024.
+SEARCH_COMPILER_OPTIONS = {"xla_gpu_enable_triton_gemm": False}
+
+
 class StackedParams(NamedTuple):
     w1: jax.Array  # (F, K*H): model k's first layer is columns k*H .. (k+1)*H
     b1: jax.Array  # (K*H,)
@@ -38,7 +46,8 @@ class StackedParams(NamedTuple):
     b2: jax.Array  # (K, C)
 
 
-@functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "models", "gain"))
+@functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "models", "gain"),
+                   compiler_options=SEARCH_COMPILER_OPTIONS)
 def init_stacked(key: jax.Array, n_features: int, hidden: int, n_classes: int, models: int,
                  gain: float = 1.0) -> StackedParams:
     """K independent Glorot-uniform initialisations (textclf.models.mlp.init_params, K times)."""
@@ -163,7 +172,8 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
                                                  small_state.step), loss)
 
 
-@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused"))
+@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused"),
+                   compiler_options=SEARCH_COMPILER_OPTIONS)
 def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, values, rows, labels, mask,
            order=None, steps=None, dense: bool = False, fused: bool = False):
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
@@ -213,7 +223,7 @@ def _batch_scores(params: StackedParams, batch: tuple, dense: bool) -> jax.Array
     return scores(batch) if dense else narrowed(scores, batch)
 
 
-@functools.partial(jax.jit, static_argnames=("dense",))
+@functools.partial(jax.jit, static_argnames=("dense",), compiler_options=SEARCH_COMPILER_OPTIONS)
 def _hits(params: StackedParams, indices, values, rows, labels, mask, dense: bool = False
           ) -> tuple[jax.Array, jax.Array]:
     """(steps, ...) batches -> ((K,) documents each model predicts right, () documents the ensemble (the K
@@ -681,10 +691,14 @@ def precompile_scores(data: RoundData, n_classes: int, models: int, hidden: int)
 
 
 def _abstract_params(data: RoundData, n_classes: int, models: int, hidden: int) -> StackedParams:
-    return jax.eval_shape(lambda: init_stacked(jax.random.PRNGKey(0), data.n_features, hidden, n_classes, models))
+    width = models * hidden  # (init_stacked's shapes; it is a top-level program of its own, not traced inside one)
+    return StackedParams(jax.ShapeDtypeStruct((data.n_features, width), jnp.float32),
+                         jax.ShapeDtypeStruct((width,), jnp.float32),
+                         jax.ShapeDtypeStruct((models, hidden, n_classes), jnp.float32),
+                         jax.ShapeDtypeStruct((models, n_classes), jnp.float32))
 
 
-@functools.partial(jax.jit, static_argnames=("dense",))
+@functools.partial(jax.jit, static_argnames=("dense",), compiler_options=SEARCH_COMPILER_OPTIONS)
 def _scores(params: StackedParams, indices, values, rows, labels, dense: bool = False) -> jax.Array:
     """(steps, ...) batches -> (steps, B, K, C) log-probabilities of each model (the validation rows in order,
     then padding)."""
