@@ -32,10 +32,11 @@ from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
 # The search's programs compile with XLA's Triton GEMM fusions off (their products go to cuBLAS): a first search
-# is mostly compilation, and on an H100 a cold `textclf train news4` compiled its 47 programs in 11.8-12.9 s with
-# them and 5.2 s without (the K-network epochs 6.2-6.7 -> 2.0 s); the search's warm steps ran as fast either way
-# (news4 8.39 vs 7.98 s a warm search; BENCHMARKS.md, "Accuracy", the search's cost). The one network's training
-# step (textclf/training/step.py) keeps them: there they measured faster at batch 1,024.
+# is mostly compilation, and a cold `textclf train` on an H100 spent 12.2-12.9 s (news4), 13.0-15.6 (trec) and
+# 17.3-18.3 (mr) compiling with them, 4.4-4.7, 5.8-7.2 and 7.7-8.0 s without (with the threefry kernel, below);
+# a compiled search ran as fast either way (news4 8.39 vs 7.98 s; BENCHMARKS.md, "The search's cost"). The one
+# network's training step (textclf/training/step.py) keeps them: its XLA epoch at batch 1,024 measured 7.7M docs/s
+# with them and 6.6M without.
 SEARCH_COMPILER_OPTIONS = {"xla_gpu_enable_triton_gemm": False}
 
 
