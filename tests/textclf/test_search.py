@@ -503,6 +503,34 @@ def test_a_gpu_searches_one_split_of_a_sample_of_a_large_corpus(pool, monkeypatc
     assert networks["members"] in (1, 5) and 0 < networks["ensemble_accuracy"] <= 1
 
 
+def test_a_gpu_cuts_its_round_batches_to_their_own_nonzeros_not_the_widest_views(pool, monkeypatch):
+    """On a GPU every slot of a batch costs (padding too): the rounds' cap comes from the variants' own rows after
+    selection (with headroom), not from the widest view of every n-gram; and every round's batches still fit."""
+    from pipelines.vectorize import count_terms
+
+    texts, labels = question_corpus(300)
+    seen = []  # per round: (batch size, the (steps, cap) the search gave, the round's own densest batch's)
+    real_round_data = search_module.round_data
+
+    def recording(train_x, train_y, val_x, val_y, batch_size, seed, shape, val_shape, score_batch=None):
+        own = batch_shape([train_x], batch_size, [search_module.cut_order(seed, train_x.shape[0])[0]])
+        seen.append((batch_size, shape, own))
+        return real_round_data(train_x, train_y, val_x, val_y, batch_size, seed, shape, val_shape, score_batch)
+
+    monkeypatch.setattr(search_module, "round_data", recording)
+    # (no character network: its rounds size their batches on their own)
+    settings = Settings(epochs=2, hidden=8, features=8, search_budget=600, pinned=("epochs", "char_ngrams"))
+    search_settings(texts, labels, settings, pool, "gpu")
+    y = np.searchsorted(sorted(set(labels)), labels)
+    train = search_module._device_folds(y, settings.seed)[0][0]
+    counts = count_terms(texts, 2, None, settings.min_df, pool, settings.start_token)[1][train]
+    cut = search_module.cut_order(settings.seed, len(train))[0]
+    assert len(seen) > 8 and {b for b, _, _ in seen} == {64, 256}
+    for batch, given, own in seen:
+        assert given[1] >= own[1]  # every round's batches fit the shape given (no wider program compiled)
+        assert given[1] < batch_shape([counts], batch, [cut])[1]  # and it is narrower than the widest view's
+
+
 def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out(monkeypatch):
     monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 400)
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 300)
