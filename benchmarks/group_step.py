@@ -1,4 +1,5 @@
-"""The search's K-network epoch alone and vmapped over G rounds at once: `python3 -m benchmarks.group_step [F]`.
+"""The search's K-network epoch alone and vmapped over G rounds at once: `python3 -m benchmarks.group_step [F]
+[--groups 2,4,8]` (`--groups ""`: the epoch alone).
 
 Random batches of news4's shape (B = 64, 70 nonzeros a document in batches 8,192 slots wide, 101 of 128 steps
 visited, K = 6 networks of 128 hidden units over F columns, default 8,192), the epoch program as the search runs it
@@ -9,7 +10,7 @@ microseconds a step (median of 5 epochs after a first, compiling one).
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 
 import jax
@@ -48,7 +49,11 @@ def seconds(fn, *args, repeat: int = 5) -> float:
 
 
 def main() -> None:
-    features = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("features", nargs="?", type=int, default=8192)
+    parser.add_argument("--groups", default="2,4,8")
+    args = parser.parse_args()
+    features = args.features
     rng = np.random.default_rng(0)
     epoch = candidates._epoch.__wrapped__  # the undecorated epoch, to jit and vmap here
     dense = jax.default_backend() == "gpu"
@@ -58,7 +63,7 @@ def main() -> None:
         run = jax.jit(lambda p, s, *a: epoch(p, s, RATES, DECAYS, *a, dense=dense, fused=fused))
         t = seconds(run, params, adam().init(params), *batches(rng, features), order, visited)
         print(f"G=1 fused={fused}: {1e6 * t / VISITED:.0f} us/step", flush=True)
-    for groups in (2, 4, 8):
+    for groups in [int(g) for g in args.groups.split(",") if g]:
         params = jax.tree.map(lambda a: jnp.stack([a] * groups),
                               candidates.init_stacked(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K))
         state = jax.vmap(adam().init)(params)
@@ -70,6 +75,8 @@ def main() -> None:
         t = seconds(run, params, state, *data, orders, visited)
         print(f"G={groups} vmapped: {1e6 * t / VISITED:.0f} us/step, {1e6 * t / VISITED / groups:.0f} us/step/group",
               flush=True)
+    if not args.groups:
+        return
     params = candidates.init_stacked(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K * 8)
     run = jax.jit(lambda p, s, *a: epoch(p, s, jnp.tile(RATES, 8), jnp.tile(DECAYS, 8), *a, dense=dense, fused=False))
     t = seconds(run, params, adam().init(params), *batches(rng, features), order, visited)

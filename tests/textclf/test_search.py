@@ -770,6 +770,35 @@ def test_fit_rates_lets_the_held_out_documents_choose(side_by_side, monkeypatch)
 
 
 @pytest.mark.parametrize("side_by_side", [True, False])
+def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monkeypatch):
+    """A held-out split without a copy (training_rows of the whole matrix) trains the very networks that the
+    copied rows train: the same batches, the same epochs, the same parameters."""
+    from textclf.training import candidates
+
+    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: side_by_side)
+    x, y = _separable(300, 2)
+    x.data = np.random.default_rng(3).random(x.nnz).astype(np.float32)  # unequal rows: an order that differs shows
+    held = np.zeros(300, bool)
+    held[np.random.default_rng(4).choice(300, 40, replace=False)] = True
+    kept = np.flatnonzero(~held)
+    settings = Settings(hidden=8, batch_size=16, seed=0)
+    rates = [(0.01, 0.0, 4), (0.003, 1e-4, 3)]
+    copied = candidates.fit_rates(x[kept], y[kept], 2, settings, "xla", rates, x[held], y[held])
+    in_place = candidates.fit_rates(x, y, 2, settings, "xla", rates, x[held], y[held], training_rows=kept)
+    assert in_place.held_out == copied.held_out and in_place.chosen == copied.chosen
+    for a, b in zip(in_place.params, copied.params):
+        np.testing.assert_array_equal(a, b)
+    assert [s.loss for s in in_place.history] == [s.loss for s in copied.history]
+    assert [s.train_accuracy for s in in_place.history] == [s.train_accuracy for s in copied.history]
+    if side_by_side:  # the ensemble's path too
+        one = candidates.fit_ensemble(x[kept], y[kept], 2, 3, 0.01, 0.0, 3, 16, 8, 0)
+        other = candidates.fit_ensemble(x, y, 2, 3, 0.01, 0.0, 3, 16, 8, 0, training_rows=kept)
+        for a, b in zip(one[0], other[0]):
+            np.testing.assert_array_equal(a, b)
+        assert [s.loss for s in one[1]] == [s.loss for s in other[1]]
+
+
+@pytest.mark.parametrize("side_by_side", [True, False])
 def test_fit_rates_stops_between_epochs_when_asked(side_by_side, monkeypatch):
     from textclf.training import candidates
     from textclf.training.events import TrainingStopped

@@ -313,6 +313,39 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
     _reuses_the_rate_choice(run, again)
 
 
+def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matrix(tmp_path, db_path, monkeypatch):
+    """Beyond the search's sample, an ensemble side by side (a GPU's) trains on the rows of the matrix that are not
+    held out for early stopping, without a copy of them (candidates._stacked_epochs' rows)."""
+    import json
+
+    from textclf.runs import run as run_module
+    from textclf.training import candidates, search as search_module
+
+    from tests.textclf.test_search import question_corpus
+
+    monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", 150)
+    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
+    trained_rows = []
+    real = candidates._stacked_epochs
+
+    def recording(train_x, train_y, *args):
+        trained_rows.append((train_x.shape[0], None if len(args) < 8 else len(args[7])))
+        return real(train_x, train_y, *args)
+
+    monkeypatch.setattr(candidates, "_stacked_epochs", recording)
+    texts, labels = question_corpus(600)
+    corpus = tmp_path / "questions.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    settings = Settings(epochs=3, ensemble=3, search_budget=60, char_ngrams=False,
+                        pinned=("char_ngrams", "ensemble"))
+    result = train(corpus, settings, db_path=db_path)
+    run = runs.get_run(open_db(db_path), result.run_id)
+    held = min(run_module.STOPPING_DOCUMENTS, int(540 * run_module.STOPPING_FRACTION))
+    assert trained_rows[-1] == (540, 540 - held)  # the whole matrix, its training rows named
+    assert run["status"] == "finished" and run["early_stopping"]["held_out"] == held
+    assert result.n_train == 540 - held
+
+
 @pytest.mark.skipif(__import__("jax").default_backend() != "cpu",
                     reason="a CPU's search samples a corpus this small; a GPU's searches all of it (no refit to test)")
 def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):

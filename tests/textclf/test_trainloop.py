@@ -158,8 +158,9 @@ def test_a_corpus_beyond_the_search_sample_holds_out_documents_to_stop(fast_sett
     assert not _stops_early(searched, {"skipped": "--search off"}, SEARCH_DOCUMENTS + 1)
     n = 1_000_000
     x = sp.csr_matrix((n, 3), dtype=np.float32)
-    kept_x, kept_y, rule = _held_out_stopping(x, np.arange(n) % 2, seed=0)
-    assert rule.x.shape[0] == STOPPING_DOCUMENTS and kept_x.shape[0] == n - STOPPING_DOCUMENTS == len(kept_y)
+    kept, rule = _held_out_stopping(x, np.arange(n) % 2, seed=0)
+    assert rule.x.shape[0] == STOPPING_DOCUMENTS and len(kept) == n - STOPPING_DOCUMENTS
+    assert np.all(np.diff(kept) > 0) and kept[0] >= 0 and kept[-1] < n  # rows of x, sorted, none twice
 
 
 def test_an_ensemble_stops_early_too():

@@ -173,14 +173,16 @@ def _stops_early(settings: Settings, search: dict, n_train: int) -> bool:
 
 
 def _held_out_stopping(train_x, train_y: np.ndarray, seed: int):
-    """-> (the training rows kept, their labels, an EarlyStopping judging the held-out rest)."""
+    """-> (the rows of train_x that train, sorted, an EarlyStopping judging the held-out rest). The training rows
+    are not copied out of the matrix here: networks side by side train on them in place (candidates.
+    _stacked_epochs), and a copy beside the matrix doubled a ten-million-document run's host memory."""
     from textclf.training.fit import EarlyStopping
 
     n = len(train_y)
     held = np.zeros(n, bool)
     held[np.random.default_rng(seed).choice(n, min(STOPPING_DOCUMENTS, int(n * STOPPING_FRACTION)),
                                             replace=False)] = True
-    return train_x[~held], train_y[~held], EarlyStopping(train_x[held], train_y[held], patience=1)
+    return np.flatnonzero(~held), EarlyStopping(train_x[held], train_y[held], patience=1)
 
 
 def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path, report, checkpointer,
@@ -225,11 +227,14 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     # nor is a character view's, which the search tries only on small corpora.)
     candidates = (data.search or {}).get("rate_candidates", [])
     one_network = settings.ensemble <= 1 and data.rows is None and len(views) == 1  # one network, one process
+    training_rows = None  # the rows of train_x that train, where some are held out and train_x is not copied
     if not one_by_one and len(views) == 1 and _stops_early(settings, data.search, len(train_y)):
-        train_x, train_y, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
-        data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
+        training_rows, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
         if one_network and len(candidates) > 1:
             rates = candidates
+        if settings.ensemble <= 1 and not rates:  # one network (training/loop.py) trains on a matrix of its rows
+            train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
+            data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
     elif one_network and len(candidates) > 1 and "epochs" not in settings.pinned:
         with phase("rates"):
             settings = _choose_rate_then_refit(db, run_id, train_x, train_y, len(classes), settings, backend,
@@ -237,7 +242,8 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         _record_rate_choice(db, data.search_key, settings, data.search)
     # Each view's settings: the words' as chosen, the character network's own rate and epochs (Settings.char_view).
     view_settings = [settings, settings.char_view()][:len(views)]
-    total_epochs = sum(s.epochs_for(len(train_y)) for s in view_settings) * (settings.ensemble if one_by_one else 1)
+    n_training = len(train_y) if training_rows is None else len(training_rows)
+    total_epochs = sum(s.epochs_for(n_training) for s in view_settings) * (settings.ensemble if one_by_one else 1)
     if rates:  # every candidate's epochs where they train one after another, the most where side by side
         total_epochs = sum(r["epochs"] for r in rates) if not stacked_is_faster() else max(r["epochs"] for r in rates)
     report(TrainEvent("phase", "train", total_epochs=total_epochs))
@@ -259,14 +265,14 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         if rates:
             params, view_history, backend, view_compile, view_train_s, settings = _fit_rates(
                 db, run_id, view_train, train_y, view_eval, eval_y, len(classes), settings, backend, rates,
-                early_stopping, on_epoch, data.search, stop_requested)
+                early_stopping, on_epoch, data.search, stop_requested, training_rows)
             early_stopping = None  # its documents judged every candidate (recorded by _fit_rates)
             _record_rate_choice(db, data.search_key, settings, data.search)
         else:
             params, view_history, backend, view_compile, view_train_s = _fit_view(
                 db, run_id, view_train, train_y, view_eval, eval_y, len(classes), view, backend,
-                view.epochs_for(len(train_y)), one_by_one, on_epoch, early_stopping,
-                checkpointer if len(views) == 1 else None, stop_requested, data.rows)
+                view.epochs_for(n_training), one_by_one, on_epoch, early_stopping,
+                checkpointer if len(views) == 1 else None, stop_requested, data.rows, training_rows)
         offset = len(history)  # the epochs of the views before this one
         history += [replace(stats, epoch=offset + stats.epoch) for stats in view_history]
         view_params.append(params)
@@ -280,6 +286,9 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     if early_stopping is not None:  # the model keeps the best epoch: its settings say so
         settings = settings.replace(epochs=early_stopping.best_epoch)
         run_queries.update_run(db, run_id, early_stopping=early_stopping.summary(), settings=settings.to_dict())
+    # The training matrices are done with: their memory goes back before the held-out documents are scored.
+    train_x = view_train = data.train_x = early_stopping = None
+    _return_freed_memory()
     model = Model(data.vectorizer, params, labels=classes, settings=settings)
     with phase("evaluate"):
         hits = int((_eval_scores(model, eval_x).argmax(axis=1) == eval_y).sum()) if eval_x.shape[0] else 0
@@ -297,7 +306,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     }
     path = finish_run(db, run_id, phase, lambda path: save_model(model, path), model_path, primary, record_epoch,
                       last, eval_accuracy)
-    n_train = data.rows.total if data.rows is not None else len(train_y)
+    n_train = data.rows.total if data.rows is not None else n_training
     return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
                        n_train, n_eval, history, dict(phase.seconds), data.skipped,
                        data.non_utf8, model, data.search, read_documents=data.read_documents)
@@ -359,7 +368,7 @@ def _with_choice(settings: Settings, rates: list[dict], choice) -> Settings:
 
 
 def _fit_rates(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings, backend, rates, judge, on_epoch,
-               search: dict, stop_requested):
+               search: dict, stop_requested, training_rows):
     """One network per candidate (rate, decay) of the search (rates), the held-out documents of `judge` (an
     EarlyStopping's) choosing one and its epoch (candidates.fit_rates). The choice is recorded in the run
     (early_stopping: every candidate's held-out curve; search: rate_choice) and in the settings returned.
@@ -370,7 +379,7 @@ def _fit_rates(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings
 
     choice = fit_rates(train_x, train_y, n_classes, settings, backend,
                        [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], judge.x, judge.y,
-                       eval_x, eval_y, on_epoch, judge.patience, stop_requested)
+                       eval_x, eval_y, on_epoch, judge.patience, stop_requested, training_rows)
     settings = _with_choice(settings, rates, choice)
     search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out}
     run_queries.update_run(db, run_id, search=search, settings=settings.to_dict(), early_stopping={
@@ -387,9 +396,11 @@ def _fit_rates(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings
 
 
 def _fit_view(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings, backend, epochs, one_by_one,
-              on_epoch, early_stopping, checkpointer, stop_requested, rows):
+              on_epoch, early_stopping, checkpointer, stop_requested, rows, training_rows):
     """The network(s) of one input view: settings.ensemble networks (one after another on a CPU, side by side
     elsewhere) or one. JAX is imported here, after the warm-up thread's import (see the module docstring).
+    training_rows: the rows of train_x that train (None: all); only an ensemble side by side is given them (_train_run
+    hands the others a matrix of their rows).
     -> (parameters, EpochStats of each epoch, backend that trained them, compile seconds, train
     seconds)."""
     import jax
@@ -408,7 +419,8 @@ def _fit_view(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings,
         # Several networks side by side, averaged into one model file (XLA, one device, no checkpoints).
         params, history, compile_s, train_s = fit_ensemble(
             train_x, train_y, n_classes, settings.ensemble, settings.learning_rate, settings.weight_decay, epochs,
-            settings.batch_size, settings.hidden, settings.seed, eval_x, eval_y, on_epoch, early_stopping)
+            settings.batch_size, settings.hidden, settings.seed, eval_x, eval_y, on_epoch, early_stopping,
+            training_rows)
         run_queries.update_run(db, run_id, backend="xla", devices=1, processes=jax.process_count(),
                                backend_reason="an ensemble trains side by side in XLA")
         return params, history, "xla", compile_s, train_s

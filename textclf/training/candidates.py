@@ -319,17 +319,22 @@ def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
 
 
 def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, rates: list[float],
-                    decays: list[float], epochs: int, batch_size: int, hidden: int, seed: int):
+                    decays: list[float], epochs: int, batch_size: int, hidden: int, seed: int,
+                    rows: np.ndarray | None = None):
     """K = len(rates) networks side by side (different initialisations, the same batches; network k with rates[k]
-    and decays[k]) on all of the training rows: yields, after each epoch, (params, _hits of the epoch's batches
-    with those params, (steps,) losses summed over the K networks)."""
+    and decays[k]) on the training rows: yields, after each epoch, (params, _hits of the epoch's batches with
+    those params, (steps,) losses summed over the K networks). rows: the rows of train_x that train (default
+    all); the others go to the device with them but no batch holds them, so that a held-out split needs no copy
+    of the matrix (16 GB at ten million documents). The batches are those of train_x[rows]."""
     params, state = _start(seed, train_x.shape[1], hidden, n_classes, len(rates))
     rates_array = jnp.asarray(rates, jnp.float32)
     decays_array = jnp.asarray(decays, jnp.float32)
     rng = np.random.default_rng(seed)
-    n = train_x.shape[0]
-    orders = [rng.permutation(n) for _ in range(epochs)]  # every epoch's shuffle, drawn first for the shape
-    steps, cap = batch_shape([train_x] * epochs, batch_size, orders)
+    n = train_x.shape[0] if rows is None else len(rows)
+    # every epoch's shuffle, drawn first for the shape: as document numbers of train_x
+    orders = [rng.permutation(n) if rows is None else rows[rng.permutation(n)] for _ in range(epochs)]
+    cap = batch_shape([train_x] * epochs, batch_size, orders)[1]
+    steps = -(-n // batch_size)  # (batch_shape's steps would count the rows not trained on too)
     # The training set goes to the device once and each epoch's batches are gathered there from its order
     # (textclf/training/device_data.py: the batches make_batches would cut, nonzero for nonzero). Cutting them on
     # the host held each epoch's padded (steps, cap) arrays in host memory: 11 GB of a million-document run's
@@ -371,12 +376,13 @@ def _epoch_stats(epoch: int, losses, members: int, n: int, batch_size: int, trai
 def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
                  weight_decay: float, epochs: int, batch_size: int, hidden: int, seed: int,
                  eval_x: sp.csr_matrix | None = None,
-                 eval_y: np.ndarray | None = None, on_epoch: Callable | None = None, early_stopping=None):
-    """Train `members` networks side by side (different initialisations, the same batches and rate) on all of
-    the training rows; -> (merged parameters, list of EpochStats, compile seconds, train seconds). After each
-    epoch the ensemble is scored on (eval_x, eval_y) if given. No checkpoints: an interrupted ensemble starts over.
-    early_stopping (textclf.training.fit.EarlyStopping): judges the merged network after each epoch; its best
-    epoch's parameters are returned."""
+                 eval_y: np.ndarray | None = None, on_epoch: Callable | None = None, early_stopping=None,
+                 training_rows: np.ndarray | None = None):
+    """Train `members` networks side by side (different initialisations, the same batches and rate) on the
+    training rows (training_rows of train_x, default all: _stacked_epochs); -> (merged parameters, list of
+    EpochStats, compile seconds, train seconds). After each epoch the ensemble is scored on (eval_x, eval_y) if
+    given. No checkpoints: an interrupted ensemble starts over. early_stopping (textclf.training.fit.EarlyStopping):
+    judges the merged network after each epoch; its best epoch's parameters are returned."""
     eval_batches = None
     if eval_x is not None and eval_x.shape[0]:
         eval_batches = _device_batches(eval_x, eval_y, batch_size, np.arange(eval_x.shape[0]),
@@ -384,7 +390,8 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     dense = dense_default()
     history, compile_seconds, train_seconds = [], 0.0, 0.0
     training = _stacked_epochs(train_x, train_y, n_classes, [learning_rate] * members, [weight_decay] * members,
-                               epochs, batch_size, hidden, seed)
+                               epochs, batch_size, hidden, seed, training_rows)
+    n_training = train_x.shape[0] if training_rows is None else len(training_rows)
     mark = time.perf_counter()
     for epoch, (params, train_hits, losses) in enumerate(training):
         train_correct = float(train_hits[1])
@@ -395,7 +402,7 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
         if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
             compile_seconds, seconds = seconds, 0.0
         train_seconds += seconds
-        stats = _epoch_stats(epoch, losses, members, train_x.shape[0], batch_size, train_correct, eval_accuracy,
+        stats = _epoch_stats(epoch, losses, members, n_training, batch_size, train_correct, eval_accuracy,
                              seconds)
         history.append(stats)
         if on_epoch:
@@ -472,7 +479,8 @@ def fit_rates(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, setti
               candidates: list[tuple[float, float, int]], held_x: sp.csr_matrix, held_y: np.ndarray,
               eval_x: sp.csr_matrix | None = None, eval_y: np.ndarray | None = None,
               on_epoch: Callable | None = None, patience: int = 1,
-              stop_requested: Callable[[], bool] | None = None) -> RateChoice:
+              stop_requested: Callable[[], bool] | None = None,
+              training_rows: np.ndarray | None = None) -> RateChoice:
     """One network per candidate (learning rate, weight decay, epochs at most), the held-out documents
     (held_x, held_y: training documents none of them trains on) picking one network and its epoch: the best
     held-out accuracy, a tie going to the earlier candidate and the earlier epoch. Why: a corpus larger than the
@@ -482,10 +490,13 @@ def fit_rates(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, setti
     stops once `patience` epochs in a row improved none of them), one after another elsewhere (each stopped by its
     own textclf.training.fit.EarlyStopping). No checkpoints: where stop_requested() says so after an epoch,
     textclf.training.events.TrainingStopped is raised and the training starts over when resumed.
-    After each epoch the leading network is scored on (eval_x, eval_y) if given, for the run's record."""
+    After each epoch the leading network is scored on (eval_x, eval_y) if given, for the run's record.
+    training_rows: the rows of train_x that train (default all; side by side without a copy, _stacked_epochs)."""
     if stacked_is_faster():
         return _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_x, held_y, eval_x,
-                                   eval_y, on_epoch, patience, stop_requested)
+                                   eval_y, on_epoch, patience, stop_requested, training_rows)
+    if training_rows is not None:
+        train_x, train_y = train_x[training_rows], train_y[training_rows]
     return _rates_one_by_one(train_x, train_y, n_classes, settings, backend, candidates, held_x, held_y, eval_x,
                              eval_y, on_epoch, patience, stop_requested)
 
@@ -499,7 +510,7 @@ def _member(params: StackedParams, k: int) -> Params:
 
 
 def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_x, held_y, eval_x, eval_y, on_epoch,
-                        patience, stop_requested) -> RateChoice:
+                        patience, stop_requested, training_rows) -> RateChoice:
     from textclf.training.events import TrainingStopped
 
     def scoring(x, y):
@@ -515,7 +526,8 @@ def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_
     caps = np.array([epochs for _, _, epochs in candidates])  # a network is judged up to its own epoch count
     training = _stacked_epochs(train_x, train_y, n_classes, [rate for rate, _, _ in candidates],
                                [decay for _, decay, _ in candidates], int(caps.max()), settings.batch_size,
-                               settings.hidden, settings.seed)
+                               settings.hidden, settings.seed, training_rows)
+    n_training = train_x.shape[0] if training_rows is None else len(training_rows)
     mark = time.perf_counter()
     for epoch, (params, train_hits, losses) in enumerate(training):
         accuracy = np.asarray(_hits(params, *held_batches, dense=dense)[0]) / held_x.shape[0]  # (K,)
@@ -533,7 +545,7 @@ def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_
         if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
             compile_seconds, seconds = seconds, 0.0
         train_seconds += seconds
-        stats = _epoch_stats(epoch, losses, count, train_x.shape[0], settings.batch_size, train_correct,
+        stats = _epoch_stats(epoch, losses, count, n_training, settings.batch_size, train_correct,
                              eval_accuracy, seconds)
         history.append(stats)
         if on_epoch:
