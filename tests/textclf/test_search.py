@@ -769,6 +769,22 @@ def test_fit_rates_lets_the_held_out_documents_choose(side_by_side, monkeypatch)
     assert choice.history and all(stats.eval_accuracy is not None for stats in choice.history)
 
 
+def test_device_scoring_counts_what_batches_cut_on_the_host_count(monkeypatch):
+    """candidates.device_scoring (rows gathered on the device, a segment at a time) scores every row once, as the
+    batches make_batches cuts on the host did."""
+    from textclf.training import candidates, device_data
+
+    x, y = _separable(203, 5)
+    x.data = np.random.default_rng(6).random(x.nnz).astype(np.float32)
+    params = init_stacked(jax.random.PRNGKey(1), 40, 8, 2, 3)
+    host = candidates._device_batches(x, y, 16, np.arange(203), batch_shape([x], 16))
+    expected = candidates._hits(params, *host)
+    monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * batch_shape([x], 16)[1] * 3)  # 3 of the 13 steps a segment
+    hits = candidates.device_scoring(x, y, 16, False)(params)
+    np.testing.assert_array_equal(np.asarray(hits[0]), np.asarray(expected[0]))
+    assert float(hits[1]) == float(expected[1]) and 0 < float(hits[1]) <= 203
+
+
 @pytest.mark.parametrize("side_by_side", [True, False])
 def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monkeypatch):
     """A held-out split without a copy (training_rows of the whole matrix) trains the very networks that the

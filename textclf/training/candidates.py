@@ -383,11 +383,8 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     EpochStats, compile seconds, train seconds). After each epoch the ensemble is scored on (eval_x, eval_y) if
     given. No checkpoints: an interrupted ensemble starts over. early_stopping (textclf.training.fit.EarlyStopping):
     judges the merged network after each epoch; its best epoch's parameters are returned."""
-    eval_batches = None
-    if eval_x is not None and eval_x.shape[0]:
-        eval_batches = _device_batches(eval_x, eval_y, batch_size, np.arange(eval_x.shape[0]),
-                                       batch_shape([eval_x], batch_size))
     dense = dense_default()
+    eval_hits = device_scoring(eval_x, eval_y, batch_size, dense) if eval_x is not None and eval_x.shape[0] else None
     history, compile_seconds, train_seconds = [], 0.0, 0.0
     training = _stacked_epochs(train_x, train_y, n_classes, [learning_rate] * members, [weight_decay] * members,
                                epochs, batch_size, hidden, seed, training_rows)
@@ -396,8 +393,8 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     for epoch, (params, train_hits, losses) in enumerate(training):
         train_correct = float(train_hits[1])
         eval_accuracy = None
-        if eval_batches is not None:
-            eval_accuracy = float(_hits(params, *eval_batches, dense=dense)[1]) / eval_x.shape[0]
+        if eval_hits is not None:
+            eval_accuracy = float(eval_hits(params)[1]) / eval_x.shape[0]
         seconds, mark = time.perf_counter() - mark, time.perf_counter()
         if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
             compile_seconds, seconds = seconds, 0.0
@@ -418,6 +415,27 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
 def _gathered(resident: DeviceCSR, order: jax.Array, cap: int) -> tuple[jax.Array, ...]:
     """(steps, B) document numbers (-1: none) -> the epoch's (steps, cap) batches, gathered on the device."""
     return gather_batches(resident, order, cap)
+
+
+def device_scoring(x: sp.csr_matrix, y: np.ndarray, batch_size: int, dense: bool
+                   ) -> Callable[[StackedParams], tuple[jax.Array, jax.Array]]:
+    """A scorer of (x, y) for stacked networks: params -> _hits over every row (each network's and the ensemble's
+    documents right). The rows go to the device as they are (upload_csr) and their batches (those make_batches
+    cuts in row order) are gathered there a segment at a time, as training's are: cut and padded on the host, a
+    million test documents' batches were ~3 GB of padded arrays there, and ~3 GB more while being cut."""
+    resident = upload_csr(x, y)
+    n = x.shape[0]
+    steps, cap = -(-n // batch_size), batch_shape([x], batch_size)[1]
+    order = np.pad(np.arange(n, dtype=np.int32), (0, steps * batch_size - n), constant_values=-1)
+    order = order.reshape(steps, batch_size)
+    segment = segment_steps(steps, 12 * cap)
+
+    def hits(params: StackedParams) -> tuple[jax.Array, jax.Array]:
+        parts = [_hits(params, *_gathered(resident, jax.device_put(order[first:first + segment]), cap), dense=dense)
+                 for first in range(0, steps, segment)]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+    return hits
 
 
 def stacked_is_faster() -> bool:
@@ -513,12 +531,9 @@ def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_
                         patience, stop_requested, training_rows) -> RateChoice:
     from textclf.training.events import TrainingStopped
 
-    def scoring(x, y):
-        return _device_batches(x, y, SCORE_BATCH, np.arange(x.shape[0]), batch_shape([x], SCORE_BATCH))
-
-    held_batches = scoring(held_x, held_y)
-    eval_batches = scoring(eval_x, eval_y) if eval_x is not None and eval_x.shape[0] else None
     dense = dense_default()
+    held_hits = device_scoring(held_x, held_y, SCORE_BATCH, dense)
+    eval_hits = device_scoring(eval_x, eval_y, SCORE_BATCH, dense) if eval_x is not None and eval_x.shape[0] else None
     count = len(candidates)
     held_out: list[list[float]] = [[] for _ in candidates]
     best, best_epoch, best_params = np.full(count, -1.0), np.zeros(count, int), [None] * count
@@ -530,7 +545,7 @@ def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_
     n_training = train_x.shape[0] if training_rows is None else len(training_rows)
     mark = time.perf_counter()
     for epoch, (params, train_hits, losses) in enumerate(training):
-        accuracy = np.asarray(_hits(params, *held_batches, dense=dense)[0]) / held_x.shape[0]  # (K,)
+        accuracy = np.asarray(held_hits(params)[0]) / held_x.shape[0]  # (K,)
         improved = (accuracy > best) & (epoch < caps)
         for k in np.flatnonzero(improved):
             best[k], best_epoch[k], best_params[k] = accuracy[k], epoch + 1, _member(params, int(k))
@@ -539,8 +554,8 @@ def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_
         leading = int(np.argmax(best))  # the first maximum: the earlier candidate
         train_correct = float(np.asarray(train_hits[0])[leading])
         eval_accuracy = None
-        if eval_batches is not None:
-            eval_accuracy = float(np.asarray(_hits(params, *eval_batches, dense=dense)[0])[leading]) / eval_x.shape[0]
+        if eval_hits is not None:
+            eval_accuracy = float(np.asarray(eval_hits(params)[0])[leading]) / eval_x.shape[0]
         seconds, mark = time.perf_counter() - mark, time.perf_counter()
         if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
             compile_seconds, seconds = seconds, 0.0
