@@ -60,14 +60,14 @@ def main() -> None:
     print("|---:|---|---:|---:|---:|---:|")
     for batch in (int(b) for b in args.batches.split(",")):
         settings = chosen.replace(batch_size=batch, epochs=cap)
-        kept_x, kept_y, stopping = _held_out_stopping(train_x, train_y, settings.seed)
+        kept, stopping = _held_out_stopping(train_x, train_y, settings.seed)
         start = time.perf_counter()
         if networks > 1:
             params, _, compile_s, train_s = fit_ensemble(
-                kept_x, kept_y, len(classes), networks, settings.learning_rate, settings.weight_decay, cap, batch,
-                settings.hidden, settings.seed, early_stopping=stopping)
+                train_x, train_y, len(classes), networks, settings.learning_rate, settings.weight_decay, cap, batch,
+                settings.hidden, settings.seed, early_stopping=stopping, training_rows=kept)
         else:
-            result = fit_network(kept_x, kept_y, len(classes), settings.replace(ensemble=1), "xla",
+            result = fit_network(train_x[kept], train_y[kept], len(classes), settings.replace(ensemble=1), "xla",
                                  early_stopping=stopping)
             params, compile_s, train_s = result.params, result.compile_seconds, result.train_seconds
         wall = time.perf_counter() - start
