@@ -232,7 +232,8 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         training_rows, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
         if one_network and len(candidates) > 1:
             rates = candidates
-        if settings.ensemble <= 1 and not rates:  # one network (training/loop.py) trains on a matrix of its rows
+        if not (stacked_is_faster() and (settings.ensemble > 1 or rates)):
+            # One network (training/loop.py), or networks one after another, train on a matrix of their rows.
             train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
             data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
     elif one_network and len(candidates) > 1 and "epochs" not in settings.pinned:
@@ -399,8 +400,8 @@ def _fit_view(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings,
               on_epoch, early_stopping, checkpointer, stop_requested, rows, training_rows):
     """The network(s) of one input view: settings.ensemble networks (one after another on a CPU, side by side
     elsewhere) or one. JAX is imported here, after the warm-up thread's import (see the module docstring).
-    training_rows: the rows of train_x that train (None: all); only an ensemble side by side is given them (_train_run
-    hands the others a matrix of their rows).
+    training_rows: the rows of train_x that train (None: all); only networks side by side are given them
+    (_train_run hands the others a matrix of their rows).
     -> (parameters, EpochStats of each epoch, backend that trained them, compile seconds, train
     seconds)."""
     import jax
