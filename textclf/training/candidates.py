@@ -344,9 +344,7 @@ def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int,
     segment = segment_steps(steps, 12 * cap)  # (the last segment may be shorter)
 
     def gathered(order: np.ndarray):
-        """The epoch's batches, (steps, B) document numbers -> gathered segment by segment."""
-        for first in range(0, steps, segment):
-            yield _gathered(resident, jax.device_put(order[first:first + segment]), cap)
+        return _gathered_segments(resident, order, cap, segment)
 
     for epoch in range(epochs):
         order = np.pad(orders[epoch], (0, steps * batch_size - n), constant_values=-1).reshape(steps, batch_size)
@@ -411,6 +409,13 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     return merged(params), history, compile_seconds, train_seconds
 
 
+def _gathered_segments(resident: DeviceCSR, order: np.ndarray, cap: int, segment: int):
+    """(steps, B) document numbers (-1: none) -> their batches, gathered on the device `segment` steps at a time
+    (so that no more than one segment's batches are there at once)."""
+    for first in range(0, order.shape[0], segment):
+        yield _gathered(resident, jax.device_put(order[first:first + segment]), cap)
+
+
 @functools.partial(jax.jit, static_argnames=("cap",))
 def _gathered(resident: DeviceCSR, order: jax.Array, cap: int) -> tuple[jax.Array, ...]:
     """(steps, B) document numbers (-1: none) -> the epoch's (steps, cap) batches, gathered on the device."""
@@ -431,8 +436,7 @@ def device_scoring(x: sp.csr_matrix, y: np.ndarray, batch_size: int, dense: bool
     segment = segment_steps(steps, 12 * cap)
 
     def hits(params: StackedParams) -> tuple[jax.Array, jax.Array]:
-        parts = [_hits(params, *_gathered(resident, jax.device_put(order[first:first + segment]), cap), dense=dense)
-                 for first in range(0, steps, segment)]
+        parts = [_hits(params, *batches, dense=dense) for batches in _gathered_segments(resident, order, cap, segment)]
         return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
     return hits
@@ -719,11 +723,9 @@ def precompile_scores(data: RoundData, n_classes: int, models: int, hidden: int)
 
 
 def _abstract_params(data: RoundData, n_classes: int, models: int, hidden: int) -> StackedParams:
-    width = models * hidden  # (init_stacked's shapes; it is a top-level program of its own, not traced inside one)
-    return StackedParams(jax.ShapeDtypeStruct((data.n_features, width), jnp.float32),
-                         jax.ShapeDtypeStruct((width,), jnp.float32),
-                         jax.ShapeDtypeStruct((models, hidden, n_classes), jnp.float32),
-                         jax.ShapeDtypeStruct((models, n_classes), jnp.float32))
+    # (init_stacked's own eval_shape: traced inside another function it would be a nested jit, which its
+    # compiler options do not allow)
+    return init_stacked.eval_shape(jax.random.PRNGKey(0), data.n_features, hidden, n_classes, models)
 
 
 @functools.partial(jax.jit, static_argnames=("dense",), compiler_options=SEARCH_COMPILER_OPTIONS)
