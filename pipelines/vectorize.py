@@ -159,15 +159,16 @@ class Vectorizer:
         # Rows are weighted independently: any chunking gives the same matrix. The counter pickled once, not once a
         # chunk (a 32,768-term vocabulary: ~30 ms each time).
         counter = pickle.dumps(self._counter(), protocol=pickle.HIGHEST_PROTOCOL)
-        return stack_rows(_map_chunks(pool, _transform_pickled, texts, on_progress, counter, self.idf,
-                                      self.sublinear_tf))
+        return word_counts.stack_rows(_map_chunks(pool, _transform_pickled, texts, on_progress, counter, self.idf,
+                                                  self.sublinear_tf))
 
     def transform_file(self, texts: FileTexts, pool: WorkerPool,
                        on_progress: Callable[[int, int], None] | None = None) -> sp.csr_matrix:
         """transform of texts left in their file: each worker parses its byte shares and transforms them, so the
         texts never come to this process (FileTexts says why)."""
         pickled = pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)  # once, not once a share
-        return stack_rows(texts.map_shares(pool, _transform_unpickled, pickled, on_progress=on_progress))
+        return word_counts.stack_rows(texts.map_shares(pool, _transform_unpickled, pickled,
+                                                       on_progress=on_progress))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {"idf": self.idf}
@@ -211,27 +212,6 @@ class Vectorizer:
             chars.analyzer = CHAR_ANALYZER
         return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"],
                    config.get("sublinear_tf", True), config.get("start_token", False), chars=chars)
-
-
-def stack_rows(parts: list[sp.csr_matrix]) -> sp.csr_matrix:
-    """sp.vstack of CSR parts of one width, emptying the list as each part is copied: the result's arrays are
-    allocated untouched (pages become resident only when written) and each part is freed once copied, so the
-    peak is the matrix plus one part, where vstack held the parts and the whole copy at once (a million
-    documents' matrix is over a GB)."""
-    if len(parts) == 1:
-        return parts.pop()
-    rows, nnz, width = sum(p.shape[0] for p in parts), sum(p.nnz for p in parts), parts[0].shape[1]
-    index = np.int32 if max(nnz, width) < 2**31 - 1 else np.int64
-    data, indices = np.empty(nnz, parts[0].dtype), np.empty(nnz, index)
-    indptr = np.empty(rows + 1, index)
-    indptr[0] = at = row = 0
-    while parts:
-        part = parts.pop(0)
-        data[at:at + part.nnz], indices[at:at + part.nnz] = part.data, part.indices
-        indptr[row + 1:row + 1 + part.shape[0]] = part.indptr[1:] + at
-        at, row = at + part.nnz, row + part.shape[0]
-        del part
-    return sp.csr_matrix((data, indices, indptr), shape=(rows, width))
 
 
 @dataclass(frozen=True)
@@ -432,8 +412,8 @@ def _merge_counts(parts: list[tuple[bytes, sp.csr_matrix, np.ndarray]], min_df: 
     order = sorted(range(len(kept_terms)), key=kept_terms.__getitem__)
     column = np.full(len(union) + 1, -1, np.int64)
     column[kept[order]] = np.arange(len(kept))
-    counts = sp.vstack([_move_columns(counts, column[ids], len(kept)) for ids, (_, counts, _) in zip(chunk_ids, parts)],
-                       format="csr")
+    counts = sp.vstack([word_counts.move_columns(counts, column[ids], len(kept))
+                        for ids, (_, counts, _) in zip(chunk_ids, parts)], format="csr")
     counts.sort_indices()
     return np.array([kept_terms[i] for i in order], dtype=object), counts
 
@@ -444,14 +424,6 @@ def _among(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
         return np.zeros(len(values), bool)
     at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
     return sorted_set[at] == values
-
-
-def _move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> sp.csr_matrix:
-    """counts with column j moved to new_column[j] of a (rows, width) matrix; entries bound for -1 dropped."""
-    columns = new_column[counts.indices]
-    keep = columns >= 0
-    return sp.csr_matrix((counts.data[keep], columns[keep], word_counts.kept_indptr(counts.indptr, keep)),
-                         shape=(counts.shape[0], width))
 
 
 def fit_rows(n_texts: int, settings: WordSettings, fit_documents: int | None = None) -> np.ndarray | None:
@@ -484,8 +456,8 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
         return vec, vec.transform(texts, pool=pool, on_progress=on_progress)
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token)
-        counts = stack_rows(pool.map(_transform_chunk, _chunks(texts, _worker_count(len(texts), pool.processes)),
-                                     hasher))
+        chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
+        counts = word_counts.stack_rows(pool.map(_transform_chunk, chunks, hasher))
         vec = fit_hashing_idf(counts, settings)
         return vec, _weight(counts, vec.idf, settings.sublinear_tf)
 
@@ -677,7 +649,7 @@ def fit_vectorizer_shared(texts: Sequence[str], labels: Sequence[str], settings:
     chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token)
-        counts = stack_rows(pool.map(_transform_chunk, chunks, hasher)) if texts else \
+        counts = word_counts.stack_rows(pool.map(_transform_chunk, chunks, hasher)) if texts else \
             sp.csr_matrix((0, settings.features), dtype=np.float32)
         shared = exchange({"df": np.bincount(counts.indices, minlength=settings.features).astype(np.int64),
                            "documents": np.array([counts.shape[0]]), "classes": np.unique(labels).astype(str)})
@@ -706,7 +678,7 @@ def fit_vectorizer_shared(texts: Sequence[str], labels: Sequence[str], settings:
     column[kept] = np.arange(len(kept))
     mine = column[np.searchsorted(union, np.asarray(local_terms, dtype=str))] if len(local_terms) else \
         np.zeros(0, np.int64)
-    counts = _move_columns(counts, mine, len(terms))
+    counts = word_counts.move_columns(counts, mine, len(terms))
     counts.sort_indices()
     idf = (np.log((1.0 + n) / (1.0 + df)) + 1.0).astype(np.float32)  # _idf over every process's documents
     if len(terms) > settings.features:

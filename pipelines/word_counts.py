@@ -40,6 +40,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
+from pipelines.workers import return_freed_memory
+
 # The delimiters between tokens: anything that is not a word character (Python's \w: letters, numbers, "_").
 NOT_WORD = r"[^\p{L}\p{N}_]+"
 MAX_NGRAM = 2  # longer n-grams: scikit-learn's analyzer (their packed keys would not fit 64 bits)
@@ -168,8 +170,8 @@ def count_keys(keys: np.ndarray, docs: np.ndarray, n_docs: int) -> tuple[np.ndar
         return keys, sp.csr_matrix((n_docs, 0), dtype=np.float32)
     n = max(n_docs, 1)
     if (int(keys.max()) + 1) * n >= 2**62:  # a chunk of millions of distinct words: rank the keys first
-        distinct, keys = _ranks(keys)
-        _, counts = count_keys(keys, docs, n_docs)
+        distinct, ranks = _ranks(keys)
+        _, counts = count_keys(ranks.astype(np.int64), docs, n_docs)  # (packed with documents in int64)
         return distinct, counts
     key, doc, counts = _pair_counts(keys, docs, n)
     new_key = _changes(key)
@@ -202,12 +204,16 @@ def _changes(ordered: np.ndarray) -> np.ndarray:
 
 
 def _ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """-> (the distinct keys sorted, each key's rank among them)."""
+    """-> (the distinct keys sorted, each key's rank among them: int32 where they fit, half the memory of tens
+    of millions of chunk terms)."""
     order = np.argsort(keys)
-    new = _changes(keys[order])
-    ranks = np.empty(len(keys), np.int64)
-    ranks[order] = np.cumsum(new) - 1
-    return keys[order][new], ranks
+    ordered = keys[order]
+    new = _changes(ordered)
+    distinct = ordered[new]
+    del ordered
+    ranks = np.empty(len(keys), np.int32 if len(keys) < 2**31 else np.int64)
+    ranks[order] = np.cumsum(new, dtype=ranks.dtype) - 1
+    return distinct, ranks
 
 
 @dataclass
@@ -243,7 +249,10 @@ def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_mat
     """Chunks -> (the terms in at least min_df documents of all of them, sorted as CountVectorizer sorts its
     vocabulary; the counts with their columns in that order, stacked): the one-CountVectorizer result.
     The per-chunk steps run on threads (numpy and pyarrow let go of the GIL): this runs in one process after the
-    workers counted, so on many cores it is what a fit waits for."""
+    workers counted, so on many cores it is what a fit waits for.
+    Consumes `parts`: each chunk's counts are let go once moved to the shared columns, so that the merge holds the
+    chunks' counts and the result's only as one chunk's share of each (BENCHMARKS.md, "Big corpora with no flags":
+    moving every chunk's entries at once raised a 200,000-document fit's memory by ~2.6 GB)."""
     if not parts:
         return np.array([], dtype=object), sp.csr_matrix((0, 0), dtype=np.float32)
     encoded = pc.dictionary_encode(pa.concat_arrays([part.words.cast(pa.large_string()) for part in parts]))
@@ -266,8 +275,12 @@ def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_mat
         if len(parts) == 1:  # its words are numbered as they were, so its keys are still distinct and sorted
             distinct, group, totals = keys[0], np.arange(len(keys[0])), df
         else:
-            distinct, group = _ranks(np.concatenate(keys))
+            every = np.concatenate(keys)
+            keys.clear()  # (the chunks' own arrays go before the ranking's)
+            distinct, group = _ranks(every)
+            del every
             totals = np.bincount(group, weights=df, minlength=len(distinct))
+        del keys, df
         kept = np.flatnonzero(totals >= max(1, min_df))
         first, second = _split_keys(distinct[kept], n_words)
         # The kept terms' text, and their order as strings: UTF-8 bytes sort as Python sorts str (by code point).
@@ -278,19 +291,50 @@ def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_mat
         column = np.full(len(distinct), -1, np.int64)  # distinct key -> its column, -1: dropped
         column[kept[alphabetical]] = np.arange(len(kept))
         term_offsets = np.cumsum([0] + [len(part.keys) for part in parts])
-        entries = list(threads.map(
-            lambda i: column[group[term_offsets[i]:term_offsets[i + 1]]][parts[i].counts.indices], range(len(parts))))
-    # Every chunk's entries at once, moved to their columns, the dropped ones left out.
-    new_column = np.concatenate(entries)
-    keep = new_column >= 0
-    n_docs = sum(part.counts.shape[0] for part in parts)
-    first_entry = np.cumsum([0] + [part.counts.nnz for part in parts])
-    indptr = np.concatenate([part.counts.indptr[:-1] + first_entry[i] for i, part in enumerate(parts)]
-                            + [first_entry[-1:]])  # the chunks' rows as one matrix's
-    counts = sp.csr_matrix((np.concatenate([part.counts.data for part in parts])[keep],
-                            new_column[keep].astype(np.int32), kept_indptr(indptr, keep)), shape=(n_docs, len(kept)))
-    counts.sort_indices()
-    return np.array(terms.take(pa.array(alphabetical)).to_pylist(), dtype=object), counts
+
+        def moved(index: int) -> sp.csr_matrix:
+            """Chunk `index`'s counts in the shared columns, the dropped terms left out; the chunk let go."""
+            counts = parts[index].counts
+            parts[index] = None
+            chunk = move_columns(counts, column[group[term_offsets[index]:term_offsets[index + 1]]], len(kept))
+            chunk.sort_indices()
+            return chunk
+
+        rows = list(threads.map(moved, range(len(parts))))
+    parts.clear()
+    return np.array(terms.take(pa.array(alphabetical)).to_pylist(), dtype=object), stack_rows(rows)
+
+
+def move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> sp.csr_matrix:
+    """counts with column j moved to new_column[j] of a (rows, width) matrix (int32 columns); entries bound for
+    -1 dropped."""
+    columns = new_column[counts.indices]
+    keep = columns >= 0
+    return sp.csr_matrix((counts.data[keep], columns[keep].astype(np.int32), kept_indptr(counts.indptr, keep)),
+                         shape=(counts.shape[0], width))
+
+
+def stack_rows(parts: list[sp.csr_matrix]) -> sp.csr_matrix:
+    """sp.vstack of CSR parts of one width, emptying the list as each part is copied: the result's arrays are
+    allocated untouched (pages become resident only when written) and each part is freed once copied, its pages
+    handed back to the system (return_freed_memory: parts under glibc's mmap threshold stayed resident, and a
+    million documents' stacking peaked at the parts and the whole copy, 2 x 1.6 GB), so the peak is the matrix
+    plus one part, where vstack held the parts and the whole copy at once."""
+    if len(parts) == 1:
+        return parts.pop()
+    rows, nnz, width = sum(p.shape[0] for p in parts), sum(p.nnz for p in parts), parts[0].shape[1]
+    index = np.int32 if max(nnz, width) < 2**31 - 1 else np.int64
+    data, indices = np.empty(nnz, parts[0].dtype), np.empty(nnz, index)
+    indptr = np.empty(rows + 1, index)
+    indptr[0] = at = row = 0
+    while parts:
+        part = parts.pop(0)
+        data[at:at + part.nnz], indices[at:at + part.nnz] = part.data, part.indices
+        indptr[row + 1:row + 1 + part.shape[0]] = part.indptr[1:] + at
+        at, row = at + part.nnz, row + part.shape[0]
+        del part
+        return_freed_memory()
+    return sp.csr_matrix((data, indices, indptr), shape=(rows, width))
 
 
 def kept_indptr(indptr: np.ndarray, keep: np.ndarray) -> np.ndarray:

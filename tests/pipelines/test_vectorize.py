@@ -307,7 +307,7 @@ def test_shared_fit_is_the_one_process_fit(corpus, kind, features, parts):
 
 
 def test_stacking_rows_part_by_part_is_vstack():
-    from pipelines.vectorize import stack_rows
+    from pipelines.word_counts import stack_rows
 
     parts = [sp.random(n, 30, density=0.2, format="csr", random_state=n, dtype=np.float32) for n in (5, 0, 7, 1)]
     want = sp.vstack(parts, format="csr")

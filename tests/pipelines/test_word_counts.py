@@ -154,3 +154,16 @@ def test_ascii_documents_split_as_the_regular_expression_splits_them(texts):
     tokens, docs = word_counts._ascii_split(lowered)
     want_tokens, want_docs = word_counts._regex_split(lowered)
     assert tokens.to_pylist() == want_tokens.to_pylist() and docs.tolist() == want_docs.tolist()
+
+
+def test_keys_too_wide_to_pack_with_their_documents_are_ranked_first():
+    """A chunk of so many distinct words that key x documents passes 2**62 counts through the keys' ranks:
+    the same distinct keys and counts as narrow keys give."""
+    wide = np.array([5 * 10**12, 3, 5 * 10**12, 7, 3], np.int64)
+    docs = np.array([0, 0, 1, 1, 1], np.int64)
+    n_docs = 2**22
+    distinct, counts = word_counts.count_keys(wide, docs, n_docs)
+    assert distinct.tolist() == [3, 7, 5 * 10**12]
+    narrow_distinct, narrow_counts = word_counts.count_keys(np.array([2, 0, 2, 1, 0], np.int64), docs, n_docs)
+    assert narrow_distinct.tolist() == [0, 1, 2]
+    assert (counts != narrow_counts).nnz == 0 and counts[:2].toarray().tolist() == [[1, 0, 1], [1, 1, 1]]

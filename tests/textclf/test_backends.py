@@ -31,3 +31,20 @@ def test_auto_on_a_cpu_is_xla():
     for network in ("mlp", "cnn"):
         backend, why = choose_backend("auto", network, 64, on_gpu=False)
         assert backend == "xla" and why.startswith("auto: no GPU")
+
+
+@pytest.mark.parametrize("given, expected", [(None, "false"), ("true", "true")])
+def test_importing_textclf_keeps_the_gpu_from_reserving_memory_unless_the_user_says_so(given, expected):
+    """textclf sets XLA_PYTHON_CLIENT_PREALLOCATE=false before JAX starts (a reservation of most of the GPU held
+    ~1.9 GB of host memory), and leaves a value the user set as it is."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "XLA_PYTHON_CLIENT_PREALLOCATE"}
+    if given is not None:
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = given
+    probe = "import os, textclf; print(os.environ['XLA_PYTHON_CLIENT_PREALLOCATE'])"
+    shown = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert shown == expected

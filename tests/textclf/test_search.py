@@ -789,7 +789,7 @@ def test_device_scoring_counts_what_batches_cut_on_the_host_count(monkeypatch):
 def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monkeypatch):
     """A held-out split without a copy (training_rows of the whole matrix) trains the very networks that the
     copied rows train: the same batches, the same epochs, the same parameters."""
-    from textclf.training import candidates
+    from textclf.training import candidates, device_data
 
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: side_by_side)
     x, y = _separable(300, 2)
@@ -800,18 +800,23 @@ def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monke
     settings = Settings(hidden=8, batch_size=16, seed=0)
     rates = [(0.01, 0.0, 4), (0.003, 1e-4, 3)]
     copied = candidates.fit_rates(x[kept], y[kept], 2, settings, "xla", rates, x[held], y[held])
-    in_place = candidates.fit_rates(x, y, 2, settings, "xla", rates, x[held], y[held], training_rows=kept)
-    assert in_place.held_out == copied.held_out and in_place.chosen == copied.chosen
-    for a, b in zip(in_place.params, copied.params):
-        np.testing.assert_array_equal(a, b)
-    assert [s.loss for s in in_place.history] == [s.loss for s in copied.history]
-    assert [s.train_accuracy for s in in_place.history] == [s.train_accuracy for s in copied.history]
+    in_places = [candidates.fit_rates(x, y, 2, settings, "xla", rates, x[held], y[held], training_rows=kept)]
+    if side_by_side:  # the matrix may be on the device already, its host copy gone (device_data.ResidentRows)
+        in_places.append(candidates.fit_rates(device_data.resident_rows(x, y), y, 2, settings, "xla", rates, x[held],
+                                              y[held], training_rows=kept))
+    for in_place in in_places:
+        assert in_place.held_out == copied.held_out and in_place.chosen == copied.chosen
+        for a, b in zip(in_place.params, copied.params):
+            np.testing.assert_array_equal(a, b)
+        assert [s.loss for s in in_place.history] == [s.loss for s in copied.history]
+        assert [s.train_accuracy for s in in_place.history] == [s.train_accuracy for s in copied.history]
     if side_by_side:  # the ensemble's path too
         one = candidates.fit_ensemble(x[kept], y[kept], 2, 3, 0.01, 0.0, 3, 16, 8, 0)
-        other = candidates.fit_ensemble(x, y, 2, 3, 0.01, 0.0, 3, 16, 8, 0, training_rows=kept)
-        for a, b in zip(one[0], other[0]):
-            np.testing.assert_array_equal(a, b)
-        assert [s.loss for s in one[1]] == [s.loss for s in other[1]]
+        for matrix in (x, device_data.resident_rows(x, y)):
+            other = candidates.fit_ensemble(matrix, y, 2, 3, 0.01, 0.0, 3, 16, 8, 0, training_rows=kept)
+            for a, b in zip(one[0], other[0]):
+                np.testing.assert_array_equal(a, b)
+            assert [s.loss for s in one[1]] == [s.loss for s in other[1]]
 
 
 @pytest.mark.parametrize("side_by_side", [True, False])

@@ -165,8 +165,8 @@ def test_a_large_held_out_set_is_scored_on_the_device_where_training_ran_on_a_gp
     host = model.scores(matrix)
     np.testing.assert_array_equal(run_module._eval_scores(model, matrix), host)  # a CPU: the host's
     called = []
-    real = trainloop.predict_scores_device
-    monkeypatch.setattr(trainloop, "predict_scores_device", lambda *a: called.append(1) or real(*a))
+    real = trainloop.held_out_scores_device
+    monkeypatch.setattr(trainloop, "held_out_scores_device", lambda *a: called.append(1) or real(*a))
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     monkeypatch.setattr(run_module, "DEVICE_EVAL_WORK", matrix.shape[0] * model.params.w1.shape[1] + 1)
     np.testing.assert_array_equal(run_module._eval_scores(model, matrix), host)  # under the threshold: the host
@@ -329,7 +329,7 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     real = candidates._stacked_epochs
 
     def recording(train_x, train_y, *args):
-        trained_rows.append((train_x.shape[0], None if len(args) < 8 else len(args[7])))
+        trained_rows.append((train_x.shape[0], None if len(args) < 8 else len(args[7]), type(train_x).__name__))
         return real(train_x, train_y, *args)
 
     monkeypatch.setattr(candidates, "_stacked_epochs", recording)
@@ -341,7 +341,8 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     result = train(corpus, settings, db_path=db_path)
     run = runs.get_run(open_db(db_path), result.run_id)
     held = min(run_module.STOPPING_DOCUMENTS, int(540 * run_module.STOPPING_FRACTION))
-    assert trained_rows[-1] == (540, 540 - held)  # the whole matrix, its training rows named
+    # the whole matrix, put on the device before the training (its host copy freed), its training rows named
+    assert trained_rows[-1] == (540, 540 - held, "ResidentRows")
     assert run["status"] == "finished" and run["early_stopping"]["held_out"] == held
     assert result.n_train == 540 - held
 

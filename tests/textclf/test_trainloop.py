@@ -208,3 +208,22 @@ def test_a_one_network_epoch_of_wide_caps_trains_as_the_same_batches_cut_to_thei
         cut = epoch(*cut[:2], *arrays, lrs[step:step + 1])
     for got, want in zip(jax.tree.leaves(wide[:2]), jax.tree.leaves(cut[:2])):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_held_out_scores_gathered_on_the_device_are_the_host_batches_scores(monkeypatch):
+    """A run's held-out documents scored from their rows on the device, cut there a segment at a time, get the
+    scores of the batches cut on the host (predict_scores_device) and of NumPy's scoring, row for row."""
+    from textclf.models.mlp import Params
+    from textclf.models.weights import host_scores
+    from textclf.training import device_data
+
+    rng = np.random.default_rng(5)
+    matrix = sp.random(2500, 300, density=0.05, format="csr", random_state=6, dtype=np.float32)
+    matrix.data = rng.random(matrix.nnz).astype(np.float32)
+    params = Params(rng.normal(size=(300, 16)).astype(np.float32), rng.normal(size=16).astype(np.float32),
+                    rng.normal(size=(16, 3)).astype(np.float32), rng.normal(size=3).astype(np.float32))
+    monkeypatch.setattr(device_data, "SEGMENT_BYTES", 1)  # one batch a segment: three segments, the last short
+    got = trainloop.held_out_scores_device(params, matrix)
+    assert got.shape == (2500, 3)
+    np.testing.assert_allclose(got, trainloop.predict_scores_device(params, matrix), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, host_scores(params, matrix), rtol=1e-4, atol=1e-4)

@@ -886,15 +886,14 @@ def serve(
     reload_seconds: Annotated[float, typer.Option(help="How often to look for newly published model versions.")] = 1.0,
 ) -> None:
     """Serve predictions and job submission over HTTP (OpenAPI docs at /docs)."""
-    import uvicorn
-
     import os
+
+    import uvicorn
 
     from textclf.frontends.service import OPTIONS_ENV, ServiceOptions, create_app, options_to_env
 
-    # JAX would otherwise reserve 75% of the GPU's memory in every server process (and beside the daemon);
-    # scoring needs only the model's weights and one batch.
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    # No GPU memory reserved up front in any server process (textclf/__init__.py): scoring needs only the model's
+    # weights and one batch.
     options = ServiceOptions.binding(host, token, db_path=db, data_root=data_root, max_instances=max_instances,
                                      max_body_bytes=max_body_bytes, batch_window_ms=batch_window_ms,
                                      score_on=score_on, reload_seconds=reload_seconds)

@@ -27,7 +27,7 @@ from db import runs as run_queries
 from pipelines.corpus import FetchedTexts, FileTexts, large_jsonl, read_corpus
 from pipelines import vector_cache
 from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
-from pipelines.workers import WorkerPool
+from pipelines.workers import WorkerPool, return_freed_memory
 from textclf.inference.artifacts import save_model
 from textclf.training.backends import BackendWarmup
 from textclf.inference.text_model import Model, encode_labels
@@ -209,7 +209,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
                                           pool, report)
     with phase("warmup"):  # what is left of the JAX start-up once vectorizing is done
         backend = _backend_ready(db, run_id, warmup)
-    _return_freed_memory()
+    return_freed_memory()
 
     backend = _choose_backend(db, run_id, backend, "mlp", settings)
 
@@ -217,6 +217,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     train_y, eval_y = encode_labels(data.train_labels, classes), encode_labels(data.eval_labels, classes)
 
     from textclf.training.candidates import stacked_is_faster
+    from textclf.training.device_data import resident_rows
 
     record_epoch = EpochRecorder(db, run_id)
     views = data.vectorizer.view_widths if settings.char_ngrams else (train_x.shape[1],)
@@ -236,6 +237,11 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
             # One network (training/loop.py), or networks one after another, train on a matrix of their rows.
             train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
             data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
+        else:
+            # Networks side by side: the matrix goes to the device now, and the host's copy of it (~1.6 GB at a
+            # million documents) goes before the training starts; they need nothing else of it.
+            train_x = data.train_x = resident_rows(train_x, train_y)
+            return_freed_memory()
     elif one_network and len(candidates) > 1 and "epochs" not in settings.pinned:
         with phase("rates"):
             settings = _choose_rate_then_refit(db, run_id, train_x, train_y, len(classes), settings, backend,
@@ -289,7 +295,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         run_queries.update_run(db, run_id, early_stopping=early_stopping.summary(), settings=settings.to_dict())
     # The training matrices are done with: their memory goes back before the held-out documents are scored.
     train_x = view_train = data.train_x = early_stopping = None
-    _return_freed_memory()
+    return_freed_memory()
     model = Model(data.vectorizer, params, labels=classes, settings=settings)
     with phase("evaluate"):
         hits = int((_eval_scores(model, eval_x).argmax(axis=1) == eval_y).sum()) if eval_x.shape[0] else 0
@@ -321,9 +327,9 @@ def _eval_scores(model: Model, eval_x) -> np.ndarray:
     if jax.default_backend() == "cpu" or eval_x.shape[0] * model.params.w1.shape[1] < DEVICE_EVAL_WORK:
         return model.scores(eval_x)
     from textclf.models.mlp import Params
-    from textclf.training.loop import predict_scores_device
+    from textclf.training.loop import held_out_scores_device
 
-    return predict_scores_device(Params(*jax.device_put(tuple(model.params))), eval_x)
+    return held_out_scores_device(Params(*jax.device_put(tuple(model.params))), eval_x)
 
 
 # A corpus the search sampled but too small to hold out documents for good (at most SEARCH_DOCUMENTS: a CPU's
@@ -450,23 +456,6 @@ class _TextData:
     search_key: str | None = None  # what its choice is recorded under (textclf/runs/search_cache.py)
     rows: object = None  # several processes: data_parallel.RowShare, the training documents each one holds
     read_documents: int | None = None  # training documents this process read (several processes: its share)
-
-
-def _return_freed_memory() -> None:
-    """Hand the heap memory freed since reading back to the system (glibc's malloc_trim): the texts (each a
-    separate allocation of ~1 KB) are gone once vectorized, but glibc keeps their pages, and a million
-    documents' text kept ~1.3 GB resident through training. Elsewhere (no glibc) nothing is done."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        trim = getattr(libc, "malloc_trim", None)
-    except OSError:
-        trim = None
-    if trim is not None:
-        trim(0)
 
 
 def _check_test_labels(test_labels, train_labels, test_source: str) -> None:
@@ -632,6 +621,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             settings, search, search_key = _search(db, run_id, train_texts, train_labels, settings, phase, warmup,
                                                    forked(len(corpus.texts)), report, corpus.fingerprint,
                                                    not test_path)
+            return_freed_memory()  # the search's sample texts and matrices: ~0.8 GB at a million documents
         else:
             search, search_key = {"skipped": "--search off"}, None
         if test_path:
@@ -660,6 +650,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                                                    [train_labels[i] for i in fit_sample], settings, pool=workers,
                                                    on_progress=vectorize_progress)
                     del fetched
+                    return_freed_memory()  # the sample's texts and counts (~1 GB) before the matrix is built
                     train_x = vectorizer.transform_file(corpus.texts, workers, vectorize_progress)
                     if train_rows is not None:
                         train_x, eval_x = train_x[train_rows], train_x[eval_rows]

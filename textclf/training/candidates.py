@@ -27,7 +27,8 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.models.weights import Params
-from textclf.training.device_data import DeviceCSR, gather_batches, narrowed, segment_steps, upload_csr
+from textclf.training.device_data import (ResidentRows, gathered_segments, narrowed, on_device, segment_steps,
+                                          upload_csr)
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
@@ -318,14 +319,15 @@ def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
     return rng.permutation(n_rows), rng
 
 
-def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, rates: list[float],
+def _stacked_epochs(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_classes: int, rates: list[float],
                     decays: list[float], epochs: int, batch_size: int, hidden: int, seed: int,
                     rows: np.ndarray | None = None):
     """K = len(rates) networks side by side (different initialisations, the same batches; network k with rates[k]
     and decays[k]) on the training rows: yields, after each epoch, (params, _hits of the epoch's batches with
     those params, (steps,) losses summed over the K networks). rows: the rows of train_x that train (default
     all); the others go to the device with them but no batch holds them, so that a held-out split needs no copy
-    of the matrix (16 GB at ten million documents). The batches are those of train_x[rows]."""
+    of the matrix (16 GB at ten million documents). The batches are those of train_x[rows]. train_x may be on the
+    device already (device_data.ResidentRows): the same batches, and the caller's host copy can go first."""
     params, state = _start(seed, train_x.shape[1], hidden, n_classes, len(rates))
     rates_array = jnp.asarray(rates, jnp.float32)
     decays_array = jnp.asarray(decays, jnp.float32)
@@ -339,12 +341,12 @@ def _stacked_epochs(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int,
     # (textclf/training/device_data.py: the batches make_batches would cut, nonzero for nonzero). Cutting them on
     # the host held each epoch's padded (steps, cap) arrays in host memory: 11 GB of a million-document run's
     # 18 GB peak (BENCHMARKS.md, "Big corpora with no flags").
-    resident = upload_csr(train_x, train_y)
+    resident = on_device(train_x, train_y)
     dense = dense_default()
     segment = segment_steps(steps, 12 * cap)  # (the last segment may be shorter)
 
     def gathered(order: np.ndarray):
-        return _gathered_segments(resident, order, cap, segment)
+        return gathered_segments(resident, order, cap, segment)
 
     for epoch in range(epochs):
         order = np.pad(orders[epoch], (0, steps * batch_size - n), constant_values=-1).reshape(steps, batch_size)
@@ -371,13 +373,14 @@ def _epoch_stats(epoch: int, losses, members: int, n: int, batch_size: int, trai
                       eval_accuracy, seconds, n / seconds if seconds > 0 else float("inf"))
 
 
-def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
+def fit_ensemble(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
                  weight_decay: float, epochs: int, batch_size: int, hidden: int, seed: int,
                  eval_x: sp.csr_matrix | None = None,
                  eval_y: np.ndarray | None = None, on_epoch: Callable | None = None, early_stopping=None,
                  training_rows: np.ndarray | None = None):
     """Train `members` networks side by side (different initialisations, the same batches and rate) on the
-    training rows (training_rows of train_x, default all: _stacked_epochs); -> (merged parameters, list of
+    training rows (training_rows of train_x, default all; train_x a CSR matrix or already on the device:
+    _stacked_epochs); -> (merged parameters, list of
     EpochStats, compile seconds, train seconds). After each epoch the ensemble is scored on (eval_x, eval_y) if
     given. No checkpoints: an interrupted ensemble starts over. early_stopping (textclf.training.fit.EarlyStopping):
     judges the merged network after each epoch; its best epoch's parameters are returned."""
@@ -409,19 +412,6 @@ def fit_ensemble(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, me
     return merged(params), history, compile_seconds, train_seconds
 
 
-def _gathered_segments(resident: DeviceCSR, order: np.ndarray, cap: int, segment: int):
-    """(steps, B) document numbers (-1: none) -> their batches, gathered on the device `segment` steps at a time
-    (so that no more than one segment's batches are there at once)."""
-    for first in range(0, order.shape[0], segment):
-        yield _gathered(resident, jax.device_put(order[first:first + segment]), cap)
-
-
-@functools.partial(jax.jit, static_argnames=("cap",))
-def _gathered(resident: DeviceCSR, order: jax.Array, cap: int) -> tuple[jax.Array, ...]:
-    """(steps, B) document numbers (-1: none) -> the epoch's (steps, cap) batches, gathered on the device."""
-    return gather_batches(resident, order, cap)
-
-
 def device_scoring(x: sp.csr_matrix, y: np.ndarray, batch_size: int, dense: bool
                    ) -> Callable[[StackedParams], tuple[jax.Array, jax.Array]]:
     """A scorer of (x, y) for stacked networks: params -> _hits over every row (each network's and the ensemble's
@@ -436,7 +426,7 @@ def device_scoring(x: sp.csr_matrix, y: np.ndarray, batch_size: int, dense: bool
     segment = segment_steps(steps, 12 * cap)
 
     def hits(params: StackedParams) -> tuple[jax.Array, jax.Array]:
-        parts = [_hits(params, *batches, dense=dense) for batches in _gathered_segments(resident, order, cap, segment)]
+        parts = [_hits(params, *batches, dense=dense) for batches in gathered_segments(resident, order, cap, segment)]
         return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
     return hits
@@ -497,7 +487,7 @@ class RateChoice(NamedTuple):
     train_seconds: float
 
 
-def fit_rates(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, settings, backend: str,
+def fit_rates(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_classes: int, settings, backend: str,
               candidates: list[tuple[float, float, int]], held_x: sp.csr_matrix, held_y: np.ndarray,
               eval_x: sp.csr_matrix | None = None, eval_y: np.ndarray | None = None,
               on_epoch: Callable | None = None, patience: int = 1,
@@ -513,8 +503,9 @@ def fit_rates(train_x: sp.csr_matrix, train_y: np.ndarray, n_classes: int, setti
     own textclf.training.fit.EarlyStopping). No checkpoints: where stop_requested() says so after an epoch,
     textclf.training.events.TrainingStopped is raised and the training starts over when resumed.
     After each epoch the leading network is scored on (eval_x, eval_y) if given, for the run's record.
-    training_rows: the rows of train_x that train (default all; side by side without a copy, _stacked_epochs)."""
-    if stacked_is_faster():
+    training_rows: the rows of train_x that train (default all; side by side without a copy, _stacked_epochs).
+    A train_x already on the device (ResidentRows) trains side by side only."""
+    if stacked_is_faster() or isinstance(train_x, ResidentRows):
         return _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_x, held_y, eval_x,
                                    eval_y, on_epoch, patience, stop_requested, training_rows)
     if training_rows is not None:

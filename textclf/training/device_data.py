@@ -12,6 +12,7 @@ Batch format (pipelines/batches.py): indices/values/rows (steps, cap), labels/ma
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, NamedTuple
 
 import jax
@@ -71,11 +72,39 @@ def upload_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
                      _uploaded_with_zero(matrix.data, np.float32), jax.device_put(np.asarray(labels, np.int32)))
 
 
+class ResidentRows(NamedTuple):
+    """A training matrix put on the device ahead of its training (resident_rows), and what the host still needs
+    of it: its row pointers, from which the batches' widths are sized, and its shape. Networks side by side
+    (textclf/training/candidates.py) take it where they take a CSR matrix; the host's copy of its nonzeros can go
+    before the training starts (a million documents' matrix: ~1.6 GB of a run's host memory)."""
+
+    device: DeviceCSR
+    indptr: np.ndarray  # (n + 1,) host
+    shape: tuple[int, int]
+
+
+def resident_rows(matrix: sp.csr_matrix, labels: np.ndarray) -> ResidentRows:
+    """matrix and its labels uploaded (upload_csr), with its row pointers kept on the host."""
+    device = upload_csr(matrix, labels)
+    return ResidentRows(device, np.asarray(matrix.indptr), matrix.shape)
+
+
+def on_device(matrix, labels: np.ndarray) -> DeviceCSR:
+    """The device arrays of a training matrix: a ResidentRows' own, or a CSR matrix's uploaded now."""
+    return matrix.device if isinstance(matrix, ResidentRows) else upload_csr(matrix, labels)
+
+
 def _uploaded_with_zero(array: np.ndarray, dtype) -> jax.Array:
+    """array (cast) with one 0 appended, on the device. Each piece is waited for before the next goes: put all
+    at once, the transfers' pinned staging memory grew with the pieces in flight and stayed (a million documents'
+    1.6 GB matrix: +1.0 GB of resident host memory for the rest of the run; one at a time +0.2 GB, and 0.41
+    against 0.59-0.70 s, H100, BENCHMARKS.md "Big corpora with no flags")."""
     step = max(1, UPLOAD_BYTES // np.dtype(dtype).itemsize)
     if len(array) < step:  # one piece: joined on the host (a join on the device compiles a program, ~50 ms)
         return jax.device_put(_with_zero(array, dtype))
-    parts = [jax.device_put(np.ascontiguousarray(array[at:at + step], dtype)) for at in range(0, len(array), step)]
+    parts = []
+    for at in range(0, len(array), step):
+        parts.append(jax.device_put(np.ascontiguousarray(array[at:at + step], dtype)).block_until_ready())
     parts.append(jax.device_put(np.zeros(1, dtype)))
     return jnp.concatenate(parts)
 
@@ -159,6 +188,18 @@ def gather_batches(data: DeviceCSR, order: jax.Array, cap: int):
     rows = jnp.where(used, row, 0)
     labels = jnp.where(valid, data.labels[docs], 0)
     return indices, values, rows, labels, valid.astype(jnp.float32)
+
+
+def gathered_segments(resident: DeviceCSR, order: np.ndarray, cap: int, segment: int):
+    """(steps, B) document numbers (-1: none) -> their batches (gather_batches), gathered on the device `segment`
+    steps at a time (so that no more than one segment's batches are there at once)."""
+    for first in range(0, order.shape[0], segment):
+        yield _gathered(resident, jax.device_put(order[first:first + segment]), cap)
+
+
+@functools.partial(jax.jit, static_argnames=("cap",))
+def _gathered(resident: DeviceCSR, order: jax.Array, cap: int) -> tuple[jax.Array, ...]:
+    return gather_batches(resident, order, cap)
 
 
 # --- The "pieces" layout: each document's nonzeros cut into fixed-width rows -------------------------------

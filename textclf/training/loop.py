@@ -50,6 +50,9 @@ def _xla_scores(params, indices, values, rows):
     return jax.lax.scan(one, None, (indices, values, rows))[1]
 
 
+_jitted_scores = jax.jit(_xla_scores)
+
+
 def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh, cap: int):
     """One whole epoch as one dispatch: gather the minibatches from the resident training set
     (textclf/training/device_data.py), scan the training step over them, then score the validation batches:
@@ -143,6 +146,24 @@ def predict_scores_device(params: Params, matrix: sp.csr_matrix, compiled: _Comp
     batches = make_batches(matrix, np.zeros(matrix.shape[0], np.int32), EVAL_BATCH)
     scores = compiled(params, *jax.device_put([batches.indices, batches.values, batches.rows]))
     return np.asarray(scores).reshape(-1, scores.shape[-1])[: matrix.shape[0]]
+
+
+def held_out_scores_device(params: Params, matrix: sp.csr_matrix) -> np.ndarray:
+    """predict_scores_device for a large matrix, the held-out or test documents of a run: its rows go to the
+    device as they are (upload_csr) and are cut into batches there a segment at a time (gathered_segments), where
+    make_batches' padded batches and their index arithmetic on the host took ~750 MB of a million-document run's
+    host memory for its 100,000 test documents (BENCHMARKS.md, "Big corpora with no flags"). The same scores."""
+    from textclf.training.device_data import batch_nnz_max, gathered_segments, segment_steps, upload_csr
+
+    n = matrix.shape[0]
+    steps = max(1, -(-n // EVAL_BATCH))
+    order = np.pad(np.arange(n, dtype=np.int32), (0, steps * EVAL_BATCH - n), constant_values=-1)
+    order = order.reshape(steps, EVAL_BATCH)
+    cap = next_power_of_two(max(1, batch_nnz_max(matrix.indptr, order)))
+    resident = upload_csr(matrix, np.zeros(n, np.int32))
+    parts = [np.asarray(_jitted_scores(params, *batches[:3]))
+             for batches in gathered_segments(resident, order, cap, segment_steps(steps, 12 * cap))]
+    return np.concatenate(parts).reshape(-1, parts[0].shape[-1])[:n]
 
 
 def same_shapes(resident):
