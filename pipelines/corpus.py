@@ -258,10 +258,19 @@ class FileTexts:
                    on_progress: Callable[[int, int], None] | None = None) -> list:
         """[fn(the texts of share i, *args) for every share], computed by the pool's workers, in share order; fn
         a module-level function (the workers import it). on_progress(documents done, of all) as shares finish."""
+        return list(self.imap_shares(pool, fn, *args, on_progress=on_progress))
+
+    def imap_shares(self, pool: "WorkerPool", fn: Callable, *args,
+                    on_progress: Callable[[int, int], None] | None = None) -> Iterator:
+        """map_shares, each share's result yielded as it arrives (in share order), so that a caller can use and
+        drop it before the next."""
         self._check_unchanged()
-        done = None if on_progress is None else (lambda share: on_progress(self.first_rows[share + 1], len(self)))
-        return pool.map(_share_apply, list(range(self.shares)), str(self.path), self.shares, self.max_file_mb, fn,
-                        args, on_done=done)
+        results = pool.imap(_share_apply, list(range(self.shares)), str(self.path), self.shares, self.max_file_mb,
+                            fn, args)
+        for share, result in enumerate(results):
+            if on_progress is not None:
+                on_progress(self.first_rows[share + 1], len(self))
+            yield result
 
 
 class FetchedTexts(Sequence):

@@ -29,7 +29,7 @@ import functools
 import pickle
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -166,9 +166,14 @@ class Vectorizer:
                        on_progress: Callable[[int, int], None] | None = None) -> sp.csr_matrix:
         """transform of texts left in their file: each worker parses its byte shares and transforms them, so the
         texts never come to this process (FileTexts says why)."""
+        return word_counts.stack_rows(list(self.transform_file_parts(texts, pool, on_progress)))
+
+    def transform_file_parts(self, texts: FileTexts, pool: WorkerPool,
+                             on_progress: Callable[[int, int], None] | None = None) -> Iterator[sp.csr_matrix]:
+        """transform_file's rows a share at a time, as the workers finish them (in order): a caller that puts each
+        share somewhere else (a device) never holds the whole matrix."""
         pickled = pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)  # once, not once a share
-        return word_counts.stack_rows(texts.map_shares(pool, _transform_unpickled, pickled,
-                                                       on_progress=on_progress))
+        return texts.imap_shares(pool, _transform_unpickled, pickled, on_progress=on_progress)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {"idf": self.idf}

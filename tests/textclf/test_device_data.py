@@ -204,3 +204,26 @@ def test_a_process_with_no_documents_feeds_padding_only():
         for p, (orders, _) in enumerate(held):
             own = [d for d in order[step] if d >= 0 and offsets[p] <= d < offsets[p] + counts[p]]
             assert [int(d) + offsets[p] for d in orders[0][step] if d >= 0] == own
+
+
+def test_a_matrix_put_on_the_device_part_by_part_is_the_whole_matrix_put_at_once(monkeypatch):
+    """resident_from_parts (each share of the corpus uploaded as it arrives) gives the arrays resident_rows gives
+    the stacked matrix, pieces and all; host_rows reads rows back as the host's matrix has them."""
+    from pipelines.word_counts import stack_rows
+    from textclf.training import device_data
+
+    monkeypatch.setattr(device_data, "UPLOAD_BYTES", 64)  # 16 entries a piece: parts of several pieces
+    rng = np.random.default_rng(7)
+    parts = [sp.random(n, 40, density=0.3, format="csr", random_state=n, dtype=np.float32) for n in (9, 0, 17, 4)]
+    labels = rng.integers(0, 3, 30)
+    whole = stack_rows(list(parts))
+    at_once = device_data.resident_rows(whole, labels)
+    by_parts = device_data.resident_from_parts(iter(parts), labels)
+    assert by_parts.shape == at_once.shape == (30, 40)
+    np.testing.assert_array_equal(by_parts.indptr, whole.indptr)
+    for a, b in zip(by_parts.device, at_once.device):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    rows = np.array([29, 3, 9, 12, 3])
+    back = device_data.host_rows(by_parts, rows)
+    assert (back != whole[rows]).nnz == 0 and back.shape == (5, 40)
+    assert device_data.host_rows(by_parts, np.array([], np.int64)).shape == (0, 40)

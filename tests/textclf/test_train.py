@@ -347,6 +347,57 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     assert result.n_train == 540 - held
 
 
+def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_networks(tmp_path, monkeypatch):
+    """A corpus left in its file, with a test file, whose networks train side by side with held-out rows: each
+    share's rows go to the device as the workers finish them (the host never holds the whole matrix, and the
+    vector cache is not written); the same networks, epochs and accuracy as from the matrix built on the host."""
+    import json
+
+    from pipelines import corpus as corpus_module, vectorize
+    from textclf.runs import run as run_module
+    from textclf.training import candidates, device_data, search as search_module
+
+    from tests.textclf.test_search import question_corpus
+
+    monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", 150)
+    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
+    monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 300)  # the vocabulary from a sample: the texts stay in the file
+    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)  # and the search's (a sample, as ever there)
+    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
+    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    monkeypatch.setattr(corpus_module, "SHARE_BYTES", 4000)
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
+    texts, labels = question_corpus(700)
+    for name, rows in (("train", slice(0, 600)), ("test", slice(600, 700))):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t, "label": l}) + "\n"
+                                                        for t, l in zip(texts[rows], labels[rows])))
+    settings = Settings(epochs=3, ensemble=3, search_budget=60, char_ngrams=False,
+                        pinned=("char_ngrams", "ensemble"))
+    streamed = []
+    real = device_data.resident_from_parts
+    monkeypatch.setattr(device_data, "resident_from_parts", lambda *a: streamed.append(1) or real(*a))
+    results = {}
+    for share_by_share in (True, False):
+        if not share_by_share:
+            monkeypatch.setattr(run_module, "_side_by_side_with_held_out", lambda *a: False)
+        home = tmp_path / f"home-{share_by_share}"
+        monkeypatch.setenv("TEXTCLF_HOME", str(home))
+        db = tmp_path / f"runs-{share_by_share}.db"
+        result = train(tmp_path / "train.jsonl", settings, test_path=tmp_path / "test.jsonl", db_path=db)
+        results[share_by_share] = (result, runs.get_run(open_db(db), result.run_id), home)
+        assert len(streamed) == 1  # the first run only
+    (device, device_run, device_home), (host, host_run, host_home) = results[True], results[False]
+    assert device_run["status"] == "finished" and device_run["early_stopping"] == host_run["early_stopping"]
+    assert [s.loss for s in device.history] == [s.loss for s in host.history]
+    assert device.eval_accuracy == host.eval_accuracy and device.n_train == host.n_train == 600 - min(
+        run_module.STOPPING_DOCUMENTS, int(600 * run_module.STOPPING_FRACTION))
+    for a, b in zip(device.model.params, host.model.params):
+        np.testing.assert_array_equal(a, b)
+    assert not list(device_home.rglob("*.npz")) or all("models" in str(p) for p in device_home.rglob("*.npz"))
+    assert any("models" not in str(p) for p in host_home.rglob("*.npz"))  # the host's matrix is cached
+
+
 @pytest.mark.skipif(__import__("jax").default_backend() != "cpu",
                     reason="a CPU's search samples a corpus this small; a GPU's searches all of it (no refit to test)")
 def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):

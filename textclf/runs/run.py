@@ -27,6 +27,7 @@ from db import runs as run_queries
 from pipelines.corpus import FetchedTexts, FileTexts, large_jsonl, read_corpus
 from pipelines import vector_cache
 from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
+from pipelines.word_counts import stack_rows
 from pipelines.workers import WorkerPool, return_freed_memory
 from textclf.inference.artifacts import save_model
 from textclf.training.backends import BackendWarmup
@@ -172,17 +173,31 @@ def _stops_early(settings: Settings, search: dict, n_train: int) -> bool:
     return searched and "epochs" not in settings.pinned and n_train > SEARCH_DOCUMENTS
 
 
+def _side_by_side_with_held_out(settings: Settings, search: dict | None, n_train: int) -> bool:
+    """Whether the networks will train side by side on the training matrix in place, some of its rows held out
+    for early stopping (_train_run): then they need nothing of the matrix on the host but the held-out rows, and
+    it may go to the device as it is built (device_data.resident_from_parts)."""
+    from textclf.training.candidates import stacked_is_faster
+
+    rates = (search or {}).get("rate_candidates", [])
+    return (not settings.char_ngrams and _stops_early(settings, search or {}, n_train) and stacked_is_faster()
+            and (settings.ensemble > 1 or len(rates) > 1))
+
+
 def _held_out_stopping(train_x, train_y: np.ndarray, seed: int):
     """-> (the rows of train_x that train, sorted, an EarlyStopping judging the held-out rest). The training rows
     are not copied out of the matrix here: networks side by side train on them in place (candidates.
-    _stacked_epochs), and a copy beside the matrix doubled a ten-million-document run's host memory."""
+    _stacked_epochs), and a copy beside the matrix doubled a ten-million-document run's host memory. train_x on
+    the device already (ResidentRows): the held-out rows are read back from it."""
+    from textclf.training.device_data import ResidentRows, host_rows
     from textclf.training.fit import EarlyStopping
 
     n = len(train_y)
     held = np.zeros(n, bool)
     held[np.random.default_rng(seed).choice(n, min(STOPPING_DOCUMENTS, int(n * STOPPING_FRACTION)),
                                             replace=False)] = True
-    return np.flatnonzero(~held), EarlyStopping(train_x[held], train_y[held], patience=1)
+    held_x = host_rows(train_x, np.flatnonzero(held)) if isinstance(train_x, ResidentRows) else train_x[held]
+    return np.flatnonzero(~held), EarlyStopping(held_x, train_y[held], patience=1)
 
 
 def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path, report, checkpointer,
@@ -217,7 +232,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     train_y, eval_y = encode_labels(data.train_labels, classes), encode_labels(data.eval_labels, classes)
 
     from textclf.training.candidates import stacked_is_faster
-    from textclf.training.device_data import resident_rows
+    from textclf.training.device_data import ResidentRows, resident_rows
 
     record_epoch = EpochRecorder(db, run_id)
     views = data.vectorizer.view_widths if settings.char_ngrams else (train_x.shape[1],)
@@ -237,7 +252,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
             # One network (training/loop.py), or networks one after another, train on a matrix of their rows.
             train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
             data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
-        else:
+        elif not isinstance(train_x, ResidentRows):  # (there already where vectorizing put it there)
             # Networks side by side: the matrix goes to the device now, and the host's copy of it (~1.6 GB at a
             # million documents) goes before the training starts; they need nothing else of it.
             train_x = data.train_x = resident_rows(train_x, train_y)
@@ -644,6 +659,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                 vectorizer, train_x, eval_x = cached
             else:
                 workers = forked(len(corpus.texts))
+                on_device = False  # the training matrix built on the device (resident_from_parts)
                 if in_file:  # fitted on a sample of the training texts, then the whole file transformed
                     fetched = train_texts(fit_sample)
                     vectorizer, _ = fit_vectorizer([fetched[i] for i in fit_sample],
@@ -651,7 +667,16 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                                                    on_progress=vectorize_progress)
                     del fetched
                     return_freed_memory()  # the sample's texts and counts (~1 GB) before the matrix is built
-                    train_x = vectorizer.transform_file(corpus.texts, workers, vectorize_progress)
+                    parts = vectorizer.transform_file_parts(corpus.texts, workers, vectorize_progress)
+                    if test is not None and _side_by_side_with_held_out(settings, search, len(train_labels)):
+                        # Straight to the device a share at a time: the host never holds the whole matrix
+                        # (~1.3 GB a million documents); nor does the vector cache, so it is not written.
+                        from textclf.training.device_data import resident_from_parts
+
+                        train_x = resident_from_parts(parts, encode_labels(train_labels, classes))
+                        on_device = True
+                    else:
+                        train_x = stack_rows(list(parts))
                     if train_rows is not None:
                         train_x, eval_x = train_x[train_rows], train_x[eval_rows]
                 else:
@@ -666,7 +691,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                     eval_x = (vectorizer.transform_file(test.texts, workers, vectorize_progress)
                               if isinstance(test.texts, FileTexts)
                               else vectorizer.transform(test.texts, pool=workers, on_progress=vectorize_progress))
-                if primary:
+                if primary and not on_device:
                     vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
     data = _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,

@@ -13,7 +13,7 @@ Batch format (pipelines/batches.py): indices/values/rows (steps, cap), labels/ma
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -95,18 +95,69 @@ def on_device(matrix, labels: np.ndarray) -> DeviceCSR:
 
 
 def _uploaded_with_zero(array: np.ndarray, dtype) -> jax.Array:
-    """array (cast) with one 0 appended, on the device. Each piece is waited for before the next goes: put all
-    at once, the transfers' pinned staging memory grew with the pieces in flight and stayed (a million documents'
-    1.6 GB matrix: +1.0 GB of resident host memory for the rest of the run; one at a time +0.2 GB, and 0.41
-    against 0.59-0.70 s, H100, BENCHMARKS.md "Big corpora with no flags")."""
-    step = max(1, UPLOAD_BYTES // np.dtype(dtype).itemsize)
-    if len(array) < step:  # one piece: joined on the host (a join on the device compiles a program, ~50 ms)
+    """array (cast) with one 0 appended, on the device."""
+    if len(array) < UPLOAD_BYTES // np.dtype(dtype).itemsize:
+        # one piece: joined on the host (a join on the device compiles a program, ~50 ms)
         return jax.device_put(_with_zero(array, dtype))
-    parts = []
-    for at in range(0, len(array), step):
-        parts.append(jax.device_put(np.ascontiguousarray(array[at:at + step], dtype)).block_until_ready())
-    parts.append(jax.device_put(np.zeros(1, dtype)))
-    return jnp.concatenate(parts)
+    return jnp.concatenate(_uploaded_pieces(array, dtype) + [jax.device_put(np.zeros(1, dtype))])
+
+
+def _uploaded_pieces(array: np.ndarray, dtype) -> list[jax.Array]:
+    """array (cast) on the device in pieces of UPLOAD_BYTES. Each piece is waited for before the next goes: put
+    all at once, the transfers' pinned staging memory grew with the pieces in flight and stayed (a million
+    documents' 1.6 GB matrix: +1.0 GB of resident host memory for the rest of the run; one at a time +0.2 GB,
+    and 0.47-0.49 against 0.65-0.68 s, H100, BENCHMARKS.md "Big corpora with no flags")."""
+    step = max(1, UPLOAD_BYTES // np.dtype(dtype).itemsize)
+    return [jax.device_put(np.ascontiguousarray(array[at:at + step], dtype)).block_until_ready()
+            for at in range(0, len(array), step)]
+
+
+def resident_from_parts(parts: Iterable[sp.csr_matrix], labels: np.ndarray) -> ResidentRows:
+    """resident_rows of the parts' rows stacked, each part put on the device as it arrives and let go before the
+    next (Vectorizer.transform_file_parts: a share of the corpus as a worker finishes it), so that the host never
+    holds the whole matrix (ten million documents: ~13 GB). The same arrays as resident_rows(stack_rows(parts))."""
+    from pipelines.workers import return_freed_memory
+
+    indices: list[jax.Array] = []
+    values: list[jax.Array] = []
+    pointers, rows, nonzeros, width = [np.zeros(1, np.int64)], 0, 0, None
+    for part in parts:
+        part = part.tocsr()
+        if not part.has_canonical_format:
+            part = part.copy()
+            part.sum_duplicates()
+        if width is not None and part.shape[1] != width:
+            raise ValueError(f"parts of {width} and {part.shape[1]} columns")
+        width = part.shape[1]
+        indices += _uploaded_pieces(part.indices, np.int32)
+        values += _uploaded_pieces(part.data, np.float32)
+        pointers.append(part.indptr[1:].astype(np.int64) + nonzeros)
+        rows, nonzeros = rows + part.shape[0], nonzeros + part.nnz
+        del part
+        return_freed_memory()
+    if width is None:
+        raise ValueError("no parts")
+    indptr = np.concatenate(pointers)
+    zero = [jax.device_put(np.zeros(1, np.int32))]
+    device = DeviceCSR(jax.device_put(indptr.astype(np.int32)), jnp.concatenate(indices + zero),
+                       jnp.concatenate(values + [jax.device_put(np.zeros(1, np.float32))]),
+                       jax.device_put(np.asarray(labels, np.int32)))
+    return ResidentRows(device, indptr, (rows, width))
+
+
+def host_rows(matrix: ResidentRows, rows: np.ndarray) -> sp.csr_matrix:
+    """These rows of a matrix on the device, read back as a host CSR matrix: the few that a run needs on the host
+    (early stopping's held-out documents)."""
+    rows = np.asarray(rows, np.int64)
+    starts = matrix.indptr[rows]
+    lengths = matrix.indptr[rows + 1] - starts
+    pointers = np.concatenate([[0], np.cumsum(lengths)])
+    positions = np.repeat(starts - pointers[:-1], lengths) + np.arange(pointers[-1])  # each entry's place
+    if not len(positions):
+        return sp.csr_matrix((len(rows), matrix.shape[1]), dtype=np.float32)
+    on_device = jax.device_put(positions.astype(np.int32 if matrix.indptr[-1] < 2**31 else np.int64))
+    return sp.csr_matrix((np.asarray(matrix.device.values[on_device]), np.asarray(matrix.device.indices[on_device]),
+                          pointers), shape=(len(rows), matrix.shape[1]))
 
 
 def _with_zero(array: np.ndarray, dtype) -> np.ndarray:
