@@ -27,8 +27,8 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.models.weights import Params
-from textclf.training.device_data import (ResidentRows, gathered_segments, narrowed, on_device, segment_steps,
-                                          upload_csr)
+from textclf.training.device_data import (ResidentRows, batches_in_row_order, gathered_segments, narrowed,
+                                          on_device, segment_steps)
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
@@ -415,18 +415,11 @@ def fit_ensemble(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_c
 def device_scoring(x: sp.csr_matrix, y: np.ndarray, batch_size: int, dense: bool
                    ) -> Callable[[StackedParams], tuple[jax.Array, jax.Array]]:
     """A scorer of (x, y) for stacked networks: params -> _hits over every row (each network's and the ensemble's
-    documents right). The rows go to the device as they are (upload_csr) and their batches (those make_batches
-    cuts in row order) are gathered there a segment at a time, as training's are: cut and padded on the host, a
-    million test documents' batches were ~3 GB of padded arrays there, and ~3 GB more while being cut."""
-    resident = upload_csr(x, y)
-    n = x.shape[0]
-    steps, cap = -(-n // batch_size), batch_shape([x], batch_size)[1]
-    order = np.pad(np.arange(n, dtype=np.int32), (0, steps * batch_size - n), constant_values=-1)
-    order = order.reshape(steps, batch_size)
-    segment = segment_steps(steps, 12 * cap)
+    documents right), on batches gathered on the device (device_data.batches_in_row_order)."""
+    batches = batches_in_row_order(x, y, batch_size)
 
     def hits(params: StackedParams) -> tuple[jax.Array, jax.Array]:
-        parts = [_hits(params, *batches, dense=dense) for batches in gathered_segments(resident, order, cap, segment)]
+        parts = [_hits(params, *batch, dense=dense) for batch in batches()]
         return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
     return hits

@@ -13,7 +13,7 @@ Batch format (pipelines/batches.py): indices/values/rows (steps, cap), labels/ma
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipelines.batches import next_power_of_two
+from pipelines.workers import return_freed_memory
 
 
 class DeviceCSR(NamedTuple):
@@ -34,10 +35,7 @@ def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
     """The numpy arrays to upload (one extra zero entry so an empty matrix still has a gatherable element).
     Duplicate (row, column) entries are summed first: the Pallas dense path stores each nonzero with a plain
     scatter that needs every cell named once (textclf/pallas_step.write_batch)."""
-    matrix = matrix.tocsr()
-    if not matrix.has_canonical_format:
-        matrix = matrix.copy()
-        matrix.sum_duplicates()
+    matrix = _canonical(matrix)
     return DeviceCSR(matrix.indptr.astype(np.int32), _with_zero(matrix.indices, np.int32),
                      _with_zero(matrix.data, np.float32), np.asarray(labels, np.int32))
 
@@ -64,10 +62,7 @@ def upload_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
     up in pieces of UPLOAD_BYTES straight from the matrix's own arrays and are joined, with the extra zero, on
     the device. (host_csr copied both to append the zero, and the upload staged each whole array: a
     million-document run's host memory grew by 3.7 GB in its train phase, BENCHMARKS.md "Big corpora".)"""
-    matrix = matrix.tocsr()
-    if not matrix.has_canonical_format:
-        matrix = matrix.copy()
-        matrix.sum_duplicates()
+    matrix = _canonical(matrix)
     return DeviceCSR(jax.device_put(matrix.indptr.astype(np.int32)), _uploaded_with_zero(matrix.indices, np.int32),
                      _uploaded_with_zero(matrix.data, np.float32), jax.device_put(np.asarray(labels, np.int32)))
 
@@ -116,16 +111,11 @@ def resident_from_parts(parts: Iterable[sp.csr_matrix], labels: np.ndarray) -> R
     """resident_rows of the parts' rows stacked, each part put on the device as it arrives and let go before the
     next (Vectorizer.transform_file_parts: a share of the corpus as a worker finishes it), so that the host never
     holds the whole matrix (ten million documents: ~13 GB). The same arrays as resident_rows(stack_rows(parts))."""
-    from pipelines.workers import return_freed_memory
-
     indices: list[jax.Array] = []
     values: list[jax.Array] = []
     pointers, rows, nonzeros, width = [np.zeros(1, np.int64)], 0, 0, None
     for part in parts:
-        part = part.tocsr()
-        if not part.has_canonical_format:
-            part = part.copy()
-            part.sum_duplicates()
+        part = _canonical(part)
         if width is not None and part.shape[1] != width:
             raise ValueError(f"parts of {width} and {part.shape[1]} columns")
         width = part.shape[1]
@@ -155,9 +145,18 @@ def host_rows(matrix: ResidentRows, rows: np.ndarray) -> sp.csr_matrix:
     positions = np.repeat(starts - pointers[:-1], lengths) + np.arange(pointers[-1])  # each entry's place
     if not len(positions):
         return sp.csr_matrix((len(rows), matrix.shape[1]), dtype=np.float32)
-    on_device = jax.device_put(positions.astype(np.int32 if matrix.indptr[-1] < 2**31 else np.int64))
-    return sp.csr_matrix((np.asarray(matrix.device.values[on_device]), np.asarray(matrix.device.indices[on_device]),
+    places = jax.device_put(positions.astype(np.int32 if matrix.indptr[-1] < 2**31 else np.int64))
+    return sp.csr_matrix((np.asarray(matrix.device.values[places]), np.asarray(matrix.device.indices[places]),
                           pointers), shape=(len(rows), matrix.shape[1]))
+
+
+def _canonical(matrix: sp.csr_matrix) -> sp.csr_matrix:
+    """matrix as CSR with each (row, column) named once: duplicates summed, on a copy (the caller's stays)."""
+    matrix = matrix.tocsr()
+    if not matrix.has_canonical_format:
+        matrix = matrix.copy()
+        matrix.sum_duplicates()
+    return matrix
 
 
 def _with_zero(array: np.ndarray, dtype) -> np.ndarray:
@@ -248,6 +247,21 @@ def gathered_segments(resident: DeviceCSR, order: np.ndarray, cap: int, segment:
         yield _gathered(resident, jax.device_put(order[first:first + segment]), cap)
 
 
+def batches_in_row_order(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int) -> Callable[[], Iterator]:
+    """The batches make_batches cuts from matrix's rows in order, for scoring: the rows go to the device as they
+    are (upload_csr) and each call of the function returned gathers the batches there anew, a segment at a time
+    (gathered_segments). Cut and padded on the host, a million test documents' batches were ~3 GB of padded arrays
+    there, and ~3 GB more while being cut."""
+    resident = upload_csr(matrix, labels)
+    n = matrix.shape[0]
+    steps = max(1, -(-n // batch_size))
+    order = np.pad(np.arange(n, dtype=np.int32), (0, steps * batch_size - n), constant_values=-1)
+    order = order.reshape(steps, batch_size)
+    cap = next_power_of_two(max(1, batch_nnz_max(matrix.indptr, order)))
+    segment = segment_steps(steps, 12 * cap)
+    return lambda: gathered_segments(resident, order, cap, segment)
+
+
 @functools.partial(jax.jit, static_argnames=("cap",))
 def _gathered(resident: DeviceCSR, order: jax.Array, cap: int) -> tuple[jax.Array, ...]:
     return gather_batches(resident, order, cap)
@@ -270,10 +284,7 @@ class DevicePieces(NamedTuple):
 
 def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WIDTH) -> DevicePieces:
     """CSR -> the pieces layout (numpy arrays to upload). Duplicate entries are summed first (as host_csr)."""
-    matrix = matrix.tocsr()
-    if not matrix.has_canonical_format:
-        matrix = matrix.copy()
-        matrix.sum_duplicates()
+    matrix = _canonical(matrix)
     n, n_features = matrix.shape
     lengths = np.diff(matrix.indptr)
     piece_ptr = np.zeros(n + 1, np.int64)

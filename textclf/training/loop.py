@@ -149,21 +149,15 @@ def predict_scores_device(params: Params, matrix: sp.csr_matrix, compiled: _Comp
 
 
 def held_out_scores_device(params: Params, matrix: sp.csr_matrix) -> np.ndarray:
-    """predict_scores_device for a large matrix, the held-out or test documents of a run: its rows go to the
-    device as they are (upload_csr) and are cut into batches there a segment at a time (gathered_segments), where
-    make_batches' padded batches and their index arithmetic on the host took ~750 MB of a million-document run's
-    host memory for its 100,000 test documents (BENCHMARKS.md, "Big corpora with no flags"). The same scores."""
-    from textclf.training.device_data import batch_nnz_max, gathered_segments, segment_steps, upload_csr
+    """predict_scores_device for a large matrix, the held-out or test documents of a run, on batches gathered on
+    the device (device_data.batches_in_row_order), where make_batches' padded batches and their index arithmetic on
+    the host took ~750 MB of a million-document run's host memory for its 100,000 test documents (BENCHMARKS.md,
+    "Big corpora with no flags"). The same scores."""
+    from textclf.training.device_data import batches_in_row_order
 
-    n = matrix.shape[0]
-    steps = max(1, -(-n // EVAL_BATCH))
-    order = np.pad(np.arange(n, dtype=np.int32), (0, steps * EVAL_BATCH - n), constant_values=-1)
-    order = order.reshape(steps, EVAL_BATCH)
-    cap = next_power_of_two(max(1, batch_nnz_max(matrix.indptr, order)))
-    resident = upload_csr(matrix, np.zeros(n, np.int32))
-    parts = [np.asarray(_jitted_scores(params, *batches[:3]))
-             for batches in gathered_segments(resident, order, cap, segment_steps(steps, 12 * cap))]
-    return np.concatenate(parts).reshape(-1, parts[0].shape[-1])[:n]
+    batches = batches_in_row_order(matrix, np.zeros(matrix.shape[0], np.int32), EVAL_BATCH)
+    parts = [np.asarray(_jitted_scores(params, *batch[:3])) for batch in batches()]
+    return np.concatenate(parts).reshape(-1, parts[0].shape[-1])[: matrix.shape[0]]
 
 
 def same_shapes(resident):
