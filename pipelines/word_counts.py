@@ -251,8 +251,9 @@ def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_mat
     The per-chunk steps run on threads (numpy and pyarrow let go of the GIL): this runs in one process after the
     workers counted, so on many cores it is what a fit waits for.
     Consumes `parts`: each chunk's counts are let go once moved to the shared columns, so that the merge holds the
-    chunks' counts and the result's only as one chunk's share of each (BENCHMARKS.md, "Big corpora with no flags":
-    moving every chunk's entries at once raised a 200,000-document fit's memory by ~2.6 GB)."""
+    chunks' counts and the result's only as one chunk's share of each: moving every chunk's entries at once held
+    them all, moved and unmoved, beside each other (BENCHMARKS.md, "Big corpora with no flags": the vectorize
+    phase's rise at a million documents was mostly this fit)."""
     if not parts:
         return np.array([], dtype=object), sp.csr_matrix((0, 0), dtype=np.float32)
     encoded = pc.dictionary_encode(pa.concat_arrays([part.words.cast(pa.large_string()) for part in parts]))

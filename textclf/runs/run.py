@@ -173,14 +173,15 @@ def _stops_early(settings: Settings, search: dict, n_train: int) -> bool:
     return searched and "epochs" not in settings.pinned and n_train > SEARCH_DOCUMENTS
 
 
-def _side_by_side_with_held_out(settings: Settings, search: dict | None, n_train: int) -> bool:
-    """Whether the networks will train side by side on the training matrix in place, some of its rows held out
-    for early stopping (_train_run): then they need nothing of the matrix on the host but the held-out rows, and
-    it may go to the device as it is built (device_data.resident_from_parts)."""
+def _side_by_side_with_held_out(settings: Settings, search: dict | None, n_train: int, one_view: bool) -> bool:
+    """Whether the networks (an ensemble, or the search's rate candidates) train side by side on the training
+    matrix in place, some of its rows held out for early stopping (_train_run): then they need nothing of the
+    matrix on the host but the held-out rows, and it may go to the device as it is built
+    (device_data.resident_from_parts). one_view: the words alone (no character network beside them)."""
     from textclf.training.candidates import stacked_is_faster
 
     rates = (search or {}).get("rate_candidates", [])
-    return (not settings.char_ngrams and _stops_early(settings, search or {}, n_train) and stacked_is_faster()
+    return (one_view and _stops_early(settings, search or {}, n_train) and stacked_is_faster()
             and (settings.ensemble > 1 or len(rates) > 1))
 
 
@@ -248,7 +249,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         training_rows, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
         if one_network and len(candidates) > 1:
             rates = candidates
-        if not (stacked_is_faster() and (settings.ensemble > 1 or rates)):
+        if data.rows is not None or not _side_by_side_with_held_out(settings, data.search, len(train_y), True):
             # One network (training/loop.py), or networks one after another, train on a matrix of their rows.
             train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
             data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
@@ -668,7 +669,8 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                     del fetched
                     return_freed_memory()  # the sample's texts and counts (~1 GB) before the matrix is built
                     parts = vectorizer.transform_file_parts(corpus.texts, workers, vectorize_progress)
-                    if test is not None and _side_by_side_with_held_out(settings, search, len(train_labels)):
+                    if test is not None and _side_by_side_with_held_out(settings, search, len(train_labels),
+                                                                        not settings.char_ngrams):
                         # Straight to the device a share at a time: the host never holds the whole matrix
                         # (~1.3 GB a million documents); nor does the vector cache, so it is not written.
                         from textclf.training.device_data import resident_from_parts

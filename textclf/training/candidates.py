@@ -373,17 +373,17 @@ def _epoch_stats(epoch: int, losses, members: int, n: int, batch_size: int, trai
                       eval_accuracy, seconds, n / seconds if seconds > 0 else float("inf"))
 
 
-def fit_ensemble(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_classes: int, members: int, learning_rate: float,
-                 weight_decay: float, epochs: int, batch_size: int, hidden: int, seed: int,
+def fit_ensemble(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_classes: int, members: int,
+                 learning_rate: float, weight_decay: float, epochs: int, batch_size: int, hidden: int, seed: int,
                  eval_x: sp.csr_matrix | None = None,
                  eval_y: np.ndarray | None = None, on_epoch: Callable | None = None, early_stopping=None,
                  training_rows: np.ndarray | None = None):
     """Train `members` networks side by side (different initialisations, the same batches and rate) on the
     training rows (training_rows of train_x, default all; train_x a CSR matrix or already on the device:
-    _stacked_epochs); -> (merged parameters, list of
-    EpochStats, compile seconds, train seconds). After each epoch the ensemble is scored on (eval_x, eval_y) if
-    given. No checkpoints: an interrupted ensemble starts over. early_stopping (textclf.training.fit.EarlyStopping):
-    judges the merged network after each epoch; its best epoch's parameters are returned."""
+    _stacked_epochs); -> (merged parameters, list of EpochStats, compile seconds, train seconds). After each epoch
+    the ensemble is scored on (eval_x, eval_y) if given. No checkpoints: an interrupted ensemble starts over.
+    early_stopping (textclf.training.fit.EarlyStopping): judges the merged network after each epoch; its best
+    epoch's parameters are returned."""
     dense = dense_default()
     eval_hits = device_scoring(eval_x, eval_y, batch_size, dense) if eval_x is not None and eval_x.shape[0] else None
     history, compile_seconds, train_seconds = [], 0.0, 0.0

@@ -94,7 +94,12 @@ def _uploaded_with_zero(array: np.ndarray, dtype) -> jax.Array:
     if len(array) < UPLOAD_BYTES // np.dtype(dtype).itemsize:
         # one piece: joined on the host (a join on the device compiles a program, ~50 ms)
         return jax.device_put(_with_zero(array, dtype))
-    return jnp.concatenate(_uploaded_pieces(array, dtype) + [jax.device_put(np.zeros(1, dtype))])
+    return _joined_with_zero(_uploaded_pieces(array, dtype), dtype)
+
+
+def _joined_with_zero(pieces: list[jax.Array], dtype) -> jax.Array:
+    """Device pieces joined into one array, one 0 appended (the gatherable element of an empty matrix)."""
+    return jnp.concatenate(pieces + [jax.device_put(np.zeros(1, dtype))])
 
 
 def _uploaded_pieces(array: np.ndarray, dtype) -> list[jax.Array]:
@@ -128,10 +133,8 @@ def resident_from_parts(parts: Iterable[sp.csr_matrix], labels: np.ndarray) -> R
     if width is None:
         raise ValueError("no parts")
     indptr = np.concatenate(pointers)
-    zero = [jax.device_put(np.zeros(1, np.int32))]
-    device = DeviceCSR(jax.device_put(indptr.astype(np.int32)), jnp.concatenate(indices + zero),
-                       jnp.concatenate(values + [jax.device_put(np.zeros(1, np.float32))]),
-                       jax.device_put(np.asarray(labels, np.int32)))
+    device = DeviceCSR(jax.device_put(indptr.astype(np.int32)), _joined_with_zero(indices, np.int32),
+                       _joined_with_zero(values, np.float32), jax.device_put(np.asarray(labels, np.int32)))
     return ResidentRows(device, indptr, (rows, width))
 
 
