@@ -113,6 +113,8 @@ PARALLEL_READ_BYTES = 64 * 1024 * 1024
 # in a worker's memory at once, and pipelines/vectorize.py found chunks of ~16M characters transformed fastest
 # (CHUNK_CHARACTERS).
 SHARE_BYTES = 16 * 1024 * 1024
+# FileTexts.fetch gives each worker this many groups of rows (a slow worker holds less back).
+FETCH_GROUPS_PER_WORKER = 4
 
 
 def _part(items: list, index: int, count: int) -> list:
@@ -159,18 +161,24 @@ def large_jsonl(path: str | Path) -> bool:
 
 
 def _read_share(index: int, path: str, count: int, max_file_mb: float, keep_texts: bool
-                ) -> tuple[list[str], list[str] | None, bytes, dict[str, int], int, int]:
-    """A worker's part of _read_jsonl_in_workers: share `index` of `count` -> (labels, texts or None without
-    keep_texts, the documents' digests joined, skipped, non_utf8, bytes read)."""
-    _, stats, documents = open_documents(path, max_file_mb, (index, count))
-    labels, texts, digests = [], [], []
-    for label, text in documents:
+                ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
+    """A worker's part of _read_jsonl_in_workers: share `index` of `count` -> (labels, texts or, without
+    keep_texts, the byte offsets their lines start at (documents,) int64, the documents' digests joined, skipped,
+    non_utf8, bytes read)."""
+    fmt, stats, _ = open_documents(path, max_file_mb, (index, count))  # checks the file and the share
+    assert fmt == "jsonl", fmt
+    size = Path(path).stat().st_size
+    labels, texts, offsets, digests = [], [], [], []
+    for offset, label, text in _placed_jsonl_documents(Path(path), stats, size * index // count,
+                                                       size * (index + 1) // count):
         labels.append(label)
         digests.append(document_digest(label, text))
         if keep_texts:
             texts.append(text)
-    return labels, texts if keep_texts else None, b"".join(digests), dict(stats.skipped), stats.non_utf8, \
-        stats.bytes_read
+        else:
+            offsets.append(offset)
+    return labels, texts if keep_texts else np.array(offsets, np.int64), b"".join(digests), dict(stats.skipped), \
+        stats.non_utf8, stats.bytes_read
 
 
 def _share_count(path: Path, pool: "WorkerPool") -> int:
@@ -191,7 +199,7 @@ def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "W
     status = path.stat()
     stats = ReadStats(bytes_total=status.st_size)
     count = _share_count(path, pool)
-    labels, texts, fingerprint, first_rows = [], [], Fingerprint(), [0]
+    labels, texts, offsets, fingerprint, first_rows = [], [], [], Fingerprint(), [0]
     try:
         for part_labels, part_texts, digests, skipped, non_utf8, bytes_read in pool.imap(
                 _read_share, list(range(count)), str(path), count, max_file_mb, keep_texts):
@@ -200,6 +208,8 @@ def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "W
             first_rows.append(len(labels))
             if keep_texts:
                 texts += part_texts
+            else:
+                offsets.append(part_texts)
             stats.skipped.update(skipped)
             stats.non_utf8 += non_utf8
             stats.bytes_read += bytes_read
@@ -208,7 +218,8 @@ def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "W
     except CorpusError:
         return read_corpus(path, max_file_mb, on_progress)
     check_usable(str(path), labels, stats.skipped, stats.empty_labels)
-    left = FileTexts(path, max_file_mb, first_rows, (status.st_size, status.st_mtime_ns))
+    left = None if keep_texts else FileTexts(path, max_file_mb, first_rows, np.concatenate(offsets),
+                                             (status.st_size, status.st_mtime_ns))
     return Corpus(texts if keep_texts else left, labels, str(path), "jsonl",
                   {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8, fingerprint=fingerprint.hexdigest())
 
@@ -219,11 +230,13 @@ class FileTexts:
     its byte shares again to fetch some of them (fetch) or to turn each share's texts into something smaller
     (map_shares), so that this process never holds them all (a million documents' texts are 1.2 GB of text and
     ~1.3 GB of Python strings). The shares are those of the first reading, so a share's documents are the rows
-    first_rows[i] .. first_rows[i + 1] - 1."""
+    first_rows[i] .. first_rows[i + 1] - 1; offsets[row] is the byte its line starts at, so that a sample of the
+    rows is read without parsing the lines around it."""
 
     path: Path
     max_file_mb: float
     first_rows: list[int]  # (shares + 1,) the row each share starts at; the last: the documents' count
+    offsets: np.ndarray  # (documents,) int64: where each document's line starts in the file
     stamp: tuple[int, int] = (0, 0)  # the file's (size, mtime_ns) when it was read
 
     @property
@@ -242,16 +255,16 @@ class FileTexts:
         return self.first_rows[-1]
 
     def fetch(self, rows: np.ndarray, pool: "WorkerPool") -> "FetchedTexts":
-        """The texts of these rows (any order), parsed by the pool's workers from the shares that hold them."""
+        """The texts of these rows (any order), read by the pool's workers from their lines alone (offsets):
+        a sample costs its own lines, where parsing the shares that hold it read the whole file (the search's
+        20,000 documents of a million, BENCHMARKS.md "Big corpora with no flags")."""
         self._check_unchanged()
         rows = np.unique(np.asarray(rows, dtype=np.int64))
-        starts = np.asarray(self.first_rows)
-        share_of = np.searchsorted(starts, rows, side="right") - 1
-        wanted = [(int(share), rows[share_of == share] - starts[share]) for share in np.unique(share_of)]
+        groups = np.array_split(rows, min(len(rows), FETCH_GROUPS_PER_WORKER * pool.processes) or 1)
         texts: dict[int, str] = {}
-        for (share, local_rows), part in zip(wanted, pool.map(_share_rows, wanted, str(self.path), self.shares,
-                                                               self.max_file_mb)):
-            texts.update(zip((local_rows + starts[share]).tolist(), part))
+        for group, part in zip(groups, pool.map(_texts_at, [self.offsets[group] for group in groups],
+                                                str(self.path))):
+            texts.update(zip(group.tolist(), part))
         return FetchedTexts(len(self), texts)
 
     def map_shares(self, pool: "WorkerPool", fn: Callable, *args,
@@ -294,11 +307,11 @@ def _share_texts(index: int, path: str, count: int, max_file_mb: float) -> list[
     return [text for _, text in open_documents(path, max_file_mb, (index, count))[2]]
 
 
-def _share_rows(wanted: tuple[int, np.ndarray], path: str, count: int, max_file_mb: float) -> list[str]:
-    """A worker's part of FileTexts.fetch: the texts of these rows of one share (numbered within it)."""
-    index, local_rows = wanted
-    texts = _share_texts(index, path, count, max_file_mb)
-    return [texts[i] for i in local_rows]
+def _texts_at(offsets: np.ndarray, path: str) -> list[str]:
+    """A worker's part of FileTexts.fetch: the texts of the documents whose lines start at these offsets
+    (ascending, so the reads move forward through the file's buffer)."""
+    with open(path, "rb") as handle:
+        return [_text_at(handle, int(offset)) for offset in offsets]
 
 
 def _share_apply(index: int, path: str, count: int, max_file_mb: float, fn: Callable, args: tuple):
@@ -434,6 +447,11 @@ def _decoded_lines(path: Path, stats: ReadStats, start: int = 0, end: int | None
     """The file's lines, line endings kept, each decoded on its own (UTF-8, else the fallbacks of
     pipelines/documents.py), read a buffer at a time. start, end: only the lines that start in bytes
     [start, end) (a line that starts before `start` belongs to the share before)."""
+    return (line for _, line in _placed_lines(path, stats, start, end))
+
+
+def _placed_lines(path: Path, stats: ReadStats, start: int = 0, end: int | None = None) -> Iterator[tuple[int, str]]:
+    """_decoded_lines, each with the byte offset its line starts at."""
     with path.open("rb") as handle:
         position = start
         if start > 0:
@@ -442,11 +460,11 @@ def _decoded_lines(path: Path, stats: ReadStats, start: int = 0, end: int | None
         for raw in handle:
             if end is not None and position >= end:
                 return
-            position += len(raw)
-            stats.bytes_read += len(raw)
             line, fallback = decode_text(raw)
             stats.non_utf8 += fallback
-            yield line
+            yield position, line
+            position += len(raw)
+            stats.bytes_read += len(raw)
 
 
 def _csv_documents(path: Path, stats: ReadStats) -> Iterator[tuple[str, str]]:
@@ -487,8 +505,14 @@ def _csv_rows(path: Path, reader) -> Iterator[list[str]]:
 
 def _jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None
                      ) -> Iterator[tuple[str, str]]:
+    return ((label, text) for _, label, text in _placed_jsonl_documents(path, stats, start, end))
+
+
+def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None
+                            ) -> Iterator[tuple[int, str, str]]:
+    """_jsonl_documents, each as (the byte offset its line starts at, label, text)."""
     where = f"JSONL corpus '{path}' line" if start == 0 else f"JSONL corpus '{path}' (from byte {start}) line"
-    for number, line in enumerate(_decoded_lines(path, stats, start, end), 1):
+    for number, (offset, line) in enumerate(_placed_lines(path, stats, start, end), 1):
         if not line.strip():
             continue
         try:
@@ -509,11 +533,18 @@ def _jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | No
                 f"{where} {number} has a \"text\" that is {_json_kind(text)}, not a string: "
                 "write the document's text as a JSON string"
             )
-        body = text
-        if not body.strip() or not label:
+        if not text.strip() or not label:
             stats.skipped["empty"] += 1
             continue
-        yield label, body
+        yield offset, label, text
+
+
+def _text_at(handle, offset: int) -> str:
+    """The text of the JSONL document whose line starts at this byte offset of the open file (one that
+    _placed_jsonl_documents yielded: a valid line), decoded as reading decoded it."""
+    handle.seek(offset)
+    line, _ = decode_text(handle.readline())
+    return json.loads(line)["text"]
 
 
 def _json_kind(value) -> str:

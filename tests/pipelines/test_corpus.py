@@ -228,9 +228,12 @@ def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reade
 
     lines = [json.dumps({"text": f"document {i} " + "word " * (i % 7), "label": "ab"[i % 2]}) for i in range(700)]
     lines[5] = json.dumps({"text": " ", "label": "a"})  # empty: skipped, so row 5 is document 6
+    lines[9] = json.dumps({"text": "caf\u00e9 \u00fcber", "label": "a"}, ensure_ascii=False)
     path = tmp_path / "big.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    raw = [line.encode("latin-1" if i == 9 else "utf-8") for i, line in enumerate(lines)]  # one not UTF-8
+    path.write_bytes(b"\n".join(raw[:300]) + b"\r\n" + b"\n".join(raw[300:]) + b"\n")  # and one CRLF
     alone = read_corpus(path)
+    assert alone.non_utf8 == 1 and "caf\u00e9 \u00fcber" in alone.texts
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
     monkeypatch.setattr(corpus_module, "SHARE_BYTES", 2000)  # many shares of this small file
     with WorkerPool(2) as pool:
@@ -238,7 +241,7 @@ def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reade
         assert isinstance(left.texts, FileTexts) and left.texts.shares > 4
         assert (len(left), left.labels, left.fingerprint, left.skipped) == (
             len(alone), alone.labels, alone.fingerprint, alone.skipped)
-        rows = np.random.default_rng(0).choice(len(alone), 50, replace=False)
+        rows = np.append(np.random.default_rng(0).choice(len(alone), 50, replace=False), [8, 298, 299])
         fetched = left.texts.fetch(rows, pool)
         assert len(fetched) == len(alone) and [fetched[i] for i in rows] == [alone.texts[i] for i in rows]
         with pytest.raises(KeyError):

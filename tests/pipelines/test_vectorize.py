@@ -244,6 +244,23 @@ def test_a_large_corpus_is_fitted_on_a_sample_and_transformed_whole(corpus):
     assert whole.terms != vec.terms  # the default fits this small corpus whole
 
 
+@pytest.mark.parametrize("nb_weighting,char_ngrams,features", [(True, False, 50), (False, False, 50),
+                                                                 (False, True, 40), (False, False, 100_000)])
+def test_a_fit_without_its_matrix_gives_the_same_vectorizer(corpus, nb_weighting, char_ngrams, features):
+    """matrix=False (a file transformed share by share afterwards) skips the weighting and, without NB weights, the
+    kept columns' copy: the same terms and weights of every view (100,000 features: nothing selected)."""
+    settings = Settings(features=features, nb_weighting=nb_weighting, char_ngrams=char_ngrams)
+    full, matrix = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1)
+    alone, none = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1, matrix=False)
+    assert none is None and matrix is not None
+    assert alone.config() == full.config() and alone.terms == full.terms
+    assert {k: v.tolist() for k, v in alone.to_arrays().items()} == {k: v.tolist() for k, v in full.to_arrays().items()}
+    assert (alone.transform(corpus.texts) != matrix).nnz == 0
+    sampled, none = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1, fit_documents=20, matrix=False)
+    on_sample, _ = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1, fit_documents=20)
+    assert none is None and sampled.terms == on_sample.terms and np.array_equal(sampled.idf, on_sample.idf)
+
+
 def test_row_normalisation_is_scikit_learns_bit_for_bit():
     from sklearn.preprocessing import normalize
 

@@ -665,7 +665,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                     fetched = train_texts(fit_sample)
                     vectorizer, _ = fit_vectorizer([fetched[i] for i in fit_sample],
                                                    [train_labels[i] for i in fit_sample], settings, pool=workers,
-                                                   on_progress=vectorize_progress)
+                                                   on_progress=vectorize_progress, matrix=False)
                     del fetched
                     return_freed_memory()  # the sample's texts and counts (~1 GB) before the matrix is built
                     parts = vectorizer.transform_file_parts(corpus.texts, workers, vectorize_progress)

@@ -775,7 +775,7 @@ def _standard_error(gains: list[np.ndarray]) -> float:
 
 def _char_fold_matrices(terms, counts, y, rows_train, rows_val, settings: Settings, features: int):
     """One fold's (training, validation) rows of the character view, selected and weighted from the fold's
-    training rows only, as fit_vectorizer's _fit_chars does for the final model."""
+    training rows only, as fit_vectorizer does the final model's character view."""
     train_counts = counts[rows_train]
     columns, idf = select_and_weigh(train_counts, y[rows_train], np.arange(len(terms)), features,
                                     settings.feature_selection, settings.sublinear_tf)
