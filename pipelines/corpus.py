@@ -258,14 +258,19 @@ class FileTexts:
         """The texts of these rows (any order), read by the pool's workers from their lines alone (offsets):
         a sample costs its own lines, where parsing the shares that hold it read the whole file (the search's
         20,000 documents of a million, BENCHMARKS.md "Big corpora with no flags")."""
-        self._check_unchanged()
         rows = np.unique(np.asarray(rows, dtype=np.int64))
         groups = np.array_split(rows, min(len(rows), FETCH_GROUPS_PER_WORKER * pool.processes) or 1)
         texts: dict[int, str] = {}
-        for group, part in zip(groups, pool.map(_texts_at, [self.offsets[group] for group in groups],
-                                                str(self.path))):
+        for group, part in zip(groups, pool.map(list, [self.lines(group) for group in groups])):
             texts.update(zip(group.tolist(), part))
         return FetchedTexts(len(self), texts)
+
+    def lines(self, rows: np.ndarray) -> "LineTexts":
+        """The texts of these rows, in this order, as a sequence that reads them when iterated (LineTexts)."""
+        self._check_unchanged()
+        rows = np.asarray(rows, dtype=np.int64)
+        ends = np.append(self.offsets[1:], self.stamp[0])  # a line's end: the next document's start at most
+        return LineTexts(str(self.path), self.offsets[rows], ends[rows] - self.offsets[rows])
 
     def map_shares(self, pool: "WorkerPool", fn: Callable, *args,
                    on_progress: Callable[[int, int], None] | None = None) -> list:
@@ -307,11 +312,33 @@ def _share_texts(index: int, path: str, count: int, max_file_mb: float) -> list[
     return [text for _, text in open_documents(path, max_file_mb, (index, count))[2]]
 
 
-def _texts_at(offsets: np.ndarray, path: str) -> list[str]:
-    """A worker's part of FileTexts.fetch: the texts of the documents whose lines start at these offsets
-    (ascending, so the reads move forward through the file's buffer)."""
-    with open(path, "rb") as handle:
-        return [_text_at(handle, int(offset)) for offset in offsets]
+class LineTexts(Sequence):
+    """Texts of a JSONL file named by the offsets their lines start at (FileTexts.lines), read when iterated, by
+    the process that iterates them. A slice is another LineTexts, and one pickles as its path and offsets (8 bytes
+    a document): a fit sample sent to the workers in chunks is read there, where sending its texts cost the parent
+    pickling and writing them after reading them (200,000 documents of a million: ~230 MB each way)."""
+
+    def __init__(self, path: str, offsets: np.ndarray, line_bytes: np.ndarray):
+        self.path, self.offsets, self.line_bytes = path, offsets, line_bytes
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return LineTexts(self.path, self.offsets[index], self.line_bytes[index])
+        with open(self.path, "rb") as handle:
+            return _text_at(handle, int(self.offsets[index]))
+
+    def __iter__(self) -> Iterator[str]:
+        with open(self.path, "rb") as handle:
+            for offset in self.offsets:
+                yield _text_at(handle, int(offset))
+
+    def characters(self) -> int:
+        """About the texts' characters, from their lines' bytes (the JSON around them included), without reading
+        them: what sizes a chunk of them."""
+        return int(self.line_bytes.sum())
 
 
 def _share_apply(index: int, path: str, count: int, max_file_mb: float, fn: Callable, args: tuple):

@@ -38,7 +38,7 @@ from sklearn.feature_selection import chi2
 from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l2
 
 from pipelines import word_counts
-from pipelines.corpus import FileTexts
+from pipelines.corpus import FileTexts, LineTexts
 from pipelines.errors import CorpusError
 from pipelines.workers import WorkerPool, worker_count
 
@@ -305,7 +305,8 @@ def _chunk_count(texts: Sequence[str], pool: WorkerPool) -> int:
     chunks took 7.9-8.6 s to transform, in 32 6.8-7.3 s, H100 machine; BENCHMARKS.md, "Big corpora with no flags");
     one (empty) chunk for no texts."""
     workers = _worker_count(len(texts), pool.processes)
-    rounds = max(1, -(-sum(map(len, texts)) // (workers * CHUNK_CHARACTERS)))
+    characters = texts.characters() if isinstance(texts, LineTexts) else sum(map(len, texts))
+    rounds = max(1, -(-characters // (workers * CHUNK_CHARACTERS)))
     return max(1, min(len(texts), workers * rounds))
 
 

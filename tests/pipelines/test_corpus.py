@@ -1,4 +1,5 @@
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -246,6 +247,13 @@ def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reade
         assert len(fetched) == len(alone) and [fetched[i] for i in rows] == [alone.texts[i] for i in rows]
         with pytest.raises(KeyError):
             fetched[int(np.setdiff1d(np.arange(len(alone)), rows)[0])]
+        lines = left.texts.lines(rows)  # read where iterated; a slice pickles as offsets, not texts
+        assert list(lines) == [alone.texts[i] for i in rows] and lines[3] == alone.texts[rows[3]]
+        part = pickle.loads(pickle.dumps(lines[10:20]))
+        assert list(part) == [alone.texts[i] for i in rows[10:20]] and len(pickle.dumps(part)) < 600
+        assert pool.map(list, [lines[:5], lines[5:]]) == [[alone.texts[i] for i in rows[:5]],
+                                                          [alone.texts[i] for i in rows[5:]]]
+        assert 0 < sum(map(len, lines)) <= lines.characters()
         shares = left.texts.map_shares(pool, list)
         assert len(shares) == left.texts.shares and sum(shares, []) == alone.texts
         path.write_text("\n".join(lines[1:]) + "\n")  # rewritten: its rows name other documents now

@@ -662,12 +662,11 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                 workers = forked(len(corpus.texts))
                 on_device = False  # the training matrix built on the device (resident_from_parts)
                 if in_file:  # fitted on a sample of the training texts, then the whole file transformed
-                    fetched = train_texts(fit_sample)
-                    vectorizer, _ = fit_vectorizer([fetched[i] for i in fit_sample],
-                                                   [train_labels[i] for i in fit_sample], settings, pool=workers,
-                                                   on_progress=vectorize_progress, matrix=False)
-                    del fetched
-                    return_freed_memory()  # the sample's texts and counts (~1 GB) before the matrix is built
+                    # The sample's texts are read by the workers that count them (LineTexts), not sent to them.
+                    sample_lines = corpus.texts.lines(fit_sample if train_rows is None else train_rows[fit_sample])
+                    vectorizer, _ = fit_vectorizer(sample_lines, [train_labels[i] for i in fit_sample], settings,
+                                                   pool=workers, on_progress=vectorize_progress, matrix=False)
+                    return_freed_memory()  # the sample's counts (~1 GB) before the matrix is built
                     parts = vectorizer.transform_file_parts(corpus.texts, workers, vectorize_progress)
                     if test is not None and _side_by_side_with_held_out(settings, search, len(train_labels),
                                                                         not settings.char_ngrams):
