@@ -34,7 +34,7 @@ from typing import Callable, Iterator, Protocol, Sequence
 import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
-from sklearn.feature_selection import chi2
+from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l2
 
 from pipelines import word_counts
@@ -514,12 +514,46 @@ def _select(counts: sp.csr_matrix, labels, budget: int, settings: WordSettings
     if counts.shape[1] <= budget:
         return None, idf
     if settings.feature_selection == "chi2":
-        scores, _ = chi2(_weight(counts, idf, settings.sublinear_tf), np.asarray(labels))
-        score = np.nan_to_num(scores, nan=0.0)
+        score = np.nan_to_num(chi2_scores(_weight(counts, idf, settings.sublinear_tf), np.asarray(labels)), nan=0.0)
     else:
         score = np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.float64)
     # Highest score first; ties broken by column (alphabetical) order so the choice is deterministic.
     return np.sort(np.argsort(-score, kind="stable")[:budget]), idf
+
+
+def chi2_scores(weighted: sp.csr_matrix, labels: np.ndarray) -> np.ndarray:
+    """(features,) float64: sklearn.feature_selection.chi2's statistic of each column of a non-negative CSR
+    matrix, bit for bit (its p-values are not computed). Its class-by-column sums (Y^T X) come from one bincount a
+    class over the entries of that class's rows, accumulated in float64 in document order as scikit-learn's sparse
+    product accumulates them, where its product converted the matrix's transpose and multiplied sparse by sparse:
+    1.5 of its 1.7 s on 200,000 documents of 32M nonzeros (2-core CPU). The rest is scikit-learn's arithmetic."""
+    binarized = LabelBinarizer(sparse_output=True).fit_transform(labels)  # as chi2 forms it, for the class means
+    if binarized.shape[1] == 1:
+        binarized = binarized.toarray()
+        binarized = np.append(1 - binarized, binarized, axis=1)
+    codes = np.unique(labels, return_inverse=True)[1].reshape(-1)  # the binarizer's sorted classes
+    # Column-major, as scikit-learn's product leaves it: numpy then sums the classes of a column pairwise, which
+    # gives other last bits than a row-by-row sum from 8 classes on.
+    observed = np.asfortranarray(_class_sums(weighted, codes, binarized.shape[1]))
+    feature_count = weighted.sum(axis=0).reshape(1, -1)
+    class_prob = binarized.mean(axis=0).reshape(1, -1)
+    expected = np.dot(class_prob.T, feature_count)
+    observed -= expected
+    observed **= 2
+    with np.errstate(invalid="ignore"):
+        observed /= expected
+    return np.asarray(observed.sum(axis=0)).reshape(-1)
+
+
+def _class_sums(matrix: sp.csr_matrix, codes: np.ndarray, classes: int) -> np.ndarray:
+    """(classes, columns) float64: the sum of each class's rows (codes: (rows,) each row's class), each sum
+    accumulated in row order."""
+    entry_class = np.repeat(codes.astype(np.min_scalar_type(classes)), np.diff(matrix.indptr))  # (nonzeros,)
+    sums = np.empty((classes, matrix.shape[1]))
+    for code in range(classes):
+        mine = entry_class == code
+        sums[code] = np.bincount(matrix.indices[mine], weights=matrix.data[mine], minlength=matrix.shape[1])
+    return sums
 
 
 def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, min_df: int,
@@ -530,8 +564,9 @@ def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, mi
     re-weightings, see `term_mask` and `select_and_weigh`), so the texts are tokenised once. on_progress(documents
     counted, of total) as chunks finish."""
     if word_counts.supports(ngram_max):
-        counted = _counted(texts, min_df, pool, word_counts.count_chunk, word_counts.merge, on_progress, ngram_max,
-                           _stop_word_set(stop_words), START_TOKEN if start_token else None)
+        counted = _counted(texts, min_df, pool, word_counts.count_chunk,
+                           functools.partial(word_counts.merge, leave_out=START_TOKEN if start_token else None),
+                           on_progress, ngram_max, _stop_word_set(stop_words), START_TOKEN if start_token else None)
     else:
         counted = _counted(texts, min_df, pool, _count_chunk, _merge_counts, on_progress,
                            word_counter_params(ngram_max, stop_words, start_token))
@@ -543,7 +578,8 @@ def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, mi
 
 
 def _without_start_token(terms: np.ndarray, counts: sp.csr_matrix) -> tuple[np.ndarray, sp.csr_matrix]:
-    """Fitted vocabularies leave out START_TOKEN alone: in every document, it tells nothing (its bigrams do)."""
+    """Fitted vocabularies leave out START_TOKEN alone: in every document, it tells nothing (its bigrams do).
+    (word_counts.merge leaves it out as it merges: this copy is for scikit-learn's counting, n-grams of 3.)"""
     alone = np.flatnonzero(terms == START_TOKEN)
     if not len(alone):
         return terms, counts
@@ -724,9 +760,7 @@ def _shared_chi2(weighted: sp.csr_matrix, labels: np.ndarray, classes, exchange:
     scikit-learn appends the complement of its one binarized column, i.e. both classes' rows)."""
     classes = np.asarray(classes)
     codes = np.searchsorted(classes, labels)
-    one_hot = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
-                            shape=(len(classes), len(codes)))
-    shared = exchange({"observed": np.asarray((one_hot @ weighted.astype(np.float64)).todense()),
+    shared = exchange({"observed": _class_sums(weighted, codes, len(classes)),
                        "per_class": np.bincount(codes, minlength=len(classes)).astype(np.float64)})
     observed = np.sum([part["observed"] for part in shared], axis=0)  # (C, V)
     per_class = np.sum([part["per_class"] for part in shared], axis=0)  # (C,)

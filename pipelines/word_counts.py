@@ -245,9 +245,11 @@ def _global_keys(first: np.ndarray, second: np.ndarray, n_words: int) -> np.ndar
     return np.where(second < 0, first, n_words + first * n_words + second)
 
 
-def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_matrix]:
+def merge(parts: list[ChunkCounts], min_df: int, leave_out: str | None = None) -> tuple[np.ndarray, sp.csr_matrix]:
     """Chunks -> (the terms in at least min_df documents of all of them, sorted as CountVectorizer sorts its
     vocabulary; the counts with their columns in that order, stacked): the one-CountVectorizer result.
+    leave_out: a word whose unigram is not kept (its bigrams are): the start token, which every document holds
+    (pipelines/vectorize.py), dropped here with the rare terms rather than by copying the merged matrix.
     The per-chunk steps run on threads (numpy and pyarrow let go of the GIL): this runs in one process after the
     workers counted, so on many cores it is what a fit waits for.
     Consumes `parts`: each chunk's counts are let go once moved to the shared columns, so that the merge holds the
@@ -282,7 +284,11 @@ def merge(parts: list[ChunkCounts], min_df: int) -> tuple[np.ndarray, sp.csr_mat
             del every
             totals = np.bincount(group, weights=df, minlength=len(distinct))
         del keys, df
-        kept = np.flatnonzero(totals >= max(1, min_df))
+        keep = totals >= max(1, min_df)
+        if leave_out is not None:
+            word = pc.index(words, pa.scalar(leave_out, words.type)).as_py()  # -1: no document holds it
+            keep &= distinct != word  # a unigram's key is its word's number (bigrams' are n_words or more)
+        kept = np.flatnonzero(keep)
         first, second = _split_keys(distinct[kept], n_words)
         # The kept terms' text, and their order as strings: UTF-8 bytes sort as Python sorts str (by code point).
         terms = pc.if_else(pa.array(second < 0), words.take(pa.array(first)), pc.binary_join_element_wise(

@@ -261,6 +261,23 @@ def test_a_fit_without_its_matrix_gives_the_same_vectorizer(corpus, nb_weighting
     assert none is None and sampled.terms == on_sample.terms and np.array_equal(sampled.idf, on_sample.idf)
 
 
+@pytest.mark.parametrize("classes", [2, 3, 20])
+def test_chi2_scores_are_scikit_learns_bit_for_bit(classes):
+    """Selection ties turn on the last bit: the statistic must be chi2's exactly, a zero column's NaN included."""
+    from sklearn.feature_selection import chi2
+
+    from pipelines.vectorize import chi2_scores
+
+    rng = np.random.default_rng(classes)
+    dense = rng.uniform(0.01, 3, size=(400, 90)).astype(np.float32) * (rng.random((400, 90)) < 0.15)
+    dense[:, 7] = 0.0  # a column no row holds
+    matrix = sp.csr_matrix(dense)
+    labels = np.array([f"class-{i}" for i in rng.integers(0, classes, 400)])
+    ours, theirs = chi2_scores(matrix, labels), chi2(matrix, labels)[0]
+    assert ours.shape == theirs.shape and np.isnan(ours[7]) and np.isnan(theirs[7])
+    assert np.array_equal(ours, theirs, equal_nan=True)
+
+
 def test_row_normalisation_is_scikit_learns_bit_for_bit():
     from sklearn.preprocessing import normalize
 

@@ -65,6 +65,25 @@ def test_fitted_terms_and_counts_are_countvectorizers(ngram_max, stop_words, sta
     _assert_same(TEXTS, ngram_max, stop_words, start, chunks)
 
 
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_a_word_left_out_of_the_merge_loses_its_unigram_only(chunks, tokeniser):
+    """leave_out=START_TOKEN: CountVectorizer's terms and counts with the start token's own column removed, its
+    bigrams kept (what vectorize._without_start_token did by copying the merged matrix)."""
+    expected = _sklearn(2, None, True)
+    expected_counts = expected.fit_transform(TEXTS).tocsc()
+    names = list(expected.get_feature_names_out())
+    bounds = np.linspace(0, len(TEXTS), chunks + 1).astype(int)
+    parts = [word_counts.count_chunk(TEXTS[a:b], 2, None, START_TOKEN) for a, b in zip(bounds[:-1], bounds[1:])]
+    terms, counts = word_counts.merge(parts, 1, leave_out=START_TOKEN)
+    kept = [i for i, name in enumerate(names) if name != START_TOKEN]
+    assert len(kept) == len(names) - 1 and any(name.startswith(START_TOKEN + " ") for name in terms)
+    assert list(terms) == [names[i] for i in kept]
+    assert (counts != expected_counts[:, kept].tocsr()).nnz == 0 and counts.has_sorted_indices
+    parts = [word_counts.count_chunk(TEXTS, 2, None)]  # no document holds the word: nothing left out
+    assert len(word_counts.merge(parts, 1, leave_out=START_TOKEN)[0]) == len(_sklearn(2, None, False).fit(
+        TEXTS).get_feature_names_out())
+
+
 @pytest.mark.parametrize("chunks", [1, 2, 4])
 def test_min_df_counts_documents_over_every_chunk(chunks, tokeniser):
     texts = ["apple pear", "apple", "pear kiwi", "kiwi fig", "fig apple pear", "plum"]
