@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import sys
 import tempfile
@@ -131,30 +132,35 @@ def _torch(bag: bool, train: str, test: str) -> dict:
             "n_test": test_x.shape[0], "peak_gpu_mb": gpu, "notes": f"torch {torch.__version__} on {device.type}"}
 
 
+_FASTTEXT_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def fasttext_text(text: str) -> str:
+    """A document as fastText's tutorial prepares it: lowercased word tokens, punctuation split off, one line."""
+    return " ".join(_FASTTEXT_TOKEN.findall(text.lower()))
+
+
+def fasttext_label(label: str) -> str:
+    return f"__label__{label.replace(' ', '_')}"
+
+
 def _fasttext(train: str, test: str) -> dict:
     try:
         import fasttext
     except ImportError:
         raise ToolMissing("fasttext is not installed (pip install fasttext-wheel)") from None
     train_corpus, test_corpus = _read(train, test)
-    import re
-
-    token = re.compile(r"\w+|[^\w\s]")
-
-    def clean(text: str) -> str:  # lowercased word tokens, one line per document (fastText's tutorial)
-        return " ".join(token.findall(text.lower()))
-
     threads = os.cpu_count() or 1
     with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as handle:
         for label, text in zip(train_corpus.labels, train_corpus.texts):
-            handle.write(f"__label__{label.replace(' ', '_')} {clean(text)}\n")
+            handle.write(f"{fasttext_label(label)} {fasttext_text(text)}\n")
         handle.flush()
         start = time.perf_counter()
         model = fasttext.train_supervised(handle.name, lr=0.5, epoch=25, wordNgrams=2, thread=threads,
                                           verbose=0)
         train_s = time.perf_counter() - start
-    predicted, _ = model.predict([clean(t) for t in test_corpus.texts])
-    expected = [f"__label__{label.replace(' ', '_')}" for label in test_corpus.labels]
+    predicted, _ = model.predict([fasttext_text(t) for t in test_corpus.texts])
+    expected = [fasttext_label(label) for label in test_corpus.labels]
     accuracy = sum(p[0] == e for p, e in zip(predicted, expected)) / len(expected)
     return {"accuracy": accuracy, "train_s": train_s, "epochs": 25, "n_train": len(train_corpus),
             "n_test": len(test_corpus), "peak_gpu_mb": None, "notes": f"{threads} threads, lr 0.5, wordNgrams 2"}
