@@ -8,7 +8,8 @@ scored on the test file.
 --epochs: the tutorial's 25 suit its small corpus; 5 is fastText's own default (what the million-document run of
 textclf's big-corpus issue used), which this script takes for ten million documents, where 25 would take ~40 minutes
 on 16 threads. Prints one markdown row: documents, epochs, threads, seconds (writing its input, training, scoring),
-test accuracy, peak host memory of this process and its workers.
+test accuracy, peak host memory of this process and its workers; each stage's end goes to stderr as it comes (a
+run stopped by a time limit still tells how far it got).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -57,9 +59,11 @@ def main() -> None:
                 out.write(lines)
                 documents += len(labels)
         written = time.perf_counter()
+        print(f"input written: {documents:,} documents in {written - start:.1f} s", file=sys.stderr, flush=True)
         model = fasttext.train_supervised(str(train_file), lr=0.5, epoch=args.epochs, wordNgrams=2, thread=threads,
                                           verbose=0)
         trained = time.perf_counter()
+        print(f"trained in {trained - written:.1f} s", file=sys.stderr, flush=True)
         right = total = 0
         for lines, labels in _prepared(args.test, pool):
             texts = [line.split(" ", 1)[1].rstrip("\n") for line in lines.splitlines(keepends=True)]

@@ -9,4 +9,4 @@ start=$(date +%s)
 python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn10 --docs 10000000 > /dev/null
 echo "generated in $(( $(date +%s) - start )) s"
 timeout "${FASTTEXT_TIMEOUT:-500}" python3 -m benchmarks.fasttext_big /tmp/syn10/train.jsonl /tmp/syn10/test.jsonl \
-  --epochs "${EPOCHS:-5}"
+  --epochs "${EPOCHS:-5}" 2>&1
