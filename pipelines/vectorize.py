@@ -29,18 +29,19 @@ import functools
 import pickle
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import CountVectorizer, HashingVectorizer
-from sklearn.preprocessing import LabelBinarizer
-from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l2
 
 from pipelines import word_counts
 from pipelines.corpus import FileTexts, LineTexts
 from pipelines.errors import CorpusError
+from pipelines.stop_words import ENGLISH
 from pipelines.workers import WorkerPool, worker_count
+
+if TYPE_CHECKING:  # scikit-learn is imported where it is used: a prediction's process mostly needs none of it
+    from sklearn.feature_extraction.text import HashingVectorizer
 
 class WordSettings(Protocol):
     """What the vectorizers read from a settings object (textclf.settings.Settings has these fields, and so can
@@ -127,12 +128,14 @@ class Vectorizer:
     def _build_counter(self):
         if self.kind == "hashing":
             return hashing_counter(self.n_features, self.ngram_max, self.stop_words, self.start_token)
+        if self.analyzer != CHAR_ANALYZER and word_counts.supports(self.ngram_max):
+            return word_counts.WordCounter(self.terms, self.ngram_max, _stop_word_set(self.stop_words),
+                                           START_TOKEN if self.start_token else None)
+        from sklearn.feature_extraction.text import CountVectorizer
+
         if self.analyzer == CHAR_ANALYZER:
             return CountVectorizer(vocabulary=self.terms, analyzer=CHAR_ANALYZER, ngram_range=CHAR_NGRAM_RANGE,
                                    dtype=np.float32)
-        if word_counts.supports(self.ngram_max):
-            return word_counts.WordCounter(self.terms, self.ngram_max, _stop_word_set(self.stop_words),
-                                           START_TOKEN if self.start_token else None)
         return CountVectorizer(vocabulary=self.terms,
                                **word_counter_params(self.ngram_max, self.stop_words, self.start_token))
 
@@ -235,6 +238,8 @@ class StartMarkedWords:
 
 @functools.cache
 def _word_analyzer(ngram_max: int, stop_words: str | None) -> Callable[[str], list[str]]:
+    from sklearn.feature_extraction.text import CountVectorizer
+
     return CountVectorizer(ngram_range=(1, ngram_max), stop_words=stop_words).build_analyzer()
 
 
@@ -247,8 +252,10 @@ def word_counter_params(ngram_max: int, stop_words: str | None, start_token: boo
 
 
 def hashing_counter(n_features: int, ngram_max: int, stop_words: str | None, start_token: bool
-                    ) -> HashingVectorizer:
+                    ) -> "HashingVectorizer":
     """Raw term counts hashed into n_features columns (no sign flipping, no normalisation: _weight does that)."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
     return HashingVectorizer(n_features=n_features, alternate_sign=False, norm=None,
                              **word_counter_params(ngram_max, stop_words, start_token))
 
@@ -275,11 +282,24 @@ def _weight(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool, copy: bool 
 
 def _normalize_rows(matrix: sp.csr_matrix) -> None:
     """Each row of a float32 CSR matrix scaled to unit L2 length in place, all-zero rows left zero: what
-    sklearn.preprocessing.normalize computes, bit for bit, through the compiled loop it calls, without its
-    parameter validation (half of a one-document transform, ~100 of 210 us). A numpy formulation (float64 sums by
-    bincount, then a gather and a division) took 1.10 s for 28M nonzeros where this loop takes 0.05 s (2-core CPU):
-    a million-document fit weighs its 200,000-document sample twice."""
-    inplace_csr_row_normalize_l2(matrix)
+    sklearn.preprocessing.normalize computes, bit for bit (float64 sums in row order, the division in float64),
+    without its parameter validation (half of a one-document transform, ~100 of 210 us). From
+    NORMALIZE_COMPILED_NONZEROS entries on, through the compiled loop scikit-learn's normalize calls: for 28M
+    nonzeros 0.05 s where this numpy formulation takes 1.10 s (2-core CPU). Below, numpy: importing scikit-learn for
+    that loop cost a one-document `textclf predict` process 1.5-2.3 s."""
+    if matrix.nnz >= NORMALIZE_COMPILED_NONZEROS:
+        from sklearn.utils.sparsefuncs_fast import inplace_csr_row_normalize_l2
+
+        inplace_csr_row_normalize_l2(matrix)
+        return
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    squares = matrix.data * matrix.data  # float32 products, as the compiled loop forms them
+    norms = np.sqrt(np.bincount(rows, weights=squares, minlength=matrix.shape[0]))
+    norms[norms == 0.0] = 1.0
+    np.divide(matrix.data, norms[rows], out=matrix.data, casting="same_kind")
+
+
+NORMALIZE_COMPILED_NONZEROS = 100_000
 
 
 def _idf(counts: sp.csr_matrix) -> np.ndarray:
@@ -365,6 +385,8 @@ def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[bytes, sp.
     and one dict lookup per distinct term; _merge_counts sorts only the terms it keeps. Same matrix
     (tests/pipelines/test_vectorize.py checks it against CountVectorizer). The hashes (free: the dict computed
     them) let the merge skip terms seen once in one chunk without looking at their text."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
     analyze = CountVectorizer(**counter_params).build_analyzer()
     vocabulary: dict[str, int] = defaultdict()
     vocabulary.default_factory = vocabulary.__len__  # an unseen term gets the next column
@@ -527,6 +549,8 @@ def chi2_scores(weighted: sp.csr_matrix, labels: np.ndarray) -> np.ndarray:
     class over the entries of that class's rows, accumulated in float64 in document order as scikit-learn's sparse
     product accumulates them, where its product converted the matrix's transpose and multiplied sparse by sparse:
     1.5 of its 1.7 s on 200,000 documents of 32M nonzeros (2-core CPU). The rest is scikit-learn's arithmetic."""
+    from sklearn.preprocessing import LabelBinarizer
+
     binarized = LabelBinarizer(sparse_output=True).fit_transform(labels)  # as chi2 forms it, for the class means
     if binarized.shape[1] == 1:
         binarized = binarized.toarray()
@@ -607,11 +631,9 @@ def _counted(texts: Sequence[str], min_df: int, pool: WorkerPool, count: Callabl
 
 def _stop_word_set(stop_words: str | None) -> frozenset[str] | None:
     """The stop-word list by its settings name ("english" or None)."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
     if stop_words not in (None, "english"):
         raise ValueError(f"stop_words must be 'english' or None, not {stop_words!r}")
-    return ENGLISH_STOP_WORDS if stop_words == "english" else None
+    return ENGLISH if stop_words == "english" else None
 
 
 def term_mask(terms: np.ndarray, ngram_max: int, stop_words: str | None) -> np.ndarray:
