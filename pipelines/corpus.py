@@ -165,8 +165,7 @@ def _read_share(index: int, path: str, count: int, max_file_mb: float, keep_text
     """A worker's part of _read_jsonl_in_workers: share `index` of `count` -> (labels, texts or, without
     keep_texts, the byte offsets their lines start at (documents,) int64, the documents' digests joined, skipped,
     non_utf8, bytes read)."""
-    fmt, stats, _ = open_documents(path, max_file_mb, (index, count))  # checks the file and the share
-    assert fmt == "jsonl", fmt
+    _, stats, _ = open_documents(path, max_file_mb, (index, count))  # checks the file and the share
     size = Path(path).stat().st_size
     labels, texts, offsets, digests = [], [], [], []
     for offset, label, text in _placed_jsonl_documents(Path(path), stats, size * index // count,
@@ -201,15 +200,15 @@ def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "W
     count = _share_count(path, pool)
     labels, texts, offsets, fingerprint, first_rows = [], [], [], Fingerprint(), [0]
     try:
-        for part_labels, part_texts, digests, skipped, non_utf8, bytes_read in pool.imap(
+        for part_labels, texts_or_offsets, digests, skipped, non_utf8, bytes_read in pool.imap(
                 _read_share, list(range(count)), str(path), count, max_file_mb, keep_texts):
             fingerprint.add_digests(digests)
             labels += part_labels
             first_rows.append(len(labels))
             if keep_texts:
-                texts += part_texts
+                texts += texts_or_offsets
             else:
-                offsets.append(part_texts)
+                offsets.append(texts_or_offsets)
             stats.skipped.update(skipped)
             stats.non_utf8 += non_utf8
             stats.bytes_read += bytes_read

@@ -495,7 +495,7 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
         chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
         counts = word_counts.stack_rows(pool.map(_transform_chunk, chunks, hasher))
         vec = fit_hashing_idf(counts, settings)
-        return vec, _weight(counts, vec.idf, settings.sublinear_tf)
+        return vec, _weight(counts, vec.idf, settings.sublinear_tf) if matrix else None
 
     terms, counts = count_terms(texts, settings.ngram_max, settings.stop_words, settings.min_df, pool,
                                 settings.start_token, on_progress)
