@@ -134,6 +134,9 @@ class _Scorer:
         self.images = hasattr(model, "image_shape")  # an ImageModel (textclf/inference/image_model.py)
         if self.images:
             return  # its predict_proba runs the jitted CNN on the default device
+        # The vectorizer's counters built now, not on the first request (a character view's imports scikit-learn,
+        # which a model of words alone does without: ~1.5 s on a 2-core CPU).
+        model.vectorizer.transform(["warm"])
         if where == "auto":
             from textclf.training.backends import device_kind
 

@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
+# Imported before the vectorizing workers fork, so that they inherit it: the character view and n-grams of 3 are
+# counted with it there, and the fit's selection uses it here (pipelines/vectorize.py imports it where it is used,
+# for the predictions that need none of it).
+import sklearn.feature_extraction.text  # noqa: F401
 
 from db import open_db
 from db import runs as run_queries
