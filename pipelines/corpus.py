@@ -235,7 +235,9 @@ class FileTexts:
     path: Path
     max_file_mb: float
     first_rows: list[int]  # (shares + 1,) the row each share starts at; the last: the documents' count
-    offsets: np.ndarray  # (documents,) int64: where each document's line starts in the file
+    # (documents,) int64: where each document's line starts in the file. Left out of == and hash(): the file, its
+    # stamp and the shares' rows decide it (and an array has no truth value or hash of its own).
+    offsets: np.ndarray = field(repr=False, compare=False)
     stamp: tuple[int, int] = (0, 0)  # the file's (size, mtime_ns) when it was read
 
     @property
