@@ -263,11 +263,12 @@ def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("\n".join(lines) + "\n")
     env = {**os.environ, "TEXTCLF_HOME": str(tmp_path / "home")}
-    done = subprocess.run([sys.executable, "-m", "textclf", "train", str(corpus), "--epochs", "1", "--json"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    # The search runs, on a short budget (its own tests time it; this one is about the fork).
+    done = subprocess.run([sys.executable, "-m", "textclf", "train", str(corpus), "--epochs", "1", "--search-budget", "3",
+                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["eval_accuracy"] > 0.9 and {"vectorize", "warmup"} <= set(result["phases"])
+    assert result["eval_accuracy"] > 0.9 and {"search", "vectorize", "warmup"} <= set(result["phases"])
     [run] = runs.list_runs(open_db(run_db_path(tmp_path / "home" / "runs.db")))
     assert run["status"] == "finished" and run["device"].split(":")[0] in ("cpu", "gpu")
     if os.cpu_count() > 1:  # the run records how it vectorized: forked workers
