@@ -24,16 +24,16 @@ from pathlib import Path
 
 from pipelines.corpus import _share_count, open_documents
 from pipelines.workers import WorkerPool
-from textclf.frontends.bench_tools import fasttext_label, fasttext_text
+from textclf.frontends.bench_tools import fasttext_label, fasttext_text, fasttext_train
 
 
-def _prepared_share(index: int, path: str, count: int) -> tuple[str, list[str]]:
-    """Share `index` of `count` of a JSONL file -> (its fastText input lines, its labels as fastText names them)."""
-    lines, labels = [], []
+def _prepared_share(index: int, path: str, count: int) -> tuple[list[str], list[str]]:
+    """Share `index` of `count` of a JSONL file -> (its texts as fastText reads them, their labels as it names them)."""
+    texts, labels = [], []
     for label, text in open_documents(path, 10.0, (index, count))[2]:
+        texts.append(fasttext_text(text))
         labels.append(fasttext_label(label))
-        lines.append(f"{labels[-1]} {fasttext_text(text)}\n")
-    return "".join(lines), labels
+    return texts, labels
 
 
 def _prepared(path: str, pool: WorkerPool):
@@ -47,26 +47,22 @@ def main() -> None:
     parser.add_argument("test")
     parser.add_argument("--epochs", type=int, default=5)
     args = parser.parse_args()
-    import fasttext
-
     threads = os.cpu_count() or 1
     with WorkerPool(threads) as pool, tempfile.TemporaryDirectory() as scratch:
         start = time.perf_counter()
         train_file = Path(scratch) / "train.txt"
         documents = 0
         with train_file.open("w", encoding="utf-8") as out:
-            for lines, labels in _prepared(args.train, pool):
-                out.write(lines)
+            for texts, labels in _prepared(args.train, pool):
+                out.writelines(f"{label} {text}\n" for label, text in zip(labels, texts))
                 documents += len(labels)
         written = time.perf_counter()
         print(f"input written: {documents:,} documents in {written - start:.1f} s", file=sys.stderr, flush=True)
-        model = fasttext.train_supervised(str(train_file), lr=0.5, epoch=args.epochs, wordNgrams=2, thread=threads,
-                                          verbose=0)
+        model = fasttext_train(str(train_file), args.epochs)
         trained = time.perf_counter()
         print(f"trained in {trained - written:.1f} s", file=sys.stderr, flush=True)
         right = total = 0
-        for lines, labels in _prepared(args.test, pool):
-            texts = [line.split(" ", 1)[1].rstrip("\n") for line in lines.splitlines(keepends=True)]
+        for texts, labels in _prepared(args.test, pool):
             predicted, _ = model.predict(texts)
             right += sum(p[0] == e for p, e in zip(predicted, labels))
             total += len(labels)

@@ -278,8 +278,8 @@ def test_predicting_with_a_fitted_word_model_imports_no_scikit_learn(corpus_dir,
     import subprocess
     import sys
 
-    vectorizer, _ = fit_vectorizer(read_corpus(corpus_dir).texts, read_corpus(corpus_dir).labels,
-                                   Settings(features=64, stop_words="english"))
+    corpus = read_corpus(corpus_dir)
+    vectorizer, _ = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=64, stop_words="english"))
     np.savez(tmp_path / "vec.npz", **vectorizer.to_arrays())
     code = ("import json, sys, numpy as np; from pipelines.vectorize import Vectorizer; "
             f"arrays = dict(np.load({str(tmp_path / 'vec.npz')!r})); "
