@@ -4,17 +4,22 @@ FIT_DOCUMENTS of the documents, then every share is transformed where it is pars
 arrive (as the device upload does), not stacked.
 
     python -m benchmarks.vectorize_file TRAIN.jsonl [--ngrams 1] [--stop-words none] [--no-weights] [--workers N]
-        [--repeat R] [--label NAME]
+        [--repeat R] [--label NAME] [--profile]
 
 Settings: Settings()'s word view with these n-grams and stop words (NB weights and sublinear tf on unless
 --no-weights). Prints one markdown row a repeat: label, each stage's seconds (read, fit, transform), the total, the
 file's MB/s over the total, and the nonzeros (the same nonzeros from two source trees say they counted alike).
+scikit-learn's text module is imported before the clock starts, as `textclf train` imports it when it starts
+(textclf/runs/run.py); its import time is printed on a line of its own. --profile: then where this process spent
+the last repeat's fit (cProfile, the 25 largest; the workers' time shows as waiting).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import inspect
+import pstats
 import time
 from pathlib import Path
 
@@ -39,7 +44,8 @@ def fit(corpus, sample: np.ndarray, settings: Settings, pool) -> vectorize.Vecto
     return vec
 
 
-def one_pass(path: str, settings: Settings, workers: int | None) -> dict[str, float]:
+def one_pass(path: str, settings: Settings, workers: int | None, profile: cProfile.Profile | None = None
+             ) -> dict[str, float]:
     size = Path(path).stat().st_size
     with vectorize.vectorize_pool(size // 100, workers) as pool:
         start = time.perf_counter()
@@ -47,7 +53,11 @@ def one_pass(path: str, settings: Settings, workers: int | None) -> dict[str, fl
         read = time.perf_counter()
         sample = vectorize.fit_rows(len(corpus.labels), settings)
         sample = np.arange(len(corpus.labels)) if sample is None else sample
+        if profile is not None:
+            profile.enable()
         vec = fit(corpus, sample, settings, pool)
+        if profile is not None:
+            profile.disable()
         fitted = time.perf_counter()
         nonzeros = sum(part.nnz for part in vec.transform_file_parts(corpus.texts, pool))
         done = time.perf_counter()
@@ -64,14 +74,23 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: every core)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--label", default=".")
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
+    start = time.perf_counter()
+    import sklearn.feature_extraction.text  # noqa: F401  (textclf train's start: see the docstring)
+    print(f"scikit-learn's text module imported in {time.perf_counter() - start:.2f} s, before the clock", flush=True)
     settings = Settings(ngram_max=args.ngrams, stop_words=None if args.stop_words == "none" else args.stop_words)
     if args.no_weights:
         settings = settings.replace(nb_weighting=False, sublinear_tf=False)
+    profile = cProfile.Profile() if args.profile else None
     for _ in range(args.repeat):
-        r = one_pass(args.train, settings, args.workers)
+        if profile is not None:
+            profile = cProfile.Profile()  # the last repeat's only
+        r = one_pass(args.train, settings, args.workers, profile)
         print(f"| {args.label} | {args.ngrams} | {args.stop_words} | {r['read']:.2f} | {r['fit']:.2f} | "
               f"{r['transform']:.2f} | **{r['total']:.2f}** | {r['mb_s']:.0f} | {r['nonzeros']} |", flush=True)
+    if profile is not None:
+        pstats.Stats(profile).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ MAX_NGRAM = 2  # longer n-grams: scikit-learn's analyzer (their packed keys woul
 # (2.2 ms against scikit-learn's 58 us on an AG News document, 2 cores); Python's re splits ~30 MB/s, so below
 # ~50,000 characters the compile costs more than it saves.
 SMALL_INPUT_CHARACTERS = 50_000
+STOP = -2  # WordCounter's word number for a stop word: left out before bigrams are formed
 WORD_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # CountVectorizer's token_pattern
 
 
@@ -71,16 +72,37 @@ class Tokens:
 def tokens(texts: Sequence[str], stop_words: frozenset[str] | None, prefix: str | None = None) -> Tokens:
     """texts -> Tokens, lowercased as scikit-learn does, stop words left out; prefix: a word put in front of each
     text (before lowercasing, as a preprocessor would)."""
-    lowered = [(prefix + " " + text).lower() for text in texts] if prefix else [text.lower() for text in texts]
-    small = sum(map(len, lowered)) < SMALL_INPUT_CHARACTERS
-    return (_python_tokens if small else _arrow_tokens)(lowered, stop_words)
+    lowered = _lowered(texts, prefix)
+    return (_python_tokens if _small(lowered) else _arrow_tokens)(lowered, stop_words)
+
+
+def _lowered(texts: Sequence[str], prefix: str | None) -> list[str]:
+    return [(prefix + " " + text).lower() for text in texts] if prefix else [text.lower() for text in texts]
+
+
+def _small(lowered: list[str]) -> bool:
+    """Whether Python's re splits these texts (SMALL_INPUT_CHARACTERS says why)."""
+    return sum(map(len, lowered)) < SMALL_INPUT_CHARACTERS
 
 
 def _arrow_tokens(lowered: list[str], stop_words: frozenset[str] | None) -> Tokens:
-    """tokens() of lowercased texts in compiled code: the ASCII documents (nearly all of most corpora) split on
-    whitespace after a byte-table lookup (_ascii_split), the others by pyarrow's RE2 (_regex_split). Each
-    document's tokens stay together and in order, which is all term_keys and WordCounter need of `docs` (the
-    ASCII documents' tokens come first)."""
+    """tokens() of lowercased texts in compiled code (_arrow_split), each distinct word numbered once by pyarrow's
+    dictionary encoding."""
+    flat, docs = _arrow_split(lowered)
+    encoded = pc.dictionary_encode(flat)
+    ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    if stop_words:  # looked up once per distinct word, not per token; the stop words stay unused in `words`
+        stop = pc.is_in(encoded.dictionary, value_set=_word_array(stop_words)).to_numpy(zero_copy_only=False)
+        keep = ~stop[ids]
+        ids, docs = ids[keep], docs[keep]
+    return Tokens(encoded.dictionary, ids, docs)
+
+
+def _arrow_split(lowered: list[str]) -> tuple[pa.Array, np.ndarray]:
+    """Lowercased texts -> (every token (T,) large_string, its document (T,) int64): the ASCII documents (nearly
+    all of most corpora) split on whitespace after a byte-table lookup (_ascii_split), the others by pyarrow's RE2
+    (_regex_split). Each document's tokens stay together and in order, which is all term_keys and WordCounter
+    need of `docs` (the ASCII documents' tokens come first)."""
     ascii_docs = np.fromiter((text.isascii() for text in lowered), bool, len(lowered))
     parts = []
     for split, which in ((_ascii_split, ascii_docs), (_regex_split, ~ascii_docs)):
@@ -90,15 +112,9 @@ def _arrow_tokens(lowered: list[str], stop_words: frozenset[str] | None) -> Toke
             numbers = np.flatnonzero(which)
             flat, docs = split([lowered[i] for i in numbers])
             parts.append((flat, numbers[docs]))
-    flat = pa.concat_arrays([part[0] for part in parts]) if len(parts) > 1 else parts[0][0]
-    docs = np.concatenate([part[1] for part in parts]) if len(parts) > 1 else parts[0][1]
-    encoded = pc.dictionary_encode(flat)
-    ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    if stop_words:  # looked up once per distinct word, not per token; the stop words stay unused in `words`
-        stop = pc.is_in(encoded.dictionary, value_set=_word_array(stop_words)).to_numpy(zero_copy_only=False)
-        keep = ~stop[ids]
-        ids, docs = ids[keep], docs[keep]
-    return Tokens(encoded.dictionary, ids, docs)
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_arrays([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
 
 
 def _regex_split(lowered: list[str]) -> tuple[pa.Array, np.ndarray]:
@@ -380,23 +396,53 @@ class WordCounter:
         self.bigram_pairs, self.bigram_column = pairs[order], np.flatnonzero(~unigram)[order]
 
     def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
-        found = tokens(texts, self.stop_words, self.prefix)
-        # The chunk's words in the vocabulary's numbering; words it does not know become -1.
-        chunk_words = found.words.to_pylist()
-        known = np.fromiter(map(self.number.get, chunk_words, itertools.repeat(-1)), np.int64, len(chunk_words))
-        ids = known[found.ids]  # (T,)
+        ids, token_docs = self._word_numbers(_lowered(texts, self.prefix))  # (T,) each
         columns = [self.unigram_column[ids]]
-        docs = [found.docs]
+        docs = [token_docs]
         if self.ngram_max == 2 and len(self.bigram_pairs) and len(ids) > 1:
             # Neighbouring tokens of one document, both words known: the pairs a bigram term may be.
-            both = (found.docs[1:] == found.docs[:-1]) & (ids[:-1] >= 0) & (ids[1:] >= 0)
+            both = (token_docs[1:] == token_docs[:-1]) & (ids[:-1] >= 0) & (ids[1:] >= 0)
             pairs = ids[:-1][both] * self.n_words + ids[1:][both]
             at = np.minimum(np.searchsorted(self.bigram_pairs, pairs), len(self.bigram_pairs) - 1)
             hit = self.bigram_pairs[at] == pairs
             columns.append(self.bigram_column[at[hit]])
-            docs.append(found.docs[:-1][both][hit])
+            docs.append(token_docs[:-1][both][hit])
         columns, docs = np.concatenate(columns), np.concatenate(docs)
         known_terms = columns >= 0
         rows, cols, counts = _pair_counts(docs[known_terms], columns[known_terms], max(self.width, 1))
         indptr = np.searchsorted(rows, np.arange(len(texts) + 1))
         return sp.csr_matrix((counts, cols.astype(np.int32), indptr), shape=(len(texts), self.width))
+
+    def _word_numbers(self, lowered: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Lowercased texts -> (each token's word number in the vocabulary, -1 for a word it lacks; its document),
+        (T,) int64 each, stop words left out."""
+        if _small(lowered):
+            found = _python_tokens(lowered, self.stop_words)
+            chunk_words = found.words.to_pylist()
+            known = np.fromiter(map(self.number.get, chunk_words, itertools.repeat(-1)), np.int64, len(chunk_words))
+            return known[found.ids], found.docs
+        # Each token looked up in the vocabulary's words at once: pyarrow's dictionary encoding of the chunk's own
+        # words and a dict lookup of each took 0.33 s of a 16 MB share's 1.1 s (one core), this lookup 0.14 s.
+        flat, docs = _arrow_split(lowered)
+        found = pc.index_in(flat, value_set=self._lookup_words).fill_null(-1).to_numpy(zero_copy_only=False)
+        numbers = self._lookup_numbers[found]  # (T,): -1 unknown, -2 stop word
+        if self.stop_words:
+            keep = numbers != STOP
+            numbers, docs = numbers[keep], docs[keep]
+        return numbers, docs
+
+    @functools.cached_property
+    def _lookup_words(self) -> pa.Array:
+        """The stop words, then the vocabulary's other words: what _word_numbers looks tokens up in. A stop word
+        first, so that it is left out even where a vocabulary term holds it (such a term never matches)."""
+        stop = sorted(self.stop_words or ())
+        return pa.array(stop + [word for word in self.number if word not in (self.stop_words or ())],
+                        pa.large_string())
+
+    @functools.cached_property
+    def _lookup_numbers(self) -> np.ndarray:
+        """(len(_lookup_words) + 1,) int64: a looked-up word's number (STOP for a stop word), the last cell -1 for
+        a token not found (index_in's null, filled with -1)."""
+        stop = self.stop_words or ()
+        others = [number for word, number in self.number.items() if word not in stop]
+        return np.array([STOP] * len(stop) + others + [-1], np.int64)

@@ -19,17 +19,24 @@ Decision: fork the workers when that is safe, else start fresh ones with loky.
   worker otherwise waited on its task queue forever, since it holds that queue's write end too).
 - All workers of one pool share one hash seed (forked: this process's; loky: one set for the pool), so
   hash() of a string is the same in every worker of the pool.
+- Large results come back through shared memory, not the executor's pipe (SharedResults): the pipe is read by one
+  thread of this process, which received ~490 MB/s from 16 workers on a 16-core machine (~250 MB/s on 2 cores),
+  where a transformed million documents is 1.1 GB of arrays.
 """
 
 from __future__ import annotations
 
 import functools
+import glob
 import itertools
+import mmap
 import multiprocessing
 import os
+import pickle
 import random
 import sys
 import threading
+from dataclasses import dataclass
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Iterator, Sequence
 
@@ -91,6 +98,7 @@ class WorkerPool:
         else:
             self.description = f"{self.processes} fresh worker processes (not forked: {refusal})"
         self._executor = None
+        self._shared = SharedResults.here() if self.processes > 1 else None
         if self.forked:
             context = multiprocessing.get_context("fork")
             self._executor = ProcessPoolExecutor(self.processes, mp_context=context, initializer=_die_with_parent,
@@ -121,7 +129,11 @@ class WorkerPool:
         """fn(chunk, *args) for each chunk, computed by the workers, yielded in chunk order as they arrive."""
         if self._executor is None or len(chunks) <= 1:
             return (fn(chunk, *args) for chunk in chunks)
-        return self._executor.map(fn, chunks, *(itertools.repeat(a, len(chunks)) for a in args))
+        if self._shared is None:
+            return self._executor.map(fn, chunks, *(itertools.repeat(a, len(chunks)) for a in args))
+        sent = self._executor.map(functools.partial(_call_sharing, self._shared, fn), chunks,
+                                  *(itertools.repeat(a, len(chunks)) for a in args))
+        return map(SharedResults.received, sent)
 
     def close(self) -> None:
         if self._executor is not None:
@@ -130,12 +142,109 @@ class WorkerPool:
             else:
                 self._executor.shutdown()
             self._executor = None
+            if self._shared is not None:  # results the workers wrote that nothing received (an error, Ctrl-C)
+                self._shared.remove_left()
 
     def __enter__(self) -> "WorkerPool":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+SHARED_MIN_BYTES = 1 << 20  # results of fewer bytes of arrays come through the pipe
+
+
+@dataclass(frozen=True)
+class SharedResults:
+    """Where one pool's workers leave their large results: in a file of shared memory (`directory`, a tmpfs such
+    as /dev/shm) that this process maps instead of reading it from the executor's pipe. A result is pickled with
+    protocol 5, its arrays' buffers (numpy's, pyarrow's) out of band, each written to the file at a 64-byte
+    boundary; here the pickle is loaded over views of the mapped file, so the arrays are the file's pages, not
+    copies (mapped copy-on-write: writable, and a write stays in this process). The file is unlinked as soon as
+    it is mapped: its memory goes when the arrays do.
+    Files are named `textclf-<this pid>-<pool>-...`: a pool removes what it left when it closes, and a new pool
+    removes the files of processes that no longer exist (killed before they could). Where the directory is
+    missing or full, results come through the pipe as before."""
+
+    directory: str
+    prefix: str
+
+    @classmethod
+    def here(cls) -> "SharedResults | None":
+        directory = "/dev/shm"
+        if sys.platform != "linux" or not os.access(directory, os.W_OK | os.X_OK):
+            return None
+        _remove_orphans(directory)
+        return cls(directory, f"textclf-{os.getpid()}-{next(_pool_numbers)}-")
+
+    def sent(self, result):
+        """In a worker: the result, or a _SharedResult naming the file that holds its arrays."""
+        buffers: list[pickle.PickleBuffer] = []
+        data = pickle.dumps(result, protocol=5, buffer_callback=buffers.append)
+        views = [buffer.raw() for buffer in buffers]
+        sizes = [view.nbytes for view in views]
+        if sum(sizes) < SHARED_MIN_BYTES:
+            return result
+        path = os.path.join(self.directory, f"{self.prefix}{os.getpid()}-{next(_result_numbers)}")
+        try:
+            with open(path, "xb") as file:
+                for view in views:
+                    file.write(view)
+                    file.write(bytes(-view.nbytes % 64))
+        except OSError:  # the shared memory is full: the pipe
+            if os.path.exists(path):
+                os.unlink(path)
+            return result
+        return _SharedResult(data, path, tuple(sizes))
+
+    @staticmethod
+    def received(result):
+        """Here: a worker's result, its arrays mapped from their file where it sent one (the file unlinked)."""
+        if not isinstance(result, _SharedResult):
+            return result
+        with open(result.path, "rb") as file:
+            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY)
+        os.unlink(result.path)
+        whole, views, at = memoryview(mapped), [], 0
+        for size in result.sizes:
+            views.append(whole[at:at + size])
+            at += size + (-size % 64)
+        return pickle.loads(result.data, buffers=views)
+
+    def remove_left(self) -> None:
+        for path in glob.glob(os.path.join(self.directory, glob.escape(self.prefix) + "*")):
+            _remove(path)
+
+
+@dataclass(frozen=True)
+class _SharedResult:
+    data: bytes  # the result pickled, its buffers out of band
+    path: str
+    sizes: tuple[int, ...]  # each buffer's bytes, in order, each from a 64-byte boundary of the file
+
+
+_pool_numbers = itertools.count()
+_result_numbers = itertools.count()
+
+
+def _call_sharing(shared: SharedResults, fn: Callable, chunk, *args):
+    return shared.sent(fn(chunk, *args))
+
+
+def _remove_orphans(directory: str) -> None:
+    """Remove the shared result files of textclf processes that no longer run."""
+    for path in glob.glob(os.path.join(directory, "textclf-*-*-*")):
+        owner = os.path.basename(path).split("-")[1]
+        if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+            _remove(path)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:  # removed meanwhile, or not ours to remove
+        pass
 
 
 def return_freed_memory() -> None:

@@ -1,4 +1,5 @@
 import json
+import os
 
 import numpy as np
 import pytest
@@ -193,7 +194,7 @@ def test_terms_once_in_each_of_two_chunks_are_kept_when_counted_by_separate_work
     workers' hash() must agree (fresh loky workers here: one hash seed set for the pool)."""
     from pipelines import vectorize, workers
 
-    monkeypatch.setattr(workers, "fork_is_safe", lambda: False)  # forked workers share this process's seed anyway
+    monkeypatch.setattr(workers, "fork_refusal", lambda: "refused here")  # forked workers share this process's seed anyway
     texts = [f"word{i % 150} filler{i % 7} common" for i in range(300)]
     labels = [str(i % 3) for i in range(300)]
     settings = Settings(features=1000, min_df=2, ngram_max=1, stop_words=None)
@@ -217,6 +218,49 @@ def test_nb_ratios_weigh_the_terms_that_tell_the_classes_apart():
     assert ratios.shape == (3,) and ratios[2] < 1e-6 < ratios[0]
     np.testing.assert_allclose(ratios[0], ratios[1])
     np.testing.assert_allclose(ratios[0], np.log(3 / 7) - np.log(1 / 7), rtol=1e-6)  # (2+1)/(4+3) vs (0+1)/(4+3)
+
+
+@pytest.mark.parametrize("classes", [2, 5])
+def test_nb_ratios_of_some_columns_are_those_of_the_columns_copied_out(classes):
+    """columns= spares the copy of the kept columns; the ratios must be the copy's, bit for bit, and the presence
+    counts those of a dense count of each class's documents."""
+    from pipelines.vectorize import _presence, nb_ratios
+
+    rng = np.random.default_rng(classes)
+    dense = rng.integers(0, 4, size=(300, 60)).astype(np.float32) * (rng.random((300, 60)) < 0.2)
+    counts = sp.csr_matrix(dense)
+    labels = np.array([f"c{i}" for i in rng.integers(0, classes, 300)])
+    columns = np.sort(rng.choice(60, 25, replace=False))
+    assert np.array_equal(nb_ratios(counts, labels, columns=columns), nb_ratios(counts[:, columns], labels))
+    in_class, everywhere = _presence(counts, labels, np.unique(labels))
+    expected = np.array([(dense[labels == c] > 0).sum(axis=0) for c in np.unique(labels)])
+    assert np.array_equal(in_class, expected) and np.array_equal(everywhere, (dense > 0).sum(axis=0)[None])
+
+
+@pytest.mark.parametrize("sublinear", [True, False])
+def test_weighting_on_threads_gives_the_bits_of_one_thread(sublinear, monkeypatch):
+    """Weights and IDF over spans of entries on threads (large matrices), against the same in one span, and the
+    product with diag(idf) and scikit-learn's normalize that the weighting stands for."""
+    from sklearn.preprocessing import normalize
+
+    from pipelines import vectorize
+
+    rng = np.random.default_rng(7)
+    dense = rng.integers(0, 5, size=(500, 80)).astype(np.float32) * (rng.random((500, 80)) < 0.2)
+    counts = sp.csr_matrix(dense)
+    done = {}
+    for threaded_from in (1, 10**12):
+        monkeypatch.setattr(vectorize, "THREADED_ENTRIES", threaded_from)
+        idf = vectorize._idf(counts)
+        done[threaded_from] = idf, vectorize._weight(counts, idf, sublinear)
+        assert len(vectorize._entry_spans(counts.nnz)) == (os.cpu_count() if threaded_from == 1 else 1)
+    (idf, threaded), (idf_one, one) = done[1], done[10**12]
+    assert np.array_equal(idf, idf_one) and np.array_equal(threaded.data, one.data)
+    tf = counts.copy()
+    if sublinear:
+        tf.data = np.log(tf.data) + np.float32(1.0)
+    expected = normalize(sp.csr_matrix(tf.multiply(idf[None, :]), dtype=np.float32))
+    np.testing.assert_allclose(threaded.toarray(), expected.toarray(), rtol=1e-6)
 
 
 def test_nb_weighting_is_saved_in_the_vectorizer_and_applied_at_prediction():
@@ -290,12 +334,16 @@ def test_predicting_with_a_fitted_word_model_imports_no_scikit_learn(corpus_dir,
     assert done.stdout.split() == ["True", "False"]
 
 
+@pytest.mark.parametrize("threaded_from", [1, 10**12])  # the class sums on threads, then in one
 @pytest.mark.parametrize("classes", [2, 3, 20])
-def test_chi2_scores_are_scikit_learns_bit_for_bit(classes):
+def test_chi2_scores_are_scikit_learns_bit_for_bit(classes, threaded_from, monkeypatch):
     """Selection ties turn on the last bit: the statistic must be chi2's exactly, a zero column's NaN included."""
     from sklearn.feature_selection import chi2
 
+    from pipelines import vectorize
     from pipelines.vectorize import chi2_scores
+
+    monkeypatch.setattr(vectorize, "THREADED_ENTRIES", threaded_from)
 
     rng = np.random.default_rng(classes)
     dense = rng.uniform(0.01, 3, size=(400, 90)).astype(np.float32) * (rng.random((400, 90)) < 0.15)

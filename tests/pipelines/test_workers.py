@@ -32,7 +32,7 @@ def test_a_pool_says_how_it_runs_and_why_it_did_not_fork(monkeypatch):
 
 
 def test_results_come_back_in_chunk_order_with_the_extra_arguments(monkeypatch):
-    monkeypatch.setattr(workers, "fork_is_safe", lambda: False)  # loky here; fork: the test below
+    monkeypatch.setattr(workers, "fork_refusal", lambda: "refused here")  # loky here; fork: the test below
     with WorkerPool(2) as pool:
         assert not pool.forked
         assert pool.map(pow, list(range(7)), 3) == [x ** 3 for x in range(7)]
@@ -137,3 +137,61 @@ def _alive(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def _pieces(seed: int) -> dict:
+    """A result with a large array (shared memory) and a small one (in the pickle)."""
+    return {"large": np.full(300_000, seed, np.float64), "small": np.arange(seed + 1), "seed": seed}
+
+
+SHARED = pytest.mark.skipif(workers.SharedResults.here() is None, reason="no writable /dev/shm (not Linux)")
+
+
+def _our_files(shared) -> list:
+    import glob
+    import os
+
+    return glob.glob(os.path.join(shared.directory, f"textclf-{os.getpid()}-*"))
+
+
+@SHARED
+def test_large_results_come_back_through_shared_memory_and_leave_no_file(monkeypatch):
+    received = []
+    original = workers.SharedResults.received
+    monkeypatch.setattr(workers.SharedResults, "received",
+                        staticmethod(lambda result: received.append(type(result).__name__) or original(result)))
+    with WorkerPool(2) as pool:
+        results = pool.map(_pieces, list(range(5)))
+        assert not _our_files(pool._shared)  # each file unlinked once mapped
+    assert received == ["_SharedResult"] * 5
+    for seed, result in enumerate(results):
+        assert result["seed"] == seed and np.array_equal(result["small"], np.arange(seed + 1))
+        assert result["large"].shape == (300_000,) and (result["large"] == seed).all()
+        assert result["large"].ctypes.data % 64 == 0 and result["large"].flags.writeable
+        result["large"][0] = -1.0  # copy-on-write: this process's page only
+        assert result["large"][0] == -1.0
+
+
+@SHARED
+def test_a_closed_pool_removes_what_nothing_received_and_a_new_one_what_dead_processes_left(tmp_path):
+    import os
+
+    with WorkerPool(2) as pool:
+        shared = pool._shared
+        sent = workers.SharedResults.sent(shared, _pieces(1))  # as a worker leaves it, never received
+        assert os.path.exists(sent.path)
+    assert not os.path.exists(sent.path)
+    dead = next(pid for pid in range(4_000_000, 4_100_000) if not os.path.exists(f"/proc/{pid}"))
+    orphan = os.path.join(shared.directory, f"textclf-{dead}-0-1-1")
+    open(orphan, "wb").close()
+    workers.SharedResults.here()
+    assert not os.path.exists(orphan)
+
+
+def test_results_come_through_the_pipe_where_shared_memory_is_small_or_missing(tmp_path):
+    small = workers.SharedResults(str(tmp_path), "textclf-0-0-")
+    assert isinstance(small.sent({"a": np.arange(10)}), dict)  # under SHARED_MIN_BYTES: in the pickle
+    missing = workers.SharedResults(str(tmp_path / "absent"), "textclf-0-0-")
+    result = missing.sent(_pieces(2))  # writing fails: the result itself
+    assert isinstance(result, dict) and (result["large"] == 2).all()
+    assert workers.SharedResults.received(result) is result
