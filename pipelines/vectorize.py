@@ -100,6 +100,12 @@ CHUNK_CHARACTERS = 16_000_000
 # (numpy's loops let go of the GIL), which leaves every result's bits as they were: on 200,000 documents of 32M
 # entries, 2 cores, weighting 0.65 -> 0.36 s. Below, threads cost more than they save.
 THREADED_ENTRIES = 1 << 20
+# The class sums (_class_sums) on at most this many threads, a trade of memory for time: each thread holds a mask of
+# all the entries and its class's entries in float64, ~1 + 16 / classes bytes an entry. On 200,000 synthetic
+# documents (32M entries, 4 classes, 2-core CPU), 2 threads: chi-squared 1.33 -> 1.03 s, the fit's peak host memory
+# 971 -> 1,181 MB; on a million documents (16 cores, 4 threads) `textclf train` peaked at 3.4 GiB where it had
+# 2.8-2.9 (BENCHMARKS.md, "A large file's vectorizing").
+CLASS_SUM_THREADS = 4
 
 
 @dataclass
@@ -299,11 +305,12 @@ def _entry_spans(entries: int) -> list[slice]:
     return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _in_threads(fn: Callable, items: Sequence, threaded: bool = True) -> list:
-    """[fn(item) for item in items], on a thread each where there are several (and `threaded`)."""
+def _in_threads(fn: Callable, items: Sequence, threaded: bool = True, at_most: int | None = None) -> list:
+    """[fn(item) for item in items], on a thread each where there are several (and `threaded`), on at most
+    `at_most` threads (None: a core each)."""
     if len(items) <= 1 or not threaded:
         return [fn(item) for item in items]
-    with ThreadPoolExecutor(min(len(items), os.cpu_count() or 1)) as threads:
+    with ThreadPoolExecutor(min(len(items), os.cpu_count() or 1, at_most or len(items))) as threads:
         return list(threads.map(fn, items))
 
 
@@ -611,7 +618,7 @@ def _class_sums(matrix: sp.csr_matrix, codes: np.ndarray, classes: int, weights:
         sums[code] = np.bincount(matrix.indices[mine], weights=matrix.data[mine] if weights else None,
                                  minlength=matrix.shape[1])
 
-    _in_threads(class_sum, range(classes), threaded=matrix.nnz >= THREADED_ENTRIES)
+    _in_threads(class_sum, range(classes), threaded=matrix.nnz >= THREADED_ENTRIES, at_most=CLASS_SUM_THREADS)
     return sums
 
 
