@@ -178,7 +178,7 @@ def test_a_closed_pool_removes_what_nothing_received_and_a_new_one_what_dead_pro
 
     with WorkerPool(2) as pool:
         shared = pool._shared
-        sent = workers.SharedResults.sent(shared, _pieces(1))  # as a worker leaves it, never received
+        sent = shared.sent(_pieces(1))  # as a worker leaves it, never received
         assert os.path.exists(sent.path)
     assert not os.path.exists(sent.path)
     dead = next(pid for pid in range(4_000_000, 4_100_000) if not os.path.exists(f"/proc/{pid}"))
