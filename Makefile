@@ -10,8 +10,9 @@ demo: setup
 	.venv/bin/textclf predict examples/match_report.txt examples/recipe.txt
 	.venv/bin/textclf runs list --limit 5
 
+# --durations: the slowest tests named at the end of every run, where the suite's time goes.
 test: setup
-	.venv/bin/python -m pytest -q -n auto
+	.venv/bin/python -m pytest -q -n auto --durations=15
 
 # news4 and agnews7600 accuracy (needs ../shared/data); see BENCHMARKS.md.
 bench-accuracy: setup
