@@ -188,13 +188,17 @@ class SharedResults:
             return result
         path = os.path.join(self.directory, f"{self.prefix}{os.getpid()}-{next(_result_numbers)}")
         try:
-            with open(path, "xb") as file:
+            # Readable by this user only (the rows tell what the documents say); O_EXCL: never a file already there.
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:  # no room for another file, or the name taken: the pipe
+            return result
+        try:
+            with os.fdopen(descriptor, "wb") as file:
                 for view in views:
                     file.write(view)
                     file.write(bytes(-view.nbytes % 64))
         except OSError:  # the shared memory is full: the pipe
-            if os.path.exists(path):
-                os.unlink(path)
+            _remove(path)
             return result
         return _SharedResult(data, path, tuple(sizes))
 

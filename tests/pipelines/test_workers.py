@@ -179,7 +179,7 @@ def test_a_closed_pool_removes_what_nothing_received_and_a_new_one_what_dead_pro
     with WorkerPool(2) as pool:
         shared = pool._shared
         sent = shared.sent(_pieces(1))  # as a worker leaves it, never received
-        assert os.path.exists(sent.path)
+        assert os.path.exists(sent.path) and os.stat(sent.path).st_mode & 0o077 == 0  # this user's only
     assert not os.path.exists(sent.path)
     dead = next(pid for pid in range(4_000_000, 4_100_000) if not os.path.exists(f"/proc/{pid}"))
     orphan = os.path.join(shared.directory, f"textclf-{dead}-0-1-1")
@@ -188,10 +188,18 @@ def test_a_closed_pool_removes_what_nothing_received_and_a_new_one_what_dead_pro
     assert not os.path.exists(orphan)
 
 
-def test_results_come_through_the_pipe_where_shared_memory_is_small_or_missing(tmp_path):
+def test_results_come_through_the_pipe_where_shared_memory_is_small_or_missing(tmp_path, monkeypatch):
+    import itertools
+    import os
+
     small = workers.SharedResults(str(tmp_path), "textclf-0-0-")
     assert isinstance(small.sent({"a": np.arange(10)}), dict)  # under SHARED_MIN_BYTES: in the pickle
     missing = workers.SharedResults(str(tmp_path / "absent"), "textclf-0-0-")
     result = missing.sent(_pieces(2))  # writing fails: the result itself
     assert isinstance(result, dict) and (result["large"] == 2).all()
     assert workers.SharedResults.received(result) is result
+    taken = workers.SharedResults(str(tmp_path), "taken-")
+    monkeypatch.setattr(workers, "_result_numbers", itertools.count(7))
+    (tmp_path / f"taken-{os.getpid()}-7").write_bytes(b"theirs")
+    result = taken.sent(_pieces(3))  # the name held by a file already there: left alone, the pipe instead
+    assert isinstance(result, dict) and sorted(p.read_bytes() for p in tmp_path.iterdir()) == [b"theirs"]
