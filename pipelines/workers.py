@@ -36,8 +36,8 @@ import pickle
 import random
 import sys
 import threading
-from dataclasses import dataclass
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 
@@ -172,6 +172,7 @@ class SharedResults:
 
     @classmethod
     def here(cls) -> "SharedResults | None":
+        """A new pool's place in /dev/shm (its dead processes' files removed first), or None where there is none."""
         directory = "/dev/shm"
         if sys.platform != "linux" or not os.access(directory, os.W_OK | os.X_OK):
             return None
