@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import inspect
 import pstats
 import time
 from pathlib import Path
@@ -33,14 +32,7 @@ from textclf.settings import Settings
 def fit(corpus, sample: np.ndarray, settings: Settings, pool) -> vectorize.Vectorizer:
     """The vocabulary's fit as `textclf train` runs it on a file left in place."""
     labels = [corpus.labels[i] for i in sample]
-    if hasattr(corpus.texts, "lines"):  # read by the workers that count them
-        texts = corpus.texts.lines(sample)
-    else:  # a tree before FileTexts.lines (a baseline): fetched, then sent to the workers
-        fetched = corpus.texts.fetch(sample, pool)
-        texts = [fetched[i] for i in sample]
-    # A tree before fit_vectorizer's `matrix` (a baseline) builds the sample's matrix and drops it.
-    dropped = {"matrix": False} if "matrix" in inspect.signature(vectorize.fit_vectorizer).parameters else {}
-    vec, _ = vectorize.fit_vectorizer(texts, labels, settings, pool=pool, **dropped)
+    vec, _ = vectorize.fit_vectorizer(corpus.texts.lines(sample), labels, settings, pool=pool, matrix=False)
     return vec
 
 

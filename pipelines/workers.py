@@ -20,8 +20,9 @@ Decision: fork the workers when that is safe, else start fresh ones with loky.
 - All workers of one pool share one hash seed (forked: this process's; loky: one set for the pool), so
   hash() of a string is the same in every worker of the pool.
 - Large results come back through shared memory, not the executor's pipe (SharedResults): the pipe is read by one
-  thread of this process, which received ~490 MB/s from 16 workers on a 16-core machine (~250 MB/s on 2 cores),
-  where a transformed million documents is 1.1 GB of arrays.
+  thread of this process, 254-269 MB/s against shared memory's 925-1,420 MB/s on 2 cores
+  (benchmarks/result_transport.py, BENCHMARKS.md "A large file's vectorizing"), where a transformed million
+  documents is 1.1 GB of arrays.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ class WorkerPool:
     """fn(chunk, *args) over chunks in `processes` worker processes, results in chunk order. One process:
     everything runs here. Use as a context manager (the workers exit with it)."""
 
-    def __init__(self, processes: int):
+    def __init__(self, processes: int, shared_results: bool = True):
+        """shared_results=False: every result through the executor's pipe (benchmarks/result_transport.py compares)."""
         self.processes = max(1, processes)
         refusal = fork_refusal() if self.processes > 1 else None
         self.forked = self.processes > 1 and refusal is None
@@ -98,7 +100,7 @@ class WorkerPool:
         else:
             self.description = f"{self.processes} fresh worker processes (not forked: {refusal})"
         self._executor = None
-        self._shared = SharedResults.here() if self.processes > 1 else None
+        self._shared = SharedResults.here() if self.processes > 1 and shared_results else None
         if self.forked:
             context = multiprocessing.get_context("fork")
             self._executor = ProcessPoolExecutor(self.processes, mp_context=context, initializer=_die_with_parent,
