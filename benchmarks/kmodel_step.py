@@ -7,15 +7,20 @@ networks, batch B and input width F (the F columns of the corpus's matrix that t
 search trains its rounds at 8,192).
 
     python -m benchmarks.kmodel_step [TRAIN.jsonl] [--models 6,8] [--batches 64,1024] [--widths 8192,32768]
-        [--blocks 32x128x4x2,...]
+        [--blocks 32x128x4x2,...] [--profile TOP]
 
---blocks: fused-kernel tilings to try (block_f x block_n x warps x stages); the table shows the fastest, named.
+--blocks: fused-kernel tilings to try (block_f x block_n x warps x stages [x sub-tiles a program [x e: W1's traffic
+evict-first]]); the table shows the fastest, named.
+--profile TOP: after each row, where a step's GPU time goes in the dense and the fused formulation (its fastest
+tiling): the TOP kernels by time, microseconds a step, from a profiler trace of one compiled epoch (GPU only).
 Prints a markdown table; the ratio columns are time / dense XLA's time.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import tempfile
 import time
 
 import jax
@@ -23,16 +28,22 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.kernels import load_problem
+from benchmarks.timing import gpu_kernel_events
 from textclf.training import candidates
 
 
-def time_epoch(x, y, classes: int, models: int, batch: int, dense: bool, fused: bool = False) -> float:
-    """-> seconds of one epoch over x (median of 5 after one that compiles)."""
+def _epoch_inputs(x, y, classes: int, models: int, batch: int):
     shape = candidates.batch_shape([x], batch)
     batches = candidates._device_batches(x, y, batch, np.arange(x.shape[0]), shape)
     rates = jnp.full((models,), 1e-3, jnp.float32)
     decays = jnp.zeros((models,), jnp.float32)
     params, state = candidates._start(0, x.shape[1], 128, classes, models)
+    return params, state, rates, decays, batches
+
+
+def time_epoch(x, y, classes: int, models: int, batch: int, dense: bool, fused: bool = False) -> float:
+    """-> seconds of one epoch over x (median of 5 after one that compiles)."""
+    params, state, rates, decays, batches = _epoch_inputs(x, y, classes, models, batch)
     seconds = []
     for _ in range(6):
         start = time.perf_counter()
@@ -40,6 +51,27 @@ def time_epoch(x, y, classes: int, models: int, batch: int, dense: bool, fused: 
         losses.block_until_ready()
         seconds.append(time.perf_counter() - start)
     return float(np.median(seconds[1:]))
+
+
+def profile_epoch(x, y, classes: int, models: int, batch: int, fused: bool, top: int) -> None:
+    """Print the `top` GPU kernels of one compiled dense epoch by time, in microseconds a step."""
+    params, state, rates, decays, batches = _epoch_inputs(x, y, classes, models, batch)
+    params, state, losses = candidates._epoch(params, state, rates, decays, *batches, dense=True, fused=fused)
+    losses.block_until_ready()  # compiled outside the trace
+    with tempfile.TemporaryDirectory() as trace_dir:
+        with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
+            params, state, losses = candidates._epoch(params, state, rates, decays, *batches, dense=True,
+                                                      fused=fused)
+            losses.block_until_ready()
+        events = gpu_kernel_events(trace_dir)
+    steps = batches[0].shape[0]
+    totals, calls = collections.Counter(), collections.Counter()
+    for name, duration in events:
+        totals[name[:60]] += duration
+        calls[name[:60]] += 1
+    print(f"  {'fused' if fused else 'dense'}: kernels {sum(totals.values()) / steps:,.1f} us a step; "
+          + "; ".join(f"{name} {us / steps:.1f} ({calls[name] / steps:.0f}x)" for name, us in totals.most_common(top)),
+          flush=True)
 
 
 def widest_columns(x, width: int):
@@ -59,10 +91,11 @@ def main() -> None:
     parser.add_argument("--batches", default="64,1024")
     parser.add_argument("--widths", default="8192,32768")
     parser.add_argument("--blocks", default="32x128x4x2")
+    parser.add_argument("--profile", type=int, default=0)
     args = parser.parse_args()
     full, y, classes = load_problem(args.train)
     on_gpu = jax.default_backend() == "gpu"
-    blocks = [tuple(map(int, b.split("x"))) for b in args.blocks.split(",")]
+    blocks = [_tiling(b) for b in args.blocks.split(",")]
     print(f"device: {jax.devices()[0].device_kind}; {args.train}: {full.shape[0]} documents, {full.shape[1]} "
           f"columns, {full.nnz / full.shape[0]:.0f} nonzeros a document")
     print("| F | K | B | nonzeros/doc | sparse us/step | dense us/step | fused us/step | sparse / dense | "
@@ -78,20 +111,40 @@ def main() -> None:
                 fused, tiling = float("nan"), "-"
                 if on_gpu:
                     tried = {}
-                    for block_f, block_n, warps, stages in blocks:
-                        _configure(block_f, block_n, warps, stages)
-                        tried[f"{block_f}x{block_n}, {warps} warps, {stages} stages"] = time_epoch(
-                            x, y, classes, models, batch, dense=True, fused=True)
-                    tiling, fused = min(tried.items(), key=lambda item: item[1])
-                    _configure(*blocks[0])
+                    for number, tiling in enumerate(blocks):
+                        _configure(tiling)
+                        tried[number] = time_epoch(x, y, classes, models, batch, dense=True, fused=True)
+                    fastest = min(tried, key=tried.get)
+                    tiling, fused = _named(blocks[fastest]), tried[fastest]
+                    _configure(blocks[fastest])  # (what --profile then traces)
                 print(f"| {width} | {models} | {batch} | {x.nnz / x.shape[0]:.0f} | {sparse / steps * 1e6:,.0f} | "
                       f"{dense / steps * 1e6:,.0f} | {fused / steps * 1e6:,.0f} | {sparse / dense:.2f}x | "
                       f"{fused / dense:.2f}x | {tiling} |", flush=True)
+                if on_gpu and args.profile:
+                    for fused_step in (False, True):
+                        profile_epoch(x, y, classes, models, batch, fused_step, args.profile)
+                if on_gpu:
+                    _configure(blocks[0])
 
 
-def _configure(block_f: int, block_n: int, warps: int, stages: int) -> None:
-    """Set the fused kernel's tiling for the next compilation (candidates reads these at trace time)."""
-    candidates.FUSED_BLOCKS = dict(block_f=block_f, block_n=block_n, num_warps=warps, num_stages=stages)
+def _tiling(text: str) -> dict:
+    """"32x128x4x2[x4[xe]]" -> the fused kernel's block_f, block_n, warps, stages, sub-tiles a program and, with
+    "e", W1's loads and stores marked evict-first."""
+    parts = text.split("x")
+    numbers = [int(p) for p in parts if p != "e"]
+    return dict(block_f=numbers[0], block_n=numbers[1], num_warps=numbers[2], num_stages=numbers[3],
+                sub_tiles=numbers[4] if len(numbers) > 4 else 1, stream="evict_first" if "e" in parts else None)
+
+
+def _named(tiling: dict) -> str:
+    return (f"{tiling['block_f']}x{tiling['block_n']}, {tiling['num_warps']} warps, {tiling['num_stages']} stages"
+            + (f", {tiling['sub_tiles']} sub-tiles" if tiling["sub_tiles"] > 1 else "")
+            + (", evict-first" if tiling["stream"] else ""))
+
+
+def _configure(tiling: dict) -> None:
+    """Set the fused kernel's tiling for the next compilation (candidates reads it at trace time)."""
+    candidates.FUSED_BLOCKS = dict(tiling)
     candidates._epoch.clear_cache()
 
 

@@ -12,10 +12,17 @@ passes over an (F, N) array: read W1 forward, write dW1, read dW1/W1/m/v, write 
 computes a (block_f, block_n) tile of dW1 in registers and updates its tile of W1, m and v in place: 6 passes
 plus the forward's one. At K*H = 768-1024 columns the step is bound by those passes, not by the products.
 
-Grid: (N / block_n, F / block_f), column blocks varying fastest, so the N / block_n programs that read the same
-(M, block_f) slab of X run together and find it in L2 (X is read about once: at B = 1,024 and fp32 it is
-134 MB, as large as W1 for K = 8). Each program loops over the batch in chunks of block_m rows:
-acc (block_f, block_n) += X[rows, f-block]^T @ dPre[rows, n-block]. No program touches another's tile: no races.
+Grid: (N / block_n, F / (sub_tiles * block_f)), column blocks varying fastest, so the N / block_n programs that
+read the same (M, sub_tiles * block_f) slab of X run together and find it in L2 (X is read about once: at
+B = 1,024 and fp32 it is 134 MB, as large as W1 for K = 8). A program updates sub_tiles (block_f, block_n) tiles
+one after another (a loop that Triton pipelines num_stages deep: the next tile's W1, m and v are read while this
+one is computed); for each, acc (block_f, block_n) = X[:, f-block]^T @ dPre[:, n-block], the batch summed in
+chunks of block_m rows (one chunk, a search's batch of 64: dPre's block is loaded once for all the tiles). W1's
+and its moments' loads and stores may be marked evict-first (each byte is used once) so that L2 keeps X and dPre,
+which every program re-reads. No program touches another's tile: no races. Measured on an H200 (BENCHMARKS.md,
+"The model search's K-network step"): at F = 8,192, K = 8, B = 64 the kernel went from 85-93 us (one 32 x 128
+tile a program, 4 warps, 2 stages) to 70 us (8 tiles of 16 x 128, 2 warps, 3 stages, evict-first): 201 MB of W1,
+m and v read and written at 2.9 TB/s.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as pltriton
 
 from pallas_kernels.adam_update import adam_step
 from pallas_kernels.common import (
@@ -36,38 +44,59 @@ BETA1, BETA2, EPS = 0.9, 0.999, 1e-8  # textclf.models.mlp's Adam constants
 
 
 def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_out, m_out, v_out, *, block_m: int,
-            precision: str):
-    # x_ref: (M, block_f)  dpre_ref: (M, block_n)  w/m/v: (block_f, block_n)  rate/decay: (block_n,)  s_ref: (4,)
-    rows_total, block_f = x_ref.shape
+            block_f: int, precision: str, stream: str | None):
+    # x_ref: (M, S*block_f)  dpre_ref: (M, block_n)  w/m/v: (S*block_f, block_n)  rate/decay: (block_n,)  s_ref: (4,)
+    # The program updates S sub-tiles of (block_f, block_n) one after another; each one's W1, m and v are read and
+    # written once (stream: their loads' and stores' L2 eviction policy, so that the re-read X and dPre stay).
+    rows_total = x_ref.shape[0]
     block_n = dpre_ref.shape[1]
-    w = w_ref[...]
-
-    def body(step, acc):
-        rows = pl.ds(step * block_m, block_m)
-        return acc + dot(x_ref[rows, :], dpre_ref[rows, :], precision, contract=((0,), (0,)))
-
-    grad = lax.fori_loop(0, rows_total // block_m, body, jnp.zeros((block_f, block_n), accumulator_dtype(w.dtype)))
-    m_old, v_old = m_ref[...], v_ref[...]
     # Scalar loads from the ref: slicing a loaded array has no Triton lowering.
     c1, c2, live = s_ref[0], s_ref[1], s_ref[2] > 0
-    # Adam with coupled L2 (textclf.training.optimizers.adam's update), each column with its network's rate and decay.
-    new_w, m, v = adam_step(w, m_old, v_old, grad, rate_ref[...][None, :], c1, c2,
-                            weight_decay=decay_ref[...][None, :])
-    w_out[...] = jnp.where(live, new_w, w)
-    m_out[...] = jnp.where(live, m, m_old)
-    v_out[...] = jnp.where(live, v, v_old)
+    rate, decay = rate_ref[...][None, :], decay_ref[...][None, :]
+
+    # One chunk of rows (a batch of at most block_m): dPre is loaded once for every sub-tile.
+    dpre = dpre_ref[...] if rows_total == block_m else None
+
+    def sub_tile(sub, carry):
+        tile = (pl.ds(sub * block_f, block_f), slice(None))
+        w = pltriton.load(w_ref.at[tile], eviction_policy=stream)
+        m_old = pltriton.load(m_ref.at[tile], eviction_policy=stream)
+        v_old = pltriton.load(v_ref.at[tile], eviction_policy=stream)
+
+        def body(step, acc):
+            rows = pl.ds(step * block_m, block_m)
+            return acc + dot(x_ref[rows, tile[0]], dpre_ref[rows, :], precision, contract=((0,), (0,)))
+
+        if dpre is not None:
+            grad = dot(x_ref[:, tile[0]], dpre, precision, contract=((0,), (0,)))
+        else:
+            grad = lax.fori_loop(0, rows_total // block_m, body,
+                                 jnp.zeros((block_f, block_n), accumulator_dtype(w.dtype)))
+        # Adam with coupled L2 (textclf.training.optimizers.adam's update), each column with its network's rate
+        # and decay.
+        new_w, m, v = adam_step(w, m_old, v_old, grad, rate, c1, c2, weight_decay=decay)
+        pltriton.store(w_out.at[tile], jnp.where(live, new_w, w), eviction_policy=stream)
+        pltriton.store(m_out.at[tile], jnp.where(live, m, m_old), eviction_policy=stream)
+        pltriton.store(v_out.at[tile], jnp.where(live, v, v_old), eviction_policy=stream)
+        return carry
+
+    lax.fori_loop(0, w_ref.shape[0] // block_f, sub_tile, 0)
 
 
 @dataclass(frozen=True)
 class StackedInputAdamBlocks:
-    """stacked_input_adam's launch: batch rows summed per step, W1 rows and columns per program, Triton warps
-    and stages."""
+    """stacked_input_adam's launch: batch rows summed per step, W1 rows and columns per sub-tile, sub-tiles per
+    program (one after another), Triton warps and stages, and the L2 eviction policy of W1's and its moments'
+    loads and stores ("evict_first": read once, written once; None: the default)."""
 
+    # The fastest of 22 tilings at the search's shapes on an H200 (textclf.training.candidates.FUSED_BLOCKS).
     block_m: int = 64
-    block_f: int = 32
+    block_f: int = 16
     block_n: int = 128
-    num_warps: int = 4
-    num_stages: int = 2
+    num_warps: int = 2
+    num_stages: int = 3
+    sub_tiles: int = 8
+    stream: str | None = "evict_first"
 
 
 @functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"), donate_argnums=(2, 3, 4))
@@ -77,27 +106,30 @@ def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
     """One Adam step of the stacked first layer with dW1 = x^T @ dpre computed on the fly -> (new w, new m, new v),
     written over w, m and v (donated). F must be a multiple of block_f and N of block_n; M is padded to block_m
     (zero rows add nothing to the product)."""
-    block_m, block_f, block_n, num_warps, num_stages = (
-        block_sizes.block_m, block_sizes.block_f, block_sizes.block_n, block_sizes.num_warps, block_sizes.num_stages)
+    block_m, block_f, block_n, num_warps, num_stages, sub_tiles = (
+        block_sizes.block_m, block_sizes.block_f, block_sizes.block_n, block_sizes.num_warps, block_sizes.num_stages,
+        block_sizes.sub_tiles)
+    rows_per_program = block_f * sub_tiles
     require("stacked_input_adam",
             x.ndim == 2 and dpre.ndim == 2 and x.shape[0] == dpre.shape[0]
             and w.shape == m.shape == v.shape == (x.shape[1], dpre.shape[1])
             and rates.shape == decays.shape == (dpre.shape[1],) and scalars.shape == (4,)
-            and x.shape[1] % block_f == 0 and dpre.shape[1] % block_n == 0,
-            f"x (M, F) with F a multiple of block_f ({block_f}), dpre (M, N) with N a multiple of block_n "
+            and x.shape[1] % rows_per_program == 0 and dpre.shape[1] % block_n == 0,
+            f"x (M, F) with F a multiple of block_f x sub_tiles ({rows_per_program}), dpre (M, N) with N a multiple "
+            f"of block_n "
             f"({block_n}), w, m, v (F, N), rates and decays (N,), scalars (4,)",
             x=x, dpre=dpre, w=w, m=m, v=v, rates=rates, decays=decays, scalars=scalars)
     require_blocks("stacked_input_adam", block_m=block_m, block_f=block_f, block_n=block_n)
     features, n = w.shape
     padded_m = round_up(x.shape[0], block_m)
     x, dpre = pad_axis(x, 0, padded_m), pad_axis(narrowed(dpre, x), 0, padded_m)
-    tile = pl.BlockSpec((block_f, block_n), lambda j, i: (i, j))
+    tile = pl.BlockSpec((rows_per_program, block_n), lambda j, i: (i, j))
     column = pl.BlockSpec((block_n,), lambda j, i: (j,))
     return pl.pallas_call(
-        functools.partial(_kernel, block_m=block_m, precision=precision),
+        functools.partial(_kernel, block_m=block_m, block_f=block_f, precision=precision, stream=block_sizes.stream),
         out_shape=tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (w, m, v)),
-        grid=(n // block_n, features // block_f),
-        in_specs=[pl.BlockSpec((padded_m, block_f), lambda j, i: (0, i)),
+        grid=(n // block_n, features // rows_per_program),
+        in_specs=[pl.BlockSpec((padded_m, rows_per_program), lambda j, i: (0, i)),
                   pl.BlockSpec((padded_m, block_n), lambda j, i: (0, j)),
                   tile, tile, tile, column, column, pl.BlockSpec((4,), lambda j, i: (0,))],
         out_specs=(tile, tile, tile), input_output_aliases={2: 0, 3: 1, 4: 2},

@@ -18,14 +18,16 @@ def _problem(env, rng, m, features, n, models):
     return x, dpre, w, mom, v, rates, decays, scalars
 
 
-@pytest.mark.parametrize("m, features, n, models", [(37, 128, 64, 4), (16, 64, 128, 2), (64, 256, 96, 3)])
-def test_matches_the_gradient_then_adam(env, rng, m, features, n, models):
+@pytest.mark.parametrize("m, features, n, models, sub_tiles, stream", [
+    (37, 128, 64, 4, 1, None), (16, 64, 128, 2, 1, None), (64, 256, 96, 3, 1, None),
+    (37, 256, 64, 4, 4, "evict_first"), (16, 128, 96, 3, 2, None)])
+def test_matches_the_gradient_then_adam(env, rng, m, features, n, models, sub_tiles, stream):
     x, dpre, w, mom, v, rates, decays, scalars = _problem(env, rng, m, features, n, models)
     expected = stacked_input_adam_reference(x, dpre, w, mom, v, rates, decays, scalars, "highest")
     poison_device_memory()
+    blocks = StackedInputAdamBlocks(block_m=16, block_f=32, block_n=32, sub_tiles=sub_tiles, stream=stream)
     got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
-                             block_sizes=StackedInputAdamBlocks(block_m=16, block_f=32, block_n=32),
-                             precision=env.precision, interpret=env.interpret)
+                             block_sizes=blocks, precision=env.precision, interpret=env.interpret)
     for name, a, b, before in zip("wmv", got, expected, (w, mom, v)):
         assert not np.allclose(np.asarray(b), np.asarray(before))  # every element moves: an unwritten tile shows
         assert_close(a, b, env, name)
@@ -48,19 +50,22 @@ def test_matches_textclf_adam_for_stacked_networks(env, rng):
 def test_a_padding_step_leaves_everything_as_it_was(env, rng):
     x, dpre, w, mom, v, rates, decays, scalars = _problem(env, rng, 16, 64, 64, 2)
     got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars.at[2].set(0),
-                             block_sizes=StackedInputAdamBlocks(block_m=16, block_f=32, block_n=32),
+                             block_sizes=StackedInputAdamBlocks(block_m=16, block_f=32, block_n=32, sub_tiles=1),
                              precision=env.precision, interpret=env.interpret)
     for a, before in zip(got, (w, mom, v)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(before))
 
 
 @gpu_only
-def test_search_shape_with_bf16_rows(env, rng):
+@pytest.mark.parametrize("blocks", [StackedInputAdamBlocks(),
+                                    StackedInputAdamBlocks(block_f=32, num_warps=4, num_stages=2, sub_tiles=1, stream=None)])
+def test_search_shape_with_bf16_rows(env, rng, blocks):
     """The search's shape: 8,192 columns, 6 networks of 128 units, a batch of 64 news4-like rows in bf16."""
     x, dpre, w, mom, v, rates, decays, scalars = _problem(env, rng, 64, 8192, 768, 6)
     x = (x * (rng.uniform(size=x.shape) < 0.01)).astype(jnp.bfloat16)
     expected = stacked_input_adam_reference(x.astype(jnp.float32), dpre.astype(jnp.bfloat16), w, mom, v, rates,
                                             decays, scalars, "highest")
-    got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars)
+    got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
+                             block_sizes=blocks)
     for name, a, b in zip("wmv", got, expected):
         assert float(jnp.abs(a - b).max()) < 1e-4 * float(jnp.abs(b).max()) + 1e-6, name

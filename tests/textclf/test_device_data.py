@@ -72,7 +72,8 @@ def test_an_upload_in_pieces_is_the_host_arrays(monkeypatch):
 
 
 def test_write_then_erase_batch_matches_dense_batch_and_restores_zeros():
-    from textclf.training.pallas import dense_batch, erase_batch, write_batch
+    from textclf.training.device_data import erase_batch, write_batch
+    from textclf.training.pallas import dense_batch
 
     x, y = _matrix()
     x = x.tolil()

@@ -116,7 +116,7 @@ def test_an_epoch_of_a_counted_number_of_batches_leaves_the_padding_after_them_u
     """_epoch's traced `steps` (round_data pads a search's batches to a power of two): running the first `steps`
     of `order` over arrays with padding batches after them is the epoch over the unpadded arrays."""
     rng = np.random.default_rng(6)
-    batches = [_random_batch(rng, n_features=64) for _ in range(3)]
+    batches = [_random_batch(rng, n_features=128) for _ in range(3)]  # the fused kernel's 128 rows a program
     arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
     padded = [jnp.concatenate([a, jnp.full((2, *a.shape[1:]), 7, a.dtype)]) for a in arrays]  # poisoned, unvisited
     rates, decays = jnp.asarray([0.01, 0.003]), jnp.asarray([0.0, 1e-3])
@@ -124,7 +124,7 @@ def test_an_epoch_of_a_counted_number_of_batches_leaves_the_padding_after_them_u
     results = []
     for data, steps, visit in ((arrays, None, order), (padded, jnp.asarray(3, jnp.int32),
                                                           jnp.asarray([2, 0, 1, 3, 4], jnp.int32))):
-        stacked = init_stacked(jax.random.PRNGKey(4), 64, 128, 3, 2)
+        stacked = init_stacked(jax.random.PRNGKey(4), 128, 128, 3, 2)
         results.append(_epoch(stacked, adam().init(stacked), rates, decays, *data, visit, steps, dense=True,
                               fused=fused))
     (want, want_state, want_losses), (got, got_state, got_losses) = results
@@ -166,9 +166,9 @@ def test_narrowed_batches_train_and_score_as_the_dense_formulation_does():
     arrays = []
     for used in (cap // NARROW_DIVISOR ** 2 - 5, cap // NARROW_DIVISOR - 5, cap - 5):
         indices, values, rows = np.zeros(cap, np.int32), np.zeros(cap, np.float32), np.zeros(cap, np.int32)
-        indices[:used] = rng.integers(0, n_features, used)
+        cells = np.sort(rng.choice(batch_rows * n_features, used, replace=False))  # each cell once, as from CSR
+        indices[:used], rows[:used] = cells % n_features, cells // n_features
         values[:used] = rng.random(used) / 50
-        rows[:used] = np.sort(rng.integers(0, batch_rows, used))
         arrays.append((indices, values, rows, rng.integers(0, 3, batch_rows).astype(np.int32),
                        np.ones(batch_rows, np.float32)))
     stacked_arrays = [jnp.asarray(np.stack([a[i] for a in arrays])) for i in range(5)]
@@ -198,14 +198,14 @@ def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batch
     """The W1 update through pallas_kernels/stacked_input_adam.py (interpreted here) against the dense XLA
     formulation: 4 batches, the third a padding batch (no rows), over an epoch in a given order."""
     rng = np.random.default_rng(5)
-    batches = [_random_batch(rng, n_features=64) for _ in range(4)]
+    batches = [_random_batch(rng, n_features=128) for _ in range(4)]  # the kernel's 8 x 16 rows a program
     batches[2] = [jnp.zeros_like(a) for a in batches[2]]  # padding: mask all zero
     arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
     rates, decays = jnp.asarray([0.01, 0.003]), jnp.asarray([0.0, 1e-3])
     order = jnp.asarray([3, 2, 0, 1], jnp.int32)
     results = []
     for fused in (False, True):
-        stacked = init_stacked(jax.random.PRNGKey(4), 64, 128, 3, 2)  # K*H = 256: the kernel's 128-unit tiles
+        stacked = init_stacked(jax.random.PRNGKey(4), 128, 128, 3, 2)  # K*H = 256: the kernel's 128-unit tiles
         params, state, losses = _epoch(stacked, adam().init(stacked), rates, decays, *arrays, order,
                                        dense=True, fused=fused)
         results.append((params, state, losses))

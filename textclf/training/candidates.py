@@ -27,8 +27,8 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.models.weights import Params
-from textclf.training.device_data import (ResidentRows, batches_in_row_order, gathered_segments, narrowed,
-                                          on_device, segment_steps)
+from textclf.training.device_data import (ResidentRows, batches_in_row_order, canonical, erase_batch,
+                                          gathered_segments, narrowed, on_device, segment_steps, write_batch)
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
@@ -115,9 +115,10 @@ def dense_default() -> bool:
     return jax.default_backend() == "gpu"
 
 
-# The fused Pallas W1 update measured against XLA's dense step on an H100 (BENCHMARKS.md, "The model search's
-# K-network step"): 0.92-0.95x XLA's time at B = 64, 1.13-1.45x at B = 1,024 (there the (F, B) x (B, K*H)
-# product dominates, and cuBLAS does it faster than the kernel's Triton tiles). Used up to this batch size.
+# The fused Pallas W1 update measured against XLA's dense step on an H200 (BENCHMARKS.md, "The model search's
+# K-network step"): 0.78-0.82x XLA's time at B = 64, 1.24-1.45x at B = 256 and 1.42-1.53x at 1,024 (there the
+# (F, B) x (B, K*H) product dominates, and cuBLAS does it faster than the kernel's Triton tiles). Used up to this
+# batch size.
 FUSED_MAX_BATCH = 64
 
 
@@ -129,10 +130,11 @@ def pallas_default(batch_size: int) -> bool:
 
 
 # The fused W1 update's tiling (pallas_kernels.stacked_input_adam.StackedInputAdamBlocks, whose module is
-# imported only where the kernel runs): block_f input columns x block_n hidden units a program, Triton warps
-# and pipeline stages (a search's widths are powers of two and K*H a multiple of 128 at the default H; other
-# shapes take the XLA step). Chosen by `python -m benchmarks.kmodel_step --blocks ...` on an H100.
-FUSED_BLOCKS = dict(block_f=32, block_n=128, num_warps=4, num_stages=2)
+# imported only where the kernel runs): sub-tiles of block_f input columns x block_n hidden units, sub_tiles of
+# them a program, Triton warps and pipeline stages, W1's traffic marked evict-first (a search's widths are powers
+# of two and K*H a multiple of 128 at the default H; other shapes take the XLA step). Chosen by `python -m
+# benchmarks.kmodel_step --blocks ...` on an H200 from 22 tilings (BENCHMARKS.md); the kernel's defaults.
+FUSED_BLOCKS = dict(block_f=16, block_n=128, num_warps=2, num_stages=3, sub_tiles=8, stream="evict_first")
 
 
 def _step_kind(batch_size: int, n_features: int, hidden_units: int) -> tuple[bool, bool]:
@@ -144,20 +146,24 @@ def _step_kind(batch_size: int, n_features: int, hidden_units: int) -> tuple[boo
 
 def fused_fits(n_features: int, hidden_units: int) -> bool:
     """Whether the fused W1 update tiles an (n_features, hidden_units) first layer."""
-    return n_features % FUSED_BLOCKS["block_f"] == 0 and hidden_units % FUSED_BLOCKS["block_n"] == 0
+    rows = FUSED_BLOCKS["block_f"] * FUSED_BLOCKS.get("sub_tiles", 1)  # W1 rows a program
+    return n_features % rows == 0 and hidden_units % FUSED_BLOCKS["block_n"] == 0
 
 
-def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: StackedParams, batch, live,
-                interpret: bool):
-    """One step with the dense formulation's arithmetic, W1's gradient and Adam update fused in one Pallas kernel
-    (never written to memory); the small layers (b1, W2, b2) take textclf.training.optimizers.adam. live: False
-    for a padding batch, which then changes nothing (the kernel leaves W1 and its moments in place, see its
-    module).
+def _dense_loss(params: StackedParams, x: jax.Array, labels, mask) -> jax.Array:
+    """stacked_loss of a batch already dense: x (B, F)."""
+    return _summed_loss(_head(x @ params.w1 + params.b1, params.w2, params.b2), labels, mask)
+
+
+def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: StackedParams, x, labels, mask,
+                live, interpret: bool):
+    """One step with the dense formulation's arithmetic on x (B, F), W1's gradient and Adam update fused in one
+    Pallas kernel (never written to memory); the small layers (b1, W2, b2) take textclf.training.optimizers.adam.
+    live: False for a padding batch, which then changes nothing (the kernel leaves W1 and its moments in place,
+    see its module).
     -> (params, state, loss)."""
     from pallas_kernels.stacked_input_adam import StackedInputAdamBlocks, stacked_input_adam
 
-    indices, values, rows, labels, mask = batch
-    x = _dense_rows(params, indices, values, rows, labels.shape[0])  # (B, F)
     pre = x @ params.w1 + params.b1  # (B, K*H)
     loss, (dpre, dw2, db2) = jax.value_and_grad(
         lambda p, w2, b2: _summed_loss(_head(p, w2, b2), labels, mask), argnums=(0, 1, 2))(pre, params.w2, params.b2)
@@ -184,37 +190,51 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
     search rounds up to a power of two, round_data: a traced count, so that corpora of other sizes run the same
     compiled program, which the persistent compilation cache then serves); losses after it are 0. default: all.
     fused: the dense step with W1's gradient and update in one Pallas kernel (_fused_step; interpreted off a
-    GPU). A batch with no rows (padding) is skipped."""
+    GPU). A batch with no rows (padding) is skipped. A batch names each (row, column) once (make_batches of a
+    canonical CSR matrix, _padded_batches): the dense step stores its nonzeros, it does not add them up."""
     hidden = params.w2.shape[1]
     lr = _per_model(rates, hidden)
     wd = _per_model(decays, hidden)
     batches = (indices, values, rows, labels, mask)
     interpret = jax.default_backend() != "gpu"
 
-    def step(carry, batch):
-        params, state = carry
-        real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
-        if fused:
-            params, state, loss = _fused_step(params, state, lr, wd, batch, real, interpret)
-            return (params, state), loss
-        if dense:
-            loss, grads = jax.value_and_grad(stacked_loss)(params, *batch, True)
-        else:
-            loss, grads = narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b, False), batch)
+    def update(params, state, grads, real):
         updated = adam(wd).update(params, state, grads, lr)
-        return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state)), loss
+        return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state))
+
+    def step(params, state, buffer, batch):
+        real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
+        if not dense:
+            loss, grads = narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b, False), batch)
+            return *update(params, state, grads, real), buffer, loss
+        batch_indices, batch_values, batch_rows, labels, mask = batch
+        x = write_batch(buffer, batch_indices, batch_values, batch_rows)  # (B, F): the epoch's zeros + this batch
+        if fused:
+            params, state, loss = _fused_step(params, state, lr, wd, x, labels, mask, real, interpret)
+        else:
+            loss, grads = jax.value_and_grad(_dense_loss)(params, x, labels, mask)
+            params, state = update(params, state, grads, real)
+        # The barrier orders the erase after everything that reads x; without it XLA may erase first and so copy
+        # the whole (B, F) buffer to keep x (textclf/training/pallas.py's epoch does the same).
+        x, params = jax.lax.optimization_barrier((x, params))
+        return params, state, erase_batch(x, batch_indices, batch_values, batch_rows), loss
 
     # One loop for both: each step reads its batch by number (no reordered copy of the epoch's arrays).
     order = jnp.arange(indices.shape[0], dtype=jnp.int32) if order is None else order
     steps = indices.shape[0] if steps is None else steps
 
     def body(i, carry):
-        params, state, losses = carry
-        (params, state), loss = step((params, state), tuple(a[order[i]] for a in batches))
-        return params, state, losses.at[i].set(loss)
+        params, state, buffer, losses = carry
+        params, state, buffer, loss = step(params, state, buffer, tuple(a[order[i]] for a in batches))
+        return params, state, buffer, losses.at[i].set(loss)
 
     losses = jnp.zeros((indices.shape[0],), params.w1.dtype)  # (steps,) sum over the K models of each batch mean
-    return jax.lax.fori_loop(0, steps, body, (params, state, losses))
+    # The dense step's X: one all-zero (B, F) buffer for the epoch (write_batch / erase_batch; a fresh zero fill
+    # and scatter-add each step were 23 of a 164 us step at F = 8,192, B = 64, K = 8 on an H200, BENCHMARKS.md
+    # "The model search's K-network step").
+    buffer = jnp.zeros((labels.shape[1], params.w1.shape[0]) if dense else (0,), params.w1.dtype)
+    params, state, _, losses = jax.lax.fori_loop(0, steps, body, (params, state, buffer, losses))
+    return params, state, losses
 
 
 def _batch_scores(params: StackedParams, batch: tuple, dense: bool) -> jax.Array:
@@ -284,7 +304,7 @@ def _padded_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, 
                     steps: int, cap: int) -> tuple[np.ndarray, ...]:
     """make_batches, padded to `steps` batches of `cap` nonzeros (padding rows have mask 0), so every fold and
     every vectorizer variant of one search reuses one compiled epoch."""
-    batches = make_batches(matrix, labels, batch_size, order)
+    batches = make_batches(canonical(matrix), labels, batch_size, order)  # every cell once: write_batch's stores
     out = []
     for position, array in enumerate(batches.arrays()):  # indices, values, rows (cap wide); labels, mask (B)
         width = cap if position < 3 else batch_size

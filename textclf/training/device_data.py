@@ -34,8 +34,8 @@ class DeviceCSR(NamedTuple):
 def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
     """The numpy arrays to upload (one extra zero entry so an empty matrix still has a gatherable element).
     Duplicate (row, column) entries are summed first: the Pallas dense path stores each nonzero with a plain
-    scatter that needs every cell named once (textclf/pallas_step.write_batch)."""
-    matrix = _canonical(matrix)
+    scatter that needs every cell named once (write_batch)."""
+    matrix = canonical(matrix)
     return DeviceCSR(matrix.indptr.astype(np.int32), _with_zero(matrix.indices, np.int32),
                      _with_zero(matrix.data, np.float32), np.asarray(labels, np.int32))
 
@@ -62,7 +62,7 @@ def upload_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
     up in pieces of UPLOAD_BYTES straight from the matrix's own arrays and are joined, with the extra zero, on
     the device. (host_csr copied both to append the zero, and the upload staged each whole array: a
     million-document run's host memory grew by 3.7 GB in its train phase, BENCHMARKS.md "Big corpora".)"""
-    matrix = _canonical(matrix)
+    matrix = canonical(matrix)
     return DeviceCSR(jax.device_put(matrix.indptr.astype(np.int32)), _uploaded_with_zero(matrix.indices, np.int32),
                      _uploaded_with_zero(matrix.data, np.float32), jax.device_put(np.asarray(labels, np.int32)))
 
@@ -120,7 +120,7 @@ def resident_from_parts(parts: Iterable[sp.csr_matrix], labels: np.ndarray) -> R
     values: list[jax.Array] = []
     pointers, rows, nonzeros, width = [np.zeros(1, np.int64)], 0, 0, None
     for part in parts:
-        part = _canonical(part)
+        part = canonical(part)
         if width is not None and part.shape[1] != width:
             raise ValueError(f"parts of {width} and {part.shape[1]} columns")
         width = part.shape[1]
@@ -153,13 +153,38 @@ def host_rows(matrix: ResidentRows, rows: np.ndarray) -> sp.csr_matrix:
                           pointers), shape=(len(rows), matrix.shape[1]))
 
 
-def _canonical(matrix: sp.csr_matrix) -> sp.csr_matrix:
+def canonical(matrix: sp.csr_matrix) -> sp.csr_matrix:
     """matrix as CSR with each (row, column) named once: duplicates summed, on a copy (the caller's stays)."""
     matrix = matrix.tocsr()
     if not matrix.has_canonical_format:
         matrix = matrix.copy()
         matrix.sum_duplicates()
     return matrix
+
+
+# A dense step's (B, F) X from a flat sparse batch without filling B * F zeros every step: one zero buffer an epoch,
+# carried through the epoch's loop; each step stores its nonzeros and erases them after (the Pallas MLP path,
+# textclf/training/pallas.py, and the search's K-network step, textclf/training/candidates.py).
+
+
+def _scatter(buffer, indices, values, rows, new_values) -> jax.Array:
+    """buffer[rows, indices] = new_values for the batch's nonzero slots. The slots of a canonical CSR batch
+    (host_csr) name distinct cells and padding slots (value 0) go to row B, out of bounds
+    and dropped, so this is a plain store per slot: no atomics, unlike scatter-add."""
+    rows = jnp.where(values != 0, rows, buffer.shape[0])
+    return buffer.at[rows, indices].set(new_values, mode="drop", unique_indices=True)
+
+
+def write_batch(buffer, indices, values, rows) -> jax.Array:
+    """The epoch's all-zero (B, Kp) buffer -> this step's dense X (in place inside the scan)."""
+    return _scatter(buffer, indices, values, rows, values.astype(buffer.dtype))
+
+
+def erase_batch(x, indices, values, rows) -> jax.Array:
+    """This step's dense X -> all zeros again, touching only the cells write_batch set. With write_batch this
+    replaces filling 2 * B * Kp bytes with zeros every step (at B = 4,096, 268 MB: the zero fill and the
+    scatter-add were 42% of the step, BENCHMARKS.md epoch profile) by two stores per nonzero."""
+    return _scatter(x, indices, values, rows, jnp.zeros((), x.dtype))
 
 
 def _with_zero(array: np.ndarray, dtype) -> np.ndarray:
@@ -287,7 +312,7 @@ class DevicePieces(NamedTuple):
 
 def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WIDTH) -> DevicePieces:
     """CSR -> the pieces layout (numpy arrays to upload). Duplicate entries are summed first (as host_csr)."""
-    matrix = _canonical(matrix)
+    matrix = canonical(matrix)
     n, n_features = matrix.shape
     lengths = np.diff(matrix.indptr)
     piece_ptr = np.zeros(n + 1, np.int64)

@@ -28,6 +28,7 @@ from pallas_kernels.softmax_xent import padded_classes, softmax_xent
 from pallas_kernels.pieces_hidden import finish_hidden, pieces_gather_sum, pieces_input_grad
 from pallas_kernels.sparse_hidden import sparse_hidden_forward, sparse_input_grad, sparse_input_grad_update
 from textclf.models.mlp import Params
+from textclf.training.device_data import erase_batch, write_batch
 from textclf.training.optimizers import AdamState, adam_corrections
 
 
@@ -61,26 +62,6 @@ REUSE_ZERO_BUFFER = True
 # hidden_backward partials summed by head_update's single program up to this many; beyond, XLA's parallel
 # reductions first (one program looping over 64 partials took 38 us at B = 4,096).
 HEAD_MAX_PARTS = 8
-
-
-def _scatter(buffer, indices, values, rows, new_values) -> jax.Array:
-    """buffer[rows, indices] = new_values for the batch's nonzero slots. The slots of a canonical CSR batch
-    (textclf/device_data.host_csr) name distinct cells and padding slots (value 0) go to row B, out of bounds
-    and dropped, so this is a plain store per slot: no atomics, unlike scatter-add."""
-    rows = jnp.where(values != 0, rows, buffer.shape[0])
-    return buffer.at[rows, indices].set(new_values, mode="drop", unique_indices=True)
-
-
-def write_batch(buffer, indices, values, rows) -> jax.Array:
-    """The epoch's all-zero (B, Kp) buffer -> this step's dense X (in place inside the scan)."""
-    return _scatter(buffer, indices, values, rows, values.astype(buffer.dtype))
-
-
-def erase_batch(x, indices, values, rows) -> jax.Array:
-    """This step's dense X -> all zeros again, touching only the cells write_batch set. With write_batch this
-    replaces filling 2 * B * Kp bytes with zeros every step (at B = 4,096, 268 MB: the zero fill and the
-    scatter-add were 42% of the step, BENCHMARKS.md epoch profile) by two stores per nonzero."""
-    return _scatter(x, indices, values, rows, jnp.zeros((), x.dtype))
 
 
 def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_classes: int, momentum: float,
