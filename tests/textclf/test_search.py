@@ -804,11 +804,18 @@ def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monke
     if side_by_side:  # the matrix may be on the device already, its host copy gone (device_data.ResidentRows)
         in_places.append(candidates.fit_rates(device_data.resident_rows(x, y), y, 2, settings, "xla", rates, x[held],
                                               y[held], training_rows=kept))
+    # Bit for bit on a CPU. A GPU's one-network XLA step sums its scatter-adds with atomics, in no fixed order, so
+    # there the parameters agree to float32 rounding (measured: 6e-8 apart on an H200, the same in the tree before).
+    exact = jax.default_backend() == "cpu"
     for in_place in in_places:
         assert in_place.held_out == copied.held_out and in_place.chosen == copied.chosen
         for a, b in zip(in_place.params, copied.params):
-            np.testing.assert_array_equal(a, b)
-        assert [s.loss for s in in_place.history] == [s.loss for s in copied.history]
+            if exact:
+                np.testing.assert_array_equal(a, b)
+            else:
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose([s.loss for s in in_place.history], [s.loss for s in copied.history],
+                                   rtol=0 if exact else 1e-5)
         assert [s.train_accuracy for s in in_place.history] == [s.train_accuracy for s in copied.history]
     if side_by_side:  # the ensemble's path too
         one = candidates.fit_ensemble(x[kept], y[kept], 2, 3, 0.01, 0.0, 3, 16, 8, 0)

@@ -237,12 +237,22 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
     return params, state, losses
 
 
-def _batch_scores(params: StackedParams, batch: tuple, dense: bool) -> jax.Array:
-    """One flat batch (indices, values, rows (cap,); labels (B,), ...) -> (B, K, C) scores."""
-    def scores(b):
-        return stacked_logits(params, b[0], b[1], b[2], b[3].shape[0], dense)
+def _score_buffer(params: StackedParams, labels: jax.Array, dense: bool) -> jax.Array:
+    """The all-zero (B, F) X that a dense scoring scan carries (write_batch / erase_batch, as _epoch's); labels
+    (steps, B)."""
+    return jnp.zeros((labels.shape[1], params.w1.shape[0]) if dense else (0,), params.w1.dtype)
 
-    return scores(batch) if dense else narrowed(scores, batch)
+
+def _batch_scores(params: StackedParams, batch: tuple, dense: bool, buffer: jax.Array
+                  ) -> tuple[jax.Array, jax.Array]:
+    """One flat batch (indices, values, rows (cap,); labels (B,), ...) -> ((B, K, C) scores, the buffer all zero
+    again)."""
+    if not dense:
+        return narrowed(lambda b: stacked_logits(params, b[0], b[1], b[2], b[3].shape[0], False), batch), buffer
+    x = write_batch(buffer, *batch[:3])  # (B, F)
+    scores = _head(x @ params.w1 + params.b1, params.w2, params.b2)
+    x, scores = jax.lax.optimization_barrier((x, scores))  # erased after the product reads it (see _epoch)
+    return scores, erase_batch(x, *batch[:3])
 
 
 @functools.partial(jax.jit, static_argnames=("dense",), compiler_options=SEARCH_COMPILER_OPTIONS)
@@ -250,17 +260,18 @@ def _hits(params: StackedParams, indices, values, rows, labels, mask, dense: boo
           ) -> tuple[jax.Array, jax.Array]:
     """(steps, ...) batches -> ((K,) documents each model predicts right, () documents the ensemble (the K
     models' scores averaged) predicts right)."""
-    def one(totals, batch):
+    def one(carry, batch):
+        each_total, together_total, buffer = carry
         y, m = batch[3:]
-        scores = _batch_scores(params, batch, dense)  # (B, K, C)
+        scores, buffer = _batch_scores(params, batch, dense, buffer)  # (B, K, C)
         each = jnp.sum((jnp.argmax(scores, axis=-1) == y[:, None]) * m[:, None], axis=0)
         together = jnp.sum((jnp.argmax(jnp.mean(scores, axis=1), axis=-1) == y) * m)
-        return (totals[0] + each, totals[1] + together), None
+        return (each_total + each, together_total + together, buffer), None
 
     models = params.w2.shape[0]
-    start = (jnp.zeros((models,), jnp.float32), jnp.zeros((), jnp.float32))
-    totals, _ = jax.lax.scan(one, start, (indices, values, rows, labels, mask))
-    return totals
+    start = (jnp.zeros((models,), jnp.float32), jnp.zeros((), jnp.float32), _score_buffer(params, labels, dense))
+    (each_total, together_total, _), _ = jax.lax.scan(one, start, (indices, values, rows, labels, mask))
+    return each_total, together_total
 
 
 def merged(params: StackedParams) -> Params:
@@ -736,7 +747,8 @@ def _abstract_params(data: RoundData, n_classes: int, models: int, hidden: int) 
 def _scores(params: StackedParams, indices, values, rows, labels, dense: bool = False) -> jax.Array:
     """(steps, ...) batches -> (steps, B, K, C) log-probabilities of each model (the validation rows in order,
     then padding)."""
-    def one(_, batch):
-        return None, jax.nn.log_softmax(_batch_scores(params, batch, dense), axis=-1)
+    def one(buffer, batch):
+        scores, buffer = _batch_scores(params, batch, dense, buffer)
+        return buffer, jax.nn.log_softmax(scores, axis=-1)
 
-    return jax.lax.scan(one, None, (indices, values, rows, labels))[1]
+    return jax.lax.scan(one, _score_buffer(params, labels, dense), (indices, values, rows, labels))[1]
