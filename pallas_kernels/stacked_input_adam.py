@@ -89,7 +89,7 @@ class StackedInputAdamBlocks:
     program (one after another), Triton warps and stages, and the L2 eviction policy of W1's and its moments'
     loads and stores ("evict_first": read once, written once; None: the default)."""
 
-    # The fastest of 22 tilings at the search's shapes on an H200 (textclf.training.candidates.FUSED_BLOCKS).
+    # The fastest of 27 tilings at the search's shapes on an H200 (textclf.training.candidates.FUSED_BLOCKS).
     block_m: int = 64
     block_f: int = 16
     block_n: int = 128
