@@ -9,8 +9,8 @@ search trains its rounds at 8,192).
     python -m benchmarks.kmodel_step [TRAIN.jsonl] [--models 6,8] [--batches 64,1024] [--widths 8192,32768]
         [--blocks 32x128x4x2,...] [--profile TOP]
 
---blocks: fused-kernel tilings to try (block_f x block_n x warps x stages [x sub-tiles a program [x e: W1's traffic
-evict-first]]); the table shows the fastest, named.
+--blocks: fused-kernel tilings to try (block_f x block_n x warps x stages [x sub-tiles a program [x batch rows a
+chunk]] [x e: W1's traffic evict-first]); the table shows the fastest, named.
 --profile TOP: after each row, where a step's GPU time goes in the dense and the fused formulation (its fastest
 tiling): the TOP kernels by time, microseconds a step, from a profiler trace of one compiled epoch (GPU only).
 Prints a markdown table; the ratio columns are time / dense XLA's time.
@@ -128,17 +128,19 @@ def main() -> None:
 
 
 def _tiling(text: str) -> dict:
-    """"32x128x4x2[x4[xe]]" -> the fused kernel's block_f, block_n, warps, stages, sub-tiles a program and, with
-    "e", W1's loads and stores marked evict-first."""
+    """"32x128x4x2[x4[x64]][xe]" -> the fused kernel's block_f, block_n, warps, stages, sub-tiles a program, batch
+    rows a chunk (default 64) and, with "e", W1's loads and stores marked evict-first."""
     parts = text.split("x")
     numbers = [int(p) for p in parts if p != "e"]
     return dict(block_f=numbers[0], block_n=numbers[1], num_warps=numbers[2], num_stages=numbers[3],
-                sub_tiles=numbers[4] if len(numbers) > 4 else 1, stream="evict_first" if "e" in parts else None)
+                sub_tiles=numbers[4] if len(numbers) > 4 else 1, block_m=numbers[5] if len(numbers) > 5 else 64,
+                stream="evict_first" if "e" in parts else None)
 
 
 def _named(tiling: dict) -> str:
     return (f"{tiling['block_f']}x{tiling['block_n']}, {tiling['num_warps']} warps, {tiling['num_stages']} stages"
             + (f", {tiling['sub_tiles']} sub-tiles" if tiling["sub_tiles"] > 1 else "")
+            + (f", {tiling['block_m']} rows a chunk" if tiling["block_m"] != 64 else "")
             + (", evict-first" if tiling["stream"] else ""))
 
 

@@ -15,9 +15,13 @@ plus the forward's one. At K*H = 768-1024 columns the step is bound by those pas
 Grid: (N / block_n, F / (sub_tiles * block_f)), column blocks varying fastest, so the N / block_n programs that
 read the same (M, sub_tiles * block_f) slab of X run together and find it in L2 (X is read about once: at
 B = 1,024 and fp32 it is 134 MB, as large as W1 for K = 8). A program updates sub_tiles (block_f, block_n) tiles
-one after another (a loop that Triton pipelines num_stages deep: the next tile's W1, m and v are read while this
-one is computed); for each, acc (block_f, block_n) = X[:, f-block]^T @ dPre[:, n-block], the batch summed in
-chunks of block_m rows (one chunk, a search's batch of 64: dPre's block is loaded once for all the tiles). W1's
+of W1 with grad (block_f, block_n) = X[:, f-block]^T @ dPre[:, n-block]. A batch of one block_m chunk (the
+search's 64 rows): dPre's block is loaded once and the tiles are done one after another, in a loop that Triton
+pipelines num_stages deep (the next tile's W1, m and v read while this one is computed). Several chunks: a GEMM's
+loop order, every tile's gradient accumulated chunk by chunk (each chunk's dPre read once for all of them), then
+the tiles updated one by one (measured at B = 1,024, K = 8, F = 8,192 on an H200: 272 us for the kernel, the
+per-tile chunk loop before it 313 us or more; XLA's step there is faster still, so the product runs the kernel
+at batch 64 only, textclf/training/candidates.py FUSED_MAX_BATCH). W1's
 and its moments' loads and stores may be marked evict-first (each byte is used once) so that L2 keeps X and dPre,
 which every program re-reads. No program touches another's tile: no races. Measured on an H200 (BENCHMARKS.md,
 "The model search's K-network step"): at F = 8,192, K = 8, B = 64 the kernel went from 85-93 us (one 32 x 128
@@ -46,41 +50,51 @@ BETA1, BETA2, EPS = 0.9, 0.999, 1e-8  # textclf.models.mlp's Adam constants
 def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_out, m_out, v_out, *, block_m: int,
             block_f: int, precision: str, stream: str | None):
     # x_ref: (M, S*block_f)  dpre_ref: (M, block_n)  w/m/v: (S*block_f, block_n)  rate/decay: (block_n,)  s_ref: (4,)
-    # The program updates S sub-tiles of (block_f, block_n) one after another; each one's W1, m and v are read and
-    # written once (stream: their loads' and stores' L2 eviction policy, so that the re-read X and dPre stay).
+    # The program updates S sub-tiles of (block_f, block_n); each one's W1, m and v are read and written once
+    # (stream: their loads' and stores' L2 eviction policy, so that the re-read X and dPre stay).
     rows_total = x_ref.shape[0]
     block_n = dpre_ref.shape[1]
+    sub_tiles = w_ref.shape[0] // block_f
     # Scalar loads from the ref: slicing a loaded array has no Triton lowering.
     c1, c2, live = s_ref[0], s_ref[1], s_ref[2] > 0
     rate, decay = rate_ref[...][None, :], decay_ref[...][None, :]
 
-    # One chunk of rows (a batch of at most block_m): dPre is loaded once for every sub-tile.
-    dpre = dpre_ref[...] if rows_total == block_m else None
-
-    def sub_tile(sub, carry):
+    def update(sub, grad):
+        """Adam with coupled L2 (textclf.training.optimizers.adam's update) on sub-tile `sub`, each column with
+        its network's rate and decay."""
         tile = (pl.ds(sub * block_f, block_f), slice(None))
         w = pltriton.load(w_ref.at[tile], eviction_policy=stream)
         m_old = pltriton.load(m_ref.at[tile], eviction_policy=stream)
         v_old = pltriton.load(v_ref.at[tile], eviction_policy=stream)
-
-        def body(step, acc):
-            rows = pl.ds(step * block_m, block_m)
-            return acc + dot(x_ref[rows, tile[0]], dpre_ref[rows, :], precision, contract=((0,), (0,)))
-
-        if dpre is not None:
-            grad = dot(x_ref[:, tile[0]], dpre, precision, contract=((0,), (0,)))
-        else:
-            grad = lax.fori_loop(0, rows_total // block_m, body,
-                                 jnp.zeros((block_f, block_n), accumulator_dtype(w.dtype)))
-        # Adam with coupled L2 (textclf.training.optimizers.adam's update), each column with its network's rate
-        # and decay.
         new_w, m, v = adam_step(w, m_old, v_old, grad, rate, c1, c2, weight_decay=decay)
         pltriton.store(w_out.at[tile], jnp.where(live, new_w, w), eviction_policy=stream)
         pltriton.store(m_out.at[tile], jnp.where(live, m, m_old), eviction_policy=stream)
         pltriton.store(v_out.at[tile], jnp.where(live, v, v_old), eviction_policy=stream)
-        return carry
 
-    lax.fori_loop(0, w_ref.shape[0] // block_f, sub_tile, 0)
+    if rows_total == block_m:
+        # One chunk of rows (a search's batch of 64): dPre loaded once, the sub-tiles one after another in a loop
+        # that Triton pipelines (the next sub-tile's W1, m and v read while this one is computed).
+        dpre = dpre_ref[...]
+
+        def sub_tile(sub, carry):
+            update(sub, dot(x_ref[:, pl.ds(sub * block_f, block_f)], dpre, precision, contract=((0,), (0,))))
+            return carry
+
+        lax.fori_loop(0, sub_tiles, sub_tile, 0)
+        return
+
+    # Several chunks: a GEMM's loop order, each chunk's dPre rows read once for all the sub-tiles' gradients (S
+    # accumulators of (block_f, block_n)), then the updates one sub-tile at a time (a whole (S*block_f, block_n)
+    # tile of W1, m and v at once would not fit in registers).
+    def chunk(step, grads):
+        rows = pl.ds(step * block_m, block_m)
+        dpre = dpre_ref[rows, :]
+        return tuple(grad + dot(x_ref[rows, pl.ds(sub * block_f, block_f)], dpre, precision, contract=((0,), (0,)))
+                     for sub, grad in enumerate(grads))
+
+    start = tuple(jnp.zeros((block_f, block_n), accumulator_dtype(w_ref.dtype)) for _ in range(sub_tiles))
+    for sub, grad in enumerate(lax.fori_loop(0, rows_total // block_m, chunk, start)):
+        update(sub, grad)
 
 
 @dataclass(frozen=True)

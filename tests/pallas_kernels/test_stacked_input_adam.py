@@ -57,14 +57,18 @@ def test_a_padding_step_leaves_everything_as_it_was(env, rng):
 
 
 @gpu_only
-@pytest.mark.parametrize("blocks", [StackedInputAdamBlocks(),
-                                    StackedInputAdamBlocks(block_f=32, num_warps=4, num_stages=2, sub_tiles=1, stream=None)])
-def test_search_shape_with_bf16_rows(env, rng, blocks):
-    """The search's shape: 8,192 columns, 6 networks of 128 units, a batch of 64 news4-like rows in bf16."""
-    x, dpre, w, mom, v, rates, decays, scalars = _problem(env, rng, 64, 8192, 768, 6)
+@pytest.mark.parametrize("rows, blocks", [
+    (64, StackedInputAdamBlocks()),
+    (64, StackedInputAdamBlocks(block_f=32, num_warps=4, num_stages=2, sub_tiles=1, stream=None)),
+    (1024, StackedInputAdamBlocks(block_m=32, num_warps=4, sub_tiles=8)),  # many chunks: the GEMM loop order
+])
+def test_search_shape_with_bf16_rows(env, rng, rows, blocks):
+    """The search's shape: 8,192 columns, 6 networks of 128 units, a batch of news4-like rows in bf16."""
+    x, dpre, w, mom, v, rates, decays, scalars = _problem(env, rng, rows, 8192, 768, 6)
     x = (x * (rng.uniform(size=x.shape) < 0.01)).astype(jnp.bfloat16)
     expected = stacked_input_adam_reference(x.astype(jnp.float32), dpre.astype(jnp.bfloat16), w, mom, v, rates,
                                             decays, scalars, "highest")
+    poison_device_memory()
     got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
                              block_sizes=blocks)
     for name, a, b in zip("wmv", got, expected):
