@@ -118,8 +118,8 @@ def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
                        block_sizes: StackedInputAdamBlocks = StackedInputAdamBlocks(), precision: str = "default",
                        interpret: bool = False):
     """One Adam step of the stacked first layer with dW1 = x^T @ dpre computed on the fly -> (new w, new m, new v),
-    written over w, m and v (donated). F must be a multiple of block_f and N of block_n; M is padded to block_m
-    (zero rows add nothing to the product)."""
+    written over w, m and v (donated). F must be a multiple of block_f x sub_tiles and N of block_n; M is padded to
+    block_m (zero rows add nothing to the product)."""
     block_m, block_f, block_n, num_warps, num_stages, sub_tiles = (
         block_sizes.block_m, block_sizes.block_f, block_sizes.block_n, block_sizes.num_warps, block_sizes.num_stages,
         block_sizes.sub_tiles)
@@ -130,8 +130,7 @@ def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
             and rates.shape == decays.shape == (dpre.shape[1],) and scalars.shape == (4,)
             and x.shape[1] % rows_per_program == 0 and dpre.shape[1] % block_n == 0,
             f"x (M, F) with F a multiple of block_f x sub_tiles ({rows_per_program}), dpre (M, N) with N a multiple "
-            f"of block_n "
-            f"({block_n}), w, m, v (F, N), rates and decays (N,), scalars (4,)",
+            f"of block_n ({block_n}), w, m, v (F, N), rates and decays (N,), scalars (4,)",
             x=x, dpre=dpre, w=w, m=m, v=v, rates=rates, decays=decays, scalars=scalars)
     require_blocks("stacked_input_adam", block_m=block_m, block_f=block_f, block_n=block_n)
     features, n = w.shape

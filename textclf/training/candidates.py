@@ -116,9 +116,9 @@ def dense_default() -> bool:
 
 
 # The fused Pallas W1 update measured against XLA's dense step on an H200 (BENCHMARKS.md, "The model search's
-# K-network step"): 0.78-0.82x XLA's time at B = 64, 1.24-1.45x at B = 256 and 1.42-1.53x at 1,024 (there the
-# (F, B) x (B, K*H) product dominates, and cuBLAS does it faster than the kernel's Triton tiles). Used up to this
-# batch size.
+# K-network step"): 0.79-0.80x XLA's time at B = 64, 1.07x at B = 256 and 1.26x at 1,024 (K = 8, F = 8,192; there
+# the (F, B) x (B, K*H) product dominates, and cuBLAS does it faster than the kernel's Triton tiles). Used up to
+# this batch size.
 FUSED_MAX_BATCH = 64
 
 
@@ -229,17 +229,16 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
         return params, state, buffer, losses.at[i].set(loss)
 
     losses = jnp.zeros((indices.shape[0],), params.w1.dtype)  # (steps,) sum over the K models of each batch mean
-    # The dense step's X: one all-zero (B, F) buffer for the epoch (write_batch / erase_batch; a fresh zero fill
-    # and scatter-add each step were 23 of a 164 us step at F = 8,192, B = 64, K = 8 on an H200, BENCHMARKS.md
-    # "The model search's K-network step").
-    buffer = jnp.zeros((labels.shape[1], params.w1.shape[0]) if dense else (0,), params.w1.dtype)
-    params, state, _, losses = jax.lax.fori_loop(0, steps, body, (params, state, buffer, losses))
+    params, state, _, losses = jax.lax.fori_loop(0, steps, body, (params, state, _zero_rows(params, labels, dense),
+                                                                  losses))
     return params, state, losses
 
 
-def _score_buffer(params: StackedParams, labels: jax.Array, dense: bool) -> jax.Array:
-    """The all-zero (B, F) X that a dense scoring scan carries (write_batch / erase_batch, as _epoch's); labels
-    (steps, B)."""
+def _zero_rows(params: StackedParams, labels: jax.Array, dense: bool) -> jax.Array:
+    """The all-zero (B, F) X that a dense epoch or scoring scan carries (labels: (steps, B)); each step stores its
+    batch's nonzeros in it and erases them after (write_batch / erase_batch). A fresh zero fill and scatter-add each
+    step were 23 of a 164 us step at F = 8,192, B = 64, K = 8 on an H200 (BENCHMARKS.md, "The model search's
+    K-network step"). (0,) for the sparse formulation, which has no X."""
     return jnp.zeros((labels.shape[1], params.w1.shape[0]) if dense else (0,), params.w1.dtype)
 
 
@@ -269,7 +268,7 @@ def _hits(params: StackedParams, indices, values, rows, labels, mask, dense: boo
         return (each_total + each, together_total + together, buffer), None
 
     models = params.w2.shape[0]
-    start = (jnp.zeros((models,), jnp.float32), jnp.zeros((), jnp.float32), _score_buffer(params, labels, dense))
+    start = (jnp.zeros((models,), jnp.float32), jnp.zeros((), jnp.float32), _zero_rows(params, labels, dense))
     (each_total, together_total, _), _ = jax.lax.scan(one, start, (indices, values, rows, labels, mask))
     return each_total, together_total
 
@@ -751,4 +750,4 @@ def _scores(params: StackedParams, indices, values, rows, labels, dense: bool = 
         scores, buffer = _batch_scores(params, batch, dense, buffer)
         return buffer, jax.nn.log_softmax(scores, axis=-1)
 
-    return jax.lax.scan(one, _score_buffer(params, labels, dense), (indices, values, rows, labels))[1]
+    return jax.lax.scan(one, _zero_rows(params, labels, dense), (indices, values, rows, labels))[1]
