@@ -133,8 +133,9 @@ def pallas_default(batch_size: int) -> bool:
 # imported only where the kernel runs): sub-tiles of block_f input columns x block_n hidden units, sub_tiles of
 # them a program, Triton warps and pipeline stages, W1's traffic marked evict-first (a search's widths are powers
 # of two and K*H a multiple of 128 at the default H; other shapes take the XLA step). Chosen by `python -m
-# benchmarks.kmodel_step --blocks ...` on an H200 from 27 tilings (BENCHMARKS.md); the kernel's defaults.
-FUSED_BLOCKS = dict(block_f=16, block_n=128, num_warps=2, num_stages=3, sub_tiles=8, stream="evict_first")
+# benchmarks.kmodel_step --blocks ...` from 27 tilings on an H200, then 2 or 4 warps on an H100 and a second H200,
+# where 4 were the faster (BENCHMARKS.md); the kernel's defaults.
+FUSED_BLOCKS = dict(block_f=16, block_n=128, num_warps=4, num_stages=3, sub_tiles=8, stream="evict_first")
 
 
 def _step_kind(batch_size: int, n_features: int, hidden_units: int) -> tuple[bool, bool]:
