@@ -12,12 +12,11 @@ the epoch's wall time per step: wall minus kernel time is what launches, gaps an
 from __future__ import annotations
 
 import argparse
-import collections
 import tempfile
 
 import jax
 
-from benchmarks.timing import gpu_kernel_events
+from benchmarks.timing import gpu_kernel_events, kernel_totals
 from benchmarks.kernels import load_problem
 from textclf.settings import Settings
 from textclf.training.loop import fit_network
@@ -31,10 +30,7 @@ def profile(x, y, n_classes: int, settings: Settings, backend: str, top: int) ->
         events = gpu_kernel_events(trace_dir)
     steps = settings.epochs * -(-x.shape[0] // settings.batch_size)
     wall = sum(e.seconds for e in result.history)
-    totals, calls = collections.Counter(), collections.Counter()
-    for name, duration in events:
-        totals[name[:70]] += duration
-        calls[name[:70]] += 1
+    totals, calls = kernel_totals(events)
     kernel_us = sum(totals.values())
     print(f"\n#### {settings.backend}{'-' + settings.pallas_input if backend == 'pallas' else ''}, batch "
           f"{settings.batch_size:,}: {steps} steps, wall {wall / steps * 1e6:.1f} us/step "

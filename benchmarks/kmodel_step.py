@@ -19,7 +19,6 @@ Prints a markdown table; the ratio columns are time / dense XLA's time.
 from __future__ import annotations
 
 import argparse
-import collections
 import tempfile
 import time
 
@@ -28,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.kernels import load_problem
-from benchmarks.timing import gpu_kernel_events
+from benchmarks.timing import gpu_kernel_events, kernel_totals
 from textclf.training import candidates
 
 
@@ -65,10 +64,7 @@ def profile_epoch(x, y, classes: int, models: int, batch: int, fused: bool, top:
             losses.block_until_ready()
         events = gpu_kernel_events(trace_dir)
     steps = batches[0].shape[0]
-    totals, calls = collections.Counter(), collections.Counter()
-    for name, duration in events:
-        totals[name[:60]] += duration
-        calls[name[:60]] += 1
+    totals, calls = kernel_totals(events, 60)
     print(f"  {'fused' if fused else 'dense'}: kernels {sum(totals.values()) / steps:,.1f} us a step; "
           + "; ".join(f"{name} {us / steps:.1f} ({calls[name] / steps:.0f}x)" for name, us in totals.most_common(top)),
           flush=True)

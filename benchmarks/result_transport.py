@@ -36,7 +36,7 @@ def main() -> None:
     print("| mode | MB | s | MB/s |")
     print("|---|---:|---:|---:|")
     with WorkerPool(args.workers) as shared, WorkerPool(args.workers, shared_results=False) as piped:
-        modes = (("shared memory", shared), ("pipe", piped)) if shared._shared is not None else (("pipe", piped),)
+        modes = (("shared memory", shared), ("pipe", piped)) if shared.shares_memory else (("pipe", piped),)
         for _ in range(args.repeat):
             for name, pool in modes:
                 start = time.perf_counter()
@@ -48,6 +48,7 @@ def main() -> None:
                 seconds = time.perf_counter() - start
                 print(f"| {name} | {received / 1e6:,.0f} | {seconds:.2f} | {received / 1e6 / seconds:,.0f} |",
                       flush=True)
+
 
 if __name__ == "__main__":
     main()

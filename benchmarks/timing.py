@@ -50,6 +50,18 @@ def gpu_kernel_events(trace_dir: str) -> list[tuple[str, float]]:
             if e.get("ph") == "X" and (e.get("pid"), e.get("tid")) in stream_threads]
 
 
+def kernel_totals(events: list[tuple[str, float]], width: int = 70) -> tuple[dict, dict]:
+    """gpu_kernel_events' (name, microseconds) -> (collections.Counter of microseconds, of calls) per kernel name
+    cut to `width` characters."""
+    import collections
+
+    totals, calls = collections.Counter(), collections.Counter()
+    for name, duration in events:
+        totals[name[:width]] += duration
+        calls[name[:width]] += 1
+    return totals, calls
+
+
 def kernel_time(fn, args, reps: int = 20) -> float | None:
     """Device seconds per call of jit(fn), summed over the GPU kernels it launches, read from a JAX profiler
     trace (CUPTI): unaffected by host dispatch cost, which dominates ops of a few microseconds. None when the

@@ -19,14 +19,13 @@ of W1 with grad (block_f, block_n) = X[:, f-block]^T @ dPre[:, n-block]. A batch
 search's 64 rows): dPre's block is loaded once and the tiles are done one after another, in a loop that Triton
 pipelines num_stages deep (the next tile's W1, m and v read while this one is computed). Several chunks: a GEMM's
 loop order, every tile's gradient accumulated chunk by chunk (each chunk's dPre read once for all of them), then
-the tiles updated one by one (measured at B = 1,024, K = 8, F = 8,192 on an H200: 272 us for the kernel, the
-per-tile chunk loop before it 313 us or more; XLA's step there is faster still, so the product runs the kernel
-at batch 64 only, textclf/training/candidates.py FUSED_MAX_BATCH). W1's
+the tiles updated one by one (at B = 1,024, K = 8, F = 8,192 on an H200 the step is still 1.26x XLA's, so the
+product runs the kernel at batch 64 only, textclf/training/candidates.py FUSED_MAX_BATCH). W1's
 and its moments' loads and stores may be marked evict-first (each byte is used once) so that L2 keeps X and dPre,
-which every program re-reads. No program touches another's tile: no races. Measured on an H200 (BENCHMARKS.md,
-"The model search's K-network step"): at F = 8,192, K = 8, B = 64 the kernel went from 85-93 us (one 32 x 128
-tile a program, 4 warps, 2 stages) to 70 us (8 tiles of 16 x 128, 2 warps, 3 stages, evict-first): 201 MB of W1,
-m and v read and written at 2.9 TB/s; the step 0.66-0.69x XLA's on an H100 with 4 warps.
+which every program re-reads. No program touches another's tile: no races. Measured (BENCHMARKS.md, "The model
+search's K-network step", each against XLA's step in the same call): at B = 64 the step went from 0.87-0.93x to
+0.79-0.80x XLA's time on an H200 (one 32 x 128 tile a program, 4 warps, 2 stages -> 8 tiles of 16 x 128,
+evict-first), and from 0.78-0.81x to 0.66-0.69x on an H100 with these defaults.
 """
 
 from __future__ import annotations
@@ -103,7 +102,8 @@ class StackedInputAdamBlocks:
     program (one after another), Triton warps and stages, and the L2 eviction policy of W1's and its moments'
     loads and stores ("evict_first": read once, written once; None: the default)."""
 
-    # The fastest at the search's shapes on an H200 and an H100 (textclf.training.candidates.FUSED_BLOCKS).
+    # The fastest at the search's shapes on an H200 and an H100 (the search's step uses them,
+    # textclf.training.candidates.FUSED_BLOCKS).
     block_m: int = 64
     block_f: int = 16
     block_n: int = 128

@@ -147,6 +147,11 @@ class WorkerPool:
             if self._shared is not None:  # results the workers wrote that nothing received (an error, Ctrl-C)
                 self._shared.remove_left()
 
+    @property
+    def shares_memory(self) -> bool:
+        """Whether large results come back through shared memory (SharedResults), not the pipe."""
+        return self._shared is not None
+
     def __enter__(self) -> "WorkerPool":
         return self
 

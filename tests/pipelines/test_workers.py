@@ -1,3 +1,6 @@
+import glob
+import itertools
+import os
 import subprocess
 import sys
 import threading
@@ -100,7 +103,7 @@ def test_a_script_without_a_main_guard_can_vectorize_in_workers_after_importing_
     script = tmp_path / "user_script.py"  # a file, as `python script.py` runs it (no __name__ guard)
     script.write_text(UNGUARDED_SCRIPT)
     done = subprocess.run([sys.executable, str(script), str(corpus_dir)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["300", "36"]
 
@@ -148,9 +151,6 @@ SHARED = pytest.mark.skipif(workers.SharedResults.here() is None, reason="no wri
 
 
 def _our_files(shared) -> list:
-    import glob
-    import os
-
     return glob.glob(os.path.join(shared.directory, f"textclf-{os.getpid()}-*"))
 
 
@@ -174,8 +174,6 @@ def test_large_results_come_back_through_shared_memory_and_leave_no_file(monkeyp
 
 @SHARED
 def test_a_closed_pool_removes_what_nothing_received_and_a_new_one_what_dead_processes_left(tmp_path):
-    import os
-
     with WorkerPool(2) as pool:
         shared = pool._shared
         sent = shared.sent(_pieces(1))  # as a worker leaves it, never received
@@ -189,9 +187,6 @@ def test_a_closed_pool_removes_what_nothing_received_and_a_new_one_what_dead_pro
 
 
 def test_results_come_through_the_pipe_where_shared_memory_is_small_or_missing(tmp_path, monkeypatch):
-    import itertools
-    import os
-
     small = workers.SharedResults(str(tmp_path), "textclf-0-0-")
     assert isinstance(small.sent({"a": np.arange(10)}), dict)  # under SHARED_MIN_BYTES: in the pickle
     missing = workers.SharedResults(str(tmp_path / "absent"), "textclf-0-0-")

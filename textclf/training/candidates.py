@@ -72,11 +72,15 @@ def stacked_logits(params: StackedParams, indices, values, rows, batch_size: int
     (B, F) x (F, K*H) product faster than the (cap, K*H) gather and its scatter-add gradient, measured:
     BENCHMARKS.md, "The model search's K-network step")."""
     if dense:
-        pre = _dense_rows(params, indices, values, rows, batch_size) @ params.w1 + params.b1  # (B, K*H)
-    else:
-        gathered = params.w1[indices] * values[:, None]  # (cap, K*H): one gather for all K models
-        pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1  # (B, K*H)
+        return _dense_scores(params, _dense_rows(params, indices, values, rows, batch_size))
+    gathered = params.w1[indices] * values[:, None]  # (cap, K*H): one gather for all K models
+    pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1  # (B, K*H)
     return _head(pre, params.w2, params.b2)
+
+
+def _dense_scores(params: StackedParams, x: jax.Array) -> jax.Array:
+    """A batch already dense, x (B, F) -> (B, K, C) scores of the K models."""
+    return _head(x @ params.w1 + params.b1, params.w2, params.b2)
 
 
 def _dense_rows(params: StackedParams, indices, values, rows, batch_size: int) -> jax.Array:
@@ -129,13 +133,16 @@ def pallas_default(batch_size: int) -> bool:
     return jax.default_backend() == "gpu" and batch_size <= FUSED_MAX_BATCH
 
 
-# The fused W1 update's tiling (pallas_kernels.stacked_input_adam.StackedInputAdamBlocks, whose module is
-# imported only where the kernel runs): sub-tiles of block_f input columns x block_n hidden units, sub_tiles of
-# them a program, Triton warps and pipeline stages, W1's traffic marked evict-first (a search's widths are powers
-# of two and K*H a multiple of 128 at the default H; other shapes take the XLA step). Chosen by `python -m
-# benchmarks.kmodel_step --blocks ...` from 27 tilings on an H200, then 2 or 4 warps on an H100 and a second H200,
-# where 4 were the faster (BENCHMARKS.md); the kernel's defaults.
-FUSED_BLOCKS = dict(block_f=16, block_n=128, num_warps=4, num_stages=3, sub_tiles=8, stream="evict_first")
+# The fused W1 update's tiling: pallas_kernels.stacked_input_adam.StackedInputAdamBlocks's defaults, chosen by
+# `python -m benchmarks.kmodel_step --blocks ...` on an H200 and an H100 (BENCHMARKS.md), with these fields replaced
+# (the benchmark sets them to try other tilings). Its module is imported only where the kernel runs (a GPU).
+FUSED_BLOCKS: dict = {}
+
+
+def _fused_blocks():
+    from pallas_kernels.stacked_input_adam import StackedInputAdamBlocks
+
+    return StackedInputAdamBlocks(**FUSED_BLOCKS)
 
 
 def _step_kind(batch_size: int, n_features: int, hidden_units: int) -> tuple[bool, bool]:
@@ -146,14 +153,15 @@ def _step_kind(batch_size: int, n_features: int, hidden_units: int) -> tuple[boo
 
 
 def fused_fits(n_features: int, hidden_units: int) -> bool:
-    """Whether the fused W1 update tiles an (n_features, hidden_units) first layer."""
-    rows = FUSED_BLOCKS["block_f"] * FUSED_BLOCKS.get("sub_tiles", 1)  # W1 rows a program
-    return n_features % rows == 0 and hidden_units % FUSED_BLOCKS["block_n"] == 0
+    """Whether the fused W1 update tiles an (n_features, hidden_units) first layer (a search's widths are powers
+    of two and K*H a multiple of 128 at the default H; other shapes take the XLA step)."""
+    blocks = _fused_blocks()
+    return n_features % (blocks.block_f * blocks.sub_tiles) == 0 and hidden_units % blocks.block_n == 0
 
 
 def _dense_loss(params: StackedParams, x: jax.Array, labels, mask) -> jax.Array:
     """stacked_loss of a batch already dense: x (B, F)."""
-    return _summed_loss(_head(x @ params.w1 + params.b1, params.w2, params.b2), labels, mask)
+    return _summed_loss(_dense_scores(params, x), labels, mask)
 
 
 def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: StackedParams, x, labels, mask,
@@ -163,7 +171,7 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
     live: False for a padding batch, which then changes nothing (the kernel leaves W1 and its moments in place,
     see its module).
     -> (params, state, loss)."""
-    from pallas_kernels.stacked_input_adam import StackedInputAdamBlocks, stacked_input_adam
+    from pallas_kernels.stacked_input_adam import stacked_input_adam
 
     pre = x @ params.w1 + params.b1  # (B, K*H)
     loss, (dpre, dw2, db2) = jax.value_and_grad(
@@ -176,7 +184,7 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
     c1, c2 = adam_corrections(state.step + 1)
     scalars = jnp.stack([c1, c2, live.astype(c1.dtype), jnp.zeros_like(c1)]).astype(params.w1.dtype)
     w1, m1, v1 = stacked_input_adam(x, dpre, params.w1, state.m.w1, state.v.w1, lr.w1[0], wd.w1[0], scalars,
-                                    block_sizes=StackedInputAdamBlocks(**FUSED_BLOCKS), interpret=interpret)
+                                    block_sizes=_fused_blocks(), interpret=interpret)
     return (StackedParams(w1, *small), AdamState(StackedParams(m1, *small_state.m), StackedParams(v1, *small_state.v),
                                                  small_state.step), loss)
 
@@ -250,7 +258,7 @@ def _batch_scores(params: StackedParams, batch: tuple, dense: bool, buffer: jax.
     if not dense:
         return narrowed(lambda b: stacked_logits(params, b[0], b[1], b[2], b[3].shape[0], False), batch), buffer
     x = write_batch(buffer, *batch[:3])  # (B, F)
-    scores = _head(x @ params.w1 + params.b1, params.w2, params.b2)
+    scores = _dense_scores(params, x)
     x, scores = jax.lax.optimization_barrier((x, scores))  # erased after the product reads it (see _epoch)
     return scores, erase_batch(x, *batch[:3])
 
