@@ -7,10 +7,12 @@ networks, batch B and input width F (the F columns of the corpus's matrix that t
 search trains its rounds at 8,192).
 
     python -m benchmarks.kmodel_step [TRAIN.jsonl] [--models 6,8] [--batches 64,1024] [--widths 8192,32768]
-        [--blocks 32x128x4x2,...] [--profile TOP]
+        [--blocks product,16x128x4x3x8xe,...] [--all] [--profile TOP]
 
---blocks: fused-kernel tilings to try (block_f x block_n x warps x stages [x sub-tiles a program [x batch rows a
-chunk]] [x e: W1's traffic evict-first]); the table shows the fastest, named.
+--blocks: fused-kernel tilings to try ("product", the default: the product's own for each batch size; or
+block_f x block_n x warps x stages [x sub-tiles a program [x batch rows a chunk]] [x e: W1's traffic
+evict-first] [x c: the batch as columns]); the table shows the fastest, named.
+--all: every tiling's time, printed before its row (a tiling that fails to compile is named and skipped).
 --profile TOP: after each row, where a step's GPU time goes in the dense and the fused formulation (its fastest
 tiling): the TOP kernels by time, microseconds a step, from a profiler trace of one compiled epoch (GPU only).
 Prints a markdown table; the ratio columns are time / dense XLA's time.
@@ -86,8 +88,9 @@ def main() -> None:
     parser.add_argument("--models", default="6,8")
     parser.add_argument("--batches", default="64,1024")
     parser.add_argument("--widths", default="8192,32768")
-    parser.add_argument("--blocks", default="32x128x4x2")
+    parser.add_argument("--blocks", default="product")
     parser.add_argument("--profile", type=int, default=0)
+    parser.add_argument("--all", action="store_true", help="print every tiling's time, not only the fastest's")
     args = parser.parse_args()
     full, y, classes = load_problem(args.train)
     on_gpu = jax.default_backend() == "gpu"
@@ -107,12 +110,20 @@ def main() -> None:
                 fused, tiling = float("nan"), "-"
                 if on_gpu:
                     tried = {}
-                    for number, tiling in enumerate(blocks):
-                        _configure(tiling)
-                        tried[number] = time_epoch(x, y, classes, models, batch, dense=True, fused=True)
-                    fastest = min(tried, key=tried.get)
-                    tiling, fused = _named(blocks[fastest]), tried[fastest]
-                    _configure(blocks[fastest])  # (what --profile then traces)
+                    for number, candidate in enumerate(blocks):
+                        _configure(candidate)
+                        try:
+                            tried[number] = time_epoch(x, y, classes, models, batch, dense=True, fused=True)
+                        except Exception as error:  # a tiling Triton cannot fit (shared memory, registers)
+                            print(f"  {_named(candidate)}: failed ({type(error).__name__}: {str(error)[:120]})")
+                            continue
+                        if args.all:
+                            print(f"  {_named(candidate)}: {tried[number] / steps * 1e6:,.0f} us/step "
+                                  f"({tried[number] / dense:.2f}x dense)", flush=True)
+                    if tried:
+                        fastest = min(tried, key=tried.get)
+                        tiling, fused = _named(blocks[fastest]), tried[fastest]
+                        _configure(blocks[fastest])  # (what --profile then traces)
                 print(f"| {width} | {models} | {batch} | {x.nnz / x.shape[0]:.0f} | {sparse / steps * 1e6:,.0f} | "
                       f"{dense / steps * 1e6:,.0f} | {fused / steps * 1e6:,.0f} | {sparse / dense:.2f}x | "
                       f"{fused / dense:.2f}x | {tiling} |", flush=True)
@@ -124,20 +135,25 @@ def main() -> None:
 
 
 def _tiling(text: str) -> dict:
-    """"32x128x4x2[x4[x64]][xe]" -> the fused kernel's block_f, block_n, warps, stages, sub-tiles a program, batch
-    rows a chunk (default 64) and, with "e", W1's loads and stores marked evict-first."""
+    """"32x128x4x2[x4[x64]][xe][xc]" -> the fused kernel's block_f, block_n, warps, stages, sub-tiles a program,
+    batch rows a chunk (default 64), with "e" W1's loads and stores marked evict-first, with "c" the batch handed
+    over as columns (x (F, B), dpre (N, B))."""
+    if text == "product":
+        return {}
     parts = text.split("x")
-    numbers = [int(p) for p in parts if p != "e"]
+    numbers = [int(p) for p in parts if p not in ("e", "c")]
     return dict(block_f=numbers[0], block_n=numbers[1], num_warps=numbers[2], num_stages=numbers[3],
                 sub_tiles=numbers[4] if len(numbers) > 4 else 1, block_m=numbers[5] if len(numbers) > 5 else 64,
-                stream="evict_first" if "e" in parts else None)
+                stream="evict_first" if "e" in parts else None, columns="c" in parts)
 
 
 def _named(tiling: dict) -> str:
+    if not tiling:
+        return "the product's"
     return (f"{tiling['block_f']}x{tiling['block_n']}, {tiling['num_warps']} warps, {tiling['num_stages']} stages"
             + (f", {tiling['sub_tiles']} sub-tiles" if tiling["sub_tiles"] > 1 else "")
             + (f", {tiling['block_m']} rows a chunk" if tiling["block_m"] != 64 else "")
-            + (", evict-first" if tiling["stream"] else ""))
+            + (", evict-first" if tiling["stream"] else "") + (", the batch as columns" if tiling["columns"] else ""))
 
 
 def _configure(tiling: dict) -> None:

@@ -19,8 +19,11 @@ of W1 with grad (block_f, block_n) = X[:, f-block]^T @ dPre[:, n-block]. A batch
 search's 64 rows): dPre's block is loaded once and the tiles are done one after another, in a loop that Triton
 pipelines num_stages deep (the next tile's W1, m and v read while this one is computed). Several chunks: a GEMM's
 loop order, every tile's gradient accumulated chunk by chunk (each chunk's dPre read once for all of them), then
-the tiles updated one by one (at B = 1,024, K = 8, F = 8,192 on an H200 the step is still 1.26x XLA's, so the
-product runs the kernel at batch 64 only, textclf/training/candidates.py FUSED_MAX_BATCH). W1's
+the tiles updated one by one. The batch may come as columns (`columns`: x (F, M), dpre (N, M)): the gradient's
+product then contracts two operands that both run along the rows, the order TF32 tensor-core products take; as
+rows, Triton's product of two row-major operands contracted over their rows was the slowest part (on an H200, K = 8,
+F = 8,192: the step at B = 256 1.12x -> 0.87x XLA's, at 1,024 1.55x -> 1.18x, one call; at B = 64 the rows stay
+faster). At 1,024 the step is still above XLA's (textclf/training/candidates.py FUSED_MAX_BATCH). W1's
 and its moments' loads and stores may be marked evict-first (each byte is used once) so that L2 keeps X and dPre,
 which every program re-reads. No program touches another's tile: no races. Measured (BENCHMARKS.md, "The model
 search's K-network step", each against XLA's step in the same call): at B = 64 the step went from 0.87-0.93x to
@@ -47,12 +50,12 @@ BETA1, BETA2, EPS = 0.9, 0.999, 1e-8  # textclf.models.mlp's Adam constants
 
 
 def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_out, m_out, v_out, *, block_m: int,
-            block_f: int, precision: str, stream: str | None):
+            block_f: int, precision: str, stream: str | None, columns: bool):
     # x_ref: (M, S*block_f)  dpre_ref: (M, block_n)  w/m/v: (S*block_f, block_n)  rate/decay: (block_n,)  s_ref: (4,)
     # The program updates S sub-tiles of (block_f, block_n); each one's W1, m and v are read and written once
     # (stream: their loads' and stores' L2 eviction policy, so that the re-read X and dPre stay).
-    rows_total = x_ref.shape[0]
-    block_n = dpre_ref.shape[1]
+    rows_total = x_ref.shape[1] if columns else x_ref.shape[0]
+    block_n = w_ref.shape[1]
     sub_tiles = w_ref.shape[0] // block_f
     # Scalar loads from the ref: slicing a loaded array has no Triton lowering.
     c1, c2, live = s_ref[0], s_ref[1], s_ref[2] > 0
@@ -70,13 +73,19 @@ def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_
         pltriton.store(m_out.at[tile], jnp.where(live, m, m_old), eviction_policy=stream)
         pltriton.store(v_out.at[tile], jnp.where(live, v, v_old), eviction_policy=stream)
 
+    def product(sub, rows, dpre):
+        # (block_f, block_n): X's rows `rows` of sub-tile `sub`'s columns, transposed, times dpre (those rows).
+        if columns:  # x_ref (S*block_f, M), dpre (block_n, rows): both operands contiguous along the summed rows
+            return dot(x_ref[pl.ds(sub * block_f, block_f), rows], dpre, precision, contract=((1,), (1,)))
+        return dot(x_ref[rows, pl.ds(sub * block_f, block_f)], dpre, precision, contract=((0,), (0,)))
+
     if rows_total == block_m:
         # One chunk of rows (a search's batch of 64): dPre loaded once, the sub-tiles one after another in a loop
         # that Triton pipelines (the next sub-tile's W1, m and v read while this one is computed).
         dpre = dpre_ref[...]
 
         def sub_tile(sub, carry):
-            update(sub, dot(x_ref[:, pl.ds(sub * block_f, block_f)], dpre, precision, contract=((0,), (0,))))
+            update(sub, product(sub, slice(None), dpre))
             return carry
 
         lax.fori_loop(0, sub_tiles, sub_tile, 0)
@@ -87,9 +96,8 @@ def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_
     # tile of W1, m and v at once would not fit in registers).
     def chunk(step, grads):
         rows = pl.ds(step * block_m, block_m)
-        dpre = dpre_ref[rows, :]
-        return tuple(grad + dot(x_ref[rows, pl.ds(sub * block_f, block_f)], dpre, precision, contract=((0,), (0,)))
-                     for sub, grad in enumerate(grads))
+        dpre = dpre_ref[:, rows] if columns else dpre_ref[rows, :]
+        return tuple(grad + product(sub, rows, dpre) for sub, grad in enumerate(grads))
 
     start = tuple(jnp.zeros((block_f, block_n), accumulator_dtype(w_ref.dtype)) for _ in range(sub_tiles))
     for sub, grad in enumerate(lax.fori_loop(0, rows_total // block_m, chunk, start)):
@@ -111,6 +119,9 @@ class StackedInputAdamBlocks:
     num_stages: int = 3
     sub_tiles: int = 8
     stream: str | None = "evict_first"
+    # x given as (F, M) and dpre as (N, M) (columns of the batch) instead of (M, F) and (M, N): both of the
+    # gradient product's operands then run along the summed rows, as TF32 tensor-core products take them.
+    columns: bool = False
 
 
 @functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"), donate_argnums=(2, 3, 4))
@@ -123,28 +134,36 @@ def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
     block_m, block_f, block_n, num_warps, num_stages, sub_tiles = (
         block_sizes.block_m, block_sizes.block_f, block_sizes.block_n, block_sizes.num_warps, block_sizes.num_stages,
         block_sizes.sub_tiles)
+    columns = block_sizes.columns
     rows_per_program = block_f * sub_tiles
+    row_axis = 1 if columns else 0  # the batch's axis in x and dpre
     require("stacked_input_adam",
-            x.ndim == 2 and dpre.ndim == 2 and x.shape[0] == dpre.shape[0]
-            and w.shape == m.shape == v.shape == (x.shape[1], dpre.shape[1])
-            and rates.shape == decays.shape == (dpre.shape[1],) and scalars.shape == (4,)
-            and x.shape[1] % rows_per_program == 0 and dpre.shape[1] % block_n == 0,
-            f"x (M, F) with F a multiple of block_f x sub_tiles ({rows_per_program}), dpre (M, N) with N a multiple "
-            f"of block_n ({block_n}), w, m, v (F, N), rates and decays (N,), scalars (4,)",
+            x.ndim == 2 and dpre.ndim == 2 and x.shape[row_axis] == dpre.shape[row_axis]
+            and w.shape == m.shape == v.shape == (x.shape[1 - row_axis], dpre.shape[1 - row_axis])
+            and rates.shape == decays.shape == (w.shape[1],) and scalars.shape == (4,)
+            and w.shape[0] % rows_per_program == 0 and w.shape[1] % block_n == 0,
+            ("x (F, M), dpre (N, M)" if columns else "x (M, F), dpre (M, N)")
+            + f" with F a multiple of block_f x sub_tiles ({rows_per_program}) and N of block_n ({block_n}), "
+            "w, m, v (F, N), rates and decays (N,), scalars (4,)",
             x=x, dpre=dpre, w=w, m=m, v=v, rates=rates, decays=decays, scalars=scalars)
     require_blocks("stacked_input_adam", block_m=block_m, block_f=block_f, block_n=block_n)
     features, n = w.shape
-    padded_m = round_up(x.shape[0], block_m)
-    x, dpre = pad_axis(x, 0, padded_m), pad_axis(narrowed(dpre, x), 0, padded_m)
+    padded_m = round_up(x.shape[row_axis], block_m)
+    x, dpre = pad_axis(x, row_axis, padded_m), pad_axis(narrowed(dpre, x), row_axis, padded_m)
     tile = pl.BlockSpec((rows_per_program, block_n), lambda j, i: (i, j))
     column = pl.BlockSpec((block_n,), lambda j, i: (j,))
+    if columns:
+        x_spec = pl.BlockSpec((rows_per_program, padded_m), lambda j, i: (i, 0))
+        dpre_spec = pl.BlockSpec((block_n, padded_m), lambda j, i: (j, 0))
+    else:
+        x_spec = pl.BlockSpec((padded_m, rows_per_program), lambda j, i: (0, i))
+        dpre_spec = pl.BlockSpec((padded_m, block_n), lambda j, i: (0, j))
     return pl.pallas_call(
-        functools.partial(_kernel, block_m=block_m, block_f=block_f, precision=precision, stream=block_sizes.stream),
+        functools.partial(_kernel, block_m=block_m, block_f=block_f, precision=precision, stream=block_sizes.stream,
+                          columns=columns),
         out_shape=tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (w, m, v)),
         grid=(n // block_n, features // rows_per_program),
-        in_specs=[pl.BlockSpec((padded_m, rows_per_program), lambda j, i: (0, i)),
-                  pl.BlockSpec((padded_m, block_n), lambda j, i: (0, j)),
-                  tile, tile, tile, column, column, pl.BlockSpec((4,), lambda j, i: (0,))],
+        in_specs=[x_spec, dpre_spec, tile, tile, tile, column, column, pl.BlockSpec((4,), lambda j, i: (0,))],
         out_specs=(tile, tile, tile), input_output_aliases={2: 0, 3: 1, 4: 2},
         compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="stacked_input_adam",
     )(x, dpre, w, m, v, rates.astype(w.dtype), decays.astype(w.dtype), scalars.astype(w.dtype))

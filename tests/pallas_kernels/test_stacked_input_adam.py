@@ -18,15 +18,18 @@ def _problem(env, rng, m, features, n, models):
     return x, dpre, w, mom, v, rates, decays, scalars
 
 
-@pytest.mark.parametrize("m, features, n, models, sub_tiles, stream", [
-    (37, 128, 64, 4, 1, None), (16, 64, 128, 2, 1, None), (64, 256, 96, 3, 1, None),
-    (37, 256, 64, 4, 4, "evict_first"), (16, 128, 96, 3, 2, None)])
-def test_matches_the_gradient_then_adam(env, rng, m, features, n, models, sub_tiles, stream):
+@pytest.mark.parametrize("m, features, n, models, sub_tiles, stream, columns", [
+    (37, 128, 64, 4, 1, None, False), (16, 64, 128, 2, 1, None, False), (64, 256, 96, 3, 1, None, False),
+    (37, 256, 64, 4, 4, "evict_first", False), (16, 128, 96, 3, 2, None, False),
+    (37, 128, 64, 4, 2, None, True), (16, 64, 96, 3, 1, "evict_first", True)])
+def test_matches_the_gradient_then_adam(env, rng, m, features, n, models, sub_tiles, stream, columns):
     x, dpre, w, mom, v, rates, decays, scalars = _problem(env, rng, m, features, n, models)
     expected = stacked_input_adam_reference(x, dpre, w, mom, v, rates, decays, scalars, "highest")
     poison_device_memory()
-    blocks = StackedInputAdamBlocks(block_m=16, block_f=32, block_n=32, sub_tiles=sub_tiles, stream=stream)
-    got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
+    blocks = StackedInputAdamBlocks(block_m=16, block_f=32, block_n=32, sub_tiles=sub_tiles, stream=stream,
+                                    columns=columns)
+    batch = (x.T, dpre.T) if columns else (x, dpre)  # columns: the kernel takes x (F, M), dpre (N, M)
+    got = stacked_input_adam(*batch, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
                              block_sizes=blocks, precision=env.precision, interpret=env.interpret)
     for name, a, b, before in zip("wmv", got, expected, (w, mom, v)):
         assert not np.allclose(np.asarray(b), np.asarray(before))  # every element moves: an unwritten tile shows
@@ -61,6 +64,7 @@ def test_a_padding_step_leaves_everything_as_it_was(env, rng):
     (64, StackedInputAdamBlocks()),
     (64, StackedInputAdamBlocks(block_f=32, num_warps=4, num_stages=2, sub_tiles=1, stream=None)),
     (1024, StackedInputAdamBlocks(block_m=32, num_warps=4, sub_tiles=8)),  # many chunks: the GEMM loop order
+    (1024, StackedInputAdamBlocks(block_m=32, block_f=64, block_n=64, num_warps=4, sub_tiles=1, columns=True)),
 ])
 def test_search_shape_with_bf16_rows(env, rng, rows, blocks):
     """The search's shape: 8,192 columns, 6 networks of 128 units, a batch of news4-like rows in bf16."""
@@ -69,7 +73,8 @@ def test_search_shape_with_bf16_rows(env, rng, rows, blocks):
     expected = stacked_input_adam_reference(x.astype(jnp.float32), dpre.astype(jnp.bfloat16), w, mom, v, rates,
                                             decays, scalars, "highest")
     poison_device_memory()
-    got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
+    batch = (x.T, dpre.T) if blocks.columns else (x, dpre)
+    got = stacked_input_adam(*batch, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
                              block_sizes=blocks)
     for name, a, b in zip("wmv", got, expected):
         assert float(jnp.abs(a - b).max()) < 1e-4 * float(jnp.abs(b).max()) + 1e-6, name

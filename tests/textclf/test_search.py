@@ -194,11 +194,13 @@ def test_round_data_pads_the_steps_to_a_power_of_two():
     assert data.val[0].shape[0] == 4 and int(np.asarray(data.train[4][13:]).sum()) == 0  # 100 / 32 -> 4
 
 
-def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batches():
+@pytest.mark.parametrize("batch", [6, 72])  # 72: more than one 64-row chunk, the batch handed over as columns
+def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batches(batch):
     """The W1 update through pallas_kernels/stacked_input_adam.py (interpreted here) against the dense XLA
     formulation: 4 batches, the third a padding batch (no rows), over an epoch in a given order."""
     rng = np.random.default_rng(5)
-    batches = [_random_batch(rng, n_features=128) for _ in range(4)]  # the kernel's 8 x 16 rows a program
+    # 128 columns: the kernel's 8 x 16 rows a program at one chunk, 64 at several
+    batches = [_random_batch(rng, n_features=128, batch=batch) for _ in range(4)]
     batches[2] = [jnp.zeros_like(a) for a in batches[2]]  # padding: mask all zero
     arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
     rates, decays = jnp.asarray([0.01, 0.003]), jnp.asarray([0.0, 1e-3])
@@ -212,8 +214,14 @@ def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batch
     (want, want_state, want_losses), (got, got_state, got_losses) = results
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-5, atol=1e-6)
     assert int(got_state.step) == int(want_state.step) == 3  # the padding batch is not a step
-    for a, b in zip(jax.tree.leaves((got, got_state)), jax.tree.leaves((want, want_state))):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    # On a GPU both products are TF32 (about 3 decimal digits), summed in another order by the kernel's tiles than
+    # by cuBLAS: the moments agree to that; Adam divides each gradient by its own size, so a small one's rounding
+    # moves its weight by up to a part of the rate (0.01).
+    gpu = jax.default_backend() == "gpu"
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 if gpu else 1e-6)
+    for a, b in zip(jax.tree.leaves(got_state), jax.tree.leaves(want_state)):
+        np.testing.assert_allclose(a, b, rtol=5e-3 if gpu else 1e-4, atol=1e-6)
 
 
 def test_fit_candidates_learns_and_reports_every_epoch():

@@ -9,7 +9,7 @@ per-model learning rate and weight decay. After every epoch each model is scored
 the best epoch count off the curve (early stopping for free).
 
 Two XLA formulations of the step (sparse: gather the batch's W1 rows; dense: the batch as (B, F) rows times W1)
-and, on a GPU at batch 64, the dense one with W1's gradient and Adam update fused in one Pallas kernel
+and, on a GPU at batches up to 256, the dense one with W1's gradient and Adam update fused in one Pallas kernel
 (pallas_kernels/stacked_input_adam.py); each is chosen where it measured fastest (BENCHMARKS.md, "The model
 search's K-network step").
 """
@@ -120,10 +120,11 @@ def dense_default() -> bool:
 
 
 # The fused Pallas W1 update measured against XLA's dense step on an H200 (BENCHMARKS.md, "The model search's
-# K-network step"): 0.79-0.80x XLA's time at B = 64, 1.07x at B = 256 and 1.26x at 1,024 (K = 8, F = 8,192; there
-# the (F, B) x (B, K*H) product dominates, and cuBLAS does it faster than the kernel's Triton tiles). Used up to
-# this batch size.
-FUSED_MAX_BATCH = 64
+# K-network step", K = 8, F = 8,192, each pair in one call): 0.75x XLA's time at B = 64 (one 64-row chunk, the
+# kernel's defaults), 0.87x at B = 256 with the batch handed over as columns in 64 x 64 tiles (FUSED_CHUNKED_BLOCKS),
+# 1.21x at 1,024 (there the kernel's GEMM takes 203 us where cuBLAS's product and XLA's Adam fusions take 141).
+# Used up to this batch size.
+FUSED_MAX_BATCH = 256
 
 
 def pallas_default(batch_size: int) -> bool:
@@ -133,29 +134,35 @@ def pallas_default(batch_size: int) -> bool:
     return jax.default_backend() == "gpu" and batch_size <= FUSED_MAX_BATCH
 
 
-# The fused W1 update's tiling: pallas_kernels.stacked_input_adam.StackedInputAdamBlocks's defaults, chosen by
-# `python -m benchmarks.kmodel_step --blocks ...` on an H200 and an H100 (BENCHMARKS.md), with these fields replaced
-# (the benchmark sets them to try other tilings). Its module is imported only where the kernel runs (a GPU).
+# The fused W1 update's tiling, chosen by `python -m benchmarks.kmodel_step --blocks ... --all` on an H200 and an
+# H100 (BENCHMARKS.md): a batch of one 64-row chunk (the search's rounds) takes
+# pallas_kernels.stacked_input_adam.StackedInputAdamBlocks's defaults; a batch of several chunks (the batch-256
+# refinement) these fields, the batch as columns (x (F, B), dpre (N, B)), so that both operands of the gradient's
+# product run along the summed rows as TF32 tensor-core products take them (1.55x -> 1.18x XLA's step at B = 1,024
+# in one call, 1.12x -> 0.87x at 256). FUSED_BLOCKS replaces fields of either (the benchmark sets it to try other
+# tilings). The kernel's module is imported only where it runs (a GPU).
+FUSED_CHUNKED_BLOCKS = dict(block_f=64, block_n=64, num_warps=4, num_stages=3, sub_tiles=1, columns=True)
 FUSED_BLOCKS: dict = {}
 
 
-def _fused_blocks():
+def _fused_blocks(batch_size: int):
     from pallas_kernels.stacked_input_adam import StackedInputAdamBlocks
 
-    return StackedInputAdamBlocks(**FUSED_BLOCKS)
+    chunked = batch_size > StackedInputAdamBlocks.block_m
+    return StackedInputAdamBlocks(**{**(FUSED_CHUNKED_BLOCKS if chunked else {}), **FUSED_BLOCKS})
 
 
 def _step_kind(batch_size: int, n_features: int, hidden_units: int) -> tuple[bool, bool]:
     """(dense, fused) of _epoch for this batch size and (n_features, hidden_units) first layer on this process's
     device: what fit_candidates runs, and so what precompile_epoch must compile."""
     dense = dense_default()
-    return dense, dense and pallas_default(batch_size) and fused_fits(n_features, hidden_units)
+    return dense, dense and pallas_default(batch_size) and fused_fits(batch_size, n_features, hidden_units)
 
 
-def fused_fits(n_features: int, hidden_units: int) -> bool:
-    """Whether the fused W1 update tiles an (n_features, hidden_units) first layer (a search's widths are powers
-    of two and K*H a multiple of 128 at the default H; other shapes take the XLA step)."""
-    blocks = _fused_blocks()
+def fused_fits(batch_size: int, n_features: int, hidden_units: int) -> bool:
+    """Whether the fused W1 update's tiling for this batch size tiles an (n_features, hidden_units) first layer (a
+    search's widths are powers of two and K*H a multiple of 128 at the default H; other shapes take the XLA step)."""
+    blocks = _fused_blocks(batch_size)
     return n_features % (blocks.block_f * blocks.sub_tiles) == 0 and hidden_units % blocks.block_n == 0
 
 
@@ -183,8 +190,11 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
         ((params.b1, params.w2, params.b2), small_state))
     c1, c2 = adam_corrections(state.step + 1)
     scalars = jnp.stack([c1, c2, live.astype(c1.dtype), jnp.zeros_like(c1)]).astype(params.w1.dtype)
+    blocks = _fused_blocks(x.shape[0])
+    if blocks.columns:  # the kernel takes the batch as columns: x (F, B), dpre (N, B)
+        x, dpre = x.T, dpre.T
     w1, m1, v1 = stacked_input_adam(x, dpre, params.w1, state.m.w1, state.v.w1, lr.w1[0], wd.w1[0], scalars,
-                                    block_sizes=_fused_blocks(), interpret=interpret)
+                                    block_sizes=blocks, interpret=interpret)
     return (StackedParams(w1, *small), AdamState(StackedParams(m1, *small_state.m), StackedParams(v1, *small_state.v),
                                                  small_state.step), loss)
 
