@@ -25,6 +25,27 @@ SAMPLE_CORPUS = REPO / "textclf" / "sample_corpus"
 SHARED_DATA = Path(os.environ.get("TEXTCLF_SHARED", REPO.parent / "shared")) / "data"
 
 
+def pytest_configure(config):
+    """One JAX compilation cache for the whole run: the test processes, the pytest-xdist workers and the textclf
+    processes the tests start (JAX_COMPILATION_CACHE_DIR, which textclf.paths.compile_cache_dir honours), so a
+    program compiled once is loaded, not compiled again, by every other process of the run. A fresh folder each
+    run (removed at the end): nothing carries over from one run to the next. Set by the controlling process only;
+    the workers inherit it."""
+    if hasattr(config, "workerinput") or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    import tempfile
+
+    config._textclf_compile_cache = tempfile.mkdtemp(prefix="textclf-tests-jax-cache-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = config._textclf_compile_cache
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "_textclf_compile_cache", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch):
     """Every test gets its own data dir and DB, so nothing touches the user's files or other tests."""

@@ -1,4 +1,5 @@
-"""Where textclf keeps its files: TEXTCLF_HOME, else $XDG_DATA_HOME/textclf, else ~/.local/share/textclf."""
+"""Where textclf keeps its files: TEXTCLF_HOME, else $XDG_DATA_HOME/textclf, else ~/.local/share/textclf (the
+compilation cache: JAX_COMPILATION_CACHE_DIR where set)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ def models_dir() -> Path:
 
 
 def compile_cache_dir() -> Path:
+    """JAX's persistent compilation cache: JAX_COMPILATION_CACHE_DIR (JAX's own variable) where set, so a cache the
+    user chose is the one used, else <data dir>/jax-cache."""
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
     return data_dir() / "jax-cache"
 
 
