@@ -51,7 +51,8 @@ BETA1, BETA2, EPS = 0.9, 0.999, 1e-8  # textclf.models.mlp's Adam constants
 
 def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_out, m_out, v_out, *, block_m: int,
             block_f: int, precision: str, stream: str | None, columns: bool):
-    # x_ref: (M, S*block_f)  dpre_ref: (M, block_n)  w/m/v: (S*block_f, block_n)  rate/decay: (block_n,)  s_ref: (4,)
+    # x_ref: (M, S*block_f)  dpre_ref: (M, block_n), or as columns (S*block_f, M) and (block_n, M)
+    # w/m/v: (S*block_f, block_n)  rate/decay: (block_n,)  s_ref: (4,)
     # The program updates S sub-tiles of (block_f, block_n); each one's W1, m and v are read and written once
     # (stream: their loads' and stores' L2 eviction policy, so that the re-read X and dPre stay).
     rows_total = x_ref.shape[1] if columns else x_ref.shape[0]
@@ -110,8 +111,8 @@ class StackedInputAdamBlocks:
     program (one after another), Triton warps and stages, and the L2 eviction policy of W1's and its moments'
     loads and stores ("evict_first": read once, written once; None: the default)."""
 
-    # The fastest at the search's shapes on an H200 and an H100 (the search's step uses them,
-    # textclf.training.candidates.FUSED_BLOCKS).
+    # The fastest at the search's shapes (batches of 64) on an H200 and an H100 (the search's step uses them there;
+    # for batches of several chunks it replaces some: textclf.training.candidates.FUSED_CHUNKED_BLOCKS).
     block_m: int = 64
     block_f: int = 16
     block_n: int = 128

@@ -122,8 +122,8 @@ def dense_default() -> bool:
 # The fused Pallas W1 update measured against XLA's dense step on an H200 (BENCHMARKS.md, "The model search's
 # K-network step", K = 8, F = 8,192, each pair in one call): 0.75x XLA's time at B = 64 (one 64-row chunk, the
 # kernel's defaults), 0.87x at B = 256 with the batch handed over as columns in 64 x 64 tiles (FUSED_CHUNKED_BLOCKS;
-# 0.77x on an H100), 1.21x at 1,024 (there the kernel's GEMM takes 203 us where cuBLAS's product and XLA's Adam fusions take 141).
-# Used up to this batch size.
+# 0.77x on an H100), 1.21x at 1,024 (there the kernel takes 203 us where cuBLAS's product and XLA's Adam fusions
+# take 141). Used up to this batch size.
 FUSED_MAX_BATCH = 256
 
 
