@@ -19,9 +19,9 @@ of W1 with grad (block_f, block_n) = X[:, f-block]^T @ dPre[:, n-block]. A batch
 search's 64 rows): dPre's block is loaded once and the tiles are done one after another, in a loop that Triton
 pipelines num_stages deep (the next tile's W1, m and v read while this one is computed). Several chunks: a GEMM's
 loop order, every tile's gradient accumulated chunk by chunk (each chunk's dPre read once for all of them), then
-the tiles updated one by one. The batch may come as columns (`columns`: x (F, M), dpre (N, M)): the gradient's
-product then contracts two operands that both run along the rows, the order TF32 tensor-core products take; as
-rows, Triton's product of two row-major operands contracted over their rows was the slowest part (on an H200, K = 8,
+the tiles updated one by one. The batch may be read as columns (`columns`: the wrapper hands the kernel x^T
+(F, M) and dpre^T (N, M)): the gradient's product then contracts two operands that both run along the rows, the
+order TF32 tensor-core products take; as rows, Triton's product of two row-major operands contracted over their rows was the slowest part (on an H200, K = 8,
 F = 8,192: the step at B = 256 1.12x -> 0.87x XLA's, at 1,024 1.55x -> 1.18x, one call; at B = 64 the rows stay
 faster). At 1,024 the step is still above XLA's (textclf/training/candidates.py FUSED_MAX_BATCH). W1's
 and its moments' loads and stores may be marked evict-first (each byte is used once) so that L2 keeps X and dPre,
@@ -120,8 +120,9 @@ class StackedInputAdamBlocks:
     num_stages: int = 3
     sub_tiles: int = 8
     stream: str | None = "evict_first"
-    # x given as (F, M) and dpre as (N, M) (columns of the batch) instead of (M, F) and (M, N): both of the
-    # gradient product's operands then run along the summed rows, as TF32 tensor-core products take them.
+    # The kernel reads the batch as columns (x^T (F, M) and dpre^T (N, M), transposed by the wrapper) instead of
+    # rows: both of the gradient product's operands then run along the summed rows, as TF32 tensor-core products
+    # take them.
     columns: bool = False
 
 
@@ -130,30 +131,30 @@ def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
                        block_sizes: StackedInputAdamBlocks = StackedInputAdamBlocks(), precision: str = "default",
                        interpret: bool = False):
     """One Adam step of the stacked first layer with dW1 = x^T @ dpre computed on the fly -> (new w, new m, new v),
-    written over w, m and v (donated). F must be a multiple of block_f x sub_tiles and N of block_n; M is padded to
-    block_m (zero rows add nothing to the product)."""
+    written over w, m and v (donated). x (M, F), dpre (M, N); F must be a multiple of block_f x sub_tiles and N of
+    block_n; M is padded to block_m (zero rows add nothing to the product). With block_sizes.columns the kernel is
+    handed both transposed (XLA transposes them inside the caller's program)."""
     block_m, block_f, block_n, num_warps, num_stages, sub_tiles = (
         block_sizes.block_m, block_sizes.block_f, block_sizes.block_n, block_sizes.num_warps, block_sizes.num_stages,
         block_sizes.sub_tiles)
     columns = block_sizes.columns
     rows_per_program = block_f * sub_tiles
-    row_axis = 1 if columns else 0  # the batch's axis in x and dpre
     require("stacked_input_adam",
-            x.ndim == 2 and dpre.ndim == 2 and x.shape[row_axis] == dpre.shape[row_axis]
-            and w.shape == m.shape == v.shape == (x.shape[1 - row_axis], dpre.shape[1 - row_axis])
-            and rates.shape == decays.shape == (w.shape[1],) and scalars.shape == (4,)
-            and w.shape[0] % rows_per_program == 0 and w.shape[1] % block_n == 0,
-            ("x (F, M), dpre (N, M)" if columns else "x (M, F), dpre (M, N)")
-            + f" with F a multiple of block_f x sub_tiles ({rows_per_program}) and N of block_n ({block_n}), "
-            "w, m, v (F, N), rates and decays (N,), scalars (4,)",
+            x.ndim == 2 and dpre.ndim == 2 and x.shape[0] == dpre.shape[0]
+            and w.shape == m.shape == v.shape == (x.shape[1], dpre.shape[1])
+            and rates.shape == decays.shape == (dpre.shape[1],) and scalars.shape == (4,)
+            and x.shape[1] % rows_per_program == 0 and dpre.shape[1] % block_n == 0,
+            f"x (M, F) with F a multiple of block_f x sub_tiles ({rows_per_program}), dpre (M, N) with N a multiple "
+            f"of block_n ({block_n}), w, m, v (F, N), rates and decays (N,), scalars (4,)",
             x=x, dpre=dpre, w=w, m=m, v=v, rates=rates, decays=decays, scalars=scalars)
     require_blocks("stacked_input_adam", block_m=block_m, block_f=block_f, block_n=block_n)
     features, n = w.shape
-    padded_m = round_up(x.shape[row_axis], block_m)
-    x, dpre = pad_axis(x, row_axis, padded_m), pad_axis(narrowed(dpre, x), row_axis, padded_m)
+    padded_m = round_up(x.shape[0], block_m)
+    x, dpre = pad_axis(x, 0, padded_m), pad_axis(narrowed(dpre, x), 0, padded_m)
     tile = pl.BlockSpec((rows_per_program, block_n), lambda j, i: (i, j))
     column = pl.BlockSpec((block_n,), lambda j, i: (j,))
     if columns:
+        x, dpre = x.T, dpre.T  # (F, M), (N, M)
         x_spec = pl.BlockSpec((rows_per_program, padded_m), lambda j, i: (i, 0))
         dpre_spec = pl.BlockSpec((block_n, padded_m), lambda j, i: (j, 0))
     else:

@@ -28,8 +28,7 @@ def test_matches_the_gradient_then_adam(env, rng, m, features, n, models, sub_ti
     poison_device_memory()
     blocks = StackedInputAdamBlocks(block_m=16, block_f=32, block_n=32, sub_tiles=sub_tiles, stream=stream,
                                     columns=columns)
-    batch = (x.T, dpre.T) if columns else (x, dpre)  # columns: the kernel takes x (F, M), dpre (N, M)
-    got = stacked_input_adam(*batch, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
+    got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
                              block_sizes=blocks, precision=env.precision, interpret=env.interpret)
     for name, a, b, before in zip("wmv", got, expected, (w, mom, v)):
         assert not np.allclose(np.asarray(b), np.asarray(before))  # every element moves: an unwritten tile shows
@@ -73,8 +72,7 @@ def test_search_shape_with_bf16_rows(env, rng, rows, blocks):
     expected = stacked_input_adam_reference(x.astype(jnp.float32), dpre.astype(jnp.bfloat16), w, mom, v, rates,
                                             decays, scalars, "highest")
     poison_device_memory()
-    batch = (x.T, dpre.T) if blocks.columns else (x, dpre)
-    got = stacked_input_adam(*batch, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
+    got = stacked_input_adam(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), rates, decays, scalars,
                              block_sizes=blocks)
     for name, a, b in zip("wmv", got, expected):
         assert float(jnp.abs(a - b).max()) < 1e-4 * float(jnp.abs(b).max()) + 1e-6, name

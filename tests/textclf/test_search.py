@@ -16,8 +16,9 @@ from pipelines.workers import WorkerPool
 from textclf.models.mlp import Params, logits, masked_loss
 from textclf.training.optimizers import adam
 from textclf.settings import Settings
-from textclf.training.candidates import (StackedParams, _epoch, batch_shape, fit_candidates, init_stacked, round_data,
-                                         stacked_logits, stacked_loss)
+from textclf.training.candidates import (StackedParams, _dense_loss, _dense_scores, _epoch, batch_shape, fit_candidates,
+                                         init_stacked, round_data, stacked_logits, stacked_loss)
+from textclf.training.device_data import write_batch
 from textclf.training import search as search_module
 from textclf.training.search import search_settings
 
@@ -84,10 +85,13 @@ def test_the_dense_formulation_of_the_stacked_step_matches_the_sparse_one():
     rng = np.random.default_rng(7)
     stacked = init_stacked(jax.random.PRNGKey(8), 50, 8, 3, 3)
     indices, values, rows, labels, mask = _random_batch(rng)
-    sparse = stacked_logits(stacked, indices, values, rows, labels.shape[0], dense=False)
-    dense = stacked_logits(stacked, indices, values, rows, labels.shape[0], dense=True)
+    sparse = stacked_logits(stacked, indices, values, rows, labels.shape[0])
+    # the dense step's X: the batch stored in an all-zero (B, F) buffer, as _epoch does
+    x = write_batch(jnp.zeros((labels.shape[0], 50), jnp.float32), indices, values, rows)
+    dense = _dense_scores(stacked, x)
     np.testing.assert_allclose(dense, sparse, rtol=2e-3, atol=2e-4)  # a GPU's float32 matmul rounds to TF32
-    grads = [jax.grad(stacked_loss)(stacked, indices, values, rows, labels, mask, d) for d in (False, True)]
+    grads = [jax.grad(stacked_loss)(stacked, indices, values, rows, labels, mask),
+             jax.grad(_dense_loss)(stacked, x, labels, mask)]
     for got, want in zip(grads[1], grads[0]):
         np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-5)
 

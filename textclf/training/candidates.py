@@ -64,15 +64,12 @@ def init_stacked(key: jax.Array, n_features: int, hidden: int, n_classes: int, m
     )
 
 
-def stacked_logits(params: StackedParams, indices, values, rows, batch_size: int, dense: bool = False
-                   ) -> jax.Array:
-    """Flat sparse batch (pipelines/batches.py: (cap,) each) -> (B, K, C) scores of the K models.
-    dense=False: gather the batch's W1 rows and sum them per document (the work scales with the nonzeros: what
-    a CPU wants). dense=True: scatter the batch into a (B, F) matrix and multiply (a GPU's tensor cores do the
-    (B, F) x (F, K*H) product faster than the (cap, K*H) gather and its scatter-add gradient, measured:
-    BENCHMARKS.md, "The model search's K-network step")."""
-    if dense:
-        return _dense_scores(params, _dense_rows(params, indices, values, rows, batch_size))
+def stacked_logits(params: StackedParams, indices, values, rows, batch_size: int) -> jax.Array:
+    """Flat sparse batch (pipelines/batches.py: (cap,) each) -> (B, K, C) scores of the K models: the batch's W1 rows
+    gathered and summed per document (the work scales with the nonzeros: what a CPU wants). The dense formulation
+    (a GPU's: its tensor cores do the (B, F) x (F, K*H) product faster than the (cap, K*H) gather and its
+    scatter-add gradient, measured: BENCHMARKS.md, "The model search's K-network step") is _dense_scores of the
+    batch stored in the epoch's zero (B, F) buffer (_epoch, device_data.write_batch)."""
     gathered = params.w1[indices] * values[:, None]  # (cap, K*H): one gather for all K models
     pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1  # (B, K*H)
     return _head(pre, params.w2, params.b2)
@@ -81,11 +78,6 @@ def stacked_logits(params: StackedParams, indices, values, rows, batch_size: int
 def _dense_scores(params: StackedParams, x: jax.Array) -> jax.Array:
     """A batch already dense, x (B, F) -> (B, K, C) scores of the K models."""
     return _head(x @ params.w1 + params.b1, params.w2, params.b2)
-
-
-def _dense_rows(params: StackedParams, indices, values, rows, batch_size: int) -> jax.Array:
-    """The flat sparse batch as (B, F) dense rows."""
-    return jnp.zeros((batch_size, params.w1.shape[0]), params.w1.dtype).at[rows, indices].add(values)
 
 
 def _head(pre: jax.Array, w2: jax.Array, b2: jax.Array) -> jax.Array:
@@ -102,9 +94,9 @@ def _summed_loss(scores: jax.Array, labels, mask) -> jax.Array:
     return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
-def stacked_loss(params: StackedParams, indices, values, rows, labels, mask, dense: bool = False) -> jax.Array:
-    """Sum over the K models of each one's mean cross-entropy on the unmasked rows."""
-    return _summed_loss(stacked_logits(params, indices, values, rows, labels.shape[0], dense), labels, mask)
+def stacked_loss(params: StackedParams, indices, values, rows, labels, mask) -> jax.Array:
+    """Sum over the K models of each one's mean cross-entropy on the unmasked rows (the sparse formulation)."""
+    return _summed_loss(stacked_logits(params, indices, values, rows, labels.shape[0]), labels, mask)
 
 
 def _per_model(values: jax.Array, hidden: int) -> StackedParams:
@@ -137,9 +129,9 @@ def pallas_default(batch_size: int) -> bool:
 # The fused W1 update's tiling, chosen by `python -m benchmarks.kmodel_step --blocks ... --all` on an H200 and an
 # H100 (BENCHMARKS.md): a batch of one 64-row chunk (the search's rounds) takes
 # pallas_kernels.stacked_input_adam.StackedInputAdamBlocks's defaults; a batch of several chunks (the batch-256
-# refinement) these fields, the batch as columns (x (F, B), dpre (N, B)), so that both operands of the gradient's
-# product run along the summed rows as TF32 tensor-core products take them (1.55x -> 1.18x XLA's step at B = 1,024
-# in one call, 1.12x -> 0.87x at 256). FUSED_BLOCKS replaces fields of either (the benchmark sets it to try other
+# refinement) these fields, the batch read as columns (x^T (F, B), dpre^T (N, B)), so that both operands of the
+# gradient's product run along the summed rows as TF32 tensor-core products take them (1.55x -> 1.18x XLA's step
+# at B = 1,024 in one call, 1.12x -> 0.87x at 256). FUSED_BLOCKS replaces fields of either (the benchmark sets it to try other
 # tilings). The kernel's module is imported only where it runs (a GPU).
 FUSED_CHUNKED_BLOCKS = dict(block_f=64, block_n=64, num_warps=4, num_stages=3, sub_tiles=1, columns=True)
 FUSED_BLOCKS: dict = {}
@@ -190,11 +182,8 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
         ((params.b1, params.w2, params.b2), small_state))
     c1, c2 = adam_corrections(state.step + 1)
     scalars = jnp.stack([c1, c2, live.astype(c1.dtype), jnp.zeros_like(c1)]).astype(params.w1.dtype)
-    blocks = _fused_blocks(x.shape[0])
-    if blocks.columns:  # the kernel takes the batch as columns: x (F, B), dpre (N, B)
-        x, dpre = x.T, dpre.T
     w1, m1, v1 = stacked_input_adam(x, dpre, params.w1, state.m.w1, state.v.w1, lr.w1[0], wd.w1[0], scalars,
-                                    block_sizes=blocks, interpret=interpret)
+                                    block_sizes=_fused_blocks(x.shape[0]), interpret=interpret)
     return (StackedParams(w1, *small), AdamState(StackedParams(m1, *small_state.m), StackedParams(v1, *small_state.v),
                                                  small_state.step), loss)
 
@@ -224,7 +213,7 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
     def step(params, state, buffer, batch):
         real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
         if not dense:
-            loss, grads = narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b, False), batch)
+            loss, grads = narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b), batch)
             return *update(params, state, grads, real), buffer, loss
         batch_indices, batch_values, batch_rows, labels, mask = batch
         x = write_batch(buffer, batch_indices, batch_values, batch_rows)  # (B, F): the epoch's zeros + this batch
@@ -266,7 +255,7 @@ def _batch_scores(params: StackedParams, batch: tuple, dense: bool, buffer: jax.
     """One flat batch (indices, values, rows (cap,); labels (B,), ...) -> ((B, K, C) scores, the buffer all zero
     again)."""
     if not dense:
-        return narrowed(lambda b: stacked_logits(params, b[0], b[1], b[2], b[3].shape[0], False), batch), buffer
+        return narrowed(lambda b: stacked_logits(params, b[0], b[1], b[2], b[3].shape[0]), batch), buffer
     x = write_batch(buffer, *batch[:3])  # (B, F)
     scores = _dense_scores(params, x)
     x, scores = jax.lax.optimization_barrier((x, scores))  # erased after the product reads it (see _epoch)

@@ -176,13 +176,14 @@ def _scatter(buffer, indices, values, rows, new_values) -> jax.Array:
 
 
 def write_batch(buffer, indices, values, rows) -> jax.Array:
-    """The epoch's all-zero (B, Kp) buffer -> this step's dense X (in place inside the scan)."""
+    """The epoch's all-zero (B, F) buffer (F: the input columns, padded on the Pallas path) -> this step's dense X
+    (in place inside the loop)."""
     return _scatter(buffer, indices, values, rows, values.astype(buffer.dtype))
 
 
 def erase_batch(x, indices, values, rows) -> jax.Array:
     """This step's dense X -> all zeros again, touching only the cells write_batch set. With write_batch this
-    replaces filling 2 * B * Kp bytes with zeros every step (at B = 4,096, 268 MB: the zero fill and the
+    replaces filling B * F zeros every step (at B = 4,096, bf16, 268 MB: the zero fill and the
     scatter-add were 42% of the step, BENCHMARKS.md epoch profile) by two stores per nonzero."""
     return _scatter(x, indices, values, rows, jnp.zeros((), x.dtype))
 
