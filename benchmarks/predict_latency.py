@@ -21,14 +21,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # `python -m textclf ARGS`, then whether scikit-learn was imported, on stderr's last line.
+# (An exit handler: the command's process leaves through them, textclf.frontends.cli.main.)
 IMPORTS_SKLEARN = """
-import runpy, sys
+import atexit, runpy, sys
+atexit.register(lambda: print("sklearn" in sys.modules, file=sys.stderr))
 sys.argv = ["textclf", *sys.argv[1:]]
-try:
-    runpy.run_module("textclf", run_name="__main__")
-except SystemExit:
-    pass
-print("sklearn" in sys.modules, file=sys.stderr)
+runpy.run_module("textclf", run_name="__main__")
 """
 
 

@@ -279,6 +279,30 @@ def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
     subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, check=True, timeout=120)
 
 
+def test_the_command_leaves_through_the_exit_handlers_with_its_status_and_output(tmp_path):
+    """textclf.frontends.cli.main skips Python's teardown: the exit status, the output written to a pipe and the
+    exit handlers must all still be there."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    script = ("import atexit, sys; atexit.register(lambda: print('exit handler ran', file=sys.stderr)); "
+              "from textclf.frontends.cli import main; sys.argv = ['textclf', *sys.argv[1:]]; main()")
+    env = {**os.environ, "TEXTCLF_HOME": str(tmp_path / "home")}
+
+    def textclf(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", script, *args], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    failed = textclf("predict", str(tmp_path / "missing.txt"))
+    assert failed.returncode == 1
+    assert failed.stderr.splitlines()[0].startswith("Error: input file") and "exit handler ran" in failed.stderr
+    done = textclf("--version")
+    assert done.returncode == 0 and done.stdout.startswith("textclf ") and "exit handler ran" in done.stderr
+
+
 def test_submit_refuses_a_name_that_leaves_the_models_folder(runner, corpus_dir, db_path):
     result = runner.invoke(app, ["submit", str(corpus_dir), "--name", "../../escaped", "--db", str(db_path)])
     assert result.exit_code == 1

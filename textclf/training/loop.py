@@ -95,10 +95,12 @@ def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh
 
 
 class _Compiled:
-    """Ahead-of-time compiled functions keyed by argument shapes, with the seconds spent compiling."""
+    """Ahead-of-time compiled functions keyed by argument shapes, with the seconds spent compiling.
+    compiler_options: XLA's, for every compilation of it."""
 
-    def __init__(self, fn: Callable, donate: tuple[int, ...] = ()):
+    def __init__(self, fn: Callable, donate: tuple[int, ...] = (), compiler_options: dict | None = None):
         self.jitted = jax.jit(fn, donate_argnums=donate)
+        self.compiler_options = compiler_options
         self.cache: dict = {}
         self.seconds = 0.0
 
@@ -106,7 +108,7 @@ class _Compiled:
         key = tuple((a.shape, a.dtype) for a in jax.tree.leaves(args))
         if key not in self.cache:
             start = time.perf_counter()
-            self.cache[key] = self.jitted.lower(*args).compile()
+            self.cache[key] = self.jitted.lower(*args).compile(compiler_options=self.compiler_options)
             self.seconds += time.perf_counter() - start
         return self.cache[key](*args)
 
@@ -115,14 +117,31 @@ class _Compiled:
 _warm_epochs_built: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
+# A short training compiles its epoch as the model search compiles its programs, without XLA's Triton GEMM
+# fusions (candidates.SEARCH_COMPILER_OPTIONS): that compiles in a fraction of the time, and the epoch runs a little
+# slower (the one-network XLA epoch at batch 64 712k -> 670k docs/s, at 1,024 7.7M -> 6.6M; BENCHMARKS.md, "The
+# search's cost on a GPU"). Up to this many documents x epochs the compilation saved is more than the
+# training lost (BENCHMARKS.md, "Cold start").
+QUICK_COMPILE_DOCUMENT_EPOCHS = 4_000_000
+
+
+def quick_compile(documents: int, epochs: int) -> bool:
+    """Whether a training of `documents` x `epochs` compiles its epoch without the Triton GEMM fusions."""
+    return documents * epochs <= QUICK_COMPILE_DOCUMENT_EPOCHS
+
+
 @functools.lru_cache(maxsize=32)
 def _warm_epoch(step: Step, optimizer: str, momentum: float, weight_decay: float, n_classes: int, mesh,
-                cap: int) -> _Compiled:
+                quick: bool, cap: int) -> _Compiled:
     """One compiled epoch function per configuration for the life of the process, so a daemon's later jobs
-    with the same shapes reuse the executables of earlier ones instead of tracing and compiling again."""
+    with the same shapes reuse the executables of earlier ones instead of tracing and compiling again.
+    quick: compiled with the search's options (quick_compile)."""
+    from textclf.training.candidates import SEARCH_COMPILER_OPTIONS
+
     settings = Settings(optimizer=optimizer, momentum=momentum, weight_decay=weight_decay)
-    compiled = _Compiled(resident_epoch_function(step, settings, n_classes, mesh, cap), donate=(0, 1))
-    _warm_epochs_built[(step, optimizer, momentum, weight_decay, n_classes, mesh, cap)] = compiled
+    compiled = _Compiled(resident_epoch_function(step, settings, n_classes, mesh, cap), donate=(0, 1),
+                         compiler_options=SEARCH_COMPILER_OPTIONS if quick else None)
+    _warm_epochs_built[(step, optimizer, momentum, weight_decay, n_classes, mesh, quick, cap)] = compiled
     return compiled
 
 
@@ -303,7 +322,8 @@ def fit_network(
         widest = max(int(part["widest"][0]) for part in exchange_arrays({"widest": np.array([widest])}))
     else:
         widest = max([1, *(batch_nnz_max(starts, order, parts) for order in orders.values())])
-    config = (step, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, mesh)
+    config = (step, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, mesh,
+              quick_compile(n, epochs))
     width = pieces_cap(widest) if pieces else next_power_of_two(widest)
     run_epoch = _warm_epoch(*config, _reusable_width(config, width))
     batch_rows = np.minimum(settings.batch_size, n - np.arange(steps_per_epoch) * settings.batch_size)
