@@ -907,11 +907,12 @@ def serve(
 
 def main() -> None:
     """The `textclf` command. Once a command has finished, the process leaves without Python's teardown of its
-    modules: after a run that imported JAX and scikit-learn that teardown took 1.2-1.4 s on the 2-core CPU
-    (`textclf train` of the sample corpus: 7.2 s wall, 6.0 s of it the command; BENCHMARKS.md, "Cold start"), and
-    it frees nothing the operating system would not. What a normal exit does that matters still happens: the
-    exit handlers run (logging's flush, temporary directories, JAX's own), then stdout and stderr are flushed.
-    Where a thread the interpreter would wait for still runs, the exit is Python's own."""
+    modules, which after a run that imported JAX and scikit-learn takes about a second and frees nothing the
+    operating system would not (BENCHMARKS.md, "Cold start with the search on": a cold `textclf train` 0.8-1.2 s
+    less on an H100 machine, a prediction in a fresh process 1.52 -> 1.04 s on the 2-core CPU). What a normal exit
+    does that matters still happens: the exit handlers run (logging's flush, temporary directories, JAX's own),
+    then stdout and stderr are flushed. Where a thread the interpreter would wait for still runs, the exit is
+    Python's own."""
     try:
         app()
         code = 0
