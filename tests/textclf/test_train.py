@@ -204,11 +204,14 @@ def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_p
     assert run["settings"]["start_token"] is True
 
 
-def test_a_large_jsonl_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_train(tmp_path, monkeypatch):
+@pytest.mark.parametrize("searched", ["a sample", "every text"])
+def test_a_large_jsonl_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_train(tmp_path, monkeypatch,
+                                                                                          searched):
     """A JSONL file large enough for the workers (shrunk here) keeps its texts in the file: the search fetches its
-    sample's texts, the vocabulary is fitted on the fit's sample (shrunk), the file is transformed share by share;
-    the same choice, vectors and accuracy as with every text in memory. (A test file left in its file is
-    transformed as the training file is: tests/pipelines/test_vectorize.py.)"""
+    sample's texts (or every text, where the search reads them all: a list it can slice), the vocabulary is fitted
+    on the fit's sample (shrunk), the file is transformed share by share; the same choice, vectors and accuracy as
+    with every text in memory. (A test file left in its file is transformed as the training file is:
+    tests/pipelines/test_vectorize.py.)"""
     import json
 
     from pipelines import corpus as corpus_module, vectorize
@@ -217,8 +220,11 @@ def test_a_large_jsonl_corpus_left_in_its_file_trains_the_model_its_texts_in_mem
 
     from tests.textclf.test_search import question_corpus
 
-    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)  # the search reads a sample of the texts
-    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    # A CPU's search reads a sample of the texts or all 600; a GPU's reads all 600 either way (its sample is
+    # search.SEARCH_DOCUMENTS, 20,000; shrinking it would also hold documents out for early stopping).
+    sample = searched == "a sample"
+    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100 if sample else 10_000)
+    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70 if sample else 10_000)
     monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 200)  # so does the fit
     monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
     monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)

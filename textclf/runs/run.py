@@ -629,12 +629,16 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
         in_memory = None if in_file else corpus.texts if train_rows is None else [corpus.texts[i] for i in train_rows]
 
         def train_texts(rows: np.ndarray | None) -> Sequence[str]:
-            """The texts of these training documents (None: all), indexed by their number among them."""
+            """The texts of these training documents (None: all, as a list: the search slices them), indexed by
+            their number among them."""
             if in_memory is not None:
                 return in_memory
-            rows = np.arange(len(train_labels)) if rows is None else rows
+            every = rows is None
+            rows = np.arange(len(train_labels)) if every else rows
             in_corpus = rows if train_rows is None else train_rows[rows]
             fetched = corpus.texts.fetch(in_corpus, forked(len(corpus.texts)))
+            if every:
+                return [fetched[c] for c in in_corpus]
             return FetchedTexts(len(train_labels), {int(r): fetched[c] for r, c in zip(rows, in_corpus)})
 
         if settings.search != "off":
