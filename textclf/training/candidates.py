@@ -29,16 +29,10 @@ from pipelines.batches import make_batches, next_power_of_two
 from textclf.models.weights import Params
 from textclf.training.device_data import (ResidentRows, batches_in_row_order, canonical, erase_batch,
                                           gathered_segments, narrowed, on_device, segment_steps, write_batch)
+from textclf.training.backends import SEARCH_COMPILER_OPTIONS
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
-# The search's programs compile with XLA's Triton GEMM fusions off (their products go to cuBLAS): a first search
-# is mostly compilation, and a cold `textclf train` on an H100 spent 12.2-12.9 s (news4), 13.0-15.6 (trec) and
-# 17.3-18.3 (mr) compiling with them, 4.4-4.7, 5.8-7.2 and 7.7-8.0 s without (with the threefry kernel, below);
-# a compiled search ran as fast either way (news4 8.39 vs 7.98 s; BENCHMARKS.md, "The search's cost"). The one
-# network's training step (textclf/training/step.py) keeps them: its XLA epoch at batch 1,024 measured 7.7M docs/s
-# with them and 6.6M without.
-SEARCH_COMPILER_OPTIONS = {"xla_gpu_enable_triton_gemm": False}
 
 
 class StackedParams(NamedTuple):

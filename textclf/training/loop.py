@@ -23,6 +23,7 @@ from pipelines.batches import make_batches, next_power_of_two
 from textclf.settings import Settings
 from textclf.models.mlp import Params, logits
 from textclf.training import feature_parallel
+from textclf.training.backends import SEARCH_COMPILER_OPTIONS
 from textclf.training.distributed import exchange_arrays, summed
 from textclf.training.events import EpochStats
 from textclf.training.fit import resume, run_epochs
@@ -118,7 +119,7 @@ _warm_epochs_built: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 # A short training compiles its epoch as the model search compiles its programs, without XLA's Triton GEMM
-# fusions (candidates.SEARCH_COMPILER_OPTIONS): that compiles in a fraction of the time, and the epoch runs a little
+# fusions (backends.SEARCH_COMPILER_OPTIONS): that compiles in a fraction of the time, and the epoch runs a little
 # slower (the one-network XLA epoch at batch 64 712k -> 670k docs/s, at 1,024 7.7M -> 6.6M; BENCHMARKS.md, "The
 # search's cost on a GPU"). Up to this many documents x epochs the compilation saved is more than the
 # training lost (BENCHMARKS.md, "Cold start with the search on": a cold trec 1.30-1.38 -> 0.79-0.83 s of
@@ -137,8 +138,6 @@ def _warm_epoch(step: Step, optimizer: str, momentum: float, weight_decay: float
     """One compiled epoch function per configuration for the life of the process, so a daemon's later jobs
     with the same shapes reuse the executables of earlier ones instead of tracing and compiling again.
     quick: compiled with the search's options (quick_compile)."""
-    from textclf.training.candidates import SEARCH_COMPILER_OPTIONS
-
     settings = Settings(optimizer=optimizer, momentum=momentum, weight_decay=weight_decay)
     compiled = _Compiled(resident_epoch_function(step, settings, n_classes, mesh, cap), donate=(0, 1),
                          compiler_options=SEARCH_COMPILER_OPTIONS if quick else None)
