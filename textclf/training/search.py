@@ -33,7 +33,8 @@ import jax
 import numpy as np
 
 from pipelines.batches import next_power_of_two
-from pipelines.vectorize import count_chars, count_terms, nb_ratios, select_and_weigh, term_mask, weigh_counts
+from pipelines.vectorize import (count_chars, count_terms, nb_ratios, ngram_lengths, select_and_weigh, term_mask,
+                                 weigh_counts)
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
 from textclf.training.candidates import (
@@ -334,7 +335,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, pool, settings.start_token)
     # The stop-word test once per stop-word list, not once per variant (it costs ~1 s on news4's 343k terms).
     without_stop_words = {stop: term_mask(terms, widest_ngram, stop) for stop in {v.stop_words for v in variants}}
-    words = np.char.count(terms.astype(str), " ") + 1  # (terms,) words in each n-gram
+    words = ngram_lengths(terms)  # (terms,) words in each n-gram
     masks = {(v.stop_words, v.ngram_max): np.flatnonzero(without_stop_words[v.stop_words] & (words <= v.ngram_max))
              for v in variants}
     epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
