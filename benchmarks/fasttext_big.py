@@ -9,7 +9,8 @@ scored on the test file.
 million documents, where 25 would take ~40 minutes on 16 threads (a million documents' 25 epochs trained in 229 s,
 BENCHMARKS.md "Big corpora with no flags"). Prints one markdown row: documents, epochs, threads, seconds (writing
 its input, training, scoring), test accuracy, peak host memory of this process and its workers; each stage's end
-goes to stderr as it comes (a run stopped by a time limit still tells how far it got).
+goes to stderr as it comes, and fastText's own progress and ETA (a run stopped by a time limit still tells how
+far it got).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def main() -> None:
                 documents += len(labels)
         written = time.perf_counter()
         print(f"input written: {documents:,} documents in {written - start:.1f} s", file=sys.stderr, flush=True)
-        model = fasttext_train(str(train_file), args.epochs)
+        model = fasttext_train(str(train_file), args.epochs, verbose=2)  # its progress and ETA on stderr
         trained = time.perf_counter()
         print(f"trained in {trained - written:.1f} s", file=sys.stderr, flush=True)
         right = total = 0

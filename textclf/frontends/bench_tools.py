@@ -147,14 +147,16 @@ def fasttext_label(label: str) -> str:
 FASTTEXT_EPOCHS = 25  # the supervised tutorial's
 
 
-def fasttext_train(path: str, epochs: int = FASTTEXT_EPOCHS):
+def fasttext_train(path: str, epochs: int = FASTTEXT_EPOCHS, verbose: int = 0):
     """fastText trained on its input file (a line a document: fasttext_label, a space, fasttext_text) as its
-    supervised tutorial recommends: lr 0.5, word bigrams, every CPU thread."""
+    supervised tutorial recommends: lr 0.5, word bigrams, every CPU thread. verbose 2: its progress and ETA on
+    stderr."""
     try:
         import fasttext
     except ImportError:
         raise ToolMissing("fasttext is not installed (pip install fasttext-wheel)") from None
-    return fasttext.train_supervised(path, lr=0.5, epoch=epochs, wordNgrams=2, thread=os.cpu_count() or 1, verbose=0)
+    return fasttext.train_supervised(path, lr=0.5, epoch=epochs, wordNgrams=2, thread=os.cpu_count() or 1,
+                                     verbose=verbose)
 
 
 def _fasttext(train: str, test: str) -> dict:
