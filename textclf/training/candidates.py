@@ -33,8 +33,6 @@ from textclf.training.backends import SEARCH_COMPILER_OPTIONS
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
-
-
 class StackedParams(NamedTuple):
     w1: jax.Array  # (F, K*H): model k's first layer is columns k*H .. (k+1)*H
     b1: jax.Array  # (K*H,)
