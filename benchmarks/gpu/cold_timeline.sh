@@ -14,15 +14,18 @@ for c in ${CORPORA:-news4}; do
     start=$(date +%s.%N)
     TEXTCLF_HOME=$home python3 -c "
 import logging, runpy, sys, time
-class Stamped:  # stdout lines with the process's milliseconds, as the compile log's
-    def __init__(self, out): self.out, self.start, self.fresh = out, time.perf_counter(), True
+START = time.perf_counter()
+class Stamped:  # each line written with the milliseconds since the process started
+    def __init__(self, out): self.out, self.fresh = out, True
     def write(self, text):
         for part in text.splitlines(keepends=True):
-            if self.fresh: self.out.write(f'{(time.perf_counter() - self.start) * 1e3:7.0f} ')
-            self.out.write(part); self.fresh = part.endswith('\n')
+            if self.fresh: self.out.write(f'{(time.perf_counter() - START) * 1e3:7.0f} ')
+            self.out.write(part); self.fresh = part.endswith('\\n')
+        return len(text)
     def flush(self): self.out.flush()
-logging.basicConfig(format='%(relativeCreated)7.0f %(message)s', level=logging.WARNING)
-sys.stdout = Stamped(sys.stdout)
+    def isatty(self): return False
+sys.stdout, sys.stderr = Stamped(sys.stdout), Stamped(sys.stderr)
+logging.basicConfig(format='%(message)s', level=logging.WARNING)
 sys.argv = ['textclf', 'train', '/tmp/data/$c/train.jsonl', '--test', '/tmp/data/$c/test.jsonl'] + '$extra'.split()
 runpy.run_module('textclf', run_name='__main__')
 " 2>&1 | python3 -c "
@@ -31,7 +34,7 @@ for line in sys.stdin:
     m = re.search(r'Finished XLA compilation of (.*) in ([0-9.]+) sec', line)
     if m:
         if float(m.group(2)) > 0.1:
-            print(line.split()[0], 'compiled', m.group(1), f'{float(m.group(2)):.2f} s')
+            print(line.split()[0], 'compiled', m.group(1), f'{float(m.group(2)):.2f} s')  # its end, its seconds
     elif not re.search(r'Finished|Compiling|jaxpr|tracing|WARNING|warn', line):
         print(line.rstrip()[:160])
 "
