@@ -59,7 +59,7 @@ def _profile(args, pool: WorkerPool) -> None:
     from textclf.training import candidates, search
 
     _timed(search, "count_terms", "tokenise")
-    _timed(search, "term_mask", "masks")
+    _timed(search, "term_masks", "masks")
     _timed(search, "_fold_matrices", "matrices")
     _timed(search, "init_stacked", "init", wait=True)
     _timed(candidates, "_device_batches", "batches")

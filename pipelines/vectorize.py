@@ -31,7 +31,7 @@ import pickle
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -680,33 +680,33 @@ def _stop_word_set(stop_words: str | None) -> frozenset[str] | None:
     return ENGLISH if stop_words == "english" else None
 
 
-def ngram_lengths(terms: np.ndarray) -> np.ndarray:
-    """(terms,) the number of words of each term (words are joined by one space)."""
-    return _split_terms(terms)[1]
-
-
-def _split_terms(terms: np.ndarray):
-    """-> (every term's words as an Arrow list array, (terms,) words in each). In Arrow's compiled kernels: the
-    lengths of news4's 343k terms took 0.3 s with numpy's string functions on the 2-core CPU, 0.05-0.06 s so."""
-    split = pc.split_pattern(pa.array(terms, type=pa.string()), " ")
-    return split, pc.list_value_length(split).to_numpy(zero_copy_only=False)
-
-
 def term_mask(terms: np.ndarray, ngram_max: int, stop_words: str | None) -> np.ndarray:
     """(terms,) bool: the terms of `count_terms(..., stop_words=None)` that a vectorizer with these settings keeps:
     at most ngram_max words, none of them a stop word. (scikit-learn removes stop words before it forms n-grams,
     so its own bigrams also join words across a removed one; the mask keeps only bigrams that had no stop word.
     The search uses the mask to compare settings; the chosen model is then fitted with scikit-learn's rule.)"""
-    stop = _stop_word_set(stop_words)
-    split, words = _split_terms(terms)
-    keep = words <= ngram_max
-    if stop:
-        # Every term's words in one flat list, each word tested once against the set (Arrow's is_in): both
-        # masks of news4's 343k terms took 0.95-1.07 s with a Python set test per word (2 cores), 0.11-0.16 s so.
-        is_stop = pc.is_in(pc.list_flatten(split), value_set=pa.array(sorted(stop), type=pa.string()))
-        owner = np.repeat(np.arange(len(terms)), words)  # (words,) the term each word belongs to
-        keep[owner[is_stop.to_numpy(zero_copy_only=False)]] = False
-    return keep
+    return term_masks(terms, [(stop_words, ngram_max)])[stop_words, ngram_max]
+
+
+def term_masks(terms: np.ndarray, variants: Iterable[tuple[str | None, int]]
+               ) -> dict[tuple[str | None, int], np.ndarray]:
+    """term_mask for each (stop_words, ngram_max) of `variants`, the terms split into their words once and each
+    stop-word list tested once. In Arrow's compiled kernels (split_pattern, is_in): both masks of news4's 343k
+    terms took 0.95-1.07 s with a Python set test per word and numpy's string functions (2 cores), 0.11-0.16 s so."""
+    split = pc.split_pattern(pa.array(terms, type=pa.string()), " ")  # every term's words
+    words = pc.list_value_length(split).to_numpy(zero_copy_only=False)  # (terms,) words in each
+    without: dict[str | None, np.ndarray] = {}  # stop-word list -> (terms,) no word of the term is on it
+    masks = {}
+    for stop_words, ngram_max in variants:
+        if stop_words not in without:
+            stop = _stop_word_set(stop_words)
+            without[stop_words] = np.ones(len(terms), bool)
+            if stop:  # every term's words in one flat list, each word tested once
+                is_stop = pc.is_in(pc.list_flatten(split), value_set=pa.array(sorted(stop), type=pa.string()))
+                owner = np.repeat(np.arange(len(terms)), words)  # (words,) the term each word belongs to
+                without[stop_words][owner[is_stop.to_numpy(zero_copy_only=False)]] = False
+        masks[stop_words, ngram_max] = without[stop_words] & (words <= ngram_max)
+    return masks
 
 
 def select_and_weigh(counts: sp.csr_matrix, labels: np.ndarray, columns: np.ndarray, budget: int,

@@ -7,7 +7,7 @@ one candidate in a fraction of a second.
 How:
 - The texts are tokenised once, into the widest view: raw counts of every n-gram up to the longest candidate's,
   no stop words removed (pipelines.vectorize.count_terms). Each vectorizer variant (stop words x n-gram length
-  x naive Bayes column weights) is a column mask of it (term_mask); within each fold, the variant's `features` columns are selected by
+  x naive Bayes column weights) is a column mask of it (term_masks); within each fold, the variant's `features` columns are selected by
   chi-squared on the fold's training rows only and weighted with IDF from those rows (select_and_weigh).
 - Per (variant, fold) the (learning rate, weight decay) candidates train side by side as one program
   (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
@@ -33,8 +33,7 @@ import jax
 import numpy as np
 
 from pipelines.batches import next_power_of_two
-from pipelines.vectorize import (count_chars, count_terms, nb_ratios, ngram_lengths, select_and_weigh, term_mask,
-                                 weigh_counts)
+from pipelines.vectorize import count_chars, count_terms, nb_ratios, select_and_weigh, term_masks, weigh_counts
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
 from textclf.training.candidates import (
@@ -333,11 +332,8 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
         texts, y = [texts[i] for i in sample], y[sample]
     widest_ngram = max(v.ngram_max for v in variants)
     terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, pool, settings.start_token)
-    # The stop-word test once per stop-word list, not once per variant.
-    without_stop_words = {stop: term_mask(terms, widest_ngram, stop) for stop in {v.stop_words for v in variants}}
-    words = ngram_lengths(terms)  # (terms,) words in each n-gram
-    masks = {(v.stop_words, v.ngram_max): np.flatnonzero(without_stop_words[v.stop_words] & (words <= v.ngram_max))
-             for v in variants}
+    masks = {key: np.flatnonzero(mask)
+             for key, mask in term_masks(terms, {(v.stop_words, v.ngram_max) for v in variants}).items()}
     epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
     # The input width of every round: the widest variant's selected columns, rounded up to a power of two (the
     # W1 update, the cost of every step, scales with it: a corpus of short questions keeps ~10k columns, not 32k).
