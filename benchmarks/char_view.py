@@ -27,35 +27,25 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=15)
     args = parser.parse_args()
+    from benchmarks.word_folds import fold_matrices, round_of, word_view
     from pipelines.corpus import read_corpus
-    from pipelines.vectorize import count_chars, count_terms, term_mask, vectorize_pool
-    from textclf.settings import Settings
-    from textclf.training.candidates import batch_shape, cut_order, fit_candidates, round_data
-    from textclf.training.search import (LEARNING_RATES, ROUND_FEATURES, Variant, _char_fold_matrices, _folds,
-                                         _fold_matrices)
+    from pipelines.vectorize import count_chars, vectorize_pool
+    from textclf.training.candidates import fit_candidates
+    from textclf.training.search import LEARNING_RATES, ROUND_FEATURES, _char_fold_matrices, _folds
 
     start = time.perf_counter()
     corpus = read_corpus(args.train)
-    classes = sorted(set(corpus.labels))
-    y = np.searchsorted(np.array(classes), np.array(corpus.labels)).astype(np.int32)
-    settings = Settings(stop_words=None if args.stop_words == "none" else "english", ngram_max=args.ngrams)
-    variant = Variant(settings.stop_words, settings.ngram_max, settings.nb_weighting, True, settings.batch_size)
     with vectorize_pool(len(corpus.texts)) as pool:
-        terms, counts = count_terms(corpus.texts, settings.ngram_max, None, settings.min_df, pool,
-                                    settings.start_token)
-        chars = count_chars(corpus.texts, settings.min_df, pool)
-    mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
-    width = min(ROUND_FEATURES, 1 << int(np.ceil(np.log2(min(ROUND_FEATURES, len(mask))))))
+        view = word_view(corpus.texts, corpus.labels, args.stop_words, args.ngrams, pool)
+        chars = count_chars(corpus.texts, view.settings.min_df, pool)
+    y, classes, settings = view.y, view.classes, view.settings
     folds = _folds(y, args.folds, settings.seed)
     rates = list(LEARNING_RATES)
 
     def data(train_x, val_x, train, val, seed):
-        cut, _ = cut_order(seed, len(train))
-        return round_data(train_x, y[train], val_x, y[val], settings.batch_size, seed,
-                          batch_shape([train_x], settings.batch_size, [cut]), batch_shape([val_x], 1024), 1024)
+        return round_of(train_x, y[train], val_x, y[val], settings.batch_size, seed)
 
-    words = [_fold_matrices(counts, y, mask, train, val, settings, ROUND_FEATURES, width, variant)
-             for train, val in folds]
+    words = [fold_matrices(view, train, val) for train, val in folds]
     curves = [fit_candidates(data(*matrices, train, val, fold), len(classes), rates, [0.0] * len(rates),
                              args.epochs, settings.hidden, fold)
               for fold, (matrices, (train, val)) in enumerate(zip(words, folds))]

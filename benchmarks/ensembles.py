@@ -36,29 +36,21 @@ def main() -> None:
     args = parser.parse_args()
     from sklearn.model_selection import train_test_split
 
+    from benchmarks.word_folds import fold_matrices, round_of, word_view
     from pipelines.corpus import read_corpus
-    from pipelines.vectorize import count_terms, term_mask, vectorize_pool
-    from textclf.settings import Settings
-    from textclf.training.candidates import batch_shape, cut_order, fit_candidates, round_data
-    from textclf.training.search import LEARNING_RATES, ROUND_FEATURES, WEIGHT_DECAYS, Variant, _fold_matrices, _folds
+    from pipelines.vectorize import vectorize_pool
+    from textclf.training.candidates import fit_candidates
+    from textclf.training.search import LEARNING_RATES, WEIGHT_DECAYS, _folds
 
     start = time.perf_counter()
     corpus = read_corpus(args.train)
-    classes = sorted(set(corpus.labels))
-    y = np.searchsorted(np.array(classes), np.array(corpus.labels)).astype(np.int32)
-    settings = Settings(stop_words=None if args.stop_words == "none" else "english", ngram_max=args.ngrams)
-    variant = Variant(settings.stop_words, settings.ngram_max, settings.nb_weighting, True, settings.batch_size)
     with vectorize_pool(len(corpus.texts)) as pool:
-        terms, counts = count_terms(corpus.texts, settings.ngram_max, None, settings.min_df, pool,
-                                    settings.start_token)
-    mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
-    width = min(ROUND_FEATURES, 1 << int(np.ceil(np.log2(min(ROUND_FEATURES, len(mask))))))
+        view = word_view(corpus.texts, corpus.labels, args.stop_words, args.ngrams, pool)
+    y, classes, settings = view.y, view.classes, view.settings
 
     def scores(train_x, train_y, val_x, val_y, rates, decays, epochs, seed, scores_from):
         """(epochs scored, validation documents, networks, C) log-probabilities, and the (epochs, networks) curve."""
-        cut, _ = cut_order(seed, train_x.shape[0])
-        data = round_data(train_x, train_y, val_x, val_y, settings.batch_size, seed,
-                          batch_shape([train_x], settings.batch_size, [cut]), batch_shape([val_x], 1024), 1024)
+        data = round_of(train_x, train_y, val_x, val_y, settings.batch_size, seed)
         curve, fold_scores = fit_candidates(data, len(classes), rates, decays, epochs, settings.hidden, seed,
                                             scores_from=scores_from)
         return fold_scores, curve
@@ -73,7 +65,7 @@ def main() -> None:
         folds = _folds(y, 3, settings.seed)
         runs = []
         for fold, (train, val) in enumerate(folds):
-            train_x, val_x = _fold_matrices(counts, y, mask, train, val, settings, ROUND_FEATURES, width, variant)
+            train_x, val_x = fold_matrices(view, train, val)
             runs.append(scores(train_x, y[train], val_x, y[val], rates, decays, args.epochs, fold, 1))
         mean = np.mean([curve for _, curve in runs], axis=0)  # (epochs, networks)
         best_epoch, ranked = mean.argmax(axis=0), np.argsort(-mean.max(axis=0))
@@ -96,7 +88,7 @@ def main() -> None:
     for seed in (int(s) for s in args.seeds.split(",")):
         rest, aside = train_test_split(np.arange(len(y)), test_size=0.25, random_state=seed, stratify=y)
         rest, aside = np.sort(rest), np.sort(aside)
-        rest_x, aside_x = _fold_matrices(counts, y, mask, rest, aside, settings, ROUND_FEATURES, width, variant)
+        rest_x, aside_x = fold_matrices(view, rest, aside)
         truth = y[aside]
 
         def trained(rows: np.ndarray, networks: int, network_seed: int) -> np.ndarray:

@@ -17,23 +17,19 @@ import argparse
 import numpy as np
 
 
-def cross_validated(counts, terms, y, settings, seed: int, epochs: int) -> float:
-    """The best (epoch, learning rate) of the mean validation curve over 3 folds drawn with `seed`."""
-    from pipelines.vectorize import term_mask
-    from textclf.training.candidates import batch_shape, cut_order, fit_candidates, round_data
-    from textclf.training.search import LEARNING_RATES, ROUND_FEATURES, Variant, _fold_matrices, _folds
+def cross_validated(view, seed: int, epochs: int) -> float:
+    """The best (epoch, learning rate) of the mean validation curve over 3 folds drawn with `seed`
+    (view: benchmarks.word_folds.WordView)."""
+    from benchmarks.word_folds import fold_matrices, round_of
+    from textclf.training.candidates import fit_candidates
+    from textclf.training.search import LEARNING_RATES, _folds
 
-    variant = Variant(settings.stop_words, settings.ngram_max, settings.nb_weighting, True, settings.batch_size)
-    mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
-    width = min(ROUND_FEATURES, 1 << int(np.ceil(np.log2(min(ROUND_FEATURES, len(mask))))))
-    curves = []
+    y, curves = view.y, []
     for fold, (train, val) in enumerate(_folds(y, 3, seed)):
-        train_x, val_x = _fold_matrices(counts, y, mask, train, val, settings, ROUND_FEATURES, width, variant)
-        cut, _ = cut_order(fold, len(train))
-        data = round_data(train_x, y[train], val_x, y[val], settings.batch_size, fold,
-                          batch_shape([train_x], settings.batch_size, [cut]), batch_shape([val_x], 1024), 1024)
+        train_x, val_x = fold_matrices(view, train, val)
+        data = round_of(train_x, y[train], val_x, y[val], view.settings.batch_size, fold)
         curves.append(fit_candidates(data, int(y.max()) + 1, list(LEARNING_RATES), [0.0] * len(LEARNING_RATES),
-                                     epochs, settings.hidden, fold))
+                                     epochs, view.settings.hidden, fold))
     return float(np.mean(curves, axis=0).max())
 
 
@@ -45,22 +41,18 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--epochs", type=int, default=15)
     args = parser.parse_args()
+    from benchmarks.word_folds import word_view
     from pipelines.corpus import read_corpus
-    from pipelines.vectorize import count_terms, vectorize_pool
-    from textclf.settings import Settings
+    from pipelines.vectorize import vectorize_pool
 
     corpus = read_corpus(args.train)
-    classes = sorted(set(corpus.labels))
-    y = np.searchsorted(np.array(classes), np.array(corpus.labels)).astype(np.int32)
     seeds = [int(s) for s in args.seeds.split(",")]
     scores = {}
     for start_token in (False, True):
-        settings = Settings(stop_words=None if args.stop_words == "none" else "english", ngram_max=args.ngrams,
-                            start_token=start_token)
         with vectorize_pool(len(corpus.texts)) as pool:
             # The search's widest view: no stop words removed (the variant's are masked out of it).
-            terms, counts = count_terms(corpus.texts, settings.ngram_max, None, settings.min_df, pool, start_token)
-        scores[start_token] = [cross_validated(counts, terms, y, settings, seed, args.epochs) for seed in seeds]
+            view = word_view(corpus.texts, corpus.labels, args.stop_words, args.ngrams, pool, start_token)
+        scores[start_token] = [cross_validated(view, seed, args.epochs) for seed in seeds]
     print("| training file | word variant | without (per seed) | with (per seed) | difference (points) |")
     print("|---|---|---:|---:|---:|")
     print(f"| {args.train} | stop words {args.stop_words}, n-grams 1-{args.ngrams} | "

@@ -1,0 +1,62 @@
+"""A training file's word view as the model search's rounds see it, for the benchmarks that cross-validate networks
+on it by hand (char_view, ensembles, start_token): the labels as numbers, the widest view's counts, the given
+variant's columns of it, and a round's batches. Reads no test file."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class WordView(NamedTuple):
+    y: np.ndarray  # (documents,) class numbers
+    classes: list[str]
+    settings: object  # textclf.settings.Settings: the variant's stop words and n-grams, the rest the defaults
+    variant: object  # textclf.training.search.Variant
+    counts: object  # (documents, terms) CSR: the widest view (no stop words removed), as the search counts it
+    mask: np.ndarray  # the variant's columns of `counts` (term_mask)
+    width: int  # the rounds' input width: the variant's columns up to search.ROUND_FEATURES, a power of two
+
+
+def class_numbers(labels: list[str]) -> tuple[list[str], np.ndarray]:
+    """-> (the sorted classes, (documents,) each label's number among them)."""
+    classes = sorted(set(labels))
+    return classes, np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)
+
+
+def word_view(texts, labels: list[str], stop_words: str, ngrams: int, pool, start_token: bool | None = None
+              ) -> WordView:
+    """The search's widest view of these texts (counted on `pool`) and the variant of `stop_words` ("english" or
+    "none") and `ngrams`, NB weights and sublinear tf as the defaults; start_token: the default where None."""
+    from pipelines.vectorize import count_terms, term_mask
+    from textclf.settings import Settings
+    from textclf.training.search import ROUND_FEATURES, Variant
+
+    classes, y = class_numbers(labels)
+    settings = Settings(stop_words=None if stop_words == "none" else "english", ngram_max=ngrams,
+                        **({} if start_token is None else {"start_token": start_token}))
+    variant = Variant(settings.stop_words, settings.ngram_max, settings.nb_weighting, True, settings.batch_size)
+    terms, counts = count_terms(texts, settings.ngram_max, None, settings.min_df, pool, settings.start_token)
+    mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
+    width = min(ROUND_FEATURES, 1 << int(np.ceil(np.log2(min(ROUND_FEATURES, len(mask))))))
+    return WordView(y, classes, settings, variant, counts, mask, width)
+
+
+def fold_matrices(view: WordView, train: np.ndarray, val: np.ndarray):
+    """The variant's (training, validation) matrices of one fold, selected and weighted on its training rows as
+    the search's rounds build them."""
+    from textclf.training.search import ROUND_FEATURES, _fold_matrices
+
+    return _fold_matrices(view.counts, view.y, view.mask, train, val, view.settings, ROUND_FEATURES, view.width,
+                          view.variant)
+
+
+def round_of(train_x, train_y: np.ndarray, val_x, val_y: np.ndarray, batch_size: int, seed: int):
+    """A round's batches (candidates.round_data) of these matrices, cut and shuffled with `seed`, validation
+    scored 1,024 rows a batch."""
+    from textclf.training.candidates import batch_shape, cut_order, round_data
+
+    cut, _ = cut_order(seed, train_x.shape[0])
+    return round_data(train_x, train_y, val_x, val_y, batch_size, seed,
+                      batch_shape([train_x], batch_size, [cut]), batch_shape([val_x], 1024), 1024)
