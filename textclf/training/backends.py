@@ -24,6 +24,13 @@ from textclf.errors import BackendError
 # (loop.quick_compile): its XLA epoch at batch 1,024 measured 7.7M docs/s with them and 6.6M without.
 SEARCH_COMPILER_OPTIONS = {"xla_gpu_enable_triton_gemm": False}
 
+# The seeded initial weights compile with LLVM's -O1 (XLA's default: -O3). On a CPU, XLA lowers jax's threefry
+# generator to a loop whose optimisation took most of the compile: 1.2-1.8 s a program, 0.5 s at -O1, with the
+# same numbers bit for bit (tests/textclf/test_search.py checks it against the -O3 program) and the same time to
+# run (0.12-0.55 s for 6 x 128 columns of 8,192-32,768 rows, either level). A cold run compiles one or more of
+# them (the search's networks, the final network). On a GPU the generator is jax's threefry kernel.
+INIT_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
+
 
 def configure_compilation(cache_dir: Path) -> None:
     """Persist compiled programs so a second process skips compilation (jax's persistent cache), and lower the

@@ -29,7 +29,7 @@ from pipelines.batches import make_batches, next_power_of_two
 from textclf.models.weights import Params
 from textclf.training.device_data import (ResidentRows, batches_in_row_order, canonical, erase_batch,
                                           gathered_segments, narrowed, on_device, segment_steps, write_batch)
-from textclf.training.backends import SEARCH_COMPILER_OPTIONS
+from textclf.training.backends import INIT_COMPILER_OPTIONS, SEARCH_COMPILER_OPTIONS
 from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
@@ -41,7 +41,7 @@ class StackedParams(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "models", "gain"),
-                   compiler_options=SEARCH_COMPILER_OPTIONS)
+                   compiler_options={**SEARCH_COMPILER_OPTIONS, **INIT_COMPILER_OPTIONS})
 def init_stacked(key: jax.Array, n_features: int, hidden: int, n_classes: int, models: int,
                  gain: float = 1.0) -> StackedParams:
     """K independent Glorot-uniform initialisations (textclf.models.mlp.init_params, K times)."""

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 
 from textclf.models.mlp import Params, init_params, logits, logits_pieces, masked_loss
 from textclf.settings import Settings
+from textclf.training.backends import INIT_COMPILER_OPTIONS
 from textclf.training.device_data import narrowed
 from textclf.training.optimizers import make_optimizer
 
@@ -93,7 +94,7 @@ def _ready_state(params: Params, optimizer: str, kernel_config):
 
 
 @functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "gain", "optimizer",
-                                             "kernel_config"))
+                                             "kernel_config"), compiler_options=INIT_COMPILER_OPTIONS)
 def _start_state(seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str, kernel_config):
     """The seeded initial parameters and optimizer state as one compiled program: built op by op, each of its
     ~15 small operations was compiled on its own (~50 ms each on the GPU, a second of a cold start)."""
