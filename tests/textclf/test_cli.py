@@ -443,6 +443,27 @@ def test_progress_is_plain_lines_when_stderr_is_not_a_terminal(runner, corpus_di
     assert "epoch 75/75: loss " in result.stderr and "━" not in result.stderr  # every epoch, no bar
 
 
+def test_progress_names_the_test_corpus_and_each_networks_epochs(runner, tmp_path):
+    """With a character network beside the word network, the epochs are numbered across both (as recorded) and
+    each line says whose epoch it is; the test file's reading is said to be the test corpus's."""
+    rows = [{"text": f"{words} {i}", "label": label} for i in range(12)
+            for label, words in (("space", "rocket orbit moon"), ("cooking", "onion pan garlic"))]
+    train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    test.write_text("".join(json.dumps(r) + "\n" for r in rows[:6]))
+    result = invoke(runner, "train", train, "--test", test, "--char-ngrams", "--out", tmp_path / "m.npz",
+                    "--epochs", "2", "--batch-size", "8", "--hidden", "8", "--search", "off")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert sum(line.startswith("reading the corpus: ") for line in lines) == 1
+    assert sum(line.startswith("reading the test corpus: ") for line in lines) == 1
+    assert ("training 4 epochs: the word network, then the character network (the first epoch of each compiles)"
+            in lines)
+    epochs = [line.split(":")[0] for line in lines if line.startswith("epoch ")]
+    assert epochs == ["epoch 1/4 (word network, its epoch 1)", "epoch 2/4 (word network, its epoch 2)",
+                      "epoch 3/4 (character network, its epoch 1)", "epoch 4/4 (character network, its epoch 2)"]
+
+
 def test_out_naming_a_folder_is_refused_before_training(runner, corpus_dir, tmp_path):
     result = invoke(runner, "train", corpus_dir, "--out", tmp_path, *FAST)
     assert result.exit_code == 1 and "is a folder: name the model file" in result.stderr

@@ -341,7 +341,7 @@ class _TrainProgress:
         if event.kind != "search":
             self._finish_phase()
         if event.kind == "phase" and event.name != "train":
-            description = PHASE_NAMES.get(event.name, event.name)
+            description = event.description or PHASE_NAMES.get(event.name, event.name)
             self.pending = (description, time.perf_counter())
             self.pass_key = None  # a new phase: its first pass starts with it
             if self.live:
@@ -357,7 +357,11 @@ class _TrainProgress:
                                                               stats="rounds of candidates")
                 self.progress.update(self.search_task, completed=event.done, total=event.total)
         elif event.kind == "phase":  # training starts: the epochs' bar
-            self._line(f"training {event.total_epochs} epochs (the first one compiles)")
+            if event.views:  # e.g. the word network's epochs, then the character network's
+                self._line(f"training {event.total_epochs} epochs: the {', then the '.join(event.views)} (the "
+                           "first epoch of each compiles)")
+            else:
+                self._line(f"training {event.total_epochs} epochs (the first one compiles)")
             if self.live:
                 self._start()
                 if self.phase_task is not None:
@@ -374,7 +378,8 @@ class _TrainProgress:
             e = event.epoch
             acc = f" eval acc {e.eval_accuracy:.4f}" if e.eval_accuracy is not None else ""
             stats = f"loss {e.loss:.4f} train acc {e.train_accuracy:.4f}{acc} {e.docs_per_s:,.0f} docs/s"
-            self._line(f"epoch {e.epoch}/{event.total_epochs}: {stats}")
+            view = f" ({event.view}, its epoch {event.view_epoch})" if event.view else ""
+            self._line(f"epoch {e.epoch}/{event.total_epochs}{view}: {stats}")
             if self.live and self.epoch_task is not None:
                 self.progress.update(self.epoch_task, advance=1, stats=stats)
 

@@ -32,10 +32,12 @@ class TrainResult:
 
 @dataclass
 class TrainEvent:
-    """What `train` reports while it works: kind is "phase" (name starts), "search" (`done` of `total` search
-    rounds finished), "steps" (`done` of the current epoch's `total` steps, where an epoch runs step by step),
-    "progress" (within phase `name`: "read", `done` of `total` bytes of the file, 0 if unknown, and `documents`
-    read; "vectorize", `done` of `total` documents) or "epoch" (stats ready)."""
+    """What `train` reports while it works: kind is "phase" (name starts; `description` where it is not the
+    phase's usual one; the "train" phase with `views`, the networks that train one after another, where there are
+    several), "search" (`done` of `total` search rounds finished), "steps" (`done` of the current epoch's `total`
+    steps, where an epoch runs step by step), "progress" (within phase `name`: "read", `done` of `total` bytes of
+    the file, 0 if unknown, and `documents` read; "vectorize", `done` of `total` documents) or "epoch" (stats
+    ready; `view` and the epoch's number within it, `view_epoch`, where several views train)."""
 
     kind: str
     name: str = ""
@@ -44,6 +46,10 @@ class TrainEvent:
     done: int = 0
     total: int = 0
     documents: int = 0
+    description: str = ""
+    views: tuple[str, ...] = ()
+    view: str = ""
+    view_epoch: int = 0
 
 
 class PhaseTimer:
@@ -54,8 +60,8 @@ class PhaseTimer:
         self.report = report
 
     @contextmanager
-    def __call__(self, name: str):
-        self.report(TrainEvent("phase", name))
+    def __call__(self, name: str, description: str = ""):
+        self.report(TrainEvent("phase", name, description=description))
         start = time.perf_counter()
         yield
         self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start

@@ -273,19 +273,21 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     total_epochs = sum(s.epochs_for(n_training) for s in view_settings) * (settings.ensemble if one_by_one else 1)
     if rates:  # every candidate's epochs where they train one after another, the most where side by side
         total_epochs = sum(r["epochs"] for r in rates) if not stacked_is_faster() else max(r["epochs"] for r in rates)
-    report(TrainEvent("phase", "train", total_epochs=total_epochs))
+    view_names = ("word network", "character network")[:len(views)] if len(views) > 1 else ()
+    report(TrainEvent("phase", "train", total_epochs=total_epochs, views=view_names))
     history: list[EpochStats] = []
 
     def on_epoch(stats: EpochStats) -> None:
+        view_epoch = stats.epoch
         stats = replace(stats, epoch=len(history) + stats.epoch)  # numbered on from one view to the next
         record_epoch(stats)
-        report(TrainEvent("epoch", epoch=stats, total_epochs=total_epochs))
+        report(TrainEvent("epoch", epoch=stats, total_epochs=total_epochs, view=current_view, view_epoch=view_epoch))
 
     # One network (or ensemble) per view, each on its own columns, joined into one network whose scores are
     # their mean (candidates.joined_views): the words' and, with char_ngrams, the character n-grams'. (Only a
     # one-view run keeps checkpoints: the daemon resumes a stopped job's one network.)
     view_params, compile_s, train_s, first = [], 0.0, 0.0, 0
-    for width, view in zip(views, view_settings):
+    for width, view, current_view in zip(views, view_settings, view_names or ("",) * len(views)):
         columns = slice(first, first + width)
         view_train, view_eval = (train_x, eval_x) if len(views) == 1 else (train_x[:, columns], eval_x[:, columns])
         first += width
@@ -649,7 +651,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
         else:
             search, search_key = {"skipped": "--search off"}, None
         if test_path:
-            with phase("read"):
+            with phase("read", "reading the test corpus"):
                 test = read_corpus(test_path, settings.max_file_mb, read_progress, pool=workers, keep_texts=False)
             _check_test_labels(test.labels, corpus.labels, test.source)
             eval_labels = test.labels
