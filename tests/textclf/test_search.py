@@ -219,13 +219,15 @@ def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batch
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-5, atol=1e-6)
     assert int(got_state.step) == int(want_state.step) == 3  # the padding batch is not a step
     # On a GPU both products are TF32 (about 3 decimal digits), summed in another order by the kernel's tiles than
-    # by cuBLAS: the moments agree to that; Adam divides each gradient by its own size, so a small one's rounding
-    # moves its weight by up to a part of the rate (0.01).
+    # by cuBLAS: the moments agree to that, relative to the largest of them (a sum much smaller than its terms
+    # keeps their rounding); Adam divides each gradient by its own size, so a small one's rounding moves its weight
+    # by up to a part of the rate (0.01).
     gpu = jax.default_backend() == "gpu"
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 if gpu else 1e-6)
     for a, b in zip(jax.tree.leaves(got_state), jax.tree.leaves(want_state)):
-        np.testing.assert_allclose(a, b, rtol=5e-3 if gpu else 1e-4, atol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=5e-3 if gpu else 1e-4,
+                                   atol=max(1e-6, 1e-3 * float(np.abs(b).max())) if gpu else 1e-6)
 
 
 def test_fit_candidates_learns_and_reports_every_epoch():
