@@ -276,6 +276,7 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     view_names = ("word network", "character network")[:len(views)] if len(views) > 1 else ()
     report(TrainEvent("phase", "train", total_epochs=total_epochs, views=view_names))
     history: list[EpochStats] = []
+    current_view = ""  # the view training now (set by the loop over the views below), named in its epochs' events
 
     def on_epoch(stats: EpochStats) -> None:
         view_epoch = stats.epoch
