@@ -303,6 +303,7 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
     assert stopping["chosen_rate"] == choice["chosen"] and stopping["rate_accuracies"] == choice["held_out"]
     best = max(max(curve) for curve in choice["held_out"])
     assert max(choice["held_out"][choice["chosen"]]) == best  # the best held-out network was kept
+    assert run["search"]["leaderboard"]  # kept when the rate choice was recorded after the search
     # the model file and the run say which rate and epoch were kept
     assert run["settings"]["learning_rate"] == chosen["learning_rate"] == result.model.settings.learning_rate
     assert run["settings"]["epochs"] == stopping["best_epoch"] == result.model.settings.epochs
@@ -422,6 +423,9 @@ def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_
     assert run["settings"]["learning_rate"] == chosen["learning_rate"] == result.model.settings.learning_rate
     assert run["settings"]["epochs"] == best_epoch == len(run["epochs"]) and run["n_train"] == 540
     assert run["early_stopping"] is None and run["status"] == "finished" and "rates" in run["phases"]
+    # the rate choice, recorded after the search, keeps the search's leaderboard in the run
+    assert run["search"]["leaderboard"] and run["search"]["leaderboard"][0]["settings"]["learning_rate"] in {
+        c["learning_rate"] for c in choice["candidates"]}
     from typer.testing import CliRunner
 
     from textclf.frontends.cli import app

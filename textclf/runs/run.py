@@ -717,7 +717,8 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report, fi
     """Run the model search on the training documents, or take the choice recorded for the same documents,
     settings and device (textclf/runs/search_cache.py; not with --search fresh); record its trials and choice;
     texts(rows): the training texts of these rows (None: all), indexed by row (called only if the search runs).
-    -> (the chosen settings, the search's summary, the key its choice is recorded under)."""
+    -> (the chosen settings, the search's summary with its leaderboard (what the run records: a later update of
+    it, the rate choice's, keeps the leaderboard), the key its choice is recorded under)."""
     with phase("warmup"):
         _backend_ready(db, run_id, warmup)
     import jax  # after the warm-up thread's import
@@ -736,10 +737,9 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report, fi
     key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT)
     recorded = run_queries.find_search(db, key) if settings.search == "auto" else None
     if recorded:
-        summary = {**recorded["summary"], "reused_from": recorded["run_id"]}
-        leaderboard = summary.pop("leaderboard", [])
+        summary = {"leaderboard": [], **recorded["summary"], "reused_from": recorded["run_id"]}
         chosen = Settings.from_dict({**recorded["settings"], "search": settings.search})
-        run_queries.update_run(db, run_id, search={**summary, "leaderboard": leaderboard}, settings=chosen.to_dict())
+        run_queries.update_run(db, run_id, search=summary, settings=chosen.to_dict())
         return chosen, summary, key
     with phase("search"):
         rows = searched_rows(labels, settings, jax.default_backend())
@@ -749,9 +749,9 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report, fi
     recorded_summary = {**result.summary, "leaderboard": result.leaderboard[:10]}
     run_queries.update_run(db, run_id, search=recorded_summary, settings=result.settings.to_dict())
     if result.summary.get("skipped"):
-        return result.settings, result.summary, None
+        return result.settings, recorded_summary, None
     run_queries.save_search(db, key, run_id, result.settings.to_dict(), recorded_summary)
-    return result.settings, result.summary, key
+    return result.settings, recorded_summary, key
 
 
 def _hashed_data(db, run_id, corpus_path, test_path, settings, phase) -> _TextData:
