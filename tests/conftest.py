@@ -44,11 +44,10 @@ def pytest_configure(config):
 
 def _fast_compiles() -> None:
     """Compile the run's programs with LLVM's -O1 instead of -O3 (XLA_FLAGS, inherited by the workers and the
-    textclf processes the tests start). Most of the suite's time is XLA compiling small programs once each; at -O1
-    that takes about a third of the time for the random initialisations and less for the training epochs
-    (tests/textclf/test_search.py: 251 -> 205 s on the 2-core CPU), while the tests' arrays are too small for
-    the unvectorised loops to cost. The tests compare programs with each other and with their references, at one
-    level. A level already in XLA_FLAGS is kept."""
+    textclf processes the tests start). More than half of the suite's time is XLA compiling small programs once
+    each, which -O1 shortens (the whole suite on the 2-core CPU: 724 -> 636 s, docs/development.md), while the
+    tests' arrays are too small for the less optimised loops to cost. The tests compare programs with each other
+    and with their references, at one level. A level already in XLA_FLAGS is kept."""
     flags = os.environ.get("XLA_FLAGS", "")
     if "--xla_backend_optimization_level" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=1".strip()
