@@ -60,12 +60,11 @@ def test_an_epoch_gathered_in_segments_trains_the_network_of_one_gather(fast_set
     monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * width * 3)  # 3 steps a segment, or fewer
     segmented = trainloop.fit_network(matrix, labels, 3, settings, eval_x=matrix[:9], eval_y=labels[:9])
     on_cpu = jax.default_backend() == "cpu"
-    records = [(h.loss, h.train_accuracy, h.eval_accuracy) for h in whole.history]
+    got, want = ([(h.loss, h.train_accuracy, h.eval_accuracy) for h in run.history] for run in (segmented, whole))
     if on_cpu:
-        assert [(h.loss, h.train_accuracy, h.eval_accuracy) for h in segmented.history] == records
+        assert got == want
     else:
-        np.testing.assert_allclose([(h.loss, h.train_accuracy, h.eval_accuracy) for h in segmented.history],
-                                   records, rtol=1e-5)
+        np.testing.assert_allclose(got, want, rtol=1e-5)
     for got, want in zip(segmented.params, whole.params):
         np.testing.assert_allclose(got, want, rtol=1e-6 if on_cpu else 1e-4, atol=1e-7 if on_cpu else 1e-5)
 
