@@ -283,6 +283,27 @@ def _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents
     return (*trained(), trained)
 
 
+def test_the_rate_choice_narrows_to_the_columns_most_tied_to_the_labels():
+    import scipy.sparse as sp
+
+    from textclf.runs.run import _rate_choice_columns
+
+    rng = np.random.default_rng(0)
+    y = np.arange(40) % 2
+    dense = rng.random((40, 6)) * (rng.random((40, 6)) < 0.5)
+    dense[:, 4] = 3.0 * y  # the one column that tells the classes apart
+    dense[:, 1] = 2.0 * (1 - y) + 0.1  # the next: high on class 0, low on class 1
+    train_x, held_x = sp.csr_matrix(dense[:30]), sp.csr_matrix(dense[30:])
+    narrow_train, narrow_held = _rate_choice_columns(train_x, y[:30], held_x, 2)
+    assert narrow_train.shape == (30, 2) and narrow_held.shape == (10, 2)
+    for narrow, full in ((narrow_train, dense[:30]), (narrow_held, dense[30:])):
+        kept = full[:, [1, 4]]  # in column order, each row scaled to unit length
+        np.testing.assert_allclose(narrow.toarray(), kept / np.linalg.norm(kept, axis=1, keepdims=True), rtol=1e-6)
+    for features in (0, 6):  # 0: every column; 6: no narrower than the matrix is
+        same_train, same_held = _rate_choice_columns(train_x, y[:30], held_x, features)
+        assert same_train is train_x and same_held is held_x
+
+
 def _reuses_the_rate_choice(run, again) -> None:
     """A second run of the same documents and settings (`again`) takes the first's search and rate choice."""
     second, rerun = again()
@@ -409,11 +430,15 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
                     reason="a CPU's search samples a corpus this small; a GPU's searches all of it (no refit to test)")
 def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):
     from textclf.runs.run import REFIT_HELD_OUT_FRACTION
+    from textclf.training import search as search_module
 
+    # the candidates train on the 64 columns most tied to the labels (the product's: search.ROUND_FEATURES)
+    monkeypatch.setattr(search_module, "RATE_CHOICE_FEATURES", 64)
     # the CPU search samples 170 of the 540 training documents; the corpus is under SEARCH_DOCUMENTS
     result, run, again = _searched_sampled_questions(tmp_path, db_path, monkeypatch)
     choice = run["search"]["rate_choice"]
     assert choice["refit"] and choice["held_out_documents"] == int(540 * REFIT_HELD_OUT_FRACTION)
+    assert choice["features"] == 64 < result.model.params.w1.shape[0]  # the final network: every column
     assert len(choice["candidates"]) == 3
     chosen = choice["candidates"][choice["chosen"]]
     curve = choice["held_out"][choice["chosen"]]
@@ -431,6 +456,6 @@ def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_
     from textclf.frontends.cli import app
 
     shown = CliRunner().invoke(app, ["runs", "show", str(result.run_id), "--db", str(db_path)])
-    assert shown.exit_code == 0 and f"by {int(540 * REFIT_HELD_OUT_FRACTION)} held-out training documents" in \
-        shown.output and f"{max(curve):.4f} at epoch {best_epoch} (kept)" in shown.output
+    assert shown.exit_code == 0 and f"by {int(540 * REFIT_HELD_OUT_FRACTION)} held-out training documents " \
+        "(networks on 64 columns), then all of them" in shown.output and f"{max(curve):.4f} at epoch {best_epoch} (kept)" in shown.output
     _reuses_the_rate_choice(run, again)

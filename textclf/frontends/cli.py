@@ -417,8 +417,10 @@ def _rate_choice_line(choice: dict) -> str:
         best = max(curve)
         parts.append(f"lr {candidate['learning_rate']:g} wd {candidate['weight_decay']:g}: {best:.4f} at epoch "
                      f"{curve.index(best) + 1}" + (" (kept)" if k == choice["chosen"] else ""))
-    where = f"{choice['held_out_documents']:,} held-out training documents, then all of them" \
-        if choice.get("refit") else "the early-stopping documents"
+    where = "the early-stopping documents"
+    if choice.get("refit"):
+        narrowed = f" (networks on {choice['features']:,} columns)" if choice.get("features") else ""
+        where = f"{choice['held_out_documents']:,} held-out training documents{narrowed}, then all of them"
     return f"by {where}: " + "; ".join(parts)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
+import scipy.sparse as sp
 # Imported before the vectorizing workers fork, so that they inherit it: the character view and n-grams of 3 are
 # counted with it there, and the fit's selection uses it here (pipelines/vectorize.py imports it where it is used,
 # for the predictions that need none of it).
@@ -368,19 +369,36 @@ def _choose_rate_then_refit(db, run_id, train_x, train_y, n_classes, settings, b
     """The rate candidates trained on all but a stratified REFIT_HELD_OUT_FRACTION of the training documents,
     which choose one and its epoch (candidates.fit_rates); -> the settings with the chosen rate, decay and epoch
     count, for the final training on every document. Recorded in the run (search: rate_choice)."""
+    from textclf.training import search as search_rules
     from textclf.training.candidates import fit_rates
-    from textclf.training.search import stratified_sample
 
-    held, rest = stratified_sample(train_y, np.arange(len(train_y)), int(len(train_y) * REFIT_HELD_OUT_FRACTION),
-                                   settings.seed)
-    choice = fit_rates(train_x[rest], train_y[rest], n_classes, settings, backend,
-                       [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], train_x[held],
+    held, rest = search_rules.stratified_sample(train_y, np.arange(len(train_y)),
+                                                int(len(train_y) * REFIT_HELD_OUT_FRACTION), settings.seed)
+    rest_x, held_x = _rate_choice_columns(train_x[rest], train_y[rest], train_x[held],
+                                          int(search_rules.RATE_CHOICE_FEATURES))
+    choice = fit_rates(rest_x, train_y[rest], n_classes, settings, backend,
+                       [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], held_x,
                        train_y[held], stop_requested=stop_requested)
     search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out,
-                             "held_out_documents": len(held), "refit": True}
+                             "held_out_documents": len(held), "refit": True, "features": rest_x.shape[1]}
     settings = _with_choice(settings, rates, choice)
     run_queries.update_run(db, run_id, search=search, settings=settings.to_dict())
     return settings
+
+
+def _rate_choice_columns(train_x: sp.csr_matrix, train_y: np.ndarray, held_x: sp.csr_matrix, features: int):
+    """The training and held-out rows on the `features` columns (0: all) that a chi-squared test on the training
+    rows ties most to the labels (pipelines.vectorize.chi2_scores, as the search's rounds select theirs), each
+    row scaled back to unit length as the search's fold matrices are -> (train_x, held_x) narrowed."""
+    if not features or train_x.shape[1] <= features:
+        return train_x, held_x
+    from sklearn.preprocessing import normalize
+
+    from pipelines.vectorize import chi2_scores
+
+    score = np.nan_to_num(chi2_scores(train_x, train_y), nan=0.0)
+    columns = np.sort(np.argsort(-score, kind="stable")[:features])  # ties: the earlier column
+    return normalize(train_x[:, columns]), normalize(held_x[:, columns])
 
 
 def _record_rate_choice(db, key: str | None, settings: Settings, search: dict) -> None:

@@ -134,6 +134,14 @@ NEAR_RATE_ERRORS = 2.0
 # and 0.00 points on the set-aside documents, the other 17 alike: no cost in accuracy, fewer flips.
 DEFAULT_VARIANT_ERRORS = 1.0
 MAX_RATE_CANDIDATES = 3
+# The rate choice before a sampled corpus's final training (textclf/runs/run.py, _choose_rate_then_refit: a
+# corpus over the search's sample that is too small to hold documents out for good, on a CPU one of 7,000 to
+# 20,000 documents) trains its candidates on the RATE_CHOICE_FEATURES columns most tied to the labels, as the
+# rounds do (ROUND_FEATURES), not the final model's full width (0: full width): on a CPU a step is Adam's
+# memory-bound pass over W1, and three candidates at full width took 35 s of a 67 s news4 run on 2 cores. What it
+# corrects, the sample's fraction of a full epoch's steps, does not depend on the width. Judged on the training
+# files alone (benchmarks/nested_rule.py; BENCHMARKS.md, "The rate choice on the rounds' columns").
+RATE_CHOICE_FEATURES = ROUND_FEATURES
 # More networks (the ensemble, the character pair) are chosen only where their mean per-document gain over one
 # network exceeds this many standard errors of it (_fewest_networks_that_win). 0: any gain, the most accurate
 # option wins. Judged on the training files alone (benchmarks/nested_rule.py, a quarter of each set aside, the
