@@ -456,6 +456,7 @@ def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_
     from textclf.frontends.cli import app
 
     shown = CliRunner().invoke(app, ["runs", "show", str(result.run_id), "--db", str(db_path)])
-    assert shown.exit_code == 0 and f"by {int(540 * REFIT_HELD_OUT_FRACTION)} held-out training documents " \
-        "(networks on 64 columns), then all of them" in shown.output and f"{max(curve):.4f} at epoch {best_epoch} (kept)" in shown.output
+    assert shown.exit_code == 0
+    assert (f"by {int(540 * REFIT_HELD_OUT_FRACTION)} held-out training documents (networks on 64 columns), then "
+            "all of them") in shown.output and f"{max(curve):.4f} at epoch {best_epoch} (kept)" in shown.output
     _reuses_the_rate_choice(run, again)

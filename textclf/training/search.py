@@ -140,7 +140,7 @@ MAX_RATE_CANDIDATES = 3
 # rounds do (ROUND_FEATURES), not the final model's full width (0: full width): on a CPU a step is Adam's
 # memory-bound pass over W1, and three candidates at full width took 35 s of a 67 s news4 run on 2 cores. What it
 # corrects, the sample's fraction of a full epoch's steps, does not depend on the width. Judged on the training
-# files alone (benchmarks/nested_rule.py; BENCHMARKS.md, "The rate choice on the rounds' columns").
+# files alone (benchmarks/nested_rule.py; BENCHMARKS.md, "The rate choice on the rounds' 8,192 columns").
 RATE_CHOICE_FEATURES = ROUND_FEATURES
 # More networks (the ensemble, the character pair) are chosen only where their mean per-document gain over one
 # network exceeds this many standard errors of it (_fewest_networks_that_win). 0: any gain, the most accurate
