@@ -2,7 +2,7 @@
 # Ten million synthetic documents (from news4, the corpus of big10.sh: `textclf dataset synthetic` writes the same
 # files on any machine), textclf with no flags and fastText beside it on one machine. fastText (benchmarks.
 # fasttext_big: EPOCHS, default 5, fastText's own default; all cores) takes longer than one 10-minute device call,
-# so it runs in a process session of its own, which outlives the call while the machine is held:
+# so it starts with setsid, which lets it outlive the call while the machine is held:
 #   STAGE=start bash benchmarks/gpu/fasttext10.sh   generate, time `textclf train` (benchmarks.timed_run), then
 #                                                   start fastText and wait for it up to WAIT seconds
 #   STAGE=wait bash benchmarks/gpu/fasttext10.sh    the next call, on the same machine: wait up to WAIT seconds more
