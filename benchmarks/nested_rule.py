@@ -63,8 +63,8 @@ def main() -> None:
                 rest, aside, n_aside = _split(path, args.held_out, seed, Path(work))
                 for value in (float(v) for v in args.values.split(",")):
                     settings = Settings(seed=seed)
-                    if args.constant:
-                        setattr(module, name, value)
+                    if args.constant:  # of the constant's own type (an int stays an int: a width, a count)
+                        setattr(module, name, type(getattr(module, name))(value))
                     else:  # as a default: replace() records no pin, as the Settings default would
                         settings = settings.replace(**{name: type(getattr(settings, name))(value)})
                     start = time.perf_counter()

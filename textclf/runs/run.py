@@ -375,7 +375,7 @@ def _choose_rate_then_refit(db, run_id, train_x, train_y, n_classes, settings, b
     held, rest = search_rules.stratified_sample(train_y, np.arange(len(train_y)),
                                                 int(len(train_y) * REFIT_HELD_OUT_FRACTION), settings.seed)
     rest_x, held_x = _rate_choice_columns(train_x[rest], train_y[rest], train_x[held],
-                                          int(search_rules.RATE_CHOICE_FEATURES))
+                                          search_rules.RATE_CHOICE_FEATURES)
     choice = fit_rates(rest_x, train_y[rest], n_classes, settings, backend,
                        [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], held_x,
                        train_y[held], stop_requested=stop_requested)
