@@ -575,11 +575,20 @@ def _select(counts: sp.csr_matrix, labels, budget: int, settings: WordSettings
     if counts.shape[1] <= budget:
         return None, idf
     if settings.feature_selection == "chi2":
-        score = np.nan_to_num(chi2_scores(_weight(counts, idf, settings.sublinear_tf), np.asarray(labels)), nan=0.0)
-    else:
-        score = np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.float64)
-    # Highest score first; ties broken by column (alphabetical) order so the choice is deterministic.
-    return np.sort(np.argsort(-score, kind="stable")[:budget]), idf
+        return most_tied_columns(_weight(counts, idf, settings.sublinear_tf), labels, budget), idf
+    return _top_columns(np.bincount(counts.indices, minlength=counts.shape[1]).astype(np.float64), budget), idf
+
+
+def most_tied_columns(weighted: sp.csr_matrix, labels, budget: int) -> np.ndarray:
+    """The `budget` columns of a non-negative (weighted) matrix that a chi-squared test ties most to the labels,
+    ascending (chi2_scores; a column no document uses scores 0)."""
+    return _top_columns(np.nan_to_num(chi2_scores(weighted, np.asarray(labels)), nan=0.0), budget)
+
+
+def _top_columns(score: np.ndarray, budget: int) -> np.ndarray:
+    """The `budget` highest-scoring columns, ascending; ties broken by column (alphabetical) order so the choice
+    is deterministic."""
+    return np.sort(np.argsort(-score, kind="stable")[:budget])
 
 
 def chi2_scores(weighted: sp.csr_matrix, labels: np.ndarray) -> np.ndarray:
@@ -816,7 +825,7 @@ def fit_vectorizer_shared(texts: Sequence[str], labels: Sequence[str], settings:
             score = _shared_chi2(_weight(counts, idf, settings.sublinear_tf), labels, classes, exchange)
         else:
             score = df.astype(np.float64)
-        keep = np.sort(np.argsort(-score, kind="stable")[:settings.features])
+        keep = _top_columns(score, settings.features)
         terms, counts, idf = terms[keep], counts[:, keep], idf[keep]
     if settings.nb_weighting:
         in_class, everywhere = _presence(counts, labels, classes)

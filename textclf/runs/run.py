@@ -388,16 +388,15 @@ def _choose_rate_then_refit(db, run_id, train_x, train_y, n_classes, settings, b
 
 def _rate_choice_columns(train_x: sp.csr_matrix, train_y: np.ndarray, held_x: sp.csr_matrix, features: int):
     """The training and held-out rows on the `features` columns (0: all) that a chi-squared test on the training
-    rows ties most to the labels (pipelines.vectorize.chi2_scores, as the search's rounds select theirs), each
-    row scaled back to unit length as the search's fold matrices are -> (train_x, held_x) narrowed."""
+    rows ties most to the labels (pipelines.vectorize.most_tied_columns, as the search's rounds select theirs),
+    each row scaled back to unit length as the search's fold matrices are -> (train_x, held_x) narrowed."""
     if not features or train_x.shape[1] <= features:
         return train_x, held_x
     from sklearn.preprocessing import normalize
 
-    from pipelines.vectorize import chi2_scores
+    from pipelines.vectorize import most_tied_columns
 
-    score = np.nan_to_num(chi2_scores(train_x, train_y), nan=0.0)
-    columns = np.sort(np.argsort(-score, kind="stable")[:features])  # ties: the earlier column
+    columns = most_tied_columns(train_x, train_y, features)
     return normalize(train_x[:, columns]), normalize(held_x[:, columns])
 
 
