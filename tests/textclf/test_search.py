@@ -283,16 +283,19 @@ def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=5, search_budget=120), pool, "cpu")
     assert result.settings.stop_words is None
-    # 8 vectorizer variants, then the winner with raw tf and with a 4x batch (refinements), one fold on a CPU
-    assert result.summary["rounds"] == result.summary["rounds_planned"] == 8 + 2
+    # 4 vectorizer variants (stop words x n-grams, NB weights on), then the winner with NB weights off, with raw
+    # tf and with a 4x batch (refinements), one fold on a CPU
+    assert result.summary["rounds"] == result.summary["rounds_planned"] == 4 + 3
     assert result.leaderboard[0]["accuracy"] > 0.6 > max(r["accuracy"] for r in result.leaderboard
                                                          if r["settings"]["stop_words"] == "english")
     assert {t["settings"]["stop_words"] for t in result.trials} == {"english", None}
-    assert len(result.trials) == 10 * 3  # x 3 learning rates
-    assert {t["settings"]["nb_weighting"] for t in result.trials} == {False, True}
-    refined = [t["settings"] for t in result.trials[8 * 3:]]
-    assert {(s["sublinear_tf"], s["batch_size"]) for s in refined} == {(False, 64), (True, 256)}
-    assert len({(s["stop_words"], s["ngram_max"], s["nb_weighting"]) for s in refined}) == 1  # one winner, refined
+    assert len(result.trials) == 7 * 3  # x 3 learning rates
+    raced, refined = [t["settings"] for t in result.trials[:4 * 3]], [t["settings"] for t in result.trials[4 * 3:]]
+    assert {(s["stop_words"], s["ngram_max"], s["nb_weighting"]) for s in raced} == {
+        (stop, n, True) for stop in ("english", None) for n in (1, 2)}
+    assert {(s["nb_weighting"], s["sublinear_tf"], s["batch_size"]) for s in refined} == {
+        (False, True, 64), (True, False, 64), (True, True, 256)}
+    assert len({(s["stop_words"], s["ngram_max"]) for s in refined}) == 1  # one winner, refined
 
 
 def test_pinned_settings_are_not_searched(pool):
@@ -569,11 +572,12 @@ def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
     result = search_settings(texts, labels, settings, pool, "gpu")  # the platform decides the plan, not the device
     summary = result.summary
     assert summary["racing"] and summary["folds"] == 3
-    raced = 8 + 2 * search_module.RACE_KEEP
+    variants = len(search_module.STOP_WORDS) * len(search_module.NGRAMS)  # NB weights: a refinement
+    raced = variants + 2 * search_module.RACE_KEEP
     optimizers = len(search_module.LEARNING_RATES) * len(search_module.WEIGHT_DECAYS)
     assert len(result.trials) == summary["rounds"] * optimizers
     assert {t["settings"]["weight_decay"] for t in result.trials} == set(search_module.WEIGHT_DECAYS)
-    # The race's survivors went on to folds 1 and 2; then the two refinements of its winner on fold 0, and on to
+    # The race's survivors went on to folds 1 and 2; then the three refinements of its winner on fold 0, and on to
     # the other folds each one that matched the winner's fold-0 accuracy.
     def variant_of(trial):
         return tuple((k, v) for k, v in trial["settings"].items()
@@ -582,13 +586,13 @@ def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
     curves = {}  # (variant, fold) -> (K, epochs) validation curves
     for t in result.trials:
         curves.setdefault((variant_of(t), t["fold"]), []).append(t["epoch_accuracies"])
-    survivors = {variant_of(t) for t in result.trials[8 * optimizers:raced * optimizers]}
+    survivors = {variant_of(t) for t in result.trials[variants * optimizers:raced * optimizers]}
     # The race's winner: the best mean-over-folds curve of any of its candidates (all 3 epochs ran: pinned).
     winner = max(survivors, key=lambda v: np.mean([curves[(v, f)] for f in range(3)], axis=0).max())
     refined = [variant_of(t) for t in result.trials[raced * optimizers:][::optimizers] if t["fold"] == 0]
     went_on = [v for v in refined if np.max(curves[(v, 0)]) >= np.max(curves[(winner, 0)])]
-    assert len(refined) == 2
-    assert summary["rounds"] == summary["rounds_planned"] == raced + 2 + 2 * len(went_on)
+    assert len(refined) == 3
+    assert summary["rounds"] == summary["rounds_planned"] == raced + 3 + 2 * len(went_on)
     assert all((v, 2) in curves for v in went_on) and not any((v, 1) in curves for v in refined if v not in went_on)
     finalists = {variant_of({"settings": row["settings"]}) for row in result.leaderboard if row["folds"] == 3}
     assert len(finalists) == search_module.RACE_KEEP + len(went_on) and result.leaderboard[0]["folds"] == 3
@@ -598,10 +602,22 @@ def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
 
 def test_refinements_change_one_unpinned_field_of_the_winner():
     winner = search_module.Variant(None, 2, True, True, 64)
+    assert search_module.refinements(winner, Settings()) == [winner._replace(nb_weighting=False),
+                                                              winner._replace(sublinear_tf=False),
+                                                              winner._replace(batch_size=256)]
+    assert search_module.refinements(winner, Settings(pinned=("nb_weighting", "batch_size"))) == [
+        winner._replace(sublinear_tf=False)]
+    assert search_module.refinements(winner, Settings(pinned=("nb_weighting", "sublinear_tf", "batch_size"))) == []
+
+
+def test_nb_weights_race_as_variants_where_the_rule_says_so(monkeypatch):
+    monkeypatch.setattr(search_module, "NB_IN_RACE", True)
+    variants, _, _ = search_module.candidate_space(Settings())
+    assert len(variants) == 8 and {v.nb_weighting for v in variants} == {False, True}
+    assert variants[0] == search_module.Variant(*(getattr(Settings(), f) for f in search_module.Variant._fields))
+    winner = search_module.Variant(None, 2, True, True, 64)
     assert search_module.refinements(winner, Settings()) == [winner._replace(sublinear_tf=False),
                                                               winner._replace(batch_size=256)]
-    assert search_module.refinements(winner, Settings(pinned=("batch_size",))) == [winner._replace(sublinear_tf=False)]
-    assert search_module.refinements(winner, Settings(pinned=("sublinear_tf", "batch_size"))) == []
 
 
 def test_the_search_is_skipped_only_when_every_searched_field_is_pinned(pool):

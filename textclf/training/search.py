@@ -6,12 +6,14 @@ one candidate in a fraction of a second.
 
 How:
 - The texts are tokenised once, into the widest view: raw counts of every n-gram up to the longest candidate's,
-  no stop words removed (pipelines.vectorize.count_terms). Each vectorizer variant (stop words x n-gram length
-  x naive Bayes column weights) is a column mask of it (term_masks); within each fold, the variant's `features` columns are selected by
-  chi-squared on the fold's training rows only and weighted with IDF from those rows (select_and_weigh).
+  no stop words removed (pipelines.vectorize.count_terms). Each vectorizer variant (stop words x n-gram length;
+  naive Bayes column weights, sublinear tf and the batch size as refinements, below) is a column mask of it
+  (term_masks); within each fold, the variant's `features` columns are selected by chi-squared on the fold's
+  training rows only and weighted with IDF from those rows (select_and_weigh).
 - Per (variant, fold) the (learning rate, weight decay) candidates train side by side as one program
   (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
-- Racing: every variant trains on the first fold; only the RACE_KEEP best go on to the other folds.
+- Racing: every variant trains on the first fold; only the RACE_KEEP best go on to the other folds. Then the
+  winner's one-field changes (refinements), each on to the other folds only if it matched the winner on the first.
 - Score of a (variant, rate, decay, epoch count): mean validation accuracy over the folds. The best one wins; ties go
   to the earlier candidate (the defaults come first) and the fewer epochs.
 - Rounds run defaults-first and stop when the time budget would be overrun: a tight budget still returns the
@@ -43,8 +45,8 @@ from textclf.training.candidates import (
 # choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run. 2: the defaults'
 # variant kept within a standard error (DEFAULT_VARIANT_ERRORS), and a CPU's rounds narrowed (more in its budget);
 # 3: more networks on any validated gain (NETWORKS_ERRORS 0); 4: a larger batch for a corpus far larger than the
-# sample (batch_for_all).
-SEARCH_FORMAT = 4
+# sample (batch_for_all); 5: NB weights off tried as a refinement, not raced (NB_IN_RACE).
+SEARCH_FORMAT = 5
 # Below this many training documents the search is skipped: a validation fold of a few dozen documents cannot
 # tell candidates apart, and the small-corpus rule (Settings.min_steps) decides the epochs anyway.
 MIN_DOCUMENTS = 200
@@ -56,12 +58,20 @@ WEIGHT_DECAYS = (0.0, 1e-4)
 # A round stops once this many epochs in a row improved none of its networks' validation accuracy: most
 # curves peak within 4-14 of the 20 epochs (BENCHMARKS.md), and the epochs after a peak only confirm it.
 PATIENCE = 3
-# After fold 0 only this many vectorizer variants (the best on fold 0) train on the other folds: most of the
-# 8 variants are clearly behind after one fold, and the rounds they skip pay for the ensemble's rounds.
+# After fold 0 only this many vectorizer variants (the best on fold 0) train on the other folds: the variants
+# behind after one fold rarely catch up, and the rounds they skip pay for the ensemble's rounds.
 RACE_KEEP = 3
 STOP_WORDS = ("english", None)
 NGRAMS = (2, 1)
 NB_WEIGHTING = (False, True)
+# Whether the NB column weights' other value races as vectorizer variants (True: 8 variants, stop words x n-grams
+# x NB weights) or is tried after the race as a one-field change of its winner, as sublinear tf is (False: 4
+# variants and one refinement). Measured on the H200 (benchmarks/search_choices.py --race, the five benchmark
+# corpora x 3 seeds; BENCHMARKS.md, "NB weights as a refinement"): NB off was chosen in 1 of 15 searches (mr,
+# where it was the NB-on winner's one-field change), yet an NB-off variant held one of the race's 3 places on
+# the other folds in 12 of 15, beside its own NB-on twin. As a refinement it costs one round on the first fold (3 where it
+# matches the winner there), not 4, and a CPU's budget reaches the unigram variants before it.
+NB_IN_RACE = False
 # Tried after the race, as one-field changes of its winner (refinements): sublinear tf (1 + log tf) against raw
 # tf, and a 4x larger batch (a quarter of the steps: faster, and with Adam's per-step rate sometimes as
 # accurate). Each goes on from fold 0 to the other folds only if it matched the winner there. Raw tf never
@@ -280,10 +290,12 @@ class Variant(NamedTuple):
 
 
 def refinements(winner: Variant, settings: Settings) -> list[Variant]:
-    """The one-field changes of the race's winner tried after it (SUBLINEAR_TF, BATCH_SIZES); pinned fields are
-    not changed."""
+    """The one-field changes of the race's winner tried after it (NB_WEIGHTING unless NB_IN_RACE, SUBLINEAR_TF,
+    BATCH_SIZES); pinned fields are not changed."""
     pinned = set(settings.pinned)
     changed = []
+    if "nb_weighting" not in pinned and not NB_IN_RACE:
+        changed += [winner._replace(nb_weighting=b) for b in NB_WEIGHTING if b != winner.nb_weighting]
     if "sublinear_tf" not in pinned:
         changed += [winner._replace(sublinear_tf=s) for s in SUBLINEAR_TF if s != winner.sublinear_tf]
     if "batch_size" not in pinned:
@@ -302,9 +314,11 @@ def candidate_space(settings: Settings, platform: str = "gpu"
         own = getattr(settings, name)
         return [own] if name in pinned else [own] + [v for v in values if v != own]
 
-    # Most promising first, so that a tight budget tries stop words and the NB weighting before the n-gram length.
+    # Most promising first, so that a tight budget tries stop words (and NB weights, where they race) before the
+    # n-gram length.
+    nb_options = options("nb_weighting", NB_WEIGHTING) if NB_IN_RACE else [settings.nb_weighting]
     variants = [Variant(s, n, b, settings.sublinear_tf, settings.batch_size) for n in options("ngram_max", NGRAMS)
-                for b in options("nb_weighting", NB_WEIGHTING) for s in options("stop_words", STOP_WORDS)]
+                for b in nb_options for s in options("stop_words", STOP_WORDS)]
     rates = options("learning_rate", LEARNING_RATES)
     decays = options("weight_decay", WEIGHT_DECAYS) if platform != "cpu" else [settings.weight_decay]
     optimizers = [(rate, decay) for decay in decays for rate in rates]
