@@ -123,10 +123,6 @@ SEARCH_DOCUMENTS = 20_000
 # BENCHMARKS.md), so the rounds rank candidates at a fraction of the cost. The chosen settings are then trained
 # at full width.
 ROUND_FEATURES = 8192
-# Whether the chosen settings train the final model on the columns the rounds validated (ROUND_FEATURES, where
-# the corpus has more terms; the character view too) or at the settings' own width (`features`, 32,754 by
-# default), which no round validated.
-FINAL_AT_ROUND_WIDTH = False
 # A corpus larger than the search's sample (SEARCH_DOCUMENTS on a GPU, CPU_TRAIN_DOCUMENTS +
 # CPU_VALIDATION_DOCUMENTS on a CPU) ranks the rates on the sample, where an epoch has a fraction of the full
 # corpus's steps, and the leading rates often tie within noise: syn100k on 2 cores validated lr 1e-2 / 3e-3 / 1e-3
@@ -517,8 +513,6 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
             lambda e: e if "epochs" in settings.pinned else _epochs_for_all(e, epochs, settings))
     # min_steps 0: the epoch count was read off the validation curves; the small-corpus rule must not raise it.
     chosen = settings.replace(**best, min_steps=0)
-    if FINAL_AT_ROUND_WIDTH and "features" not in settings.pinned and settings.vectorizer == "tfidf":
-        chosen = chosen.replace(features=features)
     if settings.ensemble == 0:
         # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
         networks = _choose_networks(
