@@ -216,13 +216,15 @@ def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batch
                                        dense=True, fused=fused)
         results.append((params, state, losses))
     (want, want_state, want_losses), (got, got_state, got_losses) = results
-    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-5, atol=1e-6)
-    assert int(got_state.step) == int(want_state.step) == 3  # the padding batch is not a step
     # On a GPU both products are TF32 (about 3 decimal digits), summed in another order by the kernel's tiles than
     # by cuBLAS: the moments agree to that, relative to the largest of them (a sum much smaller than its terms
     # keeps their rounding); Adam divides each gradient by its own size, so a small one's rounding moves its weight
-    # by up to a part of the rate (0.01).
+    # by up to a part of the rate (0.01). Even the first batch's loss, from the same weights, comes from each
+    # program's own forward GEMM (cuBLAS picks one per program): once in 8 runs on an H200 it differed by 3.2e-5
+    # of itself.
     gpu = jax.default_backend() == "gpu"
+    np.testing.assert_allclose(got_losses, want_losses, rtol=2e-4 if gpu else 1e-5, atol=1e-6)
+    assert int(got_state.step) == int(want_state.step) == 3  # the padding batch is not a step
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 if gpu else 1e-6)
     for a, b in zip(jax.tree.leaves(got_state), jax.tree.leaves(want_state)):
