@@ -679,6 +679,19 @@ def test_the_character_network_is_not_tried_when_pinned_or_over_the_text_limit(p
     monkeypatch.setattr(search_module, "CHAR_MAX_CHARACTERS", 1000)
     long = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu")
     assert not long.settings.char_ngrams and "over 1,000" in long.summary["ensemble"]["char_ngrams_not_tried"]
+    monkeypatch.setattr(search_module, "CHAR_MAX_CHARACTERS", 10**9)
+    monkeypatch.setattr(search_module, "CPU_TRIAL_STEPS", 5)
+    costly = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu")
+    assert not costly.settings.char_ngrams and costly.summary["ensemble"]["reason"].startswith("not tried on a CPU")
+    assert "steps (batches x epochs) to train, over 5" in costly.summary["ensemble"]["reason"]
+
+
+def test_a_cpu_counts_the_final_trainings_work_in_steps_not_documents():
+    """A CPU's step costs Adam's pass over W1 whatever the batch: mr's 7,108 documents x 9 epochs at batch 256 are
+    252 steps, under CPU_TRIAL_STEPS, where the same at batch 64 (1,008) are over it."""
+    at_256 = Settings(batch_size=256, epochs=9, min_steps=0)
+    assert search_module._final_steps(at_256, 7108) == 28 * 9 <= search_module.CPU_TRIAL_STEPS
+    assert search_module._final_steps(at_256.replace(batch_size=64), 7108) == 112 * 9 > search_module.CPU_TRIAL_STEPS
 
 
 def test_train_writes_words_and_characters_as_one_model_file(tmp_path):

@@ -89,9 +89,11 @@ BATCH_SIZES = (64, 256)
 # errors of it.
 ENSEMBLE_MEMBERS = 5
 # On a CPU the networks trial (the character pair) runs only where the final training is at most this many
-# documents x epochs: one network then trains in ~3 s on 2 cores (mr, 7,108 documents x 5 epochs: 2.0 s). A
-# count of work, not a timing, so that the same corpus gets the same choice on any CPU.
-CPU_TRIAL_DOC_EPOCHS = 60_000
+# steps (batches x epochs): one network then trains in ~3 s on 2 cores (mr, 7,108 documents x 5 epochs at batch
+# 64, 556 steps: 2.0 s). A count of work, not a timing, so that the same corpus gets the same choice on any CPU;
+# of steps, not documents, because a CPU's step costs Adam's pass over all of W1 whatever the batch (a batch of 256
+# costs far less than 4 of 64). 940: the 60,000 documents x epochs at batch 64 this bound was first set as.
+CPU_TRIAL_STEPS = 940
 # The character view (Settings.char_ngrams) is tried with the ensemble where the searched texts hold at most this
 # many characters. 3-fold cross-validation on the training files, one word network against it plus a character
 # network (benchmarks/char_view.py, BENCHMARKS.md "The character view"): mr sentences 0.7632 -> 0.7746,
@@ -423,7 +425,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     # budget (a CPU's) still tries it where it may be chosen: on mr it added 1.1 points of cross-validated
     # accuracy (BENCHMARKS.md, "The character view").
     characters = sum(map(len, texts))
-    cheap = platform != "cpu" or n_documents * settings.epochs_for(n_documents) <= CPU_TRIAL_DOC_EPOCHS
+    cheap = platform != "cpu" or _final_steps(settings, n_documents) <= CPU_TRIAL_STEPS
     pair_possible = (settings.ensemble == 0 and "char_ngrams" not in settings.pinned
                      and characters <= CHAR_MAX_CHARACTERS and cheap)
     reserve = 0.0
@@ -551,6 +553,11 @@ def _with_headroom(shape: tuple[int, int], steps: int) -> tuple[int, int]:
     return max(shape[0], steps), next_power_of_two(int(shape[1] * ROUND_CAP_HEADROOM))
 
 
+def _final_steps(settings: Settings, n_documents: int) -> int:
+    """The steps (batches x epochs) of one network's final training on n_documents with these settings."""
+    return -(-n_documents // settings.batch_size) * settings.epochs_for(n_documents)
+
+
 def _binomial_error(accuracy: float, documents: int) -> float:
     """The binomial standard error of an accuracy measured on `documents`, Laplace-smoothed (a perfect score
     on a sample still has an error)."""
@@ -652,11 +659,11 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     rounds took per (network, epoch, training document), for the cost of these trials and of the final training;
     round_networks: how many networks a round trained side by side; max_epochs: the most a round may train.
     -> Networks."""
-    work = n_documents * chosen.epochs_for(n_documents)
-    if platform == "cpu" and work > CPU_TRIAL_DOC_EPOCHS:
+    work = _final_steps(chosen, n_documents)
+    if platform == "cpu" and work > CPU_TRIAL_STEPS:
         return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
-                        {"members": 1, "reason": f"not tried on a CPU: {work:,} documents x epochs to train, over "
-                                                 f"{CPU_TRIAL_DOC_EPOCHS:,}"})
+                        {"members": 1, "reason": f"not tried on a CPU: {work:,} steps (batches x epochs) to train, "
+                                                 f"over {CPU_TRIAL_STEPS:,}"})
     try_chars, why_not = "char_ngrams" not in chosen.pinned, "set explicitly"
     if try_chars and characters > CHAR_MAX_CHARACTERS:
         try_chars, why_not = False, f"{characters:,} characters searched, over {CHAR_MAX_CHARACTERS:,}"
