@@ -114,5 +114,6 @@ def refinements(result) -> str:
 
     return f"{best(True, True, 64)} / {best(False, True, 64)} / {best(True, False, 64)} / {best(True, True, 256)}"
 
+
 if __name__ == "__main__":
     main()

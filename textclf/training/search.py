@@ -45,7 +45,8 @@ from textclf.training.candidates import (
 # choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run. 2: the defaults'
 # variant kept within a standard error (DEFAULT_VARIANT_ERRORS), and a CPU's rounds narrowed (more in its budget);
 # 3: more networks on any validated gain (NETWORKS_ERRORS 0); 4: a larger batch for a corpus far larger than the
-# sample (batch_for_all); 5: NB weights off tried as a refinement, not raced (NB_IN_RACE).
+# sample (batch_for_all); 5: NB weights off tried as a refinement, not raced (NB_IN_RACE), and a CPU's networks
+# trial bounded by the final training's steps (CPU_TRIAL_STEPS).
 SEARCH_FORMAT = 5
 # Below this many training documents the search is skipped: a validation fold of a few dozen documents cannot
 # tell candidates apart, and the small-corpus rule (Settings.min_steps) decides the epochs anyway.
@@ -69,8 +70,8 @@ NB_WEIGHTING = (False, True)
 # variants and one refinement). Measured on the H200 (benchmarks/search_choices.py --race, the five benchmark
 # corpora x 3 seeds; BENCHMARKS.md, "NB weights as a refinement"): NB off was chosen in 1 of 15 searches (mr,
 # where it was the NB-on winner's one-field change), yet an NB-off variant held one of the race's 3 places on
-# the other folds in 12 of 15, beside its own NB-on twin. As a refinement it costs one round on the first fold (3 where it
-# matches the winner there), not 4, and a CPU's budget reaches the unigram variants before it.
+# the other folds in 12 of 15, beside its own NB-on twin. As a refinement it costs one round on the first fold
+# (3 where it matches the winner there), not 4, and a CPU's budget reaches the unigram variants before it.
 NB_IN_RACE = False
 # Tried after the race, as one-field changes of its winner (refinements): sublinear tf (1 + log tf) against raw
 # tf, and a 4x larger batch (a quarter of the steps: faster, and with Adam's per-step rate sometimes as
