@@ -294,16 +294,11 @@ class Variant(NamedTuple):
 
 def refinements(winner: Variant, settings: Settings) -> list[Variant]:
     """The one-field changes of the race's winner tried after it (NB_WEIGHTING unless NB_IN_RACE, SUBLINEAR_TF,
-    BATCH_SIZES); pinned fields are not changed."""
-    pinned = set(settings.pinned)
-    changed = []
-    if "nb_weighting" not in pinned and not NB_IN_RACE:
-        changed += [winner._replace(nb_weighting=b) for b in NB_WEIGHTING if b != winner.nb_weighting]
-    if "sublinear_tf" not in pinned:
-        changed += [winner._replace(sublinear_tf=s) for s in SUBLINEAR_TF if s != winner.sublinear_tf]
-    if "batch_size" not in pinned:
-        changed += [winner._replace(batch_size=b) for b in BATCH_SIZES if b != winner.batch_size]
-    return changed
+    BATCH_SIZES), in that order; pinned fields are not changed."""
+    options = ((() if NB_IN_RACE else (("nb_weighting", NB_WEIGHTING),))
+               + (("sublinear_tf", SUBLINEAR_TF), ("batch_size", BATCH_SIZES)))
+    return [winner._replace(**{field: value}) for field, values in options if field not in settings.pinned
+            for value in values if value != getattr(winner, field)]
 
 
 def candidate_space(settings: Settings, platform: str = "gpu"
