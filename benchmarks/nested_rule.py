@@ -1,6 +1,6 @@
 """A rule of the model search, or a default setting, judged on training documents alone: `python3 -m
 benchmarks.nested_rule TRAIN.jsonl [...] (--constant search.DEFAULT_VARIANT_ERRORS | --setting min_df) --values
-0,1 [--seeds 0,1] [--held-out 0.25]`.
+0,1 [--seeds 0,1] [--held-out 0.25] [--documents N]`.
 
 For each training file and seed, a stratified `--held-out` share of the training documents is set aside; then,
 for each value of the constant (a module attribute of textclf.training, e.g. search.DEFAULT_VARIANT_ERRORS) or of
@@ -9,6 +9,10 @@ no-flags `textclf train` (textclf.runs.run.train, with its own empty run databas
 reused) trains on the rest and is scored on the set-aside documents. The test file is never read: this is how a
 rule is chosen "by validation on the training data". Prints one markdown row per (file, seed, value): the
 accuracy on the set-aside documents, how many of them, and what the search chose.
+
+Several constants change together where --constant names them comma-separated and each value gives theirs
+slash-separated (`--constant search.A,search.B --values 0/0,300/100`). --documents N trains on a stratified N of
+the rest (a small corpus), still scored on all the set-aside documents.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import time
 from pathlib import Path
 
 
-def _split(path: str, share: float, seed: int, into: Path) -> tuple[Path, Path, int]:
-    """The training file's documents in two stratified parts, written as JSONL -> (rest, set aside, its size)."""
+def _split(path: str, share: float, seed: int, into: Path, documents: int | None = None) -> tuple[Path, Path, int]:
+    """The training file's documents in two stratified parts, written as JSONL -> (rest, set aside, its size);
+    documents: keep only that many of the rest (stratified)."""
     from sklearn.model_selection import train_test_split
 
     from pipelines.corpus import read_corpus
@@ -30,6 +35,9 @@ def _split(path: str, share: float, seed: int, into: Path) -> tuple[Path, Path, 
     corpus = read_corpus(path)
     rest, aside = train_test_split(list(range(len(corpus.labels))), test_size=share, random_state=seed,
                                    stratify=corpus.labels)
+    if documents and documents < len(rest):
+        rest, _ = train_test_split(rest, train_size=documents, random_state=seed,
+                                   stratify=[corpus.labels[i] for i in rest])
     paths = into / "rest.jsonl", into / "aside.jsonl"
     for part, out in zip((rest, aside), paths):
         out.write_text("".join(json.dumps({"text": corpus.texts[i], "label": corpus.labels[i]}) + "\n"
@@ -46,13 +54,15 @@ def main() -> None:
     parser.add_argument("--values", required=True, help="comma-separated numbers")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--held-out", type=float, default=0.25)
+    parser.add_argument("--documents", type=int, help="train on this many of the rest (stratified)")
     args = parser.parse_args()
     from textclf.runs.run import train
     from textclf.settings import Settings
 
     if args.constant:
-        module_name, name = args.constant.rsplit(".", 1)
-        module = importlib.import_module(f"textclf.training.{module_name}")
+        constants = [(importlib.import_module(f"textclf.training.{c.rsplit('.', 1)[0]}"), c.rsplit(".", 1)[1])
+                     for c in args.constant.split(",")]
+        name = ", ".join(n for _, n in constants)
     else:
         name = args.setting
     print(f"| training file | seed | {name} | set-aside accuracy | set-aside documents | s | chose |")
@@ -60,13 +70,14 @@ def main() -> None:
     for path in args.corpora:
         for seed in (int(s) for s in args.seeds.split(",")):
             with tempfile.TemporaryDirectory() as work:
-                rest, aside, n_aside = _split(path, args.held_out, seed, Path(work))
-                for value in (float(v) for v in args.values.split(",")):
+                rest, aside, n_aside = _split(path, args.held_out, seed, Path(work), args.documents)
+                for value in args.values.split(","):
                     settings = Settings(seed=seed)
                     if args.constant:  # of the constant's own type (an int stays an int: a width, a count)
-                        setattr(module, name, type(getattr(module, name))(value))
+                        for (module, constant), part in zip(constants, value.split("/"), strict=True):
+                            setattr(module, constant, type(getattr(module, constant))(float(part)))
                     else:  # as a default: replace() records no pin, as the Settings default would
-                        settings = settings.replace(**{name: type(getattr(settings, name))(value)})
+                        settings = settings.replace(**{name: type(getattr(settings, name))(float(value))})
                     start = time.perf_counter()
                     result = train(rest, settings, test_path=aside, db_path=Path(work) / f"{value}.db",
                                    model_path=Path(work) / f"{value}.npz")
@@ -75,7 +86,7 @@ def main() -> None:
                              f"{s.sublinear_tf}, batch {s.batch_size}, lr {s.learning_rate:g}, wd "
                              f"{s.weight_decay:g}, {s.epochs} epochs, {s.ensemble} network(s)"
                              + (" + characters" if s.char_ngrams else ""))
-                    print(f"| {path} | {seed} | {value:g} | {result.eval_accuracy:.4f} | {n_aside} | "
+                    print(f"| {path} | {seed} | {value} | {result.eval_accuracy:.4f} | {n_aside} | "
                           f"{time.perf_counter() - start:.1f} | {chose} |", flush=True)
 
 

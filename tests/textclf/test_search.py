@@ -281,7 +281,8 @@ def pool():
         yield own
 
 
-def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
+def test_the_search_keeps_the_stop_words_that_decide_the_class(pool, monkeypatch):
+    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # one split, as a CPU searches a larger corpus
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=5, search_budget=120), pool, "cpu")
     assert result.settings.stop_words is None
@@ -474,6 +475,7 @@ def test_a_cpu_searches_a_sample_of_a_large_corpus(pool, monkeypatch):
 
     monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # 300 documents stand for a large corpus
     texts, labels = question_corpus(300)
     monkeypatch.setattr(search_module, "EPOCH_STEPS", 2)  # 300 documents: at most 2 steps an epoch from batch 256
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
@@ -498,6 +500,7 @@ def test_the_batch_for_all_documents_grows_until_an_epoch_fits_its_steps(monkeyp
 def test_a_typed_batch_size_is_kept_for_all_documents(pool, monkeypatch):
     monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # 300 documents stand for a large corpus
     monkeypatch.setattr(search_module, "EPOCH_STEPS", 2)
     texts, labels = question_corpus(300)
     settings = Settings(epochs=3, batch_size=32, search_budget=60,  # one round: only the rate is searched
@@ -558,6 +561,31 @@ def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out(monkeypa
         train, val = search_module._cpu_split(y[:n], 0)
         assert (len(train), len(val)) == (train_size, val_size) and not set(train) & set(val)
         assert np.bincount(y[val], minlength=4).min() >= val_size // 4 - 1  # stratified
+
+
+def test_a_cpu_searches_a_small_corpus_on_folds_and_a_larger_one_on_one_split():
+    y = np.arange(3000) % 4
+    small = search_module._search_folds(y[:search_module.CPU_FOLDS_DOCUMENTS], 0, "cpu")
+    assert len(small) == 3  # every document validates once
+    assert sorted(np.concatenate([val for _, val in small])) == list(range(search_module.CPU_FOLDS_DOCUMENTS))
+    assert len(search_module._search_folds(y[:search_module.CPU_FOLDS_DOCUMENTS + 1], 0, "cpu")) == 1
+    assert len(search_module._search_folds(y, 0, "gpu")) == 3
+
+
+def test_a_small_corpus_rounds_train_to_the_steps_and_patience_of_a_larger_ones():
+    from textclf.training.search import ROUND_MIN_STEPS, round_epochs
+
+    options = list(range(1, 21))
+    settings = Settings(batch_size=64)
+    # 160 documents a fold: 3 steps an epoch, so 100 epochs make 300 steps, and 34 epochs 100 steps of patience
+    assert round_epochs(options, 160, settings, "gpu") == (100, list(range(1, 101)), 34)
+    assert round_epochs(options, 160, settings, "cpu")[0] * 3 >= ROUND_MIN_STEPS
+    # a larger corpus keeps the epoch caps and PATIENCE epochs
+    assert round_epochs(options, 4000, settings, "gpu") == (20, options, 3)
+    assert round_epochs(options, 4000, settings, "cpu") == (10, options, 3)
+    # a typed epoch count is the only one tried, however few steps it makes
+    pinned = Settings(epochs=3, pinned=("epochs",))
+    assert round_epochs([3], 160, pinned, "gpu")[:2] == (3, [3])
 
 
 def test_epochs_for_all_documents_from_a_sample_curve():
@@ -773,6 +801,7 @@ def test_rate_candidates_are_the_winners_variant_within_two_standard_errors():
 def test_a_searched_sample_hands_its_near_rates_to_the_final_training(pool, monkeypatch):
     monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # 300 documents stand for a large corpus
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
     candidates = result.summary["rate_candidates"]

@@ -106,6 +106,16 @@ CHAR_MAX_CHARACTERS = 4_000_000
 # epoch of a round costs seconds, up to CPU_MAX_EPOCHS).
 MAX_EPOCHS = 20
 CPU_MAX_EPOCHS = 10
+# A small corpus's epochs are a few optimizer steps each (a fold of 160 documents at batch 64: 3), so the caps
+# above stopped its rounds after 30-60 steps with every curve still rising, and the search chose among
+# undertrained networks: 240 AG News documents, 0.6737 test accuracy searched against 0.7355 with the search off
+# (Settings.min_steps: 300 steps). So a round may train as many epochs as make ROUND_MIN_STEPS steps of its
+# smallest fold at the race's batch, and it stops early only after PATIENCE epochs and PATIENCE_STEPS steps
+# without a gain (3 epochs of 3 steps are noise on a validation curve). On corpora whose folds hold more than
+# ~960 documents (a CPU's split ~1,900) neither changes anything. Judged on training files alone (BENCHMARKS.md,
+# "Small corpora").
+ROUND_MIN_STEPS = 300
+PATIENCE_STEPS = 100
 # On a CPU a round of a news4-sized corpus (7,000 documents, K = 3 networks, 10 epochs) takes most of a minute
 # on 2 cores, so the search there trains on a stratified sample of at most CPU_TRAIN_DOCUMENTS; the epochs for all
 # the documents follow from the sample's curve (_epochs_for_all). Validation costs only a forward pass, so it
@@ -253,8 +263,17 @@ def _cpu_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return train, val
 
 
+# A CPU searches a corpus of at most this many documents on 3 folds, as a GPU does, not on one split: one split
+# validates on a fifth of them (60 of 300 documents, a standard error of ~5 points), too few to tell a character
+# network or a learning rate from noise, and rounds on so few documents cost a CPU little (BENCHMARKS.md,
+# "Small corpora").
+CPU_FOLDS_DOCUMENTS = 1000
+
+
 def _search_folds(y: np.ndarray, seed: int, platform: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    return [_cpu_split(y, seed)] if platform == "cpu" else _device_folds(y, seed)
+    if platform == "cpu" and len(y) > CPU_FOLDS_DOCUMENTS:
+        return [_cpu_split(y, seed)]
+    return _device_folds(y, seed)
 
 
 def _sample(folds: list[tuple[np.ndarray, np.ndarray]], n_documents: int) -> np.ndarray | None:
@@ -324,6 +343,20 @@ def candidate_space(settings: Settings, platform: str = "gpu"
     return variants, optimizers, epochs
 
 
+def round_epochs(epoch_options: list[int], fold_documents: int, settings: Settings, platform: str
+                 ) -> tuple[int, list[int], int]:
+    """-> (the most epochs a round trains, the epoch counts it may choose, its early-stopping patience in epochs)
+    for folds whose smallest trains on fold_documents: MAX_EPOCHS (CPU_MAX_EPOCHS on a CPU), or as many as make
+    ROUND_MIN_STEPS steps at the race's batch; patience PATIENCE epochs and at least PATIENCE_STEPS steps. A typed
+    epoch count stays the only one tried."""
+    epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
+    fold_steps = -(-fold_documents // settings.batch_size)  # an epoch's optimizer steps
+    if "epochs" not in settings.pinned:
+        epochs = max(epochs, -(-ROUND_MIN_STEPS // fold_steps))
+        epoch_options = list(range(1, max(epochs, max(epoch_options)) + 1))
+    return epochs, epoch_options, max(PATIENCE, -(-PATIENCE_STEPS // fold_steps))
+
+
 def search_settings(texts: Sequence[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
                     on_round: Callable[[int, int], None] | None = None) -> SearchResult:
     """Choose stop words, n-grams, learning rate and epochs for these training documents (see the module
@@ -354,7 +387,8 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, pool, settings.start_token)
     masks = {key: np.flatnonzero(mask)
              for key, mask in term_masks(terms, {(v.stop_words, v.ngram_max) for v in variants}).items()}
-    epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
+    epochs, epoch_options, patience = round_epochs(epoch_options, min(len(train) for train, _ in folds), settings,
+                                                   platform)
     # The input width of every round: the widest variant's selected columns, rounded up to a power of two (the
     # W1 update, the cost of every step, scales with it: a corpus of short questions keeps ~10k columns, not 32k).
     features = min(settings.features, ROUND_FEATURES)
@@ -455,7 +489,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
                     compiler.submit(precompile_scores, data, len(classes), len(optimizers), settings.hidden)
             curves = fit_candidates(data, len(classes), [rate for rate, _ in optimizers],
                                     [decay for _, decay in optimizers], epochs, settings.hidden,
-                                    settings.seed + fold, patience=PATIENCE, initial=starting_weights(fold))
+                                    settings.seed + fold, patience=patience, initial=starting_weights(fold))
             results[(variant, fold)] = curves
             run_epochs = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1  # epochs before early stop
             seconds = time.perf_counter() - round_start
@@ -517,7 +551,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
             chosen, platform, budget - (time.perf_counter() - start), min(network_epoch_seconds), n_documents,
             texts, characters, pool, counts, y, len(classes), masks, folds, shared_folds, features, width,
             shapes[chosen.batch_size], val_shape, score_batch, leaderboard[0]["settings"]["epochs"], len(optimizers),
-            epochs)
+            epochs, patience)
         chosen = chosen.replace(ensemble=networks.members, char_ngrams=networks.char_ngrams)
         if networks.char_epochs:  # the character network's own rate and epochs (0 in Settings: the words')
             char_epochs = networks.char_epochs
@@ -641,7 +675,7 @@ def _leaderboard(results: dict, variants: list[Variant], racing_rounds: list, re
 def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
                      texts: list[str], characters: int, pool: WorkerPool, counts, y, n_classes, masks, folds,
                      shared_folds, features, width, shape, val_shape, score_batch: int, searched_epochs: int,
-                     round_networks: int, max_epochs: int) -> "Networks":
+                     round_networks: int, max_epochs: int, patience: int) -> "Networks":
     """How many networks, and whether a second one reads character n-grams: on the compared folds, for the chosen
     candidate's `searched_epochs` (the epoch count read off the folds' curves),
     - on a GPU, ENSEMBLE_MEMBERS copies of the chosen network trained side by side (different initialisations):
@@ -653,7 +687,8 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     character view is tried where Settings.char_ngrams is not pinned and the searched texts hold at most
     CHAR_MAX_CHARACTERS (`characters`: the searched texts' total). unit_seconds: what the search's
     rounds took per (network, epoch, training document), for the cost of these trials and of the final training;
-    round_networks: how many networks a round trained side by side; max_epochs: the most a round may train.
+    round_networks: how many networks a round trained side by side; max_epochs, patience: a round's epoch cap and
+    early stopping (search_settings).
     -> Networks."""
     work = _final_steps(chosen, n_documents)
     if platform == "cpu" and work > CPU_TRIAL_STEPS:
@@ -723,7 +758,7 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
                                    chosen.seed + 200 + fold, (1, 1), (1, 1), score_batch)
             curve, fold_scores = fit_candidates(char_data, n_classes, char_rates,
                                                 [chosen.weight_decay] * len(char_rates), char_epochs, chosen.hidden,
-                                                chosen.seed + 200 + fold, patience=PATIENCE if own_settings else None,
+                                                chosen.seed + 200 + fold, patience=patience if own_settings else None,
                                                 scores_from=1)
             char_curves.append(curve)  # (char_epochs, rates); epochs after an early stop score 0
             char_scores.append(fold_scores)  # (epochs run, documents, rates, C)
