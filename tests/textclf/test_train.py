@@ -225,6 +225,7 @@ def test_a_large_jsonl_corpus_left_in_its_file_trains_the_model_its_texts_in_mem
     sample = searched == "a sample"
     monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100 if sample else 10_000)
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70 if sample else 10_000)
+    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # one split, as for a large corpus
     monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 200)  # so does the fit
     monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
     monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
@@ -269,6 +270,7 @@ def _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents
         monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", search_documents)
     monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # 540 documents stand for a large corpus
     monkeypatch.setattr(search_module, "NEAR_RATE_ERRORS", 100.0)  # every rate of the winner's variant is near
     texts, labels = question_corpus(600)
     labels = [("HUM" if i % 2 else "LOC") if i % 10 == 0 else label for i, label in enumerate(labels)]  # noise
@@ -392,6 +394,7 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 300)  # the vocabulary from a sample: the texts stay in the file
     monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)  # and the search's (a sample, as ever there)
     monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
+    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)
     monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
     monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
     monkeypatch.setattr(corpus_module, "SHARE_BYTES", 4000)
