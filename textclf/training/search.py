@@ -46,8 +46,9 @@ from textclf.training.candidates import (
 # variant kept within a standard error (DEFAULT_VARIANT_ERRORS), and a CPU's rounds narrowed (more in its budget);
 # 3: more networks on any validated gain (NETWORKS_ERRORS 0); 4: a larger batch for a corpus far larger than the
 # sample (batch_for_all); 5: NB weights off tried as a refinement, not raced (NB_IN_RACE), and a CPU's networks
-# trial bounded by the final training's steps (CPU_TRIAL_STEPS).
-SEARCH_FORMAT = 5
+# trial bounded by the final training's steps (CPU_TRIAL_STEPS); 6: a small corpus's rounds as long as
+# ROUND_MIN_STEPS and PATIENCE_STEPS make them, and on a CPU on 3 folds (CPU_FOLDS_DOCUMENTS).
+SEARCH_FORMAT = 6
 # Below this many training documents the search is skipped: a validation fold of a few dozen documents cannot
 # tell candidates apart, and the small-corpus rule (Settings.min_steps) decides the epochs anyway.
 MIN_DOCUMENTS = 200
