@@ -312,8 +312,13 @@ def test_pinned_settings_are_not_searched(pool):
 
 
 def test_a_small_corpus_or_a_tiny_budget_still_gives_an_answer(pool):
-    texts, labels = question_corpus(60)
+    texts, labels = question_corpus(40)
     assert "skipped" in search_settings(texts, labels, Settings(), pool, "cpu").summary
+    # as many documents as MIN_DOCUMENTS, but no class with the 3 that stratified folds need: not searched
+    singles = [f"document {i}" for i in range(search_module.MIN_DOCUMENTS)]
+    assert search_module.searched_rows(singles, Settings(), "cpu") is None
+    skipped = search_settings(singles, singles, Settings(), pool, "cpu").summary["skipped"]
+    assert skipped == "fewer than 3 documents in every class"
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=3, search_budget=0.001), pool, "cpu")
     assert result.summary["rounds"] == 1  # the first round always runs
