@@ -121,9 +121,9 @@ CPU_MAX_EPOCHS = 10
 # undertrained networks: 240 AG News documents, 0.6737 test accuracy searched against 0.7355 with the search off
 # (Settings.min_steps: 300 steps). So a round may train as many epochs as make ROUND_MIN_STEPS steps of its
 # smallest fold at the race's batch, and it stops early only after PATIENCE epochs and PATIENCE_STEPS steps
-# without a gain (3 epochs of 3 steps are noise on a validation curve). On corpora whose folds hold more than
-# ~960 documents (a CPU's split ~1,900) neither changes anything. Judged on training files alone (BENCHMARKS.md,
-# "Small corpora").
+# without a gain (3 epochs of 3 steps are noise on a validation curve). The cap changes nothing where the smallest
+# fold trains on more than ~960 documents (~1,900 in a CPU's split), the patience nothing above ~2,100. Judged on
+# training files alone (BENCHMARKS.md, "Small corpora").
 ROUND_MIN_STEPS = 300
 PATIENCE_STEPS = 100
 # On a CPU a round of a news4-sized corpus (7,000 documents, K = 3 networks, 10 epochs) takes most of a minute
