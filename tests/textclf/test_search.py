@@ -35,6 +35,14 @@ def question_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     return texts, labels
 
 
+def cpu_split_of_a_large_corpus(monkeypatch, train: int = 100, validation: int = 70) -> None:
+    """A CPU's search of a few hundred documents as of a large corpus: one split (not a small corpus's folds), a
+    training sample of `train` documents validated on `validation` of the others."""
+    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", train)
+    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", validation)
+    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)
+
+
 def suffix_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     """Sentences whose class shows only in how their words end ("-ing" / "-ed"): nearly every word is new, so
     the words' view has little to go on and the character n-grams decide."""
@@ -478,9 +486,7 @@ def logits_of(x: np.ndarray, params) -> np.ndarray:
 def test_a_cpu_searches_a_sample_of_a_large_corpus(pool, monkeypatch):
     from textclf.training import search as search_module
 
-    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
-    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
-    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # 300 documents stand for a large corpus
+    cpu_split_of_a_large_corpus(monkeypatch)  # 300 documents stand for a large corpus
     texts, labels = question_corpus(300)
     monkeypatch.setattr(search_module, "EPOCH_STEPS", 2)  # 300 documents: at most 2 steps an epoch from batch 256
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
@@ -503,9 +509,7 @@ def test_the_batch_for_all_documents_grows_until_an_epoch_fits_its_steps(monkeyp
 
 
 def test_a_typed_batch_size_is_kept_for_all_documents(pool, monkeypatch):
-    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
-    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
-    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # 300 documents stand for a large corpus
+    cpu_split_of_a_large_corpus(monkeypatch)  # 300 documents stand for a large corpus
     monkeypatch.setattr(search_module, "EPOCH_STEPS", 2)
     texts, labels = question_corpus(300)
     settings = Settings(epochs=3, batch_size=32, search_budget=60,  # one round: only the rate is searched
@@ -805,9 +809,7 @@ def test_rate_candidates_are_the_winners_variant_within_two_standard_errors():
 
 
 def test_a_searched_sample_hands_its_near_rates_to_the_final_training(pool, monkeypatch):
-    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
-    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
-    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # 300 documents stand for a large corpus
+    cpu_split_of_a_large_corpus(monkeypatch)  # 300 documents stand for a large corpus
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
     candidates = result.summary["rate_candidates"]

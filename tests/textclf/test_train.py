@@ -216,16 +216,13 @@ def test_a_large_jsonl_corpus_left_in_its_file_trains_the_model_its_texts_in_mem
 
     from pipelines import corpus as corpus_module, vectorize
     from textclf.runs import run as run_module
-    from textclf.training import search as search_module
 
-    from tests.textclf.test_search import question_corpus
+    from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
 
     # A CPU's search reads a sample of the texts or all 600; a GPU's reads all 600 either way (its sample is
     # search.SEARCH_DOCUMENTS, 20,000; shrinking it would also hold documents out for early stopping).
     sample = searched == "a sample"
-    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100 if sample else 10_000)
-    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70 if sample else 10_000)
-    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # one split, as for a large corpus
+    cpu_split_of_a_large_corpus(monkeypatch, *((100, 70) if sample else (10_000, 10_000)))
     monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 200)  # so does the fit
     monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
     monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
@@ -264,13 +261,11 @@ def _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents
 
     from textclf.training import search as search_module
 
-    from tests.textclf.test_search import question_corpus
+    from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
 
     if search_documents is not None:
         monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", search_documents)
-    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)
-    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
-    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # 540 documents stand for a large corpus
+    cpu_split_of_a_large_corpus(monkeypatch)  # 540 documents stand for a large corpus
     monkeypatch.setattr(search_module, "NEAR_RATE_ERRORS", 100.0)  # every rate of the winner's variant is near
     texts, labels = question_corpus(600)
     labels = [("HUM" if i % 2 else "LOC") if i % 10 == 0 else label for i, label in enumerate(labels)]  # noise
@@ -387,14 +382,12 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     from textclf.runs import run as run_module
     from textclf.training import candidates, device_data, search as search_module
 
-    from tests.textclf.test_search import question_corpus
+    from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
 
     monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", 150)
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
     monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 300)  # the vocabulary from a sample: the texts stay in the file
-    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 100)  # and the search's (a sample, as ever there)
-    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 70)
-    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)
+    cpu_split_of_a_large_corpus(monkeypatch)  # and the search's (a sample, as ever there)
     monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
     monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
     monkeypatch.setattr(corpus_module, "SHARE_BYTES", 4000)

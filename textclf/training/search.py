@@ -313,12 +313,12 @@ def _too_few(labels: Sequence[str]) -> str | None:
 
 
 def _device_folds(y: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """A GPU's 3 folds; where the corpus is larger than SEARCH_DOCUMENTS, one split of a stratified sample of
-    that many (the first of its 3 folds: training on two thirds, validating on 6,667 documents), because on a
-    validation set of thousands of documents the other folds narrow a standard error that is already a few
-    tenths of a point, and their rounds cost time (a million synthetic documents on an H100: 18 rounds, search
-    39.3 s -> 10 rounds, 34.0 s; the same settings but one more epoch, the same test accuracy; BENCHMARKS.md,
-    "Big corpora with no flags")."""
+    """3 stratified folds (a GPU's, and a CPU's for a corpus of at most CPU_FOLDS_DOCUMENTS); where the corpus is
+    larger than SEARCH_DOCUMENTS, one split of a stratified sample of that many (the first of its 3 folds:
+    training on two thirds, validating on 6,667 documents), because on a validation set of thousands of
+    documents the other folds narrow a standard error that is already a few tenths of a point, and their rounds
+    cost time (a million synthetic documents on an H100: 18 rounds, search 39.3 s -> 10 rounds, 34.0 s; the same
+    settings but one more epoch, the same test accuracy; BENCHMARKS.md, "Big corpora with no flags")."""
     sample, _ = stratified_sample(y, np.arange(len(y)), SEARCH_DOCUMENTS, seed)
     folds = [(sample[train], sample[val]) for train, val in _folds(y[sample], 3, seed)]
     return folds if len(sample) == len(y) else folds[:1]
