@@ -180,8 +180,9 @@ def term_keys(found: Tokens, ngram_max: int) -> tuple[np.ndarray, np.ndarray]:
 
 def count_keys(keys: np.ndarray, docs: np.ndarray, n_docs: int) -> tuple[np.ndarray, sp.csr_matrix]:
     """Term occurrences -> (the distinct keys, sorted (K,); (n_docs, K) CSR float32 counts, columns sorted
-    within rows). One sort of (key, document) packed in an int64, which orders the counts by key, as a CSC
-    matrix; np.unique's hash table, np.searchsorted and an argsort were each slower on millions of keys."""
+    within rows). Keys of a range at most twice their occurrences (a chunk's unigrams) are counted (below); others
+    (bigrams) by one sort of (key, document) packed in an int64, which orders the counts by key, as a CSC matrix:
+    np.unique's hash table, np.searchsorted and an argsort were each slower on millions of keys."""
     if not len(keys):
         return keys, sp.csr_matrix((n_docs, 0), dtype=np.float32)
     span = int(keys.max()) + 1
@@ -193,7 +194,7 @@ def count_keys(keys: np.ndarray, docs: np.ndarray, n_docs: int) -> tuple[np.ndar
         rank = np.cumsum(present, dtype=np.int32) - 1
         return np.flatnonzero(present).astype(keys.dtype), row_counts(docs, rank[keys], n_docs, int(rank[-1]) + 1)
     n = max(n_docs, 1)
-    if (int(keys.max()) + 1) * n >= 2**62:  # a chunk of millions of distinct words: rank the keys first
+    if span * n >= 2**62:  # a chunk of millions of distinct words: rank the keys first
         distinct, ranks = _ranks(keys)
         _, counts = count_keys(ranks.astype(np.int64), docs, n_docs)  # (packed with documents in int64)
         return distinct, counts
