@@ -188,8 +188,8 @@ def count_keys(keys: np.ndarray, docs: np.ndarray, n_docs: int) -> tuple[np.ndar
     span = int(keys.max()) + 1
     if span <= 2 * len(keys):
         # Keys of a small range (a chunk's unigrams: its word numbers): the distinct ones by a count of each, no
-        # sort of the occurrences; the rows by row_counts (57 MB of synthetic posts on one core, 8.9M words: the
-        # one sort below took 1.4-2.1 s).
+        # sort of the occurrences; the rows by row_counts (a chunk of 25,000 synthetic posts, unigrams, one core:
+        # count_chunk 0.81-0.90 s with the sort below, 0.63-0.84 s so).
         present = np.bincount(keys, minlength=span) > 0
         rank = np.cumsum(present, dtype=np.int32) - 1
         return np.flatnonzero(present).astype(keys.dtype), row_counts(docs, rank[keys], n_docs, int(rank[-1]) + 1)
