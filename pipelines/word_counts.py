@@ -69,23 +69,55 @@ class Tokens:
     docs: np.ndarray  # (T,) int64: each document's tokens next to each other, in the document's order
 
 
-def tokens(texts: Sequence[str], stop_words: frozenset[str] | None, prefix: str | None = None) -> Tokens:
+def tokens(texts: Texts, stop_words: frozenset[str] | None, prefix: str | None = None) -> Tokens:
     """texts -> Tokens, lowercased as scikit-learn does, stop words left out; prefix: a word put in front of each
     text (before lowercasing, as a preprocessor would)."""
     lowered = _lowered(texts, prefix)
     return (_python_tokens if _small(lowered) else _arrow_tokens)(lowered, stop_words)
 
 
-def _lowered(texts: Sequence[str], prefix: str | None) -> list[str]:
+# Texts as this module takes them: Python strings, or a pyarrow string array (a JSONL share parsed by pyarrow's
+# JSON reader, pipelines/corpus.py), which is lowercased and split without a Python string per document.
+Texts = Sequence[str] | pa.Array
+
+
+def _lowered(texts: Texts, prefix: str | None) -> list[str] | pa.Array:
+    """The texts lowercased as Python's str.lower does, the prefix and a space in front of each: a list, or a
+    large_string array for an array (_lowered_array)."""
+    if isinstance(texts, pa.Array):
+        return _lowered_array(texts, prefix)
     return [(prefix + " " + text).lower() for text in texts] if prefix else [text.lower() for text in texts]
 
 
-def _small(lowered: list[str]) -> bool:
+def _lowered_array(texts: pa.Array, prefix: str | None) -> pa.Array:
+    """_lowered of an array: the ASCII texts by pyarrow's ASCII lowercasing (the same as str.lower on ASCII), the
+    others by str.lower itself (pyarrow's Unicode lowercasing differs from Python's in its special cases)."""
+    texts = texts.cast(pa.large_string())
+    if prefix:
+        texts = pc.binary_join_element_wise(pa.scalar(prefix, pa.large_string()), texts,
+                                            pa.scalar(" ", pa.large_string()))
+    ascii_texts = pc.string_is_ascii(texts)
+    lowered = pc.ascii_lower(texts)
+    if not pc.all(ascii_texts).as_py():
+        others = pc.invert(ascii_texts)
+        lowered = pc.replace_with_mask(lowered, others, pa.array(
+            [text.lower() for text in texts.filter(others).to_pylist()], pa.large_string()))
+    return lowered
+
+
+def _small(lowered: list[str] | pa.Array) -> bool:
     """Whether Python's re splits these texts (SMALL_INPUT_CHARACTERS says why)."""
+    if isinstance(lowered, pa.Array):  # bytes: at least the characters, so a small array is small in both
+        return _text_bytes(lowered) < SMALL_INPUT_CHARACTERS
     return sum(map(len, lowered)) < SMALL_INPUT_CHARACTERS
 
 
-def _arrow_tokens(lowered: list[str], stop_words: frozenset[str] | None) -> Tokens:
+def _text_bytes(texts: pa.Array) -> int:
+    offsets = np.frombuffer(texts.buffers()[1], np.int64, len(texts) + 1, texts.offset * 8)
+    return int(offsets[-1] - offsets[0])
+
+
+def _arrow_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | None) -> Tokens:
     """tokens() of lowercased texts in compiled code (_arrow_split), each distinct word numbered once by pyarrow's
     dictionary encoding."""
     flat, docs = _arrow_split(lowered)
@@ -98,28 +130,33 @@ def _arrow_tokens(lowered: list[str], stop_words: frozenset[str] | None) -> Toke
     return Tokens(encoded.dictionary, ids, docs)
 
 
-def _arrow_split(lowered: list[str]) -> tuple[pa.Array, np.ndarray]:
+def _arrow_split(lowered: list[str] | pa.Array) -> tuple[pa.Array, np.ndarray]:
     """Lowercased texts -> (every token (T,) large_string, its document (T,) int64): the ASCII documents (nearly
     all of most corpora) split on whitespace after a byte-table lookup (_ascii_split), the others by pyarrow's RE2
     (_regex_split). Each document's tokens stay together and in order, which is all term_keys and WordCounter
     need of `docs` (the ASCII documents' tokens come first)."""
-    ascii_docs = np.fromiter((text.isascii() for text in lowered), bool, len(lowered))
+    if isinstance(lowered, pa.Array):
+        ascii_docs = pc.string_is_ascii(lowered).to_numpy(zero_copy_only=False)
+    else:
+        ascii_docs = np.fromiter((text.isascii() for text in lowered), bool, len(lowered))
     parts = []
     for split, which in ((_ascii_split, ascii_docs), (_regex_split, ~ascii_docs)):
         if which.all():
             parts.append(split(lowered))
         elif which.any():
             numbers = np.flatnonzero(which)
-            flat, docs = split([lowered[i] for i in numbers])
+            flat, docs = split(lowered.filter(pa.array(which)) if isinstance(lowered, pa.Array)
+                               else [lowered[i] for i in numbers])
             parts.append((flat, numbers[docs]))
     if len(parts) == 1:
         return parts[0]
     return pa.concat_arrays([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
 
 
-def _regex_split(lowered: list[str]) -> tuple[pa.Array, np.ndarray]:
+def _regex_split(lowered: list[str] | pa.Array) -> tuple[pa.Array, np.ndarray]:
     """-> (tokens of two characters or more (T,) large_string, their documents (T,) int64), split by RE2."""
-    return _long_pieces(pc.split_pattern_regex(pa.array(lowered, pa.large_string()), NOT_WORD), pc.utf8_length)
+    texts = lowered if isinstance(lowered, pa.Array) else pa.array(lowered, pa.large_string())
+    return _long_pieces(pc.split_pattern_regex(texts, NOT_WORD), pc.utf8_length)
 
 
 def _long_pieces(pieces: pa.ListArray, length) -> tuple[pa.Array, np.ndarray]:
@@ -137,20 +174,27 @@ for _first, _last in ("az", "AZ", "09", "__"):
     _WORD_OR_SPACE[ord(_first):ord(_last) + 1] = np.arange(ord(_first), ord(_last) + 1)
 
 
-def _ascii_split(lowered: list[str]) -> tuple[pa.Array, np.ndarray]:
+def _ascii_split(lowered: list[str] | pa.Array) -> tuple[pa.Array, np.ndarray]:
     """_regex_split for ASCII texts: every byte that is not a word character becomes a space (one numpy table
     lookup over the joined texts, handed to pyarrow as a string array without a copy), then pyarrow's split on
     ASCII whitespace, which needs no regular expression. On synthetic news posts, one core: 0.54 s for 57 MB
     where the RE2 split took 1.39 s (BENCHMARKS.md, "Vectorizing in compiled code")."""
-    data = _WORD_OR_SPACE[np.frombuffer("".join(lowered).encode("ascii"), np.uint8)]
-    offsets = np.zeros(len(lowered) + 1, np.int64)
-    np.cumsum([len(text) for text in lowered], out=offsets[1:])
+    if isinstance(lowered, pa.Array):  # a large_string array's bytes and offsets as they lie
+        offsets = np.frombuffer(lowered.buffers()[1], np.int64, len(lowered) + 1, lowered.offset * 8)
+        data = _WORD_OR_SPACE[np.frombuffer(lowered.buffers()[2], np.uint8)[offsets[0]:offsets[-1]]]
+        offsets = offsets - offsets[0]
+    else:
+        data = _WORD_OR_SPACE[np.frombuffer("".join(lowered).encode("ascii"), np.uint8)]
+        offsets = np.zeros(len(lowered) + 1, np.int64)
+        np.cumsum([len(text) for text in lowered], out=offsets[1:])
     texts = pa.Array.from_buffers(pa.large_string(), len(lowered), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     return _long_pieces(pc.ascii_split_whitespace(texts), pc.binary_length)  # ASCII: a byte is a character
 
 
-def _python_tokens(lowered: list[str], stop_words: frozenset[str] | None) -> Tokens:
+def _python_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | None) -> Tokens:
     """tokens() of a small input, by scikit-learn's own token pattern in Python's re."""
+    if isinstance(lowered, pa.Array):
+        lowered = lowered.to_pylist()
     number: dict[str, int] = {}
     ids, docs = [], []
     for doc, text in enumerate(lowered):
@@ -266,7 +310,7 @@ class ChunkCounts:
     counts: sp.csr_matrix
 
 
-def count_chunk(texts: Sequence[str], ngram_max: int, stop_words: frozenset[str] | None,
+def count_chunk(texts: Texts, ngram_max: int, stop_words: frozenset[str] | None,
                 prefix: str | None = None) -> ChunkCounts:
     """One chunk's terms and counts, in its own numbering (merge joins chunks)."""
     found = tokens(texts, stop_words, prefix)
@@ -421,7 +465,7 @@ class WordCounter:
         order = np.argsort(pairs)
         self.bigram_pairs, self.bigram_column = pairs[order], np.flatnonzero(~unigram)[order].astype(np.int32)
 
-    def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
+    def transform(self, texts: Texts) -> sp.csr_matrix:
         ids, token_docs = self._word_numbers(_lowered(texts, self.prefix))  # (T,) each
         columns = [self.unigram_column[ids]]
         docs = [token_docs]
@@ -440,7 +484,7 @@ class WordCounter:
             columns, docs = columns[known_terms], docs[known_terms]
         return row_counts(docs, columns, len(texts), self.width)
 
-    def _word_numbers(self, lowered: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _word_numbers(self, lowered: list[str] | pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """Lowercased texts -> (each token's word number in the vocabulary, -1 for a word it lacks; its document),
         (T,) int64 each, stop words left out."""
         if _small(lowered):

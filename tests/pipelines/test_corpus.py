@@ -220,6 +220,43 @@ def test_a_large_jsonl_file_parsed_in_workers_is_the_corpus_one_reader_sees(tmp_
     assert [documents for documents, _, _ in seen] == sorted(documents for documents, _, _ in seen)
 
 
+def _kind_and_texts(texts) -> tuple[str, list[str]]:
+    """A share's texts as map_shares(..., arrow=True) handed them: ("array" or "list", the texts as str)."""
+    import pyarrow as pa
+
+    return ("array", texts.to_pylist()) if isinstance(texts, pa.Array) else ("list", list(texts))
+
+
+@pytest.mark.parametrize("case, lines", [
+    ("plain", [b'{"text": "a b", "label": "x"}', b'{"label": 1, "text": "c", "more": {"k": [1]}}']),
+    ("blank lines, CRLF, spaces", [b'{"text": "a", "label": "x"}\r', b"", b"   ", b' {"text": "c\\n\\u00e9", "label": "y"} ']),
+    ("escaped pair", [b'{"text": "a\\ud83d\\ude00b", "label": "x"}']),
+    ("UTF-8", ['{"text": "caf\u00e9 \u2028 \u03a3", "label": "x"}'.encode()]),
+    ("a key twice", [b'{"text": "a", "text": "b", "label": "x"}']),
+    ("unpaired surrogate", [b'{"text": "a\\ud800b", "label": "x"}']),
+    ("not UTF-8", [b'{"text": "caf\xe9", "label": "x"}']),
+    ("an empty text, skipped", [b'{"text": " ", "label": "x"}', b'{"text": "b", "label": "y"}']),
+])
+def test_share_texts_arrow_gives_what_reading_found_or_none(tmp_path, case, lines):
+    """pyarrow's parse of a share is the texts reading found, in order, or None (then the share is read line by
+    line): never other texts."""
+    import pyarrow as pa
+
+    from pipelines.corpus import share_texts_arrow
+
+    path = tmp_path / "share.jsonl"
+    head = b'{"text": "first", "label": "h"}\n'  # a line that starts before the share
+    path.write_bytes(head + b"\n".join(lines) + b"\n")
+    found = read_corpus(path)
+    texts = share_texts_arrow(str(path), 1, path.stat().st_size, len(found) - 1)
+    expected_none = case in ("a key twice", "unpaired surrogate", "not UTF-8", "an empty text, skipped")
+    assert (texts is None) == expected_none
+    if texts is not None:
+        assert isinstance(texts, pa.Array) and texts.to_pylist() == found.texts[1:]
+    assert share_texts_arrow(str(path), 0, len(head), 1).to_pylist() == ["first"]  # the line that starts in it
+    assert share_texts_arrow(str(path), 1, len(head), 0) is None  # no line starts in it
+
+
 def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reader_sees_them(tmp_path, monkeypatch):
     """keep_texts=False: the same labels, fingerprint and documents' count, no texts held; fetch returns the texts of
     any rows (numbered as one reader numbers them, skipped lines not counted), map_shares every share's in order."""
@@ -254,8 +291,15 @@ def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reade
         assert pool.map(list, [lines[:5], lines[5:]]) == [[alone.texts[i] for i in rows[:5]],
                                                           [alone.texts[i] for i in rows[5:]]]
         assert 0 < sum(map(len, lines)) <= lines.characters()
+        assert left.texts.lines(np.arange(20, 60)).arrow().to_pylist() == alone.texts[20:60]  # parsed at once
+        assert left.texts.lines(np.array([4])).arrow() is None  # its bytes run over the skipped line after it
+        assert left.texts.lines(np.array([8])).arrow() is None  # latin-1: read line by line, as reading decoded it
         shares = left.texts.map_shares(pool, list)
         assert len(shares) == left.texts.shares and sum(shares, []) == alone.texts
+        handed = left.texts.map_shares(pool, _kind_and_texts, arrow=True)  # arrays where pyarrow parsed the share
+        assert sum((texts for _, texts in handed), []) == alone.texts
+        kinds = [kind for kind, _ in handed]
+        assert kinds[0] == "list" and set(kinds[1:]) == {"array"}  # the first holds the skipped and latin-1 lines
         path.write_text("\n".join(lines[1:]) + "\n")  # rewritten: its rows name other documents now
         with pytest.raises(CorpusError, match="big.jsonl' changed while it was being read for training"):
             left.texts.fetch(rows, pool)

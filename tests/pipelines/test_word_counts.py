@@ -6,6 +6,7 @@ import json
 import random
 
 import numpy as np
+import pyarrow as pa
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings as hypothesis_settings, strategies as st
@@ -104,6 +105,27 @@ def test_transform_counts_only_the_vocabulary(ngram_max, stop_words, tokeniser):
     assert ours.transform([]).shape == (0, len(vocabulary))
 
 
+@pytest.mark.parametrize("ngram_max", [1, 2])
+@pytest.mark.parametrize("stop_words", [None, "english"])
+@pytest.mark.parametrize("start", [False, True])
+def test_texts_as_a_pyarrow_array_count_as_the_list_does(ngram_max, stop_words, start, tokeniser):
+    """A JSONL share parsed by pyarrow comes as a large_string array (pipelines/corpus.py): fitted and transformed
+    as the same texts in a list, a slice of an array too (its buffers start before its first text)."""
+    stop, prefix = ENGLISH_STOP_WORDS if stop_words else None, START_TOKEN if start else None
+    texts = TEXTS * 3
+    as_array = pa.array(["padding"] + texts + ["more padding"], pa.large_string()).slice(1, len(texts))
+    for as_given in (as_array, pa.array(texts, pa.string())):
+        listed, arrayed = word_counts.count_chunk(texts, ngram_max, stop, prefix), \
+            word_counts.count_chunk(as_given, ngram_max, stop, prefix)
+        assert listed.words.to_pylist() == arrayed.words.to_pylist()
+        assert np.array_equal(listed.keys, arrayed.keys) and (listed.counts != arrayed.counts).nnz == 0
+    terms, _ = _fit(texts, ngram_max, stop_words, start, chunks=1)
+    counter = word_counts.WordCounter(list(terms), ngram_max, stop, prefix)
+    expected = counter.transform(texts)
+    assert expected.nnz > 0 and (counter.transform(as_array) != expected).nnz == 0
+    assert counter.transform(as_array.slice(0, 0)).shape == (0, len(terms))
+
+
 def test_the_rank_path_for_keys_too_large_to_pack_counts_alike():
     rng = np.random.default_rng(0)
     keys = rng.integers(2**60, 2**61, 50)[rng.integers(0, 50, 400)]  # 400 occurrences of <= 50 distinct keys
@@ -127,6 +149,8 @@ def test_random_unicode_is_tokenised_as_scikit_learn_does(texts):
     analyze = CountVectorizer(ngram_range=(1, 2)).build_analyzer()
     expected = [[t for t in analyze(text) if " " not in t] for text in texts]
     lowered = [text.lower() for text in texts]
+    assert word_counts._lowered(pa.array(texts), None).to_pylist() == lowered  # Python's lowercasing, as an array
+    assert word_counts._lowered(pa.array(texts), "Σa").to_pylist() == word_counts._lowered(texts, "Σa")
     for split in (word_counts._python_tokens, word_counts._arrow_tokens):
         found = split(lowered, None)
         words = found.words.to_pylist()
