@@ -5,11 +5,12 @@ token.
 Why: scikit-learn's analyzer builds a Python string per token and per bigram, and counting them through dicts cost
 ~300 ns a term: fitting a vocabulary on 100,000 synthetic documents (117 MB) took 25.6 s on 2 cores, 4.6 MB/s (11.0
 s with this module; `benchmarks.vectorize_workers`, BENCHMARKS.md "Vectorizing in compiled code"). Here the texts
-are split by pyarrow's string kernels (ASCII documents on whitespace after a numpy byte lookup, the others by
+are split by pyarrow's string kernels (ASCII documents on whitespace after a byte translation, the others by
 RE2, in C++), each distinct word becomes a number once per chunk (pyarrow's
 dictionary encoding), a bigram is a pair of word numbers packed in one int64, and the (document, term) counts are
-numpy sorts of int64 keys. (Inputs of a few documents, a prediction's, are split by Python's re instead:
-SMALL_INPUT_CHARACTERS says why.)
+numpy counts and sorts. (Inputs of a few documents, a prediction's, are split by Python's re instead:
+SMALL_INPUT_CHARACTERS says why.) The texts may come as a list of str or as a pyarrow string array (a large JSONL
+file's share, parsed by pyarrow: pipelines/corpus.py), which is lowercased and split as it lies (`Texts`).
 
 Same terms and counts as CountVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w\\w+\\b", ngram_range=(1, n),
 stop_words) for n <= 2 (tests/pipelines/test_word_counts.py checks it on trec, mr, AG News and 20 Newsgroups posts,
@@ -132,7 +133,7 @@ def _arrow_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | No
 
 def _arrow_split(lowered: list[str] | pa.Array) -> tuple[pa.Array, np.ndarray]:
     """Lowercased texts -> (every token (T,) large_string, its document (T,) int64): the ASCII documents (nearly
-    all of most corpora) split on whitespace after a byte-table lookup (_ascii_split), the others by pyarrow's RE2
+    all of most corpora) split on whitespace after a byte translation (_ascii_split), the others by pyarrow's RE2
     (_regex_split). Each document's tokens stay together and in order, which is all term_keys and WordCounter
     need of `docs` (the ASCII documents' tokens come first)."""
     if isinstance(lowered, pa.Array):
