@@ -100,8 +100,7 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
         return "csv", stats, documents
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         _check_text_file(path, "JSONL")
-        size = path.stat().st_size
-        start, end = size * index // count, size * (index + 1) // count
+        start, end = _share_bounds(path, index, count)
         stats.bytes_total = end - start
         return "jsonl", stats, _jsonl_documents(path, stats, start, end)
     raise CorpusError(f"corpus path '{path}' is a file of unknown type '{path.suffix}': {FORMAT_HINT}")
@@ -169,10 +168,8 @@ def _read_share(index: int, path: str, count: int, max_file_mb: float, keep_text
     keep_texts, the byte offsets their lines start at (documents,) int64, the documents' digests joined, skipped,
     non_utf8, bytes read)."""
     _, stats, _ = open_documents(path, max_file_mb, (index, count))  # checks the file and the share
-    size = Path(path).stat().st_size
     labels, texts, offsets, digests = [], [], [], []
-    for offset, label, text in _placed_jsonl_documents(Path(path), stats, size * index // count,
-                                                       size * (index + 1) // count):
+    for offset, label, text in _placed_jsonl_documents(Path(path), stats, *_share_bounds(path, index, count)):
         labels.append(label)
         digests.append(document_digest(label, text))
         if keep_texts:
@@ -369,7 +366,7 @@ def _share_apply(index: int, path: str, count: int, max_file_mb: float, fn: Call
     return fn(_share_texts(index, path, count, max_file_mb) if texts is None else texts, *args)
 
 
-def _share_bounds(path: str, index: int, count: int) -> tuple[int, int]:
+def _share_bounds(path: str | Path, index: int, count: int) -> tuple[int, int]:
     """Share `index` of `count` of a JSONL file: the bytes [start, end) its lines start in."""
     size = Path(path).stat().st_size
     return size * index // count, size * (index + 1) // count
@@ -412,7 +409,7 @@ def _arrow_texts(data: bytes, documents: int) -> pa.Array | None:
             pa.BufferReader(data), read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
             parse_options=pa_json.ParseOptions(explicit_schema=pa.schema([("text", pa.large_string())]),
                                                unexpected_field_behavior="ignore"))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    except pa.ArrowException:  # (what a parse error raises: ArrowInvalid)
         return None
     texts = table.column("text").combine_chunks()
     if len(texts) != documents or texts.null_count:
