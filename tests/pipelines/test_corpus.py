@@ -257,6 +257,54 @@ def test_share_texts_arrow_gives_what_reading_found_or_none(tmp_path, case, line
     assert share_texts_arrow(str(path), 1, len(head), 0) is None  # no line starts in it
 
 
+PARSED_BY_ARROW = {  # lines (after a first line that starts before the share) -> whether pyarrow must read them
+    "plain": ([b'{"text": "a b", "label": "x"}', b'{"label": " y ", "text": "c", "more": {"k": [1]}}'], True),
+    "blank lines, CRLF": ([b'{"text": "a", "label": "x"}\r', b"", b" \t ", b'{"text": "c\\u00e9", "label": "y"}'],
+                          True),
+    "skipped documents": ([b'{"text": " \\t ", "label": "x"}', b'{"text": "\\u001c", "label": "x"}',
+                           b'{"text": "\\u00a0\\u2003", "label": "x"}', b'{"text": "", "label": "x"}',
+                           b'{"text": "kept", "label": "  "}', b'{"text": " \\u00e9 ", "label": "y"}',
+                           b'{"text": "\\u001ckept", "label": "y"}'], True),
+    "UTF-8": (['{"text": "caf\u00e9 \u03a3", "label": "\u00e9t\u00e9"}'.encode()], True),
+    "no newline at the end": ([b'{"text": "a", "label": "x"}', b'{"text": "b", "label": "y"}  '], True),
+    "a number as a label": ([b'{"text": "a", "label": 1}'], False),
+    "a null label": ([b'{"text": "a", "label": null}'], False),
+    "no label": ([b'{"text": "a"}'], False),
+    "a key twice": ([b'{"text": "a", "text": "b", "label": "x"}'], False),
+    "not UTF-8": ([b'{"text": "caf\xe9", "label": "x"}'], False),
+    "a form feed line": ([b'{"text": "a", "label": "x"}', b"\x0c", b'{"text": "b", "label": "y"}'], None),
+    "two objects on a line": ([b'{"text": "a", "label": "x"} {"text": "b", "label": "y"}', b"", b"  "], False),
+}
+
+
+@pytest.mark.parametrize("case", PARSED_BY_ARROW)
+@pytest.mark.parametrize("keep_texts", [True, False])
+def test_a_share_parsed_by_pyarrow_reads_as_a_line_at_a_time(tmp_path, case, keep_texts):
+    """A large file's share read by pyarrow (_read_share_arrow) gives what reading it a line at a time gives:
+    labels, texts or line offsets, digests, skips and bytes; where it cannot be sure it gives None, and the line
+    reader reads the share (None expected: never parsed by pyarrow; True: always; None in the table: either)."""
+    from pipelines import corpus as corpus_module
+
+    lines, by_arrow = PARSED_BY_ARROW[case]
+    path = tmp_path / "share.jsonl"
+    head = b'\xef\xbb\xbf{"text": "first", "label": "h"}\n'  # a BOM, and a line that starts before the share
+    body = b"\n".join(lines) + (b"" if case == "no newline at the end" else b"\n")
+    path.write_bytes(head + body)
+    parsed = corpus_module._read_share_arrow(str(path), 5, path.stat().st_size, keep_texts)
+    if by_arrow is not None:
+        assert (parsed is not None) == by_arrow
+    if parsed is not None:
+        expected = corpus_module._read_share_lines(str(path), 5, path.stat().st_size, keep_texts,
+                                                   corpus_module.ReadStats())
+        assert parsed[0] == expected[0] and parsed[2:] == expected[2:]
+        assert parsed[1] == expected[1] if keep_texts else np.array_equal(parsed[1], expected[1])
+    whole = corpus_module._read_share_arrow(str(path), 0, path.stat().st_size, False)  # the BOM's line too
+    if whole is not None:
+        assert whole[0][0] == "h" and whole[1][0] == 0
+    if case == "skipped documents":
+        assert parsed[0] == ["y", "y"] and parsed[3] == {"empty": 5}
+
+
 def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reader_sees_them(tmp_path, monkeypatch):
     """keep_texts=False: the same labels, fingerprint and documents' count, no texts held; fetch returns the texts of
     any rows (numbered as one reader numbers them, skipped lines not counted), map_shares every share's in order."""
