@@ -202,18 +202,23 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool
     MB share of synthetic posts in ~50 ms on one core, where _read_share_lines took ~85 ms); the same labels,
     offsets or texts, digests, skip counts and bytes. None (then _read_share_lines reads the share, and words any
     error) where that is not sure: a share that is not UTF-8, a line pyarrow refuses (not JSON, a key
-    twice, an unpaired surrogate escape), a text or label that is missing, null or not a string (a number is a
-    label Python formats), or a count of lines that differs from pyarrow's rows."""
+    twice, an unpaired surrogate escape), a text or label that is missing or null, a text that is not a string, a
+    label that is neither a string nor an integer in every line (a fraction is formatted as Python's json reads it),
+    or a count of lines that differs from pyarrow's rows."""
     data, position = _share_data(path, start, end)
     if not data or not _utf8(data):
         return None
-    try:
-        table = pa_json.read_json(
-            pa.BufferReader(data), read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
-            parse_options=pa_json.ParseOptions(explicit_schema=pa.schema([("text", pa.large_string()),
-                                                                          ("label", pa.large_string())]),
-                                               unexpected_field_behavior="ignore"))
-    except pa.ArrowException:  # (a number as a label comes here too: its formatting is Python's)
+    for label_type in (pa.large_string(), pa.int64()):  # string labels, else class numbers (a dataset's ids)
+        try:
+            table = pa_json.read_json(
+                pa.BufferReader(data), read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
+                parse_options=pa_json.ParseOptions(explicit_schema=pa.schema([("text", pa.large_string()),
+                                                                              ("label", label_type)]),
+                                                   unexpected_field_behavior="ignore"))
+            break
+        except pa.ArrowException:
+            continue
+    else:
         return None
     texts, labels = table.column("text").combine_chunks(), table.column("label").combine_chunks()
     if texts.null_count or labels.null_count:
@@ -242,7 +247,9 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool
                            kept_by_strip[ends[text_offsets[1:][nonempty] - 1]]) > 0
     for row in np.flatnonzero(~text_kept):
         text_kept[row] = bool(texts[int(row)].as_py().strip())
-    label_list = [label.strip() for label in labels.to_pylist()]
+    # _json_label's class names: a string stripped, an integer in its plain form
+    label_list = [label.strip() for label in labels.to_pylist()] if pa.types.is_large_string(labels.type) else \
+        [str(label) for label in labels.to_pylist()]
     documents = [row for row in np.flatnonzero(text_kept).tolist() if label_list[row]]
     # document_digest of each: the hash of a label and its separator taken once a label and copied a document
     view = memoryview(text_bytes)
