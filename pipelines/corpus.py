@@ -206,18 +206,12 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool
     label that is neither a string nor an integer in every line (a fraction is formatted as Python's json reads it),
     or a count of lines that differs from pyarrow's rows."""
     data, position = _share_data(path, start, end)
-    if not data or not _utf8(data):
+    if not data:
         return None
     for label_type in (pa.large_string(), pa.int64()):  # string labels, else class numbers (a dataset's ids)
-        try:
-            table = pa_json.read_json(
-                pa.BufferReader(data), read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
-                parse_options=pa_json.ParseOptions(explicit_schema=pa.schema([("text", pa.large_string()),
-                                                                              ("label", label_type)]),
-                                                   unexpected_field_behavior="ignore"))
+        table = _parse_jsonl(data, text=pa.large_string(), label=label_type)
+        if table is not None:
             break
-        except pa.ArrowException:
-            continue
     else:
         return None
     texts, labels = table.column("text").combine_chunks(), table.column("label").combine_chunks()
@@ -282,15 +276,21 @@ def _share_data(path: str, start: int, end: int) -> tuple[bytes, int]:
         return handle.read(last_end - position), position
 
 
-def _utf8(data: bytes) -> bool:
-    """Whether the bytes are UTF-8 (pyarrow's JSON reader does not check the bytes inside strings)."""
-    if data.isascii():
-        return True
+def _parse_jsonl(data: bytes, **columns: pa.DataType) -> pa.Table | None:
+    """JSONL lines -> a table of these keys' values (other keys ignored), by pyarrow's JSON reader in one block;
+    None where the bytes are not UTF-8 (the reader does not check the bytes inside strings) or it refuses a line."""
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+        return pa_json.read_json(
+            pa.BufferReader(data), read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
+            parse_options=pa_json.ParseOptions(explicit_schema=pa.schema(list(columns.items())),
+                                               unexpected_field_behavior="ignore"))
+    except pa.ArrowException:  # (what a line it refuses raises: ArrowInvalid)
+        return None
 
 
 def _share_count(path: Path, pool: "WorkerPool") -> int:
@@ -502,14 +502,8 @@ def _arrow_texts(data: bytes, documents: int) -> pa.Array | None:
     another number of documents (a line that reading skipped: an empty text or label). Every line parsed as JSON
     when the file was read (its callers check that the file is unchanged since), so the lines pyarrow takes hold
     the same strings."""
-    if not _utf8(data):
-        return None
-    try:
-        table = pa_json.read_json(
-            pa.BufferReader(data), read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
-            parse_options=pa_json.ParseOptions(explicit_schema=pa.schema([("text", pa.large_string())]),
-                                               unexpected_field_behavior="ignore"))
-    except pa.ArrowException:  # (what a parse error raises: ArrowInvalid)
+    table = _parse_jsonl(data, text=pa.large_string())
+    if table is None:
         return None
     texts = table.column("text").combine_chunks()
     if len(texts) != documents or texts.null_count:

@@ -114,8 +114,14 @@ def _small(lowered: list[str] | pa.Array) -> bool:
 
 
 def _text_bytes(texts: pa.Array) -> int:
-    offsets = np.frombuffer(texts.buffers()[1], np.int64, len(texts) + 1, texts.offset * 8)
+    offsets = string_offsets(texts)
     return int(offsets[-1] - offsets[0])
+
+
+def string_offsets(texts: pa.Array) -> np.ndarray:
+    """A large_string array's (len + 1,) int64 offsets into its data buffer, as they lie (no copy): text i is bytes
+    offsets[i]:offsets[i + 1] (a slice of an array starts past 0)."""
+    return np.frombuffer(texts.buffers()[1], np.int64, len(texts) + 1, texts.offset * 8)
 
 
 def _arrow_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | None) -> Tokens:
@@ -184,7 +190,7 @@ def _ascii_split(lowered: list[str] | pa.Array) -> tuple[pa.Array, np.ndarray]:
     ASCII whitespace, which needs no regular expression. On synthetic news posts, one core: 0.54 s for 57 MB
     where the RE2 split took 1.39 s (BENCHMARKS.md, "Vectorizing in compiled code")."""
     if isinstance(lowered, pa.Array):  # a large_string array's bytes and offsets as they lie
-        offsets = np.frombuffer(lowered.buffers()[1], np.int64, len(lowered) + 1, lowered.offset * 8)
+        offsets = string_offsets(lowered)
         data = memoryview(lowered.buffers()[2])[offsets[0]:offsets[-1]].tobytes().translate(_WORD_OR_SPACE_BYTES)
         offsets = offsets - offsets[0]
     else:
