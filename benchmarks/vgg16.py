@@ -27,6 +27,7 @@ import numpy as np
 
 from benchmarks.timing import kernel_time
 from pallas_kernels.conv2d import Conv2dForwardBlocks, conv2d_forward, conv2d_reference
+from pallas_kernels.conv2d_tma import Conv2dTmaBlocks, conv2d_blocked_forward, from_blocked, supports_tma, to_blocked
 from pallas_kernels.maxpool import maxpool_forward, maxpool_reference
 
 VGG16 = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
@@ -72,6 +73,15 @@ def pallas_layer(kind, params, config=(64, 32, 32, 4), relu=True):
     return lambda x: conv2d_forward(x, w, b, pad=pad, relu=relu, block_sizes=blocks, operand_dtype=w.dtype.name)
 
 
+def tma_layer(params, config, relu=True):
+    """The TMA kernel on the layer's input in its blocked layout (conv2d_tma: the layout a network of these layers
+    keeps from layer to layer)."""
+    tile_h, tile_w, tile_n, block_n, stages = config
+    w, b = params
+    blocks = Conv2dTmaBlocks(tile_h=tile_h, tile_w=tile_w, tile_n=tile_n, block_n=block_n, stages=stages)
+    return lambda x_blocked: conv2d_blocked_forward(x_blocked, w, b, pad=1, relu=relu, blocks=blocks)
+
+
 def xla_layer(kind, params, relu=True):
     if kind == "pool":
         return lambda x: maxpool_reference(x, 2)
@@ -97,9 +107,13 @@ def main() -> None:
     parser.add_argument("--configs", default="128x64x64x4x3,128x128x64x8x3")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     parser.add_argument("--convs-only", action="store_true")
+    parser.add_argument("--tma-configs", default="",
+                        help="also the TMA kernel (conv2d_tma, bf16, Cin a multiple of 64): tile_h x tile_w x block_n "
+                             "x stages, comma-separated")
     parser.add_argument("--only", default="", help="comma-separated layer names (e.g. conv1_2,conv2_1)")
     args = parser.parse_args()
     configs = [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")]
+    tma_configs = [tuple(int(v) for v in c.split("x")) for c in args.tma_configs.split(",") if c]
     dtype = jnp.dtype(args.dtype)
     rng = np.random.default_rng(0)
     net = layers()
@@ -107,8 +121,9 @@ def main() -> None:
     print(f"device: {jax.devices()[0].device_kind}")
     for batch in (int(b) for b in args.batches.split(",")):
         print(f"\nVGG-16 forward, batch {batch}, {args.dtype}: ms per layer\n")
-        print("| layer | input | Pallas ms | best config | XLA ms | Pallas / XLA |")
-        print("|---|---|---:|---|---:|---:|")
+        tma_head = " Triton ms | TMA ms | best TMA config |" if tma_configs else ""
+        print(f"| layer | input | Pallas ms | best config |{tma_head} XLA ms | Pallas / XLA |")
+        print("|---|---|---:|---|" + ("---:|---:|---|" if tma_configs else "") + "---:|---:|")
         totals, best_configs = [0.0, 0.0], []
         for (name, kind, shape, units), p in zip(net, params):
             if (args.convs_only and kind != "conv") or (args.only and name not in args.only.split(",")):
@@ -118,14 +133,31 @@ def main() -> None:
             tried = {config: _timed(pallas_layer(kind, p, config, relu), x)
                      for config in (configs if kind != "pool" else configs[:1])}
             config, pallas = min(tried.items(), key=lambda item: item[1] or float("inf"))
+            tma_cells = ""
+            if tma_configs:
+                triton, tma, tma_config = pallas, None, None
+                if kind == "conv" and supports_tma(x, p[0]):
+                    x_blocked = to_blocked(x)
+                    timed = {c: _timed(tma_layer(p, c, relu), x_blocked) for c in tma_configs}
+                    tma_config, tma = min(timed.items(), key=lambda item: item[1] or float("inf"))
+                    if tma is not None:
+                        got = from_blocked(tma_layer(p, tma_config, relu)(x_blocked)).astype(jnp.float32)
+                        want = xla_layer(kind, p, relu)(x).astype(jnp.float32)
+                        print(f"  ({name}: TMA {'x'.join(map(str, tma_config))} max |TMA - XLA| "
+                              f"{float(jnp.max(jnp.abs(got - want))):.3g}, max |XLA| {float(jnp.max(jnp.abs(want))):.3g})",
+                              flush=True)
+                    if tma is not None and (pallas is None or tma < pallas):
+                        config, pallas = ("tma", *tma_config), tma
+                tma_cells = (f" {triton * 1e3:.3f} | {'' if tma is None else f'{tma * 1e3:.3f}'} | "
+                             f"{'' if tma_config is None else 'x'.join(map(str, tma_config))} |")
             best_configs.append(config)
             xla = kernel_time(xla_layer(kind, p, relu), (x,))
             totals[0] += pallas or 0.0
             totals[1] += xla or 0.0
             label = "" if kind == "pool" else "x".join(map(str, config))
             print(f"| {name} | {'x'.join(map(str, shape))}x{units if kind != 'pool' else ''} | {pallas * 1e3:.3f} | "
-                  f"{label} | {xla * 1e3:.3f} | {pallas / xla:.2f}x |", flush=True)
-        print(f"| **sum of layers** | | {totals[0] * 1e3:.3f} | | {totals[1] * 1e3:.3f} | "
+                  f"{label} |{tma_cells} {xla * 1e3:.3f} | {pallas / xla:.2f}x |", flush=True)
+        print(f"| **sum of layers** | | {totals[0] * 1e3:.3f} | |{' | | |' if tma_configs else ''} {totals[1] * 1e3:.3f} | "
               f"{totals[0] / totals[1]:.2f}x |")
         if args.convs_only or args.only:
             continue
@@ -137,7 +169,9 @@ def main() -> None:
                 return x
             return forward
 
-        pallas_fns = [pallas_layer(kind, p, c, name != "fc3") for (name, kind, _, _), p, c in zip(net, params, best_configs)]
+        # (one layout for the whole network: the TMA kernel's HWNC layers are not mixed in here)
+        pallas_fns = [pallas_layer(kind, p, configs[0] if c[0] == "tma" else c, name != "fc3")
+                      for (name, kind, _, _), p, c in zip(net, params, best_configs)]
         xla_fns = [xla_layer(kind, p, name != "fc3") for (name, kind, _, _), p in zip(net, params)]
         x = jnp.asarray(rng.random((batch, 224, 224, 3)), dtype)
         pallas_out, xla_out = jax.jit(whole(pallas_fns))(x), jax.jit(whole(xla_fns))(x)
