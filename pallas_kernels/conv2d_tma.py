@@ -45,14 +45,27 @@ CHANNEL_BLOCK = 64  # input channels a step: 128 bytes of bf16, one 128-byte swi
 @dataclass(frozen=True)
 class Conv2dTmaBlocks:
     """A program's output tile: tile_h x tile_w pixels of tile_n images (tile_n a multiple of 8; M = their
-    product, 64 or 128 for one warpgroup) and block_n output channels; how many pipeline steps are in flight
-    (shared-memory slots of M x 64 + 64 x block_n bf16 each)."""
+    product, a multiple of 64, the rows of one warpgroup's accumulator: M x block_n fp32 at most 128 x 256 or
+    256 x 64 registers' worth) and block_n output channels; how many pipeline steps are in flight (shared-memory
+    slots of M x 64 + 64 x block_n bf16 each)."""
 
     tile_h: int = 2
     tile_w: int = 2
     tile_n: int = 32
     block_n: int = 128
     stages: int = 4
+
+
+def default_blocks(n_images: int, cout: int) -> Conv2dTmaBlocks:
+    """The tiling the VGG-16 sweep on an H200 measured fastest for the layer's output width (BENCHMARKS.md,
+    "VGG-16"), with tile_n the largest of 32 / 16 / 8 dividing N and the pixels widened to keep M."""
+    tile_n = next(t for t in (32, 16, 8) if n_images % t == 0)
+    widen = 32 // tile_n
+    if cout == 64:  # (conv1_2) one 64-channel block: a tall tile, 256 rows, amortises each step's weights
+        return Conv2dTmaBlocks(tile_h=2 * widen, tile_w=4, tile_n=tile_n, block_n=64, stages=4)
+    if cout >= 256:  # (conv3_x - conv5_x) 64 rows x 256 channels
+        return Conv2dTmaBlocks(tile_h=1, tile_w=2 * widen, tile_n=tile_n, block_n=256, stages=4)
+    return Conv2dTmaBlocks(tile_h=2, tile_w=2 * widen, tile_n=tile_n, block_n=128, stages=4)
 
 
 def supports_tma(x, w) -> bool:
@@ -82,11 +95,11 @@ def _programs() -> int:
 
 
 @functools.partial(jax.jit, static_argnames=("pad", "relu", "blocks", "interpret"))
-def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv2dTmaBlocks = Conv2dTmaBlocks(),
+def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv2dTmaBlocks | None = None,
                            interpret: bool = False) -> jax.Array:
     """x (H, W, Cin / 64, N, 64), w (K, K, Cin, Cout), b (Cout,) -> relu(conv(x, w) + b) (OH, OW, Cout / 64, N,
     64): bf16 operands and output, fp32 accumulation. N a multiple of blocks.tile_n (a multiple of 8); Cout a
-    multiple of block_n (a multiple of 64, at most 256), or smaller than it."""
+    multiple of block_n (a multiple of 64, at most 256), or smaller than it. blocks None: default_blocks."""
     require("conv2d_blocked_forward", x.ndim == 5 and x.shape[4] == CHANNEL_BLOCK and w.ndim == 4
             and w.shape[0] == w.shape[1] and w.shape[2] == x.shape[2] * CHANNEL_BLOCK and b.shape == (w.shape[3],)
             and pad >= 0 and w.shape[3] % CHANNEL_BLOCK == 0,
@@ -94,6 +107,8 @@ def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv
     h, width, chunks, n_images, _ = x.shape
     cin = chunks * CHANNEL_BLOCK
     size, cout = w.shape[0], w.shape[3]
+    require("conv2d_blocked_forward", blocks is not None or n_images % 8 == 0, "N a multiple of 8", x=x)
+    blocks = blocks or default_blocks(n_images, cout)
     tile_h, tile_w, tile_n, stages = blocks.tile_h, blocks.tile_w, blocks.tile_n, blocks.stages
     block_n = min(blocks.block_n, cout)
     require("conv2d_blocked_forward", tile_n % 8 == 0 and n_images % tile_n == 0,
@@ -211,3 +226,45 @@ def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv
         interpret=plgpu.InterpretGPUParams() if interpret else None,
     )
     return kernel(x, taps, bias).reshape(out_h, out_w, cout // CHANNEL_BLOCK, n_images, CHANNEL_BLOCK)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))
+def conv2d_blocked(x, w, b, pad: int, blocks: Conv2dTmaBlocks | None = None, interpret: bool = False):
+    """Differentiable conv + bias + ReLU in the blocked layout (conv2d_blocked_forward). Backward, as conv2d.py's:
+    dZ = dY * (Y > 0); dX = this kernel on dZ with the kernel flipped and its channels swapped, padded by
+    K - 1 - p (a stride-1 transposed convolution is a convolution); dW (x's taps^T dZ) and db in plain JAX."""
+    return conv2d_blocked_forward(x, w, b, pad=pad, blocks=blocks, interpret=interpret)
+
+
+def _conv2d_blocked_fwd(x, w, b, pad, blocks, interpret):
+    y = conv2d_blocked(x, w, b, pad, blocks, interpret)
+    return y, (x, w, y)
+
+
+def _conv2d_blocked_bwd(pad, blocks, interpret, residuals, dy):
+    x, w, y = residuals
+    size, cin = w.shape[0], w.shape[2]
+    dz = jnp.where(y > 0, dy, jnp.zeros((), dy.dtype))  # (OH, OW, Cout / 64, N, 64)
+    flipped = jnp.transpose(w[::-1, ::-1], (0, 1, 3, 2))  # (K, K, Cout, Cin)
+    dx = conv2d_blocked_forward(dz, flipped, jnp.zeros((cin,), jnp.float32), pad=size - 1 - pad, relu=False,
+                                blocks=blocks, interpret=interpret)
+    _, weight_vjp = jax.vjp(lambda w_: _convolution(from_blocked(x), w_, pad), w)
+    dw = weight_vjp(from_blocked(dz).astype(jnp.float32))[0]
+    db = jnp.sum(dz.astype(jnp.float32), axis=(0, 1, 3)).reshape(-1)
+    return dx.astype(x.dtype), dw.astype(w.dtype), db
+
+
+conv2d_blocked.defvjp(_conv2d_blocked_fwd, _conv2d_blocked_bwd)
+
+
+def _convolution(x_nhwc, w, pad: int):
+    """Plain JAX, fp32: NHWC x, (K, K, Cin, Cout) w -> NHWC."""
+    return lax.conv_general_dilated(x_nhwc.astype(jnp.float32), w.astype(jnp.float32), (1, 1), [(pad, pad)] * 2,
+                                    dimension_numbers=("NHWC", "HWIO", "NHWC"), precision="highest")
+
+
+def conv2d_blocked_reference(x, w, b, pad: int, relu: bool = True):
+    """Plain JAX (XLA, cuDNN on a GPU): the same conv + bias (+ ReLU) in the blocked layout, fp32, differentiable
+    by jax.grad."""
+    y = _convolution(from_blocked(x), w, pad) + b
+    return to_blocked(jax.nn.relu(y) if relu else y)
