@@ -45,12 +45,11 @@ def _case(seed, shape, size, cout):
 # Interpret mode (jax 0.11.2) zero-fills a TMA box that overhangs the far end of an array but not one that starts
 # before it, which the hardware also zero-fills: the "same" padding's boxes start at -pad, so the padded cases run
 # on the GPU only; on a CPU the valid (pad 0) ones cover the tiling, the pipeline and the tiles that overhang.
-@pytest.mark.parametrize("shape, size, cout, blocks", [
-    ((16, 6, 7, 128), 3, 128, Conv2dTmaBlocks(tile_h=2, tile_w=2, tile_n=16, block_n=64, stages=3)),
-    ((16, 5, 6, 64), 3, 256, Conv2dTmaBlocks(tile_h=1, tile_w=4, tile_n=16, block_n=128, stages=2)),
-    ((8, 4, 5, 64), 1, 64, Conv2dTmaBlocks(tile_h=2, tile_w=4, tile_n=8, block_n=64, stages=4)),
+@pytest.mark.parametrize("shape, size, cout, blocks, relu", [
+    ((16, 6, 7, 128), 3, 128, Conv2dTmaBlocks(tile_h=2, tile_w=2, tile_n=16, block_n=64, stages=3), True),
+    ((16, 5, 6, 64), 3, 256, Conv2dTmaBlocks(tile_h=1, tile_w=4, tile_n=16, block_n=128, stages=2), False),
+    ((8, 4, 5, 64), 1, 64, Conv2dTmaBlocks(tile_h=2, tile_w=4, tile_n=8, block_n=64, stages=4), True),
 ])
-@pytest.mark.parametrize("relu", [True, False])
 def test_valid_convolution_in_interpret_mode(shape, size, cout, blocks, relu):
     x, w, b = _case(0, shape, size, cout)
     out = from_blocked(conv2d_blocked_forward(to_blocked(x), w, b, pad=0, relu=relu, blocks=blocks, interpret=True))
