@@ -127,3 +127,12 @@ def test_same_padding_on_the_gpu(shape, size, cout, blocks):
 def test_gradients_on_the_gpu():
     x, w, b = _case(4, (16, 12, 10, 64), 3, 128)
     _check_gradients(x, w, b, 1, Conv2dTmaBlocks(tile_h=2, tile_w=2, tile_n=16, block_n=64, stages=4), False)
+
+
+@hopper
+@pytest.mark.parametrize("shape, cout", [((32, 20, 18, 64), 64), ((16, 9, 7, 128), 128), ((8, 6, 6, 256), 512)])
+def test_default_blocks_on_the_gpu(shape, cout):
+    x, w, b = _case(6, shape, 3, cout)
+    out = from_blocked(conv2d_blocked_forward(to_blocked(x), w, b, pad=1))
+    np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(_reference(x, w, b, 1, True)),
+                               atol=0.05, rtol=0.02)
