@@ -15,6 +15,10 @@ best one is reported with its name. Total: the sum over layers, and one jitted w
 --dtype: the activations' and weights' type on both sides, and the Pallas dots' operand type: float32 (TF32
 products on both sides under the default precision) or bfloat16 (bf16 products, fp32 accumulation: cuDNN's
 bf16 convolution against conv2d_forward with operand_dtype bfloat16). --convs-only: the 13 convolutions.
+--tma-configs T1,...: in bf16 on a Hopper GPU, also conv2d_tma's kernel (tile_h x tile_w x tile_n x block_n x stages)
+on each layer of 64 channels and more, its input in the blocked layout, checked against XLA's output.
+--blocked-network: the 13 convolutions and 5 pools as one program a side, the TMA kernel's layers in the blocked
+layout (conversions included).
 """
 
 from __future__ import annotations
@@ -117,8 +121,8 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     parser.add_argument("--convs-only", action="store_true")
     parser.add_argument("--tma-configs", default="",
-                        help="also the TMA kernel (conv2d_tma, bf16, Cin a multiple of 64): tile_h x tile_w x block_n "
-                             "x stages, comma-separated")
+                        help="also the TMA kernel (conv2d_tma, bf16, Cin a multiple of 64, on Hopper): tile_h x tile_w x "
+                             "tile_n x block_n x stages, comma-separated")
     parser.add_argument("--only", default="", help="comma-separated layer names (e.g. conv1_2,conv2_1)")
     parser.add_argument("--blocked-network", action="store_true",
                         help="only the 13 convolutions and 5 pools as one jitted forward pass each side: Pallas with "
@@ -171,7 +175,8 @@ def main() -> None:
             xla = kernel_time(xla_layer(kind, p, relu), (x,))
             totals[0] += pallas or 0.0
             totals[1] += xla or 0.0
-            label = "" if kind == "pool" else "x".join(map(str, config))
+            label = "" if kind == "pool" else ("tma " if config[0] == "tma" else "") + "x".join(
+                str(v) for v in config if v != "tma")
             print(f"| {name} | {'x'.join(map(str, shape))}x{units if kind != 'pool' else ''} | {pallas * 1e3:.3f} | "
                   f"{label} |{tma_cells} {xla * 1e3:.3f} | {pallas / xla:.2f}x |", flush=True)
         print(f"| **sum of layers** | | {totals[0] * 1e3:.3f} | |{' | | |' if tma_configs else ''} {totals[1] * 1e3:.3f} | "
@@ -186,7 +191,7 @@ def main() -> None:
                 return x
             return forward
 
-        # (one layout for the whole network: the TMA kernel's HWNC layers are not mixed in here)
+        # (one layout for the whole network: the TMA kernel's blocked layers are not mixed in here; --blocked-network)
         pallas_fns = [pallas_layer(kind, p, configs[0] if c[0] == "tma" else c, name != "fc3")
                       for (name, kind, _, _), p, c in zip(net, params, best_configs)]
         xla_fns = [xla_layer(kind, p, name != "fc3") for (name, kind, _, _), p in zip(net, params)]

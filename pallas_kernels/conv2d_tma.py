@@ -113,6 +113,8 @@ def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv
     block_n = min(blocks.block_n, cout)
     require("conv2d_blocked_forward", tile_n % 8 == 0 and n_images % tile_n == 0,
             f"N a multiple of tile_n {tile_n}, itself a multiple of 8", x=x)
+    require("conv2d_blocked_forward", tile_h * tile_w * tile_n % 64 == 0,
+            f"tile_h * tile_w * tile_n a multiple of 64 (a wgmma's rows), not {tile_h * tile_w * tile_n}", x=x)
     require("conv2d_blocked_forward", cout % block_n == 0 and block_n % CHANNEL_BLOCK == 0 and block_n <= 256,
             f"Cout a multiple of block_n {block_n}, itself a multiple of 64 and at most 256", w=w)
     sub_blocks = block_n // CHANNEL_BLOCK  # 64-channel blocks of the output a tile stores

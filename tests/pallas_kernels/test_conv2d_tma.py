@@ -85,6 +85,7 @@ def test_gradients_in_interpret_mode():
     (dict(cout=192), "multiple of block_n"),
     (dict(images=12), "N a multiple of 8"),
     (dict(images=16, blocks=Conv2dTmaBlocks(tile_n=32)), "multiple of tile_n 32"),
+    (dict(images=16, blocks=Conv2dTmaBlocks(tile_h=1, tile_w=2, tile_n=16)), "multiple of 64 .a wgmma's rows., not 32"),
 ])
 def test_rejects_shapes_it_cannot_tile(bad, match):
     cout, images = bad.get("cout", 128), bad.get("images", 32)
