@@ -1,7 +1,9 @@
 """The image network on a tiny two-class problem; the Pallas path (interpret mode) against the XLA path."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from textclf.models.cnn import augment_batch, cnn_logits, init_cnn, predict_cnn
 from textclf.settings import Settings
@@ -122,3 +124,18 @@ def test_a_stepwise_epoch_equals_the_scanned_one_and_reports_its_steps():
     np.testing.assert_allclose(loss, scanned_loss, rtol=1e-5)
     assert float(hits) == float(scanned_hits)
     assert steps == [(1, 3), (2, 3), (3, 3)]  # the scanned epoch reports none, the stepwise one each step
+
+
+@pytest.mark.parametrize("shape, size", [((4, 28, 28, 32), 2), ((2, 9, 7, 3), 3), ((3, 5, 6, 2), 2)])
+def test_the_xla_pool_equals_the_kernels_oracle_bit_for_bit_ties_included(shape, size):
+    from pallas_kernels.maxpool import maxpool_reference
+    from textclf.models.cnn import max_pool
+
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.integers(0, 3, shape).astype(np.float32))  # few values: most windows hold ties
+    probe = jnp.asarray(rng.normal(size=maxpool_reference(x, size).shape), jnp.float32)
+    np.testing.assert_array_equal(max_pool(x, size), maxpool_reference(x, size))
+    got = jax.grad(lambda a: jnp.sum(max_pool(a, size) * probe))(x)
+    want = jax.grad(lambda a: jnp.sum(maxpool_reference(a, size) * probe))(x)
+    np.testing.assert_array_equal(got, want)
+    assert float(jnp.abs(got).sum()) > 0

@@ -6,7 +6,7 @@
   to 2 px: Fashion-MNIST test accuracy 0.9294 on an H100 (0.909-0.917 with 10 epochs, with or without them;
   BENCHMARKS.md has the sweep).
 
-backend "xla": lax.conv_general_dilated (cuDNN on a GPU) and reduce_window; "pallas": the implicit-GEMM
+backend "xla": lax.conv_general_dilated (cuDNN on a GPU) and max_pool (a fused reshape and max); "pallas": the implicit-GEMM
 convolution and the max-pool kernels (pallas_kernels/conv2d.py, maxpool.py) with their explicit backward
 passes, and the output layer + softmax + log-loss is the text MLP's softmax_xent kernel (softmax_xent_loss);
 the hidden dense layer is plain JAX on both paths (the MLP's hidden kernels fuse a sigmoid, not a ReLU).
@@ -59,6 +59,45 @@ def init_cnn(key, image_shape: tuple[int, int, int], n_classes: int, channels: t
                      dense(keys[-1], hidden, n_classes), jnp.zeros((n_classes,)))
 
 
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def max_pool(x: jax.Array, size: int = 2) -> jax.Array:
+    """The XLA path's max pool, (N, H, W, C) -> (N, H // size, W // size, C): each window's largest value by a
+    reshape and a max, which XLA fuses into one pass; its gradient goes to the window's first largest tap (row by
+    row), as the Pallas kernel's does, ties included: the same values and gradients, bit for bit, as
+    pallas_kernels.maxpool.maxpool_reference (the kernel's test oracle, whose argmax-and-take gradient took 3.9x
+    this one's time on the 2-core CPU for the default CNN's first pool; BENCHMARKS.md, "The CNN on a CPU").
+    Rows and columns past the last whole window are dropped (and get no gradient)."""
+    n, height, width, channels = x.shape
+    out_h, out_w = height // size, width // size
+    return jnp.max(x[:, : out_h * size, : out_w * size].reshape(n, out_h, size, out_w, size, channels), axis=(2, 4))
+
+
+def _max_pool_fwd(x, size):
+    y = max_pool(x, size)
+    return y, (x, y)
+
+
+def _max_pool_bwd(size, residuals, dy):
+    x, y = residuals
+    n, height, width, channels = x.shape
+    out_h, out_w = height // size, width // size
+    windows = x[:, : out_h * size, : out_w * size].reshape(n, out_h, size, out_w, size, channels)
+    taken = jnp.zeros(y.shape, bool)  # (N, OH, OW, C): the window's largest tap already found
+    rows = []
+    for kh in range(size):  # taps in row order: the first largest gets dy, elementwise (no gather or scatter)
+        columns = []
+        for kw in range(size):
+            first = (windows[:, :, kh, :, kw] == y) & ~taken
+            taken = taken | first
+            columns.append(jnp.where(first, dy, jnp.zeros((), dy.dtype)))
+        rows.append(jnp.stack(columns, axis=3))  # (N, OH, OW, size, C)
+    dx = jnp.stack(rows, axis=2).reshape(n, out_h * size, out_w * size, channels)
+    return (jnp.pad(dx, ((0, 0), (0, height - out_h * size), (0, width - out_w * size), (0, 0))),)
+
+
+max_pool.defvjp(_max_pool_fwd, _max_pool_bwd)
+
+
 def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:
     """uint8 or float (B, H, W, C) -> (B, hidden) activations of the fully connected ReLU layer."""
     x = images.astype(jnp.float32) / 255.0 if images.dtype == jnp.uint8 else images
@@ -73,9 +112,8 @@ def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", inter
             x = maxpool2d(conv2d(x, layer.w, layer.b, pad, kernel), 2, interpret)
         else:
             from pallas_kernels.conv2d import conv2d_reference
-            from pallas_kernels.maxpool import maxpool_reference
 
-            x = maxpool_reference(conv2d_reference(x, layer.w, layer.b, pad), 2)
+            x = max_pool(conv2d_reference(x, layer.w, layer.b, pad), 2)
     x = x.reshape(x.shape[0], -1)
     return jax.nn.relu(x @ params.fc_w + params.fc_b)
 
