@@ -33,6 +33,7 @@ from benchmarks.timing import kernel_time
 from pallas_kernels.conv2d import Conv2dForwardBlocks, conv2d_forward, conv2d_reference
 from pallas_kernels.conv2d_tma import Conv2dTmaBlocks, conv2d_blocked_forward, from_blocked, supports_tma, to_blocked
 from pallas_kernels.maxpool import maxpool_forward
+from textclf.models.cnn import max_pool
 
 VGG16 = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
 DENSE = (4096, 4096, 1000)
@@ -86,18 +87,13 @@ def tma_layer(params, config, relu=True):
     return lambda x_blocked: conv2d_blocked_forward(x_blocked, w, b, pad=1, relu=relu, blocks=blocks)
 
 
-def xla_pool(x):
-    """2x2 max pool of NHWC as a reshape and a max, which XLA fuses into one pass. (maxpool_reference, the Pallas
-    kernel's oracle, picks each window's first largest tap by argmax-and-take for its gradient's ties; on an H200
-    the feature extractor's five pools took ~6.8 ms more that way at batch 32, against 1.8 ms for the whole
-    extractor with this one, so it would handicap XLA here.)"""
-    n, h, w, c = x.shape
-    return jnp.max(x[:, : h // 2 * 2, : w // 2 * 2].reshape(n, h // 2, 2, w // 2, 2, c), axis=(2, 4))
-
-
 def xla_layer(kind, params, relu=True):
     if kind == "pool":
-        return xla_pool
+        # The product's XLA pool, a reshape and a max that XLA fuses into one pass. (maxpool_reference, the Pallas
+        # kernel's oracle, takes each window's first largest tap by argmax and take; on an H200 the feature
+        # extractor's five pools took ~6.8 ms more that way at batch 32, against 1.8 ms for the whole extractor
+        # with this one, so it would handicap XLA here.)
+        return lambda x: max_pool(x, 2)
     w, b = params
     if kind == "conv":
         return lambda x: conv2d_reference(x, w, b, 1)

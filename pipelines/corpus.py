@@ -202,9 +202,9 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool
     MB share of synthetic posts in ~50 ms on one core, where _read_share_lines took ~85 ms); the same labels,
     offsets or texts, digests, skip counts and bytes. None (then _read_share_lines reads the share, and words any
     error) where that is not sure: a share that is not UTF-8, a line pyarrow refuses (not JSON, a key
-    twice, an unpaired surrogate escape), a text or label that is missing or null, a text that is not a string, a
-    label that is neither a string nor an integer in every line (a fraction is formatted as Python's json reads it),
-    or a count of lines that differs from pyarrow's rows."""
+    twice, an unpaired surrogate escape), a text or label that is missing or null, a text that is not a string,
+    labels that are not all strings or all integers (a fraction or a boolean goes a line at a time, where
+    _json_label formats or refuses it), or a count of lines that differs from pyarrow's rows."""
     data, position = _share_data(path, start, end)
     if not data:
         return None
@@ -231,7 +231,9 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool
         return None
     # Skipped as reading skips them: a text empty once stripped, or a label. A text that opens or ends with a
     # character str.strip keeps is not; the others (few, if any) are stripped by Python.
-    text_offsets = np.frombuffer(texts.buffers()[1], np.int64, len(texts) + 1, texts.offset * 8)
+    from pipelines.word_counts import string_offsets  # (here: word_counts brings scipy, which reading needs not)
+
+    text_offsets = string_offsets(texts)
     text_bytes = texts.buffers()[2]
     ends = np.frombuffer(text_bytes, np.uint8)
     kept_by_strip = np.frombuffer(_KEPT_BY_STRIP, np.uint8)

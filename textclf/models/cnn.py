@@ -67,9 +67,14 @@ def max_pool(x: jax.Array, size: int = 2) -> jax.Array:
     pallas_kernels.maxpool.maxpool_reference (the kernel's test oracle, whose argmax-and-take gradient took 3.9x
     this one's time on the 2-core CPU for the default CNN's first pool; BENCHMARKS.md, "The CNN on a CPU").
     Rows and columns past the last whole window are dropped (and get no gradient)."""
+    return jnp.max(_windows(x, size), axis=(2, 4))
+
+
+def _windows(x: jax.Array, size: int) -> jax.Array:
+    """(N, H, W, C) -> (N, H // size, size, W // size, size, C): the whole windows, no copy."""
     n, height, width, channels = x.shape
     out_h, out_w = height // size, width // size
-    return jnp.max(x[:, : out_h * size, : out_w * size].reshape(n, out_h, size, out_w, size, channels), axis=(2, 4))
+    return x[:, : out_h * size, : out_w * size].reshape(n, out_h, size, out_w, size, channels)
 
 
 def _max_pool_fwd(x, size):
@@ -81,7 +86,7 @@ def _max_pool_bwd(size, residuals, dy):
     x, y = residuals
     n, height, width, channels = x.shape
     out_h, out_w = height // size, width // size
-    windows = x[:, : out_h * size, : out_w * size].reshape(n, out_h, size, out_w, size, channels)
+    windows = _windows(x, size)
     taken = jnp.zeros(y.shape, bool)  # (N, OH, OW, C): the window's largest tap already found
     rows = []
     for kh in range(size):  # taps in row order: the first largest gets dy, elementwise (no gather or scatter)
