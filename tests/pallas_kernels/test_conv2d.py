@@ -33,14 +33,18 @@ def test_forward_matches_lax_conv(env, rng, n, h, w, cin, cout, size, pad, chann
     assert (got == 0).any() and (got > 0).any()  # the ReLU cut some, not all
 
 
-@pytest.mark.parametrize("n, h, w, cin, cout, size, pad", CASES)
-def test_weight_grad_matches_reference(env, rng, n, h, w, cin, cout, size, pad):
+# Both dW kernels: rows (Cin a multiple of 16: whole pixel rows a tap) and the im2col gather (any Cin).
+# Both dW kernels: rows (Cin a multiple of 16: whole pixel rows a tap) and the im2col gather (any Cin).
+@pytest.mark.parametrize("n, h, w, cin, cout, size, pad, rows",
+                         [(*case, False) for case in CASES] + [(*case, True) for case in CASES if case[3] % 16 == 0])
+def test_weight_grad_matches_reference(env, rng, n, h, w, cin, cout, size, pad, rows):
     x = env.array(rng, (n, h, w, cin))
     out_h, out_w = h + 2 * pad - size + 1, w + 2 * pad - size + 1
     dz = env.array(rng, (n, out_h, out_w, cout))
     poison_device_memory()
-    got = conv2d_weight_grad(x, dz, size=size, pad=pad, block_sizes=Conv2dWeightGradBlocks(block_r=16, block_m=32, programs=6),
-                             precision=env.precision, interpret=env.interpret)
+    blocks = Conv2dWeightGradBlocks(block_r=16, block_m=32, programs=6, rows=rows)
+    got = conv2d_weight_grad(x, dz, size=size, pad=pad, block_sizes=blocks, precision=env.precision,
+                             interpret=env.interpret)
     linear = lambda wt: jnp.sum(jax.lax.conv_general_dilated(
         x, wt, (1, 1), [(pad, pad), (pad, pad)], dimension_numbers=("NHWC", "HWIO", "NHWC"),
         precision=jax.lax.Precision.HIGHEST) * dz)

@@ -103,18 +103,31 @@ def _max_pool_bwd(size, residuals, dy):
 max_pool.defvjp(_max_pool_fwd, _max_pool_bwd)
 
 
+def conv_blocks(cin: int, interpret: bool = False) -> tuple:
+    """The Pallas conv2d's blocks for a layer over cin input channels: (forward, dW, precision, interpret, dX).
+    From a sweep of the default network's two layers (5x5) at batch 64 on an H200 (`python -m
+    benchmarks.cnn_layers --sweep`, then the training epoch, BENCHMARKS.md): an image's few channels (the im2col
+    gather) and 16 or more (whole pixel rows) want others."""
+    from pallas_kernels.conv2d import Conv2dForwardBlocks, Conv2dWeightGradBlocks
+
+    if cin % 16:
+        forward = Conv2dForwardBlocks(block_m=128, block_n=32)
+        return (forward, Conv2dWeightGradBlocks(block_m=128, programs=512), "default", interpret, forward)
+    forward = Conv2dForwardBlocks(block_m=32, block_n=64, num_stages=3)
+    return (forward, Conv2dWeightGradBlocks(block_m=128, programs=512), "default", interpret, forward)
+
+
 def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:
     """uint8 or float (B, H, W, C) -> (B, hidden) activations of the fully connected ReLU layer."""
     x = images.astype(jnp.float32) / 255.0 if images.dtype == jnp.uint8 else images
     for layer in params.convs:
         pad = layer.w.shape[0] // 2
         if backend == "pallas":
-            from pallas_kernels.conv2d import Conv2dForwardBlocks, Conv2dWeightGradBlocks, conv2d
+            from pallas_kernels.conv2d import conv2d
             from pallas_kernels.maxpool import maxpool2d
 
-            kernel = (Conv2dForwardBlocks(block_m=64, block_n=32), Conv2dWeightGradBlocks(), "default",
-                      interpret)
-            x = maxpool2d(conv2d(x, layer.w, layer.b, pad, kernel), 2, interpret)
+            blocks = conv_blocks(layer.w.shape[2], interpret)
+            x = maxpool2d(conv2d(x, layer.w, layer.b, pad, blocks), 2, interpret)
         else:
             from pallas_kernels.conv2d import conv2d_reference
 
