@@ -1,13 +1,15 @@
 """The default CNN's two convolutions in training, Pallas kernels vs XLA (cuDNN): per kernel, with a block sweep.
 
-    python -m benchmarks.cnn_layers [--batch 64] [--sweep]
+    python -m benchmarks.cnn_layers [--batch 64] [--sweep] [--epoch-variants]
 
 Layers of textclf's default image network (textclf/models/cnn.py): 28x28x1 -> 32 and 14x14x32 -> 64, 5x5 kernels,
 "same" padding, bias + ReLU, fp32 (TF32 products). For each layer: XLA's forward + backward as training runs it
 (jax.grad of conv2d_reference: dW and db, and dX for the second layer; the first layer's input is the image,
 whose gradient nothing needs) against the Pallas conv2d's, and each Pallas kernel alone (forward, dX, dW) under
 the product's blocks and, with --sweep, others. Profiler kernel time (benchmarks.timing.kernel_time), microseconds
-per call.
+per call. --epoch-variants: then the product's training epoch (60,000 synthetic images, as benchmarks.cnn_epoch)
+with each of EPOCH_VARIANTS as dW's blocks for the layers of 16 or more input channels, beside XLA's epoch, 3 epochs
+each, alternating: a kernel's time alone leaves out what its shape costs the rest of the step (partial sums).
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ from pallas_kernels.conv2d import (Conv2dForwardBlocks, Conv2dWeightGradBlocks, 
                                    conv2d_reference, conv2d_weight_grad)
 from textclf.models.cnn import conv_blocks
 
+EPOCH_VARIANTS = {
+    "128 pixels a step, 512 programs": Conv2dWeightGradBlocks(block_m=128, programs=512),
+    "64 pixels, 512 programs": Conv2dWeightGradBlocks(block_m=64, programs=512),
+    "64 pixels, 256 programs": Conv2dWeightGradBlocks(block_m=64, programs=256),
+    "im2col gather (rows=False)": Conv2dWeightGradBlocks(rows=False),
+}
 LAYERS = (("conv1 1->32 5x5", 28, 1, 32, False), ("conv2 32->64 5x5", 14, 32, 64, True))
 
 
@@ -35,6 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--epoch-variants", action="store_true")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"device: {jax.devices()[0].device_kind}, batch {args.batch}")
@@ -81,6 +90,59 @@ def main() -> None:
             runs = sorted((t, blocks) for n, k, blocks, t in sweeps if (n, k) == (name, which) and t)
             for t, blocks in runs[:5]:
                 print(f"| {name} | {which} | {blocks} | {t * 1e6:.1f} |")
+    if args.epoch_variants:
+        epoch_variants()
+
+
+def epoch_variants(images_count: int = 60000, repeat: int = 3) -> None:
+    import statistics
+    import time
+
+    import textclf.models.cnn as cnn
+    import textclf.training.cnn as training
+    from textclf.models.cnn import init_cnn
+    from textclf.settings import Settings
+    from textclf.training.device_data import epoch_order
+    from textclf.training.optimizers import adam
+
+    settings = Settings(model="cnn")
+    rng = np.random.default_rng(0)
+    images = jnp.asarray(rng.integers(0, 256, (images_count, 28, 28, 1), dtype=np.uint8))
+    labels = jnp.asarray(rng.integers(0, 10, images_count).astype(np.int32))
+    steps = -(-images_count // settings.batch_size)
+    order = epoch_order(settings.seed, 1, images_count, steps, settings.batch_size)
+    rates = jnp.asarray(training.learning_rates(settings, 0, steps))
+    product_blocks = cnn.conv_blocks
+
+    def with_weight_grad(blocks):
+        def conv_blocks(cin, interpret=False):
+            kernel = product_blocks(cin, interpret)
+            return kernel if cin % 16 else (kernel[0], blocks, *kernel[2:])
+        return conv_blocks
+
+    def run(epoch) -> float:
+        params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings.channels, settings.conv_kernel,
+                          settings.hidden)
+        start = time.perf_counter()
+        jax.block_until_ready(epoch(params, adam().init(params), images, labels, order, rates, jax.random.PRNGKey(1)))
+        return time.perf_counter() - start
+
+    epochs = {}
+    try:
+        for name, blocks in [*EPOCH_VARIANTS.items(), ("XLA (cuDNN)", None)]:
+            cnn.conv_blocks = with_weight_grad(blocks) if blocks else product_blocks
+            epochs[name] = training._epoch_fn("pallas" if blocks else "xla", False, settings.dropout,
+                                              settings.augmentations, settings.weight_decay, stepwise=False)
+            run(epochs[name])  # compiles with the blocks patched in
+    finally:
+        cnn.conv_blocks = product_blocks
+    seconds = {name: [] for name in epochs}
+    for _ in range(repeat):
+        for name, epoch in epochs.items():
+            seconds[name].append(run(epoch))
+    print(f"\n| dW blocks (16+ input channels) | images/s (median of {repeat}) |\n|---|---:|")
+    for name, values in seconds.items():
+        print(f"| {name} | {images_count / statistics.median(values):,.0f} |")
 
 
 if __name__ == "__main__":

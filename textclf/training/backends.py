@@ -73,7 +73,7 @@ AUTO_ON_GPU: dict[str, list[tuple[int, str, str]]] = {
     "mlp": [(1, "xla", "XLA's step measured faster than the Pallas one at every batch size from 64 to 4,096 "
                        "documents a device (news4 rows, H100: 712k vs 696k docs/s at 64, 7.51M vs 7.16M at 1,024)")],
     "cnn": [(1, "pallas", "the Pallas convolutions measured faster at 64 images a device (the default CNN's "
-                          "Fashion-MNIST-shaped epoch, H200: 350,250 vs 319,679 images/s)"),
+                          "Fashion-MNIST-shaped epoch, H200: 346,714 vs 319,573 images/s)"),
             (65, "xla", "Pallas measured at 64 images a device only; above that XLA's cuDNN convolutions are kept")],
 }
 
