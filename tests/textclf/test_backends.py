@@ -19,7 +19,8 @@ def test_auto_on_a_gpu_follows_the_measured_rows(monkeypatch):
                                      ("cnn", 128, "xla")):
         backend, why = choose_backend("auto", network, batch, on_gpu=True)
         assert backend == expected and why.startswith(f"auto at {batch} a device: ")
-    assert "H100" in choose_backend("auto", "cnn", 64, on_gpu=True)[1]
+    why = choose_backend("auto", "cnn", 64, on_gpu=True)[1]
+    assert "H100" in why and "H200" in why  # the measurements it stands on
     # a batch range where a Pallas path measured faster takes its own row
     monkeypatch.setitem(backends.AUTO_ON_GPU, "mlp", [(1, "xla", "small"), (512, "pallas", "big"), (2048, "xla", "huge")])
     assert [choose_backend("auto", "mlp", b, True)[0] for b in (16, 511, 512, 2047, 2048)] == \
