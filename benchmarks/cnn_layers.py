@@ -3,13 +3,14 @@
     python -m benchmarks.cnn_layers [--batch 64] [--sweep] [--epoch-variants]
 
 Layers of textclf's default image network (textclf/models/cnn.py): 28x28x1 -> 32 and 14x14x32 -> 64, 5x5 kernels,
-"same" padding, bias + ReLU, fp32 (TF32 products). For each layer: XLA's forward + backward as training runs it
-(jax.grad of conv2d_reference: dW and db, and dX for the second layer; the first layer's input is the image,
-whose gradient nothing needs) against the Pallas conv2d's, and each Pallas kernel alone (forward, dX, dW) under
-the product's blocks and, with --sweep, others. Profiler kernel time (benchmarks.timing.kernel_time), microseconds
-per call. --epoch-variants: then the product's training epoch (60,000 synthetic images, as benchmarks.cnn_epoch)
-with each of EPOCH_VARIANTS as dW's blocks for the layers of 16 or more input channels, beside XLA's epoch, 3 epochs
-each, alternating: a kernel's time alone leaves out what its shape costs the rest of the step (partial sums).
+"same" padding, bias + ReLU, then a 2x2 max pool; fp32 (TF32 products). For each layer, forward + backward as
+training runs it (jax.grad: dW and db, and dX for the second layer; the first layer's input is the image, whose
+gradient nothing needs): XLA's conv and fused pool, the Pallas convolution then its pool kernels, and the Pallas
+convolution with the pool fused in (conv2d_pool, the product's); then each Pallas kernel alone (forward, dX, dW,
+the fused forward) under the product's blocks and, with --sweep, others. Profiler kernel time
+(benchmarks.timing.kernel_time), microseconds per call. --epoch-variants: then the product's training epoch
+(60,000 synthetic images, as benchmarks.cnn_epoch) with each of EPOCH_VARIANTS, beside XLA's epoch, 3 epochs each,
+alternating: a kernel's time alone leaves out what its shape costs the rest of the step (partial sums).
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.timing import kernel_time
-from pallas_kernels.conv2d import (Conv2dForwardBlocks, Conv2dWeightGradBlocks, conv2d, conv2d_forward,
-                                   conv2d_reference, conv2d_weight_grad)
-from textclf.models.cnn import conv_blocks
+from pallas_kernels.conv2d import (Conv2dForwardBlocks, Conv2dWeightGradBlocks, conv2d, conv2d_forward, conv2d_pool,
+                                   conv2d_pool_forward, conv2d_reference, conv2d_weight_grad)
+from pallas_kernels.maxpool import maxpool2d
+from textclf.models.cnn import conv_blocks, max_pool
 
+# name -> (the pool fused into the convolution, dW's blocks for layers of 16+ input channels; None: the product's)
 EPOCH_VARIANTS = {
-    "128 pixels a step, 512 programs": Conv2dWeightGradBlocks(block_m=128, programs=512),
-    "64 pixels, 512 programs": Conv2dWeightGradBlocks(block_m=64, programs=512),
-    "64 pixels, 256 programs": Conv2dWeightGradBlocks(block_m=64, programs=256),
-    "im2col gather (rows=False)": Conv2dWeightGradBlocks(rows=False),
+    "pool fused, the product's blocks": (True, None),
+    "conv then pool kernels": (False, None),
+    "pool fused, dW 64 pixels a step": (True, Conv2dWeightGradBlocks(block_m=64, programs=512)),
 }
 LAYERS = (("conv1 1->32 5x5", 28, 1, 32, False), ("conv2 32->64 5x5", 14, 32, 64, True))
 
@@ -47,28 +49,33 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"device: {jax.devices()[0].device_kind}, batch {args.batch}")
-    print("| layer | XLA train us | Pallas train us | Pallas / XLA | forward | dX | dW |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| layer | XLA train us | Pallas, conv then pool | Pallas, pool fused | fused / XLA | forward | "
+          "fused forward | dX | dW |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     sweeps = []
     for name, size, cin, cout, needs_dx in LAYERS:
         x = jnp.asarray(rng.random((args.batch, size, size, cin)), jnp.float32)
         w = jnp.asarray(rng.normal(size=(5, 5, cin, cout)) * 0.1, jnp.float32)
         b = jnp.asarray(rng.normal(size=(cout,)) * 0.1, jnp.float32)
-        probe = jnp.asarray(rng.normal(size=(args.batch, size, size, cout)), jnp.float32)
+        probe = jnp.asarray(rng.normal(size=(args.batch, size // 2, size // 2, cout)), jnp.float32)
         argnums = (0, 1, 2) if needs_dx else (1, 2)
-        kernel = conv_blocks(cin)
-        xla = kernel_time(jax.grad(lambda x, w, b: jnp.sum(conv2d_reference(x, w, b, 2) * probe), argnums), (x, w, b))
-        pallas = kernel_time(jax.grad(lambda x, w, b: jnp.sum(conv2d(x, w, b, 2, kernel) * probe), argnums), (x, w, b))
+        kernel, pooled_kernel = conv_blocks(cin), conv_blocks(cin, pooled=True)
+        train = lambda layer: kernel_time(jax.grad(lambda x, w, b: jnp.sum(layer(x, w, b) * probe), argnums), (x, w, b))
+        xla = train(lambda x, w, b: max_pool(conv2d_reference(x, w, b, 2)))
+        unfused = train(lambda x, w, b: maxpool2d(conv2d(x, w, b, 2, kernel)))
+        fused = train(lambda x, w, b: conv2d_pool(x, w, b, 2, pooled_kernel))
         forward = lambda blocks: kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=2, block_sizes=blocks), (x, w, b))
+        pool_forward = lambda blocks: kernel_time(
+            lambda x, w, b: conv2d_pool_forward(x, w, b, pad=2, block_sizes=blocks), (x, w, b))
         flipped = jnp.transpose(w[::-1, ::-1], (0, 1, 3, 2))
-        dz = jnp.maximum(probe, 0)
+        dz = jnp.maximum(jnp.asarray(rng.normal(size=(args.batch, size, size, cout)), jnp.float32), 0)
         input_grad = lambda blocks: kernel_time(lambda dz, wf: conv2d_forward(
             dz, wf, jnp.zeros((cin,), jnp.float32), pad=2, relu=False, block_sizes=blocks), (dz, flipped))
         weight_grad = lambda blocks: kernel_time(
             lambda x, dz: conv2d_weight_grad(x, dz, size=5, pad=2, block_sizes=blocks), (x, dz))
-        dx_blocks = kernel[4] if len(kernel) > 4 else kernel[0]
-        print(f"| {name} | {us(xla)} | {us(pallas)} | {pallas / xla:.2f}x | {us(forward(kernel[0]))} | "
-              f"{us(input_grad(dx_blocks)) if needs_dx else ''} | {us(weight_grad(kernel[1]))} |", flush=True)
+        print(f"| {name} | {us(xla)} | {us(unfused)} | {us(fused)} | {fused / xla:.2f}x | {us(forward(kernel[0]))} | "
+              f"{us(pool_forward(pooled_kernel[0]))} | {us(input_grad(kernel[4])) if needs_dx else ''} | "
+              f"{us(weight_grad(kernel[1]))} |", flush=True)
         if not args.sweep:
             continue
         for block_m, block_n, block_k, stages in itertools.product((32, 64, 128), (32, 64), (32, 64), (2, 3)):
@@ -77,6 +84,11 @@ def main() -> None:
                 sweeps.append((name, "forward", blocks, forward(blocks)))
             if needs_dx:
                 sweeps.append((name, "dX", blocks, input_grad(blocks)))
+            if block_k == 32 and block_m <= 64:  # block_m: windows of 4 pixels
+                for half in (block_m // 2,) if block_m > 16 else ():
+                    half_blocks = Conv2dForwardBlocks(block_m=half, block_n=block_n, num_stages=stages)
+                    sweeps.append((name, "fused forward", half_blocks, pool_forward(half_blocks)))
+                sweeps.append((name, "fused forward", blocks, pool_forward(blocks)))
         weight_grad_blocks = [Conv2dWeightGradBlocks(block_m=block_m, programs=programs, num_warps=warps)
                               for block_m, programs, warps in itertools.product((32, 64, 128), (128, 256, 512), (4, 8))]
         if cin % 16 == 0:  # the im2col gather, which these channels took before the rows kernel
@@ -115,9 +127,9 @@ def epoch_variants(images_count: int = 60000, repeat: int = 3) -> None:
     product_blocks = cnn.conv_blocks
 
     def with_weight_grad(blocks):
-        def conv_blocks(cin, interpret=False):
-            kernel = product_blocks(cin, interpret)
-            return kernel if cin % 16 else (kernel[0], blocks, *kernel[2:])
+        def conv_blocks(cin, interpret=False, pooled=False):
+            kernel = product_blocks(cin, interpret, pooled)
+            return kernel if cin % 16 or blocks is None else (kernel[0], blocks, *kernel[2:])
         return conv_blocks
 
     def run(epoch) -> float:
@@ -128,19 +140,21 @@ def epoch_variants(images_count: int = 60000, repeat: int = 3) -> None:
         return time.perf_counter() - start
 
     epochs = {}
+    product_fused = cnn.FUSED_POOL
     try:
-        for name, blocks in [*EPOCH_VARIANTS.items(), ("XLA (cuDNN)", None)]:
-            cnn.conv_blocks = with_weight_grad(blocks) if blocks else product_blocks
-            epochs[name] = training._epoch_fn("pallas" if blocks else "xla", False, settings.dropout,
+        for name, variant in [*EPOCH_VARIANTS.items(), ("XLA (cuDNN)", None)]:
+            if variant:
+                cnn.FUSED_POOL, cnn.conv_blocks = variant[0], with_weight_grad(variant[1])
+            epochs[name] = training._epoch_fn("pallas" if variant else "xla", False, settings.dropout,
                                               settings.augmentations, settings.weight_decay, stepwise=False)
-            run(epochs[name])  # compiles with the blocks patched in
+            run(epochs[name])  # compiles with the variant patched in
     finally:
-        cnn.conv_blocks = product_blocks
+        cnn.FUSED_POOL, cnn.conv_blocks = product_fused, product_blocks
     seconds = {name: [] for name in epochs}
     for _ in range(repeat):
         for name, epoch in epochs.items():
             seconds[name].append(run(epoch))
-    print(f"\n| dW blocks (16+ input channels) | images/s (median of {repeat}) |\n|---|---:|")
+    print(f"\n| epoch | images/s (median of {repeat}) |\n|---|---:|")
     for name, values in seconds.items():
         print(f"| {name} | {images_count / statistics.median(values):,.0f} |")
 

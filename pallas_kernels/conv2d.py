@@ -55,78 +55,120 @@ def _repeat(count: int, body, acc, unroll: bool):
     return acc
 
 
-def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, cin: int, out_h: int, out_w: int, in_h: int,
+def _pixels(block: jax.Array, block_m: int, n_rows: int, out_h: int, out_w: int, pool: bool, tap: int, shape):
+    """The output pixels a program computes, broadcast to `shape` (leading dimension block_m): -> (inside, n, oh,
+    ow). Without pool, block_m consecutive pixels of the (N, OH, OW) grid (n_rows of them); with pool, block_m
+    consecutive 2x2 windows of the (N, OH // 2, OW // 2) grid (n_rows of them) and, of each, its pixel `tap`
+    (row by row: 0 (0, 0), 1 (0, 1), 2 (1, 0), 3 (1, 1))."""
+    ids = block * block_m + lax.broadcasted_iota(jnp.int32, shape, 0)
+    inside = ids < n_rows
+    ids = jnp.where(inside, ids, 0)
+    if not pool:
+        n, rest = ids // (out_h * out_w), ids % (out_h * out_w)
+        return inside, n, rest // out_w, rest % out_w
+    pool_h, pool_w = out_h // 2, out_w // 2
+    n, rest = ids // (pool_h * pool_w), ids % (pool_h * pool_w)
+    return inside, n, 2 * (rest // pool_w) + tap // 2, 2 * (rest % pool_w) + tap % 2
+
+
+def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, cin: int, out_h: int, out_w: int, in_h: int,
                  in_w: int, n_rows: int, zero: int, block_m: int, block_k: int, relu: bool, precision: str,
-                 pixel_axis: int):
+                 pixel_axis: int, pool: bool):
     """Few input channels (Cin not a multiple of 16: an image's 1-3, LeNet's 4): im2col columns gathered from
-    the padded input flattened to single elements (x_ref, + a zero at index `zero`); w_ref (KKC_p, block_n)."""
+    the padded input flattened to single elements (x_ref, + a zero at index `zero`); w_ref (KKC_p, block_n).
+    pool: the program's rows are 2x2 windows; tap_ref receives which of each window's pixels was largest."""
     block_n = out_ref.shape[1]
-    rows = pl.program_id(pixel_axis) * block_m + lax.broadcasted_iota(jnp.int32, (block_m, block_k), 0)
-    rows = jnp.where(rows < n_rows, rows, 0)
-    n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
-    oh, ow = rest // out_w, rest % out_w
-    row_start = ((n * in_h + oh) * in_w + ow) * cin  # element offset of each output pixel's tap (0, 0)
+    block = pl.program_id(pixel_axis)
     column = lax.broadcasted_iota(jnp.int32, (block_m, block_k), 1)
 
-    def k_block(k0, acc):
-        # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
-        # builds a (block_m, block_k) slice of the im2col matrix in registers; one dot consumes it.
-        j = k0 + column
-        tap, channel = j // cin, j % cin
-        offset = row_start + ((tap // size) * in_w + tap % size) * cin + channel
-        patch = x_ref[jnp.where(j < size * size * cin, offset, zero)]
-        return acc + dot(patch, w_ref[pl.ds(k0, block_k), :], precision)
+    def accumulate(tap: int):
+        inside, n, oh, ow = _pixels(block, block_m, n_rows, out_h, out_w, pool, tap, (block_m, block_k))
+        row_start = ((n * in_h + oh) * in_w + ow) * cin  # element offset of each output pixel's tap (0, 0)
 
-    steps = w_ref.shape[0] // block_k
-    acc = _repeat(steps, lambda step, acc: k_block(step * block_k, acc),
-                  jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype)), unroll=steps <= MAX_UNROLLED_K_STEPS)
-    _store(out_ref, acc, b_ref, relu)
+        def k_block(k0, acc):
+            # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
+            # builds a (block_m, block_k) slice of the im2col matrix in registers; one dot consumes it.
+            j = k0 + column
+            kernel_tap, channel = j // cin, j % cin
+            offset = row_start + ((kernel_tap // size) * in_w + kernel_tap % size) * cin + channel
+            patch = x_ref[jnp.where(inside & (j < size * size * cin), offset, zero)]
+            return acc + dot(patch, w_ref[pl.ds(k0, block_k), :], precision)
+
+        steps = w_ref.shape[0] // block_k
+        return _repeat(steps, lambda step, acc: k_block(step * block_k, acc),
+                       jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype)),
+                       unroll=steps <= MAX_UNROLLED_K_STEPS)
+
+    _finish(out_ref, tap_ref, [accumulate(tap) for tap in range(4 if pool else 1)], b_ref, relu)
 
 
-def _conv_rows_kernel(x_ref, w_ref, b_ref, out_ref, *, size: int, pad: int, in_h: int, in_w: int, out_h: int,
+def _conv_rows_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, pad: int, in_h: int, in_w: int, out_h: int,
                       out_w: int, n_rows: int, block_m: int, block_k: int, relu: bool, precision: str,
-                      pixel_axis: int):
+                      pixel_axis: int, pool: bool):
     """Many input channels (Cin a multiple of 16): the implicit GEMM over (taps x channel blocks) reading the
     unpadded input, one pixel a row: x_ref (N*H*W, Cin). Each step loads, for block_m output pixels, the
     block_k channels of one tap: whole rows of x, contiguous and aligned, so the loads vectorise and Triton
     pipelines them (num_stages) into the tensor-core dots; a tap that falls in the zero padding is a masked-off
-    row, so no padded copy of x is ever written. w_ref (K*K*Cin, block_n): row (tap * Cin + channel)."""
+    row, so no padded copy of x is ever written. w_ref (K*K*Cin, block_n): row (tap * Cin + channel).
+    pool: the program's rows are 2x2 windows, one accumulator for each of their 4 pixels."""
     block_n = out_ref.shape[1]
-    rows = pl.program_id(pixel_axis) * block_m + lax.broadcasted_iota(jnp.int32, (block_m,), 0)  # output pixels
-    inside = rows < n_rows
-    n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
-    oh, ow = rest // out_w, rest % out_w
-    top, left = oh - pad, ow - pad  # the input pixel under tap (0, 0), may lie in the padding
-    corner = (n * in_h + top) * in_w + left  # its row of x_ref (the arithmetic holds outside the image too)
+    block = pl.program_id(pixel_axis)
     chunks = x_ref.shape[1] // block_k
     channel = lax.broadcasted_iota(jnp.int32, (block_k,), 0)
 
-    def step(s, acc):
-        # s walks (tap, channel block) in w_ref's row order; scalar integer division (no `%`: Triton's
-        # lowering of a scalar remainder inside a loop failed on the GPU).
-        tap = s // chunks
-        channel0 = (s - tap * chunks) * block_k
-        kh = tap // size
-        kw = tap - kh * size
-        h, w = top + kh, left + kw
-        valid = inside & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
-        source = jnp.where(valid, corner + kh * in_w + kw, 0)
-        # A masked load (zero where the tap lies in the padding) rather than a select after it: the tile goes
-        # from memory to the dot's operand buffer untouched, which Triton's pipeliner needs to overlap it.
-        patch = pltriton.load(x_ref.at[source[:, None], pl.multiple_of(channel0, block_k) + channel[None, :]],
-                              mask=jnp.broadcast_to(valid[:, None], (block_m, block_k)), other=0)
-        return acc + dot(patch, w_ref[pl.ds(pl.multiple_of(s * block_k, block_k), block_k), :], precision)
+    def accumulate(tap: int):
+        inside, n, oh, ow = _pixels(block, block_m, n_rows, out_h, out_w, pool, tap, (block_m,))
+        top, left = oh - pad, ow - pad  # the input pixel under kernel tap (0, 0), may lie in the padding
+        corner = (n * in_h + top) * in_w + left  # its row of x_ref (the arithmetic holds outside the image too)
 
-    acc = lax.fori_loop(0, size * size * chunks, step, jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype)))
-    _store(out_ref, acc, b_ref, relu)
+        def step(s, acc):
+            # s walks (kernel tap, channel block) in w_ref's row order; scalar integer division (no `%`:
+            # Triton's lowering of a scalar remainder inside a loop failed on the GPU).
+            kernel_tap = s // chunks
+            channel0 = (s - kernel_tap * chunks) * block_k
+            kh = kernel_tap // size
+            kw = kernel_tap - kh * size
+            h, w = top + kh, left + kw
+            valid = inside & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
+            source = jnp.where(valid, corner + kh * in_w + kw, 0)
+            # A masked load (zero where the tap lies in the padding) rather than a select after it: the tile goes
+            # from memory to the dot's operand buffer untouched, which Triton's pipeliner needs to overlap it.
+            patch = pltriton.load(x_ref.at[source[:, None], pl.multiple_of(channel0, block_k) + channel[None, :]],
+                                  mask=jnp.broadcast_to(valid[:, None], (block_m, block_k)), other=0)
+            return acc + dot(patch, w_ref[pl.ds(pl.multiple_of(s * block_k, block_k), block_k), :], precision)
+
+        return lax.fori_loop(0, size * size * chunks, step,
+                             jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype)))
+
+    _finish(out_ref, tap_ref, [accumulate(tap) for tap in range(4 if pool else 1)], b_ref, relu)
+
+
+def _finish(out_ref, tap_ref, accs: list, b_ref, relu: bool) -> None:
+    """The epilogue: bias, then ReLU, fused into the one store of the output tile; with 4 accumulators (a 2x2
+    pool's pixels) the largest of them is stored and, in tap_ref, which one (the first on ties, as
+    pallas_kernels/maxpool.py keeps)."""
+    if not tap_ref:
+        _store(out_ref, accs[0], b_ref, relu)
+        return
+    best = _activated(accs[0], b_ref, relu)
+    best_tap = jnp.zeros(best.shape, jnp.int32)
+    for tap, acc in enumerate(accs[1:], 1):
+        value = _activated(acc, b_ref, relu)
+        better = value > best
+        best = jnp.where(better, value, best)
+        best_tap = jnp.where(better, tap, best_tap)
+    out_ref[...] = best.astype(out_ref.dtype)
+    tap_ref[0][...] = best_tap
+
+
+def _activated(acc, b_ref, relu: bool):
+    acc = acc + b_ref[...].astype(acc.dtype)
+    return jnp.maximum(acc, 0) if relu else acc
 
 
 def _store(out_ref, acc, b_ref, relu: bool) -> None:
     """The epilogue: bias, then ReLU, fused into the one store of the output tile."""
-    acc = acc + b_ref[...].astype(acc.dtype)
-    if relu:
-        acc = jnp.maximum(acc, 0)
-    out_ref[...] = acc.astype(out_ref.dtype)
+    out_ref[...] = _activated(acc, b_ref, relu).astype(out_ref.dtype)
 
 
 @dataclass(frozen=True)
@@ -154,27 +196,45 @@ def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dF
     dtype, TF32 for fp32 under precision "default"). Cin a multiple of 16 takes the row-gather implicit GEMM
     (_conv_rows_kernel), fewer channels the im2col gather (_conv_kernel). Defaults from a sweep on an H200
     (BENCHMARKS.md): block_k 32 was best for both LeNet layers at batch 1,000 and 10,000."""
+    return _forward("conv2d_forward", x, w, b, pad, relu, block_sizes, precision, operand_dtype, interpret, False)
+
+
+@functools.partial(jax.jit, static_argnames=("pad", "block_sizes", "precision", "interpret"))
+def conv2d_pool_forward(x, w, b, *, pad: int, block_sizes: Conv2dForwardBlocks = Conv2dForwardBlocks(),
+                        precision: str = "default", interpret: bool = False) -> tuple[jax.Array, jax.Array]:
+    """conv + bias + ReLU, then a 2x2 max pool, in one kernel: x (N, H, W, Cin) -> (pooled (N, OH // 2, OW // 2,
+    Cout), which (same shape, int32: the window's largest pixel, 0 (0, 0) .. 3 (1, 1), the first on ties)). The
+    convolution's output is never written: each program accumulates the 4 pixels of block_m windows and keeps
+    their largest. Rows and columns past the last whole window are not computed (a pool drops them)."""
+    return _forward("conv2d_pool_forward", x, w, b, pad, True, block_sizes, precision, None, interpret, True)
+
+
+def _forward(name: str, x, w, b, pad: int, relu: bool, block_sizes: Conv2dForwardBlocks, precision: str,
+             operand_dtype: str | None, interpret: bool, pool: bool):
     block_m, block_n, block_k, num_warps, num_stages = (
         block_sizes.block_m, block_sizes.block_n, block_sizes.block_k, block_sizes.num_warps, block_sizes.num_stages)
-    require("conv2d_forward", x.ndim == 4 and w.ndim == 4 and w.shape[0] == w.shape[1] and w.shape[2] == x.shape[3]
+    require(name, x.ndim == 4 and w.ndim == 4 and w.shape[0] == w.shape[1] and w.shape[2] == x.shape[3]
             and b.shape == (w.shape[3],) and pad >= 0, "x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,), pad >= 0",
             x=x, w=w, b=b)
-    require_blocks("conv2d_forward", block_m=block_m, block_n=block_n, block_k=block_k)
+    require_blocks(name, block_m=block_m, block_n=block_n, block_k=block_k)
     n, h, width, cin = x.shape
     size, cout = w.shape[0], w.shape[3]
     cout_p = _channels(cout)
     block_n = min(block_n, cout_p)
     out_h, out_w = h + 2 * pad - size + 1, width + 2 * pad - size + 1
-    m = n * out_h * out_w
+    grid_h, grid_w = (out_h // 2, out_w // 2) if pool else (out_h, out_w)  # the rows a program's block_m counts
+    m = n * grid_h * grid_w
     operands = jnp.dtype(operand_dtype or x.dtype)
     bias = pad_axis(b, 0, cout_p)
     pixel_blocks, channel_blocks = round_up(m, block_m) // block_m, cout_p // block_n
     fastest = block_sizes.channels_fastest
     blocks = (lambda a, b: (b, a)) if fastest else (lambda a, b: (a, b))  # grid ids -> (pixel, channel) block
-    common = dict(out_shape=jax.ShapeDtypeStruct((round_up(m, block_m), cout_p), x.dtype),
+    out_shape = jax.ShapeDtypeStruct((round_up(m, block_m), cout_p), x.dtype)
+    out_spec = pl.BlockSpec((block_m, block_n), blocks)
+    common = dict(out_shape=(out_shape, jax.ShapeDtypeStruct(out_shape.shape, jnp.int32)) if pool else out_shape,
                   grid=(channel_blocks, pixel_blocks) if fastest else (pixel_blocks, channel_blocks),
-                  out_specs=pl.BlockSpec((block_m, block_n), blocks),
-                  compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="conv2d_forward")
+                  out_specs=(out_spec, out_spec) if pool else out_spec,
+                  compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name=name)
     weight_spec = lambda rows: pl.BlockSpec((rows, block_n), lambda a, b: (0, blocks(a, b)[1]))
     bias_spec = pl.BlockSpec((block_n,), lambda a, b: (blocks(a, b)[1],))
     if cin % 16 == 0:
@@ -182,29 +242,31 @@ def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dF
         # Free: NHWC is already one pixel a row. Not narrowed here: `dot` narrows each loaded tile to the
         # weights' operand type in registers, which saves a pass over x.
         rows = x.reshape(n * h * width, cin)
-        taps = pad_axis(w.reshape(size * size * cin, cout), 1, cout_p).astype(operands)
+        weights = pad_axis(w.reshape(size * size * cin, cout), 1, cout_p).astype(operands)
         out = pl.pallas_call(
             functools.partial(_conv_rows_kernel, size=size, pad=pad, in_h=h, in_w=width, out_h=out_h, out_w=out_w,
                               n_rows=m, block_m=block_m, block_k=block_k, relu=relu, precision=precision,
-                              pixel_axis=int(fastest)),
-            in_specs=[pl.BlockSpec(rows.shape, lambda a, b: (0, 0)), weight_spec(taps.shape[0]), bias_spec],
+                              pixel_axis=int(fastest), pool=pool),
+            in_specs=[pl.BlockSpec(rows.shape, lambda a, b: (0, 0)), weight_spec(weights.shape[0]), bias_spec],
             **common,
-        )(rows, taps, bias)
+        )(rows, weights, bias)
     else:
         unrolled = size * size * cin  # im2col width
         block_k = min(block_k, _channels(unrolled))
         padded = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0))).astype(operands)
         zero = padded.size  # index of an appended zero: where the padded im2col columns read
         flat = pad_axis(padded.reshape(-1), 0, next_power_of_two(zero + 1))
-        taps = pad_axis(pad_axis(w.reshape(unrolled, cout), 0, round_up(unrolled, block_k)), 1, cout_p).astype(operands)
+        weights = pad_axis(pad_axis(w.reshape(unrolled, cout), 0, round_up(unrolled, block_k)), 1,
+                           cout_p).astype(operands)
         out = pl.pallas_call(
             functools.partial(_conv_kernel, size=size, cin=cin, out_h=out_h, out_w=out_w, in_h=padded.shape[1],
                               in_w=padded.shape[2], n_rows=m, zero=zero, block_m=block_m, block_k=block_k, relu=relu,
-                              precision=precision, pixel_axis=int(fastest)),
-            in_specs=[pl.BlockSpec(flat.shape, lambda a, b: (0,)), weight_spec(taps.shape[0]), bias_spec],
+                              precision=precision, pixel_axis=int(fastest), pool=pool),
+            in_specs=[pl.BlockSpec(flat.shape, lambda a, b: (0,)), weight_spec(weights.shape[0]), bias_spec],
             **common,
-        )(flat, taps, bias)
-    return out[:m, :cout].reshape(n, out_h, out_w, cout)
+        )(flat, weights, bias)
+    shaped = lambda a: a[:m, :cout].reshape(n, grid_h, grid_w, cout)
+    return (shaped(out[0]), shaped(out[1])) if pool else shaped(out)
 
 
 def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, cin: int, out_h: int, out_w: int, in_h: int,
@@ -366,10 +428,14 @@ def _conv2d_fwd(x, w, b, pad, kernel):
 
 def _conv2d_bwd(pad, kernel, residuals, dy):
     x, w, y = residuals
+    return _conv_grads(x, w, jnp.where(y > 0, dy, jnp.zeros((), dy.dtype)), pad, kernel)
+
+
+def _conv_grads(x, w, dz, pad: int, kernel: tuple):
+    """(dX, dW, db) from dZ, the gradient at the convolution's output before its ReLU."""
     forward_blocks, grad_blocks, precision, interpret = kernel[:4]
     input_grad_blocks = kernel[4] if len(kernel) > 4 else forward_blocks
     size = w.shape[0]
-    dz = jnp.where(y > 0, dy, jnp.zeros((), dy.dtype))
     flipped = jnp.transpose(w[::-1, ::-1], (0, 1, 3, 2))  # (K, K, Cout, Cin)
     dx = conv2d_forward(dz, flipped, jnp.zeros((x.shape[3],), x.dtype), pad=size - 1 - pad, relu=False,
                         block_sizes=input_grad_blocks, precision=precision, interpret=interpret)
@@ -379,6 +445,39 @@ def _conv2d_bwd(pad, kernel, residuals, dy):
 
 
 conv2d.defvjp(_conv2d_fwd, _conv2d_bwd)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4))
+def conv2d_pool(x, w, b, pad: int, kernel: tuple = (Conv2dForwardBlocks(), Conv2dWeightGradBlocks(), "default", False)):
+    """Differentiable conv + bias + ReLU + 2x2 max pool (conv2d_pool_forward); kernel as conv2d's, its first entry
+    the fused forward's blocks (block_m counts windows), its optional fifth dX's. Backward: dZ is dY at each
+    window's largest pixel where that was positive (the ReLU), 0 elsewhere; then dX and dW as conv2d's."""
+    forward_blocks, _, precision, interpret = kernel[:4]
+    return conv2d_pool_forward(x, w, b, pad=pad, block_sizes=forward_blocks, precision=precision,
+                               interpret=interpret)[0]
+
+
+def _conv2d_pool_fwd(x, w, b, pad, kernel):
+    forward_blocks, _, precision, interpret = kernel[:4]
+    pooled, which = conv2d_pool_forward(x, w, b, pad=pad, block_sizes=forward_blocks, precision=precision,
+                                        interpret=interpret)
+    return pooled, (x, w, pooled, which)
+
+
+def _conv2d_pool_bwd(pad, kernel, residuals, dy):
+    x, w, pooled, which = residuals
+    n, pool_h, pool_w, cout = pooled.shape
+    size = w.shape[0]
+    out_h, out_w = x.shape[1] + 2 * pad - size + 1, x.shape[2] + 2 * pad - size + 1
+    live = jnp.where(pooled > 0, dy, jnp.zeros((), dy.dtype))  # (N, PH, PW, C)
+    # (N, PH, 2, PW, 2, C): window pixel (i, j) is tap 2i + j
+    dz = jnp.stack([jnp.stack([jnp.where(which == 2 * i + j, live, 0) for j in (0, 1)], axis=3) for i in (0, 1)],
+                   axis=2).reshape(n, 2 * pool_h, 2 * pool_w, cout)
+    dz = jnp.pad(dz, ((0, 0), (0, out_h - 2 * pool_h), (0, out_w - 2 * pool_w), (0, 0)))
+    return _conv_grads(x, w, dz, pad, kernel)
+
+
+conv2d_pool.defvjp(_conv2d_pool_fwd, _conv2d_pool_bwd)
 
 
 def conv2d_reference(x, w, b, pad: int, precision: str = "default"):

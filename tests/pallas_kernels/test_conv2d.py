@@ -3,8 +3,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallas_kernels.conv2d import (Conv2dForwardBlocks, Conv2dWeightGradBlocks, conv2d, conv2d_forward,
-                                   conv2d_reference, conv2d_weight_grad)
+from pallas_kernels.conv2d import (Conv2dForwardBlocks, Conv2dWeightGradBlocks, conv2d, conv2d_forward, conv2d_pool,
+                                   conv2d_pool_forward, conv2d_reference, conv2d_weight_grad)
+from pallas_kernels.maxpool import maxpool_reference
 from tests.pallas_kernels.conftest import assert_close, gpu_only, poison_device_memory
 
 CASES = [  # (N, H, W, Cin, Cout, K, pad): odd sizes, both paddings, 3/5/7 kernels, the LeNet layers' channels
@@ -63,6 +64,50 @@ def test_gradients_match_jax_grad_of_reference(env, rng, n, h, w, cin, cout, siz
     with jax.default_matmul_precision("highest"):
         want = jax.grad(lambda *a: jnp.sum(conv2d_reference(*a, pad, "highest") * probe), argnums=(0, 1, 2))(
             x, weights, bias)
+    got = jax.grad(loss, argnums=(0, 1, 2))(x, weights, bias)
+    for name, a, b in zip(("dx", "dw", "db"), got, want):
+        assert_close(a, b, env, name)
+
+
+POOL_CASES = [  # (N, H, W, Cin, Cout, K, pad): both kernels, odd output sizes (a row and a column no window takes)
+    (2, 9, 7, 1, 4, 3, 1),
+    (3, 8, 8, 4, 16, 5, 0),
+    (2, 6, 5, 32, 8, 3, 1),
+    (2, 7, 6, 48, 16, 5, 2),
+]
+
+
+@pytest.mark.parametrize("n, h, w, cin, cout, size, pad", POOL_CASES)
+def test_pooled_forward_matches_conv_then_pool(env, rng, n, h, w, cin, cout, size, pad):
+    x, weights, bias = (env.array(rng, (n, h, w, cin)), env.array(rng, (size, size, cin, cout), 0.3),
+                        env.array(rng, (cout,)))
+    poison_device_memory()
+    blocks = Conv2dForwardBlocks(block_m=16, block_n=16)  # 16 windows a program, 2 channel blocks where Cout is 32
+    pooled, which = conv2d_pool_forward(x, weights, bias, pad=pad, block_sizes=blocks, precision=env.precision,
+                                        interpret=env.interpret)
+    conv = conv2d_reference(x, weights, bias, pad, "highest")
+    assert_close(pooled, maxpool_reference(conv), env)
+    # `which` names a window pixel holding the window's value
+    out_h, out_w = pooled.shape[1], pooled.shape[2]
+    windows = conv[:, : 2 * out_h, : 2 * out_w].reshape(n, out_h, 2, out_w, 2, cout).transpose(0, 1, 3, 5, 2, 4)
+    chosen = jnp.take_along_axis(windows.reshape(n, out_h, out_w, cout, 4), which[..., None], axis=-1)[..., 0]
+    assert which.dtype == jnp.int32 and bool(((which >= 0) & (which < 4)).all())
+    assert_close(chosen, pooled, env)
+    assert (pooled == 0).any() and (pooled > 0).any()  # the ReLU cut some windows whole, not all
+
+
+@pytest.mark.parametrize("n, h, w, cin, cout, size, pad", POOL_CASES)
+def test_pooled_gradients_match_jax_grad_of_reference(env, rng, n, h, w, cin, cout, size, pad):
+    x, weights, bias = (env.array(rng, (n, h, w, cin)), env.array(rng, (size, size, cin, cout), 0.3),
+                        env.array(rng, (cout,)))
+    out_h, out_w = h + 2 * pad - size + 1, w + 2 * pad - size + 1
+    probe = env.array(rng, (n, out_h // 2, out_w // 2, cout))
+    kernel = (Conv2dForwardBlocks(block_m=16, block_n=16), Conv2dWeightGradBlocks(block_m=32), env.precision,
+              env.interpret, Conv2dForwardBlocks(block_m=32, block_n=16))
+    loss = lambda *a: jnp.sum(conv2d_pool(*a, pad, kernel) * probe)
+    with jax.default_matmul_precision("highest"):
+        want = jax.grad(lambda *a: jnp.sum(maxpool_reference(conv2d_reference(*a, pad, "highest")) * probe),
+                        argnums=(0, 1, 2))(x, weights, bias)
     got = jax.grad(loss, argnums=(0, 1, 2))(x, weights, bias)
     for name, a, b in zip(("dx", "dw", "db"), got, want):
         assert_close(a, b, env, name)

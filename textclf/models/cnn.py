@@ -6,9 +6,9 @@
   to 2 px: Fashion-MNIST test accuracy 0.9294 on an H100 (0.909-0.917 with 10 epochs, with or without them;
   BENCHMARKS.md has the sweep).
 
-backend "xla": lax.conv_general_dilated (cuDNN on a GPU) and max_pool (a fused reshape and max); "pallas": the implicit-GEMM
-convolution and the max-pool kernels (pallas_kernels/conv2d.py, maxpool.py) with their explicit backward
-passes, and the output layer + softmax + log-loss is the text MLP's softmax_xent kernel (softmax_xent_loss);
+backend "xla": lax.conv_general_dilated (cuDNN on a GPU) and max_pool (a fused reshape and max); "pallas": the
+implicit-GEMM convolution with the pool fused into it (pallas_kernels/conv2d.py conv2d_pool) and its explicit
+backward passes, and the output layer + softmax + log-loss is the text MLP's softmax_xent kernel (softmax_xent_loss);
 the hidden dense layer is plain JAX on both paths (the MLP's hidden kernels fuse a sigmoid, not a ReLU).
 Images arrive as uint8 (N, H, W, C) and are scaled to [0, 1] on the device.
 
@@ -103,8 +103,15 @@ def _max_pool_bwd(size, residuals, dy):
 max_pool.defvjp(_max_pool_fwd, _max_pool_bwd)
 
 
-def conv_blocks(cin: int, interpret: bool = False) -> tuple:
-    """The Pallas conv2d's blocks for a layer over cin input channels: (forward, dW, precision, interpret, dX).
+# The Pallas path runs each convolution and the 2x2 pool after it as one kernel (pallas_kernels/conv2d.py
+# conv2d_pool: the convolution's output never goes to memory); False: the convolution kernel, then the pool
+# kernels (pallas_kernels/maxpool.py), kept for measuring one against the other (benchmarks/cnn_layers.py).
+FUSED_POOL = True
+
+
+def conv_blocks(cin: int, interpret: bool = False, pooled: bool = False) -> tuple:
+    """The Pallas conv2d's blocks for a layer over cin input channels: (forward, dW, precision, interpret, dX);
+    pooled: the forward entry for conv2d_pool, whose block_m counts 2x2 windows (4 pixels each).
     From a sweep of the default network's two layers (5x5) at batch 64 on an H200 (`python -m
     benchmarks.cnn_layers --sweep`, then the training epoch, BENCHMARKS.md): an image's few channels (the im2col
     gather) and 16 or more (whole pixel rows) want others."""
@@ -112,9 +119,13 @@ def conv_blocks(cin: int, interpret: bool = False) -> tuple:
 
     if cin % 16:
         forward = Conv2dForwardBlocks(block_m=128, block_n=32)
-        return (forward, Conv2dWeightGradBlocks(block_m=128, programs=512), "default", interpret, forward)
-    forward = Conv2dForwardBlocks(block_m=32, block_n=64, num_stages=3)
-    return (forward, Conv2dWeightGradBlocks(block_m=128, programs=512), "default", interpret, forward)
+        pool_forward = Conv2dForwardBlocks(block_m=32, block_n=32)
+        weight_grad = Conv2dWeightGradBlocks(block_m=128, programs=512)
+    else:
+        forward = Conv2dForwardBlocks(block_m=32, block_n=64, num_stages=3)
+        pool_forward = Conv2dForwardBlocks(block_m=16, block_n=64, num_stages=3)
+        weight_grad = Conv2dWeightGradBlocks(block_m=128, programs=512)
+    return (pool_forward if pooled else forward, weight_grad, "default", interpret, forward)
 
 
 def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:
@@ -122,12 +133,15 @@ def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", inter
     x = images.astype(jnp.float32) / 255.0 if images.dtype == jnp.uint8 else images
     for layer in params.convs:
         pad = layer.w.shape[0] // 2
-        if backend == "pallas":
+        if backend == "pallas" and FUSED_POOL:
+            from pallas_kernels.conv2d import conv2d_pool
+
+            x = conv2d_pool(x, layer.w, layer.b, pad, conv_blocks(layer.w.shape[2], interpret, pooled=True))
+        elif backend == "pallas":
             from pallas_kernels.conv2d import conv2d
             from pallas_kernels.maxpool import maxpool2d
 
-            blocks = conv_blocks(layer.w.shape[2], interpret)
-            x = maxpool2d(conv2d(x, layer.w, layer.b, pad, blocks), 2, interpret)
+            x = maxpool2d(conv2d(x, layer.w, layer.b, pad, conv_blocks(layer.w.shape[2], interpret)), 2, interpret)
         else:
             from pallas_kernels.conv2d import conv2d_reference
 
