@@ -6,7 +6,7 @@ Layers of textclf's default image network (textclf/models/cnn.py): 28x28x1 -> 32
 "same" padding, bias + ReLU, then a 2x2 max pool; fp32 (TF32 products). For each layer, forward + backward as
 training runs it (jax.grad: dW and db, and dX for the second layer; the first layer's input is the image, whose
 gradient nothing needs): XLA's conv and fused pool, the Pallas convolution then its pool kernels, and the Pallas
-convolution with the pool fused in (conv2d_pool, the product's); then each Pallas kernel alone (forward, dX, dW,
+convolution with the pool fused in (conv2d_pool; textclf.models.cnn.FUSED_POOL says which the product runs); then each Pallas kernel alone (forward, dX, dW,
 the fused forward) under the product's blocks and, with --sweep, others. Profiler kernel time
 (benchmarks.timing.kernel_time), microseconds per call. --epoch-variants: then the product's training epoch
 (60,000 synthetic images, as benchmarks.cnn_epoch) with each of EPOCH_VARIANTS, beside XLA's epoch, 3 epochs each,
@@ -30,9 +30,9 @@ from textclf.models.cnn import conv_blocks, max_pool
 
 # name -> (the pool fused into the convolution, dW's blocks for layers of 16+ input channels; None: the product's)
 EPOCH_VARIANTS = {
-    "pool fused, the product's blocks": (True, None),
     "conv then pool kernels": (False, None),
-    "pool fused, dW 64 pixels a step": (True, Conv2dWeightGradBlocks(block_m=64, programs=512)),
+    "pool fused": (True, None),
+    "conv then pool kernels, dW 64 pixels a step": (False, Conv2dWeightGradBlocks(block_m=64, programs=512)),
 }
 LAYERS = (("conv1 1->32 5x5", 28, 1, 32, False), ("conv2 32->64 5x5", 14, 32, 64, True))
 

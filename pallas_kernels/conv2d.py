@@ -80,26 +80,28 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, cin: int, ou
     block_n = out_ref.shape[1]
     block = pl.program_id(pixel_axis)
     column = lax.broadcasted_iota(jnp.int32, (block_m, block_k), 1)
-
-    def accumulate(tap: int):
+    starts = []  # per pool tap (one without pool): (inside, element offset of each output pixel's kernel tap (0, 0))
+    for tap in range(4 if pool else 1):
         inside, n, oh, ow = _pixels(block, block_m, n_rows, out_h, out_w, pool, tap, (block_m, block_k))
-        row_start = ((n * in_h + oh) * in_w + ow) * cin  # element offset of each output pixel's tap (0, 0)
+        starts.append((inside, ((n * in_h + oh) * in_w + ow) * cin))
 
-        def k_block(k0, acc):
-            # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
-            # builds a (block_m, block_k) slice of the im2col matrix in registers; one dot consumes it.
-            j = k0 + column
-            kernel_tap, channel = j // cin, j % cin
-            offset = row_start + ((kernel_tap // size) * in_w + kernel_tap % size) * cin + channel
-            patch = x_ref[jnp.where(inside & (j < size * size * cin), offset, zero)]
-            return acc + dot(patch, w_ref[pl.ds(k0, block_k), :], precision)
+    def k_block(k0, accs):
+        # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
+        # builds a (block_m, block_k) slice of the im2col matrix in registers; one dot consumes it. The pool's
+        # 4 pixels of each window share the weight tile.
+        j = k0 + column
+        kernel_tap, channel = j // cin, j % cin
+        offset = ((kernel_tap // size) * in_w + kernel_tap % size) * cin + channel
+        weights = w_ref[pl.ds(k0, block_k), :]
+        return tuple(acc + dot(x_ref[jnp.where(inside & (j < size * size * cin), row_start + offset, zero)], weights,
+                               precision)
+                     for acc, (inside, row_start) in zip(accs, starts))
 
-        steps = w_ref.shape[0] // block_k
-        return _repeat(steps, lambda step, acc: k_block(step * block_k, acc),
-                       jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype)),
-                       unroll=steps <= MAX_UNROLLED_K_STEPS)
-
-    _finish(out_ref, tap_ref, [accumulate(tap) for tap in range(4 if pool else 1)], b_ref, relu)
+    steps = w_ref.shape[0] // block_k
+    zeros = jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype))
+    accs = _repeat(steps, lambda step, accs: k_block(step * block_k, accs), (zeros,) * len(starts),
+                   unroll=steps <= MAX_UNROLLED_K_STEPS)
+    _finish(out_ref, tap_ref, list(accs), b_ref, relu)
 
 
 def _conv_rows_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, pad: int, in_h: int, in_w: int, out_h: int,
@@ -115,19 +117,23 @@ def _conv_rows_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, pad: in
     block = pl.program_id(pixel_axis)
     chunks = x_ref.shape[1] // block_k
     channel = lax.broadcasted_iota(jnp.int32, (block_k,), 0)
-
-    def accumulate(tap: int):
+    corners = []  # per pool tap (one without pool): the input pixel under kernel tap (0, 0), may lie in the padding
+    for tap in range(4 if pool else 1):
         inside, n, oh, ow = _pixels(block, block_m, n_rows, out_h, out_w, pool, tap, (block_m,))
-        top, left = oh - pad, ow - pad  # the input pixel under kernel tap (0, 0), may lie in the padding
-        corner = (n * in_h + top) * in_w + left  # its row of x_ref (the arithmetic holds outside the image too)
+        top, left = oh - pad, ow - pad
+        corners.append((inside, top, left, (n * in_h + top) * in_w + left))  # its row of x_ref (holds outside too)
 
-        def step(s, acc):
-            # s walks (kernel tap, channel block) in w_ref's row order; scalar integer division (no `%`:
-            # Triton's lowering of a scalar remainder inside a loop failed on the GPU).
-            kernel_tap = s // chunks
-            channel0 = (s - kernel_tap * chunks) * block_k
-            kh = kernel_tap // size
-            kw = kernel_tap - kh * size
+    def step(s, accs):
+        # s walks (kernel tap, channel block) in w_ref's row order; scalar integer division (no `%`: Triton's
+        # lowering of a scalar remainder inside a loop failed on the GPU). The pool's 4 pixels of each window
+        # share the weight tile.
+        kernel_tap = s // chunks
+        channel0 = (s - kernel_tap * chunks) * block_k
+        kh = kernel_tap // size
+        kw = kernel_tap - kh * size
+        weights = w_ref[pl.ds(pl.multiple_of(s * block_k, block_k), block_k), :]
+        new = []
+        for acc, (inside, top, left, corner) in zip(accs, corners):
             h, w = top + kh, left + kw
             valid = inside & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
             source = jnp.where(valid, corner + kh * in_w + kw, 0)
@@ -135,12 +141,12 @@ def _conv_rows_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, pad: in
             # from memory to the dot's operand buffer untouched, which Triton's pipeliner needs to overlap it.
             patch = pltriton.load(x_ref.at[source[:, None], pl.multiple_of(channel0, block_k) + channel[None, :]],
                                   mask=jnp.broadcast_to(valid[:, None], (block_m, block_k)), other=0)
-            return acc + dot(patch, w_ref[pl.ds(pl.multiple_of(s * block_k, block_k), block_k), :], precision)
+            new.append(acc + dot(patch, weights, precision))
+        return tuple(new)
 
-        return lax.fori_loop(0, size * size * chunks, step,
-                             jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype)))
-
-    _finish(out_ref, tap_ref, [accumulate(tap) for tap in range(4 if pool else 1)], b_ref, relu)
+    zeros = jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype))
+    accs = lax.fori_loop(0, size * size * chunks, step, (zeros,) * len(corners))
+    _finish(out_ref, tap_ref, list(accs), b_ref, relu)
 
 
 def _finish(out_ref, tap_ref, accs: list, b_ref, relu: bool) -> None:

@@ -7,7 +7,7 @@
   BENCHMARKS.md has the sweep).
 
 backend "xla": lax.conv_general_dilated (cuDNN on a GPU) and max_pool (a fused reshape and max); "pallas": the
-implicit-GEMM convolution with the pool fused into it (pallas_kernels/conv2d.py conv2d_pool) and its explicit
+implicit-GEMM convolution and the max-pool kernels (pallas_kernels/conv2d.py, maxpool.py) with their explicit
 backward passes, and the output layer + softmax + log-loss is the text MLP's softmax_xent kernel (softmax_xent_loss);
 the hidden dense layer is plain JAX on both paths (the MLP's hidden kernels fuse a sigmoid, not a ReLU).
 Images arrive as uint8 (N, H, W, C) and are scaled to [0, 1] on the device.
@@ -103,10 +103,12 @@ def _max_pool_bwd(size, residuals, dy):
 max_pool.defvjp(_max_pool_fwd, _max_pool_bwd)
 
 
-# The Pallas path runs each convolution and the 2x2 pool after it as one kernel (pallas_kernels/conv2d.py
-# conv2d_pool: the convolution's output never goes to memory); False: the convolution kernel, then the pool
-# kernels (pallas_kernels/maxpool.py), kept for measuring one against the other (benchmarks/cnn_layers.py).
-FUSED_POOL = True
+# Decision: the Pallas path runs each convolution and then the pool kernels (pallas_kernels/maxpool.py). The
+# pool fused into the convolution's epilogue (pallas_kernels/conv2d.py conv2d_pool, True here: the convolution's
+# output never goes to memory) measured slower on an H200 (`python -m benchmarks.cnn_layers --epoch-variants`,
+# BENCHMARKS.md): 292,582 against 330,606 images/s for the default network's epoch. Its forward keeps 4
+# accumulators a window (fewer windows a program), and its backward builds dZ from the window's pixel in XLA.
+FUSED_POOL = False
 
 
 def conv_blocks(cin: int, interpret: bool = False, pooled: bool = False) -> tuple:
@@ -119,11 +121,11 @@ def conv_blocks(cin: int, interpret: bool = False, pooled: bool = False) -> tupl
 
     if cin % 16:
         forward = Conv2dForwardBlocks(block_m=128, block_n=32)
-        pool_forward = Conv2dForwardBlocks(block_m=32, block_n=32)
+        pool_forward = Conv2dForwardBlocks(block_m=64, block_n=32)
         weight_grad = Conv2dWeightGradBlocks(block_m=128, programs=512)
     else:
         forward = Conv2dForwardBlocks(block_m=32, block_n=64, num_stages=3)
-        pool_forward = Conv2dForwardBlocks(block_m=16, block_n=64, num_stages=3)
+        pool_forward = Conv2dForwardBlocks(block_m=32, block_n=64, num_stages=3)
         weight_grad = Conv2dWeightGradBlocks(block_m=128, programs=512)
     return (pool_forward if pooled else forward, weight_grad, "default", interpret, forward)
 
