@@ -80,10 +80,11 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, cin: int, ou
     block_n = out_ref.shape[1]
     block = pl.program_id(pixel_axis)
     column = lax.broadcasted_iota(jnp.int32, (block_m, block_k), 1)
-    starts = []  # per pool tap (one without pool): (inside, element offset of each output pixel's kernel tap (0, 0))
-    for tap in range(4 if pool else 1):
-        inside, n, oh, ow = _pixels(block, block_m, n_rows, out_h, out_w, pool, tap, (block_m, block_k))
-        starts.append((inside, ((n * in_h + oh) * in_w + ow) * cin))
+    # per pool tap (one without pool): the element offset of each output pixel's kernel tap (0, 0). Rows past the
+    # last pixel read pixel 0's (_pixels clamps them) into output rows the wrapper drops: no mask to compute.
+    starts = [((n * in_h + oh) * in_w + ow) * cin
+              for n, oh, ow in (_pixels(block, block_m, n_rows, out_h, out_w, pool, tap, (block_m, block_k))[1:]
+                                for tap in range(4 if pool else 1))]
 
     def k_block(k0, accs):
         # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
@@ -93,9 +94,8 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, cin: int, ou
         kernel_tap, channel = j // cin, j % cin
         offset = ((kernel_tap // size) * in_w + kernel_tap % size) * cin + channel
         weights = w_ref[pl.ds(k0, block_k), :]
-        return tuple(acc + dot(x_ref[jnp.where(inside & (j < size * size * cin), row_start + offset, zero)], weights,
-                               precision)
-                     for acc, (inside, row_start) in zip(accs, starts))
+        return tuple(acc + dot(x_ref[jnp.where(j < size * size * cin, row_start + offset, zero)], weights, precision)
+                     for acc, row_start in zip(accs, starts))
 
     steps = w_ref.shape[0] // block_k
     zeros = jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype))
