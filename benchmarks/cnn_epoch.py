@@ -28,6 +28,27 @@ from textclf.training.device_data import epoch_order
 from textclf.training.optimizers import adam
 
 
+def synthetic_epoch_inputs(images_count: int, settings: Settings) -> tuple:
+    """(images (N, 28, 28, 1) uint8, labels, order (steps, B), learning rates) of one epoch on the device: random
+    pixels and labels in Fashion-MNIST's shapes (the pixels' values do not change the work)."""
+    rng = np.random.default_rng(0)
+    images = jnp.asarray(rng.integers(0, 256, (images_count, 28, 28, 1), dtype=np.uint8))
+    labels = jnp.asarray(rng.integers(0, 10, images_count).astype(np.int32))
+    steps = -(-images_count // settings.batch_size)
+    order = epoch_order(settings.seed, 1, images_count, steps, settings.batch_size)
+    return images, labels, order, jnp.asarray(learning_rates(settings, 0, steps))
+
+
+def timed_epoch(epoch, settings: Settings, inputs: tuple) -> float:
+    """Seconds of one call of an epoch function (textclf.training.cnn._epoch_fn) from fresh weights."""
+    params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings.channels, settings.conv_kernel,
+                      settings.hidden)
+    state = adam().init(params)
+    start = time.perf_counter()
+    jax.block_until_ready(epoch(params, state, *inputs, jax.random.PRNGKey(1)))
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=1024)
@@ -38,23 +59,14 @@ def main() -> None:
                         help="then trace one more epoch a mode and print its TOP kernels by GPU time")
     args = parser.parse_args()
     settings = Settings(model="cnn")
-    rng = np.random.default_rng(0)
-    images = jnp.asarray(rng.integers(0, 256, (args.images, 28, 28, 1), dtype=np.uint8))
-    labels = jnp.asarray(rng.integers(0, 10, args.images).astype(np.int32))
-    steps = -(-args.images // settings.batch_size)
-    order = epoch_order(settings.seed, 1, args.images, steps, settings.batch_size)
-    lrs = jnp.asarray(learning_rates(settings, 0, steps))
+    inputs = synthetic_epoch_inputs(args.images, settings)
+    steps = inputs[2].shape[0]
     epochs = {f"{backend} {mode}": _epoch_fn(backend, False, settings.dropout, settings.augmentations,
                                              settings.weight_decay, stepwise=(mode == "stepwise"))
               for backend in args.backends.split(",") for mode in args.modes.split(",")}
 
     def run(mode: str) -> float:
-        params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings.channels, settings.conv_kernel,
-                          settings.hidden)
-        state = adam().init(params)
-        start = time.perf_counter()
-        jax.block_until_ready(epochs[mode](params, state, images, labels, order, lrs, jax.random.PRNGKey(1)))
-        return time.perf_counter() - start
+        return timed_epoch(epochs[mode], settings, inputs)
 
     for mode in epochs:
         run(mode)  # compile

@@ -108,22 +108,14 @@ def main() -> None:
 
 def epoch_variants(images_count: int = 60000, repeat: int = 3) -> None:
     import statistics
-    import time
 
     import textclf.models.cnn as cnn
     import textclf.training.cnn as training
-    from textclf.models.cnn import init_cnn
+    from benchmarks.cnn_epoch import synthetic_epoch_inputs, timed_epoch
     from textclf.settings import Settings
-    from textclf.training.device_data import epoch_order
-    from textclf.training.optimizers import adam
 
     settings = Settings(model="cnn")
-    rng = np.random.default_rng(0)
-    images = jnp.asarray(rng.integers(0, 256, (images_count, 28, 28, 1), dtype=np.uint8))
-    labels = jnp.asarray(rng.integers(0, 10, images_count).astype(np.int32))
-    steps = -(-images_count // settings.batch_size)
-    order = epoch_order(settings.seed, 1, images_count, steps, settings.batch_size)
-    rates = jnp.asarray(training.learning_rates(settings, 0, steps))
+    inputs = synthetic_epoch_inputs(images_count, settings)
     product_blocks = cnn.conv_blocks
 
     def with_weight_grad(blocks):
@@ -131,13 +123,6 @@ def epoch_variants(images_count: int = 60000, repeat: int = 3) -> None:
             kernel = product_blocks(cin, interpret, pooled)
             return kernel if cin % 16 or blocks is None else (kernel[0], blocks, *kernel[2:])
         return conv_blocks
-
-    def run(epoch) -> float:
-        params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings.channels, settings.conv_kernel,
-                          settings.hidden)
-        start = time.perf_counter()
-        jax.block_until_ready(epoch(params, adam().init(params), images, labels, order, rates, jax.random.PRNGKey(1)))
-        return time.perf_counter() - start
 
     epochs = {}
     product_fused = cnn.FUSED_POOL
@@ -147,13 +132,13 @@ def epoch_variants(images_count: int = 60000, repeat: int = 3) -> None:
                 cnn.FUSED_POOL, cnn.conv_blocks = variant[0], with_weight_grad(variant[1])
             epochs[name] = training._epoch_fn("pallas" if variant else "xla", False, settings.dropout,
                                               settings.augmentations, settings.weight_decay, stepwise=False)
-            run(epochs[name])  # compiles with the variant patched in
+            timed_epoch(epochs[name], settings, inputs)  # compiles with the variant patched in
     finally:
         cnn.FUSED_POOL, cnn.conv_blocks = product_fused, product_blocks
     seconds = {name: [] for name in epochs}
     for _ in range(repeat):
         for name, epoch in epochs.items():
-            seconds[name].append(run(epoch))
+            seconds[name].append(timed_epoch(epoch, settings, inputs))
     print(f"\n| epoch | images/s (median of {repeat}) |\n|---|---:|")
     for name, values in seconds.items():
         print(f"| {name} | {images_count / statistics.median(values):,.0f} |")

@@ -153,10 +153,10 @@ def _finish(out_ref, tap_ref, accs: list, b_ref, relu: bool) -> None:
     """The epilogue: bias, then ReLU, fused into the one store of the output tile; with 4 accumulators (a 2x2
     pool's pixels) the largest of them is stored and, in tap_ref, which one (the first on ties, as
     pallas_kernels/maxpool.py keeps)."""
-    if not tap_ref:
-        _store(out_ref, accs[0], b_ref, relu)
-        return
     best = _activated(accs[0], b_ref, relu)
+    if not tap_ref:
+        out_ref[...] = best.astype(out_ref.dtype)
+        return
     best_tap = jnp.zeros(best.shape, jnp.int32)
     for tap, acc in enumerate(accs[1:], 1):
         value = _activated(acc, b_ref, relu)
@@ -171,10 +171,6 @@ def _activated(acc, b_ref, relu: bool):
     acc = acc + b_ref[...].astype(acc.dtype)
     return jnp.maximum(acc, 0) if relu else acc
 
-
-def _store(out_ref, acc, b_ref, relu: bool) -> None:
-    """The epilogue: bias, then ReLU, fused into the one store of the output tile."""
-    out_ref[...] = _activated(acc, b_ref, relu).astype(out_ref.dtype)
 
 
 @dataclass(frozen=True)
@@ -382,39 +378,31 @@ def conv2d_weight_grad(x, dz, *, size: int, pad: int, block_sizes: Conv2dWeightG
     dz_rows = pad_axis(dz.reshape(m, cout), 1, cout_p)
     total_chunks = -(-m // block_m)
     if cin % 16 == 0 and block_sizes.rows:  # whole rows of x a tap, as the forward's _conv_rows_kernel reads them
-        block_k = min(block_r, cin & -cin)  # dW rows a program: a power of two dividing Cin, at most block_r
-        row_blocks = unrolled // block_k
-        splits = max(1, min(total_chunks, programs // row_blocks))
-        chunks = -(-total_chunks // splits)
-        partial = pl.pallas_call(
-            functools.partial(_weight_grad_rows_kernel, size=size, pad=pad, in_h=h, in_w=width, out_h=out_h,
-                              out_w=out_w, n_rows=m, block_m=block_m, block_k=block_k, chunks=chunks,
-                              precision=precision),
-            out_shape=jax.ShapeDtypeStruct((splits, unrolled, cout_p), x.dtype),
-            grid=(row_blocks, splits),
-            in_specs=[pl.BlockSpec((n * h * width, cin), lambda r, s: (0, 0)),
-                      pl.BlockSpec(dz_rows.shape, lambda r, s: (0, 0))],
-            out_specs=pl.BlockSpec((1, block_k, cout_p), lambda r, s: (s, r, 0)),
-            compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="conv2d_weight_grad_rows",
-        )(x.reshape(n * h * width, cin), dz_rows)
-        return partial.sum(axis=0)[:, :cout].reshape(size, size, cin, cout)
-    block_r = min(block_r, _channels(unrolled))
-    row_blocks = round_up(unrolled, block_r) // block_r
-    padded = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
-    zero = padded.size
-    flat = pad_axis(padded.reshape(-1), 0, next_power_of_two(zero + 1))
+        block = min(block_r, cin & -cin)  # dW rows a program: a power of two dividing Cin, at most block_r
+        source = x.reshape(n * h * width, cin)
+        kernel = functools.partial(_weight_grad_rows_kernel, size=size, pad=pad, in_h=h, in_w=width, block_k=block)
+        name = "conv2d_weight_grad_rows"
+    else:  # the padded input flattened to single elements, im2col's columns gathered
+        block = min(block_r, _channels(unrolled))
+        padded = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
+        zero = padded.size
+        source = pad_axis(padded.reshape(-1), 0, next_power_of_two(zero + 1))
+        kernel = functools.partial(_weight_grad_kernel, size=size, cin=cin, in_h=padded.shape[1],
+                                   in_w=padded.shape[2], zero=zero, block_r=block)
+        name = "conv2d_weight_grad"
+    row_blocks = round_up(unrolled, block) // block
     splits = max(1, min(total_chunks, programs // row_blocks))
     chunks = -(-total_chunks // splits)
     partial = pl.pallas_call(
-        functools.partial(_weight_grad_kernel, size=size, cin=cin, out_h=out_h, out_w=out_w, in_h=padded.shape[1],
-                          in_w=padded.shape[2], n_rows=m, zero=zero, block_m=block_m, block_r=block_r, chunks=chunks,
+        functools.partial(kernel, out_h=out_h, out_w=out_w, n_rows=m, block_m=block_m, chunks=chunks,
                           precision=precision),
-        out_shape=jax.ShapeDtypeStruct((splits, row_blocks * block_r, cout_p), x.dtype),
+        out_shape=jax.ShapeDtypeStruct((splits, row_blocks * block, cout_p), x.dtype),
         grid=(row_blocks, splits),
-        in_specs=[pl.BlockSpec(flat.shape, lambda r, s: (0,)), pl.BlockSpec(dz_rows.shape, lambda r, s: (0, 0))],
-        out_specs=pl.BlockSpec((1, block_r, cout_p), lambda r, s: (s, r, 0)),
-        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="conv2d_weight_grad",
-    )(flat, dz_rows)
+        in_specs=[pl.BlockSpec(source.shape, lambda r, s: (0,) * source.ndim),
+                  pl.BlockSpec(dz_rows.shape, lambda r, s: (0, 0))],
+        out_specs=pl.BlockSpec((1, block, cout_p), lambda r, s: (s, r, 0)),
+        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name=name,
+    )(source, dz_rows)
     return partial.sum(axis=0)[:unrolled, :cout].reshape(size, size, cin, cout)
 
 
@@ -457,7 +445,8 @@ conv2d.defvjp(_conv2d_fwd, _conv2d_bwd)
 def conv2d_pool(x, w, b, pad: int, kernel: tuple = (Conv2dForwardBlocks(), Conv2dWeightGradBlocks(), "default", False)):
     """Differentiable conv + bias + ReLU + 2x2 max pool (conv2d_pool_forward); kernel as conv2d's, its first entry
     the fused forward's blocks (block_m counts windows), its optional fifth dX's. Backward: dZ is dY at each
-    window's largest pixel where that was positive (the ReLU), 0 elsewhere; then dX and dW as conv2d's."""
+    window's largest pixel where that was positive (the ReLU), 0 elsewhere (maxpool_backward, from `which`); then
+    dX and dW as conv2d's."""
     forward_blocks, _, precision, interpret = kernel[:4]
     return conv2d_pool_forward(x, w, b, pad=pad, block_sizes=forward_blocks, precision=precision,
                                interpret=interpret)[0]
@@ -471,15 +460,13 @@ def _conv2d_pool_fwd(x, w, b, pad, kernel):
 
 
 def _conv2d_pool_bwd(pad, kernel, residuals, dy):
+    from pallas_kernels.maxpool import maxpool_backward
+
     x, w, pooled, which = residuals
-    n, pool_h, pool_w, cout = pooled.shape
     size = w.shape[0]
     out_h, out_w = x.shape[1] + 2 * pad - size + 1, x.shape[2] + 2 * pad - size + 1
-    live = jnp.where(pooled > 0, dy, jnp.zeros((), dy.dtype))  # (N, PH, PW, C)
-    # (N, PH, 2, PW, 2, C): window pixel (i, j) is tap 2i + j
-    dz = jnp.stack([jnp.stack([jnp.where(which == 2 * i + j, live, 0) for j in (0, 1)], axis=3) for i in (0, 1)],
-                   axis=2).reshape(n, 2 * pool_h, 2 * pool_w, cout)
-    dz = jnp.pad(dz, ((0, 0), (0, out_h - 2 * pool_h), (0, out_w - 2 * pool_w), (0, 0)))
+    live = jnp.where(pooled > 0, dy, jnp.zeros((), dy.dtype))  # the ReLU: no gradient where the window was cut
+    dz = maxpool_backward(live, which, size=2, height=out_h, width=out_w, interpret=kernel[3])
     return _conv_grads(x, w, dz, pad, kernel)
 
 

@@ -122,11 +122,9 @@ def conv_blocks(cin: int, interpret: bool = False, pooled: bool = False) -> tupl
     if cin % 16:
         forward = Conv2dForwardBlocks(block_m=128, block_n=32)
         pool_forward = Conv2dForwardBlocks(block_m=64, block_n=32)
-        weight_grad = Conv2dWeightGradBlocks(block_m=128, programs=512)
     else:
-        forward = Conv2dForwardBlocks(block_m=32, block_n=64, num_stages=3)
-        pool_forward = Conv2dForwardBlocks(block_m=32, block_n=64, num_stages=3)
-        weight_grad = Conv2dWeightGradBlocks(block_m=128, programs=512)
+        forward = pool_forward = Conv2dForwardBlocks(block_m=32, block_n=64, num_stages=3)
+    weight_grad = Conv2dWeightGradBlocks(block_m=128, programs=512)
     return (pool_forward if pooled else forward, weight_grad, "default", interpret, forward)
 
 
