@@ -7,7 +7,7 @@
   BENCHMARKS.md has the sweep).
 
 backend "xla": lax.conv_general_dilated (cuDNN on a GPU) and max_pool (a fused reshape and max); "pallas": the
-implicit-GEMM convolution and the max-pool kernels (pallas_kernels/conv2d.py, maxpool.py) with their explicit
+implicit-GEMM convolution with the pool fused into it (pallas_kernels/conv2d.py conv2d_pool) and its explicit
 backward passes, and the output layer + softmax + log-loss is the text MLP's softmax_xent kernel (softmax_xent_loss);
 the hidden dense layer is plain JAX on both paths (the MLP's hidden kernels fuse a sigmoid, not a ReLU).
 Images arrive as uint8 (N, H, W, C) and are scaled to [0, 1] on the device.
@@ -103,12 +103,12 @@ def _max_pool_bwd(size, residuals, dy):
 max_pool.defvjp(_max_pool_fwd, _max_pool_bwd)
 
 
-# Decision: the Pallas path runs each convolution and then the pool kernels (pallas_kernels/maxpool.py). The
-# pool fused into the convolution's epilogue (pallas_kernels/conv2d.py conv2d_pool, True here: the convolution's
-# output never goes to memory) measured slower on an H200 (`python -m benchmarks.cnn_layers --epoch-variants`,
-# BENCHMARKS.md): 292,582 against 330,606 images/s for the default network's epoch. Its forward keeps 4
-# accumulators a window (fewer windows a program), and its backward builds dZ from the window's pixel in XLA.
-FUSED_POOL = False
+# Decision: the Pallas path runs each convolution with the 2x2 pool after it as one kernel (pallas_kernels/conv2d.py
+# conv2d_pool: the convolution's output never goes to memory; its backward spreads dY through maxpool_backward).
+# Measured on an H200 (`python -m benchmarks.cnn_layers --epoch-variants`, two calls, BENCHMARKS.md): 353,568 /
+# 357,028 images/s for the default network's epoch against 344,984 / 344,651 with the convolution, then the pool
+# kernels (False here, kept for measuring one against the other).
+FUSED_POOL = True
 
 
 def conv_blocks(cin: int, interpret: bool = False, pooled: bool = False) -> tuple:
