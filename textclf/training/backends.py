@@ -73,8 +73,8 @@ AUTO_ON_GPU: dict[str, list[tuple[int, str, str]]] = {
     "mlp": [(1, "xla", "XLA's step measured faster than the Pallas one at every batch size from 64 to 4,096 "
                        "documents a device (news4 rows, H100: 712k vs 696k docs/s at 64, 7.51M vs 7.16M at 1,024)")],
     "cnn": [(1, "pallas", "the Pallas convolutions measured faster at 64 images a device (the default CNN's "
-                          "Fashion-MNIST-shaped epoch, H200: 357,028 vs 324,087 images/s with the pool fused; "
-                          "H100, before the fusion: 317,967 vs 287,261)"),
+                          "Fashion-MNIST-shaped epoch with the pool fused, H200: 357,028 vs 324,087 images/s; "
+                          "H100: 352,935 vs 278,767)"),
             (65, "xla", "Pallas measured at 64 images a device only; above that XLA's cuDNN convolutions are kept")],
 }
 
