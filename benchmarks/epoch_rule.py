@@ -19,12 +19,9 @@ import time
 
 import numpy as np
 
+from textclf.training.search import _binomial_error  # the search's own error (Laplace-smoothed binomial)
+
 RULES = ("argmax", "1se_fewest_epochs", "1se_same_curve")
-
-
-def _binomial_error(accuracy: float, documents: int) -> float:
-    estimate = (accuracy * documents + 1) / (documents + 2)
-    return float(np.sqrt(estimate * (1 - estimate) / documents))
 
 
 def fold_curves(trials: list[dict], variant: dict) -> tuple[dict[int, np.ndarray], list[tuple]]:

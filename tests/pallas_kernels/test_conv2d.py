@@ -35,7 +35,6 @@ def test_forward_matches_lax_conv(env, rng, n, h, w, cin, cout, size, pad, chann
 
 
 # Both dW kernels: rows (Cin a multiple of 16: whole pixel rows a tap) and the im2col gather (any Cin).
-# Both dW kernels: rows (Cin a multiple of 16: whole pixel rows a tap) and the im2col gather (any Cin).
 @pytest.mark.parametrize("n, h, w, cin, cout, size, pad, rows",
                          [(*case, False) for case in CASES] + [(*case, True) for case in CASES if case[3] % 16 == 0])
 def test_weight_grad_matches_reference(env, rng, n, h, w, cin, cout, size, pad, rows):

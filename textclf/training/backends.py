@@ -67,8 +67,8 @@ def device_description() -> str:
 # 4,096 (news4 rows, H100: 712k vs 696k docs/s at 64, 7.51M vs 7.16M at 1,024, 17.46M vs 14.68M at 4,096;
 # agnews7600 rows 1.04M vs 0.85M at 64). The CNN: Pallas at its default batch (64), measured against XLA's
 # path with its fused reshape-and-max pool (textclf/models/cnn.py max_pool), the Pallas convolutions' dW read as
-# whole pixel rows and the pool fused into the convolution (pallas_kernels/conv2d.py). A batch range where the other path measures faster gets its own
-# row. Measured on H100 and H200; another GPU gets the same rows.
+# whole pixel rows and the pool fused into the convolution (pallas_kernels/conv2d.py). A batch range where the
+# other path measures faster gets its own row. Measured on H100 and H200; another GPU gets the same rows.
 AUTO_ON_GPU: dict[str, list[tuple[int, str, str]]] = {
     "mlp": [(1, "xla", "XLA's step measured faster than the Pallas one at every batch size from 64 to 4,096 "
                        "documents a device (news4 rows, H100: 712k vs 696k docs/s at 64, 7.51M vs 7.16M at 1,024)")],
