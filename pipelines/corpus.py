@@ -3,9 +3,14 @@
 Formats
 - folder: corpus/<label>/<any file>; files in sub-folders of a label folder belong to that label.
   Dotfiles and hidden folders are skipped everywhere.
-- CSV (.csv): without a header row, column 1 is the label and the other columns are joined as the text
-  (AG News: class index, title, description). With a header row that has a "label" column, that column is
-  the label and the others are joined. AG News writes newlines as a backslash; they become spaces.
+- CSV (.csv) and TSV (.tsv, .tab): without a header row, column 1 is the label and the other columns are joined
+  as the text (AG News: class index, title, description). A header row is one that names a label column
+  (LABEL_COLUMNS: "label", "class", "category", "sentiment", ...; the first of those it holds is the label); the
+  text is then its text columns (TEXT_COLUMNS: "text", "sentence", "review", "title", ...) joined, or where it
+  names none, every other column. GLUE's SST-2 ("sentence<TAB>label") and Kaggle's IMDB reviews
+  ("review,sentiment") read as they are. AG News writes newlines as a backslash; they become spaces. A TSV
+  file is the IANA text/tab-separated-values format: no quoting (a quote mark is text, as GLUE's files hold
+  them), one row a line.
 - JSONL (.jsonl/.ndjson): one {"text": ..., "label": ...} object per line.
 
 Shares (several processes training together, each reading only its part; `share=(index, count)`): share i of n
@@ -29,7 +34,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +46,13 @@ from pipelines.errors import CorpusError
 if TYPE_CHECKING:
     from pipelines.workers import WorkerPool
 
-FORMAT_HINT = "pass a folder with one sub-folder per label, a .csv or a .jsonl file"
+FORMAT_HINT = "pass a folder with one sub-folder per label, a .csv, .tsv or .jsonl file"
+TSV_SUFFIXES = (".tsv", ".tab")
+# The column names a header row may give its label and its text (lowercase; table_columns). Label names in order
+# of preference: a header naming two of them takes the first as the label. The names public corpora use.
+LABEL_COLUMNS = ("label", "labels", "class", "category", "sentiment", "target", "topic", "intent")
+TEXT_COLUMNS = ("text", "sentence", "review", "content", "body", "title", "description", "document", "question",
+                "message", "comment", "tweet")
 
 
 @dataclass
@@ -91,13 +102,14 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
     stats = ReadStats()
     if path.is_dir():
         return "folder", stats, _folder_documents(path, max_bytes, stats, share)
-    if path.suffix.lower() == ".csv":
-        _check_text_file(path, "CSV")
+    if path.suffix.lower() == ".csv" or path.suffix.lower() in TSV_SUFFIXES:
+        tsv = path.suffix.lower() in TSV_SUFFIXES
+        _check_text_file(path, "TSV" if tsv else "CSV")
         stats.bytes_total = path.stat().st_size
-        documents = _csv_documents(path, stats)
+        documents = _csv_documents(path, stats, tsv)
         if count > 1:
             documents = iter(_part(list(documents), index, count))
-        return "csv", stats, documents
+        return "tsv" if tsv else "csv", stats, documents
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         _check_text_file(path, "JSONL")
         start, end = _share_bounds(path, index, count)
@@ -151,6 +163,7 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0,
                     fingerprint=fingerprint.hexdigest(), empty_labels=list(stats.empty_labels))
     if share[1] == 1:
         check_usable(str(path), labels, stats.skipped, stats.empty_labels)
+        check_table_labels(str(path), fmt, labels)
     return corpus
 
 
@@ -557,7 +570,7 @@ def _folder_documents(root: Path, max_bytes: int, stats: ReadStats, share: tuple
     if not label_dirs:
         raise CorpusError(
             f"corpus folder '{root}' has no label folders: put each label's documents in "
-            f"'{root}/<label>/', or pass a .csv or .jsonl file"
+            f"'{root}/<label>/', or pass a .csv, .tsv or .jsonl file"
         )
     _refuse_split_layout(root, label_dirs)
     return _folder_files(root, label_dirs, max_bytes, stats, share)
@@ -667,14 +680,32 @@ def _placed_lines(path: Path, stats: ReadStats, start: int = 0, end: int | None 
             stats.bytes_read += len(raw)
 
 
-def _csv_documents(path: Path, stats: ReadStats) -> Iterator[tuple[str, str]]:
-    rows = _csv_rows(path, csv.reader(_decoded_lines(path, stats)))
+def table_reader(lines: Iterable[str], tsv: bool):
+    """csv.reader over a CSV's lines, or a TSV's: tab-separated, no quoting (TSV_SUFFIXES)."""
+    return csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE) if tsv else csv.reader(lines)
+
+
+def table_columns(first_row: Sequence[str], labelled: bool = True) -> tuple[int | None, list[int]] | None:
+    """A CSV or TSV file's first row -> (the label column, the text columns) where it is a header row, None where
+    it is not (then it is a document: in a corpus, column 1 its label and the others its text). A header row names
+    a label column (LABEL_COLUMNS), or with labelled=False (documents to classify) a label or a text column
+    (TEXT_COLUMNS; the label column is then None where it names none). The text columns: those it names as text,
+    else every column but the label's."""
+    header = [cell.strip().lower() for cell in first_row]
+    label = next((header.index(name) for name in LABEL_COLUMNS if name in header), None)
+    named = [i for i, name in enumerate(header) if name in TEXT_COLUMNS and i != label]
+    if label is None and (labelled or not named):
+        return None
+    return label, named or [i for i in range(len(header)) if i != label]
+
+
+def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[tuple[str, str]]:
+    rows = _csv_rows(path, table_reader(_decoded_lines(path, stats), tsv), "TSV" if tsv else "CSV")
     label_col, text_cols = 0, None
     first = next(rows, None)
-    if first is not None and any(cell.strip().lower() == "label" for cell in first):
-        header = [cell.strip().lower() for cell in first]
-        label_col = header.index("label")
-        text_cols = [i for i in range(len(header)) if i != label_col]
+    columns = table_columns(first) if first is not None else None
+    if columns is not None:
+        label_col, text_cols = columns[0] or 0, columns[1]
         first = None
     for row in itertools.chain([first] if first is not None else [], rows):
         if len(row) < 2:
@@ -682,14 +713,14 @@ def _csv_documents(path: Path, stats: ReadStats) -> Iterator[tuple[str, str]]:
             continue
         cols = text_cols if text_cols is not None else range(1, len(row))
         body = " ".join(row[i] for i in cols if i < len(row)).replace("\\", " ").strip()
-        label = row[label_col].strip()
+        label = row[label_col].strip() if label_col < len(row) else ""
         if not body or not label:
             stats.skipped["empty"] += 1
             continue
         yield label, body
 
 
-def _csv_rows(path: Path, reader) -> Iterator[list[str]]:
+def _csv_rows(path: Path, reader, kind: str = "CSV") -> Iterator[list[str]]:
     """The reader's rows; a row the csv module cannot parse (a bare carriage return inside an unquoted field,
     a NUL byte) is refused with its line number rather than leaking csv.Error."""
     while True:
@@ -698,8 +729,10 @@ def _csv_rows(path: Path, reader) -> Iterator[list[str]]:
         except StopIteration:
             return
         except csv.Error as exc:
-            raise CorpusError(f"CSV corpus '{path}' line {reader.line_num} cannot be parsed ({exc}): quote fields "
-                              "that hold line breaks and save the file with \\n line endings") from None
+            fix = "save it as UTF-8 text without NUL bytes" if kind == "TSV" else \
+                "quote fields that hold line breaks and save the file with \\n line endings"
+            raise CorpusError(
+                f"{kind} corpus '{path}' line {reader.line_num} cannot be parsed ({exc}): {fix}") from None
         yield row
 
 
@@ -767,6 +800,25 @@ def _json_label(value, where: str, number: int) -> str:
     )
 
 
+# check_table_labels refuses a CSV or TSV corpus of at least TEXT_LIKE_MIN_DOCUMENTS documents whose distinct labels
+# are at least this share of them: labels are classes that several documents share, and a column of nearly all
+# different values is a text column read as the label (a header the reader did not recognise, or the columns the
+# other way round), which trained, or failed later on a label "with only 1 document", to no purpose.
+TEXT_LIKE_MIN_DOCUMENTS = 50
+TEXT_LIKE_LABEL_SHARE = 0.9
+
+
+def check_table_labels(source: str, fmt: str, labels: Sequence[str]) -> None:
+    """Refuse a CSV or TSV file whose labels look like texts (TEXT_LIKE_LABEL_SHARE says why), naming the fix."""
+    distinct = len(set(labels))
+    if fmt in ("csv", "tsv") and len(labels) >= TEXT_LIKE_MIN_DOCUMENTS and \
+            distinct >= len(labels) * TEXT_LIKE_LABEL_SHARE:
+        raise CorpusError(
+            f"corpus '{source}' has {distinct:,} distinct labels among {len(labels):,} documents, so its labels look "
+            f"like texts: a .{fmt} file takes column 1 as the label unless a header row names the label column "
+            f"({', '.join(LABEL_COLUMNS[:5])}, ...); add such a header or put the label first")
+
+
 def check_usable(source: str, labels: list[str], skipped: dict[str, int], empty_labels: list[str]) -> None:
     """After reading: refuse a corpus with no documents, an empty label folder, or a single label."""
     where = f"corpus '{source}'"
@@ -782,3 +834,4 @@ def check_usable(source: str, labels: list[str], skipped: dict[str, int], empty_
         raise CorpusError(
             f"{where} has only one label ({labels[0]!r}): a classifier needs at least 2 labels"
         )
+

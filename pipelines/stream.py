@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import HashingVectorizer
 
-from pipelines.corpus import Fingerprint, ReadStats, check_usable, open_documents
+from pipelines.corpus import Fingerprint, ReadStats, check_table_labels, check_usable, open_documents
 from pipelines.vectorize import WordSettings, Vectorizer, _weight, hashing_counter
 
 CHUNK_DOCS = 20_000  # documents per worker task: large enough to amortise a task, small enough to bound memory
@@ -93,6 +93,7 @@ def hash_corpus(path: str | Path, settings: WordSettings, workers: int | None = 
     if failure:
         raise failure[0]
     check_usable(str(path), labels, stats.skipped, stats.empty_labels)
+    check_table_labels(str(path), fmt, labels)
     return HashedCorpus(str(path), fmt, stats, labels, _join(parts, settings.features), fingerprint.hexdigest())
 
 

@@ -44,7 +44,7 @@ def _either_result_or_user_error(fn):
 
 
 @FUZZ
-@given(lines=LINES, suffix=st.sampled_from([".jsonl", ".csv"]))
+@given(lines=LINES, suffix=st.sampled_from([".jsonl", ".csv", ".tsv"]))
 @example(lines=[b"\r\x01"], suffix=".csv")  # a bare carriage return inside an unquoted CSV field
 @example(lines=[b'"\x01', b'\x01",\x01'], suffix=".csv")  # one label, and it holds a line break
 def test_corpus_files_give_a_corpus_or_a_one_line_error(tmp_path, lines, suffix):
@@ -57,7 +57,7 @@ def test_corpus_files_give_a_corpus_or_a_one_line_error(tmp_path, lines, suffix)
 
 
 @FUZZ
-@given(lines=LINES, suffix=st.sampled_from([".jsonl", ".csv", ".txt", "-"]))
+@given(lines=LINES, suffix=st.sampled_from([".jsonl", ".csv", ".tsv", ".txt", "-"]))
 def test_documents_to_predict_give_documents_or_a_one_line_error(tmp_path, lines, suffix):
     data = b"\n".join(lines)
     if suffix == "-":

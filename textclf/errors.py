@@ -5,7 +5,7 @@ The lower layers (pipelines/, db/) import nothing from textclf, so they raise th
 USER_ERRORS, so the application catches one tuple.
 
 Each message names the thing that is wrong and the fix, e.g.
-"corpus path 'x/' does not exist: pass a folder with one sub-folder per label, a .csv or a .jsonl file".
+"corpus path 'x/' does not exist: pass a folder with one sub-folder per label, a .csv, .tsv or .jsonl file".
 """
 
 

@@ -60,6 +60,43 @@ def test_csv_with_header_uses_label_column(tmp_path):
     assert corpus.labels == ["a", "b"] and corpus.texts == ["some text", "other text"]
 
 
+def test_csv_header_names_its_label_and_text_columns(tmp_path):
+    # Kaggle's IMDB reviews: the text first, the label named "sentiment"; an id column that is not text
+    path = tmp_path / "reviews.csv"
+    path.write_text('id,review,sentiment\n1,"a fine, moving film",positive\n2,dull and long,negative\n')
+    corpus = read_corpus(path)
+    assert corpus.labels == ["positive", "negative"]
+    assert corpus.texts == ["a fine, moving film", "dull and long"]  # the id is not read as text
+    both = tmp_path / "both.csv"  # two label names: the first of LABEL_COLUMNS is the label, no text named
+    both.write_text("category,label,notes\nx,a,first note\ny,b,second note\n")
+    corpus = read_corpus(both)
+    assert corpus.labels == ["a", "b"] and corpus.texts == ["x first note", "y second note"]
+
+
+def test_tsv_is_read_unquoted_with_glue_headers(tmp_path):
+    path = tmp_path / "sst2.tsv"
+    # GLUE's SST-2: "sentence<TAB>label", quote marks that are text, not quoting
+    path.write_text('sentence\tlabel\n"hide new secretions\t0\nit \'s a charming , often "affecting" journey\t1\n')
+    corpus = read_corpus(path)
+    assert corpus.format == "tsv"
+    assert corpus.labels == ["0", "1"]
+    assert corpus.texts == ['"hide new secretions', 'it \'s a charming , often "affecting" journey']
+    headless = tmp_path / "spam.tsv"  # the SMS spam collection: label first, no header
+    headless.write_text("ham\tsee you at 5\nspam\tWIN a prize now\n")
+    assert read_corpus(headless).labels == ["ham", "spam"]
+
+
+def test_a_table_whose_labels_look_like_texts_is_refused_with_the_fix(tmp_path):
+    path = tmp_path / "reviews.csv"  # a header the reader does not know: column 1, the text, read as the label
+    path.write_text("review,stars\n" + "".join(f"review number {i} of this film,{i % 2}\n" for i in range(60)))
+    with pytest.raises(CorpusError, match=r"61 distinct labels among 61 documents.*header row names the label"):
+        read_corpus(path)
+    # many classes, each shared by several documents, are labels
+    fine = tmp_path / "intents.csv"
+    fine.write_text("".join(f"intent{i % 30},how do I do thing {i}\n" for i in range(60)))
+    assert len(set(read_corpus(fine).labels)) == 30
+
+
 def test_jsonl(tmp_path):
     path = tmp_path / "data.jsonl"
     rows = [{"text": "good", "label": "pos"}, {"text": "bad", "label": "neg"}, {"text": " ", "label": "neg"}]

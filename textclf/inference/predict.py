@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipelines.corpus import TSV_SUFFIXES
 from pipelines.documents import decode_text, is_binary
 from textclf.inference.text_model import Model
 from textclf.errors import InputError
@@ -44,21 +45,22 @@ def read_document(path: str, max_file_mb: float, stdin_bytes: bytes | None = Non
     return text
 
 
-LINE_SUFFIXES = (".jsonl", ".ndjson", ".csv")
+LINE_SUFFIXES = (".jsonl", ".ndjson", ".csv") + TSV_SUFFIXES
 
 
 def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = None) -> list[tuple[str, str]]:
-    """The documents of one input -> [(source, text)]. Standard input and .jsonl / .csv files hold one document a
-    line, as fastText reads them (source "FILE:LINE"): a JSONL line is {"text": ...} (other keys, such as a
-    label, are ignored) or a JSON string; a CSV row's "text" column when its header has one, else its cells
-    joined. Any other path is one document (source: the path). Blank lines are skipped."""
+    """The documents of one input -> [(source, text)]. Standard input and .jsonl / .csv / .tsv files hold one
+    document a line, as fastText reads them (source "FILE:LINE"): a JSONL line is {"text": ...} (other keys, such
+    as a label, are ignored) or a JSON string; a CSV or TSV row's text columns where its first row is a header
+    naming a label or a text column (pipelines.corpus.table_columns: the label column left out, as training reads
+    the file), else its cells joined. Any other path is one document (source: the path). Blank lines are skipped."""
     if path != "-" and Path(path).suffix.lower() not in LINE_SUFFIXES:
         return [(path, read_document(path, max_file_mb, stdin_bytes))]
     whole = read_document(path, max_file_mb, stdin_bytes)  # the same checks: exists, size, binary, empty
     suffix = "" if path == "-" else Path(path).suffix.lower()
     lines = whole.splitlines()
-    if suffix == ".csv":
-        return _csv_rows(path, lines)
+    if suffix == ".csv" or suffix in TSV_SUFFIXES:
+        return _table_rows(path, lines, suffix in TSV_SUFFIXES)
     documents = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -84,18 +86,18 @@ def _json_text(path: str, number: int, line: str) -> str:
     return text
 
 
-def _csv_rows(path: str, lines: list[str]) -> list[tuple[str, str]]:
-    import csv
+def _table_rows(path: str, lines: list[str], tsv: bool) -> list[tuple[str, str]]:
+    from pipelines.corpus import table_columns, table_reader
 
-    rows = list(csv.reader(lines))
-    header = [cell.strip().lower() for cell in rows[0]] if rows else []
-    column = header.index("text") if "text" in header else None
+    rows = list(table_reader(lines, tsv))
+    columns = table_columns(rows[0], labelled=False) if rows else None
+    text_columns = columns[1] if columns is not None else None
     documents = []
     for number, row in enumerate(rows, 1):
-        if (number == 1 and column is not None) or not any(cell.strip() for cell in row):  # header, blank
+        if (number == 1 and columns is not None) or not any(cell.strip() for cell in row):  # header, blank
             continue
-        text = row[column] if column is not None and column < len(row) else " ".join(row)
-        documents.append((f"{path}:{number}", text))
+        cells = [row[i] for i in text_columns if i < len(row)] if text_columns is not None else row
+        documents.append((f"{path}:{number}", " ".join(cells)))
     return documents
 
 
