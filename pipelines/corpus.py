@@ -756,10 +756,8 @@ def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: i
                 'write one {"text": ..., "label": ...} object per line'
             ) from None
         if not isinstance(record, dict) or "text" not in record or "label" not in record:
-            raise CorpusError(
-                f"{where} {number} lacks a \"text\" or \"label\" key: "
-                'write one {"text": ..., "label": ...} object per line'
-            )
+            raise CorpusError(f"{where} {number} lacks a \"text\" or \"label\" key: "
+                              'write one {"text": ..., "label": ...} object per line' + _key_hint(record))
         text, label = record["text"], _json_label(record["label"], where, number)
         if not isinstance(text, str):
             raise CorpusError(
@@ -770,6 +768,19 @@ def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: i
             stats.skipped["empty"] += 1
             continue
         yield offset, label, text
+
+
+def _key_hint(record) -> str:
+    """For a JSONL record without "text" or "label": the renames that would make it one, from the names a table's
+    header may give those columns (LABEL_COLUMNS, TEXT_COLUMNS), e.g. ' (rename "sentence" to "text")'; else ''."""
+    if not isinstance(record, dict):
+        return ""
+    renames = []
+    for wanted, names in (("text", TEXT_COLUMNS), ("label", LABEL_COLUMNS)):
+        found = [key for key in record if isinstance(key, str) and key.lower() in names]
+        if wanted not in record and found:
+            renames.append(f'"{found[0]}" to "{wanted}"')
+    return f" (rename {' and '.join(renames)})" if renames else ""
 
 
 def _text_at(handle, offset: int) -> str:

@@ -97,6 +97,17 @@ def test_a_table_whose_labels_look_like_texts_is_refused_with_the_fix(tmp_path):
     assert len(set(read_corpus(fine).labels)) == 30
 
 
+def test_jsonl_keys_named_as_a_table_names_its_columns_get_the_renames_in_the_error(tmp_path):
+    path = tmp_path / "sst2.jsonl"
+    path.write_text(json.dumps({"idx": 0, "sentence": "a charming journey", "category": 1}) + "\n")
+    with pytest.raises(CorpusError, match=r'lacks a "text" or "label" key: .* \(rename "sentence" to "text" and '
+                                          r'"category" to "label"\)$'):
+        read_corpus(path)
+    path.write_text(json.dumps({"text": "a charming journey", "stars": 1}) + "\n")  # nothing to suggest
+    with pytest.raises(CorpusError, match=r"object per line$"):
+        read_corpus(path)
+
+
 def test_jsonl(tmp_path):
     path = tmp_path / "data.jsonl"
     rows = [{"text": "good", "label": "pos"}, {"text": "bad", "label": "neg"}, {"text": " ", "label": "neg"}]
