@@ -707,10 +707,12 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
     if columns is not None:
         label_col, text_cols = columns[0] or 0, columns[1]
         first = None
+    read = 0
     for row in itertools.chain([first] if first is not None else [], rows):
         if len(row) < 2:
             stats.skipped["bad_row"] += 1
             continue
+        read += 1
         cols = text_cols if text_cols is not None else range(1, len(row))
         body = " ".join(row[i] for i in cols if i < len(row)).replace("\\", " ").strip()
         label = row[label_col].strip() if label_col < len(row) else ""
@@ -718,6 +720,11 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
             stats.skipped["empty"] += 1
             continue
         yield label, body
+    if not read and stats.skipped["bad_row"]:  # one column in every row: other separators (";" from a spreadsheet)
+        separator = "tabs" if tsv else "commas (or, tab-separated, as a .tsv file)"
+        raise CorpusError(f"{'TSV' if tsv else 'CSV'} corpus '{path}' has one column in each of its "
+                          f"{stats.skipped['bad_row']:,} rows: a row is the label, then the text, separated by "
+                          f"{separator}; save it so")
 
 
 def _csv_rows(path: Path, reader, kind: str = "CSV") -> Iterator[list[str]]:

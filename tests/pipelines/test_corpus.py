@@ -86,6 +86,14 @@ def test_tsv_is_read_unquoted_with_glue_headers(tmp_path):
     assert read_corpus(headless).labels == ["ham", "spam"]
 
 
+def test_a_table_of_one_column_a_row_is_refused_naming_the_separator(tmp_path):
+    path = tmp_path / "spreadsheet.csv"  # a spreadsheet's export with semicolons
+    path.write_text("label;text\npos;good film\nneg;bad film\n")
+    with pytest.raises(CorpusError, match=r"one column in each of its 3 rows: .* separated by commas \(or, "
+                                          r"tab-separated, as a \.tsv file\); save it so$"):
+        read_corpus(path)
+
+
 def test_a_table_whose_labels_look_like_texts_is_refused_with_the_fix(tmp_path):
     path = tmp_path / "reviews.csv"  # a header the reader does not know: column 1, the text, read as the label
     path.write_text("review,stars\n" + "".join(f"review number {i} of this film,{i % 2}\n" for i in range(60)))
