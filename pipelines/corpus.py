@@ -2,7 +2,7 @@
 
 Formats
 - folder: corpus/<label>/<any file>; files in sub-folders of a label folder belong to that label.
-  Dotfiles and hidden folders are skipped everywhere.
+  Dotfiles and hidden folders are skipped everywhere; files beside the label folders are skipped and counted.
 - CSV (.csv) and TSV (.tsv, .tab): without a header row, column 1 is the label and the other columns are joined
   as the text (AG News: class index, title, description). A header row is one that names a label column
   (LABEL_COLUMNS: "label", "class", "category", "sentiment", ...; the first of those it holds is the label); the
@@ -567,6 +567,8 @@ def _folder_documents(root: Path, max_bytes: int, stats: ReadStats, share: tuple
             stats.skipped["hidden"] += share[0] == 0  # counted once over the shares
         elif entry.is_dir():
             label_dirs.append(entry)
+        else:  # a file beside the label folders has no label (aclImdb's urls_pos.txt, labeledBow.feat)
+            stats.skipped["outside_label_folders"] += share[0] == 0
     if not label_dirs:
         raise CorpusError(
             f"corpus folder '{root}' has no label folders: put each label's documents in "

@@ -32,8 +32,9 @@ def test_skips_are_counted(corpus_dir):
     nested = corpus_dir / "sports" / "archive" / "2024"
     nested.mkdir(parents=True)
     (nested / "old.txt").write_text("the old match report from the archive")
+    (corpus_dir / "urls.txt").write_text("a file beside the label folders: no label")
     corpus = read_corpus(corpus_dir)
-    assert corpus.skipped == {"hidden": 2, "empty": 1, "binary": 1}
+    assert corpus.skipped == {"hidden": 2, "empty": 1, "binary": 1, "outside_label_folders": 1}
     assert corpus.non_utf8 == 1
     assert "Le gardien a arrêté le penalty" in corpus.texts
     assert corpus.label_counts["sports"] == 14  # 12 + latin-1 file + nested file
