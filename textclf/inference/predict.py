@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines.corpus import TSV_SUFFIXES
+from pipelines.corpus import TSV_SUFFIXES, table_columns, table_reader
 from pipelines.documents import decode_text, is_binary
 from textclf.inference.text_model import Model
 from textclf.errors import InputError
@@ -87,8 +87,6 @@ def _json_text(path: str, number: int, line: str) -> str:
 
 
 def _table_rows(path: str, lines: list[str], tsv: bool) -> list[tuple[str, str]]:
-    from pipelines.corpus import table_columns, table_reader
-
     rows = list(table_reader(lines, tsv))
     columns = table_columns(rows[0], labelled=False) if rows else None
     text_columns = columns[1] if columns is not None else None
