@@ -36,6 +36,7 @@ from jax.experimental.pallas import triton as pltriton
 
 from pallas_kernels.common import (
     accumulator_dtype, dot, next_power_of_two, pad_axis, require, require_blocks, round_up, triton_params)
+from pallas_kernels.maxpool import maxpool_backward
 
 
 MAX_UNROLLED_K_STEPS = 32
@@ -61,14 +62,20 @@ def _pixels(block: jax.Array, block_m: int, n_rows: int, out_h: int, out_w: int,
     consecutive 2x2 windows of the (N, OH // 2, OW // 2) grid (n_rows of them) and, of each, its pixel `tap`
     (row by row: 0 (0, 0), 1 (0, 1), 2 (1, 0), 3 (1, 1))."""
     ids = block * block_m + lax.broadcasted_iota(jnp.int32, shape, 0)
+    if not pool:
+        inside, _, n, oh, ow = _grid_positions(ids, n_rows, out_h, out_w)
+        return inside, n, oh, ow
+    inside, _, n, row, column = _grid_positions(ids, n_rows, out_h // 2, out_w // 2)
+    return inside, n, 2 * row + tap // 2, 2 * column + tap % 2
+
+
+def _grid_positions(ids: jax.Array, n_rows: int, height: int, width: int):
+    """Flat positions in an (N, height, width) grid -> (inside: id < n_rows, the ids with those past n_rows read as
+    0, and their (n, row, column))."""
     inside = ids < n_rows
     ids = jnp.where(inside, ids, 0)
-    if not pool:
-        n, rest = ids // (out_h * out_w), ids % (out_h * out_w)
-        return inside, n, rest // out_w, rest % out_w
-    pool_h, pool_w = out_h // 2, out_w // 2
-    n, rest = ids // (pool_h * pool_w), ids % (pool_h * pool_w)
-    return inside, n, 2 * (rest // pool_w) + tap // 2, 2 * (rest % pool_w) + tap % 2
+    n, rest = ids // (height * width), ids % (height * width)
+    return inside, ids, n, rest // width, rest % width
 
 
 def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, cin: int, out_h: int, out_w: int, in_h: int,
@@ -170,7 +177,6 @@ def _finish(out_ref, tap_ref, accs: list, b_ref, relu: bool) -> None:
 def _activated(acc, b_ref, relu: bool):
     acc = acc + b_ref[...].astype(acc.dtype)
     return jnp.maximum(acc, 0) if relu else acc
-
 
 
 @dataclass(frozen=True)
@@ -285,11 +291,8 @@ def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, cin: int, out_h: in
     first_chunk = pl.program_id(1) * chunks  # read here: program_id inside the loop fails in interpret mode
 
     def chunk(i, acc):
-        rows = (first_chunk + i) * block_m + pixel  # (block_m, 1) output pixels
-        valid = rows < n_rows
-        rows = jnp.where(valid, rows, 0)
-        n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
-        oh, ow = rest // out_w, rest % out_w
+        # (block_m, 1) output pixels: whether each is one, its row of dZ, its (n, oh, ow)
+        valid, rows, n, oh, ow = _grid_positions((first_chunk + i) * block_m + pixel, n_rows, out_h, out_w)
         row_start = ((n * in_h + oh) * in_w + ow) * cin
         patch = x_ref[jnp.where(valid & real_column, row_start + column_offset, zero)]  # (block_m, block_r)
         dz = pltriton.load(dz_ref.at[rows, lax.broadcasted_iota(jnp.int32, (1, dz_ref.shape[1]), 1)],
@@ -325,16 +328,14 @@ def _weight_grad_rows_kernel(x_ref, dz_ref, dw_ref, *, size: int, pad: int, in_h
     column = lax.broadcasted_iota(jnp.int32, (dz_ref.shape[1],), 0)
 
     def chunk(i, acc):
-        rows = (first_chunk + i) * block_m + pixel  # (block_m,) output pixels
-        inside = rows < n_rows
-        n, rest = rows // (out_h * out_w), rows % (out_h * out_w)
-        oh, ow = rest // out_w, rest % out_w
+        rows = (first_chunk + i) * block_m + pixel  # (block_m,) output pixels, then each one's row of dZ
+        inside, rows, n, oh, ow = _grid_positions(rows, n_rows, out_h, out_w)
         h, w = oh - pad + kh, ow - pad + kw  # the input pixel under this tap
         valid = inside & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
         source = jnp.where(valid, (n * in_h + h) * in_w + w, 0)
         patch = pltriton.load(x_ref.at[source[:, None], channel0 + channel[None, :]],
                               mask=jnp.broadcast_to(valid[:, None], (block_m, block_k)), other=0)
-        dz = pltriton.load(dz_ref.at[jnp.where(inside, rows, 0)[:, None], column[None, :]],
+        dz = pltriton.load(dz_ref.at[rows[:, None], column[None, :]],
                            mask=jnp.broadcast_to(inside[:, None], (block_m, dz_ref.shape[1])), other=0)
         return acc + dot(patch, dz, precision, contract=((0,), (0,)))
 
@@ -447,9 +448,7 @@ def conv2d_pool(x, w, b, pad: int, kernel: tuple = (Conv2dForwardBlocks(), Conv2
     the fused forward's blocks (block_m counts windows), its optional fifth dX's. Backward: dZ is dY at each
     window's largest pixel where that was positive (the ReLU), 0 elsewhere (maxpool_backward, from `which`); then
     dX and dW as conv2d's."""
-    forward_blocks, _, precision, interpret = kernel[:4]
-    return conv2d_pool_forward(x, w, b, pad=pad, block_sizes=forward_blocks, precision=precision,
-                               interpret=interpret)[0]
+    return _conv2d_pool_fwd(x, w, b, pad, kernel)[0]
 
 
 def _conv2d_pool_fwd(x, w, b, pad, kernel):
@@ -460,8 +459,6 @@ def _conv2d_pool_fwd(x, w, b, pad, kernel):
 
 
 def _conv2d_pool_bwd(pad, kernel, residuals, dy):
-    from pallas_kernels.maxpool import maxpool_backward
-
     x, w, pooled, which = residuals
     size = w.shape[0]
     out_h, out_w = x.shape[1] + 2 * pad - size + 1, x.shape[2] + 2 * pad - size + 1

@@ -707,7 +707,7 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
     first = next(rows, None)
     columns = table_columns(first) if first is not None else None
     if columns is not None:
-        label_col, text_cols = columns[0] or 0, columns[1]
+        label_col, text_cols = columns  # (a corpus's header always names its label column)
         first = None
     read = 0
     for row in itertools.chain([first] if first is not None else [], rows):
