@@ -1,8 +1,10 @@
-"""Corpus readers: a folder of label folders, a CSV, or JSONL -> Corpus (texts, labels, skip counts).
+"""Corpus readers: a folder of label folders, a CSV, TSV, JSONL, fastText or Parquet file -> Corpus (texts,
+labels, skip counts).
 
 Formats
 - folder: corpus/<label>/<any file>; files in sub-folders of a label folder belong to that label.
-  Dotfiles and hidden folders are skipped everywhere; files beside the label folders are skipped and counted.
+  Dotfiles and hidden folders are skipped everywhere; files beside the label folders are skipped and counted, as
+  are the files of a folder named for unlabelled documents (UNLABELLED_FOLDERS: aclImdb's "unsup").
 - CSV (.csv) and TSV (.tsv, .tab): without a header row, column 1 is the label and the other columns are joined
   as the text (AG News: class index, title, description). A header row is one that names a label column
   (LABEL_COLUMNS: "label", "class", "category", "sentiment", ...; the first of those it holds is the label); the
@@ -12,12 +14,24 @@ Formats
   file is the IANA text/tab-separated-values format: no quoting (a quote mark is text, as GLUE's files hold
   them), one row a line.
 - JSONL (.jsonl/.ndjson): one {"text": ..., "label": ...} object per line.
+- fastText's format (any other text file whose first non-blank line starts with "__label__", e.g. fastText's
+  `cooking.train` or Kaggle's `train.ft.txt`): one document a line, "__label__<label> <text>". As fastText reads
+  it, every word that starts with "__label__" is a label, wherever it stands; the label is the word without the
+  prefix (the prefix is the format's, not the user's label). A line with two or more labels is refused with its
+  number: textclf trains one label a document, and taking one of them would change the data unseen. A line
+  without a label is skipped and counted (fastText skips it too).
+- Parquet (.parquet, e.g. a Hugging Face dataset's `train-00000-of-00001.parquet`): the columns are named as a
+  table's header names them (LABEL_COLUMNS, TEXT_COLUMNS; where it names no text column, every other string
+  column is text). An integer label column with Hugging Face's ClassLabel names in the file's metadata takes the
+  names (IMDB's 0/1 become "neg"/"pos"); other numbers are read as JSONL's are (1 and 1.0 are "1").
 
 Shares (several processes training together, each reading only its part; `share=(index, count)`): share i of n
 holds a contiguous run of the corpus in reading order, so the shares laid end to end are the whole corpus in
 the order one reader sees it.
 - folder: the files are listed (names only), and share i reads files [i N / n, (i + 1) N / n) of the N;
-- JSONL: share i reads the lines that start in bytes [i S / n, (i + 1) S / n) of the file's S bytes;
+- JSONL and fastText's format: share i reads the lines that start in bytes [i S / n, (i + 1) S / n) of the
+  file's S bytes;
+- Parquet: share i reads rows [i N / n, (i + 1) N / n) of the N;
 - CSV: every share parses the whole file and keeps its contiguous part of the documents. Decision: a quoted
   CSV field may hold line breaks, so a byte offset is not known to start a row without reading from the top.
 A share is not checked for usability on its own (it may lack a label): the caller checks the union
@@ -46,7 +60,8 @@ from pipelines.errors import CorpusError
 if TYPE_CHECKING:
     from pipelines.workers import WorkerPool
 
-FORMAT_HINT = "pass a folder with one sub-folder per label, a .csv, .tsv or .jsonl file"
+FORMAT_HINT = ("pass a folder with one sub-folder per label, a .csv, .tsv, .jsonl or .parquet file, or a fastText "
+               "file (\"__label__<label> <text>\" a line)")
 TSV_SUFFIXES = (".tsv", ".tab")
 # The column names a header row may give its label and its text (lowercase; table_columns). Label names in order
 # of preference: a header naming two of them takes the first as the label. The names public corpora use.
@@ -115,7 +130,15 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
         start, end = _share_bounds(path, index, count)
         stats.bytes_total = end - start
         return "jsonl", stats, _jsonl_documents(path, stats, start, end)
-    raise CorpusError(f"corpus path '{path}' is a file of unknown type '{path.suffix}': {FORMAT_HINT}")
+    if path.suffix.lower() == ".parquet":
+        stats.bytes_total = path.stat().st_size
+        return "parquet", stats, _parquet_documents(path, stats, share)
+    if is_fasttext_file(path):
+        start, end = _share_bounds(path, index, count)
+        stats.bytes_total = end - start
+        return "fasttext", stats, _fasttext_documents(path, stats, start, end)
+    kind = f"unknown type '{path.suffix}'" if path.suffix else "no known type (no suffix, no \"__label__\" first line)"
+    raise CorpusError(f"corpus path '{path}' is a file of {kind}: {FORMAT_HINT}")
 
 
 # read_corpus's on_progress is called once per this many documents read (and once at the end).
@@ -565,6 +588,9 @@ def _folder_documents(root: Path, max_bytes: int, stats: ReadStats, share: tuple
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
             stats.skipped["hidden"] += share[0] == 0  # counted once over the shares
+        elif entry.is_dir() and entry.name.lower() in UNLABELLED_FOLDERS:
+            if share[0] == 0:
+                stats.skipped["unlabelled"] += sum(1 for _ in _walk_files(entry, Counter(), {_identity(entry)}))
         elif entry.is_dir():
             label_dirs.append(entry)
         else:  # a file beside the label folders has no label (aclImdb's urls_pos.txt, labeledBow.feat)
@@ -578,6 +604,10 @@ def _folder_documents(root: Path, max_bytes: int, stats: ReadStats, share: tuple
     return _folder_files(root, label_dirs, max_bytes, stats, share)
 
 
+# Folders of documents without a label, by the names public corpora give them (aclImdb's train/unsup holds 50,000
+# reviews beside pos/ and neg/): their files are skipped and counted ("unlabelled"), not trained as a class of
+# their own, which would be most of the corpus and no class a user wants predicted.
+UNLABELLED_FOLDERS = {"unsup", "unlabeled", "unlabelled"}
 SPLIT_NAMES = {"train", "training", "test", "testing", "dev", "valid", "validation"}
 
 
@@ -647,6 +677,149 @@ def _walk_files(folder: Path, skipped: Counter, seen: set[tuple[int, int]]):
             yield entry
         elif entry.is_symlink():
             skipped["broken symlink"] += 1
+
+
+FASTTEXT_LABEL_PREFIX = "__label__"
+
+
+def is_fasttext_file(path: str | Path) -> bool:
+    """Whether a file is in fastText's format: text whose first non-blank line starts with "__label__" (within
+    the first BINARY_SNIFF_BYTES)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(BINARY_SNIFF_BYTES)
+    except OSError:
+        return False
+    if is_binary(head):
+        return False
+    return head.lstrip().lstrip(b"\xef\xbb\xbf").startswith(FASTTEXT_LABEL_PREFIX.encode())
+
+
+def fasttext_line(line: str) -> tuple[list[str], str]:
+    """One line of a fastText file -> (its labels, prefix removed, in order; its text). Every word starting with
+    "__label__" is a label, as fastText reads it. Most files hold one, first: the text is then the rest of the
+    line as written; where labels stand elsewhere, the other words joined by single spaces."""
+    head, _, rest = line.strip().partition(" ")
+    if head.startswith(FASTTEXT_LABEL_PREFIX) and FASTTEXT_LABEL_PREFIX not in rest:
+        return [head[len(FASTTEXT_LABEL_PREFIX):]], rest.strip()
+    words = line.split()
+    labels = [word[len(FASTTEXT_LABEL_PREFIX):] for word in words if word.startswith(FASTTEXT_LABEL_PREFIX)]
+    return labels, " ".join(word for word in words if not word.startswith(FASTTEXT_LABEL_PREFIX))
+
+
+def _fasttext_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None
+                        ) -> Iterator[tuple[str, str]]:
+    where = f"fastText corpus '{path}' line" if start == 0 else f"fastText corpus '{path}' (from byte {start}) line"
+    for number, line in enumerate(_decoded_lines(path, stats, start, end), 1):
+        if not line.strip():
+            continue
+        labels, text = fasttext_line(line.replace("\t", " "))
+        if len(labels) > 1:
+            shown = " ".join(FASTTEXT_LABEL_PREFIX + label for label in labels[:3])
+            raise CorpusError(f"{where} {number} holds {len(labels)} labels ({shown}{' ...' if len(labels) > 3 else ''}): "
+                              "textclf trains one label a document; keep one __label__ a line")
+        if not labels:
+            stats.skipped["no_label"] += 1
+        elif not labels[0] or not text:
+            stats.skipped["empty"] += 1
+        else:
+            yield labels[0], text
+
+
+# Parquet corpora are read this many rows at a time (a batch's texts in memory at once).
+PARQUET_BATCH_ROWS = 65_536
+
+
+def open_parquet(path: Path, kind: str = "Parquet corpus"):
+    """A Parquet file opened by pyarrow, or its refusal naming the fix."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise CorpusError(f"{kind} '{path}' cannot be read as Parquet ({str(exc).splitlines()[0]}): pass a .parquet "
+                          f"file as pyarrow or pandas write it") from None
+
+
+def parquet_columns(path: Path, schema: pa.Schema, labelled: bool = True,
+                    kind: str = "Parquet corpus") -> tuple[int | None, list[int]]:
+    """(the label column, the text columns) of a Parquet file, named as a table's header names them
+    (table_columns); where it names no text column, the other string columns. Refused where it names no label
+    column (labelled) or no text can be found."""
+    names = list(schema.names)
+    columns = table_columns(names, labelled)
+    text_like = [i for i, name in enumerate(names) if pa.types.is_string(schema.field(name).type)
+                 or pa.types.is_large_string(schema.field(name).type)]
+    if columns is None and not labelled:
+        columns = (None, text_like)
+    if columns is None:
+        raise CorpusError(f"{kind} '{path}' names no label column (its columns: {', '.join(names)}): name the "
+                          f"label column one of {', '.join(LABEL_COLUMNS[:5])}, ...")
+    label, text = columns
+    if not any(names[i].strip().lower() in TEXT_COLUMNS for i in text):  # every other column: its strings only
+        text = [i for i in text if i in text_like]
+    if not text:
+        raise CorpusError(f"{kind} '{path}' has no text column (its columns: {', '.join(names)}): name the text "
+                          f"column one of {', '.join(TEXT_COLUMNS[:5])}, ...")
+    return label, text
+
+
+def class_label_names(schema: pa.Schema, column: str) -> list[str] | None:
+    """The class names Hugging Face's datasets record for an integer label column (its ClassLabel feature, in
+    the file's "huggingface" metadata), or None."""
+    try:
+        info = json.loads((schema.metadata or {}).get(b"huggingface", b"{}"))
+        feature = (info.get("info") or {}).get("features", {}).get(column) or {}
+        names = feature.get("names") if feature.get("_type") == "ClassLabel" else None
+    except (ValueError, AttributeError):
+        return None
+    return [str(name) for name in names] if isinstance(names, list) and names else None
+
+
+def _parquet_documents(path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1)
+                       ) -> Iterator[tuple[str, str]]:
+    parquet = open_parquet(path)
+    schema = parquet.schema_arrow
+    label_column, text_columns = parquet_columns(path, schema)
+    label_name, text_names = schema.names[label_column], [schema.names[i] for i in text_columns]
+    names = class_label_names(schema, label_name)
+    rows = parquet.metadata.num_rows
+    first, last = rows * share[0] // share[1], rows * (share[0] + 1) // share[1]
+    row = 0
+    for batch in parquet.iter_batches(PARQUET_BATCH_ROWS, columns=[label_name, *text_names]):
+        begin, row = row, row + batch.num_rows
+        if row <= first or begin >= last:
+            continue
+        skip = max(first - begin, 0)
+        batch = batch.slice(skip, min(last, row) - begin - skip)
+        labels = batch.column(0).to_pylist()
+        texts = zip(*(column.to_pylist() for column in batch.columns[1:]))
+        for number, (label, cells) in enumerate(zip(labels, texts), begin + skip + 1):  # rows counted from 1
+            text = " ".join(str(cell) for cell in cells if cell is not None).strip()
+            label = _table_label(label, names, path, number)
+            if not text or not label:
+                stats.skipped["empty"] += 1
+                continue
+            yield label, text
+    stats.bytes_read = stats.bytes_total
+
+
+def _table_label(value, names: list[str] | None, path: Path, row: int) -> str:
+    """A Parquet cell as the class name: strings stripped; a ClassLabel's index as its name; numbers as JSONL's
+    (_json_label); null as "" (skipped as empty)."""
+    if value is None:
+        return ""
+    if names is not None and isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value < len(names):
+            raise CorpusError(f"Parquet corpus '{path}' row {row} has label {value}, outside its {len(names)} "
+                              f"class names: fix the row or the file's label names")
+        return names[value]
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (str, int, float)):
+        return _json_label(value, f"Parquet corpus '{path}' row", row)
+    raise CorpusError(f"Parquet corpus '{path}' row {row} has a label that is {_json_kind(value)}: store the label "
+                      f"as a string or a number")
 
 
 def _check_text_file(path: Path, kind: str) -> None:

@@ -31,6 +31,8 @@ LINES = st.lists(st.one_of(
     st.builds(lambda text, label: json.dumps({"text": text, "label": label}).encode(), JSON_VALUES, JSON_VALUES),
     st.builds(lambda record: json.dumps(record).encode(), st.dictionaries(st.sampled_from(["text", "label", "x"]),
                                                                           JSON_VALUES, max_size=3)),
+    st.builds(lambda labels, text: b" ".join(b"__label__" + label for label in labels) + b" " + text,  # fastText's
+              st.lists(st.binary(max_size=6), max_size=3), st.binary(max_size=30)),
 ), max_size=12)
 
 
@@ -44,7 +46,7 @@ def _either_result_or_user_error(fn):
 
 
 @FUZZ
-@given(lines=LINES, suffix=st.sampled_from([".jsonl", ".csv", ".tsv"]))
+@given(lines=LINES, suffix=st.sampled_from([".jsonl", ".csv", ".tsv", ".txt", ".parquet"]))
 @example(lines=[b"\r\x01"], suffix=".csv")  # a bare carriage return inside an unquoted CSV field
 @example(lines=[b'"\x01', b'\x01",\x01'], suffix=".csv")  # one label, and it holds a line break
 def test_corpus_files_give_a_corpus_or_a_one_line_error(tmp_path, lines, suffix):
@@ -57,7 +59,7 @@ def test_corpus_files_give_a_corpus_or_a_one_line_error(tmp_path, lines, suffix)
 
 
 @FUZZ
-@given(lines=LINES, suffix=st.sampled_from([".jsonl", ".csv", ".tsv", ".txt", "-"]))
+@given(lines=LINES, suffix=st.sampled_from([".jsonl", ".csv", ".tsv", ".txt", ".parquet", "-"]))
 def test_documents_to_predict_give_documents_or_a_one_line_error(tmp_path, lines, suffix):
     data = b"\n".join(lines)
     if suffix == "-":

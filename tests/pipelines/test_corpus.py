@@ -117,6 +117,118 @@ def test_jsonl_keys_named_as_a_table_names_its_columns_get_the_renames_in_the_er
         read_corpus(path)
 
 
+def test_fasttext_format_reads_its_labels_as_fasttext_does(tmp_path):
+    path = tmp_path / "cooking.train"  # fastText's own files: any name, recognised by the first line
+    path.write_text("__label__baking How long to bake bread?\n"
+                    "__label__knives\tWhich steel keeps an edge ?\n"
+                    "\n"
+                    "a line without a label\n"
+                    "why does toast burn __label__baking\n"  # a label anywhere in the line, as fastText reads it
+                    "__label__knives\n"
+                    "the prefix inside foo__label__bar a word is text __label__baking\n")
+    corpus = read_corpus(path)
+    assert corpus.format == "fasttext"
+    assert corpus.labels == ["baking", "knives", "baking", "baking"]
+    assert corpus.texts == ["How long to bake bread?", "Which steel keeps an edge ?", "why does toast burn",
+                            "the prefix inside foo__label__bar a word is text"]
+    assert corpus.skipped == {"no_label": 1, "empty": 1}
+
+
+def test_fasttext_lines_with_several_labels_are_refused_with_the_line(tmp_path):
+    path = tmp_path / "cooking.stackexchange.txt"
+    path.write_text("__label__baking bread\n__label__sauce __label__cheese __label__pasta __label__oven mac\n")
+    with pytest.raises(CorpusError, match=r"line 2 holds 4 labels \(__label__sauce __label__cheese __label__pasta "
+                                          r"\.\.\.\): textclf trains one label a document; keep one __label__ a line$"):
+        read_corpus(path)
+
+
+def test_fasttext_and_parquet_shares_add_up_to_the_corpus(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipelines.corpus import open_documents
+
+    lines = [f"__label__{'ab'[i % 2]} document number {i}" for i in range(23)]
+    fasttext = tmp_path / "data.txt"
+    fasttext.write_text("\n".join(lines) + "\n")
+    parquet = tmp_path / "data.parquet"
+    pq.write_table(pa.table({"text": [f"document number {i}" for i in range(23)], "label": ["ab"[i % 2] for i in
+                                                                                           range(23)]}),
+                   parquet, row_group_size=5)
+    for path in (fasttext, parquet):
+        whole = list(open_documents(path)[2])
+        assert len(whole) == 23
+        for count in (2, 3, 7):
+            assert [doc for i in range(count) for doc in open_documents(path, share=(i, count))[2]] == whole
+
+
+def _hugging_face_parquet(path, columns: dict, names: list[str]):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    features = {"label": {"names": names, "_type": "ClassLabel"}, "text": {"dtype": "string", "_type": "Value"}}
+    table = pa.table(columns)
+    pq.write_table(table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}})}),
+                   path)
+    return path
+
+
+def test_parquet_of_a_hugging_face_dataset_takes_its_class_names(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    imdb = _hugging_face_parquet(tmp_path / "train-00000-of-00001.parquet",
+                                 {"text": ["a fine film", "dull and long", None, "moving"], "label": [1, 0, 1, 1]},
+                                 ["neg", "pos"])
+    corpus = read_corpus(imdb)
+    assert corpus.format == "parquet"
+    assert corpus.labels == ["pos", "neg", "pos"] and corpus.texts == ["a fine film", "dull and long", "moving"]
+    assert corpus.skipped == {"empty": 1}
+    glue = tmp_path / "sst2.parquet"  # GLUE's columns: an integer idx that is not text, labels without names
+    pq.write_table(pa.table({"idx": [0, 1], "sentence": ["a charming journey", "hide"], "label": [1, 0]}), glue)
+    corpus = read_corpus(glue)
+    assert corpus.labels == ["1", "0"] and corpus.texts == ["a charming journey", "hide"]
+    unnamed = tmp_path / "unnamed.parquet"  # no text column named: the other string columns, not the numbers
+    pq.write_table(pa.table({"id": [7, 8], "headline": ["rates rise", "team wins"], "lede": ["banks", "late goal"],
+                             "category": ["business", "sport"]}), unnamed)
+    assert read_corpus(unnamed).texts == ["rates rise banks", "team wins late goal"]
+
+
+@pytest.mark.parametrize("columns, message", [
+    ({"body": ["a", "b"], "stars": [1, 2]}, r"names no label column \(its columns: body, stars\): name the label "
+                                            r"column one of label, labels, class"),
+    ({"label": ["a", "b"], "score": [1.0, 2.0]}, r"has no text column \(its columns: label, score\)"),
+])
+def test_parquet_without_a_label_or_text_column_is_refused_naming_its_columns(tmp_path, columns, message):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "data.parquet"
+    pq.write_table(pa.table(columns), path)
+    with pytest.raises(CorpusError, match=message):
+        read_corpus(path)
+
+
+def test_parquet_that_is_not_parquet_or_whose_label_has_no_name_is_refused(tmp_path):
+    fake = tmp_path / "data.parquet"
+    fake.write_text("text,label\nhello,a\n")
+    with pytest.raises(CorpusError, match=r"cannot be read as Parquet \(.*\): pass a \.parquet file"):
+        read_corpus(fake)
+    outside = _hugging_face_parquet(tmp_path / "outside.parquet", {"text": ["x", "y"], "label": [0, 2]}, ["a", "b"])
+    with pytest.raises(CorpusError, match=r"row 2 has label 2, outside its 2 class names"):
+        read_corpus(outside)
+
+
+def test_a_folder_of_unlabelled_documents_is_skipped_and_counted(corpus_dir):
+    unsup = corpus_dir / "unsup"  # aclImdb's train/unsup beside pos/ and neg/
+    unsup.mkdir()
+    for i in range(5):
+        (unsup / f"{i}_0.txt").write_text(f"an unlabelled review number {i}")
+    corpus = read_corpus(corpus_dir)
+    assert corpus.label_counts == {"cooking": 12, "space": 12, "sports": 12}
+    assert corpus.skipped == {"unlabelled": 5}
+
+
 def test_jsonl(tmp_path):
     path = tmp_path / "data.jsonl"
     rows = [{"text": "good", "label": "pos"}, {"text": "bad", "label": "neg"}, {"text": " ", "label": "neg"}]
@@ -134,6 +246,7 @@ def test_jsonl(tmp_path):
         (lambda d: _files(d / "hollow", {"a/1.txt": "text", "b/1.txt": ""}), "label 'b'"),
         (lambda d: _files(d / "allbad", {"a/1.txt": "", "b/1.bin": b"\x00\x01"}), "has no usable document"),
         (lambda d: _files(d, {"x.txt": "not a corpus"}) / "x.txt", "unknown type"),
+        (lambda d: _files(d, {"notes": "not a corpus"}) / "notes", r"no known type \(no suffix, no \"__label__\""),
         (lambda d: _files(d, {"bad.jsonl": "{not json"}) / "bad.jsonl", "line 1 is not valid JSON"),
         (lambda d: _files(d, {"keys.jsonl": '{"body": "x"}'}) / "keys.jsonl", 'lacks a "text" or "label"'),
         (lambda d: _files(d, {"e.csv": ""}) / "e.csv", "is empty"),

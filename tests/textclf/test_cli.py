@@ -170,10 +170,16 @@ def _setup_char_ngrams_with_hashing(d):
     return ["train", d, "--char-ngrams", "--vectorizer", "hashing"], "char_ngrams needs the tfidf vectorizer"
 
 
+def _setup_fasttext_several_labels(d):
+    path = d / "cooking.train"
+    path.write_text("__label__baking bread\n__label__sauce __label__cheese mac and cheese\n")
+    return ["train", path], "line 2 holds 2 labels"
+
+
 @pytest.mark.parametrize("setup", [
     _setup_missing, _setup_empty_folder, _setup_one_label, _setup_empty_files, _setup_binary_only_label,
     _setup_predict_empty, _setup_predict_binary, _setup_predict_huge, _setup_missing_model,
-    _setup_no_model_at_all, _setup_bad_setting, _setup_char_ngrams_with_hashing,
+    _setup_no_model_at_all, _setup_bad_setting, _setup_char_ngrams_with_hashing, _setup_fasttext_several_labels,
 ], ids=lambda f: f.__name__[7:])
 def test_bad_input(runner, tmp_path, isolated_home, setup):
     args, message = setup(tmp_path)
@@ -184,6 +190,30 @@ def test_bad_input(runner, tmp_path, isolated_home, setup):
     assert not (isolated_home / "models").exists() or not any((isolated_home / "models").iterdir())
     if (isolated_home / "runs.db").exists():
         assert all(r["status"] != "finished" for r in runs.list_runs(open_db(run_db_path(isolated_home / "runs.db"))))
+
+
+def test_a_fasttext_file_trains_and_a_parquet_file_evaluates_and_predicts(runner, corpus_dir, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    documents = sorted((folder.name, " ".join(file.read_text().split())) for folder in corpus_dir.iterdir()
+                       for file in folder.iterdir())
+    train = tmp_path / "sample.train"  # fastText's format, as its tutorial's files are named
+    train.write_text("".join(f"__label__{label} {text}\n" for label, text in documents))
+    model = tmp_path / "model.npz"
+    result = invoke(runner, "train", train, "--out", model, *FAST, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["read_documents"] == 36
+    test = tmp_path / "test.parquet"
+    pq.write_table(pa.table({"text": [text for _, text in documents], "label": [label for label, _ in documents]}),
+                   test)
+    report = json.loads(invoke(runner, "eval", test, "--model", model, "--json").stdout)
+    assert report["n"] == 36 and report["accuracy"] > 0.9
+    result = invoke(runner, "predict", test, "--model", model)  # one document a row, the label column left out
+    assert result.exit_code == 0
+    predicted = [line.split("\t")[:2] for line in result.output.splitlines()]
+    assert [source for source, _ in predicted] == [f"{test}:{row}" for row in range(1, 37)]
+    assert {label for _, label in predicted} == {"cooking", "space", "sports"}  # the names, not "__label__..."
 
 
 def test_kept_but_reported_inputs(runner, corpus_dir):

@@ -1,3 +1,5 @@
+import pytest
+
 from textclf.inference.predict import read_documents
 
 
@@ -14,3 +16,33 @@ def test_table_inputs_give_their_text_columns_one_document_a_row(tmp_path):
     plain.write_text("the striker\tscored twice\n\nthe oven is hot\n")
     assert read_documents(str(plain), 1.0) == [(f"{plain}:1", "the striker scored twice"),
                                                (f"{plain}:3", "the oven is hot")]
+
+
+def test_fasttext_and_parquet_inputs_give_one_document_a_line_or_row_without_labels(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fasttext = tmp_path / "cooking.valid"
+    fasttext.write_text("__label__baking How long to bake bread?\n\n__label__knives Which steel ?\n__label__x\n")
+    assert read_documents(str(fasttext), 1.0) == [(f"{fasttext}:1", "How long to bake bread?"),
+                                                  (f"{fasttext}:3", "Which steel ?")]
+    parquet = tmp_path / "test.parquet"  # the label column is left out, as training reads the file
+    pq.write_table(pa.table({"label": [0, 1, 1], "text": ["a fine film", None, "dull"]}), parquet)
+    assert read_documents(str(parquet), 1.0) == [(f"{parquet}:1", "a fine film"), (f"{parquet}:3", "dull")]
+    unlabelled = tmp_path / "docs.parquet"  # no column named: its string columns
+    pq.write_table(pa.table({"id": [1], "headline": ["rates rise"]}), unlabelled)
+    assert read_documents(str(unlabelled), 1.0) == [(f"{unlabelled}:1", "rates rise")]
+    plain = tmp_path / "notes.txt"  # any other text file is one document
+    plain.write_text("a label__label__ is not a fastText label\nsecond line\n")
+    assert read_documents(str(plain), 1.0) == [(str(plain), plain.read_text())]
+
+
+def test_a_parquet_input_that_cannot_be_read_is_one_input_error(tmp_path):
+    from textclf.errors import InputError
+
+    fake = tmp_path / "x.parquet"
+    fake.write_text("not parquet")
+    with pytest.raises(InputError, match=r"input 'x\.parquet'|cannot be read as Parquet"):
+        read_documents(str(fake), 1.0)
+    with pytest.raises(InputError, match=r"does not exist"):
+        read_documents(str(tmp_path / "missing.parquet"), 1.0)

@@ -200,7 +200,7 @@ def with_training_options(fn):
 @user_errors
 @with_training_options
 def train(
-    corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv, .tsv or .jsonl.")],
+    corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv, .tsv, .jsonl or .parquet file, or fastText's __label__ format.")],
     settings: Settings,
     test: Annotated[Optional[Path], typer.Option(help="Separate test corpus (else a stratified validation split).")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: data dir).")] = None,
@@ -482,7 +482,7 @@ def _resolve_model(model: Optional[str], db: Optional[Path]) -> Path:
 @app.command()
 @user_errors
 def predict(
-    files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each); .jsonl, .csv, .tsv and - (standard input): one document a line.")],
+    files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each); .jsonl, .csv, .tsv, fastText files and - (standard input): one document a line; .parquet: one a row.")],
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per file.")] = 3,
     db: DbOption = None,
@@ -799,7 +799,7 @@ def runs_plot(
 @user_errors
 @with_training_options
 def submit(
-    corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv, .tsv or .jsonl (read by the daemon).")],
+    corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv, .tsv, .jsonl or .parquet file, or fastText's __label__ format (read by the daemon).")],
     settings: Settings,
     name: Annotated[Optional[str], typer.Option(help="Model name to publish under (default: the corpus name).")] = None,
     test: Annotated[Optional[Path], typer.Option(help="Separate test corpus.")] = None,
@@ -810,7 +810,7 @@ def submit(
     from db import jobs, open_db
 
     if not corpus.exists():
-        raise CorpusError(f"corpus path '{corpus}' does not exist: pass a folder, .csv, .tsv or .jsonl")
+        raise CorpusError(f"corpus path '{corpus}' does not exist: pass a folder, .csv, .tsv, .jsonl, .parquet or fastText file")
     job_id = jobs.submit(open_db(run_db_path(db)), str(corpus.resolve()), settings.to_dict(), name or corpus.stem,
                          str(test.resolve()) if test else None, max_attempts)
     typer.echo(job_id)

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines.corpus import TSV_SUFFIXES, table_columns, table_reader
+from pipelines.corpus import (
+    PARQUET_BATCH_ROWS, TSV_SUFFIXES, fasttext_line, is_fasttext_file, open_parquet, parquet_columns, table_columns,
+    table_reader)
+from pipelines.errors import CorpusError
 from pipelines.documents import decode_text, is_binary
 from textclf.inference.text_model import Model
 from textclf.errors import InputError
@@ -49,15 +52,20 @@ LINE_SUFFIXES = (".jsonl", ".ndjson", ".csv") + TSV_SUFFIXES
 
 
 def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = None) -> list[tuple[str, str]]:
-    """The documents of one input -> [(source, text)]. Standard input and .jsonl / .csv / .tsv files hold one
-    document a line, as fastText reads them (source "FILE:LINE"): a JSONL line is {"text": ...} (other keys, such
-    as a label, are ignored) or a JSON string; a CSV or TSV row's text columns where its first row is a header
-    naming a label or a text column (pipelines.corpus.table_columns: the label column left out, as training reads
-    the file), else its cells joined. Any other path is one document (source: the path). Blank lines are skipped."""
-    if path != "-" and Path(path).suffix.lower() not in LINE_SUFFIXES:
+    """The documents of one input -> [(source, text)]. Standard input, .jsonl / .csv / .tsv files and files in
+    fastText's format hold one document a line, as fastText reads them (source "FILE:LINE"): a JSONL line is
+    {"text": ...} (other keys, such as a label, are ignored) or a JSON string; a CSV or TSV row's text columns where
+    its first row is a header naming a label or a text column (pipelines.corpus.table_columns: the label column
+    left out, as training reads the file), else its cells joined; a fastText line's words but its "__label__" ones.
+    A .parquet file holds one document a row (source "FILE:ROW"), its text columns as training reads them (the
+    label column, if any, left out). Any other path is one document (source: the path). Blank lines are skipped."""
+    suffix = "" if path == "-" else Path(path).suffix.lower()
+    if suffix == ".parquet":
+        return _parquet_rows(path, max_file_mb)
+    fasttext = path != "-" and suffix not in LINE_SUFFIXES and Path(path).is_file() and is_fasttext_file(path)
+    if path != "-" and suffix not in LINE_SUFFIXES and not fasttext:
         return [(path, read_document(path, max_file_mb, stdin_bytes))]
     whole = read_document(path, max_file_mb, stdin_bytes)  # the same checks: exists, size, binary, empty
-    suffix = "" if path == "-" else Path(path).suffix.lower()
     lines = whole.splitlines()
     if suffix == ".csv" or suffix in TSV_SUFFIXES:
         return _table_rows(path, lines, suffix in TSV_SUFFIXES)
@@ -68,7 +76,36 @@ def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = No
         text = line
         if suffix in (".jsonl", ".ndjson"):
             text = _json_text(path, number, line)
+        elif fasttext:
+            text = fasttext_line(line.replace("\t", " "))[1]
+            if not text:
+                continue
         documents.append((f"{path}:{number}", text))
+    return documents
+
+
+def _parquet_rows(path: str, max_file_mb: float) -> list[tuple[str, str]]:
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"input file '{path}' does not exist: pass an existing .parquet file")
+    if file.stat().st_size > max_file_mb * 1024 * 1024:
+        raise InputError(f"input file '{path}' is {file.stat().st_size / 2**20:.1f} MB, over the {max_file_mb:g} MB "
+                         "limit: split it or raise --max-file-mb")
+    try:
+        parquet = open_parquet(file, "input")
+        schema = parquet.schema_arrow
+        _, text_columns = parquet_columns(file, schema, labelled=False, kind="input")
+    except CorpusError as exc:
+        raise InputError(str(exc)) from None
+    documents, row = [], 0
+    for batch in parquet.iter_batches(PARQUET_BATCH_ROWS, columns=[schema.names[i] for i in text_columns]):
+        for cells in zip(*(column.to_pylist() for column in batch.columns)):
+            row += 1
+            text = " ".join(str(cell) for cell in cells if cell is not None)
+            if text.strip():
+                documents.append((f"{path}:{row}", text))
+    if not documents:
+        raise InputError(f"input '{path}' holds no text: there is nothing to classify")
     return documents
 
 
