@@ -54,6 +54,17 @@ def test_csv_without_header_is_ag_news_style(tmp_path):
     assert corpus.texts[0] == "Stocks fall Markets slid on Monday"
 
 
+def test_csv_line_breaks_written_as_backslash_n_or_a_backslash_become_spaces(tmp_path):
+    yelp = tmp_path / "yelp.csv"  # Zhang et al.'s corpora: "\\n" is a line break
+    yelp.write_text("".join(f'"{1 + i % 2}","Great food.\\n\\nThe service was slow\\nbut kind {i}."\n'
+                            for i in range(6)))
+    assert read_corpus(yelp).texts[0] == "Great food.  The service was slow but kind 0."
+    ag = tmp_path / "ag.csv"  # AG News: a backslash alone, and a word after it may start with an n
+    ag.write_text("".join(f'"{1 + i % 2}","Title {i}","Wall Street\'s dwindling\\band of ultra-cynics\\news of it"\n'
+                          for i in range(6)))
+    assert read_corpus(ag).texts[0] == "Title 0 Wall Street's dwindling band of ultra-cynics news of it"
+
+
 def test_csv_with_header_uses_label_column(tmp_path):
     path = tmp_path / "data.csv"
     path.write_text("text,label\nsome text,a\nother text,b\n")

@@ -46,3 +46,9 @@ def test_a_parquet_input_that_cannot_be_read_is_one_input_error(tmp_path):
         read_documents(str(fake), 1.0)
     with pytest.raises(InputError, match=r"does not exist"):
         read_documents(str(tmp_path / "missing.parquet"), 1.0)
+
+
+def test_table_inputs_read_their_line_breaks_as_training_does(tmp_path):
+    yelp = tmp_path / "reviews.csv"
+    yelp.write_text("".join(f'"Great food.\\nThe service {i}"\n' for i in range(12)))
+    assert read_documents(str(yelp), 1.0)[0] == (f"{yelp}:1", "Great food. The service 0")

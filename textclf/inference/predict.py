@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.corpus import (
-    PARQUET_BATCH_ROWS, TSV_SUFFIXES, fasttext_line, is_fasttext_file, open_parquet, parquet_columns, table_columns,
-    table_reader)
+    PARQUET_BATCH_ROWS, TABLE_SNIFF_BYTES, TSV_SUFFIXES, fasttext_line, is_fasttext_file, newline_escapes,
+    open_parquet, parquet_columns, table_columns, table_reader, table_text)
 from pipelines.errors import CorpusError
 from pipelines.documents import decode_text, is_binary
 from textclf.inference.text_model import Model
@@ -56,7 +56,8 @@ def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = No
     fastText's format hold one document a line, as fastText reads them (source "FILE:LINE"): a JSONL line is
     {"text": ...} (other keys, such as a label, are ignored) or a JSON string; a CSV or TSV row's text columns where
     its first row is a header naming a label or a text column (pipelines.corpus.table_columns: the label column
-    left out, as training reads the file), else its cells joined; a fastText line's words but its "__label__" ones.
+    left out, as training reads the file), else its cells joined, written line breaks as spaces (table_text); a
+    fastText line's words but its "__label__" ones.
     A .parquet file holds one document a row (source "FILE:ROW"), its text columns as training reads them (the
     label column, if any, left out). Any other path is one document (source: the path). Blank lines are skipped."""
     suffix = "" if path == "-" else Path(path).suffix.lower()
@@ -124,6 +125,7 @@ def _json_text(path: str, number: int, line: str) -> str:
 
 
 def _table_rows(path: str, lines: list[str], tsv: bool) -> list[tuple[str, str]]:
+    escapes = newline_escapes("\n".join(lines).encode()[:TABLE_SNIFF_BYTES])  # line breaks as training reads them
     rows = list(table_reader(lines, tsv))
     columns = table_columns(rows[0], labelled=False) if rows else None
     text_columns = columns[1] if columns is not None else None
@@ -132,7 +134,7 @@ def _table_rows(path: str, lines: list[str], tsv: bool) -> list[tuple[str, str]]
         if (number == 1 and columns is not None) or not any(cell.strip() for cell in row):  # header, blank
             continue
         cells = [row[i] for i in text_columns if i < len(row)] if text_columns is not None else row
-        documents.append((f"{path}:{number}", " ".join(cells)))
+        documents.append((f"{path}:{number}", table_text(cells, escapes)))
     return documents
 
 
