@@ -42,3 +42,36 @@ def test_bench_refuses_unknown_tools_and_missing_tasks(tmp_path, db_path):
     assert result.exit_code == 1
     assert "task 'news4' has no" in result.output and "textclf dataset news4" in result.output
     assert open_db(db_path)["bench_results"].count == 0
+
+
+def test_a_task_folder_holds_its_corpora_in_any_format_textclf_reads(tmp_path):
+    import pytest
+
+    from textclf.errors import CorpusError
+    from textclf.frontends.bench import task_files
+
+    imdb = tmp_path / "aclImdb"  # train/ and test/ folders of label folders
+    for split in ("train", "test"):
+        (imdb / split / "pos").mkdir(parents=True)
+    (imdb / "README").write_text("the corpus's notes")
+    assert task_files(tmp_path, "aclImdb") == (imdb / "train", imdb / "test")
+    assert task_files(tmp_path / "elsewhere", str(imdb)) == (imdb / "train", imdb / "test")  # a path to the task
+    hf = tmp_path / "hf"  # a Hugging Face dataset's files
+    hf.mkdir()
+    for name in ("train-00000-of-00001.parquet", "test-00000-of-00001.parquet", "unsupervised-00000.parquet"):
+        (hf / name).write_bytes(b"PAR1")
+    assert task_files(tmp_path, "hf") == (hf / "train-00000-of-00001.parquet", hf / "test-00000-of-00001.parquet")
+    cooking = tmp_path / "cooking"  # fastText's tutorial: a validation file where there is no test file
+    cooking.mkdir()
+    for name in ("cooking.train", "cooking.valid", "cooking.stackexchange.txt"):
+        (cooking / name).write_text("__label__baking bread\n")
+    assert task_files(tmp_path, "cooking") == (cooking / "cooking.train", cooking / "cooking.valid")
+    both = tmp_path / "both"
+    both.mkdir()
+    for name in ("train.csv", "train.tsv", "test.csv"):
+        (both / name).write_text("a,b\n")
+    with pytest.raises(CorpusError, match=r"holds 2 'train' corpora \(train\.csv, train\.tsv\): keep one"):
+        task_files(tmp_path, "both")
+    with pytest.raises(CorpusError, match=r"task folder '.*cooking' has no training and test corpus|"
+                                          r"task 'mine' \(no folder .*mine\) has no training and test corpus"):
+        task_files(tmp_path, "mine")

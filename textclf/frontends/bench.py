@@ -3,8 +3,11 @@ splits, in one command. Each (task, tool) runs in its own process (textclf/front
 time includes start-up and peak host memory is that tool's alone; results go to the run database
 (`bench_results`, one bench_id per invocation) and to a markdown table.
 
-Tasks are folders with train.jsonl and test.jsonl under the data folder (default <data dir>/datasets), built by
-`textclf dataset news4|agnews7600|synthetic ...`.
+Tasks are folders under the data folder (default <data dir>/datasets), or paths to folders, holding a training
+and a test corpus in any format textclf reads (task_files): train.jsonl and test.jsonl as `textclf dataset
+news4|agnews7600|synthetic ...` builds them, train/ and test/ folders of label folders (aclImdb), train.csv and
+test.csv, train-00000-of-00001.parquet and test-... (a Hugging Face dataset), or fastText's NAME.train and
+NAME.test (NAME.valid where there is no test file, as fastText's tutorial names it).
 """
 
 from __future__ import annotations
@@ -41,15 +44,52 @@ class BenchResult:
     error: str | None = None
 
 
+# The names a task folder's two corpora go by, in order of preference: a split's name as a file's stem (train.csv),
+# a stem's first part (Hugging Face's train-00000-of-00001.parquet), a folder's name (aclImdb's train/), or a
+# file's suffix (fastText's cooking.train). A test corpus may be named as a validation set where no test set is.
+TRAIN_NAMES = ("train", "training")
+TEST_NAMES = ("test", "testing", "valid", "validation", "dev")
+CORPUS_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".tsv", ".tab", ".parquet", ".txt")
+
+
+def _split_path(folder: Path, names: tuple[str, ...]) -> Path | None:
+    """The corpus in a task folder named for one of these splits (TRAIN_NAMES says how), or None."""
+    entries = sorted(entry for entry in folder.iterdir() if not entry.name.startswith("."))
+    for name in names:
+        found = [entry for entry in entries if entry.is_dir() and entry.name.lower() == name] + \
+                [entry for entry in entries if entry.is_file() and entry.suffix.lower() in CORPUS_SUFFIXES
+                 and entry.stem.lower().split("-")[0] == name] + \
+                [entry for entry in entries if entry.is_file() and entry.suffix.lower() == f".{name}"]
+        if len(found) > 1:
+            raise CorpusError(f"task folder '{folder}' holds {len(found)} '{name}' corpora "
+                              f"({', '.join(entry.name for entry in found)}): keep one")
+        if found:
+            return found[0]
+    return None
+
+
 def task_files(data: Path, task: str) -> tuple[Path, Path]:
+    """A task's (training corpus, test corpus): the folder data/TASK, or TASK itself where that is a folder and
+    data/TASK is not; train.jsonl and test.jsonl, else the corpora its entries' names say (TRAIN_NAMES)."""
     folder = data / task
+    if not folder.is_dir() and Path(task).is_dir():
+        folder = Path(task)
     train, test = folder / "train.jsonl", folder / "test.jsonl"
-    if not train.exists() or not test.exists():
-        source = {"news4": "../shared/data/20news-bydate", "agnews7600": "../shared/data/ag_news/test.csv",
-                  "synthetic": "../shared/data/20news-bydate"}.get(task, "SOURCE")
+    if train.exists() and test.exists():
+        return train, test
+    source = {"news4": "../shared/data/20news-bydate", "agnews7600": "../shared/data/ag_news/test.csv",
+              "synthetic": "../shared/data/20news-bydate"}.get(task)
+    if source is None and folder.is_dir():
+        found = _split_path(folder, TRAIN_NAMES), _split_path(folder, TEST_NAMES)
+        if found[0] is not None and found[1] is not None:
+            return found
+    if source is not None:
         raise CorpusError(f"task '{task}' has no {train} and {test}: build them with "
                           f"'textclf dataset {task} {source} {folder}'")
-    return train, test
+    where = f"task folder '{folder}'" if folder.is_dir() else f"task '{task}' (no folder {folder})"
+    raise CorpusError(f"{where} has no training and test corpus: put train.jsonl and test.jsonl in it (or train/ "
+                      "and test/ folders, train.csv and test.csv, NAME.train and NAME.test: any format textclf "
+                      "trains on)")
 
 
 def run_one(task: str, tool: str, train: Path, test: Path, timeout_s: float) -> BenchResult:

@@ -602,9 +602,9 @@ RUN_COLUMNS = ("id", "status", "started_at", "corpus", "backend", "device", "n_t
 @app.command()
 @user_errors
 def bench(
-    tasks: Annotated[Optional[list[str]], typer.Argument(help="Folders under --data holding train.jsonl and test.jsonl, e.g. news4 agnews7600 news20 trec mr (default: news4 agnews7600).")] = None,
+    tasks: Annotated[Optional[list[str]], typer.Argument(help="Folders under --data (or paths to folders) holding a training and a test corpus: train.jsonl and test.jsonl, train/ and test/ folders, train.csv and test.csv, NAME.train and NAME.test, ...; e.g. news4 agnews7600 news20 trec mr (default: news4 agnews7600).")] = None,
     tools: Annotated[str, typer.Option(help="Comma-separated tools to run (default: all but sklearn-mlp).")] = "",
-    data: Annotated[Optional[Path], typer.Option(help="Folder holding TASK/train.jsonl and TASK/test.jsonl (default <data dir>/datasets).")] = None,
+    data: Annotated[Optional[Path], typer.Option(help="Folder holding the TASK folders (default <data dir>/datasets).")] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the markdown table here.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per tool and task.")] = 1800.0,
     db: DbOption = None,
