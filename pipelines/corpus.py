@@ -660,6 +660,13 @@ def _identity(folder: Path) -> tuple[int, int]:
     return info.st_dev, info.st_ino
 
 
+def folder_files(folder: Path) -> tuple[list[Path], Counter]:
+    """Every file under a folder as a folder corpus reads a label folder's (sorted, recursing, hidden entries and
+    links back into a walked folder skipped), and the skips counted by reason."""
+    skipped: Counter = Counter()
+    return list(_walk_files(folder, skipped, {_identity(folder)})), skipped
+
+
 def _walk_files(folder: Path, skipped: Counter, seen: set[tuple[int, int]]):
     """Files under folder in sorted order, recursing into sub-folders not walked before (`seen`: their device
     and inode), skipping hidden entries; links that lead nowhere or back into a walked folder are counted as

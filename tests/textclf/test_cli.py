@@ -216,6 +216,25 @@ def test_a_fasttext_file_trains_and_a_parquet_file_evaluates_and_predicts(runner
     assert {label for _, label in predicted} == {"cooking", "space", "sports"}  # the names, not "__label__..."
 
 
+def test_predict_reads_a_folder_as_one_document_a_file(runner, trained, tmp_path):
+    inbox = tmp_path / "inbox"
+    (inbox / "2024").mkdir(parents=True)
+    (inbox / "match.txt").write_text("The striker scored a late goal and the team won the match.")
+    (inbox / "2024" / "recipe.md").write_text("Bake the bread in a hot oven with butter and flour.")
+    (inbox / ".notes").write_text("hidden")
+    (inbox / "scan.pdf").write_bytes(b"%PDF-1.4\x00\x01")
+    result = invoke(runner, "predict", inbox, "--model", trained)
+    assert result.exit_code == 0, result.output
+    assert [line.split("\t")[:2] for line in result.stdout.splitlines()] == [
+        [str(inbox / "2024" / "recipe.md"), "cooking"], [str(inbox / "match.txt"), "sports"]]
+    assert "skipped files: 1 binary, 1 hidden" in result.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = invoke(runner, "predict", empty, "--model", trained)
+    assert result.exit_code == 1 and "folder '" in result.stderr and "holds no text file to classify (no files)" \
+        in result.stderr
+
+
 def test_kept_but_reported_inputs(runner, corpus_dir):
     """Dotfiles, nested folders, non-UTF-8 files and oversized files: training goes on and says what it did."""
     (corpus_dir / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")

@@ -482,7 +482,7 @@ def _resolve_model(model: Optional[str], db: Optional[Path]) -> Path:
 @app.command()
 @user_errors
 def predict(
-    files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each); .jsonl, .csv, .tsv, fastText files and - (standard input): one document a line; .parquet: one a row.")],
+    files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each), or folders of them; .jsonl, .csv, .tsv, fastText files and - (standard input): one document a line; .parquet: one a row.")],
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per file.")] = 3,
     db: DbOption = None,
@@ -491,7 +491,7 @@ def predict(
 ) -> None:
     """Print the label and top-k probabilities of each document: one line each (--json: one object each)."""
     from textclf.inference.artifacts import load_model
-    from textclf.inference.predict import rank, read_documents
+    from textclf.inference.predict import rank, read_inputs
 
     from pipelines.images import IMAGE_SUFFIXES
 
@@ -505,8 +505,10 @@ def predict(
             if len(stdin_bytes) > limit:
                 raise CorpusError(f"standard input is over --max-file-mb ({max_file_mb:g} MB): split it, or "
                                   "raise --max-file-mb")
-        # all inputs checked before any output
-        documents = [doc for f in files for doc in read_documents(f, max_file_mb, stdin_bytes)]
+        documents, skipped = read_inputs(files, max_file_mb, stdin_bytes)  # all inputs checked before any output
+        if skipped:
+            err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items())),
+                      highlight=False)
         loaded = load_model(_resolve_model(model, db))
         if not hasattr(loaded, "vectorizer"):
             raise ArtifactError("this is an image model (--model cnn): pass image files (.png, .jpg) to classify")

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from pipelines.corpus import (
-    PARQUET_BATCH_ROWS, TABLE_SNIFF_BYTES, TSV_SUFFIXES, fasttext_line, is_fasttext_file, newline_escapes,
+    PARQUET_BATCH_ROWS, folder_files, TABLE_SNIFF_BYTES, TSV_SUFFIXES, fasttext_line, is_fasttext_file, newline_escapes,
     open_parquet, parquet_columns, table_columns, table_reader, table_text)
 from pipelines.errors import CorpusError
-from pipelines.documents import decode_text, is_binary
+from pipelines.documents import classify_file, decode_text, is_binary
 from textclf.inference.text_model import Model
 from textclf.errors import InputError
 
@@ -49,6 +50,34 @@ def read_document(path: str, max_file_mb: float, stdin_bytes: bytes | None = Non
 
 
 LINE_SUFFIXES = (".jsonl", ".ndjson", ".csv") + TSV_SUFFIXES
+
+
+def read_inputs(paths: list[str], max_file_mb: float, stdin_bytes: bytes | None = None
+                ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    """The documents of every input, in order -> ([(source, text)], the files of folders skipped, by reason). A
+    file or "-" as read_documents reads it; a folder's files one document each, as training reads a label folder's
+    (source: the file's path; hidden files skipped; binary, empty, unreadable files and files over max_file_mb
+    skipped and counted, as training skips them). All inputs are read before any is classified."""
+    documents, skipped = [], Counter()
+    for path in paths:
+        if path == "-" or not Path(path).is_dir():
+            documents += read_documents(path, max_file_mb, stdin_bytes)
+            continue
+        files, walk_skipped = folder_files(Path(path))
+        skipped.update(walk_skipped)
+        found = 0
+        for file in files:
+            text, reason, _ = classify_file(file, int(max_file_mb * 1024 * 1024))
+            if reason:
+                skipped[reason] += 1
+            else:
+                documents.append((str(file), text))
+                found += 1
+        if not found:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items())) or "no files"
+            raise InputError(f"folder '{path}' holds no text file to classify ({reasons}): pass a folder of text "
+                             "files")
+    return documents, dict(skipped)
 
 
 def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = None) -> list[tuple[str, str]]:
