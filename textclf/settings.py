@@ -147,6 +147,8 @@ class Settings:
             (self.feature_selection in FEATURE_SELECTIONS,
              f"feature_selection must be one of {', '.join(FEATURE_SELECTIONS)}"),
             (self.ngram_max in (1, 2, 3), "ngram_max must be 1, 2 or 3"),
+            (self.stop_words in (None, "english"), "stop_words must be 'english' or 'none' (English is the list "
+                                                   "shipped; for another language pass 'none')"),
             (self.min_df >= 1, "min_df must be >= 1"),
             (self.char_learning_rate >= 0, "char_learning_rate must be >= 0 (0 = the learning rate's)"),
             (self.char_epochs >= 0, "char_epochs must be >= 0 (0 = the epochs')"),

@@ -170,6 +170,10 @@ def _setup_char_ngrams_with_hashing(d):
     return ["train", d, "--char-ngrams", "--vectorizer", "hashing"], "char_ngrams needs the tfidf vectorizer"
 
 
+def _setup_unknown_stop_words(d):
+    return ["train", d, "--stop-words", "french"], "stop_words must be 'english' or 'none'"
+
+
 def _setup_fasttext_several_labels(d):
     path = d / "cooking.train"
     path.write_text("__label__baking bread\n__label__sauce __label__cheese mac and cheese\n")
@@ -180,6 +184,7 @@ def _setup_fasttext_several_labels(d):
     _setup_missing, _setup_empty_folder, _setup_one_label, _setup_empty_files, _setup_binary_only_label,
     _setup_predict_empty, _setup_predict_binary, _setup_predict_huge, _setup_missing_model,
     _setup_no_model_at_all, _setup_bad_setting, _setup_char_ngrams_with_hashing, _setup_fasttext_several_labels,
+    _setup_unknown_stop_words,
 ], ids=lambda f: f.__name__[7:])
 def test_bad_input(runner, tmp_path, isolated_home, setup):
     args, message = setup(tmp_path)
