@@ -599,7 +599,7 @@ def _folder_documents(root: Path, max_bytes: int, stats: ReadStats, share: tuple
     if not label_dirs:
         raise CorpusError(
             f"corpus folder '{root}' has no label folders: put each label's documents in "
-            f"'{root}/<label>/', or pass a .csv, .tsv or .jsonl file"
+            f"'{root}/<label>/', or pass a .csv, .tsv, .jsonl, .parquet or fastText file"
         )
     _refuse_split_layout(root, label_dirs)
     return _folder_files(root, label_dirs, max_bytes, stats, share)
