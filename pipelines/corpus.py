@@ -144,8 +144,8 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
 
 # read_corpus's on_progress is called once per this many documents read (and once at the end).
 PROGRESS_DOCUMENTS = 20_000
-# A JSONL file of at least this many bytes is read by a WorkerPool's workers, a share each (large_jsonl says
-# why); a smaller one in this process.
+# A file of one document a line of at least this many bytes is read by a WorkerPool's workers, a share each
+# (parallel_read says why); a smaller one in this process.
 PARALLEL_READ_BYTES = 64 * 1024 * 1024
 # Workers read a large file in byte shares of at most about this many bytes (_share_count): a share's texts are
 # in a worker's memory at once, and pipelines/vectorize.py found chunks of ~16M characters transformed fastest
@@ -167,10 +167,11 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0,
     on_progress(documents read, stats) every PROGRESS_DOCUMENTS documents and at the end: stats.bytes_read of
     stats.bytes_total for a file. share (index, count): read only that part (module docstring), unchecked: the
     caller checks the union of the shares; the part's empty label folders are in Corpus.empty_labels.
-    pool: parse a large JSONL file in its workers (large_jsonl); the same Corpus. keep_texts=False: such a file's
-    texts stay in it (Corpus.texts is a FileTexts; other corpora are read whole)."""
-    if pool is not None and pool.processes > 1 and share == (0, 1) and large_jsonl(path):
-        return _read_jsonl_in_workers(Path(path), max_file_mb, on_progress, pool, keep_texts)
+    pool: parse a large file of one document a line in its workers (parallel_read); the same Corpus.
+    keep_texts=False: such a file's texts stay in it (Corpus.texts is a FileTexts; other corpora are read whole)."""
+    if pool is not None and pool.processes > 1 and share == (0, 1) and parallel_read(path):
+        return _read_lines_in_workers(Path(path), line_format(Path(path)), max_file_mb, on_progress, pool,
+                                      keep_texts)
     fmt, stats, documents = open_documents(path, max_file_mb, share)
     labels, texts, fingerprint = [], [], Fingerprint()
     # (A file read here is read a line at a time, telling its progress every PROGRESS_DOCUMENTS documents; pyarrow's
@@ -191,32 +192,124 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0,
     return corpus
 
 
-def large_jsonl(path: str | Path) -> bool:
-    """Whether read_corpus(path, pool=...) parses the file in the pool's workers (given more than one): a JSONL
-    file of at least PARALLEL_READ_BYTES. Parsing JSON a line at a time in one process read a million documents
-    (1.2 GB) at ~80 MB/s on the H100 machine; each worker parses its share of the bytes (the lines that start in
-    it, as several processes' shares do) and sends back its labels and texts."""
+def parallel_read(path: str | Path) -> bool:
+    """Whether read_corpus(path, pool=...) parses the file in the pool's workers (given more than one): a file of
+    one document a line (line_format) of at least PARALLEL_READ_BYTES. Parsing JSON a line at a time in one
+    process read a million documents (1.2 GB) at ~80 MB/s on the H100 machine, and a CSV, fastText or Parquet file
+    of them took 7-14 s on the H200 machine (BENCHMARKS.md, "A million documents in each format"); each worker
+    parses its share of the bytes (the lines that start in it, as several processes' shares do) and sends back
+    its labels and texts, or where each text's line starts."""
     path = Path(path)
-    return path.suffix.lower() in (".jsonl", ".ndjson") and path.is_file() and path.stat().st_size >= \
-        PARALLEL_READ_BYTES
+    return path.is_file() and path.stat().st_size >= PARALLEL_READ_BYTES and line_format(path) is not None
 
 
-def _read_share(index: int, path: str, count: int, max_file_mb: float, keep_texts: bool
+@dataclass(frozen=True)
+class LineFormat:
+    """How the lines of a file of one document a line are documents (line_format): JSONL, fastText's format, or a
+    CSV or TSV file as _csv_documents reads it, its first row's reading decided once for every share."""
+
+    kind: str  # "jsonl", "fasttext", "csv" or "tsv"
+    label_column: int = 0  # a table's
+    text_columns: tuple[int, ...] | None = None  # a table's; None: every column after the label's
+    escapes: bool = False  # a table's line breaks written as "\\n" (newline_escapes)
+    header_bytes: int = 0  # a table's header row: the bytes of its first line, not a document
+
+
+class LineBreakInField(Exception):
+    """A CSV line whose quote marks do not pair up: a quoted field holds a line break, so the file's lines are
+    not its rows, and it is read by one reader from the top (_csv_documents)."""
+
+
+def line_format(path: Path) -> LineFormat | None:
+    """The LineFormat of a JSONL, fastText, CSV or TSV file, or None (a folder, Parquet, an unknown file)."""
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return LineFormat("jsonl")
+    if suffix == ".csv" or suffix in TSV_SUFFIXES:
+        tsv = suffix in TSV_SUFFIXES
+        with path.open("rb") as handle:
+            head = handle.read(TABLE_SNIFF_BYTES)
+        first_line = head.split(b"\n", 1)[0] + b"\n"
+        first = next(table_reader([decode_text(first_line)[0]], tsv), None)
+        columns = table_columns(first) if first is not None else None
+        label_column, text_columns = columns if columns is not None else (0, None)
+        return LineFormat("tsv" if tsv else "csv", label_column, None if text_columns is None else tuple(text_columns),
+                          newline_escapes(head), len(first_line) if columns is not None else 0)
+    if path.is_file() and is_fasttext_file(path):
+        return LineFormat("fasttext")
+    return None
+
+
+def _placed_line_documents(fmt: LineFormat, path: Path, stats: ReadStats, start: int = 0, end: int | None = None
+                           ) -> Iterator[tuple[int, str, str]]:
+    """(the byte its line starts at, label, text) of each document whose line starts in bytes [start, end), read
+    as one reader of the whole file reads it (its skips counted in stats). A CSV line whose quote marks do not pair
+    up raises LineBreakInField."""
+    if fmt.kind == "jsonl":
+        yield from _placed_jsonl_documents(path, stats, start, end)
+        return
+    where = f"{'fastText' if fmt.kind == 'fasttext' else fmt.kind.upper()} corpus '{path}'" + \
+        (" line" if start == 0 else f" (from byte {start}) line")
+    for number, (offset, line) in enumerate(_placed_lines(path, stats, start, end), 1):
+        if fmt.kind == "fasttext":
+            document = _fasttext_document(line, stats, where, number)
+        elif offset < fmt.header_bytes:
+            continue
+        else:
+            document = _table_line_document(fmt, line, stats, where, number)
+        if document is not None:
+            yield offset, *document
+
+
+def _line_text(fmt: LineFormat, line: str) -> str:
+    """The text of a line that reading found to be a document."""
+    if fmt.kind == "jsonl":
+        return json.loads(line)["text"]
+    if fmt.kind == "fasttext":
+        return fasttext_line(line.replace("\t", " "))[1]
+    row = next(table_reader([line], fmt.kind == "tsv"))
+    columns = fmt.text_columns if fmt.text_columns is not None else range(1, len(row))
+    return table_text((row[i] for i in columns if i < len(row)), fmt.escapes)
+
+
+def _table_line_document(fmt: LineFormat, line: str, stats: ReadStats, where: str, number: int
+                         ) -> tuple[str, str] | None:
+    """One line of a CSV or TSV file as _csv_documents reads its row, or None (counted in stats)."""
+    if fmt.kind == "csv" and line.count('"') % 2:
+        raise LineBreakInField(f"{where} {number}")
+    try:
+        row = next(table_reader([line], fmt.kind == "tsv"), [])
+    except csv.Error as exc:
+        raise CorpusError(f"{where} {number} cannot be parsed ({exc})") from None
+    if len(row) < 2:
+        stats.skipped["bad_row"] += 1
+        return None
+    columns = fmt.text_columns if fmt.text_columns is not None else range(1, len(row))
+    body = table_text((row[i] for i in columns if i < len(row)), fmt.escapes)
+    label = row[fmt.label_column].strip() if fmt.label_column < len(row) else ""
+    if not body or not label:
+        stats.skipped["empty"] += 1
+        return None
+    return label, body
+
+
+def _read_share(index: int, path: str, count: int, max_file_mb: float, keep_texts: bool, fmt: LineFormat
                 ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
-    """A worker's part of _read_jsonl_in_workers: share `index` of `count` -> (labels, texts or, without
+    """A worker's part of _read_lines_in_workers: share `index` of `count` -> (labels, texts or, without
     keep_texts, the byte offsets their lines start at (documents,) int64, the documents' digests joined, skipped,
-    non_utf8, bytes read)."""
-    _, stats, _ = open_documents(path, max_file_mb, (index, count))  # checks the file and the share
+    non_utf8, bytes read). A JSONL share is parsed by pyarrow where it can be (_read_share_arrow)."""
+    if not 0 <= index < count:
+        raise ValueError(f"share {index} of {count}")
     start, end = _share_bounds(path, index, count)
-    parsed = _read_share_arrow(path, start, end, keep_texts)
-    return _read_share_lines(path, start, end, keep_texts, stats) if parsed is None else parsed
+    parsed = _read_share_arrow(path, start, end, keep_texts) if fmt.kind == "jsonl" else None
+    return _read_share_lines(path, start, end, keep_texts, ReadStats(), fmt) if parsed is None else parsed
 
 
-def _read_share_lines(path: str, start: int, end: int, keep_texts: bool, stats: ReadStats
+def _read_share_lines(path: str, start: int, end: int, keep_texts: bool, stats: ReadStats, fmt: LineFormat
                       ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
-    """_read_share of the lines that start in bytes [start, end), a line at a time (Python's json)."""
+    """_read_share of the lines that start in bytes [start, end), a line at a time."""
     labels, texts, offsets, digests = [], [], [], []
-    for offset, label, text in _placed_jsonl_documents(Path(path), stats, start, end):
+    for offset, label, text in _placed_line_documents(fmt, Path(path), stats, start, end):
         labels.append(label)
         digests.append(document_digest(label, text))
         if keep_texts:
@@ -340,20 +433,22 @@ def _share_count(path: Path, pool: "WorkerPool") -> int:
     return pool.processes * rounds
 
 
-def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "WorkerPool",
+def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_progress, pool: "WorkerPool",
                            keep_texts: bool = True) -> Corpus:
-    """read_corpus of a JSONL file, its shares parsed in the pool's workers and joined in order as they arrive:
-    the documents one reader sees, in its order, so the same fingerprint. Without keep_texts the texts stay in
-    the file (Corpus.texts is a FileTexts). A share that cannot be parsed makes this process read the file
-    itself, so that the error names the line from the top of the file."""
-    _check_text_file(path, "JSONL")
+    """read_corpus of a file of one document a line, its shares parsed in the pool's workers and joined in order
+    as they arrive: the documents one reader sees, in its order, so the same fingerprint. Without keep_texts the
+    texts stay in the file (Corpus.texts is a FileTexts). Where a share cannot be parsed, or a CSV's quoted field
+    holds a line break (its lines are not its rows), or nothing usable is found, this process reads the file
+    itself: the same corpus, or the error naming the line from the top of the file."""
+    kind = {"jsonl": "JSONL", "fasttext": "fastText"}.get(fmt.kind, fmt.kind.upper())
+    _check_text_file(path, kind)
     status = path.stat()
     stats = ReadStats(bytes_total=status.st_size)
     count = _share_count(path, pool)
     labels, texts, offsets, fingerprint, first_rows = [], [], [], Fingerprint(), [0]
     try:
         for part_labels, texts_or_offsets, digests, skipped, non_utf8, bytes_read in pool.imap(
-                _read_share, list(range(count)), str(path), count, max_file_mb, keep_texts):
+                _read_share, list(range(count)), str(path), count, max_file_mb, keep_texts, fmt):
             fingerprint.add_digests(digests)
             labels += part_labels
             first_rows.append(len(labels))
@@ -366,12 +461,15 @@ def _read_jsonl_in_workers(path: Path, max_file_mb: float, on_progress, pool: "W
             stats.bytes_read += bytes_read
             if on_progress is not None:
                 on_progress(len(labels), stats)
-    except CorpusError:
+    except (CorpusError, LineBreakInField):
+        return read_corpus(path, max_file_mb, on_progress)
+    if not labels:
         return read_corpus(path, max_file_mb, on_progress)
     check_usable(str(path), labels, stats.skipped, stats.empty_labels)
+    check_table_labels(str(path), fmt.kind, labels)
     left = None if keep_texts else FileTexts(path, max_file_mb, first_rows, np.concatenate(offsets),
-                                             (status.st_size, status.st_mtime_ns))
-    return Corpus(texts if keep_texts else left, labels, str(path), "jsonl",
+                                             (status.st_size, status.st_mtime_ns), fmt)
+    return Corpus(texts if keep_texts else left, labels, str(path), fmt.kind,
                   {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8, fingerprint=fingerprint.hexdigest())
 
 
@@ -391,6 +489,7 @@ class FileTexts:
     # stamp and the shares' rows decide it (and an array has no truth value or hash of its own).
     offsets: np.ndarray = field(repr=False, compare=False)
     stamp: tuple[int, int] = (0, 0)  # the file's (size, mtime_ns) when it was read
+    format: LineFormat = LineFormat("jsonl")  # how its lines are documents
 
     @property
     def shares(self) -> int:
@@ -423,7 +522,7 @@ class FileTexts:
         self._check_unchanged()
         rows = np.asarray(rows, dtype=np.int64)
         ends = np.append(self.offsets[1:], self.stamp[0])  # a line's end: the next document's start at most
-        return LineTexts(str(self.path), self.offsets[rows], ends[rows] - self.offsets[rows])
+        return LineTexts(str(self.path), self.offsets[rows], ends[rows] - self.offsets[rows], self.format)
 
     def map_shares(self, pool: "WorkerPool", fn: Callable, *args,
                    on_progress: Callable[[int, int], None] | None = None, arrow: bool = False) -> list:
@@ -438,7 +537,8 @@ class FileTexts:
         """map_shares, each share's result yielded as it arrives (in share order), so that a caller can use and
         drop it before the next."""
         self._check_unchanged()
-        results = pool.imap(_share_apply, list(range(self.shares)), str(self.path), self.shares, self.max_file_mb,
+        arrow = arrow and self.format.kind == "jsonl"  # (pyarrow parses JSON lines only)
+        results = pool.imap(_share_apply, list(range(self.shares)), str(self.path), self.shares, self.format,
                             fn, args, self.first_rows if arrow else None)
         for share, result in enumerate(results):
             if on_progress is not None:
@@ -463,8 +563,10 @@ class FetchedTexts(Sequence):
         return self.texts[row]
 
 
-def _share_texts(index: int, path: str, count: int, max_file_mb: float) -> list[str]:
-    return [text for _, text in open_documents(path, max_file_mb, (index, count))[2]]
+def _share_texts(index: int, path: str, count: int, fmt: LineFormat) -> list[str]:
+    """The texts of the documents whose lines start in byte share `index` of `count`, as reading found them."""
+    return [text for _, _, text in _placed_line_documents(fmt, Path(path), ReadStats(),
+                                                          *_share_bounds(path, index, count))]
 
 
 class LineTexts(Sequence):
@@ -473,22 +575,22 @@ class LineTexts(Sequence):
     a document): a fit sample sent to the workers in chunks is read there, where sending its texts cost the parent
     pickling and writing them after reading them (200,000 documents of a million: ~230 MB each way)."""
 
-    def __init__(self, path: str, offsets: np.ndarray, line_bytes: np.ndarray):
-        self.path, self.offsets, self.line_bytes = path, offsets, line_bytes
+    def __init__(self, path: str, offsets: np.ndarray, line_bytes: np.ndarray, fmt: LineFormat = LineFormat("jsonl")):
+        self.path, self.offsets, self.line_bytes, self.format = path, offsets, line_bytes, fmt
 
     def __len__(self) -> int:
         return len(self.offsets)
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return LineTexts(self.path, self.offsets[index], self.line_bytes[index])
+            return LineTexts(self.path, self.offsets[index], self.line_bytes[index], self.format)
         with open(self.path, "rb") as handle:
-            return _text_at(handle, int(self.offsets[index]))
+            return _text_at(handle, int(self.offsets[index]), self.format)
 
     def __iter__(self) -> Iterator[str]:
         with open(self.path, "rb") as handle:
             for offset in self.offsets:
-                yield _text_at(handle, int(offset))
+                yield _text_at(handle, int(offset), self.format)
 
     def characters(self) -> int:
         """About the texts' characters, from their lines' bytes (the JSON around them included), without reading
@@ -499,7 +601,7 @@ class LineTexts(Sequence):
         """The texts as one pyarrow large_string array, their lines read whole and parsed at once (_arrow_texts,
         which says when it gives None: then iterate). A line's bytes run to the next document's line, so a
         skipped line between them makes the count differ, and None."""
-        if not len(self):
+        if not len(self) or self.format.kind != "jsonl":
             return None
         with open(self.path, "rb") as handle:
             descriptor = handle.fileno()
@@ -508,14 +610,14 @@ class LineTexts(Sequence):
         return _arrow_texts(data, len(self))
 
 
-def _share_apply(index: int, path: str, count: int, max_file_mb: float, fn: Callable, args: tuple,
+def _share_apply(index: int, path: str, count: int, fmt: LineFormat, fn: Callable, args: tuple,
                  first_rows: list[int] | None = None):
     """A worker's part of FileTexts.map_shares; first_rows given (its `arrow`): the share's texts as
     share_texts_arrow parses them where it can."""
     texts = None
     if first_rows is not None:
         texts = share_texts_arrow(path, *_share_bounds(path, index, count), first_rows[index + 1] - first_rows[index])
-    return fn(_share_texts(index, path, count, max_file_mb) if texts is None else texts, *args)
+    return fn(_share_texts(index, path, count, fmt) if texts is None else texts, *args)
 
 
 def _share_bounds(path: str | Path, index: int, count: int) -> tuple[int, int]:
@@ -717,21 +819,27 @@ def fasttext_line(line: str) -> tuple[list[str], str]:
 
 def _fasttext_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None
                         ) -> Iterator[tuple[str, str]]:
-    where = f"fastText corpus '{path}' line" if start == 0 else f"fastText corpus '{path}' (from byte {start}) line"
-    for number, line in enumerate(_decoded_lines(path, stats, start, end), 1):
-        if not line.strip():
-            continue
-        labels, text = fasttext_line(line.replace("\t", " "))
-        if len(labels) > 1:
-            shown = " ".join(FASTTEXT_LABEL_PREFIX + label for label in labels[:3])
-            raise CorpusError(f"{where} {number} holds {len(labels)} labels ({shown}{' ...' if len(labels) > 3 else ''}): "
-                              "textclf trains one label a document; keep one __label__ a line")
-        if not labels:
-            stats.skipped["no_label"] += 1
-        elif not labels[0] or not text:
-            stats.skipped["empty"] += 1
-        else:
-            yield labels[0], text
+    return ((label, text) for _, label, text in _placed_line_documents(LineFormat("fasttext"), path, stats, start,
+                                                                       end))
+
+
+def _fasttext_document(line: str, stats: ReadStats, where: str, number: int) -> tuple[str, str] | None:
+    """One line of a fastText file -> (label, text), or None for a blank line or one skipped (counted in stats);
+    a line of several labels refused with its number."""
+    if not line.strip():
+        return None
+    labels, text = fasttext_line(line.replace("\t", " "))
+    if len(labels) > 1:
+        shown = " ".join(FASTTEXT_LABEL_PREFIX + label for label in labels[:3])
+        raise CorpusError(f"{where} {number} holds {len(labels)} labels ({shown}{' ...' if len(labels) > 3 else ''}): "
+                          "textclf trains one label a document; keep one __label__ a line")
+    if not labels:
+        stats.skipped["no_label"] += 1
+    elif not labels[0] or not text:
+        stats.skipped["empty"] += 1
+    else:
+        return labels[0], text
+    return None
 
 
 # Parquet corpora are read this many rows at a time (a batch's texts in memory at once).
@@ -999,12 +1107,12 @@ def _key_hint(record) -> str:
     return f" (rename {' and '.join(renames)})" if renames else ""
 
 
-def _text_at(handle, offset: int) -> str:
-    """The text of the JSONL document whose line starts at this byte offset of the open file (one that
-    _placed_jsonl_documents yielded: a valid line), decoded as reading decoded it."""
+def _text_at(handle, offset: int, fmt: LineFormat = LineFormat("jsonl")) -> str:
+    """The text of the document whose line starts at this byte offset of the open file (one that reading yielded:
+    a valid line), decoded as reading decoded it."""
     handle.seek(offset)
     line, _ = decode_text(handle.readline())
-    return json.loads(line)["text"]
+    return _line_text(fmt, line)
 
 
 def _json_kind(value) -> str:

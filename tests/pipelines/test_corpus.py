@@ -401,6 +401,82 @@ def test_a_large_jsonl_file_parsed_in_workers_is_the_corpus_one_reader_sees(tmp_
     assert [documents for documents, _, _ in seen] == sorted(documents for documents, _, _ in seen)
 
 
+def _line_files(folder, rows: list[tuple[str, str]]) -> dict[str, "Path"]:
+    """The same documents as a fastText file, a headerless CSV (Yelp's: "\\n" line breaks), a CSV with a header
+    naming its columns, and a TSV, with blank lines, skipped rows and a line that is not UTF-8 among them."""
+    import csv
+    import io
+
+    files = {}
+    fasttext = "".join(f"__label__{label} {text}\n" if i % 50 else f"__label__{label}  \n"
+                       for i, (label, text) in enumerate(rows))
+    files["fasttext"] = folder / "big.train"
+    files["fasttext"].write_bytes(fasttext.encode() + "__label__b caf\u00e9 latin\n".encode("latin-1") + b"\n\n")
+    for name, header in (("yelp.csv", None), ("named.csv", ["id", "text", "label"])):
+        out = io.StringIO()
+        writer = csv.writer(out, quoting=csv.QUOTE_ALL if header is None else csv.QUOTE_MINIMAL)
+        if header:
+            writer.writerow(header)
+        for i, (label, text) in enumerate(rows):
+            text = text.replace(" word", "\\nword", 1) if header is None else text
+            writer.writerow([label, text] if header is None else [i, f'{text} "quoted", too', label])
+        files[name] = folder / name
+        files[name].write_text(out.getvalue() + ("\n" if header is None else "only-one-column\n"))
+    files["tsv"] = folder / "big.tsv"
+    files["tsv"].write_text("sentence\tlabel\n" + "".join(f'"{text}\t{label}\n' for label, text in rows) +
+                            "a line of one column\n")  # a quote mark is text in a TSV
+    return files
+
+
+@pytest.mark.parametrize("name", ["fasttext", "yelp.csv", "named.csv", "tsv"])
+def test_fasttext_csv_and_tsv_files_read_in_workers_are_the_corpus_one_reader_sees(tmp_path, monkeypatch, name):
+    from pipelines import corpus as corpus_module
+    from pipelines.corpus import FileTexts, parallel_read
+    from pipelines.workers import WorkerPool
+
+    rows = [("ab"[i % 2], f"document {i} " + "word " * (i % 13 + 1)) for i in range(900)]
+    path = _line_files(tmp_path, rows)[name]
+    alone = read_corpus(path)
+    assert len(alone) > 800 and (name != "yelp.csv" or "nword" not in " ".join(alone.texts))
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
+    monkeypatch.setattr(corpus_module, "SHARE_BYTES", 2000)  # many shares of this small file
+    assert parallel_read(path)
+    with WorkerPool(2) as pool:
+        parallel = read_corpus(path, pool=pool)
+        assert (parallel.texts, parallel.labels, parallel.fingerprint, parallel.skipped, parallel.non_utf8,
+                parallel.format) == (alone.texts, alone.labels, alone.fingerprint, alone.skipped, alone.non_utf8,
+                                     alone.format)
+        left = read_corpus(path, pool=pool, keep_texts=False)
+        assert isinstance(left.texts, FileTexts) and left.texts.shares > 4
+        assert (left.labels, left.fingerprint) == (alone.labels, alone.fingerprint)
+        rows_wanted = np.random.default_rng(0).choice(len(alone), 60, replace=False)
+        fetched = left.texts.fetch(rows_wanted, pool)
+        assert [fetched[i] for i in rows_wanted] == [alone.texts[i] for i in rows_wanted]
+        assert list(left.texts.lines(rows_wanted)) == [alone.texts[i] for i in rows_wanted]
+        shares = left.texts.map_shares(pool, list, arrow=True)
+        assert [text for share in shares for text in share] == alone.texts
+
+
+def test_a_csv_whose_quoted_field_holds_a_line_break_is_read_from_the_top(tmp_path, monkeypatch):
+    import csv
+
+    from pipelines import corpus as corpus_module
+    from pipelines.workers import WorkerPool
+
+    path = tmp_path / "multiline.csv"
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        for i in range(400):
+            writer.writerow(["ab"[i % 2], f"line one of {i}\nline two" if i % 100 == 7 else f"document {i}"])
+    alone = read_corpus(path)
+    assert "line one of 7\nline two" in alone.texts
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
+    monkeypatch.setattr(corpus_module, "SHARE_BYTES", 1000)
+    with WorkerPool(2) as pool:
+        parallel = read_corpus(path, pool=pool, keep_texts=False)
+    assert (parallel.texts, parallel.labels, parallel.fingerprint) == (alone.texts, alone.labels, alone.fingerprint)
+
+
 def _kind_and_texts(texts) -> tuple[str, list[str]]:
     """A share's texts as map_shares(..., arrow=True) handed them: ("array" or "list", the texts as str)."""
     import pyarrow as pa
@@ -480,7 +556,7 @@ def test_a_share_parsed_by_pyarrow_reads_as_a_line_at_a_time(tmp_path, case, kee
         assert (parsed is not None) == by_arrow
     if parsed is not None:
         expected = corpus_module._read_share_lines(str(path), 5, path.stat().st_size, keep_texts,
-                                                   corpus_module.ReadStats())
+                                                   corpus_module.ReadStats(), corpus_module.LineFormat("jsonl"))
         assert parsed[0] == expected[0] and parsed[2:] == expected[2:]
         assert parsed[1] == expected[1] if keep_texts else np.array_equal(parsed[1], expected[1])
     whole = corpus_module._read_share_arrow(str(path), 0, path.stat().st_size, False)  # the BOM's line too
@@ -522,7 +598,7 @@ def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reade
         lines = left.texts.lines(rows)  # read where iterated; a slice pickles as offsets, not texts
         assert list(lines) == [alone.texts[i] for i in rows] and lines[3] == alone.texts[rows[3]]
         part = pickle.loads(pickle.dumps(lines[10:20]))
-        assert list(part) == [alone.texts[i] for i in rows[10:20]] and len(pickle.dumps(part)) < 600
+        assert list(part) == [alone.texts[i] for i in rows[10:20]] and len(pickle.dumps(part)) - len(pickle.dumps(part.format)) < 600
         assert pool.map(list, [lines[:5], lines[5:]]) == [[alone.texts[i] for i in rows[:5]],
                                                           [alone.texts[i] for i in rows[5:]]]
         assert 0 < sum(map(len, lines)) <= lines.characters()

@@ -188,9 +188,9 @@ def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_p
     path.write_text("".join(json.dumps({"text": f"{word} number {i}", "label": word}) + "\n"
                             for i in range(300) for word in ("comet", "dough")))
     in_workers = []
-    real_read = corpus_module._read_jsonl_in_workers
-    monkeypatch.setattr(corpus_module, "_read_jsonl_in_workers",
-                        lambda path, *a: in_workers.append(a[2].processes) or real_read(path, *a))
+    real_read = corpus_module._read_lines_in_workers
+    monkeypatch.setattr(corpus_module, "_read_lines_in_workers",
+                        lambda path, *a: in_workers.append(a[3].processes) or real_read(path, *a))
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
     from pipelines import vectorize
 

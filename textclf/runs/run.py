@@ -29,7 +29,7 @@ import sklearn.feature_extraction.text  # noqa: F401
 
 from db import open_db
 from db import runs as run_queries
-from pipelines.corpus import FetchedTexts, FileTexts, large_jsonl, read_corpus
+from pipelines.corpus import FetchedTexts, FileTexts, parallel_read, read_corpus
 from pipelines import vector_cache
 from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
 from pipelines.word_counts import stack_rows
@@ -629,11 +629,11 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             return workers
 
         with phase("read"):
-            # A large JSONL file is parsed by the workers (pipelines.corpus.large_jsonl), so they are forked first
-            # (for at least as many documents as the file can hold lines of 100 bytes: all cores), and JAX starts
-            # while they read. Its texts stay in the file (FileTexts): the workers parse it again for the texts the
+            # A large file of one document a line (JSONL, fastText's, CSV, TSV) is parsed by the workers
+            # (pipelines.corpus.parallel_read), so they are forked first (for at least as many documents as the
+            # file can hold lines of 100 bytes: all cores), and JAX starts while they read. Its texts stay in the file (FileTexts): the workers parse it again for the texts the
             # search and the vocabulary's fit sample need, and to transform it share by share.
-            readers = forked(Path(corpus_path).stat().st_size // 100) if large_jsonl(corpus_path) else None
+            readers = forked(Path(corpus_path).stat().st_size // 100) if parallel_read(corpus_path) else None
             corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, pool=readers, keep_texts=False)
         train_rows = eval_rows = None  # with --test: every document of the corpus trains
         if test_path:

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One big corpus in the formats textclf reads (repository root; OUT: where logs go): a DOCS-document synthetic
+# corpus sampled from news4 (needs .devgpu/, see data.sh) written as JSONL, as a headerless CSV (label, then
+# text: Zhang et al.'s Yelp and DBpedia files), in fastText's format and as Parquet, then `textclf train` with no
+# flags on each (FORMATS, default "jsonl csv fasttext parquet"), timed end to end with its peak host memory.
+set -uo pipefail
+OUT=${OUT:-build/gpu-formats}
+DOCS=${DOCS:-1000000}
+mkdir -p "$OUT"
+log="$OUT/formats.log"
+source benchmarks/gpu/data.sh
+[ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs "$DOCS" \
+  | tee -a "$log"
+python3 - <<'PY'
+import csv, json
+import pyarrow as pa, pyarrow.parquet as pq
+for split in ("train", "test"):
+    labels, texts = [], []
+    with open(f"/tmp/syn/{split}.jsonl") as source:
+        for line in source:
+            record = json.loads(line)
+            labels.append(record["label"]); texts.append(record["text"])
+    with open(f"/tmp/syn/{split}.csv", "w", newline="") as out:
+        csv.writer(out, quoting=csv.QUOTE_ALL).writerows(zip(labels, texts))
+    with open(f"/tmp/syn/{split}.ft", "w") as out:
+        out.writelines(f"__label__{label} {' '.join(text.split())}\n" for label, text in zip(labels, texts))
+    pq.write_table(pa.table({"text": texts, "label": labels}), f"/tmp/syn/{split}.parquet")
+PY
+ls -la /tmp/syn | tee -a "$log"
+declare -A suffix=([jsonl]=jsonl [csv]=csv [fasttext]=ft [parquet]=parquet)
+for format in ${FORMATS:-jsonl csv fasttext parquet}; do
+  s=${suffix[$format]}
+  TEXTCLF_HOME=$(mktemp -d) python3 -m benchmarks.timed_run --label "$format" --timeout "${TOOL_TIMEOUT:-240}" --lines 2 -- \
+    python3 -m textclf train /tmp/syn/train.$s --test /tmp/syn/test.$s 2>&1 | tee -a "$log"
+done
