@@ -401,7 +401,7 @@ def test_a_large_jsonl_file_parsed_in_workers_is_the_corpus_one_reader_sees(tmp_
     assert [documents for documents, _, _ in seen] == sorted(documents for documents, _, _ in seen)
 
 
-def _line_files(folder, rows: list[tuple[str, str]]) -> dict[str, "Path"]:
+def _line_files(folder, rows: list[tuple[str, str]]) -> dict:
     """The same documents as a fastText file, a headerless CSV (Yelp's: "\\n" line breaks), a CSV with a header
     naming its columns, and a TSV, with blank lines, skipped rows and a line that is not UTF-8 among them."""
     import csv
