@@ -168,7 +168,8 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0,
     stats.bytes_total for a file. share (index, count): read only that part (module docstring), unchecked: the
     caller checks the union of the shares; the part's empty label folders are in Corpus.empty_labels.
     pool: parse a large file of one document a line in its workers (parallel_read); the same Corpus.
-    keep_texts=False: such a file's texts stay in it (Corpus.texts is a FileTexts; other corpora are read whole)."""
+    keep_texts=False: such a file's texts stay in it (Corpus.texts is a FileTexts; a Parquet file's and other
+    corpora's are read whole)."""
     if pool is not None and pool.processes > 1 and share == (0, 1) and parallel_read(path):
         return _read_lines_in_workers(Path(path), line_format(Path(path)), max_file_mb, on_progress, pool,
                                       keep_texts)
@@ -198,7 +199,8 @@ def parallel_read(path: str | Path) -> bool:
     process read a million documents (1.2 GB) at ~80 MB/s on the H100 machine, and a CSV, fastText or Parquet file
     of them took 7-14 s on the H200 machine (BENCHMARKS.md, "A million documents in each format"); each worker
     parses its share of the bytes (the lines that start in it, as several processes' shares do) and sends back
-    its labels and texts, or where each text's line starts."""
+    its labels and texts, or where each text's line starts (a Parquet file: a share of its rows, its texts sent
+    back)."""
     path = Path(path)
     return path.is_file() and path.stat().st_size >= PARALLEL_READ_BYTES and line_format(path) is not None
 
@@ -206,13 +208,15 @@ def parallel_read(path: str | Path) -> bool:
 @dataclass(frozen=True)
 class LineFormat:
     """How the lines of a file of one document a line are documents (line_format): JSONL, fastText's format, or a
-    CSV or TSV file as _csv_documents reads it, its first row's reading decided once for every share."""
+    CSV or TSV file as _csv_documents reads it, its first row's reading decided once for every share; or how a
+    Parquet file's rows are (parquet_format: its shares are rows, not bytes)."""
 
-    kind: str  # "jsonl", "fasttext", "csv" or "tsv"
+    kind: str  # "jsonl", "fasttext", "csv", "tsv" or "parquet"
     label_column: int = 0  # a table's
     text_columns: tuple[int, ...] | None = None  # a table's; None: every column after the label's
     escapes: bool = False  # a table's line breaks written as "\\n" (newline_escapes)
     header_bytes: int = 0  # a table's header row: the bytes of its first line, not a document
+    class_names: tuple[str, ...] | None = None  # a Parquet label column's ClassLabel names (class_label_names)
 
 
 class LineBreakInField(Exception):
@@ -221,10 +225,12 @@ class LineBreakInField(Exception):
 
 
 def line_format(path: Path) -> LineFormat | None:
-    """The LineFormat of a JSONL, fastText, CSV or TSV file, or None (a folder, Parquet, an unknown file)."""
+    """The LineFormat of a JSONL, fastText, CSV, TSV or Parquet file, or None (a folder, an unknown file)."""
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return LineFormat("jsonl")
+    if suffix == ".parquet":
+        return parquet_format(path)
     if suffix == ".csv" or suffix in TSV_SUFFIXES:
         tsv = suffix in TSV_SUFFIXES
         with path.open("rb") as handle:
@@ -300,9 +306,24 @@ def _read_share(index: int, path: str, count: int, max_file_mb: float, keep_text
     non_utf8, bytes read). A JSONL share is parsed by pyarrow where it can be (_read_share_arrow)."""
     if not 0 <= index < count:
         raise ValueError(f"share {index} of {count}")
+    if fmt.kind == "parquet":
+        return _read_parquet_share(path, index, count, fmt)
     start, end = _share_bounds(path, index, count)
     parsed = _read_share_arrow(path, start, end, keep_texts) if fmt.kind == "jsonl" else None
     return _read_share_lines(path, start, end, keep_texts, ReadStats(), fmt) if parsed is None else parsed
+
+
+def _read_parquet_share(path: str, index: int, count: int, fmt: LineFormat
+                        ) -> tuple[list[str], list[str], bytes, dict[str, int], int, int]:
+    """_read_share of a Parquet file's rows share `index` of `count`, its texts kept (a row is not where a text
+    can be read again cheaply: a row group is decoded whole)."""
+    stats, labels, texts, digests = ReadStats(), [], [], []
+    for _, label, text in _placed_parquet_documents(fmt, Path(path), stats, (index, count)):
+        labels.append(label)
+        texts.append(text)
+        digests.append(document_digest(label, text))
+    size = Path(path).stat().st_size
+    return labels, texts, b"".join(digests), dict(stats.skipped), 0, size * (index + 1) // count - size * index // count
 
 
 def _read_share_lines(path: str, start: int, end: int, keep_texts: bool, stats: ReadStats, fmt: LineFormat
@@ -435,13 +456,15 @@ def _share_count(path: Path, pool: "WorkerPool") -> int:
 
 def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_progress, pool: "WorkerPool",
                            keep_texts: bool = True) -> Corpus:
-    """read_corpus of a file of one document a line, its shares parsed in the pool's workers and joined in order
+    """read_corpus of a file of one document a line (or a row), its shares parsed in the pool's workers and joined in order
     as they arrive: the documents one reader sees, in its order, so the same fingerprint. Without keep_texts the
-    texts stay in the file (Corpus.texts is a FileTexts). Where a share cannot be parsed, or a CSV's quoted field
+    texts stay in the file (Corpus.texts is a FileTexts; not a Parquet file's: _read_parquet_share says why). Where a share cannot be parsed, or a CSV's quoted field
     holds a line break (its lines are not its rows), or nothing usable is found, this process reads the file
     itself: the same corpus, or the error naming the line from the top of the file."""
-    kind = {"jsonl": "JSONL", "fasttext": "fastText"}.get(fmt.kind, fmt.kind.upper())
-    _check_text_file(path, kind)
+    if fmt.kind == "parquet":
+        keep_texts = True  # (_read_parquet_share says why)
+    else:
+        _check_text_file(path, {"jsonl": "JSONL", "fasttext": "fastText"}.get(fmt.kind, fmt.kind.upper()))
     status = path.stat()
     stats = ReadStats(bytes_total=status.st_size)
     count = _share_count(path, pool)
@@ -894,30 +917,62 @@ def class_label_names(schema: pa.Schema, column: str) -> list[str] | None:
 
 def _parquet_documents(path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1)
                        ) -> Iterator[tuple[str, str]]:
-    parquet = open_parquet(path)
-    schema = parquet.schema_arrow
+    for _, label, text in _placed_parquet_documents(parquet_format(path), path, stats, share):
+        yield label, text
+    stats.bytes_read = stats.bytes_total
+
+
+def parquet_format(path: Path) -> "LineFormat":
+    """How a Parquet corpus's rows are read (its columns by name, its ClassLabel names), decided once for every
+    share."""
+    schema = open_parquet(path).schema_arrow
     label_column, text_columns = parquet_columns(path, schema)
-    label_name, text_names = schema.names[label_column], [schema.names[i] for i in text_columns]
-    names = class_label_names(schema, label_name)
+    names = class_label_names(schema, schema.names[label_column])
+    return LineFormat("parquet", label_column, tuple(text_columns), class_names=None if names is None else
+                      tuple(names))
+
+
+def _placed_parquet_documents(fmt: "LineFormat", path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1)
+                              ) -> Iterator[tuple[int, str, str]]:
+    """(row, label, text) of each document of rows [i N / n, (i + 1) N / n) of a Parquet corpus's N (share (i, n));
+    only the row groups that hold them are read. Rows are counted from 0; an error names them from 1."""
+    parquet = open_parquet(path)
+    names = parquet.schema_arrow.names
+    columns = [names[fmt.label_column], *(names[i] for i in fmt.text_columns)]
     rows = parquet.metadata.num_rows
     first, last = rows * share[0] // share[1], rows * (share[0] + 1) // share[1]
-    row = 0
-    for batch in parquet.iter_batches(PARQUET_BATCH_ROWS, columns=[label_name, *text_names]):
+    starts = np.cumsum([0] + [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)])
+    groups = [i for i in range(parquet.num_row_groups) if starts[i] < last and starts[i + 1] > first]
+    if not groups:
+        return
+    class_names = None if fmt.class_names is None else list(fmt.class_names)
+    row = int(starts[groups[0]])
+    for batch in parquet.iter_batches(PARQUET_BATCH_ROWS, row_groups=groups, columns=columns):
         begin, row = row, row + batch.num_rows
         if row <= first or begin >= last:
             continue
         skip = max(first - begin, 0)
         batch = batch.slice(skip, min(last, row) - begin - skip)
         labels = batch.column(0).to_pylist()
-        texts = zip(*(column.to_pylist() for column in batch.columns[1:]))
-        for number, (label, cells) in enumerate(zip(labels, texts), begin + skip + 1):  # rows counted from 1
-            text = " ".join(str(cell) for cell in cells if cell is not None).strip()
-            label = _table_label(label, names, path, number)
+        names_of = {}  # each distinct cell's class name, worked out once
+        for number, label in enumerate(labels, begin + skip + 1):  # rows counted from 1
+            if isinstance(label, (list, dict)):  # (unhashable) refused with the row
+                _table_label(label, class_names, path, number)
+            key = (type(label), label)
+            if key not in names_of:
+                names_of[key] = _table_label(label, class_names, path, number)
+        if batch.num_columns == 2:
+            texts = [text.strip() if isinstance(text, str) else "" if text is None else str(text).strip()
+                     for text in batch.column(1).to_pylist()]
+        else:
+            texts = [" ".join(str(cell) for cell in cells if cell is not None).strip()
+                     for cells in zip(*(column.to_pylist() for column in batch.columns[1:]))]
+        for at, (label, text) in enumerate(zip(labels, texts), begin + skip):
+            label = names_of[(type(label), label)]
             if not text or not label:
                 stats.skipped["empty"] += 1
                 continue
-            yield label, text
-    stats.bytes_read = stats.bytes_total
+            yield at, label, text
 
 
 def _table_label(value, names: list[str] | None, path: Path, row: int) -> str:

@@ -457,6 +457,26 @@ def test_fasttext_csv_and_tsv_files_read_in_workers_are_the_corpus_one_reader_se
         assert [text for share in shares for text in share] == alone.texts
 
 
+def test_a_parquet_file_read_in_workers_is_the_corpus_one_reader_sees(tmp_path, monkeypatch):
+    from pipelines import corpus as corpus_module
+    from pipelines.workers import WorkerPool
+
+    texts = [None if i % 97 == 5 else f"document {i} " + "word " * (i % 13) for i in range(900)]
+    path = _hugging_face_parquet(tmp_path / "train-00000-of-00001.parquet",
+                                 {"text": texts, "label": [i % 3 for i in range(900)]}, ["neg", "neutral", "pos"])
+    import pyarrow.parquet as pq
+
+    pq.write_table(pq.read_table(path), path, row_group_size=64)  # many row groups (the metadata kept)
+    alone = read_corpus(path)
+    assert alone.skipped == {"empty": 10} and set(alone.labels) == {"neg", "neutral", "pos"}
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
+    monkeypatch.setattr(corpus_module, "SHARE_BYTES", 1000)
+    with WorkerPool(2) as pool:
+        parallel = read_corpus(path, pool=pool, keep_texts=False)  # its texts come back (a row group is read whole)
+    assert (parallel.texts, parallel.labels, parallel.fingerprint, parallel.skipped, parallel.format) == (
+        alone.texts, alone.labels, alone.fingerprint, alone.skipped, "parquet")
+
+
 def test_a_csv_whose_quoted_field_holds_a_line_break_is_read_from_the_top(tmp_path, monkeypatch):
     import csv
 
