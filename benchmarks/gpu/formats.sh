@@ -2,7 +2,8 @@
 # One big corpus in the formats textclf reads (repository root; OUT: where logs go): a DOCS-document synthetic
 # corpus sampled from news4 (needs .devgpu/, see data.sh) written as JSONL, as a headerless CSV (label, then
 # text: Zhang et al.'s Yelp and DBpedia files), in fastText's format and as Parquet, then `textclf train` with no
-# flags on each (FORMATS, default "jsonl csv fasttext parquet"), timed end to end with its peak host memory.
+# flags on each (FORMATS, default "jsonl csv fasttext parquet"), timed end to end with its peak host memory, from
+# each tree of VARIANTS in turn (default "this=.": this tree; "before=.baseline after=." carries .baseline/ too).
 set -uo pipefail
 OUT=${OUT:-build/gpu-formats}
 DOCS=${DOCS:-1000000}
@@ -30,6 +31,10 @@ ls -la /tmp/syn | tee -a "$log"
 declare -A suffix=([jsonl]=jsonl [csv]=csv [fasttext]=ft [parquet]=parquet)
 for format in ${FORMATS:-jsonl csv fasttext parquet}; do
   s=${suffix[$format]}
-  TEXTCLF_HOME=$(mktemp -d) python3 -m benchmarks.timed_run --label "$format" --timeout "${TOOL_TIMEOUT:-240}" --lines 2 -- \
-    python3 -m textclf train /tmp/syn/train.$s --test /tmp/syn/test.$s 2>&1 | tee -a "$log"
+  for variant in ${VARIANTS:-this=.}; do  # NAME=TREE, e.g. "before=.baseline after=." (a git archive beside this one)
+    name=${variant%%=*}; tree=${variant#*=}
+    (cd "$tree" && TEXTCLF_HOME=$(mktemp -d) PYTHONPATH=/tmp/site:$PWD python3 -m benchmarks.timed_run \
+      --label "$format $name" --timeout "${TOOL_TIMEOUT:-240}" --lines 2 -- \
+      python3 -m textclf train /tmp/syn/train.$s --test /tmp/syn/test.$s) 2>&1 | tee -a "$log"
+  done
 done
