@@ -199,10 +199,14 @@ def parallel_read(path: str | Path) -> bool:
     process read a million documents (1.2 GB) at ~80 MB/s on the H100 machine, and a CSV, fastText or Parquet file
     of them took 7-14 s on the H200 machine (BENCHMARKS.md, "A million documents in each format"); each worker
     parses its share of the bytes (the lines that start in it, as several processes' shares do) and sends back
-    its labels and texts, or where each text's line starts (a Parquet file: a share of its rows, its texts sent
-    back)."""
+    its labels and texts, or where each text's line starts (a Parquet file of two row groups or more: a share of
+    its row groups, its texts sent back)."""
     path = Path(path)
-    return path.is_file() and path.stat().st_size >= PARALLEL_READ_BYTES and line_format(path) is not None
+    if not path.is_file() or path.stat().st_size < PARALLEL_READ_BYTES:
+        return False
+    if path.suffix.lower() == ".parquet":  # its shares are whole row groups: one group is read by one reader
+        return open_parquet(path).num_row_groups >= 2
+    return line_format(path) is not None
 
 
 @dataclass(frozen=True)
@@ -315,10 +319,10 @@ def _read_share(index: int, path: str, count: int, max_file_mb: float, keep_text
 
 def _read_parquet_share(path: str, index: int, count: int, fmt: LineFormat
                         ) -> tuple[list[str], list[str], bytes, dict[str, int], int, int]:
-    """_read_share of a Parquet file's rows share `index` of `count`, its texts kept (a row is not where a text
-    can be read again cheaply: a row group is decoded whole)."""
+    """_read_share of a Parquet file's row groups share `index` of `count`, its texts kept (a row is not where a
+    text can be read again cheaply: a row group is decoded whole)."""
     stats, labels, texts, digests = ReadStats(), [], [], []
-    for _, label, text in _placed_parquet_documents(fmt, Path(path), stats, (index, count)):
+    for _, label, text in _placed_parquet_documents(fmt, Path(path), stats, (index, count), by_groups=True):
         labels.append(label)
         texts.append(text)
         digests.append(document_digest(label, text))
@@ -468,6 +472,8 @@ def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_p
     status = path.stat()
     stats = ReadStats(bytes_total=status.st_size)
     count = _share_count(path, pool)
+    if fmt.kind == "parquet":  # whole row groups a share
+        count = min(count, open_parquet(path).num_row_groups)
     labels, texts, offsets, fingerprint, first_rows = [], [], [], Fingerprint(), [0]
     try:
         for part_labels, texts_or_offsets, digests, skipped, non_utf8, bytes_read in pool.imap(
@@ -932,16 +938,21 @@ def parquet_format(path: Path) -> "LineFormat":
                       tuple(names))
 
 
-def _placed_parquet_documents(fmt: "LineFormat", path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1)
-                              ) -> Iterator[tuple[int, str, str]]:
+def _placed_parquet_documents(fmt: "LineFormat", path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1),
+                              by_groups: bool = False) -> Iterator[tuple[int, str, str]]:
     """(row, label, text) of each document of rows [i N / n, (i + 1) N / n) of a Parquet corpus's N (share (i, n));
-    only the row groups that hold them are read. Rows are counted from 0; an error names them from 1."""
+    by_groups: of its row groups [i G / n, (i + 1) G / n) instead (so that no group is decoded by two shares). Only
+    the row groups that hold them are read. Rows are counted from 0; an error names them from 1."""
     parquet = open_parquet(path)
     names = parquet.schema_arrow.names
     columns = [names[fmt.label_column], *(names[i] for i in fmt.text_columns)]
-    rows = parquet.metadata.num_rows
-    first, last = rows * share[0] // share[1], rows * (share[0] + 1) // share[1]
     starts = np.cumsum([0] + [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)])
+    if by_groups:
+        groups = parquet.num_row_groups
+        first, last = int(starts[groups * share[0] // share[1]]), int(starts[groups * (share[0] + 1) // share[1]])
+    else:
+        rows = parquet.metadata.num_rows
+        first, last = rows * share[0] // share[1], rows * (share[0] + 1) // share[1]
     groups = [i for i in range(parquet.num_row_groups) if starts[i] < last and starts[i + 1] > first]
     if not groups:
         return

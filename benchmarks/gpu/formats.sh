@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One big corpus in the formats textclf reads (repository root; OUT: where logs go): a DOCS-document synthetic
 # corpus sampled from news4 (needs .devgpu/, see data.sh) written as JSONL, as a headerless CSV (label, then
-# text: Zhang et al.'s Yelp and DBpedia files), in fastText's format and as Parquet, then `textclf train` with no
-# flags on each (FORMATS, default "jsonl csv fasttext parquet"), timed end to end with its peak host memory, from
+# text: Zhang et al.'s Yelp and DBpedia files), in fastText's format and as Parquet (one row group, and row groups
+# of 65,536 rows), then `textclf train` with no flags on each (FORMATS, default "jsonl csv fasttext parquet
+# parquet-groups"), timed end to end with its peak host memory, from
 # each tree of VARIANTS in turn (default "this=.": this tree; "before=.baseline after=." carries .baseline/ too).
 set -uo pipefail
 OUT=${OUT:-build/gpu-formats}
@@ -25,11 +26,13 @@ for split in ("train", "test"):
         csv.writer(out, quoting=csv.QUOTE_ALL).writerows(zip(labels, texts))
     with open(f"/tmp/syn/{split}.ft", "w") as out:
         out.writelines(f"__label__{label} {' '.join(text.split())}\n" for label, text in zip(labels, texts))
-    pq.write_table(pa.table({"text": texts, "label": labels}), f"/tmp/syn/{split}.parquet")
+    table = pa.table({"text": texts, "label": labels})
+    pq.write_table(table, f"/tmp/syn/{split}.parquet")  # pyarrow's default: one row group of up to 1Mi rows
+    pq.write_table(table, f"/tmp/syn/{split}.groups.parquet", row_group_size=65536)
 PY
 ls -la /tmp/syn | tee -a "$log"
-declare -A suffix=([jsonl]=jsonl [csv]=csv [fasttext]=ft [parquet]=parquet)
-for format in ${FORMATS:-jsonl csv fasttext parquet}; do
+declare -A suffix=([jsonl]=jsonl [csv]=csv [fasttext]=ft [parquet]=parquet [parquet-groups]=groups.parquet)
+for format in ${FORMATS:-jsonl csv fasttext parquet parquet-groups}; do
   s=${suffix[$format]}
   for variant in ${VARIANTS:-this=.}; do  # NAME=TREE, e.g. "before=.baseline after=." (a git archive beside this one)
     name=${variant%%=*}; tree=${variant#*=}

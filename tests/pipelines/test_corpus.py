@@ -471,6 +471,12 @@ def test_a_parquet_file_read_in_workers_is_the_corpus_one_reader_sees(tmp_path, 
     assert alone.skipped == {"empty": 10} and set(alone.labels) == {"neg", "neutral", "pos"}
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
     monkeypatch.setattr(corpus_module, "SHARE_BYTES", 1000)
+    from pipelines.corpus import parallel_read
+
+    assert parallel_read(path)
+    one_group = tmp_path / "one-group.parquet"
+    pq.write_table(pq.read_table(path), one_group)
+    assert not parallel_read(one_group)  # its one row group is read by one reader
     with WorkerPool(2) as pool:
         parallel = read_corpus(path, pool=pool, keep_texts=False)  # its texts come back (a row group is read whole)
     assert (parallel.texts, parallel.labels, parallel.fingerprint, parallel.skipped, parallel.format) == (
