@@ -71,11 +71,13 @@ def main() -> None:
         for name, scores in (("none", plain), ("balanced", balanced), ("prior-corrected", corrected)):
             predicted = scores.argmax(axis=-1)
             gain = (predicted == truth).astype(np.float64) - single
-            parts.append(f"{name} {np.mean(predicted == truth):.4f} / F1 {f1_score(truth, predicted, average='macro'):.4f}"
-                         + ("" if name == "none" else f" ({gain.mean():+.4f}, SE {gain.std() / np.sqrt(len(gain)):.4f})"))
+            f1 = f1_score(truth, predicted, average="macro")
+            error = gain.std() / np.sqrt(len(gain))
+            parts.append(f"{name} {np.mean(predicted == truth):.4f} / F1 {f1:.4f}"
+                         + ("" if name == "none" else f" ({gain.mean():+.4f}, SE {error:.4f})"))
         share = counts.max() / counts.sum()
-        print(f"| {args.train} | {seed} | {share:.2f} | " + " | ".join(parts) + f" | {time.perf_counter() - start:.0f} s |",
-              flush=True)
+        print(f"| {args.train} | {seed} | {share:.2f} | " + " | ".join(parts)
+              + f" | {time.perf_counter() - start:.0f} s |", flush=True)
 
 
 if __name__ == "__main__":

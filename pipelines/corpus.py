@@ -213,7 +213,7 @@ def parallel_read(path: str | Path) -> bool:
 class LineFormat:
     """How the lines of a file of one document a line are documents (line_format): JSONL, fastText's format, or a
     CSV or TSV file as _csv_documents reads it, its first row's reading decided once for every share; or how a
-    Parquet file's rows are (parquet_format: its shares are rows, not bytes)."""
+    Parquet file's rows are (parquet_format: its workers' shares are row groups, not bytes)."""
 
     kind: str  # "jsonl", "fasttext", "csv", "tsv" or "parquet"
     label_column: int = 0  # a table's
@@ -303,7 +303,7 @@ def _table_line_document(fmt: LineFormat, line: str, stats: ReadStats, where: st
     return label, body
 
 
-def _read_share(index: int, path: str, count: int, max_file_mb: float, keep_texts: bool, fmt: LineFormat
+def _read_share(index: int, path: str, count: int, keep_texts: bool, fmt: LineFormat
                 ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
     """A worker's part of _read_lines_in_workers: share `index` of `count` -> (labels, texts or, without
     keep_texts, the byte offsets their lines start at (documents,) int64, the documents' digests joined, skipped,
@@ -460,11 +460,12 @@ def _share_count(path: Path, pool: "WorkerPool") -> int:
 
 def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_progress, pool: "WorkerPool",
                            keep_texts: bool = True) -> Corpus:
-    """read_corpus of a file of one document a line (or a row), its shares parsed in the pool's workers and joined in order
-    as they arrive: the documents one reader sees, in its order, so the same fingerprint. Without keep_texts the
-    texts stay in the file (Corpus.texts is a FileTexts; not a Parquet file's: _read_parquet_share says why). Where a share cannot be parsed, or a CSV's quoted field
-    holds a line break (its lines are not its rows), or nothing usable is found, this process reads the file
-    itself: the same corpus, or the error naming the line from the top of the file."""
+    """read_corpus of a file of one document a line (or a row), its shares parsed in the pool's workers and joined
+    in order as they arrive: the documents one reader sees, in its order, so the same fingerprint. Without
+    keep_texts the texts stay in the file (Corpus.texts is a FileTexts; not a Parquet file's: _read_parquet_share
+    says why). Where a share cannot be parsed, or a CSV's quoted field holds a line break (its lines are not its
+    rows), or nothing usable is found, this process reads the file itself: the same corpus, or the error naming
+    the line from the top of the file."""
     if fmt.kind == "parquet":
         keep_texts = True  # (_read_parquet_share says why)
     else:
@@ -477,7 +478,7 @@ def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_p
     labels, texts, offsets, fingerprint, first_rows = [], [], [], Fingerprint(), [0]
     try:
         for part_labels, texts_or_offsets, digests, skipped, non_utf8, bytes_read in pool.imap(
-                _read_share, list(range(count)), str(path), count, max_file_mb, keep_texts, fmt):
+                _read_share, list(range(count)), str(path), count, keep_texts, fmt):
             fingerprint.add_digests(digests)
             labels += part_labels
             first_rows.append(len(labels))
@@ -496,7 +497,7 @@ def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_p
         return read_corpus(path, max_file_mb, on_progress)
     check_usable(str(path), labels, stats.skipped, stats.empty_labels)
     check_table_labels(str(path), fmt.kind, labels)
-    left = None if keep_texts else FileTexts(path, max_file_mb, first_rows, np.concatenate(offsets),
+    left = None if keep_texts else FileTexts(path, first_rows, np.concatenate(offsets),
                                              (status.st_size, status.st_mtime_ns), fmt)
     return Corpus(texts if keep_texts else left, labels, str(path), fmt.kind,
                   {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8, fingerprint=fingerprint.hexdigest())
@@ -504,15 +505,14 @@ def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_p
 
 @dataclass(frozen=True)
 class FileTexts:
-    """The texts of a JSONL file that read_corpus(..., keep_texts=False) left in the file: a pool's workers parse
-    its byte shares again to fetch some of them (fetch) or to turn each share's texts into something smaller
-    (map_shares), so that this process never holds them all (a million documents' texts are 1.2 GB of text and
-    ~1.3 GB of Python strings). The shares are those of the first reading, so a share's documents are the rows
-    first_rows[i] .. first_rows[i + 1] - 1; offsets[row] is the byte its line starts at, so that a sample of the
-    rows is read without parsing the lines around it."""
+    """The texts of a JSONL, fastText, CSV or TSV file that read_corpus(..., keep_texts=False) left in the file
+    (`format`: how its lines are documents): a pool's workers parse its byte shares again to fetch some of them
+    (fetch) or to turn each share's texts into something smaller (map_shares), so that this process never holds them
+    all (a million documents' texts are 1.2 GB of text and ~1.3 GB of Python strings). The shares are those of the
+    first reading, so a share's documents are the rows first_rows[i] .. first_rows[i + 1] - 1; offsets[row] is the
+    byte its line starts at, so that a sample of the rows is read without parsing the lines around it."""
 
     path: Path
-    max_file_mb: float
     first_rows: list[int]  # (shares + 1,) the row each share starts at; the last: the documents' count
     # (documents,) int64: where each document's line starts in the file. Left out of == and hash(): the file, its
     # stamp and the shares' rows decide it (and an array has no truth value or hash of its own).
@@ -599,12 +599,13 @@ def _share_texts(index: int, path: str, count: int, fmt: LineFormat) -> list[str
 
 
 class LineTexts(Sequence):
-    """Texts of a JSONL file named by the offsets their lines start at (FileTexts.lines), read when iterated, by
-    the process that iterates them. A slice is another LineTexts, and one pickles as its path and offsets (8 bytes
+    """Texts of a file FileTexts holds, named by the offsets their lines start at (FileTexts.lines), read when iterated,
+    by the process that iterates them. A slice is another LineTexts, and one pickles as its path and offsets (8 bytes
     a document): a fit sample sent to the workers in chunks is read there, where sending its texts cost the parent
     pickling and writing them after reading them (200,000 documents of a million: ~230 MB each way)."""
 
-    def __init__(self, path: str, offsets: np.ndarray, line_bytes: np.ndarray, fmt: LineFormat = LineFormat("jsonl")):
+    def __init__(self, path: str, offsets: np.ndarray, line_bytes: np.ndarray,
+                 fmt: LineFormat = LineFormat("jsonl")):
         self.path, self.offsets, self.line_bytes, self.format = path, offsets, line_bytes, fmt
 
     def __len__(self) -> int:
