@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.corpus import (
-    PARQUET_BATCH_ROWS, folder_files, TABLE_SNIFF_BYTES, TSV_SUFFIXES, fasttext_line, is_fasttext_file, newline_escapes,
-    open_parquet, parquet_columns, table_columns, table_reader, table_text)
-from pipelines.errors import CorpusError
+    PARQUET_BATCH_ROWS, TABLE_SNIFF_BYTES, TSV_SUFFIXES, fasttext_line, folder_files, is_fasttext_file,
+    newline_escapes, open_parquet, parquet_columns, table_columns, table_reader, table_text)
 from pipelines.documents import classify_file, decode_text, is_binary
+from pipelines.errors import CorpusError
 from textclf.inference.text_model import Model
 from textclf.errors import InputError
 
