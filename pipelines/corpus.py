@@ -224,8 +224,8 @@ class LineFormat:
 
 
 class LineBreakInField(Exception):
-    """A CSV line whose quote marks do not pair up: a quoted field holds a line break, so the file's lines are
-    not its rows, and it is read by one reader from the top (_csv_documents)."""
+    """A CSV or TSV line that is not a row of whole fields as one reader of the file reads it (_line_row): the file
+    is read by one reader from the top (_csv_documents)."""
 
 
 def line_format(path: Path) -> LineFormat | None:
@@ -240,7 +240,10 @@ def line_format(path: Path) -> LineFormat | None:
         with path.open("rb") as handle:
             head = handle.read(TABLE_SNIFF_BYTES)
         first_line = head.split(b"\n", 1)[0] + b"\n"
-        first = next(table_reader([decode_text(first_line)[0]], tsv), None)
+        try:
+            first = next(table_reader([decode_text(first_line)[0]], tsv), None)
+        except csv.Error:  # (one reader refuses it with its line number)
+            return None
         columns = table_columns(first) if first is not None else None
         label_column, text_columns = columns if columns is not None else (0, None)
         return LineFormat("tsv" if tsv else "csv", label_column, None if text_columns is None else tuple(text_columns),
@@ -253,8 +256,8 @@ def line_format(path: Path) -> LineFormat | None:
 def _placed_line_documents(fmt: LineFormat, path: Path, stats: ReadStats, start: int = 0, end: int | None = None
                            ) -> Iterator[tuple[int, str, str]]:
     """(the byte its line starts at, label, text) of each document whose line starts in bytes [start, end), read
-    as one reader of the whole file reads it (its skips counted in stats). A CSV line whose quote marks do not pair
-    up raises LineBreakInField."""
+    as one reader of the whole file reads it (its skips counted in stats). A table line that is not a row of whole
+    fields raises LineBreakInField (_line_row)."""
     if fmt.kind == "jsonl":
         yield from _placed_jsonl_documents(path, stats, start, end)
         return
@@ -263,10 +266,11 @@ def _placed_line_documents(fmt: LineFormat, path: Path, stats: ReadStats, start:
     for number, (offset, line) in enumerate(_placed_lines(path, stats, start, end), 1):
         if fmt.kind == "fasttext":
             document = _fasttext_document(line, stats, where, number)
-        elif offset < fmt.header_bytes:
-            continue
         else:
-            document = _table_line_document(fmt, line, stats, where, number)
+            row = _line_row(fmt, line, where, number)  # (the header's line too: a field may open there)
+            if offset < fmt.header_bytes:
+                continue
+            document = _table_row_document(fmt, row, stats)
         if document is not None:
             yield offset, *document
 
@@ -282,15 +286,18 @@ def _line_text(fmt: LineFormat, line: str) -> str:
     return table_text((row[i] for i in columns if i < len(row)), fmt.escapes)
 
 
-def _table_line_document(fmt: LineFormat, line: str, stats: ReadStats, where: str, number: int
-                         ) -> tuple[str, str] | None:
-    """One line of a CSV or TSV file as _csv_documents reads its row, or None (counted in stats)."""
-    if fmt.kind == "csv" and line.count('"') % 2:
-        raise LineBreakInField(f"{where} {number}")
+def _line_row(fmt: LineFormat, line: str, where: str, number: int) -> list[str]:
+    """A CSV or TSV line's cells. A CSV line is parsed strictly: one that ends inside a quoted field (which then
+    holds a line break, so the file's lines are not its rows) or that a strict reading refuses raises
+    LineBreakInField, and the file is read by one reader from the top (_csv_documents), which words any error."""
     try:
-        row = next(table_reader([line], fmt.kind == "tsv"), [])
+        return next(csv.reader([line], strict=True) if fmt.kind == "csv" else table_reader([line], True), [])
     except csv.Error as exc:
-        raise CorpusError(f"{where} {number} cannot be parsed ({exc})") from None
+        raise LineBreakInField(f"{where} {number}: {exc}") from None
+
+
+def _table_row_document(fmt: LineFormat, row: list[str], stats: ReadStats) -> tuple[str, str] | None:
+    """One row of a CSV or TSV file as _csv_documents reads it, or None (counted in stats)."""
     if len(row) < 2:
         stats.skipped["bad_row"] += 1
         return None

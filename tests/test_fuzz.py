@@ -9,6 +9,7 @@ import json
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("hypothesis", reason="hypothesis (a dev dependency: make setup) is not installed")
@@ -56,6 +57,57 @@ def test_corpus_files_give_a_corpus_or_a_one_line_error(tmp_path, lines, suffix)
     if corpus is not None:
         assert len(corpus.texts) == len(corpus.labels) and len(set(corpus.labels)) >= 2
         assert all(isinstance(t, str) and isinstance(l, str) for t, l in zip(corpus.texts, corpus.labels))
+
+
+@pytest.fixture(scope="module")
+def two_workers():
+    from pipelines.workers import WorkerPool
+
+    with WorkerPool(2) as pool:
+        yield pool
+
+
+CELLS = st.one_of(st.text(st.sampled_from('aab b,"\t\\\u00e9'), max_size=8),
+                  st.sampled_from(["x\ny", '"\n"', "\r", "a\r\n"]))  # line breaks, now and then
+LABELS = st.sampled_from(["a", "b", '"b"', ""])
+TABLE_LINES = st.lists(st.one_of(
+    st.binary(max_size=30),  # anything at all
+    st.builds(lambda label, cells: ",".join([label, *cells]).encode(), LABELS, st.lists(CELLS, max_size=2)),
+    st.builds(lambda label, cells: ",".join([label, *('"' + c.replace('"', '""') + '"' for c in cells)]).encode(),
+              LABELS, st.lists(CELLS, max_size=2)),  # quoted cells, maybe holding line breaks
+    st.builds(lambda label, text: "\t".join([text, label]).encode(), LABELS, CELLS),  # a TSV row
+    st.builds(lambda label, text: f"__label__{label} {text}".encode(), LABELS, CELLS),  # fastText's
+    st.sampled_from([b"label,text", b"text\tlabel", b"__label__a x", b""]),  # headers, a blank line
+), min_size=3, max_size=25)
+
+
+def _outcome(read, pool=None):
+    """A read's corpus as what one reader sees (labels, texts, fingerprint, skips), or its user error's message;
+    texts left in the file are fetched by the pool's workers."""
+    try:
+        corpus = read()
+    except USER_ERRORS as exc:
+        return ("error", str(exc))
+    texts = corpus.texts
+    if not isinstance(texts, list):
+        fetched = texts.fetch(np.arange(len(texts)), pool)
+        texts = [fetched[row] for row in range(len(texts))]
+    return (corpus.labels, texts, corpus.fingerprint, corpus.skipped, corpus.non_utf8)
+
+
+@FUZZ
+@given(lines=TABLE_LINES, suffix=st.sampled_from([".csv", ".tsv", ".txt"]))
+def test_a_large_file_read_by_the_workers_is_what_one_reader_sees(tmp_path, monkeypatch, two_workers, lines,
+                                                                    suffix):
+    from pipelines import corpus as corpus_module
+
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1)  # every file is large
+    monkeypatch.setattr(corpus_module, "SHARE_BYTES", 16)  # in shares of a few lines
+    path = tmp_path / f"corpus{suffix}"
+    path.write_bytes(b"\n".join(lines))
+
+    in_workers = _outcome(lambda: read_corpus(path, pool=two_workers, keep_texts=False), two_workers)
+    assert in_workers == _outcome(lambda: read_corpus(path))
 
 
 @FUZZ
