@@ -812,7 +812,8 @@ def submit(
     from db import jobs, open_db
 
     if not corpus.exists():
-        raise CorpusError(f"corpus path '{corpus}' does not exist: pass a folder, .csv, .tsv, .jsonl, .parquet or fastText file")
+        raise CorpusError(f"corpus path '{corpus}' does not exist: pass a folder, .csv, .tsv, .jsonl, .parquet or "
+                          "fastText file")
     job_id = jobs.submit(open_db(run_db_path(db)), str(corpus.resolve()), settings.to_dict(), name or corpus.stem,
                          str(test.resolve()) if test else None, max_attempts)
     typer.echo(job_id)
