@@ -200,7 +200,7 @@ def parallel_read(path: str | Path) -> bool:
     of them took 7-14 s on the H200 machine (BENCHMARKS.md, "A million documents in each format"); each worker
     parses its share of the bytes (the lines that start in it, as several processes' shares do) and sends back
     its labels and texts, or where each text's line starts (a Parquet file of two row groups or more: a share of
-    its row groups, its texts sent back)."""
+    whole row groups each, and the rows of its texts)."""
     path = Path(path)
     if not path.is_file() or path.stat().st_size < PARALLEL_READ_BYTES:
         return False
@@ -318,23 +318,53 @@ def _read_share(index: int, path: str, count: int, keep_texts: bool, fmt: LineFo
     if not 0 <= index < count:
         raise ValueError(f"share {index} of {count}")
     if fmt.kind == "parquet":
-        return _read_parquet_share(path, index, count, fmt)
+        return _read_parquet_share(path, index, count, keep_texts, fmt)
     start, end = _share_bounds(path, index, count)
     parsed = _read_share_arrow(path, start, end, keep_texts) if fmt.kind == "jsonl" else None
     return _read_share_lines(path, start, end, keep_texts, ReadStats(), fmt) if parsed is None else parsed
 
 
-def _read_parquet_share(path: str, index: int, count: int, fmt: LineFormat
-                        ) -> tuple[list[str], list[str], bytes, dict[str, int], int, int]:
-    """_read_share of a Parquet file's row groups share `index` of `count`, its texts kept (a row is not where a
-    text can be read again cheaply: a row group is decoded whole)."""
-    stats, labels, texts, digests = ReadStats(), [], [], []
-    for _, label, text in _placed_parquet_documents(fmt, Path(path), stats, (index, count), by_groups=True):
+def _read_parquet_share(path: str, index: int, count: int, keep_texts: bool, fmt: LineFormat
+                        ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
+    """_read_share of a Parquet file's row groups share `index` of `count`: its texts, or without keep_texts the
+    rows they are in (documents,) int64."""
+    stats, labels, texts, rows, digests = ReadStats(), [], [], [], []
+    for row, label, text in _placed_parquet_documents(fmt, Path(path), stats, (index, count), by_groups=True):
         labels.append(label)
-        texts.append(text)
         digests.append(document_digest(label, text))
+        if keep_texts:
+            texts.append(text)
+        else:
+            rows.append(row)
     size = Path(path).stat().st_size
-    return labels, texts, b"".join(digests), dict(stats.skipped), 0, size * (index + 1) // count - size * index // count
+    return labels, texts if keep_texts else np.array(rows, np.int64), b"".join(digests), dict(stats.skipped), 0, \
+        size * (index + 1) // count - size * index // count
+
+
+def parquet_texts(path: str, fmt: LineFormat, rows: np.ndarray) -> list[str]:
+    """The texts of these rows of a Parquet corpus (rows that reading found to be documents), in this order, as
+    reading found them: the row groups that hold them are decoded one at a time and only these rows kept."""
+    parquet = open_parquet(Path(path))
+    names = parquet.schema_arrow.names
+    columns = [names[i] for i in fmt.text_columns]
+    starts = np.cumsum([0] + [parquet.metadata.row_group(i).num_rows for i in range(parquet.num_row_groups)])
+    rows = np.asarray(rows, np.int64)
+    group_of = np.searchsorted(starts, rows, side="right") - 1
+    texts: list[str] = [""] * len(rows)
+    for group in np.unique(group_of).tolist():
+        mine = np.flatnonzero(group_of == group)
+        table = parquet.read_row_group(group, columns=columns).take(pa.array(rows[mine] - starts[group]))
+        for at, cells in zip(mine.tolist(), zip(*(column.to_pylist() for column in table.columns))):
+            texts[at] = _parquet_text(cells)
+    return texts
+
+
+def _parquet_text(cells) -> str:
+    """A Parquet row's text cells as one text."""
+    if len(cells) == 1:
+        text = cells[0]
+        return text.strip() if isinstance(text, str) else "" if text is None else str(text).strip()
+    return " ".join(str(cell) for cell in cells if cell is not None).strip()
 
 
 def _read_share_lines(path: str, start: int, end: int, keep_texts: bool, stats: ReadStats, fmt: LineFormat
@@ -469,13 +499,10 @@ def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_p
                            keep_texts: bool = True) -> Corpus:
     """read_corpus of a file of one document a line (or a row), its shares parsed in the pool's workers and joined
     in order as they arrive: the documents one reader sees, in its order, so the same fingerprint. Without
-    keep_texts the texts stay in the file (Corpus.texts is a FileTexts; not a Parquet file's: _read_parquet_share
-    says why). Where a share cannot be parsed, or a CSV's quoted field holds a line break (its lines are not its
+    keep_texts the texts stay in the file (Corpus.texts is a FileTexts). Where a share cannot be parsed, or a CSV's quoted field holds a line break (its lines are not its
     rows), or nothing usable is found, this process reads the file itself: the same corpus, or the error naming
     the line from the top of the file."""
-    if fmt.kind == "parquet":
-        keep_texts = True  # (_read_parquet_share says why)
-    else:
+    if fmt.kind != "parquet":
         _check_text_file(path, {"jsonl": "JSONL", "fasttext": "fastText"}.get(fmt.kind, fmt.kind.upper()))
     status = path.stat()
     stats = ReadStats(bytes_total=status.st_size)
@@ -512,12 +539,13 @@ def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_p
 
 @dataclass(frozen=True)
 class FileTexts:
-    """The texts of a JSONL, fastText, CSV or TSV file that read_corpus(..., keep_texts=False) left in the file
-    (`format`: how its lines are documents): a pool's workers parse its byte shares again to fetch some of them
-    (fetch) or to turn each share's texts into something smaller (map_shares), so that this process never holds them
-    all (a million documents' texts are 1.2 GB of text and ~1.3 GB of Python strings). The shares are those of the
-    first reading, so a share's documents are the rows first_rows[i] .. first_rows[i + 1] - 1; offsets[row] is the
-    byte its line starts at, so that a sample of the rows is read without parsing the lines around it."""
+    """The texts of a JSONL, fastText, CSV, TSV or Parquet file that read_corpus(..., keep_texts=False) left in the file
+    (`format`: how its lines, or rows, are documents; a Parquet file's `offsets` are its documents' rows and its
+    shares whole row groups): a pool's workers parse its byte shares again to fetch some of them (fetch) or to turn
+    each share's texts into something smaller (map_shares), so that this process never holds them all (a million
+    documents' texts are 1.2 GB of text and ~1.3 GB of Python strings). The shares are those of the first reading, so
+    a share's documents are the rows first_rows[i] .. first_rows[i + 1] - 1; offsets[row] is the byte its line starts
+    at, so that a sample of the rows is read without parsing the lines around it."""
 
     path: Path
     first_rows: list[int]  # (shares + 1,) the row each share starts at; the last: the documents' count
@@ -557,6 +585,9 @@ class FileTexts:
         """The texts of these rows, in this order, as a sequence that reads them when iterated (LineTexts)."""
         self._check_unchanged()
         rows = np.asarray(rows, dtype=np.int64)
+        if self.format.kind == "parquet":  # a row's bytes: the file's share of a document (what sizes a chunk)
+            return LineTexts(str(self.path), self.offsets[rows],
+                             np.full(len(rows), max(1, self.stamp[0] // max(1, len(self))), np.int64), self.format)
         ends = np.append(self.offsets[1:], self.stamp[0])  # a line's end: the next document's start at most
         return LineTexts(str(self.path), self.offsets[rows], ends[rows] - self.offsets[rows], self.format)
 
@@ -600,9 +631,13 @@ class FetchedTexts(Sequence):
 
 
 def _share_texts(index: int, path: str, count: int, fmt: LineFormat) -> list[str]:
-    """The texts of the documents whose lines start in byte share `index` of `count`, as reading found them."""
-    return [text for _, _, text in _placed_line_documents(fmt, Path(path), ReadStats(),
-                                                          *_share_bounds(path, index, count))]
+    """The texts of the documents whose lines start in byte share `index` of `count` (of a Parquet file: in its
+    row groups' share), as reading found them."""
+    if fmt.kind == "parquet":
+        documents = _placed_parquet_documents(fmt, Path(path), ReadStats(), (index, count), by_groups=True)
+    else:
+        documents = _placed_line_documents(fmt, Path(path), ReadStats(), *_share_bounds(path, index, count))
+    return [text for _, _, text in documents]
 
 
 class LineTexts(Sequence):
@@ -621,10 +656,15 @@ class LineTexts(Sequence):
     def __getitem__(self, index):
         if isinstance(index, slice):
             return LineTexts(self.path, self.offsets[index], self.line_bytes[index], self.format)
+        if self.format.kind == "parquet":
+            return parquet_texts(self.path, self.format, self.offsets[index:index + 1])[0]
         with open(self.path, "rb") as handle:
             return _text_at(handle, int(self.offsets[index]), self.format)
 
     def __iter__(self) -> Iterator[str]:
+        if self.format.kind == "parquet":  # (a row group is decoded whole: the rows of each at once)
+            yield from parquet_texts(self.path, self.format, self.offsets)
+            return
         with open(self.path, "rb") as handle:
             for offset in self.offsets:
                 yield _text_at(handle, int(offset), self.format)
@@ -980,12 +1020,7 @@ def _placed_parquet_documents(fmt: "LineFormat", path: Path, stats: ReadStats, s
             key = (type(label), label)
             if key not in names_of:
                 names_of[key] = _table_label(label, class_names, path, number)
-        if batch.num_columns == 2:
-            texts = [text.strip() if isinstance(text, str) else "" if text is None else str(text).strip()
-                     for text in batch.column(1).to_pylist()]
-        else:
-            texts = [" ".join(str(cell) for cell in cells if cell is not None).strip()
-                     for cells in zip(*(column.to_pylist() for column in batch.columns[1:]))]
+        texts = [_parquet_text(cells) for cells in zip(*(column.to_pylist() for column in batch.columns[1:]))]
         for at, (label, text) in enumerate(zip(labels, texts), begin + skip):
             label = names_of[(type(label), label)]
             if not text or not label:

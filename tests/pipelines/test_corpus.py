@@ -459,6 +459,7 @@ def test_fasttext_csv_and_tsv_files_read_in_workers_are_the_corpus_one_reader_se
 
 def test_a_parquet_file_read_in_workers_is_the_corpus_one_reader_sees(tmp_path, monkeypatch):
     from pipelines import corpus as corpus_module
+    from pipelines.corpus import FileTexts
     from pipelines.workers import WorkerPool
 
     texts = [None if i % 97 == 5 else f"document {i} " + "word " * (i % 13) for i in range(900)]
@@ -478,9 +479,21 @@ def test_a_parquet_file_read_in_workers_is_the_corpus_one_reader_sees(tmp_path, 
     pq.write_table(pq.read_table(path), one_group)
     assert not parallel_read(one_group)  # its one row group is read by one reader
     with WorkerPool(2) as pool:
-        parallel = read_corpus(path, pool=pool, keep_texts=False)  # its texts come back (a row group is read whole)
-    assert (parallel.texts, parallel.labels, parallel.fingerprint, parallel.skipped, parallel.format) == (
-        alone.texts, alone.labels, alone.fingerprint, alone.skipped, "parquet")
+        parallel = read_corpus(path, pool=pool)
+        assert (parallel.texts, parallel.labels, parallel.fingerprint, parallel.skipped, parallel.format) == (
+            alone.texts, alone.labels, alone.fingerprint, alone.skipped, "parquet")
+        left = read_corpus(path, pool=pool, keep_texts=False)  # the texts left in the file, by their rows
+        assert isinstance(left.texts, FileTexts) and left.texts.shares > 4
+        assert (left.labels, left.fingerprint) == (alone.labels, alone.fingerprint)
+        wanted = np.random.default_rng(0).choice(len(alone), 80, replace=False)  # from every row group, unsorted
+        fetched = left.texts.fetch(wanted, pool)
+        assert [fetched[i] for i in wanted] == [alone.texts[i] for i in wanted]
+        lines = left.texts.lines(wanted)
+        assert list(lines) == [alone.texts[i] for i in wanted] and lines[7] == alone.texts[wanted[7]]
+        assert list(pickle.loads(pickle.dumps(lines[10:20]))) == [alone.texts[i] for i in wanted[10:20]]
+        assert 0 < lines.characters()
+        shares = left.texts.map_shares(pool, list, arrow=True)
+        assert [text for share in shares for text in share] == alone.texts
 
 
 def test_a_csv_whose_quoted_field_holds_a_line_break_is_read_from_the_top(tmp_path, monkeypatch):

@@ -204,10 +204,11 @@ def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_p
     assert run["settings"]["start_token"] is True
 
 
-@pytest.mark.parametrize("searched", ["a sample", "every text"])
-def test_a_large_jsonl_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_train(tmp_path, monkeypatch,
-                                                                                          searched):
-    """A JSONL file large enough for the workers (shrunk here) keeps its texts in the file: the search fetches its
+@pytest.mark.parametrize("searched, kind", [("a sample", "jsonl"), ("every text", "jsonl"), ("a sample", "parquet")])
+def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_train(tmp_path, monkeypatch, searched,
+                                                                                    kind):
+    """A JSONL file (or a Parquet file of several row groups: its documents named by their rows) large enough for
+    the workers (shrunk here) keeps its texts in the file: the search fetches its
     sample's texts (or every text, where the search reads them all: a list it can slice), the vocabulary is fitted
     on the fit's sample (shrunk), the file is transformed share by share; the same choice, vectors and accuracy as
     with every text in memory. (A test file left in its file is transformed as the training file is:
@@ -228,8 +229,15 @@ def test_a_large_jsonl_corpus_left_in_its_file_trains_the_model_its_texts_in_mem
     monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
     monkeypatch.setattr(corpus_module, "SHARE_BYTES", 4000)
     texts, labels = question_corpus(600)
-    path = tmp_path / "train.jsonl"
-    path.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    path = tmp_path / f"train.{kind}"
+    if kind == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"text": texts, "label": labels}), path, row_group_size=50)
+        monkeypatch.setattr(corpus_module, "SHARE_BYTES", 500)
+    else:
+        path.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
     settings = Settings(epochs=2, search_budget=120, validation_fraction=0.2, char_ngrams=False,
                         pinned=("char_ngrams",))  # held-out documents: the split's rows map to the file's
     in_file = []

@@ -632,8 +632,8 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             # A large file of one document a line (JSONL, fastText's, CSV, TSV; Parquet in row groups) is parsed
             # by the workers (pipelines.corpus.parallel_read), so they are forked first (for at least as many
             # documents as the file can hold lines of 100 bytes: all cores), and JAX starts while they read. Its
-            # texts stay in the file (FileTexts; a Parquet file's come back): the workers parse it again for the
-            # texts the search and the vocabulary's fit sample need, and to transform it share by share.
+            # texts stay in the file (FileTexts): the workers parse it again for the texts the search and the
+            # vocabulary's fit sample need, and to transform it share by share.
             readers = forked(Path(corpus_path).stat().st_size // 100) if parallel_read(corpus_path) else None
             corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, pool=readers, keep_texts=False)
         train_rows = eval_rows = None  # with --test: every document of the corpus trains
