@@ -14,7 +14,8 @@ Formats
   backslash alone (AG News) become spaces (newline_escapes). A TSV
   file is the IANA text/tab-separated-values format: no quoting (a quote mark is text, as GLUE's files hold
   them), one row a line.
-- JSONL (.jsonl/.ndjson): one {"text": ..., "label": ...} object per line.
+- JSONL (.jsonl/.ndjson): one {"text": ..., "label": ...} object per line; where the first record has no "text" or
+  "label" key, its keys as a table's header names columns (jsonl_format: GLUE's {"idx", "sentence", "label"}).
 - fastText's format (any other text file whose first non-blank line starts with "__label__", e.g. fastText's
   `cooking.train` or Kaggle's `train.ft.txt`): one document a line, "__label__<label> <text>". As fastText reads
   it, every word that starts with "__label__" is a label, wherever it stands; the label is the word without the
@@ -130,7 +131,7 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
         _check_text_file(path, "JSONL")
         start, end = _share_bounds(path, index, count)
         stats.bytes_total = end - start
-        return "jsonl", stats, _jsonl_documents(path, stats, start, end)
+        return "jsonl", stats, _jsonl_documents(path, stats, start, end, jsonl_format(path))
     if path.suffix.lower() == ".parquet":
         stats.bytes_total = path.stat().st_size
         return "parquet", stats, _parquet_documents(path, stats, share)
@@ -221,6 +222,8 @@ class LineFormat:
     escapes: bool = False  # a table's line breaks written as "\\n" (newline_escapes)
     header_bytes: int = 0  # a table's header row: the bytes of its first line, not a document
     class_names: tuple[str, ...] | None = None  # a Parquet label column's ClassLabel names (class_label_names)
+    text_keys: tuple[str, ...] = ("text",)  # a JSONL file's text keys (jsonl_format), joined where several
+    label_key: str = "label"  # a JSONL file's label key
 
 
 class LineBreakInField(Exception):
@@ -232,7 +235,7 @@ def line_format(path: Path) -> LineFormat | None:
     """The LineFormat of a JSONL, fastText, CSV, TSV or Parquet file, or None (a folder, an unknown file)."""
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
-        return LineFormat("jsonl")
+        return jsonl_format(path)
     if suffix == ".parquet":
         return parquet_format(path)
     if suffix == ".csv" or suffix in TSV_SUFFIXES:
@@ -259,7 +262,7 @@ def _placed_line_documents(fmt: LineFormat, path: Path, stats: ReadStats, start:
     as one reader of the whole file reads it (its skips counted in stats). A table line that is not a row of whole
     fields raises LineBreakInField (_line_row)."""
     if fmt.kind == "jsonl":
-        yield from _placed_jsonl_documents(path, stats, start, end)
+        yield from _placed_jsonl_documents(path, stats, start, end, fmt)
         return
     where = f"{'fastText' if fmt.kind == 'fasttext' else fmt.kind.upper()} corpus '{path}'" + \
         (" line" if start == 0 else f" (from byte {start}) line")
@@ -278,7 +281,7 @@ def _placed_line_documents(fmt: LineFormat, path: Path, stats: ReadStats, start:
 def _line_text(fmt: LineFormat, line: str) -> str:
     """The text of a line that reading found to be a document."""
     if fmt.kind == "jsonl":
-        return json.loads(line)["text"]
+        return _record_text(json.loads(line), fmt.text_keys)
     if fmt.kind == "fasttext":
         return fasttext_line(line.replace("\t", " "))[1]
     row = next(table_reader([line], fmt.kind == "tsv"))
@@ -320,7 +323,7 @@ def _read_share(index: int, path: str, count: int, keep_texts: bool, fmt: LineFo
     if fmt.kind == "parquet":
         return _read_parquet_share(path, index, count, keep_texts, fmt)
     start, end = _share_bounds(path, index, count)
-    parsed = _read_share_arrow(path, start, end, keep_texts) if fmt.kind == "jsonl" else None
+    parsed = _read_share_arrow(path, start, end, keep_texts, fmt) if fmt.kind == "jsonl" else None
     return _read_share_lines(path, start, end, keep_texts, ReadStats(), fmt) if parsed is None else parsed
 
 
@@ -388,7 +391,7 @@ def _read_share_lines(path: str, start: int, end: int, keep_texts: bool, stats: 
 _KEPT_BY_STRIP = bytes(1 if byte < 128 and not chr(byte).isspace() else 0 for byte in range(256))
 
 
-def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool
+def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool, fmt: "LineFormat | None" = None
                       ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int] | None:
     """_read_share of the lines that start in bytes [start, end), parsed by pyarrow's JSON reader (compiled: a 14
     MB share of synthetic posts in ~50 ms on one core, where _read_share_lines took ~85 ms); the same labels,
@@ -396,17 +399,20 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool
     error) where that is not sure: a share that is not UTF-8, a line pyarrow refuses (not JSON, a key
     twice, an unpaired surrogate escape), a text or label that is missing or null, a text that is not a string,
     labels that are not all strings or all integers (a fraction or a boolean goes a line at a time, where
-    _json_label formats or refuses it), or a count of lines that differs from pyarrow's rows."""
+    _json_label formats or refuses it), a count of lines that differs from pyarrow's rows, or texts under several
+    keys (fmt.text_keys: read a line at a time, where they are joined)."""
+    fmt = fmt or LineFormat("jsonl")
     data, position = _share_data(path, start, end)
-    if not data:
+    if not data or len(fmt.text_keys) != 1:
         return None
+    text_key, label_key = fmt.text_keys[0], fmt.label_key
     for label_type in (pa.large_string(), pa.int64()):  # string labels, else class numbers (a dataset's ids)
-        table = _parse_jsonl(data, text=pa.large_string(), label=label_type)
+        table = _parse_jsonl(data, **{text_key: pa.large_string(), label_key: label_type})
         if table is not None:
             break
     else:
         return None
-    texts, labels = table.column("text").combine_chunks(), table.column("label").combine_chunks()
+    texts, labels = table.column(text_key).combine_chunks(), table.column(label_key).combine_chunks()
     if texts.null_count or labels.null_count:
         return None
     # Each row's line: the lines that are not blank, in order. A line that opens with "{" is not; the others (few,
@@ -684,7 +690,7 @@ class LineTexts(Sequence):
             descriptor = handle.fileno()
             data = b"".join([os.pread(descriptor, int(size), int(offset))
                              for offset, size in zip(self.offsets, self.line_bytes)])
-        return _arrow_texts(data, len(self))
+        return _arrow_texts(data, len(self), self.format)
 
 
 def _share_apply(index: int, path: str, count: int, fmt: LineFormat, fn: Callable, args: tuple,
@@ -693,7 +699,8 @@ def _share_apply(index: int, path: str, count: int, fmt: LineFormat, fn: Callabl
     share_texts_arrow parses them where it can."""
     texts = None
     if first_rows is not None:
-        texts = share_texts_arrow(path, *_share_bounds(path, index, count), first_rows[index + 1] - first_rows[index])
+        texts = share_texts_arrow(path, *_share_bounds(path, index, count), first_rows[index + 1] - first_rows[index],
+                                  fmt)
     return fn(_share_texts(index, path, count, fmt) if texts is None else texts, *args)
 
 
@@ -703,15 +710,16 @@ def _share_bounds(path: str | Path, index: int, count: int) -> tuple[int, int]:
     return size * index // count, size * (index + 1) // count
 
 
-def share_texts_arrow(path: str, start: int, end: int, documents: int) -> pa.Array | None:
+def share_texts_arrow(path: str, start: int, end: int, documents: int, fmt: "LineFormat | None" = None
+                      ) -> pa.Array | None:
     """The texts of the JSONL lines that start in bytes [start, end) of a file that reading found to hold
     `documents` documents there, as one pyarrow large_string array (_arrow_texts); None where pyarrow's parse is
     not sure to be what reading found (then the share is read line by line)."""
     data, _ = _share_data(path, start, end)
-    return _arrow_texts(data, documents) if data else None
+    return _arrow_texts(data, documents, fmt) if data else None
 
 
-def _arrow_texts(data: bytes, documents: int) -> pa.Array | None:
+def _arrow_texts(data: bytes, documents: int, fmt: "LineFormat | None" = None) -> pa.Array | None:
     """JSONL lines of a file that reading found to hold `documents` documents -> their texts as one pyarrow
     large_string array, parsed by pyarrow's JSON reader (compiled, no Python object per document: a 14 MB share
     of synthetic posts in ~21 ms on one core, where Python's json took ~69 ms a line at a time); None where it
@@ -720,10 +728,13 @@ def _arrow_texts(data: bytes, documents: int) -> pa.Array | None:
     another number of documents (a line that reading skipped: an empty text or label). Every line parsed as JSON
     when the file was read (its callers check that the file is unchanged since), so the lines pyarrow takes hold
     the same strings."""
-    table = _parse_jsonl(data, text=pa.large_string())
+    fmt = fmt or LineFormat("jsonl")
+    if len(fmt.text_keys) != 1:  # (joined a line at a time)
+        return None
+    table = _parse_jsonl(data, **{fmt.text_keys[0]: pa.large_string()})
     if table is None:
         return None
-    texts = table.column("text").combine_chunks()
+    texts = table.column(fmt.text_keys[0]).combine_chunks()
     if len(texts) != documents or texts.null_count:
         return None
     return texts
@@ -1169,14 +1180,49 @@ def _csv_rows(path: Path, reader, kind: str = "CSV") -> Iterator[list[str]]:
         yield row
 
 
-def _jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None
-                     ) -> Iterator[tuple[str, str]]:
-    return ((label, text) for _, label, text in _placed_jsonl_documents(path, stats, start, end))
+def jsonl_format(path: Path) -> "LineFormat":
+    """A JSONL corpus's keys, from its first record, as a table's header names its columns: "text" and "label",
+    else the first key LABEL_COLUMNS names as the label and the keys TEXT_COLUMNS names as the text, joined in the
+    record's order (GLUE's {"idx", "sentence", "label"}; DBpedia's {"label", "title", "content"} as Hugging Face
+    writes it). Every record then holds them; a file whose first record names none keeps "text" and "label", and
+    reading it says what to rename."""
+    record = None
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                try:
+                    record = json.loads(decode_text(raw)[0])
+                except json.JSONDecodeError:
+                    pass
+                break
+    if not isinstance(record, dict):
+        return LineFormat("jsonl")
+    keys = [key for key in record if isinstance(key, str)]
+    label = "label" if "label" in record else next(
+        (key for name in LABEL_COLUMNS for key in keys if key.lower() == name), "label")
+    texts = ("text",) if "text" in record else tuple(
+        key for key in keys if key.lower() in TEXT_COLUMNS and key != label) or ("text",)
+    return LineFormat("jsonl", text_keys=texts, label_key=label)
 
 
-def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None
-                            ) -> Iterator[tuple[int, str, str]]:
-    """_jsonl_documents, each as (the byte offset its line starts at, label, text)."""
+def _record_text(record: dict, keys: tuple[str, ...]):
+    """A JSONL record's text: its one text key's value, or the string values of several joined by spaces."""
+    if len(keys) == 1:
+        return record[keys[0]]
+    return " ".join(record[key] for key in keys if isinstance(record.get(key), str))
+
+
+def _jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None,
+                     fmt: "LineFormat | None" = None) -> Iterator[tuple[str, str]]:
+    return ((label, text) for _, label, text in _placed_jsonl_documents(path, stats, start, end, fmt))
+
+
+def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None,
+                            fmt: "LineFormat | None" = None) -> Iterator[tuple[int, str, str]]:
+    """_jsonl_documents, each as (the byte offset its line starts at, label, text); fmt: its keys (jsonl_format)."""
+    fmt = fmt or LineFormat("jsonl")
+    text_keys, label_key = fmt.text_keys, fmt.label_key
+    shape = "{" + ", ".join(f'"{key}": ...' for key in (*text_keys, label_key)) + "}"
     where = f"JSONL corpus '{path}' line" if start == 0 else f"JSONL corpus '{path}' (from byte {start}) line"
     for number, (offset, line) in enumerate(_placed_lines(path, stats, start, end), 1):
         if not line.strip():
@@ -1184,17 +1230,16 @@ def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: i
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CorpusError(
-                f"{where} {number} is not valid JSON ({exc.msg}): "
-                'write one {"text": ..., "label": ...} object per line'
-            ) from None
-        if not isinstance(record, dict) or "text" not in record or "label" not in record:
-            raise CorpusError(f"{where} {number} lacks a \"text\" or \"label\" key: "
-                              'write one {"text": ..., "label": ...} object per line' + _key_hint(record))
-        text, label = record["text"], _json_label(record["label"], where, number)
+            raise CorpusError(f"{where} {number} is not valid JSON ({exc.msg}): write one {shape} object per line"
+                              ) from None
+        if not isinstance(record, dict) or label_key not in record or not all(key in record for key in text_keys):
+            missing = " or ".join(f'"{key}"' for key in (*text_keys, label_key))
+            raise CorpusError(f"{where} {number} lacks a {missing} key: write one {shape} object per line"
+                              + (_key_hint(record) if fmt.text_keys == ("text",) and label_key == "label" else ""))
+        text, label = _record_text(record, text_keys), _json_label(record[label_key], where, number, label_key)
         if not isinstance(text, str):
             raise CorpusError(
-                f"{where} {number} has a \"text\" that is {_json_kind(text)}, not a string: "
+                f"{where} {number} has a \"{text_keys[0]}\" that is {_json_kind(text)}, not a string: "
                 "write the document's text as a JSON string"
             )
         if not text.strip() or not label:
@@ -1231,7 +1276,7 @@ def _json_kind(value) -> str:
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
-def _json_label(value, where: str, number: int) -> str:
+def _json_label(value, where: str, number: int, key: str = "label") -> str:
     """A JSONL label as the class name: strings stripped; numbers in their plain form, so that 1, "1" and 1.0
     are one class ("1"); null, booleans, lists and objects refused with the line number."""
     if isinstance(value, str):
@@ -1239,7 +1284,7 @@ def _json_label(value, where: str, number: int) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(int(value)) if float(value).is_integer() else repr(float(value))
     raise CorpusError(
-        f"{where} {number} has a \"label\" that is {_json_kind(value)}: "
+        f"{where} {number} has a \"{key}\" that is {_json_kind(value)}: "
         "write the label as a string or a number"
     )
 

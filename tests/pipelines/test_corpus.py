@@ -117,11 +117,30 @@ def test_a_table_whose_labels_look_like_texts_is_refused_with_the_fix(tmp_path):
     assert len(set(read_corpus(fine).labels)) == 30
 
 
-def test_jsonl_keys_named_as_a_table_names_its_columns_get_the_renames_in_the_error(tmp_path):
-    path = tmp_path / "sst2.jsonl"
-    path.write_text(json.dumps({"idx": 0, "sentence": "a charming journey", "category": 1}) + "\n")
-    with pytest.raises(CorpusError, match=r'lacks a "text" or "label" key: .* \(rename "sentence" to "text" and '
-                                          r'"category" to "label"\)$'):
+def test_jsonl_keys_named_as_a_table_names_its_columns_are_read_so(tmp_path):
+    glue = tmp_path / "sst2.jsonl"  # GLUE's SST-2 as Hugging Face writes it: an index that is not text
+    glue.write_text("".join(json.dumps({"idx": i, "sentence": f"a charming journey {i}", "Category": i % 2}) + "\n"
+                            for i in range(4)))
+    corpus = read_corpus(glue)
+    assert corpus.labels == ["0", "1", "0", "1"] and corpus.texts[1] == "a charming journey 1"
+    dbpedia = tmp_path / "dbpedia.jsonl"  # several text keys: joined in the record's order
+    dbpedia.write_text(json.dumps({"label": 3, "title": "Leipzig", "content": "a city in Saxony"}) + "\n"
+                       + json.dumps({"label": 5, "title": "Elbe", "content": None}) + "\n")
+    corpus = read_corpus(dbpedia)
+    assert corpus.texts == ["Leipzig a city in Saxony", "Elbe"] and corpus.labels == ["3", "5"]
+    later = tmp_path / "later.jsonl"  # every record holds the first record's keys
+    later.write_text(json.dumps({"sentence": "x", "label": 1}) + "\n" + json.dumps({"text": "y", "label": 0}) + "\n")
+    with pytest.raises(CorpusError, match=r'line 2 lacks a "sentence" or "label" key: write one '
+                                          r'\{"sentence": \.\.\., "label": \.\.\.\} object per line$'):
+        read_corpus(later)
+
+
+def test_jsonl_keys_no_table_names_get_the_renames_in_the_error(tmp_path):
+    path = tmp_path / "mixed.jsonl"  # a first record of "text" and "label", then one named otherwise
+    path.write_text(json.dumps({"text": "a", "label": 1}) + "\n"
+                    + json.dumps({"idx": 0, "sentence": "a charming journey", "category": 1}) + "\n")
+    with pytest.raises(CorpusError, match=r'line 2 lacks a "text" or "label" key: .* \(rename "sentence" to "text" '
+                                          r'and "category" to "label"\)$'):
         read_corpus(path)
     path.write_text(json.dumps({"text": "a charming journey", "stars": 1}) + "\n")  # nothing to suggest
     with pytest.raises(CorpusError, match=r"object per line$"):
@@ -259,7 +278,8 @@ def test_jsonl(tmp_path):
         (lambda d: _files(d, {"x.txt": "not a corpus"}) / "x.txt", "unknown type"),
         (lambda d: _files(d, {"notes": "not a corpus"}) / "notes", r"no known type \(no suffix, no \"__label__\""),
         (lambda d: _files(d, {"bad.jsonl": "{not json"}) / "bad.jsonl", "line 1 is not valid JSON"),
-        (lambda d: _files(d, {"keys.jsonl": '{"body": "x"}'}) / "keys.jsonl", 'lacks a "text" or "label"'),
+        (lambda d: _files(d, {"keys.jsonl": '{"body": "x"}'}) / "keys.jsonl", 'lacks a "body" or "label"'),
+        (lambda d: _files(d, {"keys.jsonl": '{"stars": "x"}'}) / "keys.jsonl", 'lacks a "text" or "label"'),
         (lambda d: _files(d, {"e.csv": ""}) / "e.csv", "is empty"),
     ],
 )
@@ -422,13 +442,19 @@ def _line_files(folder, rows: list[tuple[str, str]]) -> dict:
             writer.writerow([label, text] if header is None else [i, f'{text} "quoted", too', label])
         files[name] = folder / name
         files[name].write_text(out.getvalue() + ("\n" if header is None else "only-one-column\n"))
+    files["sentence.jsonl"] = folder / "sentence.jsonl"  # a text key named otherwise: pyarrow's parse by its name
+    files["sentence.jsonl"].write_text("".join(json.dumps({"idx": i, "sentence": text, "label": label}) + "\n"
+                                               for i, (label, text) in enumerate(rows)))
+    files["dbpedia.jsonl"] = folder / "dbpedia.jsonl"  # two text keys: joined a line at a time
+    files["dbpedia.jsonl"].write_text("".join(json.dumps({"label": label, "title": f"t{i}", "content": text}) + "\n"
+                                              for i, (label, text) in enumerate(rows)))
     files["tsv"] = folder / "big.tsv"
     files["tsv"].write_text("sentence\tlabel\n" + "".join(f'"{text}\t{label}\n' for label, text in rows) +
                             "a line of one column\n")  # a quote mark is text in a TSV
     return files
 
 
-@pytest.mark.parametrize("name", ["fasttext", "yelp.csv", "named.csv", "tsv"])
+@pytest.mark.parametrize("name", ["fasttext", "yelp.csv", "named.csv", "tsv", "sentence.jsonl", "dbpedia.jsonl"])
 def test_fasttext_csv_and_tsv_files_read_in_workers_are_the_corpus_one_reader_sees(tmp_path, monkeypatch, name):
     from pipelines import corpus as corpus_module
     from pipelines.corpus import FileTexts, parallel_read
@@ -453,8 +479,8 @@ def test_fasttext_csv_and_tsv_files_read_in_workers_are_the_corpus_one_reader_se
         fetched = left.texts.fetch(rows_wanted, pool)
         assert [fetched[i] for i in rows_wanted] == [alone.texts[i] for i in rows_wanted]
         assert list(left.texts.lines(rows_wanted)) == [alone.texts[i] for i in rows_wanted]
-        shares = left.texts.map_shares(pool, list, arrow=True)
-        assert [text for share in shares for text in share] == alone.texts
+        shares = left.texts.map_shares(pool, _kind_and_texts, arrow=True)  # an array for one text key's JSONL
+        assert [text for _, share in shares for text in share] == alone.texts
 
 
 def test_a_parquet_file_read_in_workers_is_the_corpus_one_reader_sees(tmp_path, monkeypatch):
@@ -492,8 +518,8 @@ def test_a_parquet_file_read_in_workers_is_the_corpus_one_reader_sees(tmp_path, 
         assert list(lines) == [alone.texts[i] for i in wanted] and lines[7] == alone.texts[wanted[7]]
         assert list(pickle.loads(pickle.dumps(lines[10:20]))) == [alone.texts[i] for i in wanted[10:20]]
         assert 0 < lines.characters()
-        shares = left.texts.map_shares(pool, list, arrow=True)
-        assert [text for share in shares for text in share] == alone.texts
+        shares = left.texts.map_shares(pool, _kind_and_texts, arrow=True)  # an array for one text key's JSONL
+        assert [text for _, share in shares for text in share] == alone.texts
 
 
 def test_a_csv_whose_quoted_field_holds_a_line_break_is_read_from_the_top(tmp_path, monkeypatch):

@@ -52,3 +52,14 @@ def test_table_inputs_read_their_line_breaks_as_training_does(tmp_path):
     yelp = tmp_path / "reviews.csv"
     yelp.write_text("".join(f'"Great food.\\nThe service {i}"\n' for i in range(12)))
     assert read_documents(str(yelp), 1.0)[0] == (f"{yelp}:1", "Great food. The service 0")
+
+
+def test_jsonl_inputs_take_their_text_as_training_does(tmp_path):
+    import json
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"idx": 0, "sentence": "a charming journey", "label": 1}) + "\n"
+                    + json.dumps({"title": "Leipzig", "content": "a city in Saxony"}) + "\n"
+                    + json.dumps("a plain string") + "\n")
+    assert [text for _, text in read_documents(str(path), 1.0)] == ["a charming journey", "Leipzig a city in Saxony",
+                                                                    "a plain string"]

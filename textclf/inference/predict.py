@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.corpus import (
-    PARQUET_BATCH_ROWS, TABLE_SNIFF_BYTES, TSV_SUFFIXES, fasttext_line, folder_files, is_fasttext_file,
+    PARQUET_BATCH_ROWS, TABLE_SNIFF_BYTES, TEXT_COLUMNS, TSV_SUFFIXES, fasttext_line, folder_files, is_fasttext_file,
     newline_escapes, open_parquet, parquet_columns, table_columns, table_reader, table_text)
 from pipelines.documents import classify_file, decode_text, is_binary
 from pipelines.errors import CorpusError
@@ -147,7 +147,12 @@ def _json_text(path: str, number: int, line: str) -> str:
     except json.JSONDecodeError as exc:
         raise InputError(f"'{path}' line {number} is not valid JSON ({exc.msg}): write one "
                          '{"text": ...} object per line') from None
-    text = record.get("text") if isinstance(record, dict) else record
+    text = record
+    if isinstance(record, dict):  # "text", else the keys a table's header names text, joined (as training reads them)
+        keys = ["text"] if "text" in record else [key for key in record if isinstance(key, str)
+                                                  and key.lower() in TEXT_COLUMNS]
+        values = [record[key] for key in keys]
+        text = values[0] if len(values) == 1 else " ".join(v for v in values if isinstance(v, str)) if values else None
     if not isinstance(text, str):
         raise InputError(f"'{path}' line {number} has no \"text\" string: write one {{\"text\": ...}} object per line")
     return text
