@@ -503,11 +503,11 @@ def _share_count(path: Path, pool: "WorkerPool") -> int:
 
 def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_progress, pool: "WorkerPool",
                            keep_texts: bool = True) -> Corpus:
-    """read_corpus of a file of one document a line (or a row), its shares parsed in the pool's workers and joined
-    in order as they arrive: the documents one reader sees, in its order, so the same fingerprint. Without
-    keep_texts the texts stay in the file (Corpus.texts is a FileTexts). Where a share cannot be parsed, or a CSV's quoted field holds a line break (its lines are not its
-    rows), or nothing usable is found, this process reads the file itself: the same corpus, or the error naming
-    the line from the top of the file."""
+    """read_corpus of a file of one document a line (or a row), its shares parsed in the pool's workers and joined in
+    order as they arrive: the documents one reader sees, in its order, so the same fingerprint. Without keep_texts
+    the texts stay in the file (Corpus.texts is a FileTexts). Where a share cannot be parsed, or a CSV's quoted field
+    holds a line break (its lines are not its rows), or nothing usable is found, this process reads the file itself:
+    the same corpus, or the error naming the line from the top of the file."""
     if fmt.kind != "parquet":
         _check_text_file(path, {"jsonl": "JSONL", "fasttext": "fastText"}.get(fmt.kind, fmt.kind.upper()))
     status = path.stat()
