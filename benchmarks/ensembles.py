@@ -22,30 +22,22 @@ import time
 
 import numpy as np
 
+from benchmarks.word_folds import add_setting_arguments, file_view, fold_matrices, round_of
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("train")
     parser.add_argument("--kind", required=True, choices=("rates", "folds"))
-    parser.add_argument("--stop-words", default="none", choices=("english", "none"))
-    parser.add_argument("--ngrams", type=int, default=2)
-    parser.add_argument("--lr", type=float, default=0.003)
-    parser.add_argument("--weight-decay", type=float, default=0.0)
-    parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--seeds", default="0,1")
+    add_setting_arguments(parser, epochs=20)
     args = parser.parse_args()
     from sklearn.model_selection import train_test_split
 
-    from benchmarks.word_folds import fold_matrices, round_of, word_view
-    from pipelines.corpus import read_corpus
-    from pipelines.vectorize import vectorize_pool
     from textclf.training.candidates import fit_candidates
     from textclf.training.search import LEARNING_RATES, WEIGHT_DECAYS, _folds
 
     start = time.perf_counter()
-    corpus = read_corpus(args.train)
-    with vectorize_pool(len(corpus.texts)) as pool:
-        view = word_view(corpus.texts, corpus.labels, args.stop_words, args.ngrams, pool)
+    view = file_view(args.train, args.stop_words, args.ngrams)
     y, classes, settings = view.y, view.classes, view.settings
 
     def scores(train_x, train_y, val_x, val_y, rates, decays, epochs, seed, scores_from):

@@ -1,5 +1,5 @@
 """A training file's word view as the model search's rounds see it, for the benchmarks that cross-validate networks
-on it by hand (char_view, ensembles, start_token): the labels as numbers, the widest view's counts, the given
+on it by hand (char_view, class_weights, ensembles, start_token): the labels as numbers, the widest view's counts, the given
 variant's columns of it, and a round's batches. Reads no test file."""
 
 from __future__ import annotations
@@ -41,6 +41,27 @@ def word_view(texts, labels: list[str], stop_words: str, ngrams: int, pool, star
     mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
     width = min(ROUND_FEATURES, 1 << int(np.ceil(np.log2(min(ROUND_FEATURES, len(mask))))))
     return WordView(y, classes, settings, variant, counts, mask, width)
+
+
+def add_setting_arguments(parser, epochs: int) -> None:
+    """The options of a benchmark that trains one word variant with given settings: --stop-words, --ngrams, --lr,
+    --weight-decay, --epochs (default `epochs`) and --seeds."""
+    parser.add_argument("--stop-words", default="none", choices=("english", "none"))
+    parser.add_argument("--ngrams", type=int, default=2)
+    parser.add_argument("--lr", type=float, default=0.003)
+    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--epochs", type=int, default=epochs)
+    parser.add_argument("--seeds", default="0,1")
+
+
+def file_view(path: str, stop_words: str, ngrams: int) -> WordView:
+    """word_view of a training file's documents, counted on all cores."""
+    from pipelines.corpus import read_corpus
+    from pipelines.vectorize import vectorize_pool
+
+    corpus = read_corpus(path)
+    with vectorize_pool(len(corpus.texts)) as pool:
+        return word_view(corpus.texts, corpus.labels, stop_words, ngrams, pool)
 
 
 def fold_matrices(view: WordView, train: np.ndarray, val: np.ndarray):

@@ -281,9 +281,9 @@ def _placed_line_documents(fmt: LineFormat, path: Path, stats: ReadStats, start:
 def _line_text(fmt: LineFormat, line: str) -> str:
     """The text of a line that reading found to be a document."""
     if fmt.kind == "jsonl":
-        return _record_text(json.loads(line), fmt.text_keys)
+        return record_text(json.loads(line), fmt.text_keys)
     if fmt.kind == "fasttext":
-        return fasttext_line(line.replace("\t", " "))[1]
+        return fasttext_line(line)[1]
     row = next(table_reader([line], fmt.kind == "tsv"))
     columns = fmt.text_columns if fmt.text_columns is not None else range(1, len(row))
     return table_text((row[i] for i in columns if i < len(row)), fmt.escapes)
@@ -331,17 +331,11 @@ def _read_parquet_share(path: str, index: int, count: int, keep_texts: bool, fmt
                         ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
     """_read_share of a Parquet file's row groups share `index` of `count`: its texts, or without keep_texts the
     rows they are in (documents,) int64."""
-    stats, labels, texts, rows, digests = ReadStats(), [], [], [], []
-    for row, label, text in _placed_parquet_documents(fmt, Path(path), stats, (index, count), by_groups=True):
-        labels.append(label)
-        digests.append(document_digest(label, text))
-        if keep_texts:
-            texts.append(text)
-        else:
-            rows.append(row)
+    stats = ReadStats()
     size = Path(path).stat().st_size
-    return labels, texts if keep_texts else np.array(rows, np.int64), b"".join(digests), dict(stats.skipped), 0, \
-        size * (index + 1) // count - size * index // count
+    stats.bytes_read = size * (index + 1) // count - size * index // count
+    return _collected_share(
+        _placed_parquet_documents(fmt, Path(path), stats, (index, count), by_groups=True), keep_texts, stats)
 
 
 def parquet_texts(path: str, fmt: LineFormat, rows: np.ndarray) -> list[str]:
@@ -358,11 +352,11 @@ def parquet_texts(path: str, fmt: LineFormat, rows: np.ndarray) -> list[str]:
         mine = np.flatnonzero(group_of == group)
         table = parquet.read_row_group(group, columns=columns).take(pa.array(rows[mine] - starts[group]))
         for at, cells in zip(mine.tolist(), zip(*(column.to_pylist() for column in table.columns))):
-            texts[at] = _parquet_text(cells)
+            texts[at] = parquet_text(cells)
     return texts
 
 
-def _parquet_text(cells) -> str:
+def parquet_text(cells) -> str:
     """A Parquet row's text cells as one text."""
     if len(cells) == 1:
         text = cells[0]
@@ -373,15 +367,22 @@ def _parquet_text(cells) -> str:
 def _read_share_lines(path: str, start: int, end: int, keep_texts: bool, stats: ReadStats, fmt: LineFormat
                       ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
     """_read_share of the lines that start in bytes [start, end), a line at a time."""
-    labels, texts, offsets, digests = [], [], [], []
-    for offset, label, text in _placed_line_documents(fmt, Path(path), stats, start, end):
+    return _collected_share(_placed_line_documents(fmt, Path(path), stats, start, end), keep_texts, stats)
+
+
+def _collected_share(documents: Iterator[tuple[int, str, str]], keep_texts: bool, stats: ReadStats
+                     ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
+    """A share's (place, label, text) documents as _read_share returns them: (labels, texts or, without keep_texts,
+    their places (documents,) int64, the digests joined, skipped, non_utf8, bytes read); stats once they are read."""
+    labels, texts, places, digests = [], [], [], []
+    for place, label, text in documents:
         labels.append(label)
         digests.append(document_digest(label, text))
         if keep_texts:
             texts.append(text)
         else:
-            offsets.append(offset)
-    return labels, texts if keep_texts else np.array(offsets, np.int64), b"".join(digests), dict(stats.skipped), \
+            places.append(place)
+    return labels, texts if keep_texts else np.array(places, np.int64), b"".join(digests), dict(stats.skipped), \
         stats.non_utf8, stats.bytes_read
 
 
@@ -897,6 +898,7 @@ def fasttext_line(line: str) -> tuple[list[str], str]:
     """One line of a fastText file -> (its labels, prefix removed, in order; its text). Every word starting with
     "__label__" is a label, as fastText reads it. Most files hold one, first: the text is then the rest of the
     line as written; where labels stand elsewhere, the other words joined by single spaces."""
+    line = line.replace("\t", " ")  # (fastText splits words on tabs too)
     head, _, rest = line.strip().partition(" ")
     if head.startswith(FASTTEXT_LABEL_PREFIX) and FASTTEXT_LABEL_PREFIX not in rest:
         return [head[len(FASTTEXT_LABEL_PREFIX):]], rest.strip()
@@ -916,7 +918,7 @@ def _fasttext_document(line: str, stats: ReadStats, where: str, number: int) -> 
     a line of several labels refused with its number."""
     if not line.strip():
         return None
-    labels, text = fasttext_line(line.replace("\t", " "))
+    labels, text = fasttext_line(line)
     if len(labels) > 1:
         shown = " ".join(FASTTEXT_LABEL_PREFIX + label for label in labels[:3])
         raise CorpusError(f"{where} {number} holds {len(labels)} labels ({shown}{' ...' if len(labels) > 3 else ''}): "
@@ -1031,7 +1033,7 @@ def _placed_parquet_documents(fmt: "LineFormat", path: Path, stats: ReadStats, s
             key = (type(label), label)
             if key not in names_of:
                 names_of[key] = _table_label(label, class_names, path, number)
-        texts = [_parquet_text(cells) for cells in zip(*(column.to_pylist() for column in batch.columns[1:]))]
+        texts = [parquet_text(cells) for cells in zip(*(column.to_pylist() for column in batch.columns[1:]))]
         for at, (label, text) in enumerate(zip(labels, texts), begin + skip):
             label = names_of[(type(label), label)]
             if not text or not label:
@@ -1200,12 +1202,18 @@ def jsonl_format(path: Path) -> "LineFormat":
     keys = [key for key in record if isinstance(key, str)]
     label = "label" if "label" in record else next(
         (key for name in LABEL_COLUMNS for key in keys if key.lower() == name), "label")
-    texts = ("text",) if "text" in record else tuple(
-        key for key in keys if key.lower() in TEXT_COLUMNS and key != label) or ("text",)
-    return LineFormat("jsonl", text_keys=texts, label_key=label)
+    return LineFormat("jsonl", text_keys=record_text_keys(record) or ("text",), label_key=label)
 
 
-def _record_text(record: dict, keys: tuple[str, ...]):
+def record_text_keys(record: dict) -> tuple[str, ...]:
+    """A JSONL record's text keys: "text", else the keys TEXT_COLUMNS names, in the record's order (none of them a
+    label name: the two lists share none); () where it holds none."""
+    if "text" in record:
+        return ("text",)
+    return tuple(key for key in record if isinstance(key, str) and key.lower() in TEXT_COLUMNS)
+
+
+def record_text(record: dict, keys: tuple[str, ...]):
     """A JSONL record's text: its one text key's value, or the string values of several joined by spaces."""
     if len(keys) == 1:
         return record[keys[0]]
@@ -1236,7 +1244,7 @@ def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: i
             missing = " or ".join(f'"{key}"' for key in (*text_keys, label_key))
             raise CorpusError(f"{where} {number} lacks a {missing} key: write one {shape} object per line"
                               + (_key_hint(record) if fmt.text_keys == ("text",) and label_key == "label" else ""))
-        text, label = _record_text(record, text_keys), _json_label(record[label_key], where, number, label_key)
+        text, label = record_text(record, text_keys), _json_label(record[label_key], where, number, label_key)
         if not isinstance(text, str):
             raise CorpusError(
                 f"{where} {number} has a \"{text_keys[0]}\" that is {_json_kind(text)}, not a string: "

@@ -72,6 +72,5 @@ def test_a_task_folder_holds_its_corpora_in_any_format_textclf_reads(tmp_path):
         (both / name).write_text("a,b\n")
     with pytest.raises(CorpusError, match=r"holds 2 'train' corpora \(train\.csv, train\.tsv\): keep one"):
         task_files(tmp_path, "both")
-    with pytest.raises(CorpusError, match=r"task folder '.*cooking' has no training and test corpus|"
-                                          r"task 'mine' \(no folder .*mine\) has no training and test corpus"):
+    with pytest.raises(CorpusError, match=r"task 'mine' \(no folder .*mine\) has no training and test corpus"):
         task_files(tmp_path, "mine")

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.corpus import (
-    PARQUET_BATCH_ROWS, TABLE_SNIFF_BYTES, TEXT_COLUMNS, TSV_SUFFIXES, fasttext_line, folder_files, is_fasttext_file,
-    newline_escapes, open_parquet, parquet_columns, table_columns, table_reader, table_text)
+    PARQUET_BATCH_ROWS, TABLE_SNIFF_BYTES, TSV_SUFFIXES, fasttext_line, folder_files, is_fasttext_file,
+    newline_escapes, open_parquet, parquet_columns, parquet_text, record_text, record_text_keys, table_columns,
+    table_reader, table_text)
 from pipelines.documents import classify_file, decode_text, is_binary
 from pipelines.errors import CorpusError
 from textclf.inference.text_model import Model
@@ -107,7 +108,7 @@ def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = No
         if suffix in (".jsonl", ".ndjson"):
             text = _json_text(path, number, line)
         elif fasttext:
-            text = fasttext_line(line.replace("\t", " "))[1]
+            text = fasttext_line(line)[1]
             if not text:
                 continue
         documents.append((f"{path}:{number}", text))
@@ -131,8 +132,8 @@ def _parquet_rows(path: str, max_file_mb: float) -> list[tuple[str, str]]:
     for batch in parquet.iter_batches(PARQUET_BATCH_ROWS, columns=[schema.names[i] for i in text_columns]):
         for cells in zip(*(column.to_pylist() for column in batch.columns)):
             row += 1
-            text = " ".join(str(cell) for cell in cells if cell is not None)
-            if text.strip():
+            text = parquet_text(cells)  # as training reads a row
+            if text:
                 documents.append((f"{path}:{row}", text))
     if not documents:
         raise InputError(f"input '{path}' holds no text: there is nothing to classify")
@@ -148,11 +149,9 @@ def _json_text(path: str, number: int, line: str) -> str:
         raise InputError(f"'{path}' line {number} is not valid JSON ({exc.msg}): write one "
                          '{"text": ...} object per line') from None
     text = record
-    if isinstance(record, dict):  # "text", else the keys a table's header names text, joined (as training reads them)
-        keys = ["text"] if "text" in record else [key for key in record if isinstance(key, str)
-                                                  and key.lower() in TEXT_COLUMNS]
-        values = [record[key] for key in keys]
-        text = values[0] if len(values) == 1 else " ".join(v for v in values if isinstance(v, str)) if values else None
+    if isinstance(record, dict):  # its text keys, as training reads a JSONL record's
+        keys = record_text_keys(record)
+        text = record_text(record, keys) if keys else None
     if not isinstance(text, str):
         raise InputError(f"'{path}' line {number} has no \"text\" string: write one {{\"text\": ...}} object per line")
     return text
