@@ -37,7 +37,8 @@ def word_view(texts, labels: list[str], stop_words: str, ngrams: int, pool, star
     settings = Settings(stop_words=None if stop_words == "none" else "english", ngram_max=ngrams,
                         **({} if start_token is None else {"start_token": start_token}))
     variant = Variant(settings.stop_words, settings.ngram_max, settings.nb_weighting, True, settings.batch_size)
-    terms, counts = count_terms(texts, settings.ngram_max, None, settings.min_df, pool, settings.start_token)
+    terms, counts = count_terms(texts, settings.ngram_max, None, settings.min_df, pool, settings.start_token,
+                                cjk_characters=settings.cjk_characters)
     mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
     width = min(ROUND_FEATURES, 1 << int(np.ceil(np.log2(min(ROUND_FEATURES, len(mask))))))
     return WordView(y, classes, settings, variant, counts, mask, width)

@@ -77,7 +77,8 @@ def hash_corpus(path: str | Path, settings: WordSettings, workers: int | None = 
         except Exception as exc:
             failure.append(exc)
 
-    hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token)
+    hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token,
+                             settings.cjk_characters)
     texts = chunks()
     first = next(texts, None)
     second = next(texts, None) if first is not None else None

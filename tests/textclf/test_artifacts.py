@@ -36,6 +36,23 @@ def test_a_model_without_the_start_token_stays_readable_by_older_versions(corpus
                                   plain.model_.predict_proba(["knead the dough"]))
 
 
+def test_a_model_with_chinese_terms_is_a_version_older_textclf_refuses(fast_settings, tmp_path):
+    """Words split at each Chinese character: format 4 where the vocabulary holds such a character (an older
+    textclf would not find them in what it scores); the characters' model predicts alike once loaded."""
+    texts = ["这个酒店很好", "房间很干净", "服务很好", "酒店太差了", "房间很脏", "服务太差"] * 10
+    labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 10
+    fitted = TextClassifier(**fast_settings.to_dict()).fit(texts, labels)
+    assert "很" in fitted.model_.vectorizer.terms and "酒店" not in fitted.model_.vectorizer.terms
+    path = save_model(fitted.model_, tmp_path / "m.npz")
+    assert read_header(path)["format_version"] == 4 and read_header(path)["vectorizer"]["cjk_characters"] is True
+    np.testing.assert_array_equal(load_model(path).predict_proba(["酒店很干净"]),
+                                  fitted.model_.predict_proba(["酒店很干净"]))
+    whole = TextClassifier(**fast_settings.replace(cjk_characters=False).to_dict()).fit(texts, labels)
+    assert "这个酒店很好" in whole.model_.vectorizer.terms
+    path = save_model(whole.model_, tmp_path / "whole.npz")
+    assert read_header(path)["format_version"] == 3 and "cjk_characters" not in read_header(path)["vectorizer"]
+
+
 def test_interrupted_write_keeps_the_old_model(model, tmp_path, monkeypatch):
     path = save_model(model, tmp_path / "models" / "m.npz")
     before = path.read_bytes()

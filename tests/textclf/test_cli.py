@@ -442,6 +442,31 @@ def test_no_start_token_trains_a_model_without_it(runner, corpus_dir, tmp_path):
     assert header["format_version"] == 1 and "start_token" not in header["vectorizer"]
 
 
+def test_chinese_text_trains_on_its_characters_unless_told_otherwise(runner, tmp_path):
+    """Each Chinese character a word by default (the model holds the characters and predicts by them); with
+    --no-cjk-characters the runs between punctuation stay whole, as scikit-learn's pattern splits them."""
+    from textclf.inference.artifacts import load_model
+
+    corpus = tmp_path / "reviews"
+    for label, texts in (("good", ["房间很干净，服务很好", "早餐很好吃", "位置很好，交通方便"]),
+                         ("bad", ["房间太脏了，服务很差", "早餐太难吃", "位置太偏，交通不便"])):
+        (corpus / label).mkdir(parents=True)
+        for i, text in enumerate(texts * 4):
+            (corpus / label / f"{i}.txt").write_text(text, encoding="utf-8")
+    result = invoke(runner, "train", corpus, "--search", "off", "--epochs", "30", "--lr", "0.01", "--json",
+                    "--out", tmp_path / "chars.npz")
+    assert result.exit_code == 0, result.output
+    model = load_model(tmp_path / "chars.npz")
+    assert {"很", "好", "太", "很 好"} <= set(model.vectorizer.terms)
+    (tmp_path / "new.txt").write_text("服务太差", encoding="utf-8")  # no training text holds it whole
+    result = invoke(runner, "predict", tmp_path / "new.txt", "--model", tmp_path / "chars.npz")
+    assert result.exit_code == 0 and "bad" in result.output, result.output
+    result = invoke(runner, "train", corpus, "--search", "off", "--epochs", "2", "--no-cjk-characters", "--json",
+                    "--out", tmp_path / "runs.npz")
+    assert result.exit_code == 0, result.output
+    assert "早餐很好吃" in load_model(tmp_path / "runs.npz").vectorizer.terms
+
+
 def test_submit_takes_every_training_option_and_model_names_resolve(runner, corpus_dir, tmp_path):
     from db import jobs
     from textclf.frontends.daemon import DaemonOptions, run_daemon
