@@ -18,9 +18,9 @@ timeout ${BENCH_TIMEOUT:-400} python3 -m textclf bench $CORPORA --data /tmp/zh -
   --tools ${TOOLS:-textclf-xla,fasttext,sklearn-sgd,sklearn-svm,sklearn-cnb} 2>&1 | grep -v -i warning | tee -a "$OUT/cjk.log"
 for name in $CORPORA; do
   for flags in "--no-cjk-characters" ""; do
-    rm -rf /tmp/cjk-cold && start=$(date +%s.%N)
+    rm -rf /tmp/cjk-cold && start=$(date +%s%N)
     TEXTCLF_HOME=/tmp/cjk-cold python3 -m textclf train /tmp/zh/$name/train.jsonl --test /tmp/zh/$name/test.jsonl \
       $flags 2>&1 | grep -E "^search: chose|^test accuracy" | tee -a "$OUT/cjk.log"
-    echo "$name ${flags:-(no flags)}: wall $(echo "$(date +%s.%N) - $start" | bc) s" | tee -a "$OUT/cjk.log"
+    echo "$name ${flags:-(no flags)}: wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$OUT/cjk.log"
   done
 done
