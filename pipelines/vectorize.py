@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
-from pipelines import word_counts
+from pipelines import char_counts, word_counts
 from pipelines.corpus import FileTexts, LineTexts
 from pipelines.errors import CorpusError
 from pipelines.stop_words import ENGLISH
@@ -153,8 +153,7 @@ class Vectorizer:
         from sklearn.feature_extraction.text import CountVectorizer
 
         if self.analyzer == CHAR_ANALYZER:
-            return CountVectorizer(vocabulary=self.terms, analyzer=CHAR_ANALYZER, ngram_range=CHAR_NGRAM_RANGE,
-                                   dtype=np.float32)
+            return char_counts.CharCounter(self.terms, CHAR_NGRAM_RANGE)
         return CountVectorizer(vocabulary=self.terms, **word_counter_params(self.ngram_max, self.stop_words,
                                                                             self.start_token, self.cjk_characters))
 
@@ -694,12 +693,16 @@ def _without_start_token(terms: np.ndarray, counts: sp.csr_matrix) -> tuple[np.n
 
 def count_chars(texts: Sequence[str], min_df: int, pool: WorkerPool) -> tuple[np.ndarray, sp.csr_matrix]:
     """count_terms for the character view: (CHAR_NGRAM_RANGE character n-grams sorted, their raw counts)."""
-    terms, counts = _counted(texts, min_df, pool, _count_chunk, _merge_counts, None,
-                             dict(analyzer=CHAR_ANALYZER, ngram_range=CHAR_NGRAM_RANGE, dtype=np.float32))
+    terms, counts = _counted(texts, min_df, pool, _count_char_chunk, word_counts.merge, None, CHAR_NGRAM_RANGE)
     if not len(terms):
         raise CorpusError("no character n-grams to learn from: the documents are empty; add real text or pass "
                           "--no-char-ngrams")
     return terms, counts
+
+
+def _count_char_chunk(texts: Sequence[str], ngram_range: tuple[int, int]) -> word_counts.ChunkCounts:
+    """char_counts.count_chunk in a worker (texts left in their file are read there)."""
+    return char_counts.count_chunk(list(texts), ngram_range)
 
 
 def _counted(texts: Sequence[str], min_df: int, pool: WorkerPool, count: Callable, merge: Callable,
