@@ -14,8 +14,9 @@ rows normalised on their own), so that a model can hold one network per view (te
 joined_views).
 
 Word unigrams and bigrams are tokenised and counted in compiled code (pipelines/word_counts.py: the same terms and
-counts as CountVectorizer; a whole file's transform in 0.36-0.38x its time, benchmarks/transform_latency); character
-n-grams, word trigrams and "hashing" go through scikit-learn's own analyzers (_count_chunk).
+counts as CountVectorizer; a whole file's transform in 0.36-0.38x its time, benchmarks/transform_latency), and so are
+the character view's n-grams (pipelines/char_counts.py); word trigrams and "hashing" go through scikit-learn's own
+analyzers (_count_chunk).
 Corpora of PARALLEL_MIN_DOCS documents or more are counted on all CPU cores (pipelines/workers.py: forked
 workers when that is safe): the documents are cut into contiguous chunks, each chunk is counted in a worker
 process, and the chunk vocabularies are merged (union, min_df, the kept terms sorted, columns remapped), which
@@ -425,7 +426,7 @@ _last_unpickled: tuple[bytes, "Vectorizer"] | None = None  # _transform_unpickle
 
 
 def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[bytes, sp.csr_matrix, np.ndarray]:
-    """The character view's and word trigrams' counting (word_counts counts word unigrams and bigrams):
+    """Word trigrams' counting (word_counts counts word unigrams and bigrams, char_counts character n-grams):
     one chunk's own vocabulary (in first-seen order, as one UTF-8 string of the terms joined by newlines,
     which no term holds), its (documents, terms) counts, and each term's hash().
     Why one string: the merge keeps few of a chunk's terms (most bigrams occur once), and a list of millions of
