@@ -140,7 +140,19 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
         stats.bytes_total = end - start
         return "fasttext", stats, _fasttext_documents(path, stats, start, end)
     kind = f"unknown type '{path.suffix}'" if path.suffix else "no known type (no suffix, no \"__label__\" first line)"
+    if _first_line_has_tab(path):  # e.g. Reuters R8/R52's "r8-train-all-terms.txt": label, a tab, the text
+        raise CorpusError(f"corpus path '{path}' is a file of {kind}: its lines hold tabs; if each is a label, a tab "
+                          f"and its text, name the file .tsv (e.g. '{path.with_suffix('.tsv').name}')")
     raise CorpusError(f"corpus path '{path}' is a file of {kind}: {FORMAT_HINT}")
+
+
+def _first_line_has_tab(path: Path) -> bool:
+    """Whether the file's first line (its first 64 KiB at most) holds a tab."""
+    try:
+        with path.open("rb") as handle:
+            return b"\t" in handle.read(65536).split(b"\n", 1)[0]
+    except OSError:
+        return False
 
 
 # read_corpus's on_progress is called once per this many documents read (and once at the end).

@@ -276,6 +276,9 @@ def test_jsonl(tmp_path):
         (lambda d: _files(d / "hollow", {"a/1.txt": "text", "b/1.txt": ""}), "label 'b'"),
         (lambda d: _files(d / "allbad", {"a/1.txt": "", "b/1.bin": b"\x00\x01"}), "has no usable document"),
         (lambda d: _files(d, {"x.txt": "not a corpus"}) / "x.txt", "unknown type"),
+        (lambda d: _files(d, {"r8-train-all-terms.txt": "earn\tprofit up\nacq\tmerger\n"}) / "r8-train-all-terms.txt",
+         r"unknown type '.txt': its lines hold tabs; if each is a label, a tab and its text, name the file .tsv "
+         r"\(e.g. 'r8-train-all-terms.tsv'\)"),
         (lambda d: _files(d, {"notes": "not a corpus"}) / "notes", r"no known type \(no suffix, no \"__label__\""),
         (lambda d: _files(d, {"bad.jsonl": "{not json"}) / "bad.jsonl", "line 1 is not valid JSON"),
         (lambda d: _files(d, {"keys.jsonl": '{"body": "x"}'}) / "keys.jsonl", 'lacks a "body" or "label"'),
