@@ -258,7 +258,7 @@ def test_kept_but_reported_inputs(runner, corpus_dir):
     assert data["non_utf8"] == 1 and data["n_train"] + data["n_eval"] == 38
     result = invoke(runner, "train", corpus_dir, *FAST)
     assert "skipped files: 1 empty, 2 hidden, 1 too_large" in result.stderr
-    assert "1 files were not UTF-8" in result.stderr
+    assert "1 documents were not UTF-8" in result.stderr
 
 
 def test_newer_format_model(runner, trained, tmp_path):

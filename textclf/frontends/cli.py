@@ -238,7 +238,7 @@ def train(
         err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items())),
                   highlight=False)
     if result.non_utf8:
-        err.print(f"{result.non_utf8} files were not UTF-8 and were decoded as cp1252/Latin-1", highlight=False)
+        err.print(f"{result.non_utf8} documents were not UTF-8 and were decoded as cp1252/Latin-1", highlight=False)
     search = result.search or {}
     if search.get("chosen"):
         c = result.model.settings
