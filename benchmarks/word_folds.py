@@ -38,7 +38,7 @@ def word_view(texts, labels: list[str], stop_words: str, ngrams: int, pool, star
                         **({} if start_token is None else {"start_token": start_token}))
     variant = Variant(settings.stop_words, settings.ngram_max, settings.nb_weighting, True, settings.batch_size)
     terms, counts = count_terms(texts, settings.ngram_max, None, settings.min_df, pool, settings.start_token,
-                                cjk_characters=settings.cjk_characters)
+                                unspaced_as_characters=settings.unspaced_as_characters)
     mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
     width = min(ROUND_FEATURES, 1 << int(np.ceil(np.log2(min(ROUND_FEATURES, len(mask))))))
     return WordView(y, classes, settings, variant, counts, mask, width)

@@ -78,7 +78,7 @@ def hash_corpus(path: str | Path, settings: WordSettings, workers: int | None = 
             failure.append(exc)
 
     hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token,
-                             settings.cjk_characters)
+                             settings.unspaced_as_characters)
     texts = chunks()
     first = next(texts, None)
     second = next(texts, None) if first is not None else None

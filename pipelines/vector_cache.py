@@ -34,7 +34,7 @@ class CacheSettings(WordSettings, Protocol):
 
 
 WORD_SETTINGS = ("features", "vectorizer", "feature_selection", "ngram_max", "stop_words", "min_df", "sublinear_tf",
-                 "nb_weighting", "char_ngrams", "start_token", "cjk_characters")
+                 "nb_weighting", "char_ngrams", "start_token", "unspaced_as_characters")
 
 
 def cache_key(train_fingerprint: str, test_fingerprint: str | None, settings: CacheSettings,

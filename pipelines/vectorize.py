@@ -62,7 +62,7 @@ class WordSettings(Protocol):
     nb_weighting: bool  # "tfidf": each column also scaled by its naive Bayes log-count ratio (nb_ratios)
     char_ngrams: bool  # "tfidf": a second view of character n-grams (CHAR_NGRAM_RANGE) beside the words
     start_token: bool  # every document's words open with START_TOKEN (word_counter_params says why)
-    cjk_characters: bool  # each Chinese or Japanese character a word (pipelines.word_counts.CJK_RANGES says why)
+    unspaced_as_characters: bool  # each character of a script without spaces a word (word_counts.UNSPACED_RANGES)
     max_file_mb: float  # larger corpus files are skipped
 
 
@@ -121,8 +121,9 @@ class Vectorizer:
     stop_words: str | None
     sublinear_tf: bool = True
     start_token: bool = False  # the words open with START_TOKEN (model files written before it have none)
-    # Each Chinese or Japanese character a word (word_counts.CJK_RANGES; model files written before it: runs whole)
-    cjk_characters: bool = False
+    # Each character of a script written without spaces between words a word (word_counts.UNSPACED_RANGES; model
+    # files written before it: runs whole)
+    unspaced_as_characters: bool = False
     analyzer: str = "word"  # "word" or CHAR_ANALYZER (then the n-grams are CHAR_NGRAM_RANGE characters)
     chars: "Vectorizer | None" = None  # the character view, whose columns follow these ("tfidf" words only)
     _cached_counter: object = field(default=None, init=False, repr=False, compare=False)
@@ -147,16 +148,16 @@ class Vectorizer:
     def _build_counter(self):
         if self.kind == "hashing":
             return hashing_counter(self.n_features, self.ngram_max, self.stop_words, self.start_token,
-                                   self.cjk_characters)
+                                   self.unspaced_as_characters)
         if self.analyzer != CHAR_ANALYZER and word_counts.supports(self.ngram_max):
             return word_counts.WordCounter(self.terms, self.ngram_max, _stop_word_set(self.stop_words),
-                                           START_TOKEN if self.start_token else None, self.cjk_characters)
+                                           START_TOKEN if self.start_token else None, self.unspaced_as_characters)
         from sklearn.feature_extraction.text import CountVectorizer
 
         if self.analyzer == CHAR_ANALYZER:
             return char_counts.CharCounter(self.terms, CHAR_NGRAM_RANGE)
         return CountVectorizer(vocabulary=self.terms, **word_counter_params(self.ngram_max, self.stop_words,
-                                                                            self.start_token, self.cjk_characters))
+                                                                            self.start_token, self.unspaced_as_characters))
 
     def transform(self, texts: Sequence[str], workers: int | None = 1, pool: WorkerPool | None = None,
                   on_progress: Callable[[int, int], None] | None = None) -> sp.csr_matrix:
@@ -211,8 +212,8 @@ class Vectorizer:
                   "sublinear_tf": self.sublinear_tf}
         if self.start_token:
             config["start_token"] = True  # absent from older files, which a reader takes as no start token
-        if self.cjk_characters:
-            config["cjk_characters"] = True  # likewise: older files split as scikit-learn's token pattern does
+        if self.unspaced_as_characters:
+            config["unspaced_as_characters"] = True  # likewise: older files split as scikit-learn's token pattern does
         if self.chars is not None:
             config["chars"] = {"analyzer": CHAR_ANALYZER, "ngram_range": list(CHAR_NGRAM_RANGE)}
         return config
@@ -231,8 +232,8 @@ class Vectorizer:
             raise ValueError("vectorizer terms that do not match its IDF")
         if config.get("start_token", False) not in (True, False):
             raise ValueError(f"vectorizer start token {config['start_token']!r}")
-        if config.get("cjk_characters", False) not in (True, False):
-            raise ValueError(f"vectorizer CJK characters {config['cjk_characters']!r}")
+        if config.get("unspaced_as_characters", False) not in (True, False):
+            raise ValueError(f"vectorizer unspaced-script characters {config['unspaced_as_characters']!r}")
         chars = None
         if config.get("chars") is not None:
             if config["kind"] != "tfidf" or config["chars"] != {"analyzer": CHAR_ANALYZER,
@@ -244,7 +245,7 @@ class Vectorizer:
             chars.analyzer = CHAR_ANALYZER
         return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"],
                    config.get("sublinear_tf", True), config.get("start_token", False),
-                   config.get("cjk_characters", False), chars=chars)
+                   config.get("unspaced_as_characters", False), chars=chars)
 
 
 @dataclass(frozen=True)
@@ -255,42 +256,42 @@ class StartMarkedWords:
 
     ngram_max: int
     stop_words: str | None
-    cjk_characters: bool = False
+    unspaced_as_characters: bool = False
 
     def __call__(self, text: str) -> list[str]:
-        return _word_analyzer(self.ngram_max, self.stop_words, self.cjk_characters)(START_TOKEN + " " + text)
+        return _word_analyzer(self.ngram_max, self.stop_words, self.unspaced_as_characters)(START_TOKEN + " " + text)
 
 
 @functools.cache
-def _word_analyzer(ngram_max: int, stop_words: str | None, cjk_characters: bool) -> Callable[[str], list[str]]:
+def _word_analyzer(ngram_max: int, stop_words: str | None, unspaced_as_characters: bool) -> Callable[[str], list[str]]:
     from sklearn.feature_extraction.text import CountVectorizer
 
     return CountVectorizer(ngram_range=(1, ngram_max), stop_words=stop_words,
-                           token_pattern=word_counts.token_pattern(cjk_characters)).build_analyzer()
+                           token_pattern=word_counts.token_pattern(unspaced_as_characters)).build_analyzer()
 
 
-def word_counter_params(ngram_max: int, stop_words: str | None, start_token: bool, cjk_characters: bool) -> dict:
+def word_counter_params(ngram_max: int, stop_words: str | None, start_token: bool, unspaced_as_characters: bool) -> dict:
     """The keyword arguments of every word CountVectorizer / HashingVectorizer here (fitting, the search's widest
     view and transforming build the same analyzer from them)."""
     if start_token:
-        return dict(analyzer=StartMarkedWords(ngram_max, stop_words, cjk_characters), dtype=np.float32)
+        return dict(analyzer=StartMarkedWords(ngram_max, stop_words, unspaced_as_characters), dtype=np.float32)
     return dict(ngram_range=(1, ngram_max), stop_words=stop_words, dtype=np.float32,
-                token_pattern=word_counts.token_pattern(cjk_characters))
+                token_pattern=word_counts.token_pattern(unspaced_as_characters))
 
 
 def hashing_counter(n_features: int, ngram_max: int, stop_words: str | None, start_token: bool,
-                    cjk_characters: bool) -> "HashingVectorizer":
+                    unspaced_as_characters: bool) -> "HashingVectorizer":
     """Raw term counts hashed into n_features columns (no sign flipping, no normalisation: _weight does that)."""
     from sklearn.feature_extraction.text import HashingVectorizer
 
     return HashingVectorizer(n_features=n_features, alternate_sign=False, norm=None,
-                             **word_counter_params(ngram_max, stop_words, start_token, cjk_characters))
+                             **word_counter_params(ngram_max, stop_words, start_token, unspaced_as_characters))
 
 
 def fit_hashing_idf(counts: sp.csr_matrix, settings: WordSettings) -> Vectorizer:
     """The "hashing" Vectorizer whose IDF comes from these raw training counts."""
     return Vectorizer("hashing", None, _idf(counts), settings.ngram_max, settings.stop_words, settings.sublinear_tf,
-                      settings.start_token, settings.cjk_characters)
+                      settings.start_token, settings.unspaced_as_characters)
 
 
 def _weight(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool, copy: bool = True) -> sp.csr_matrix:
@@ -545,16 +546,16 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
         return vec, vec.transform(texts, pool=pool, on_progress=on_progress) if matrix else None
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token,
-                                 settings.cjk_characters)
+                                 settings.unspaced_as_characters)
         chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
         counts = word_counts.stack_rows(pool.map(_transform_chunk, chunks, hasher))
         vec = fit_hashing_idf(counts, settings)
         return vec, _weight(counts, vec.idf, settings.sublinear_tf) if matrix else None
 
     terms, counts = count_terms(texts, settings.ngram_max, settings.stop_words, settings.min_df, pool,
-                                settings.start_token, on_progress, cjk_characters=settings.cjk_characters)
+                                settings.start_token, on_progress, unspaced_as_characters=settings.unspaced_as_characters)
     vec, words = _fitted_view(terms, counts, labels, settings, matrix, settings.ngram_max, settings.stop_words,
-                              settings.start_token, settings.cjk_characters)
+                              settings.start_token, settings.unspaced_as_characters)
     if not settings.char_ngrams:
         return vec, words
     del counts
@@ -565,7 +566,7 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
 
 
 def _fitted_view(terms: np.ndarray, counts: sp.csr_matrix, labels, settings: WordSettings, matrix: bool,
-                 ngram_max: int, stop_words: str | None, start_token: bool, cjk_characters: bool,
+                 ngram_max: int, stop_words: str | None, start_token: bool, unspaced_as_characters: bool,
                  analyzer: str = "word") -> tuple[Vectorizer, sp.csr_matrix | None]:
     """One view of fit_vectorizer from its full vocabulary's counts: `features` columns selected, IDF (and NB
     weights) over them -> (the view's Vectorizer, its weighted rows, or None without `matrix`)."""
@@ -580,7 +581,7 @@ def _fitted_view(terms: np.ndarray, counts: sp.csr_matrix, labels, settings: Wor
     if nb_weights is not None:
         idf = idf * nb_weights
     vec = Vectorizer("tfidf", [str(t) for t in terms], idf, ngram_max, stop_words, settings.sublinear_tf,
-                     start_token, cjk_characters, analyzer=analyzer)
+                     start_token, unspaced_as_characters, analyzer=analyzer)
     return vec, _weight(counts, idf, settings.sublinear_tf) if matrix else None
 
 
@@ -652,7 +653,7 @@ def _class_sums(matrix: sp.csr_matrix, codes: np.ndarray, classes: int, weights:
 
 def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, min_df: int,
                 pool: WorkerPool, start_token: bool, on_progress: Callable[[int, int], None] | None = None, *,
-                cjk_characters: bool) -> tuple[np.ndarray, sp.csr_matrix]:
+                unspaced_as_characters: bool) -> tuple[np.ndarray, sp.csr_matrix]:
     """The full vocabulary's raw counts, nothing selected or weighted: (terms sorted, (documents, terms) CSR
     float32) -> the widest view that the model search derives its vectorizer variants from (column masks and
     re-weightings, see `term_mask` and `select_and_weigh`), so the texts are tokenised once. on_progress(documents
@@ -661,10 +662,10 @@ def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, mi
         counted = _counted(texts, min_df, pool, _count_word_chunk,
                            functools.partial(word_counts.merge, leave_out=START_TOKEN if start_token else None),
                            on_progress, ngram_max, _stop_word_set(stop_words), START_TOKEN if start_token else None,
-                           cjk_characters)
+                           unspaced_as_characters)
     else:
         counted = _counted(texts, min_df, pool, _count_chunk, _merge_counts, on_progress,
-                           word_counter_params(ngram_max, stop_words, start_token, cjk_characters))
+                           word_counter_params(ngram_max, stop_words, start_token, unspaced_as_characters))
     terms, counts = _without_start_token(*counted)
     if not len(terms):
         raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
@@ -673,13 +674,13 @@ def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, mi
 
 
 def _count_word_chunk(texts: Sequence[str], ngram_max: int, stop_words: frozenset[str] | None,
-                      prefix: str | None, cjk_characters: bool) -> word_counts.ChunkCounts:
+                      prefix: str | None, unspaced_as_characters: bool) -> word_counts.ChunkCounts:
     """word_counts.count_chunk in a worker; texts left in their file (a fit's sample: LineTexts) parsed by pyarrow
     where it can (a 14 MB chunk's lines in ~55 ms where reading them one by one took ~100, one core)."""
     if isinstance(texts, LineTexts):
         parsed = texts.arrow()
         texts = texts if parsed is None else parsed
-    return word_counts.count_chunk(texts, ngram_max, stop_words, prefix, cjk_characters)
+    return word_counts.count_chunk(texts, ngram_max, stop_words, prefix, unspaced_as_characters)
 
 
 def _without_start_token(terms: np.ndarray, counts: sp.csr_matrix) -> tuple[np.ndarray, sp.csr_matrix]:
@@ -817,11 +818,11 @@ def fit_vectorizer_shared(texts: Sequence[str], labels: Sequence[str], settings:
     counts only its part."""
     labels = np.asarray(labels)
     common = word_counter_params(settings.ngram_max, settings.stop_words, settings.start_token,
-                                 settings.cjk_characters)
+                                 settings.unspaced_as_characters)
     chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
     if settings.vectorizer == "hashing":
         hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token,
-                                 settings.cjk_characters)
+                                 settings.unspaced_as_characters)
         counts = word_counts.stack_rows(pool.map(_transform_chunk, chunks, hasher)) if texts else \
             sp.csr_matrix((0, settings.features), dtype=np.float32)
         shared = exchange({"df": np.bincount(counts.indices, minlength=settings.features).astype(np.int64),
@@ -830,7 +831,7 @@ def fit_vectorizer_shared(texts: Sequence[str], labels: Sequence[str], settings:
         df = np.sum([part["df"] for part in shared], axis=0)
         idf = (np.log((1.0 + n) / (1.0 + df)) + 1.0).astype(np.float32)
         vec = Vectorizer("hashing", None, idf, settings.ngram_max, settings.stop_words, settings.sublinear_tf,
-                         settings.start_token, settings.cjk_characters)
+                         settings.start_token, settings.unspaced_as_characters)
         return vec, _weight(counts, idf, settings.sublinear_tf), _union_classes(shared)
 
     local_terms, counts = (_without_start_token(*_merge_counts(pool.map(_count_chunk, chunks, common), 1)) if texts
@@ -867,7 +868,7 @@ def fit_vectorizer_shared(texts: Sequence[str], labels: Sequence[str], settings:
         idf = idf * _nb_ratios_from(np.sum([p["in_class"] for p in shared], axis=0),
                                     np.sum([p["everywhere"] for p in shared], axis=0))
     vec = Vectorizer("tfidf", [str(t) for t in terms], idf, settings.ngram_max, settings.stop_words,
-                     settings.sublinear_tf, settings.start_token, settings.cjk_characters)
+                     settings.sublinear_tf, settings.start_token, settings.unspaced_as_characters)
     return vec, _weight(counts, idf, settings.sublinear_tf), list(classes)
 
 

@@ -13,9 +13,9 @@ SMALL_INPUT_CHARACTERS says why.) The texts may come as a list of str or as a py
 file's share, parsed by pyarrow: pipelines/corpus.py), which is lowercased and split as it lies (`Texts`).
 
 Same terms and counts as CountVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w\\w+\\b", ngram_range=(1, n),
-stop_words) for n <= 2, or with `cjk` as token_pattern=CJK_TOKEN_PATTERN, each Chinese or Japanese character a word
-(tests/pipelines/test_word_counts.py checks it on trec, mr, AG News and 20 Newsgroups posts, and on random
-Unicode): lowercasing is Python's own str.lower (so the Unicode special cases, such as a final sigma, come out as
+stop_words) for n <= 2, or with `unspaced` as token_pattern=UNSPACED_TOKEN_PATTERN, each character of a script
+written without spaces a word (tests/pipelines/test_word_counts.py checks it on trec, mr, AG News and 20 Newsgroups
+posts, and on random Unicode): lowercasing is Python's own str.lower (so the Unicode special cases, such as a final sigma, come out as
 scikit-learn's), and a token is a maximal run of word characters, Python's \\w being [\\p{L}\\p{N}_] (letters,
 numbers, the underscore), which is how the RE2 pattern splits (and, on ASCII, the byte table).
 Longer n-grams, the character analyzer and hashing stay with scikit-learn (pipelines/vectorize.py decides).
@@ -54,35 +54,42 @@ MAX_NGRAM = 2  # longer n-grams: scikit-learn's analyzer (their packed keys woul
 SMALL_INPUT_CHARACTERS = 50_000
 STOP = -2  # WordCounter's word number for a stop word: left out before bigrams are formed
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # CountVectorizer's token_pattern
-# Chinese and Japanese put no spaces between words, so the pattern above makes one token of a whole run of ideographs
-# and kana, a clause that rarely occurs twice: TF-IDF + LinearSVC on 10-category Chinese shopping reviews scored 0.52
-# on such tokens and 0.90 on single characters and their pairs (BENCHMARKS.md, "Chinese and Japanese text"). With
-# `cjk` each character of these scripts is a word of its own, so unigrams are its characters and bigrams its
-# neighbouring pairs, the usual bag of words for these scripts where no word segmenter is at hand; every other
-# token is a run of two or more word characters, as before, cut where such a character stands. The ranges: the
-# ideographic iteration and closing marks and the ideographic zero, Hiragana, Katakana (and its phonetic extensions
-# and half-width forms), the CJK Unified Ideographs with extension A, the compatibility ideographs, and planes 2 and
-# 3 (the further extensions). Hangul is left out: Korean puts spaces between its words.
-CJK_RANGES = ((0x3005, 0x3007), (0x3040, 0x30FF), (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
-              (0xF900, 0xFAFF), (0xFF66, 0xFF9F), (0x20000, 0x3FFFF))
-_CJK_CLASS = "".join(f"{chr(first)}-{chr(last)}" for first, last in CJK_RANGES)  # Python's re
-_CJK_CLASS_RE2 = "".join(f"\\x{{{first:x}}}-\\x{{{last:x}}}" for first, last in CJK_RANGES)
+# Chinese, Japanese, Thai, Lao, Khmer and Myanmar put no spaces between words, so the pattern above makes one token
+# of a whole run of their characters, a clause that rarely occurs twice (and breaks Thai at its vowel and tone
+# marks, which are not word characters): TF-IDF + LinearSVC on 10-category Chinese shopping reviews scored 0.52 on
+# such tokens and 0.90 on single characters and their pairs (BENCHMARKS.md, "Text without spaces between words").
+# With `unspaced` each character of these scripts is a word of its own, so unigrams are its characters and bigrams
+# its neighbouring pairs, the usual bag of words for these scripts where no word segmenter is at hand; every other
+# token is a run of two or more word characters, as before, cut where such a character stands. Each character of the
+# ranges counts, marks included: on Thai social media posts (wisesight's training split against its validation
+# split, TF-IDF (1, 2) + LinearSVC) the tone and vowel marks as words of their own gave 0.6880, left out 0.6614,
+# the pattern above 0.6498. The ranges: Thai, Lao, Myanmar, Khmer, the ideographic iteration and closing marks and
+# the ideographic zero, Hiragana, Katakana (and its phonetic extensions and half-width forms), the CJK Unified
+# Ideographs with extension A, the compatibility ideographs, and planes 2 and 3 (the further extensions). Hangul is
+# left out: Korean puts spaces between its words.
+UNSPACED_RANGES = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x3005, 0x3007), (0x3040, 0x30FF),
+                   (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFF66, 0xFF9F),
+                   (0x20000, 0x3FFFF))
+_UNSPACED_CLASS = "".join(f"{chr(first)}-{chr(last)}" for first, last in UNSPACED_RANGES)  # Python's re
+_UNSPACED_CLASS_RE2 = "".join(f"\\x{{{first:x}}}-\\x{{{last:x}}}" for first, last in UNSPACED_RANGES)
+# What separates tokens where these scripts' characters are words: NOT_WORD, less those characters.
+NOT_WORD_OR_UNSPACED = f"[^\\p{{L}}\\p{{N}}_{_UNSPACED_CLASS_RE2}]+"
 # The same tokens as a scikit-learn token_pattern: runs of two or more word characters outside these scripts, or one
-# word character of them.
-CJK_TOKEN_PATTERN = f"(?u)[^\\W{_CJK_CLASS}]{{2,}}|(?=\\w)[{_CJK_CLASS}]"
+# character of them.
+UNSPACED_TOKEN_PATTERN = f"(?u)[^\\W{_UNSPACED_CLASS}]{{2,}}|[{_UNSPACED_CLASS}]"
 WORD_TOKEN = re.compile(TOKEN_PATTERN)
-CJK_WORD_TOKEN = re.compile(CJK_TOKEN_PATTERN)
-_CJK_CHARACTER = re.compile(f"[{_CJK_CLASS}]")
+UNSPACED_WORD_TOKEN = re.compile(UNSPACED_TOKEN_PATTERN)
+_UNSPACED_CHARACTER = re.compile(f"[{_UNSPACED_CLASS}]")
 
 
-def token_pattern(cjk: bool) -> str:
+def token_pattern(unspaced: bool) -> str:
     """The scikit-learn token_pattern that splits as this module does."""
-    return CJK_TOKEN_PATTERN if cjk else TOKEN_PATTERN
+    return UNSPACED_TOKEN_PATTERN if unspaced else TOKEN_PATTERN
 
 
-def holds_cjk(terms: Sequence[str]) -> bool:
-    """Whether any of the terms holds a character of CJK_RANGES."""
-    return any(_CJK_CHARACTER.search(term) for term in terms)
+def holds_unspaced(terms: Sequence[str]) -> bool:
+    """Whether any of the terms holds a character of UNSPACED_RANGES."""
+    return any(_UNSPACED_CHARACTER.search(term) for term in terms)
 
 
 def supports(ngram_max: int) -> bool:
@@ -100,11 +107,11 @@ class Tokens:
     docs: np.ndarray  # (T,) int64: each document's tokens next to each other, in the document's order
 
 
-def tokens(texts: Texts, stop_words: frozenset[str] | None, prefix: str | None = None, cjk: bool = False) -> Tokens:
+def tokens(texts: Texts, stop_words: frozenset[str] | None, prefix: str | None = None, unspaced: bool = False) -> Tokens:
     """texts -> Tokens, lowercased as scikit-learn does, stop words left out; prefix: a word put in front of each
-    text (before lowercasing, as a preprocessor would); cjk: each Chinese or Japanese character a word (CJK_RANGES)."""
+    text (before lowercasing, as a preprocessor would); unspaced: each character of a script written without spaces a word (UNSPACED_RANGES)."""
     lowered = _lowered(texts, prefix)
-    return (_python_tokens if _small(lowered) else _arrow_tokens)(lowered, stop_words, cjk)
+    return (_python_tokens if _small(lowered) else _arrow_tokens)(lowered, stop_words, unspaced)
 
 
 # Texts as this module takes them: Python strings, or a pyarrow string array (a JSONL share parsed by pyarrow's
@@ -154,10 +161,10 @@ def string_offsets(texts: pa.Array) -> np.ndarray:
     return np.frombuffer(texts.buffers()[1], np.int64, len(texts) + 1, texts.offset * 8)
 
 
-def _arrow_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | None, cjk: bool) -> Tokens:
+def _arrow_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | None, unspaced: bool) -> Tokens:
     """tokens() of lowercased texts in compiled code (_arrow_split), each distinct word numbered once by pyarrow's
     dictionary encoding."""
-    flat, docs = _arrow_split(lowered, cjk)
+    flat, docs = _arrow_split(lowered, unspaced)
     encoded = pc.dictionary_encode(flat)
     ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     if stop_words:  # looked up once per distinct word, not per token; the stop words stay unused in `words`
@@ -167,18 +174,18 @@ def _arrow_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | No
     return Tokens(encoded.dictionary, ids, docs)
 
 
-def _arrow_split(lowered: list[str] | pa.Array, cjk: bool = False) -> tuple[pa.Array, np.ndarray]:
+def _arrow_split(lowered: list[str] | pa.Array, unspaced: bool = False) -> tuple[pa.Array, np.ndarray]:
     """Lowercased texts -> (every token (T,) large_string, its document (T,) int64): the ASCII documents (nearly
     all of most corpora) split on whitespace after a byte translation (_ascii_split), the others by pyarrow's RE2
     (_regex_split). Each document's tokens stay together and in order, which is all term_keys and WordCounter
-    need of `docs` (the ASCII documents' tokens come first). cjk: as tokens() (an ASCII text holds no such
+    need of `docs` (the ASCII documents' tokens come first). unspaced: as tokens() (an ASCII text holds no such
     character)."""
     if isinstance(lowered, pa.Array):
         ascii_docs = pc.string_is_ascii(lowered).to_numpy(zero_copy_only=False)
     else:
         ascii_docs = np.fromiter((text.isascii() for text in lowered), bool, len(lowered))
     parts = []
-    regex_split = functools.partial(_regex_split, cjk=cjk)
+    regex_split = functools.partial(_regex_split, unspaced=unspaced)
     for split, which in ((_ascii_split, ascii_docs), (regex_split, ~ascii_docs)):
         if which.all():
             parts.append(split(lowered))
@@ -192,27 +199,28 @@ def _arrow_split(lowered: list[str] | pa.Array, cjk: bool = False) -> tuple[pa.A
     return pa.concat_arrays([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
 
 
-def _regex_split(lowered: list[str] | pa.Array, cjk: bool = False) -> tuple[pa.Array, np.ndarray]:
-    """-> (tokens of two characters or more (T,) large_string, their documents (T,) int64), split by RE2. cjk:
-    each character of CJK_RANGES set apart by spaces first, and kept as a token of one character."""
+def _regex_split(lowered: list[str] | pa.Array, unspaced: bool = False) -> tuple[pa.Array, np.ndarray]:
+    """-> (tokens of two characters or more (T,) large_string, their documents (T,) int64), split by RE2. unspaced:
+    each character of UNSPACED_RANGES set apart by spaces first, and kept as a token of one character."""
     texts = lowered if isinstance(lowered, pa.Array) else pa.array(lowered, pa.large_string())
-    if cjk:
-        texts = pc.replace_substring_regex(texts, f"[{_CJK_CLASS_RE2}]", " \\0 ")
-    return _long_pieces(pc.split_pattern_regex(texts, NOT_WORD), pc.utf8_length, cjk)
+    if unspaced:
+        texts = pc.replace_substring_regex(texts, f"[{_UNSPACED_CLASS_RE2}]", " \\0 ")
+    return _long_pieces(pc.split_pattern_regex(texts, NOT_WORD_OR_UNSPACED if unspaced else NOT_WORD), pc.utf8_length,
+                        unspaced)
 
 
-def _long_pieces(pieces: pa.ListArray, length, cjk: bool = False) -> tuple[pa.Array, np.ndarray]:
+def _long_pieces(pieces: pa.ListArray, length, unspaced: bool = False) -> tuple[pa.Array, np.ndarray]:
     """Each document's split pieces -> (the pieces of two characters or more, flattened (T,); their documents
     (T,) int64): \\w\\w+, two word characters at least. length: the pyarrow kernel that counts characters.
-    cjk: a piece of one character kept too where it is one of CJK_RANGES'."""
+    unspaced: a piece of one character kept too where it is one of UNSPACED_RANGES'."""
     flat = pc.list_flatten(pieces)
     lengths = length(flat)
     keep = pc.greater_equal(lengths, 2)
-    if cjk:  # (the pieces of one character tested alone: most pieces are longer)
+    if unspaced:  # (the pieces of one character tested alone: most pieces are longer)
         single = pc.equal(lengths, 1)
         if pc.any(single).as_py():
-            cjk_single = pc.match_substring_regex(flat.filter(single), f"^[{_CJK_CLASS_RE2}]$")
-            keep = pc.replace_with_mask(keep, single, cjk_single)
+            unspaced_single = pc.match_substring_regex(flat.filter(single), f"^[{_UNSPACED_CLASS_RE2}]$")
+            keep = pc.replace_with_mask(keep, single, unspaced_single)
     docs = pc.list_parent_indices(pieces).to_numpy().astype(np.int64, copy=False)[keep.to_numpy(zero_copy_only=False)]
     return pc.filter(flat, keep), docs
 
@@ -243,13 +251,13 @@ def _ascii_split(lowered: list[str] | pa.Array) -> tuple[pa.Array, np.ndarray]:
     return _long_pieces(pc.ascii_split_whitespace(texts), pc.binary_length)  # ASCII: a byte is a character
 
 
-def _python_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | None, cjk: bool = False) -> Tokens:
-    """tokens() of a small input, by scikit-learn's own token pattern in Python's re (CJK_TOKEN_PATTERN with cjk)."""
+def _python_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | None, unspaced: bool = False) -> Tokens:
+    """tokens() of a small input, by scikit-learn's own token pattern in Python's re (UNSPACED_TOKEN_PATTERN with unspaced)."""
     if isinstance(lowered, pa.Array):
         lowered = lowered.to_pylist()
     number: dict[str, int] = {}
     ids, docs = [], []
-    pattern = CJK_WORD_TOKEN if cjk else WORD_TOKEN
+    pattern = UNSPACED_WORD_TOKEN if unspaced else WORD_TOKEN
     for doc, text in enumerate(lowered):
         for token in pattern.findall(text):
             if not stop_words or token not in stop_words:
@@ -364,9 +372,9 @@ class ChunkCounts:
 
 
 def count_chunk(texts: Texts, ngram_max: int, stop_words: frozenset[str] | None,
-                prefix: str | None = None, cjk: bool = False) -> ChunkCounts:
+                prefix: str | None = None, unspaced: bool = False) -> ChunkCounts:
     """One chunk's terms and counts, in its own numbering (merge joins chunks)."""
-    found = tokens(texts, stop_words, prefix, cjk)
+    found = tokens(texts, stop_words, prefix, unspaced)
     keys, docs = term_keys(found, ngram_max)
     distinct, counts = count_keys(keys, docs, len(texts))
     return ChunkCounts(found.words, distinct, counts)
@@ -496,10 +504,10 @@ class WordCounter:
     vocabulary's words (a dict) and lookup arrays."""
 
     def __init__(self, terms: Sequence[str], ngram_max: int, stop_words: frozenset[str] | None,
-                 prefix: str | None = None, cjk: bool = False):
+                 prefix: str | None = None, unspaced: bool = False):
         if not supports(ngram_max):
             raise ValueError(f"word counting supports n-grams up to {MAX_NGRAM}, not {ngram_max}")
-        self.ngram_max, self.stop_words, self.prefix, self.cjk = ngram_max, stop_words, prefix, cjk
+        self.ngram_max, self.stop_words, self.prefix, self.unspaced = ngram_max, stop_words, prefix, unspaced
         self.width = len(terms)
         split = [term.split(" ") for term in terms]
         words = sorted({word for parts in split for word in parts})
@@ -541,14 +549,14 @@ class WordCounter:
         """Lowercased texts -> (each token's word number in the vocabulary, -1 for a word it lacks; its document),
         (T,) int64 each, stop words left out."""
         if _small(lowered):
-            found = _python_tokens(lowered, self.stop_words, self.cjk)
+            found = _python_tokens(lowered, self.stop_words, self.unspaced)
             chunk_words = found.words.to_pylist()
             known = np.fromiter(map(self.number.get, chunk_words, itertools.repeat(-1)), np.int64, len(chunk_words))
             return known[found.ids], found.docs
         # Each token looked up in the vocabulary's words at once, where the chunk's own words were dictionary-encoded
         # and then looked up one by one: on a 16 MB share's tokens (one core, one process) the encoding alone took
         # 0.33 s, this lookup 0.14 s.
-        flat, docs = _arrow_split(lowered, self.cjk)
+        flat, docs = _arrow_split(lowered, self.unspaced)
         words, numbers = self._lookup
         found = pc.index_in(flat, value_set=words).fill_null(-1).to_numpy(zero_copy_only=False)
         numbers = numbers[found]  # (T,): -1 unknown, STOP a stop word

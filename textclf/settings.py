@@ -77,10 +77,11 @@ class Settings:
     # Every document's words open with a marker word, so that bigrams tell the first word apart
     # (pipelines.vectorize.START_TOKEN has the measurement). Not searched: it never lost by validation.
     start_token: bool = True
-    # Each Chinese or Japanese character (ideographs, kana) is a word of its own: these scripts put no spaces between
-    # words, and scikit-learn's token pattern made one token of a whole clause (pipelines.word_counts.CJK_RANGES has
-    # the measurement). Off: such runs stay whole, as in text already split into words by a segmenter. Not searched.
-    cjk_characters: bool = True
+    # Each character of Chinese, Japanese, Thai, Lao, Khmer and Myanmar text is a word of its own: these scripts put
+    # no spaces between words, and scikit-learn's token pattern made one token of a whole clause
+    # (pipelines.word_counts.UNSPACED_RANGES has the measurements). Off: such runs stay whole, as in text already split
+    # into words by a segmenter. Not searched.
+    unspaced_as_characters: bool = True
     # Model: "mlp" (text: features -> hidden (sigmoid) -> classes (softmax)) or "cnn" (images:
     # textclf/models/cnn.py, conv+ReLU+pool per entry of conv_channels, then a ReLU layer of `hidden` units).
     model: str = "mlp"

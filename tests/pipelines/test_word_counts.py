@@ -26,6 +26,7 @@ TEXTS = [
     "what is the cat? who sat where? how many cats",
     "\ttabs\nand\r\nnewlines  between\u00a0words\u2003em space",
     "iPhone手机很好用，价格是1000元。カタカナ・ひらがなー 人々 ｶﾀｶﾅ 𠀀𠀁 a中b",
+    "สวัสดีครับ ไม่ชอบเลย 555 ๏ ພາສາລາວ ភាសាខ្មែរ မြန်မာ",
 ]
 
 
@@ -36,25 +37,26 @@ def tokeniser(request, monkeypatch):
     return request.param
 
 
-def _sklearn(ngram_max: int, stop_words, start: bool, cjk: bool = False, **extra) -> CountVectorizer:
-    """scikit-learn's counting; cjk: with the token pattern that makes each Chinese or Japanese character a word."""
+def _sklearn(ngram_max: int, stop_words, start: bool, unspaced: bool = False, **extra) -> CountVectorizer:
+    """scikit-learn's counting; unspaced: with the token pattern that makes each character of a script written without
+    spaces a word."""
     if start:
-        return CountVectorizer(analyzer=StartMarkedWords(ngram_max, stop_words, cjk), dtype=np.float32, **extra)
+        return CountVectorizer(analyzer=StartMarkedWords(ngram_max, stop_words, unspaced), dtype=np.float32, **extra)
     return CountVectorizer(ngram_range=(1, ngram_max), stop_words=stop_words, dtype=np.float32,
-                           token_pattern=word_counts.token_pattern(cjk), **extra)
+                           token_pattern=word_counts.token_pattern(unspaced), **extra)
 
 
-def _fit(texts, ngram_max, stop_words, start, chunks: int, min_df: int = 1, cjk: bool = False):
+def _fit(texts, ngram_max, stop_words, start, chunks: int, min_df: int = 1, unspaced: bool = False):
     bounds = np.linspace(0, len(texts), chunks + 1).astype(int)
     parts = [word_counts.count_chunk(texts[a:b], ngram_max, ENGLISH_STOP_WORDS if stop_words else None,
-                                     START_TOKEN if start else None, cjk) for a, b in zip(bounds[:-1], bounds[1:])]
+                                     START_TOKEN if start else None, unspaced) for a, b in zip(bounds[:-1], bounds[1:])]
     return word_counts.merge(parts, min_df)
 
 
-def _assert_same(texts, ngram_max, stop_words, start, chunks=1, min_df=1, cjk=False):
-    expected = _sklearn(ngram_max, stop_words, start, cjk, min_df=min_df)
+def _assert_same(texts, ngram_max, stop_words, start, chunks=1, min_df=1, unspaced=False):
+    expected = _sklearn(ngram_max, stop_words, start, unspaced, min_df=min_df)
     expected_counts = expected.fit_transform(texts)
-    terms, counts = _fit(texts, ngram_max, stop_words, start, chunks, min_df, cjk)
+    terms, counts = _fit(texts, ngram_max, stop_words, start, chunks, min_df, unspaced)
     assert list(terms) == list(expected.get_feature_names_out())
     assert counts.dtype == np.float32 and counts.shape == expected_counts.shape
     assert (counts != expected_counts).nnz == 0
@@ -65,18 +67,19 @@ def _assert_same(texts, ngram_max, stop_words, start, chunks=1, min_df=1, cjk=Fa
 @pytest.mark.parametrize("stop_words", [None, "english"])
 @pytest.mark.parametrize("start", [False, True])
 @pytest.mark.parametrize("chunks", [1, 3])
-@pytest.mark.parametrize("cjk", [False, True])
-def test_fitted_terms_and_counts_are_countvectorizers(ngram_max, stop_words, start, chunks, cjk, tokeniser):
-    _assert_same(TEXTS, ngram_max, stop_words, start, chunks, cjk=cjk)
+@pytest.mark.parametrize("unspaced", [False, True])
+def test_fitted_terms_and_counts_are_countvectorizers(ngram_max, stop_words, start, chunks, unspaced, tokeniser):
+    _assert_same(TEXTS, ngram_max, stop_words, start, chunks, unspaced=unspaced)
 
 
-def test_cjk_characters_are_words_of_their_own(tokeniser):
-    """Each ideograph and kana a word; other runs of word characters cut where one stands; Hangul, punctuation
-    between kana and non-word characters of those blocks as before."""
-    found = word_counts.tokens(["iPhone手机很好用，カナ・ひらがなー 한국어 人々 a中b"], None, cjk=True)
+def test_characters_of_unspaced_scripts_are_words_of_their_own(tokeniser):
+    """Each ideograph, kana and Thai character (marks and punctuation of those blocks too) a word; other runs of word
+    characters cut where one stands; Hangul and other scripts' non-word characters as before."""
+    found = word_counts.tokens(["iPhone手机很好用，カナ・ひらがなー 한국어 人々 a中b ไม่ดี"], None, unspaced=True)
     words = found.words.to_pylist()
-    assert [words[i] for i in found.ids] == ["iphone", "手", "机", "很", "好", "用", "カ", "ナ", "ひ", "ら", "が",
-                                             "な", "ー", "한국어", "人", "々", "中"]
+    assert [words[i] for i in found.ids] == ["iphone", "手", "机", "很", "好", "用", "カ", "ナ", "・", "ひ", "ら",
+                                             "が", "な", "ー", "한국어", "人", "々", "中", "ไ", "ม", "\u0e48", "ด",
+                                             "\u0e35"]
     found = word_counts.tokens(["iPhone手机很好用"], None)
     assert found.words.to_pylist() == ["iphone手机很好用"]
 
@@ -108,15 +111,15 @@ def test_min_df_counts_documents_over_every_chunk(chunks, tokeniser):
 
 @pytest.mark.parametrize("ngram_max", [1, 2])
 @pytest.mark.parametrize("stop_words", [None, "english"])
-@pytest.mark.parametrize("cjk", [False, True])
-def test_transform_counts_only_the_vocabulary(ngram_max, stop_words, cjk, tokeniser):
+@pytest.mark.parametrize("unspaced", [False, True])
+def test_transform_counts_only_the_vocabulary(ngram_max, stop_words, unspaced, tokeniser):
     vocabulary = ["cat", "the cat", "sat", "cat sat", "zebra", "how many", "many cats", "straße", "οδος", "__start__ the",
                   "手", "手 机", "iphone", "iphone 手", "カ ナ", "漢字", "漢"]
     vocabulary = [t for t in vocabulary if len(t.split(" ")) <= ngram_max]
     start = True
     ours = word_counts.WordCounter(vocabulary, ngram_max, ENGLISH_STOP_WORDS if stop_words else None, START_TOKEN,
-                                   cjk)
-    expected = _sklearn(ngram_max, stop_words, start, cjk, vocabulary=vocabulary).transform(TEXTS)
+                                   unspaced)
+    expected = _sklearn(ngram_max, stop_words, start, unspaced, vocabulary=vocabulary).transform(TEXTS)
     counts = ours.transform(TEXTS)
     assert counts.shape == (len(TEXTS), len(vocabulary)) and counts.dtype == np.float32
     assert (counts != expected).nnz == 0
@@ -126,20 +129,20 @@ def test_transform_counts_only_the_vocabulary(ngram_max, stop_words, cjk, tokeni
 @pytest.mark.parametrize("ngram_max", [1, 2])
 @pytest.mark.parametrize("stop_words", [None, "english"])
 @pytest.mark.parametrize("start", [False, True])
-@pytest.mark.parametrize("cjk", [False, True])
-def test_texts_as_a_pyarrow_array_count_as_the_list_does(ngram_max, stop_words, start, cjk, tokeniser):
+@pytest.mark.parametrize("unspaced", [False, True])
+def test_texts_as_a_pyarrow_array_count_as_the_list_does(ngram_max, stop_words, start, unspaced, tokeniser):
     """A JSONL share parsed by pyarrow comes as a large_string array (pipelines/corpus.py): fitted and transformed
     as the same texts in a list, a slice of an array too (its buffers start before its first text)."""
     stop, prefix = ENGLISH_STOP_WORDS if stop_words else None, START_TOKEN if start else None
     texts = TEXTS * 3
     as_array = pa.array(["padding"] + texts + ["more padding"], pa.large_string()).slice(1, len(texts))
     for as_given in (as_array, pa.array(texts, pa.string())):
-        listed, arrayed = word_counts.count_chunk(texts, ngram_max, stop, prefix, cjk), \
-            word_counts.count_chunk(as_given, ngram_max, stop, prefix, cjk)
+        listed, arrayed = word_counts.count_chunk(texts, ngram_max, stop, prefix, unspaced), \
+            word_counts.count_chunk(as_given, ngram_max, stop, prefix, unspaced)
         assert listed.words.to_pylist() == arrayed.words.to_pylist()
         assert np.array_equal(listed.keys, arrayed.keys) and (listed.counts != arrayed.counts).nnz == 0
-    terms, _ = _fit(texts, ngram_max, stop_words, start, chunks=1, cjk=cjk)
-    counter = word_counts.WordCounter(list(terms), ngram_max, stop, prefix, cjk)
+    terms, _ = _fit(texts, ngram_max, stop_words, start, chunks=1, unspaced=unspaced)
+    counter = word_counts.WordCounter(list(terms), ngram_max, stop, prefix, unspaced)
     expected = counter.transform(texts)
     assert expected.nnz > 0 and (counter.transform(as_array) != expected).nnz == 0
     assert counter.transform(as_array.slice(0, 0)).shape == (0, len(terms))
@@ -159,7 +162,7 @@ def test_the_rank_path_for_keys_too_large_to_pack_counts_alike():
 
 # Letters, marks, numbers, punctuation, separators and symbols of many scripts, and the characters whose
 # lowercase is special (İ, final sigma).
-ALPHABET = "aZ_09 .,;'-!?\t\n\u00a0\u2003éÉßİıΣσςΟΔ\u0301\u0308漢かカ한١٢٣ⅫΩ½²€™🙂\u200d字ー・々\u3099ｶ𠀀。"
+ALPHABET = "aZ_09 .,;'-!?\t\n\u00a0\u2003éÉßİıΣσςΟΔ\u0301\u0308漢かカ한١٢٣ⅫΩ½²€™🙂\u200d字ー・々\u3099ｶ𠀀。ก\u0e48\u0e31า๏\u0e3bລ"
 
 
 @hypothesis_settings(max_examples=200, deadline=None)
@@ -168,16 +171,16 @@ def test_random_unicode_is_tokenised_as_scikit_learn_does(texts):
     lowered = [text.lower() for text in texts]
     assert word_counts._lowered(pa.array(texts), None).to_pylist() == lowered  # Python's lowercasing, as an array
     assert word_counts._lowered(pa.array(texts), "Σa").to_pylist() == word_counts._lowered(texts, "Σa")
-    for cjk in (False, True):
-        analyze = CountVectorizer(ngram_range=(1, 2), token_pattern=word_counts.token_pattern(cjk)).build_analyzer()
+    for unspaced in (False, True):
+        analyze = CountVectorizer(ngram_range=(1, 2), token_pattern=word_counts.token_pattern(unspaced)).build_analyzer()
         expected = [[t for t in analyze(text) if " " not in t] for text in texts]
         for split in (word_counts._python_tokens, word_counts._arrow_tokens):
-            found = split(lowered, None, cjk)
+            found = split(lowered, None, unspaced)
             words = found.words.to_pylist()
             by_document = [[] for _ in texts]
             for word, doc in zip(found.ids.tolist(), found.docs.tolist()):
                 by_document[doc].append(words[word])
-            assert by_document == expected, (split.__name__, cjk)
+            assert by_document == expected, (split.__name__, unspaced)
 
 
 def _shared_texts(name: str) -> list[str]:

@@ -44,13 +44,13 @@ def test_a_model_with_chinese_terms_is_a_version_older_textclf_refuses(fast_sett
     fitted = TextClassifier(**fast_settings.to_dict()).fit(texts, labels)
     assert "很" in fitted.model_.vectorizer.terms and "酒店" not in fitted.model_.vectorizer.terms
     path = save_model(fitted.model_, tmp_path / "m.npz")
-    assert read_header(path)["format_version"] == 4 and read_header(path)["vectorizer"]["cjk_characters"] is True
+    assert read_header(path)["format_version"] == 4 and read_header(path)["vectorizer"]["unspaced_as_characters"] is True
     np.testing.assert_array_equal(load_model(path).predict_proba(["酒店很干净"]),
                                   fitted.model_.predict_proba(["酒店很干净"]))
-    whole = TextClassifier(**fast_settings.replace(cjk_characters=False).to_dict()).fit(texts, labels)
+    whole = TextClassifier(**fast_settings.replace(unspaced_as_characters=False).to_dict()).fit(texts, labels)
     assert "这个酒店很好" in whole.model_.vectorizer.terms
     path = save_model(whole.model_, tmp_path / "whole.npz")
-    assert read_header(path)["format_version"] == 3 and "cjk_characters" not in read_header(path)["vectorizer"]
+    assert read_header(path)["format_version"] == 3 and "unspaced_as_characters" not in read_header(path)["vectorizer"]
 
 
 def test_interrupted_write_keeps_the_old_model(model, tmp_path, monkeypatch):

@@ -444,7 +444,7 @@ def test_no_start_token_trains_a_model_without_it(runner, corpus_dir, tmp_path):
 
 def test_chinese_text_trains_on_its_characters_unless_told_otherwise(runner, tmp_path):
     """Each Chinese character a word by default (the model holds the characters and predicts by them); with
-    --no-cjk-characters the runs between punctuation stay whole, as scikit-learn's pattern splits them."""
+    --no-unspaced-as-characters the runs between punctuation stay whole, as scikit-learn's pattern splits them."""
     from textclf.inference.artifacts import load_model
 
     corpus = tmp_path / "reviews"
@@ -461,7 +461,7 @@ def test_chinese_text_trains_on_its_characters_unless_told_otherwise(runner, tmp
     (tmp_path / "new.txt").write_text("服务太差", encoding="utf-8")  # no training text holds it whole
     result = invoke(runner, "predict", tmp_path / "new.txt", "--model", tmp_path / "chars.npz")
     assert result.exit_code == 0 and "bad" in result.output, result.output
-    result = invoke(runner, "train", corpus, "--search", "off", "--epochs", "2", "--no-cjk-characters", "--json",
+    result = invoke(runner, "train", corpus, "--search", "off", "--epochs", "2", "--no-unspaced-as-characters", "--json",
                     "--out", tmp_path / "runs.npz")
     assert result.exit_code == 0, result.output
     assert "早餐很好吃" in load_model(tmp_path / "runs.npz").vectorizer.terms

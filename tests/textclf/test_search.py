@@ -556,7 +556,7 @@ def test_a_gpu_cuts_its_round_batches_to_their_own_nonzeros_not_the_widest_views
     y = np.searchsorted(sorted(set(labels)), labels)
     train = search_module._device_folds(y, settings.seed)[0][0]
     counts = count_terms(texts, 2, None, settings.min_df, pool, settings.start_token,
-                         cjk_characters=settings.cjk_characters)[1][train]
+                         unspaced_as_characters=settings.unspaced_as_characters)[1][train]
     cut = search_module.cut_order(settings.seed, len(train))[0]
     assert len(seen) > 8 and {b for b, _, _ in seen} == {64, 256}
     for batch, given, own in seen:

@@ -13,9 +13,10 @@ imports, reading, vectorizing, training, predicting the test set). train_s is th
 - sklearn-sgd / sklearn-svm / sklearn-cnb: TfidfVectorizer(ngram_range (1, 2), sublinear_tf) + SGDClassifier /
   LinearSVC / ComplementNB(alpha 0.1, as in scikit-learn's text classification example); sklearn-mlp:
   TfidfVectorizer(sublinear_tf) + MLPClassifier(128, logistic, max_iter 30). random_state 0 where there is one.
-Chinese and Japanese text has no spaces between words: every tool gets each of its characters as a word (fastText's
-input has them apart; scikit-learn's token_pattern is pipelines.word_counts.CJK_TOKEN_PATTERN), as textclf splits
-it, the usual bag of words for these scripts where no word segmenter is at hand. Other text tokenises as before.
+Chinese, Japanese, Thai, Lao, Khmer and Myanmar text has no spaces between words: every tool gets each of its
+characters as a word (fastText's input has them apart; scikit-learn's token_pattern is
+pipelines.word_counts.UNSPACED_TOKEN_PATTERN), as textclf splits it, the usual bag of words for these scripts where
+no word segmenter is at hand. Other text tokenises as before.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines.word_counts import CJK_TOKEN_PATTERN
+from pipelines.word_counts import UNSPACED_TOKEN_PATTERN
 
 TOOLS = ("textclf-pallas", "textclf-xla", "torch-dense", "torch-embeddingbag", "fasttext", "sklearn-sgd",
          "sklearn-svm", "sklearn-cnb", "sklearn-mlp")
@@ -137,8 +138,9 @@ def _torch(bag: bool, train: str, test: str) -> dict:
             "n_test": test_x.shape[0], "peak_gpu_mb": gpu, "notes": f"torch {torch.__version__} on {device.type}"}
 
 
-# fastText's tutorial's tokens (words, punctuation split off), each Chinese or Japanese character one of its own.
-_FASTTEXT_TOKEN = re.compile(CJK_TOKEN_PATTERN.replace("{2,}", "+") + r"|[^\w\s]")
+# fastText's tutorial's tokens (words, punctuation split off), each character of a script written without spaces
+# (Chinese, Japanese, Thai, ...) one of its own.
+_FASTTEXT_TOKEN = re.compile(UNSPACED_TOKEN_PATTERN.replace("{2,}", "+") + r"|[^\w\s]")
 
 
 def fasttext_text(text: str) -> str:
@@ -191,7 +193,7 @@ def _sklearn(kind: str, train: str, test: str) -> dict:
 
     train_corpus, test_corpus = _read(train, test)
     vectorizer = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 1) if kind == "mlp" else (1, 2),
-                                 token_pattern=CJK_TOKEN_PATTERN)
+                                 token_pattern=UNSPACED_TOKEN_PATTERN)
     x = vectorizer.fit_transform(train_corpus.texts)
     model = {"mlp": lambda: MLPClassifier(hidden_layer_sizes=(128,), activation="logistic", max_iter=30,
                                           random_state=0),

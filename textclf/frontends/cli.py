@@ -113,8 +113,9 @@ TRAINING_OPTIONS = (
     ("sublinear_tf", "sublinear_tf", Optional[bool], "Weigh term counts as 1 + log(tf) (default on; searched)."),
     ("start_token", "start_token", Optional[bool],
      "Open every document with a marker word, so bigrams see its first word (default on)."),
-    ("cjk_characters", "cjk_characters", Optional[bool],
-     "Each Chinese or Japanese character a word of its own; off for text already split into words (default on)."),
+    ("unspaced_as_characters", "unspaced_as_characters", Optional[bool],
+     "Each character of Chinese, Japanese, Thai, Lao, Khmer or Myanmar text a word of its own; off for text "
+     "already split into words (default on)."),
     ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) (default {D.hidden})."),
     ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size}; searched)."),
     ("epochs", "epochs", Optional[int],

@@ -20,7 +20,7 @@ import numpy as np
 
 from pipelines.files import write_arrays_atomically
 from pipelines.vectorize import Vectorizer
-from pipelines.word_counts import holds_cjk
+from pipelines.word_counts import holds_unspaced
 from textclf.inference.text_model import Model
 from textclf.models.weights import Params
 from textclf.settings import Settings
@@ -29,18 +29,18 @@ from textclf.errors import ArtifactError
 FORMAT_NAME = "textclf-model"
 # The newest format this textclf reads and writes. 2: a text model with a character view (Settings.char_ngrams);
 # 3: a text model whose words open with the start token (Settings.start_token), which an older textclf would
-# silently leave out of the documents it scores; 4: a text model whose words are split at each Chinese or Japanese
-# character (Settings.cjk_characters) and whose vocabulary holds such characters (or a "hashing" one, which has no
-# vocabulary to tell): an older textclf would not find those terms in the text it scores. A vocabulary without them
-# loses nothing there but the word that touches such a character in a document ("iphone" of "iphone手机"), so it
-# keeps the lower version and stays readable by older textclf. Each model is written with the lowest version that reads it
-# right (_text_format_version), so an older textclf reads the rest and refuses the others by their version
-# ("upgrade textclf") rather than as a damaged file.
+# silently leave out of the documents it scores; 4: a text model whose words are split at each character of a
+# script written without spaces (Settings.unspaced_as_characters: Chinese, Japanese, Thai, ...) and whose vocabulary
+# holds such characters (or a "hashing" one, which has no vocabulary to tell): an older textclf would not find those
+# terms in the text it scores. A vocabulary without them loses nothing there but the word that touches such a
+# character in a document ("iphone" of "iphone手机"), so it keeps the lower version and stays readable by older
+# textclf. Each model is written with the lowest version that reads it right (_text_format_version), so an older
+# textclf reads the rest and refuses the others by their version ("upgrade textclf") rather than as a damaged file.
 FORMAT_VERSION = 4
 
 
 def _text_format_version(vectorizer) -> int:
-    if vectorizer.cjk_characters and (vectorizer.terms is None or holds_cjk(vectorizer.terms)):
+    if vectorizer.unspaced_as_characters and (vectorizer.terms is None or holds_unspaced(vectorizer.terms)):
         return 4
     return 3 if vectorizer.start_token else 2 if vectorizer.chars is not None else 1
 

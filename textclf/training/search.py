@@ -51,7 +51,7 @@ from textclf.training.candidates import (
 # trial bounded by the final training's steps (CPU_TRIAL_STEPS); 6: a small corpus's rounds as long as
 # ROUND_MIN_STEPS and PATIENCE_STEPS make them, and on a CPU on 3 folds (CPU_FOLDS_DOCUMENTS); corpora from
 # MIN_DOCUMENTS 60 up searched (200 before); 7: Chinese and Japanese characters words of their own
-# (Settings.cjk_characters), so a choice made on such a corpus's older tokens is not reused.
+# (Settings.unspaced_as_characters), so a choice made on such a corpus's older tokens is not reused.
 SEARCH_FORMAT = 7
 # Below this many training documents the search is skipped (the settings as given train, Settings.min_steps
 # deciding the epochs), and so is a corpus with fewer than 3 documents in every class (3 folds cannot be
@@ -410,7 +410,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
         texts, y = [texts[i] for i in sample], y[sample]
     widest_ngram = max(v.ngram_max for v in variants)
     terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, pool, settings.start_token,
-                                cjk_characters=settings.cjk_characters)
+                                unspaced_as_characters=settings.unspaced_as_characters)
     masks = {key: np.flatnonzero(mask)
              for key, mask in term_masks(terms, {(v.stop_words, v.ngram_max) for v in variants}).items()}
     epochs, epoch_options, patience = round_epochs(epoch_options, min(len(train) for train, _ in folds), settings,
