@@ -726,11 +726,11 @@ def test_the_character_network_is_not_tried_when_pinned_or_over_the_text_limit(p
 
 
 def test_a_cpu_counts_the_final_trainings_work_in_steps_not_documents():
-    """A CPU's step costs Adam's pass over W1 whatever the batch: mr's 7,108 documents x 9 epochs at batch 256 are
-    252 steps, under CPU_TRIAL_STEPS, where the same at batch 64 (1,008) are over it."""
-    at_256 = Settings(batch_size=256, epochs=9, min_steps=0)
-    assert search_module._final_steps(at_256, 7108) == 28 * 9 <= search_module.CPU_TRIAL_STEPS
-    assert search_module._final_steps(at_256.replace(batch_size=64), 7108) == 112 * 9 > search_module.CPU_TRIAL_STEPS
+    """A CPU's step costs Adam's pass over W1 whatever the batch: wisesight's 21,628 posts x 18 epochs at batch 256
+    are 1,530 steps, under CPU_TRIAL_STEPS, where the same at batch 64 (6,084) are over it."""
+    at_256 = Settings(batch_size=256, epochs=18, min_steps=0)
+    assert search_module._final_steps(at_256, 21628) == 85 * 18 <= search_module.CPU_TRIAL_STEPS
+    assert search_module._final_steps(at_256.replace(batch_size=64), 21628) == 338 * 18 > search_module.CPU_TRIAL_STEPS
 
 
 def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
