@@ -47,6 +47,13 @@ def test_a_model_with_chinese_terms_is_a_version_older_textclf_refuses(fast_sett
     assert read_header(path)["format_version"] == 4 and read_header(path)["vectorizer"]["unspaced_as_characters"] is True
     np.testing.assert_array_equal(load_model(path).predict_proba(["酒店很干净"]),
                                   fitted.model_.predict_proba(["酒店很干净"]))
+    hashed = TextClassifier(**fast_settings.replace(vectorizer="hashing", features=4096).to_dict()).fit(texts, labels)
+    path = save_model(hashed.model_, tmp_path / "hashed.npz")  # no vocabulary to tell: the newer version
+    assert read_header(path)["format_version"] == 4
+    hasher = hashed.model_.vectorizer._counter()
+    assert hasher.build_analyzer()("酒店很干净")[:6] == ["__start__", "酒", "店", "很", "干", "净"]
+    np.testing.assert_array_equal(load_model(path).predict_proba(["酒店很干净"]),
+                                  hashed.model_.predict_proba(["酒店很干净"]))
     whole = TextClassifier(**fast_settings.replace(unspaced_as_characters=False).to_dict()).fit(texts, labels)
     assert "这个酒店很好" in whole.model_.vectorizer.terms
     path = save_model(whole.model_, tmp_path / "whole.npz")
