@@ -1254,8 +1254,9 @@ def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: i
                               ) from None
         if not isinstance(record, dict) or label_key not in record or not all(key in record for key in text_keys):
             missing = " or ".join(f'"{key}"' for key in (*text_keys, label_key))
+            hint = _key_hint(record) if fmt.text_keys == ("text",) and label_key == "label" else ""
             raise CorpusError(f"{where} {number} lacks a {missing} key: write one {shape} object per line"
-                              + (_key_hint(record) if fmt.text_keys == ("text",) and label_key == "label" else ""))
+                              + (hint or _keys_of(record)))
         text, label = record_text(record, text_keys), _json_label(record[label_key], where, number, label_key)
         if not isinstance(text, str):
             raise CorpusError(
@@ -1279,6 +1280,14 @@ def _key_hint(record) -> str:
         if wanted not in record and found:
             renames.append(f'"{found[0]}" to "{wanted}"')
     return f" (rename {' and '.join(renames)})" if renames else ""
+
+
+def _keys_of(record) -> str:
+    """For a JSONL record without the keys wanted: the keys it has, e.g. ' (its keys: "category", "texts")'."""
+    if not isinstance(record, dict) or not record:
+        return ""
+    keys = [json.dumps(str(key), ensure_ascii=False) for key in list(record)[:8]]
+    return f" (its keys: {', '.join(keys)}{', ...' if len(record) > 8 else ''})"
 
 
 def _text_at(handle, offset: int, fmt: LineFormat = LineFormat("jsonl")) -> str:

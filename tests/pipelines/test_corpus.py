@@ -131,7 +131,8 @@ def test_jsonl_keys_named_as_a_table_names_its_columns_are_read_so(tmp_path):
     later = tmp_path / "later.jsonl"  # every record holds the first record's keys
     later.write_text(json.dumps({"sentence": "x", "label": 1}) + "\n" + json.dumps({"text": "y", "label": 0}) + "\n")
     with pytest.raises(CorpusError, match=r'line 2 lacks a "sentence" or "label" key: write one '
-                                          r'\{"sentence": \.\.\., "label": \.\.\.\} object per line$'):
+                                          r'\{"sentence": \.\.\., "label": \.\.\.\} object per line '
+                                          r'\(its keys: "text", "label"\)$'):
         read_corpus(later)
 
 
@@ -142,8 +143,8 @@ def test_jsonl_keys_no_table_names_get_the_renames_in_the_error(tmp_path):
     with pytest.raises(CorpusError, match=r'line 2 lacks a "text" or "label" key: .* \(rename "sentence" to "text" '
                                           r'and "category" to "label"\)$'):
         read_corpus(path)
-    path.write_text(json.dumps({"text": "a charming journey", "stars": 1}) + "\n")  # nothing to suggest
-    with pytest.raises(CorpusError, match=r"object per line$"):
+    path.write_text(json.dumps({"text": "a charming journey", "stars": 1}) + "\n")  # no rename: its keys said
+    with pytest.raises(CorpusError, match=r'object per line \(its keys: "text", "stars"\)$'):
         read_corpus(path)
 
 
@@ -283,6 +284,8 @@ def test_jsonl(tmp_path):
         (lambda d: _files(d, {"bad.jsonl": "{not json"}) / "bad.jsonl", "line 1 is not valid JSON"),
         (lambda d: _files(d, {"keys.jsonl": '{"body": "x"}'}) / "keys.jsonl", 'lacks a "body" or "label"'),
         (lambda d: _files(d, {"keys.jsonl": '{"stars": "x"}'}) / "keys.jsonl", 'lacks a "text" or "label"'),
+        (lambda d: _files(d, {"ws.jsonl": '{"category": "pos", "texts": "x"}'}) / "ws.jsonl",
+         r'lacks a "text" or "category" key: .* \(its keys: "category", "texts"\)'),
         (lambda d: _files(d, {"e.csv": ""}) / "e.csv", "is empty"),
     ],
 )
