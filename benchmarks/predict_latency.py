@@ -2,9 +2,10 @@
 vectorizing, the network), from one or more source trees alternating.
 
     python -m benchmarks.predict_latency [--trees before=.baseline,after=.] [--repeat 3] [--stop-words english]
+        [--train-flags="--char-ngrams"]
 
 A model is trained first, once, from the last tree (`textclf train textclf/sample_corpus --search off`, with these
-stop words) in a throwaway data dir; every tree then predicts examples/recipe.txt with it. Prints a markdown row a
+stop words and any further training flags) in a throwaway data dir; every tree then predicts examples/recipe.txt with it. Prints a markdown row a
 tree: the wall seconds of each repeat and their median, and whether the process imported scikit-learn.
 """
 
@@ -35,12 +36,13 @@ def main() -> None:
     parser.add_argument("--trees", default="this=.")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stop-words", default="english")
+    parser.add_argument("--train-flags", default="", help="more `textclf train` options, space-separated")
     args = parser.parse_args()
     trees = [(name, (REPO / path).resolve()) for name, path in (item.split("=") for item in args.trees.split(","))]
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "TEXTCLF_HOME": home}
         subprocess.run([sys.executable, "-m", "textclf", "train", str(REPO / "textclf" / "sample_corpus"), "--search",
-                        "off", "--stop-words", args.stop_words], cwd=trees[-1][1],
+                        "off", "--stop-words", args.stop_words, *args.train_flags.split()], cwd=trees[-1][1],
                        env={**env, "PYTHONPATH": str(trees[-1][1])}, check=True, capture_output=True)
         seconds: dict[str, list[float]] = {name: [] for name, _ in trees}
         imported: dict[str, str] = {}

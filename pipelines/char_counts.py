@@ -22,6 +22,8 @@ Shapes: a chunk of D documents, N code points, P = N - spaces + 2 x words padded
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Sequence
 
 import numpy as np
@@ -34,11 +36,14 @@ from pipelines import word_counts
 # Python's whitespace (str.isspace, what str.split splits at and `\s` matches): all of it below U+3001.
 _SPACES = np.array([code for code in range(0x3001) if chr(code).isspace()], np.uint32)
 _SPACE = ord(" ")
-# A transform of fewer characters is counted by scikit-learn's own analyzer: here each call pays ~4 ms of fixed
-# costs (pyarrow's index_in hashes the whole vocabulary), more than scikit-learn's loop over a prediction's
-# n-grams. mr sentences against a 148,000-term vocabulary, 2-core CPU: 166 characters 3.8 ms here, 0.2 ms
-# scikit-learn's; 1,807: 4.9 / 2.0 ms; 7,153: 13.4 / 10.6 ms; 29,434: 21.5 / 40.0 ms.
+# A transform of fewer characters is counted by a Python loop over each word's n-grams (scikit-learn's own
+# analyzer's, _small_ngrams) and a dict lookup: here each call pays ~4 ms of fixed costs (pyarrow's index_in hashes
+# the whole vocabulary), more than such a loop over a prediction's n-grams. mr sentences against a 148,000-term
+# vocabulary, 2-core CPU, this counting against scikit-learn's CountVectorizer: 166 characters 3.8 / 0.2 ms; 1,807:
+# 4.9 / 2.0 ms; 7,153: 13.4 / 10.6 ms; 29,434: 21.5 / 40.0 ms. The loop is not scikit-learn's own call, so that a
+# prediction's process need not import scikit-learn (1.5-2.3 s of a one-document `textclf predict`).
 SMALL_INPUT_CHARACTERS = 10_000
+_RUNS_OF_SPACES = re.compile(r"\s\s+")
 
 
 def count_chunk(texts: Sequence[str], ngram_range: tuple[int, int]) -> word_counts.ChunkCounts:
@@ -131,25 +136,49 @@ class CharCounter:
         self.terms = list(terms)
         self.ngram_range = tuple(ngram_range)
         self._vocabulary = pa.array(self.terms, pa.large_string())
-        self._small = None
+        self._columns: dict[str, int] | None = None  # term -> column, for small inputs (built on first use)
 
     def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
         texts = list(texts)
         if sum(map(len, texts)) < SMALL_INPUT_CHARACTERS:
-            return self._small_counter().transform(texts)
+            return self._small_transform(texts)
         found = count_chunk(texts, self.ngram_range)
         column = pc.index_in(found.words, value_set=self._vocabulary).fill_null(-1).to_numpy(zero_copy_only=False)
         counts = word_counts.move_columns(found.counts, column.astype(np.int64), len(self.terms))
         counts.sort_indices()
         return counts
 
-    def _small_counter(self):
-        if self._small is None:
-            from sklearn.feature_extraction.text import CountVectorizer
+    def _small_transform(self, texts: list[str]) -> sp.csr_matrix:
+        if self._columns is None:
+            self._columns = {term: column for column, term in enumerate(self.terms)}
+        columns, values, indptr = [], [], [0]
+        for text in texts:
+            for term, count in Counter(_small_ngrams(text.lower(), *self.ngram_range)).items():
+                column = self._columns.get(term)
+                if column is not None:
+                    columns.append(column)
+                    values.append(count)
+            indptr.append(len(columns))
+        counts = sp.csr_matrix((np.array(values, np.float32), np.array(columns, np.int32), np.array(indptr, np.int64)),
+                               shape=(len(texts), len(self.terms)))
+        counts.sort_indices()
+        return counts
 
-            self._small = CountVectorizer(vocabulary=self.terms, analyzer="char_wb", ngram_range=self.ngram_range,
-                                          dtype=np.float32)
-        return self._small
+    def __getstate__(self) -> dict:  # to workers without the lookup (rebuilt there if needed)
+        return {**self.__dict__, "_columns": None}
 
-    def __getstate__(self) -> dict:  # to workers without the scikit-learn counter (rebuilt there if needed)
-        return {**self.__dict__, "_small": None}
+
+def _small_ngrams(text: str, low: int, high: int) -> list[str]:
+    """A lowercased text's char_wb n-grams, as scikit-learn's analyzer lists them (_char_wb_ngrams)."""
+    ngrams = []
+    for word in _RUNS_OF_SPACES.sub(" ", text).split():
+        word = " " + word + " "
+        for n in range(low, high + 1):
+            offset = 0
+            ngrams.append(word[offset:offset + n])
+            while offset + n < len(word):
+                offset += 1
+                ngrams.append(word[offset:offset + n])
+            if offset == 0:  # a word shorter than n: counted once
+                break
+    return ngrams

@@ -152,10 +152,10 @@ class Vectorizer:
         if self.analyzer != CHAR_ANALYZER and word_counts.supports(self.ngram_max):
             return word_counts.WordCounter(self.terms, self.ngram_max, _stop_word_set(self.stop_words),
                                            START_TOKEN if self.start_token else None, self.unspaced_as_characters)
-        from sklearn.feature_extraction.text import CountVectorizer
-
         if self.analyzer == CHAR_ANALYZER:
             return char_counts.CharCounter(self.terms, CHAR_NGRAM_RANGE)
+        from sklearn.feature_extraction.text import CountVectorizer
+
         return CountVectorizer(vocabulary=self.terms, **word_counter_params(self.ngram_max, self.stop_words,
                                                                             self.start_token, self.unspaced_as_characters))
 

@@ -316,14 +316,17 @@ def test_the_stop_word_copy_is_scikit_learns_list():
     assert ENGLISH == ENGLISH_STOP_WORDS
 
 
-def test_predicting_with_a_fitted_word_model_imports_no_scikit_learn(corpus_dir, tmp_path):
+@pytest.mark.parametrize("char_ngrams", [False, True])
+def test_predicting_with_a_fitted_word_model_imports_no_scikit_learn(corpus_dir, tmp_path, char_ngrams):
     """Importing scikit-learn cost a `textclf predict` process 1.5-2.3 s of ~3.4: a model of word n-grams (English
-    stop words, the start token) loads and transforms without it."""
+    stop words, the start token), with or without the character view, loads and transforms without it."""
     import subprocess
     import sys
 
     corpus = read_corpus(corpus_dir)
-    vectorizer, _ = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=64, stop_words="english"))
+    vectorizer, _ = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=64, stop_words="english",
+                                                                         char_ngrams=char_ngrams))
+    assert (vectorizer.chars is not None) == char_ngrams
     np.savez(tmp_path / "vec.npz", **vectorizer.to_arrays())
     code = ("import json, sys, numpy as np; from pipelines.vectorize import Vectorizer; "
             f"arrays = dict(np.load({str(tmp_path / 'vec.npz')!r})); "
