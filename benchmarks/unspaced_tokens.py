@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 from pipelines.corpus import read_corpus
-from pipelines.word_counts import _UNSPACED_CLASS, TOKEN_PATTERN, UNSPACED_TOKEN_PATTERN
+from pipelines.word_counts import TOKEN_PATTERN, UNSPACED_CLASS, UNSPACED_TOKEN_PATTERN
 
 # Each character of the ranges a word only where it is a word character: what the rule would be without the marks.
-LETTERS_ONLY_PATTERN = f"(?u)[^\\W{_UNSPACED_CLASS}]{{2,}}|(?=\\w)[{_UNSPACED_CLASS}]"
+LETTERS_ONLY_PATTERN = f"(?u)[^\\W{UNSPACED_CLASS}]{{2,}}|(?=\\w)[{UNSPACED_CLASS}]"
 
 
 def main() -> None:

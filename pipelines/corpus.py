@@ -147,12 +147,17 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
 
 
 def _first_line_has_tab(path: Path) -> bool:
-    """Whether the file's first line (its first 64 KiB at most) holds a tab."""
+    """Whether the file's first line (within its first BINARY_SNIFF_BYTES) holds a tab."""
+    return b"\t" in _file_head(path).split(b"\n", 1)[0]
+
+
+def _file_head(path: str | Path) -> bytes:
+    """The file's first BINARY_SNIFF_BYTES, or nothing where it cannot be read."""
     try:
-        with path.open("rb") as handle:
-            return b"\t" in handle.read(65536).split(b"\n", 1)[0]
+        with open(path, "rb") as handle:
+            return handle.read(BINARY_SNIFF_BYTES)
     except OSError:
-        return False
+        return b""
 
 
 # read_corpus's on_progress is called once per this many documents read (and once at the end).
@@ -896,11 +901,7 @@ FASTTEXT_LABEL_PREFIX = "__label__"
 def is_fasttext_file(path: str | Path) -> bool:
     """Whether a file is in fastText's format: text whose first non-blank line starts with "__label__" (within
     the first BINARY_SNIFF_BYTES)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(BINARY_SNIFF_BYTES)
-    except OSError:
-        return False
+    head = _file_head(path)
     if is_binary(head):
         return False
     return head.lstrip().lstrip(b"\xef\xbb\xbf").startswith(FASTTEXT_LABEL_PREFIX.encode())

@@ -70,16 +70,17 @@ TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # CountVectorizer's token_pattern
 UNSPACED_RANGES = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x3005, 0x3007), (0x3040, 0x30FF),
                    (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFF66, 0xFF9F),
                    (0x20000, 0x3FFFF))
-_UNSPACED_CLASS = "".join(f"{chr(first)}-{chr(last)}" for first, last in UNSPACED_RANGES)  # Python's re
+# The ranges as the inside of a character class of Python's re (of RE2, below).
+UNSPACED_CLASS = "".join(f"{chr(first)}-{chr(last)}" for first, last in UNSPACED_RANGES)
 _UNSPACED_CLASS_RE2 = "".join(f"\\x{{{first:x}}}-\\x{{{last:x}}}" for first, last in UNSPACED_RANGES)
 # What separates tokens where these scripts' characters are words: NOT_WORD, less those characters.
 NOT_WORD_OR_UNSPACED = f"[^\\p{{L}}\\p{{N}}_{_UNSPACED_CLASS_RE2}]+"
 # The same tokens as a scikit-learn token_pattern: runs of two or more word characters outside these scripts, or one
 # character of them.
-UNSPACED_TOKEN_PATTERN = f"(?u)[^\\W{_UNSPACED_CLASS}]{{2,}}|[{_UNSPACED_CLASS}]"
+UNSPACED_TOKEN_PATTERN = f"(?u)[^\\W{UNSPACED_CLASS}]{{2,}}|[{UNSPACED_CLASS}]"
 WORD_TOKEN = re.compile(TOKEN_PATTERN)
 UNSPACED_WORD_TOKEN = re.compile(UNSPACED_TOKEN_PATTERN)
-_UNSPACED_CHARACTER = re.compile(f"[{_UNSPACED_CLASS}]")
+_UNSPACED_CHARACTER = re.compile(f"[{UNSPACED_CLASS}]")
 
 
 def token_pattern(unspaced: bool) -> str:

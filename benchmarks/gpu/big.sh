@@ -8,8 +8,7 @@ DOCS=${DOCS:-1000000}
 mkdir -p "$OUT"
 log="$OUT/big.log"
 source benchmarks/gpu/data.sh
-[ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs "$DOCS" \
-  | tee -a "$log"
+synthetic_corpus /tmp/syn "$DOCS" | tee -a "$log"
 for tool in ${TOOLS:-textclf fasttext}; do
   if [ "$tool" = textclf ]; then
     command=(python3 -m textclf train /tmp/syn/train.jsonl --test /tmp/syn/test.jsonl)

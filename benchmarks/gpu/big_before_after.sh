@@ -6,7 +6,7 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-big-before-after}
 mkdir -p "$OUT"
 source benchmarks/gpu/data.sh >/dev/null 2>&1
-[ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs 1000000 2>&1 | tail -1
+synthetic_corpus /tmp/syn 1000000
 for v in before after; do
   if [ $v = before ]; then dir=.baseline; else dir=.; fi
   (cd $dir && TEXTCLF_HOME=/tmp/h-$v PYTHONPATH=/tmp/site:$PWD python3 -m benchmarks.timed_run --label $v --timeout 250 -- python3 -m textclf train /tmp/syn/train.jsonl --test /tmp/syn/test.jsonl 2>&1 | grep -v -i warn | tail -4) | tee -a $OUT/e2e.txt

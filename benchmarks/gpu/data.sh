@@ -19,3 +19,10 @@ for split in ("train", "test"):
             if top in ("comp", "rec", "sci", "talk"):
                 dst.write(json.dumps({"text": record["text"], "label": top}) + "\n")
 PY
+
+# synthetic_corpus DIR DOCS: a DOCS-document synthetic corpus sampled from news4 in DIR (train.jsonl, test.jsonl;
+# `textclf dataset synthetic`), made unless DIR already holds one; prints the generator's last line.
+synthetic_corpus() {
+  [ -f "$1/train.jsonl" ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl "$1" --docs "$2" 2>&1 \
+    | tail -1
+}

@@ -5,6 +5,6 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-eval}
 mkdir -p "$OUT"
 source benchmarks/gpu/data.sh >/dev/null 2>&1
-[ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs 1000000 2>&1 | tail -1
+synthetic_corpus /tmp/syn 1000000
 python3 -m benchmarks.eval_scoring /tmp/syn/train.jsonl /tmp/syn/test.jsonl --docs 1000,10000,100000 2>&1 | grep -v -i warn | tee $OUT/eval.md
 bash benchmarks/gpu/big_before_after.sh

@@ -11,8 +11,7 @@ DOCS=${DOCS:-1000000}
 mkdir -p "$OUT"
 log="$OUT/formats.log"
 source benchmarks/gpu/data.sh
-[ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs "$DOCS" \
-  | tee -a "$log"
+synthetic_corpus /tmp/syn "$DOCS" | tee -a "$log"
 python3 - <<'PY'
 import csv, json
 import pyarrow as pa, pyarrow.parquet as pq

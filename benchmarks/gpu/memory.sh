@@ -6,8 +6,7 @@
 # Needs .devgpu/, .whl/ and .baseline/ carried; ~7 minutes on an H100 machine.
 set -uo pipefail
 source benchmarks/gpu/data.sh >/dev/null 2>&1
-[ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs \
-  "${DOCS:-1000000}" > /dev/null
+synthetic_corpus /tmp/syn "${DOCS:-1000000}" > /dev/null
 for tree in .baseline . .baseline .; do
   (cd $tree && TEXTCLF_HOME=$(mktemp -d) PYTHONPATH=/tmp/site:$PWD python3 -m benchmarks.timed_run --label "$tree" \
     --timeout 300 --lines 8 -- python3 -m textclf train /tmp/syn/train.jsonl --test /tmp/syn/test.jsonl 2>&1 \

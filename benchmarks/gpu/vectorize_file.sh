@@ -8,8 +8,7 @@
 set -uo pipefail
 source benchmarks/gpu/data.sh >/dev/null 2>&1
 echo "$(nproc) cores"
-[ -f /tmp/syn/train.jsonl ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl /tmp/syn --docs 1000000 \
-  2>&1 | tail -1
+synthetic_corpus /tmp/syn 1000000
 cp benchmarks/vectorize_file.py /tmp/vectorize_file.py  # this tree's script, each tree's packages
 echo "| tree | n-grams | stop words | read s | fit s | transform s | total s | MB/s | nonzeros |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"

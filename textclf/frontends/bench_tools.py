@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines.word_counts import UNSPACED_TOKEN_PATTERN
+from pipelines.word_counts import UNSPACED_CLASS, UNSPACED_TOKEN_PATTERN
 
 TOOLS = ("textclf-pallas", "textclf-xla", "torch-dense", "torch-embeddingbag", "fasttext", "sklearn-sgd",
          "sklearn-svm", "sklearn-cnb", "sklearn-mlp")
@@ -140,7 +140,7 @@ def _torch(bag: bool, train: str, test: str) -> dict:
 
 # fastText's tutorial's tokens (words, punctuation split off), each character of a script written without spaces
 # (Chinese, Japanese, Thai, ...) one of its own.
-_FASTTEXT_TOKEN = re.compile(UNSPACED_TOKEN_PATTERN.replace("{2,}", "+") + r"|[^\w\s]")
+_FASTTEXT_TOKEN = re.compile(f"(?u)[^\\W{UNSPACED_CLASS}]+|[{UNSPACED_CLASS}]|[^\\w\\s]")
 
 
 def fasttext_text(text: str) -> str:
