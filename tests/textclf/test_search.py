@@ -575,7 +575,7 @@ def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out(monkeypa
 
 
 def test_a_cpu_searches_a_small_corpus_on_folds_and_a_larger_one_on_one_split():
-    y = np.arange(3000) % 4
+    y = np.arange(search_module.CPU_FOLDS_DOCUMENTS + 1000) % 4
     small = search_module._search_folds(y[:search_module.CPU_FOLDS_DOCUMENTS], 0, "cpu")
     assert len(small) == 3  # every document validates once
     assert sorted(np.concatenate([val for _, val in small])) == list(range(search_module.CPU_FOLDS_DOCUMENTS))
