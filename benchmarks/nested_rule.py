@@ -11,8 +11,9 @@ rule is chosen "by validation on the training data". Prints one markdown row per
 accuracy on the set-aside documents, how many of them, and what the search chose.
 
 Several constants change together where --constant names them comma-separated and each value gives theirs
-slash-separated (`--constant search.A,search.B --values 0/0,300/100`). --documents N trains on a stratified N of
-the rest (a small corpus), still scored on all the set-aside documents.
+slash-separated (`--constant search.A,search.B --values 0/0,300/100`); a tuple constant takes its numbers
+colon-separated (`--constant search.LEARNING_RATES --values 0.001:0.003:0.01,0.001:0.003:0.01:0.03`).
+--documents N trains on a stratified N of the rest (a small corpus), still scored on all the set-aside documents.
 """
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ def _split(path: str, share: float, seed: int, into: Path, documents: int | None
     return paths[0], paths[1], len(aside)
 
 
+def _constant_value(current, text: str):
+    """A value typed on the command line, of the type of the constant it replaces: a tuple of numbers written
+    colon-separated ("0.001:0.003:0.01"), each of the type of the tuple's first element."""
+    if isinstance(current, tuple):
+        return tuple(type(current[0])(float(part)) for part in text.split(":"))
+    return type(current)(float(text))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpora", nargs="+")
@@ -75,7 +84,7 @@ def main() -> None:
                     settings = Settings(seed=seed)
                     if args.constant:  # of the constant's own type (an int stays an int: a width, a count)
                         for (module, constant), part in zip(constants, value.split("/"), strict=True):
-                            setattr(module, constant, type(getattr(module, constant))(float(part)))
+                            setattr(module, constant, _constant_value(getattr(module, constant), part))
                     else:  # as a default: replace() records no pin, as the Settings default would
                         settings = settings.replace(**{name: type(getattr(settings, name))(float(value))})
                     start = time.perf_counter()
