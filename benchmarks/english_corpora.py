@@ -27,13 +27,9 @@ OUT/NAME/train.jsonl, test.jsonl; --gzip also writes GZ_FOLDER/NAME-train.jsonl.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
-import random
 from pathlib import Path
 
-TRAIN_FRACTION = 0.8
-
+from benchmarks.corpus_pairs import shuffled_split, write_pairs
 
 def _rows(path: Path, encoding: str = "utf-8") -> list[tuple[str, str]]:
     """"LABEL sentence" lines -> (label, sentence); split on newlines only (subj holds other line-break bytes)."""
@@ -43,17 +39,6 @@ def _rows(path: Path, encoding: str = "utf-8") -> list[tuple[str, str]]:
         if text.strip():
             rows.append((label, text.strip()))
     return rows
-
-
-def _write(out: Path, gz: Path | None, name: str, splits: dict[str, list[tuple[str, str]]]) -> None:
-    for split, rows in splits.items():
-        lines = "".join(json.dumps({"text": text, "label": label}, ensure_ascii=False) + "\n" for label, text in rows)
-        (out / name).mkdir(parents=True, exist_ok=True)
-        (out / name / f"{split}.jsonl").write_text(lines, encoding="utf-8")
-        if gz and split in ("train", "test"):
-            gz.mkdir(parents=True, exist_ok=True)
-            (gz / f"{name}-{split}.jsonl.gz").write_bytes(gzip.compress(lines.encode("utf-8"), 9))
-    print(name + ": " + ", ".join(f"{len(rows)} {split}" for split, rows in splits.items()))
 
 
 def _split_documents(checkout: Path, splits_file: str, texts_file: str) -> dict[str, list[tuple[str, str]]]:
@@ -83,18 +68,15 @@ def main() -> None:
     if args.sentences:
         data = args.sentences / "data"
         for name, prefix in (("sst2", "stsa.binary"), ("sst5", "stsa.fine")):
-            _write(args.out, args.gzip, name, {"train": _rows(data / f"{prefix}.train"),
-                                                "test": _rows(data / f"{prefix}.test"),
-                                                "valid": _rows(data / f"{prefix}.dev")})
+            write_pairs(args.out, args.gzip, name, {"train": _rows(data / f"{prefix}.train"),
+                                                    "test": _rows(data / f"{prefix}.test"),
+                                                    "valid": _rows(data / f"{prefix}.dev")})
         for name, file, encoding in (("subj", "subj.all", "cp1252"), ("cr", "custrev.all", "utf-8"),
                                      ("mpqa", "mpqa.all", "utf-8")):
-            rows = _rows(data / file, encoding)
-            random.Random(0).shuffle(rows)
-            cut = int(len(rows) * TRAIN_FRACTION)
-            _write(args.out, args.gzip, name, {"train": rows[:cut], "test": rows[cut:]})
+            write_pairs(args.out, args.gzip, name, shuffled_split(_rows(data / file, encoding)))
     if args.documents:
-        _write(args.out, args.gzip, "r8", _split_documents(args.documents, "R8.txt", "R8.clean.txt"))
-        _write(args.out, args.gzip, "webkb", _split_documents(args.documents, "WebKB.txt", "WebKB.txt"))
+        write_pairs(args.out, args.gzip, "r8", _split_documents(args.documents, "R8.txt", "R8.clean.txt"))
+        write_pairs(args.out, args.gzip, "webkb", _split_documents(args.documents, "WebKB.txt", "WebKB.txt"))
 
 
 if __name__ == "__main__":

@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import io
 import json
-import random
 import zipfile
 from pathlib import Path
 
-TRAIN_FRACTION = 0.8
-
+from benchmarks.corpus_pairs import shuffled_split, write_pairs
 
 def _chinese_rows(checkout: Path, name: str) -> list[tuple[str, str]]:
     """-> (label, text) of each row with a review."""
@@ -52,17 +49,6 @@ def _thai_splits(checkout: Path) -> dict[str, list[tuple[str, str]]]:
             for split in ("train", "valid", "test")}
 
 
-def _write(out: Path, gz: Path | None, name: str, splits: dict[str, list[tuple[str, str]]]) -> None:
-    for split, rows in splits.items():
-        lines = "".join(json.dumps({"text": text, "label": label}, ensure_ascii=False) + "\n" for label, text in rows)
-        (out / name).mkdir(parents=True, exist_ok=True)
-        (out / name / f"{split}.jsonl").write_text(lines, encoding="utf-8")
-        if gz and split in ("train", "test"):
-            gz.mkdir(parents=True, exist_ok=True)
-            (gz / f"{name}-{split}.jsonl.gz").write_bytes(gzip.compress(lines.encode("utf-8"), 9))
-    print(name + ": " + ", ".join(f"{len(rows)} {split}" for split, rows in splits.items()))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
@@ -72,12 +58,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.chinese:
         for name in ("htl", "waimai", "shop10"):
-            rows = _chinese_rows(args.chinese, name)
-            random.Random(0).shuffle(rows)
-            cut = int(len(rows) * TRAIN_FRACTION)
-            _write(args.out, args.gzip, name, {"train": rows[:cut], "test": rows[cut:]})
+            write_pairs(args.out, args.gzip, name, shuffled_split(_chinese_rows(args.chinese, name)))
     if args.thai:
-        _write(args.out, args.gzip, "wisesight", _thai_splits(args.thai))
+        write_pairs(args.out, args.gzip, "wisesight", _thai_splits(args.thai))
 
 
 if __name__ == "__main__":
