@@ -1,13 +1,11 @@
 """Where a search's rounds spend their time on the device: `python3 -m benchmarks.search_steps CORPUS.jsonl [...]
-[--repeat N] [--formulation auto|sparse|lazy]`.
+[--repeat N]`.
 
 Runs textclf.training.search.search_settings on each training file as `textclf train` does (no flags), --repeat
 times in one process (the first compiles), with timers around the K-network epochs and the validation scoring
 (each waited for on the device), the rounds' batch cutting and upload (in the search thread and in the prefetch
 thread) and fit_candidates as a whole; prints the totals, the epoch calls and training steps, the microseconds a
-step (epoch seconds over steps) and the chosen settings. --formulation: the rounds' step as the product picks it
-(auto: dense on a GPU, sparse on a CPU, candidates.dense_default; lazy where sparse, candidates.LAZY_ROUNDS), or
-forced: the sparse formulation with Adam over all of W1 (sparse) or over the batch's rows only (lazy).
+step (epoch seconds over steps) and the chosen settings.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpora", nargs="+")
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--formulation", choices=("auto", "sparse", "lazy"), default="auto")
     args = parser.parse_args()
     # Workers forked before JAX is imported, as `textclf train` forks them (pipelines/workers.py).
     with WorkerPool(os.cpu_count() or 1) as pool:
@@ -72,12 +69,9 @@ def _measure(args, pool: WorkerPool) -> None:
         seconds["round_data s" + where] += time.perf_counter() - start
         return result
 
-    if args.formulation != "auto":
-        candidates.dense_default = lambda: False
-        candidates.LAZY_ROUNDS = args.formulation == "lazy"
     candidates._epoch, candidates._hits, search.fit_candidates, search.round_data = \
         timed_epoch, timed_hits, timed_fit, timed_cut
-    print("device", jax.devices()[0].device_kind, "formulation", args.formulation)
+    print("device", jax.devices()[0].device_kind)
     for path in args.corpora:
         rows = [json.loads(line) for line in open(path, encoding="utf-8")]
         texts, labels = [r["text"] for r in rows], [str(r["label"]) for r in rows]

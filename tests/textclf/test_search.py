@@ -16,8 +16,8 @@ from pipelines.workers import WorkerPool
 from textclf.models.mlp import Params, logits, masked_loss
 from textclf.training.optimizers import adam
 from textclf.settings import Settings
-from textclf.training.candidates import (StackedParams, _dense_loss, _dense_scores, _epoch, _per_model, batch_shape,
-                                         fit_candidates, init_stacked, round_data, stacked_logits, stacked_loss)
+from textclf.training.candidates import (StackedParams, _dense_loss, _dense_scores, _epoch, batch_shape, fit_candidates,
+                                         init_stacked, round_data, stacked_logits, stacked_loss)
 from textclf.training.device_data import write_batch
 from textclf.training import search as search_module
 from textclf.training.search import search_settings
@@ -195,69 +195,6 @@ def test_narrowed_batches_train_and_score_as_the_dense_formulation_does():
     for got, want in zip(sparse, dense):
         np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-4)
     np.testing.assert_allclose(sparse_hits[0], dense_hits[0], atol=1)  # a near-tie may round either way
-
-
-def lazy_adam_reference(params: StackedParams, state, rates, decays, batches) -> tuple:
-    """Row-sparse ("lazy") Adam in plain JAX: each batch's dense Adam step (per-model rates and decays), after which
-    the W1 rows of features absent from the batch get their weights and moments back; a batch with no rows is no
-    step."""
-    hidden = params.w2.shape[1]
-    lr = _per_model(jnp.asarray(rates), hidden)
-    wd = _per_model(jnp.asarray(decays), hidden)
-    for indices, values, rows, labels, mask in batches:
-        if float(jnp.sum(mask)) == 0:
-            continue
-        grads = jax.grad(stacked_loss)(params, indices, values, rows, labels, mask)
-        new, new_state = adam(wd).update(params, state, grads, lr)
-        touched = jnp.zeros(params.w1.shape[0], bool).at[indices].max(values != 0)[:, None]
-        params = new._replace(w1=jnp.where(touched, new.w1, params.w1))
-        state = new_state._replace(m=new_state.m._replace(w1=jnp.where(touched, new_state.m.w1, state.m.w1)),
-                                   v=new_state.v._replace(w1=jnp.where(touched, new_state.v.w1, state.v.w1)))
-    return params, state
-
-
-@pytest.mark.parametrize("cap_fill", [None, "narrow"])
-def test_the_lazy_epoch_updates_only_the_rows_of_each_batchs_features(cap_fill):
-    """_epoch(lazy=True), the search's CPU rounds (candidates.LAZY_ROUNDS), against lazy_adam_reference: 4 batches
-    (the third a padding batch) in a given order; "narrow": a wide cap mostly padding, which a CPU runs on its
-    front (device_data.narrowed). Rows no batch names keep their initial weights and zero moments."""
-    from textclf.training.device_data import NARROW_DIVISOR, NARROW_MIN_CAP
-
-    rng = np.random.default_rng(12)
-    n_features, batch_rows = 60, 8
-    # the batches name the first 50 features only, so the last 10 rows of W1 are never touched
-    batches = [_random_batch(rng, n_features=50, batch=batch_rows) for _ in range(4)]
-    batches[2] = [jnp.zeros_like(a) for a in batches[2]]
-    if cap_fill == "narrow":  # the same nonzeros at the front of a cap that narrowing splits
-        cap = NARROW_MIN_CAP * NARROW_DIVISOR
-        batches = [[jnp.zeros(cap, a.dtype).at[: a.shape[0]].set(a) for a in b[:3]] + list(b[3:]) for b in batches]
-    else:  # the batches' own widths, padded to the widest
-        cap = max(b[0].shape[0] for b in batches)
-        batches = [[jnp.zeros(cap, a.dtype).at[: a.shape[0]].set(a) for a in b[:3]] + list(b[3:]) for b in batches]
-    arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
-    order = [3, 2, 0, 1]
-    rates, decays = [0.01, 0.003], [0.0, 1e-3]
-    stacked = init_stacked(jax.random.PRNGKey(9), n_features, 8, 3, 2)
-    want, want_state = lazy_adam_reference(stacked, adam().init(stacked), rates, decays, [batches[i] for i in order])
-    initial_w1 = np.asarray(stacked.w1)
-    got, got_state, losses = _epoch(stacked, adam().init(stacked), jnp.asarray(rates), jnp.asarray(decays), *arrays,
-                                    jnp.asarray(order, jnp.int32), lazy=True)
-    assert int(got_state.step) == int(want_state.step) == 3  # the padding batch is not a step
-    assert float(losses[1]) == 0.0 and float(losses[0]) > 0  # (order[1] is the padding batch)
-    # On a GPU the output layer's products are TF32 in both programs, rounded differently; Adam divides each gradient
-    # by its own size, so a small one's rounding moves its weight by up to a part of the rate (as in the fused test).
-    gpu = jax.default_backend() == "gpu"
-    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
-        np.testing.assert_allclose(a, b, rtol=1e-4 if gpu else 1e-5, atol=1e-4 if gpu else 1e-6)
-    for a, b in zip(jax.tree.leaves(got_state), jax.tree.leaves(want_state)):
-        np.testing.assert_allclose(a, b, rtol=5e-3 if gpu else 1e-5,
-                                   atol=max(1e-6, 1e-3 * float(np.abs(b).max())) if gpu else 1e-6)
-    named = np.zeros(n_features, bool)
-    for indices, values, *_ in batches:
-        named[np.asarray(indices)[np.asarray(values) != 0]] = True
-    assert 0 < named.sum() < n_features  # some rows untouched, so the check below checks something
-    np.testing.assert_array_equal(np.asarray(got.w1)[~named], initial_w1[~named])
-    assert not np.asarray(got_state.m.w1)[~named].any() and np.asarray(got_state.m.w1)[named].any()
 
 
 def test_round_data_pads_the_steps_to_a_power_of_two():

@@ -30,7 +30,7 @@ from textclf.models.weights import Params
 from textclf.training.device_data import (ResidentRows, batches_in_row_order, canonical, erase_batch,
                                           gathered_segments, narrowed, on_device, segment_steps, write_batch)
 from textclf.training.backends import INIT_COMPILER_OPTIONS, SEARCH_COMPILER_OPTIONS
-from textclf.training.optimizers import ADAM_BETA1, ADAM_BETA2, ADAM_EPS, AdamState, adam, adam_corrections
+from textclf.training.optimizers import AdamState, adam, adam_corrections
 
 
 class StackedParams(NamedTuple):
@@ -96,11 +96,6 @@ def _per_model(values: jax.Array, hidden: int) -> StackedParams:
     StackedParams."""
     columns = jnp.repeat(values, hidden)  # (K*H,)
     return StackedParams(columns[None, :], columns, values[:, None, None], values[:, None])
-
-
-# Whether the search's rounds on the sparse formulation (a CPU's) update W1 by row-sparse Adam (_lazy_step): measured
-# (BENCHMARKS.md, "English corpora beyond ../shared"), not kept.
-LAZY_ROUNDS = False
 
 
 def dense_default() -> bool:
@@ -185,51 +180,10 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
                                                  small_state.step), loss)
 
 
-def _lazy_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: StackedParams, batch: tuple
-               ) -> tuple[StackedParams, AdamState, jax.Array]:
-    """One sparse-formulation step whose Adam update touches only the W1 rows of the batch's features (the rows
-    with a gradient), as PyTorch's SparseAdam and TensorFlow's LazyAdam do: their moments and weights move, the
-    other rows' stay as they are (a dense Adam would decay their moments and keep moving their weights by them).
-    The small layers (b1, W2, b2) take the dense update. A padding batch (no rows) changes nothing.
-    batch: (indices, values, rows (cap,), labels, mask (B,)) -> (params, state, loss)."""
-    indices, values, rows, labels, mask = batch
-    n_features = params.w1.shape[0]
-    real = jnp.sum(mask) > 0
-    # The batch's distinct features (U = cap slots, the unused ones past the last row: reads give 0, writes drop).
-    # A padding slot (value 0) names no feature.
-    named = jnp.where(values != 0, indices, n_features)
-    touched, local = jnp.unique(named, size=indices.shape[0], fill_value=n_features, return_inverse=True)
-    local = local.reshape(indices.shape)
-    w_rows = params.w1.at[touched].get(mode="fill", fill_value=0)  # (U, K*H)
-
-    def loss_of(w_rows, b1, w2, b2):
-        pre = jax.ops.segment_sum(w_rows[local] * values[:, None], rows, num_segments=labels.shape[0]) + b1
-        return _summed_loss(_head(pre, w2, b2), labels, mask)
-
-    loss, (g_rows, g_b1, g_w2, g_b2) = jax.value_and_grad(loss_of, argnums=(0, 1, 2, 3))(
-        w_rows, params.b1, params.w2, params.b2)
-    step = state.step + real.astype(state.step.dtype)
-    c1, c2 = adam_corrections(step)
-    g_rows = g_rows + wd.w1 * w_rows
-    m_rows = ADAM_BETA1 * state.m.w1.at[touched].get(mode="fill", fill_value=0) + (1 - ADAM_BETA1) * g_rows
-    v_rows = ADAM_BETA2 * state.v.w1.at[touched].get(mode="fill", fill_value=0) + (1 - ADAM_BETA2) * g_rows * g_rows
-    w_rows = w_rows - lr.w1 * (m_rows / c1) / (jnp.sqrt(v_rows / c2) + ADAM_EPS)
-    w1 = params.w1.at[touched].set(w_rows, mode="drop")
-    m1 = state.m.w1.at[touched].set(m_rows, mode="drop")
-    v1 = state.v.w1.at[touched].set(v_rows, mode="drop")
-    small = (params.b1, params.w2, params.b2)
-    small_state = AdamState(state.m[1:], state.v[1:], state.step)
-    new_small, new_small_state = adam(wd[1:]).update(small, small_state, (g_b1, g_w2, g_b2), lr[1:])
-    small, small_state = jax.tree.map(lambda new, old: jnp.where(real, new, old), (new_small, new_small_state),
-                                      (small, small_state))
-    return (StackedParams(w1, *small), AdamState(StackedParams(m1, *small_state.m), StackedParams(v1, *small_state.v),
-                                                 step), loss)
-
-
-@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused", "lazy"),
+@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused"),
                    compiler_options=SEARCH_COMPILER_OPTIONS)
 def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, values, rows, labels, mask,
-           order=None, steps=None, dense: bool = False, fused: bool = False, lazy: bool = False):
+           order=None, steps=None, dense: bool = False, fused: bool = False):
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
     default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
     steps: a () int32 array, how many of `order`'s batches to run (the rest of the arrays is padding that a
@@ -250,9 +204,6 @@ def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, valu
 
     def step(params, state, buffer, batch):
         real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
-        if lazy and not dense:
-            params, state, loss = narrowed(lambda b: _lazy_step(params, state, lr, wd, b), batch)
-            return params, state, buffer, loss
         if not dense:
             loss, grads = narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b), batch)
             return *update(params, state, grads, real), buffer, loss
@@ -742,7 +693,7 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
         # a new order of the cut batches each epoch; the padding batches after them are never visited
         order = np.concatenate([data.orders.permutation(steps), np.arange(steps, padded)]).astype(np.int32)
         params, state, _ = _epoch(params, state, rates_array, decays_array, *data.train, jnp.asarray(order),
-                                  visited, dense=dense, fused=fused, lazy=LAZY_ROUNDS and not dense)
+                                  visited, dense=dense, fused=fused)
         each, _ = _hits(params, *data.val, dense=dense)
         accuracies[epoch] = np.asarray(each) / max(1, data.n_val)
         if scores_from is not None and epoch + 1 >= scores_from:
@@ -776,7 +727,7 @@ def precompile_epoch(data: RoundData, n_classes: int, models: int, hidden: int, 
     per_model = jax.ShapeDtypeStruct((models,), jnp.float32)
     _epoch.lower(params, jax.eval_shape(adam().init, params), per_model, per_model, *train,
                  jax.ShapeDtypeStruct((steps,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32),
-                 dense=dense, fused=fused, lazy=LAZY_ROUNDS and not dense).compile()
+                 dense=dense, fused=fused).compile()
 
 
 def precompile_scores(data: RoundData, n_classes: int, models: int, hidden: int) -> None:
