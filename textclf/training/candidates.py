@@ -98,14 +98,6 @@ def _per_model(values: jax.Array, hidden: int) -> StackedParams:
     return StackedParams(columns[None, :], columns, values[:, None, None], values[:, None])
 
 
-# What a round's patience waits for (both measured on the H200, BENCHMARKS.md "English corpora beyond ../shared",
-# and not kept): a gain of the round's best network only (ROUND_STOPS_AFTER_LEADER), or a gain of a network at most
-# CONTENTION_ERRORS binomial standard errors of the fold's validation accuracy below the round's best (inf: of any
-# network, the rule kept).
-ROUND_STOPS_AFTER_LEADER = False
-CONTENTION_ERRORS = float("inf")
-
-
 def dense_default() -> bool:
     """The faster formulation of the step on this process's default device (stacked_logits says why)."""
     return jax.default_backend() == "gpu"
@@ -707,14 +699,7 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
         if scores_from is not None and epoch + 1 >= scores_from:
             batched = np.asarray(_scores(params, *data.val[:4], dense=dense))  # (steps, B, K, C)
             scores.append(batched.reshape(-1, *batched.shape[2:])[: data.n_val])
-        leader = max(best.max(), accuracies[epoch].max())
-        contention = -np.inf if np.isinf(CONTENTION_ERRORS) else \
-            leader - CONTENTION_ERRORS * np.sqrt(leader * (1 - leader) / max(1, data.n_val))
-        if ROUND_STOPS_AFTER_LEADER:
-            improved = accuracies[epoch].max() > best.max()
-        else:
-            improved = np.any((accuracies[epoch] > best) & (accuracies[epoch] >= contention))
-        stale = 0 if improved else stale + 1
+        stale = 0 if np.any(accuracies[epoch] > best) else stale + 1
         best = np.maximum(best, accuracies[epoch])
         if patience is not None and stale >= patience:
             break
