@@ -31,6 +31,7 @@ from pathlib import Path
 
 from benchmarks.corpus_pairs import shuffled_split, write_pairs
 
+
 def _rows(path: Path, encoding: str = "utf-8") -> list[tuple[str, str]]:
     """"LABEL sentence" lines -> (label, sentence); split on newlines only (subj holds other line-break bytes)."""
     rows = []

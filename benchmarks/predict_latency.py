@@ -5,8 +5,9 @@ vectorizing, the network), from one or more source trees alternating.
         [--train-flags="--char-ngrams"]
 
 A model is trained first, once, from the last tree (`textclf train textclf/sample_corpus --search off`, with these
-stop words and any further training flags) in a throwaway data dir; every tree then predicts examples/recipe.txt with it. Prints a markdown row a
-tree: the wall seconds of each repeat and their median, and whether the process imported scikit-learn.
+stop words and any further training flags) in a throwaway data dir; every tree then predicts examples/recipe.txt
+with it. Prints a markdown row a tree: the wall seconds of each repeat and their median, and whether the process
+imported scikit-learn.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from benchmarks.corpus_pairs import shuffled_split, write_pairs
 
+
 def _chinese_rows(checkout: Path, name: str) -> list[tuple[str, str]]:
     """-> (label, text) of each row with a review."""
     datasets = checkout / "datasets"

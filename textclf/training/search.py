@@ -297,8 +297,8 @@ def _cpu_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
 # search.CPU_FOLDS_DOCUMENTS --values 1000,8000, a quarter set aside, 2,262-6,408 documents searched, this
 # project's 2-core CPU; BENCHMARKS.md "English corpora"): 10 corpora, 30 (corpus, seed) pairs: +10.30 points
 # summed on the set-aside documents (17 higher, 12 lower), 876 s of runs instead of 724 (the 1,000 runs, first,
-# also compiled). Above 8,000 the one
-# split already trains on 4,000 and validates on 3,000, and 3 folds would take more of the budget.
+# also compiled). Above 8,000 the one split already trains on 4,000 and validates on 3,000, and 3 folds would take
+# more of the budget.
 CPU_FOLDS_DOCUMENTS = 8000
 
 
