@@ -350,10 +350,12 @@ def _changes(ordered: np.ndarray) -> np.ndarray:
     return new
 
 
-def _ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _ranks(keys: np.ndarray, runs: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """-> (the distinct keys sorted, each key's rank among them: int32 where they fit, half the memory of tens
-    of millions of chunk terms)."""
-    order = np.argsort(keys)
+    of millions of chunk terms). runs: the keys are a few sorted runs one after the other, which numpy's stable
+    sort (a merge sort) merges in a third of its default's time (24M keys in 16 runs: 0.9 s against 3.0, one
+    core)."""
+    order = np.argsort(keys, kind="stable" if runs else None)
     ordered = keys[order]
     new = _changes(ordered)
     distinct = ordered[new]
@@ -361,6 +363,32 @@ def _ranks(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ranks = np.empty(len(keys), np.int32 if len(keys) < 2**31 else np.int64)
     ranks[order] = np.cumsum(new, dtype=ranks.dtype) - 1
     return distinct, ranks
+
+
+def _ranks_of_runs(runs: list[np.ndarray], threads: ThreadPoolExecutor) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Sorted arrays, each of distinct keys -> (the distinct keys of all of them sorted (N,); each array's keys'
+    ranks among them, int64). The keys are cut into ranges at values of the longest array's (a key falls in one
+    range in every array), and each range is ranked on a thread of its own: its pieces of the arrays are sorted
+    runs, which numpy's stable sort merges (_ranks)."""
+    longest = max(runs, key=len)
+    pieces = max(1, min(threads._max_workers * 2, len(longest) // 10_000))  # (a few per thread: ranges differ)
+    cuts = longest[(np.arange(1, pieces) * len(longest)) // pieces]  # (pieces - 1,) ascending
+    bounds = [np.concatenate([[0], np.searchsorted(run, cuts), [len(run)]]) for run in runs]
+
+    def rank_range(piece: int) -> tuple[np.ndarray, np.ndarray]:
+        keys = np.concatenate([run[bound[piece]:bound[piece + 1]] for run, bound in zip(runs, bounds)])
+        return _ranks(keys, runs=True)
+
+    ranked = list(threads.map(rank_range, range(pieces)))
+    first_rank = np.cumsum([0] + [len(distinct) for distinct, _ in ranked])
+    ranks = []
+    for index, bound in enumerate(bounds):
+        mine = []
+        for piece, (_, piece_ranks) in enumerate(ranked):
+            start = sum(int(other[piece + 1] - other[piece]) for other in bounds[:index])
+            mine.append(piece_ranks[start:start + int(bound[piece + 1] - bound[piece])] + first_rank[piece])
+        ranks.append(np.concatenate(mine) if mine else np.zeros(0, np.int64))
+    return np.concatenate([distinct for distinct, _ in ranked]), ranks
 
 
 @dataclass
@@ -392,71 +420,116 @@ def _global_keys(first: np.ndarray, second: np.ndarray, n_words: int) -> np.ndar
     return np.where(second < 0, first, n_words + first * n_words + second)
 
 
-def merge(parts: list[ChunkCounts], min_df: int, leave_out: str | None = None) -> tuple[np.ndarray, sp.csr_matrix]:
-    """Chunks -> (the terms in at least min_df documents of all of them, sorted as CountVectorizer sorts its
-    vocabulary; the counts with their columns in that order, stacked): the one-CountVectorizer result.
+@dataclass
+class MergedTerms:
+    """merge_terms' answer: the kept terms of all chunks and where each chunk's terms went."""
+
+    terms: np.ndarray  # (V,) object: the terms in at least min_df documents, sorted as CountVectorizer sorts them
+    df: np.ndarray  # (V,) int64: the documents of all chunks that hold each term
+    columns: list[np.ndarray]  # per chunk, (K,) int64: each of its distinct keys' column in `terms`, -1: dropped
+
+
+def merge_terms(parts: list[ChunkCounts], min_df: int, leave_out: str | None = None) -> MergedTerms:
+    """Chunks -> the terms in at least min_df documents of all of them, sorted as CountVectorizer sorts its
+    vocabulary, their document frequencies, and each chunk term's column: merge without moving any counts, for a
+    fit that needs only per-column sums (pipelines/vectorize.py, `_chunk_statistics`).
     leave_out: a word whose unigram is not kept (its bigrams are): the start token, which every document holds
     (pipelines/vectorize.py), dropped here with the rare terms rather than by copying the merged matrix.
     The per-chunk steps run on threads (numpy and pyarrow let go of the GIL): this runs in one process after the
-    workers counted, so on many cores it is what a fit waits for.
-    Consumes `parts`: each chunk's counts are let go once moved to the shared columns, so that the merge holds the
-    chunks' counts and the result's only as one chunk's share of each: moving every chunk's entries at once held
-    them all, moved and unmoved, beside each other (BENCHMARKS.md, "Big corpora with no flags": the vectorize
-    phase's rise at a million documents was mostly this fit)."""
+    workers counted, so on many cores it is what a fit waits for."""
     if not parts:
-        return np.array([], dtype=object), sp.csr_matrix((0, 0), dtype=np.float32)
+        return MergedTerms(np.array([], dtype=object), np.zeros(0, np.int64), [])
     encoded = pc.dictionary_encode(pa.concat_arrays([part.words.cast(pa.large_string()) for part in parts]))
     numbers = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)  # chunk word -> shared word number
     words = encoded.dictionary
     n_words = len(words)
     offsets = np.cumsum([0] + [len(part.words) for part in parts])
 
-    def shared_keys(index: int) -> np.ndarray:  # a chunk's keys in the shared word numbering
+    def shared_keys(index: int) -> tuple[np.ndarray, np.ndarray]:
+        """A chunk's keys in the shared word numbering, sorted, and the order that sorts them (its keys are
+        sorted in its own numbering, not in the shared one)."""
         part = parts[index]
         first, second = _split_keys(part.keys, len(part.words))
         mapped = numbers[offsets[index]:offsets[index + 1]]
-        return _global_keys(mapped[first], np.where(second < 0, -1, mapped[second]), n_words)
+        keys = _global_keys(mapped[first], np.where(second < 0, -1, mapped[second]), n_words)
+        order = np.argsort(keys)
+        return keys[order], order
+
+    # Document frequencies summed over the chunks, by ranking the keys of all of them (each chunk's are
+    # distinct); `group`: each chunk term's rank among the distinct keys.
+    df = np.concatenate([np.bincount(part.counts.indices, minlength=len(part.keys)) for part in parts])
+    threads = ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1))
+    with threads:
+        if len(parts) == 1:  # its words are numbered as they were, so its keys are still distinct and sorted
+            distinct, group, totals = parts[0].keys, np.arange(len(parts[0].keys)), df
+        else:
+            # Each chunk's keys sorted on a thread of its own, then ranked together a range of keys a thread
+            # (_ranks_of_runs), where one argsort of all of them took most of a bigram fit's merge (BENCHMARKS.md,
+            # "The vocabulary's fit by chunks").
+            sorted_keys = list(threads.map(shared_keys, range(len(parts))))
+            distinct, run_ranks = _ranks_of_runs([keys for keys, _ in sorted_keys], threads)
+
+            def unsorted(index: int) -> np.ndarray:  # a chunk's ranks in its own order of its terms
+                ranks = np.empty(len(run_ranks[index]), np.int64)
+                ranks[sorted_keys[index][1]] = run_ranks[index]
+                return ranks
+
+            group = np.concatenate(list(threads.map(unsorted, range(len(parts)))))
+            del sorted_keys, run_ranks
+            totals = np.bincount(group, weights=df, minlength=len(distinct)).astype(np.int64)
+    del df
+    keep = totals >= max(1, min_df)
+    if leave_out is not None:
+        word = pc.index(words, pa.scalar(leave_out, words.type)).as_py()  # -1: no document holds it
+        keep &= distinct != word  # a unigram's key is its word's number (bigrams' are n_words or more)
+    kept = np.flatnonzero(keep)
+    first, second = _split_keys(distinct[kept], n_words)
+    terms = pc.if_else(pa.array(second < 0), words.take(pa.array(first)), pc.binary_join_element_wise(
+        words.take(pa.array(first)), words.take(pa.array(np.maximum(second, 0))),
+        pa.scalar(" ", pa.large_string())))
+    # The kept terms' order as strings (UTF-8 bytes sort as Python sorts str, by code point), found from their
+    # words' order. Bigrams are word bigrams, and a word holds no byte at or below the space that joins a bigram's
+    # two (word characters are ASCII letters, digits and "_", or bytes from 0x80 on), so "a b" sorts as the pair
+    # (a, b), and a unigram "a" before every "a ..." (character n-grams, spaces and all, are unigrams here: their
+    # words' order). Sorting the pairs' numbers took a fifth of sorting the strings (2.6M bigram terms: 0.58 s,
+    # one core).
+    word_rank = np.empty(n_words, np.int64)
+    word_rank[pc.array_sort_indices(words).to_numpy()] = np.arange(n_words)
+    alphabetical = np.argsort(word_rank[first] * (n_words + 1) + np.where(second < 0, 0,
+                                                                          word_rank[np.maximum(second, 0)] + 1))
+    column = np.full(len(distinct), -1, np.int64)  # distinct key -> its column, -1: dropped
+    column[kept[alphabetical]] = np.arange(len(kept))
+    term_offsets = np.cumsum([0] + [len(part.keys) for part in parts])
+    return MergedTerms(np.array(terms.take(pa.array(alphabetical)).to_pylist(), dtype=object),
+                       totals[kept[alphabetical]],
+                       [column[group[term_offsets[i]:term_offsets[i + 1]]] for i in range(len(parts))])
+
+
+def merge(parts: list[ChunkCounts], min_df: int, leave_out: str | None = None) -> tuple[np.ndarray, sp.csr_matrix]:
+    """Chunks -> (the terms in at least min_df documents of all of them, sorted as CountVectorizer sorts its
+    vocabulary; the counts with their columns in that order, stacked): the one-CountVectorizer result.
+    leave_out: as merge_terms.
+    Consumes `parts`: each chunk's counts are let go once moved to the shared columns, so that the merge holds the
+    chunks' counts and the result's only as one chunk's share of each: moving every chunk's entries at once held
+    them all, moved and unmoved, beside each other (BENCHMARKS.md, "Big corpora with no flags": the vectorize
+    phase's rise at a million documents was mostly this fit)."""
+    if not parts:
+        return np.array([], dtype=object), sp.csr_matrix((0, 0), dtype=np.float32)
+    merged = merge_terms(parts, min_df, leave_out)
+    width = len(merged.terms)
+
+    def moved(index: int) -> sp.csr_matrix:
+        """Chunk `index`'s counts in the shared columns, the dropped terms left out; the chunk let go."""
+        counts = parts[index].counts
+        parts[index] = None
+        chunk = move_columns(counts, merged.columns[index], width)
+        chunk.sort_indices()
+        return chunk
 
     with ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as threads:
-        keys = list(threads.map(shared_keys, range(len(parts))))
-        # Document frequencies summed over the chunks, by ranking the keys of all of them (each chunk's are
-        # distinct); `group`: each chunk term's rank among the distinct keys.
-        df = np.concatenate([np.bincount(part.counts.indices, minlength=len(part.keys)) for part in parts])
-        if len(parts) == 1:  # its words are numbered as they were, so its keys are still distinct and sorted
-            distinct, group, totals = keys[0], np.arange(len(keys[0])), df
-        else:
-            every = np.concatenate(keys)
-            keys.clear()  # (the chunks' own arrays go before the ranking's)
-            distinct, group = _ranks(every)
-            del every
-            totals = np.bincount(group, weights=df, minlength=len(distinct))
-        del keys, df
-        keep = totals >= max(1, min_df)
-        if leave_out is not None:
-            word = pc.index(words, pa.scalar(leave_out, words.type)).as_py()  # -1: no document holds it
-            keep &= distinct != word  # a unigram's key is its word's number (bigrams' are n_words or more)
-        kept = np.flatnonzero(keep)
-        first, second = _split_keys(distinct[kept], n_words)
-        # The kept terms' text, and their order as strings: UTF-8 bytes sort as Python sorts str (by code point).
-        terms = pc.if_else(pa.array(second < 0), words.take(pa.array(first)), pc.binary_join_element_wise(
-            words.take(pa.array(first)), words.take(pa.array(np.maximum(second, 0))),
-            pa.scalar(" ", pa.large_string())))
-        alphabetical = pc.array_sort_indices(terms).to_numpy()
-        column = np.full(len(distinct), -1, np.int64)  # distinct key -> its column, -1: dropped
-        column[kept[alphabetical]] = np.arange(len(kept))
-        term_offsets = np.cumsum([0] + [len(part.keys) for part in parts])
-
-        def moved(index: int) -> sp.csr_matrix:
-            """Chunk `index`'s counts in the shared columns, the dropped terms left out; the chunk let go."""
-            counts = parts[index].counts
-            parts[index] = None
-            chunk = move_columns(counts, column[group[term_offsets[index]:term_offsets[index + 1]]], len(kept))
-            chunk.sort_indices()
-            return chunk
-
         rows = list(threads.map(moved, range(len(parts))))
     parts.clear()
-    return np.array(terms.take(pa.array(alphabetical)).to_pylist(), dtype=object), stack_rows(rows)
+    return merged.terms, stack_rows(rows)
 
 
 def move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> sp.csr_matrix:

@@ -307,6 +307,57 @@ def test_a_fit_without_its_matrix_gives_the_same_vectorizer(corpus, nb_weighting
     assert none is None and sampled.terms == on_sample.terms and np.array_equal(sampled.idf, on_sample.idf)
 
 
+def _fit_in_chunks(monkeypatch, texts, labels, settings, chunk_characters):
+    """fit_vectorizer(..., matrix=False) with chunks of ~chunk_characters, and how many chunks merge_terms joined."""
+    from pipelines import vectorize, word_counts
+
+    joined = []
+    merge_terms = word_counts.merge_terms
+    monkeypatch.setattr(vectorize, "CHUNK_CHARACTERS", chunk_characters)
+    monkeypatch.setattr(word_counts, "merge_terms", lambda parts, *a, **k: joined.append(len(parts)) or
+                        merge_terms(parts, *a, **k))
+    vec, none = fit_vectorizer(texts, labels, settings, workers=1, matrix=False)
+    assert none is None
+    return vec, joined
+
+
+def _same_vectorizer(chunked, full, nb_weighting):
+    """The same terms and IDF bit for bit; NB weights (whole-number counts) bit for bit too."""
+    assert chunked.config() == full.config() and chunked.terms == full.terms
+    assert chunked.idf.tolist() == full.idf.tolist()
+    assert chunked.idf.dtype == full.idf.dtype == np.float32
+
+
+@pytest.mark.parametrize("nb_weighting,features,ngram_max,stop_words,sublinear",
+                         [(True, 50, 2, "english", True), (False, 50, 1, None, False), (True, 100_000, 2, None, True),
+                          (False, 30, 2, "english", True)])
+def test_a_fit_in_chunks_gives_the_whole_matrixs_vectorizer(corpus, monkeypatch, nb_weighting, features, ngram_max,
+                                                             stop_words, sublinear):
+    """matrix=False over several chunks sums each chunk's statistics (_fit_by_chunks) and never stacks the counts:
+    the same vectorizer as the fit over the whole matrix (100,000 features: nothing selected)."""
+    settings = Settings(features=features, nb_weighting=nb_weighting, ngram_max=ngram_max, stop_words=stop_words,
+                        sublinear_tf=sublinear)
+    full, _ = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1)
+    chunked, joined = _fit_in_chunks(monkeypatch, corpus.texts, corpus.labels, settings, 300)
+    assert joined and joined[0] >= 3  # several chunks, merged by their terms only
+    _same_vectorizer(chunked, full, nb_weighting)
+
+
+@pytest.mark.parametrize("features,nb_weighting", [(2_000, True), (20_000, False)])
+def test_a_fit_in_chunks_of_real_questions_selects_the_same_terms(monkeypatch, features, nb_weighting):
+    """On TREC's 5,452 training questions in ~16 chunks (bigrams and the start token, as the search fits
+    trec): the chi-squared sums added chunk by chunk select the terms the whole matrix does."""
+    from tests.conftest import shared_path
+
+    rows = [json.loads(line) for line in shared_path("trec", "train.jsonl").open()]
+    texts, labels = [row["text"] for row in rows], [row["label"] for row in rows]
+    settings = Settings(features=features, nb_weighting=nb_weighting, start_token=True)
+    full, _ = fit_vectorizer(texts, labels, settings, workers=1)
+    chunked, joined = _fit_in_chunks(monkeypatch, texts, labels, settings, sum(map(len, texts)) // 16)
+    assert joined and joined[0] >= 8
+    _same_vectorizer(chunked, full, nb_weighting)
+
+
 def test_the_stop_word_copy_is_scikit_learns_list():
     """pipelines/stop_words.py copies the list so that a prediction need not import scikit-learn."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
