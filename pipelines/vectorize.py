@@ -590,39 +590,24 @@ def _fitted_view(terms: np.ndarray, counts: sp.csr_matrix, labels, settings: Wor
 def _fit_by_chunks(texts: Sequence[str], labels: Sequence[str], settings: WordSettings, pool: WorkerPool,
                    on_progress: Callable[[int, int], None] | None) -> Vectorizer:
     """fit_vectorizer(..., matrix=False) of word n-grams up to word_counts.MAX_NGRAM: the chunks the workers counted
-    are never merged into one matrix. Only their terms are (word_counts.merge_terms), and every statistic the fit
-    needs is a sum over columns that each chunk adds up on its own (_chunk_statistics).
-    Why: merging the chunks (moving every entry to the shared columns, sorting each row, stacking), then weighting
-    the whole sample and summing it by class, ran in this process while the workers waited: on a million synthetic
-    documents' 200,000-document sample (16 cores, unigrams) 1.3 of the fit's 2.3 s (BENCHMARKS.md, "The
-    vocabulary's fit by chunks").
-    What differs: with several chunks the chi-squared statistic comes from float64 sums added chunk by chunk, in
-    chunk order, where the whole matrix's are added row by row, so the two agree to ~1e-15 of their size, not bit
-    for bit, and a tie at the selection's cut that close could fall the other way (as in fit_vectorizer_shared).
-    Decision: accepted, since this path fits a sample of a large corpus (FIT_DOCUMENTS), whose draw moves the choice
-    far more. One chunk (a small corpus, or one worker) takes the matrix path: bit for bit scikit-learn's chi2."""
+    are not merged into one matrix of counts. Their terms are (word_counts.merge_terms), and where the rows are needed
+    (a chi-squared selection, NB weights) each chunk's are moved to the shared columns and weighted on a thread
+    of their own (_view_from_chunks). The same vectorizer as the whole matrix's, bit for bit.
+    Why: merging the chunks (every entry moved, each row sorted, the counts stacked), then weighting the whole
+    sample, ran in this process while the workers waited, one step after another: on a million synthetic
+    documents' 200,000-document sample (16 cores) 1.3 of the fit's 2.3 s with unigrams, 5.4 of 8.5 s with
+    bigrams (BENCHMARKS.md, "The vocabulary's fit by chunks")."""
     parts = _map_chunks(pool, _count_word_chunk, texts, on_progress, settings.ngram_max,
                         _stop_word_set(settings.stop_words), START_TOKEN if settings.start_token else None,
                         settings.unspaced_as_characters)
-    min_df = settings.min_df if len(texts) >= SMALL_CORPUS_DOCS else 1
+    merged = word_counts.merge_terms(parts, settings.min_df if len(texts) >= SMALL_CORPUS_DOCS else 1,
+                                     START_TOKEN if settings.start_token else None)
+    if not len(merged.terms):
+        raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
+                          "add real text or pass --stop-words none")
     labels = np.asarray(labels)
-    if len(parts) == 1:
-        terms, counts = _without_start_token(*word_counts.merge(parts, min_df, START_TOKEN if settings.start_token
-                                                                 else None))
-        if not len(terms):
-            raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
-                              "add real text or pass --stop-words none")
-        vec, _ = _fitted_view(terms, counts, labels, settings, False, settings.ngram_max, settings.stop_words,
-                              settings.start_token, settings.unspaced_as_characters)
-        del counts
-    else:
-        merged = word_counts.merge_terms(parts, min_df, START_TOKEN if settings.start_token else None)
-        if not len(merged.terms):
-            raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
-                              "add real text or pass --stop-words none")
-        vec = _view_from_chunks(merged, parts, labels, settings, settings.ngram_max, settings.stop_words,
-                                settings.start_token, settings.unspaced_as_characters)
-    del parts
+    vec = _view_from_chunks(merged, parts, labels, settings, settings.ngram_max, settings.stop_words,
+                            settings.start_token, settings.unspaced_as_characters)
     if settings.char_ngrams:
         terms, counts = count_chars(texts, settings.min_df, pool)
         vec.chars, _ = _fitted_view(terms, counts, labels, settings, False, CHAR_NGRAM_RANGE[1], None, False,
@@ -633,76 +618,38 @@ def _fit_by_chunks(texts: Sequence[str], labels: Sequence[str], settings: WordSe
 def _view_from_chunks(merged: word_counts.MergedTerms, parts: list[word_counts.ChunkCounts], labels: np.ndarray,
                       settings: WordSettings, ngram_max: int, stop_words: str | None, start_token: bool,
                       unspaced_as_characters: bool) -> Vectorizer:
-    """_fitted_view from the chunks' own counts and merge_terms' columns (_fit_by_chunks says why): the same
-    IDF (document frequencies are whole numbers), selection and NB weights, the chi-squared sums added chunk by
-    chunk."""
+    """_fitted_view from the chunks' own counts and merge_terms' columns (_fit_by_chunks says why), bit for bit:
+    the IDF from the merged document frequencies; where a chi-squared selection or NB weights need the rows, each
+    chunk's rows moved to the shared columns and weighted on a thread of their own, then stacked (the counts
+    themselves never are). Consumes `parts`."""
     n = sum(part.counts.shape[0] for part in parts)
     idf = (np.log((1.0 + n) / (1.0 + merged.df)) + 1.0).astype(np.float32)  # _idf, from the merged frequencies
-    classes = np.unique(labels)
-    codes = np.searchsorted(classes, labels)
-    chi2 = len(merged.terms) > settings.features and settings.feature_selection == "chi2"
-    starts = np.cumsum([0] + [part.counts.shape[0] for part in parts])
     width = len(merged.terms)
-    observed = np.zeros((len(classes), width)) if chi2 else None  # (C, V) each class's weighted rows summed
-    in_class = np.zeros((len(classes), width)) if settings.nb_weighting else None  # (C, V) documents holding each
+    chi2 = width > settings.features and settings.feature_selection == "chi2"
+    weighted = None
     if chi2 or settings.nb_weighting:
-        statistics = functools.partial(_chunk_statistics, idf=idf, classes=len(classes), sublinear=settings.sublinear_tf,
-                                       weighted=chi2, presence=settings.nb_weighting)
+
+        def weighted_rows(index: int) -> sp.csr_matrix:
+            """Chunk `index`'s rows in the shared columns, weighted as _weight weighs the whole matrix's (each row
+            on its own: the same bits); the chunk let go."""
+            counts = parts[index].counts
+            parts[index] = None
+            moved = word_counts.move_columns(counts, merged.columns[index], width)
+            del counts
+            return _weight(moved, idf, settings.sublinear_tf, copy=False)
+
         with ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as threads:
-            # In chunk order, so that the float64 sums are added in one order every time.
-            for columns, sums, held in threads.map(
-                    lambda i: statistics(parts[i].counts, merged.columns[i], codes[starts[i]:starts[i + 1]]),
-                    range(len(parts))):
-                if chi2:
-                    observed[:, columns] += sums
-                if settings.nb_weighting:
-                    in_class[:, columns] += held
+            weighted = word_counts.stack_rows(list(threads.map(weighted_rows, range(len(parts)))))
+    parts.clear()
     keep = None
     if width > settings.features:
-        score = _chi2_from_sums(observed, np.bincount(codes, minlength=len(classes)).astype(np.float64)) if chi2 \
-            else merged.df.astype(np.float64)
-        keep = _top_columns(score, settings.features)
-    terms = merged.terms if keep is None else merged.terms[keep]
-    idf = idf if keep is None else idf[keep]
-    if settings.nb_weighting:
-        in_class = in_class if keep is None else in_class[:, keep]
-        idf = idf * _nb_ratios_from(in_class, in_class.sum(axis=0, keepdims=True))
+        keep = most_tied_columns(weighted, labels, settings.features) if chi2 else \
+            _top_columns(merged.df.astype(np.float64), settings.features)
+    terms, idf = (merged.terms, idf) if keep is None else (merged.terms[keep], idf[keep])
+    if settings.nb_weighting:  # (presence counts stored entries, and the weighted rows hold the counts' entries)
+        idf = idf * nb_ratios(weighted, labels, columns=keep)
     return Vectorizer("tfidf", [str(t) for t in terms], idf, ngram_max, stop_words, settings.sublinear_tf,
                       start_token, unspaced_as_characters)
-
-
-def _chunk_statistics(counts: sp.csr_matrix, columns: np.ndarray, codes: np.ndarray, idf: np.ndarray, classes: int,
-                      sublinear: bool, weighted: bool, presence: bool
-                      ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """One chunk's part of a fit's column sums, over the shared columns its terms went to (columns: (K,) each chunk
-    term's, -1 dropped; codes: (rows,) each row's class) -> (the shared columns it holds (k,); weighted: (C, k)
-    float64 sums of each class's rows weighted as _weight weighs them (tf or 1 + log tf, times the IDF, each row
-    scaled to unit length, bit for bit); presence: (C, k) each class's rows holding each column)."""
-    kept_terms = columns >= 0
-    held = columns[kept_terms]  # (k,) the chunk's kept terms' shared columns (distinct: its terms are)
-    position = np.cumsum(kept_terms) - 1  # (K,) a kept term's place among them
-    keep = kept_terms[counts.indices]  # (nnz,) the entries of kept terms
-    rows = np.repeat(np.arange(counts.shape[0]), np.diff(counts.indptr))[keep]
-    where = position[counts.indices[keep]]  # (nnz',) each entry's place in `held`
-    local = held[where]  # its shared column
-    entry_class = codes[rows]
-    sums = counts_in = None
-    if weighted:
-        data = counts.data[keep]  # (a float32 copy)
-        if sublinear:
-            np.log(data, out=data)
-            data += 1.0
-        data *= idf[local]
-        # Each row scaled to unit length as scikit-learn's compiled loop does it (_normalize_rows): float32
-        # squares summed in float64 in row order, the float32 value divided by the float64 norm.
-        norms = np.sqrt(np.bincount(rows, weights=data * data, minlength=counts.shape[0]))
-        norms[norms == 0.0] = 1.0
-        np.divide(data, norms[rows], out=data, casting="same_kind")
-        sums = np.stack([np.bincount(where[entry_class == c], weights=data[entry_class == c], minlength=len(held))
-                         for c in range(classes)])
-    if presence:
-        counts_in = np.stack([np.bincount(where[entry_class == c], minlength=len(held)) for c in range(classes)])
-    return held, sums, counts_in
 
 
 def _select(counts: sp.csr_matrix, labels, budget: int, settings: WordSettings
@@ -1004,13 +951,8 @@ def _shared_chi2(weighted: sp.csr_matrix, labels: np.ndarray, classes, exchange:
     codes = np.searchsorted(classes, labels)
     shared = exchange({"observed": _class_sums(weighted, codes, len(classes)),
                        "per_class": np.bincount(codes, minlength=len(classes)).astype(np.float64)})
-    return _chi2_from_sums(np.sum([part["observed"] for part in shared], axis=0),
-                           np.sum([part["per_class"] for part in shared], axis=0))
-
-
-def _chi2_from_sums(observed: np.ndarray, per_class: np.ndarray) -> np.ndarray:
-    """scikit-learn's chi2 statistic of every column from (C, V) each class's rows summed and (C,) each class's
-    rows: expected[c] = P(c) x the sum of all rows (a column no row holds scores 0)."""
+    observed = np.sum([part["observed"] for part in shared], axis=0)  # (C, V)
+    per_class = np.sum([part["per_class"] for part in shared], axis=0)  # (C,)
     expected = np.outer(per_class / per_class.sum(), observed.sum(axis=0))
     with np.errstate(invalid="ignore", divide="ignore"):
         score = ((observed - expected) ** 2 / expected).sum(axis=0)

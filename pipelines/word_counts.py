@@ -457,9 +457,10 @@ def merge_terms(parts: list[ChunkCounts], min_df: int, leave_out: str | None = N
 
     # Document frequencies summed over the chunks, by ranking the keys of all of them (each chunk's are
     # distinct); `group`: each chunk term's rank among the distinct keys.
-    df = np.concatenate([np.bincount(part.counts.indices, minlength=len(part.keys)) for part in parts])
     threads = ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1))
     with threads:
+        df = np.concatenate(list(threads.map(lambda part: np.bincount(part.counts.indices, minlength=len(part.keys)),
+                                             parts)))
         if len(parts) == 1:  # its words are numbered as they were, so its keys are still distinct and sorted
             distinct, group, totals = parts[0].keys, np.arange(len(parts[0].keys)), df
         else:
@@ -500,9 +501,10 @@ def merge_terms(parts: list[ChunkCounts], min_df: int, leave_out: str | None = N
     column = np.full(len(distinct), -1, np.int64)  # distinct key -> its column, -1: dropped
     column[kept[alphabetical]] = np.arange(len(kept))
     term_offsets = np.cumsum([0] + [len(part.keys) for part in parts])
+    with ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as threads:
+        columns = list(threads.map(lambda i: column[group[term_offsets[i]:term_offsets[i + 1]]], range(len(parts))))
     return MergedTerms(np.array(terms.take(pa.array(alphabetical)).to_pylist(), dtype=object),
-                       totals[kept[alphabetical]],
-                       [column[group[term_offsets[i]:term_offsets[i + 1]]] for i in range(len(parts))])
+                       totals[kept[alphabetical]], columns)
 
 
 def merge(parts: list[ChunkCounts], min_df: int, leave_out: str | None = None) -> tuple[np.ndarray, sp.csr_matrix]:

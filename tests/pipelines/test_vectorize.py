@@ -321,8 +321,8 @@ def _fit_in_chunks(monkeypatch, texts, labels, settings, chunk_characters):
     return vec, joined
 
 
-def _same_vectorizer(chunked, full, nb_weighting):
-    """The same terms and IDF bit for bit; NB weights (whole-number counts) bit for bit too."""
+def _same_vectorizer(chunked, full):
+    """The same terms, and the same column weights (IDF, times the NB weights if any) bit for bit."""
     assert chunked.config() == full.config() and chunked.terms == full.terms
     assert chunked.idf.tolist() == full.idf.tolist()
     assert chunked.idf.dtype == full.idf.dtype == np.float32
@@ -333,20 +333,20 @@ def _same_vectorizer(chunked, full, nb_weighting):
                           (False, 30, 2, "english", True)])
 def test_a_fit_in_chunks_gives_the_whole_matrixs_vectorizer(corpus, monkeypatch, nb_weighting, features, ngram_max,
                                                              stop_words, sublinear):
-    """matrix=False over several chunks sums each chunk's statistics (_fit_by_chunks) and never stacks the counts:
-    the same vectorizer as the fit over the whole matrix (100,000 features: nothing selected)."""
+    """matrix=False over several chunks merges their terms alone and weighs each chunk's rows on its own
+    (_fit_by_chunks): the same vectorizer as the fit over the whole matrix (100,000 features: nothing selected)."""
     settings = Settings(features=features, nb_weighting=nb_weighting, ngram_max=ngram_max, stop_words=stop_words,
                         sublinear_tf=sublinear)
     full, _ = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1)
     chunked, joined = _fit_in_chunks(monkeypatch, corpus.texts, corpus.labels, settings, 300)
     assert joined and joined[0] >= 3  # several chunks, merged by their terms only
-    _same_vectorizer(chunked, full, nb_weighting)
+    _same_vectorizer(chunked, full)
 
 
 @pytest.mark.parametrize("features,nb_weighting", [(2_000, True), (20_000, False)])
 def test_a_fit_in_chunks_of_real_questions_selects_the_same_terms(monkeypatch, features, nb_weighting):
     """On TREC's 5,452 training questions in ~16 chunks (bigrams and the start token, as the search fits
-    trec): the chi-squared sums added chunk by chunk select the terms the whole matrix does."""
+    trec): the chi-squared selection and NB weights of the whole matrix's fit, bit for bit."""
     from tests.conftest import shared_path
 
     rows = [json.loads(line) for line in shared_path("trec", "train.jsonl").open()]
@@ -355,7 +355,7 @@ def test_a_fit_in_chunks_of_real_questions_selects_the_same_terms(monkeypatch, f
     full, _ = fit_vectorizer(texts, labels, settings, workers=1)
     chunked, joined = _fit_in_chunks(monkeypatch, texts, labels, settings, sum(map(len, texts)) // 16)
     assert joined and joined[0] >= 8
-    _same_vectorizer(chunked, full, nb_weighting)
+    _same_vectorizer(chunked, full)
 
 
 def test_the_stop_word_copy_is_scikit_learns_list():
