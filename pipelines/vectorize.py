@@ -404,7 +404,7 @@ def _transform_weighted(texts: word_counts.Texts, counter, idf: np.ndarray, subl
     word_counts takes as it is and scikit-learn's counters as Python strings."""
     if isinstance(texts, pa.Array) and not isinstance(counter, word_counts.WordCounter):
         texts = texts.to_pylist()
-    return _weight(counter.transform(texts), idf, sublinear)
+    return _weight(counter.transform(texts), idf, sublinear, copy=False)  # (fresh counts: weighed where they lie)
 
 
 def _transform_pickled(texts: Sequence[str], counter: bytes, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:

@@ -111,8 +111,9 @@ class Tokens:
 def tokens(texts: Texts, stop_words: frozenset[str] | None, prefix: str | None = None, unspaced: bool = False) -> Tokens:
     """texts -> Tokens, lowercased as scikit-learn does, stop words left out; prefix: a word put in front of each
     text (before lowercasing, as a preprocessor would); unspaced: each character of a script written without spaces a word (UNSPACED_RANGES)."""
-    lowered = _lowered(texts, prefix)
-    return (_python_tokens if _small(lowered) else _arrow_tokens)(lowered, stop_words, unspaced)
+    small = _small(texts)
+    lowered = _lowered(texts, prefix, ascii_lowered=small)
+    return (_python_tokens if small else _arrow_tokens)(lowered, stop_words, unspaced)
 
 
 # Texts as this module takes them: Python strings, or a pyarrow string array (a JSONL share parsed by pyarrow's
@@ -120,23 +121,25 @@ def tokens(texts: Texts, stop_words: frozenset[str] | None, prefix: str | None =
 Texts = Sequence[str] | pa.Array
 
 
-def _lowered(texts: Texts, prefix: str | None) -> list[str] | pa.Array:
+def _lowered(texts: Texts, prefix: str | None, ascii_lowered: bool = True) -> list[str] | pa.Array:
     """The texts lowercased as Python's str.lower does, the prefix and a space in front of each: a list, or a
-    large_string array for an array (_lowered_array)."""
+    large_string array for an array (_lowered_array; ascii_lowered=False: its ASCII texts left as they are, for
+    _arrow_split, whose ASCII split lowercases them as it goes)."""
     if isinstance(texts, pa.Array):
-        return _lowered_array(texts, prefix)
+        return _lowered_array(texts, prefix, ascii_lowered)
     return [(prefix + " " + text).lower() for text in texts] if prefix else [text.lower() for text in texts]
 
 
-def _lowered_array(texts: pa.Array, prefix: str | None) -> pa.Array:
-    """_lowered of an array: the ASCII texts by pyarrow's ASCII lowercasing (the same as str.lower on ASCII), the
-    others by str.lower itself (pyarrow's Unicode lowercasing differs from Python's in its special cases)."""
+def _lowered_array(texts: pa.Array, prefix: str | None, ascii_lowered: bool = True) -> pa.Array:
+    """_lowered of an array: the ASCII texts by pyarrow's ASCII lowercasing (the same as str.lower on ASCII) unless
+    not ascii_lowered, the others by str.lower itself (pyarrow's Unicode lowercasing differs from Python's in its
+    special cases)."""
     texts = texts.cast(pa.large_string())
     if prefix:
         texts = pc.binary_join_element_wise(pa.scalar(prefix, pa.large_string()), texts,
                                             pa.scalar(" ", pa.large_string()))
     ascii_texts = pc.string_is_ascii(texts)
-    lowered = pc.ascii_lower(texts)
+    lowered = pc.ascii_lower(texts) if ascii_lowered else texts
     if not pc.all(ascii_texts).as_py():
         others = pc.invert(ascii_texts)
         lowered = pc.replace_with_mask(lowered, others, pa.array(
@@ -144,15 +147,19 @@ def _lowered_array(texts: pa.Array, prefix: str | None) -> pa.Array:
     return lowered
 
 
-def _small(lowered: list[str] | pa.Array) -> bool:
+def _small(texts: Texts) -> bool:
     """Whether Python's re splits these texts (SMALL_INPUT_CHARACTERS says why)."""
-    if isinstance(lowered, pa.Array):  # bytes: at least the characters, so a small array is small in both
-        return _text_bytes(lowered) < SMALL_INPUT_CHARACTERS
-    return sum(map(len, lowered)) < SMALL_INPUT_CHARACTERS
+    if isinstance(texts, pa.Array):  # bytes: at least the characters, so a small array is small in both
+        return _text_bytes(texts) < SMALL_INPUT_CHARACTERS
+    return sum(map(len, texts)) < SMALL_INPUT_CHARACTERS
 
 
 def _text_bytes(texts: pa.Array) -> int:
-    offsets = string_offsets(texts)
+    """The bytes of a string or large_string array's texts (another type is cast first)."""
+    if texts.type == pa.string():
+        offsets = np.frombuffer(texts.buffers()[1], np.int32, len(texts) + 1, texts.offset * 4)
+    else:
+        offsets = string_offsets(texts if texts.type == pa.large_string() else texts.cast(pa.large_string()))
     return int(offsets[-1] - offsets[0])
 
 
@@ -176,8 +183,9 @@ def _arrow_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | No
 
 
 def _arrow_split(lowered: list[str] | pa.Array, unspaced: bool = False) -> tuple[pa.Array, np.ndarray]:
-    """Lowercased texts -> (every token (T,) large_string, its document (T,) int64): the ASCII documents (nearly
-    all of most corpora) split on whitespace after a byte translation (_ascii_split), the others by pyarrow's RE2
+    """Lowercased texts (ASCII ones may come as they are: the byte translation lowercases them) -> (every token
+    (T,) large_string, lowercased, its document (T,) int64): the ASCII documents (nearly all of most corpora)
+    split on whitespace after a byte translation (_ascii_split), the others by pyarrow's RE2
     (_regex_split). Each document's tokens stay together and in order, which is all term_keys and WordCounter
     need of `docs` (the ASCII documents' tokens come first). unspaced: as tokens() (an ASCII text holds no such
     character)."""
@@ -226,18 +234,22 @@ def _long_pieces(pieces: pa.ListArray, length, unspaced: bool = False) -> tuple[
     return pc.filter(flat, keep), docs
 
 
-# ASCII bytes -> themselves if a word character (Python's \w on ASCII: letters, digits, the underscore), else a space.
+# ASCII bytes -> themselves if a word character (Python's \w on ASCII: letters, digits, the underscore), lowercased
+# (as str.lower lowercases ASCII), else a space. Lowercasing here spares the large texts' ASCII ones a pass of their
+# own (_lowered's ascii_lowered): a 16 MB share's pyarrow ascii_lower took 11 of its ~300 ms (one core).
 _WORD_OR_SPACE = np.full(256, ord(" "), np.uint8)
-for _first, _last in ("az", "AZ", "09", "__"):
+for _first, _last in ("az", "09", "__"):
     _WORD_OR_SPACE[ord(_first):ord(_last) + 1] = np.arange(ord(_first), ord(_last) + 1)
+_WORD_OR_SPACE[ord("A"):ord("Z") + 1] = np.arange(ord("a"), ord("z") + 1)
 # The table as bytes.translate takes it: a byte-to-byte loop, where numpy's indexing by a uint8 array widened the
 # indices to int64 first (a 14 MB share: 6 ms against 19, one core).
 _WORD_OR_SPACE_BYTES = _WORD_OR_SPACE.tobytes()
 
 
 def _ascii_split(lowered: list[str] | pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """_regex_split for ASCII texts: every byte that is not a word character becomes a space (one numpy table
-    translation of the joined texts' bytes, handed to pyarrow as a string array without a copy), then pyarrow's split on
+    """_regex_split for ASCII texts: every byte that is not a word character becomes a space and every capital
+    letter a small one (one table translation of the joined texts' bytes, handed to pyarrow as a string array
+    without a copy), then pyarrow's split on
     ASCII whitespace, which needs no regular expression. On synthetic news posts, one core: 0.54 s for 57 MB
     where the RE2 split took 1.39 s (BENCHMARKS.md, "Vectorizing in compiled code")."""
     if isinstance(lowered, pa.Array):  # a large_string array's bytes and offsets as they lie
@@ -330,16 +342,18 @@ def _pair_counts(major: np.ndarray, minor: np.ndarray, n_minor: int
 def row_counts(docs: np.ndarray, columns: np.ndarray, n_docs: int, width: int) -> sp.csr_matrix:
     """(document, column) occurrences, (T,) each -> (n_docs, width) CSR float32 counts, columns sorted within rows.
     The occurrences put in document order (a stable sort only where they are not: the tokens come grouped by
-    document, the ASCII documents' first), then scipy sorts and sums each row's few columns. On a 57 MB share of
-    synthetic posts (8.9M unigram occurrences, one core) 0.31 s, where one sort of every (document, column) pair
-    packed in an int64 (_pair_counts) took 1.4-2.1 s: many short sorts instead of one long one."""
+    document, the ASCII documents' first), then each row's columns ordered by two counting sorts, scipy's
+    conversions to CSC and back (each stable and linear: the second visits the columns in order, so each row
+    receives its columns in order, repeats side by side), and the repeats added. On a 16 MB share of synthetic
+    posts (2.5M unigram occurrences, one core) 0.05 s where scipy's sort within each row took 0.08 s; one sort of
+    every (document, column) pair packed in an int64 (_pair_counts) took 1.4-2.1 s on a 57 MB share."""
     if len(docs) > 1 and not bool(np.all(docs[1:] >= docs[:-1])):
         order = np.argsort(docs, kind="stable")
         docs, columns = docs[order], columns[order]
     indptr = np.zeros(n_docs + 1, np.int64)
     np.cumsum(np.bincount(docs, minlength=n_docs), out=indptr[1:])
-    counts = sp.csr_matrix((np.ones(len(columns), np.float32), columns, indptr), shape=(n_docs, width))
-    counts.sum_duplicates()  # sorts each row's columns, then adds up repeats
+    counts = sp.csr_matrix((np.ones(len(columns), np.float32), columns, indptr), shape=(n_docs, width)).tocsc().tocsr()
+    counts.sum_duplicates()  # (the rows' columns already in order: no sort, the repeats added)
     return counts
 
 
@@ -603,7 +617,8 @@ class WordCounter:
         self.bigram_pairs, self.bigram_column = pairs[order], np.flatnonzero(~unigram)[order].astype(np.int32)
 
     def transform(self, texts: Texts) -> sp.csr_matrix:
-        ids, token_docs = self._word_numbers(_lowered(texts, self.prefix))  # (T,) each
+        small = _small(texts)
+        ids, token_docs = self._word_numbers(_lowered(texts, self.prefix, ascii_lowered=small), small)  # (T,) each
         columns = [self.unigram_column[ids]]
         docs = [token_docs]
         if self.ngram_max == 2 and len(self.bigram_pairs) and len(ids) > 1:
@@ -621,10 +636,11 @@ class WordCounter:
             columns, docs = columns[known_terms], docs[known_terms]
         return row_counts(docs, columns, len(texts), self.width)
 
-    def _word_numbers(self, lowered: list[str] | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """Lowercased texts -> (each token's word number in the vocabulary, -1 for a word it lacks; its document),
-        (T,) int64 each, stop words left out."""
-        if _small(lowered):
+    def _word_numbers(self, lowered: list[str] | pa.Array, small: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Lowercased texts (_lowered; small: _small of them, else ASCII texts may come as they are) -> (each
+        token's word number in the vocabulary, -1 for a word it lacks; its document), (T,) int64 each, stop words
+        left out."""
+        if small:
             found = _python_tokens(lowered, self.stop_words, self.unspaced)
             chunk_words = found.words.to_pylist()
             known = np.fromiter(map(self.number.get, chunk_words, itertools.repeat(-1)), np.int64, len(chunk_words))
