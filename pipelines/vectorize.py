@@ -645,11 +645,11 @@ def _view_from_chunks(merged: word_counts.MergedTerms, parts: list[word_counts.C
     if width > settings.features:
         keep = most_tied_columns(weighted, labels, settings.features) if chi2 else \
             _top_columns(merged.df.astype(np.float64), settings.features)
-    terms, idf = (merged.terms, idf) if keep is None else (merged.terms[keep], idf[keep])
+    terms, idf = (merged.terms, idf) if keep is None else (merged.terms.take(pa.array(keep)), idf[keep])
     if settings.nb_weighting:  # (presence counts stored entries, and the weighted rows hold the counts' entries)
         idf = idf * nb_ratios(weighted, labels, columns=keep)
-    return Vectorizer("tfidf", [str(t) for t in terms], idf, ngram_max, stop_words, settings.sublinear_tf,
-                      start_token, unspaced_as_characters)
+    return Vectorizer("tfidf", terms.to_pylist(), idf, ngram_max, stop_words, settings.sublinear_tf, start_token,
+                      unspaced_as_characters)
 
 
 def _select(counts: sp.csr_matrix, labels, budget: int, settings: WordSettings

@@ -379,30 +379,35 @@ def _ranks(keys: np.ndarray, runs: bool = False) -> tuple[np.ndarray, np.ndarray
     return distinct, ranks
 
 
-def _ranks_of_runs(runs: list[np.ndarray], threads: ThreadPoolExecutor) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Sorted arrays, each of distinct keys -> (the distinct keys of all of them sorted (N,); each array's keys'
-    ranks among them, int64). The keys are cut into ranges at values of the longest array's (a key falls in one
-    range in every array), and each range is ranked on a thread of its own: its pieces of the arrays are sorted
-    runs, which numpy's stable sort merges (_ranks)."""
-    longest = max(runs, key=len)
-    pieces = max(1, min(threads._max_workers * 2, len(longest) // 10_000))  # (a few per thread: ranges differ)
+def _ranks_of_runs(runs: list[tuple[np.ndarray, np.ndarray]], threads: ThreadPoolExecutor, workers: int
+                   ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """Sorted arrays, each of distinct keys, with a whole-number weight each -> (the distinct keys of all of them
+    sorted (N,); each array's keys' ranks among them, int64; each distinct key's weights summed (N,) int64). The
+    keys are cut into ranges at values of the longest array's (a key falls in one range in every array), and each
+    range is ranked and summed on a thread of its own: its pieces of the arrays are sorted runs, which numpy's
+    stable sort merges (_ranks)."""
+    longest = max((keys for keys, _ in runs), key=len)
+    pieces = max(1, min(workers * 2, len(longest) // 10_000))  # (a few a thread: the ranges' sizes differ)
     cuts = longest[(np.arange(1, pieces) * len(longest)) // pieces]  # (pieces - 1,) ascending
-    bounds = [np.concatenate([[0], np.searchsorted(run, cuts), [len(run)]]) for run in runs]
+    bounds = [np.concatenate([[0], np.searchsorted(keys, cuts), [len(keys)]]) for keys, _ in runs]
 
-    def rank_range(piece: int) -> tuple[np.ndarray, np.ndarray]:
-        keys = np.concatenate([run[bound[piece]:bound[piece + 1]] for run, bound in zip(runs, bounds)])
-        return _ranks(keys, runs=True)
+    def rank_range(piece: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        spans = [slice(bound[piece], bound[piece + 1]) for bound in bounds]
+        distinct, ranks = _ranks(np.concatenate([keys[span] for (keys, _), span in zip(runs, spans)]), runs=True)
+        weights = np.concatenate([weight[span] for (_, weight), span in zip(runs, spans)])
+        return distinct, ranks, np.bincount(ranks, weights=weights, minlength=len(distinct)).astype(np.int64)
 
     ranked = list(threads.map(rank_range, range(pieces)))
-    first_rank = np.cumsum([0] + [len(distinct) for distinct, _ in ranked])
+    first_rank = np.cumsum([0] + [len(distinct) for distinct, _, _ in ranked])
     ranks = []
     for index, bound in enumerate(bounds):
         mine = []
-        for piece, (_, piece_ranks) in enumerate(ranked):
+        for piece, (_, piece_ranks, _) in enumerate(ranked):
             start = sum(int(other[piece + 1] - other[piece]) for other in bounds[:index])
             mine.append(piece_ranks[start:start + int(bound[piece + 1] - bound[piece])] + first_rank[piece])
         ranks.append(np.concatenate(mine) if mine else np.zeros(0, np.int64))
-    return np.concatenate([distinct for distinct, _ in ranked]), ranks
+    return (np.concatenate([distinct for distinct, _, _ in ranked]), ranks,
+            np.concatenate([totals for _, _, totals in ranked]))
 
 
 @dataclass
@@ -438,7 +443,7 @@ def _global_keys(first: np.ndarray, second: np.ndarray, n_words: int) -> np.ndar
 class MergedTerms:
     """merge_terms' answer: the kept terms of all chunks and where each chunk's terms went."""
 
-    terms: np.ndarray  # (V,) object: the terms in at least min_df documents, sorted as CountVectorizer sorts them
+    terms: pa.Array  # (V,) large_string: the terms in at least min_df documents, sorted as CountVectorizer sorts them
     df: np.ndarray  # (V,) int64: the documents of all chunks that hold each term
     columns: list[np.ndarray]  # per chunk, (K,) int64: each of its distinct keys' column in `terms`, -1: dropped
 
@@ -446,62 +451,43 @@ class MergedTerms:
 def merge_terms(parts: list[ChunkCounts], min_df: int, leave_out: str | None = None) -> MergedTerms:
     """Chunks -> the terms in at least min_df documents of all of them, sorted as CountVectorizer sorts its
     vocabulary, their document frequencies, and each chunk term's column: merge without moving any counts, for a
-    fit that needs only per-column sums (pipelines/vectorize.py, `_chunk_statistics`).
+    caller that moves each chunk's itself (merge; pipelines/vectorize.py, `_view_from_chunks`).
     leave_out: a word whose unigram is not kept (its bigrams are): the start token, which every document holds
     (pipelines/vectorize.py), dropped here with the rare terms rather than by copying the merged matrix.
     The per-chunk steps run on threads (numpy and pyarrow let go of the GIL): this runs in one process after the
     workers counted, so on many cores it is what a fit waits for."""
     if not parts:
-        return MergedTerms(np.array([], dtype=object), np.zeros(0, np.int64), [])
+        return MergedTerms(pa.array([], pa.large_string()), np.zeros(0, np.int64), [])
     encoded = pc.dictionary_encode(pa.concat_arrays([part.words.cast(pa.large_string()) for part in parts]))
     numbers = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)  # chunk word -> shared word number
     words = encoded.dictionary
     n_words = len(words)
     offsets = np.cumsum([0] + [len(part.words) for part in parts])
+    workers = min(len(parts), os.cpu_count() or 1)
 
-    def shared_keys(index: int) -> tuple[np.ndarray, np.ndarray]:
-        """A chunk's keys in the shared word numbering, sorted, and the order that sorts them (its keys are
-        sorted in its own numbering, not in the shared one)."""
+    def shared_keys(index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A chunk's keys in the shared word numbering, sorted; the order that sorts them (its keys are sorted in
+        its own numbering, not in the shared one); and each one's document frequency in the chunk, in that order."""
         part = parts[index]
         first, second = _split_keys(part.keys, len(part.words))
         mapped = numbers[offsets[index]:offsets[index + 1]]
         keys = _global_keys(mapped[first], np.where(second < 0, -1, mapped[second]), n_words)
         order = np.argsort(keys)
-        return keys[order], order
+        return keys[order], order, np.bincount(part.counts.indices, minlength=len(part.keys))[order]
 
-    # Document frequencies summed over the chunks, by ranking the keys of all of them (each chunk's are
-    # distinct); `group`: each chunk term's rank among the distinct keys.
-    threads = ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1))
-    with threads:
-        df = np.concatenate(list(threads.map(lambda part: np.bincount(part.counts.indices, minlength=len(part.keys)),
-                                             parts)))
-        if len(parts) == 1:  # its words are numbered as they were, so its keys are still distinct and sorted
-            distinct, group, totals = parts[0].keys, np.arange(len(parts[0].keys)), df
-        else:
-            # Each chunk's keys sorted on a thread of its own, then ranked together a range of keys a thread
-            # (_ranks_of_runs), where one argsort of all of them took most of a bigram fit's merge (BENCHMARKS.md,
-            # "The vocabulary's fit by chunks").
-            sorted_keys = list(threads.map(shared_keys, range(len(parts))))
-            distinct, run_ranks = _ranks_of_runs([keys for keys, _ in sorted_keys], threads)
-
-            def unsorted(index: int) -> np.ndarray:  # a chunk's ranks in its own order of its terms
-                ranks = np.empty(len(run_ranks[index]), np.int64)
-                ranks[sorted_keys[index][1]] = run_ranks[index]
-                return ranks
-
-            group = np.concatenate(list(threads.map(unsorted, range(len(parts)))))
-            del sorted_keys, run_ranks
-            totals = np.bincount(group, weights=df, minlength=len(distinct)).astype(np.int64)
-    del df
+    # Document frequencies summed over the chunks, by ranking the keys of all of them (each chunk's are distinct).
+    # Each chunk's keys sorted on a thread of its own, then ranked together a range of keys a thread
+    # (_ranks_of_runs), where one argsort of all of them took most of a bigram fit's merge (BENCHMARKS.md, "The
+    # vocabulary's fit by chunks").
+    with ThreadPoolExecutor(workers) as threads:
+        sorted_keys = list(threads.map(shared_keys, range(len(parts))))
+        distinct, run_ranks, totals = _ranks_of_runs([(keys, df) for keys, _, df in sorted_keys], threads, workers)
     keep = totals >= max(1, min_df)
     if leave_out is not None:
         word = pc.index(words, pa.scalar(leave_out, words.type)).as_py()  # -1: no document holds it
         keep &= distinct != word  # a unigram's key is its word's number (bigrams' are n_words or more)
     kept = np.flatnonzero(keep)
     first, second = _split_keys(distinct[kept], n_words)
-    terms = pc.if_else(pa.array(second < 0), words.take(pa.array(first)), pc.binary_join_element_wise(
-        words.take(pa.array(first)), words.take(pa.array(np.maximum(second, 0))),
-        pa.scalar(" ", pa.large_string())))
     # The kept terms' order as strings (UTF-8 bytes sort as Python sorts str, by code point), found from their
     # words' order. Bigrams are word bigrams, and a word holds no byte at or below the space that joins a bigram's
     # two (word characters are ASCII letters, digits and "_", or bytes from 0x80 on), so "a b" sorts as the pair
@@ -512,13 +498,21 @@ def merge_terms(parts: list[ChunkCounts], min_df: int, leave_out: str | None = N
     word_rank[pc.array_sort_indices(words).to_numpy()] = np.arange(n_words)
     alphabetical = np.argsort(word_rank[first] * (n_words + 1) + np.where(second < 0, 0,
                                                                           word_rank[np.maximum(second, 0)] + 1))
+    first, second = first[alphabetical], second[alphabetical]
+    terms = pc.if_else(pa.array(second < 0), words.take(pa.array(first)), pc.binary_join_element_wise(
+        words.take(pa.array(first)), words.take(pa.array(np.maximum(second, 0))),
+        pa.scalar(" ", pa.large_string())))
     column = np.full(len(distinct), -1, np.int64)  # distinct key -> its column, -1: dropped
     column[kept[alphabetical]] = np.arange(len(kept))
-    term_offsets = np.cumsum([0] + [len(part.keys) for part in parts])
-    with ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as threads:
-        columns = list(threads.map(lambda i: column[group[term_offsets[i]:term_offsets[i + 1]]], range(len(parts))))
-    return MergedTerms(np.array(terms.take(pa.array(alphabetical)).to_pylist(), dtype=object),
-                       totals[kept[alphabetical]], columns)
+
+    def chunk_columns(index: int) -> np.ndarray:  # a chunk's terms' columns, in its own order of its terms
+        columns = np.empty(len(run_ranks[index]), np.int64)
+        columns[sorted_keys[index][1]] = column[run_ranks[index]]
+        return columns
+
+    with ThreadPoolExecutor(workers) as threads:
+        columns = list(threads.map(chunk_columns, range(len(parts))))
+    return MergedTerms(terms, totals[kept[alphabetical]], columns)
 
 
 def merge(parts: list[ChunkCounts], min_df: int, leave_out: str | None = None) -> tuple[np.ndarray, sp.csr_matrix]:
@@ -545,7 +539,7 @@ def merge(parts: list[ChunkCounts], min_df: int, leave_out: str | None = None) -
     with ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as threads:
         rows = list(threads.map(moved, range(len(parts))))
     parts.clear()
-    return merged.terms, stack_rows(rows)
+    return np.array(merged.terms.to_pylist(), dtype=object), stack_rows(rows)
 
 
 def move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> sp.csr_matrix:
