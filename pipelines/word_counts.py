@@ -249,9 +249,9 @@ _WORD_OR_SPACE_BYTES = _WORD_OR_SPACE.tobytes()
 def _ascii_split(lowered: list[str] | pa.Array) -> tuple[pa.Array, np.ndarray]:
     """_regex_split for ASCII texts: every byte that is not a word character becomes a space and every capital
     letter a small one (one table translation of the joined texts' bytes, handed to pyarrow as a string array
-    without a copy), then pyarrow's split on
-    ASCII whitespace, which needs no regular expression. On synthetic news posts, one core: 0.54 s for 57 MB
-    where the RE2 split took 1.39 s (BENCHMARKS.md, "Vectorizing in compiled code")."""
+    without a copy), then pyarrow's split on ASCII whitespace, which needs no regular expression. On synthetic
+    news posts, one core: 0.54 s for 57 MB where the RE2 split took 1.39 s (BENCHMARKS.md, "Vectorizing in
+    compiled code")."""
     if isinstance(lowered, pa.Array):  # a large_string array's bytes and offsets as they lie
         offsets = string_offsets(lowered)
         data = memoryview(lowered.buffers()[2])[offsets[0]:offsets[-1]].tobytes().translate(_WORD_OR_SPACE_BYTES)

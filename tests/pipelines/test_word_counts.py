@@ -233,3 +233,28 @@ def test_keys_too_wide_to_pack_with_their_documents_are_ranked_first():
     narrow_distinct, narrow_counts = word_counts.count_keys(np.array([2, 0, 2, 1, 0], np.int64), docs, n_docs)
     assert narrow_distinct.tolist() == [0, 1, 2]
     assert (counts != narrow_counts).nnz == 0 and counts[:2].toarray().tolist() == [[1, 0, 1], [1, 1, 1]]
+
+
+@pytest.mark.parametrize("workers", [1, 3, 8])
+def test_runs_ranked_a_range_a_thread_are_ranked_as_one_sort_ranks_them(workers):
+    """_ranks_of_runs (merge_terms' ranking) cuts the keys into ranges (from 10,000 keys of the longest run on) and
+    ranks each on its own thread: the distinct keys, each run's ranks and the summed weights of one np.unique over
+    all the runs, with keys shared by several runs, runs of other lengths, an empty one, and a key at a cut."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(workers)
+    shared = rng.choice(10**9, 30_000, replace=False)
+    runs = []
+    for size in (60_000, 25_000, 0, 41_000, 3):
+        keys = np.unique(np.concatenate([rng.choice(shared, size // 2), rng.integers(0, 10**9, size - size // 2)]))
+        runs.append((keys.astype(np.int64), rng.integers(1, 50, len(keys))))
+    runs[1] = (np.unique(np.concatenate([runs[1][0], runs[0][0][::4]])), None)  # keys at the longest run's cuts
+    runs[1] = (runs[1][0], rng.integers(1, 50, len(runs[1][0])))
+    with ThreadPoolExecutor(workers) as threads:
+        distinct, ranks, totals = word_counts._ranks_of_runs(runs, threads, workers)
+    every = np.concatenate([keys for keys, _ in runs])
+    expected, inverse = np.unique(every, return_inverse=True)
+    assert distinct.tolist() == expected.tolist()
+    assert np.concatenate(ranks).tolist() == inverse.tolist()
+    assert totals.dtype == np.int64
+    assert totals.tolist() == np.bincount(inverse, weights=np.concatenate([w for _, w in runs])).astype(int).tolist()
