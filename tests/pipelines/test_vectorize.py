@@ -307,8 +307,8 @@ def test_a_fit_without_its_matrix_gives_the_same_vectorizer(corpus, nb_weighting
     assert none is None and sampled.terms == on_sample.terms and np.array_equal(sampled.idf, on_sample.idf)
 
 
-def _fit_in_chunks(monkeypatch, texts, labels, settings, chunk_characters):
-    """fit_vectorizer(..., matrix=False) with chunks of ~chunk_characters, and how many chunks merge_terms joined."""
+def _fit_in_chunks(monkeypatch, texts, labels, settings, chunk_characters, matrix):
+    """fit_vectorizer with chunks of ~chunk_characters, and how many chunks merge_terms joined."""
     from pipelines import vectorize, word_counts
 
     joined = []
@@ -316,46 +316,65 @@ def _fit_in_chunks(monkeypatch, texts, labels, settings, chunk_characters):
     monkeypatch.setattr(vectorize, "CHUNK_CHARACTERS", chunk_characters)
     monkeypatch.setattr(word_counts, "merge_terms", lambda parts, *a, **k: joined.append(len(parts)) or
                         merge_terms(parts, *a, **k))
-    vec, none = fit_vectorizer(texts, labels, settings, workers=1, matrix=False)
-    assert none is None
-    return vec, joined
+    vec, rows = fit_vectorizer(texts, labels, settings, workers=1, matrix=matrix)
+    assert (rows is None) != matrix
+    return vec, rows, joined
 
 
-def _same_vectorizer(chunked, full):
-    """The same terms, and the same column weights (IDF, times the NB weights if any) bit for bit."""
-    assert chunked.config() == full.config() and chunked.terms == full.terms
-    assert chunked.idf.tolist() == full.idf.tolist()
-    assert chunked.idf.dtype == full.idf.dtype == np.float32
+def _whole_matrix_fit(texts, labels, settings):
+    """The fit from one matrix of every chunk's counts (count_terms, which the model search's widest view uses)
+    -> (the vectorizer, the texts' weighted rows)."""
+    from pipelines import vectorize
+    from pipelines.workers import WorkerPool
+
+    with WorkerPool(1) as pool:
+        terms, counts = vectorize.count_terms(texts, settings.ngram_max, settings.stop_words, settings.min_df, pool,
+                                              settings.start_token,
+                                              unspaced_as_characters=settings.unspaced_as_characters)
+    return vectorize._fitted_view(terms, counts, labels, settings, True, settings.ngram_max, settings.stop_words,
+                                  settings.start_token, settings.unspaced_as_characters)
 
 
+def _same_fit(chunked, rows, whole, whole_rows):
+    """The same terms, column weights (IDF, times the NB weights if any) and rows, bit for bit."""
+    assert chunked.config() == whole.config() and chunked.terms == whole.terms
+    assert chunked.idf.tolist() == whole.idf.tolist()
+    assert chunked.idf.dtype == whole.idf.dtype == np.float32
+    if rows is not None:
+        assert rows.dtype == whole_rows.dtype == np.float32
+        for part in ("indptr", "indices", "data"):
+            assert getattr(rows, part).tolist() == getattr(whole_rows, part).tolist()
+
+
+@pytest.mark.parametrize("matrix", [False, True])
 @pytest.mark.parametrize("nb_weighting,features,ngram_max,stop_words,sublinear",
                          [(True, 50, 2, "english", True), (False, 50, 1, None, False), (True, 100_000, 2, None, True),
                           (False, 30, 2, "english", True)])
-def test_a_fit_in_chunks_gives_the_whole_matrixs_vectorizer(corpus, monkeypatch, nb_weighting, features, ngram_max,
-                                                             stop_words, sublinear):
-    """matrix=False over several chunks merges their terms alone and weighs each chunk's rows on its own
-    (_fit_by_chunks): the same vectorizer as the fit over the whole matrix (100,000 features: nothing selected)."""
+def test_a_fit_in_chunks_is_the_whole_matrixs_fit(corpus, monkeypatch, matrix, nb_weighting, features, ngram_max,
+                                                  stop_words, sublinear):
+    """fit_vectorizer over several chunks merges their terms alone and weighs each chunk's rows on its own
+    (_fit_by_chunks): the vectorizer and rows of the fit over one matrix of all the counts (100,000 features:
+    nothing selected)."""
     settings = Settings(features=features, nb_weighting=nb_weighting, ngram_max=ngram_max, stop_words=stop_words,
                         sublinear_tf=sublinear)
-    full, _ = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1)
-    chunked, joined = _fit_in_chunks(monkeypatch, corpus.texts, corpus.labels, settings, 300)
+    chunked, rows, joined = _fit_in_chunks(monkeypatch, corpus.texts, corpus.labels, settings, 300, matrix)
     assert joined and joined[0] >= 3  # several chunks, merged by their terms only
-    _same_vectorizer(chunked, full)
+    _same_fit(chunked, rows, *_whole_matrix_fit(corpus.texts, corpus.labels, settings))
 
 
-@pytest.mark.parametrize("features,nb_weighting", [(2_000, True), (20_000, False)])
-def test_a_fit_in_chunks_of_real_questions_selects_the_same_terms(monkeypatch, features, nb_weighting):
+@pytest.mark.parametrize("features,nb_weighting,matrix", [(2_000, True, True), (20_000, False, False)])
+def test_a_fit_in_chunks_of_real_questions_is_the_whole_matrixs_fit(monkeypatch, features, nb_weighting, matrix):
     """On TREC's 5,452 training questions in ~16 chunks (bigrams and the start token, as the search fits
-    trec): the chi-squared selection and NB weights of the whole matrix's fit, bit for bit."""
+    trec): the chi-squared selection, NB weights and rows of the whole matrix's fit, bit for bit."""
     from tests.conftest import shared_path
 
     rows = [json.loads(line) for line in shared_path("trec", "train.jsonl").open()]
     texts, labels = [row["text"] for row in rows], [row["label"] for row in rows]
     settings = Settings(features=features, nb_weighting=nb_weighting, start_token=True)
-    full, _ = fit_vectorizer(texts, labels, settings, workers=1)
-    chunked, joined = _fit_in_chunks(monkeypatch, texts, labels, settings, sum(map(len, texts)) // 16)
+    chunked, matrix_rows, joined = _fit_in_chunks(monkeypatch, texts, labels, settings, sum(map(len, texts)) // 16,
+                                                  matrix)
     assert joined and joined[0] >= 8
-    _same_vectorizer(chunked, full)
+    _same_fit(chunked, matrix_rows, *_whole_matrix_fit(texts, labels, settings))
 
 
 def test_the_stop_word_copy_is_scikit_learns_list():
