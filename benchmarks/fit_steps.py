@@ -1,6 +1,7 @@
 """Where a large file's vocabulary fit spends its wall time: the fit `textclf train` runs on a large JSONL file's
-sample (FIT_DOCUMENTS of its documents, read by the workers that count them), each step's wall seconds summed over
-its calls (a step called on several threads at once sums their times, so it can exceed the fit's).
+sample (FIT_DOCUMENTS of its documents, read by the workers that count them; the sample's rows built too, which
+the transform then skips), each step's wall seconds summed over its calls (a step called on several threads at
+once sums their times, so it can exceed the fit's).
 
     python -m benchmarks.fit_steps TRAIN.jsonl [--repeat 2] [--workers N]
 
@@ -66,7 +67,7 @@ def main() -> None:
             labels = [corpus.labels[i] for i in sample]
             wall.clear()
             start = time.perf_counter()
-            vectorize.fit_vectorizer(corpus.texts.lines(sample), labels, settings, pool=pool, matrix=False)
+            vectorize.fit_vectorizer(corpus.texts.lines(sample), labels, settings, pool=pool)  # (and its rows)
             seconds = time.perf_counter() - start
         print(f"| {label} | {seconds:.2f} | " + " | ".join(f"{wall.get(name, 0.0):.2f}" for _, name in STEPS) + " |",
               flush=True)

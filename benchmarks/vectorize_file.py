@@ -1,7 +1,7 @@
 """Vectorizing a large JSONL file alone, the path `textclf train` takes for it: the workers parse their byte shares
 (labels and digests come back, the texts stay in the file), the vocabulary is fitted on a sample of at most
-FIT_DOCUMENTS of the documents, then every share is transformed where it is parsed; the rows are consumed as they
-arrive (as the device upload does), not stacked.
+FIT_DOCUMENTS of the documents (which gives the sample's rows too), then every share's other documents are
+transformed where it is parsed; the rows are consumed as they arrive (as the device upload does), not stacked.
 
     python -m benchmarks.vectorize_file TRAIN.jsonl [--ngrams 1] [--stop-words none] [--no-weights] [--workers N]
         [--repeat R] [--label NAME] [--profile]
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import inspect
 import pstats
 import time
 from pathlib import Path
@@ -29,11 +30,19 @@ from pipelines.corpus import read_corpus
 from textclf.settings import Settings
 
 
-def fit(corpus, sample: np.ndarray, settings: Settings, pool) -> vectorize.Vectorizer:
-    """The vocabulary's fit as `textclf train` runs it on a file left in place."""
+def _skips_known_rows() -> bool:
+    """Whether this tree's transform takes the fit sample's rows (`known`); a tree from before takes none, and its
+    fit gives no rows (the benchmark runs each tree's own path: benchmarks/gpu/vectorize_file.sh)."""
+    return "known" in inspect.signature(vectorize.Vectorizer.transform_file_parts).parameters
+
+
+def fit(corpus, sample: np.ndarray, settings: Settings, pool) -> tuple[vectorize.Vectorizer, object]:
+    """The vocabulary's fit as `textclf train` runs it on a file left in place -> (the vectorizer, what its
+    transform takes as `known`: the sample's rows and their vectors, or None)."""
     labels = [corpus.labels[i] for i in sample]
-    vec, _ = vectorize.fit_vectorizer(corpus.texts.lines(sample), labels, settings, pool=pool, matrix=False)
-    return vec
+    matrix = _skips_known_rows()
+    vec, rows = vectorize.fit_vectorizer(corpus.texts.lines(sample), labels, settings, pool=pool, matrix=matrix)
+    return vec, (sample, rows) if matrix else None
 
 
 def one_pass(path: str, settings: Settings, workers: int | None, profile: cProfile.Profile | None = None
@@ -47,11 +56,13 @@ def one_pass(path: str, settings: Settings, workers: int | None, profile: cProfi
         sample = np.arange(len(corpus.labels)) if sample is None else sample
         if profile is not None:
             profile.enable()
-        vec = fit(corpus, sample, settings, pool)
+        vec, known = fit(corpus, sample, settings, pool)
         if profile is not None:
             profile.disable()
         fitted = time.perf_counter()
-        nonzeros = sum(part.nnz for part in vec.transform_file_parts(corpus.texts, pool))
+        parts = vec.transform_file_parts(corpus.texts, pool, known=known) if known is not None else \
+            vec.transform_file_parts(corpus.texts, pool)
+        nonzeros = sum(part.nnz for part in parts)
         done = time.perf_counter()
     return {"read": read - start, "fit": fitted - read, "transform": done - fitted, "total": done - start,
             "mb_s": size / 1e6 / (done - start), "nonzeros": nonzeros}

@@ -624,12 +624,14 @@ class FileTexts:
         return list(self.imap_shares(pool, fn, *args, on_progress=on_progress, arrow=arrow))
 
     def imap_shares(self, pool: "WorkerPool", fn: Callable, *args,
-                    on_progress: Callable[[int, int], None] | None = None, arrow: bool = False) -> Iterator:
+                    on_progress: Callable[[int, int], None] | None = None, arrow: bool = False,
+                    share_args: Sequence | None = None) -> Iterator:
         """map_shares, each share's result yielded as it arrives (in share order), so that a caller can use and
-        drop it before the next."""
+        drop it before the next. share_args: one argument more for each share, passed after its texts."""
         self._check_unchanged()
         arrow = arrow and self.format.kind == "jsonl"  # (pyarrow parses JSON lines only)
-        results = pool.imap(_share_apply, list(range(self.shares)), str(self.path), self.shares, self.format,
+        items = list(range(self.shares)) if share_args is None else list(zip(range(self.shares), share_args))
+        results = pool.imap(_share_apply, items, str(self.path), self.shares, self.format,
                             fn, args, self.first_rows if arrow else None)
         for share, result in enumerate(results):
             if on_progress is not None:
@@ -711,15 +713,16 @@ class LineTexts(Sequence):
         return _arrow_texts(data, len(self), self.format)
 
 
-def _share_apply(index: int, path: str, count: int, fmt: LineFormat, fn: Callable, args: tuple,
+def _share_apply(item: int | tuple[int, object], path: str, count: int, fmt: LineFormat, fn: Callable, args: tuple,
                  first_rows: list[int] | None = None):
-    """A worker's part of FileTexts.map_shares; first_rows given (its `arrow`): the share's texts as
-    share_texts_arrow parses them where it can."""
+    """A worker's part of FileTexts.map_shares: item, the share's index, or (its index, its own argument);
+    first_rows given (its `arrow`): the share's texts as share_texts_arrow parses them where it can."""
+    index, own = (item, ()) if isinstance(item, int) else (item[0], (item[1],))
     texts = None
     if first_rows is not None:
         texts = share_texts_arrow(path, *_share_bounds(path, index, count), first_rows[index + 1] - first_rows[index],
                                   fmt)
-    return fn(_share_texts(index, path, count, fmt) if texts is None else texts, *args)
+    return fn(_share_texts(index, path, count, fmt) if texts is None else texts, *own, *args)
 
 
 def _share_bounds(path: str | Path, index: int, count: int) -> tuple[int, int]:

@@ -193,11 +193,25 @@ class Vectorizer:
         return word_counts.stack_rows(list(self.transform_file_parts(texts, pool, on_progress)))
 
     def transform_file_parts(self, texts: FileTexts, pool: WorkerPool,
-                             on_progress: Callable[[int, int], None] | None = None) -> Iterator[sp.csr_matrix]:
+                             on_progress: Callable[[int, int], None] | None = None,
+                             known: tuple[np.ndarray, sp.csr_matrix] | None = None) -> Iterator[sp.csr_matrix]:
         """transform_file's rows a share at a time, as the workers finish them (in order): a caller that puts each
-        share somewhere else (a device) never holds the whole matrix."""
+        share somewhere else (a device) never holds the whole matrix. known: (rows (R,) distinct, their rows of
+        this transform (R, n_features)), which the workers then skip and this process puts in their places: the
+        fit's sample, whose rows fit_vectorizer gives (a million documents' 200,000: a fifth of the transform)."""
         pickled = pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)  # once, not once a share
-        return texts.imap_shares(pool, _transform_unpickled, pickled, on_progress=on_progress, arrow=True)
+        if known is None:
+            return texts.imap_shares(pool, _transform_unpickled, pickled, on_progress=on_progress, arrow=True)
+        rows, matrix = known
+        if len(rows) > 1 and not bool(np.all(rows[1:] > rows[:-1])):
+            order = np.argsort(rows)
+            rows, matrix = rows[order], matrix[order]
+        first_rows = np.asarray(texts.first_rows)
+        bounds = np.searchsorted(rows, first_rows)  # share i's known rows: rows[bounds[i]:bounds[i + 1]]
+        skipped = [rows[bounds[i]:bounds[i + 1]] - first_rows[i] for i in range(texts.shares)]  # within the share
+        parts = texts.imap_shares(pool, _transform_skipping, pickled, on_progress=on_progress, arrow=True,
+                                  share_args=skipped)
+        return (_interleave(part, matrix[bounds[i]:bounds[i + 1]], skipped[i]) for i, part in enumerate(parts))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {"idf": self.idf}
@@ -424,6 +438,30 @@ def _transform_unpickled(texts: Sequence[str], vectorizer: bytes) -> sp.csr_matr
 
 
 _last_unpickled: tuple[bytes, "Vectorizer"] | None = None  # _transform_unpickled's (bytes, vectorizer)
+
+
+def _transform_skipping(texts: word_counts.Texts, skipped: np.ndarray, vectorizer: bytes) -> sp.csr_matrix:
+    """_transform_unpickled of the texts but those at `skipped` (ascending positions): their rows are known."""
+    if len(skipped):
+        kept = np.ones(len(texts), bool)
+        kept[skipped] = False
+        texts = texts.filter(pa.array(kept)) if isinstance(texts, pa.Array) else \
+            [text for text, keep in zip(texts, kept) if keep]
+    return _transform_unpickled(texts, vectorizer)
+
+
+def _interleave(transformed: sp.csr_matrix, known: sp.csr_matrix, at: np.ndarray) -> sp.csr_matrix:
+    """A share's rows from the rows transformed (its other rows, in order) and the rows known (its rows at `at`,
+    ascending): (transformed + known rows, n_features) CSR, each row in its place."""
+    if not len(at):
+        return transformed
+    n = transformed.shape[0] + known.shape[0]
+    is_known = np.zeros(n, bool)
+    is_known[at] = True
+    source = np.empty(n, np.int64)  # row i of the share is row source[i] of [transformed; known]
+    source[~is_known] = np.arange(transformed.shape[0])
+    source[is_known] = transformed.shape[0] + np.arange(known.shape[0])
+    return sp.vstack([transformed, known], format="csr")[source]
 
 
 def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[bytes, sp.csr_matrix, np.ndarray]:

@@ -138,6 +138,41 @@ def test_a_file_transformed_share_by_share_is_the_matrix_of_its_texts(corpus_dir
     np.testing.assert_array_equal(matrix.toarray(), expected.toarray())
 
 
+@pytest.mark.parametrize("known_rows", ["some", "none", "all", "a whole share", "out of order"])
+def test_a_file_transformed_around_known_rows_is_the_matrix_of_its_texts(corpus_dir, tmp_path, monkeypatch,
+                                                                        known_rows):
+    """transform_file_parts with known rows (the fit's sample): the workers skip them and each share's rows come
+    back in their places, the known ones as given: the same rows as the whole transform, in order."""
+    import json
+
+    from pipelines import corpus as corpus_module
+    from pipelines.workers import WorkerPool
+
+    corpus = read_corpus(corpus_dir)
+    path = tmp_path / "big.jsonl"
+    path.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(corpus.texts, corpus.labels)))
+    monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
+    monkeypatch.setattr(corpus_module, "SHARE_BYTES", 3000)
+    vec, _ = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=300), workers=1)
+    expected = vec.transform(corpus.texts)
+    with WorkerPool(2) as pool:
+        left = read_corpus(path, pool=pool, keep_texts=False)
+        first = left.texts.first_rows
+        rows = {"some": np.array([0, 3, 4, 17, len(corpus) - 1]), "none": np.zeros(0, np.int64),
+                "all": np.arange(len(corpus)), "a whole share": np.arange(first[1], first[2]),
+                "out of order": np.array([17, 3, len(corpus) - 1, 0])}[known_rows]
+        # The known rows as given, marked, so that a transformed row in their place would show.
+        known = expected[rows].copy()
+        known.data[:] = 7.0
+        parts = list(vec.transform_file_parts(left.texts, pool, known=(rows, known)))
+    assert left.texts.shares > 2 and len(parts) == left.texts.shares
+    matrix = sp.vstack(parts, format="csr")
+    marked = expected.copy()
+    marked[rows] = known  # (the rows of `expected` replaced: their entries are where `known` has them)
+    assert matrix.shape == expected.shape and matrix.dtype == expected.dtype
+    np.testing.assert_array_equal(matrix.toarray(), marked.toarray())
+
+
 def test_merging_keeps_terms_only_when_they_reach_min_df_over_all_chunks():
     from pipelines.vectorize import _count_chunk, _merge_counts
 

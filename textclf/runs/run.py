@@ -691,12 +691,15 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                 workers = forked(len(corpus.texts))
                 on_device = False  # the training matrix built on the device (resident_from_parts)
                 if in_file:  # fitted on a sample of the training texts, then the whole file transformed
-                    # The sample's texts are read by the workers that count them (LineTexts), not sent to them.
-                    sample_lines = corpus.texts.lines(fit_sample if train_rows is None else train_rows[fit_sample])
-                    vectorizer, _ = fit_vectorizer(sample_lines, [train_labels[i] for i in fit_sample], settings,
-                                                   pool=workers, on_progress=vectorize_progress, matrix=False)
+                    # The sample's texts are read by the workers that count them (LineTexts), not sent to them;
+                    # the fit gives their rows, which the transform then skips (transform_file_parts' `known`).
+                    sample_rows = fit_sample if train_rows is None else train_rows[fit_sample]
+                    vectorizer, sample_x = fit_vectorizer(corpus.texts.lines(sample_rows),
+                                                          [train_labels[i] for i in fit_sample], settings,
+                                                          pool=workers, on_progress=vectorize_progress)
                     return_freed_memory()  # the sample's counts (~1 GB) before the matrix is built
-                    parts = vectorizer.transform_file_parts(corpus.texts, workers, vectorize_progress)
+                    parts = vectorizer.transform_file_parts(corpus.texts, workers, vectorize_progress,
+                                                            known=(sample_rows, sample_x))
                     if test is not None and _side_by_side_with_held_out(settings, search, len(train_labels),
                                                                         not settings.char_ngrams):
                         # Straight to the device a share at a time: the host never holds the whole matrix
