@@ -668,18 +668,20 @@ def _view_from_chunks(merged: word_counts.MergedTerms, parts: list[word_counts.C
     idf = (np.log((1.0 + n) / (1.0 + merged.df)) + 1.0).astype(np.float32)  # _idf, from the merged frequencies
     width = len(merged.terms)
     chi2 = width > settings.features and settings.feature_selection == "chi2"
-    weighted = None
+    weighted = None  # the rows weighted in the shared columns, where the selection or the NB weights need them
+    in_shared_columns: list[sp.csr_matrix | None] = [None] * len(parts)  # with `matrix`: each chunk's counts so
     if chi2 or settings.nb_weighting:
 
         def weighted_rows(index: int) -> sp.csr_matrix:
             """Chunk `index`'s rows in the shared columns, weighted as _weight weighs the whole matrix's (each row
-            on its own: the same bits); the chunk let go."""
-            counts = parts[index].counts
-            if not matrix:
-                parts[index] = None
-            moved = word_counts.move_columns(counts, merged.columns[index], width)
-            del counts
-            return _weight(moved, idf, settings.sublinear_tf, copy=False)
+            on its own: the same bits); the chunk's counts let go, or with `matrix` kept in the shared columns,
+            each row's in order (the kept columns are in that order too, so they need no second sort)."""
+            moved = word_counts.move_columns(parts[index].counts, merged.columns[index], width)
+            moved.sort_indices()
+            parts[index] = None
+            if matrix:
+                in_shared_columns[index] = moved
+            return _weight(moved, idf, settings.sublinear_tf, copy=matrix)
 
         with ThreadPoolExecutor(min(len(parts), os.cpu_count() or 1)) as threads:
             weighted = word_counts.stack_rows(list(threads.map(weighted_rows, range(len(parts)))))
@@ -690,6 +692,7 @@ def _view_from_chunks(merged: word_counts.MergedTerms, parts: list[word_counts.C
     terms, idf = (merged.terms, idf) if keep is None else (merged.terms.take(pa.array(keep)), idf[keep])
     if settings.nb_weighting:  # (presence counts stored entries, and the weighted rows hold the counts' entries)
         idf = idf * nb_ratios(weighted, labels, columns=keep)
+    rows_weighted = weighted is not None  # (then in_shared_columns holds what the matrix needs)
     del weighted
     vec = Vectorizer("tfidf", terms.to_pylist(), idf, ngram_max, stop_words, settings.sublinear_tf, start_token,
                      unspaced_as_characters)
@@ -703,9 +706,14 @@ def _view_from_chunks(merged: word_counts.MergedTerms, parts: list[word_counts.C
     def kept_rows(index: int) -> sp.csr_matrix:
         """Chunk `index`'s rows in the vectorizer's columns, weighted as its transform weighs them; the chunk let
         go."""
-        counts, columns = parts[index].counts, merged.columns[index]
-        parts[index] = None
-        moved = word_counts.move_columns(counts, np.where(columns >= 0, kept_column[columns], -1), len(terms))
+        if rows_weighted:  # its counts in the shared columns, each row's in order
+            counts, new_column = in_shared_columns[index], kept_column
+            in_shared_columns[index] = None
+        else:
+            counts, columns = parts[index].counts, merged.columns[index]
+            parts[index] = None
+            new_column = np.where(columns >= 0, kept_column[columns], -1)
+        moved = word_counts.move_columns(counts, new_column, len(terms))
         del counts
         return _weight(moved, idf, settings.sublinear_tf, copy=False)
 
