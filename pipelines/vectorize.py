@@ -634,9 +634,11 @@ def _fit_by_chunks(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     thread of their own (_view_from_chunks). The same vectorizer and matrix as the whole matrix's, bit for bit.
     Why: merging the chunks (every entry moved, each row sorted, the counts stacked), then weighting the whole
     sample, ran in this process while the workers waited, one step after another. A million synthetic documents'
-    200,000-document sample (16 cores) is now fitted in 1.89-1.98 s where that took 2.30-2.31 s with unigrams, in
-    4.06 s where it took 7.19 s with bigrams, and the fit's peak memory holds no stacked counts beside their
-    weighted copy (BENCHMARKS.md, "The vocabulary's fit by chunks")."""
+    200,000-document sample (16 cores), without its rows, is now fitted in 1.89-1.98 s where that took 2.30-2.31 s
+    with unigrams, in 4.06 s where it took 7.19 s with bigrams, and the fit's peak memory holds no stacked counts
+    beside their weighted copy (BENCHMARKS.md, "The vocabulary's fit by chunks"). Its rows (`matrix`) cost
+    0.2-0.4 s more, and spare the transform of a large file those documents (Vectorizer.transform_file_parts'
+    `known`: 0.7-0.9 s less there)."""
     parts = _map_chunks(pool, _count_word_chunk, texts, on_progress, settings.ngram_max,
                         _stop_word_set(settings.stop_words), START_TOKEN if settings.start_token else None,
                         settings.unspaced_as_characters)
