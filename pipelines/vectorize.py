@@ -591,14 +591,16 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
         return vec, _weight(counts, vec.idf, settings.sublinear_tf) if matrix else None
 
     if word_counts.supports(settings.ngram_max):
-        return _fit_by_chunks(texts, labels, settings, pool, on_progress, matrix)
-    terms, counts = count_terms(texts, settings.ngram_max, settings.stop_words, settings.min_df, pool,
-                                settings.start_token, on_progress, unspaced_as_characters=settings.unspaced_as_characters)
-    vec, words = _fitted_view(terms, counts, labels, settings, matrix, settings.ngram_max, settings.stop_words,
-                              settings.start_token, settings.unspaced_as_characters)
+        vec, words = _fit_by_chunks(texts, labels, settings, pool, on_progress, matrix)
+    else:
+        terms, counts = count_terms(texts, settings.ngram_max, settings.stop_words, settings.min_df, pool,
+                                    settings.start_token, on_progress,
+                                    unspaced_as_characters=settings.unspaced_as_characters)
+        vec, words = _fitted_view(terms, counts, labels, settings, matrix, settings.ngram_max, settings.stop_words,
+                                  settings.start_token, settings.unspaced_as_characters)
+        del counts
     if not settings.char_ngrams:
         return vec, words
-    del counts
     terms, counts = count_chars(texts, settings.min_df, pool)
     vec.chars, chars = _fitted_view(terms, counts, labels, settings, matrix, CHAR_NGRAM_RANGE[1], None, False,
                                     False, CHAR_ANALYZER)
@@ -628,7 +630,7 @@ def _fitted_view(terms: np.ndarray, counts: sp.csr_matrix, labels, settings: Wor
 def _fit_by_chunks(texts: Sequence[str], labels: Sequence[str], settings: WordSettings, pool: WorkerPool,
                    on_progress: Callable[[int, int], None] | None, matrix: bool
                    ) -> tuple[Vectorizer, sp.csr_matrix | None]:
-    """fit_vectorizer of word n-grams up to word_counts.MAX_NGRAM: the chunks the workers counted are not merged
+    """fit_vectorizer's word view for n-grams up to word_counts.MAX_NGRAM: the chunks the workers counted are not merged
     into one matrix of counts. Their terms are (word_counts.merge_terms), and where the rows are needed (a
     chi-squared selection, NB weights, the matrix) each chunk's are moved to the shared columns and weighted on a
     thread of their own (_view_from_chunks). The same vectorizer and matrix as the whole matrix's, bit for bit.
@@ -647,21 +649,12 @@ def _fit_by_chunks(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     if not len(merged.terms):
         raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
                           "add real text or pass --stop-words none")
-    labels = np.asarray(labels)
-    vec, words = _view_from_chunks(merged, parts, labels, settings, matrix, settings.ngram_max, settings.stop_words,
-                                   settings.start_token, settings.unspaced_as_characters)
-    if not settings.char_ngrams:
-        return vec, words
-    terms, counts = count_chars(texts, settings.min_df, pool)
-    vec.chars, chars = _fitted_view(terms, counts, labels, settings, matrix, CHAR_NGRAM_RANGE[1], None, False,
-                                    False, CHAR_ANALYZER)
-    return vec, sp.hstack([words, chars], format="csr") if matrix else None
+    return _view_from_chunks(merged, parts, np.asarray(labels), settings, matrix)
 
 
 def _view_from_chunks(merged: word_counts.MergedTerms, parts: list[word_counts.ChunkCounts], labels: np.ndarray,
-                      settings: WordSettings, matrix: bool, ngram_max: int, stop_words: str | None, start_token: bool,
-                      unspaced_as_characters: bool) -> tuple[Vectorizer, sp.csr_matrix | None]:
-    """_fitted_view from the chunks' own counts and merge_terms' columns (_fit_by_chunks says why), bit for bit:
+                      settings: WordSettings, matrix: bool) -> tuple[Vectorizer, sp.csr_matrix | None]:
+    """The word view's _fitted_view from the chunks' own counts and merge_terms' columns (_fit_by_chunks says why), bit for bit:
     the IDF from the merged document frequencies; where a chi-squared selection or NB weights need the rows, each
     chunk's rows moved to the shared columns and weighted on a thread of their own, then stacked (the counts
     themselves never are); `matrix`: each chunk's rows then moved to the kept columns and weighted as the
@@ -696,8 +689,8 @@ def _view_from_chunks(merged: word_counts.MergedTerms, parts: list[word_counts.C
         idf = idf * nb_ratios(weighted, labels, columns=keep)
     rows_weighted = weighted is not None  # (then in_shared_columns holds what the matrix needs)
     del weighted
-    vec = Vectorizer("tfidf", terms.to_pylist(), idf, ngram_max, stop_words, settings.sublinear_tf, start_token,
-                     unspaced_as_characters)
+    vec = Vectorizer("tfidf", terms.to_pylist(), idf, settings.ngram_max, settings.stop_words, settings.sublinear_tf,
+                     settings.start_token, settings.unspaced_as_characters)
     if not matrix:
         parts.clear()
         return vec, None

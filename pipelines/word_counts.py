@@ -399,13 +399,13 @@ def _ranks_of_runs(runs: list[tuple[np.ndarray, np.ndarray]], threads: ThreadPoo
 
     ranked = list(threads.map(rank_range, range(pieces)))
     first_rank = np.cumsum([0] + [len(distinct) for distinct, _, _ in ranked])
-    ranks = []
-    for index, bound in enumerate(bounds):
-        mine = []
-        for piece, (_, piece_ranks, _) in enumerate(ranked):
-            start = sum(int(other[piece + 1] - other[piece]) for other in bounds[:index])
-            mine.append(piece_ranks[start:start + int(bound[piece + 1] - bound[piece])] + first_rank[piece])
-        ranks.append(np.concatenate(mine) if mine else np.zeros(0, np.int64))
+    # Where each array's keys start in each range's concatenation: (arrays + 1, pieces) running sums of the
+    # (arrays, pieces) lengths of its pieces.
+    lengths = np.diff(np.stack(bounds), axis=1)
+    starts = np.concatenate([np.zeros((1, pieces), np.int64), np.cumsum(lengths, axis=0)])
+    ranks = [np.concatenate([piece_ranks[starts[index, piece]:starts[index + 1, piece]] + first_rank[piece]
+                             for piece, (_, piece_ranks, _) in enumerate(ranked)])
+             for index in range(len(runs))]
     return (np.concatenate([distinct for distinct, _, _ in ranked]), ranks,
             np.concatenate([totals for _, _, totals in ranked]))
 

@@ -248,8 +248,8 @@ def test_runs_ranked_a_range_a_thread_are_ranked_as_one_sort_ranks_them(workers)
     for size in (60_000, 25_000, 0, 41_000, 3):
         keys = np.unique(np.concatenate([rng.choice(shared, size // 2), rng.integers(0, 10**9, size - size // 2)]))
         runs.append((keys.astype(np.int64), rng.integers(1, 50, len(keys))))
-    runs[1] = (np.unique(np.concatenate([runs[1][0], runs[0][0][::4]])), None)  # keys at the longest run's cuts
-    runs[1] = (runs[1][0], rng.integers(1, 50, len(runs[1][0])))
+    at_cuts = np.unique(np.concatenate([runs[1][0], runs[0][0][::4]]))  # keys at the longest run's cuts too
+    runs[1] = (at_cuts, rng.integers(1, 50, len(at_cuts)))
     with ThreadPoolExecutor(workers) as threads:
         distinct, ranks, totals = word_counts._ranks_of_runs(runs, threads, workers)
     every = np.concatenate([keys for keys, _ in runs])
