@@ -8,7 +8,7 @@ epoch count are read off the folds' mean validation curve. Then, on every fold, 
 network train with that rate for that many epochs (the character network takes the words' settings, as the
 product's does on a CPU; on a GPU the search reads the character network's own off its curves) and their validation log-probabilities are summed. Prints one markdown row: mean validation
 accuracy of the words, the characters, the pair, and the pair's paired gain over the words with its standard
-error. Reads no test file. search.CHAR_MAX_CHARACTERS and Settings.char_ngrams rest on it.
+error. Reads no test file. SearchRules.char_max_characters and Settings.char_ngrams rest on it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def main() -> None:
     from pipelines.corpus import read_corpus
     from pipelines.vectorize import count_chars, vectorize_pool
     from textclf.training.candidates import fit_candidates
-    from textclf.training.search import LEARNING_RATES, ROUND_FEATURES, _char_fold_matrices, _folds
+    from textclf.training.search import _char_fold_matrices, _folds
+    from textclf.training.search_rules import SearchRules
 
     start = time.perf_counter()
     corpus = read_corpus(args.train)
@@ -40,7 +41,7 @@ def main() -> None:
         chars = count_chars(corpus.texts, view.settings.min_df, pool)
     y, classes, settings = view.y, view.classes, view.settings
     folds = _folds(y, args.folds, settings.seed)
-    rates = list(LEARNING_RATES)
+    rates = list(SearchRules().learning_rates)
 
     def data(train_x, val_x, train, val, seed):
         return round_of(train_x, y[train], val_x, y[val], settings.batch_size, seed)
@@ -55,7 +56,7 @@ def main() -> None:
     accuracy = {"words": [], "characters": [], "pair": []}
     gains = []
     for fold, (matrices, (train, val)) in enumerate(zip(words, folds)):
-        char_matrices = _char_fold_matrices(*chars, y, train, val, settings, ROUND_FEATURES)
+        char_matrices = _char_fold_matrices(*chars, y, train, val, settings, SearchRules().round_features)
         _, word_scores = fit_candidates(data(*matrices, train, val, 100 + fold), len(classes), [rate], [0.0],
                                         epochs, settings.hidden, 100 + fold, scores_from=epochs)
         _, char_scores = fit_candidates(data(*char_matrices, train, val, 200 + fold), len(classes), [rate], [0.0],

@@ -34,7 +34,10 @@ def main() -> None:
     from sklearn.model_selection import train_test_split
 
     from textclf.training.candidates import fit_candidates
-    from textclf.training.search import LEARNING_RATES, WEIGHT_DECAYS, _folds
+    from textclf.training.search import _folds
+    from textclf.training.search_rules import SearchRules
+
+    LEARNING_RATES, WEIGHT_DECAYS = SearchRules().learning_rates, SearchRules().weight_decays
 
     start = time.perf_counter()
     view = file_view(args.train, args.stop_words, args.ngrams)

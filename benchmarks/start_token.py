@@ -22,7 +22,10 @@ def cross_validated(view, seed: int, epochs: int) -> float:
     (view: benchmarks.word_folds.WordView)."""
     from benchmarks.word_folds import fold_matrices, round_of
     from textclf.training.candidates import fit_candidates
-    from textclf.training.search import LEARNING_RATES, _folds
+    from textclf.training.search import _folds
+    from textclf.training.search_rules import SearchRules
+
+    LEARNING_RATES = SearchRules().learning_rates
 
     y, curves = view.y, []
     for fold, (train, val) in enumerate(_folds(y, 3, seed)):

@@ -16,7 +16,7 @@ class WordView(NamedTuple):
     variant: object  # textclf.training.search.Variant
     counts: object  # (documents, terms) CSR: the widest view (no stop words removed), as the search counts it
     mask: np.ndarray  # the variant's columns of `counts` (term_mask)
-    width: int  # the rounds' input width: the variant's columns up to search.ROUND_FEATURES, a power of two
+    width: int  # the rounds' input width: the variant's columns up to SearchRules.round_features, a power of two
 
 
 def class_numbers(labels: list[str]) -> tuple[list[str], np.ndarray]:
@@ -31,7 +31,8 @@ def word_view(texts, labels: list[str], stop_words: str, ngrams: int, pool, star
     "none") and `ngrams`, NB weights and sublinear tf as the defaults; start_token: the default where None."""
     from pipelines.vectorize import count_terms, term_mask
     from textclf.settings import Settings
-    from textclf.training.search import ROUND_FEATURES, Variant
+    from textclf.training.search import Variant
+    from textclf.training.search_rules import SearchRules
 
     classes, y = class_numbers(labels)
     settings = Settings(stop_words=None if stop_words == "none" else "english", ngram_max=ngrams,
@@ -40,7 +41,8 @@ def word_view(texts, labels: list[str], stop_words: str, ngrams: int, pool, star
     terms, counts = count_terms(texts, settings.ngram_max, None, settings.min_df, pool, settings.start_token,
                                 unspaced_as_characters=settings.unspaced_as_characters)
     mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
-    width = min(ROUND_FEATURES, 1 << int(np.ceil(np.log2(min(ROUND_FEATURES, len(mask))))))
+    features = SearchRules().round_features
+    width = min(features, 1 << int(np.ceil(np.log2(min(features, len(mask))))))
     return WordView(y, classes, settings, variant, counts, mask, width)
 
 
@@ -68,9 +70,10 @@ def file_view(path: str, stop_words: str, ngrams: int) -> WordView:
 def fold_matrices(view: WordView, train: np.ndarray, val: np.ndarray):
     """The variant's (training, validation) matrices of one fold, selected and weighted on its training rows as
     the search's rounds build them."""
-    from textclf.training.search import ROUND_FEATURES, _fold_matrices
+    from textclf.training.search import _fold_matrices
+    from textclf.training.search_rules import SearchRules
 
-    return _fold_matrices(view.counts, view.y, view.mask, train, val, view.settings, ROUND_FEATURES, view.width,
+    return _fold_matrices(view.counts, view.y, view.mask, train, val, view.settings, SearchRules().round_features, view.width,
                           view.variant)
 
 

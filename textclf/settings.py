@@ -130,13 +130,16 @@ class Settings:
     # Model search (textclf/training/search.py): "auto" chooses SEARCHED_FIELDS by validation on the training
     # documents (text MLP with the tfidf vectorizer; skipped below its minimum corpus size), or takes the choice
     # recorded for the same documents, settings and device (textclf/runs/search_cache.py); "fresh" searches even
-    # then; "off" uses the values here as they are. search_budget: seconds (0: the device's default,
-    # search.default_budget).
+    # then; "off" uses the values here as they are. search_steps: the work the search may spend, in network-steps
+    # (0: the device's default, search.default_budget_steps), so the same corpus and seed choose alike on a busy or
+    # an idle machine; search_budget: a wall-clock bound in seconds, only where the user asks for one (0: none;
+    # given alone, it replaces the default work bound).
     search: str = "auto"
+    search_steps: int = 0
     search_budget: float = 0.0
     # Networks trained side by side on the same batches and averaged into one model file (textclf/training/
     # candidates.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
-    # search.ENSEMBLE_MEMBERS by validation where it is cheap (a GPU), else 1.
+    # SearchRules.ensemble_members by validation where it is cheap (a GPU), else 1.
     ensemble: int = 0
     # Fields the user set explicitly (the CLI fills it in from the options given): the search keeps them.
     pinned: tuple[str, ...] = ()
@@ -183,7 +186,8 @@ class Settings:
             (not (self.parallel == "features" and self.backend == "pallas"), FEATURES_NEED_XLA),
             (self.pallas_input in PALLAS_INPUTS, f"pallas_input must be one of {', '.join(PALLAS_INPUTS)}"),
             (self.search in SEARCHES, f"search must be one of {', '.join(SEARCHES)}"),
-            (self.search_budget >= 0, "search_budget must be >= 0 seconds (0 = the device's default)"),
+            (self.search_steps >= 0, "search_steps must be >= 0 network-steps (0 = the device's default)"),
+            (self.search_budget >= 0, "search_budget must be >= 0 seconds (0 = no clock limit)"),
             (0 <= self.ensemble <= 64, "ensemble must be 0 (chosen by the search) to 64 networks"),
             (all(p in SEARCHED_FIELDS for p in self.pinned),
              f"pinned must name fields among {', '.join(SEARCHED_FIELDS)}"),

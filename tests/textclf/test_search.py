@@ -21,6 +21,9 @@ from textclf.training.candidates import (StackedParams, _dense_loss, _dense_scor
 from textclf.training.device_data import write_batch
 from textclf.training import search as search_module
 from textclf.training.search import search_settings
+from textclf.training.search_rules import SearchRules
+
+RULES = SearchRules()
 
 QUESTION_WORDS = {"DESC": "what", "HUM": "who", "LOC": "where"}
 
@@ -35,12 +38,10 @@ def question_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     return texts, labels
 
 
-def cpu_split_of_a_large_corpus(monkeypatch, train: int = 100, validation: int = 70) -> None:
-    """A CPU's search of a few hundred documents as of a large corpus: one split (not a small corpus's folds), a
-    training sample of `train` documents validated on `validation` of the others."""
-    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", train)
-    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", validation)
-    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)
+def cpu_split_of_a_large_corpus(train: int = 100, validation: int = 70, rules: SearchRules = RULES) -> SearchRules:
+    """Rules for a CPU's search of a few hundred documents as of a large corpus: one split (not a small corpus's
+    folds), a training sample of `train` documents validated on `validation` of the others."""
+    return rules.replace(cpu_train_documents=train, cpu_validation_documents=validation, cpu_folds_documents=0)
 
 
 def suffix_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
@@ -289,10 +290,10 @@ def pool():
         yield own
 
 
-def test_the_search_keeps_the_stop_words_that_decide_the_class(pool, monkeypatch):
-    monkeypatch.setattr(search_module, "CPU_FOLDS_DOCUMENTS", 0)  # one split, as a CPU searches a larger corpus
+def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
+    rules = RULES.replace(cpu_folds_documents=0)  # one split, as a CPU searches a larger corpus
     texts, labels = question_corpus(300)
-    result = search_settings(texts, labels, Settings(epochs=5, search_budget=120), pool, "cpu")
+    result = search_settings(texts, labels, Settings(epochs=5, search_budget=120), pool, "cpu", rules=rules)
     assert result.settings.stop_words is None
     # 4 vectorizer variants (stop words x n-grams, NB weights on), then the winner with NB weights off, with raw
     # tf and with a 4x batch (refinements), one fold on a CPU
@@ -323,8 +324,8 @@ def test_a_small_corpus_or_a_tiny_budget_still_gives_an_answer(pool):
     texts, labels = question_corpus(40)
     assert "skipped" in search_settings(texts, labels, Settings(), pool, "cpu").summary
     # as many documents as MIN_DOCUMENTS, but no class with the 3 that stratified folds need: not searched
-    singles = [f"document {i}" for i in range(search_module.MIN_DOCUMENTS)]
-    assert search_module.searched_rows(singles, Settings(), "cpu") is None
+    singles = [f"document {i}" for i in range(RULES.min_documents)]
+    assert search_module.searched_rows(singles, Settings(), "cpu", RULES) is None
     skipped = search_settings(singles, singles, Settings(), pool, "cpu").summary["skipped"]
     assert skipped == "fewer than 3 documents in every class"
     texts, labels = question_corpus(300)
@@ -483,51 +484,48 @@ def logits_of(x: np.ndarray, params) -> np.ndarray:
     return hidden @ np.asarray(params.w2) + np.asarray(params.b2)
 
 
-def test_a_cpu_searches_a_sample_of_a_large_corpus(pool, monkeypatch):
-    from textclf.training import search as search_module
-
-    cpu_split_of_a_large_corpus(monkeypatch)  # 300 documents stand for a large corpus
+def test_a_cpu_searches_a_sample_of_a_large_corpus(pool):
+    # 300 documents stand for a large corpus: at most 2 steps an epoch from batch 256
+    rules = cpu_split_of_a_large_corpus().replace(epoch_steps=2)
     texts, labels = question_corpus(300)
-    monkeypatch.setattr(search_module, "EPOCH_STEPS", 2)  # 300 documents: at most 2 steps an epoch from batch 256
-    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
+    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu", rules=rules)
     assert result.summary["subsampled"] and result.summary["searched_documents"] == 170
     assert result.settings.stop_words is None  # the sample still shows what decides the class
     # all the documents train with a larger batch than the sample's, and the summary says so
     sample_batch = result.summary["chosen"]["batch_size"]
-    assert result.settings.batch_size == search_module.batch_for_all(sample_batch, 300) > sample_batch
+    assert result.settings.batch_size == search_module.batch_for_all(sample_batch, 300, rules) > sample_batch
     assert result.summary["batch_for_all"] == {"sample": sample_batch, "all": result.settings.batch_size,
                                                "documents": 300, "epoch_steps": 2}
 
 
-def test_the_batch_for_all_documents_grows_until_an_epoch_fits_its_steps(monkeypatch):
-    monkeypatch.setattr(search_module, "EPOCH_STEPS", 4096)
-    assert search_module.batch_for_all(64, 262_144) == 64  # 4,096 steps: kept
-    assert search_module.batch_for_all(64, 262_145) == 128
-    assert search_module.batch_for_all(64, 1_000_000) == 256  # 3,907 steps
-    assert search_module.batch_for_all(256, 1_000_000) == 256
-    assert search_module.batch_for_all(64, 10**9) == search_module.MAX_BATCH_FOR_ALL  # never past the cap
+def test_the_batch_for_all_documents_grows_until_an_epoch_fits_its_steps():
+    rules = RULES.replace(epoch_steps=4096)
+    assert search_module.batch_for_all(64, 262_144, rules) == 64  # 4,096 steps: kept
+    assert search_module.batch_for_all(64, 262_145, rules) == 128
+    assert search_module.batch_for_all(64, 1_000_000, rules) == 256  # 3,907 steps
+    assert search_module.batch_for_all(256, 1_000_000, rules) == 256
+    assert search_module.batch_for_all(64, 10**9, rules) == rules.max_batch_for_all  # never past the cap
 
 
-def test_a_typed_batch_size_is_kept_for_all_documents(pool, monkeypatch):
-    cpu_split_of_a_large_corpus(monkeypatch)  # 300 documents stand for a large corpus
-    monkeypatch.setattr(search_module, "EPOCH_STEPS", 2)
+def test_a_typed_batch_size_is_kept_for_all_documents(pool):
+    rules = cpu_split_of_a_large_corpus().replace(epoch_steps=2)  # 300 documents stand for a large corpus
     texts, labels = question_corpus(300)
     settings = Settings(epochs=3, batch_size=32, search_budget=60,  # one round: only the rate is searched
                         pinned=("batch_size", "stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "char_ngrams"))
-    result = search_settings(texts, labels, settings, pool, "cpu")
+    result = search_settings(texts, labels, settings, pool, "cpu", rules=rules)
     assert result.settings.batch_size == 32 and "batch_for_all" not in result.summary
 
 
-def test_a_gpu_searches_one_split_of_a_sample_of_a_large_corpus(pool, monkeypatch):
-    monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", 150)
-    monkeypatch.setattr(search_module, "ROUND_MIN_STEPS", 0)  # a large corpus's sample folds pass it anyway
+def test_a_gpu_searches_one_split_of_a_sample_of_a_large_corpus(pool):
+    # a large corpus's sample folds pass round_min_steps anyway
+    rules = RULES.replace(search_documents=150, round_min_steps=0)
     texts, labels = question_corpus(300)
     y = np.searchsorted(sorted(set(labels)), labels)
-    folds = search_module._device_folds(y, 0)
+    folds = search_module._device_folds(y, 0, rules)
     assert len(folds) == 1 and (len(folds[0][0]), len(folds[0][1])) == (100, 50)
     assert not set(folds[0][0]) & set(folds[0][1])
-    assert len(search_module._device_folds(y[:150], 0)) == 3  # a corpus the size of the sample: 3 folds of it
-    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "gpu")
+    assert len(search_module._device_folds(y[:150], 0, rules)) == 3  # a corpus the size of the sample: 3 folds of it
+    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "gpu", rules=rules)
     assert result.summary["subsampled"] and result.summary["searched_documents"] == 150
     assert result.summary["folds"] == 1 and not result.summary["racing"]
     # the trial trained a round's 6 networks side by side and judged an ensemble of 5 of them
@@ -554,7 +552,7 @@ def test_a_gpu_cuts_its_round_batches_to_their_own_nonzeros_not_the_widest_views
     settings = Settings(epochs=2, hidden=8, features=8, search_budget=600, pinned=("epochs", "char_ngrams"))
     search_settings(texts, labels, settings, pool, "gpu")
     y = np.searchsorted(sorted(set(labels)), labels)
-    train = search_module._device_folds(y, settings.seed)[0][0]
+    train = search_module._device_folds(y, settings.seed, RULES)[0][0]
     counts = count_terms(texts, 2, None, settings.min_df, pool, settings.start_token,
                          unspaced_as_characters=settings.unspaced_as_characters)[1][train]
     cut = search_module.cut_order(settings.seed, len(train))[0]
@@ -564,39 +562,39 @@ def test_a_gpu_cuts_its_round_batches_to_their_own_nonzeros_not_the_widest_views
         assert given[1] < batch_shape([counts], batch, [cut])[1]  # and it is narrower than the widest view's
 
 
-def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out(monkeypatch):
-    monkeypatch.setattr(search_module, "CPU_TRAIN_DOCUMENTS", 400)
-    monkeypatch.setattr(search_module, "CPU_VALIDATION_DOCUMENTS", 300)
+def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out():
+    rules = RULES.replace(cpu_train_documents=400, cpu_validation_documents=300)
     y = np.arange(1000) % 4
     for n, train_size, val_size in ((1000, 400, 300), (600, 400, 200), (300, 240, 60)):
-        train, val = search_module._cpu_split(y[:n], 0)
+        train, val = search_module._cpu_split(y[:n], 0, rules)
         assert (len(train), len(val)) == (train_size, val_size) and not set(train) & set(val)
         assert np.bincount(y[val], minlength=4).min() >= val_size // 4 - 1  # stratified
 
 
 def test_a_cpu_searches_a_small_corpus_on_folds_and_a_larger_one_on_one_split():
-    y = np.arange(search_module.CPU_FOLDS_DOCUMENTS + 1000) % 4
-    small = search_module._search_folds(y[:search_module.CPU_FOLDS_DOCUMENTS], 0, "cpu")
+    limit = RULES.cpu_folds_documents
+    y = np.arange(limit + 1000) % 4
+    small = search_module._search_folds(y[:limit], 0, "cpu", RULES)
     assert len(small) == 3  # every document validates once
-    assert sorted(np.concatenate([val for _, val in small])) == list(range(search_module.CPU_FOLDS_DOCUMENTS))
-    assert len(search_module._search_folds(y[:search_module.CPU_FOLDS_DOCUMENTS + 1], 0, "cpu")) == 1
-    assert len(search_module._search_folds(y, 0, "gpu")) == 3
+    assert sorted(np.concatenate([val for _, val in small])) == list(range(limit))
+    assert len(search_module._search_folds(y[:limit + 1], 0, "cpu", RULES)) == 1
+    assert len(search_module._search_folds(y, 0, "gpu", RULES)) == 3
 
 
 def test_a_small_corpus_rounds_train_to_the_steps_and_patience_of_a_larger_ones():
-    from textclf.training.search import ROUND_MIN_STEPS, round_epochs
+    from textclf.training.search import round_epochs
 
     options = list(range(1, 21))
     settings = Settings(batch_size=64)
     # 160 documents a fold: 3 steps an epoch, so 100 epochs make 300 steps, and 34 epochs 100 steps of patience
-    assert round_epochs(options, 160, settings, "gpu") == (100, list(range(1, 101)), 34)
-    assert round_epochs(options, 160, settings, "cpu")[0] * 3 >= ROUND_MIN_STEPS
+    assert round_epochs(options, 160, settings, "gpu", RULES) == (100, list(range(1, 101)), 34)
+    assert round_epochs(options, 160, settings, "cpu", RULES)[0] * 3 >= RULES.round_min_steps
     # a larger corpus keeps the epoch caps and PATIENCE epochs
-    assert round_epochs(options, 4000, settings, "gpu") == (20, options, 3)
-    assert round_epochs(options, 4000, settings, "cpu") == (10, options, 3)
+    assert round_epochs(options, 4000, settings, "gpu", RULES) == (20, options, 3)
+    assert round_epochs(options, 4000, settings, "cpu", RULES) == (10, options, 3)
     # a typed epoch count is the only one tried, however few steps it makes
     pinned = Settings(epochs=3, pinned=("epochs",))
-    assert round_epochs([3], 160, pinned, "gpu")[:2] == (3, [3])
+    assert round_epochs([3], 160, pinned, "gpu", RULES)[:2] == (3, [3])
 
 
 def test_epochs_for_all_documents_from_a_sample_curve():
@@ -613,11 +611,11 @@ def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
     result = search_settings(texts, labels, settings, pool, "gpu")  # the platform decides the plan, not the device
     summary = result.summary
     assert summary["racing"] and summary["folds"] == 3
-    variants = len(search_module.STOP_WORDS) * len(search_module.NGRAMS)  # NB weights: a refinement
-    raced = variants + 2 * search_module.RACE_KEEP
-    optimizers = len(search_module.LEARNING_RATES) * len(search_module.WEIGHT_DECAYS)
+    variants = len(RULES.stop_words) * len(RULES.ngrams)  # NB weights: a refinement
+    raced = variants + 2 * RULES.race_keep
+    optimizers = len(RULES.learning_rates) * len(RULES.weight_decays)
     assert len(result.trials) == summary["rounds"] * optimizers
-    assert {t["settings"]["weight_decay"] for t in result.trials} == set(search_module.WEIGHT_DECAYS)
+    assert {t["settings"]["weight_decay"] for t in result.trials} == set(RULES.weight_decays)
     # The race's survivors went on to folds 1 and 2; then the three refinements of its winner on fold 0, and on to
     # the other folds each one that matched the winner's fold-0 accuracy.
     def variant_of(trial):
@@ -636,28 +634,29 @@ def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
     assert summary["rounds"] == summary["rounds_planned"] == raced + 3 + 2 * len(went_on)
     assert all((v, 2) in curves for v in went_on) and not any((v, 1) in curves for v in refined if v not in went_on)
     finalists = {variant_of({"settings": row["settings"]}) for row in result.leaderboard if row["folds"] == 3}
-    assert len(finalists) == search_module.RACE_KEEP + len(went_on) and result.leaderboard[0]["folds"] == 3
+    assert len(finalists) == RULES.race_keep + len(went_on) and result.leaderboard[0]["folds"] == 3
     assert result.settings.stop_words is None
-    assert summary["ensemble"]["members"] in (1, search_module.ENSEMBLE_MEMBERS)
+    assert summary["ensemble"]["members"] in (1, RULES.ensemble_members)
 
 
 def test_refinements_change_one_unpinned_field_of_the_winner():
     winner = search_module.Variant(None, 2, True, True, 64)
-    assert search_module.refinements(winner, Settings()) == [winner._replace(nb_weighting=False),
+    assert search_module.refinements(winner, Settings(), RULES) == [winner._replace(nb_weighting=False),
                                                               winner._replace(sublinear_tf=False),
                                                               winner._replace(batch_size=256)]
-    assert search_module.refinements(winner, Settings(pinned=("nb_weighting", "batch_size"))) == [
+    assert search_module.refinements(winner, Settings(pinned=("nb_weighting", "batch_size")), RULES) == [
         winner._replace(sublinear_tf=False)]
-    assert search_module.refinements(winner, Settings(pinned=("nb_weighting", "sublinear_tf", "batch_size"))) == []
+    assert search_module.refinements(winner, Settings(pinned=("nb_weighting", "sublinear_tf", "batch_size")),
+                                     RULES) == []
 
 
-def test_nb_weights_race_as_variants_where_the_rule_says_so(monkeypatch):
-    monkeypatch.setattr(search_module, "NB_IN_RACE", True)
-    variants, _, _ = search_module.candidate_space(Settings())
+def test_nb_weights_race_as_variants_where_the_rule_says_so():
+    rules = RULES.replace(nb_in_race=True)
+    variants, _, _ = search_module.candidate_space(Settings(), "gpu", rules)
     assert len(variants) == 8 and {v.nb_weighting for v in variants} == {False, True}
     assert variants[0] == search_module.Variant(*(getattr(Settings(), f) for f in search_module.Variant._fields))
     winner = search_module.Variant(None, 2, True, True, 64)
-    assert search_module.refinements(winner, Settings()) == [winner._replace(sublinear_tf=False),
+    assert search_module.refinements(winner, Settings(), rules) == [winner._replace(sublinear_tf=False),
                                                               winner._replace(batch_size=256)]
 
 
@@ -702,7 +701,7 @@ def test_the_search_adds_a_character_network_where_word_endings_decide(pool, pla
     assert chosen.char_ngrams and networks["char_ngrams"] and chosen.ensemble == 1
     assert networks["char_pair_accuracy"] > networks["single_accuracy"] + 0.1
     if platform == "gpu":  # the character network's own rate and epochs, read off its own curves
-        assert chosen.char_learning_rate in search_module.LEARNING_RATES and 1 <= chosen.char_epochs <= 20
+        assert chosen.char_learning_rate in RULES.learning_rates and 1 <= chosen.char_epochs <= 20
         assert (networks["char_learning_rate"], networks["char_epochs"]) == (chosen.char_learning_rate,
                                                                               chosen.char_epochs)
     else:  # the words' (0: Settings.char_view uses learning_rate and epochs)
@@ -710,17 +709,16 @@ def test_the_search_adds_a_character_network_where_word_endings_decide(pool, pla
         assert chosen.char_view().learning_rate == chosen.learning_rate
 
 
-def test_the_character_network_is_not_tried_when_pinned_or_over_the_text_limit(pool, monkeypatch):
+def test_the_character_network_is_not_tried_when_pinned_or_over_the_text_limit(pool):
     texts, labels = suffix_corpus(400)
     pinned = search_settings(texts, labels, Settings(epochs=3, search_budget=300, pinned=("char_ngrams",)),
                              pool, "cpu")
     assert not pinned.settings.char_ngrams and pinned.summary["ensemble"]["char_ngrams_not_tried"] == "set explicitly"
-    monkeypatch.setattr(search_module, "CHAR_MAX_CHARACTERS", 1000)
-    long = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu")
+    long = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu",
+                           rules=RULES.replace(char_max_characters=1000))
     assert not long.settings.char_ngrams and "over 1,000" in long.summary["ensemble"]["char_ngrams_not_tried"]
-    monkeypatch.setattr(search_module, "CHAR_MAX_CHARACTERS", 10**9)
-    monkeypatch.setattr(search_module, "CPU_TRIAL_STEPS", 5)
-    costly = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu")
+    costly = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu",
+                             rules=RULES.replace(char_max_characters=10**9, cpu_trial_steps=5))
     assert not costly.settings.char_ngrams and costly.summary["ensemble"]["reason"].startswith("not tried on a CPU")
     assert "steps (batches x epochs) to train, over 5" in costly.summary["ensemble"]["reason"]
 
@@ -729,8 +727,8 @@ def test_a_cpu_counts_the_final_trainings_work_in_steps_not_documents():
     """A CPU's step costs Adam's pass over W1 whatever the batch: wisesight's 21,628 posts x 18 epochs at batch 256
     are 1,530 steps, under CPU_TRIAL_STEPS, where the same at batch 64 (6,084) are over it."""
     at_256 = Settings(batch_size=256, epochs=18, min_steps=0)
-    assert search_module._final_steps(at_256, 21628) == 85 * 18 <= search_module.CPU_TRIAL_STEPS
-    assert search_module._final_steps(at_256.replace(batch_size=64), 21628) == 338 * 18 > search_module.CPU_TRIAL_STEPS
+    assert search_module._final_steps(at_256, 21628) == 85 * 18 <= RULES.cpu_trial_steps
+    assert search_module._final_steps(at_256.replace(batch_size=64), 21628) == 338 * 18 > RULES.cpu_trial_steps
 
 
 def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
@@ -756,20 +754,19 @@ def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
     assert model.predict(["the1 zapoking mulrading", "the2 zapoked mulraded"]) == ["ING", "ED"]
 
 
-def test_more_networks_are_chosen_past_networks_errors_standard_errors_of_their_gain(monkeypatch):
+def test_more_networks_are_chosen_past_networks_errors_standard_errors_of_their_gain():
     from textclf.training.search import _fewest_networks_that_win
 
     noise = [np.array([1.0, -1.0] * 50 + [1.0])]  # mean gain 0.0099, standard error ~0.1
     clear = [np.array([1.0] * 20 + [0.0] * 81)]  # mean gain 0.198, standard error ~0.04
     loss = [np.array([-1.0] * 3 + [0.0] * 98)]  # mean gain below 0
-    assert _fewest_networks_that_win(0.80, (0.81, noise), None, 5) == (5, False)  # the default bar: any gain
-    assert _fewest_networks_that_win(0.80, (0.79, loss), (0.79, loss), 5) == (1, False)
-    monkeypatch.setattr(search_module, "NETWORKS_ERRORS", 1.0)  # one standard error
-    assert _fewest_networks_that_win(0.80, (0.81, noise), None, 5) == (1, False)
-    assert _fewest_networks_that_win(0.80, (0.95, clear), None, 5) == (5, False)
-    assert _fewest_networks_that_win(0.80, None, (0.95, clear), 5) == (1, True)
-    assert _fewest_networks_that_win(0.80, (0.95, clear), (0.95, clear), 5) == (1, True)  # a tie: fewer networks
-    assert _fewest_networks_that_win(0.80, (0.97, clear), (0.95, clear), 5) == (5, False)
+    assert _fewest_networks_that_win(0.80, (0.81, noise), None, 5, 0.0) == (5, False)  # the default bar: any gain
+    assert _fewest_networks_that_win(0.80, (0.79, loss), (0.79, loss), 5, 0.0) == (1, False)
+    assert _fewest_networks_that_win(0.80, (0.81, noise), None, 5, 1.0) == (1, False)
+    assert _fewest_networks_that_win(0.80, (0.95, clear), None, 5, 1.0) == (5, False)
+    assert _fewest_networks_that_win(0.80, None, (0.95, clear), 5, 1.0) == (1, True)
+    assert _fewest_networks_that_win(0.80, (0.95, clear), (0.95, clear), 5, 1.0) == (1, True)  # a tie: fewer networks
+    assert _fewest_networks_that_win(0.80, (0.97, clear), (0.95, clear), 5, 1.0) == (5, False)
 
 
 def _board_row(rate, decay, accuracy, folds=1, stop_words=None, epochs=4):
@@ -787,12 +784,12 @@ def test_the_defaults_variant_is_kept_unless_another_beats_it_by_more_than_a_sta
         return [{"_variant": v, "accuracy": a, "folds": f, "settings": {}} for v, a, f in rows]
 
     # 3,000 validation documents at ~0.88: one standard error is ~0.6 points
-    assert _keep_defaults(board((other, 0.883, 1), (defaults, 0.882, 1)), defaults, 3000) == 1
-    assert _keep_defaults(board((other, 0.883, 1), (other, 0.880, 1), (defaults, 0.878, 1)), defaults, 3000) == 2
-    assert _keep_defaults(board((other, 0.900, 1), (defaults, 0.882, 1)), defaults, 3000) is None  # ~3 errors
-    assert _keep_defaults(board((defaults, 0.883, 1), (other, 0.882, 1)), defaults, 3000) is None  # it won
+    assert _keep_defaults(board((other, 0.883, 1), (defaults, 0.882, 1)), defaults, 3000, 1.0) == 1
+    assert _keep_defaults(board((other, 0.883, 1), (other, 0.880, 1), (defaults, 0.878, 1)), defaults, 3000, 1.0) == 2
+    assert _keep_defaults(board((other, 0.900, 1), (defaults, 0.882, 1)), defaults, 3000, 1.0) is None  # ~3 errors
+    assert _keep_defaults(board((defaults, 0.883, 1), (other, 0.882, 1)), defaults, 3000, 1.0) is None  # it won
     # compared on fewer folds (cut short by the budget): it ranks below, it is not a contender
-    assert _keep_defaults(board((other, 0.883, 3), (defaults, 0.884, 1)), defaults, 3000) is None
+    assert _keep_defaults(board((other, 0.883, 3), (defaults, 0.884, 1)), defaults, 3000, 1.0) is None
 
 
 def test_rate_candidates_are_the_winners_variant_within_two_standard_errors():
@@ -802,24 +799,25 @@ def test_rate_candidates_are_the_winners_variant_within_two_standard_errors():
              _board_row(0.01, 0.0, 0.899, stop_words="english"),  # another variant: not a rate candidate
              _board_row(0.001, 1e-4, 0.898, folds=0),  # ranked on fewer folds: not comparable
              _board_row(0.001, 0.0, 0.88)]  # 2 points behind: outside 2 SE of 0.9 on 3,000 documents (1.1 points)
-    got = _rate_candidates(board, 3000, lambda epochs: epochs * 10)
+    got = _rate_candidates(board, 3000, lambda epochs: epochs * 10, RULES)
     assert got == [{"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 30},
                    {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 50}]
-    assert len(_rate_candidates(board, 100, lambda e: e)) == 3  # on 100 documents 0.88 is within the noise too
-    assert len(_rate_candidates(board[:1], 3000, lambda e: e)) == 1  # the winner alone: nothing to choose
+    assert len(_rate_candidates(board, 100, lambda e: e, RULES)) == 3  # on 100 documents 0.88 is within the noise too
+    assert len(_rate_candidates(board[:1], 3000, lambda e: e, RULES)) == 1  # the winner alone: nothing to choose
 
 
-def test_a_searched_sample_hands_its_near_rates_to_the_final_training(pool, monkeypatch):
-    cpu_split_of_a_large_corpus(monkeypatch)  # 300 documents stand for a large corpus
+def test_a_searched_sample_hands_its_near_rates_to_the_final_training(pool):
+    rules = cpu_split_of_a_large_corpus()  # 300 documents stand for a large corpus
     texts, labels = question_corpus(300)
-    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu")
+    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu", rules=rules)
     candidates = result.summary["rate_candidates"]
     assert candidates[0]["learning_rate"] == result.settings.learning_rate
     assert candidates[0]["epochs"] == result.settings.epochs
     pinned = search_settings(texts, labels, Settings(epochs=7, learning_rate=0.01, pinned=("learning_rate",),
-                                                     search_budget=120), pool, "cpu")
+                                                     search_budget=120), pool, "cpu", rules=rules)
     assert "rate_candidates" not in pinned.summary  # a typed rate is not chosen again
-    small = search_settings(texts[:150], labels[:150], Settings(epochs=7, search_budget=120), pool, "cpu")
+    small = search_settings(texts[:150], labels[:150], Settings(epochs=7, search_budget=120), pool, "cpu",
+                            rules=rules)
     assert "rate_candidates" not in small.summary  # the folds validated on every document already
 
 

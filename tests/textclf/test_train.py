@@ -221,9 +221,9 @@ def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_tr
     from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
 
     # A CPU's search reads a sample of the texts or all 600; a GPU's reads all 600 either way (its sample is
-    # search.SEARCH_DOCUMENTS, 20,000; shrinking it would also hold documents out for early stopping).
+    # rules.search_documents, 20,000; shrinking it would also hold documents out for early stopping).
     sample = searched == "a sample"
-    cpu_split_of_a_large_corpus(monkeypatch, *((100, 70) if sample else (10_000, 10_000)))
+    rules = cpu_split_of_a_large_corpus(*((100, 70) if sample else (10_000, 10_000)))
     monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 200)  # so does the fit
     monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
     monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
@@ -248,7 +248,7 @@ def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_tr
     for read_bytes in (10**9, 1000):  # every text in memory, then left in the file
         monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", read_bytes)
         monkeypatch.setenv("TEXTCLF_HOME", str(tmp_path / f"home-{read_bytes}"))  # no vector cache between them
-        result = train(path, settings, db_path=tmp_path / f"runs-{read_bytes}.db")
+        result = train(path, settings, db_path=tmp_path / f"runs-{read_bytes}.db", rules=rules)
         trained[read_bytes] = (result, runs.get_run(open_db(tmp_path / f"runs-{read_bytes}.db"), result.run_id))
     (memory, memory_run), (left, left_run) = trained[10**9], trained[1000]
     assert in_file == [memory.n_train, 200]  # in memory the fit takes every text (and samples them itself)
@@ -260,21 +260,21 @@ def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_tr
     assert left_run["corpus_fingerprint"] == memory_run["corpus_fingerprint"]
 
 
-def _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents=None):
+def _searched_sampled_questions(tmp_path, db_path, search_documents=None, rate_choice_features=None):
     """`train` with the search on 600 noisy questions (540 training documents) that the CPU search samples (170 of
-    them), every rate of the winner's variant near it; search_documents: SEARCH_DOCUMENTS for the run, so that
-    the corpus counts as larger than the search's sample. -> (TrainResult, its run record, a function that trains
-    the same again and returns those two)."""
+    them), every rate of the winner's variant near it; search_documents: the rules' for the run, so that the
+    corpus counts as larger than the search's sample; rate_choice_features: the rules' too.
+    -> (TrainResult, its run record, a function that trains the same again and returns those two)."""
     import json
-
-    from textclf.training import search as search_module
 
     from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
 
+    # 540 documents stand for a large corpus; every rate of the winner's variant is near
+    rules = cpu_split_of_a_large_corpus().replace(near_rate_errors=100.0)
     if search_documents is not None:
-        monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", search_documents)
-    cpu_split_of_a_large_corpus(monkeypatch)  # 540 documents stand for a large corpus
-    monkeypatch.setattr(search_module, "NEAR_RATE_ERRORS", 100.0)  # every rate of the winner's variant is near
+        rules = rules.replace(search_documents=search_documents)
+    if rate_choice_features is not None:
+        rules = rules.replace(rate_choice_features=rate_choice_features)
     texts, labels = question_corpus(600)
     labels = [("HUM" if i % 2 else "LOC") if i % 10 == 0 else label for i, label in enumerate(labels)]  # noise
     corpus = tmp_path / "questions.jsonl"
@@ -282,7 +282,7 @@ def _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents
     settings = Settings(epochs=3, search_budget=120, validation_fraction=0.1, char_ngrams=False,
                         pinned=("char_ngrams",))
     def trained():
-        result = train(corpus, settings, db_path=db_path)
+        result = train(corpus, settings, db_path=db_path, rules=rules)
         return result, runs.get_run(open_db(db_path), result.run_id)
 
     return (*trained(), trained)
@@ -321,7 +321,7 @@ def _reuses_the_rate_choice(run, again) -> None:
 def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_the_rate(tmp_path, db_path,
                                                                                        monkeypatch):
     # a corpus "larger than the search's sample": 540 training documents against a sample of 150
-    result, run, again = _searched_sampled_questions(tmp_path, db_path, monkeypatch, search_documents=150)
+    result, run, again = _searched_sampled_questions(tmp_path, db_path, search_documents=150)
     choice = run["search"]["rate_choice"]
     assert len(choice["candidates"]) == 3 and len(choice["held_out"]) == 3
     chosen = choice["candidates"][choice["chosen"]]
@@ -352,11 +352,12 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     import json
 
     from textclf.runs import run as run_module
-    from textclf.training import candidates, search as search_module
+    from textclf.training import candidates
+    from textclf.training.search_rules import SearchRules
 
     from tests.textclf.test_search import question_corpus
 
-    monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", 150)
+    rules = SearchRules(search_documents=150)
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
     trained_rows = []
     real = candidates._stacked_epochs
@@ -371,7 +372,7 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
     settings = Settings(epochs=3, ensemble=3, search_budget=60, char_ngrams=False,
                         pinned=("char_ngrams", "ensemble"))
-    result = train(corpus, settings, db_path=db_path)
+    result = train(corpus, settings, db_path=db_path, rules=rules)
     run = runs.get_run(open_db(db_path), result.run_id)
     held = min(run_module.STOPPING_DOCUMENTS, int(540 * run_module.STOPPING_FRACTION))
     # the whole matrix, put on the device before the training (its host copy freed), its training rows named
@@ -388,14 +389,13 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
 
     from pipelines import corpus as corpus_module, vectorize
     from textclf.runs import run as run_module
-    from textclf.training import candidates, device_data, search as search_module
+    from textclf.training import candidates, device_data
 
     from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
 
-    monkeypatch.setattr(search_module, "SEARCH_DOCUMENTS", 150)
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
     monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 300)  # the vocabulary from a sample: the texts stay in the file
-    cpu_split_of_a_large_corpus(monkeypatch)  # and the search's (a sample, as ever there)
+    rules = cpu_split_of_a_large_corpus().replace(search_documents=150)  # and the search's (a sample, as ever there)
     monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
     monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
     monkeypatch.setattr(corpus_module, "SHARE_BYTES", 4000)
@@ -416,7 +416,8 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
         home = tmp_path / f"home-{share_by_share}"
         monkeypatch.setenv("TEXTCLF_HOME", str(home))
         db = tmp_path / f"runs-{share_by_share}.db"
-        result = train(tmp_path / "train.jsonl", settings, test_path=tmp_path / "test.jsonl", db_path=db)
+        result = train(tmp_path / "train.jsonl", settings, test_path=tmp_path / "test.jsonl", db_path=db,
+                       rules=rules)
         results[share_by_share] = (result, runs.get_run(open_db(db), result.run_id), home)
         assert len(streamed) == 1  # the first run only
     (device, device_run, device_home), (host, host_run, host_home) = results[True], results[False]
@@ -434,12 +435,10 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
                     reason="a CPU's search samples a corpus this small; a GPU's searches all of it (no refit to test)")
 def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):
     from textclf.runs.run import REFIT_HELD_OUT_FRACTION
-    from textclf.training import search as search_module
 
-    # the candidates train on the 64 columns most tied to the labels (the product's: search.ROUND_FEATURES)
-    monkeypatch.setattr(search_module, "RATE_CHOICE_FEATURES", 64)
-    # the CPU search samples 170 of the 540 training documents; the corpus is under SEARCH_DOCUMENTS
-    result, run, again = _searched_sampled_questions(tmp_path, db_path, monkeypatch)
+    # the candidates train on the 64 columns most tied to the labels (the product's: rules.round_features); the
+    # CPU search samples 170 of the 540 training documents; the corpus is under rules.search_documents
+    result, run, again = _searched_sampled_questions(tmp_path, db_path, rate_choice_features=64)
     choice = run["search"]["rate_choice"]
     assert choice["refit"] and choice["held_out_documents"] == int(540 * REFIT_HELD_OUT_FRACTION)
     assert choice["features"] == 64 < result.model.params.w1.shape[0]  # the final network: every column

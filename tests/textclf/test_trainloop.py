@@ -154,13 +154,15 @@ def test_early_stopping_scores_the_held_out_documents():
 
 def test_a_corpus_beyond_the_search_sample_holds_out_documents_to_stop(fast_settings):
     from textclf.runs.run import STOPPING_DOCUMENTS, _held_out_stopping, _stops_early
-    from textclf.training.search import SEARCH_DOCUMENTS
+    from textclf.training.search_rules import SearchRules
 
+    rules = SearchRules()
+    sample = rules.search_documents
     searched = fast_settings.replace(search="auto")
-    assert _stops_early(searched, {"rounds": 3}, SEARCH_DOCUMENTS + 1)
-    assert not _stops_early(searched, {"rounds": 3}, SEARCH_DOCUMENTS)  # the search's folds judged its epochs
-    assert not _stops_early(searched.replace(pinned=("epochs",)), {"rounds": 3}, SEARCH_DOCUMENTS + 1)
-    assert not _stops_early(searched, {"skipped": "--search off"}, SEARCH_DOCUMENTS + 1)
+    assert _stops_early(searched, {"rounds": 3}, sample + 1, rules)
+    assert not _stops_early(searched, {"rounds": 3}, sample, rules)  # the search's folds judged its epochs
+    assert not _stops_early(searched.replace(pinned=("epochs",)), {"rounds": 3}, sample + 1, rules)
+    assert not _stops_early(searched, {"skipped": "--search off"}, sample + 1, rules)
     n = 1_000_000
     x = sp.csr_matrix((n, 3), dtype=np.float32)
     kept, rule = _held_out_stopping(x, np.arange(n) % 2, seed=0)

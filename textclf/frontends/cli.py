@@ -147,7 +147,12 @@ TRAINING_OPTIONS = (
      "an ensemble and a character network by "
      "validation on the training corpus (options you set are kept), or reuse the choice a run of the same documents, "
      "settings and device recorded; fresh: search even then; off: use the settings as given (default auto)."),
-    ("search_budget", "search_budget", Optional[float], "Seconds the search may take (default: 20 on a CPU, 60 on a GPU)."),
+    ("search_steps", "search_steps", Optional[int],
+     "Work the search may spend, in network-steps (default: 60,000 on a CPU, 2,000,000 on a GPU): the same corpus "
+     "and seed choose the same model on a busy or an idle machine."),
+    ("search_budget", "search_budget", Optional[float],
+     "Seconds the search may take, where you want a clock to bound it (default: none; alone, it replaces the "
+     "default --search-steps)."),
 )
 IMAGE_ONLY = ("conv_channels", "conv_kernel", "dropout", "augment")
 
@@ -697,6 +702,16 @@ def runs_list(
         out.print(_runs_table(rows, out.width))
 
 
+def _search_budget_text(search: dict) -> str:
+    """What a recorded search spent of its budget: network-steps, and seconds where a clock bounded it."""
+    parts = []
+    if search.get("budget_steps"):
+        parts.append(f"{search.get('steps', 0):,} of {search['budget_steps']:,} network-steps")
+    if search.get("budget_s"):
+        parts.append(f"a {search['budget_s']:.0f} s clock")
+    return " and ".join(parts) or "no bound"
+
+
 @runs_app.command("show")
 @user_errors
 def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> None:
@@ -723,7 +738,7 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
             typer.echo(f"search               reused from run {search['reused_from']} (same training documents, "
                        "settings and device); what it recorded:")
         typer.echo(f"search               {search['rounds']} of {search['rounds_planned']} rounds, {search['folds']} "
-                   f"fold(s), {search['seconds']:.1f} s of a {search['budget_s']:.0f} s budget; chose "
+                   f"fold(s), {search['seconds']:.1f} s, {_search_budget_text(search)}; chose "
                    + json.dumps(search["chosen"]))
         if search.get("kept_defaults"):
             kept = search["kept_defaults"]

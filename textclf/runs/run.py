@@ -45,6 +45,7 @@ from textclf.runs.record import EpochRecorder, end_run, finish_run
 from textclf.runs.search_cache import search_key
 from textclf.runs.results import PhaseTimer, TrainEvent, TrainResult
 from textclf.training.events import EpochStats, Terminated, TrainingStopped
+from textclf.training.search_rules import SearchRules
 from textclf.versions import versions
 
 
@@ -82,11 +83,13 @@ def train(
     pool: WorkerPool | None = None,
     job_id: int | None = None,
     resumes_run: int | None = None,
+    rules: SearchRules = SearchRules(),
 ) -> TrainResult:
     """Train a model on a corpus, record the run, write the model file; see the module docstring.
     checkpointer / stop_requested: see trainloop.fit_network (used by the daemon). pool: vectorizing workers to
     use (the daemon keeps one for its life), else the run starts its own. job_id / resumes_run: the daemon job
-    this run trains, and the interrupted run of that job it resumes (recorded in the run)."""
+    this run trains, and the interrupted run of that job it resumes (recorded in the run). rules: the model search's
+    (a benchmark passes its variant)."""
     from textclf.training.distributed import is_primary
 
     report = on_event or (lambda event: None)
@@ -104,9 +107,9 @@ def train(
     # The heartbeat thread starts with the JAX warm-up, once the vectorizing workers are forked (a process with a
     # second thread starts fresh workers instead: pipelines/workers.py); the run row's heartbeat_at is set meanwhile.
     warmup = BackendWarmup(settings.backend, compile_cache_dir(), along=heartbeat.start if heartbeat else None)
+    run = _Run(db, run_id, warmup, report, PhaseTimer(report), primary, pool, checkpointer, stop_requested, rules)
     try:
-        result = _train_run(db, run_id, Path(corpus_path), settings, warmup, test_path, model_path, report,
-                            checkpointer, stop_requested, primary, pool)
+        result = _train_run(run, Path(corpus_path), test_path, settings, model_path)
     except TrainingStopped as exc:
         end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
         raise
@@ -171,14 +174,13 @@ STOPPING_DOCUMENTS = 20_000
 STOPPING_FRACTION = 0.05
 
 
-def _stops_early(settings: Settings, search: dict, n_train: int) -> bool:
-    from textclf.training.search import SEARCH_DOCUMENTS
-
+def _stops_early(settings: Settings, search: dict, n_train: int, rules: SearchRules) -> bool:
     searched = settings.search != "off" and not search.get("skipped")
-    return searched and "epochs" not in settings.pinned and n_train > SEARCH_DOCUMENTS
+    return searched and "epochs" not in settings.pinned and n_train > rules.search_documents
 
 
-def _side_by_side_with_held_out(settings: Settings, search: dict | None, n_train: int, one_view: bool) -> bool:
+def _side_by_side_with_held_out(settings: Settings, search: dict | None, n_train: int, one_view: bool,
+                                rules: SearchRules) -> bool:
     """Whether the networks (an ensemble, or the search's rate candidates) train side by side on the training
     matrix in place, some of its rows held out for early stopping (_train_run): then they need nothing of the
     matrix on the host but the held-out rows, and it may go to the device as it is built
@@ -186,7 +188,7 @@ def _side_by_side_with_held_out(settings: Settings, search: dict | None, n_train
     from textclf.training.candidates import stacked_is_faster
 
     rates = (search or {}).get("rate_candidates", [])
-    return (one_view and _stops_early(settings, search or {}, n_train) and stacked_is_faster()
+    return (one_view and _stops_early(settings, search or {}, n_train, rules) and stacked_is_faster()
             and (settings.ensemble > 1 or len(rates) > 1))
 
 
@@ -206,9 +208,25 @@ def _held_out_stopping(train_x, train_y: np.ndarray, seed: int):
     return np.flatnonzero(~held), EarlyStopping(held_x, train_y[held], patience=1)
 
 
-def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path, report, checkpointer,
-               stop_requested, primary=True, pool=None) -> TrainResult:
-    phase = PhaseTimer(report)
+@dataclass
+class _Run:
+    """What every step of one run shares: its record, its JAX warm-up, its reporting and its rules."""
+
+    db: object
+    run_id: int
+    warmup: BackendWarmup
+    report: Callable[[TrainEvent], None]
+    phase: PhaseTimer
+    primary: bool  # process 0 (the one that records and writes the model)
+    pool: WorkerPool | None  # vectorizing workers handed in (the daemon's), else the run starts its own
+    checkpointer: object
+    stop_requested: Callable[[], bool] | None
+    rules: SearchRules
+
+
+def _train_run(run: _Run, corpus_path: Path, test_path, settings: Settings, model_path) -> TrainResult:
+    db, run_id, warmup, report, phase = run.db, run.run_id, run.warmup, run.report, run.phase
+    primary, checkpointer, stop_requested = run.primary, run.checkpointer, run.stop_requested
     if settings.model == "cnn":
         from textclf.runs.images import train_images
 
@@ -221,13 +239,12 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
         if settings.ensemble > 1 or settings.char_ngrams:
             raise SettingsError(f"--ensemble {settings.ensemble} and --char-ngrams train on one process: pass "
                                 "--ensemble 1 --no-char-ngrams with several processes")
-        data = _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool, report)
+        data = _shared_data(run, corpus_path, test_path, settings)
     elif settings.vectorizer == "hashing":
         warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
-        data = _hashed_data(db, run_id, corpus_path, test_path, settings, phase)
+        data = _hashed_data(run, corpus_path, test_path, settings)
     else:
-        data, settings = _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup,
-                                          pool, report)
+        data, settings = _vectorized_data(run, corpus_path, test_path, settings)
     with phase("warmup"):  # what is left of the JAX start-up once vectorizing is done
         backend = _backend_ready(db, run_id, warmup)
     return_freed_memory()
@@ -250,11 +267,12 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
     candidates = (data.search or {}).get("rate_candidates", [])
     one_network = settings.ensemble <= 1 and data.rows is None and len(views) == 1  # one network, one process
     training_rows = None  # the rows of train_x that train, where some are held out and train_x is not copied
-    if not one_by_one and len(views) == 1 and _stops_early(settings, data.search, len(train_y)):
+    if not one_by_one and len(views) == 1 and _stops_early(settings, data.search, len(train_y), run.rules):
         training_rows, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
         if one_network and len(candidates) > 1:
             rates = candidates
-        if data.rows is not None or not _side_by_side_with_held_out(settings, data.search, len(train_y), True):
+        if data.rows is not None or not _side_by_side_with_held_out(settings, data.search, len(train_y), True,
+                                                                     run.rules):
             # One network (training/loop.py), or networks one after another, train on a matrix of their rows.
             train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
             data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
@@ -265,8 +283,8 @@ def _train_run(db, run_id, corpus_path, settings, warmup, test_path, model_path,
             return_freed_memory()
     elif one_network and len(candidates) > 1 and "epochs" not in settings.pinned:
         with phase("rates"):
-            settings = _choose_rate_then_refit(db, run_id, train_x, train_y, len(classes), settings, backend,
-                                               candidates, data.search, stop_requested)
+            settings = _choose_rate_then_refit(run, train_x, train_y, len(classes), settings, backend, candidates,
+                                               data.search)
         _record_rate_choice(db, data.search_key, settings, data.search)
     # Each view's settings: the words' as chosen, the character network's own rate and epochs (Settings.char_view).
     view_settings = [settings, settings.char_view()][:len(views)]
@@ -364,25 +382,25 @@ def _eval_scores(model: Model, eval_x) -> np.ndarray:
 REFIT_HELD_OUT_FRACTION = 0.2
 
 
-def _choose_rate_then_refit(db, run_id, train_x, train_y, n_classes, settings, backend, rates, search: dict,
-                            stop_requested) -> Settings:
+def _choose_rate_then_refit(run: _Run, train_x, train_y, n_classes, settings, backend, rates, search: dict
+                            ) -> Settings:
     """The rate candidates trained on all but a stratified REFIT_HELD_OUT_FRACTION of the training documents,
     which choose one and its epoch (candidates.fit_rates); -> the settings with the chosen rate, decay and epoch
     count, for the final training on every document. Recorded in the run (search: rate_choice)."""
-    from textclf.training import search as search_rules
     from textclf.training.candidates import fit_rates
+    from textclf.training.search import stratified_sample
 
-    held, rest = search_rules.stratified_sample(train_y, np.arange(len(train_y)),
-                                                int(len(train_y) * REFIT_HELD_OUT_FRACTION), settings.seed)
+    held, rest = stratified_sample(train_y, np.arange(len(train_y)), int(len(train_y) * REFIT_HELD_OUT_FRACTION),
+                                   settings.seed)
     rest_x, held_x = _rate_choice_columns(train_x[rest], train_y[rest], train_x[held],
-                                          search_rules.RATE_CHOICE_FEATURES)
+                                          run.rules.rate_choice_features)
     choice = fit_rates(rest_x, train_y[rest], n_classes, settings, backend,
                        [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], held_x,
-                       train_y[held], stop_requested=stop_requested)
+                       train_y[held], stop_requested=run.stop_requested)
     search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out,
                              "held_out_documents": len(held), "refit": True, "features": rest_x.shape[1]}
     settings = _with_choice(settings, rates, choice)
-    run_queries.update_run(db, run_id, search=search, settings=settings.to_dict())
+    run_queries.update_run(run.db, run.run_id, search=search, settings=settings.to_dict())
     return settings
 
 
@@ -522,7 +540,7 @@ def _record_corpus(db, run_id, fmt, fingerprint, train_skipped, test_skipped, no
     return skipped, classes, eval_kind
 
 
-def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, pool, report) -> _TextData:
+def _shared_data(run: _Run, corpus_path, test_path, settings) -> _TextData:
     """Several processes (textclf/training/distributed.py): each reads only its share of the corpus (and of the
     test corpus) and counts its own documents; the vocabulary is agreed through the runtime
     (pipelines/vectorize.fit_vectorizer_shared). Without --test each process holds out validation_fraction of
@@ -535,6 +553,8 @@ def _shared_data(db, run_id, corpus_path, test_path, settings, phase, warmup, po
     from pipelines.vectorize import fit_vectorizer_shared
     from textclf.training.data_parallel import RowShare
     from textclf.training.distributed import exchange_arrays
+
+    db, run_id, phase, warmup, pool, report = run.db, run.run_id, run.phase, run.warmup, run.pool, run.report
 
     def read_progress(documents: int, stats) -> None:  # of this process's share
         report(TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total, documents=documents))
@@ -602,12 +622,13 @@ def _skips_added(shared: list[dict], key: str) -> dict[str, int]:
     return dict(total)
 
 
-def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primary, warmup, pool, report
-                     ) -> tuple[_TextData, Settings]:
+def _vectorized_data(run: _Run, corpus_path, test_path, settings) -> tuple[_TextData, Settings]:
     """"tfidf": the texts in memory (the vocabulary fit needs them all), vectors cached by corpus fingerprint.
     Starts the JAX warm-up once the workers are forked (or at once when the vectors come from the cache).
     With Settings.search "auto" the model search chooses the settings first, on the training documents only:
     the test corpus is opened after it. -> (the data, the settings it was vectorized with)."""
+    db, run_id, phase, warmup, pool, report = run.db, run.run_id, run.phase, run.warmup, run.pool, run.report
+
     def read_progress(documents: int, stats) -> None:
         report(TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total, documents=documents))
 
@@ -663,9 +684,8 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
             return FetchedTexts(len(train_labels), {int(r): fetched[c] for r, c in zip(rows, in_corpus)})
 
         if settings.search != "off":
-            settings, search, search_key = _search(db, run_id, train_texts, train_labels, settings, phase, warmup,
-                                                   forked(len(corpus.texts)), report, corpus.fingerprint,
-                                                   not test_path)
+            settings, search, search_key = _search(run, train_texts, train_labels, settings,
+                                                   forked(len(corpus.texts)), corpus.fingerprint, not test_path)
             return_freed_memory()  # the search's sample texts and matrices: ~0.8 GB at a million documents
         else:
             search, search_key = {"skipped": "--search off"}, None
@@ -701,7 +721,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                     parts = vectorizer.transform_file_parts(corpus.texts, workers, vectorize_progress,
                                                             known=(sample_rows, sample_x))
                     if test is not None and _side_by_side_with_held_out(settings, search, len(train_labels),
-                                                                        not settings.char_ngrams):
+                                                                        not settings.char_ngrams, run.rules):
                         # Straight to the device a share at a time: the host never holds the whole matrix
                         # (~1.3 GB a million documents); nor does the vector cache, so it is not written.
                         from textclf.training.device_data import resident_from_parts
@@ -724,7 +744,7 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
                     eval_x = (vectorizer.transform_file(test.texts, workers, vectorize_progress)
                               if isinstance(test.texts, FileTexts)
                               else vectorizer.transform(test.texts, pool=workers, on_progress=vectorize_progress))
-                if primary and not on_device:
+                if run.primary and not on_device:
                     vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
     data = _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
@@ -733,13 +753,14 @@ def _vectorized_data(db, run_id, corpus_path, test_path, settings, phase, primar
     return data, settings
 
 
-def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report, fingerprint: str,
-            validation_split: bool) -> tuple[Settings, dict, str | None]:
+def _search(run: _Run, texts, labels, settings, pool, fingerprint: str, validation_split: bool
+            ) -> tuple[Settings, dict, str | None]:
     """Run the model search on the training documents, or take the choice recorded for the same documents,
     settings and device (textclf/runs/search_cache.py; not with --search fresh); record its trials and choice;
     texts(rows): the training texts of these rows (None: all), indexed by row (called only if the search runs).
     -> (the chosen settings, the search's summary with its leaderboard (what the run records: a later update of
     it, the rate choice's, keeps the leaderboard), the key its choice is recorded under)."""
+    db, run_id, phase, warmup, report = run.db, run.run_id, run.phase, run.warmup, run.report
     with phase("warmup"):
         _backend_ready(db, run_id, warmup)
     import jax  # after the warm-up thread's import
@@ -755,7 +776,7 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report, fi
         summary = {"skipped": "several processes train together: pass the settings a one-process search chose"}
         run_queries.update_run(db, run_id, search=summary)
         return settings, summary, None
-    key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT)
+    key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT, run.rules)
     recorded = run_queries.find_search(db, key) if settings.search == "auto" else None
     if recorded:
         summary = {"leaderboard": [], **recorded["summary"], "reused_from": recorded["run_id"]}
@@ -763,8 +784,9 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report, fi
         run_queries.update_run(db, run_id, search=summary, settings=chosen.to_dict())
         return chosen, summary, key
     with phase("search"):
-        rows = searched_rows(labels, settings, jax.default_backend())
-        result = search_settings(texts(rows), list(labels), settings, pool, jax.default_backend(), on_round)
+        rows = searched_rows(labels, settings, jax.default_backend(), run.rules)
+        result = search_settings(texts(rows), list(labels), settings, pool, jax.default_backend(), on_round,
+                                 run.rules)
     if result.trials:
         run_queries.add_search_trials(db, run_id, result.trials)
     recorded_summary = {**result.summary, "leaderboard": result.leaderboard[:10]}
@@ -775,13 +797,14 @@ def _search(db, run_id, texts, labels, settings, phase, warmup, pool, report, fi
     return result.settings, recorded_summary, key
 
 
-def _hashed_data(db, run_id, corpus_path, test_path, settings, phase) -> _TextData:
+def _hashed_data(run: _Run, corpus_path, test_path, settings) -> _TextData:
     """"hashing": read and hashed in one streaming pass (pipelines/stream.py), texts never all in memory;
     the phase is "read_vectorize" since reading and hashing overlap."""
     from pipelines.stream import hash_corpus, weigh
     from pipelines.vectorize import fit_hashing_idf
 
-    with phase("read_vectorize"):
+    db, run_id = run.db, run.run_id
+    with run.phase("read_vectorize"):
         corpus = hash_corpus(corpus_path, settings)
         test = hash_corpus(test_path, settings) if test_path else None
         if test:

@@ -12,19 +12,23 @@ is the one a search on this device made, and the run says which run's search it 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
 from textclf.settings import Settings
+from textclf.training.search_rules import SearchRules
 from textclf.versions import versions
 
 
-def search_key(fingerprint: str, validation_split: bool, settings: Settings, device: str, search_format: int) -> str:
+def search_key(fingerprint: str, validation_split: bool, settings: Settings, device: str, search_format: int,
+               rules: SearchRules = SearchRules()) -> str:
     """sha256 of what the search's choice depends on. fingerprint: the training corpus's
     (pipelines.corpus); validation_split: whether its documents are split into training and validation (no
     --test: which documents the search sees then follows from the seed and validation_fraction in settings);
     settings: the run's settings before the search ("fresh" counts as "auto"); device: the run's device as
-    recorded (kind and count); search_format: textclf.training.search.SEARCH_FORMAT."""
+    recorded (kind and count); search_format: textclf.training.search.SEARCH_FORMAT; rules: the search's rules
+    (a benchmark's variant does not reuse the defaults' choice)."""
     material = {
         "fingerprint": fingerprint,
         "validation_split": validation_split,
@@ -33,4 +37,6 @@ def search_key(fingerprint: str, validation_split: bool, settings: Settings, dev
         "versions": versions(),
         "search_format": search_format,
     }
+    if rules != SearchRules():
+        material["rules"] = dataclasses.asdict(rules)
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()

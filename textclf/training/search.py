@@ -12,7 +12,7 @@ How:
   training rows only and weighted with IDF from those rows (select_and_weigh).
 - Per (variant, fold) the (learning rate, weight decay) candidates train side by side as one program
   (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
-- Racing: every variant trains on the first fold; only the RACE_KEEP best go on to the other folds. Then the
+- Racing: every variant trains on the first fold; only the rules.race_keep best go on to the other folds. Then the
   winner's one-field changes (refinements), each on to the other folds only if it matched the winner on the first.
 - Score of a (variant, rate, decay, epoch count): mean validation accuracy over the folds. The best one wins; ties go
   to the earlier candidate (the defaults come first) and the fewer epochs.
@@ -40,6 +40,7 @@ from pipelines.batches import next_power_of_two
 from pipelines.vectorize import count_chars, count_terms, nb_ratios, select_and_weigh, term_masks, weigh_counts
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
+from textclf.training.search_rules import SearchRules
 from textclf.training.candidates import (
     batch_shape, cut_order, fit_candidates, init_stacked, precompile_epoch, precompile_scores, round_data)
 
@@ -53,154 +54,8 @@ from textclf.training.candidates import (
 # MIN_DOCUMENTS 60 up searched (200 before); 7: the characters of scripts written without spaces words of their own
 # (Settings.unspaced_as_characters), so a choice made on such a corpus's older tokens is not reused, and a CPU's
 # networks trial up to CPU_TRIAL_STEPS 4,000; 8: a CPU searches up to CPU_FOLDS_DOCUMENTS 8,000 documents on 3 folds
-# (1,000 before), and a round trains up to MAX_EPOCHS 40 epochs (20 before).
-SEARCH_FORMAT = 8
-# Below this many training documents the search is skipped (the settings as given train, Settings.min_steps
-# deciding the epochs), and so is a corpus with fewer than 3 documents in every class (3 folds cannot be
-# stratified). 200 skipped corpora whose defaults lose badly: English stop words remove a question's type words,
-# and lr 1e-3 is slow for so few steps. Judged on training files alone (benchmarks/nested_rule.py --documents
-# 120 and 60, BENCHMARKS.md "Small corpora"): searched, 120 documents scored higher on the set-aside documents in
-# 18 of 20 (corpus, seed) runs on the H200 and the 2-core CPU, by up to 24 points (trec), and 60 in 8 of 10 on the
-# CPU (mr's sentences, near chance either way, 3 points lower); folds of 20 documents are noisy, but the defaults
-# are worse.
-MIN_DOCUMENTS = 60
-LEARNING_RATES = (0.001, 0.003, 0.01)
-# Coupled L2 in Adam: a feature absent from a batch gets a gradient of weight_decay * w only, which Adam
-# normalises to a step of ~lr towards 0, so any decay > 0 shrinks the weights of rare features between their
-# appearances. Searched as one more candidate per rate (K = 6 networks a round) on a GPU.
-WEIGHT_DECAYS = (0.0, 1e-4)
-# A round stops once this many epochs in a row improved none of its networks' validation accuracy: most
-# curves peak within 4-14 of the 20 epochs (BENCHMARKS.md), and the epochs after a peak only confirm it.
-PATIENCE = 3
-# After fold 0 only this many vectorizer variants (the best on fold 0) train on the other folds: the variants
-# behind after one fold rarely catch up, and the rounds they skip pay for the ensemble's rounds.
-RACE_KEEP = 3
-STOP_WORDS = ("english", None)
-NGRAMS = (2, 1)
-NB_WEIGHTING = (False, True)
-# Whether the NB column weights' other value races as vectorizer variants (True: 8 variants, stop words x n-grams
-# x NB weights) or is tried after the race as a one-field change of its winner, as sublinear tf is (False: 4
-# variants and one refinement). Measured on the H200 (benchmarks/search_choices.py --race, the five benchmark
-# corpora x 3 seeds; BENCHMARKS.md, "NB weights as a refinement"): NB off was chosen in 1 of 15 searches (mr,
-# where it was the NB-on winner's one-field change), yet an NB-off variant held one of the race's 3 places on
-# the other folds in 12 of 15, beside its own NB-on twin. As a refinement it costs one round on the first fold
-# (3 where it matches the winner there), not 4, and a CPU's budget reaches the unigram variants before it.
-NB_IN_RACE = False
-# Tried after the race, as one-field changes of its winner (refinements): sublinear tf (1 + log tf) against raw
-# tf, and a 4x larger batch (a quarter of the steps: faster, and with Adam's per-step rate sometimes as
-# accurate). Each goes on from fold 0 to the other folds only if it matched the winner there. Raw tf never
-# matched the winner in 10 searches of the five benchmark corpora on the H100 (5 corpora x 2 seeds; batch 256 won
-# 2; BENCHMARKS.md, "What the search's choices turn on") but was chosen for the synthetic million documents, so
-# it stays: a round on a GPU costs ~0.5 s.
-SUBLINEAR_TF = (True, False)
-BATCH_SIZES = (64, 256)
-# An ensemble of this many networks (one rate, different initialisations) is tried against one network, on the
-# chosen candidate's folds, where a GPU trains them side by side; not on a CPU, where the members train one after
-# another (candidates.fit_members) at ENSEMBLE_MEMBERS x one network's time. Measured on the H100 over the five
-# benchmark corpora and two seeds (benchmarks/search_choices.py, BENCHMARKS.md "What the search's choices turn
-# on"): the ensemble's validation accuracy was within 0.0002 of one network's every time (its members agree on
-# nearly every document); it is chosen where its mean gain over one network is above NETWORKS_ERRORS standard
-# errors of it.
-ENSEMBLE_MEMBERS = 5
-# On a CPU the networks trial (the character pair) runs only where the final training is at most this many
-# steps (batches x epochs): one network then trains in ~3 s on 2 cores (mr, 7,108 documents x 5 epochs at batch
-# 64, 556 steps: 2.0 s). A count of work, not a timing, so that the same corpus gets the same choice on any CPU;
-# of steps, not documents, because a CPU's step costs Adam's pass over all of W1 whatever the batch (a batch of 256
-# costs far less than 4 of 64). 4,000 (~15 s a network on 2 cores), where 940 (the 60,000 documents x epochs at
-# batch 64 this bound was first set as) left out the Thai posts of wisesight, whose character network the GPU's
-# search chooses: judged on training files alone (benchmarks/nested_rule.py --constant search.CPU_TRIAL_STEPS
-# --values 940,4000, a quarter set aside; BENCHMARKS.md "Text without spaces between words"), wisesight seed 0
-# 0.6725 -> 0.7126 (32 -> 58 s a run), seed 1 0.7050 both; htl, shop10, trec, mr, agnews7600 (seed 0) the same
-# choices and accuracies. (news4 and news20 hold more than CHAR_MAX_CHARACTERS: no trial either way.)
-CPU_TRIAL_STEPS = 4000
-# The character view (Settings.char_ngrams) is tried with the ensemble where the searched texts hold at most this
-# many characters. 3-fold cross-validation on the training files, one word network against it plus a character
-# network (benchmarks/char_view.py, BENCHMARKS.md "The character view"): mr sentences 0.7632 -> 0.7746,
-# agnews7600 0.8847 -> 0.8854, trec questions 0.8516 -> 0.8446 and news4 posts (19M characters) 0.9689 -> 0.9664,
-# where validation rejects it; and counting character n-grams costs ~5x counting words (2 cores: mr's 0.8M
-# characters 0.6 s, news4's 19M 11.4 s), which long posts pay for and gain nothing by.
-CHAR_MAX_CHARACTERS = 4_000_000
-# The epoch count is read off each candidate's validation curve, up to this many epochs (on a CPU, where an
-# epoch of a round costs seconds, up to CPU_MAX_EPOCHS). A round stops early (PATIENCE) once its curves stop
-# rising, so the cap costs only where they still rise, and there a cap of 20 chose among curves cut short (Reuters
-# R8 and WebKB's web pages at lr 1e-2 chose 20 and 18 epochs). Judged on training files alone
-# (benchmarks/nested_rule.py --constant search.MAX_EPOCHS --values 20,40, a quarter set aside, H200;
-# BENCHMARKS.md "English corpora"): r8, webkb, trec (4 seeds), news20, mr, agnews7600, sst2 (2): 10 of the 20
-# searches chose otherwise with 40 (more epochs, or a candidate that peaked later), +1.64 points summed on the
-# set-aside documents, 7 higher, 3 lower.
-MAX_EPOCHS = 40
-CPU_MAX_EPOCHS = 10
-# A small corpus's epochs are a few optimizer steps each (a fold of 160 documents at batch 64: 3), so the caps
-# above stopped its rounds after 30-60 steps with every curve still rising, and the search chose among
-# undertrained networks: 240 AG News documents, 0.6737 test accuracy searched against 0.7355 with the search off
-# (Settings.min_steps: 300 steps). So a round may train as many epochs as make ROUND_MIN_STEPS steps of its
-# smallest fold at the race's batch, and it stops early only after PATIENCE epochs and PATIENCE_STEPS steps
-# without a gain (3 epochs of 3 steps are noise on a validation curve). The cap changes nothing where the smallest
-# fold trains on more than ~960 documents (~1,900 in a CPU's split), the patience nothing above ~2,100. Judged on
-# training files alone (BENCHMARKS.md, "Small corpora").
-ROUND_MIN_STEPS = 300
-PATIENCE_STEPS = 100
-# On a CPU a round of a news4-sized corpus (7,000 documents, K = 3 networks, 10 epochs) takes most of a minute
-# on 2 cores, so the search there trains on a stratified sample of at most CPU_TRAIN_DOCUMENTS; the epochs for all
-# the documents follow from the sample's curve (_epochs_for_all). Validation costs only a forward pass, so it
-# takes more of the documents the sample leaves out, up to CPU_VALIDATION_DOCUMENTS (at least a fifth of the
-# corpus): one split of 1,000 validation documents decided between candidates 0.3 points apart with a standard
-# error of ~1.3 points; 3,000 cut it to ~0.8 (mr: the CPU chose other settings than the GPU's 3 folds).
-CPU_TRAIN_DOCUMENTS = 4000
-CPU_VALIDATION_DOCUMENTS = 3000
-# A GPU's search folds cover at most this many documents (a stratified sample of a larger corpus; the epochs for
-# all of them follow from the sample's curves, _epochs_for_all): a round's cost grows with the documents, and a
-# million-document corpus spent minutes and 24 GB tokenising and training one round of its folds
-# (BENCHMARKS.md, "Big corpora with no flags"), while one split of 20,000 already validates on 6,667 documents (a
-# binomial standard error of ~0.4 points at accuracy 0.9; _device_folds).
-SEARCH_DOCUMENTS = 20_000
-# The rounds' networks see the ROUND_FEATURES columns most tied to the labels (of the final model's `features`):
-# a round's step costs Adam's pass over all of W1 (memory-bound: 39 ms a step for 3 networks x 32,768 columns
-# on 2 cores; on an H100 a step of 6 networks at batch 64 costs 388 us at 32,768 columns and 143 us at 8,192,
-# BENCHMARKS.md), so the rounds rank candidates at a fraction of the cost. The chosen settings are then trained
-# at full width.
-ROUND_FEATURES = 8192
-# A corpus larger than the search's sample (SEARCH_DOCUMENTS on a GPU, CPU_TRAIN_DOCUMENTS +
-# CPU_VALIDATION_DOCUMENTS on a CPU) ranks the rates on the sample, where an epoch has a fraction of the full
-# corpus's steps, and the leading rates often tie within noise: syn100k on 2 cores validated lr 1e-2 / 3e-3 / 1e-3
-# at 0.9460 / 0.9450 / 0.9443 on the sample, and on all 95,000 documents the held-out set scored 1e-2 at 0.9768
-# and 3e-3 at 0.9864 (BENCHMARKS.md, "100,000 documents on this 2-core CPU"). So the final training of a sampled
-# corpus (textclf/runs/run.py) trains the winner's variant at each (rate, decay) within this many binomial
-# standard errors of the winner's validation accuracy (at most MAX_RATE_CANDIDATES of them), and held-out
-# training documents choose (candidates.fit_rates; a corpus over SEARCH_DOCUMENTS keeps the chosen network, a
-# smaller one trains the chosen settings again on every document): two standard errors, because two candidates
-# of one sample whose accuracies differ by less than that cannot be told apart, and a systematic shift (more
-# steps an epoch favour a lower rate) moves the full corpus's order by more than the sample's noise.
-NEAR_RATE_ERRORS = 2.0
-# The defaults' vectorizer variant (stop words, n-grams, NB weights as given) is kept unless another beats it by
-# more than this many binomial standard errors of the winner's validation accuracy (the one-standard-error
-# rule): a variant ahead by less is ahead by the validation documents' noise (news20's CPU sample put no stop
-# words at 0.883 and English ones at 0.882 on 3,000 documents, one error ~0.6 points), and choosing between such
-# near-ties flips from run to run. Judged on the training files alone (benchmarks/nested_rule.py, a quarter of
-# each set aside; BENCHMARKS.md, "CPU"): 3 of 20 (corpus, seed, device) searches chose differently, +0.39, -0.21
-# and 0.00 points on the set-aside documents, the other 17 alike: no cost in accuracy, fewer flips.
-DEFAULT_VARIANT_ERRORS = 1.0
-MAX_RATE_CANDIDATES = 3
-# The rate choice before a sampled corpus's final training (textclf/runs/run.py, _choose_rate_then_refit: a
-# corpus over the search's sample that is too small to hold documents out for good, on a CPU one of 7,000 to
-# 20,000 documents) trains its candidates on the RATE_CHOICE_FEATURES columns most tied to the labels, as the
-# rounds do (ROUND_FEATURES), not the final model's full width (0: full width): on a CPU a step is Adam's
-# memory-bound pass over W1, and three candidates at full width took 35 s of a 67 s news4 run on 2 cores. What it
-# corrects, the sample's fraction of a full epoch's steps, does not depend on the width. Judged on the training
-# files alone (benchmarks/nested_rule.py; BENCHMARKS.md, "The rate choice on the rounds' 8,192 columns").
-RATE_CHOICE_FEATURES = ROUND_FEATURES
-# More networks (the ensemble, the character pair) are chosen only where their mean per-document gain over one
-# network exceeds this many standard errors of it (_fewest_networks_that_win). 0: any gain, the most accurate
-# option wins. Judged on the training files alone (benchmarks/nested_rule.py, a quarter of each set aside, the
-# five corpora x 4 seeds on the H100, x 2 on the CPU; BENCHMARKS.md, "CPU"): with 0 instead of 1 (the bar of an
-# earlier tree, set for the ensemble's near-ties without an accuracy measurement), 11 of 30 choices differed:
-# 6 better on the set-aside documents (trec +0.37 and +0.15 and mr +0.51 with the character pair, agnews7600
-# +1.18), 4 worse (-0.39 the most), 1 alike; +2.01 points summed. It costs more networks where they win.
-NETWORKS_ERRORS = 0.0
-# Rows per validation batch where the device is a GPU: scoring takes no gradient, and scoring 64 rows a step
-# cost news4's search 5 s of 42 (~170 scans of 50 small steps). A CPU scores at the training batch size (its
-# sparse step's gather grows with the batch's nonzeros, not its rows).
-GPU_SCORE_BATCH = 1024
+# (1,000 before), and a round trains up to MAX_EPOCHS 40 epochs (20 before); 9: budgets of work (network-steps).
+SEARCH_FORMAT = 9
 
 
 @dataclass
@@ -211,17 +66,24 @@ class SearchResult:
     leaderboard: list[dict] = field(default_factory=list)  # candidates, best first: settings, accuracy, epochs
 
 
-# A CPU's default budget: 30 s, judged against 20 on the training files alone (benchmarks/nested_rule.py
-# --setting search_budget, 5 corpora x 2 seeds, a quarter of each training file set aside, 2 cores): +2.75
-# points summed over the ten, none worse (news20 +1.55 / +0.99: the longer search reached the unigram variant),
-# at 0-14 s more a run; news4 end to end stays under the minute (BENCHMARKS.md, "Accuracy", CPU).
-CPU_BUDGET_S = 30.0
+class Budget:
+    """What the search may spend: network-steps (Settings.search_steps, else the device's default unless the user
+    gave a clock budget alone) and, only where the user asked for one, seconds (Settings.search_budget)."""
 
+    def __init__(self, settings: Settings, platform: str, rules: SearchRules):
+        self.steps = settings.search_steps or (None if settings.search_budget else rules.budget_steps(platform))
+        self.seconds = settings.search_budget or None
+        self.start = time.perf_counter()
+        self.steps_done = 0
 
-def default_budget(platform: str) -> float:
-    """Seconds of search when --search-budget is not given: generous where candidates are cheap (a GPU trains
-    the K learning rates of one round in about a second), smaller on a CPU, where one round costs tens."""
-    return CPU_BUDGET_S if platform == "cpu" else 60.0
+    def affords(self, steps: int, seconds: float) -> bool:
+        """Whether `steps` more network-steps, `seconds` more seconds, stay within the budget."""
+        if self.steps is not None and self.steps_done + steps > self.steps:
+            return False
+        return self.seconds is None or time.perf_counter() - self.start + seconds <= self.seconds
+
+    def summary(self) -> dict:
+        return {"budget_steps": self.steps, "budget_s": self.seconds}
 
 
 def _folds(labels: np.ndarray, count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -245,21 +107,10 @@ def _epochs_for_all(best_epoch: int, epochs_tried: int, settings: Settings) -> i
     return best_epoch
 
 
-# A corpus much larger than the search's sample trains with a larger batch than the sample chose: the batch doubles
-# until an epoch holds at most EPOCH_STEPS optimizer steps (never past MAX_BATCH_FOR_ALL; a typed --batch-size is
-# kept). Measured on a million synthetic documents (H100, benchmarks/big_batch.py, BENCHMARKS.md "Big corpora
-# with no flags"): the search's batch 64 (15,313 steps an epoch, 5 networks) kept epoch 1 at held-out accuracy
-# 0.9904 in 25.8 s; batch 256 (3,828 steps) 0.9910 in 12.0 s; 1,024 0.9913 (epoch 2) in 12.3 s; 4,096 0.9917
-# (epoch 4) in 17.8 s. Past a few thousand steps an epoch more steps bought no held-out accuracy, only time; a
-# corpus within 4,096 x 64 documents (262,144) keeps the chosen batch.
-EPOCH_STEPS = 4096
-MAX_BATCH_FOR_ALL = 4096
-
-
-def batch_for_all(batch_size: int, n_documents: int) -> int:
+def batch_for_all(batch_size: int, n_documents: int, rules: SearchRules) -> int:
     """The batch size for all n_documents training documents, given the one the search chose on its sample."""
     batch = batch_size
-    while n_documents > EPOCH_STEPS * batch and batch * 2 <= MAX_BATCH_FOR_ALL:
+    while n_documents > rules.epoch_steps * batch and batch * 2 <= rules.max_batch_for_all:
         batch *= 2
     return batch
 
@@ -278,34 +129,22 @@ def stratified_sample(y: np.ndarray, rows: np.ndarray, count: int, seed: int) ->
     return np.sort(kept), np.sort(rest)
 
 
-def _cpu_split(y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _cpu_split(y: np.ndarray, seed: int, rules: SearchRules) -> tuple[np.ndarray, np.ndarray]:
     """The CPU's one split (training rows, validation rows), stratified by label: validation takes
-    max(a fifth of the documents, those beyond CPU_TRAIN_DOCUMENTS), at most CPU_VALIDATION_DOCUMENTS; training
-    at most CPU_TRAIN_DOCUMENTS of the rest."""
+    max(a fifth of the documents, those beyond rules.cpu_train_documents), at most
+    rules.cpu_validation_documents; training
+    at most rules.cpu_train_documents of the rest."""
     n = len(y)
-    val_count = min(CPU_VALIDATION_DOCUMENTS, max(n // 5, n - CPU_TRAIN_DOCUMENTS))
+    val_count = min(rules.cpu_validation_documents, max(n // 5, n - rules.cpu_train_documents))
     val, rest = stratified_sample(y, np.arange(n), val_count, seed)
-    train, _ = stratified_sample(y, rest, CPU_TRAIN_DOCUMENTS, seed)
+    train, _ = stratified_sample(y, rest, rules.cpu_train_documents, seed)
     return train, val
 
 
-# A CPU searches a corpus of at most this many documents on 3 folds, as a GPU does, not on one split: one split
-# validates on a fifth of a small corpus (60 of 300 documents, a standard error of ~5 points; 452 of cr's 2,262
-# sentences, ~2 points), too few to tell a character network or a learning rate from noise, and its training
-# sample is at most CPU_TRAIN_DOCUMENTS. Racing keeps the cost of the folds down (the variants on the first fold,
-# the best 3 on the others). Judged on training files alone (benchmarks/nested_rule.py --constant
-# search.CPU_FOLDS_DOCUMENTS --values 1000,8000, a quarter set aside, 2,262-6,408 documents searched, this
-# project's 2-core CPU; BENCHMARKS.md "English corpora"): 10 corpora, 30 (corpus, seed) pairs: +10.30 points
-# summed on the set-aside documents (17 higher, 12 lower), 876 s of runs instead of 724 (the 1,000 runs, first,
-# also compiled). Above 8,000 the one split already trains on 4,000 and validates on 3,000, and 3 folds would take
-# more of the budget.
-CPU_FOLDS_DOCUMENTS = 8000
-
-
-def _search_folds(y: np.ndarray, seed: int, platform: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    if platform == "cpu" and len(y) > CPU_FOLDS_DOCUMENTS:
-        return [_cpu_split(y, seed)]
-    return _device_folds(y, seed)
+def _search_folds(y: np.ndarray, seed: int, platform: str, rules: SearchRules) -> list[tuple[np.ndarray, np.ndarray]]:
+    if platform == "cpu" and len(y) > rules.cpu_folds_documents:
+        return [_cpu_split(y, seed, rules)]
+    return _device_folds(y, seed, rules)
 
 
 def _sample(folds: list[tuple[np.ndarray, np.ndarray]], n_documents: int) -> np.ndarray | None:
@@ -314,32 +153,32 @@ def _sample(folds: list[tuple[np.ndarray, np.ndarray]], n_documents: int) -> np.
     return sample if len(sample) < n_documents else None
 
 
-def searched_rows(labels: list[str], settings: Settings, platform: str) -> np.ndarray | None:
+def searched_rows(labels: list[str], settings: Settings, platform: str, rules: SearchRules) -> np.ndarray | None:
     """The rows of these training documents whose texts search_settings reads (sorted), or None for all of them:
     a caller holding the texts elsewhere (pipelines.corpus.FileTexts) fetches only these."""
-    if _too_few(labels):  # not searched: search_settings reads nothing
+    if _too_few(labels, rules):  # not searched: search_settings reads nothing
         return None
     y = np.unique(np.asarray(labels), return_inverse=True)[1]
-    return _sample(_search_folds(y, settings.seed, platform), len(y))
+    return _sample(_search_folds(y, settings.seed, platform, rules), len(y))
 
 
-def _too_few(labels: Sequence[str]) -> str | None:
-    """Why training documents with these labels are too few to search (MIN_DOCUMENTS), or None."""
-    if len(labels) < MIN_DOCUMENTS:
-        return f"fewer than {MIN_DOCUMENTS} training documents"
+def _too_few(labels: Sequence[str], rules: SearchRules) -> str | None:
+    """Why training documents with these labels are too few to search (rules.min_documents), or None."""
+    if len(labels) < rules.min_documents:
+        return f"fewer than {rules.min_documents} training documents"
     if max(Counter(labels).values()) < 3:
         return "fewer than 3 documents in every class"
     return None
 
 
-def _device_folds(y: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """3 stratified folds (a GPU's, and a CPU's for a corpus of at most CPU_FOLDS_DOCUMENTS); where the corpus is
-    larger than SEARCH_DOCUMENTS, one split of a stratified sample of that many (the first of its 3 folds:
+def _device_folds(y: np.ndarray, seed: int, rules: SearchRules) -> list[tuple[np.ndarray, np.ndarray]]:
+    """3 stratified folds (a GPU's, and a CPU's for a corpus of at most rules.cpu_folds_documents); where the corpus is
+    larger than rules.search_documents, one split of a stratified sample of that many (the first of its 3 folds:
     training on two thirds, validating on 6,667 documents), because on a validation set of thousands of
     documents the other folds narrow a standard error that is already a few tenths of a point, and their rounds
     cost time (a million synthetic documents on an H100: 18 rounds, search 39.3 s -> 10 rounds, 34.0 s; the same
     settings but one more epoch, the same test accuracy; BENCHMARKS.md, "Big corpora with no flags")."""
-    sample, _ = stratified_sample(y, np.arange(len(y)), SEARCH_DOCUMENTS, seed)
+    sample, _ = stratified_sample(y, np.arange(len(y)), rules.search_documents, seed)
     folds = [(sample[train], sample[val]) for train, val in _folds(y[sample], 3, seed)]
     return folds if len(sample) == len(y) else folds[:1]
 
@@ -354,16 +193,17 @@ class Variant(NamedTuple):
     batch_size: int
 
 
-def refinements(winner: Variant, settings: Settings) -> list[Variant]:
-    """The one-field changes of the race's winner tried after it (NB_WEIGHTING unless NB_IN_RACE, SUBLINEAR_TF,
-    BATCH_SIZES), in that order; pinned fields are not changed."""
-    options = ((() if NB_IN_RACE else (("nb_weighting", NB_WEIGHTING),))
-               + (("sublinear_tf", SUBLINEAR_TF), ("batch_size", BATCH_SIZES)))
+def refinements(winner: Variant, settings: Settings, rules: SearchRules) -> list[Variant]:
+    """The one-field changes of the race's winner tried after it (rules.nb_weighting unless
+    rules.nb_in_race, rules.sublinear_tf,
+    rules.batch_sizes), in that order; pinned fields are not changed."""
+    options = ((() if rules.nb_in_race else (("nb_weighting", rules.nb_weighting),))
+               + (("sublinear_tf", rules.sublinear_tf), ("batch_size", rules.batch_sizes)))
     return [winner._replace(**{field: value}) for field, values in options if field not in settings.pinned
             for value in values if value != getattr(winner, field)]
 
 
-def candidate_space(settings: Settings, platform: str = "gpu"
+def candidate_space(settings: Settings, platform: str, rules: SearchRules
                     ) -> tuple[list[Variant], list[tuple[float, float]], list[int]]:
     """(vectorizer variants, (learning rate, weight decay) pairs, epoch counts) to try; pinned fields keep the
     settings' own value. The settings' own values come first in each list. Weight decays are searched where the
@@ -376,50 +216,52 @@ def candidate_space(settings: Settings, platform: str = "gpu"
 
     # Most promising first, so that a tight budget tries stop words (and NB weights, where they race) before the
     # n-gram length.
-    nb_options = options("nb_weighting", NB_WEIGHTING) if NB_IN_RACE else [settings.nb_weighting]
-    variants = [Variant(s, n, b, settings.sublinear_tf, settings.batch_size) for n in options("ngram_max", NGRAMS)
-                for b in nb_options for s in options("stop_words", STOP_WORDS)]
-    rates = options("learning_rate", LEARNING_RATES)
-    decays = options("weight_decay", WEIGHT_DECAYS) if platform != "cpu" else [settings.weight_decay]
+    nb_options = options("nb_weighting", rules.nb_weighting) if rules.nb_in_race else [settings.nb_weighting]
+    variants = [Variant(s, n, b, settings.sublinear_tf, settings.batch_size) for n in options("ngram_max", rules.ngrams)
+                for b in nb_options for s in options("stop_words", rules.stop_words)]
+    rates = options("learning_rate", rules.learning_rates)
+    decays = options("weight_decay", rules.weight_decays) if platform != "cpu" else [settings.weight_decay]
     optimizers = [(rate, decay) for decay in decays for rate in rates]
-    epochs = [settings.epochs] if "epochs" in pinned else list(range(1, max(MAX_EPOCHS, settings.epochs) + 1))
+    epochs = [settings.epochs] if "epochs" in pinned else list(range(1, max(rules.max_epochs, settings.epochs) + 1))
     return variants, optimizers, epochs
 
 
-def round_epochs(epoch_options: list[int], fold_documents: int, settings: Settings, platform: str
+def round_epochs(epoch_options: list[int], fold_documents: int, settings: Settings, platform: str, rules: SearchRules
                  ) -> tuple[int, list[int], int]:
     """-> (the most epochs a round trains, the epoch counts it may choose, its early-stopping patience in epochs)
-    for folds whose smallest trains on fold_documents: MAX_EPOCHS (CPU_MAX_EPOCHS on a CPU), or as many as make
-    ROUND_MIN_STEPS steps at the race's batch; patience PATIENCE epochs and at least PATIENCE_STEPS steps. A typed
+    for folds whose smallest trains on fold_documents: rules.max_epochs (rules.cpu_max_epochs on a CPU), or as
+    many as make rules.round_min_steps steps at the race's batch; patience rules.patience epochs and at least
+    rules.patience_steps steps. A typed
     epoch count stays the only one tried."""
-    epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), CPU_MAX_EPOCHS)
+    epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), rules.cpu_max_epochs)
     fold_steps = -(-fold_documents // settings.batch_size)  # an epoch's optimizer steps
     if "epochs" not in settings.pinned:
-        epochs = max(epochs, -(-ROUND_MIN_STEPS // fold_steps))
+        epochs = max(epochs, -(-rules.round_min_steps // fold_steps))
         epoch_options = list(range(1, max(epochs, max(epoch_options)) + 1))
-    return epochs, epoch_options, max(PATIENCE, -(-PATIENCE_STEPS // fold_steps))
+    return epochs, epoch_options, max(rules.patience, -(-rules.patience_steps // fold_steps))
 
 
 def search_settings(texts: Sequence[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
-                    on_round: Callable[[int, int], None] | None = None) -> SearchResult:
+                    on_round: Callable[[int, int], None] | None = None, rules: SearchRules = SearchRules()
+                    ) -> SearchResult:
     """Choose stop words, n-grams, learning rate and epochs for these training documents (see the module
     docstring). platform: jax's default backend ("cpu", "gpu", ...), for the default budget.
     on_round(done, total): called after each round, for a progress bar."""
     start = time.perf_counter()
-    budget = settings.search_budget or default_budget(platform)
-    summary = {"budget_s": budget, "platform": platform}
-    too_few = _too_few(labels)
+    budget = Budget(settings, platform, rules)
+    summary = {**budget.summary(), "platform": platform}
+    too_few = _too_few(labels, rules)
     if too_few:
         return SearchResult(settings, {**summary, "skipped": too_few})
-    variants, optimizers, epoch_options = candidate_space(settings, platform)
+    variants, optimizers, epoch_options = candidate_space(settings, platform, rules)
     if (len(variants) == 1 and len(optimizers) == 1 and len(epoch_options) == 1 and settings.ensemble
-            and not refinements(variants[0], settings)):
+            and not refinements(variants[0], settings, rules)):
         return SearchResult(settings, {**summary, "skipped": "every searched setting was set explicitly"})
 
     classes = sorted(set(labels))
     y = np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)  # (documents,) class numbers
     n_documents = len(texts)
-    folds = _search_folds(y, settings.seed, platform)
+    folds = _search_folds(y, settings.seed, platform, rules)
     sample = _sample(folds, len(y))
     subsampled = sample is not None
     if subsampled:
@@ -433,15 +275,15 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     masks = {key: np.flatnonzero(mask)
              for key, mask in term_masks(terms, {(v.stop_words, v.ngram_max) for v in variants}).items()}
     epochs, epoch_options, patience = round_epochs(epoch_options, min(len(train) for train, _ in folds), settings,
-                                                   platform)
+                                                   platform, rules)
     # The input width of every round: the widest variant's selected columns, rounded up to a power of two (the
     # W1 update, the cost of every step, scales with it: a corpus of short questions keeps ~10k columns, not 32k).
-    features = min(settings.features, ROUND_FEATURES)
+    features = min(settings.features, rules.round_features)
     width = min(features, next_power_of_two(max(min(features, len(m)) for m in masks.values())))
     # One batch shape per batch size for every round (one compilation).
     cuts = [cut_order(settings.seed + fold, len(train))[0] for fold, (train, _) in enumerate(folds)]
-    batch_sizes = {settings.batch_size, *([] if "batch_size" in settings.pinned else BATCH_SIZES)}
-    score_batch = settings.batch_size if platform == "cpu" else GPU_SCORE_BATCH
+    batch_sizes = {settings.batch_size, *([] if "batch_size" in settings.pinned else rules.batch_sizes)}
+    score_batch = settings.batch_size if platform == "cpu" else rules.gpu_score_batch
     matrices: dict[tuple[int, Variant], tuple] = {}  # (fold, variant) -> its (training, validation) rows, built ahead
     if platform == "cpu":
         # The widest view's nonzeros in each fold's cut: a bound for every variant, at no cost; a CPU's step
@@ -459,16 +301,16 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
                                                           settings, features, width, v), variants)
             matrices = {(0, v): pair for v, pair in zip(variants, built)}
         most_train, most_val = max(len(train) for train, _ in folds), max(len(val) for _, val in folds)
-        shapes = {batch: _with_headroom(batch_shape([train_x for train_x, _ in matrices.values()], batch,
+        shapes = {batch: _with_headroom(rules, batch_shape([train_x for train_x, _ in matrices.values()], batch,
                                                     [cuts[0]] * len(matrices)), -(-most_train // batch))
                   for batch in batch_sizes}
-        val_shape = _with_headroom(batch_shape([val_x for _, val_x in matrices.values()], score_batch),
+        val_shape = _with_headroom(rules, batch_shape([val_x for _, val_x in matrices.values()], score_batch),
                                    -(-most_val // score_batch))
 
     # Racing: every variant trains on fold 0; only the RACE_KEEP best of them go on to the other folds. Then the
     # winner's refinements, fold 0 first.
-    racing = len(folds) > 1 and len(variants) > RACE_KEEP
-    raced = len(variants) + (len(folds) - 1) * (min(RACE_KEEP, len(variants)))
+    racing = len(folds) > 1 and len(variants) > rules.race_keep
+    raced = len(variants) + (len(folds) - 1) * (min(rules.race_keep, len(variants)))
     planned = raced
     rounds = [(0, v) for v in variants]
     refined: list[Variant] = []
@@ -477,6 +319,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     results: dict[tuple, np.ndarray] = {}  # (variant, fold) -> (epochs, K) validation accuracy
     trials: list[dict] = []
     round_seconds: list[float] = []
+    round_steps: list[int] = []  # network-steps of each round
     network_epoch_seconds: list[float] = []  # per round: seconds per (network, epoch, training document)
 
     def prepare(fold: int, variant: Variant):
@@ -500,10 +343,10 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     # budget (a CPU's) still tries it where it may be chosen: on mr it added 1.1 points of cross-validated
     # accuracy (BENCHMARKS.md, "The character view").
     characters = sum(map(len, texts))
-    cheap = platform != "cpu" or _final_steps(settings, n_documents) <= CPU_TRIAL_STEPS
+    cheap = platform != "cpu" or _final_steps(settings, n_documents) <= rules.cpu_trial_steps
     pair_possible = (settings.ensemble == 0 and "char_ngrams" not in settings.pinned
-                     and characters <= CHAR_MAX_CHARACTERS and cheap)
-    reserve = 0.0
+                     and characters <= rules.char_max_characters and cheap)
+    reserve, reserve_steps = 0.0, 0
     # Where the device trains (a GPU), the next round's matrices and batches are built and uploaded meanwhile (a
     # thread: scipy, the uploads and the device wait release the GIL); on a CPU both would share the same cores.
     prefetch = ThreadPoolExecutor(1) if platform != "cpu" else None
@@ -517,8 +360,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     try:
         while number < len(rounds):
             fold, variant = rounds[number]
-            elapsed = time.perf_counter() - start
-            if number and elapsed + max(round_seconds) + reserve > budget:
+            if number and not budget.affords(max(round_steps) + reserve_steps, max(round_seconds) + reserve):
                 break
             round_start = time.perf_counter()
             train_rows, val_rows = folds[fold]
@@ -539,6 +381,8 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
             run_epochs = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1  # epochs before early stop
             seconds = time.perf_counter() - round_start
             round_seconds.append(seconds)
+            round_steps.append(len(optimizers) * run_epochs * data.n_steps)
+            budget.steps_done += round_steps[-1]
             network_epoch_seconds.append(seconds / (run_epochs * len(optimizers) * len(train_rows)))
             if pair_possible and len(network_epoch_seconds) > 1:
                 # What the cheapest trial of _choose_networks would cost, held back for it: 2 networks, at most
@@ -546,6 +390,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
                 # the character n-grams ~1 s a million characters.
                 reserve = min(network_epoch_seconds[1:]) * 2 * epochs * sum(len(train) for train, _ in folds) + \
                     characters / 1e6
+                reserve_steps = 2 * epochs * sum(-(-len(train) // settings.batch_size) for train, _ in folds)
             for k, (rate, decay) in enumerate(optimizers):
                 trials.append({"candidate": (variants + refined).index(variant) * len(optimizers) + k, "fold": fold,
                                "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
@@ -554,11 +399,11 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
             number += 1
             if number == len(variants):  # fold 0 done: the rest of the folds for the best variants only
                 ranked = sorted(variants, key=lambda v: -float(results[(v, 0)].max())) if racing else variants
-                rounds += [(f, v) for f in range(1, len(folds)) for v in ranked[:RACE_KEEP]]
+                rounds += [(f, v) for f in range(1, len(folds)) for v in ranked[:rules.race_keep]]
             if number == raced:  # the race is over: its winner's refinements, on fold 0
                 winner = _leaderboard(results, variants, rounds[len(variants):raced], [], len(folds), optimizers,
                                       usable)[0][0]["_variant"]
-                refined = refinements(winner, settings)
+                refined = refinements(winner, settings, rules)
                 rounds += [(0, v) for v in refined]
                 planned += len(refined)
             elif variant in refined and fold == 0 and len(folds) > 1 and \
@@ -575,7 +420,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     leaderboard, shared_folds = _leaderboard(results, variants, rounds[len(variants):raced], refined, len(folds),
                                              optimizers, usable)
     validation_documents = sum(len(folds[f][1]) for f in shared_folds)
-    kept = _keep_defaults(leaderboard, variants[0], validation_documents)
+    kept = _keep_defaults(leaderboard, variants[0], validation_documents, rules.default_variant_errors)
     if kept is not None:
         summary["kept_defaults"] = {"over": dict(leaderboard[0]["settings"]), "by": leaderboard[0]["accuracy"]}
         leaderboard.insert(0, leaderboard.pop(kept))
@@ -587,16 +432,16 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     if subsampled and "learning_rate" not in settings.pinned:
         summary["rate_candidates"] = _rate_candidates(
             leaderboard, validation_documents,
-            lambda e: e if "epochs" in settings.pinned else _epochs_for_all(e, epochs, settings))
+            lambda e: e if "epochs" in settings.pinned else _epochs_for_all(e, epochs, settings), rules)
     # min_steps 0: the epoch count was read off the validation curves; the small-corpus rule must not raise it.
     chosen = settings.replace(**best, min_steps=0)
     if settings.ensemble == 0:
         # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
         networks = _choose_networks(
-            chosen, platform, budget - (time.perf_counter() - start), min(network_epoch_seconds), n_documents,
+            chosen, platform, budget, min(network_epoch_seconds), n_documents,
             texts, characters, pool, counts, y, len(classes), masks, folds, shared_folds, features, width,
             shapes[chosen.batch_size], val_shape, score_batch, leaderboard[0]["settings"]["epochs"], len(optimizers),
-            epochs, patience)
+            epochs, patience, rules)
         chosen = chosen.replace(ensemble=networks.members, char_ngrams=networks.char_ngrams)
         if networks.char_epochs:  # the character network's own rate and epochs (0 in Settings: the words')
             char_epochs = networks.char_epochs
@@ -604,28 +449,22 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
                 char_epochs = _epochs_for_all(char_epochs, epochs, settings)
             chosen = chosen.replace(char_learning_rate=networks.char_learning_rate, char_epochs=char_epochs)
         summary["ensemble"] = networks.summary
-    all_batch = batch_for_all(chosen.batch_size, n_documents)
+    all_batch = batch_for_all(chosen.batch_size, n_documents, rules)
     if subsampled and "batch_size" not in settings.pinned and all_batch != chosen.batch_size:
         # After the networks trial, which trained on the sample at the sample's batch.
         summary["batch_for_all"] = {"sample": chosen.batch_size, "all": all_batch, "documents": n_documents,
-                                    "epoch_steps": EPOCH_STEPS}
+                                    "epoch_steps": rules.epoch_steps}
         chosen = chosen.replace(batch_size=all_batch)
-    summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned,
+    summary.update(folds=len(shared_folds), rounds=len(results), rounds_planned=planned, steps=budget.steps_done,
                    candidates=len(leaderboard), seconds=round(time.perf_counter() - start, 3), racing=racing,
                    best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=subsampled,
                    documents=n_documents, searched_documents=len(texts), terms=len(terms), round_features=features)
     return SearchResult(chosen, summary, trials, leaderboard)
 
 
-# A GPU's round batches are cut ROUND_CAP_HEADROOM times as wide as the race's densest batch (then rounded up to a
-# power of two), so that the other folds' batches, of the same variants but other documents, fit the same compiled
-# program.
-ROUND_CAP_HEADROOM = 1.25
-
-
-def _with_headroom(shape: tuple[int, int], steps: int) -> tuple[int, int]:
-    """(steps, cap) of batch_shape with at least `steps` steps and ROUND_CAP_HEADROOM more cap."""
-    return max(shape[0], steps), next_power_of_two(int(shape[1] * ROUND_CAP_HEADROOM))
+def _with_headroom(rules: SearchRules, shape: tuple[int, int], steps: int) -> tuple[int, int]:
+    """(steps, cap) of batch_shape with at least `steps` steps and rules.round_cap_headroom more cap."""
+    return max(shape[0], steps), next_power_of_two(int(shape[1] * rules.round_cap_headroom))
 
 
 def _final_steps(settings: Settings, n_documents: int) -> int:
@@ -641,34 +480,35 @@ def _binomial_error(accuracy: float, documents: int) -> float:
     return float(np.sqrt(estimate * (1 - estimate) / n))
 
 
-def _keep_defaults(leaderboard: list[dict], defaults: Variant, validation_documents: int) -> int | None:
+def _keep_defaults(leaderboard: list[dict], defaults: Variant, validation_documents: int, errors: float
+                   ) -> int | None:
     """The row of the defaults' vectorizer variant (the settings as given: stop words, n-grams, NB weights,
     sublinear tf, batch) to choose instead of the winner, or None: its best row, where the winner is another
-    variant that beats it by no more than DEFAULT_VARIANT_ERRORS standard errors on the same folds."""
+    variant that beats it by no more than rules.default_variant_errors standard errors on the same folds."""
     winner = leaderboard[0]
     if winner["_variant"] == defaults:
         return None
     for number, row in enumerate(leaderboard):
         if row["_variant"] == defaults and row["folds"] == winner["folds"]:
-            margin = DEFAULT_VARIANT_ERRORS * _binomial_error(winner["accuracy"], validation_documents)
+            margin = errors * _binomial_error(winner["accuracy"], validation_documents)
             return number if winner["accuracy"] - row["accuracy"] <= margin else None
     return None
 
 
-def _rate_candidates(leaderboard: list[dict], validation_documents: int, epochs_for_all: Callable[[int], int]
-                     ) -> list[dict]:
-    """The winner's (learning rate, weight decay) and those of its variant within NEAR_RATE_ERRORS binomial
+def _rate_candidates(leaderboard: list[dict], validation_documents: int, epochs_for_all: Callable[[int], int],
+                     rules: SearchRules) -> list[dict]:
+    """The winner's (learning rate, weight decay) and those of its variant within rules.near_rate_errors binomial
     standard errors of its validation accuracy (on `validation_documents`), best first, at most
-    MAX_RATE_CANDIDATES: {"learning_rate", "weight_decay", "epochs"} each, epochs for all the documents. The
-    final training of the sampled corpus trains them all and held-out documents choose (NEAR_RATE_ERRORS)."""
+    rules.max_rate_candidates: {"learning_rate", "weight_decay", "epochs"} each, epochs for all the documents. The
+    final training of the sampled corpus trains them all and held-out documents choose (rules.near_rate_errors)."""
     winner = leaderboard[0]
-    margin = NEAR_RATE_ERRORS * _binomial_error(winner["accuracy"], validation_documents)
+    margin = rules.near_rate_errors * _binomial_error(winner["accuracy"], validation_documents)
     accuracy = winner["accuracy"]
     variant = {k: v for k, v in winner["settings"].items() if k not in ("learning_rate", "weight_decay", "epochs")}
     near = [row for row in leaderboard if row["folds"] == winner["folds"] and row["accuracy"] >= accuracy - margin
             and all(row["settings"][k] == v for k, v in variant.items())]
     return [{"learning_rate": row["settings"]["learning_rate"], "weight_decay": row["settings"]["weight_decay"],
-             "epochs": epochs_for_all(row["settings"]["epochs"])} for row in near[:MAX_RATE_CANDIDATES]]
+             "epochs": epochs_for_all(row["settings"]["epochs"])} for row in near[:rules.max_rate_candidates]]
 
 
 def _fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, features, width, variant: Variant):
@@ -717,55 +557,57 @@ def _leaderboard(results: dict, variants: list[Variant], racing_rounds: list, re
     return rows, shared_folds
 
 
-def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_seconds: float, n_documents: int,
+def _choose_networks(chosen: Settings, platform: str, budget: Budget, unit_seconds: float, n_documents: int,
                      texts: list[str], characters: int, pool: WorkerPool, counts, y, n_classes, masks, folds,
                      shared_folds, features, width, shape, val_shape, score_batch: int, searched_epochs: int,
-                     round_networks: int, max_epochs: int, patience: int) -> "Networks":
+                     round_networks: int, max_epochs: int, patience: int, rules: SearchRules) -> "Networks":
     """How many networks, and whether a second one reads character n-grams: on the compared folds, for the chosen
     candidate's `searched_epochs` (the epoch count read off the folds' curves),
-    - on a GPU, ENSEMBLE_MEMBERS copies of the chosen network trained side by side (different initialisations):
+    - on a GPU, rules.ensemble_members copies of the chosen network trained side by side (different initialisations):
       their average against the members' mean accuracy;
     - one network on the character view (`_char_fold_matrices`), its scores added to each word network's: the
       pairs' mean accuracy against the members' (the same word networks, so the comparison is paired).
     The most accurate option wins, the pair and the ensemble only where their mean gain over one network is above
-    NETWORKS_ERRORS standard errors of it, a tie keeping fewer networks (one, then the pair, then the ensemble). The
+    rules.networks_errors standard errors of it, a tie keeping fewer networks (one, then the pair, then the
+    ensemble). The
     character view is tried where Settings.char_ngrams is not pinned and the searched texts hold at most
-    CHAR_MAX_CHARACTERS (`characters`: the searched texts' total). unit_seconds: what the search's
+    rules.char_max_characters (`characters`: the searched texts' total). unit_seconds: what the search's
     rounds took per (network, epoch, training document), for the cost of these trials and of the final training;
     round_networks: how many networks a round trained side by side; max_epochs, patience: a round's epoch cap and
     early stopping (search_settings).
     -> Networks."""
     work = _final_steps(chosen, n_documents)
-    if platform == "cpu" and work > CPU_TRIAL_STEPS:
+    if platform == "cpu" and work > rules.cpu_trial_steps:
         return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
                         {"members": 1, "reason": f"not tried on a CPU: {work:,} steps (batches x epochs) to train, "
-                                                 f"over {CPU_TRIAL_STEPS:,}"})
+                                                 f"over {rules.cpu_trial_steps:,}"})
     try_chars, why_not = "char_ngrams" not in chosen.pinned, "set explicitly"
-    if try_chars and characters > CHAR_MAX_CHARACTERS:
-        try_chars, why_not = False, f"{characters:,} characters searched, over {CHAR_MAX_CHARACTERS:,}"
+    if try_chars and characters > rules.char_max_characters:
+        try_chars, why_not = False, f"{characters:,} characters searched, over {rules.char_max_characters:,}"
     # The character network's learning rate and epochs: on a GPU read off its own validation curves (its rates
     # side by side, as a round's; CV on mr: 0.7759 with the words' settings, 0.7817 with its own), on a CPU the
     # words' (each rate there costs a network's time again). A typed rate or epoch count holds for it too.
     own_settings = platform != "cpu"
     char_rates = [chosen.learning_rate] if not own_settings or "learning_rate" in chosen.pinned else \
-        list(LEARNING_RATES)
+        list(rules.learning_rates)
     char_epochs = searched_epochs if not own_settings or "epochs" in chosen.pinned else max_epochs
     fold_documents = sum(len(folds[f][0]) for f in shared_folds)
+    fold_steps = sum(-(-len(folds[f][0]) // chosen.batch_size) for f in shared_folds)
 
-    def cost(networks: int) -> float:  # word networks, and the character trial if any
-        chars_part = len(char_rates) * char_epochs if try_chars else 0
-        return unit_seconds * (networks * searched_epochs + chars_part) * fold_documents
+    def cost(networks: int) -> tuple[int, float]:  # (network-steps, seconds): word networks and the character trial
+        network_epochs = networks * searched_epochs + (len(char_rates) * char_epochs if try_chars else 0)
+        return network_epochs * fold_steps, unit_seconds * network_epochs * fold_documents
 
     # The ensemble where a GPU trains it and the budget allows it, else (the cheaper trial) one word network
     # against a pair.
-    members = ENSEMBLE_MEMBERS if platform != "cpu" and cost(ENSEMBLE_MEMBERS) <= time_left else 1
+    members = rules.ensemble_members if platform != "cpu" and budget.affords(*cost(rules.ensemble_members)) else 1
     ensemble_not_tried = "not on a CPU (its members train one after another)" if platform == "cpu" else \
-        f"no budget left (needs ~{cost(ENSEMBLE_MEMBERS):.1f} s)"
-    if members == 1 and (not try_chars or cost(1) > time_left):
+        f"no budget left (needs ~{cost(rules.ensemble_members)[0]:,} network-steps)"
+    if members == 1 and (not try_chars or not budget.affords(*cost(1))):
         return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
                         {"members": 1, "ensemble_not_tried": ensemble_not_tried,
                          "char_ngrams_not_tried": why_not if not try_chars else
-                         f"no budget left (needs ~{cost(1):.1f} s)"})
+                         f"no budget left (needs ~{cost(1)[0]:,} network-steps)"})
     # Where a GPU's rounds trained more networks at once than the trial needs, it trains as many (the extra ones
     # unused): the rounds' compiled program then serves it (same shapes). A program of its own cost a first
     # search's trial 4.6-5.3 s more on news4 (H100, BENCHMARKS.md, "Accuracy", the search's cost); one more
@@ -828,7 +670,7 @@ def _choose_networks(chosen: Settings, platform: str, time_left: float, unit_sec
     pair_margin = _standard_error(pair_gains) if paired else 0.0
     chosen_members, char_ngrams = _fewest_networks_that_win(
         np.mean(single), (np.mean(together), ensemble_gains) if members > 1 else None,
-        (np.mean(paired), pair_gains) if paired else None, members)
+        (np.mean(paired), pair_gains) if paired else None, members, rules.networks_errors)
     summary = {"members": chosen_members, "char_ngrams": char_ngrams or chosen.char_ngrams,
                "single_accuracy": float(np.mean(single)), "folds": len(shared_folds)}
     if not char_ngrams:
@@ -856,15 +698,16 @@ class Networks(NamedTuple):
 
 
 def _fewest_networks_that_win(single: float, ensemble: tuple[float, list[np.ndarray]] | None,
-                              pair: tuple[float, list[np.ndarray]] | None, members: int) -> tuple[int, bool]:
+                              pair: tuple[float, list[np.ndarray]] | None, members: int, errors: float
+                              ) -> tuple[int, bool]:
     """(networks, with a character network) of the most accurate option: one network (`single`, its validation
     accuracy), the ensemble of `members` or the character pair ((accuracy, per-fold per-document gains over one
-    network) each, None if not tried), each of the latter only where its mean gain is above NETWORKS_ERRORS
+    network) each, None if not tried), each of the latter only where its mean gain is above rules.networks_errors
     standard errors of it;
     a tie keeps fewer networks (one, then the pair, then the ensemble)."""
     options = {(1, False): single}
     for key, option in (((1, True), pair), ((members, False), ensemble)):
-        if option is not None and np.mean(np.concatenate(option[1])) > NETWORKS_ERRORS * _standard_error(option[1]):
+        if option is not None and np.mean(np.concatenate(option[1])) > errors * _standard_error(option[1]):
             options[key] = option[0]
     return max(options, key=lambda key: options[key])  # dicts keep insertion order: the first maximum wins
 

@@ -1,0 +1,65 @@
+"""The model search's rules as data: one frozen record, passed in, never patched.
+
+Each field bounds one decision of the search (textclf/training/search.py) or of the training it plans; the comment
+says what it bounds and why, and names the BENCHMARKS.md section (or docs/decisions.md line) that measured it. A
+benchmark tries another value with `dataclasses.replace(SearchRules(), field=value)`. No JAX, no I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SearchRules:
+    # Which corpora are searched.
+    min_documents: int = 60  # fewer training documents: not searched (defaults lose worse; "Small corpora")
+    # The candidates.
+    learning_rates: tuple[float, ...] = (0.001, 0.003, 0.01)  # Adam's rates tried side by side in each round
+    weight_decays: tuple[float, ...] = (0.0, 1e-4)  # coupled L2 tried beside each rate where networks are cheap (GPU)
+    stop_words: tuple[str | None, ...] = ("english", None)  # stop lists raced ("What the search's choices turn on")
+    ngrams: tuple[int, ...] = (2, 1)  # longest word n-grams raced
+    nb_weighting: tuple[bool, ...] = (False, True)  # NB column weights, tried as a refinement of the race's winner
+    nb_in_race: bool = False  # True: NB weights race as variants instead ("NB weights as a refinement")
+    sublinear_tf: tuple[bool, ...] = (True, False)  # 1 + log tf against raw tf, a refinement
+    batch_sizes: tuple[int, ...] = (64, 256)  # batch sizes, a refinement (a quarter of the steps at 256)
+    ensemble_members: int = 5  # networks of the ensemble tried against one on a GPU ("What the search's choices ...")
+    # The rounds.
+    race_keep: int = 3  # variants that go on from the first fold to the others
+    patience: int = 3  # a round stops after this many epochs without a gain of any of its networks
+    patience_steps: int = 100  # ... and at least this many optimizer steps ("Small corpora")
+    max_epochs: int = 40  # most epochs a GPU round trains ("English corpora": 40 against 20)
+    cpu_max_epochs: int = 10  # most epochs a CPU round trains (an epoch there costs seconds)
+    round_min_steps: int = 300  # a small corpus's round trains at least this many steps ("Small corpora")
+    round_features: int = 8192  # columns the rounds train on: a step costs Adam's pass over W1 ("Accuracy")
+    round_cap_headroom: float = 1.25  # GPU batches cut this much wider than the race's densest (one compilation)
+    gpu_score_batch: int = 1024  # validation rows scored a step on a GPU (no gradient)
+    # The folds.
+    search_documents: int = 20_000  # a GPU's folds cover at most this many documents ("Big corpora with no flags")
+    cpu_folds_documents: int = 8000  # a CPU searches up to this many documents on 3 folds, more on one split
+    cpu_train_documents: int = 4000  # a CPU's one split trains on at most this many documents ...
+    cpu_validation_documents: int = 3000  # ... and validates on at most this many ("CPU")
+    # The budget: work, not seconds, so a busy machine chooses as an idle one does ("The search's budget").
+    cpu_budget_steps: int = 60_000  # network-steps a CPU's search may spend
+    gpu_budget_steps: int = 2_000_000  # network-steps a GPU's search may spend (above every benchmark corpus's)
+    # Choosing among candidates.
+    default_variant_errors: float = 1.0  # the defaults' variant is kept within this many standard errors ("CPU")
+    networks_errors: float = 0.0  # more networks (ensemble, character pair) only on a gain above this many errors
+    near_rate_errors: float = 2.0  # a sampled corpus's final training retries rates this near the winner
+    max_rate_candidates: int = 3  # ... at most this many of them
+    rate_choice_features: int = 8192  # columns those rate candidates train on ("The rate choice on 8,192 columns")
+    # The networks trial (ensemble, character view).
+    cpu_trial_steps: int = 4000  # a CPU tries more networks only where the final training is this many steps or fewer
+    char_max_characters: int = 4_000_000  # the character view is tried on searched texts of at most this many
+    # Scaling the choice to a corpus larger than the search's sample.
+    epoch_steps: int = 4096  # the batch doubles until an epoch holds at most this many steps ("Big corpora")
+    max_batch_for_all: int = 4096  # ... but not past this batch
+
+    def replace(self, **changes: Any) -> "SearchRules":
+        return dataclasses.replace(self, **changes)
+
+    def budget_steps(self, platform: str) -> int:
+        """The network-steps a search may spend on this platform when the user set no budget."""
+        return self.cpu_budget_steps if platform == "cpu" else self.gpu_budget_steps
