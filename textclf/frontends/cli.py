@@ -148,7 +148,7 @@ TRAINING_OPTIONS = (
      "validation on the training corpus (options you set are kept), or reuse the choice a run of the same documents, "
      "settings and device recorded; fresh: search even then; off: use the settings as given (default auto)."),
     ("search_steps", "search_steps", Optional[int],
-     "Work the search may spend, in network-steps (default: 60,000 on a CPU, 2,000,000 on a GPU): the same corpus "
+     "Work the search may spend, in network-steps (default: 20,000 on a CPU, 2,000,000 on a GPU): the same corpus "
      "and seed choose the same model on a busy or an idle machine."),
     ("search_budget", "search_budget", Optional[float],
      "Seconds the search may take, where you want a clock to bound it (default: none; alone, it replaces the "

@@ -42,7 +42,7 @@ class SearchRules:
     cpu_train_documents: int = 4000  # a CPU's one split trains on at most this many documents ...
     cpu_validation_documents: int = 3000  # ... and validates on at most this many ("CPU")
     # The budget: work, not seconds, so a busy machine chooses as an idle one does ("The search's budget").
-    cpu_budget_steps: int = 60_000  # network-steps a CPU's search may spend
+    cpu_budget_steps: int = 20_000  # network-steps a CPU's search may spend
     gpu_budget_steps: int = 2_000_000  # network-steps a GPU's search may spend (above every benchmark corpus's)
     # Choosing among candidates.
     default_variant_errors: float = 1.0  # the defaults' variant is kept within this many standard errors ("CPU")
