@@ -11,7 +11,7 @@ import sqlite_utils
 from db.connection import write_transaction
 from db.errors import DatabaseError
 
-JSON_COLUMNS = ("settings", "versions", "skipped", "labels", "search", "early_stopping")
+JSON_COLUMNS = ("settings", "versions", "skipped", "labels", "search", "early_stopping", "plan")
 
 
 def now() -> str:
@@ -28,8 +28,9 @@ def update_run(db: sqlite_utils.Database, run_id: int, **fields: Any) -> None:
 
 
 def end_run(db: sqlite_utils.Database, run_id: int, status: str, **fields: Any) -> None:
-    """Mark a run finished, failed or interrupted, with its end time."""
-    assert status in ("finished", "failed", "interrupted")
+    """Mark a run finished, failed, interrupted or planned (`textclf train --plan-only`: searched and planned,
+    not trained), with its end time."""
+    assert status in ("finished", "failed", "interrupted", "planned")
     update_run(db, run_id, status=status, ended_at=now(), **fields)
 
 

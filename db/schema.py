@@ -160,8 +160,15 @@ def _v10_vectorize_workers(db: sqlite_utils.Database) -> None:
     db["runs"].add_column("vectorize_workers", str)
 
 
+def _v11_plan(db: sqlite_utils.Database) -> None:
+    # runs: the training plan (JSON of textclf.training.plan.TrainingPlan): views, networks and how they train,
+    # held-out documents, rate candidates, where the rows live, backend.
+    db["runs"].add_column("plan", str)
+
+
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
-              _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache, _v10_vectorize_workers]
+              _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache, _v10_vectorize_workers,
+              _v11_plan]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -959,3 +959,38 @@ def test_precompiled_programs_are_found_in_the_compilation_cache(tmp_path, caplo
     # Compiling logs a cache lookup (with a persistent cache set up); a program compiled ahead is not looked up.
     lookups = [r.getMessage() for r in caplog.records if "COMPILATION CACHE" in r.getMessage().upper()]
     assert lookups and not [m for m in lookups if "'jit__epoch'" in m or "'jit__scores'" in m], lookups
+
+
+def test_the_same_search_beside_busy_processes_gives_the_same_model(tmp_path, monkeypatch):
+    """The search's budget counts work, not seconds: the same command on a machine whose every core is busy with
+    other processes searches the same rounds and trains bit for bit the same weights."""
+    import os
+    import subprocess
+    import sys
+
+    from textclf.runs.run import train
+
+    texts, labels = question_corpus(300)
+    corpus = tmp_path / "train.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    settings = Settings(search_steps=4000)
+
+    def trained(name: str):
+        monkeypatch.setenv("TEXTCLF_HOME", str(tmp_path / name))  # no cache shared between the two runs
+        return train(corpus, settings, db_path=tmp_path / f"{name}.db", model_path=tmp_path / f"{name}.npz")
+
+    quiet = trained("quiet")
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        busy = trained("busy")
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    # the budget cut the search short (where a clock would have cut it elsewhere on the busy machine)
+    assert quiet.search["rounds"] < quiet.search["rounds_planned"]
+    assert quiet.search["rounds"] == busy.search["rounds"] and quiet.search["steps"] == busy.search["steps"] <= 4000
+    assert quiet.search["leaderboard"] == busy.search["leaderboard"]
+    assert quiet.model.settings == busy.model.settings
+    for a, b in zip(quiet.model.params, busy.model.params):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -216,6 +216,7 @@ def train(
     coordinator: Annotated[Optional[str], typer.Option(help="HOST:PORT of process 0, to train with several processes/hosts.")] = None,
     num_processes: Annotated[Optional[int], typer.Option(help="How many processes train together (with --coordinator).")] = None,
     process_id: Annotated[Optional[int], typer.Option(help="This process's number, 0..N-1 (with --coordinator).")] = None,
+    plan_only: Annotated[bool, typer.Option("--plan-only", help="Read, search and vectorize, then print the training plan and stop (no model; the run is recorded as planned and its search reused by the next train).")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Train a model on CORPUS, record the run, and write the model file."""
@@ -228,10 +229,19 @@ def train(
     finished = False
     try:
         result = train_model(corpus, settings, test_path=test, db_path=db, model_path=out_path,
-                             on_event=reporter.on_event)
+                             on_event=reporter.on_event, plan_only=plan_only)
         finished = True
     finally:
         reporter.close(finished)
+    if plan_only:
+        if as_json:
+            _print_json({"run_id": result.run_id, "plan": result.plan.to_dict(), "settings": result.settings.to_dict(),
+                         "search": result.search})
+            return
+        for line in result.plan.lines():
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
+        out.print(f"run {result.run_id} planned (not trained)", highlight=False)
+        return
     if as_json:
         _print_json({"run_id": result.run_id, "model_path": str(result.model_path) if result.model_path else None, "eval_kind": result.eval_kind,
                      "eval_accuracy": result.eval_accuracy, "train_accuracy": result.train_accuracy,
@@ -727,9 +737,14 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
         _print_json(run)
         return
     for key, value in run.items():
-        if key not in ("epochs", "phases", "settings", "versions", "search", "search_trials"):
+        if key not in ("epochs", "phases", "settings", "versions", "search", "search_trials", "plan"):
             typer.echo(f"{key:20} {value}")
     typer.echo("settings             " + json.dumps(run["settings"]))
+    if run.get("plan"):
+        from textclf.training.plan import TrainingPlan
+
+        for line in TrainingPlan.from_dict(run["plan"]).lines():
+            typer.echo(line)
     search = run.get("search") or {}
     if search.get("skipped"):
         typer.echo(f"search               skipped: {search['skipped']}")

@@ -31,6 +31,16 @@ class TrainResult:
 
 
 @dataclass
+class PlannedRun:
+    """What `train(..., plan_only=True)` returns: the run that searched and planned, and its plan."""
+
+    run_id: int
+    plan: object  # textclf.training.plan.TrainingPlan
+    settings: object  # textclf.settings.Settings, as the search chose them
+    search: dict | None
+
+
+@dataclass
 class TrainEvent:
     """What `train` reports while it works: kind is "phase" (name starts; `description` where it is not the
     phase's usual one; the "train" phase with `views`, the networks that train one after another, where there are

@@ -43,8 +43,9 @@ from textclf.paths import compile_cache_dir, run_db_path, vector_cache_dir
 from textclf.runs.owner import RunHeartbeat, this_owner
 from textclf.runs.record import EpochRecorder, end_run, finish_run
 from textclf.runs.search_cache import search_key
-from textclf.runs.results import PhaseTimer, TrainEvent, TrainResult
+from textclf.runs.results import PhaseTimer, PlannedRun, TrainEvent, TrainResult
 from textclf.training.events import EpochStats, Terminated, TrainingStopped
+from textclf.training.plan import REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count, plan_training
 from textclf.training.search_rules import SearchRules
 from textclf.versions import versions
 
@@ -84,12 +85,14 @@ def train(
     job_id: int | None = None,
     resumes_run: int | None = None,
     rules: SearchRules = SearchRules(),
-) -> TrainResult:
+    plan_only: bool = False,
+) -> TrainResult | PlannedRun:
     """Train a model on a corpus, record the run, write the model file; see the module docstring.
     checkpointer / stop_requested: see trainloop.fit_network (used by the daemon). pool: vectorizing workers to
     use (the daemon keeps one for its life), else the run starts its own. job_id / resumes_run: the daemon job
     this run trains, and the interrupted run of that job it resumes (recorded in the run). rules: the model search's
-    (a benchmark passes its variant)."""
+    (a benchmark passes its variant). plan_only: read, search and vectorize, record the plan, and stop before
+    training (the run ends "planned"; its search is recorded for the next run to reuse) -> PlannedRun."""
     from textclf.training.distributed import is_primary
 
     report = on_event or (lambda event: None)
@@ -107,7 +110,8 @@ def train(
     # The heartbeat thread starts with the JAX warm-up, once the vectorizing workers are forked (a process with a
     # second thread starts fresh workers instead: pipelines/workers.py); the run row's heartbeat_at is set meanwhile.
     warmup = BackendWarmup(settings.backend, compile_cache_dir(), along=heartbeat.start if heartbeat else None)
-    run = _Run(db, run_id, warmup, report, PhaseTimer(report), primary, pool, checkpointer, stop_requested, rules)
+    run = _Run(db, run_id, warmup, report, PhaseTimer(report), primary, pool, checkpointer, stop_requested, rules,
+               plan_only)
     try:
         result = _train_run(run, Path(corpus_path), test_path, settings, model_path)
     except TrainingStopped as exc:
@@ -159,37 +163,20 @@ def _check_model_path(model_path: str | Path | None) -> None:
                             f"'{path / 'model.textclf.npz'}'")
 
 
-# A corpus larger than the search's sample (SEARCH_DOCUMENTS) takes its epoch count from the sample's validation
-# curves, where an epoch is 1/50 of the optimizer steps of a million-document epoch: measured on 1M synthetic
-# documents, the chosen 7 epochs' last ones lowered accuracy. Such a training holds out STOPPING_DOCUMENTS of
-# its documents (at most STOPPING_FRACTION) and stops once their accuracy has not improved for an epoch, keeping
-# the best epoch. Corpora within the sample keep the search's count: its folds already validated it.
 # A held-out set is scored on the device where the run trained on a GPU once its documents x hidden units reach
-# this (_eval_scores). Measured on the H100 (benchmarks/eval_scoring.py, BENCHMARKS.md "Big corpora with no
-# flags"): 100,000 documents x 5 networks (640 units) 3.68 s on the host, 1.21 s on the device compiling its
-# shape; x 1 network 0.67 / 1.18 s; 10,000 x 5: 0.34 / 0.57 s. The host's time grows with the hidden units, the
-# device's (batching on the host, the upload, a compilation) hardly: the two meet near 100,000 x 256.
+# this (_eval_scores): below it the host's NumPy is faster than batching, uploading and compiling ("Big corpora
+# with no flags").
 DEVICE_EVAL_WORK = 40_000_000
-STOPPING_DOCUMENTS = 20_000
-STOPPING_FRACTION = 0.05
-
-
-def _stops_early(settings: Settings, search: dict, n_train: int, rules: SearchRules) -> bool:
-    searched = settings.search != "off" and not search.get("skipped")
-    return searched and "epochs" not in settings.pinned and n_train > rules.search_documents
 
 
 def _side_by_side_with_held_out(settings: Settings, search: dict | None, n_train: int, one_view: bool,
                                 rules: SearchRules) -> bool:
-    """Whether the networks (an ensemble, or the search's rate candidates) train side by side on the training
-    matrix in place, some of its rows held out for early stopping (_train_run): then they need nothing of the
-    matrix on the host but the held-out rows, and it may go to the device as it is built
-    (device_data.resident_from_parts). one_view: the words alone (no character network beside them)."""
+    """Whether the training matrix may go to the device as it is built (device_data.resident_from_parts): the
+    plan (training/plan.py) will train networks side by side on it in place, some of its rows held out."""
     from textclf.training.candidates import stacked_is_faster
 
-    rates = (search or {}).get("rate_candidates", [])
-    return (one_view and _stops_early(settings, search or {}, n_train, rules) and stacked_is_faster()
-            and (settings.ensemble > 1 or len(rates) > 1))
+    widths = (1,) if one_view else (1, 1)
+    return plan_training(settings, search, n_train, widths, "xla", stacked_is_faster(), 1, rules).rows == "device"
 
 
 def _held_out_stopping(train_x, train_y: np.ndarray, seed: int):
@@ -202,8 +189,7 @@ def _held_out_stopping(train_x, train_y: np.ndarray, seed: int):
 
     n = len(train_y)
     held = np.zeros(n, bool)
-    held[np.random.default_rng(seed).choice(n, min(STOPPING_DOCUMENTS, int(n * STOPPING_FRACTION)),
-                                            replace=False)] = True
+    held[np.random.default_rng(seed).choice(n, held_out_count(n), replace=False)] = True
     held_x = host_rows(train_x, np.flatnonzero(held)) if isinstance(train_x, ResidentRows) else train_x[held]
     return np.flatnonzero(~held), EarlyStopping(held_x, train_y[held], patience=1)
 
@@ -222,6 +208,7 @@ class _Run:
     checkpointer: object
     stop_requested: Callable[[], bool] | None
     rules: SearchRules
+    plan_only: bool = False
 
 
 def _train_run(run: _Run, corpus_path: Path, test_path, settings: Settings, model_path) -> TrainResult:
@@ -257,22 +244,24 @@ def _train_run(run: _Run, corpus_path: Path, test_path, settings: Settings, mode
     from textclf.training.candidates import stacked_is_faster
     from textclf.training.device_data import ResidentRows, resident_rows
 
-    record_epoch = EpochRecorder(db, run_id)
     views = data.vectorizer.view_widths if settings.char_ngrams else (train_x.shape[1],)
-    one_by_one = settings.ensemble > 1 and not stacked_is_faster()
+    processes = 1 if data.rows is None else len(data.rows.counts)
+    plan = plan_training(settings, data.search, len(train_y), tuple(views), backend, stacked_is_faster(), processes,
+                         run.rules)
+    run_queries.update_run(db, run_id, plan=plan.to_dict())
+    if run.plan_only:
+        return _planned(run, data, plan, settings)
+    record_epoch = EpochRecorder(db, run_id)
+    one_by_one = plan.arrangement == "one_after_another" and plan.rate_choice == "none"  # an ensemble's members
     early_stopping = None
     rates: list[dict] = []  # the (rate, decay, epochs) candidates the held-out documents choose among
-    # (Members trained one after another, a CPU's ensemble, are never a big corpus's: candidates.py caps them;
-    # nor is a character view's, which the search tries only on small corpora.)
     candidates = (data.search or {}).get("rate_candidates", [])
-    one_network = settings.ensemble <= 1 and data.rows is None and len(views) == 1  # one network, one process
     training_rows = None  # the rows of train_x that train, where some are held out and train_x is not copied
-    if not one_by_one and len(views) == 1 and _stops_early(settings, data.search, len(train_y), run.rules):
+    if plan.held_out_documents:
         training_rows, early_stopping = _held_out_stopping(train_x, train_y, settings.seed)
-        if one_network and len(candidates) > 1:
+        if plan.rate_choice == "held_out":
             rates = candidates
-        if data.rows is not None or not _side_by_side_with_held_out(settings, data.search, len(train_y), True,
-                                                                     run.rules):
+        if plan.rows != "device":
             # One network (training/loop.py), or networks one after another, train on a matrix of their rows.
             train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
             data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
@@ -281,7 +270,7 @@ def _train_run(run: _Run, corpus_path: Path, test_path, settings: Settings, mode
             # million documents) goes before the training starts; they need nothing else of it.
             train_x = data.train_x = resident_rows(train_x, train_y)
             return_freed_memory()
-    elif one_network and len(candidates) > 1 and "epochs" not in settings.pinned:
+    elif plan.rate_choice == "refit":
         with phase("rates"):
             settings = _choose_rate_then_refit(run, train_x, train_y, len(classes), settings, backend, candidates,
                                                data.search)
@@ -291,7 +280,8 @@ def _train_run(run: _Run, corpus_path: Path, test_path, settings: Settings, mode
     n_training = len(train_y) if training_rows is None else len(training_rows)
     total_epochs = sum(s.epochs_for(n_training) for s in view_settings) * (settings.ensemble if one_by_one else 1)
     if rates:  # every candidate's epochs where they train one after another, the most where side by side
-        total_epochs = sum(r["epochs"] for r in rates) if not stacked_is_faster() else max(r["epochs"] for r in rates)
+        side_by_side = plan.arrangement == "side_by_side"
+        total_epochs = max(r["epochs"] for r in rates) if side_by_side else sum(r["epochs"] for r in rates)
     view_names = ("word network", "character network")[:len(views)] if len(views) > 1 else ()
     report(TrainEvent("phase", "train", total_epochs=total_epochs, views=view_names))
     history: list[EpochStats] = []
@@ -361,6 +351,13 @@ def _train_run(run: _Run, corpus_path: Path, test_path, settings: Settings, mode
                        data.non_utf8, model, data.search, read_documents=data.read_documents)
 
 
+def _planned(run: _Run, data: _TextData, plan: TrainingPlan, settings: Settings) -> PlannedRun:
+    """The end of a --plan-only run: its phases recorded, the run marked "planned" with the settings it would train."""
+    run_queries.add_phases(run.db, run.run_id, run.phase.seconds)
+    end_run(run.db, run.run_id, "planned", settings=settings.to_dict())
+    return PlannedRun(run.run_id, plan, settings, data.search)
+
+
 def _eval_scores(model: Model, eval_x) -> np.ndarray:
     """The held-out documents' (n, C) scores: on a GPU from DEVICE_EVAL_WORK documents x hidden units up (where
     the network trained, JAX started), else with NumPy on the host."""
@@ -372,14 +369,6 @@ def _eval_scores(model: Model, eval_x) -> np.ndarray:
     from textclf.training.loop import held_out_scores_device
 
     return held_out_scores_device(Params(*jax.device_put(tuple(model.params))), eval_x)
-
-
-# A corpus the search sampled but too small to hold out documents for good (at most SEARCH_DOCUMENTS: a CPU's
-# search trains on 4,000 of news20's 11,314 documents) has its rate candidates (search.rate_candidates) trained on
-# all but this fraction of its documents, the rest choosing the rate and the epoch count; then the chosen settings
-# train on every document. A fifth: ~2,000 of news20's documents judge (a binomial standard error of ~0.7 points),
-# where 5% (the large corpora's share) would leave ~570.
-REFIT_HELD_OUT_FRACTION = 0.2
 
 
 def _choose_rate_then_refit(run: _Run, train_x, train_y, n_classes, settings, backend, rates, search: dict

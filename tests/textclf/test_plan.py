@@ -1,0 +1,93 @@
+"""The training plan (textclf/training/plan.py): pure decisions from the settings, the search, the data's size and
+the device; and `textclf train --plan-only`."""
+
+import json
+
+from textclf.settings import Settings
+from textclf.training.plan import REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count, plan_training
+from textclf.training.search_rules import SearchRules
+
+RULES = SearchRules()
+SEARCHED = {"rounds": 10}
+RATES = {"rounds": 10, "rate_candidates": [{"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 4},
+                                           {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 6}]}
+BIG = RULES.search_documents + 1
+
+
+def test_a_small_corpus_trains_one_network_on_every_document():
+    plan = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "pallas", True)
+    assert (plan.arrangement, plan.rate_choice, plan.held_out_documents, plan.rows) == ("one", "none", 0, "host")
+    assert plan.training_documents == 5000 and plan.backend == "pallas" and len(plan.views) == 1
+
+
+def test_a_corpus_beyond_the_sample_holds_documents_out_and_trains_its_ensemble_in_place():
+    plan = plan_training(Settings(ensemble=5), SEARCHED, BIG, (32768,), "pallas", stacked_faster=True)
+    assert plan.arrangement == "side_by_side" and plan.rows == "device" and plan.backend == "xla"
+    assert plan.held_out_documents == held_out_count(BIG) and plan.training_documents == BIG - held_out_count(BIG)
+    # where K networks one after another are faster (a CPU), the ensemble trains so, on every document
+    cpu = plan_training(Settings(ensemble=5), SEARCHED, BIG, (32768,), "xla", stacked_faster=False)
+    assert (cpu.arrangement, cpu.held_out_documents, cpu.rows) == ("one_after_another", 0, "host")
+
+
+def test_rate_candidates_are_chosen_on_held_out_documents_or_on_a_share_then_refit():
+    held = plan_training(Settings(ensemble=1), RATES, BIG, (32768,), "xla", stacked_faster=True)
+    assert held.rate_choice == "held_out" and held.arrangement == "side_by_side" and held.rows == "device"
+    assert held.rate_candidates == ((0.01, 0.0, 4), (0.003, 0.0, 6))
+    refit = plan_training(Settings(ensemble=1), RATES, 9000, (32768,), "xla", stacked_faster=False)
+    assert refit.rate_choice == "refit" and refit.held_out_documents == 0 and refit.arrangement == "one"
+    assert f"{REFIT_HELD_OUT_FRACTION:.0%} share chooses" in "\n".join(refit.lines())
+    typed = plan_training(Settings(ensemble=1, pinned=("epochs",)), RATES, 9000, (32768,), "xla", False)
+    assert typed.rate_choice == "none" and typed.rate_candidates == ()
+    unsearched = plan_training(Settings(ensemble=1, search="off"), RATES, BIG, (32768,), "xla", True)
+    assert unsearched.held_out_documents == 0  # the epochs as given
+
+
+def test_a_character_view_trains_beside_the_words_with_its_own_rate_and_epochs():
+    settings = Settings(ensemble=1, char_ngrams=True, learning_rate=0.01, epochs=5, char_learning_rate=0.003,
+                        char_epochs=9, min_steps=0)
+    plan = plan_training(settings, SEARCHED, 5000, (8192, 8192), "xla", True)
+    assert [(v.name, v.learning_rate, v.epochs) for v in plan.views] == [("words", 0.01, 5),
+                                                                         ("characters", 0.003, 9)]
+    assert plan.held_out_documents == 0  # a character view is never held out (small corpora only)
+
+
+def test_several_processes_train_on_their_shares():
+    plan = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "xla", True, processes=2)
+    assert plan.rows == "shares" and plan.processes == 2
+
+
+def test_a_plan_is_frozen_and_round_trips_through_json():
+    plan = plan_training(Settings(ensemble=5), RATES, BIG, (32768,), "xla", True)
+    assert TrainingPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
+    assert plan_training(Settings(ensemble=5), RATES, BIG, (32768,), "xla", True) == plan  # pure
+
+
+def test_train_plan_only_prints_the_plan_records_it_and_writes_no_model(tmp_path):
+    from typer.testing import CliRunner
+
+    from db import open_db, runs
+    from textclf.frontends.cli import app
+
+    from tests.textclf.test_search import question_corpus
+
+    texts, labels = question_corpus(200)
+    corpus = tmp_path / "train.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    db_path, model = tmp_path / "runs.db", tmp_path / "m.npz"
+    runner = CliRunner()
+    planned = runner.invoke(app, ["train", str(corpus), "--db", str(db_path), "--out", str(model), "--search-steps",
+                                  "2000", "--plan-only"])
+    assert planned.exit_code == 0, planned.output
+    assert "networks             1 a view, one" in planned.stdout and "planned (not trained)" in planned.stdout
+    assert not model.exists()
+    run = runs.get_run(open_db(db_path), 1)
+    assert run["status"] == "planned" and run["plan"]["views"][0]["name"] == "words"
+    shown = runner.invoke(app, ["runs", "show", "1", "--db", str(db_path)])
+    assert shown.exit_code == 0 and "views                words (" in shown.stdout
+    # the next train reuses the planned run's search and trains that plan
+    trained = runner.invoke(app, ["train", str(corpus), "--db", str(db_path), "--out", str(model), "--search-steps",
+                                  "2000", "--json"])
+    assert trained.exit_code == 0, trained.output
+    result = json.loads(trained.stdout)
+    assert result["search"]["reused_from"] == 1 and model.exists()
+    assert runs.get_run(open_db(db_path), result["run_id"])["plan"] == run["plan"]

@@ -1,0 +1,130 @@
+"""The training plan: how a run trains, decided once before any training, from the settings (after the search),
+the search's summary, the data's size and the device. Pure: no I/O, no JAX. The run records it (`textclf runs
+show`), `textclf train --plan-only` prints it, and the trainer (textclf/runs/run.py) carries it out without
+deciding again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from textclf.settings import Settings
+from textclf.training.search_rules import SearchRules
+
+# A corpus larger than the search's sample holds out this many of its training documents (at most this fraction)
+# to stop its training early on them, keeping the best epoch ("Big corpora with no flags").
+STOPPING_DOCUMENTS = 20_000
+STOPPING_FRACTION = 0.05
+# A sampled corpus too small to hold documents out for good chooses among its rate candidates on this fraction
+# of its documents, then trains the chosen settings on all of them ("CPU": ~2,000 of news20's documents judge).
+REFIT_HELD_OUT_FRACTION = 0.2
+
+
+@dataclass(frozen=True)
+class ViewPlan:
+    """One input view and the network(s) that read it."""
+
+    name: str  # "words" or "characters"
+    columns: int
+    learning_rate: float
+    weight_decay: float
+    epochs: int  # as trained on the training rows (Settings.epochs_for)
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    views: tuple[ViewPlan, ...]
+    networks: int  # networks a view trains, averaged into one model (an ensemble: > 1)
+    # "one" (one network), "side_by_side" (K networks as one stacked program), "one_after_another"
+    arrangement: str
+    # How the search's rate candidates (a sampled corpus's) are chosen: "none", "held_out" (trained on the
+    # training rows, the early-stopping documents choose) or "refit" (chosen on REFIT_HELD_OUT_FRACTION of the
+    # documents, then the choice trains on all).
+    rate_choice: str
+    rate_candidates: tuple[tuple[float, float, int], ...]  # (learning rate, weight decay, epochs)
+    held_out_documents: int  # training documents held out to stop early (0: the epochs as given)
+    training_documents: int  # documents the final networks train on
+    rows: str  # where the training matrix lives while it trains: "host", "device" or "shares" (one per process)
+    backend: str
+    batch_size: int
+    processes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainingPlan":
+        views = tuple(ViewPlan(**view) for view in data["views"])
+        candidates = tuple(tuple(c) for c in data["rate_candidates"])
+        return cls(**{**data, "views": views, "rate_candidates": candidates})
+
+    def lines(self) -> list[str]:
+        """The plan as a reader reads it, one line a decision."""
+        views = ", ".join(f"{v.name} ({v.columns:,} columns, lr {v.learning_rate:g}, decay {v.weight_decay:g}, "
+                          f"{v.epochs} epochs)" for v in self.views)
+        lines = [f"views                {views}",
+                 f"networks             {self.networks} a view, {self.arrangement.replace('_', ' ')}",
+                 f"documents            {self.training_documents:,} train"
+                 + (f", {self.held_out_documents:,} held out to stop early" if self.held_out_documents else ""),
+                 f"rows                 on the {self.rows}; backend {self.backend}, batch {self.batch_size}, "
+                 f"{self.processes} process(es)"]
+        if self.rate_choice != "none":
+            rates = "; ".join(f"lr {r:g}, decay {d:g}, {e} epochs" for r, d, e in self.rate_candidates)
+            how = ("held-out documents choose" if self.rate_choice == "held_out"
+                   else f"a {REFIT_HELD_OUT_FRACTION:.0%} share chooses, then all train")
+            lines.append(f"rate candidates      {rates} ({how})")
+        return lines
+
+
+def stops_early(settings: Settings, search: dict, n_train: int, rules: SearchRules) -> bool:
+    """Whether a searched corpus larger than the search's sample holds documents out to stop early (its epochs
+    came from the sample's curves); a corpus within the sample keeps the search's count."""
+    searched = settings.search != "off" and not search.get("skipped")
+    return searched and "epochs" not in settings.pinned and n_train > rules.search_documents
+
+
+def held_out_count(n_train: int) -> int:
+    return min(STOPPING_DOCUMENTS, int(n_train * STOPPING_FRACTION))
+
+
+def plan_training(settings: Settings, search: dict | None, n_train: int, view_widths: tuple[int, ...],
+                  backend: str, stacked_faster: bool, processes: int = 1,
+                  rules: SearchRules = SearchRules()) -> TrainingPlan:
+    """The plan for `n_train` training documents whose views are `view_widths` columns wide (the words', then the
+    characters' where Settings.char_ngrams), trained by `backend`; stacked_faster: whether K networks side by
+    side beat K one after another on this device (candidates.stacked_is_faster). Seven arguments: each is a
+    separate fact about the run that the plan combines; none derives from another."""
+    search = search or {}
+    networks = max(1, settings.ensemble)
+    one_view = len(view_widths) == 1
+    one_by_one = networks > 1 and not stacked_faster
+    candidates = tuple((r["learning_rate"], r["weight_decay"], r["epochs"])
+                       for r in search.get("rate_candidates", []))
+    one_network = networks == 1 and processes == 1 and one_view
+    held_out = 0
+    rate_choice = "none"
+    if not one_by_one and one_view and stops_early(settings, search, n_train, rules):
+        held_out = held_out_count(n_train)
+        if one_network and len(candidates) > 1:
+            rate_choice = "held_out"
+    elif one_network and len(candidates) > 1 and "epochs" not in settings.pinned:
+        rate_choice = "refit"
+    several = networks > 1 or rate_choice == "held_out"  # the final networks: an ensemble, or rate candidates
+    side_by_side = several and stacked_faster
+    in_place = bool(held_out) and processes == 1 and side_by_side
+    training = n_train - held_out
+    views = [ViewPlan("words", view_widths[0], settings.learning_rate, settings.weight_decay,
+                      settings.epochs_for(training))]
+    if not one_view:
+        chars = settings.char_view()
+        views.append(ViewPlan("characters", view_widths[1], chars.learning_rate, chars.weight_decay,
+                              chars.epochs_for(training)))
+    return TrainingPlan(
+        views=tuple(views), networks=networks,
+        arrangement="side_by_side" if side_by_side else "one_after_another" if several else "one",
+        rate_choice=rate_choice, rate_candidates=candidates if rate_choice != "none" else (),
+        held_out_documents=held_out, training_documents=training,
+        rows="shares" if processes > 1 else "device" if in_place else "host",
+        backend="xla" if side_by_side else backend, batch_size=settings.batch_size, processes=processes)
