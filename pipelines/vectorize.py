@@ -165,6 +165,8 @@ class Vectorizer:
         workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS); pool: use these;
         on_progress(documents done, of total) as chunks of ~CHUNK_CHARACTERS finish (of the words; the
         character view, if any, follows)."""
+        if len(texts) == 0:  # (the hashing vectorizer cannot hash nothing)
+            return sp.csr_matrix((0, self.n_features), dtype=np.float32)
         words = self._transform_view(texts, workers, pool, on_progress)
         if self.chars is None:
             return words

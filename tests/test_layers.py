@@ -16,8 +16,8 @@ LAYERS = (
     ("errors", "settings", "paths", "versions"),
     ("models",),
     ("training", "inference"),
-    ("runs", "estimator"),
-    ("frontends",),
+    ("runs",),
+    ("estimator", "frontends"),  # the faces: each trains through runs' one engine
     ("__main__",),
 )
 

@@ -25,7 +25,7 @@ class ArtifactError(TextclfError):
     """A model file is missing, corrupt, foreign or of a newer format."""
 
 
-class SettingsError(TextclfError):
+class SettingsError(TextclfError, ValueError):
     """A setting is out of range or names an unknown option."""
 
 

@@ -1,120 +1,232 @@
-"""TextClassifier: the scikit-learn-shaped estimator over the same vectorizer and training loop as `textclf train`."""
+"""TextClassifier: a scikit-learn estimator that trains through the same engine as `textclf train`.
+
+`fit(texts, labels)` hands the documents, in memory, to textclf.runs.run.train: the same model search, training
+plan and trainer as the CLI, with the run recorded in an in-memory database and no file written. So
+`TextClassifier(random_state=0).fit(X, y)` and `textclf train train.jsonl --test test.jsonl --seed 0` choose the
+same settings and train the same model. search="off" trains the settings as given (the fast single-network fit).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from pipelines.vectorize import fit_vectorizer
-from textclf.errors import InputError
-from textclf.inference.text_model import Model, encode_labels
-from textclf.settings import Settings
+from textclf.settings import SEARCHED_FIELDS, Settings
 
-
-def _check(settings: Settings) -> None:
-    """What fit() cannot honour is refused, not ignored: it trains one network on the words."""
-    if settings.ensemble > 1 or settings.char_ngrams:
-        raise InputError("TextClassifier trains one network on the words: ensembles and the character view are "
-                         "`textclf train`'s; pass ensemble=1 and char_ngrams=False")
+# Settings that are not the estimator's: the image CNN's, reading files, the validation split (fit trains on every
+# document it is given, as `textclf train --test` does), and the pins (a searched parameter left None is searched,
+# one given a value is kept).
+NOT_PARAMETERS = ("model", "conv_channels", "conv_kernel", "dropout", "augment", "max_file_mb", "validation_fraction",
+                  "pinned", "seed")
 
 
 class TextClassifier(ClassifierMixin, BaseEstimator):
-    """A scikit-learn estimator: TextClassifier(epochs=5).fit(texts, labels).predict(texts), and clone(),
-    get_params/set_params, cross_val_score, GridSearchCV ... work on it.
+    """A text classifier by scikit-learn's rules: clone, get_params/set_params, pipelines, cross_val_score and
+    GridSearchCV work on it; fit(X, y) with X a sequence of strings and y their labels (any hashable type:
+    predict returns the same type).
 
-    Keyword arguments are the fields of textclf.settings.Settings (checked at once, so a bad value fails here,
-    not inside a cross-validation). fit() uses the same vectorizer and training loop as `textclf train`, without
-    a run database or a model file, and without the model search (tune it with scikit-learn's own tools, or use
-    `textclf train`). Labels keep their type: fitted on ints, predict returns ints. save(path) / load(path):
-    the model file format of `textclf train` (readable by `textclf predict` and the service).
+    Parameters are textclf.settings.Settings' fields (`textclf train --help` says what each does), seed as
+    scikit-learn's random_state. The searched ones (stop_words, ngram_max, nb_weighting, sublinear_tf, learning_rate,
+    weight_decay, epochs, batch_size, ensemble, char_ngrams, char_learning_rate, char_epochs) default to None: the
+    model search chooses them by validation on the training documents, as `textclf train` does; a value given is
+    kept (pinned), and with search="off" a None takes Settings' default. stop_words: "english" or "none".
     """
 
-    def __init__(self, **settings: Any):
-        _check(Settings(**settings))  # validate now
-        self._params = dict(settings)  # exactly as given: clone() checks that get_params returns these objects
-        self.model_: Model | None = None
-        self.history_: list = []
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return dict(self._params)
-
-    def set_params(self, **params: Any) -> "TextClassifier":
-        _check(Settings(**{**self._params, **params}))
-        self._params.update(params)
-        return self
+    def __init__(self, *, search: str = "auto", search_steps: int = 0, search_budget: float = 0.0,
+                 stop_words: str | None = None, ngram_max: int | None = None, nb_weighting: bool | None = None,
+                 sublinear_tf: bool | None = None, learning_rate: float | None = None,
+                 weight_decay: float | None = None, epochs: int | None = None, batch_size: int | None = None,
+                 ensemble: int | None = None, char_ngrams: bool | None = None,
+                 char_learning_rate: float | None = None, char_epochs: int | None = None,
+                 features: int = 32754, vectorizer: str = "tfidf", feature_selection: str = "chi2", min_df: int = 2,
+                 start_token: bool = True, unspaced_as_characters: bool = True, hidden: int = 128,
+                 optimizer: str = "adam", min_steps: int = 300, lr_schedule: str | None = None,
+                 momentum: float = 0.9, init_gain: float = 1.0, backend: str = "auto", pallas_input: str = "auto",
+                 devices: int = 0, parallel: str = "auto", random_state: int = 0):
+        # Stored as given, nothing else (scikit-learn's rule): checked in fit.
+        self.search = search
+        self.search_steps = search_steps
+        self.search_budget = search_budget
+        self.stop_words = stop_words
+        self.ngram_max = ngram_max
+        self.nb_weighting = nb_weighting
+        self.sublinear_tf = sublinear_tf
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.ensemble = ensemble
+        self.char_ngrams = char_ngrams
+        self.char_learning_rate = char_learning_rate
+        self.char_epochs = char_epochs
+        self.features = features
+        self.vectorizer = vectorizer
+        self.feature_selection = feature_selection
+        self.min_df = min_df
+        self.start_token = start_token
+        self.unspaced_as_characters = unspaced_as_characters
+        self.hidden = hidden
+        self.optimizer = optimizer
+        self.min_steps = min_steps
+        self.lr_schedule = lr_schedule
+        self.momentum = momentum
+        self.init_gain = init_gain
+        self.backend = backend
+        self.pallas_input = pallas_input
+        self.devices = devices
+        self.parallel = parallel
+        self.random_state = random_state
 
     @property
     def settings(self) -> Settings:
-        return Settings(**self._params)
+        """The Settings these parameters give (searched parameters left None are not pinned). Raises
+        SettingsError (a ValueError) naming a bad value."""
+        given = {name: value for name, value in self.get_params().items() if value is not None}
+        given.pop("random_state", None)
+        if isinstance(given.get("stop_words"), str) and given["stop_words"].lower() == "none":
+            given["stop_words"] = None
+        if self.random_state is not None:
+            if not isinstance(self.random_state, (int, np.integer)):
+                raise ValueError("random_state must be an int seed (a RandomState instance cannot be recorded)")
+            given["seed"] = int(self.random_state)
+        pinned = tuple(name for name in SEARCHED_FIELDS if getattr(self, name) is not None)
+        return Settings(**given, pinned=pinned)
 
-    def fit(self, texts: Sequence[str], labels: Sequence, eval_texts: Sequence[str] | None = None,
-            eval_labels: Sequence | None = None) -> "TextClassifier":
-        import jax
+    def fit(self, X: Sequence[str], y: Sequence) -> TextClassifier:
+        """Search and train on the documents X with labels y, as `textclf train` does with a --test corpus (every
+        document trains; the search validates on folds of them)."""
+        from pipelines.corpus import Corpus, Fingerprint
+        from textclf.runs.run import train
 
-        from textclf.training.backends import choose_backend, resolve_backend
-        from textclf.training.loop import fit_network
-
-        texts, labels = list(texts), list(labels)
+        texts = _texts(X, "X")
+        labels = _labels(y, len(texts))
         originals = {str(label): label for label in labels}  # the class name -> the label as the caller gave it
         classes = sorted(originals)
         if len(classes) < 2:
-            raise InputError("fit needs at least 2 distinct labels")
-        settings = self.settings
-        labels = [str(label) for label in labels]
-        vectorizer, train_x = fit_vectorizer(texts, labels, settings)
-        eval_x = eval_y = None
-        if eval_texts is not None:
-            eval_x = vectorizer.transform(list(eval_texts))
-            eval_y = encode_labels([str(label) for label in eval_labels], classes)
-        backend, _ = choose_backend(resolve_backend(settings.backend), "mlp", settings.batch_size,
-                                    jax.default_backend() == "gpu")
-        result = fit_network(train_x, encode_labels(labels, classes), len(classes), settings, backend, eval_x,
-                             eval_y)
-        self.model_ = Model(vectorizer, result.params, labels=classes, settings=settings,
-                            metadata={"estimator_labels": [_plain(originals[c]) for c in classes]})
+            raise ValueError(f"y has {len(classes)} class: fit needs at least 2 distinct labels")
+        names = [str(label) for label in labels]
+        fingerprint = Fingerprint()
+        for label, text in zip(names, texts):
+            fingerprint.add(label, text)
+        corpus = Corpus(texts, names, "TextClassifier.fit", "memory", fingerprint=fingerprint.hexdigest())
+        none = Corpus([], [], "TextClassifier.fit (no test documents)", "memory")
+        result = train(corpus, self.settings, test_path=none, db_path=":memory:", keep_files=False)
+        result.model.metadata = {**(result.model.metadata or {}),
+                                 "estimator_labels": [_plain(originals[c]) for c in classes]}
+        self.model_ = result.model
+        self.classes_ = np.array([originals[c] for c in classes])
+        self.n_features_in_ = 1  # one column of text
         self.history_ = result.history
+        self.search_ = result.search
         return self
 
-    def _model(self) -> Model:
-        if self.model_ is None:
-            raise InputError("this TextClassifier is not fitted yet: call fit(texts, labels) first")
-        return self.model_
-
-    @property
-    def classes_(self) -> np.ndarray:
-        model = self._model()
-        return np.array(model.metadata.get("estimator_labels", model.labels))
-
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+    def predict_proba(self, X: Sequence[str]) -> np.ndarray:
         """(n, C) class probabilities, columns in the order of classes_."""
-        return self._model().predict_proba(list(texts))
+        check_is_fitted(self)
+        return self.model_.predict_proba(_texts(X, "X"))
 
-    def predict(self, texts: Sequence[str]) -> np.ndarray:
-        return self.classes_[self.predict_proba(texts).argmax(axis=1)]
+    def predict(self, X: Sequence[str]) -> np.ndarray:
+        check_is_fitted(self)
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.target_tags.required = True
+        tags.non_deterministic = False
+        return tags
 
     def save(self, path: str | Path) -> Path:
-        """Write the fitted model as a textclf model file (atomically; no pickle)."""
+        """Write the fitted model as a textclf model file (atomically; no pickle), readable by `textclf predict`
+        and the service."""
         from textclf.inference.artifacts import save_model
 
-        return save_model(self._model(), path)
+        check_is_fitted(self)
+        return save_model(self.model_, path)
 
     @classmethod
-    def load(cls, path: str | Path) -> "TextClassifier":
-        """A fitted TextClassifier from a text model file (from save() or `textclf train`)."""
+    def from_settings(cls, settings: Settings) -> TextClassifier:
+        """The estimator of these Settings: a searched field is given where the search is off or it is pinned, and
+        left to the search (None) otherwise."""
+        stored = settings.to_dict()
+        given = {name: stored[name] for name in parameter_names()}
+        for name in SEARCHED_FIELDS:
+            if settings.search != "off" and name not in settings.pinned:
+                given[name] = None
+        if given["stop_words"] is None and (settings.search == "off" or "stop_words" in settings.pinned):
+            given["stop_words"] = "none"
+        return cls(**given, random_state=settings.seed)
+
+    @classmethod
+    def load(cls, path: str | Path) -> TextClassifier:
+        """A fitted TextClassifier from a text model file (from save() or `textclf train`); its parameters are the
+        settings the model trained with."""
+        from textclf.errors import InputError
         from textclf.inference.artifacts import load_model
+        from textclf.inference.text_model import Model
 
         model = load_model(path)
         if not isinstance(model, Model):
             raise InputError(f"model file '{path}' holds an image model: load it with textclf.inference.artifacts")
-        settings = {k: v for k, v in model.settings.to_dict().items() if k != "pinned"}
-        estimator = cls(**settings)
-        estimator.model_ = model
+        estimator = cls.from_settings(model.settings.replace(search="off"))
+        labels = model.metadata.get("estimator_labels", model.labels)
+        estimator.model_, estimator.classes_, estimator.n_features_in_ = model, np.array(labels), 1
+        estimator.history_, estimator.search_ = [], model.metadata.get("search")
         return estimator
+
+
+def _texts(X, name: str) -> list[str]:
+    """X as a list of documents: a bare string (which would be read as one document a character) and anything
+    but strings refused, naming the fix."""
+    if isinstance(X, (str, bytes)):
+        raise ValueError(f"{name} is one string: pass a list of documents, e.g. [{X[:20]!r}]")
+    if X is None:
+        raise ValueError(f"{name} is None: pass a list of documents (strings)")
+    array = np.asarray(X, dtype=object) if hasattr(X, "__array__") else None
+    if array is not None and (array.ndim > 2 or (array.ndim == 2 and array.shape[1] != 1)):
+        raise ValueError(f"{name} must be one column of documents (strings), got shape {array.shape}")
+    try:
+        texts = list(array.ravel()) if array is not None else list(X)
+    except TypeError:
+        raise ValueError(f"{name} must be a list of documents (strings), got {type(X).__name__}") from None
+    bad = next((t for t in texts if not isinstance(t, str)), None)
+    if bad is not None:
+        raise ValueError(f"{name} must hold documents as strings, found {type(bad).__name__} {bad!r}: "
+                         "convert the column to text first")
+    return texts
+
+
+def _labels(y, n: int) -> list:
+    """y as a list of n class labels: None, a bare string, a missing label (NaN, None: each would become a class of
+    its own) and continuous values refused (scikit-learn's check_classification_targets)."""
+    if y is None:
+        raise ValueError("TextClassifier requires y to be passed, but the target y is None: pass one label a document")
+    if isinstance(y, (str, bytes)):
+        raise ValueError("y is one string: pass one label a document")
+    labels = list(column_or_1d(np.asarray(y, dtype=object), warn=True))
+    if len(labels) != n:
+        raise ValueError(f"X has {n} documents but y has {len(labels)} labels: pass one label a document")
+    for label in labels:
+        if label is None or (isinstance(label, (float, np.floating)) and math.isnan(label)):
+            raise ValueError(f"y holds a missing label ({label!r}): drop those documents or give them a label")
+    if all(isinstance(label, (int, float, np.number)) and not isinstance(label, bool) for label in labels):
+        check_classification_targets(np.asarray(labels, dtype=float))  # refuses continuous targets
+    return labels
 
 
 def _plain(label):
     """numpy scalars as Python ones, so the model file's JSON header can hold them."""
     return label.item() if isinstance(label, np.generic) else label
+
+
+def parameter_names() -> list[str]:
+    """The estimator's parameters that are Settings fields (all but NOT_PARAMETERS; random_state is the seed)."""
+    return [f.name for f in dataclasses.fields(Settings) if f.name not in NOT_PARAMETERS]

@@ -14,7 +14,7 @@ from textclf.errors import ArtifactError
 @pytest.fixture
 def model(corpus_dir, fast_settings):
     corpus = read_corpus(corpus_dir)
-    return TextClassifier(**fast_settings.to_dict()).fit(corpus.texts, corpus.labels).model_
+    return TextClassifier.from_settings(fast_settings).fit(corpus.texts, corpus.labels).model_
 
 
 def test_round_trip(model, tmp_path):
@@ -28,7 +28,7 @@ def test_round_trip(model, tmp_path):
 
 def test_a_model_without_the_start_token_stays_readable_by_older_versions(corpus_dir, fast_settings, tmp_path):
     corpus = read_corpus(corpus_dir)
-    plain = TextClassifier(**fast_settings.replace(start_token=False).to_dict()).fit(corpus.texts, corpus.labels)
+    plain = TextClassifier.from_settings(fast_settings.replace(start_token=False)).fit(corpus.texts, corpus.labels)
     path = save_model(plain.model_, tmp_path / "m.npz")
     assert read_header(path)["format_version"] == 1
     assert "start_token" not in read_header(path)["vectorizer"]
@@ -41,20 +41,20 @@ def test_a_model_with_chinese_terms_is_a_version_older_textclf_refuses(fast_sett
     textclf would not find them in what it scores); the characters' model predicts alike once loaded."""
     texts = ["这个酒店很好", "房间很干净", "服务很好", "酒店太差了", "房间很脏", "服务太差"] * 10
     labels = ["pos", "pos", "pos", "neg", "neg", "neg"] * 10
-    fitted = TextClassifier(**fast_settings.to_dict()).fit(texts, labels)
+    fitted = TextClassifier.from_settings(fast_settings).fit(texts, labels)
     assert "很" in fitted.model_.vectorizer.terms and "酒店" not in fitted.model_.vectorizer.terms
     path = save_model(fitted.model_, tmp_path / "m.npz")
     assert read_header(path)["format_version"] == 4 and read_header(path)["vectorizer"]["unspaced_as_characters"] is True
     np.testing.assert_array_equal(load_model(path).predict_proba(["酒店很干净"]),
                                   fitted.model_.predict_proba(["酒店很干净"]))
-    hashed = TextClassifier(**fast_settings.replace(vectorizer="hashing", features=4096).to_dict()).fit(texts, labels)
+    hashed = TextClassifier.from_settings(fast_settings.replace(vectorizer="hashing", features=4096)).fit(texts, labels)
     path = save_model(hashed.model_, tmp_path / "hashed.npz")  # no vocabulary to tell: the newer version
     assert read_header(path)["format_version"] == 4
     hasher = hashed.model_.vectorizer._counter()
     assert hasher.build_analyzer()("酒店很干净")[:6] == ["__start__", "酒", "店", "很", "干", "净"]
     np.testing.assert_array_equal(load_model(path).predict_proba(["酒店很干净"]),
                                   hashed.model_.predict_proba(["酒店很干净"]))
-    whole = TextClassifier(**fast_settings.replace(unspaced_as_characters=False).to_dict()).fit(texts, labels)
+    whole = TextClassifier.from_settings(fast_settings.replace(unspaced_as_characters=False)).fit(texts, labels)
     assert "这个酒店很好" in whole.model_.vectorizer.terms
     path = save_model(whole.model_, tmp_path / "whole.npz")
     assert read_header(path)["format_version"] == 3 and "unspaced_as_characters" not in read_header(path)["vectorizer"]

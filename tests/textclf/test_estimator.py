@@ -1,16 +1,25 @@
-"""TextClassifier as scikit-learn's tools expect an estimator to behave."""
+"""TextClassifier as scikit-learn's tools expect an estimator to behave, training through `textclf train`'s
+engine."""
 
 from __future__ import annotations
+
+import inspect
+import json
 
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import cross_val_score
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from textclf.errors import InputError, SettingsError
-from textclf.estimator import TextClassifier
+from textclf.errors import SettingsError
+from textclf.estimator import TextClassifier, parameter_names
+from textclf.settings import SEARCHED_FIELDS, Settings
 
-FAST = dict(epochs=2, min_steps=60, batch_size=8, hidden=16, optimizer="sgd", learning_rate=0.5, init_gain=4.0)
+FAST = dict(search="off", epochs=15, batch_size=8, hidden=16, optimizer="sgd", learning_rate=0.5,
+            init_gain=4.0)
 
 
 def _corpus(n=60):
@@ -21,21 +30,89 @@ def _corpus(n=60):
     return texts, labels
 
 
-def test_params_round_trip_and_clone():
+class NumbersAsText(TextClassifier):
+    """scikit-learn's estimator checks feed numeric arrays, and with the tags of text input (string, no 2-D arrays)
+    scikit-learn skips every one of them. So they run on this adapter, which writes each numeric row as a document
+    ("c0v3 c1v-1 ...") and is otherwise the TextClassifier: its parameters, fit, fitted attributes, errors,
+    classes, pickling and cloning are what the checks test. Not run: array API input (SCIPY_ARRAY_API unset) and
+    pandas input (pandas not installed): scikit-learn reports those two as skipped."""
+
+    def _documents(self, X, reset: bool) -> list[str]:
+        X = validate_data(self, X, reset=reset)
+        return [" ".join(f"c{j}v{int(round(v))}" for j, v in enumerate(row)) for row in X]
+
+    def fit(self, X, y):
+        documents = self._documents(X, reset=True)
+        width = self.n_features_in_
+        super().fit(documents, y)
+        self.n_features_in_ = width  # the numeric columns, as the checks expect
+        return self
+
+    def predict_proba(self, X):
+        check_is_fitted(self)
+        return super().predict_proba(self._documents(X, reset=False))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array, tags.input_tags.string = True, False
+        return tags
+
+
+@parametrize_with_checks([NumbersAsText(search="off", hidden=16, features=256)])
+def test_scikit_learn_checks(estimator, check):
+    check(estimator)
+
+
+def test_the_estimator_declares_text_input():
+    tags = TextClassifier().__sklearn_tags__()
+    assert tags.input_tags.string and not tags.input_tags.two_d_array and tags.target_tags.required
+
+
+def test_every_setting_is_an_explicit_parameter_and_nothing_else_is_set_in_init():
+    signature = inspect.signature(TextClassifier.__init__)
+    assert not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    params = TextClassifier().get_params()
+    assert sorted(params) == sorted(parameter_names() + ["random_state"])
+    assert all(params[name] is None for name in SEARCHED_FIELDS)  # left to the search
     estimator = TextClassifier(**FAST)
-    assert estimator.get_params() == FAST
-    copy = clone(estimator)
-    assert copy is not estimator and copy.get_params() == FAST
-    assert estimator.set_params(epochs=3).get_params()["epochs"] == 3 and estimator.settings.epochs == 3
+    assert vars(estimator) == {**TextClassifier().get_params(), **FAST}  # fitted state comes from fit alone
+
+
+def test_an_unfitted_estimator_says_so():
+    estimator = TextClassifier()
+    assert not hasattr(estimator, "classes_")
+    for call in (lambda: estimator.predict(["x"]), lambda: estimator.predict_proba(["x"]),
+                 lambda: estimator.save("m.npz")):
+        with pytest.raises(NotFittedError):
+            call()
+
+
+def test_bad_input_is_refused_with_the_fix():
+    texts, labels = _corpus()
+    estimator = TextClassifier(**FAST)
+    with pytest.raises(ValueError, match="X is one string: pass a list of documents"):
+        estimator.fit("fry the onions", ["cooking"])
+    with pytest.raises(ValueError, match="missing label"):
+        estimator.fit(texts, labels[:-1] + [float("nan")])
+    with pytest.raises(ValueError, match="has 60 documents but y has 59"):
+        estimator.fit(texts, labels[:-1])
+    with pytest.raises(ValueError, match="documents as strings"):
+        estimator.fit([1.5] * 60, labels)
     with pytest.raises(SettingsError, match="epochs must be >= 1"):
-        estimator.set_params(epochs=0)
-    with pytest.raises(SettingsError):
-        TextClassifier(hidden=0)
-    for unsupported in (dict(ensemble=3), dict(char_ngrams=True)):  # refused, not trained as one network
-        with pytest.raises(InputError, match="pass ensemble=1 and char_ngrams=False"):
-            TextClassifier(**unsupported)
-        with pytest.raises(InputError):
-            estimator.set_params(**unsupported)
+        TextClassifier(**{**FAST, "epochs": 0}).fit(texts, labels)  # checked in fit, not in __init__
+    fitted = estimator.fit(texts, labels)
+    with pytest.raises(ValueError, match="X is one string"):
+        fitted.predict("fry the onions")  # not 14 predictions, one a character
+
+
+def test_params_round_trip_and_clone():
+    estimator = TextClassifier(**FAST, random_state=3)
+    copy = clone(estimator)
+    assert copy is not estimator and copy.get_params() == estimator.get_params()
+    assert estimator.set_params(epochs=3).settings.epochs == 3 and estimator.settings.seed == 3
+    assert estimator.settings.pinned == ("learning_rate", "epochs", "batch_size")  # given: kept by a search
+    assert TextClassifier(stop_words="none").settings.stop_words is None
+    assert TextClassifier.from_settings(Settings(search="off", epochs=4)).settings.epochs == 4
 
 
 def test_cross_val_score_and_integer_labels_keep_their_type():
@@ -45,7 +122,14 @@ def test_cross_val_score_and_integer_labels_keep_their_type():
     fitted = TextClassifier(**FAST).fit(texts, labels)
     predicted = fitted.predict(["bake the bread", "a goal for the team"])
     assert predicted.tolist() == [1, 0] and isinstance(predicted.tolist()[0], int)
-    assert fitted.classes_.tolist() == [0, 1]
+    assert fitted.classes_.tolist() == [0, 1] and fitted.n_features_in_ == 1
+
+
+def test_ensembles_and_the_character_view_train_as_the_cli_trains_them():
+    texts, labels = _corpus()
+    fitted = TextClassifier(**{**FAST, "ensemble": 3, "char_ngrams": True}).fit(texts, labels)
+    assert fitted.model_.settings.ensemble == 3 and fitted.model_.settings.char_ngrams
+    assert fitted.score(texts, labels) > 0.9
 
 
 def test_save_and_load(tmp_path):
@@ -55,3 +139,32 @@ def test_save_and_load(tmp_path):
     loaded = TextClassifier.load(path)
     np.testing.assert_allclose(loaded.predict_proba(texts[:5]), fitted.predict_proba(texts[:5]), rtol=1e-6)
     assert loaded.predict(["recipe oven"]).tolist() == [1]
+    assert loaded.get_params()["epochs"] == 15
+
+
+def test_the_estimator_searches_and_trains_the_model_textclf_train_trains(tmp_path):
+    """No arguments: the same search, plan and trainer as `textclf train TRAIN --test TEST` with the same seed, so
+    the same chosen settings, weights and test predictions."""
+    from typer.testing import CliRunner
+
+    from textclf.frontends.cli import app
+    from textclf.inference.artifacts import load_model
+
+    from tests.textclf.test_search import question_corpus
+
+    texts, labels = question_corpus(300)
+    test_texts, test_labels = question_corpus(90, seed=1)
+    for name, (x, y) in (("train", (texts, labels)), ("test", (test_texts, test_labels))):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t, "label": lab}) + "\n"
+                                                        for t, lab in zip(x, y)))
+    done = CliRunner().invoke(app, ["train", str(tmp_path / "train.jsonl"), "--test", str(tmp_path / "test.jsonl"),
+                                    "--db", str(tmp_path / "runs.db"), "--out", str(tmp_path / "m.npz"),
+                                    "--search-steps", "3000", "--json"])
+    assert done.exit_code == 0, done.output
+    cli = json.loads(done.stdout)
+    fitted = TextClassifier(search_steps=3000).fit(texts, labels)
+    assert cli["search"]["chosen"] == fitted.search_["chosen"] and "skipped" not in cli["search"]
+    assert fitted.model_.settings == load_model(tmp_path / "m.npz").settings
+    for a, b in zip(fitted.model_.params, load_model(tmp_path / "m.npz").params):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert fitted.score(test_texts, test_labels) == cli["eval_accuracy"]

@@ -51,9 +51,9 @@ def test_fit_learns_and_is_deterministic(corpus_dir, fast_settings):
     from pipelines.corpus import read_corpus
 
     corpus = read_corpus(corpus_dir)
-    settings = fast_settings.to_dict()
-    first = TextClassifier(**settings).fit(corpus.texts, corpus.labels)
-    second = TextClassifier(**settings).fit(corpus.texts, corpus.labels)
+    settings = fast_settings.replace(epochs=15)  # given to the estimator, the epoch count is kept as given
+    first = TextClassifier.from_settings(settings).fit(corpus.texts, corpus.labels)
+    second = TextClassifier.from_settings(settings).fit(corpus.texts, corpus.labels)
     assert first.score(corpus.texts, corpus.labels) == 1.0
     assert first.history_[-1].loss < first.history_[0].loss
     np.testing.assert_array_equal(first.model_.params.w1, second.model_.params.w1)

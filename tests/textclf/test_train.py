@@ -116,8 +116,8 @@ def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monk
 
     monkeypatch.setenv("TEXTCLF_PALLAS_INTERPRET", "1")
     corpus = read_corpus(corpus_dir)
-    settings = fast_settings.replace(backend="pallas", pallas_input=pallas_input).to_dict()
-    classifier = TextClassifier(**settings).fit(corpus.texts, corpus.labels)
+    settings = fast_settings.replace(backend="pallas", pallas_input=pallas_input, epochs=15)
+    classifier = TextClassifier.from_settings(settings).fit(corpus.texts, corpus.labels)
     assert classifier.score(corpus.texts, corpus.labels) >= 0.95
     assert classifier.history_[-1].loss < classifier.history_[0].loss
 
@@ -351,8 +351,7 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     held out for early stopping, without a copy of them (candidates._stacked_epochs' rows)."""
     import json
 
-    from textclf.runs import run as run_module
-    from textclf.training import candidates
+    from textclf.training import candidates, plan as plan_module
     from textclf.training.search_rules import SearchRules
 
     from tests.textclf.test_search import question_corpus
@@ -374,7 +373,7 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
                         pinned=("char_ngrams", "ensemble"))
     result = train(corpus, settings, db_path=db_path, rules=rules)
     run = runs.get_run(open_db(db_path), result.run_id)
-    held = min(run_module.STOPPING_DOCUMENTS, int(540 * run_module.STOPPING_FRACTION))
+    held = min(plan_module.STOPPING_DOCUMENTS, int(540 * plan_module.STOPPING_FRACTION))
     # the whole matrix, put on the device before the training (its host copy freed), its training rows named
     assert trained_rows[-1] == (540, 540 - held, "ResidentRows")
     assert run["status"] == "finished" and run["early_stopping"]["held_out"] == held
@@ -389,7 +388,7 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
 
     from pipelines import corpus as corpus_module, vectorize
     from textclf.runs import run as run_module
-    from textclf.training import candidates, device_data
+    from textclf.training import candidates, device_data, plan as plan_module
 
     from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
 
@@ -424,7 +423,7 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     assert device_run["status"] == "finished" and device_run["early_stopping"] == host_run["early_stopping"]
     assert [s.loss for s in device.history] == [s.loss for s in host.history]
     assert device.eval_accuracy == host.eval_accuracy and device.n_train == host.n_train == 600 - min(
-        run_module.STOPPING_DOCUMENTS, int(600 * run_module.STOPPING_FRACTION))
+        plan_module.STOPPING_DOCUMENTS, int(600 * plan_module.STOPPING_FRACTION))
     for a, b in zip(device.model.params, host.model.params):
         np.testing.assert_array_equal(a, b)
     assert not list(device_home.rglob("*.npz")) or all("models" in str(p) for p in device_home.rglob("*.npz"))
@@ -434,7 +433,7 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
 @pytest.mark.skipif(__import__("jax").default_backend() != "cpu",
                     reason="a CPU's search samples a corpus this small; a GPU's searches all of it (no refit to test)")
 def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):
-    from textclf.runs.run import REFIT_HELD_OUT_FRACTION
+    from textclf.training.plan import REFIT_HELD_OUT_FRACTION
 
     # the candidates train on the 64 columns most tied to the labels (the product's: rules.round_features); the
     # CPU search samples 170 of the 540 training documents; the corpus is under rules.search_documents

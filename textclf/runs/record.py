@@ -55,16 +55,17 @@ class EpochRecorder:
         waiting_out_locks(self._write)
 
 
-def finish_run(db, run_id: int, phase: PhaseTimer, save: Callable[[Path], object], model_path, primary: bool,
+def finish_run(db, run_id: int, phase: PhaseTimer, save: Callable[[Path], object] | None, model_path, primary: bool,
                record_epoch: EpochRecorder, last: EpochStats, eval_accuracy: float) -> Path:
     """The end of a run that trained: the model file written (by the primary process, through save(path)) before
-    the run is marked finished with it, the epochs and phase times recorded. -> the model file's path."""
+    the run is marked finished with it, the epochs and phase times recorded. save None: no file (the estimator
+    keeps its model in memory). -> the model file's path (None without a file)."""
     path = Path(model_path) if model_path else default_model_path(run_id)
-    if primary:
+    if primary and save is not None:
         with phase("save"):
             save(path)
     record_epoch.flush()
     run_queries.add_phases(db, run_id, phase.seconds)
-    end_run(db, run_id, "finished", model_path=str(path.resolve()), final_loss=last.loss,
-            train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy)
-    return path
+    end_run(db, run_id, "finished", model_path=str(path.resolve()) if save is not None else None,
+            final_loss=last.loss, train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy)
+    return path if save is not None else None

@@ -29,7 +29,7 @@ import sklearn.feature_extraction.text  # noqa: F401
 
 from db import open_db
 from db import runs as run_queries
-from pipelines.corpus import FetchedTexts, FileTexts, parallel_read, read_corpus
+from pipelines.corpus import Corpus, FetchedTexts, FileTexts, parallel_read, read_corpus
 from pipelines import vector_cache
 from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
 from pipelines.word_counts import stack_rows
@@ -72,10 +72,10 @@ def split_validation(labels: list[str], source: str, settings: Settings):
 
 
 def train(
-    corpus_path: str | Path,
+    corpus_path: str | Path | Corpus,
     settings: Settings = Settings(),
     *,
-    test_path: str | Path | None = None,
+    test_path: str | Path | Corpus | None = None,
     db_path: str | Path | None = None,
     model_path: str | Path | None = None,
     on_event: Callable[[TrainEvent], None] | None = None,
@@ -86,13 +86,16 @@ def train(
     resumes_run: int | None = None,
     rules: SearchRules = SearchRules(),
     plan_only: bool = False,
+    keep_files: bool = True,
 ) -> TrainResult | PlannedRun:
     """Train a model on a corpus, record the run, write the model file; see the module docstring.
     checkpointer / stop_requested: see trainloop.fit_network (used by the daemon). pool: vectorizing workers to
     use (the daemon keeps one for its life), else the run starts its own. job_id / resumes_run: the daemon job
     this run trains, and the interrupted run of that job it resumes (recorded in the run). rules: the model search's
     (a benchmark passes its variant). plan_only: read, search and vectorize, record the plan, and stop before
-    training (the run ends "planned"; its search is recorded for the next run to reuse) -> PlannedRun."""
+    training (the run ends "planned"; its search is recorded for the next run to reuse) -> PlannedRun.
+    corpus_path / test_path may be documents already in memory (pipelines.corpus.Corpus: the estimator's), and
+    keep_files False writes no model file and no vector cache (the estimator keeps the model in memory)."""
     from textclf.training.distributed import is_primary
 
     report = on_event or (lambda event: None)
@@ -102,18 +105,20 @@ def train(
     primary = is_primary()
     db = open_db(run_db_path(db_path if primary else ":memory:"))
     run_id = run_queries.start_run(
-        db, corpus=str(corpus_path), test_corpus=str(test_path) if test_path else None,
+        db, corpus=_source(corpus_path), test_corpus=_source(test_path) if test_path is not None else None,
         settings=settings.to_dict(), backend=settings.backend, versions=versions(), **this_owner(),
         heartbeat_at=run_queries.now(), job_id=job_id, resumes_run=resumes_run,
     )
-    heartbeat = RunHeartbeat(run_db_path(db_path), run_id) if primary else None
+    # (An in-memory run database, the estimator's, is seen by no other process: no heartbeat for it.)
+    heartbeat = RunHeartbeat(run_db_path(db_path), run_id) if primary and str(db_path) != ":memory:" else None
     # The heartbeat thread starts with the JAX warm-up, once the vectorizing workers are forked (a process with a
     # second thread starts fresh workers instead: pipelines/workers.py); the run row's heartbeat_at is set meanwhile.
     warmup = BackendWarmup(settings.backend, compile_cache_dir(), along=heartbeat.start if heartbeat else None)
     run = _Run(db, run_id, warmup, report, PhaseTimer(report), primary, pool, checkpointer, stop_requested, rules,
-               plan_only)
+               plan_only, keep_files)
     try:
-        result = _train_run(run, Path(corpus_path), test_path, settings, model_path)
+        result = _train_run(run, corpus_path if isinstance(corpus_path, Corpus) else Path(corpus_path), test_path,
+                            settings, model_path)
     except TrainingStopped as exc:
         end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
         raise
@@ -130,6 +135,11 @@ def train(
         if heartbeat:
             heartbeat.stop()
     return result
+
+
+def _source(path) -> str:
+    """What the run records as a corpus's name: its path, or an in-memory corpus's source."""
+    return path.source if isinstance(path, Corpus) else str(path)
 
 
 def _backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
@@ -209,11 +219,15 @@ class _Run:
     stop_requested: Callable[[], bool] | None
     rules: SearchRules
     plan_only: bool = False
+    keep_files: bool = True  # a model file and the vector cache (False: the estimator's run, in memory)
 
 
 def _train_run(run: _Run, corpus_path: Path, test_path, settings: Settings, model_path) -> TrainResult:
     db, run_id, warmup, report, phase = run.db, run.run_id, run.warmup, run.report, run.phase
     primary, checkpointer, stop_requested = run.primary, run.checkpointer, run.stop_requested
+    in_memory = isinstance(corpus_path, Corpus) or isinstance(test_path, Corpus)
+    if in_memory and settings.model == "cnn":
+        raise SettingsError("documents in memory are text: train images from a folder with `textclf train`")
     if settings.model == "cnn":
         from textclf.runs.images import train_images
 
@@ -227,7 +241,7 @@ def _train_run(run: _Run, corpus_path: Path, test_path, settings: Settings, mode
             raise SettingsError(f"--ensemble {settings.ensemble} and --char-ngrams train on one process: pass "
                                 "--ensemble 1 --no-char-ngrams with several processes")
         data = _shared_data(run, corpus_path, test_path, settings)
-    elif settings.vectorizer == "hashing":
+    elif settings.vectorizer == "hashing" and not in_memory:  # (in memory: hashed as the tfidf path vectorizes)
         warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
         data = _hashed_data(run, corpus_path, test_path, settings)
     else:
@@ -339,15 +353,15 @@ def _train_run(run: _Run, corpus_path: Path, test_path, settings: Settings, mode
         eval_accuracy = hits / max(1, n_eval)
     last = history[-1]
     model.metadata = {
-        "run_id": run_id, "corpus": str(corpus_path), "corpus_fingerprint": data.fingerprint,
+        "run_id": run_id, "corpus": _source(corpus_path), "corpus_fingerprint": data.fingerprint,
         "eval_kind": eval_kind, "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
         "created": run_queries.now(), "backend": backend, "search": data.search,
     }
-    path = finish_run(db, run_id, phase, lambda path: save_model(model, path), model_path, primary, record_epoch,
-                      last, eval_accuracy)
+    save = (lambda path: save_model(model, path)) if run.keep_files else None
+    path = finish_run(db, run_id, phase, save, model_path, primary, record_epoch, last, eval_accuracy)
     n_train = data.rows.total if data.rows is not None else n_training
-    return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
-                       n_train, n_eval, history, dict(phase.seconds), data.skipped,
+    return TrainResult(run_id, path.resolve() if primary and path else None, eval_accuracy, eval_kind,
+                       last.train_accuracy, n_train, n_eval, history, dict(phase.seconds), data.skipped,
                        data.non_utf8, model, data.search, read_documents=data.read_documents)
 
 
@@ -644,10 +658,15 @@ def _vectorized_data(run: _Run, corpus_path, test_path, settings) -> tuple[_Text
             # documents as the file can hold lines of 100 bytes: all cores), and JAX starts while they read. Its
             # texts stay in the file (FileTexts): the workers parse it again for the texts the search and the
             # vocabulary's fit sample need, and to transform it share by share.
-            readers = forked(Path(corpus_path).stat().st_size // 100) if parallel_read(corpus_path) else None
-            corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, pool=readers, keep_texts=False)
+            if isinstance(corpus_path, Corpus):
+                corpus = corpus_path
+            else:
+                readers = forked(Path(corpus_path).stat().st_size // 100) if parallel_read(corpus_path) else None
+                corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, pool=readers,
+                                     keep_texts=False)
         train_rows = eval_rows = None  # with --test: every document of the corpus trains
-        if test_path:
+        has_test = test_path is not None
+        if has_test:
             train_labels = corpus.labels
         else:
             train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
@@ -672,15 +691,17 @@ def _vectorized_data(run: _Run, corpus_path, test_path, settings) -> tuple[_Text
                 return [fetched[c] for c in in_corpus]
             return FetchedTexts(len(train_labels), {int(r): fetched[c] for r, c in zip(rows, in_corpus)})
 
-        if settings.search != "off":
+        if settings.search != "off" and settings.vectorizer == "tfidf":
             settings, search, search_key = _search(run, train_texts, train_labels, settings,
-                                                   forked(len(corpus.texts)), corpus.fingerprint, not test_path)
+                                                   forked(len(corpus.texts)), corpus.fingerprint, not has_test)
             return_freed_memory()  # the search's sample texts and matrices: ~0.8 GB at a million documents
         else:
-            search, search_key = {"skipped": "--search off"}, None
-        if test_path:
+            skipped = "--search off" if settings.search == "off" else "the search chooses tfidf settings only"
+            search, search_key = {"skipped": skipped}, None
+        if has_test:
             with phase("read", "reading the test corpus"):
-                test = read_corpus(test_path, settings.max_file_mb, read_progress, pool=workers, keep_texts=False)
+                test = test_path if isinstance(test_path, Corpus) else read_corpus(
+                    test_path, settings.max_file_mb, read_progress, pool=workers, keep_texts=False)
             _check_test_labels(test.labels, corpus.labels, test.source)
             eval_labels = test.labels
         else:
@@ -688,11 +709,11 @@ def _vectorized_data(run: _Run, corpus_path, test_path, settings) -> tuple[_Text
         non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
         skipped, classes, eval_kind = _record_corpus(db, run_id, corpus.format, corpus.fingerprint, corpus.skipped,
                                                      test.skipped if test else None, non_utf8, train_labels,
-                                                     eval_labels, bool(test))
+                                                     eval_labels, has_test)
         with phase("vectorize"):
             key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
                                          list(train_labels), list(eval_labels))
-            cached = vector_cache.load(vector_cache_dir(), key)
+            cached = vector_cache.load(vector_cache_dir(), key) if run.keep_files else None
             if cached:
                 warmup.start()  # no workers needed: nothing to fork first
                 vectorizer, train_x, eval_x = cached
@@ -733,7 +754,7 @@ def _vectorized_data(run: _Run, corpus_path, test_path, settings) -> tuple[_Text
                     eval_x = (vectorizer.transform_file(test.texts, workers, vectorize_progress)
                               if isinstance(test.texts, FileTexts)
                               else vectorizer.transform(test.texts, pool=workers, on_progress=vectorize_progress))
-                if run.primary and not on_device:
+                if run.primary and not on_device and run.keep_files:
                     vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
     data = _TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
