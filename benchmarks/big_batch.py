@@ -36,7 +36,7 @@ def main() -> None:
     from textclf.inference.text_model import encode_labels
     from textclf.models.weights import host_scores
     from textclf.paths import vector_cache_dir
-    from textclf.runs.run import _held_out_stopping
+    from textclf.runs.fitting import held_out_stopping as _held_out_stopping
     from textclf.settings import Settings
     from textclf.training.candidates import fit_ensemble
     from textclf.training.loop import fit_network

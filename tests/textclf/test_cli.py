@@ -596,7 +596,7 @@ def test_a_run_beats_in_phases_without_epochs(tmp_path, monkeypatch):
     still shows life."""
     import time as clock
 
-    from textclf.runs import owner, run as run_module
+    from textclf.runs import owner, run as run_module, text_data
     from textclf.settings import Settings
 
     monkeypatch.setattr(owner, "HEARTBEAT_SECONDS", 0.05)
@@ -612,13 +612,13 @@ def test_a_run_beats_in_phases_without_epochs(tmp_path, monkeypatch):
     texts = [f"fry the onions {i}" for i in range(30)] + [f"the rocket launched {i}" for i in range(30)]
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("".join(json.dumps({"text": t, "label": t.split()[1]}) + "\n" for t in texts))
-    real_fit = run_module.fit_vectorizer
+    real_fit = text_data.fit_vectorizer
 
     def slow_fit(*args, **kwargs):
         clock.sleep(0.5)
         return real_fit(*args, **kwargs)
 
-    monkeypatch.setattr(run_module, "fit_vectorizer", slow_fit)
+    monkeypatch.setattr(text_data, "fit_vectorizer", slow_fit)
     run_module.train(corpus, Settings(search="off", epochs=1, min_steps=0, hidden=4, features=64),
                      db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
     assert len(beats) >= 5  # ~10 beats in the half second of vectorizing alone

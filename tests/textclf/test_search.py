@@ -336,7 +336,7 @@ def test_a_small_corpus_or_a_tiny_budget_still_gives_an_answer(pool):
 
 def test_train_opens_the_test_corpus_only_after_the_search(tmp_path, monkeypatch):
     from db import open_db, runs
-    from textclf.runs import run as run_module
+    from textclf.runs import run as run_module, text_data
     from textclf.training import search as search_module
 
     texts, labels = question_corpus(300)
@@ -345,7 +345,7 @@ def test_train_opens_the_test_corpus_only_after_the_search(tmp_path, monkeypatch
     test_texts, test_labels = question_corpus(60, seed=1)
     test.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(test_texts, test_labels)))
     calls = []
-    real_read, real_search = run_module.read_corpus, search_module.search_settings
+    real_read, real_search = text_data.read_corpus, search_module.search_settings
 
     def read(path, *args, **kwargs):
         calls.append(("read", str(path)))
@@ -355,7 +355,7 @@ def test_train_opens_the_test_corpus_only_after_the_search(tmp_path, monkeypatch
         calls.append(("search",))
         return real_search(*args, **kwargs)
 
-    monkeypatch.setattr(run_module, "read_corpus", read)
+    monkeypatch.setattr(text_data, "read_corpus", read)
     monkeypatch.setattr(search_module, "search_settings", search)
     result = run_module.train(corpus, Settings(epochs=4, search_budget=120), test_path=test,
                               db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")

@@ -157,23 +157,23 @@ def test_a_large_held_out_set_is_scored_on_the_device_where_training_ran_on_a_gp
                                                                                   fast_settings, monkeypatch):
     import jax
 
-    from textclf.runs import run as run_module
+    from textclf.runs import fitting as run_module
 
     result = train(corpus_dir, fast_settings, db_path=db_path)
     model = result.model
     matrix = model.vectorizer.transform(["the comet passed the sun", "knead the dough", "a late goal"] * 50)
     host = model.scores(matrix)
-    np.testing.assert_array_equal(run_module._eval_scores(model, matrix), host)  # a CPU: the host's
+    np.testing.assert_array_equal(run_module.eval_scores(model, matrix), host)  # a CPU: the host's
     called = []
     real = trainloop.held_out_scores_device
     monkeypatch.setattr(trainloop, "held_out_scores_device", lambda *a: called.append(1) or real(*a))
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     monkeypatch.setattr(run_module, "DEVICE_EVAL_WORK", matrix.shape[0] * model.params.w1.shape[1] + 1)
-    np.testing.assert_array_equal(run_module._eval_scores(model, matrix), host)  # under the threshold: the host
+    np.testing.assert_array_equal(run_module.eval_scores(model, matrix), host)  # under the threshold: the host
     assert not called
     monkeypatch.setattr(run_module, "DEVICE_EVAL_WORK", matrix.shape[0] * model.params.w1.shape[1])
     # a GPU's float32 matmul rounds to TF32
-    np.testing.assert_allclose(run_module._eval_scores(model, matrix), host, rtol=2e-3, atol=2e-4)
+    np.testing.assert_allclose(run_module.eval_scores(model, matrix), host, rtol=2e-3, atol=2e-4)
     assert called
 
 
@@ -216,7 +216,7 @@ def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_tr
     import json
 
     from pipelines import corpus as corpus_module, vectorize
-    from textclf.runs import run as run_module
+    from textclf.runs import text_data as run_module
 
     from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
 
@@ -291,7 +291,7 @@ def _searched_sampled_questions(tmp_path, db_path, search_documents=None, rate_c
 def test_the_rate_choice_narrows_to_the_columns_most_tied_to_the_labels():
     import scipy.sparse as sp
 
-    from textclf.runs.run import _rate_choice_columns
+    from textclf.runs.fitting import _rate_choice_columns
 
     rng = np.random.default_rng(0)
     y = np.arange(40) % 2
@@ -387,7 +387,7 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     import json
 
     from pipelines import corpus as corpus_module, vectorize
-    from textclf.runs import run as run_module
+    from textclf.runs import text_data as run_module
     from textclf.training import candidates, device_data, plan as plan_module
 
     from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
@@ -411,7 +411,7 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     results = {}
     for share_by_share in (True, False):
         if not share_by_share:
-            monkeypatch.setattr(run_module, "_side_by_side_with_held_out", lambda *a: False)
+            monkeypatch.setattr(run_module, "side_by_side_with_held_out", lambda *a: False)
         home = tmp_path / f"home-{share_by_share}"
         monkeypatch.setenv("TEXTCLF_HOME", str(home))
         db = tmp_path / f"runs-{share_by_share}.db"

@@ -153,7 +153,7 @@ def test_early_stopping_scores_the_held_out_documents():
 
 
 def test_a_corpus_beyond_the_search_sample_holds_out_documents_to_stop(fast_settings):
-    from textclf.runs.run import _held_out_stopping
+    from textclf.runs.fitting import held_out_stopping as _held_out_stopping
     from textclf.training.plan import STOPPING_DOCUMENTS
     from textclf.training.plan import stops_early as _stops_early
     from textclf.training.search_rules import SearchRules

@@ -1,0 +1,44 @@
+"""What every step of one training run shares (its record, its JAX warm-up, its reporting, its rules), and the
+small facts about a run's inputs that several steps need."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from db import runs as run_queries
+from pipelines.corpus import Corpus
+from pipelines.workers import WorkerPool
+from textclf.training.backends import BackendWarmup
+from textclf.runs.results import PhaseTimer, TrainEvent
+from textclf.training.search_rules import SearchRules
+
+
+@dataclass
+class RunContext:
+    """What every step of one run shares: its record, its JAX warm-up, its reporting and its rules."""
+
+    db: object
+    run_id: int
+    warmup: BackendWarmup
+    report: Callable[[TrainEvent], None]
+    phase: PhaseTimer
+    primary: bool  # process 0 (the one that records and writes the model)
+    pool: WorkerPool | None  # vectorizing workers handed in (the daemon's), else the run starts its own
+    checkpointer: object
+    stop_requested: Callable[[], bool] | None
+    rules: SearchRules
+    plan_only: bool = False
+    keep_files: bool = True  # a model file and the vector cache (False: the estimator's run, in memory)
+
+
+def source_name(path) -> str:
+    """What the run records as a corpus's name: its path, or an in-memory corpus's source."""
+    return path.source if isinstance(path, Corpus) else str(path)
+
+
+def backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
+    """Wait for the JAX warm-up; record the device in the run row. -> the backend as asked (checked)."""
+    backend, device = warmup.result()
+    run_queries.update_run(db, run_id, device=device)
+    return backend

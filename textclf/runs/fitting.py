@@ -1,0 +1,298 @@
+"""The training steps a plan names (textclf/training/plan.py): the backend, held-out rows to stop early, the
+rate candidates' choice, each view's network(s), and scoring the held-out documents."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from db import runs as run_queries
+from textclf.inference.text_model import Model, encode_labels
+from textclf.runs.context import RunContext
+from textclf.settings import Settings
+from pipelines.workers import return_freed_memory
+from textclf.runs.results import TrainEvent
+from textclf.training.events import EpochStats
+from textclf.training.plan import REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count
+
+
+def record_backend(db, run_id: int, requested: str, network: str, settings: Settings) -> str:
+    """The backend that trains ("auto" decided from measurements, textclf/training/backends.py) and why, in the
+    run row."""
+    import jax
+
+    from textclf.training.backends import choose_backend
+    from textclf.training.data_parallel import data_mesh
+
+    devices = data_mesh(settings.devices, settings.batch_size).size if network == "mlp" else 1
+    backend, why = choose_backend(requested, network, settings.batch_size // devices, jax.default_backend() == "gpu")
+    run_queries.update_run(db, run_id, backend=backend, backend_reason=why)
+    return backend
+
+
+# A held-out set is scored on the device where the run trained on a GPU once its documents x hidden units reach
+# this (eval_scores): below it the host's NumPy is faster than batching, uploading and compiling ("Big corpora
+# with no flags").
+DEVICE_EVAL_WORK = 40_000_000
+
+
+def held_out_stopping(train_x, train_y: np.ndarray, seed: int):
+    """-> (the rows of train_x that train, sorted, an EarlyStopping judging the held-out rest). The training rows
+    are not copied out of the matrix here: networks side by side train on them in place (candidates.
+    _stacked_epochs), and a copy beside the matrix doubled a ten-million-document run's host memory. train_x on
+    the device already (ResidentRows): the held-out rows are read back from it."""
+    from textclf.training.device_data import ResidentRows, host_rows
+    from textclf.training.fit import EarlyStopping
+
+    n = len(train_y)
+    held = np.zeros(n, bool)
+    held[np.random.default_rng(seed).choice(n, held_out_count(n), replace=False)] = True
+    held_x = host_rows(train_x, np.flatnonzero(held)) if isinstance(train_x, ResidentRows) else train_x[held]
+    return np.flatnonzero(~held), EarlyStopping(held_x, train_y[held], patience=1)
+
+
+def eval_scores(model: Model, eval_x) -> np.ndarray:
+    """The held-out documents' (n, C) scores: on a GPU from DEVICE_EVAL_WORK documents x hidden units up (where
+    the network trained, JAX started), else with NumPy on the host."""
+    import jax
+
+    if jax.default_backend() == "cpu" or eval_x.shape[0] * model.params.w1.shape[1] < DEVICE_EVAL_WORK:
+        return model.scores(eval_x)
+    from textclf.models.mlp import Params
+    from textclf.training.loop import held_out_scores_device
+
+    return held_out_scores_device(Params(*jax.device_put(tuple(model.params))), eval_x)
+
+
+def choose_rate_then_refit(run: RunContext, train_x, train_y, n_classes, settings, backend, rates, search: dict
+                            ) -> Settings:
+    """The rate candidates trained on all but a stratified REFIT_HELD_OUT_FRACTION of the training documents,
+    which choose one and its epoch (candidates.fit_rates); -> the settings with the chosen rate, decay and epoch
+    count, for the final training on every document. Recorded in the run (search: rate_choice)."""
+    from textclf.training.candidates import fit_rates
+    from textclf.training.search import stratified_sample
+
+    held, rest = stratified_sample(train_y, np.arange(len(train_y)), int(len(train_y) * REFIT_HELD_OUT_FRACTION),
+                                   settings.seed)
+    rest_x, held_x = _rate_choice_columns(train_x[rest], train_y[rest], train_x[held],
+                                          run.rules.rate_choice_features)
+    choice = fit_rates(rest_x, train_y[rest], n_classes, settings, backend,
+                       [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], held_x,
+                       train_y[held], stop_requested=run.stop_requested)
+    search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out,
+                             "held_out_documents": len(held), "refit": True, "features": rest_x.shape[1]}
+    settings = _with_choice(settings, rates, choice)
+    run_queries.update_run(run.db, run.run_id, search=search, settings=settings.to_dict())
+    return settings
+
+
+def _rate_choice_columns(train_x: sp.csr_matrix, train_y: np.ndarray, held_x: sp.csr_matrix, features: int):
+    """The training and held-out rows on the `features` columns (0: all) that a chi-squared test on the training
+    rows ties most to the labels (pipelines.vectorize.most_tied_columns, as the search's rounds select theirs),
+    each row scaled back to unit length as the search's fold matrices are -> (train_x, held_x) narrowed."""
+    if not features or train_x.shape[1] <= features:
+        return train_x, held_x
+    from sklearn.preprocessing import normalize
+
+    from pipelines.vectorize import most_tied_columns
+
+    columns = most_tied_columns(train_x, train_y, features)
+    return normalize(train_x[:, columns]), normalize(held_x[:, columns])
+
+
+def record_rate_choice(db, key: str | None, settings: Settings, search: dict) -> None:
+    """Add the held-out documents' rate choice to the recorded search (key; None: not recorded), so that a run
+    reusing it trains the chosen rate, decay and epoch count without choosing again."""
+    if key:
+        run_queries.record_rate_choice(db, key, settings.to_dict(), search["rate_choice"])
+
+
+def _with_choice(settings: Settings, rates: list[dict], choice) -> Settings:
+    """The settings with the rate, decay and epoch count the held-out documents chose (a candidates.RateChoice)."""
+    chosen = rates[choice.chosen]
+    return settings.replace(learning_rate=chosen["learning_rate"], weight_decay=chosen["weight_decay"],
+                            epochs=choice.best_epoch)
+
+
+def fit_rates_view(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings, backend, rates, judge, on_epoch,
+               search: dict, stop_requested, training_rows):
+    """One network per candidate (rate, decay) of the search (rates), the held-out documents of `judge` (an
+    EarlyStopping's) choosing one and its epoch (candidates.fit_rates). The choice is recorded in the run
+    (early_stopping: every candidate's held-out curve; search: rate_choice) and in the settings returned.
+    -> (parameters, EpochStats, backend, compile seconds, train seconds, settings)."""
+    import jax
+
+    from textclf.training.candidates import fit_rates, stacked_is_faster
+
+    choice = fit_rates(train_x, train_y, n_classes, settings, backend,
+                       [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], judge.x, judge.y,
+                       eval_x, eval_y, on_epoch, judge.patience, stop_requested, training_rows)
+    settings = _with_choice(settings, rates, choice)
+    search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out}
+    run_queries.update_run(db, run_id, search=search, settings=settings.to_dict(), early_stopping={
+        "held_out": int(judge.x.shape[0]), "patience": judge.patience, "accuracies": choice.held_out[choice.chosen],
+        "best_epoch": choice.best_epoch, "rates": [[r["learning_rate"], r["weight_decay"]] for r in rates],
+        "rate_accuracies": choice.held_out, "chosen_rate": choice.chosen})
+    if stacked_is_faster():
+        backend = "xla"
+        run_queries.update_run(db, run_id, backend=backend, devices=1, processes=jax.process_count(),
+                               backend_reason="networks at several rates train side by side in XLA")
+    else:
+        run_queries.update_run(db, run_id, devices=1, processes=jax.process_count())
+    return choice.params, choice.history, backend, choice.compile_seconds, choice.train_seconds, settings
+
+
+def fit_view(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings, backend, epochs, one_by_one,
+              on_epoch, early_stopping, checkpointer, stop_requested, rows, training_rows):
+    """The network(s) of one input view: settings.ensemble networks (one after another on a CPU, side by side
+    elsewhere) or one. JAX is imported here, after the warm-up thread's import (see the module docstring).
+    training_rows: the rows of train_x that train (None: all); only networks side by side are given them
+    (_train_run hands the others a matrix of their rows).
+    -> (parameters, EpochStats of each epoch, backend that trained them, compile seconds, train
+    seconds)."""
+    import jax
+
+    from textclf.training.candidates import fit_ensemble, fit_members
+    from textclf.training.loop import fit_network
+
+    if one_by_one:
+        # Several networks one after another (each as one network trains, without checkpoints), averaged into
+        # one model file; their epochs are recorded one member after another.
+        params, history, compile_s, train_s = fit_members(train_x, train_y, n_classes, settings, backend, eval_x,
+                                                          eval_y, on_epoch)
+        run_queries.update_run(db, run_id, devices=1, processes=jax.process_count())
+        return params, history, backend, compile_s, train_s
+    if settings.ensemble > 1:
+        # Several networks side by side, averaged into one model file (XLA, one device, no checkpoints).
+        params, history, compile_s, train_s = fit_ensemble(
+            train_x, train_y, n_classes, settings.ensemble, settings.learning_rate, settings.weight_decay, epochs,
+            settings.batch_size, settings.hidden, settings.seed, eval_x, eval_y, on_epoch, early_stopping,
+            training_rows)
+        run_queries.update_run(db, run_id, backend="xla", devices=1, processes=jax.process_count(),
+                               backend_reason="an ensemble trains side by side in XLA")
+        return params, history, "xla", compile_s, train_s
+    network = fit_network(train_x, train_y, n_classes, settings, backend, eval_x, eval_y, on_epoch,
+                          checkpointer=checkpointer, stop_requested=stop_requested, early_stopping=early_stopping,
+                          rows=rows)
+    run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
+    return network.params, network.history, backend, network.compile_seconds, network.train_seconds
+
+
+@dataclass
+class Fitted:
+    """What fit_plan trained: the one network of the model (views joined, ensembles merged) and how."""
+
+    params: object
+    history: list[EpochStats]
+    settings: Settings  # the run's settings with what the training chose (a rate, the best epoch)
+    backend: str  # the backend that trained
+    n_training: int  # documents the networks trained on
+
+
+def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, backend: str, record_epoch) -> Fitted:
+    """Carry the plan out on the run's data (runs.text_data.TextData): hold documents out to stop early or choose
+    the rate on a share first, as it says; then each view's network(s), joined into one network."""
+    train_x, train_y = data.train_x, encode_labels(data.train_labels, data.classes)
+    candidates = (data.search or {}).get("rate_candidates", [])
+    rates = candidates if plan.rate_choice == "held_out" else []  # chosen among by the held-out documents
+    training_rows = early_stopping = None  # the rows of train_x that train, where train_x is not copied
+    if plan.held_out_documents:
+        train_x, train_y, training_rows, early_stopping = _held_out_split(data, plan, train_x, train_y, settings.seed)
+    elif plan.rate_choice == "refit":
+        with run.phase("rates"):
+            settings = choose_rate_then_refit(run, train_x, train_y, len(data.classes), settings, backend,
+                                              candidates, data.search)
+        record_rate_choice(run.db, data.search_key, settings, data.search)
+    n_training = len(train_y) if training_rows is None else len(training_rows)
+    views = _Views(plan, settings, n_training, rates, record_epoch, run.report)
+    params, backend, settings = views.fit(run, data, train_x, train_y, backend, settings, early_stopping,
+                                          training_rows)
+    if early_stopping is not None and not rates:  # the model keeps the best epoch: its settings say so
+        settings = settings.replace(epochs=early_stopping.best_epoch)
+        run_queries.update_run(run.db, run.run_id, early_stopping=early_stopping.summary(),
+                               settings=settings.to_dict())
+    data.train_x = None  # the training matrices are done with: their memory goes back before the scoring
+    return_freed_memory()
+    return Fitted(params, views.history, settings, backend, n_training)
+
+
+def _held_out_split(data, plan: TrainingPlan, train_x, train_y, seed: int):
+    """Documents held out to stop early -> (train_x, train_y, training rows of train_x or None, EarlyStopping).
+    Networks side by side in place (plan.rows "device") train on the matrix's rows without a copy; the others on
+    a matrix of their rows."""
+    from textclf.training.device_data import ResidentRows, resident_rows
+
+    training_rows, early_stopping = held_out_stopping(train_x, train_y, seed)
+    if plan.rows != "device":
+        train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
+        data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
+    elif not isinstance(train_x, ResidentRows):  # (there already where vectorizing put it there)
+        # The matrix goes to the device now, and the host's copy of it (~1.6 GB at a million documents) goes
+        # before the training starts; the networks need nothing else of it.
+        train_x = data.train_x = resident_rows(train_x, train_y)
+        return_freed_memory()
+    return train_x, train_y, training_rows, early_stopping
+
+
+class _Views:
+    """The plan's views trained one after another, each on its own columns, joined into one network whose scores
+    are their mean (candidates.joined_views); their epochs recorded and reported numbered on from one view to the
+    next. (Only a one-view run keeps checkpoints: the daemon resumes a stopped job's one network.)"""
+
+    def __init__(self, plan: TrainingPlan, settings: Settings, n_training: int, rates: list[dict], record_epoch,
+                 report):
+        self.plan, self.rates, self.record_epoch, self.report = plan, rates, record_epoch, report
+        self.settings = [settings, settings.char_view()][:len(plan.views)]
+        self.names = ("word network", "character network")[:len(plan.views)] if len(plan.views) > 1 else ()
+        self.n_training = n_training
+        one_by_one = plan.arrangement == "one_after_another" and plan.rate_choice == "none"
+        self.total_epochs = sum(s.epochs_for(n_training) for s in self.settings) * (
+            settings.ensemble if one_by_one else 1)
+        if rates:  # every candidate's epochs where they train one after another, the most where side by side
+            epochs = [r["epochs"] for r in rates]
+            self.total_epochs = max(epochs) if plan.arrangement == "side_by_side" else sum(epochs)
+        self.history: list[EpochStats] = []
+        self.current = ""  # the view training now, named in its epochs' events
+
+    def on_epoch(self, stats: EpochStats) -> None:
+        view_epoch = stats.epoch
+        stats = replace(stats, epoch=len(self.history) + stats.epoch)
+        self.record_epoch(stats)
+        self.report(TrainEvent("epoch", epoch=stats, total_epochs=self.total_epochs, view=self.current,
+                               view_epoch=view_epoch))
+
+    def fit(self, run: RunContext, data, train_x, train_y, backend: str, settings: Settings, early_stopping,
+            training_rows) -> tuple:
+        """-> (the joined parameters, the backend that trained, the settings with the rate choice if any).
+        Eight arguments: the run, its data and the rows, backend, settings and early stopping this view trains
+        with, each already decided by the plan's steps before it."""
+        from textclf.training.candidates import joined_views
+
+        self.report(TrainEvent("phase", "train", total_epochs=self.total_epochs, views=self.names))
+        one_view = len(self.plan.views) == 1
+        one_by_one = self.plan.arrangement == "one_after_another" and self.plan.rate_choice == "none"
+        eval_y = encode_labels(data.eval_labels, data.classes)
+        params, compile_s, train_s, first = [], 0.0, 0.0, 0
+        for view, view_settings, self.current in zip(self.plan.views, self.settings, self.names or ("",)):
+            columns = slice(first, first + view.columns)
+            first += view.columns
+            view_train, view_eval = ((train_x, data.eval_x) if one_view
+                                     else (train_x[:, columns], data.eval_x[:, columns]))
+            if self.rates:
+                view_params, history, backend, view_compile, view_train_s, settings = fit_rates_view(
+                    run.db, run.run_id, view_train, train_y, view_eval, eval_y, len(data.classes), settings, backend,
+                    self.rates, early_stopping, self.on_epoch, data.search, run.stop_requested, training_rows)
+                record_rate_choice(run.db, data.search_key, settings, data.search)
+            else:
+                view_params, history, backend, view_compile, view_train_s = fit_view(
+                    run.db, run.run_id, view_train, train_y, view_eval, eval_y, len(data.classes), view_settings,
+                    backend, view_settings.epochs_for(self.n_training), one_by_one, self.on_epoch, early_stopping,
+                    run.checkpointer if one_view else None, run.stop_requested, data.rows, training_rows)
+            offset = len(self.history)  # the epochs of the views before this one
+            self.history += [replace(stats, epoch=offset + stats.epoch) for stats in history]
+            params.append(view_params)
+            compile_s, train_s = compile_s + view_compile, train_s + view_train_s
+        run.phase.seconds["compile"], run.phase.seconds["train"] = compile_s, train_s
+        return (params[0] if one_view else joined_views(params)), backend, settings

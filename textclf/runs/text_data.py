@@ -1,0 +1,407 @@
+"""A run's data: the corpus read (or handed in memory), split, searched and vectorized into the arrays the plan
+trains on; three ways, by what the corpus needs: in memory with a fitted vocabulary (tfidf, the search on the training
+documents first), streamed and hashed (hashing), or shared out among several processes. Each records what it read in
+the run row."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+# Imported before the vectorizing workers fork, so that they inherit it: the character view and n-grams of 3 are
+# counted with it there, and the fit's selection uses it here (pipelines/vectorize.py imports it where it is used,
+# for the predictions that need none of it).
+import sklearn.feature_extraction.text  # noqa: F401
+
+from db import runs as run_queries
+from pipelines.corpus import Corpus, FetchedTexts, FileTexts, parallel_read, read_corpus
+from pipelines import vector_cache
+from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
+from pipelines.word_counts import stack_rows
+from pipelines.workers import WorkerPool, return_freed_memory
+from textclf.inference.text_model import encode_labels
+from textclf.settings import Settings
+from textclf.errors import CorpusError
+from textclf.paths import vector_cache_dir
+from textclf.runs.context import RunContext, backend_ready
+from textclf.runs.search_cache import search_key
+from textclf.runs.results import TrainEvent
+from textclf.training.plan import plan_training
+from textclf.training.search_rules import SearchRules
+
+
+def split_validation(labels: list[str], source: str, settings: Settings):
+    """Stratified split of document numbers with the run's seed: same corpus + same seed -> same split.
+    -> (training row numbers, validation row numbers)."""
+    counts = Counter(labels)
+    small = [label for label, n in sorted(counts.items()) if n < 2]
+    if small:
+        raise CorpusError(
+            f"label '{small[0]}' has only 1 document, too few for a validation split: "
+            "add documents or pass a separate --test corpus"
+        )
+    n_eval = max(len(counts), int(round(len(labels) * settings.validation_fraction)))
+    if len(labels) - n_eval < len(counts):
+        raise CorpusError(
+            f"corpus '{source}' has {len(labels)} documents, too few to hold out a validation set: "
+            "add documents or pass a separate --test corpus"
+        )
+    from sklearn.model_selection import train_test_split  # 1.4 s to import: only runs without --test need it
+
+    return train_test_split(np.arange(len(labels)), test_size=n_eval, random_state=settings.seed, stratify=labels)
+
+
+def side_by_side_with_held_out(settings: Settings, search: dict | None, n_train: int, one_view: bool,
+                                rules: SearchRules) -> bool:
+    """Whether the training matrix may go to the device as it is built (device_data.resident_from_parts): the
+    plan (training/plan.py) will train networks side by side on it in place, some of its rows held out."""
+    from textclf.training.candidates import stacked_is_faster
+
+    widths = (1,) if one_view else (1, 1)
+    return plan_training(settings, search, n_train, widths, "xla", stacked_is_faster(), 1, rules).rows == "device"
+
+
+@dataclass
+class TextData:
+    """The text half of a run after vectorization: what the network and the run record need."""
+
+    vectorizer: object
+    train_x: object  # CSR (training documents, features)
+    eval_x: object
+    train_labels: list[str]
+    eval_labels: list[str]
+    classes: list[str]
+    eval_kind: str
+    skipped: dict[str, int]
+    non_utf8: int
+    fingerprint: str
+    search: dict | None = None  # the model search's summary (textclf/training/search.py), or why it did not run
+    search_key: str | None = None  # what its choice is recorded under (textclf/runs/search_cache.py)
+    rows: object = None  # several processes: data_parallel.RowShare, the training documents each one holds
+    read_documents: int | None = None  # training documents this process read (several processes: its share)
+
+
+def check_test_labels(test_labels, train_labels, test_source: str) -> None:
+    unknown = sorted(set(test_labels) - set(train_labels))
+    if unknown:
+        raise CorpusError(
+            f"test corpus '{test_source}' has label '{unknown[0]}' that the training corpus lacks: "
+            "use the same label names in both"
+        )
+
+
+def record_corpus(db, run_id, fmt, fingerprint, train_skipped, test_skipped, non_utf8, train_labels, eval_labels,
+                   has_test: bool, counts: tuple[int, int] | None = None, classes: list[str] | None = None
+                   ) -> tuple[dict[str, int], list[str], str]:
+    """Record what was read in the run row -> (skips by reason, the test's prefixed "test_"; classes; eval kind).
+    counts (training, held-out documents) and classes: every process's, where there are several."""
+    skipped = {k: v for k, v in train_skipped.items() if v}
+    skipped.update({f"test_{k}": v for k, v in (test_skipped or {}).items() if v})
+    classes, eval_kind = classes or sorted(set(train_labels)), "test" if has_test else "validation"
+    n_train, n_eval = counts or (len(train_labels), len(eval_labels))
+    run_queries.update_run(db, run_id, corpus_format=fmt, corpus_fingerprint=fingerprint, skipped=skipped,
+                           non_utf8=non_utf8, n_train=n_train, n_eval=n_eval,
+                           eval_kind=eval_kind, n_classes=len(classes), labels=classes)
+    return skipped, classes, eval_kind
+
+
+def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
+    """Several processes (textclf/training/distributed.py): each reads only its share of the corpus (and of the
+    test corpus) and counts its own documents; the vocabulary is agreed through the runtime
+    (pipelines/vectorize.fit_vectorizer_shared). Without --test each process holds out validation_fraction of
+    its own share (a seeded draw, not stratified: a share may hold one document of a label). The model search
+    does not run (each process would search its own share); the vector cache is not used (its key is the
+    whole corpus's fingerprint)."""
+    import jax
+
+    from pipelines.corpus import check_usable
+    from pipelines.vectorize import fit_vectorizer_shared
+    from textclf.training.data_parallel import RowShare
+    from textclf.training.distributed import exchange_arrays
+
+    db, run_id, phase, warmup, pool, report = run.db, run.run_id, run.phase, run.warmup, run.pool, run.report
+
+    def read_progress(documents: int, stats) -> None:  # of this process's share
+        report(TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total, documents=documents))
+
+    share = (jax.process_index(), jax.process_count())
+    with phase("read"):
+        corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, share=share)
+        test = read_corpus(test_path, settings.max_file_mb, read_progress, share=share) if test_path else None
+    has_test = test is not None  # (a Corpus of an empty share is falsy)
+    if has_test:
+        train_texts, train_labels, eval_texts, eval_labels = corpus.texts, corpus.labels, test.texts, test.labels
+    else:
+        held = np.zeros(len(corpus.labels), bool)
+        rng = np.random.default_rng([settings.seed, share[0]])
+        held[rng.permutation(len(held))[:int(round(len(held) * settings.validation_fraction))]] = True
+        train_rows, eval_rows = np.flatnonzero(~held), np.flatnonzero(held)
+        train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
+        train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
+    mine = {"labels": np.unique(corpus.labels).astype(str), "empty": np.array(corpus.empty_labels, dtype=str),
+            "non_utf8": np.array([corpus.non_utf8 + (test.non_utf8 if has_test else 0)]),
+            "sizes": np.array([len(train_labels), len(eval_labels)]),
+            "fingerprint": np.array([corpus.fingerprint], dtype=str),
+            "skipped": np.array([f"{k}\t{v}" for k, v in corpus.skipped.items()], dtype=str),
+            "test_skipped": np.array([f"{k}\t{v}" for k, v in (test.skipped if has_test else {}).items()], dtype=str)}
+    if has_test:
+        mine["test_labels"] = np.unique(test.labels).astype(str)
+    shared = exchange_arrays(mine)
+    labels = sorted(set().union(*(map(str, part["labels"]) for part in shared)))
+    empty = sorted(set.intersection(*(set(map(str, part["empty"])) for part in shared)))
+    skipped, test_skipped = (_skips_added(shared, key) for key in ("skipped", "test_skipped"))
+    check_usable(corpus.source, labels, skipped, empty)
+    if has_test:
+        check_test_labels(set().union(*(map(str, part["test_labels"]) for part in shared)), labels, test.source)
+    search = {"skipped": "several processes train together: pass the settings a one-process search chose"}
+    run_queries.update_run(db, run_id, search=search)
+    with ExitStack() as stack:
+        workers = pool or stack.enter_context(vectorize_pool(len(train_texts)))
+        warmup.start()
+        with phase("vectorize"):
+            vectorizer, train_x, classes = fit_vectorizer_shared(train_texts, train_labels, settings, exchange_arrays,
+                                                                 workers)
+            report(TrainEvent("progress", "vectorize", done=len(train_texts), total=len(train_texts),
+                              documents=len(train_texts)))
+            eval_x = vectorizer.transform(eval_texts, pool=workers, on_progress=lambda done, total: report(
+                TrainEvent("progress", "vectorize", done=done, total=total, documents=done)))
+    train_counts = [int(part["sizes"][0]) for part in shared]
+    rows = RowShare(tuple(int(x) for x in np.cumsum([0, *train_counts[:-1]])), tuple(train_counts), share[0])
+    fingerprint = hashlib.sha256("".join(str(part["fingerprint"][0]) for part in shared).encode()).hexdigest()
+    non_utf8 = sum(int(part["non_utf8"][0]) for part in shared)
+    skipped, classes, eval_kind = record_corpus(
+        db, run_id, corpus.format, fingerprint, skipped, test_skipped, non_utf8, train_labels, eval_labels, has_test,
+        counts=(rows.total, sum(int(part["sizes"][1]) for part in shared)), classes=classes)
+    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
+    return TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind, skipped,
+                     non_utf8, fingerprint, search, rows=rows, read_documents=len(corpus.labels))
+
+
+def _skips_added(shared: list[dict], key: str) -> dict[str, int]:
+    """Every process's skip counts ("reason\tcount" strings), added up by reason."""
+    total: Counter = Counter()
+    for part in shared:
+        for entry in map(str, part[key]):
+            reason, count = entry.rsplit("\t", 1)
+            total[reason] += int(count)
+    return dict(total)
+
+
+def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[TextData, Settings]:
+    """"tfidf": the texts in memory (the vocabulary fit needs them all), vectors cached by corpus fingerprint.
+    Starts the JAX warm-up once the workers are forked (or at once when the vectors come from the cache).
+    With Settings.search "auto" the model search chooses the settings first, on the training documents only:
+    the test corpus is opened after it. -> (the data, the settings it was vectorized with)."""
+    db, run_id, phase, warmup, pool, report = run.db, run.run_id, run.phase, run.warmup, run.pool, run.report
+
+    def read_progress(documents: int, stats) -> None:
+        report(TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total, documents=documents))
+
+    def vectorize_progress(done: int, total: int) -> None:
+        report(TrainEvent("progress", "vectorize", done=done, total=total, documents=done))
+
+    with ExitStack() as stack:
+        workers = pool
+
+        def forked(documents: int) -> WorkerPool:
+            """The vectorizing workers for this many documents, forked on first use (before JAX starts threads),
+            then the warm-up."""
+            nonlocal workers
+            if workers is None:
+                workers = stack.enter_context(vectorize_pool(documents))
+            if not warmup.started:  # the first use: the run records how its vectorizing runs
+                run_queries.update_run(db, run_id, vectorize_workers=workers.description)
+            warmup.start()
+            return workers
+
+        with phase("read"):
+            # A large file of one document a line (JSONL, fastText's, CSV, TSV; Parquet in row groups) is parsed
+            # by the workers (pipelines.corpus.parallel_read), so they are forked first (for at least as many
+            # documents as the file can hold lines of 100 bytes: all cores), and JAX starts while they read. Its
+            # texts stay in the file (FileTexts): the workers parse it again for the texts the search and the
+            # vocabulary's fit sample need, and to transform it share by share.
+            if isinstance(corpus_path, Corpus):
+                corpus = corpus_path
+            else:
+                readers = forked(Path(corpus_path).stat().st_size // 100) if parallel_read(corpus_path) else None
+                corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, pool=readers,
+                                     keep_texts=False)
+        train_rows = eval_rows = None  # with --test: every document of the corpus trains
+        has_test = test_path is not None
+        if has_test:
+            train_labels = corpus.labels
+        else:
+            train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
+            train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
+        fit_sample = fit_rows(len(train_labels), settings)  # the vocabulary's fit sample (None: every text)
+        in_file = isinstance(corpus.texts, FileTexts)
+        if in_file and fit_sample is None:
+            in_file = False  # a file of few long documents: the fit reads every text anyway
+            corpus.texts = list(corpus.texts.fetch(np.arange(len(corpus.texts)), forked(len(corpus.texts))))
+        in_memory = None if in_file else corpus.texts if train_rows is None else [corpus.texts[i] for i in train_rows]
+
+        def train_texts(rows: np.ndarray | None) -> Sequence[str]:
+            """The texts of these training documents (None: all, as a list: the search slices them), indexed by
+            their number among them."""
+            if in_memory is not None:
+                return in_memory
+            every = rows is None
+            rows = np.arange(len(train_labels)) if every else rows
+            in_corpus = rows if train_rows is None else train_rows[rows]
+            fetched = corpus.texts.fetch(in_corpus, forked(len(corpus.texts)))
+            if every:
+                return [fetched[c] for c in in_corpus]
+            return FetchedTexts(len(train_labels), {int(r): fetched[c] for r, c in zip(rows, in_corpus)})
+
+        if settings.search != "off" and settings.vectorizer == "tfidf":
+            settings, search, search_key = run_search(run, train_texts, train_labels, settings,
+                                                   forked(len(corpus.texts)), corpus.fingerprint, not has_test)
+            return_freed_memory()  # the search's sample texts and matrices: ~0.8 GB at a million documents
+        else:
+            skipped = "--search off" if settings.search == "off" else "the search chooses tfidf settings only"
+            search, search_key = {"skipped": skipped}, None
+        if has_test:
+            with phase("read", "reading the test corpus"):
+                test = test_path if isinstance(test_path, Corpus) else read_corpus(
+                    test_path, settings.max_file_mb, read_progress, pool=workers, keep_texts=False)
+            check_test_labels(test.labels, corpus.labels, test.source)
+            eval_labels = test.labels
+        else:
+            test = None
+        non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
+        skipped, classes, eval_kind = record_corpus(db, run_id, corpus.format, corpus.fingerprint, corpus.skipped,
+                                                     test.skipped if test else None, non_utf8, train_labels,
+                                                     eval_labels, has_test)
+        with phase("vectorize"):
+            key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
+                                         list(train_labels), list(eval_labels))
+            cached = vector_cache.load(vector_cache_dir(), key) if run.keep_files else None
+            if cached:
+                warmup.start()  # no workers needed: nothing to fork first
+                vectorizer, train_x, eval_x = cached
+            else:
+                workers = forked(len(corpus.texts))
+                on_device = False  # the training matrix built on the device (resident_from_parts)
+                if in_file:  # fitted on a sample of the training texts, then the whole file transformed
+                    # The sample's texts are read by the workers that count them (LineTexts), not sent to them;
+                    # the fit gives their rows, which the transform then skips (transform_file_parts' `known`).
+                    sample_rows = fit_sample if train_rows is None else train_rows[fit_sample]
+                    vectorizer, sample_x = fit_vectorizer(corpus.texts.lines(sample_rows),
+                                                          [train_labels[i] for i in fit_sample], settings,
+                                                          pool=workers, on_progress=vectorize_progress)
+                    return_freed_memory()  # the sample's counts (~1 GB) before the matrix is built
+                    parts = vectorizer.transform_file_parts(corpus.texts, workers, vectorize_progress,
+                                                            known=(sample_rows, sample_x))
+                    if test is not None and side_by_side_with_held_out(settings, search, len(train_labels),
+                                                                        not settings.char_ngrams, run.rules):
+                        # Straight to the device a share at a time: the host never holds the whole matrix
+                        # (~1.3 GB a million documents); nor does the vector cache, so it is not written.
+                        from textclf.training.device_data import resident_from_parts
+
+                        train_x = resident_from_parts(parts, encode_labels(train_labels, classes))
+                        on_device = True
+                    else:
+                        train_x = stack_rows(list(parts))
+                    if train_rows is not None:
+                        train_x, eval_x = train_x[train_rows], train_x[eval_rows]
+                else:
+                    vectorizer, train_x = fit_vectorizer(train_texts(None), train_labels, settings, pool=workers,
+                                                         on_progress=vectorize_progress)
+                    # the fit's pass ends (a corpus of one chunk tells only this)
+                    vectorize_progress(len(train_labels), len(train_labels))
+                    if train_rows is not None:
+                        eval_x = vectorizer.transform([corpus.texts[i] for i in eval_rows], pool=workers,
+                                                      on_progress=vectorize_progress)
+                if test is not None:
+                    eval_x = (vectorizer.transform_file(test.texts, workers, vectorize_progress)
+                              if isinstance(test.texts, FileTexts)
+                              else vectorizer.transform(test.texts, pool=workers, on_progress=vectorize_progress))
+                if run.primary and not on_device and run.keep_files:
+                    vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
+    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
+    data = TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
+                     skipped, non_utf8, corpus.fingerprint, search, search_key=search_key,
+                     read_documents=len(corpus.texts))
+    return data, settings
+
+
+def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str, validation_split: bool
+            ) -> tuple[Settings, dict, str | None]:
+    """Run the model search on the training documents, or take the choice recorded for the same documents,
+    settings and device (textclf/runs/search_cache.py; not with --search fresh); record its trials and choice;
+    texts(rows): the training texts of these rows (None: all), indexed by row (called only if the search runs).
+    -> (the chosen settings, the search's summary with its leaderboard (what the run records: a later update of
+    it, the rate choice's, keeps the leaderboard), the key its choice is recorded under)."""
+    db, run_id, phase, warmup, report = run.db, run.run_id, run.phase, run.warmup, run.report
+    with phase("warmup"):
+        backend_ready(db, run_id, warmup)
+    import jax  # after the warm-up thread's import
+
+    from textclf.training.search import SEARCH_FORMAT, search_settings, searched_rows
+
+    def on_round(done: int, total: int) -> None:
+        report(TrainEvent("search", done=done, total=total))
+
+    if jax.process_count() > 1:
+        # Every process would search on its own, and a float that rounds differently on one host would make the
+        # processes choose different settings and then deadlock in their collectives.
+        summary = {"skipped": "several processes train together: pass the settings a one-process search chose"}
+        run_queries.update_run(db, run_id, search=summary)
+        return settings, summary, None
+    key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT, run.rules)
+    recorded = run_queries.find_search(db, key) if settings.search == "auto" else None
+    if recorded:
+        summary = {"leaderboard": [], **recorded["summary"], "reused_from": recorded["run_id"]}
+        chosen = Settings.from_dict({**recorded["settings"], "search": settings.search})
+        run_queries.update_run(db, run_id, search=summary, settings=chosen.to_dict())
+        return chosen, summary, key
+    with phase("search"):
+        rows = searched_rows(labels, settings, jax.default_backend(), run.rules)
+        result = search_settings(texts(rows), list(labels), settings, pool, jax.default_backend(), on_round,
+                                 run.rules)
+    if result.trials:
+        run_queries.add_search_trials(db, run_id, result.trials)
+    recorded_summary = {**result.summary, "leaderboard": result.leaderboard[:10]}
+    run_queries.update_run(db, run_id, search=recorded_summary, settings=result.settings.to_dict())
+    if result.summary.get("skipped"):
+        return result.settings, recorded_summary, None
+    run_queries.save_search(db, key, run_id, result.settings.to_dict(), recorded_summary)
+    return result.settings, recorded_summary, key
+
+
+def hashed_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
+    """"hashing": read and hashed in one streaming pass (pipelines/stream.py), texts never all in memory;
+    the phase is "read_vectorize" since reading and hashing overlap."""
+    from pipelines.stream import hash_corpus, weigh
+    from pipelines.vectorize import fit_hashing_idf
+
+    db, run_id = run.db, run.run_id
+    with run.phase("read_vectorize"):
+        corpus = hash_corpus(corpus_path, settings)
+        test = hash_corpus(test_path, settings) if test_path else None
+        if test:
+            check_test_labels(test.labels, corpus.labels, test.source)
+            train_counts, eval_counts = corpus.counts, test.counts
+            train_labels, eval_labels = corpus.labels, test.labels
+        else:
+            # Rows in corpus order (sorted row numbers): slicing a CSR matrix by sorted rows is one pass.
+            train_rows, eval_rows = (np.sort(rows) for rows in split_validation(corpus.labels, corpus.source,
+                                                                                settings))
+            train_counts, eval_counts = corpus.counts[train_rows], corpus.counts[eval_rows]
+            train_labels = [corpus.labels[i] for i in train_rows]
+            eval_labels = [corpus.labels[i] for i in eval_rows]
+        corpus.counts = None  # without --test: the whole matrix is freed once its two slices exist
+        vectorizer = fit_hashing_idf(train_counts, settings)
+        train_x, eval_x = weigh(train_counts, vectorizer), weigh(eval_counts, vectorizer)
+    non_utf8 = corpus.stats.non_utf8 + (test.stats.non_utf8 if test else 0)
+    skipped, classes, eval_kind = record_corpus(db, run_id, corpus.format, corpus.fingerprint, corpus.stats.skipped,
+                                                 test.stats.skipped if test else None, non_utf8, train_labels,
+                                                 eval_labels, bool(test))
+    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
+    return TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
+                     skipped, non_utf8, corpus.fingerprint, read_documents=len(corpus.labels))
