@@ -117,15 +117,14 @@ class Settings:
     # document's nonzeros, pallas_kernels/pieces_hidden.py) or "sparse" (flat nonzeros, sparse_hidden.py);
     # "auto": pieces from PIECES_MIN_BATCH documents a device batch up, dense below (textclf/training/step.py).
     pallas_input: str = "auto"
-    # Data parallelism: devices of this process that share each batch; with several processes every process
-    # uses this many. 0 ("all"): all local devices that still get >= 256 documents of each batch
-    # (textclf/training/data_parallel.py says why), so batch 64 trains on one GPU and batch 8,192 on up to 32.
-    # The global batch `batch_size` is split evenly across them.
+    # Devices of this process that train one network; with several processes every process uses this many.
+    # 0 ("all"): as the training plan measured (textclf/training/plan.py, device_layout): on several GPUs of one
+    # host W1 split over all of them from a batch of 1,024, else the batch split only where each gets 8,192
+    # documents; so batch 64 trains on one GPU.
     devices: int = 0
-    # How several devices share the network (textclf/training/feature_parallel.py says why): "data" (each device
-    # a slice of every batch, W1 whole on each, its gradient summed every step), "features" (W1's rows split
-    # across one process's devices, each on the whole batch; the XLA step), "auto": as measured
-    # (feature_parallel.choose_layout).
+    # How several devices share the network (textclf/training/feature_parallel.py): "data" (each device a slice of
+    # every batch, W1 whole on each, its gradient summed every step), "features" (W1's rows split across one
+    # process's devices, each on the whole batch; the XLA step), "auto": as the plan measured.
     parallel: str = "auto"
     # Model search (textclf/training/search.py): "auto" chooses SEARCHED_FIELDS by validation on the training
     # documents (text MLP with the tfidf vectorizer; skipped below its minimum corpus size), or takes the choice

@@ -4,10 +4,12 @@ the device; and `textclf train --plan-only`."""
 import json
 
 from textclf.settings import Settings
-from textclf.training.plan import REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count, plan_training
+from textclf.training.plan import (
+    FEATURES_MIN_BATCH, REFIT_HELD_OUT_FRACTION, Machine, TrainingPlan, held_out_count, plan_training)
 from textclf.training.search_rules import SearchRules
 
 RULES = SearchRules()
+GPU, CPU = Machine("gpu", 1, 1, stacked_faster=True), Machine("cpu", 1, 1, stacked_faster=False)
 SEARCHED = {"rounds": 10}
 RATES = {"rounds": 10, "rate_candidates": [{"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 4},
                                            {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 6}]}
@@ -15,51 +17,51 @@ BIG = RULES.search_documents + 1
 
 
 def test_a_small_corpus_trains_one_network_on_every_document():
-    plan = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "pallas", True)
+    plan = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "pallas", GPU)
     assert (plan.arrangement, plan.rate_choice, plan.held_out_documents, plan.rows) == ("one", "none", 0, "host")
     assert plan.training_documents == 5000 and plan.backend == "pallas" and len(plan.views) == 1
 
 
 def test_a_corpus_beyond_the_sample_holds_documents_out_and_trains_its_ensemble_in_place():
-    plan = plan_training(Settings(ensemble=5), SEARCHED, BIG, (32768,), "pallas", stacked_faster=True)
+    plan = plan_training(Settings(ensemble=5), SEARCHED, BIG, (32768,), "pallas", GPU)
     assert plan.arrangement == "side_by_side" and plan.rows == "device" and plan.backend == "xla"
     assert plan.held_out_documents == held_out_count(BIG) and plan.training_documents == BIG - held_out_count(BIG)
     # where K networks one after another are faster (a CPU), the ensemble trains so, on every document
-    cpu = plan_training(Settings(ensemble=5), SEARCHED, BIG, (32768,), "xla", stacked_faster=False)
+    cpu = plan_training(Settings(ensemble=5), SEARCHED, BIG, (32768,), "xla", CPU)
     assert (cpu.arrangement, cpu.held_out_documents, cpu.rows) == ("one_after_another", 0, "host")
 
 
 def test_rate_candidates_are_chosen_on_held_out_documents_or_on_a_share_then_refit():
-    held = plan_training(Settings(ensemble=1), RATES, BIG, (32768,), "xla", stacked_faster=True)
+    held = plan_training(Settings(ensemble=1), RATES, BIG, (32768,), "xla", GPU)
     assert held.rate_choice == "held_out" and held.arrangement == "side_by_side" and held.rows == "device"
     assert held.rate_candidates == ((0.01, 0.0, 4), (0.003, 0.0, 6))
-    refit = plan_training(Settings(ensemble=1), RATES, 9000, (32768,), "xla", stacked_faster=False)
+    refit = plan_training(Settings(ensemble=1), RATES, 9000, (32768,), "xla", CPU)
     assert refit.rate_choice == "refit" and refit.held_out_documents == 0 and refit.arrangement == "one"
     assert f"{REFIT_HELD_OUT_FRACTION:.0%} share chooses" in "\n".join(refit.lines())
-    typed = plan_training(Settings(ensemble=1, pinned=("epochs",)), RATES, 9000, (32768,), "xla", False)
+    typed = plan_training(Settings(ensemble=1, pinned=("epochs",)), RATES, 9000, (32768,), "xla", CPU)
     assert typed.rate_choice == "none" and typed.rate_candidates == ()
-    unsearched = plan_training(Settings(ensemble=1, search="off"), RATES, BIG, (32768,), "xla", True)
+    unsearched = plan_training(Settings(ensemble=1, search="off"), RATES, BIG, (32768,), "xla", GPU)
     assert unsearched.held_out_documents == 0  # the epochs as given
 
 
 def test_a_character_view_trains_beside_the_words_with_its_own_rate_and_epochs():
     settings = Settings(ensemble=1, char_ngrams=True, learning_rate=0.01, epochs=5, char_learning_rate=0.003,
                         char_epochs=9, min_steps=0)
-    plan = plan_training(settings, SEARCHED, 5000, (8192, 8192), "xla", True)
+    plan = plan_training(settings, SEARCHED, 5000, (8192, 8192), "xla", GPU)
     assert [(v.name, v.learning_rate, v.epochs) for v in plan.views] == [("words", 0.01, 5),
                                                                          ("characters", 0.003, 9)]
     assert plan.held_out_documents == 0  # a character view is never held out (small corpora only)
 
 
 def test_several_processes_train_on_their_shares():
-    plan = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "xla", True, processes=2)
+    plan = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "xla", Machine("gpu", 1, 2))
     assert plan.rows == "shares" and plan.processes == 2
 
 
 def test_a_plan_is_frozen_and_round_trips_through_json():
-    plan = plan_training(Settings(ensemble=5), RATES, BIG, (32768,), "xla", True)
+    plan = plan_training(Settings(ensemble=5), RATES, BIG, (32768,), "xla", GPU)
     assert TrainingPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
-    assert plan_training(Settings(ensemble=5), RATES, BIG, (32768,), "xla", True) == plan  # pure
+    assert plan_training(Settings(ensemble=5), RATES, BIG, (32768,), "xla", GPU) == plan  # pure
 
 
 def test_train_plan_only_prints_the_plan_records_it_and_writes_no_model(tmp_path):
@@ -91,3 +93,23 @@ def test_train_plan_only_prints_the_plan_records_it_and_writes_no_model(tmp_path
     result = json.loads(trained.stdout)
     assert result["search"]["reused_from"] == 1 and model.exists()
     assert runs.get_run(open_db(db_path), result["run_id"])["plan"] == run["plan"]
+
+
+def test_one_network_on_several_gpus_splits_w1_from_the_measured_batch_and_else_trains_on_one():
+    two = Machine("gpu", 2)
+    small = plan_training(Settings(ensemble=1, batch_size=64), SEARCHED, 5000, (8192,), "pallas", two)
+    assert (small.parallel, small.devices, small.backend) == ("data", 1, "pallas")
+    big = plan_training(Settings(ensemble=1, batch_size=FEATURES_MIN_BATCH), SEARCHED, BIG, (32768,), "pallas", two)
+    assert (big.parallel, big.devices, big.backend) == ("features", 2, "xla")
+    assert "W1 split by feature rows" in "\n".join(big.lines())
+    # typed settings hold: the Pallas kernels split the batch, only where each GPU gets 8,192 documents
+    pallas = Settings(ensemble=1, batch_size=8192, backend="pallas")
+    assert plan_training(pallas, SEARCHED, BIG, (32768,), "pallas", two).devices == 1
+    assert plan_training(pallas.replace(batch_size=16384), SEARCHED, BIG, (32768,), "pallas", two).devices == 2
+    assert plan_training(pallas.replace(devices=2), SEARCHED, BIG, (32768,), "pallas", two).devices == 2
+    one = Settings(ensemble=1, batch_size=4096, devices=1)
+    assert plan_training(one, SEARCHED, BIG, (32768,), "xla", two).devices == 1
+    # an ensemble side by side is one program on one device; a CPU's host devices are never split by "auto"
+    assert plan_training(Settings(ensemble=5, batch_size=4096), SEARCHED, BIG, (32768,), "xla", two).devices == 1
+    cpu = plan_training(Settings(ensemble=1, batch_size=4096), SEARCHED, BIG, (32768,), "xla", Machine("cpu", 4))
+    assert (cpu.parallel, cpu.devices) == ("data", 1)

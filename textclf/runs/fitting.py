@@ -206,6 +206,10 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
                                               candidates, data.search)
         record_rate_choice(run.db, data.search_key, settings, data.search)
     n_training = len(train_y) if training_rows is None else len(training_rows)
+    if plan.backend != backend:  # the plan's layout trains with another backend (W1 split: XLA)
+        backend = plan.backend
+        run_queries.update_run(run.db, run.run_id, backend=backend, backend_reason=f"the plan: {plan.arrangement} "
+                               f"networks, {plan.parallel} parallel on {plan.devices or 'every'} device(s)")
     views = _Views(plan, settings, n_training, rates, record_epoch, run.report)
     params, backend, settings = views.fit(run, data, train_x, train_y, backend, settings, early_stopping,
                                           training_rows)
@@ -286,8 +290,9 @@ class _Views:
                     self.rates, early_stopping, self.on_epoch, data.search, run.stop_requested, training_rows)
                 record_rate_choice(run.db, data.search_key, settings, data.search)
             else:
+                laid_out = view_settings.replace(parallel=self.plan.parallel, devices=self.plan.devices)
                 view_params, history, backend, view_compile, view_train_s = fit_view(
-                    run.db, run.run_id, view_train, train_y, view_eval, eval_y, len(data.classes), view_settings,
+                    run.db, run.run_id, view_train, train_y, view_eval, eval_y, len(data.classes), laid_out,
                     backend, view_settings.epochs_for(self.n_training), one_by_one, self.on_epoch, early_stopping,
                     run.checkpointer if one_view else None, run.stop_requested, data.rows, training_rows)
             offset = len(self.history)  # the epochs of the views before this one

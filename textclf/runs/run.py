@@ -35,7 +35,7 @@ from textclf.runs.owner import RunHeartbeat, this_owner
 from textclf.runs.record import EpochRecorder, end_run, finish_run
 from textclf.runs.results import PhaseTimer, PlannedRun, TrainEvent, TrainResult
 from textclf.training.events import Terminated, TrainingStopped
-from textclf.training.plan import TrainingPlan, plan_training
+from textclf.training.plan import Machine, TrainingPlan, plan_training
 from textclf.training.search_rules import SearchRules
 from textclf.versions import versions
 from textclf.runs.context import RunContext, backend_ready, source_name
@@ -139,18 +139,25 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
 
     backend = record_backend(db, run_id, backend, "mlp", settings)
 
-    from textclf.training.candidates import stacked_is_faster
-
     views = data.vectorizer.view_widths if settings.char_ngrams else (data.train_x.shape[1],)
-    processes = 1 if data.rows is None else len(data.rows.counts)
-    plan = plan_training(settings, data.search, len(data.train_labels), tuple(views), backend, stacked_is_faster(),
-                         processes, run.rules)
+    plan = plan_training(settings, data.search, len(data.train_labels), tuple(views), backend, _machine(data),
+                         run.rules)
     run_queries.update_run(db, run_id, plan=plan.to_dict())
     if run.plan_only:
         return _planned(run, data, plan, settings)
     record_epoch = EpochRecorder(db, run_id)
     fitted = fit_plan(run, data, plan, settings, backend, record_epoch)
     return _evaluated_and_saved(run, data, fitted, source_name(corpus_path), model_path, record_epoch)
+
+
+def _machine(data: TextData) -> Machine:
+    """The devices this run trains on, as the plan needs them (JAX is started by now)."""
+    import jax
+
+    from textclf.training.candidates import stacked_is_faster
+
+    processes = 1 if data.rows is None else len(data.rows.counts)
+    return Machine(jax.default_backend(), jax.local_device_count(), processes, stacked_is_faster())
 
 
 def _text_data(run: RunContext, corpus_path, test_path, settings: Settings, in_memory: bool

@@ -20,6 +20,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from textclf.errors import SettingsError
+from textclf.training.plan import data_device_count
 
 AXIS = "data"
 BATCH = P(None, AXIS)  # (steps, B): split the batch axis across devices
@@ -27,19 +28,10 @@ REPLICATED = P()
 STACKED = P(AXIS)  # a leading (devices,) axis: each device its own copy of its process's arrays
 
 
-# With --devices all (the default) a device gets at least this many documents of each batch: below it the
-# per-step gradient all-reduce (16 MB for W1) costs more than splitting the batch saves. Measured on 2 H200s:
-# news4 at batch 64 trained 3.3x slower on 2 GPUs than on one (0.85 s vs 0.26 s), while at batch 8,192 two
-# GPUs were 1.55-1.84x faster (BENCHMARKS.md).
-MIN_ROWS_PER_DEVICE = 256
-
-
 def auto_device_count(local_devices: int, batch_size: int) -> int:
-    """How many of this process's devices --devices all uses: the most that split the batch evenly with at
-    least MIN_ROWS_PER_DEVICE documents each (1 when none does)."""
-    fitting = [count for count in range(1, local_devices + 1)
-               if batch_size % count == 0 and batch_size // count >= MIN_ROWS_PER_DEVICE]
-    return max(fitting, default=1)
+    """How many of this process's devices --devices all uses for data parallelism (the plan's rule,
+    plan.data_device_count)."""
+    return data_device_count(local_devices, batch_size)
 
 
 def data_mesh(devices_per_process: int = 0, batch_size: int | None = None) -> Mesh:

@@ -50,8 +50,8 @@ PARAMS_SPEC = Params(P(AXIS, None), REPLICATED, REPLICATED, REPLICATED)  # W1's 
 
 
 def choose_layout(requested: str, backend: str) -> str:
-    """"data" or "features" for a run with this (resolved) backend. auto: "data" until the feature layout is
-    measured faster on a GPU machine (BENCHMARKS.md, "Several GPUs")."""
+    """"data" or "features" for a run with this (resolved) backend. A run's plan resolves "auto" before training
+    (textclf/training/plan.py, device_layout); a caller without a plan gets "data"."""
     if requested == "features" and backend != "xla":
         raise SettingsError(FEATURES_NEED_XLA)
     if requested != "auto":

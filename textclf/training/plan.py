@@ -20,6 +20,21 @@ STOPPING_FRACTION = 0.05
 # A sampled corpus too small to hold documents out for good chooses among its rate candidates on this fraction
 # of its documents, then trains the chosen settings on all of them ("CPU": ~2,000 of news20's documents judge).
 REFIT_HELD_OUT_FRACTION = 0.2
+# Several GPUs of one host, one network (benchmarks/gpu/parallel_auto.sh, 2 x H200, BENCHMARKS.md "Several GPUs"):
+# W1 split by feature rows (XLA) beat the best one-GPU step from a global batch of 1,024 (1.05x; 1.32-1.44x from
+# 4,096), and data parallelism only from 8,192 documents a device (1.19-1.30x at 16,384 on 2), below the split.
+FEATURES_MIN_BATCH = 1024
+DATA_MIN_ROWS_PER_DEVICE = 8192
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the plan needs to know of the devices: read once from JAX by the caller."""
+
+    platform: str  # jax's default backend: "cpu", "gpu", ...
+    local_devices: int  # accelerators of this process (1 on a CPU)
+    processes: int = 1
+    stacked_faster: bool = True  # K networks side by side beat K one after another (candidates.stacked_is_faster)
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,8 @@ class TrainingPlan:
     backend: str
     batch_size: int
     processes: int
+    parallel: str = "data"  # how several devices share one network: "data" (batch split) or "features" (W1 split)
+    devices: int = 1  # devices of this process that train it (0: data_parallel.data_mesh's own count, processes > 1)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -69,7 +86,8 @@ class TrainingPlan:
                  f"documents            {self.training_documents:,} train"
                  + (f", {self.held_out_documents:,} held out to stop early" if self.held_out_documents else ""),
                  f"rows                 on the {self.rows}; backend {self.backend}, batch {self.batch_size}, "
-                 f"{self.processes} process(es)"]
+                 f"{self.processes} process(es), {self.devices or 'every'} device(s) a process"
+                 + (" (W1 split by feature rows)" if self.parallel == "features" and self.devices != 1 else "")]
         if self.rate_choice != "none":
             rates = "; ".join(f"lr {r:g}, decay {d:g}, {e} epochs" for r, d, e in self.rate_candidates)
             how = ("held-out documents choose" if self.rate_choice == "held_out"
@@ -90,13 +108,13 @@ def held_out_count(n_train: int) -> int:
 
 
 def plan_training(settings: Settings, search: dict | None, n_train: int, view_widths: tuple[int, ...],
-                  backend: str, stacked_faster: bool, processes: int = 1,
-                  rules: SearchRules = SearchRules()) -> TrainingPlan:
+                  backend: str, machine: Machine = Machine("cpu", 1), rules: SearchRules = SearchRules()
+                  ) -> TrainingPlan:
     """The plan for `n_train` training documents whose views are `view_widths` columns wide (the words', then the
-    characters' where Settings.char_ngrams), trained by `backend`; stacked_faster: whether K networks side by
-    side beat K one after another on this device (candidates.stacked_is_faster). Seven arguments: each is a
-    separate fact about the run that the plan combines; none derives from another."""
+    characters' where Settings.char_ngrams), trained by `backend` (as chosen for one device) on `machine`.
+    Seven arguments: each is a separate fact about the run that the plan combines; none derives from another."""
     search = search or {}
+    stacked_faster, processes = machine.stacked_faster, machine.processes
     networks = max(1, settings.ensemble)
     one_view = len(view_widths) == 1
     one_by_one = networks > 1 and not stacked_faster
@@ -121,10 +139,39 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
         chars = settings.char_view()
         views.append(ViewPlan("characters", view_widths[1], chars.learning_rate, chars.weight_decay,
                               chars.epochs_for(training)))
+    arrangement = "side_by_side" if side_by_side else "one_after_another" if several else "one"
+    parallel, devices = device_layout(settings, arrangement, machine)
     return TrainingPlan(
-        views=tuple(views), networks=networks,
-        arrangement="side_by_side" if side_by_side else "one_after_another" if several else "one",
+        views=tuple(views), networks=networks, arrangement=arrangement,
         rate_choice=rate_choice, rate_candidates=candidates if rate_choice != "none" else (),
         held_out_documents=held_out, training_documents=training,
         rows="shares" if processes > 1 else "device" if in_place else "host",
-        backend="xla" if side_by_side else backend, batch_size=settings.batch_size, processes=processes)
+        backend="xla" if side_by_side or parallel == "features" else backend, batch_size=settings.batch_size,
+        processes=processes, parallel=parallel, devices=devices)
+
+
+def device_layout(settings: Settings, arrangement: str, machine: Machine) -> tuple[str, int]:
+    """(how several devices share the network, how many of this process's devices train it). Networks side by
+    side or one after another train on one device; several processes split the batch (data, --devices a
+    process); one process: Settings.parallel and devices as typed, "auto" and 0 (all) as measured: W1 split by
+    feature rows over every GPU from FEATURES_MIN_BATCH, else the batch split only where each device gets
+    DATA_MIN_ROWS_PER_DEVICE documents."""
+    if arrangement != "one":
+        return "data", 1
+    if machine.processes > 1:
+        return "data", settings.devices
+    local = machine.local_devices
+    if settings.parallel == "features":
+        return "features", settings.devices or local
+    if (settings.parallel == "auto" and machine.platform == "gpu" and settings.backend in ("auto", "xla")
+            and local > 1 and settings.devices != 1 and settings.batch_size >= FEATURES_MIN_BATCH):
+        return "features", settings.devices or local
+    return "data", settings.devices or data_device_count(local, settings.batch_size)
+
+
+def data_device_count(local_devices: int, batch_size: int) -> int:
+    """Devices that split each batch when --devices is all: the most that split it evenly with at least
+    DATA_MIN_ROWS_PER_DEVICE documents each (1 when none does)."""
+    fitting = [count for count in range(1, local_devices + 1)
+               if batch_size % count == 0 and batch_size // count >= DATA_MIN_ROWS_PER_DEVICE]
+    return max(fitting, default=1)
