@@ -31,7 +31,7 @@ from textclf.paths import vector_cache_dir
 from textclf.runs.context import RunContext, backend_ready
 from textclf.runs.search_cache import search_key
 from textclf.runs.results import TrainEvent
-from textclf.training.plan import plan_training
+from textclf.training.plan import Machine, plan_training
 from textclf.training.search_rules import SearchRules
 
 
@@ -60,10 +60,13 @@ def side_by_side_with_held_out(settings: Settings, search: dict | None, n_train:
                                 rules: SearchRules) -> bool:
     """Whether the training matrix may go to the device as it is built (device_data.resident_from_parts): the
     plan (training/plan.py) will train networks side by side on it in place, some of its rows held out."""
+    import jax
+
     from textclf.training.candidates import stacked_is_faster
 
     widths = (1,) if one_view else (1, 1)
-    return plan_training(settings, search, n_train, widths, "xla", stacked_is_faster(), 1, rules).rows == "device"
+    machine = Machine(jax.default_backend(), jax.local_device_count(), 1, stacked_is_faster())
+    return plan_training(settings, search, n_train, widths, "xla", machine, rules).rows == "device"
 
 
 @dataclass

@@ -349,48 +349,73 @@ def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
     return rng.permutation(n_rows), rng
 
 
-def _stacked_epochs(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_classes: int, rates: list[float],
-                    decays: list[float], epochs: int, batch_size: int, hidden: int, seed: int,
-                    rows: np.ndarray | None = None):
-    """K = len(rates) networks side by side (different initialisations, the same batches; network k with rates[k]
-    and decays[k]) on the training rows: yields, after each epoch, (params, _hits of the epoch's batches with
-    those params, (steps,) losses summed over the K networks). rows: the rows of train_x that train (default
-    all); the others go to the device with them but no batch holds them, so that a held-out split needs no copy
-    of the matrix (16 GB at ten million documents). The batches are those of train_x[rows]. train_x may be on the
-    device already (device_data.ResidentRows): the same batches, and the caller's host copy can go first."""
-    params, state = _start(seed, train_x.shape[1], hidden, n_classes, len(rates))
-    rates_array = jnp.asarray(rates, jnp.float32)
-    decays_array = jnp.asarray(decays, jnp.float32)
-    rng = np.random.default_rng(seed)
-    n = train_x.shape[0] if rows is None else len(rows)
-    # every epoch's shuffle, drawn first for the shape: as document numbers of train_x
-    orders = [rng.permutation(n) if rows is None else rows[rng.permutation(n)] for _ in range(epochs)]
-    cap = batch_shape([train_x] * epochs, batch_size, orders)[1]
-    steps = -(-n // batch_size)  # (batch_shape's steps would count the rows not trained on too)
-    # The training set goes to the device once and each epoch's batches are gathered there from its order
-    # (textclf/training/device_data.py: the batches make_batches would cut, nonzero for nonzero). Cutting them on
-    # the host held each epoch's padded (steps, cap) arrays in host memory: 11 GB of a million-document run's
-    # 18 GB peak (BENCHMARKS.md, "Big corpora with no flags").
-    resident = on_device(train_x, train_y)
-    dense = dense_default()
-    segment = segment_steps(steps, 12 * cap)  # (the last segment may be shorter)
+class StackedEpochs:
+    """K networks side by side (different initialisations, the same batches; network k with rates[k] and
+    decays[k]) as the step of the one epoch loop (textclf/training/fit.py, run_epochs): start() -> (params, Adam
+    state); epoch(epoch, params, state) -> (params, state, _hits of the epoch's batches with the new params, (steps,)
+    losses summed over the K networks). rows: the rows of train_x that train (default all); the others go to the
+    device with them but no batch holds them, so that a held-out split needs no copy of the matrix (16 GB at ten
+    million documents). The batches are those of train_x[rows]. train_x may be on the device already
+    (device_data.ResidentRows): the same batches, and the caller's host copy can go first."""
 
-    def gathered(order: np.ndarray):
-        return gathered_segments(resident, order, cap, segment)
+    def __init__(self, train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_classes: int,
+                 rates: list[float], decays: list[float], epochs: int, batch_size: int, hidden: int, seed: int,
+                 rows: np.ndarray | None = None):
+        self.shape = (seed, train_x.shape[1], hidden, n_classes, len(rates))
+        self.rates, self.decays = jnp.asarray(rates, jnp.float32), jnp.asarray(decays, jnp.float32)
+        rng = np.random.default_rng(seed)
+        self.n = train_x.shape[0] if rows is None else len(rows)
+        # every epoch's shuffle, drawn first for the shape: as document numbers of train_x
+        self.orders = [rng.permutation(self.n) if rows is None else rows[rng.permutation(self.n)]
+                       for _ in range(epochs)]
+        self.cap = batch_shape([train_x] * epochs, batch_size, self.orders)[1]
+        self.batch_size = batch_size
+        self.steps = -(-self.n // batch_size)  # (batch_shape's steps would count the rows not trained on too)
+        # The training set goes to the device once and each epoch's batches are gathered there from its order
+        # (textclf/training/device_data.py: the batches make_batches would cut, nonzero for nonzero), not cut on
+        # the host, where each epoch's padded arrays held 11 GB of a million-document run's 18 GB peak.
+        self.resident = on_device(train_x, train_y)
+        self.dense = dense_default()
+        self.segment = segment_steps(self.steps, 12 * self.cap)  # (the last segment may be shorter)
 
-    for epoch in range(epochs):
-        order = np.pad(orders[epoch], (0, steps * batch_size - n), constant_values=-1).reshape(steps, batch_size)
-        order = order.astype(np.int32)
+    def start(self):
+        return _start(*self.shape)
+
+    def _gathered(self, order: np.ndarray):
+        return gathered_segments(self.resident, order, self.cap, self.segment)
+
+    def epoch(self, epoch: int, params: StackedParams, state):
+        order = np.pad(self.orders[epoch], (0, self.steps * self.batch_size - self.n), constant_values=-1)
+        order = order.reshape(self.steps, self.batch_size).astype(np.int32)
         losses = []
-        for batches in gathered(order):
-            params, state, part = _epoch(params, state, rates_array, decays_array, *batches, dense=dense)
+        for batches in self._gathered(order):
+            params, state, part = _epoch(params, state, self.rates, self.decays, *batches, dense=self.dense)
             losses.append(part)
         if len(losses) == 1:  # one segment: its batches, still on the device, are scored as they are
-            yield params, _hits(params, *batches, dense=dense), losses[0]
-            continue
+            return params, state, _hits(params, *batches, dense=self.dense), losses[0]
         # Several: each gathered again, so that no more than one segment's batches are on the device at once.
-        hits = [_hits(params, *batches, dense=dense) for batches in gathered(order)]
-        yield params, (sum(h[0] for h in hits), sum(h[1] for h in hits)), jnp.concatenate(losses)
+        hits = [_hits(params, *batches, dense=self.dense) for batches in self._gathered(order)]
+        return params, state, (sum(h[0] for h in hits), sum(h[1] for h in hits)), jnp.concatenate(losses)
+
+
+def _stacked_epochs(train_x, train_y, n_classes, rates, decays, epochs, batch_size, hidden, seed, rows=None
+                    ) -> StackedEpochs:
+    """The StackedEpochs of these networks (one name for tests to watch what trains side by side)."""
+    return StackedEpochs(train_x, train_y, n_classes, rates, decays, epochs, batch_size, hidden, seed, rows)
+
+
+class _EpochClock:
+    """Seconds an epoch took; the first one's counted as compilation (it compiles the step), as fit_network does."""
+
+    def __init__(self):
+        self.mark, self.compile_seconds, self.train_seconds = time.perf_counter(), 0.0, 0.0
+
+    def lap(self, epoch: int) -> float:
+        seconds, self.mark = time.perf_counter() - self.mark, time.perf_counter()
+        if epoch == 0:
+            self.compile_seconds, seconds = seconds, 0.0
+        self.train_seconds += seconds
+        return seconds
 
 
 def _epoch_stats(epoch: int, losses, members: int, n: int, batch_size: int, train_correct: float,
@@ -414,32 +439,27 @@ def fit_ensemble(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_c
     the ensemble is scored on (eval_x, eval_y) if given. No checkpoints: an interrupted ensemble starts over.
     early_stopping (textclf.training.fit.EarlyStopping): judges the merged network after each epoch; its best
     epoch's parameters are returned."""
+    from textclf.training.fit import run_epochs
+
     dense = dense_default()
     eval_hits = device_scoring(eval_x, eval_y, batch_size, dense) if eval_x is not None and eval_x.shape[0] else None
-    history, compile_seconds, train_seconds = [], 0.0, 0.0
-    training = _stacked_epochs(train_x, train_y, n_classes, [learning_rate] * members, [weight_decay] * members,
-                               epochs, batch_size, hidden, seed, training_rows)
+    step = _stacked_epochs(train_x, train_y, n_classes, [learning_rate] * members, [weight_decay] * members,
+                           epochs, batch_size, hidden, seed, training_rows)
     n_training = train_x.shape[0] if training_rows is None else len(training_rows)
-    mark = time.perf_counter()
-    for epoch, (params, train_hits, losses) in enumerate(training):
-        train_correct = float(train_hits[1])
-        eval_accuracy = None
-        if eval_hits is not None:
-            eval_accuracy = float(eval_hits(params)[1]) / eval_x.shape[0]
-        seconds, mark = time.perf_counter() - mark, time.perf_counter()
-        if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
-            compile_seconds, seconds = seconds, 0.0
-        train_seconds += seconds
-        stats = _epoch_stats(epoch, losses, members, n_training, batch_size, train_correct, eval_accuracy,
-                             seconds)
-        history.append(stats)
-        if on_epoch:
-            on_epoch(stats)
-        if early_stopping is not None and early_stopping(epoch, lambda: merged(params)):
-            break
+    clock = _EpochClock()
+
+    def one_epoch(epoch: int, params, state):
+        params, state, train_hits, losses = step.epoch(epoch, params, state)
+        eval_accuracy = None if eval_hits is None else float(eval_hits(params)[1]) / eval_x.shape[0]
+        seconds = clock.lap(epoch)
+        return params, state, _epoch_stats(epoch, losses, members, n_training, batch_size, float(train_hits[1]),
+                                           eval_accuracy, seconds)
+
+    judge = None if early_stopping is None else (lambda epoch, params: early_stopping(epoch, lambda: merged(params)))
+    params, _, history = run_epochs(*step.start(), [], 0, epochs, one_epoch, on_epoch, early_stop=judge)
     if early_stopping is not None and early_stopping.best_params is not None:
-        return early_stopping.best_params, history, compile_seconds, train_seconds
-    return merged(params), history, compile_seconds, train_seconds
+        return early_stopping.best_params, history, clock.compile_seconds, clock.train_seconds
+    return merged(params), history, clock.compile_seconds, clock.train_seconds
 
 
 def device_scoring(x: sp.csr_matrix, y: np.ndarray, batch_size: int, dense: bool
@@ -547,51 +567,63 @@ def _member(params: StackedParams, k: int) -> Params:
 
 def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_x, held_y, eval_x, eval_y, on_epoch,
                         patience, stop_requested, training_rows) -> RateChoice:
-    from textclf.training.events import TrainingStopped
+    from textclf.training.fit import run_epochs
 
     dense = dense_default()
     held_hits = device_scoring(held_x, held_y, SCORE_BATCH, dense)
     eval_hits = device_scoring(eval_x, eval_y, SCORE_BATCH, dense) if eval_x is not None and eval_x.shape[0] else None
     count = len(candidates)
-    held_out: list[list[float]] = [[] for _ in candidates]
-    best, best_epoch, best_params = np.full(count, -1.0), np.zeros(count, int), [None] * count
-    history, compile_seconds, train_seconds, stale = [], 0.0, 0.0, 0
     caps = np.array([epochs for _, _, epochs in candidates])  # a network is judged up to its own epoch count
-    training = _stacked_epochs(train_x, train_y, n_classes, [rate for rate, _, _ in candidates],
-                               [decay for _, decay, _ in candidates], int(caps.max()), settings.batch_size,
-                               settings.hidden, settings.seed, training_rows)
+    step = _stacked_epochs(train_x, train_y, n_classes, [rate for rate, _, _ in candidates],
+                           [decay for _, decay, _ in candidates], int(caps.max()), settings.batch_size,
+                           settings.hidden, settings.seed, training_rows)
     n_training = train_x.shape[0] if training_rows is None else len(training_rows)
-    mark = time.perf_counter()
-    for epoch, (params, train_hits, losses) in enumerate(training):
-        accuracy = np.asarray(held_hits(params)[0]) / held_x.shape[0]  # (K,)
-        improved = (accuracy > best) & (epoch < caps)
-        for k in np.flatnonzero(improved):
-            best[k], best_epoch[k], best_params[k] = accuracy[k], epoch + 1, _member(params, int(k))
-        for k in np.flatnonzero(epoch < caps):
-            held_out[k].append(round(float(accuracy[k]), 6))
-        leading = int(np.argmax(best))  # the first maximum: the earlier candidate
+    judge = _HeldOutRates(held_hits, held_x.shape[0], caps, patience)
+    clock = _EpochClock()
+
+    def one_epoch(epoch: int, params, state):
+        params, state, train_hits, losses = step.epoch(epoch, params, state)
+        leading = judge.score(epoch, params)
         train_correct = float(np.asarray(train_hits[0])[leading])
         eval_accuracy = None
         if eval_hits is not None:
             eval_accuracy = float(np.asarray(eval_hits(params)[0])[leading]) / eval_x.shape[0]
-        seconds, mark = time.perf_counter() - mark, time.perf_counter()
-        if epoch == 0:  # the first epoch compiles the step: counted as compilation, as fit_network does
-            compile_seconds, seconds = seconds, 0.0
-        train_seconds += seconds
-        stats = _epoch_stats(epoch, losses, count, n_training, settings.batch_size, train_correct,
-                             eval_accuracy, seconds)
-        history.append(stats)
-        if on_epoch:
-            on_epoch(stats)
-        stale = 0 if improved.any() else stale + 1
-        if stale >= patience or epoch + 1 >= caps.max():
-            break
-        if stop_requested and stop_requested():
-            raise TrainingStopped(f"stopped after epoch {epoch + 1} of {caps.max()} (networks side by side: no "
-                                  "checkpoint, the training starts over)")
-    chosen = int(np.argmax(best))
-    return RateChoice(best_params[chosen], chosen, int(best_epoch[chosen]), held_out, history, compile_seconds,
-                      train_seconds)
+        return params, state, _epoch_stats(epoch, losses, count, n_training, settings.batch_size, train_correct,
+                                           eval_accuracy, clock.lap(epoch))
+
+    _, _, history = run_epochs(*step.start(), [], 0, int(caps.max()), one_epoch, on_epoch,
+                               stop_requested=stop_requested, early_stop=judge.stale)
+    chosen = int(np.argmax(judge.best))
+    return RateChoice(judge.best_params[chosen], chosen, int(judge.best_epoch[chosen]), judge.held_out, history,
+                      clock.compile_seconds, clock.train_seconds)
+
+
+class _HeldOutRates:
+    """The held-out documents' judgement of K rate candidates side by side: each one's best epoch and parameters
+    up to its own epoch cap; the round stops once `patience` epochs in a row improved none of them."""
+
+    def __init__(self, held_hits, n_held: int, caps: np.ndarray, patience: int):
+        self.held_hits, self.n_held, self.caps, self.patience = held_hits, n_held, caps, patience
+        self.best = np.full(len(caps), -1.0)
+        self.best_epoch, self.best_params = np.zeros(len(caps), int), [None] * len(caps)
+        self.held_out: list[list[float]] = [[] for _ in caps]
+        self.improved, self.without_gain = False, 0
+
+    def score(self, epoch: int, params) -> int:
+        """Score the candidates after this epoch -> the leading one (the first maximum: the earlier candidate)."""
+        accuracy = np.asarray(self.held_hits(params)[0]) / self.n_held  # (K,)
+        improved = (accuracy > self.best) & (epoch < self.caps)
+        for k in np.flatnonzero(improved):
+            self.best[k], self.best_epoch[k], self.best_params[k] = accuracy[k], epoch + 1, _member(params, int(k))
+        for k in np.flatnonzero(epoch < self.caps):
+            self.held_out[k].append(round(float(accuracy[k]), 6))
+        self.improved = bool(improved.any())
+        return int(np.argmax(self.best))
+
+    def stale(self, epoch: int, params) -> bool:
+        """run_epochs' early_stop: True once no candidate has improved for `patience` epochs."""
+        self.without_gain = 0 if self.improved else self.without_gain + 1
+        return self.without_gain >= self.patience
 
 
 def _rates_one_by_one(train_x, train_y, n_classes, settings, backend, candidates, held_x, held_y, eval_x, eval_y,
@@ -684,12 +716,15 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     state = adam().init(params)
     rates_array = jnp.asarray(rates, jnp.float32)
     decays_array = jnp.asarray(decays, jnp.float32)
+    from textclf.training.fit import run_epochs
+
     dense, fused = _step_kind(data.batch_size, data.n_features, models * hidden)
     steps, padded = data.n_steps, data.train[0].shape[0]
     visited = jnp.asarray(steps, jnp.int32)
     accuracies = np.zeros((epochs, models))
-    best, stale, scores = np.full(models, -1.0), 0, []
-    for epoch in range(epochs):
+    best, scores, stale = np.full(models, -1.0), [], 0  # (stale: epochs in a row that improved no network)
+
+    def one_epoch(epoch: int, params, state):
         # a new order of the cut batches each epoch; the padding batches after them are never visited
         order = np.concatenate([data.orders.permutation(steps), np.arange(steps, padded)]).astype(np.int32)
         params, state, _ = _epoch(params, state, rates_array, decays_array, *data.train, jnp.asarray(order),
@@ -699,10 +734,15 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
         if scores_from is not None and epoch + 1 >= scores_from:
             batched = np.asarray(_scores(params, *data.val[:4], dense=dense))  # (steps, B, K, C)
             scores.append(batched.reshape(-1, *batched.shape[2:])[: data.n_val])
+        return params, state, None  # (the rounds keep no EpochStats: the accuracies are their record)
+
+    def no_gain(epoch: int, params) -> bool:
+        nonlocal best, stale
         stale = 0 if np.any(accuracies[epoch] > best) else stale + 1
         best = np.maximum(best, accuracies[epoch])
-        if patience is not None and stale >= patience:
-            break
+        return patience is not None and stale >= patience
+
+    run_epochs(params, state, [], 0, epochs, one_epoch, early_stop=no_gain)
     return (accuracies, np.stack(scores)) if scores_from is not None else accuracies
 
 
