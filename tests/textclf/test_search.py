@@ -961,6 +961,8 @@ def test_precompiled_programs_are_found_in_the_compilation_cache(tmp_path, caplo
     assert lookups and not [m for m in lookups if "'jit__epoch'" in m or "'jit__scores'" in m], lookups
 
 
+@pytest.mark.skipif(jax.default_backend() != "cpu",
+                    reason="bit for bit on a CPU: a GPU's scatter-adds (the sparse gradients) sum in no fixed order")
 def test_the_same_search_beside_busy_processes_gives_the_same_model(tmp_path, monkeypatch):
     """The search's budget counts work, not seconds: the same command on a machine whose every core is busy with
     other processes searches the same rounds and trains bit for bit the same weights."""
