@@ -31,7 +31,7 @@ def main() -> None:
     from pipelines.corpus import read_corpus
     from pipelines.vectorize import count_chars, vectorize_pool
     from textclf.training.candidates import fit_candidates
-    from textclf.training.search import _char_fold_matrices, _folds
+    from textclf.training.search_folds import char_fold_matrices as _char_fold_matrices, stratified_folds as _folds
     from textclf.training.search_rules import SearchRules
 
     start = time.perf_counter()

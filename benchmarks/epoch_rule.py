@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from textclf.training.search import _binomial_error  # the search's own error (Laplace-smoothed binomial)
+from textclf.training.search_folds import binomial_error as _binomial_error  # the search's own error (Laplace-smoothed binomial)
 
 RULES = ("argmax", "1se_fewest_epochs", "1se_same_curve")
 

@@ -22,7 +22,7 @@ def cross_validated(view, seed: int, epochs: int) -> float:
     (view: benchmarks.word_folds.WordView)."""
     from benchmarks.word_folds import fold_matrices, round_of
     from textclf.training.candidates import fit_candidates
-    from textclf.training.search import _folds
+    from textclf.training.search_folds import stratified_folds as _folds
     from textclf.training.search_rules import SearchRules
 
     LEARNING_RATES = SearchRules().learning_rates

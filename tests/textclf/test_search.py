@@ -19,7 +19,7 @@ from textclf.settings import Settings
 from textclf.training.candidates import (StackedParams, _dense_loss, _dense_scores, _epoch, batch_shape, fit_candidates,
                                          init_stacked, round_data, stacked_logits, stacked_loss)
 from textclf.training.device_data import write_batch
-from textclf.training import search as search_module
+from textclf.training import search as search_module, search_folds as folds_module
 from textclf.training.search import search_settings
 from textclf.training.search_rules import SearchRules
 
@@ -325,7 +325,7 @@ def test_a_small_corpus_or_a_tiny_budget_still_gives_an_answer(pool):
     assert "skipped" in search_settings(texts, labels, Settings(), pool, "cpu").summary
     # as many documents as MIN_DOCUMENTS, but no class with the 3 that stratified folds need: not searched
     singles = [f"document {i}" for i in range(RULES.min_documents)]
-    assert search_module.searched_rows(singles, Settings(), "cpu", RULES) is None
+    assert folds_module.searched_rows(singles, Settings(), "cpu", RULES) is None
     skipped = search_settings(singles, singles, Settings(), pool, "cpu").summary["skipped"]
     assert skipped == "fewer than 3 documents in every class"
     texts, labels = question_corpus(300)
@@ -493,18 +493,18 @@ def test_a_cpu_searches_a_sample_of_a_large_corpus(pool):
     assert result.settings.stop_words is None  # the sample still shows what decides the class
     # all the documents train with a larger batch than the sample's, and the summary says so
     sample_batch = result.summary["chosen"]["batch_size"]
-    assert result.settings.batch_size == search_module.batch_for_all(sample_batch, 300, rules) > sample_batch
+    assert result.settings.batch_size == folds_module.batch_for_all(sample_batch, 300, rules) > sample_batch
     assert result.summary["batch_for_all"] == {"sample": sample_batch, "all": result.settings.batch_size,
                                                "documents": 300, "epoch_steps": 2}
 
 
 def test_the_batch_for_all_documents_grows_until_an_epoch_fits_its_steps():
     rules = RULES.replace(epoch_steps=4096)
-    assert search_module.batch_for_all(64, 262_144, rules) == 64  # 4,096 steps: kept
-    assert search_module.batch_for_all(64, 262_145, rules) == 128
-    assert search_module.batch_for_all(64, 1_000_000, rules) == 256  # 3,907 steps
-    assert search_module.batch_for_all(256, 1_000_000, rules) == 256
-    assert search_module.batch_for_all(64, 10**9, rules) == rules.max_batch_for_all  # never past the cap
+    assert folds_module.batch_for_all(64, 262_144, rules) == 64  # 4,096 steps: kept
+    assert folds_module.batch_for_all(64, 262_145, rules) == 128
+    assert folds_module.batch_for_all(64, 1_000_000, rules) == 256  # 3,907 steps
+    assert folds_module.batch_for_all(256, 1_000_000, rules) == 256
+    assert folds_module.batch_for_all(64, 10**9, rules) == rules.max_batch_for_all  # never past the cap
 
 
 def test_a_typed_batch_size_is_kept_for_all_documents(pool):
@@ -521,10 +521,10 @@ def test_a_gpu_searches_one_split_of_a_sample_of_a_large_corpus(pool):
     rules = RULES.replace(search_documents=150, round_min_steps=0)
     texts, labels = question_corpus(300)
     y = np.searchsorted(sorted(set(labels)), labels)
-    folds = search_module._device_folds(y, 0, rules)
+    folds = folds_module.device_folds(y, 0, rules)
     assert len(folds) == 1 and (len(folds[0][0]), len(folds[0][1])) == (100, 50)
     assert not set(folds[0][0]) & set(folds[0][1])
-    assert len(search_module._device_folds(y[:150], 0, rules)) == 3  # a corpus the size of the sample: 3 folds of it
+    assert len(folds_module.device_folds(y[:150], 0, rules)) == 3  # a corpus the size of the sample: 3 folds of it
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "gpu", rules=rules)
     assert result.summary["subsampled"] and result.summary["searched_documents"] == 150
     assert result.summary["folds"] == 1 and not result.summary["racing"]
@@ -552,7 +552,7 @@ def test_a_gpu_cuts_its_round_batches_to_their_own_nonzeros_not_the_widest_views
     settings = Settings(epochs=2, hidden=8, features=8, search_budget=600, pinned=("epochs", "char_ngrams"))
     search_settings(texts, labels, settings, pool, "gpu")
     y = np.searchsorted(sorted(set(labels)), labels)
-    train = search_module._device_folds(y, settings.seed, RULES)[0][0]
+    train = folds_module.device_folds(y, settings.seed, RULES)[0][0]
     counts = count_terms(texts, 2, None, settings.min_df, pool, settings.start_token,
                          unspaced_as_characters=settings.unspaced_as_characters)[1][train]
     cut = search_module.cut_order(settings.seed, len(train))[0]
@@ -566,7 +566,7 @@ def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out():
     rules = RULES.replace(cpu_train_documents=400, cpu_validation_documents=300)
     y = np.arange(1000) % 4
     for n, train_size, val_size in ((1000, 400, 300), (600, 400, 200), (300, 240, 60)):
-        train, val = search_module._cpu_split(y[:n], 0, rules)
+        train, val = folds_module.cpu_split(y[:n], 0, rules)
         assert (len(train), len(val)) == (train_size, val_size) and not set(train) & set(val)
         assert np.bincount(y[val], minlength=4).min() >= val_size // 4 - 1  # stratified
 
@@ -574,15 +574,15 @@ def test_the_cpu_split_validates_on_what_the_training_sample_leaves_out():
 def test_a_cpu_searches_a_small_corpus_on_folds_and_a_larger_one_on_one_split():
     limit = RULES.cpu_folds_documents
     y = np.arange(limit + 1000) % 4
-    small = search_module._search_folds(y[:limit], 0, "cpu", RULES)
+    small = folds_module.search_folds(y[:limit], 0, "cpu", RULES)
     assert len(small) == 3  # every document validates once
     assert sorted(np.concatenate([val for _, val in small])) == list(range(limit))
-    assert len(search_module._search_folds(y[:limit + 1], 0, "cpu", RULES)) == 1
-    assert len(search_module._search_folds(y, 0, "gpu", RULES)) == 3
+    assert len(folds_module.search_folds(y[:limit + 1], 0, "cpu", RULES)) == 1
+    assert len(folds_module.search_folds(y, 0, "gpu", RULES)) == 3
 
 
 def test_a_small_corpus_rounds_train_to_the_steps_and_patience_of_a_larger_ones():
-    from textclf.training.search import round_epochs
+    from textclf.training.search_folds import round_epochs
 
     options = list(range(1, 21))
     settings = Settings(batch_size=64)
@@ -598,7 +598,7 @@ def test_a_small_corpus_rounds_train_to_the_steps_and_patience_of_a_larger_ones(
 
 
 def test_epochs_for_all_documents_from_a_sample_curve():
-    from textclf.training.search import _epochs_for_all
+    from textclf.training.search_folds import epochs_for_all as _epochs_for_all
 
     settings = Settings(epochs=12)
     assert _epochs_for_all(10, 10, settings) == 12  # still rising at the last epoch: at least the default
@@ -640,23 +640,23 @@ def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
 
 
 def test_refinements_change_one_unpinned_field_of_the_winner():
-    winner = search_module.Variant(None, 2, True, True, 64)
-    assert search_module.refinements(winner, Settings(), RULES) == [winner._replace(nb_weighting=False),
+    winner = folds_module.Variant(None, 2, True, True, 64)
+    assert folds_module.refinements(winner, Settings(), RULES) == [winner._replace(nb_weighting=False),
                                                               winner._replace(sublinear_tf=False),
                                                               winner._replace(batch_size=256)]
-    assert search_module.refinements(winner, Settings(pinned=("nb_weighting", "batch_size")), RULES) == [
+    assert folds_module.refinements(winner, Settings(pinned=("nb_weighting", "batch_size")), RULES) == [
         winner._replace(sublinear_tf=False)]
-    assert search_module.refinements(winner, Settings(pinned=("nb_weighting", "sublinear_tf", "batch_size")),
+    assert folds_module.refinements(winner, Settings(pinned=("nb_weighting", "sublinear_tf", "batch_size")),
                                      RULES) == []
 
 
 def test_nb_weights_race_as_variants_where_the_rule_says_so():
     rules = RULES.replace(nb_in_race=True)
-    variants, _, _ = search_module.candidate_space(Settings(), "gpu", rules)
+    variants, _, _ = folds_module.candidate_space(Settings(), "gpu", rules)
     assert len(variants) == 8 and {v.nb_weighting for v in variants} == {False, True}
-    assert variants[0] == search_module.Variant(*(getattr(Settings(), f) for f in search_module.Variant._fields))
-    winner = search_module.Variant(None, 2, True, True, 64)
-    assert search_module.refinements(winner, Settings(), rules) == [winner._replace(sublinear_tf=False),
+    assert variants[0] == folds_module.Variant(*(getattr(Settings(), f) for f in folds_module.Variant._fields))
+    winner = folds_module.Variant(None, 2, True, True, 64)
+    assert folds_module.refinements(winner, Settings(), rules) == [winner._replace(sublinear_tf=False),
                                                               winner._replace(batch_size=256)]
 
 
@@ -727,8 +727,8 @@ def test_a_cpu_counts_the_final_trainings_work_in_steps_not_documents():
     """A CPU's step costs Adam's pass over W1 whatever the batch: wisesight's 21,628 posts x 18 epochs at batch 256
     are 1,530 steps, under CPU_TRIAL_STEPS, where the same at batch 64 (6,084) are over it."""
     at_256 = Settings(batch_size=256, epochs=18, min_steps=0)
-    assert search_module._final_steps(at_256, 21628) == 85 * 18 <= RULES.cpu_trial_steps
-    assert search_module._final_steps(at_256.replace(batch_size=64), 21628) == 338 * 18 > RULES.cpu_trial_steps
+    assert folds_module.final_steps(at_256, 21628) == 85 * 18 <= RULES.cpu_trial_steps
+    assert folds_module.final_steps(at_256.replace(batch_size=64), 21628) == 338 * 18 > RULES.cpu_trial_steps
 
 
 def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
@@ -755,7 +755,7 @@ def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
 
 
 def test_more_networks_are_chosen_past_networks_errors_standard_errors_of_their_gain():
-    from textclf.training.search import _fewest_networks_that_win
+    from textclf.training.search_networks import fewest_networks_that_win as _fewest_networks_that_win
 
     noise = [np.array([1.0, -1.0] * 50 + [1.0])]  # mean gain 0.0099, standard error ~0.1
     clear = [np.array([1.0] * 20 + [0.0] * 81)]  # mean gain 0.198, standard error ~0.04
@@ -776,7 +776,7 @@ def _board_row(rate, decay, accuracy, folds=1, stop_words=None, epochs=4):
 
 
 def test_the_defaults_variant_is_kept_unless_another_beats_it_by_more_than_a_standard_error():
-    from textclf.training.search import Variant, _keep_defaults
+    from textclf.training.search_folds import Variant, keep_defaults as _keep_defaults
 
     defaults, other = Variant("english", 2, True, True, 64), Variant(None, 2, True, True, 64)
 
@@ -793,7 +793,7 @@ def test_the_defaults_variant_is_kept_unless_another_beats_it_by_more_than_a_sta
 
 
 def test_rate_candidates_are_the_winners_variant_within_two_standard_errors():
-    from textclf.training.search import _rate_candidates
+    from textclf.training.search_folds import rate_candidates as _rate_candidates
 
     board = [_board_row(0.01, 0.0, 0.90, epochs=3), _board_row(0.003, 0.0, 0.897, epochs=5),
              _board_row(0.01, 0.0, 0.899, stop_words="english"),  # another variant: not a rate candidate

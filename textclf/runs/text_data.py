@@ -345,7 +345,8 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
         backend_ready(db, run_id, warmup)
     import jax  # after the warm-up thread's import
 
-    from textclf.training.search import SEARCH_FORMAT, search_settings, searched_rows
+    from textclf.training.search import SEARCH_FORMAT, search_settings
+    from textclf.training.search_folds import searched_rows
 
     def on_round(done: int, total: int) -> None:
         report(TrainEvent("search", done=done, total=total))

@@ -1,0 +1,199 @@
+"""The model search's networks trial (textclf/training/search.py runs it after the rounds): an ensemble of the
+chosen network, or a second network on character n-grams, against one network, on the compared folds."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from pipelines.vectorize import count_chars
+from textclf.settings import Settings
+from textclf.training.candidates import (
+    fit_candidates, round_data)
+
+
+from textclf.training.search_folds import (
+    RoundGeometry, SearchContext, SearchCorpus, Variant, char_fold_matrices, final_steps, fold_matrices)
+
+
+class NetworksTrial:
+    """How many networks, and whether a second one reads character n-grams, for the chosen candidate on the
+    compared folds:
+    - on a GPU, rules.ensemble_members copies of the chosen network trained side by side (different
+      initialisations): their average against the members' mean accuracy;
+    - one network on the character view (char_fold_matrices), its scores added to each word network's: the
+      pairs' mean accuracy against the members' (the same word networks, so the comparison is paired).
+    The most accurate option wins, the pair and the ensemble only where their mean gain over one network is above
+    rules.networks_errors standard errors of it, a tie keeping fewer networks (one, then the pair, then the
+    ensemble). The character view is tried where Settings.char_ngrams is not pinned and the searched texts hold
+    at most rules.char_max_characters."""
+
+    def __init__(self, search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
+                 shared_folds: list[int]):
+        self.search, self.corpus, self.geometry, self.chosen, self.folds = search, corpus, geometry, chosen, \
+            shared_folds
+        rules, characters = search.rules, sum(map(len, corpus.texts))
+        self.try_chars, self.why_not = "char_ngrams" not in chosen.pinned, "set explicitly"
+        if self.try_chars and characters > rules.char_max_characters:
+            self.try_chars = False
+            self.why_not = f"{characters:,} characters searched, over {rules.char_max_characters:,}"
+        # The character network's learning rate and epochs: on a GPU read off its own validation curves (its
+        # rates side by side, as a round's), on a CPU the words' (each rate there costs a network's time again).
+        # A typed rate or epoch count holds for it too.
+        self.own_settings = search.platform != "cpu"
+        self.char_rates = ([chosen.learning_rate] if not self.own_settings or "learning_rate" in chosen.pinned
+                           else list(rules.learning_rates))
+
+    def _cost(self, networks: int, searched_epochs: int, char_epochs: int, unit_seconds: float) -> tuple[int, float]:
+        """(network-steps, seconds) of `networks` word networks and the character trial if any."""
+        network_epochs = networks * searched_epochs + (len(self.char_rates) * char_epochs if self.try_chars else 0)
+        fold_steps = sum(-(-len(self.corpus.folds[f][0]) // self.chosen.batch_size) for f in self.folds)
+        fold_documents = sum(len(self.corpus.folds[f][0]) for f in self.folds)
+        return network_epochs * fold_steps, unit_seconds * network_epochs * fold_documents
+
+    def choose(self, searched_epochs: int, unit_seconds: float) -> Networks:
+        """searched_epochs: the epoch count read off the folds' curves; unit_seconds: what the rounds took per
+        (network, epoch, training document), for a clock budget."""
+        search, chosen, rules = self.search, self.chosen, self.search.rules
+        work = final_steps(chosen, self.corpus.n_documents)
+        if search.platform == "cpu" and work > rules.cpu_trial_steps:
+            return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
+                            {"members": 1, "reason": f"not tried on a CPU: {work:,} steps (batches x epochs) to "
+                                                     f"train, over {rules.cpu_trial_steps:,}"})
+        char_epochs = searched_epochs if not self.own_settings or "epochs" in chosen.pinned else self.geometry.epochs
+        ensemble_cost = self._cost(rules.ensemble_members, searched_epochs, char_epochs, unit_seconds)
+        single_cost = self._cost(1, searched_epochs, char_epochs, unit_seconds)
+        # The ensemble where a GPU trains it and the budget allows it, else (the cheaper trial) one word network
+        # against a pair.
+        members = rules.ensemble_members if search.platform != "cpu" and search.budget.affords(*ensemble_cost) else 1
+        ensemble_not_tried = ("not on a CPU (its members train one after another)" if search.platform == "cpu"
+                              else f"no budget left (needs ~{ensemble_cost[0]:,} network-steps)")
+        if members == 1 and (not self.try_chars or not search.budget.affords(*single_cost)):
+            return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
+                            {"members": 1, "ensemble_not_tried": ensemble_not_tried,
+                             "char_ngrams_not_tried": self.why_not if not self.try_chars else
+                             f"no budget left (needs ~{single_cost[0]:,} network-steps)"})
+        words = self._word_scores(members, searched_epochs)
+        chars = self._char_scores(char_epochs) if self.try_chars else None
+        return self._verdict(members, words, chars, char_epochs, ensemble_not_tried)
+
+    def _word_scores(self, members: int, searched_epochs: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per compared fold: (the members' (documents, members, C) scores after the searched epochs, the truth).
+        Where a GPU's rounds trained more networks at once than the trial needs, it trains as many (the extra
+        ones unused): the rounds' compiled program then serves it (same shapes)."""
+        search, corpus, geometry, chosen = self.search, self.corpus, self.geometry, self.chosen
+        trained = max(members, len(search.optimizers)) if search.platform != "cpu" else members
+        variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting, chosen.sublinear_tf,
+                          chosen.batch_size)
+        out = []
+        for fold in self.folds:
+            train_rows, val_rows = corpus.folds[fold]
+            train_x, val_x = fold_matrices(corpus.counts, corpus.y, corpus.masks[variant.stop_words,
+                                                                                  variant.ngram_max],
+                                            train_rows, val_rows, chosen, geometry.features, geometry.width, variant)
+            data = round_data(train_x, corpus.y[train_rows], val_x, corpus.y[val_rows], chosen.batch_size,
+                              chosen.seed + 100 + fold, geometry.shapes[chosen.batch_size], geometry.val_shape,
+                              geometry.score_batch)
+            _, scores = fit_candidates(data, corpus.n_classes, [chosen.learning_rate] * trained,
+                                       [chosen.weight_decay] * trained, searched_epochs, chosen.hidden,
+                                       chosen.seed + 100 + fold, scores_from=searched_epochs)
+            out.append((scores[-1, :, :members], corpus.y[val_rows]))
+        return out
+
+    def _char_scores(self, char_epochs: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per compared fold: the character network's (validation curves (epochs, rates), scores (epochs run,
+        documents, rates, C)); epochs after an early stop score 0."""
+        search, corpus, geometry, chosen = self.search, self.corpus, self.geometry, self.chosen
+        chars = count_chars(corpus.texts, chosen.min_df, search.pool)
+        out = []
+        for fold in self.folds:
+            train_rows, val_rows = corpus.folds[fold]
+            train_c, val_c = char_fold_matrices(*chars, corpus.y, train_rows, val_rows, chosen, geometry.features)
+            data = round_data(train_c, corpus.y[train_rows], val_c, corpus.y[val_rows], chosen.batch_size,
+                              chosen.seed + 200 + fold, (1, 1), (1, 1), geometry.score_batch)
+            out.append(fit_candidates(data, corpus.n_classes, self.char_rates,
+                                      [chosen.weight_decay] * len(self.char_rates), char_epochs, chosen.hidden,
+                                      chosen.seed + 200 + fold,
+                                      patience=geometry.patience if self.own_settings else None, scores_from=1))
+        return out
+
+    def _verdict(self, members: int, words: list, chars: list | None, char_epochs: int,
+                 ensemble_not_tried: str) -> Networks:
+        """The choice from the trial's scores, paired per validation document (the same word networks, so their
+        noise cancels)."""
+        chosen = self.chosen
+        single, together, ensemble_gains, word_right = [], [], [], []
+        for scores, truth in words:
+            # Summed log-probabilities pick the class that summed scores do (each network's normaliser is the same
+            # for every class), so this is the merged model's (candidates.merged) choice.
+            member_right = np.argmax(scores, axis=-1) == truth[:, None]  # (documents, members)
+            ensemble_right = np.argmax(scores.sum(axis=1), axis=-1) == truth
+            single.append(float(member_right.mean()))
+            together.append(float(ensemble_right.mean()))
+            ensemble_gains.append(ensemble_right - member_right.mean(axis=1))
+            word_right.append(member_right)
+        paired, pair_gains, char_rate, char_epoch = [], [], 0.0, 0  # 0: Settings' "the words'"
+        if chars:
+            # The character network's (epoch, rate): on a GPU its best mean validation accuracy over the folds,
+            # among the epochs every fold ran (the first maximum: the fewest epochs); elsewhere the words' (its
+            # only rate, its last epoch).
+            epoch, rate = char_epochs - 1, 0
+            if self.own_settings:
+                run = min(len(scores) for _, scores in chars)
+                mean = np.mean([curve[:run] for curve, _ in chars], axis=0)
+                epoch, rate = np.unravel_index(np.argmax(mean), mean.shape)
+                char_rate, char_epoch = self.char_rates[rate], int(epoch) + 1
+            for (scores, truth), member_right, (_, char_scores) in zip(words, word_right, chars):
+                pair_right = np.argmax(scores + char_scores[epoch, :, rate][:, None, :], axis=-1) == truth[:, None]
+                paired.append(float(pair_right.mean()))
+                pair_gains.append(np.mean(pair_right.astype(np.float64) - member_right, axis=1))
+        chosen_members, char_ngrams = fewest_networks_that_win(
+            np.mean(single), (np.mean(together), ensemble_gains) if members > 1 else None,
+            (np.mean(paired), pair_gains) if paired else None, members, self.search.rules.networks_errors)
+        summary = {"members": chosen_members, "char_ngrams": char_ngrams or chosen.char_ngrams,
+                   "single_accuracy": float(np.mean(single)), "folds": len(self.folds)}
+        if not char_ngrams:
+            char_rate, char_epoch = 0.0, 0  # no character network to train
+        if members > 1:
+            summary.update(ensemble_accuracy=float(np.mean(together)),
+                           ensemble_standard_error=standard_error(ensemble_gains))
+        else:
+            summary["ensemble_not_tried"] = ensemble_not_tried
+        if paired:
+            summary.update(char_pair_accuracy=float(np.mean(paired)), char_pair_standard_error=standard_error(
+                pair_gains), char_learning_rate=char_rate, char_epochs=char_epoch)
+        else:
+            summary["char_ngrams_not_tried"] = self.why_not
+        return Networks(chosen_members, char_ngrams or chosen.char_ngrams, char_rate, char_epoch, summary)
+
+
+class Networks(NamedTuple):
+    """_choose_networks' answer: the Settings fields it decides, and what was measured."""
+
+    members: int  # Settings.ensemble
+    char_ngrams: bool
+    char_learning_rate: float  # the character network's, as read off its curves (0: the words')
+    char_epochs: int  # on the searched documents, 0: the words' (search_settings scales it to a larger corpus)
+    summary: dict
+
+
+def fewest_networks_that_win(single: float, ensemble: tuple[float, list[np.ndarray]] | None,
+                              pair: tuple[float, list[np.ndarray]] | None, members: int, errors: float
+                              ) -> tuple[int, bool]:
+    """(networks, with a character network) of the most accurate option: one network (`single`, its validation
+    accuracy), the ensemble of `members` or the character pair ((accuracy, per-fold per-document gains over one
+    network) each, None if not tried), each of the latter only where its mean gain is above rules.networks_errors
+    standard errors of it;
+    a tie keeps fewer networks (one, then the pair, then the ensemble)."""
+    options = {(1, False): single}
+    for key, option in (((1, True), pair), ((members, False), ensemble)):
+        if option is not None and np.mean(np.concatenate(option[1])) > errors * standard_error(option[1]):
+            options[key] = option[0]
+    return max(options, key=lambda key: options[key])  # dicts keep insertion order: the first maximum wins
+
+
+def standard_error(gains: list[np.ndarray]) -> float:
+    """Standard error of the mean of the per-document gains of every fold."""
+    gain = np.concatenate(gains).astype(np.float64)
+    return float(gain.std() / np.sqrt(max(1, len(gain))))
