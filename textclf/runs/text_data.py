@@ -200,137 +200,175 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
     Starts the JAX warm-up once the workers are forked (or at once when the vectors come from the cache).
     With Settings.search "auto" the model search chooses the settings first, on the training documents only:
     the test corpus is opened after it. -> (the data, the settings it was vectorized with)."""
-    db, run_id, phase, warmup, pool, report = run.db, run.run_id, run.phase, run.warmup, run.pool, run.report
-
-    def read_progress(documents: int, stats) -> None:
-        report(TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total, documents=documents))
-
-    def vectorize_progress(done: int, total: int) -> None:
-        report(TrainEvent("progress", "vectorize", done=done, total=total, documents=done))
-
     with ExitStack() as stack:
-        workers = pool
-
-        def forked(documents: int) -> WorkerPool:
-            """The vectorizing workers for this many documents, forked on first use (before JAX starts threads),
-            then the warm-up."""
-            nonlocal workers
-            if workers is None:
-                workers = stack.enter_context(vectorize_pool(documents))
-            if not warmup.started:  # the first use: the run records how its vectorizing runs
-                run_queries.update_run(db, run_id, vectorize_workers=workers.description)
-            warmup.start()
-            return workers
-
-        with phase("read"):
-            # A large file of one document a line (JSONL, fastText's, CSV, TSV; Parquet in row groups) is parsed
-            # by the workers (pipelines.corpus.parallel_read), so they are forked first (for at least as many
-            # documents as the file can hold lines of 100 bytes: all cores), and JAX starts while they read. Its
-            # texts stay in the file (FileTexts): the workers parse it again for the texts the search and the
-            # vocabulary's fit sample need, and to transform it share by share.
-            if isinstance(corpus_path, Corpus):
-                corpus = corpus_path
-            else:
-                readers = forked(Path(corpus_path).stat().st_size // 100) if parallel_read(corpus_path) else None
-                corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, pool=readers,
-                                     keep_texts=False)
-        train_rows = eval_rows = None  # with --test: every document of the corpus trains
-        has_test = test_path is not None
-        if has_test:
-            train_labels = corpus.labels
-        else:
-            train_rows, eval_rows = split_validation(corpus.labels, corpus.source, settings)
-            train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
-        fit_sample = fit_rows(len(train_labels), settings)  # the vocabulary's fit sample (None: every text)
-        in_file = isinstance(corpus.texts, FileTexts)
-        if in_file and fit_sample is None:
-            in_file = False  # a file of few long documents: the fit reads every text anyway
-            corpus.texts = list(corpus.texts.fetch(np.arange(len(corpus.texts)), forked(len(corpus.texts))))
-        in_memory = None if in_file else corpus.texts if train_rows is None else [corpus.texts[i] for i in train_rows]
-
-        def train_texts(rows: np.ndarray | None) -> Sequence[str]:
-            """The texts of these training documents (None: all, as a list: the search slices them), indexed by
-            their number among them."""
-            if in_memory is not None:
-                return in_memory
-            every = rows is None
-            rows = np.arange(len(train_labels)) if every else rows
-            in_corpus = rows if train_rows is None else train_rows[rows]
-            fetched = corpus.texts.fetch(in_corpus, forked(len(corpus.texts)))
-            if every:
-                return [fetched[c] for c in in_corpus]
-            return FetchedTexts(len(train_labels), {int(r): fetched[c] for r, c in zip(rows, in_corpus)})
-
+        steps = _TfidfSteps(run, stack)
+        corpus = steps.read(corpus_path, settings)
+        train_labels, eval_labels = steps.split(corpus, test_path, settings)
         if settings.search != "off" and settings.vectorizer == "tfidf":
-            settings, search, search_key = run_search(run, train_texts, train_labels, settings,
-                                                   forked(len(corpus.texts)), corpus.fingerprint, not has_test)
+            settings, search, search_key = run_search(run, steps.train_texts, train_labels, settings,
+                                                      steps.forked(len(corpus.texts)), corpus.fingerprint,
+                                                      test_path is None)
             return_freed_memory()  # the search's sample texts and matrices: ~0.8 GB at a million documents
         else:
             skipped = "--search off" if settings.search == "off" else "the search chooses tfidf settings only"
             search, search_key = {"skipped": skipped}, None
-        if has_test:
-            with phase("read", "reading the test corpus"):
-                test = test_path if isinstance(test_path, Corpus) else read_corpus(
-                    test_path, settings.max_file_mb, read_progress, pool=workers, keep_texts=False)
-            check_test_labels(test.labels, corpus.labels, test.source)
-            eval_labels = test.labels
-        else:
-            test = None
+        test = steps.read_test(test_path, corpus, settings)
+        eval_labels = test.labels if test is not None else eval_labels
         non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
-        skipped, classes, eval_kind = record_corpus(db, run_id, corpus.format, corpus.fingerprint, corpus.skipped,
-                                                     test.skipped if test else None, non_utf8, train_labels,
-                                                     eval_labels, has_test)
-        with phase("vectorize"):
-            key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
-                                         list(train_labels), list(eval_labels))
-            cached = vector_cache.load(vector_cache_dir(), key) if run.keep_files else None
-            if cached:
-                warmup.start()  # no workers needed: nothing to fork first
-                vectorizer, train_x, eval_x = cached
-            else:
-                workers = forked(len(corpus.texts))
-                on_device = False  # the training matrix built on the device (resident_from_parts)
-                if in_file:  # fitted on a sample of the training texts, then the whole file transformed
-                    # The sample's texts are read by the workers that count them (LineTexts), not sent to them;
-                    # the fit gives their rows, which the transform then skips (transform_file_parts' `known`).
-                    sample_rows = fit_sample if train_rows is None else train_rows[fit_sample]
-                    vectorizer, sample_x = fit_vectorizer(corpus.texts.lines(sample_rows),
-                                                          [train_labels[i] for i in fit_sample], settings,
-                                                          pool=workers, on_progress=vectorize_progress)
-                    return_freed_memory()  # the sample's counts (~1 GB) before the matrix is built
-                    parts = vectorizer.transform_file_parts(corpus.texts, workers, vectorize_progress,
-                                                            known=(sample_rows, sample_x))
-                    if test is not None and side_by_side_with_held_out(settings, search, len(train_labels),
-                                                                        not settings.char_ngrams, run.rules):
-                        # Straight to the device a share at a time: the host never holds the whole matrix
-                        # (~1.3 GB a million documents); nor does the vector cache, so it is not written.
-                        from textclf.training.device_data import resident_from_parts
-
-                        train_x = resident_from_parts(parts, encode_labels(train_labels, classes))
-                        on_device = True
-                    else:
-                        train_x = stack_rows(list(parts))
-                    if train_rows is not None:
-                        train_x, eval_x = train_x[train_rows], train_x[eval_rows]
-                else:
-                    vectorizer, train_x = fit_vectorizer(train_texts(None), train_labels, settings, pool=workers,
-                                                         on_progress=vectorize_progress)
-                    # the fit's pass ends (a corpus of one chunk tells only this)
-                    vectorize_progress(len(train_labels), len(train_labels))
-                    if train_rows is not None:
-                        eval_x = vectorizer.transform([corpus.texts[i] for i in eval_rows], pool=workers,
-                                                      on_progress=vectorize_progress)
-                if test is not None:
-                    eval_x = (vectorizer.transform_file(test.texts, workers, vectorize_progress)
-                              if isinstance(test.texts, FileTexts)
-                              else vectorizer.transform(test.texts, pool=workers, on_progress=vectorize_progress))
-                if run.primary and not on_device and run.keep_files:
-                    vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
-    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=bool(cached))
+        skipped, classes, eval_kind = record_corpus(run.db, run.run_id, corpus.format, corpus.fingerprint,
+                                                    corpus.skipped, test.skipped if test else None, non_utf8,
+                                                    train_labels, eval_labels, test is not None)
+        with run.phase("vectorize"):
+            vectorizer, train_x, eval_x, cached = steps.vectorize(test, settings, eval_labels, classes, search)
+    run_queries.update_run(run.db, run.run_id, n_features=vectorizer.n_features, vectors_cached=cached)
     data = TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
-                     skipped, non_utf8, corpus.fingerprint, search, search_key=search_key,
-                     read_documents=len(corpus.texts))
+                    skipped, non_utf8, corpus.fingerprint, search, search_key=search_key,
+                    read_documents=len(corpus.texts))
     return data, settings
+
+
+class _TfidfSteps:
+    """The steps of vectorized_data over one corpus, and what they share: the vectorizing workers (forked on first
+    use, before JAX starts threads, then the warm-up), the corpus, and its training rows."""
+
+    def __init__(self, run: RunContext, stack: ExitStack):
+        self.run, self.stack, self.workers = run, stack, run.pool
+        self.corpus = None
+        self.train_rows = self.eval_rows = None  # with a test corpus: every document of the corpus trains
+        self.train_labels: list[str] = []
+        self.fit_sample = None  # the vocabulary's fit sample (None: every text)
+        self.in_file = False  # the texts left in the file (FileTexts), read by the workers when needed
+        self.in_memory = None  # the training texts as a list, where they are in memory
+
+    def forked(self, documents: int) -> WorkerPool:
+        """The vectorizing workers for this many documents, forked on first use, then the warm-up."""
+        if self.workers is None:
+            self.workers = self.stack.enter_context(vectorize_pool(documents))
+        if not self.run.warmup.started:  # the first use: the run records how its vectorizing runs
+            run_queries.update_run(self.run.db, self.run.run_id, vectorize_workers=self.workers.description)
+        self.run.warmup.start()
+        return self.workers
+
+    def _read_progress(self, documents: int, stats) -> None:
+        self.run.report(TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total,
+                                   documents=documents))
+
+    def _vectorize_progress(self, done: int, total: int) -> None:
+        self.run.report(TrainEvent("progress", "vectorize", done=done, total=total, documents=done))
+
+    def read(self, corpus_path, settings: Settings):
+        """The training corpus. A large file of one document a line (JSONL, fastText's, CSV, TSV; Parquet in row
+        groups) is parsed by the workers (pipelines.corpus.parallel_read), so they are forked first (for at least
+        as many documents as the file can hold lines of 100 bytes: all cores), and JAX starts while they read.
+        Its texts stay in the file (FileTexts): the workers parse it again for the texts the search and the
+        vocabulary's fit sample need, and to transform it share by share."""
+        with self.run.phase("read"):
+            if isinstance(corpus_path, Corpus):
+                self.corpus = corpus_path
+            else:
+                readers = self.forked(Path(corpus_path).stat().st_size // 100) if parallel_read(corpus_path) else None
+                self.corpus = read_corpus(corpus_path, settings.max_file_mb, self._read_progress, pool=readers,
+                                          keep_texts=False)
+        return self.corpus
+
+    def split(self, corpus, test_path, settings: Settings) -> tuple[list[str], list[str]]:
+        """-> (training labels, held-out labels: none where a test corpus follows); the texts' place decided."""
+        eval_labels: list[str] = []
+        if test_path is not None:
+            self.train_labels = corpus.labels
+        else:
+            self.train_rows, self.eval_rows = split_validation(corpus.labels, corpus.source, settings)
+            self.train_labels = [corpus.labels[i] for i in self.train_rows]
+            eval_labels = [corpus.labels[i] for i in self.eval_rows]
+        self.fit_sample = fit_rows(len(self.train_labels), settings)
+        self.in_file = isinstance(corpus.texts, FileTexts)
+        if self.in_file and self.fit_sample is None:
+            self.in_file = False  # a file of few long documents: the fit reads every text anyway
+            corpus.texts = list(corpus.texts.fetch(np.arange(len(corpus.texts)), self.forked(len(corpus.texts))))
+        if not self.in_file:
+            self.in_memory = (corpus.texts if self.train_rows is None
+                              else [corpus.texts[i] for i in self.train_rows])
+        return self.train_labels, eval_labels
+
+    def train_texts(self, rows: np.ndarray | None) -> Sequence[str]:
+        """The texts of these training documents (None: all, as a list: the search slices them), indexed by their
+        number among them."""
+        if self.in_memory is not None:
+            return self.in_memory
+        every = rows is None
+        rows = np.arange(len(self.train_labels)) if every else rows
+        in_corpus = rows if self.train_rows is None else self.train_rows[rows]
+        fetched = self.corpus.texts.fetch(in_corpus, self.forked(len(self.corpus.texts)))
+        if every:
+            return [fetched[c] for c in in_corpus]
+        return FetchedTexts(len(self.train_labels), {int(r): fetched[c] for r, c in zip(rows, in_corpus)})
+
+    def read_test(self, test_path, corpus, settings: Settings):
+        """The test corpus (None without one), read only now: after the search."""
+        if test_path is None:
+            return None
+        with self.run.phase("read", "reading the test corpus"):
+            test = test_path if isinstance(test_path, Corpus) else read_corpus(
+                test_path, settings.max_file_mb, self._read_progress, pool=self.workers, keep_texts=False)
+        check_test_labels(test.labels, corpus.labels, test.source)
+        return test
+
+    def vectorize(self, test, settings: Settings, eval_labels, classes, search) -> tuple:
+        """-> (vectorizer, training rows, held-out rows, whether they came from the vector cache)."""
+        run, corpus = self.run, self.corpus
+        key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
+                                     list(self.train_labels), list(eval_labels))
+        cached = vector_cache.load(vector_cache_dir(), key) if run.keep_files else None
+        if cached:
+            run.warmup.start()  # no workers needed: nothing to fork first
+            return (*cached, True)
+        workers = self.forked(len(corpus.texts))
+        if self.in_file:
+            vectorizer, train_x, eval_x, on_device = self._fit_in_file(test, settings, classes, search, workers)
+        else:
+            vectorizer, train_x = fit_vectorizer(self.train_texts(None), self.train_labels, settings, pool=workers,
+                                                 on_progress=self._vectorize_progress)
+            # the fit's pass ends (a corpus of one chunk tells only this)
+            self._vectorize_progress(len(self.train_labels), len(self.train_labels))
+            eval_x, on_device = None, False
+            if self.train_rows is not None:
+                eval_x = vectorizer.transform([corpus.texts[i] for i in self.eval_rows], pool=workers,
+                                              on_progress=self._vectorize_progress)
+        if test is not None:
+            eval_x = (vectorizer.transform_file(test.texts, workers, self._vectorize_progress)
+                      if isinstance(test.texts, FileTexts)
+                      else vectorizer.transform(test.texts, pool=workers, on_progress=self._vectorize_progress))
+        if run.primary and not on_device and run.keep_files:
+            vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
+        return vectorizer, train_x, eval_x, False
+
+    def _fit_in_file(self, test, settings: Settings, classes, search, workers) -> tuple:
+        """Fitted on a sample of the training texts, then the whole file transformed -> (vectorizer, training rows,
+        held-out rows or None, whether the training rows went to the device). The sample's texts are read by the
+        workers that count them (LineTexts), not sent to them; the fit gives their rows, which the transform then
+        skips (transform_file_parts' `known`)."""
+        corpus, train_rows = self.corpus, self.train_rows
+        sample_rows = self.fit_sample if train_rows is None else train_rows[self.fit_sample]
+        vectorizer, sample_x = fit_vectorizer(corpus.texts.lines(sample_rows),
+                                              [self.train_labels[i] for i in self.fit_sample], settings,
+                                              pool=workers, on_progress=self._vectorize_progress)
+        return_freed_memory()  # the sample's counts (~1 GB) before the matrix is built
+        parts = vectorizer.transform_file_parts(corpus.texts, workers, self._vectorize_progress,
+                                                known=(sample_rows, sample_x))
+        on_device = test is not None and side_by_side_with_held_out(settings, search, len(self.train_labels),
+                                                                     not settings.char_ngrams, self.run.rules)
+        if on_device:
+            # Straight to the device a share at a time: the host never holds the whole matrix (~1.3 GB a million
+            # documents); nor does the vector cache, so it is not written.
+            from textclf.training.device_data import resident_from_parts
+
+            train_x = resident_from_parts(parts, encode_labels(self.train_labels, classes))
+        else:
+            train_x = stack_rows(list(parts))
+        eval_x = None
+        if train_rows is not None:
+            train_x, eval_x = train_x[train_rows], train_x[self.eval_rows]
+        return vectorizer, train_x, eval_x, on_device
 
 
 def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str, validation_split: bool
