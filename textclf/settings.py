@@ -118,9 +118,9 @@ class Settings:
     # "auto": pieces from PIECES_MIN_BATCH documents a device batch up, dense below (textclf/training/step.py).
     pallas_input: str = "auto"
     # Devices of this process that train one network; with several processes every process uses this many.
-    # 0 ("all"): as the training plan measured (textclf/training/plan.py, device_layout): on several GPUs of one
-    # host W1 split over all of them from a batch of 1,024, else the batch split only where each gets 8,192
-    # documents; so batch 64 trains on one GPU.
+    # 0 ("auto"): as the training plan measured (textclf/training/plan.py, device_layout): one GPU on one host (a
+    # split trained slower end to end), and with several processes the batch split only where each device gets
+    # 8,192 documents.
     devices: int = 0
     # How several devices share the network (textclf/training/feature_parallel.py): "data" (each device a slice of
     # every batch, W1 whole on each, its gradient summed every step), "features" (W1's rows split across one

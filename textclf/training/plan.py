@@ -20,10 +20,12 @@ STOPPING_FRACTION = 0.05
 # A sampled corpus too small to hold documents out for good chooses among its rate candidates on this fraction
 # of its documents, then trains the chosen settings on all of them ("CPU": ~2,000 of news20's documents judge).
 REFIT_HELD_OUT_FRACTION = 0.2
-# Several GPUs of one host, one network (benchmarks/gpu/parallel_auto.sh, 2 x H200, BENCHMARKS.md "Several GPUs"):
-# W1 split by feature rows (XLA) beat the best one-GPU step from a global batch of 1,024 (1.05x; 1.32-1.44x from
-# 4,096), and data parallelism only from 8,192 documents a device (1.19-1.30x at 16,384 on 2), below the split.
-FEATURES_MIN_BATCH = 1024
+# One network on several GPUs of one host (2 x H200, BENCHMARKS.md "Several GPUs"): W1 split by feature rows stepped
+# 1.16-1.44x faster than one GPU from a batch of 1,024 on resident rows (benchmarks/gpu/parallel_auto.sh), but end to
+# end (`textclf train` of a million documents, benchmarks/gpu/parallel_end_to_end.sh) every split trained 1.7-2.3x
+# longer than one GPU and the runs took as long or longer; so "auto" trains one network on one GPU, and a typed
+# --devices or --parallel is followed. Data parallelism, the layout of several processes, splits the batch only
+# where each device gets this many documents (1.19-1.30x a step at 16,384 on 2).
 DATA_MIN_ROWS_PER_DEVICE = 8192
 
 
@@ -153,25 +155,22 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
 def device_layout(settings: Settings, arrangement: str, machine: Machine) -> tuple[str, int]:
     """(how several devices share the network, how many of this process's devices train it). Networks side by
     side or one after another train on one device; several processes split the batch (data, --devices a
-    process); one process: Settings.parallel and devices as typed, "auto" and 0 (all) as measured: W1 split by
-    feature rows over every GPU from FEATURES_MIN_BATCH, else the batch split only where each device gets
-    DATA_MIN_ROWS_PER_DEVICE documents."""
+    process); one process: one device unless --devices or --parallel says otherwise (measured: above), several
+    devices then sharing W1 by feature rows where the XLA step can (faster per step than the batch split)."""
     if arrangement != "one":
         return "data", 1
     if machine.processes > 1:
         return "data", settings.devices
-    local = machine.local_devices
     if settings.parallel == "features":
-        return "features", settings.devices or local
-    if (settings.parallel == "auto" and machine.platform == "gpu" and settings.backend in ("auto", "xla")
-            and local > 1 and settings.devices != 1 and settings.batch_size >= FEATURES_MIN_BATCH):
-        return "features", settings.devices or local
-    return "data", settings.devices or data_device_count(local, settings.batch_size)
+        return "features", settings.devices or machine.local_devices
+    if settings.parallel == "auto" and settings.devices > 1 and settings.backend in ("auto", "xla"):
+        return "features", settings.devices
+    return "data", settings.devices or 1
 
 
 def data_device_count(local_devices: int, batch_size: int) -> int:
-    """Devices that split each batch when --devices is all: the most that split it evenly with at least
-    DATA_MIN_ROWS_PER_DEVICE documents each (1 when none does)."""
+    """Devices of each process that split each batch when --devices is all and several processes train together:
+    the most that split it evenly with at least DATA_MIN_ROWS_PER_DEVICE documents each (1 when none does)."""
     fitting = [count for count in range(1, local_devices + 1)
                if batch_size % count == 0 and batch_size // count >= DATA_MIN_ROWS_PER_DEVICE]
     return max(fitting, default=1)
