@@ -108,6 +108,9 @@ def test_one_network_trains_on_one_gpu_unless_told_and_then_splits_w1():
     features = Settings(ensemble=1, batch_size=64, parallel="features")
     split = plan_training(features, SEARCHED, 5000, (8192,), "xla", two)
     assert (split.parallel, split.devices) == ("features", 2)  # typed: every GPU
+    data = Settings(ensemble=1, batch_size=16384, parallel="data")  # typed: as many as get 8,192 documents
+    assert plan_training(data, SEARCHED, BIG, (32768,), "xla", two).devices == 2
+    assert plan_training(data.replace(batch_size=8192), SEARCHED, BIG, (32768,), "xla", two).devices == 1
     # an ensemble side by side is one program on one device; several processes split the batch as typed
     assert plan_training(Settings(ensemble=5, devices=2), SEARCHED, BIG, (32768,), "xla", two).devices == 1
     shared = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "xla", Machine("gpu", 2, processes=2))

@@ -26,7 +26,9 @@ def record_backend(db, run_id: int, requested: str, network: str, settings: Sett
     from textclf.training.backends import choose_backend
     from textclf.training.data_parallel import data_mesh
 
-    devices = data_mesh(settings.devices, settings.batch_size).size if network == "mlp" else 1
+    # the per-device batch: one device unless typed (the plan's device_layout), or each process's share
+    several = network == "mlp" and (settings.devices > 1 or jax.process_count() > 1)
+    devices = data_mesh(settings.devices, settings.batch_size).size if several else 1
     backend, why = choose_backend(requested, network, settings.batch_size // devices, jax.default_backend() == "gpu")
     run_queries.update_run(db, run_id, backend=backend, backend_reason=why)
     return backend

@@ -165,6 +165,8 @@ def device_layout(settings: Settings, arrangement: str, machine: Machine) -> tup
         return "features", settings.devices or machine.local_devices
     if settings.parallel == "auto" and settings.devices > 1 and settings.backend in ("auto", "xla"):
         return "features", settings.devices
+    if settings.parallel == "data" and not settings.devices:  # typed, with every device: as many as pay a step
+        return "data", data_device_count(machine.local_devices, settings.batch_size)
     return "data", settings.devices or 1
 
 
