@@ -50,6 +50,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
                  optimizer: str = "adam", min_steps: int = 300, lr_schedule: str | None = None,
                  momentum: float = 0.9, init_gain: float = 1.0, backend: str = "auto", pallas_input: str = "auto",
                  devices: int = 0, parallel: str = "auto", random_state: int = 0):
+        # One parameter a setting: scikit-learn reads them from this signature (get_params, clone).
         # Stored as given, nothing else (scikit-learn's rule): checked in fit.
         self.search = search
         self.search_steps = search_steps

@@ -216,9 +216,12 @@ def train(
     coordinator: Annotated[Optional[str], typer.Option(help="HOST:PORT of process 0, to train with several processes/hosts.")] = None,
     num_processes: Annotated[Optional[int], typer.Option(help="How many processes train together (with --coordinator).")] = None,
     process_id: Annotated[Optional[int], typer.Option(help="This process's number, 0..N-1 (with --coordinator).")] = None,
-    plan_only: Annotated[bool, typer.Option("--plan-only", help="Read, search and vectorize, then print the training plan and stop (no model; the run is recorded as planned and its search reused by the next train).")] = False,
+    plan_only: Annotated[bool, typer.Option(
+        "--plan-only", help="Read, search and vectorize, then print the training plan and stop (no model; the run "
+                            "is recorded as planned and its search reused by the next train).")] = False,
     as_json: JsonOption = False,
 ) -> None:
+    # One parameter an option: typer reads the command line from this signature.
     """Train a model on CORPUS, record the run, and write the model file."""
 
     from textclf.training.distributed import initialize
@@ -928,6 +931,7 @@ def serve(
     score_on: Annotated[str, typer.Option(help="Run the network on the host (NumPy), the device (JAX) or auto.")] = "host",
     reload_seconds: Annotated[float, typer.Option(help="How often to look for newly published model versions.")] = 1.0,
 ) -> None:
+    # One parameter an option: typer reads the command line from this signature.
     """Serve predictions and job submission over HTTP (OpenAPI docs at /docs)."""
     import os
 

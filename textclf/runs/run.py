@@ -60,6 +60,7 @@ def train(
     plan_only: bool = False,
     keep_files: bool = True,
 ) -> TrainResult | PlannedRun:
+    # Keyword inputs of the one entry point every face calls, each a separate thing the caller owns.
     """Train a model on a corpus, record the run, write the model file; see the module docstring.
     checkpointer / stop_requested: see trainloop.fit_network (used by the daemon). pool: vectorizing workers to
     use (the daemon keeps one for its life), else the run starts its own. job_id / resumes_run: the daemon job

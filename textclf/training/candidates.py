@@ -184,6 +184,7 @@ def _fused_step(params: StackedParams, state: AdamState, lr: StackedParams, wd: 
                    compiler_options=SEARCH_COMPILER_OPTIONS)
 def _epoch(params: StackedParams, state: AdamState, rates, decays, indices, values, rows, labels, mask,
            order=None, steps=None, dense: bool = False, fused: bool = False):
+    # A jitted epoch: its arrays and static flags are its arguments (one traced program).
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
     default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
     steps: a () int32 array, how many of `order`'s batches to run (the rest of the arrays is padding that a

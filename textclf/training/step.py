@@ -52,6 +52,7 @@ def kernel_config_for(settings: Settings, batch_size: int | None = None):
 
 def xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, momentum, weight_decay,
               optimizer="sgd", axis_name=None):
+    # A scanned epoch: its arrays, then the optimizer's static settings (one traced program).
     """One epoch in plain JAX: scan the optimizer step over (steps, ...) stacked minibatches. axis_name: data
     parallelism inside shard_map (textclf/training/data_parallel.py): the batch is this device's slice, the loss
     is divided by the global row count and gradients, loss and hits are summed over the axis."""
