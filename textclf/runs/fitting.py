@@ -4,6 +4,7 @@ rate candidates' choice, each view's network(s), and scoring the held-out docume
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -118,70 +119,6 @@ def _with_choice(settings: Settings, rates: list[dict], choice) -> Settings:
                             epochs=choice.best_epoch)
 
 
-def fit_rates_view(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings, backend, rates, judge, on_epoch,
-               search: dict, stop_requested, training_rows):
-    """One network per candidate (rate, decay) of the search (rates), the held-out documents of `judge` (an
-    EarlyStopping's) choosing one and its epoch (candidates.fit_rates). The choice is recorded in the run
-    (early_stopping: every candidate's held-out curve; search: rate_choice) and in the settings returned.
-    -> (parameters, EpochStats, backend, compile seconds, train seconds, settings)."""
-    import jax
-
-    from textclf.training.candidates import fit_rates, stacked_is_faster
-
-    choice = fit_rates(train_x, train_y, n_classes, settings, backend,
-                       [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], judge.x, judge.y,
-                       eval_x, eval_y, on_epoch, judge.patience, stop_requested, training_rows)
-    settings = _with_choice(settings, rates, choice)
-    search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out}
-    run_queries.update_run(db, run_id, search=search, settings=settings.to_dict(), early_stopping={
-        "held_out": int(judge.x.shape[0]), "patience": judge.patience, "accuracies": choice.held_out[choice.chosen],
-        "best_epoch": choice.best_epoch, "rates": [[r["learning_rate"], r["weight_decay"]] for r in rates],
-        "rate_accuracies": choice.held_out, "chosen_rate": choice.chosen})
-    if stacked_is_faster():
-        backend = "xla"
-        run_queries.update_run(db, run_id, backend=backend, devices=1, processes=jax.process_count(),
-                               backend_reason="networks at several rates train side by side in XLA")
-    else:
-        run_queries.update_run(db, run_id, devices=1, processes=jax.process_count())
-    return choice.params, choice.history, backend, choice.compile_seconds, choice.train_seconds, settings
-
-
-def fit_view(db, run_id, train_x, train_y, eval_x, eval_y, n_classes, settings, backend, epochs, one_by_one,
-              on_epoch, early_stopping, checkpointer, stop_requested, rows, training_rows):
-    """The network(s) of one input view: settings.ensemble networks (one after another on a CPU, side by side
-    elsewhere) or one. JAX is imported here, after the warm-up thread's import (see the module docstring).
-    training_rows: the rows of train_x that train (None: all); only networks side by side are given them
-    (_train_run hands the others a matrix of their rows).
-    -> (parameters, EpochStats of each epoch, backend that trained them, compile seconds, train
-    seconds)."""
-    import jax
-
-    from textclf.training.candidates import fit_ensemble, fit_members
-    from textclf.training.loop import fit_network
-
-    if one_by_one:
-        # Several networks one after another (each as one network trains, without checkpoints), averaged into
-        # one model file; their epochs are recorded one member after another.
-        params, history, compile_s, train_s = fit_members(train_x, train_y, n_classes, settings, backend, eval_x,
-                                                          eval_y, on_epoch)
-        run_queries.update_run(db, run_id, devices=1, processes=jax.process_count())
-        return params, history, backend, compile_s, train_s
-    if settings.ensemble > 1:
-        # Several networks side by side, averaged into one model file (XLA, one device, no checkpoints).
-        params, history, compile_s, train_s = fit_ensemble(
-            train_x, train_y, n_classes, settings.ensemble, settings.learning_rate, settings.weight_decay, epochs,
-            settings.batch_size, settings.hidden, settings.seed, eval_x, eval_y, on_epoch, early_stopping,
-            training_rows)
-        run_queries.update_run(db, run_id, backend="xla", devices=1, processes=jax.process_count(),
-                               backend_reason="an ensemble trains side by side in XLA")
-        return params, history, "xla", compile_s, train_s
-    network = fit_network(train_x, train_y, n_classes, settings, backend, eval_x, eval_y, on_epoch,
-                          checkpointer=checkpointer, stop_requested=stop_requested, early_stopping=early_stopping,
-                          rows=rows)
-    run_queries.update_run(db, run_id, devices=network.devices, processes=jax.process_count())
-    return network.params, network.history, backend, network.compile_seconds, network.train_seconds
-
-
 @dataclass
 class Fitted:
     """What fit_plan trained: the one network of the model (views joined, ensembles merged) and how."""
@@ -278,7 +215,6 @@ class _Views:
 
         self.report(TrainEvent("phase", "train", total_epochs=self.total_epochs, views=self.names))
         one_view = len(self.plan.views) == 1
-        one_by_one = self.plan.arrangement == "one_after_another" and self.plan.rate_choice == "none"
         eval_y = encode_labels(data.eval_labels, data.classes)
         params, compile_s, train_s, first = [], 0.0, 0.0, 0
         for view, view_settings, self.current in zip(self.plan.views, self.settings, self.names or ("",)):
@@ -286,20 +222,91 @@ class _Views:
             first += view.columns
             view_train, view_eval = ((train_x, data.eval_x) if one_view
                                      else (train_x[:, columns], data.eval_x[:, columns]))
+            rows = _ViewRows(view_train, train_y, view_eval, eval_y, len(data.classes), training_rows)
             if self.rates:
-                view_params, history, backend, view_compile, view_train_s, settings = fit_rates_view(
-                    run.db, run.run_id, view_train, train_y, view_eval, eval_y, len(data.classes), settings, backend,
-                    self.rates, early_stopping, self.on_epoch, data.search, run.stop_requested, training_rows)
+                view_params, history, backend, view_compile, view_train_s, settings = self._rates(
+                    run, data, rows, settings, backend, early_stopping)
                 record_rate_choice(run.db, data.search_key, settings, data.search)
             else:
                 laid_out = view_settings.replace(parallel=self.plan.parallel, devices=self.plan.devices)
-                view_params, history, backend, view_compile, view_train_s = fit_view(
-                    run.db, run.run_id, view_train, train_y, view_eval, eval_y, len(data.classes), laid_out,
-                    backend, view_settings.epochs_for(self.n_training), one_by_one, self.on_epoch, early_stopping,
-                    run.checkpointer if one_view else None, run.stop_requested, data.rows, training_rows)
+                view_params, history, backend, view_compile, view_train_s = self._networks(
+                    run, rows, laid_out, backend, early_stopping, run.checkpointer if one_view else None, data.rows)
             offset = len(self.history)  # the epochs of the views before this one
             self.history += [replace(stats, epoch=offset + stats.epoch) for stats in history]
             params.append(view_params)
             compile_s, train_s = compile_s + view_compile, train_s + view_train_s
         run.phase.seconds["compile"], run.phase.seconds["train"] = compile_s, train_s
         return (params[0] if one_view else joined_views(params)), backend, settings
+
+    def _rates(self, run: RunContext, data, rows: _ViewRows, settings: Settings, backend: str, judge) -> tuple:
+        """One network per rate candidate of the search, the held-out documents of `judge` (an EarlyStopping's)
+        choosing one and its epoch (candidates.fit_rates); the choice recorded in the run (early_stopping: every
+        candidate's held-out curve; search: rate_choice) and in the settings returned.
+        -> (parameters, EpochStats, backend, compile seconds, train seconds, settings)."""
+        import jax
+
+        from textclf.training.candidates import fit_rates, stacked_is_faster
+
+        rates = self.rates
+        choice = fit_rates(rows.train_x, rows.train_y, rows.n_classes, settings, backend,
+                           [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], judge.x, judge.y,
+                           rows.eval_x, rows.eval_y, self.on_epoch, judge.patience, run.stop_requested,
+                           rows.training_rows)
+        settings = _with_choice(settings, rates, choice)
+        data.search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out}
+        run_queries.update_run(run.db, run.run_id, search=data.search, settings=settings.to_dict(), early_stopping={
+            "held_out": int(judge.x.shape[0]), "patience": judge.patience,
+            "accuracies": choice.held_out[choice.chosen], "best_epoch": choice.best_epoch,
+            "rates": [[r["learning_rate"], r["weight_decay"]] for r in rates], "rate_accuracies": choice.held_out,
+            "chosen_rate": choice.chosen})
+        if stacked_is_faster():
+            backend = "xla"
+            run_queries.update_run(run.db, run.run_id, backend=backend, devices=1, processes=jax.process_count(),
+                                   backend_reason="networks at several rates train side by side in XLA")
+        else:
+            run_queries.update_run(run.db, run.run_id, devices=1, processes=jax.process_count())
+        return choice.params, choice.history, backend, choice.compile_seconds, choice.train_seconds, settings
+
+    def _networks(self, run: RunContext, rows: _ViewRows, settings: Settings, backend: str, early_stopping,
+                  checkpointer, shares) -> tuple:
+        """The network(s) of one view as the plan arranges them: settings.ensemble networks one after another or
+        side by side, or one (training/loop.py; shares: several processes' data_parallel.RowShare). Only networks
+        side by side are given training_rows (fit_plan hands the others a matrix of their rows).
+        -> (parameters, EpochStats of each epoch, backend that trained them, compile seconds, train seconds)."""
+        import jax
+
+        from textclf.training.candidates import fit_ensemble, fit_members
+        from textclf.training.loop import fit_network
+
+        epochs = settings.epochs_for(self.n_training)
+        if self.plan.arrangement == "one_after_another":
+            # Averaged into one model file; their epochs are recorded one member after another.
+            params, history, compile_s, train_s = fit_members(rows.train_x, rows.train_y, rows.n_classes, settings,
+                                                              backend, rows.eval_x, rows.eval_y, self.on_epoch)
+            run_queries.update_run(run.db, run.run_id, devices=1, processes=jax.process_count())
+            return params, history, backend, compile_s, train_s
+        if settings.ensemble > 1:
+            # Side by side, averaged into one model file (XLA, one device, no checkpoints).
+            params, history, compile_s, train_s = fit_ensemble(
+                rows.train_x, rows.train_y, rows.n_classes, settings.ensemble, settings.learning_rate,
+                settings.weight_decay, epochs, settings.batch_size, settings.hidden, settings.seed, rows.eval_x,
+                rows.eval_y, self.on_epoch, early_stopping, rows.training_rows)
+            run_queries.update_run(run.db, run.run_id, backend="xla", devices=1, processes=jax.process_count(),
+                                   backend_reason="an ensemble trains side by side in XLA")
+            return params, history, "xla", compile_s, train_s
+        network = fit_network(rows.train_x, rows.train_y, rows.n_classes, settings, backend, rows.eval_x,
+                              rows.eval_y, self.on_epoch, checkpointer=checkpointer,
+                              stop_requested=run.stop_requested, early_stopping=early_stopping, rows=shares)
+        run_queries.update_run(run.db, run.run_id, devices=network.devices, processes=jax.process_count())
+        return network.params, network.history, backend, network.compile_seconds, network.train_seconds
+
+
+class _ViewRows(NamedTuple):
+    """The rows one view trains and is scored on."""
+
+    train_x: object
+    train_y: np.ndarray
+    eval_x: object
+    eval_y: np.ndarray
+    n_classes: int
+    training_rows: np.ndarray | None  # the rows of train_x that train (None: all)
