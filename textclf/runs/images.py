@@ -19,6 +19,7 @@ from pipelines.images import is_idx_folder, read_image_corpus
 from textclf.inference.text_model import encode_labels
 from textclf.training.cnn import fit_cnn
 from textclf.errors import CorpusError
+from textclf.runs.context import RunContext
 from textclf.runs.record import EpochRecorder, finish_run
 from textclf.training.events import EpochStats
 
@@ -32,12 +33,14 @@ def _test_corpus(corpus_path: Path, test_path):
     return None
 
 
-def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, test_path, model_path, report,
-                 phase, primary: bool = True, checkpointer=None, stop_requested=None):
+def train_images(run: RunContext, corpus_path: Path, test_path, settings, backend: str, model_path):
+    """The image corpus read and split, the CNN trained (textclf/training/cnn.py), the run recorded, the model
+    written."""
     from textclf.inference.artifacts import save_image_model
     from textclf.inference.image_model import ImageModel
     from textclf.runs.results import TrainEvent, TrainResult
 
+    db, run_id, phase, report = run.db, run.run_id, run.phase, run.report
     with phase("read"):
         corpus = read_image_corpus(corpus_path)
         test = _test_corpus(corpus_path, test_path)
@@ -81,8 +84,8 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
     train_start = time.perf_counter()  # the first epoch includes compiling the epoch function
     # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
     params, history = fit_cnn(train_x, train_y, len(classes), settings, backend, eval_x, eval_y,
-                              interpret, on_epoch=on_epoch, checkpointer=checkpointer,
-                              stop_requested=stop_requested,
+                              interpret, on_epoch=on_epoch, checkpointer=run.checkpointer,
+                              stop_requested=run.stop_requested,
                               on_step=lambda done, total: report(TrainEvent("steps", done=done, total=total)))
     phase.seconds["train"] = time.perf_counter() - train_start
     model = ImageModel(params, classes, settings, tuple(train_x.shape[1:]))
@@ -91,7 +94,7 @@ def train_images(db, run_id: int, corpus_path: Path, settings, backend: str, tes
     model.metadata = {"run_id": run_id, "corpus": str(corpus_path), "eval_kind": eval_kind,
                       "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
                       "created": run_queries.now(), "backend": backend}
-    path = finish_run(db, run_id, phase, lambda path: save_image_model(model, path), model_path, primary,
-                      record_epoch, last, eval_accuracy)
-    return TrainResult(run_id, path.resolve() if primary else None, eval_accuracy, eval_kind, last.train_accuracy,
+    path = finish_run(run, lambda path: save_image_model(model, path), model_path, record_epoch, last,
+                      eval_accuracy)
+    return TrainResult(run_id, path.resolve() if run.primary else None, eval_accuracy, eval_kind, last.train_accuracy,
                        len(train_y), len(eval_y), history, dict(phase.seconds), {}, 0, model)

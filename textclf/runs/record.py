@@ -9,7 +9,8 @@ from typing import Callable
 
 from db import runs as run_queries
 from db.errors import DatabaseError
-from textclf.runs.results import PhaseTimer, default_model_path
+from textclf.runs.context import RunContext
+from textclf.runs.results import default_model_path
 from textclf.training.events import EpochStats
 
 # Ending a run waits out another writer's lock this many times (each the busy timeout, TEXTCLF_DB_TIMEOUT):
@@ -55,17 +56,17 @@ class EpochRecorder:
         waiting_out_locks(self._write)
 
 
-def finish_run(db, run_id: int, phase: PhaseTimer, save: Callable[[Path], object] | None, model_path, primary: bool,
-               record_epoch: EpochRecorder, last: EpochStats, eval_accuracy: float) -> Path:
+def finish_run(run: RunContext, save: Callable[[Path], object] | None, model_path, record_epoch: EpochRecorder,
+               last: EpochStats, eval_accuracy: float) -> Path | None:
     """The end of a run that trained: the model file written (by the primary process, through save(path)) before
     the run is marked finished with it, the epochs and phase times recorded. save None: no file (the estimator
     keeps its model in memory). -> the model file's path (None without a file)."""
-    path = Path(model_path) if model_path else default_model_path(run_id)
-    if primary and save is not None:
-        with phase("save"):
+    path = Path(model_path) if model_path else default_model_path(run.run_id)
+    if run.primary and save is not None:
+        with run.phase("save"):
             save(path)
     record_epoch.flush()
-    run_queries.add_phases(db, run_id, phase.seconds)
-    end_run(db, run_id, "finished", model_path=str(path.resolve()) if save is not None else None,
+    run_queries.add_phases(run.db, run.run_id, run.phase.seconds)
+    end_run(run.db, run.run_id, "finished", model_path=str(path.resolve()) if save is not None else None,
             final_loss=last.loss, train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy)
     return path if save is not None else None

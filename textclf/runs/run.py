@@ -121,8 +121,7 @@ def _check_model_path(model_path: str | Path | None) -> None:
 
 
 def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings, model_path) -> TrainResult:
-    db, run_id, warmup, report, phase = run.db, run.run_id, run.warmup, run.report, run.phase
-    primary, checkpointer, stop_requested = run.primary, run.checkpointer, run.stop_requested
+    db, run_id, warmup, phase = run.db, run.run_id, run.warmup, run.phase
     in_memory = isinstance(corpus_path, Corpus) or isinstance(test_path, Corpus)
     if in_memory and settings.model == "cnn":
         raise SettingsError("documents in memory are text: train images from a folder with `textclf train`")
@@ -131,8 +130,7 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
 
         with phase("warmup"):
             backend = record_backend(db, run_id, backend_ready(db, run_id, warmup), "cnn", settings)
-        return train_images(db, run_id, corpus_path, settings, backend, test_path, model_path, report, phase,
-                            primary, checkpointer, stop_requested)
+        return train_images(run, corpus_path, test_path, settings, backend, model_path)
     data, settings = _text_data(run, corpus_path, test_path, settings, in_memory)
     with phase("warmup"):  # what is left of the JAX start-up once vectorizing is done
         backend = backend_ready(db, run_id, warmup)
@@ -180,7 +178,7 @@ def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, m
                          ) -> TrainResult:
     """The trained network as a model, scored on the held-out documents, written (the run's keep_files) and
     recorded finished."""
-    db, run_id, phase = run.db, run.run_id, run.phase
+    run_id, phase = run.run_id, run.phase
     classes, eval_kind, eval_x = data.classes, data.eval_kind, data.eval_x
     eval_y = encode_labels(data.eval_labels, classes)
     model = Model(data.vectorizer, fitted.params, labels=classes, settings=fitted.settings)
@@ -200,7 +198,7 @@ def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, m
         "created": run_queries.now(), "backend": fitted.backend, "search": data.search,
     }
     save = (lambda path: save_model(model, path)) if run.keep_files else None
-    path = finish_run(db, run_id, phase, save, model_path, run.primary, record_epoch, last, eval_accuracy)
+    path = finish_run(run, save, model_path, record_epoch, last, eval_accuracy)
     n_train = data.rows.total if data.rows is not None else fitted.n_training
     return TrainResult(run_id, path.resolve() if run.primary and path else None, eval_accuracy, eval_kind,
                        last.train_accuracy, n_train, n_eval, history, dict(phase.seconds), data.skipped,
