@@ -10,7 +10,7 @@ from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 # Imported before the vectorizing workers fork, so that they inherit it: the character view and n-grams of 3 are
@@ -98,17 +98,28 @@ def check_test_labels(test_labels, train_labels, test_source: str) -> None:
         )
 
 
-def record_corpus(db, run_id, fmt, fingerprint, train_skipped, test_skipped, non_utf8, train_labels, eval_labels,
-                   has_test: bool, counts: tuple[int, int] | None = None, classes: list[str] | None = None
-                   ) -> tuple[dict[str, int], list[str], str]:
+class ReadCorpora(NamedTuple):
+    """What reading the training corpus (and the test corpus, where there is one) found besides the documents."""
+
+    format: str
+    fingerprint: str
+    skipped: dict[str, int]  # the training corpus's files or rows left out, by reason
+    test_skipped: dict[str, int] | None  # the test corpus's (None: no test corpus)
+    non_utf8: int  # documents of both decoded with a fallback encoding
+
+
+def record_corpus(run: RunContext, read: ReadCorpora, train_labels, eval_labels,
+                  counts: tuple[int, int] | None = None, classes: list[str] | None = None
+                  ) -> tuple[dict[str, int], list[str], str]:
     """Record what was read in the run row -> (skips by reason, the test's prefixed "test_"; classes; eval kind).
     counts (training, held-out documents) and classes: every process's, where there are several."""
-    skipped = {k: v for k, v in train_skipped.items() if v}
-    skipped.update({f"test_{k}": v for k, v in (test_skipped or {}).items() if v})
+    skipped = {k: v for k, v in read.skipped.items() if v}
+    skipped.update({f"test_{k}": v for k, v in (read.test_skipped or {}).items() if v})
+    has_test = read.test_skipped is not None
     classes, eval_kind = classes or sorted(set(train_labels)), "test" if has_test else "validation"
     n_train, n_eval = counts or (len(train_labels), len(eval_labels))
-    run_queries.update_run(db, run_id, corpus_format=fmt, corpus_fingerprint=fingerprint, skipped=skipped,
-                           non_utf8=non_utf8, n_train=n_train, n_eval=n_eval,
+    run_queries.update_run(run.db, run.run_id, corpus_format=read.format, corpus_fingerprint=read.fingerprint,
+                           skipped=skipped, non_utf8=read.non_utf8, n_train=n_train, n_eval=n_eval,
                            eval_kind=eval_kind, n_classes=len(classes), labels=classes)
     return skipped, classes, eval_kind
 
@@ -177,9 +188,10 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     rows = RowShare(tuple(int(x) for x in np.cumsum([0, *train_counts[:-1]])), tuple(train_counts), share[0])
     fingerprint = hashlib.sha256("".join(str(part["fingerprint"][0]) for part in shared).encode()).hexdigest()
     non_utf8 = sum(int(part["non_utf8"][0]) for part in shared)
+    read = ReadCorpora(corpus.format, fingerprint, skipped, test_skipped if has_test else None, non_utf8)
     skipped, classes, eval_kind = record_corpus(
-        db, run_id, corpus.format, fingerprint, skipped, test_skipped, non_utf8, train_labels, eval_labels, has_test,
-        counts=(rows.total, sum(int(part["sizes"][1]) for part in shared)), classes=classes)
+        run, read, train_labels, eval_labels, counts=(rows.total, sum(int(part["sizes"][1]) for part in shared)),
+        classes=classes)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
     return TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind, skipped,
                      non_utf8, fingerprint, search, rows=rows, read_documents=len(corpus.labels))
@@ -215,9 +227,9 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
         test = steps.read_test(test_path, corpus, settings)
         eval_labels = test.labels if test is not None else eval_labels
         non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
-        skipped, classes, eval_kind = record_corpus(run.db, run.run_id, corpus.format, corpus.fingerprint,
-                                                    corpus.skipped, test.skipped if test else None, non_utf8,
-                                                    train_labels, eval_labels, test is not None)
+        read = ReadCorpora(corpus.format, corpus.fingerprint, corpus.skipped,
+                           (test.skipped or {}) if test is not None else None, non_utf8)
+        skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels)
         with run.phase("vectorize"):
             vectorizer, train_x, eval_x, cached = steps.vectorize(test, settings, eval_labels, classes, search)
     run_queries.update_run(run.db, run.run_id, n_features=vectorizer.n_features, vectors_cached=cached)
@@ -441,9 +453,9 @@ def hashed_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
         vectorizer = fit_hashing_idf(train_counts, settings)
         train_x, eval_x = weigh(train_counts, vectorizer), weigh(eval_counts, vectorizer)
     non_utf8 = corpus.stats.non_utf8 + (test.stats.non_utf8 if test else 0)
-    skipped, classes, eval_kind = record_corpus(db, run_id, corpus.format, corpus.fingerprint, corpus.stats.skipped,
-                                                 test.stats.skipped if test else None, non_utf8, train_labels,
-                                                 eval_labels, bool(test))
+    read = ReadCorpora(corpus.format, corpus.fingerprint, corpus.stats.skipped,
+                       (test.stats.skipped or {}) if test else None, non_utf8)
+    skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels)
     run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
     return TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
                      skipped, non_utf8, corpus.fingerprint, read_documents=len(corpus.labels))
