@@ -31,14 +31,17 @@ class RunContext:
     plan_only: bool = False
     keep_files: bool = True  # a model file and the vector cache (False: the estimator's run, in memory)
 
+    def record(self, **fields) -> None:
+        """Write these fields of the run's row: every step records through here (the run's one recorder)."""
+        run_queries.update_run(self.db, self.run_id, **fields)
+
+    def backend_ready(self) -> str:
+        """Wait for the JAX warm-up; record the device. -> the backend as asked (checked)."""
+        backend, device = self.warmup.result()
+        self.record(device=device)
+        return backend
+
 
 def source_name(path) -> str:
     """What the run records as a corpus's name: its path, or an in-memory corpus's source."""
     return path.source if isinstance(path, Corpus) else str(path)
-
-
-def backend_ready(db, run_id: int, warmup: BackendWarmup) -> str:
-    """Wait for the JAX warm-up; record the device in the run row. -> the backend as asked (checked)."""
-    backend, device = warmup.result()
-    run_queries.update_run(db, run_id, device=device)
-    return backend

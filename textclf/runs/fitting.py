@@ -19,7 +19,7 @@ from textclf.training.events import EpochStats
 from textclf.training.plan import REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count
 
 
-def record_backend(db, run_id: int, requested: str, network: str, settings: Settings) -> str:
+def record_backend(run: RunContext, requested: str, network: str, settings: Settings) -> str:
     """The backend that trains ("auto" decided from measurements, textclf/training/backends.py) and why, in the
     run row."""
     import jax
@@ -31,7 +31,7 @@ def record_backend(db, run_id: int, requested: str, network: str, settings: Sett
     several = network == "mlp" and (settings.devices > 1 or jax.process_count() > 1)
     devices = data_mesh(settings.devices, settings.batch_size).size if several else 1
     backend, why = choose_backend(requested, network, settings.batch_size // devices, jax.default_backend() == "gpu")
-    run_queries.update_run(db, run_id, backend=backend, backend_reason=why)
+    run.record(backend=backend, backend_reason=why)
     return backend
 
 
@@ -87,7 +87,7 @@ def choose_rate_then_refit(run: RunContext, train_x, train_y, n_classes, setting
     search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out,
                              "held_out_documents": len(held), "refit": True, "features": rest_x.shape[1]}
     settings = _with_choice(settings, rates, choice)
-    run_queries.update_run(run.db, run.run_id, search=search, settings=settings.to_dict())
+    run.record(search=search, settings=settings.to_dict())
     return settings
 
 
@@ -147,14 +147,14 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
     n_training = len(train_y) if training_rows is None else len(training_rows)
     if plan.backend != backend:  # the plan's layout trains with another backend (W1 split: XLA)
         backend = plan.backend
-        run_queries.update_run(run.db, run.run_id, backend=backend, backend_reason=f"the plan: {plan.arrangement} "
+        run.record(backend=backend, backend_reason=f"the plan: {plan.arrangement} "
                                f"networks, {plan.parallel} parallel on {plan.devices or 'every'} device(s)")
     views = _Views(plan, settings, n_training, rates, record_epoch, run.report)
     params, backend, settings = views.fit(run, data, train_x, train_y, backend, settings, early_stopping,
                                           training_rows)
     if early_stopping is not None and not rates:  # the model keeps the best epoch: its settings say so
         settings = settings.replace(epochs=early_stopping.best_epoch)
-        run_queries.update_run(run.db, run.run_id, early_stopping=early_stopping.summary(),
+        run.record(early_stopping=early_stopping.summary(),
                                settings=settings.to_dict())
     data.train_x = None  # the training matrices are done with: their memory goes back before the scoring
     return_freed_memory()
@@ -254,17 +254,17 @@ class _Views:
                            rows.training_rows)
         settings = _with_choice(settings, rates, choice)
         data.search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out}
-        run_queries.update_run(run.db, run.run_id, search=data.search, settings=settings.to_dict(), early_stopping={
+        run.record(search=data.search, settings=settings.to_dict(), early_stopping={
             "held_out": int(judge.x.shape[0]), "patience": judge.patience,
             "accuracies": choice.held_out[choice.chosen], "best_epoch": choice.best_epoch,
             "rates": [[r["learning_rate"], r["weight_decay"]] for r in rates], "rate_accuracies": choice.held_out,
             "chosen_rate": choice.chosen})
         if stacked_is_faster():
             backend = "xla"
-            run_queries.update_run(run.db, run.run_id, backend=backend, devices=1, processes=jax.process_count(),
+            run.record(backend=backend, devices=1, processes=jax.process_count(),
                                    backend_reason="networks at several rates train side by side in XLA")
         else:
-            run_queries.update_run(run.db, run.run_id, devices=1, processes=jax.process_count())
+            run.record(devices=1, processes=jax.process_count())
         return choice.params, choice.history, backend, choice.compile_seconds, choice.train_seconds, settings
 
     def _networks(self, run: RunContext, rows: _ViewRows, settings: Settings, backend: str, early_stopping,
@@ -283,7 +283,7 @@ class _Views:
             # Averaged into one model file; their epochs are recorded one member after another.
             params, history, compile_s, train_s = fit_members(rows.train_x, rows.train_y, rows.n_classes, settings,
                                                               backend, rows.eval_x, rows.eval_y, self.on_epoch)
-            run_queries.update_run(run.db, run.run_id, devices=1, processes=jax.process_count())
+            run.record(devices=1, processes=jax.process_count())
             return params, history, backend, compile_s, train_s
         if settings.ensemble > 1:
             # Side by side, averaged into one model file (XLA, one device, no checkpoints).
@@ -291,13 +291,13 @@ class _Views:
                 rows.train_x, rows.train_y, rows.n_classes, settings.ensemble, settings.learning_rate,
                 settings.weight_decay, epochs, settings.batch_size, settings.hidden, settings.seed, rows.eval_x,
                 rows.eval_y, self.on_epoch, early_stopping, rows.training_rows)
-            run_queries.update_run(run.db, run.run_id, backend="xla", devices=1, processes=jax.process_count(),
+            run.record(backend="xla", devices=1, processes=jax.process_count(),
                                    backend_reason="an ensemble trains side by side in XLA")
             return params, history, "xla", compile_s, train_s
         network = fit_network(rows.train_x, rows.train_y, rows.n_classes, settings, backend, rows.eval_x,
                               rows.eval_y, self.on_epoch, checkpointer=checkpointer,
                               stop_requested=run.stop_requested, early_stopping=early_stopping, rows=shares)
-        run_queries.update_run(run.db, run.run_id, devices=network.devices, processes=jax.process_count())
+        run.record(devices=network.devices, processes=jax.process_count())
         return network.params, network.history, backend, network.compile_seconds, network.train_seconds
 
 

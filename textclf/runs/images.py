@@ -67,7 +67,7 @@ def train_images(run: RunContext, corpus_path: Path, test_path, settings, backen
         labels = encode(corpus.labels)
         train_x, train_y, eval_x, eval_y = corpus.images[train_i], labels[train_i], corpus.images[eval_i], labels[eval_i]
     eval_kind = "test" if test is not None else "validation"
-    run_queries.update_run(db, run_id, corpus_format=f"images-{corpus.format}", n_train=len(train_y),
+    run.record(corpus_format=f"images-{corpus.format}", n_train=len(train_y),
                            n_eval=len(eval_y), eval_kind=eval_kind, n_classes=len(classes), labels=classes,
                            n_features=int(np.prod(train_x.shape[1:])))
 

@@ -38,7 +38,7 @@ from textclf.training.events import Terminated, TrainingStopped
 from textclf.training.plan import Machine, TrainingPlan, plan_training
 from textclf.training.search_rules import SearchRules
 from textclf.versions import versions
-from textclf.runs.context import RunContext, backend_ready, source_name
+from textclf.runs.context import RunContext, source_name
 from textclf.runs.fitting import eval_scores, fit_plan, record_backend
 from textclf.runs.text_data import TextData, hashed_data, shared_data, vectorized_data
 
@@ -121,7 +121,7 @@ def _check_model_path(model_path: str | Path | None) -> None:
 
 
 def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings, model_path) -> TrainResult:
-    db, run_id, warmup, phase = run.db, run.run_id, run.warmup, run.phase
+    db, run_id, phase = run.db, run.run_id, run.phase
     in_memory = isinstance(corpus_path, Corpus) or isinstance(test_path, Corpus)
     if in_memory and settings.model == "cnn":
         raise SettingsError("documents in memory are text: train images from a folder with `textclf train`")
@@ -129,19 +129,19 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
         from textclf.runs.images import train_images
 
         with phase("warmup"):
-            backend = record_backend(db, run_id, backend_ready(db, run_id, warmup), "cnn", settings)
+            backend = record_backend(run, run.backend_ready(), "cnn", settings)
         return train_images(run, corpus_path, test_path, settings, backend, model_path)
     data, settings = _text_data(run, corpus_path, test_path, settings, in_memory)
     with phase("warmup"):  # what is left of the JAX start-up once vectorizing is done
-        backend = backend_ready(db, run_id, warmup)
+        backend = run.backend_ready()
     return_freed_memory()
 
-    backend = record_backend(db, run_id, backend, "mlp", settings)
+    backend = record_backend(run, backend, "mlp", settings)
 
     views = data.vectorizer.view_widths if settings.char_ngrams else (data.train_x.shape[1],)
     plan = plan_training(settings, data.search, len(data.train_labels), tuple(views), backend, _machine(data),
                          run.rules)
-    run_queries.update_run(db, run_id, plan=plan.to_dict())
+    run.record(plan=plan.to_dict())
     if run.plan_only:
         return _planned(run, data, plan, settings)
     record_epoch = EpochRecorder(db, run_id)

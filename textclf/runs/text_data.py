@@ -28,7 +28,7 @@ from textclf.inference.text_model import encode_labels
 from textclf.settings import Settings
 from textclf.errors import CorpusError
 from textclf.paths import vector_cache_dir
-from textclf.runs.context import RunContext, backend_ready
+from textclf.runs.context import RunContext
 from textclf.runs.search_cache import search_key
 from textclf.runs.results import TrainEvent
 from textclf.training.plan import Machine, plan_training
@@ -118,7 +118,7 @@ def record_corpus(run: RunContext, read: ReadCorpora, train_labels, eval_labels,
     has_test = read.test_skipped is not None
     classes, eval_kind = classes or sorted(set(train_labels)), "test" if has_test else "validation"
     n_train, n_eval = counts or (len(train_labels), len(eval_labels))
-    run_queries.update_run(run.db, run.run_id, corpus_format=read.format, corpus_fingerprint=read.fingerprint,
+    run.record(corpus_format=read.format, corpus_fingerprint=read.fingerprint,
                            skipped=skipped, non_utf8=read.non_utf8, n_train=n_train, n_eval=n_eval,
                            eval_kind=eval_kind, n_classes=len(classes), labels=classes)
     return skipped, classes, eval_kind
@@ -138,7 +138,7 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     from textclf.training.data_parallel import RowShare
     from textclf.training.distributed import exchange_arrays
 
-    db, run_id, phase, warmup, pool, report = run.db, run.run_id, run.phase, run.warmup, run.pool, run.report
+    phase, warmup, pool, report = run.phase, run.warmup, run.pool, run.report
 
     def read_progress(documents: int, stats) -> None:  # of this process's share
         report(TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total, documents=documents))
@@ -173,7 +173,7 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     if has_test:
         check_test_labels(set().union(*(map(str, part["test_labels"]) for part in shared)), labels, test.source)
     search = {"skipped": "several processes train together: pass the settings a one-process search chose"}
-    run_queries.update_run(db, run_id, search=search)
+    run.record(search=search)
     with ExitStack() as stack:
         workers = pool or stack.enter_context(vectorize_pool(len(train_texts)))
         warmup.start()
@@ -192,7 +192,7 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     skipped, classes, eval_kind = record_corpus(
         run, read, train_labels, eval_labels, counts=(rows.total, sum(int(part["sizes"][1]) for part in shared)),
         classes=classes)
-    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
+    run.record(n_features=vectorizer.n_features, vectors_cached=False)
     return TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind, skipped,
                      non_utf8, fingerprint, search, rows=rows, read_documents=len(corpus.labels))
 
@@ -232,7 +232,7 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
         skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels)
         with run.phase("vectorize"):
             vectorizer, train_x, eval_x, cached = steps.vectorize(test, settings, eval_labels, classes, search)
-    run_queries.update_run(run.db, run.run_id, n_features=vectorizer.n_features, vectors_cached=cached)
+    run.record(n_features=vectorizer.n_features, vectors_cached=cached)
     data = TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
                     skipped, non_utf8, corpus.fingerprint, search, search_key=search_key,
                     read_documents=len(corpus.texts))
@@ -257,7 +257,7 @@ class _TfidfSteps:
         if self.workers is None:
             self.workers = self.stack.enter_context(vectorize_pool(documents))
         if not self.run.warmup.started:  # the first use: the run records how its vectorizing runs
-            run_queries.update_run(self.run.db, self.run.run_id, vectorize_workers=self.workers.description)
+            self.run.record(vectorize_workers=self.workers.description)
         self.run.warmup.start()
         return self.workers
 
@@ -392,7 +392,7 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
     it, the rate choice's, keeps the leaderboard), the key its choice is recorded under)."""
     db, run_id, phase, warmup, report = run.db, run.run_id, run.phase, run.warmup, run.report
     with phase("warmup"):
-        backend_ready(db, run_id, warmup)
+        run.backend_ready()
     import jax  # after the warm-up thread's import
 
     from textclf.training.search import SEARCH_FORMAT, search_settings
@@ -405,14 +405,14 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
         # Every process would search on its own, and a float that rounds differently on one host would make the
         # processes choose different settings and then deadlock in their collectives.
         summary = {"skipped": "several processes train together: pass the settings a one-process search chose"}
-        run_queries.update_run(db, run_id, search=summary)
+        run.record(search=summary)
         return settings, summary, None
     key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT, run.rules)
     recorded = run_queries.find_search(db, key) if settings.search == "auto" else None
     if recorded:
         summary = {"leaderboard": [], **recorded["summary"], "reused_from": recorded["run_id"]}
         chosen = Settings.from_dict({**recorded["settings"], "search": settings.search})
-        run_queries.update_run(db, run_id, search=summary, settings=chosen.to_dict())
+        run.record(search=summary, settings=chosen.to_dict())
         return chosen, summary, key
     with phase("search"):
         rows = searched_rows(labels, settings, jax.default_backend(), run.rules)
@@ -421,7 +421,7 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
     if result.trials:
         run_queries.add_search_trials(db, run_id, result.trials)
     recorded_summary = {**result.summary, "leaderboard": result.leaderboard[:10]}
-    run_queries.update_run(db, run_id, search=recorded_summary, settings=result.settings.to_dict())
+    run.record(search=recorded_summary, settings=result.settings.to_dict())
     if result.summary.get("skipped"):
         return result.settings, recorded_summary, None
     run_queries.save_search(db, key, run_id, result.settings.to_dict(), recorded_summary)
@@ -434,7 +434,6 @@ def hashed_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     from pipelines.stream import hash_corpus, weigh
     from pipelines.vectorize import fit_hashing_idf
 
-    db, run_id = run.db, run.run_id
     with run.phase("read_vectorize"):
         corpus = hash_corpus(corpus_path, settings)
         test = hash_corpus(test_path, settings) if test_path else None
@@ -456,6 +455,6 @@ def hashed_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     read = ReadCorpora(corpus.format, corpus.fingerprint, corpus.stats.skipped,
                        (test.stats.skipped or {}) if test else None, non_utf8)
     skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels)
-    run_queries.update_run(db, run_id, n_features=vectorizer.n_features, vectors_cached=False)
+    run.record(n_features=vectorizer.n_features, vectors_cached=False)
     return TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
                      skipped, non_utf8, corpus.fingerprint, read_documents=len(corpus.labels))
