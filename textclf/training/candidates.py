@@ -1,4 +1,6 @@
-"""K networks trained side by side on the same minibatches: the step of the model search (textclf/training/search.py).
+"""K networks trained side by side on the same minibatches: the step of the model search (textclf/training/search.py),
+of an ensemble and of the rate candidates. (Over 600 lines: all three drive the one stacked step defined here, its
+batches and its scoring; the file is split along those three users where they no longer share it.)
 
 The K candidates share one input (the same documents, the same vectorizer columns) and differ in learning rate
 and weight decay.
