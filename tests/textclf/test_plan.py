@@ -9,7 +9,7 @@ from textclf.training.plan import (
 from textclf.training.search_rules import SearchRules
 
 RULES = SearchRules()
-GPU, CPU = Machine("gpu", 1, 1, stacked_faster=True), Machine("cpu", 1, 1, stacked_faster=False)
+GPU, CPU = Machine(1, 1, stacked_faster=True), Machine(1, 1, stacked_faster=False)
 SEARCHED = {"rounds": 10}
 RATES = {"rounds": 10, "rate_candidates": [{"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 4},
                                            {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 6}]}
@@ -54,7 +54,7 @@ def test_a_character_view_trains_beside_the_words_with_its_own_rate_and_epochs()
 
 
 def test_several_processes_train_on_their_shares():
-    plan = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "xla", Machine("gpu", 1, 2))
+    plan = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "xla", Machine(1, 2))
     assert plan.rows == "shares" and plan.processes == 2
 
 
@@ -96,7 +96,7 @@ def test_train_plan_only_prints_the_plan_records_it_and_writes_no_model(tmp_path
 
 
 def test_one_network_trains_on_one_gpu_unless_told_and_then_splits_w1():
-    two = Machine("gpu", 2)
+    two = Machine(2)
     for batch in (64, 4096, 16384):  # a split was slower end to end at every batch measured
         plan = plan_training(Settings(ensemble=1, batch_size=batch), SEARCHED, BIG, (32768,), "pallas", two)
         assert (plan.parallel, plan.devices, plan.backend) == ("data", 1, "pallas")
@@ -113,5 +113,5 @@ def test_one_network_trains_on_one_gpu_unless_told_and_then_splits_w1():
     assert plan_training(data.replace(batch_size=8192), SEARCHED, BIG, (32768,), "xla", two).devices == 1
     # an ensemble side by side is one program on one device; several processes split the batch as typed
     assert plan_training(Settings(ensemble=5, devices=2), SEARCHED, BIG, (32768,), "xla", two).devices == 1
-    shared = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "xla", Machine("gpu", 2, processes=2))
+    shared = plan_training(Settings(ensemble=1), SEARCHED, 5000, (8192,), "xla", Machine(2, processes=2))
     assert (shared.parallel, shared.devices, shared.rows) == ("data", 0, "shares")

@@ -156,7 +156,7 @@ def _machine(data: TextData) -> Machine:
     from textclf.training.candidates import stacked_is_faster
 
     processes = 1 if data.rows is None else len(data.rows.counts)
-    return Machine(jax.default_backend(), jax.local_device_count(), processes, stacked_is_faster())
+    return Machine(jax.local_device_count(), processes, stacked_is_faster())
 
 
 def _text_data(run: RunContext, corpus_path, test_path, settings: Settings, in_memory: bool

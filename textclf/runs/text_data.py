@@ -65,7 +65,7 @@ def side_by_side_with_held_out(settings: Settings, search: dict | None, n_train:
     from textclf.training.candidates import stacked_is_faster
 
     widths = (1,) if one_view else (1, 1)
-    machine = Machine(jax.default_backend(), jax.local_device_count(), 1, stacked_is_faster())
+    machine = Machine(jax.local_device_count(), 1, stacked_is_faster())
     return plan_training(settings, search, n_train, widths, "xla", machine, rules).rows == "device"
 
 

@@ -33,8 +33,7 @@ DATA_MIN_ROWS_PER_DEVICE = 8192
 class Machine:
     """What the plan needs to know of the devices: read once from JAX by the caller."""
 
-    platform: str  # jax's default backend: "cpu", "gpu", ...
-    local_devices: int  # accelerators of this process (1 on a CPU)
+    local_devices: int  # devices of this process
     processes: int = 1
     stacked_faster: bool = True  # K networks side by side beat K one after another (candidates.stacked_is_faster)
 
@@ -110,7 +109,7 @@ def held_out_count(n_train: int) -> int:
 
 
 def plan_training(settings: Settings, search: dict | None, n_train: int, view_widths: tuple[int, ...],
-                  backend: str, machine: Machine = Machine("cpu", 1), rules: SearchRules = SearchRules()
+                  backend: str, machine: Machine = Machine(1), rules: SearchRules = SearchRules()
                   ) -> TrainingPlan:
     """The plan for `n_train` training documents whose views are `view_widths` columns wide (the words', then the
     characters' where Settings.char_ngrams), trained by `backend` (as chosen for one device) on `machine`.
