@@ -348,7 +348,7 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
 
 def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matrix(tmp_path, db_path, monkeypatch):
     """Beyond the search's sample, an ensemble side by side (a GPU's) trains on the rows of the matrix that are not
-    held out for early stopping, without a copy of them (candidates._stacked_epochs' rows)."""
+    held out for early stopping, without a copy of them (candidates.StackedEpochs' rows)."""
     import json
 
     from textclf.training import candidates, plan as plan_module
@@ -359,13 +359,13 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     rules = SearchRules(search_documents=150)
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
     trained_rows = []
-    real = candidates._stacked_epochs
+    real = candidates.StackedEpochs
 
     def recording(train_x, train_y, *args):
         trained_rows.append((train_x.shape[0], None if len(args) < 8 else len(args[7]), type(train_x).__name__))
         return real(train_x, train_y, *args)
 
-    monkeypatch.setattr(candidates, "_stacked_epochs", recording)
+    monkeypatch.setattr(candidates, "StackedEpochs", recording)
     texts, labels = question_corpus(600)
     corpus = tmp_path / "questions.jsonl"
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))

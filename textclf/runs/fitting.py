@@ -44,7 +44,7 @@ DEVICE_EVAL_WORK = 40_000_000
 def held_out_stopping(train_x, train_y: np.ndarray, seed: int):
     """-> (the rows of train_x that train, sorted, an EarlyStopping judging the held-out rest). The training rows
     are not copied out of the matrix here: networks side by side train on them in place (candidates.
-    _stacked_epochs), and a copy beside the matrix doubled a ten-million-document run's host memory. train_x on
+    StackedEpochs), and a copy beside the matrix doubled a ten-million-document run's host memory. train_x on
     the device already (ResidentRows): the held-out rows are read back from it."""
     from textclf.training.device_data import ResidentRows, host_rows
     from textclf.training.fit import EarlyStopping

@@ -401,12 +401,6 @@ class StackedEpochs:
         return params, state, (sum(h[0] for h in hits), sum(h[1] for h in hits)), jnp.concatenate(losses)
 
 
-def _stacked_epochs(train_x, train_y, n_classes, rates, decays, epochs, batch_size, hidden, seed, rows=None
-                    ) -> StackedEpochs:
-    """The StackedEpochs of these networks (one name for tests to watch what trains side by side)."""
-    return StackedEpochs(train_x, train_y, n_classes, rates, decays, epochs, batch_size, hidden, seed, rows)
-
-
 class _EpochClock:
     """Seconds an epoch took; the first one's counted as compilation (it compiles the step), as fit_network does."""
 
@@ -438,7 +432,7 @@ def fit_ensemble(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_c
                  training_rows: np.ndarray | None = None):
     """Train `members` networks side by side (different initialisations, the same batches and rate) on the
     training rows (training_rows of train_x, default all; train_x a CSR matrix or already on the device:
-    _stacked_epochs); -> (merged parameters, list of EpochStats, compile seconds, train seconds). After each epoch
+    StackedEpochs); -> (merged parameters, list of EpochStats, compile seconds, train seconds). After each epoch
     the ensemble is scored on (eval_x, eval_y) if given. No checkpoints: an interrupted ensemble starts over.
     early_stopping (textclf.training.fit.EarlyStopping): judges the merged network after each epoch; its best
     epoch's parameters are returned."""
@@ -446,7 +440,7 @@ def fit_ensemble(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_c
 
     dense = dense_default()
     eval_hits = device_scoring(eval_x, eval_y, batch_size, dense) if eval_x is not None and eval_x.shape[0] else None
-    step = _stacked_epochs(train_x, train_y, n_classes, [learning_rate] * members, [weight_decay] * members,
+    step = StackedEpochs(train_x, train_y, n_classes, [learning_rate] * members, [weight_decay] * members,
                            epochs, batch_size, hidden, seed, training_rows)
     n_training = train_x.shape[0] if training_rows is None else len(training_rows)
     clock = _EpochClock()
@@ -549,7 +543,7 @@ def fit_rates(train_x: sp.csr_matrix | ResidentRows, train_y: np.ndarray, n_clas
     own textclf.training.fit.EarlyStopping). No checkpoints: where stop_requested() says so after an epoch,
     textclf.training.events.TrainingStopped is raised and the training starts over when resumed.
     After each epoch the leading network is scored on (eval_x, eval_y) if given, for the run's record.
-    training_rows: the rows of train_x that train (default all; side by side without a copy, _stacked_epochs).
+    training_rows: the rows of train_x that train (default all; side by side without a copy, StackedEpochs).
     A train_x already on the device (ResidentRows) trains side by side only."""
     if stacked_is_faster() or isinstance(train_x, ResidentRows):
         return _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_x, held_y, eval_x,
@@ -577,7 +571,7 @@ def _rates_side_by_side(train_x, train_y, n_classes, settings, candidates, held_
     eval_hits = device_scoring(eval_x, eval_y, SCORE_BATCH, dense) if eval_x is not None and eval_x.shape[0] else None
     count = len(candidates)
     caps = np.array([epochs for _, _, epochs in candidates])  # a network is judged up to its own epoch count
-    step = _stacked_epochs(train_x, train_y, n_classes, [rate for rate, _, _ in candidates],
+    step = StackedEpochs(train_x, train_y, n_classes, [rate for rate, _, _ in candidates],
                            [decay for _, decay, _ in candidates], int(caps.max()), settings.batch_size,
                            settings.hidden, settings.seed, training_rows)
     n_training = train_x.shape[0] if training_rows is None else len(training_rows)
