@@ -1,4 +1,6 @@
 """scikit-learn bag of words -> L2-normalised sublinear TF-IDF rows (scipy CSR, float32).
+(Over 600 lines: the Vectorizer's fit paths, transform paths and term selection share the chunking and weighting
+helpers here; their natural split is a package, pipelines/vectorize/, one module each.)
 
 Two kinds, both saved as plain arrays (never pickled):
 - "tfidf": CountVectorizer over the training corpus (min_df, stop words, n-grams), then the `features` terms

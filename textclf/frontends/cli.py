@@ -1,5 +1,7 @@
 """`textclf` command line: thin typer commands over the library. Results go to stdout, progress and errors to
-stderr; any of textclf.errors.USER_ERRORS becomes "Error: <message>" and exit code 1, never a traceback."""
+stderr; any of textclf.errors.USER_ERRORS becomes "Error: <message>" and exit code 1, never a traceback.
+(Over 600 lines: every command of one typer app and the printing of their results; resolving a model and
+reading a run for display belong in library calls, which would leave the commands thin.)"""
 
 from __future__ import annotations
 
