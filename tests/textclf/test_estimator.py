@@ -160,10 +160,10 @@ def test_the_estimator_searches_and_trains_the_model_textclf_train_trains(tmp_pa
                                                         for t, lab in zip(x, y)))
     done = CliRunner().invoke(app, ["train", str(tmp_path / "train.jsonl"), "--test", str(tmp_path / "test.jsonl"),
                                     "--db", str(tmp_path / "runs.db"), "--out", str(tmp_path / "m.npz"),
-                                    "--search-steps", "3000", "--json"])
+                                    "--search-steps", "1500", "--json"])
     assert done.exit_code == 0, done.output
     cli = json.loads(done.stdout)
-    fitted = TextClassifier(search_steps=3000).fit(texts, labels)
+    fitted = TextClassifier(search_steps=1500).fit(texts, labels)
     assert "skipped" not in cli["search"] and len(fitted.search_["leaderboard"]) == len(cli["search"]["leaderboard"])
     if jax.default_backend() != "cpu":
         return  # a GPU's scatter-adds sum in no fixed order: the same weights bit for bit only on a CPU

@@ -78,7 +78,7 @@ def test_train_plan_only_prints_the_plan_records_it_and_writes_no_model(tmp_path
     db_path, model = tmp_path / "runs.db", tmp_path / "m.npz"
     runner = CliRunner()
     planned = runner.invoke(app, ["train", str(corpus), "--db", str(db_path), "--out", str(model), "--search-steps",
-                                  "2000", "--plan-only"])
+                                  "800", "--plan-only"])
     assert planned.exit_code == 0, planned.output
     assert "networks             1 a view, one" in planned.stdout and "planned (not trained)" in planned.stdout
     assert not model.exists()
@@ -88,7 +88,7 @@ def test_train_plan_only_prints_the_plan_records_it_and_writes_no_model(tmp_path
     assert shown.exit_code == 0 and "views                words (" in shown.stdout
     # the next train reuses the planned run's search and trains that plan
     trained = runner.invoke(app, ["train", str(corpus), "--db", str(db_path), "--out", str(model), "--search-steps",
-                                  "2000", "--json"])
+                                  "800", "--json"])
     assert trained.exit_code == 0, trained.output
     result = json.loads(trained.stdout)
     assert result["search"]["reused_from"] == 1 and model.exists()
