@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import sqlite_utils
@@ -10,12 +11,12 @@ import sqlite_utils
 def latest_versions(db: sqlite_utils.Database) -> dict[str, dict[str, Any]]:
     """name -> the row of its newest version."""
     rows = db.execute("select name, max(version) from models group by name").fetchall()
-    return {name: db["models"].get((name, version)) for name, version in rows}
+    return {name: _decoded(db["models"].get((name, version))) for name, version in rows}
 
 
 def versions(db: sqlite_utils.Database, name: str) -> list[dict[str, Any]]:
     """Every version of one model, oldest first ([] when the name is unknown)."""
-    return list(db["models"].rows_where("name = ?", [name], order_by="version"))
+    return [_decoded(row) for row in db["models"].rows_where("name = ?", [name], order_by="version")]
 
 
 def get_version(db: sqlite_utils.Database, name: str, version: int | None = None) -> dict[str, Any] | None:
@@ -23,7 +24,12 @@ def get_version(db: sqlite_utils.Database, name: str, version: int | None = None
     if version is None:
         return latest_versions(db).get(name)
     rows = list(db["models"].rows_where("name = ? and version = ?", [name, version]))
-    return rows[0] if rows else None
+    return _decoded(rows[0]) if rows else None
+
+
+def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+    """A models row with its labels as a list (stored as JSON, as the runs table stores them)."""
+    return {**row, "labels": json.loads(row["labels"]) if row.get("labels") else None}
 
 
 def set_path(db: sqlite_utils.Database, name: str, version: int, path: str) -> None:

@@ -5,6 +5,8 @@ Add a migration by appending a function; never edit one that has shipped.
 
 from __future__ import annotations
 
+import json
+
 import sqlite_utils
 
 from db.errors import DatabaseError
@@ -166,9 +168,17 @@ def _v11_plan(db: sqlite_utils.Database) -> None:
     db["runs"].add_column("plan", str)
 
 
+def _v12_model_labels_as_json(db: sqlite_utils.Database) -> None:
+    # models.labels: a JSON list, as runs.labels (it was the labels joined by commas).
+    for name, version, labels in db.execute("select name, version, labels from models").fetchall():
+        if labels and not labels.startswith("["):
+            db.execute("update models set labels = ? where name = ? and version = ?",
+                       [json.dumps(labels.split(",")), name, version])
+
+
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
               _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache, _v10_vectorize_workers,
-              _v11_plan]
+              _v11_plan, _v12_model_labels_as_json]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -126,11 +126,11 @@ def test_service_classifies_base64_images(image_dir, db_path):
         assert response.status_code == 200, response.text
         assert [p["label"] for p in response.json()["predictions"]] == ["left", "right"]
         bad = client.post("/v1/models/shapes:predict", json={"instances": [encoded[0], "not base64!"]})
-        assert bad.status_code == 400 and "instance 1 is not base64" in bad.json()["detail"]
+        assert bad.status_code == 400 and "instance 1 is not base64" in bad.json()["error"]
         Image.new("L", (5, 5)).save(image_dir / "small.png")
         small = base64.b64encode((image_dir / "small.png").read_bytes()).decode()
         wrong = client.post("/v1/models/shapes:predict", json={"instances": [small]})
-        assert wrong.status_code == 400 and "5x5 but the model takes 12x12" in wrong.json()["detail"]
+        assert wrong.status_code == 400 and "5x5 but the model takes 12x12" in wrong.json()["error"]
 
 
 def test_image_training_reports_its_epochs_once_and_steps_within_them(image_dir, tmp_path, db_path):

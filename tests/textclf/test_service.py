@@ -72,7 +72,7 @@ def _series(exposed: str, name: str) -> float:
 
 
 @pytest.mark.parametrize("kwargs, status", [
-    (dict(json={"instances": []}), 422),
+    (dict(json={"instances": []}), 400),
     (dict(json={"instances": "not a list"}), 422),
     (dict(json={"instances": [1, 2]}), 422),
     (dict(content=b"{not json", headers={"content-type": "application/json"}), 422),
@@ -82,7 +82,7 @@ def _series(exposed: str, name: str) -> float:
 ])
 def test_bad_requests_get_4xx_json_and_the_service_keeps_serving(client, kwargs, status):
     response = client.post("/v1/models/sample:predict", **kwargs)
-    assert response.status_code == status and "detail" in response.json()
+    assert response.status_code == status and "error" in response.json()
     assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200
 
 
@@ -131,16 +131,16 @@ def test_job_submission_needs_token_and_data_root(client, corpus_dir, tmp_path):
     assert client.post("/v1/jobs", json={"corpus": str(corpus_dir)}).status_code == 401
     auth = {"Authorization": f"Bearer {TOKEN}"}
     outside = client.post("/v1/jobs", json={"corpus": "/etc"}, headers=auth)
-    assert outside.status_code == 400 and "outside the data root" in outside.json()["detail"]
+    assert outside.status_code == 400 and "outside the data root" in outside.json()["error"]
     bad = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": {"epochs": 0}}, headers=auth)
-    assert bad.status_code == 400 and "epochs must be >= 1" in bad.json()["detail"]
+    assert bad.status_code == 400 and "epochs must be >= 1" in bad.json()["error"]
     created = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "name": "again", "settings": {"epochs": 1}},
                           headers=auth)
     assert created.status_code == 201 and created.json()["status"] == "queued"
     assert client.get(f"/v1/jobs/{created.json()['id']}").json()["name"] == "again"
     for name in ("../../../../tmp/ESCAPED", "/tmp/ESCAPED", ".hidden", "a\x00b", "x" * 65):
         refused = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "name": name}, headers=auth)
-        assert refused.status_code == 400 and "is not allowed" in refused.json()["detail"], name
+        assert refused.status_code == 400 and "is not allowed" in refused.json()["error"], name
 
 
 def test_token_everywhere_off_loopback(published):
@@ -279,7 +279,7 @@ def test_a_pinned_version_and_the_kserve_v2_protocol(client, published):
                           ({"inputs": [{"name": "text", "shape": [2], "datatype": "FP32", "data": texts}]}, "BYTES"),
                           ({"inputs": [{"name": "text", "shape": [0], "datatype": "BYTES", "data": []}]}, "no texts")):
         refused = client.post("/v2/models/sample/infer", json=bad)
-        assert refused.status_code == 400 and fragment in refused.json()["detail"]
+        assert refused.status_code == 400 and fragment in refused.json()["error"]
     assert client.post("/v2/models/nope/infer", json=request).status_code == 404
 
 
@@ -288,10 +288,10 @@ def test_job_settings_are_validated_strictly(client, corpus_dir):
     for settings, fragment in (({"epochs": "abc"}, "'epochs'"), ({"epochs": 1.5}, "'epochs'"),
                                ({"epochz": 3}, "unknown setting 'epochz'"), ("fast", "valid dictionary")):
         refused = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": settings}, headers=auth)
-        assert refused.status_code in (400, 422) and fragment in str(refused.json()["detail"]), settings
+        assert refused.status_code in (400, 422) and fragment in str(refused.json()["error"]), settings
     assert client.get(f"/v1/jobs/{10**23}").status_code == 422
     nul = client.post("/v1/jobs", json={"corpus": str(corpus_dir) + "\x00x"}, headers=auth)
-    assert nul.status_code == 400 and "NUL byte" in nul.json()["detail"]
+    assert nul.status_code == 400 and "NUL byte" in nul.json()["error"]
     created = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": {"learning_rate": 0.01}},
                           headers=auth).json()
     assert created["settings"]["pinned"] == ["learning_rate"]
@@ -309,7 +309,7 @@ def test_a_chunked_body_over_the_limit_gets_413_as_it_arrives(client):
 
     response = client.post("/v1/models/sample:predict", content=chunks(),
                            headers={"content-type": "application/json"})
-    assert response.status_code == 413 and "over 10000 bytes" in response.json()["detail"]
+    assert response.status_code == 413 and "over 10000 bytes" in response.json()["error"]
     assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200
 
 
@@ -324,7 +324,7 @@ def test_a_damaged_published_version_is_not_served_and_the_previous_one_is(publi
         answer = client.post("/v1/models/sample:predict", json={"instances": ["the rocket reached orbit"]})
         assert answer.status_code == 200 and answer.json()["version"] == 1  # not a 400 blaming the client
         pinned = client.post("/v1/models/sample/versions/2:predict", json={"instances": ["x"]})
-        assert pinned.status_code == 503 and "republish" in pinned.json()["detail"]
+        assert pinned.status_code == 503 and "republish" in pinned.json()["error"]
         # a damaged version published while serving: said once in the log, the current version keeps serving
         v3 = v2.parent / "v3.textclf.npz"
         v3.write_bytes(b"not a model")

@@ -824,15 +824,35 @@ def runs_compare(run_a: int, run_b: int, db: DbOption = None, as_json: JsonOptio
 def runs_plot(
     run_id: int,
     db: DbOption = None,
-    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG to write (default run-ID.png).")] = None,
+    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG, SVG or PDF to write (default run-ID.png).")] = None,
 ) -> None:
-    """Write a PNG of the run's loss and accuracy per epoch."""
+    """Write a picture of the run's loss and accuracy per epoch."""
     from db import open_db
     from db.runs import get_run
     from textclf.frontends.plot import plot_run
 
     path = plot_run(get_run(open_db(run_db_path(db)), run_id), out_path or Path(f"run-{run_id}.png"))
     typer.echo(str(path))
+
+
+@runs_app.command("ui")
+@user_errors
+def runs_ui(
+    db: DbOption = None,
+    host: Annotated[str, typer.Option(help="Address to bind (beyond 127.0.0.1 needs --token).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8001,
+    token: Annotated[Optional[str], typer.Option(envvar="TEXTCLF_TOKEN", help="Token every request must carry.")] = None,
+) -> None:
+    """Browse the run database in a web browser (Datasette, read-only): runs, epochs, searches, jobs, models."""
+    import uvicorn
+
+    from textclf.frontends.runs_ui import build_app
+    from textclf.frontends.service.options import ServiceOptions
+
+    options = ServiceOptions.binding(host, token)  # the same rule as `serve`: beyond loopback, a token
+    app_ = build_app(run_db_path(db), options.token)
+    err.print(f"run database {run_db_path(db)} at http://{host}:{port}/ (Ctrl-C stops)", highlight=False)
+    uvicorn.run(app_, host=host, port=port, log_level="warning")
 
 
 @app.command()

@@ -13,6 +13,8 @@ Compiled programs stay warm across jobs through JAX's persistent compilation cac
 
 from __future__ import annotations
 
+import json
+
 import os
 import signal
 import socket
@@ -145,7 +147,7 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
         return "held"
     version, final = publish_file(db, job["name"], result.model_path, run_id=result.run_id, job_id=job_id,
                                   eval_accuracy=result.eval_accuracy, eval_kind=result.eval_kind,
-                                  labels=",".join(result.model.labels))
+                                  labels=json.dumps(list(result.model.labels)))
     decision = f"published as v{version}"
     if comparable:
         decision += (f" ({result.eval_kind} accuracy {result.eval_accuracy:.4f}, serving v{serving['version']} had "

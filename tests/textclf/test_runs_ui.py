@@ -1,0 +1,102 @@
+"""`textclf runs ui`: Datasette on the run database, in a real process, looked at in headless Chromium."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from db import open_db
+from db.columns import TABLES
+from textclf.frontends.cli import app
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory):
+    """-> the base URL of `textclf runs ui` on a database holding one trained run."""
+    home = tmp_path_factory.mktemp("ui")
+    db_path = home / "runs.db"
+    trained = CliRunner().invoke(app, ["train", str(REPO / "textclf" / "sample_corpus"), "--db", str(db_path),
+                                       "--out", str(home / "m.npz"), "--search", "off", "--epochs", "4",
+                                       "--hidden", "16"])
+    assert trained.exit_code == 0, trained.output
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "TEXTCLF_HOME": str(home)}
+    process = subprocess.Popen([sys.executable, "-m", "textclf", "runs", "ui", "--db", str(db_path), "--port",
+                                str(port)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/-/versions.json", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            assert time.time() < deadline and process.poll() is None, "runs ui did not start"
+            time.sleep(0.2)
+    yield base
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def test_every_table_and_column_is_described_and_the_canned_queries_run(ui, tmp_path):
+    db = open_db(tmp_path / "fresh.db")
+    assert {t: [c.name for c in db[t].columns] for t in db.table_names()} == \
+        {t: list(table["columns"]) for t, table in TABLES.items()}
+    metadata = httpx.get(f"{ui}/-/metadata.json").json()["databases"]["runs"]
+    assert metadata["tables"]["epochs"]["columns"]["loss"] == TABLES["epochs"]["columns"]["loss"]
+    assert httpx.get(f"{ui}/runs/run_epochs.json", params={"run_id": 1, "_shape": "array"}).json()[0]["epoch"] == 1
+    best = httpx.get(f"{ui}/runs/best_run_per_corpus.json", params={"_shape": "array"}).json()
+    assert best[0]["run_id"] == 1
+    for query in ("accuracy_over_time", "search_leaderboard"):
+        assert httpx.get(f"{ui}/runs/{query}.json", params={"run_id": 1, "corpus": ""}).status_code == 200
+
+
+def test_the_database_is_read_only_through_the_ui(ui):
+    refused = httpx.post(f"{ui}/runs/-/query", params={"sql": "delete from runs"})
+    assert refused.status_code in (400, 403, 405)
+    answer = httpx.get(f"{ui}/runs.json", params={"sql": "delete from runs"})
+    assert answer.status_code == 400
+    assert httpx.get(f"{ui}/runs/runs.json", params={"_shape": "array"}).json()[0]["id"] == 1
+
+
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver "
+                                                              "(.ci/run installs them)")
+def test_a_runs_page_shows_its_epochs_and_learning_curve_in_chromium(ui):
+    from selenium import webdriver
+    from selenium.webdriver.common.by import By
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"):
+        options.add_argument(flag)
+    browser = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    try:
+        browser.get(f"{ui}/runs/runs/1")
+        assert "runs: 1" in browser.find_element(By.TAG_NAME, "h1").text
+        epochs = browser.find_elements(By.CSS_SELECTOR, "table.run-epochs tbody tr")
+        assert [row.find_element(By.TAG_NAME, "td").text for row in epochs] == ["1", "2", "3", "4"]
+        curve = browser.find_element(By.CSS_SELECTOR, ".learning-curve svg")
+        assert curve.size["width"] > 300 and curve.size["height"] > 100  # drawn, not an empty box
+        browser.get(f"{ui}/runs")
+        assert "best_run_per_corpus" in browser.page_source or "Best run per corpus" in browser.page_source
+    finally:
+        browser.quit()
+
+
+def test_beyond_loopback_the_ui_needs_a_token():
+    result = CliRunner().invoke(app, ["runs", "ui", "--host", "0.0.0.0"], env={"TEXTCLF_TOKEN": ""})
+    assert result.exit_code == 1 and "set --token" in result.output

@@ -1,0 +1,129 @@
+"""`textclf runs ui`: the run database in the browser through Datasette, read-only.
+
+Every table and column described (Datasette's metadata, from db/columns.py), canned queries (best run per
+corpus, accuracy over time, a run's epochs, a search's leaderboard), and on a run's page its epochs and its
+learning curve (an SVG drawn by matplotlib on the server, as `textclf runs plot` draws it). Binds 127.0.0.1
+unless told otherwise; beyond loopback it needs --token, as `textclf serve` does: sent as
+`Authorization: Bearer <token>`, or once as `?token=<token>`, which a browser then keeps as a cookie."""
+
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+
+from datasette import hookimpl
+from datasette.app import Datasette
+from datasette.plugins import pm
+
+from db.columns import TABLES
+from textclf.errors import SettingsError
+
+TEMPLATES = Path(__file__).with_name("runs_ui_templates")
+COOKIE = "textclf_token"
+
+QUERIES = {
+    "best_run_per_corpus": {
+        "title": "Best run per corpus",
+        "description": "The finished run with the highest accuracy on each corpus.",
+        "sql": "select corpus, id as run_id, max(eval_accuracy) as eval_accuracy, eval_kind, n_train, started_at "
+               "from runs where status = 'finished' and eval_accuracy is not null group by corpus "
+               "order by corpus",
+    },
+    "accuracy_over_time": {
+        "title": "Accuracy over time",
+        "description": "Every finished run's accuracy, newest first; filter by corpus.",
+        "sql": "select id as run_id, started_at, corpus, eval_accuracy, eval_kind, backend, device from runs "
+               "where status = 'finished' and (:corpus = '' or corpus = :corpus) order by started_at desc",
+    },
+    "run_epochs": {
+        "title": "A run's epochs",
+        "description": "Loss and accuracies epoch by epoch.",
+        "sql": "select epoch, loss, train_accuracy, eval_accuracy, seconds, docs_per_s from epochs "
+               "where run_id = :run_id order by epoch",
+    },
+    "search_leaderboard": {
+        "title": "A search's leaderboard",
+        "description": "The model search's candidates of a run, best mean fold accuracy first.",
+        "sql": "select candidate, settings, count(*) as folds, avg(json_extract(epoch_accuracies, '$[#-1]')) as "
+               "last_epoch_accuracy, sum(seconds) as seconds from search_trials where run_id = :run_id "
+               "group by candidate order by last_epoch_accuracy desc",
+    },
+}
+
+
+def metadata(database: str) -> dict:
+    tables = {name: {"description": table["description"], "columns": table["columns"]}
+              for name, table in TABLES.items()}
+    tables["runs"]["sort_desc"] = "id"
+    return {"title": "textclf runs", "description": "Runs, epochs, searches, jobs and published models.",
+            "databases": {database: {"tables": tables, "queries": QUERIES}}}
+
+
+class _Plugin:
+    """Datasette plugin hooks: a run's epochs and learning curve for its row page."""
+
+    @staticmethod
+    @hookimpl
+    def extra_template_vars(view_name, table, request, datasette):
+        if view_name != "row" or table != "runs" or request is None:
+            return {}
+
+        async def run_vars():
+            run_id = request.url_vars.get("pks", "")
+            if not run_id.isdigit():
+                return {}
+            db = datasette.get_database()
+            epochs = [dict(row) for row in (await db.execute(
+                "select epoch, loss, train_accuracy, eval_accuracy, seconds from epochs where run_id = ? "
+                "order by epoch", [int(run_id)])).rows]
+            run = dict((await db.execute("select id, corpus, status, eval_kind from runs where id = ?",
+                                         [int(run_id)])).first() or {})
+            if not run or not epochs:
+                return {"run_epochs": epochs, "run_curve": None}
+            from textclf.frontends.plot import curve_svg
+
+            return {"run_epochs": epochs, "run_curve": curve_svg({**run, "epochs": epochs})}
+
+        return run_vars
+
+
+def build_app(db_path: Path, token: str | None):
+    """The Datasette ASGI app on this database, behind the token where one is set."""
+    if not db_path.is_file():
+        raise SettingsError(f"run database '{db_path}' does not exist: train a model first, or pass --db")
+    datasette = Datasette([str(db_path)], metadata=metadata(db_path.stem), template_dir=str(TEMPLATES),
+                          settings={"default_page_size": 50})
+    if pm.get_plugin("textclf_runs") is None:  # Datasette's plugins are registered process-wide
+        pm.register(_Plugin, name="textclf_runs")
+    app = datasette.app()
+    return app if not token else _TokenGuard(app, token)
+
+
+class _TokenGuard:
+    """ASGI: every request carries the token (header or cookie); `?token=` sets the cookie and redirects."""
+
+    def __init__(self, app, token: str):
+        self.app, self.token = app, token
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        from urllib.parse import parse_qs
+
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        given = parse_qs(scope.get("query_string", b"").decode()).get("token", [""])[0]
+        cookies = dict(part.strip().split("=", 1) for part in headers.get("cookie", "").split(";") if "=" in part)
+        if given and hmac.compare_digest(given.encode(), self.token.encode()):
+            return await self._respond(send, 302, [(b"location", scope["path"].encode()), (
+                b"set-cookie", f"{COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode())])
+        for value in (headers.get("authorization", "").removeprefix("Bearer "), cookies.get(COOKIE, "")):
+            if value and hmac.compare_digest(value.encode(), self.token.encode()):
+                return await self.app(scope, receive, send)
+        await self._respond(send, 401, [(b"content-type", b"text/plain")],
+                            b"missing or wrong token: open this page with ?token=<token> once, or send "
+                            b"'Authorization: Bearer <token>'\n")
+
+    @staticmethod
+    async def _respond(send, status: int, headers: list, body: bytes = b"") -> None:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

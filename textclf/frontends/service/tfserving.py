@@ -1,0 +1,199 @@
+"""TF Serving's REST API: predict in the row (`instances`) and columnar (`inputs`) forms, model status and
+metadata in its shapes (https://www.tensorflow.org/tfx/serving/api_rest), plus `top_k`. Errors are
+`{"error": "..."}` as TF Serving writes them."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi import Path as FastPath
+from pydantic import BaseModel, ConfigDict, Field
+
+from db import models as published
+from textclf.frontends.service.serving import Batcher, ServedModels, score, too_slow
+from textclf.errors import USER_ERRORS
+from textclf.inference.predict import top_labels
+
+# A version number in a URL: 1 up to SQLite's largest integer (a larger number would overflow its query).
+VersionNumber = Annotated[int, FastPath(ge=1, le=2**63 - 1)]
+TEXT_INPUT = "text"  # the one named input, as the row form's objects and the columnar form's dict name it
+
+
+class PredictRequest(BaseModel):
+    """The row form with plain strings: the hot path's request (PlainPredict validates with it alone)."""
+    model_config = ConfigDict(extra="forbid")
+    signature_name: str | None = None
+    instances: list[str] = Field(min_length=1)
+    top_k: int = Field(default=3, ge=1, le=100)
+
+
+class TFPredictRequest(BaseModel):
+    """Every form TF Serving's REST API takes: `instances` (rows: strings, {"b64": ...} or {"text": ...}) or
+    `inputs` (columns: a list, or {"text": [...]})."""
+    model_config = ConfigDict(extra="forbid")
+    signature_name: str | None = None
+    instances: list[str | dict[str, Any]] | None = None
+    inputs: list[str | dict[str, Any]] | dict[str, Any] | str | None = None
+    top_k: int = Field(default=3, ge=1, le=100)
+
+
+def _text(value: Any, where: str) -> str:
+    """A string instance, or TF Serving's binary form {"b64": "..."} decoded to text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and set(value) == {"b64"} and isinstance(value["b64"], str):
+        try:
+            return base64.b64decode(value["b64"], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise HTTPException(400, f"{where} is not base64 of UTF-8 text: encode the document's bytes") from None
+    raise HTTPException(400, f"{where} is not a string: send each document as a string or {{\"b64\": ...}}")
+
+
+def _named(value: dict, where: str) -> Any:
+    unknown = sorted(set(value) - {TEXT_INPUT})
+    if unknown or TEXT_INPUT not in value:
+        raise HTTPException(400, f"{where} names input {unknown[0] if unknown else 'nothing'!r}: the model's one "
+                                 f"input is '{TEXT_INPUT}'")
+    return value[TEXT_INPUT]
+
+
+def request_texts(body: TFPredictRequest) -> tuple[list[str], bool]:
+    """-> (the documents, whether the request was columnar)."""
+    if (body.instances is None) == (body.inputs is None):
+        raise HTTPException(400, "send either 'instances' (the row form) or 'inputs' (the columnar form)")
+    if body.instances is not None:
+        rows = [_named(row, f"instance {i}") if isinstance(row, dict) and "b64" not in row else row
+                for i, row in enumerate(body.instances)]
+        texts = [_text(row, f"instance {i}") for i, row in enumerate(rows)]
+    else:
+        column = _named(body.inputs, "'inputs'") if isinstance(body.inputs, dict) and "b64" not in body.inputs \
+            else body.inputs
+        column = column if isinstance(column, list) else [column]
+        texts = [_text(value, f"input {i}") for i, value in enumerate(column)]
+    if not texts:
+        raise HTTPException(400, "the request holds no documents: send at least one")
+    return texts, body.inputs is not None
+
+
+def prediction_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int) -> dict:
+    predictions = [{"label": top[0][0], "top": [{"label": label, "probability": p} for label, p in top]}
+                   for top in top_labels(batcher.model.labels, probabilities, top_k)]
+    return {"model": name, "version": batcher.version, "predictions": predictions}
+
+
+def columnar_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int) -> dict:
+    rows = prediction_answer(name, batcher, probabilities, top_k)["predictions"]
+    return {"model": name, "version": batcher.version,
+            "outputs": {"label": [row["label"] for row in rows], "top": [row["top"] for row in rows]}}
+
+
+def _status(version: int) -> dict:
+    return {"version": str(version), "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}
+
+
+def _versions(models: ServedModels, name: str, version: int | None = None) -> list[dict]:
+    rows = published.versions(models.db, name)
+    if version is not None:
+        rows = [row for row in rows if row["version"] == version]
+    if not rows:
+        what = f"model '{name}'" if version is None else f"version {version} of model '{name}'"
+        raise HTTPException(404, f"{what} does not exist: see GET /v1/models")
+    return rows
+
+
+def public(row: dict) -> dict:
+    """A published version as the API shows it: no server file paths."""
+    return {k: v for k, v in row.items() if k != "path"}
+
+
+def _metadata(models: ServedModels, name: str, version: int | None) -> dict:
+    batcher = models.batcher(name, version)
+    tensor = {"dtype": "DT_STRING", "tensor_shape": {"dim": [{"size": "-1"}]}}
+    signature = {"inputs": {TEXT_INPUT: {**tensor, "name": f"{TEXT_INPUT}:0"}},
+                 "outputs": {"label": {**tensor, "name": "label:0"},
+                             "probabilities": {"dtype": "DT_FLOAT", "name": "probabilities:0", "tensor_shape": {
+                                 "dim": [{"size": "-1"}, {"size": str(len(batcher.model.labels))}]}}},
+                 "method_name": "tensorflow/serving/predict"}
+    return {"model_spec": {"name": name, "signature_name": "", "version": str(batcher.version)},
+            "metadata": {"signature_def": {"signature_def": {"serving_default": signature}},
+                         "labels": list(batcher.model.labels)}}
+
+
+def plain_answerer(models_of):
+    """The answer to POST /v1/models/{name}:predict with this body when it is a valid row-form request for a text
+    model the service has, else None (the FastAPI route then answers it, with its documented error)."""
+
+    async def answer(name: str, raw: bytes) -> tuple[int, dict] | None:
+        models = models_of()
+        try:
+            body = PredictRequest.model_validate_json(raw)
+            batcher = models.batcher(name, None)
+        except Exception:  # invalid JSON or fields, an unknown or unloadable model: FastAPI's route says which
+            return None
+        if len(body.instances) > models.options.max_instances or batcher.score.images:
+            return None
+        try:
+            probabilities = await batcher.predict(body.instances, models.options.timeout_s)
+        except TimeoutError:
+            return 504, {"error": too_slow(models.options)}
+        except USER_ERRORS as exc:
+            return 400, {"error": str(exc)}
+        return 200, prediction_answer(name, batcher, probabilities, body.top_k)
+
+    return answer
+
+
+router = APIRouter(tags=["TF Serving REST API"])
+
+
+def _models(request: Request) -> ServedModels:
+    return request.app.state.models
+
+
+async def _predict(request: Request, name: str, version: int | None, body: TFPredictRequest) -> dict:
+    texts, columnar = request_texts(body)
+    batcher, probabilities = await score(_models(request), name, version, texts)
+    answer = columnar_answer if columnar else prediction_answer
+    return answer(name, batcher, probabilities, body.top_k)
+
+
+@router.get("/v1/models")
+async def list_models(request: Request) -> dict:
+    return {"models": [public(row) for row in _models(request).latest().values()]}
+
+
+@router.get("/v1/models/{name}")
+async def model_status(request: Request, name: str) -> dict:
+    """TF Serving's model status (every published version), and the versions' records."""
+    rows = _versions(_models(request), name)
+    return {"model_version_status": [_status(row["version"]) for row in reversed(rows)], "name": name,
+            "versions": [public(row) for row in rows]}
+
+
+@router.get("/v1/models/{name}/versions/{version}")
+async def version_status(request: Request, name: str, version: VersionNumber) -> dict:
+    rows = _versions(_models(request), name, version)
+    return {"model_version_status": [_status(row["version"]) for row in rows]}
+
+
+@router.get("/v1/models/{name}/metadata")
+async def metadata(request: Request, name: str) -> dict:
+    return _metadata(_models(request), name, None)
+
+
+@router.get("/v1/models/{name}/versions/{version}/metadata")
+async def version_metadata(request: Request, name: str, version: VersionNumber) -> dict:
+    return _metadata(_models(request), name, version)
+
+
+@router.post("/v1/models/{name}:predict")
+async def predict(request: Request, name: str, body: TFPredictRequest) -> dict:
+    return await _predict(request, name, None, body)
+
+
+@router.post("/v1/models/{name}/versions/{version}:predict")
+async def predict_version(request: Request, name: str, version: VersionNumber, body: TFPredictRequest) -> dict:
+    return await _predict(request, name, version, body)
