@@ -83,6 +83,8 @@ def test_train_predict_eval_runs(runner, corpus_dir, trained, tmp_path):
     png = tmp_path / "curves.png"
     assert invoke(runner, "runs", "plot", 1, "--out", png).exit_code == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = invoke(runner, "runs", "plot", 1, "--out", tmp_path / "run1.html")
+    assert html.exit_code == 1 and "not a picture file" in html.output and not (tmp_path / "run1.html").exists()
 
 
 def test_train_json_output(runner, corpus_dir):
@@ -733,3 +735,24 @@ def test_runs_show_says_a_big_corpus_trained_with_a_larger_batch(runner):
     assert shown.exit_code == 0
     line = next(line for line in shown.output.splitlines() if line.startswith("batch for all"))
     assert "256 (the sample chose 64; 1,000,000 documents: at most 4,096 steps an epoch)" in line
+
+
+def test_fasttext_habits_lines_all_labels_threshold_and_its_output_format(runner, trained, tmp_path):
+    doc = tmp_path / "test.txt"
+    doc.write_text("the rocket reached orbit\n\nfry the onions in butter\nthe striker scored\n")
+    whole = invoke(runner, "predict", str(doc), "--model", trained)  # a .txt is one document...
+    assert whole.exit_code == 0 and len(whole.output.splitlines()) == 1
+    result = invoke(runner, "predict", "--lines", str(doc), "--model", trained, "--format", "fasttext", "-k", "-1")
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.output.splitlines()]  # ...or one a line, blank lines skipped
+    assert len(rows) == 3 and all(len(row) == 6 for row in rows)  # every label: __label__X p, three of them
+    assert all(row[0].startswith("__label__") and float(row[1]) >= float(row[3]) >= float(row[5]) for row in rows)
+    assert all(abs(sum(map(float, row[1::2])) - 1) < 1e-3 for row in rows)
+    strict = invoke(runner, "predict", "--lines", str(doc), "--model", trained, "--json", "-k", "-1", "-t", "0.999")
+    assert strict.exit_code == 0 and all(json.loads(line) == {"file": json.loads(line)["file"], "label": None,
+                                                               "top": []} for line in strict.output.splitlines())
+    for option, fragment in ((["-k", "0"], "--top-k is 0"), (["-k", "-2"], "--top-k is -2"),
+                             (["-t", "1.5"], "--threshold is 1.5"), (["--format", "xml"], "--format is 'xml'"),
+                             (["--json", "--format", "fasttext"], "disagree")):
+        refused = invoke(runner, "predict", str(doc), "--model", trained, *option)
+        assert refused.exit_code == 1 and fragment in refused.output, (option, refused.output)

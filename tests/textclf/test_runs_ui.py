@@ -12,7 +12,6 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from db import open_db
 from db.columns import TABLES
 from textclf.frontends.cli import app
 
@@ -51,10 +50,7 @@ def ui(tmp_path_factory):
     process.wait(timeout=30)
 
 
-def test_every_table_and_column_is_described_and_the_canned_queries_run(ui, tmp_path):
-    db = open_db(tmp_path / "fresh.db")
-    assert {t: [c.name for c in db[t].columns] for t in db.table_names()} == \
-        {t: list(table["columns"]) for t, table in TABLES.items()}
+def test_the_columns_are_described_and_the_canned_queries_run(ui):
     metadata = httpx.get(f"{ui}/-/metadata.json").json()["databases"]["runs"]
     assert metadata["tables"]["epochs"]["columns"]["loss"] == TABLES["epochs"]["columns"]["loss"]
     assert httpx.get(f"{ui}/runs/run_epochs.json", params={"run_id": 1, "_shape": "array"}).json()[0]["epoch"] == 1

@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from textclf.settings import SEARCHED_FIELDS, Settings
-from textclf.errors import USER_ERRORS, ArtifactError, CorpusError, SettingsError
+from textclf.errors import USER_ERRORS, ArtifactError, CorpusError, InputError, SettingsError
 from textclf.paths import run_db_path
 from textclf.training.events import Terminated
 
@@ -507,46 +507,77 @@ def _resolve_model(model: Optional[str], db: Optional[Path]) -> Path:
 def predict(
     files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each), or folders of them; .jsonl, .csv, .tsv, fastText files and - (standard input): one document a line; .parquet: one a row.")],
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per file.")] = 3,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per document; -1: all of them.")] = 3,
+    threshold: Annotated[float, typer.Option("--threshold", "-t", help="Show only labels with at least this probability (fastText's -t).")] = 0.0,
+    lines: Annotated[bool, typer.Option("--lines", help="Every file holds one document a line (as fastText's predict reads a file).")] = False,
+    output_format: Annotated[str, typer.Option("--format", help="text (a tab-separated line each), json (one object each) or fasttext (__label__X 0.99 __label__Y 0.01, as fastText's predict-prob).")] = "text",
     db: DbOption = None,
     max_file_mb: Annotated[float, typer.Option(help="Refuse inputs larger than this.")] = 10.0,
-    as_json: JsonOption = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
 ) -> None:
-    """Print the label and top-k probabilities of each document: one line each (--json: one object each)."""
+    """Print the labels and probabilities of each document, one line each."""
+    # One parameter an option: typer reads the command line from this signature.
     from textclf.inference.artifacts import load_model
-    from textclf.inference.predict import rank, read_inputs
+    from textclf.inference.predict import check_threshold, check_top_k, rank, read_inputs
 
     from pipelines.images import IMAGE_SUFFIXES
 
+    output_format = _output_format(output_format, as_json)
+    check_top_k(top_k)
+    check_threshold(threshold)
     if files and all(Path(f).suffix.lower() in IMAGE_SUFFIXES for f in files):
-        results = _rank_images(load_model(_resolve_model(model, db)), files, top_k)
+        results = _rank_images(load_model(_resolve_model(model, db)), files, top_k, threshold)
     else:
         stdin_bytes = None
         if "-" in files:  # read no more than the limit allows, however much the pipe holds
-            limit = int(max_file_mb * 1024 * 1024)
-            stdin_bytes = sys.stdin.buffer.read(limit + 1)
-            if len(stdin_bytes) > limit:
-                raise CorpusError(f"standard input is over --max-file-mb ({max_file_mb:g} MB): split it, or "
-                                  "raise --max-file-mb")
-        documents, skipped = read_inputs(files, max_file_mb, stdin_bytes)  # all inputs checked before any output
+            stdin_bytes = _read_stdin(max_file_mb)
+        documents, skipped = read_inputs(files, max_file_mb, stdin_bytes, lines)  # all checked before any output
         if skipped:
             err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items())),
                       highlight=False)
         loaded = load_model(_resolve_model(model, db))
         if not hasattr(loaded, "vectorizer"):
             raise ArtifactError("this is an image model (--model cnn): pass image files (.png, .jpg) to classify")
-        results = rank(loaded, [text for _, text in documents], [source for source, _ in documents], top_k)
-    if as_json:  # JSON Lines: one object per document, so a pipe can read results as they come
-        for p in results:
-            typer.echo(json.dumps({"file": p.source, "label": p.label,
-                                   "top": [{"label": l, "probability": q} for l, q in p.top]}))
-        return
+        results = rank(loaded, [text for _, text in documents], [source for source, _ in documents], top_k,
+                       threshold)
     for p in results:
-        others = "  ".join(f"{label} {prob:.3f}" for label, prob in p.top)
-        typer.echo(f"{p.source}\t{p.label}\t{others}")
+        typer.echo(_prediction_line(p, output_format))
 
 
-def _rank_images(loaded, files: list[str], top_k: int):
+OUTPUT_FORMATS = ("text", "json", "fasttext")
+
+
+def _output_format(output_format: str, as_json: bool) -> str:
+    if output_format not in OUTPUT_FORMATS:
+        raise InputError(f"--format is '{output_format}': give one of {', '.join(OUTPUT_FORMATS)}")
+    if as_json and output_format not in ("text", "json"):
+        raise InputError(f"--json and --format {output_format} disagree: give one of them")
+    return "json" if as_json else output_format
+
+
+def _read_stdin(max_file_mb: float) -> bytes:
+    limit = int(max_file_mb * 1024 * 1024)
+    stdin_bytes = sys.stdin.buffer.read(limit + 1)
+    if len(stdin_bytes) > limit:
+        raise CorpusError(f"standard input is over --max-file-mb ({max_file_mb:g} MB): split it, or "
+                          "raise --max-file-mb")
+    return stdin_bytes
+
+
+def _prediction_line(p, output_format: str) -> str:
+    """One document's line: JSON Lines for json (a pipe reads results as they come), fastText's predict-prob line
+    for fasttext (its labels with their __label__ prefix), else source, label and the probabilities by tabs."""
+    if output_format == "json":
+        return json.dumps({"file": p.source, "label": p.label,
+                           "top": [{"label": l, "probability": q} for l, q in p.top]})
+    if output_format == "fasttext":
+        return " ".join(f"{label if label.startswith('__label__') else '__label__' + label} {prob:.6g}"
+                        for label, prob in p.top)
+    others = "  ".join(f"{label} {prob:.3f}" for label, prob in p.top)
+    return f"{p.source}\t{p.label or ''}\t{others}"
+
+
+def _rank_images(loaded, files: list[str], top_k: int, threshold: float):
     import numpy as np
 
     from textclf.inference.image_model import read_image_file
@@ -555,8 +586,8 @@ def _rank_images(loaded, files: list[str], top_k: int):
     if not hasattr(loaded, "image_shape"):
         raise ArtifactError("this is a text model: pass text files, or an image model (trained with --model cnn)")
     images = np.stack([read_image_file(f, loaded.image_shape) for f in files])  # all checked before any output
-    ranked = top_labels(loaded.labels, loaded.predict_proba(images), top_k)
-    return [Prediction(f, top[0][0], top) for f, top in zip(files, ranked)]
+    ranked = top_labels(loaded.labels, loaded.predict_proba(images), top_k, threshold)
+    return [Prediction(f, top[0][0] if top else None, top) for f, top in zip(files, ranked)]
 
 
 @app.command("eval")
@@ -611,7 +642,7 @@ def dataset(
     out_dir: Annotated[Path, typer.Argument(help="Folder to write train.jsonl and test.jsonl into.")],
     docs: Annotated[int, typer.Option(help="synthetic: training documents to sample (test gets a tenth).")] = 1_000_000,
 ) -> None:
-    """Build a train/test corpus pair from a public dataset (see README, 'Datasets')."""
+    """Build a train/test corpus pair from a public dataset (see docs/development.md, 'Datasets and benchmarks')."""
     from pipelines.datasets import build_dataset
 
     paths = build_dataset(name, source, out_dir, docs)

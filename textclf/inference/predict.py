@@ -21,7 +21,7 @@ from textclf.errors import InputError
 @dataclass
 class Prediction:
     source: str  # file name, "-" for stdin, or an index
-    label: str
+    label: str | None  # None: no label reached the threshold
     top: list[tuple[str, float]]  # (label, probability), best first
 
 
@@ -53,7 +53,7 @@ def read_document(path: str, max_file_mb: float, stdin_bytes: bytes | None = Non
 LINE_SUFFIXES = (".jsonl", ".ndjson", ".csv") + TSV_SUFFIXES
 
 
-def read_inputs(paths: list[str], max_file_mb: float, stdin_bytes: bytes | None = None
+def read_inputs(paths: list[str], max_file_mb: float, stdin_bytes: bytes | None = None, lines: bool = False
                 ) -> tuple[list[tuple[str, str]], dict[str, int]]:
     """The documents of every input, in order -> ([(source, text)], the files of folders skipped, by reason). A
     file or "-" as read_documents reads it; a folder's files one document each, as training reads a label folder's
@@ -62,7 +62,7 @@ def read_inputs(paths: list[str], max_file_mb: float, stdin_bytes: bytes | None 
     documents, skipped = [], Counter()
     for path in paths:
         if path == "-" or not Path(path).is_dir():
-            documents += read_documents(path, max_file_mb, stdin_bytes)
+            documents += read_documents(path, max_file_mb, stdin_bytes, lines)
             continue
         files, walk_skipped = folder_files(Path(path))
         skipped.update(walk_skipped)
@@ -81,7 +81,8 @@ def read_inputs(paths: list[str], max_file_mb: float, stdin_bytes: bytes | None 
     return documents, dict(skipped)
 
 
-def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = None) -> list[tuple[str, str]]:
+def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = None, lines: bool = False
+                   ) -> list[tuple[str, str]]:
     """The documents of one input -> [(source, text)]. Standard input, .jsonl / .csv / .tsv files and files in
     fastText's format hold one document a line, as fastText reads them (source "FILE:LINE"): a JSONL line is
     {"text": ...} (other keys, such as a label, are ignored) or a JSON string; a CSV or TSV row's text columns where
@@ -94,14 +95,14 @@ def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = No
     if suffix == ".parquet":
         return _parquet_rows(path, max_file_mb)
     fasttext = path != "-" and suffix not in LINE_SUFFIXES and Path(path).is_file() and is_fasttext_file(path)
-    if path != "-" and suffix not in LINE_SUFFIXES and not fasttext:
+    if path != "-" and suffix not in LINE_SUFFIXES and not fasttext and not lines:
         return [(path, read_document(path, max_file_mb, stdin_bytes))]
     whole = read_document(path, max_file_mb, stdin_bytes)  # the same checks: exists, size, binary, empty
-    lines = whole.splitlines()
+    text_lines = whole.splitlines()
     if suffix == ".csv" or suffix in TSV_SUFFIXES:
-        return _table_rows(path, lines, suffix in TSV_SUFFIXES)
+        return _table_rows(path, text_lines, suffix in TSV_SUFFIXES)
     documents = []
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(text_lines, 1):
         if not line.strip():
             continue
         text = line
@@ -171,13 +172,32 @@ def _table_rows(path: str, lines: list[str], tsv: bool) -> list[tuple[str, str]]
     return documents
 
 
-def top_labels(labels: list[str], probabilities: np.ndarray, top_k: int) -> list[list[tuple[str, float]]]:
-    """(n, C) probabilities -> per row the top_k (label, probability) pairs, best first."""
-    k = max(1, min(top_k, len(labels)))
+ALL_LABELS = -1  # top_k that asks for every label (fastText's `-k -1`)
+
+
+def check_top_k(top_k: int) -> int:
+    if top_k < 1 and top_k != ALL_LABELS:
+        raise InputError(f"--top-k is {top_k}: give how many labels to show (1 or more), or -1 for all of them")
+    return top_k
+
+
+def check_threshold(threshold: float) -> float:
+    if not 0.0 <= threshold <= 1.0:  # NaN fails too
+        raise InputError(f"--threshold is {threshold}: give a probability from 0 to 1")
+    return threshold
+
+
+def top_labels(labels: list[str], probabilities: np.ndarray, top_k: int, threshold: float = 0.0
+               ) -> list[list[tuple[str, float]]]:
+    """(n, C) probabilities -> per row the top_k (-1: every) (label, probability) pairs, best first, those under
+    `threshold` left out (a row may then have none)."""
+    k = len(labels) if top_k == ALL_LABELS else max(1, min(top_k, len(labels)))
     best = np.argsort(-probabilities, axis=1, kind="stable")[:, :k]
-    return [[(labels[i], float(row[i])) for i in order] for row, order in zip(probabilities, best)]
+    return [[(labels[i], float(row[i])) for i in order if row[i] >= threshold]
+            for row, order in zip(probabilities, best)]
 
 
-def rank(model: Model, texts: list[str], sources: list[str], top_k: int) -> list[Prediction]:
-    ranked = top_labels(model.labels, model.predict_proba(texts), top_k)
-    return [Prediction(source, top[0][0], top) for source, top in zip(sources, ranked)]
+def rank(model: Model, texts: list[str], sources: list[str], top_k: int, threshold: float = 0.0
+         ) -> list[Prediction]:
+    ranked = top_labels(model.labels, model.predict_proba(texts), top_k, threshold)
+    return [Prediction(source, top[0][0] if top else None, top) for source, top in zip(sources, ranked)]
