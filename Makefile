@@ -1,8 +1,14 @@
 # Two entry points (see README): `make demo` and `make test`. Both set up .venv first.
-.PHONY: setup demo test bench-accuracy
+.PHONY: setup lock demo test bench-accuracy
 
 setup:
 	@scripts/bootstrap.sh
+
+# Re-resolve every dependency of pyproject.toml (with the dev extras) into requirements-dev.lock, pinned with hashes,
+# for every platform; `make setup` installs exactly that. Run after changing a dependency, and commit both files.
+lock: setup
+	.venv/bin/uv pip compile pyproject.toml --extra dev --generate-hashes --universal --python-version 3.12 \
+		-o requirements-dev.lock --quiet
 
 # Train on the shipped sample corpus, classify two example files, show the run history.
 demo: setup

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv with Python >= 3.12 and install textclf (plus test tools) into it. Idempotent.
+# Create .venv with Python >= 3.12 and install textclf (plus test tools) into it from the lock file, every
+# dependency pinned with its hashes (requirements-dev.lock: `make lock` rewrites it from pyproject.toml). Idempotent.
 # Finds Python 3.12 as `python3.12` on PATH, else in pyenv's versions (these machines ship it there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,9 +22,10 @@ if [ ! -x .venv/bin/python ]; then
   python=$(find_python) || { echo "Error: textclf needs Python >= 3.12: install it (e.g. 'pyenv install 3.12') or set PYTHON=/path/to/python3.12" >&2; exit 1; }
   "$python" -m venv .venv
 fi
-stamp=.venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)
+stamp=.venv/.installed-$(cat pyproject.toml requirements-dev.lock | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-dev.lock
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
   touch "$stamp"
 fi

@@ -15,20 +15,23 @@ for config in ${CONFIGS:-1:8 8:8 8:4 12:4 16:4}; do
   python3 -m benchmarks.service_load --db $TEXTCLF_HOME/runs.db --model agnews --texts /tmp/data/agnews7600/test.jsonl \
     --workers "$workers" --processes "$processes" --publish-during 2>&1 | grep -v -E "INFO|^Terminated"
 done
-# A before/after in one run: the same cases without the mid-run publish (an older `serve` has no
-# --reload-seconds), served by this tree and by another (BASELINE: a folder holding it, with this load benchmark
-# copied in).
+# A before/after in one run: the same cases without the mid-run publish, served by this tree and by another
+# (BASELINE: a folder holding it), alternating ROUNDS times; the baseline trains its own agnews model into its own
+# data dir, so a database of this tree's newer schema is never handed to it.
 if [ -n "${BASELINE:-}" ]; then
-  for config in ${BASELINE_CONFIGS:-1:8 8:4}; do
-    workers=${config%%:*} processes=${config##*:}
-    echo "## this tree, no publish, server processes: $workers, client processes: $processes"
-    python3 -m benchmarks.service_load --db $TEXTCLF_HOME/runs.db --model agnews --texts /tmp/data/agnews7600/test.jsonl \
-      --workers "$workers" --processes "$processes" 2>&1 | grep -v -E "INFO|^Terminated"
-  done
-  for config in ${BASELINE_CONFIGS:-1:8 8:4}; do
-    workers=${config%%:*} processes=${config##*:}
-    echo "## baseline tree, server processes: $workers, client processes: $processes"
-    (cd "$BASELINE" && PYTHONPATH=/tmp/site:$PWD python3 -m benchmarks.service_load --db $TEXTCLF_HOME/runs.db --model agnews \
-      --texts /tmp/data/agnews7600/test.jsonl --workers "$workers" --processes "$processes" 2>&1 | grep -v -E "INFO|^Terminated")
+  (cd "$BASELINE" && export TEXTCLF_HOME=/tmp/service-home-baseline PYTHONPATH=/tmp/site:$PWD \
+    && python3 -m textclf submit /tmp/data/agnews7600/train.jsonl --name agnews --test /tmp/data/agnews7600/test.jsonl \
+    && python3 -m textclf daemon --once)
+  for round in $(seq "${ROUNDS:-2}"); do
+    for config in ${BASELINE_CONFIGS:-12:4}; do
+      workers=${config%%:*} processes=${config##*:}
+      echo "## this tree, no publish, server processes: $workers, client processes: $processes (round $round)"
+      python3 -m benchmarks.service_load --db $TEXTCLF_HOME/runs.db --model agnews --texts /tmp/data/agnews7600/test.jsonl \
+        --workers "$workers" --processes "$processes" 2>&1 | grep -v -E "INFO|^Terminated"
+      echo "## baseline tree, server processes: $workers, client processes: $processes (round $round)"
+      (cd "$BASELINE" && TEXTCLF_HOME=/tmp/service-home-baseline PYTHONPATH=/tmp/site:$PWD python3 -m benchmarks.service_load \
+        --db /tmp/service-home-baseline/runs.db --model agnews --texts /tmp/data/agnews7600/test.jsonl --workers "$workers" \
+        --processes "$processes" 2>&1 | grep -v -E "INFO|^Terminated")
+    done
   done
 fi
