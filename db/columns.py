@@ -25,7 +25,7 @@ TABLES = {
             "n_features": "Width of the bag of words.",
             "n_classes": "Number of labels.",
             "labels": "JSON list of the labels, in the model's order.",
-            "model_path": "Where the model file was written.",
+            "model_path": "The model file: claimed while the run trains (no other run may write it), set when written.",
             "final_loss": "Training loss after the last epoch.",
             "train_accuracy": "Accuracy on the training documents after the last epoch.",
             "eval_accuracy": "Accuracy on the test corpus or the held-out documents (see eval_kind).",
@@ -106,6 +106,7 @@ TABLES = {
             "created_at": "Submitted (ISO 8601, UTC).",
             "started_at": "First claimed.",
             "ended_at": "Finished.",
+            "data_root": "For a job submitted over HTTP: the folder its corpora are read from, every link resolved.",
         },
     },
     "models": {

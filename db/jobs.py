@@ -33,14 +33,18 @@ def check_name(name: object) -> str:
 
 
 def submit(db: sqlite_utils.Database, corpus: str, settings: dict, name: str, test_corpus: str | None = None,
-           max_attempts: int = 3) -> int:
+           max_attempts: int = 3, data_root: str | None = None) -> int:
+    """Queue a job; data_root: the folder its corpora must be read from (every link resolved), if any."""
     record = {"status": "queued", "name": check_name(name), "corpus": corpus, "test_corpus": test_corpus,
-              "settings": json.dumps(settings), "max_attempts": max_attempts, "created_at": now()}
+              "settings": json.dumps(settings), "max_attempts": max_attempts, "created_at": now(),
+              "data_root": data_root}
     return write_transaction(db, lambda: db["jobs"].insert(record).last_pk)
 
 
 def get(db: sqlite_utils.Database, job_id: int) -> dict[str, Any]:
     try:
+        if not 0 <= job_id < 2**63:  # SQLite's integers: a larger id would overflow the query, not miss
+            raise sqlite_utils.db.NotFoundError
         job = db["jobs"].get(job_id)
     except sqlite_utils.db.NotFoundError:
         raise JobNotFound(f"job {job_id} does not exist: see 'textclf jobs list' for job ids") from None

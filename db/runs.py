@@ -18,9 +18,25 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+class PathClaimed(DatabaseError):
+    pass
+
+
 def start_run(db: sqlite_utils.Database, **fields: Any) -> int:
+    """A new running run. A `model_path` among the fields is claimed: no other running run may be writing the same
+    file (checked and recorded in one transaction, so two runs cannot both take it)."""
     record = {"status": "running", "started_at": now(), **_encode(fields)}
-    return write_transaction(db, lambda: db["runs"].insert(record).last_pk)
+
+    def insert() -> int:
+        if fields.get("model_path"):
+            holder = db.execute("select id from runs where status = 'running' and model_path = ?",
+                                [fields["model_path"]]).fetchone()
+            if holder:
+                raise PathClaimed(f"--out '{fields['model_path']}' is being written by run {holder[0]}, still "
+                                  "running: name another file, or wait for it to end")
+        return db["runs"].insert(record).last_pk
+
+    return write_transaction(db, insert)
 
 
 def update_run(db: sqlite_utils.Database, run_id: int, **fields: Any) -> None:
@@ -71,6 +87,8 @@ def list_runs(db: sqlite_utils.Database, limit: int | None = None, status: str |
 
 def get_run(db: sqlite_utils.Database, run_id: int) -> dict:
     try:
+        if not 0 <= run_id < 2**63:  # SQLite's integers: a larger id would overflow the query, not miss
+            raise sqlite_utils.db.NotFoundError
         run = _decode(db["runs"].get(run_id))
     except sqlite_utils.db.NotFoundError:
         raise DatabaseError(f"run {run_id} does not exist: see 'textclf runs list' for run ids") from None

@@ -176,9 +176,15 @@ def _v12_model_labels_as_json(db: sqlite_utils.Database) -> None:
                        [json.dumps(labels.split(",")), name, version])
 
 
+def _v13_job_data_root(db: sqlite_utils.Database) -> None:
+    # jobs: the folder a job submitted over HTTP may read (the service's --data-root): the daemon reads its corpus
+    # confined to it, every link resolved (pipelines/confine.py). Empty for jobs of `textclf submit`.
+    db["jobs"].add_column("data_root", str)
+
+
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
               _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache, _v10_vectorize_workers,
-              _v11_plan, _v12_model_labels_as_json]
+              _v11_plan, _v12_model_labels_as_json, _v13_job_data_root]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -47,6 +47,7 @@ import hashlib
 import itertools
 import json
 import os
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+from pipelines.confine import outside
+from pipelines.confine import root as confine_root
 from pipelines.documents import BINARY_SNIFF_BYTES, classify_file, decode_text, is_binary
 from pipelines.errors import CorpusError
 
@@ -113,8 +116,7 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
     index, count = share
     if not 0 <= index < count:
         raise ValueError(f"share {index} of {count}")
-    if not path.exists():
-        raise CorpusError(f"corpus path '{path}' does not exist: {FORMAT_HINT}")
+    check_corpus_path(path)
     max_bytes = int(max_file_mb * 1024 * 1024)
     stats = ReadStats()
     if path.is_dir():
@@ -140,6 +142,10 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
         stats.bytes_total = end - start
         return "fasttext", stats, _fasttext_documents(path, stats, start, end)
     kind = f"unknown type '{path.suffix}'" if path.suffix else "no known type (no suffix, no \"__label__\" first line)"
+    if FASTTEXT_LABEL_PREFIX.encode() in _file_head(path) and not is_binary(_file_head(path)):
+        raise CorpusError(f"corpus path '{path}' reads as fastText's format but its first line holds no "
+                          f"\"{FASTTEXT_LABEL_PREFIX}\": give every line a \"{FASTTEXT_LABEL_PREFIX}<label>\" (or remove the "
+                          "first line if it is a header)")
     if _first_line_has_tab(path):  # e.g. Reuters R8/R52's "r8-train-all-terms.txt": label, a tab, the text
         raise CorpusError(f"corpus path '{path}' is a file of {kind}: its lines hold tabs; if each is a label, a tab "
                           f"and its text, name the file .tsv (e.g. '{path.with_suffix('.tsv').name}')")
@@ -188,6 +194,7 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0,
     pool: parse a large file of one document a line in its workers (parallel_read); the same Corpus.
     keep_texts=False: such a file's texts stay in it (Corpus.texts is a FileTexts; a Parquet file's and other
     corpora's are read whole)."""
+    check_corpus_path(Path(path))
     if pool is not None and pool.processes > 1 and share == (0, 1) and parallel_read(path):
         return _read_lines_in_workers(Path(path), line_format(Path(path)), max_file_mb, on_progress, pool,
                                       keep_texts)
@@ -871,6 +878,19 @@ def _identity(folder: Path) -> tuple[int, int]:
     return info.st_dev, info.st_ino
 
 
+def check_corpus_path(path: Path) -> None:
+    """A corpus path that exists, is a folder or a regular file (a FIFO or a device would block or never end), and
+    lies under the read root where one is set (pipelines/confine.py)."""
+    if not path.exists():
+        raise CorpusError(f"corpus path '{path}' does not exist: {FORMAT_HINT}")
+    if outside(path):
+        raise CorpusError(f"corpus '{path}' resolves to '{path.resolve()}', outside the data root '{confine_root()}': "
+                          "put the corpus under it")
+    if not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
+        raise CorpusError(f"corpus path '{path}' is not a regular file or a folder (a FIFO, device or socket): "
+                          f"{FORMAT_HINT}")
+
+
 def folder_files(folder: Path) -> tuple[list[Path], Counter]:
     """Every file under a folder as a folder corpus reads a label folder's (sorted, recursing, hidden entries and
     links back into a walked folder skipped), and the skips counted by reason."""
@@ -885,6 +905,8 @@ def _walk_files(folder: Path, skipped: Counter, seen: set[tuple[int, int]]):
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
             skipped["hidden"] += 1
+        elif outside(entry):
+            skipped["outside the data root"] += 1
         elif entry.is_dir():
             identity = _identity(entry)
             if identity in seen:
@@ -894,8 +916,10 @@ def _walk_files(folder: Path, skipped: Counter, seen: set[tuple[int, int]]):
             yield from _walk_files(entry, skipped, seen)
         elif entry.is_file():
             yield entry
-        elif entry.is_symlink():
+        elif entry.is_symlink() and not entry.exists():
             skipped["broken symlink"] += 1
+        else:
+            skipped["not a regular file"] += 1
 
 
 FASTTEXT_LABEL_PREFIX = "__label__"
@@ -1193,6 +1217,9 @@ def _csv_rows(path: Path, reader, kind: str = "CSV") -> Iterator[list[str]]:
         except csv.Error as exc:
             fix = "save it as UTF-8 text without NUL bytes" if kind == "TSV" else \
                 "quote fields that hold line breaks and save the file with \\n line endings"
+            if "field larger than field limit" in str(exc):
+                fix = (f"a field is over {csv.field_size_limit():,} characters: split the document, or close a quote "
+                       "left open (a stray \" makes the rest of the file one field)")
             raise CorpusError(
                 f"{kind} corpus '{path}' line {reader.line_num} cannot be parsed ({exc}): {fix}") from None
         yield row

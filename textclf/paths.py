@@ -6,12 +6,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from textclf.errors import SettingsError
+
+
+def _folder(path: Path, variable: str) -> Path:
+    """A folder a variable names: refused by that name where it is something else (a file, a device)."""
+    if path.exists() and not path.is_dir():
+        raise SettingsError(f"{variable} is '{path}', which is not a folder: point it at a folder (it is made if "
+                            "missing)")
+    return path
+
 
 def data_dir() -> Path:
     if os.environ.get("TEXTCLF_HOME"):
-        return Path(os.environ["TEXTCLF_HOME"])
+        return _folder(Path(os.environ["TEXTCLF_HOME"]), "TEXTCLF_HOME")
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(base) / "textclf"
+    return _folder(Path(base) / "textclf", "the data dir ($XDG_DATA_HOME/textclf or ~/.local/share/textclf)")
 
 
 def models_dir() -> Path:
@@ -22,7 +32,7 @@ def compile_cache_dir() -> Path:
     """JAX's persistent compilation cache: JAX_COMPILATION_CACHE_DIR (JAX's own variable) where set, so a cache the
     user chose is the one used, else <data dir>/jax-cache."""
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
-        return Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
+        return _folder(Path(os.environ["JAX_COMPILATION_CACHE_DIR"]), "JAX_COMPILATION_CACHE_DIR")
     return data_dir() / "jax-cache"
 
 

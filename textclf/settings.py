@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +49,26 @@ MODEL_DEFAULTS = {
 
 def _channel_list_ok(text: str) -> bool:
     parts = [p.strip() for p in str(text).split(",")]
-    return bool(parts) and all(p.isdigit() and int(p) >= 1 for p in parts)
+    return 1 <= len(parts) <= MAX["conv_layers"] and all(p.isdigit() and 1 <= int(p) <= MAX["channels"] for p in parts)
+
+
+# Upper bounds of the numeric settings, the same for the CLI, the estimator and the service's jobs: far beyond any
+# run that fits a machine, low enough that a typo (epochs 10**30, hidden 10**9) is refused by name instead of
+# holding the job queue for good or failing inside JAX.
+MAX = {
+    "features": 2**22, "hidden": 16_384, "weights": 2**30,  # weights: features x hidden, 4 GiB of float32
+    "epochs": 10_000, "batch_size": 2**20, "min_steps": 10**8, "min_df": 10**9, "ensemble": 64,
+    "search_steps": 10**12, "search_budget": 7 * 86_400.0, "max_file_mb": 2.0**20, "devices": 4_096,
+    "seed": 2**32 - 1, "conv_kernel": 31, "conv_layers": 16, "channels": 4_096, "learning_rate": 100.0,
+    "init_gain": 100.0, "weight_decay": 100.0,
+}
+
+
+def _within(value, low, high, inclusive_low: bool = True) -> bool:
+    """low <= value <= high (low < value where not inclusive_low), NaN and infinities refused."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return (low <= value if inclusive_low else low < value) and value <= high
 
 
 @dataclass(frozen=True)
@@ -149,45 +169,57 @@ class Settings:
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)  # frozen: the one place a field is filled in
         checks = [
-            (self.features >= 2, "features must be >= 2"),
+            (_within(self.features, 2, MAX["features"]), f"features must be 2 to {MAX['features']:,}"),
             (self.vectorizer in VECTORIZERS, f"vectorizer must be one of {', '.join(VECTORIZERS)}"),
             (self.feature_selection in FEATURE_SELECTIONS,
              f"feature_selection must be one of {', '.join(FEATURE_SELECTIONS)}"),
             (self.ngram_max in (1, 2, 3), "ngram_max must be 1, 2 or 3"),
             (self.stop_words in (None, "english"), "stop_words must be 'english' or 'none' (English is the list "
                                                    "shipped; for another language pass 'none')"),
-            (self.min_df >= 1, "min_df must be >= 1"),
-            (self.char_learning_rate >= 0, "char_learning_rate must be >= 0 (0 = the learning rate's)"),
-            (self.char_epochs >= 0, "char_epochs must be >= 0 (0 = the epochs')"),
+            (_within(self.min_df, 1, MAX["min_df"]), f"min_df must be 1 to {MAX['min_df']:,}"),
+            (_within(self.char_learning_rate, 0, MAX["learning_rate"]),
+             f"char_learning_rate must be 0 (the learning rate's) to {MAX['learning_rate']:g}"),
+            (_within(self.char_epochs, 0, MAX["epochs"]), f"char_epochs must be 0 (the epochs') to {MAX['epochs']:,}"),
             (not (self.char_ngrams and self.vectorizer != "tfidf"),
              "char_ngrams needs the tfidf vectorizer: pass --vectorizer tfidf or --no-char-ngrams"),
-            (self.hidden >= 1, "hidden must be >= 1"),
+            (_within(self.hidden, 1, MAX["hidden"]), f"hidden must be 1 to {MAX['hidden']:,}"),
+            (self.features * self.hidden <= MAX["weights"],
+             f"features x hidden must be at most {MAX['weights']:,} weights (4 GiB): lower --features or --hidden"),
             (self.model in MODELS, f"model must be one of {', '.join(MODELS)}"),
-            (self.conv_kernel >= 1 and self.conv_kernel % 2 == 1, "conv_kernel must be odd (3, 5, 7, ...)"),
-            (_channel_list_ok(self.conv_channels), "conv_channels must be comma-separated whole numbers >= 1"),
-            (0 <= self.dropout < 1, "dropout must be in [0, 1)"),
+            (_within(self.conv_kernel, 1, MAX["conv_kernel"]) and self.conv_kernel % 2 == 1,
+             f"conv_kernel must be odd, 1 to {MAX['conv_kernel']}"),
+            (_channel_list_ok(self.conv_channels),
+             f"conv_channels must be 1 to {MAX['conv_layers']} comma-separated whole numbers, 1 to {MAX['channels']:,}"),
+            (_within(self.dropout, 0, 1) and self.dropout < 1, "dropout must be in [0, 1)"),
             (all(a in AUGMENTATIONS for a in self.augmentations),
              f"augment must be comma-separated names from {', '.join(AUGMENTATIONS)} (or empty)"),
-            (self.batch_size >= 1, "batch_size must be >= 1"),
-            (self.epochs >= 1, "epochs must be >= 1"),
-            (self.min_steps >= 0, "min_steps must be >= 0"),
-            (self.learning_rate > 0, "learning_rate must be > 0"),
+            (_within(self.batch_size, 1, MAX["batch_size"]), f"batch_size must be 1 to {MAX['batch_size']:,}"),
+            (_within(self.epochs, 1, MAX["epochs"]), f"epochs must be 1 to {MAX['epochs']:,}"),
+            (_within(self.min_steps, 0, MAX["min_steps"]), f"min_steps must be 0 to {MAX['min_steps']:,}"),
+            (_within(self.learning_rate, 0, MAX["learning_rate"], inclusive_low=False),
+             f"learning_rate must be > 0 and at most {MAX['learning_rate']:g}"),
             (self.lr_schedule in LR_SCHEDULES, f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}"),
             (self.optimizer in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}"),
-            (self.init_gain > 0, "init_gain must be > 0"),
-            (0 <= self.momentum < 1, "momentum must be in [0, 1)"),
-            (self.weight_decay >= 0, "weight_decay must be >= 0"),
-            (0 < self.validation_fraction < 1, "validation_fraction must be in (0, 1)"),
-            (self.max_file_mb > 0, "max_file_mb must be > 0"),
+            (_within(self.init_gain, 0, MAX["init_gain"], inclusive_low=False),
+             f"init_gain must be > 0 and at most {MAX['init_gain']:g}"),
+            (_within(self.momentum, 0, 1) and self.momentum < 1, "momentum must be in [0, 1)"),
+            (_within(self.weight_decay, 0, MAX["weight_decay"]), f"weight_decay must be 0 to {MAX['weight_decay']:g}"),
+            (_within(self.validation_fraction, 0, 1, inclusive_low=False) and self.validation_fraction < 1,
+             "validation_fraction must be in (0, 1)"),
+            (_within(self.max_file_mb, 0, MAX["max_file_mb"], inclusive_low=False),
+             f"max_file_mb must be > 0 and at most {MAX['max_file_mb']:,.0f}"),
             (self.backend in BACKENDS, f"backend must be one of {', '.join(BACKENDS)}"),
-            (self.devices >= 0, "devices must be >= 0 (0 = all local devices)"),
+            (_within(self.devices, 0, MAX["devices"]), f"devices must be 0 (as the plan measured) to {MAX['devices']:,}"),
             (self.parallel in PARALLELS, f"parallel must be one of {', '.join(PARALLELS)}"),
             (not (self.parallel == "features" and self.backend == "pallas"), FEATURES_NEED_XLA),
             (self.pallas_input in PALLAS_INPUTS, f"pallas_input must be one of {', '.join(PALLAS_INPUTS)}"),
             (self.search in SEARCHES, f"search must be one of {', '.join(SEARCHES)}"),
-            (self.search_steps >= 0, "search_steps must be >= 0 network-steps (0 = the device's default)"),
-            (self.search_budget >= 0, "search_budget must be >= 0 seconds (0 = no clock limit)"),
-            (0 <= self.ensemble <= 64, "ensemble must be 0 (chosen by the search) to 64 networks"),
+            (_within(self.search_steps, 0, MAX["search_steps"]),
+             f"search_steps must be 0 (the device's default) to {MAX['search_steps']:,} network-steps"),
+            (_within(self.search_budget, 0, MAX["search_budget"]),
+             f"search_budget must be 0 (no clock limit) to {MAX['search_budget']:,.0f} seconds"),
+            (_within(self.ensemble, 0, MAX["ensemble"]), "ensemble must be 0 (chosen by the search) to 64 networks"),
+            (_within(self.seed, 0, MAX["seed"]), f"seed must be 0 to {MAX['seed']:,}"),
             (all(p in SEARCHED_FIELDS for p in self.pinned),
              f"pinned must name fields among {', '.join(SEARCHED_FIELDS)}"),
         ]

@@ -96,3 +96,28 @@ def test_a_runs_page_shows_its_epochs_and_learning_curve_in_chromium(ui):
 def test_beyond_loopback_the_ui_needs_a_token():
     result = CliRunner().invoke(app, ["runs", "ui", "--host", "0.0.0.0"], env={"TEXTCLF_TOKEN": ""})
     assert result.exit_code == 1 and "set --token" in result.output
+
+
+def test_with_a_token_every_request_carries_it_by_header_or_cookie(tmp_path):
+    import asyncio
+
+    from textclf.frontends.runs_ui import build_app
+
+    db_path = tmp_path / "runs.db"
+    from db import open_db
+
+    open_db(db_path)
+    app_ = build_app(db_path, "s3cret")
+
+    async def calls():
+        transport = httpx.ASGITransport(app=app_)
+        async with httpx.AsyncClient(transport=transport, base_url="http://ui") as client:
+            assert (await client.get("/runs/runs.json")).status_code == 401
+            assert (await client.get("/runs/runs.json?token=wrong")).status_code == 401
+            ok = await client.get("/runs/runs.json", headers={"Authorization": "Bearer s3cret"})
+            assert ok.status_code == 200
+            login = await client.get("/runs?token=s3cret")
+            assert login.status_code == 302 and "textclf_token=s3cret" in login.headers["set-cookie"]
+            assert (await client.get("/runs/runs.json")).status_code == 200  # the cookie it set
+
+    asyncio.run(calls())

@@ -213,7 +213,7 @@ def train(
     corpus: Annotated[Path, typer.Argument(help="Folder of label folders, .csv, .tsv, .jsonl or .parquet file, or fastText's __label__ format.")],
     settings: Settings,
     test: Annotated[Optional[Path], typer.Option(help="Separate test corpus (else a stratified validation split).")] = None,
-    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Model file to write (default: data dir).")] = None,
+    out_path: Annotated[Optional[str], typer.Option("--out", "-o", help="Model file to write (default: data dir).")] = None,
     db: DbOption = None,
     coordinator: Annotated[Optional[str], typer.Option(help="HOST:PORT of process 0, to train with several processes/hosts.")] = None,
     num_processes: Annotated[Optional[int], typer.Option(help="How many processes train together (with --coordinator).")] = None,
@@ -557,7 +557,10 @@ def _output_format(output_format: str, as_json: bool) -> str:
 
 def _read_stdin(max_file_mb: float) -> bytes:
     limit = int(max_file_mb * 1024 * 1024)
-    stdin_bytes = sys.stdin.buffer.read(limit + 1)
+    try:
+        stdin_bytes = sys.stdin.buffer.read(limit + 1)
+    except (AttributeError, OSError, ValueError):  # no stdin (`<&-`), or a closed one
+        raise InputError("standard input is closed: pipe the documents in, or pass files instead of -") from None
     if len(stdin_bytes) > limit:
         raise CorpusError(f"standard input is over --max-file-mb ({max_file_mb:g} MB): split it, or "
                           "raise --max-file-mb")
@@ -882,6 +885,7 @@ def runs_ui(
 
     options = ServiceOptions.binding(host, token)  # the same rule as `serve`: beyond loopback, a token
     app_ = build_app(run_db_path(db), options.token)
+    _check_port_free(host, port)
     err.print(f"run database {run_db_path(db)} at http://{host}:{port}/ (Ctrl-C stops)", highlight=False)
     uvicorn.run(app_, host=host, port=port, log_level="warning")
 
@@ -997,12 +1001,28 @@ def serve(
     options = ServiceOptions.binding(host, token, db_path=db, data_root=data_root, max_instances=max_instances,
                                      max_body_bytes=max_body_bytes, batch_window_ms=batch_window_ms,
                                      score_on=score_on, reload_seconds=reload_seconds)
+    _check_port_free(host, port)
     if workers == 1:
         uvicorn.run(create_app(options), host=host, port=port, log_level="warning")
     else:  # the scoring is single-threaded Python: more processes, more documents per second
         os.environ[OPTIONS_ENV] = options_to_env(options)
         uvicorn.run("textclf.frontends.service:app_from_env", factory=True, workers=workers, host=host, port=port,
                     log_level="warning")
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """A port a server can bind, said in one line before the server starts (uvicorn's own message is several)."""
+    import socket
+
+    if not 1 <= port <= 65535:
+        raise SettingsError(f"--port {port} is not a TCP port: give 1 to 65535")
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        raise SettingsError(f"cannot listen on {host}:{port} ({exc.strerror}): pass another --port or --host") from None
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ from db import models as published
 from db import runs as run_queries
 from db.errors import InvalidName
 from db import open_db
+from pipelines.confine import confined_to
 from pipelines.workers import WorkerPool, fork_is_safe
 from textclf.training.checkpoint import Checkpointer
 from textclf.settings import Settings
@@ -112,11 +113,12 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
     earlier = [run for run in earlier if run["status"] == "interrupted"]
     try:
         settings = Settings.from_dict(job["settings"])
-        result = train(job["corpus"], settings, test_path=job["test_corpus"], db_path=options.db_path,
-                       model_path=_model_folder(job["name"]) / f".job-{job_id}.textclf.npz",
-                       checkpointer=checkpoint, pool=pool, job_id=job_id,
-                       resumes_run=earlier[-1]["id"] if earlier else None,
-                       stop_requested=lambda: stopping() or job_queue.cancel_requested(db, job_id))
+        with confined_to(job.get("data_root")):  # a job taken over HTTP reads under the service's data root only
+            result = train(job["corpus"], settings, test_path=job["test_corpus"], db_path=options.db_path,
+                           model_path=_model_folder(job["name"]) / f".job-{job_id}.textclf.npz",
+                           checkpointer=checkpoint, pool=pool, job_id=job_id,
+                           resumes_run=earlier[-1]["id"] if earlier else None,
+                           stop_requested=lambda: stopping() or job_queue.cancel_requested(db, job_id))
     except TrainingStopped:
         if job_queue.cancel_requested(db, job_id):
             job_queue.finish(db, job_id, "cancelled", error="cancelled while running")

@@ -14,6 +14,8 @@ crash mid-write leaves the previous model as it was.
 from __future__ import annotations
 
 import json
+import stat
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +82,10 @@ def _open(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
         raise ArtifactError(f"model file '{path}' does not exist: train one with 'textclf train CORPUS' or pass --model")
     if path.is_dir():
         raise ArtifactError(f"model path '{path}' is a folder: pass the model file itself")
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise ArtifactError(f"model path '{path}' is not a regular file (a FIFO, device or socket): pass the model "
+                            "file itself")
+    _check_member_sizes(path)
     try:
         with np.load(path, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
@@ -102,6 +108,41 @@ def _open(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     return header, arrays
 
 
+# Every member of a model file may inflate to at most this many times the file's size (plus MEMBER_SLACK): ours
+# are stored uncompressed and float weights barely compress, so a file past it is damaged or hostile (a 3 MB file
+# that inflates to 3 GB), and is refused before any member is inflated.
+INFLATION_LIMIT = 20
+MEMBER_SLACK = 1 << 20
+
+
+def _damaged(path: Path, what: str) -> ArtifactError:
+    return ArtifactError(f"model file '{path}' is damaged ({what}): retrain it, or pass the right --model")
+
+
+def _check_member_sizes(path: Path) -> None:
+    """The sizes the archive declares for its members, read from its directory, before anything is inflated."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            declared = sum(info.file_size for info in archive.infolist())
+    except Exception:  # noqa: BLE001 - not a zip at all: np.load says so below, in the same words as before
+        return
+    if declared > INFLATION_LIMIT * path.stat().st_size + MEMBER_SLACK:
+        raise _damaged(path, f"its members would inflate to {declared:,} bytes from a file of "
+                             f"{path.stat().st_size:,}")
+
+
+def _check_arrays(path: Path, weights: dict[str, np.ndarray], others: dict[str, np.ndarray]) -> None:
+    """Weights exactly float32 and finite; every other numeric array finite (a NaN weight predicts NaN)."""
+    for name, array in weights.items():
+        if array.dtype != np.float32:
+            raise _damaged(path, f"weights '{name}' stored as {array.dtype}, not float32")
+    for name, array in {**weights, **others}.items():
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            raise _damaged(path, f"'{name}' holds values that are not finite (NaN or infinity)")
+        if array.dtype.kind not in "fiuU":
+            raise _damaged(path, f"'{name}' stored as {array.dtype}")
+
+
 def load_model(path: str | Path):
     """-> Model (text) or ImageModel (header "kind": "cnn")."""
     path = Path(path)
@@ -120,6 +161,8 @@ def load_model(path: str | Path):
     except (KeyError, TypeError, ValueError) as exc:
         raise ArtifactError(f"model file '{path}' is incomplete or damaged ({type(exc).__name__}: "
                             f"{' '.join(str(exc).split())}): retrain it") from None
+    _check_arrays(path, {name: arrays[name] for name in Params._fields},
+                  {k: v for k, v in arrays.items() if k not in Params._fields})
     # w1 (F, H), b1 (H,), w2 (H, C), b2 (C,): any other shape would fail later, in NumPy, with a broadcast error.
     w1, b1, w2, b2 = model.params
     shapes_ok = (w1.ndim == 2 and w2.ndim == 2 and w1.shape[0] == model.vectorizer.n_features
@@ -142,6 +185,7 @@ def _image_model(path: Path, header: dict, arrays: dict[str, np.ndarray]):
     except (KeyError, TypeError, ValueError) as exc:
         raise ArtifactError(f"model file '{path}' is incomplete or damaged ({type(exc).__name__}: "
                             f"{' '.join(str(exc).split())}): retrain it") from None
+    _check_arrays(path, arrays, {})
     if model.params.out_w.shape[1] != len(model.labels):
         raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes do not match): retrain it")
     return model

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +33,7 @@ def read_document(path: str, max_file_mb: float, stdin_bytes: bytes | None = Non
         data = stdin_bytes or b""
     else:
         file = Path(path)
-        if not file.is_file():
-            raise InputError(f"input file {name} does not exist: pass an existing text file or - for stdin")
+        check_input_file(file, "a text file or - for stdin")
         if file.stat().st_size > max_file_mb * 1024 * 1024:
             raise InputError(
                 f"input file {name} is {file.stat().st_size / 2**20:.1f} MB, over the {max_file_mb:g} MB limit: "
@@ -48,6 +48,14 @@ def read_document(path: str, max_file_mb: float, stdin_bytes: bytes | None = Non
     if not text.strip():
         raise InputError(f"input {name} is empty: there is nothing to classify")
     return text
+
+
+def check_input_file(file: Path, what: str) -> None:
+    """An input that exists and is a regular file: a FIFO or a device (/dev/zero) would block or never end."""
+    if not file.exists():
+        raise InputError(f"input file '{file}' does not exist: pass {what}")
+    if not stat.S_ISREG(file.stat().st_mode):
+        raise InputError(f"input '{file}' is not a regular file (a folder, FIFO, device or socket): pass {what}")
 
 
 LINE_SUFFIXES = (".jsonl", ".ndjson", ".csv") + TSV_SUFFIXES
@@ -118,8 +126,7 @@ def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = No
 
 def _parquet_rows(path: str, max_file_mb: float) -> list[tuple[str, str]]:
     file = Path(path)
-    if not file.is_file():
-        raise InputError(f"input file '{path}' does not exist: pass an existing .parquet file")
+    check_input_file(file, "an existing .parquet file")
     if file.stat().st_size > max_file_mb * 1024 * 1024:
         raise InputError(f"input file '{path}' is {file.stat().st_size / 2**20:.1f} MB, over the {max_file_mb:g} MB "
                          "limit: split it or raise --max-file-mb")

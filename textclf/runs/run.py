@@ -12,6 +12,7 @@ model file is safely on disk; any exception marks it 'failed' with the error, Ct
 
 from __future__ import annotations
 
+import stat
 import sys
 from pathlib import Path
 from typing import Callable
@@ -31,7 +32,7 @@ from textclf.inference.text_model import Model, encode_labels
 from textclf.settings import Settings
 from textclf.errors import ArtifactError, SettingsError
 from textclf.paths import compile_cache_dir, run_db_path
-from textclf.runs.owner import RunHeartbeat, this_owner
+from textclf.runs.owner import RunHeartbeat, reap_orphaned_runs, this_owner
 from textclf.runs.record import EpochRecorder, end_run, finish_run
 from textclf.runs.results import PhaseTimer, PlannedRun, TrainEvent, TrainResult
 from textclf.training.events import Terminated, TrainingStopped
@@ -72,15 +73,18 @@ def train(
     from textclf.training.distributed import is_primary
 
     report = on_event or (lambda event: None)
-    _check_model_path(model_path)
+    out = _checked_out_path(model_path, [p for p in (corpus_path, test_path) if p is not None and not isinstance(p, Corpus)])
     # With several processes (textclf/training/distributed.py) only process 0 records the run and writes the model; the
     # others keep their run record in a throwaway in-memory database so the code path stays the same.
     primary = is_primary()
     db = open_db(run_db_path(db_path if primary else ":memory:"))
+    if out is not None and primary:
+        reap_orphaned_runs(db)  # a dead run's claim on the same --out is no claim
     run_id = run_queries.start_run(
         db, corpus=source_name(corpus_path), test_corpus=source_name(test_path) if test_path is not None else None,
         settings=settings.to_dict(), backend=settings.backend, versions=versions(), **this_owner(),
         heartbeat_at=run_queries.now(), job_id=job_id, resumes_run=resumes_run,
+        model_path=str(out) if out is not None and primary else None,  # claimed while the run trains
     )
     # (An in-memory run database, the estimator's, is seen by no other process: no heartbeat for it.)
     heartbeat = RunHeartbeat(run_db_path(db_path), run_id) if primary and str(db_path) != ":memory:" else None
@@ -92,17 +96,18 @@ def train(
     try:
         result = _train_run(run, corpus_path if isinstance(corpus_path, Corpus) else Path(corpus_path), test_path,
                             settings, model_path)
+    # A run that ends without its model file gives up its claim on --out (model_path None).
     except TrainingStopped as exc:
-        end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint")
+        end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint", model_path=None)
         raise
     except KeyboardInterrupt:
-        end_run(db, run_id, "interrupted", error="interrupted by the user (Ctrl-C)")
+        end_run(db, run_id, "interrupted", error="interrupted by the user (Ctrl-C)", model_path=None)
         raise
     except Terminated:
-        end_run(db, run_id, "interrupted", error="terminated (SIGTERM)")
+        end_run(db, run_id, "interrupted", error="terminated (SIGTERM)", model_path=None)
         raise
     except BaseException as exc:
-        end_run(db, run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        end_run(db, run_id, "failed", error=f"{type(exc).__name__}: {exc}", model_path=None)
         raise
     finally:
         if heartbeat:
@@ -110,14 +115,23 @@ def train(
     return result
 
 
-def _check_model_path(model_path: str | Path | None) -> None:
-    """Refuse, before any work, a model path that could not be written after the training."""
+def _checked_out_path(model_path: str | Path | None, reading: list) -> Path | None:
+    """Refuse, before any work, a model path that could not be written after the training or that names something
+    the user did not mean to replace: a folder, a device or FIFO, a corpus being read or a file inside a folder
+    corpus. -> the path resolved (None: the run's default file under the data dir)."""
     if model_path is None:
-        return
+        return None
     path = Path(model_path)
-    if path.is_dir():
-        raise ArtifactError(f"--out '{path}' is a folder: name the model file to write, e.g. "
+    if str(model_path).endswith(("/", "\\")) or path.is_dir():
+        raise ArtifactError(f"--out '{model_path}' is a folder: name the model file to write, e.g. "
                             f"'{path / 'model.textclf.npz'}'")
+    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+        raise ArtifactError(f"--out '{path}' is not a regular file (a device, FIFO or socket): name a model file")
+    resolved = path.resolve()
+    for corpus in map(Path, reading):
+        if resolved == corpus.resolve() or resolved.is_relative_to(corpus.resolve()):
+            raise ArtifactError(f"--out '{path}' would write over the corpus '{corpus}' being read: name another file")
+    return resolved
 
 
 def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings, model_path) -> TrainResult:

@@ -223,6 +223,9 @@ async def score(models: ServedModels, name: str, version: int | None, instances:
     if len(instances) > options.max_instances:
         raise HTTPException(413, f"{len(instances)} instances, over the limit of {options.max_instances}")
     batcher = models.batcher(name, version)
+    empty = next((i for i, text in enumerate(instances) if not text.strip()), None)
+    if empty is not None:  # as `textclf predict` refuses an empty document
+        raise HTTPException(400, f"instance {empty} is empty: there is nothing to classify")
     if batcher.score.images:
         from textclf.inference.image_model import decode_base64_image
 

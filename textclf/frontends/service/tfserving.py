@@ -133,7 +133,8 @@ def plain_answerer(models_of):
             batcher = models.batcher(name, None)
         except Exception:  # invalid JSON or fields, an unknown or unloadable model: FastAPI's route says which
             return None
-        if len(body.instances) > models.options.max_instances or batcher.score.images:
+        if (len(body.instances) > models.options.max_instances or batcher.score.images
+                or not all(text.strip() for text in body.instances)):
             return None
         try:
             probabilities = await batcher.predict(body.instances, models.options.timeout_s)
