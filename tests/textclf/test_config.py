@@ -16,7 +16,7 @@ def test_model_dependent_defaults_fill_in_only_what_was_left_out():
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"epochs": 0}, "epochs must be >= 1"),
+    ({"epochs": 0}, "epochs must be 1 to 10,000"),
     ({"dropout": 1.0}, "dropout must be in [0, 1)"),
     ({"augment": "shift,rotate"}, "augment must be comma-separated names from shift, flip"),
     ({"lr_schedule": "step"}, "lr_schedule must be one of linear, constant, cosine"),

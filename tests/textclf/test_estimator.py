@@ -99,7 +99,7 @@ def test_bad_input_is_refused_with_the_fix():
         estimator.fit(texts, labels[:-1])
     with pytest.raises(ValueError, match="documents as strings"):
         estimator.fit([1.5] * 60, labels)
-    with pytest.raises(SettingsError, match="epochs must be >= 1"):
+    with pytest.raises(SettingsError, match="epochs must be 1 to 10,000"):
         TextClassifier(**{**FAST, "epochs": 0}).fit(texts, labels)  # checked in fit, not in __init__
     fitted = estimator.fit(texts, labels)
     with pytest.raises(ValueError, match="X is one string"):
