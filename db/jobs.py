@@ -86,7 +86,10 @@ def claim(db: sqlite_utils.Database, worker: str, stale_after: float) -> dict | 
             if not rows:
                 return None
             job_id, attempts, max_attempts, status = rows[0]
-            if status == "running" and attempts >= max_attempts:
+            # A job whose run finished is only to be ended (published or held), which costs no training: it is
+            # handed out however often its daemons died, never failed with its model written.
+            trained = db.execute("select 1 from runs where job_id = ? and status = 'finished'", [job_id]).fetchone()
+            if status == "running" and attempts >= max_attempts and not trained:
                 db["jobs"].update(job_id, {"status": "failed", "ended_at": now(),
                                            "error": f"its daemon stopped heartbeating {attempts} times "
                                                     f"(max_attempts {max_attempts}); last holder gone"})

@@ -32,5 +32,11 @@ def _decoded(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "labels": json.loads(row["labels"]) if row.get("labels") else None}
 
 
+def version_of_job(db: sqlite_utils.Database, job_id: int) -> dict[str, Any] | None:
+    """The version a daemon job published (None: it published none)."""
+    rows = list(db["models"].rows_where("job_id = ?", [job_id]))
+    return _decoded(rows[0]) if rows else None
+
+
 def set_path(db: sqlite_utils.Database, name: str, version: int, path: str) -> None:
     db["models"].update((name, version), {"path": path})

@@ -2,7 +2,7 @@
 the user did not name, damaged model files, settings past their bounds, out-of-range ids and ports, closed input.
 Each must give one clean line (or a 4xx) and lose nothing."""
 
-import io
+import json
 import os
 import subprocess
 import sys
@@ -209,3 +209,25 @@ def test_a_home_or_cache_that_is_a_file_is_named(tmp_path, monkeypatch):
     monkeypatch.delenv("TEXTCLF_DB", raising=False)
     result = invoke("runs", "list")
     assert result.exit_code == 1 and "TEXTCLF_HOME is" in result.output and "--db" not in result.output
+
+
+def test_a_full_disk_is_one_line_and_loses_nothing_recorded(corpus_dir, tmp_path, db_path, monkeypatch):
+    import errno
+
+    import pipelines.files
+
+    out = tmp_path / "m.npz"
+    assert invoke("train", corpus_dir, "--out", out, "--db", db_path, *FAST).exit_code == 0
+    before = out.read_bytes()
+
+    def full(handle, **arrays):
+        handle.write(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device", str(out))
+
+    monkeypatch.setattr(pipelines.files.np, "savez", full)
+    result = invoke("train", corpus_dir, "--out", out, "--db", db_path, *FAST)
+    assert result.exit_code == 1 and "No space left on device; free some space" in result.output
+    assert "Traceback" not in result.output and out.read_bytes() == before  # the old model, whole
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".m.npz")] == []  # no temporary file left
+    listed = invoke("runs", "list", "--db", db_path, "--json")
+    assert listed.exit_code == 0 and [r["status"] for r in json.loads(listed.stdout)][:2] == ["failed", "finished"]

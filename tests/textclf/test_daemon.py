@@ -168,3 +168,94 @@ def test_a_full_disk_during_the_model_write_publishes_nothing_half_written(corpu
     leftovers = [p.name for p in Path(served).parent.iterdir() if p.name != Path(served).name]
     assert leftovers == [], leftovers  # no temporary or half-written model file beside the published one
     assert jobs.get(db, first)["status"] == "succeeded"
+
+
+class _Killed(BaseException):
+    """The daemon's process dying at this point (not an Exception: nothing in the daemon catches it)."""
+
+
+def _kill_at(monkeypatch, point: int | None, kills: list):
+    """Count the ending's writes (run record, version row, file moves, path, job state, checkpoint) and die just
+    before write number `point` (None: never)."""
+    import db.jobs
+    import db.models
+    import db.runs
+    import textclf.frontends.daemon as daemon
+    from textclf.training.checkpoint import Checkpointer
+
+    count = [0]
+
+    def counted(original):
+        def write(*args, **kwargs):
+            count[0] += 1
+            if count[0] == point:
+                kills.append(point)
+                raise _Killed()
+            return original(*args, **kwargs)
+        return write
+
+    for module, name in ((db.runs, "update_run"), (db.jobs, "publish_model"), (db.models, "set_path"),
+                         (db.jobs, "finish"), (daemon, "_move"), (Checkpointer, "remove")):
+        monkeypatch.setattr(module, name, counted(getattr(module, name)))
+    return count
+
+
+@pytest.mark.parametrize("outcome", ["succeeded", "held"])
+def test_a_job_ends_exactly_once_whatever_write_its_daemon_dies_before(outcome, corpus_dir, db_path, fast_settings,
+                                                                       isolated_home, monkeypatch, tmp_path):
+    import shutil
+
+    import textclf.frontends.daemon as daemon
+    from textclf.frontends.daemon import run_job
+
+    db = open_db(db_path)
+    if outcome == "held":  # a serving version no new model can beat
+        jobs.publish_model(db, "m", path=str(tmp_path / "serving.npz"), eval_accuracy=1.0, eval_kind="test")
+    jobs.submit(db, str(corpus_dir), fast_settings.to_dict(), "m")
+    with monkeypatch.context() as patch:  # train once; the daemon dies as its ending starts
+        patch.setattr(daemon, "_end_job", lambda *args: (_ for _ in ()).throw(_Killed()))
+        with pytest.raises(_Killed):
+            run_daemon(DaemonOptions(db_path=db_path, once=True))
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(isolated_home, snapshot)
+    open_db(db_path).execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copy(db_path, tmp_path / "snapshot.db")
+    writes = 7 if outcome == "succeeded" else 5
+    kills: list = []
+    for first in range(1, writes + 1):
+        for second in [None, *range(1, writes + 1)]:
+            db.conn.close()
+            shutil.rmtree(isolated_home)
+            shutil.copytree(snapshot, isolated_home)
+            for stale in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
+                stale.unlink(missing_ok=True)
+            shutil.copy(tmp_path / "snapshot.db", db_path)
+            db = open_db(db_path)
+            options = DaemonOptions(db_path=db_path, stale_after=0)
+            for point in (first, second, None):  # die at `first`, then at `second` in the resumed ending, then end
+                with monkeypatch.context() as patch:
+                    _kill_at(patch, point, kills)
+                    job = jobs.claim(db, "next-daemon", stale_after=-1)
+                    if job is None:
+                        break
+                    try:
+                        status = run_job(db, job, options, lambda: False)
+                    except _Killed:
+                        continue
+                    assert status == outcome
+            job = jobs.get(db, 1)
+            job_runs = runs.runs_of_job(db, 1)
+            versions = [row for row in db["models"].rows_where("job_id = ?", [1])]
+            files = sorted(p.name for p in (isolated_home / "models" / "m").iterdir())
+            where = (first, second)
+            assert job["status"] == outcome and len(job_runs) == 1 and job_runs[0]["status"] == "finished", where
+            assert Path(job_runs[0]["model_path"]).exists(), (where, job, job_runs[0]["model_path"], files, kills[-3:])
+            if outcome == "succeeded":
+                assert len(versions) == 1 and versions[0]["path"] == job_runs[0]["model_path"], where
+                assert files == ["v1.textclf.npz"] and job["model_version"] == 1, (where, files)
+                assert job_runs[0]["publish_decision"] == "published as v1", where
+            else:
+                assert versions == [] and files == ["held-job-1.textclf.npz"], (where, files)
+                assert job_runs[0]["publish_decision"].startswith("not published"), where
+            assert not checkpoint_path(1).exists(), where
+    assert len(kills) >= writes * (writes + 1), len(kills)

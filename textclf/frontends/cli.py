@@ -6,6 +6,7 @@ reading a run for display belong in library calls, which would leave the command
 from __future__ import annotations
 
 import csv
+import errno
 import functools
 import inspect
 import json
@@ -65,6 +66,16 @@ def one_line(message: str) -> str:
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in message)
 
 
+# Why a write failed -> what to do; any other OSError is a bug and keeps its traceback.
+WRITE_ERRORS = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space or raise the quota",
+                errno.EROFS: "the file system is read-only: pass a writable --out, --db or TEXTCLF_HOME",
+                errno.EACCES: "you may not write there: pass a writable --out, --db or TEXTCLF_HOME"}
+
+
+def _error(message: str) -> None:
+    err.print(Text.assemble(("Error:", "red"), f" {one_line(message)}"), highlight=False, soft_wrap=True)
+
+
 def user_errors(fn):
     """Turn library errors into one line on stderr and exit code 1; SIGTERM into Terminated (the run it stops is
     recorded as interrupted, exit code 143)."""
@@ -80,9 +91,19 @@ def user_errors(fn):
             err.print(Text.assemble(("Error:", "red"), f" {one_line(str(exc))}"), highlight=False, soft_wrap=True)
             raise typer.Exit(1)
         except sqlite3.DatabaseError as exc:  # a query on a run database that opened but is damaged inside
-            err.print(Text.assemble(("Error:", "red"), f" the run database failed ({exc}): it is damaged or "
-                                    "not a textclf database; restore it from a copy or pass another --db"),
-                      highlight=False, soft_wrap=True)
+            if "full" in str(exc).lower():
+                _error(f"the run database '{run_db_path(kwargs.get('db'))}' could not be written: the disk is full; "
+                       "free some space (what was recorded before is kept)")
+            else:
+                _error(f"the run database failed ({exc}): it is damaged or not a textclf database; restore it from "
+                       "a copy or pass another --db")
+            raise typer.Exit(1)
+        except OSError as exc:
+            if exc.errno not in WRITE_ERRORS:
+                raise
+            where = f" '{exc.filename}'" if exc.filename else ""
+            _error(f"cannot write{where}: {exc.strerror}; {WRITE_ERRORS[exc.errno]} (what was recorded before is "
+                   "kept)")
             raise typer.Exit(1)
         except KeyboardInterrupt:
             err.print("Interrupted.", highlight=False)

@@ -14,28 +14,27 @@ Compiled programs stay warm across jobs through JAX's persistent compilation cac
 from __future__ import annotations
 
 import json
-
 import os
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from db import jobs as job_queue
 from db import models as published
+from db import open_db
 from db import runs as run_queries
 from db.errors import InvalidName
-from db import open_db
 from pipelines.confine import confined_to
 from pipelines.workers import WorkerPool, fork_is_safe
-from textclf.training.checkpoint import Checkpointer
-from textclf.settings import Settings
 from textclf.errors import USER_ERRORS
 from textclf.paths import data_dir, run_db_path
 from textclf.runs.owner import reap_orphaned_runs
 from textclf.runs.run import train
+from textclf.settings import Settings
+from textclf.training.checkpoint import Checkpointer
 from textclf.training.events import TrainingStopped
 
 
@@ -56,14 +55,18 @@ class DaemonOptions:
 PUBLISH_RULES = ("not-worse", "always")
 
 
-def publish_file(db, name: str, model_file: Path, **fields) -> tuple[int, Path]:
-    """Publish a written model file as the next version of `name`: the row first with an empty path (the service
-    skips it), the file renamed to v{N}.textclf.npz beside it, then the path set. -> (N, the final path)."""
-    version = job_queue.publish_model(db, name, path="", **fields)
-    final = Path(model_file).parent / f"v{version}.textclf.npz"
-    os.replace(model_file, final)
+def _move(source: Path, target: Path) -> None:
+    os.replace(source, target)  # one rename: the file is at one of the two paths, never neither
+
+
+def _placed(db, name: str, version: int, model_file: Path) -> Path:
+    """The published row's file moved to v{N}.textclf.npz and its path set; each step skipped where done before
+    (a daemon killed between them), so finishing it again neither moves a file twice nor leaves an empty path."""
+    final = model_file.parent / f"v{version}.textclf.npz"
+    if not final.exists():
+        _move(model_file, final)
     published.set_path(db, name, version, str(final))
-    return version, final
+    return final
 
 
 def checkpoint_path(job_id: int) -> Path:
@@ -98,6 +101,9 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
     pool: the daemon's vectorizing workers (None: the job starts its own)."""
     job_id = job["id"]
     checkpoint = Checkpointer(checkpoint_path(job_id), options.checkpoint_seconds)
+    ended = _resume_ending(db, job, options, checkpoint)
+    if ended is not None:
+        return ended
     beat = _Heartbeat(options, job_id)
     beat.start()
     # A run of this job still marked running belongs to a daemon that died mid-job (the job was claimed again
@@ -135,30 +141,66 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
         return "failed"
     finally:
         beat.done.set()
-    serving = published.get_version(db, job["name"])
-    comparable = serving is not None and serving["eval_accuracy"] is not None and result.eval_accuracy is not None
-    if options.publish == "not-worse" and comparable and result.eval_accuracy < serving["eval_accuracy"]:
-        held = result.model_path.parent / f"held-job-{job_id}.textclf.npz"  # kept for a look, never served
-        os.replace(result.model_path, held)
-        reason = (f"not published: {result.eval_kind} accuracy {result.eval_accuracy:.4f} is below the serving "
-                  f"v{serving['version']}'s {serving['eval_accuracy']:.4f} (textclf daemon --publish always "
-                  "publishes every version)")
-        run_queries.update_run(db, result.run_id, model_path=str(held), publish_decision=reason)
-        job_queue.finish(db, job_id, "held", run_id=result.run_id, error=reason)
-        checkpoint.remove()
-        return "held"
-    version, final = publish_file(db, job["name"], result.model_path, run_id=result.run_id, job_id=job_id,
-                                  eval_accuracy=result.eval_accuracy, eval_kind=result.eval_kind,
-                                  labels=json.dumps(list(result.model.labels)))
-    decision = f"published as v{version}"
-    if comparable:
-        decision += (f" ({result.eval_kind} accuracy {result.eval_accuracy:.4f}, serving v{serving['version']} had "
-                     f"{serving['eval_accuracy']:.4f})")
+    return _end_job(db, job, run_queries.get_run(db, result.run_id), options, checkpoint)
+
+
+def _end_job(db, job: dict, run: dict, options: DaemonOptions, checkpoint: Checkpointer) -> str:
+    """After the job's run finished with its model file: publish it (or hold it back), record why on the run, end
+    the job. Each step is one write that a later call skips where it was done (the decision is recorded on the run
+    before the model moves), so a daemon killed anywhere in here is finished by the next one from the records
+    (_resume_ending), never by training again."""
+    job_id, name = job["id"], job["name"]
+    model_file = _model_folder(name) / f".job-{job_id}.textclf.npz"
+    held = _model_folder(name) / f"held-job-{job_id}.textclf.npz"
+    decision = run.get("publish_decision") or ""
+    row = published.version_of_job(db, job_id)
+    if row is None and not decision.startswith(("not published", "publishing")):
+        decision = _publish_decision(db, name, run, options)
+        run_queries.update_run(db, run["id"], publish_decision=decision)
+    if decision.startswith("not published"):
+        return _hold(db, job_id, run["id"], model_file, held, decision, checkpoint)
+    if row is None:
+        version = job_queue.publish_model(db, name, path="", run_id=run["id"], job_id=job_id,
+                                          eval_accuracy=run["eval_accuracy"], eval_kind=run["eval_kind"],
+                                          labels=json.dumps(run["labels"]))
+        row = published.get_version(db, name, version)
+    final = Path(row["path"]) if row["path"] else _placed(db, name, row["version"], model_file)
     # the file that exists from now on, and why it was published
-    run_queries.update_run(db, result.run_id, model_path=str(final), publish_decision=decision)
-    job_queue.finish(db, job_id, "succeeded", run_id=result.run_id, model_version=version)
+    run_queries.update_run(db, run["id"], model_path=str(final),
+                           publish_decision=decision.replace("publishing", f"published as v{row['version']}", 1))
+    job_queue.finish(db, job_id, "succeeded", run_id=run["id"], model_version=row["version"])
     checkpoint.remove()
     return "succeeded"
+
+
+def _publish_decision(db, name: str, run: dict, options: DaemonOptions) -> str:
+    """"publishing" (with the serving version's accuracy beside the run's, where both are known), or "not
+    published: ..." where the run scored below the serving version and options.publish is "not-worse"."""
+    serving = published.get_version(db, name)
+    comparable = serving is not None and serving["eval_accuracy"] is not None and run["eval_accuracy"] is not None
+    if options.publish == "not-worse" and comparable and run["eval_accuracy"] < serving["eval_accuracy"]:
+        return (f"not published: {run['eval_kind']} accuracy {run['eval_accuracy']:.4f} is below the serving "
+                f"v{serving['version']}'s {serving['eval_accuracy']:.4f} (textclf daemon --publish always "
+                "publishes every version)")
+    return "publishing" + (f" ({run['eval_kind']} accuracy {run['eval_accuracy']:.4f}, serving v{serving['version']} "
+                           f"had {serving['eval_accuracy']:.4f})" if comparable else "")
+
+
+def _hold(db, job_id: int, run_id: int, model_file: Path, held: Path, reason: str, checkpoint: Checkpointer) -> str:
+    """The job's model kept beside the published ones for a look, never served; each step skipped where done."""
+    if model_file.exists() and not held.exists():
+        _move(model_file, held)
+    run_queries.update_run(db, run_id, model_path=str(held))
+    job_queue.finish(db, job_id, "held", run_id=run_id, error=reason)
+    checkpoint.remove()
+    return "held"
+
+
+def _resume_ending(db, job: dict, options: DaemonOptions, checkpoint: Checkpointer) -> str | None:
+    """A claimed job whose run already finished (its daemon died while ending it): the ending finished from the
+    records -> the job's status; None where no run of it finished (it trains)."""
+    finished = [run for run in run_queries.runs_of_job(db, job["id"]) if run["status"] == "finished"]
+    return _end_job(db, job, finished[-1], options, checkpoint) if finished else None
 
 
 def run_daemon(options: DaemonOptions, on_event: Callable[[str], None] | None = None) -> int:

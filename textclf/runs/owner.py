@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
@@ -107,6 +108,9 @@ def reap_orphaned_runs(db) -> list[int]:
                      f"taken for killed or cut off; found at {run_queries.now()}")
         else:
             continue
-        run_queries.end_run(db, run["id"], "interrupted", error=error)
+        try:
+            run_queries.end_run(db, run["id"], "interrupted", error=error)
+        except (DatabaseError, sqlite3.DatabaseError):  # a full disk or a read-only database: reaped next time
+            continue
         reaped.append(run["id"])
     return reaped

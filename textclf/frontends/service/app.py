@@ -21,7 +21,12 @@ from textclf.errors import USER_ERRORS
 from textclf.frontends.service.asgi import Guard, PlainPredict
 from textclf.frontends.service.jobs import router as jobs_router
 from textclf.frontends.service.oip import router as oip_router
-from textclf.frontends.service.options import OPTIONS_ENV, ServiceOptions, bearer_matches, options_from_env
+from textclf.frontends.service.options import (
+    OPTIONS_ENV,
+    ServiceOptions,
+    bearer_matches,
+    options_from_env,
+)
 from textclf.frontends.service.serving import Metrics, ServedModels
 from textclf.frontends.service.tfserving import plain_answerer
 from textclf.frontends.service.tfserving import router as tfserving_router

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import JSONResponse

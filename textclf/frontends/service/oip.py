@@ -19,9 +19,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from db import models as published
 from textclf import __version__
+from textclf.errors import USER_ERRORS
 from textclf.frontends.service.serving import ServedModels, score
 from textclf.frontends.service.tfserving import VersionNumber
-from textclf.errors import USER_ERRORS
 
 HEADER_LENGTH = "inference-header-content-length"
 OUTPUTS = ("label", "probabilities")

@@ -38,7 +38,7 @@ class ServiceOptions:
             raise SettingsError(f"--reload-seconds must be a positive number of seconds, not {self.reload_seconds}")
 
     @classmethod
-    def binding(cls, host: str, token: str | None, **options) -> "ServiceOptions":
+    def binding(cls, host: str, token: str | None, **options) -> ServiceOptions:
         """The options for a service bound to `host`: beyond loopback every endpoint needs the token, and
         there is no such service without one (it would take jobs from anyone who can reach the port)."""
         public = not is_loopback(host)

@@ -107,7 +107,7 @@ class Batcher:
                         break
                     try:
                         item = await asyncio.wait_for(self.queue.get(), remaining)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         break
                 batch.append(item)
                 size += len(item[0])

@@ -13,8 +13,8 @@ from fastapi import Path as FastPath
 from pydantic import BaseModel, ConfigDict, Field
 
 from db import models as published
-from textclf.frontends.service.serving import Batcher, ServedModels, score, too_slow
 from textclf.errors import USER_ERRORS
+from textclf.frontends.service.serving import Batcher, ServedModels, score, too_slow
 from textclf.inference.predict import top_labels
 
 # A version number in a URL: 1 up to SQLite's largest integer (a larger number would overflow its query).
