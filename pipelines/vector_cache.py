@@ -52,9 +52,15 @@ def _matrix_arrays(prefix: str, matrix: sp.csr_matrix) -> dict[str, np.ndarray]:
             f"{prefix}.shape": np.array(matrix.shape)}
 
 
-def _matrix(prefix: str, arrays) -> sp.csr_matrix:
-    return sp.csr_matrix((arrays[f"{prefix}.data"], arrays[f"{prefix}.indices"], arrays[f"{prefix}.indptr"]),
-                         shape=tuple(arrays[f"{prefix}.shape"]))
+def _matrix(prefix: str, arrays, width: int) -> sp.csr_matrix:
+    """A cached matrix, checked whole before use (column indices within its width, row pointers in order, finite
+    values, the vectorizer's width): a valid file with wrong numbers is a damaged entry, not vectors. ValueError."""
+    matrix = sp.csr_matrix((arrays[f"{prefix}.data"], arrays[f"{prefix}.indices"], arrays[f"{prefix}.indptr"]),
+                           shape=tuple(int(n) for n in arrays[f"{prefix}.shape"]))
+    matrix.check_format(full_check=True)
+    if matrix.shape[1] != width or not np.isfinite(matrix.data).all():
+        raise ValueError(f"{prefix} vectors of width {matrix.shape[1]} (the vectorizer's: {width}) or not finite")
+    return matrix
 
 
 def enabled() -> bool:
@@ -70,8 +76,9 @@ def load(folder: Path, key: str) -> tuple[Vectorizer, sp.csr_matrix, sp.csr_matr
             config = json.loads(str(arrays["config"]))
             vectorizer = Vectorizer.from_arrays(config, {k[len("vectorizer."):]: arrays[k] for k in arrays.files
                                                          if k.startswith("vectorizer.")})
-            result = vectorizer, _matrix("train", arrays), _matrix("eval", arrays)
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            width = vectorizer.n_features
+            result = vectorizer, _matrix("train", arrays, width), _matrix("eval", arrays, width)
+    except (OSError, ValueError, TypeError, KeyError, EOFError, zipfile.BadZipFile):
         path.unlink(missing_ok=True)  # damaged: a miss, and rewritten by this run
         return None
     os.utime(path)  # recently used: kept longest

@@ -61,3 +61,15 @@ def test_old_entries_are_dropped(tmp_path, corpus_dir, fast_settings, monkeypatc
     assert sorted(p.stem for p in tmp_path.glob("*.npz")) == ["b", "c"]
     loaded = vector_cache.load(tmp_path, "c")
     assert loaded[0].terms == vectorizer.terms and abs(loaded[1] - matrix).max() == 0
+
+
+def test_an_entry_that_loads_but_holds_wrong_numbers_is_a_miss(corpus_dir, db_path, fast_settings, tmp_path):
+    first = train(corpus_dir, fast_settings, db_path=db_path, model_path=tmp_path / "a.npz")
+    (entry,) = vector_cache_dir().glob("*.npz")
+    with np.load(entry, allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    arrays["train.indices"] = arrays["train.indices"] + 10**6  # a valid file, every column out of range
+    np.savez(entry, **arrays)
+    again = train(corpus_dir, fast_settings, db_path=db_path, model_path=tmp_path / "b.npz")
+    assert not _cached(db_path, again.run_id) and again.eval_accuracy == first.eval_accuracy
+    np.testing.assert_array_equal(first.model.params.w1, again.model.params.w1)

@@ -231,3 +231,11 @@ def test_a_full_disk_is_one_line_and_loses_nothing_recorded(corpus_dir, tmp_path
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".m.npz")] == []  # no temporary file left
     listed = invoke("runs", "list", "--db", db_path, "--json")
     assert listed.exit_code == 0 and [r["status"] for r in json.loads(listed.stdout)][:2] == ["failed", "finished"]
+
+
+def test_the_run_records_the_epochs_that_ran(corpus_dir, tmp_path, db_path):
+    # 36 documents: the small-corpus rule (min_steps) runs more epochs than the default 10; the record says so
+    assert invoke("train", corpus_dir, "--out", tmp_path / "m.npz", "--db", db_path, "--search", "off",
+                  "--hidden", "16").exit_code == 0
+    run = json.loads(invoke("runs", "show", 1, "--db", db_path, "--json").stdout)
+    assert run["settings"]["epochs"] == len(run["epochs"]) > 10

@@ -160,6 +160,10 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
         return _planned(run, data, plan, settings)
     record_epoch = EpochRecorder(db, run_id)
     fitted = fit_plan(run, data, plan, settings, backend, record_epoch)
+    words = plan.views[0]
+    if "epochs" not in fitted.settings.pinned and words.epochs > fitted.settings.epochs:
+        # The small-corpus rule (Settings.min_steps) ran more epochs than the setting: the record says what ran.
+        run.record(settings=fitted.settings.replace(epochs=words.epochs).to_dict())
     return _evaluated_and_saved(run, data, fitted, source_name(corpus_path), model_path, record_epoch)
 
 
