@@ -37,7 +37,7 @@ class KernelConfig:
     # dW1 inside W1's update (input_grad_update for sgd, input_grad_adam_update when adam_fused_dw1).
     grad: InputGradBlocks = InputGradBlocks(block_m=32, block_k=128, num_warps=4, num_stages=3)
     # Adam: dW1 computed inside W1's update (input_grad_adam_update, `grad` blocks) instead of input_grad then
-    # adam_update. Which is faster depends on the batch size and the blocks (BENCHMARKS.md, "Step fusions":
+    # adam_update. Which is faster depends on the batch size and the blocks (docs/decisions.md, "Step fusions":
     # on an H100 it won at B = 256 and lost at 64 and 4,096), so it is set per device and batch in tuned.json
     # from `python -m benchmarks.fusion_ab`.
     adam_fused_dw1: bool = False

@@ -7,7 +7,7 @@ inside a padded word; a padded word of fewer than n characters gives none for th
 
 Why: scikit-learn's analyzer makes a Python string of every n-gram and our counting loop a dict lookup of each: ~5
 n-grams a character, so the character view cost ~5x the words (2 cores, 50,218 Chinese reviews of 2.9M characters:
-7.5 s in the workers and 4.4 s merging; BENCHMARKS.md, "The character view counted in compiled code").
+7.5 s in the workers and 4.4 s merging; docs/decisions.md, "The character view counted in compiled code").
 
 How, per chunk of texts: their code points in one array, the words found and copied padded into a second array
 (`padded`), each character ranked among the chunk's distinct characters; a 2-gram numbered by ranking the pairs

@@ -87,7 +87,7 @@ CHAR_ANALYZER = "char_wb"
 CHAR_NGRAM_RANGE = (2, 5)
 # A word that opens every document (start_token): with bigrams, "__start__ what" tells a question's first word from
 # the same word further on, which decides a question's type ("how many" opening a question, not inside it). By
-# 3-fold cross-validation on the training files (benchmarks/start_token.py, BENCHMARKS.md "The start token"), in
+# 3-fold cross-validation on the training files (benchmarks/start_token.py, docs/decisions.md "The start token"), in
 # points of validation accuracy: trec +0.24 / +0.34 (fold seeds 0-1 / 2-4; higher for all 5), mr +0.06 / +0.10,
 # agnews7600 +0.07, news4 (unigrams: no column) 0. Not a word of the token pattern's (\w\w+) that real text is
 # likely to hold. Alone it is in every document and tells nothing: fitted vocabularies leave it out
@@ -110,7 +110,7 @@ THREADED_ENTRIES = 1 << 20
 # all the entries and its class's entries in float64, ~1 + 16 / classes bytes an entry. On 200,000 synthetic
 # documents (32M entries, 4 classes, 2-core CPU), 2 threads raised the fit's peak host memory 971 -> 1,156-1,181 MB
 # (one thread: 973-1,002 MB); on a million documents (16 cores, 4 threads) `textclf train` peaked at 3.4 GiB where it had
-# 2.8-2.9 (BENCHMARKS.md, "A large file's vectorizing").
+# 2.8-2.9 (docs/decisions.md, "A large file's vectorizing").
 CLASS_SUM_THREADS = 4
 
 
@@ -642,7 +642,7 @@ def _fit_by_chunks(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     sample, ran in this process while the workers waited, one step after another. A million synthetic documents'
     200,000-document sample (16 cores), without its rows, is now fitted in 1.89-1.98 s where that took 2.30-2.31 s
     with unigrams, in 4.06 s where it took 7.19 s with bigrams, and the fit's peak memory holds no stacked counts
-    beside their weighted copy (BENCHMARKS.md, "The vocabulary's fit by chunks"). Its rows (`matrix`) cost
+    beside their weighted copy (docs/decisions.md, "The vocabulary's fit by chunks"). Its rows (`matrix`) cost
     0.2-0.4 s more, and spare the transform of a large file those documents (Vectorizer.transform_file_parts'
     `known`: 0.7-0.9 s less there)."""
     parts = _map_chunks(pool, _count_word_chunk, texts, on_progress, settings.ngram_max,

@@ -45,7 +45,7 @@ def pytest_configure(config):
 def _fast_compiles() -> None:
     """Compile the run's programs with LLVM's -O1 instead of -O3 (XLA_FLAGS, inherited by the workers and the
     textclf processes the tests start). More than half of the suite's time is XLA compiling small programs once
-    each, which -O1 shortens (BENCHMARKS.md, "The initial weights compiled at LLVM's -O1"), while the
+    each, which -O1 shortens (docs/decisions.md, "The initial weights compiled at LLVM's -O1"), while the
     tests' arrays are too small for the less optimised loops to cost. The tests compare programs with each other
     and with their references, at one level. A level already in XLA_FLAGS is kept."""
     flags = os.environ.get("XLA_FLAGS", "")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Input layouts on the GPU machine (through the device tool), from the repository root with .devdata/ built by
-# `textclf dataset news4|agnews7600 .devdata/...`. Prints markdown tables; BENCHMARKS.md, "Input layouts".
+# `textclf dataset news4|agnews7600 .devdata/...`. Prints markdown tables; docs/decisions.md, "Input layouts".
 set -u
 PART=${PART:-all}
 if [ "$PART" = all ] || [ "$PART" = tests ]; then

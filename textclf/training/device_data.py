@@ -333,7 +333,7 @@ def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WI
 
 
 # Piece widths tried, and the padding allowed: the widest power of two whose padding slots stay within
-# PIECE_MAX_PADDING of the nonzeros. Measured on an H100 (BENCHMARKS.md, "Input layouts"): news4 rows (88
+# PIECE_MAX_PADDING of the nonzeros. Measured on an H100 (docs/decisions.md, "Input layouts"): news4 rows (88
 # nonzeros a document; padding 4% / 8% / 18% at widths 8 / 16 / 32) were fastest at 16, agnews7600 rows (26
 # nonzeros; 13% / 29%) at 8: fewer, wider pieces until the padding costs more than the pieces save.
 PIECE_WIDTHS = (4, 8, 16, 32)

@@ -56,7 +56,7 @@ def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -
     return jnp.zeros((batch_size, n_columns), dtype).at[rows, indices].add(values.astype(dtype))
 
 
-# Measured on an H100, news4 / agnews7600 rows, adam (BENCHMARKS.md, "Step fusions"): reusing one zero buffer
+# Measured on an H100, news4 / agnews7600 rows, adam (docs/decisions.md, "Step fusions"): reusing one zero buffer
 # took the news4 step at B = 4,096 from 771 to 632 us (agnews 397 -> 294 us).
 REUSE_ZERO_BUFFER = True
 # hidden_backward partials summed by head_update's single program up to this many; beyond, XLA's parallel

@@ -1,7 +1,7 @@
 """The model search's rules as data: one frozen record, passed in, never patched.
 
 Each field bounds one decision of the search (textclf/training/search.py) or of the training it plans; the comment
-says what it bounds and why, and names the BENCHMARKS.md section (or docs/decisions.md line) that measured it. A
+says what it bounds and why, and names the BENCHMARKS.md section or the docs/decisions.md entry that measured it. A
 benchmark tries another value with `dataclasses.replace(SearchRules(), field=value)`. No JAX, no I/O.
 """
 

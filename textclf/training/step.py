@@ -30,7 +30,7 @@ from textclf.training.device_data import narrowed
 from textclf.training.optimizers import make_optimizer
 
 # Pallas input format "auto": the pieces layout (pallas_kernels/pieces_hidden.py) from this batch size up, the
-# dense bf16 X below it. Measured on an H100 (BENCHMARKS.md, "Input layouts"): news4 rows at batch 4,096
+# dense bf16 X below it. Measured on an H100 (docs/decisions.md, "Input layouts"): news4 rows at batch 4,096
 # 14.4M docs/s with pieces vs 10.0M dense, at 1,024 7.0M vs 5.8M; agnews7600 rows at 4,096 30.3M vs 16.1M.
 PIECES_MIN_BATCH = 1024
 
@@ -161,7 +161,7 @@ def make_step(backend: str, settings: Settings, local_batch: int, kernel_config=
     Layouts: the Pallas "pieces" input format reads pieces, its other formats flat batches; the XLA step reads
     pieces on a GPU and flat batches elsewhere (from pieces it was 8x faster on news4 rows at batch 4,096 on an
     H100, the per-nonzero segment sum piling each document's adds onto one row, but slower on a CPU;
-    BENCHMARKS.md, "Input layouts")."""
+    docs/decisions.md, "Input layouts")."""
     if backend == "pallas":
         config = kernel_config or kernel_config_for(settings, local_batch).replace(
             input_format=input_format_for(settings.pallas_input, local_batch))
