@@ -1,8 +1,7 @@
-"""A/B of the dense Pallas epoch's options: textclf/pallas_step.REUSE_ZERO_BUFFER (one zero buffer per epoch,
-nonzeros stored and erased, vs fresh zeros every step) and KernelConfig.adam_fused_dw1 (dW1 inside W1's Adam
-update), each on and off, on news4 (stacked 10x; B = 64, 256, 4,096) and agnews7600 rows (100x; B = 4,096):
-us per step of `fit_network` epochs (median of epochs 2-3). Then counts the copies of the (B, Kp) buffer in the
-compiled epoch (should be 0: the erase must happen in place). GPU only.
+"""A/B of KernelConfig.adam_fused_dw1 (dW1 inside W1's Adam update; set per device and batch in
+pallas_kernels/tuned.json), on and off, on news4 (stacked 10x; B = 64, 256, 4,096) and agnews7600 rows (100x; B =
+4,096): us per step of `fit_network` epochs (median of epochs 2-3). Then counts the copies of the dense epoch's (B, Kp)
+zero buffer in the compiled epoch (should be 0: each step's erase must happen in place). GPU only.
 
     python -m benchmarks.fusion_ab
 """
@@ -17,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.kernels import load_problem
-from textclf.training import loop as trainloop
+from textclf.training import loop
 from textclf.training import pallas as pallas_step
 from textclf.training.step import kernel_config_for
 from textclf.settings import Settings
@@ -25,24 +24,21 @@ from textclf.models.mlp import init_params
 from textclf.training.optimizers import make_optimizer
 
 TASKS = ((".devdata/news4/train.jsonl", 10, (64, 256, 4096)), (".devdata/agnews7600/train.jsonl", 100, (4096,)))
-VARIANTS = ((True, True), (False, True), (True, False), (False, False))  # (reuse buffer, fused Adam dW1)
+VARIANTS = (True, False)  # fused Adam dW1
 
 
-def step_time(x, y, n_classes: int, batch: int, optimizer: str, reuse: bool, fuse: bool):
-    """-> (us per step, docs/s, final loss) of 3 epochs with these options."""
-    pallas_step.REUSE_ZERO_BUFFER = reuse
-    trainloop._warm_epoch.cache_clear()  # the option is read while tracing: compile again
+def step_time(x, y, n_classes: int, batch: int, optimizer: str, fuse: bool):
+    """-> (us per step, docs/s, final loss) of 3 epochs with this option."""
     settings = Settings(epochs=3, min_steps=0, batch_size=batch, backend="pallas", pallas_input="dense",
                         optimizer=optimizer)
     config = kernel_config_for(settings).replace(input_format="dense", adam_fused_dw1=fuse)
-    result = trainloop.fit_network(x, y, n_classes, settings, "pallas", kernel_config=config)
+    result = loop.fit_network(x, y, n_classes, settings, "pallas", kernel_config=config)
     seconds = float(np.median([e.seconds for e in result.history[1:]]))
     return seconds / -(-x.shape[0] // batch) * 1e6, x.shape[0] / seconds, result.history[-1].loss
 
 
 def buffer_copies(optimizer: str, batch: int = 4096) -> list[str]:
     """HLO copy instructions of the (B, Kp) dense buffer in the compiled epoch (4 steps of empty batches)."""
-    pallas_step.REUSE_ZERO_BUFFER = True
     config = kernel_config_for(Settings(batch_size=batch))
     params = pallas_step.pad_params(init_params(jax.random.PRNGKey(0), 32754, 128, 4), config)
     steps, cap = 4, 2**19
@@ -59,11 +55,11 @@ def main() -> None:
     for path, repeat, batches in TASKS:
         x, y, n_classes = load_problem(path, repeat)
         for batch, optimizer in itertools.product(batches, ("adam", "sgd")):
-            for reuse, fuse in VARIANTS:
-                if optimizer == "sgd" and not fuse:  # the Adam option: one sgd run per buffer setting
+            for fuse in VARIANTS:
+                if optimizer == "sgd" and not fuse:  # the Adam option: one sgd run
                     continue
-                us, docs, loss = step_time(x, y, n_classes, batch, optimizer, reuse, fuse)
-                print(f"{path.split('/')[1]} B={batch} {optimizer} reuse={reuse} fuse_adam={fuse}: {us:.1f} us/step, "
+                us, docs, loss = step_time(x, y, n_classes, batch, optimizer, fuse)
+                print(f"{path.split('/')[1]} B={batch} {optimizer} fuse_adam={fuse}: {us:.1f} us/step, "
                       f"{docs:,.0f} docs/s, loss {loss:.4f}", flush=True)
     for optimizer in ("adam", "sgd"):
         copies = buffer_copies(optimizer)

@@ -292,7 +292,7 @@ def sweep(matrix, labels, n_classes, batch, device: str, db=None, finalists: int
         except Exception as exc:  # a configuration the compiler refuses (e.g. shared memory): record and skip
             seconds, error = None, f"{type(exc).__name__}: {str(exc)[:200]}"
         if db is not None:
-            from db.sweeps import record_kernel_sweep
+            from benchmarks.sweeps import record_kernel_sweep
 
             record_kernel_sweep(db, device, kernel, batch, {k: asdict(v) for k, v in config.items()}, seconds, error)
         if seconds is not None:
@@ -338,7 +338,7 @@ def main() -> None:
     parser.add_argument("--batches", default="256,1024,4096")
     parser.add_argument("--torch", action="store_true", help="also time PyTorch (CUDA graphs)")
     parser.add_argument("--sweep", action="store_true", help="sweep block sizes first and use the best")
-    parser.add_argument("--db", help="runs DB to record the sweep in")
+    parser.add_argument("--db", help="SQLite file to record the sweep in (the benchmark's own, not the run database)")
     parser.add_argument("--tuned-out", help="write the chosen configurations here (pallas_kernels/tuned.json format)")
     args = parser.parse_args()
     from textclf.training.backends import device_description
@@ -349,9 +349,9 @@ def main() -> None:
     print(f"device {device}; measured copy bandwidth {bandwidth / 1e12:.2f} TB/s, bf16 matmul {matmul_rate / 1e12:.0f} TFLOP/s")
     database = None
     if args.db:
-        from db import open_db
+        from benchmarks.sweeps import open_sweep_db
 
-        database = open_db(args.db)  # only a database the user names: never the product one by default
+        database = open_sweep_db(args.db)
     chosen = []
     for batch in (int(b) for b in args.batches.split(",")):
         config = sweep(matrix, labels, n_classes, batch, device, database) if args.sweep else tuned(batch, device)

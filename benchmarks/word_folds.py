@@ -1,5 +1,5 @@
 """A training file's word view as the model search's rounds see it, for the benchmarks that cross-validate networks
-on it by hand (char_view, class_weights, ensembles, start_token): the labels as numbers, the widest view's counts, the given
+on it by hand (char_view, ensembles, start_token): the labels as numbers, the widest view's counts, the given
 variant's columns of it, and a round's batches. Reads no test file."""
 
 from __future__ import annotations

@@ -144,14 +144,6 @@ TABLES = {
             "error": "Why the tool failed, if it did.",
         },
     },
-    "kernel_sweeps": {
-        "description": "Pallas kernel block-size measurements.",
-        "columns": {
-            "id": "Row id.", "created_at": "When (ISO 8601, UTC).", "device": "GPU.", "kernel": "Kernel name.",
-            "batch_size": "Rows a batch.", "config": "JSON of the block sizes.", "seconds": "Time a call.",
-            "error": "Why the configuration failed to compile or run.",
-        },
-    },
 }
 
 

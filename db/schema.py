@@ -182,9 +182,17 @@ def _v13_job_data_root(db: sqlite_utils.Database) -> None:
     db["jobs"].add_column("data_root", str)
 
 
+def _v14_kernel_sweeps_out(db: sqlite_utils.Database) -> None:
+    # kernel_sweeps moved to the kernel benchmark's own file (benchmarks/sweeps.py): dropped where it holds no rows;
+    # a database that holds sweeps keeps them.
+    if "kernel_sweeps" in db.table_names() and db["kernel_sweeps"].count == 0:
+        db["kernel_sweeps"].drop()
+
+
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
               _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache, _v10_vectorize_workers,
-              _v11_plan, _v12_model_labels_as_json, _v13_job_data_root]
+              _v11_plan, _v12_model_labels_as_json, _v13_job_data_root,
+              _v14_kernel_sweeps_out]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -10,7 +10,7 @@ fm() { echo "## fashion_mnist $*" | tee -a "$log"; timeout 120 python3 -m benchm
   | grep --line-buffered -v -i warning | tee -a "$log"; }
 if [ "${PART:-all}" != vgg ]; then
   timeout 240 python3 -m pytest -q -x -p no:cacheprovider tests/pallas_kernels/test_conv2d.py \
-    tests/pallas_kernels/test_maxpool.py tests/pallas_kernels/test_softmax_xent.py tests/textclf/test_cnn.py 2>&1 \
+    tests/pallas_kernels/test_maxpool.py tests/pallas_kernels/test_softmax_xent.py tests/textclf/models/test_cnn.py 2>&1 \
     | tail -3 | tee -a "$log"
   fm --backend pallas  # the defaults (textclf.settings: 20 epochs, cosine, dropout 0.25, shift)
   fm --backend xla

@@ -4,8 +4,8 @@
 set -u
 PART=${PART:-all}
 if [ "$PART" = all ] || [ "$PART" = tests ]; then
-  python -m pytest -q -p no:cacheprovider tests/pallas_kernels/test_pieces_hidden.py tests/textclf/test_device_data.py \
-    tests/textclf/test_trainloop.py tests/textclf/test_train.py "tests/pallas_kernels/test_mlp.py::test_training_matches_xla" \
+  python -m pytest -q -p no:cacheprovider tests/pallas_kernels/test_pieces_hidden.py tests/textclf/training/test_device_data.py \
+    tests/textclf/training/test_loop.py tests/textclf/runs/test_run.py "tests/pallas_kernels/test_mlp.py::test_training_matches_xla" \
     2>&1 | grep -E "passed|failed|FAILED|Error"
 fi
 if [ "$PART" = all ] || [ "$PART" = product ]; then

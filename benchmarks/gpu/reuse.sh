@@ -7,7 +7,7 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-reuse}
 mkdir -p "$OUT"
 source benchmarks/gpu/data.sh >/dev/null 2>&1
-[ "${SKIP_TESTS:-}" ] || python3 -m pytest -q -p no:cacheprovider tests/textclf/test_search.py tests/textclf/test_train.py \
+[ "${SKIP_TESTS:-}" ] || python3 -m pytest -q -p no:cacheprovider tests/textclf/training/test_search.py tests/textclf/runs/test_run.py \
   -k "reused or rate" 2>&1 | tail -3 | tee "$OUT/reuse.txt"
 cp benchmarks/daemon_latency.py .baseline/benchmarks/  # the same client for both trees (--seeds, held jobs)
 for v in before after; do

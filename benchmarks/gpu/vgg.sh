@@ -10,7 +10,7 @@ log="$OUT/vgg.log"
 source benchmarks/gpu/site.sh
 nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$log"
 if [ -z "${SKIP_TESTS:-}" ]; then
-  timeout 300 python3 -m pytest -q -x -p no:cacheprovider tests/pallas_kernels/test_conv2d.py tests/pallas_kernels/test_conv2d_tma.py tests/textclf/test_cnn.py \
+  timeout 300 python3 -m pytest -q -x -p no:cacheprovider tests/pallas_kernels/test_conv2d.py tests/pallas_kernels/test_conv2d_tma.py tests/textclf/models/test_cnn.py \
     2>&1 | tail -3 | tee -a "$log"
 fi
 TMA_CONFIGS=${TMA_CONFIGS:-2x2x32x128x4,1x4x32x128x5,1x2x32x256x4,1x8x32x64x4,2x4x32x64x3,2x4x32x64x4,4x2x32x64x4}

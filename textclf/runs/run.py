@@ -63,7 +63,7 @@ def train(
 ) -> TrainResult | PlannedRun:
     # Keyword inputs of the one entry point every face calls, each a separate thing the caller owns.
     """Train a model on a corpus, record the run, write the model file; see the module docstring.
-    checkpointer / stop_requested: see trainloop.fit_network (used by the daemon). pool: vectorizing workers to
+    checkpointer / stop_requested: see loop.fit_network (used by the daemon). pool: vectorizing workers to
     use (the daemon keeps one for its life), else the run starts its own. job_id / resumes_run: the daemon job
     this run trains, and the interrupted run of that job it resumes (recorded in the run). rules: the model search's
     (a benchmark passes its variant). plan_only: read, search and vectorize, record the plan, and stop before
@@ -160,10 +160,11 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
         return _planned(run, data, plan, settings)
     record_epoch = EpochRecorder(db, run_id)
     fitted = fit_plan(run, data, plan, settings, backend, record_epoch)
-    words = plan.views[0]
-    if "epochs" not in fitted.settings.pinned and words.epochs > fitted.settings.epochs:
-        # The small-corpus rule (Settings.min_steps) ran more epochs than the setting: the record says what ran.
-        run.record(settings=fitted.settings.replace(epochs=words.epochs).to_dict())
+    ran = plan.views[0].epochs
+    if "epochs" not in settings.pinned and fitted.settings.epochs == settings.epochs < ran:
+        # The small-corpus rule (Settings.min_steps) ran more epochs than the setting, and no held-out choice
+        # chose another count: the record says what ran.
+        run.record(settings=fitted.settings.replace(epochs=ran).to_dict())
     return _evaluated_and_saved(run, data, fitted, source_name(corpus_path), model_path, record_epoch)
 
 

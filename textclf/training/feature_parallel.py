@@ -16,7 +16,7 @@ optimizer's pass over W1) is split N ways. A wider W1 (a larger --features) also
 
 The trajectory is the one-device trajectory up to the order of float sums: the same initial weights (drawn for F
 rows, then padded with zero rows to a multiple of N that no column ever touches), the same batches
-(tests/textclf/test_parallel.py compares the parameters).
+(tests/textclf/training/test_distributed.py compares the parameters).
 
 Decisions: the XLA step only (the fused Pallas hidden-layer kernels apply the sigmoid inside the matmul, before
 a sum across devices could happen); one process (a feature shard needs every document's columns in its range,

@@ -1,4 +1,4 @@
-"""The training epoch on the Pallas path: same inputs and outputs as the XLA epoch in trainloop.py.
+"""The training epoch on the Pallas path: same inputs and outputs as the XLA epoch in loop.py.
 
 Two input formats (KernelConfig.input_format): "dense" (below) and "sparse", where the hidden layer and dW1 are
 computed from the flat sparse batch itself by pallas_kernels/sparse_hidden.py (no dense X at all).
@@ -56,9 +56,6 @@ def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -
     return jnp.zeros((batch_size, n_columns), dtype).at[rows, indices].add(values.astype(dtype))
 
 
-# Measured on an H100, news4 / agnews7600 rows, adam (docs/decisions.md, "Step fusions"): reusing one zero buffer
-# took the news4 step at B = 4,096 from 771 to 632 us (agnews 397 -> 294 us).
-REUSE_ZERO_BUFFER = True
 # hidden_backward partials summed by head_update's single program up to this many; beyond, XLA's parallel
 # reductions first (one program looping over 64 partials took 38 us at B = 4,096).
 HEAD_MAX_PARTS = 8
@@ -171,9 +168,10 @@ def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *,
     x_dtype = jnp.dtype(config.x_dtype)
 
     sparse = config.input_format in ("sparse", "pieces")  # the kernels read the batch's nonzeros: no dense X
-    # Dense input with REUSE_ZERO_BUFFER: one zero (B, Kp) buffer for the whole epoch, carried through the scan
-    # (so XLA updates it in place); each step writes its nonzeros into it and erases them after the step.
-    reuse = REUSE_ZERO_BUFFER and not sparse
+    # Dense input: one zero (B, Kp) buffer for the whole epoch, carried through the scan (so XLA updates it in
+    # place); each step writes its nonzeros into it and erases them after the step (docs/decisions.md, "Step fusions":
+    # the news4 step at B = 4,096 771 -> 632 us on an H100 against a fresh zero buffer a step).
+    reuse = not sparse
 
     def step(carry, batch):
         params, opt_state, buffer = carry

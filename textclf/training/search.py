@@ -22,7 +22,7 @@ How:
   would be overrun: a tight budget still returns the best candidate of the rounds it finished (at least the
   first). The variants that finished the most folds are compared on those folds; the others rank below them.
 - Settings the user set explicitly (Settings.pinned) are not searched.
-- Never reads a test corpus: the caller passes only training documents (tests/textclf/test_search.py checks
+- Never reads a test corpus: the caller passes only training documents (tests/textclf/training/test_search.py checks
   that `train` opens --test only after the search).
 """
 

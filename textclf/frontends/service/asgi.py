@@ -52,7 +52,7 @@ class PlainPredict:
     every error. Why: FastAPI's and Starlette's per-request layers (middleware, routing, dependency solving,
     serialisation) were about two thirds of a one-document request's server CPU, and one-document clients are
     the service's hardest load (BENCHMARKS.md, "Daemon and service"). The answer is the FastAPI route's JSON
-    (tests/textclf/test_service.py compares them) and is counted in the same metric series."""
+    (tests/textclf/frontends/test_service.py compares them) and is counted in the same metric series."""
 
     PATH = re.compile(r"/v1/models/([^/]+):predict")
     TEMPLATE = "/v1/models/{name}:predict"

@@ -23,7 +23,7 @@ from textclf.training.distributed import coordinates_from_env, initialize
 from textclf.errors import SettingsError
 from textclf.training.data_parallel import check_batch
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 WORKER = Path(__file__).with_name("parallel_worker.py")
 
 

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from pipelines.batches import next_power_of_two
-from textclf.training import loop as trainloop
+from textclf.training import loop
 from textclf.settings import Settings
 from textclf.training.device_data import batch_nnz_max, epoch_order
 
@@ -34,10 +34,10 @@ def test_a_run_compiles_its_epoch_once_although_its_epochs_batch_widths_differ(f
     # A seed whose epochs would need two power-of-two batch widths (so this test can fail).
     settings = next(base.replace(seed=seed) for seed in range(100)
                     if len(_widths(matrix, base.replace(seed=seed), 6)) > 1)
-    trainloop._warm_epoch.cache_clear()
-    result = trainloop.fit_network(matrix, labels, 3, settings)
+    loop._warm_epoch.cache_clear()
+    result = loop.fit_network(matrix, labels, 3, settings)
     assert len(result.history) == 6
-    assert trainloop._warm_epoch.cache_info().currsize == 1  # one width for the run, one compiled epoch
+    assert loop._warm_epoch.cache_info().currsize == 1  # one width for the run, one compiled epoch
 
 
 @pytest.mark.parametrize("layout", ["flat", "pieces"])
@@ -55,10 +55,10 @@ def test_an_epoch_gathered_in_segments_trains_the_network_of_one_gather(fast_set
     settings = fast_settings.replace(batch_size=4, epochs=2, min_steps=0, lr_schedule="linear", optimizer="adam",
                                      learning_rate=0.01)
     assert make_step("xla", settings, 4).layout == layout
-    whole = trainloop.fit_network(matrix, labels, 3, settings, eval_x=matrix[:9], eval_y=labels[:9])
+    whole = loop.fit_network(matrix, labels, 3, settings, eval_x=matrix[:9], eval_y=labels[:9])
     width = max(1, int(batch_nnz_max(matrix.indptr, epoch_order(0, 0, 40, 10, 4))))  # a step's slots, at least
     monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * width * 3)  # 3 steps a segment, or fewer
-    segmented = trainloop.fit_network(matrix, labels, 3, settings, eval_x=matrix[:9], eval_y=labels[:9])
+    segmented = loop.fit_network(matrix, labels, 3, settings, eval_x=matrix[:9], eval_y=labels[:9])
     on_cpu = jax.default_backend() == "cpu"
     got, want = ([(h.loss, h.train_accuracy, h.eval_accuracy) for h in run.history] for run in (segmented, whole))
     if on_cpu:
@@ -94,7 +94,7 @@ def test_make_step_is_the_one_place_that_names_a_backend():
     assert isinstance(pallas, PallasStep) and pallas.layout == "pieces" and pallas.padding is pallas.kernel_config
     assert make_step("pallas", settings, 64).layout == "flat"  # dense X below PIECES_MIN_BATCH
     # the loop, the data-parallel wrapper and the daemon never compare a backend's name
-    root = Path(__file__).resolve().parents[2] / "textclf"
+    root = Path(__file__).resolve().parents[3] / "textclf"
     for module in ("training/loop.py", "training/data_parallel.py", "frontends/daemon.py"):
         assert not re.search(r'==\s*"(pallas|xla)"', (root / module).read_text()), module
 
@@ -120,7 +120,7 @@ def test_early_stopping_ends_training_and_keeps_the_best_epoch(fast_settings):
     matrix, labels = _two_long_documents()
     settings = fast_settings.replace(batch_size=4, epochs=6, min_steps=0)
     judged = _judged([0.5, 0.7, 0.6, 0.9, 0.9, 0.9])
-    result = trainloop.fit_network(matrix, labels, 3, settings, early_stopping=judged)
+    result = loop.fit_network(matrix, labels, 3, settings, early_stopping=judged)
     assert len(result.history) == 3  # epoch 3 did not improve on epoch 2: stopped
     kept = judged.seen[1]  # epoch 2's parameters, not the last epoch's
     assert all(np.array_equal(a, b) for a, b in zip(result.params, kept))
@@ -131,7 +131,7 @@ def test_early_stopping_judges_the_last_epoch_too(fast_settings):
     matrix, labels = _two_long_documents()
     settings = fast_settings.replace(batch_size=4, epochs=2, min_steps=0)
     judged = _judged([0.5, 0.7])
-    result = trainloop.fit_network(matrix, labels, 3, settings, early_stopping=judged)
+    result = loop.fit_network(matrix, labels, 3, settings, early_stopping=judged)
     assert judged.accuracies == [0.5, 0.7] and judged.best_epoch == 2  # the best epoch was the last one
     assert all(np.array_equal(a, b) for a, b in zip(result.params, judged.seen[1]))
 

@@ -18,7 +18,7 @@ from textclf.inference.artifacts import load_model
 from textclf.frontends.daemon import DaemonOptions, run_daemon
 from textclf.frontends.service import ServiceOptions, create_app
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TOKEN = "s3cret"
 
 

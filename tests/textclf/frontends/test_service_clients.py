@@ -20,7 +20,7 @@ from textclf.frontends.daemon import DaemonOptions, run_daemon
 from textclf.inference.artifacts import load_model
 from textclf.settings import Settings
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TEXTS = ["the striker scored twice and the team won the match", "the rocket reached orbit", "fry the onions"]
 
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from db.columns import TABLES
 from textclf.frontends.cli import app
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
 

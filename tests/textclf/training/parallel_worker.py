@@ -15,7 +15,7 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from textclf.settings import Settings  # noqa: E402
 from textclf.training.loop import fit_network  # noqa: E402

@@ -17,7 +17,7 @@ from textclf.inference.artifacts import load_model
 from textclf.training.checkpoint import Checkpointer
 from textclf.frontends.daemon import DaemonOptions, checkpoint_path, run_daemon
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -70,7 +70,7 @@ def test_train_plan_only_prints_the_plan_records_it_and_writes_no_model(tmp_path
     from db import open_db, runs
     from textclf.frontends.cli import app
 
-    from tests.textclf.test_search import question_corpus
+    from tests.textclf.training.test_search import question_corpus
 
     texts, labels = question_corpus(200)
     corpus = tmp_path / "train.jsonl"

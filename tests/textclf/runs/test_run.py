@@ -218,7 +218,7 @@ def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_tr
     from pipelines import corpus as corpus_module, vectorize
     from textclf.runs import text_data as run_module
 
-    from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
+    from tests.textclf.training.test_search import cpu_split_of_a_large_corpus, question_corpus
 
     # A CPU's search reads a sample of the texts or all 600; a GPU's reads all 600 either way (its sample is
     # rules.search_documents, 20,000; shrinking it would also hold documents out for early stopping).
@@ -267,7 +267,7 @@ def _searched_sampled_questions(tmp_path, db_path, search_documents=None, rate_c
     -> (TrainResult, its run record, a function that trains the same again and returns those two)."""
     import json
 
-    from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
+    from tests.textclf.training.test_search import cpu_split_of_a_large_corpus, question_corpus
 
     # 540 documents stand for a large corpus; every rate of the winner's variant is near
     rules = cpu_split_of_a_large_corpus().replace(near_rate_errors=100.0)
@@ -354,7 +354,7 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     from textclf.training import candidates, plan as plan_module
     from textclf.training.search_rules import SearchRules
 
-    from tests.textclf.test_search import question_corpus
+    from tests.textclf.training.test_search import question_corpus
 
     rules = SearchRules(search_documents=150)
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
@@ -390,7 +390,7 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     from textclf.runs import text_data as run_module
     from textclf.training import candidates, device_data, plan as plan_module
 
-    from tests.textclf.test_search import cpu_split_of_a_large_corpus, question_corpus
+    from tests.textclf.training.test_search import cpu_split_of_a_large_corpus, question_corpus
 
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
     monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 300)  # the vocabulary from a sample: the texts stay in the file
