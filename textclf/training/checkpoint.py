@@ -10,6 +10,7 @@ learning-rate schedule depends only on the epoch number.
 from __future__ import annotations
 
 import json
+import stat
 import time
 import zipfile
 from dataclasses import asdict, dataclass
@@ -60,9 +61,18 @@ class Checkpointer:
         if not self.path.exists():
             return None
         try:
+            if not stat.S_ISREG(self.path.stat().st_mode):
+                raise ValueError("not a regular file")
+            with zipfile.ZipFile(self.path) as archive:  # declared sizes checked before anything is inflated
+                if sum(i.file_size for i in archive.infolist()) > 20 * self.path.stat().st_size + (1 << 20):
+                    raise ValueError("members that would inflate far beyond the file")
             with np.load(self.path, allow_pickle=False) as archive:
                 arrays = {name: archive[name] for name in archive.files}
             header = json.loads(str(arrays["header"]))
+            if type(header["epochs_done"]) is not int or header["epochs_done"] < 0:
+                raise ValueError("epochs_done")
+            if any(a.dtype.kind == "f" and not np.isfinite(a).all() for a in arrays.values()):
+                raise ValueError("values that are not finite")
             leaves = lambda prefix: [arrays[f"{prefix}.{i}"]  # noqa: E731
                                      for i in range(sum(k.startswith(prefix + ".") for k in arrays))]
             return TrainState(header["epochs_done"], leaves("param"), leaves("opt"),

@@ -57,3 +57,19 @@ def test_a_damaged_checkpoint_is_as_good_as_none_and_removed(tmp_path, damage):
     path.write_bytes(damage)
     assert Checkpointer(path, 0).load() is None
     assert not path.exists()  # the job starts over instead of failing on it at every attempt
+
+
+def test_a_checkpoint_with_wrong_numbers_is_as_good_as_none(tmp_path):
+    import json
+
+    import numpy as np
+
+    from textclf.training.checkpoint import Checkpointer
+
+    header = {"epochs_done": 1, "history": []}
+    for name, arrays in (("nan", {"param.0": np.full(4, np.nan, np.float32)}),
+                         ("negative", {"param.0": np.zeros(4, np.float32)})):
+        path = tmp_path / f"{name}.npz"
+        np.savez(path, header=np.array(json.dumps({**header, "epochs_done": -3} if name == "negative" else header)),
+                 **arrays)
+        assert Checkpointer(path, 0).load() is None and not path.exists(), name

@@ -73,12 +73,12 @@ def test_a_later_run_reuses_an_epoch_compiled_twice_as_wide(monkeypatch):
     import weakref
 
     config = ("xla", "adam", 0.9, 0.0, 4, None, None)
-    built = trainloop._Compiled(lambda: None)  # held here: the registry keeps entries only while they live
-    monkeypatch.setattr(trainloop, "_warm_epochs_built", weakref.WeakValueDictionary({(*config, 8192): built}))
-    assert trainloop._reusable_width(config, 4096) == 8192  # padding only: no second compilation
-    assert trainloop._reusable_width(config, 8192) == 8192
-    assert trainloop._reusable_width(config, 2048) == 2048  # four times as wide: compile its own
-    assert trainloop._reusable_width(("pallas", *config[1:]), 4096) == 4096
+    built = loop._Compiled(lambda: None)  # held here: the registry keeps entries only while they live
+    monkeypatch.setattr(loop, "_warm_epochs_built", weakref.WeakValueDictionary({(*config, 8192): built}))
+    assert loop._reusable_width(config, 4096) == 8192  # padding only: no second compilation
+    assert loop._reusable_width(config, 8192) == 8192
+    assert loop._reusable_width(config, 2048) == 2048  # four times as wide: compile its own
+    assert loop._reusable_width(("pallas", *config[1:]), 4096) == 4096
 
 
 def test_make_step_is_the_one_place_that_names_a_backend():
@@ -232,11 +232,11 @@ def test_held_out_scores_gathered_on_the_device_are_the_host_batches_scores(monk
     params = Params(rng.normal(size=(300, 16)).astype(np.float32), rng.normal(size=16).astype(np.float32),
                     rng.normal(size=(16, 3)).astype(np.float32), rng.normal(size=3).astype(np.float32))
     monkeypatch.setattr(device_data, "SEGMENT_BYTES", 1)  # one batch a segment: three segments, the last short
-    got = trainloop.held_out_scores_device(params, matrix)
+    got = loop.held_out_scores_device(params, matrix)
     assert got.shape == (2500, 3)
     # a GPU's products of these float32 weights round through TF32 (10-bit mantissas) in either program
     tolerance = 1e-5 if jax.default_backend() == "cpu" else 2e-3
-    np.testing.assert_allclose(got, trainloop.predict_scores_device(params, matrix), rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(got, loop.predict_scores_device(params, matrix), rtol=tolerance, atol=tolerance)
     np.testing.assert_allclose(got, host_scores(params, matrix), rtol=max(tolerance, 1e-4), atol=max(tolerance, 1e-4))
 
 
