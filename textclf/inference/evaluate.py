@@ -43,7 +43,7 @@ def evaluate(model: Model, corpus: Corpus) -> Evaluation:
             f"(it knows {', '.join(model.labels)}): evaluate on a corpus with the model's labels"
         )
     truth = encode_labels(corpus.labels, model.labels)
-    if hasattr(model, "image_shape"):
+    if model.kind == "image":
         predicted = model.predict_proba(corpus.images).argmax(axis=1)
     else:
         predicted = model.scores(model.vectorizer.transform(corpus.texts)).argmax(axis=1)

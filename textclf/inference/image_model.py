@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from textclf.errors import InputError
 
 @dataclass
 class ImageModel:
+    kind: ClassVar[str] = "image"
     params: CNNParams  # numpy arrays
     labels: list[str]
     settings: Settings

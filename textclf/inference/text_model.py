@@ -7,7 +7,7 @@ Prediction runs in NumPy/SciPy on the host: a sparse (n, F) @ (F, H) product is 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,6 +24,7 @@ def softmax(scores: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Model:
+    kind: ClassVar[str] = "text"  # what it classifies: every face branches on this, never on attributes
     vectorizer: Vectorizer
     params: Params  # NumPy: w1 (F, H), b1 (H,), w2 (H, C), b2 (C,)
     labels: list[str]  # class names, index = output unit

@@ -495,7 +495,7 @@ def test_submit_takes_every_training_option_and_model_names_resolve(runner, corp
 def test_runs_list_keeps_its_key_columns_at_80_columns(runner, corpus_dir, trained, tmp_path):
     import re
 
-    from textclf.frontends.cli import _runs_table
+    from textclf.frontends.cli.records import _runs_table
     from rich.console import Console
 
     database = open_db(run_db_path())
@@ -682,7 +682,7 @@ def test_bad_environment_variables_are_one_line_errors(runner, corpus_dir, monke
 
 def test_reading_and_vectorizing_tell_their_progress(runner, tmp_path, monkeypatch):
     monkeypatch.setattr("pipelines.corpus.PROGRESS_DOCUMENTS", 10)
-    monkeypatch.setattr("textclf.frontends.cli.STEPS_LINE_SECONDS", 0.0)  # every report a line
+    monkeypatch.setattr("textclf.frontends.cli.base.STEPS_LINE_SECONDS", 0.0)  # every report a line
     corpus = tmp_path / "corpus.jsonl"
     words = {"space": "rocket orbit moon launch", "cooking": "onion pan fry garlic"}
     corpus.write_text("".join(json.dumps({"text": f"{words[label]} {i}", "label": label}) + "\n"
@@ -701,7 +701,7 @@ def test_reading_and_vectorizing_tell_their_progress(runner, tmp_path, monkeypat
 
 def test_reading_a_folder_tells_documents_not_bytes(runner, corpus_dir, tmp_path, monkeypatch):
     monkeypatch.setattr("pipelines.corpus.PROGRESS_DOCUMENTS", 10)
-    monkeypatch.setattr("textclf.frontends.cli.STEPS_LINE_SECONDS", 0.0)
+    monkeypatch.setattr("textclf.frontends.cli.base.STEPS_LINE_SECONDS", 0.0)
     result = invoke(runner, "train", corpus_dir, "--out", tmp_path / "m.npz", *FAST)
     assert result.exit_code == 0, result.output
     reading = [line for line in result.stderr.splitlines() if line.startswith("  reading the corpus: ")]

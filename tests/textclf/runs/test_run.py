@@ -334,12 +334,12 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
     assert run["settings"]["learning_rate"] == chosen["learning_rate"] == result.model.settings.learning_rate
     assert run["settings"]["epochs"] == stopping["best_epoch"] == result.model.settings.epochs
     assert run["status"] == "finished" and result.eval_accuracy > 0.8
-    from textclf.frontends.cli import _rate_chosen
+    from textclf.frontends.cli.training import _rate_chosen
 
     rates = ", ".join(f"{c['learning_rate']:g}" for c in choice["candidates"])
     assert _rate_chosen(run["search"], chosen["learning_rate"]) == \
         f"lr {chosen['learning_rate']:g} (held-out documents' choice of {rates})"
-    from textclf.frontends.cli import _rate_choice_line
+    from textclf.frontends.cli.training import _rate_choice_line
 
     assert _rate_choice_line(choice).startswith("by the early-stopping documents: lr ")
     assert _rate_choice_line(choice).count("(kept)") == 1

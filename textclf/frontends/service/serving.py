@@ -28,7 +28,7 @@ class Scorer:
 
     def __init__(self, model: Model, where: str):
         self.model = model
-        self.images = hasattr(model, "image_shape")  # an ImageModel (textclf/inference/image_model.py)
+        self.images = model.kind == "image"
         if self.images:
             return  # its predict_proba runs the jitted CNN on the default device
         # The vectorizer's counters built now, not on the first request (a character view's imports scikit-learn,

@@ -1,0 +1,168 @@
+"""`textclf predict` and `eval`: documents or images through a model (--model resolved by
+textclf/inference/resolve.py), in text, JSON or fastText's format."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from textclf.errors import ArtifactError, CorpusError, InputError
+from textclf.frontends.cli.base import (
+    DbOption,
+    JsonOption,
+    _print_json,
+    app,
+    err,
+    out,
+    user_errors,
+)
+
+
+def _resolve_model(model: Optional[str], db: Optional[Path]) -> Path:
+    from textclf.inference.resolve import resolve_model
+
+    return resolve_model(model, db)
+
+
+@app.command()
+@user_errors
+def predict(
+    files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each), or folders of them; .jsonl, .csv, .tsv, fastText files and - (standard input): one document a line; .parquet: one a row.")],
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per document; -1: all of them.")] = 3,
+    threshold: Annotated[float, typer.Option("--threshold", "-t", help="Show only labels with at least this probability (fastText's -t).")] = 0.0,
+    lines: Annotated[bool, typer.Option("--lines", help="Every file holds one document a line (as fastText's predict reads a file).")] = False,
+    output_format: Annotated[str, typer.Option("--format", help="text (a tab-separated line each), json (one object each) or fasttext (__label__X 0.99 __label__Y 0.01, as fastText's predict-prob).")] = "text",
+    db: DbOption = None,
+    max_file_mb: Annotated[float, typer.Option(help="Refuse inputs larger than this.")] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
+) -> None:
+    """Print the labels and probabilities of each document, one line each."""
+    # One parameter an option: typer reads the command line from this signature.
+    from pipelines.images import IMAGE_SUFFIXES
+    from textclf.inference.artifacts import load_model
+    from textclf.inference.predict import (
+        check_threshold,
+        check_top_k,
+        rank,
+        read_inputs,
+    )
+
+    output_format = _output_format(output_format, as_json)
+    check_top_k(top_k)
+    check_threshold(threshold)
+    if files and all(Path(f).suffix.lower() in IMAGE_SUFFIXES for f in files):
+        results = _rank_images(load_model(_resolve_model(model, db)), files, top_k, threshold)
+    else:
+        stdin_bytes = None
+        if "-" in files:  # read no more than the limit allows, however much the pipe holds
+            stdin_bytes = _read_stdin(max_file_mb)
+        documents, skipped = read_inputs(files, max_file_mb, stdin_bytes, lines)  # all checked before any output
+        if skipped:
+            err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items())),
+                      highlight=False)
+        loaded = load_model(_resolve_model(model, db))
+        if loaded.kind != "text":
+            raise ArtifactError("this is an image model (--model cnn): pass image files (.png, .jpg) to classify")
+        results = rank(loaded, [text for _, text in documents], [source for source, _ in documents], top_k,
+                       threshold)
+    for p in results:
+        typer.echo(_prediction_line(p, output_format))
+
+
+OUTPUT_FORMATS = ("text", "json", "fasttext")
+
+
+def _output_format(output_format: str, as_json: bool) -> str:
+    if output_format not in OUTPUT_FORMATS:
+        raise InputError(f"--format is '{output_format}': give one of {', '.join(OUTPUT_FORMATS)}")
+    if as_json and output_format not in ("text", "json"):
+        raise InputError(f"--json and --format {output_format} disagree: give one of them")
+    return "json" if as_json else output_format
+
+
+def _read_stdin(max_file_mb: float) -> bytes:
+    limit = int(max_file_mb * 1024 * 1024)
+    try:
+        stdin_bytes = sys.stdin.buffer.read(limit + 1)
+    except (AttributeError, OSError, ValueError):  # no stdin (`<&-`), or a closed one
+        raise InputError("standard input is closed: pipe the documents in, or pass files instead of -") from None
+    if len(stdin_bytes) > limit:
+        raise CorpusError(f"standard input is over --max-file-mb ({max_file_mb:g} MB): split it, or "
+                          "raise --max-file-mb")
+    return stdin_bytes
+
+
+def _prediction_line(p, output_format: str) -> str:
+    """One document's line: JSON Lines for json (a pipe reads results as they come), fastText's predict-prob line
+    for fasttext (its labels with their __label__ prefix), else source, label and the probabilities by tabs."""
+    if output_format == "json":
+        return json.dumps({"file": p.source, "label": p.label,
+                           "top": [{"label": l, "probability": q} for l, q in p.top]})
+    if output_format == "fasttext":
+        return " ".join(f"{label if label.startswith('__label__') else '__label__' + label} {prob:.6g}"
+                        for label, prob in p.top)
+    others = "  ".join(f"{label} {prob:.3f}" for label, prob in p.top)
+    return f"{p.source}\t{p.label or ''}\t{others}"
+
+
+def _rank_images(loaded, files: list[str], top_k: int, threshold: float):
+    import numpy as np
+
+    from textclf.inference.image_model import read_image_file
+    from textclf.inference.predict import Prediction, top_labels
+
+    if loaded.kind != "image":
+        raise ArtifactError("this is a text model: pass text files, or an image model (trained with --model cnn)")
+    images = np.stack([read_image_file(f, loaded.image_shape) for f in files])  # all checked before any output
+    ranked = top_labels(loaded.labels, loaded.predict_proba(images), top_k, threshold)
+    return [Prediction(f, top[0][0] if top else None, top) for f, top in zip(files, ranked)]
+
+
+@app.command("eval")
+@user_errors
+def evaluate_command(
+    corpus: Annotated[Path, typer.Argument(help="Labelled corpus to score the model on.")],
+    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Accuracy, per-class precision/recall/F1 and the confusion matrix of a model on CORPUS."""
+    from pipelines.corpus import read_corpus
+    from textclf.inference.artifacts import load_model
+    from textclf.inference.evaluate import evaluate
+
+    loaded = load_model(_resolve_model(model, db))
+    if loaded.kind == "image":
+        from pipelines.images import is_idx_folder, read_image_corpus
+
+        # An IDX folder is scored on its t10k (test) split when it has one.
+        data = read_image_corpus(corpus, "t10k" if is_idx_folder(corpus, "t10k") else "train")
+    else:
+        data = read_corpus(corpus, loaded.settings.max_file_mb)
+    result = evaluate(loaded, data)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    table = Table(title=f"accuracy {result.accuracy:.4f} on {result.n} documents")
+    for column in ("label", "precision", "recall", "f1", "support"):
+        table.add_column(column, justify="left" if column == "label" else "right")
+    for i, label in enumerate(result.labels):
+        table.add_row(label, f"{result.precision[i]:.4f}", f"{result.recall[i]:.4f}", f"{result.f1[i]:.4f}",
+                      str(result.support[i]))
+    for average, values in result.averages.items():
+        table.add_row(f"{average} avg", f"{values['precision']:.4f}", f"{values['recall']:.4f}",
+                      f"{values['f1']:.4f}", str(result.n), style="bold")
+    out.print(table)
+    confusion = Table(title="confusion matrix (rows: true, columns: predicted)")
+    confusion.add_column("")
+    for label in result.labels:
+        confusion.add_column(label, justify="right")
+    for label, row in zip(result.labels, result.confusion):
+        confusion.add_row(label, *map(str, row))
+    out.print(confusion)
