@@ -99,7 +99,8 @@ def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv
                            interpret: bool = False) -> jax.Array:
     """x (H, W, Cin / 64, N, 64), w (K, K, Cin, Cout), b (Cout,) -> relu(conv(x, w) + b) (OH, OW, Cout / 64, N,
     64): bf16 operands and output, fp32 accumulation. N a multiple of blocks.tile_n (a multiple of 8); Cout a
-    multiple of block_n (a multiple of 64, at most 256), or smaller than it. blocks None: default_blocks."""
+    multiple of block_n (a multiple of 64, at most 256), or smaller than it. blocks None: default_blocks.
+    (Over 80 lines: the kernel body is a closure over the tiling it is launched with, as Pallas kernels are.)"""
     require("conv2d_blocked_forward", x.ndim == 5 and x.shape[4] == CHANNEL_BLOCK and w.ndim == 4
             and w.shape[0] == w.shape[1] and w.shape[2] == x.shape[2] * CHANNEL_BLOCK and b.shape == (w.shape[3],)
             and pad >= 0 and w.shape[3] % CHANNEL_BLOCK == 0,

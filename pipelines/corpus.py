@@ -1,5 +1,7 @@
 """Corpus readers: a folder of label folders, a CSV, TSV, JSONL, fastText or Parquet file -> Corpus (texts,
-labels, skip counts).
+labels, skip counts). (Over 600 lines: the five format readers and the share reader call each other: a share's
+lines are parsed by their format's line parser, and the fastText and JSONL readers read through the share reader;
+the formats split into modules of their own once each format's line parser is passed to the share reader as data.)
 
 Formats
 - folder: corpus/<label>/<any file>; files in sub-folders of a label folder belong to that label.

@@ -215,7 +215,7 @@ class _LocalEval:
         return hits / max(1, total)
 
 
-def fit_network(
+def fit_network(  # over 80 lines: the one network's epoch loop and its resume, early stopping and checkpoints
     train_x: sp.csr_matrix,
     train_y: np.ndarray,
     n_classes: int,

@@ -63,7 +63,8 @@ HEAD_MAX_PARTS = 8
 
 def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_classes: int, momentum: float,
                       weight_decay: float, config: KernelConfig, optimizer: str = "sgd", axis_name: str | None = None):
-    """One optimizer step -> (params, optimizer state, mean loss, number correct). x: a dense batch (B, Kp), or
+    """One optimizer step -> (params, optimizer state, mean loss, number correct). (Over 80 lines: the kernels of one
+    step in the order they run, each depending on the last, so it reads top to bottom as the step does.) x: a dense batch (B, Kp), or
     with config.input_format "sparse" the flat sparse batch (indices, values, rows), which the sparse kernels
     (pallas_kernels/sparse_hidden.py) read directly.
 
