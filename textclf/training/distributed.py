@@ -43,6 +43,11 @@ def coordinates_from_env(env: dict | None = None) -> tuple[str, int, int] | None
     if not tasks.strip().isdigit():
         raise SettingsError(f"SLURM_NTASKS={tasks!r} is not a task count: run under srun, or unset it")
     if int(tasks) > 1 and env.get("SLURM_PROCID") is not None:
+        # Only inside a job step (srun) do the other tasks exist: a batch script's own shell has SLURM_NTASKS too,
+        # and there JAX would wait for tasks that never come, then end the process from C++.
+        if not (env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")):
+            raise SettingsError(f"SLURM_NTASKS={tasks} but this is not a job step of those tasks: start it with "
+                                "srun, or unset SLURM_NTASKS to train in this process alone")
         return "slurm"
     return None
 

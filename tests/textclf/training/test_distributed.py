@@ -155,7 +155,9 @@ def test_coordinates_from_the_environment():
     assert coordinates_from_env({}) is None
     assert coordinates_from_env({"TEXTCLF_COORDINATOR": "h:1", "TEXTCLF_NUM_PROCESSES": "4",
                                  "TEXTCLF_PROCESS_ID": "2"}) == ("h:1", 4, 2)
-    assert coordinates_from_env({"SLURM_NTASKS": "2", "SLURM_PROCID": "1"}) == "slurm"
+    assert coordinates_from_env({"SLURM_NTASKS": "2", "SLURM_PROCID": "1", "SLURM_STEP_ID": "0"}) == "slurm"
+    with pytest.raises(SettingsError, match="not a job step"):  # a batch script's shell: no other task will come
+        coordinates_from_env({"SLURM_NTASKS": "2", "SLURM_PROCID": "0"})
     assert coordinates_from_env({"SLURM_NTASKS": "1", "SLURM_PROCID": "0"}) is None
     with pytest.raises(SettingsError, match="set all three"):
         coordinates_from_env({"TEXTCLF_COORDINATOR": "h:1"})
