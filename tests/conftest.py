@@ -96,3 +96,29 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"needs the shared data at {path} (../shared beside the repo); not present here")
     return path
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_answers(url: str, process=None, timeout: float = 60) -> float:
+    """Poll `url` until it answers 200 (a server process starting); fails if `process` exits first. -> the
+    deadline used."""
+    import time
+
+    import httpx
+
+    deadline = time.time() + timeout
+    while True:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return deadline
+        except httpx.TransportError:
+            assert time.time() < deadline and (process is None or process.poll() is None), f"{url} did not answer"
+            time.sleep(0.2)

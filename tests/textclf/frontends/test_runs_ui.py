@@ -2,10 +2,8 @@
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -13,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from db.columns import TABLES
+from tests.conftest import free_port, wait_until_answers
 from textclf.frontends.cli import app
 
 REPO = Path(__file__).resolve().parents[3]
@@ -29,22 +28,13 @@ def ui(tmp_path_factory):
                                        "--out", str(home / "m.npz"), "--search", "off", "--epochs", "4",
                                        "--hidden", "16"])
     assert trained.exit_code == 0, trained.output
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "TEXTCLF_HOME": str(home)}
     process = subprocess.Popen([sys.executable, "-m", "textclf", "runs", "ui", "--db", str(db_path), "--port",
                                 str(port)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/-/versions.json", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            assert time.time() < deadline and process.poll() is None, "runs ui did not start"
-            time.sleep(0.2)
+    wait_until_answers(f"{base}/-/versions.json", process)
     yield base
     process.terminate()
     process.wait(timeout=30)

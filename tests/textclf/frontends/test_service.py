@@ -2,7 +2,6 @@
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,9 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from db import jobs, open_db
-from textclf.inference.artifacts import load_model
+from tests.conftest import free_port, wait_until_answers
 from textclf.frontends.daemon import DaemonOptions, run_daemon
 from textclf.frontends.service import ServiceOptions, create_app
+from textclf.inference.artifacts import load_model
 
 REPO = Path(__file__).resolve().parents[3]
 TOKEN = "s3cret"
@@ -186,27 +186,9 @@ def test_hot_reload_under_concurrent_load(published, corpus_dir, fast_settings):
     assert len(versions) == 10_001 and set(versions) == {1, 2} and versions[-1] == 2
 
 
-def _wait_until_live(base: str, timeout: float = 60) -> float:
-    """Poll /health/live until the service answers; returns the deadline used."""
-    deadline = time.time() + timeout
-    while True:
-        try:
-            if httpx.get(f"{base}/health/live", timeout=1).status_code == 200:
-                return deadline
-        except httpx.TransportError:
-            assert time.time() < deadline, "service did not start"
-            time.sleep(0.2)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_end_to_end_daemon_and_service_subprocesses(corpus_dir, tmp_path, isolated_home):
     db_path = tmp_path / "e2e.db"
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "TEXTCLF_HOME": str(isolated_home), "TEXTCLF_TOKEN": TOKEN}
     cli = [sys.executable, "-m", "textclf"]
     service = subprocess.Popen(cli + ["serve", "--port", str(port), "--db", str(db_path), "--data-root", str(tmp_path)],
@@ -215,7 +197,7 @@ def test_end_to_end_daemon_and_service_subprocesses(corpus_dir, tmp_path, isolat
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = _wait_until_live(base)
+        deadline = wait_until_answers(f"{base}/health/live")
         job = httpx.post(f"{base}/v1/jobs", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10,
                          json={"corpus": str(corpus_dir), "name": "e2e",
                                "settings": {"epochs": 2, "min_steps": 60, "batch_size": 8, "learning_rate": 0.5}})
@@ -235,14 +217,14 @@ def test_end_to_end_daemon_and_service_subprocesses(corpus_dir, tmp_path, isolat
 
 
 def test_serve_with_several_worker_processes(published, isolated_home):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "TEXTCLF_HOME": str(isolated_home)}
     service = subprocess.Popen([sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", str(published),
                                 "--workers", "2"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_until_live(base)
+        wait_until_answers(f"{base}/health/live")
         for _ in range(10):  # spread over both workers by the kernel's accept queue
             response = httpx.post(f"{base}/v1/models/sample:predict", json={"instances": ["a rocket"]}, timeout=10)
             assert response.status_code == 200 and response.json()["version"] == 1

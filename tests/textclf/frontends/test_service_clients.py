@@ -5,10 +5,8 @@ API documentation."""
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -16,6 +14,7 @@ import numpy as np
 import pytest
 
 from db import jobs, open_db
+from tests.conftest import free_port, wait_until_answers
 from textclf.frontends.daemon import DaemonOptions, run_daemon
 from textclf.inference.artifacts import load_model
 from textclf.settings import Settings
@@ -37,20 +36,11 @@ def served(tmp_path_factory):
     jobs.submit(open_db(db_path), str(corpus), settings.to_dict(), "sample")
     run_daemon(DaemonOptions(db_path=db_path, once=True))
     model = load_model(open_db(db_path)["models"].get(("sample", 1))["path"])
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     service = subprocess.Popen([sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", str(db_path)],
                                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            if httpx.get(f"http://{url}/health/live", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            assert time.time() < deadline and service.poll() is None, "service did not start"
-            time.sleep(0.2)
+    wait_until_answers(f"http://{url}/health/live", service)
     yield url, model
     service.terminate()
     service.wait(timeout=30)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +17,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from textclf.frontends.cli import app
-from textclf.training.distributed import coordinates_from_env, initialize
+from tests.conftest import free_port
 from textclf.errors import SettingsError
+from textclf.frontends.cli import app
 from textclf.training.data_parallel import check_batch
+from textclf.training.distributed import coordinates_from_env, initialize
 
 REPO = Path(__file__).resolve().parents[3]
 WORKER = Path(__file__).with_name("parallel_worker.py")
@@ -33,12 +33,6 @@ def _env(devices: int, home: Path) -> dict:
                TEXTCLF_PALLAS_INTERPRET="1", PYTHONPATH=path, JAX_PLATFORMS="cpu")
     env.pop("TEXTCLF_DB", None)
     return env
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _json_tail(text: str) -> dict:
@@ -76,7 +70,7 @@ def test_one_and_four_devices_give_the_same_parameters(tmp_path, case):
 def _train_in_two_processes(tmp_path: Path, arguments: list[str], devices: int) -> list[dict]:
     """`textclf train ARGUMENTS --json` as processes 0 and 1 of a jax.distributed run on localhost, each with
     `devices` CPU devices and its own data dir, process i writing model{i}.npz -> their JSON results."""
-    port = _free_port()
+    port = free_port()
     common = [sys.executable, "-m", "textclf", "train", *arguments, "--json", "--coordinator", f"127.0.0.1:{port}",
               "--num-processes", "2"]
     procs = [subprocess.Popen(common + ["--process-id", str(i), "--out", str(tmp_path / f"model{i}.npz")],

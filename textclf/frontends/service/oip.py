@@ -17,7 +17,6 @@ import numpy as np
 from fastapi import APIRouter, HTTPException, Request, Response
 from pydantic import BaseModel, Field, ValidationError
 
-from db import models as published
 from textclf import __version__
 from textclf.errors import USER_ERRORS
 from textclf.frontends.service.serving import ServedModels, score
@@ -216,7 +215,7 @@ async def ready(request: Request) -> dict:
 def model_metadata(models: ServedModels, name: str, version: int | None) -> dict:
     batcher = models.batcher(name, version)  # 404 for a name or version that does not exist
     labels = list(batcher.model.labels)
-    return {"name": name, "versions": [str(r["version"]) for r in published.versions(models.db, name)],
+    return {"name": name, "versions": [str(r["version"]) for r in models.versions(name)],
             "platform": "textclf", "parameters": {"labels": labels, "version": str(batcher.version)},
             "inputs": [{"name": _input_name(batcher.score.images), "datatype": "BYTES", "shape": [-1]}],
             "outputs": [{"name": "label", "datatype": "BYTES", "shape": [-1]},

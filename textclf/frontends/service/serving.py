@@ -157,17 +157,22 @@ class ServedModels:
     def latest(self) -> dict[str, dict]:
         return published.latest_versions(self.db)
 
+    def versions(self, name: str, version: int | None = None) -> list[dict]:
+        """The published rows of a model (oldest first), or of one version of it; 404 where there are none."""
+        rows = published.versions(self.db, name)
+        if version is not None:
+            rows = [row for row in rows if row["version"] == version]
+        if not rows:
+            what = f"model '{name}'" if version is None else f"version {version} of model '{name}'"
+            raise HTTPException(404, f"{what} does not exist: see GET /v1/models/{name}")
+        return rows
+
     def batcher(self, name: str, version: int | None = None) -> Batcher:
         """The batcher of a model's newest version (swapped when a newer one is published), or of one pinned
         version (kept as it is)."""
         key = name if version is None else f"{name}@{version}"
         if key not in self.batchers:
-            rows = published.versions(self.db, name)
-            if version is not None:
-                rows = [row for row in rows if row["version"] == version]
-            if not rows:
-                what = f"model '{name}'" if version is None else f"version {version} of model '{name}'"
-                raise HTTPException(404, f"{what} does not exist: see GET /v1/models/{name}")
+            rows = self.versions(name, version)
             # The newest version whose file loads: a damaged file is the server's problem, not the client's,
             # and an older version serves meanwhile (a pinned version has no stand-in: 503).
             problems = []

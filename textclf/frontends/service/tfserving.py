@@ -12,7 +12,6 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi import Path as FastPath
 from pydantic import BaseModel, ConfigDict, Field
 
-from db import models as published
 from textclf.errors import USER_ERRORS
 from textclf.frontends.service.serving import Batcher, ServedModels, score, too_slow
 from textclf.inference.predict import top_labels
@@ -94,16 +93,6 @@ def _status(version: int) -> dict:
     return {"version": str(version), "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}
 
 
-def _versions(models: ServedModels, name: str, version: int | None = None) -> list[dict]:
-    rows = published.versions(models.db, name)
-    if version is not None:
-        rows = [row for row in rows if row["version"] == version]
-    if not rows:
-        what = f"model '{name}'" if version is None else f"version {version} of model '{name}'"
-        raise HTTPException(404, f"{what} does not exist: see GET /v1/models")
-    return rows
-
-
 def public(row: dict) -> dict:
     """A published version as the API shows it: no server file paths."""
     return {k: v for k, v in row.items() if k != "path"}
@@ -169,14 +158,14 @@ async def list_models(request: Request) -> dict:
 @router.get("/v1/models/{name}")
 async def model_status(request: Request, name: str) -> dict:
     """TF Serving's model status (every published version), and the versions' records."""
-    rows = _versions(_models(request), name)
+    rows = _models(request).versions(name)
     return {"model_version_status": [_status(row["version"]) for row in reversed(rows)], "name": name,
             "versions": [public(row) for row in rows]}
 
 
 @router.get("/v1/models/{name}/versions/{version}")
 async def version_status(request: Request, name: str, version: VersionNumber) -> dict:
-    rows = _versions(_models(request), name, version)
+    rows = _models(request).versions(name, version)
     return {"model_version_status": [_status(row["version"]) for row in rows]}
 
 
