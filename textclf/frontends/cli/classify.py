@@ -23,12 +23,6 @@ from textclf.frontends.cli.base import (
 )
 
 
-def _resolve_model(model: Optional[str], db: Optional[Path]) -> Path:
-    from textclf.inference.resolve import resolve_model
-
-    return resolve_model(model, db)
-
-
 @app.command()
 @user_errors
 def predict(
@@ -52,12 +46,13 @@ def predict(
         rank,
         read_inputs,
     )
+    from textclf.inference.resolve import resolve_model
 
     output_format = _output_format(output_format, as_json)
     check_top_k(top_k)
     check_threshold(threshold)
     if files and all(Path(f).suffix.lower() in IMAGE_SUFFIXES for f in files):
-        results = _rank_images(load_model(_resolve_model(model, db)), files, top_k, threshold)
+        results = _rank_images(load_model(resolve_model(model, db)), files, top_k, threshold)
     else:
         stdin_bytes = None
         if "-" in files:  # read no more than the limit allows, however much the pipe holds
@@ -66,7 +61,7 @@ def predict(
         if skipped:
             err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items())),
                       highlight=False)
-        loaded = load_model(_resolve_model(model, db))
+        loaded = load_model(resolve_model(model, db))
         if loaded.kind != "text":
             raise ArtifactError("this is an image model (--model cnn): pass image files (.png, .jpg) to classify")
         results = rank(loaded, [text for _, text in documents], [source for source, _ in documents], top_k,
@@ -136,8 +131,9 @@ def evaluate_command(
     from pipelines.corpus import read_corpus
     from textclf.inference.artifacts import load_model
     from textclf.inference.evaluate import evaluate
+    from textclf.inference.resolve import resolve_model
 
-    loaded = load_model(_resolve_model(model, db))
+    loaded = load_model(resolve_model(model, db))
     if loaded.kind == "image":
         from pipelines.images import is_idx_folder, read_image_corpus
 
