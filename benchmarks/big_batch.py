@@ -39,6 +39,7 @@ def main() -> None:
     from textclf.runs.fitting import held_out_stopping as _held_out_stopping
     from textclf.settings import Settings
     from textclf.training.candidates import fit_ensemble
+    from textclf.training.inputs import TrainingRows, Watch
     from textclf.training.loop import fit_network
 
     run = json.loads(Path(args.run_json).read_text())
@@ -64,11 +65,12 @@ def main() -> None:
         start = time.perf_counter()
         if networks > 1:
             params, _, compile_s, train_s = fit_ensemble(
-                train_x, train_y, len(classes), networks, settings.learning_rate, settings.weight_decay, cap, batch,
-                settings.hidden, settings.seed, early_stopping=stopping, training_rows=kept)
+                TrainingRows(train_x, train_y, len(classes), training_rows=kept),
+                settings.replace(ensemble=networks, epochs=cap, batch_size=batch, pinned=("epochs",)),
+                Watch(early_stopping=stopping))
         else:
-            result = fit_network(train_x[kept], train_y[kept], len(classes), settings.replace(ensemble=1), "xla",
-                                 early_stopping=stopping)
+            result = fit_network(TrainingRows(train_x[kept], train_y[kept], len(classes)),
+                                 settings.replace(ensemble=1), "xla", Watch(early_stopping=stopping))
             params, compile_s, train_s = result.params, result.compile_seconds, result.train_seconds
         wall = time.perf_counter() - start
         test = float((host_scores(params, test_x).argmax(axis=1) == test_y).mean())

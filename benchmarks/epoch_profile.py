@@ -19,14 +19,15 @@ import jax
 from benchmarks.timing import gpu_kernel_events, kernel_totals
 from benchmarks.kernels import load_problem
 from textclf.settings import Settings
+from textclf.training.inputs import TrainingRows
 from textclf.training.loop import fit_network
 
 
 def profile(x, y, n_classes: int, settings: Settings, backend: str, top: int) -> None:
-    fit_network(x, y, n_classes, settings.replace(epochs=1), backend)  # compile outside the trace
+    fit_network(TrainingRows(x, y, n_classes), settings.replace(epochs=1), backend)  # compile outside the trace
     with tempfile.TemporaryDirectory() as trace_dir:
         with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
-            result = fit_network(x, y, n_classes, settings, backend)
+            result = fit_network(TrainingRows(x, y, n_classes), settings, backend)
         events = gpu_kernel_events(trace_dir)
     steps = settings.epochs * -(-x.shape[0] // settings.batch_size)
     wall = sum(e.seconds for e in result.history)

@@ -27,6 +27,7 @@ def main() -> None:
     from pipelines.vectorize import fit_vectorizer, vectorize_pool
     from textclf.inference.text_model import Model, encode_labels
     from textclf.settings import Settings
+    from textclf.training.inputs import TrainingRows
     from textclf.training.loop import fit_network
 
     corpus, test = read_corpus(args.train), read_corpus(args.test)
@@ -50,8 +51,8 @@ def main() -> None:
             held_x = vec.transform([corpus.texts[i] for i in held], pool=pool)
             test_x = vec.transform(test.texts, pool=pool)
             held_y = encode_labels([corpus.labels[i] for i in held], classes)
-            result = fit_network(train_x, encode_labels(labels, classes), len(classes), settings, "xla",
-                                 held_x, held_y)
+            result = fit_network(TrainingRows(train_x, encode_labels(labels, classes), len(classes), held_x, held_y),
+                                 settings, "xla")
             scores = Model(vec, result.params, labels=classes, settings=settings).scores(test_x)
             test_accuracy = float((scores.argmax(axis=1) == encode_labels(test.labels, classes)).mean())
             shared = len(full_terms & set(vec.terms)) / len(full_terms)

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from textclf.training import candidates
+from textclf.training import stacked_step
 from textclf.training.optimizers import adam
 
 K, HIDDEN, CLASSES, BATCH = 6, 128, 4, 64
@@ -55,17 +55,17 @@ def main() -> None:
     args = parser.parse_args()
     features = args.features
     rng = np.random.default_rng(0)
-    epoch = candidates._epoch.__wrapped__  # the undecorated epoch, to jit and vmap here
+    epoch = stacked_step.stacked_epoch.__wrapped__  # the undecorated epoch, to jit and vmap here
     dense = jax.default_backend() == "gpu"
     order, visited = jnp.arange(STEPS, dtype=jnp.int32), jnp.asarray(VISITED, jnp.int32)
     for fused in ([False, True] if dense else [False]):
-        params = candidates.init_stacked(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K)
+        params = stacked_step.init_stack(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K)
         run = jax.jit(lambda p, s, *a: epoch(p, s, RATES, DECAYS, *a, dense=dense, fused=fused))
         t = seconds(run, params, adam().init(params), *batches(rng, features), order, visited)
         print(f"G=1 fused={fused}: {1e6 * t / VISITED:.0f} us/step", flush=True)
     for groups in [int(g) for g in args.groups.split(",") if g]:
         params = jax.tree.map(lambda a: jnp.stack([a] * groups),
-                              candidates.init_stacked(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K))
+                              stacked_step.init_stack(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K))
         state = jax.vmap(adam().init)(params)
         data = [jnp.stack([a] * groups) for a in batches(rng, features)]
         orders = jnp.stack([order] * groups)
@@ -77,7 +77,7 @@ def main() -> None:
               flush=True)
     if not args.groups:
         return
-    params = candidates.init_stacked(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K * 8)
+    params = stacked_step.init_stack(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K * 8)
     run = jax.jit(lambda p, s, *a: epoch(p, s, jnp.tile(RATES, 8), jnp.tile(DECAYS, 8), *a, dense=dense, fused=False))
     t = seconds(run, params, adam().init(params), *batches(rng, features), order, visited)
     print(f"K={K * 8} one group: {1e6 * t / VISITED:.0f} us/step", flush=True)

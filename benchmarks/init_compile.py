@@ -3,7 +3,7 @@
 
     python -m benchmarks.init_compile [--features 8192,32768] [--models 6] [--hidden 128] [--classes 4]
 
-For each program (the search's K stacked networks, candidates.init_stacked; one network's parameters and Adam
+For each program (the search's K stacked networks, stacked_step.init_stack; one network's parameters and Adam
 state, step._start_state) and each width: seconds to compile at each level (each compilation of a width never
 compiled before in this process), seconds to run the compiled program (the second call), and whether the two
 levels give the same arrays bit for bit. Prints a markdown table.
@@ -17,12 +17,12 @@ import time
 import jax
 import numpy as np
 
-from textclf.training import candidates, step
+from textclf.training import stacked_step, step
 
 
 def _programs(features: int, models: int, hidden: int, classes: int):
     """name -> (the function under the product's jit, its arguments; all but the first static)."""
-    return {"stacked (init_stacked)": (candidates.init_stacked,
+    return {"stacked (init_stack)": (stacked_step.init_stack,
                                        (jax.random.PRNGKey(0), features, hidden, classes, models)),
             "one network (_start_state)": (step._start_state, (0, features, hidden, classes, 1.0, "adam", None))}
 

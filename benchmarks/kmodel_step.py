@@ -1,4 +1,4 @@
-"""The model search's K-network step (textclf/training/candidates.py), its formulations side by side on the rows
+"""The model search's K-network step (textclf/training/stacked_step.py), its formulations side by side on the rows
 of a real corpus: sparse XLA (gather the batch's W1 rows, sum per document; scatter-add gradient), dense XLA
 (the batch scattered into a (B, F) matrix, then (B, F) x (F, K*H) products and Adam over W1), and dense with
 W1's gradient and Adam update fused in one Pallas kernel (pallas_kernels/stacked_input_adam.py; GPU only).
@@ -30,7 +30,7 @@ import numpy as np
 
 from benchmarks.kernels import load_problem
 from benchmarks.timing import gpu_kernel_events, kernel_totals
-from textclf.training import candidates
+from textclf.training import candidates, stacked_step
 
 
 def _epoch_inputs(x, y, classes: int, models: int, batch: int):
@@ -38,7 +38,7 @@ def _epoch_inputs(x, y, classes: int, models: int, batch: int):
     batches = candidates._device_batches(x, y, batch, np.arange(x.shape[0]), shape)
     rates = jnp.full((models,), 1e-3, jnp.float32)
     decays = jnp.zeros((models,), jnp.float32)
-    params, state = candidates._start(0, x.shape[1], 128, classes, models)
+    params, state = stacked_step.start_stack(0, x.shape[1], 128, classes, models)
     return params, state, rates, decays, batches
 
 
@@ -48,7 +48,8 @@ def time_epoch(x, y, classes: int, models: int, batch: int, dense: bool, fused: 
     seconds = []
     for _ in range(6):
         start = time.perf_counter()
-        params, state, losses = candidates._epoch(params, state, rates, decays, *batches, dense=dense, fused=fused)
+        params, state, losses = stacked_step.stacked_epoch(params, state, rates, decays, *batches, dense=dense,
+                                                           fused=fused)
         losses.block_until_ready()
         seconds.append(time.perf_counter() - start)
     return float(np.median(seconds[1:]))
@@ -57,11 +58,11 @@ def time_epoch(x, y, classes: int, models: int, batch: int, dense: bool, fused: 
 def profile_epoch(x, y, classes: int, models: int, batch: int, fused: bool, top: int) -> None:
     """Print the `top` GPU kernels of one compiled dense epoch by time, in microseconds a step."""
     params, state, rates, decays, batches = _epoch_inputs(x, y, classes, models, batch)
-    params, state, losses = candidates._epoch(params, state, rates, decays, *batches, dense=True, fused=fused)
+    params, state, losses = stacked_step.stacked_epoch(params, state, rates, decays, *batches, dense=True, fused=fused)
     losses.block_until_ready()  # compiled outside the trace
     with tempfile.TemporaryDirectory() as trace_dir:
         with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
-            params, state, losses = candidates._epoch(params, state, rates, decays, *batches, dense=True,
+            params, state, losses = stacked_step.stacked_epoch(params, state, rates, decays, *batches, dense=True,
                                                       fused=fused)
             losses.block_until_ready()
         events = gpu_kernel_events(trace_dir)
@@ -157,9 +158,9 @@ def _named(tiling: dict) -> str:
 
 
 def _configure(tiling: dict) -> None:
-    """Set the fused kernel's tiling for the next compilation (candidates reads it at trace time)."""
-    candidates.FUSED_BLOCKS = dict(tiling)
-    candidates._epoch.clear_cache()
+    """Set the fused kernel's tiling for the next compilation (stacked_step reads it at trace time)."""
+    stacked_step.FUSED_BLOCKS = dict(tiling)
+    stacked_step.stacked_epoch.clear_cache()
 
 
 if __name__ == "__main__":

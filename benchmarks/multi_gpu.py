@@ -23,6 +23,7 @@ from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
 from textclf.inference.text_model import encode_labels
 from textclf.settings import Settings
+from textclf.training.inputs import TrainingRows
 from textclf.training.loop import fit_network
 
 
@@ -65,7 +66,7 @@ def main() -> None:
             for devices in (int(d) for d in args.devices.split(",")):
                 run = settings.replace(batch_size=batch, devices=devices, backend=backend,
                                        pallas_input=pallas_input, parallel=layout)
-                result = fit_network(x, y, len(classes), run, backend)
+                result = fit_network(TrainingRows(x, y, len(classes)), run, backend)
                 times = [e.seconds for e in result.history[1:]] or [result.history[0].seconds]
                 docs_per_s = x.shape[0] / float(np.median(times))
                 if baseline is None:

@@ -20,6 +20,7 @@ from pipelines.vectorize import fit_vectorizer
 from textclf.inference.text_model import Model, encode_labels
 from textclf.models.weights import Params
 from textclf.settings import Settings
+from textclf.training.inputs import TrainingRows
 from textclf.training.loop import fit_network
 from textclf.training.step import kernel_config_for
 
@@ -76,9 +77,9 @@ def main() -> None:
     print("| param | max abs diff | max abs value | max-relative | norm-relative |")
     print("|---|---:|---:|---:|---:|")
     with jax.default_matmul_precision("highest"):
-        xla = fit_network(short_x, short_y, len(classes), settings, "xla")
+        xla = fit_network(TrainingRows(short_x, short_y, len(classes)), settings, "xla")
     config = kernel_config_for(settings).replace(precision="highest", x_dtype="float32")
-    pallas = fit_network(short_x, short_y, len(classes), settings, "pallas", kernel_config=config)
+    pallas = fit_network(TrainingRows(short_x, short_y, len(classes)), settings, "pallas", kernel_config=config)
     for name, a, b in zip(("w1", "b1", "w2", "b2"), pallas.params, xla.params):
         diff, scale = float(np.abs(a - b).max()), float(np.abs(b).max())
         norm = float(np.linalg.norm(a - b) / np.linalg.norm(b))
@@ -89,7 +90,7 @@ def main() -> None:
     print("| backend | test accuracy | train s |")
     print("|---|---:|---:|")
     for backend in ("xla", "pallas"):
-        result = fit_network(train_x, train_y, len(classes), full, backend)
+        result = fit_network(TrainingRows(train_x, train_y, len(classes)), full, backend)
         print(f"| {backend} | {accuracy(result.params):.4f} | {result.train_seconds:.2f} |")
 
 

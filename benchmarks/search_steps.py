@@ -34,11 +34,12 @@ def _measure(args, pool: WorkerPool) -> None:
     import jax
 
     from textclf.settings import Settings
-    from textclf.training import candidates, search
+    from textclf.training import search, stacked_step
 
     seconds: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
-    epoch, hits, fit, cut = candidates._epoch, candidates._hits, search.fit_candidates, search.round_data
+    epoch, hits = stacked_step.stacked_epoch, stacked_step.stacked_hits
+    fit, cut = search.fit_candidates, search.round_data
 
     def timed_epoch(*a, **k):
         start = time.perf_counter()
@@ -69,7 +70,7 @@ def _measure(args, pool: WorkerPool) -> None:
         seconds["round_data s" + where] += time.perf_counter() - start
         return result
 
-    candidates._epoch, candidates._hits, search.fit_candidates, search.round_data = \
+    stacked_step.stacked_epoch, stacked_step.stacked_hits, search.fit_candidates, search.round_data = \
         timed_epoch, timed_hits, timed_fit, timed_cut
     print("device", jax.devices()[0].device_kind)
     for path in args.corpora:

@@ -94,6 +94,7 @@ def _programs() -> int:
     return device.core_count if device.platform == "gpu" else 4
 
 
+# Over 80 lines: the TMA descriptors, the pipelined body and its launch share their block sizes; see the module.
 @functools.partial(jax.jit, static_argnames=("pad", "relu", "blocks", "interpret"))
 def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv2dTmaBlocks | None = None,
                            interpret: bool = False) -> jax.Array:
@@ -131,6 +132,7 @@ def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv
     taps = w.reshape(size * size * cin, tiles_c, block_n).transpose(1, 0, 2).astype(jnp.bfloat16)
     bias = b.astype(jnp.float32).reshape(tiles_c, block_n)
 
+    # Over 80 lines: one software-pipelined loop over the input channels; its stages share registers.
     def body(x_gmem, w_gmem, b_gmem, o_gmem):
         program = lax.axis_index("sm")
         # This program's tiles are program, program + programs, ...; its steps run as one stream, so the copies of

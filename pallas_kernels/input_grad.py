@@ -39,6 +39,7 @@ def _grad_kernel(x_ref, dpre_ref, dw_ref, *, block_m: int, precision: str):
     dw_ref[...] = _accumulate(x_ref, dpre_ref, block_m, precision, dw_ref.dtype).astype(dw_ref.dtype)
 
 
+# A Pallas kernel: one ref per operand and output, then its static block sizes.
 def _grad_update_kernel(x_ref, dpre_ref, w_ref, v_ref, lr_ref, w_out, v_out, *, block_m: int, precision: str,
                         momentum: float, weight_decay: float):
     w = w_ref[...]
@@ -46,6 +47,7 @@ def _grad_update_kernel(x_ref, dpre_ref, w_ref, v_ref, lr_ref, w_out, v_out, *, 
     w_out[...], v_out[...] = sgd_step(w, v_ref[...], grad, lr_ref[0], momentum=momentum, weight_decay=weight_decay)
 
 
+# A Pallas kernel: one ref per operand and output, then its static block sizes.
 def _grad_adam_kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, s_ref, w_out, m_out, v_out, *, block_m: int,
                       precision: str, weight_decay: float):
     w = w_ref[...]
@@ -92,6 +94,7 @@ def input_grad(x, dpre, *, block_sizes: InputGradBlocks = InputGradBlocks(), pre
     )(x, dpre)
 
 
+# The kernel's operands and static sizes, inside its body.
 def _fused_update(kernel, x, dpre, state, scalars, *, block_m: int, block_k: int, num_warps: int, num_stages: int,
                   interpret: bool, name: str):
     """dW1 = X^T @ dPre computed inside an optimizer step: `state` (W1 and its optimizer buffers, (K, N) each)
@@ -118,6 +121,7 @@ def _require_update(kernel: str, x, dpre, w, block_m: int, block_k: int, **state
     require_blocks(kernel, block_m=block_m, block_k=block_k)
 
 
+# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes", "precision",
                                              "interpret"), donate_argnums=(2, 3))
 def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float,
@@ -134,6 +138,7 @@ def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float
                          name="input_grad_update")
 
 
+# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("weight_decay", "block_sizes", "precision",
                                              "interpret"), donate_argnums=(2, 3, 4))
 def input_grad_adam_update(x, dpre, w, m, v, scalars, *, weight_decay: float,

@@ -22,6 +22,7 @@ from pallas_kernels.input_grad import input_grad
 from pallas_kernels.softmax_xent import softmax_xent
 
 
+# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
 def forward(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
     """-> (h, nll, predicted, dz): the hidden activations and everything the loss kernel produces."""
     h = hidden_forward(x, w1, b1, block_sizes=config.forward, precision=config.precision, interpret=config.interpret)
@@ -42,12 +43,14 @@ def weight_grad(x, dpre, config: KernelConfig):
     return input_grad(x, dpre, block_sizes=config.dw, precision=config.precision, interpret=config.interpret)
 
 
+# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.custom_vjp, nondiff_argnums=(7, 8))
 def mlp_loss(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
     _, nll, _, _ = forward(w1, b1, w2, b2, x, labels, weight, n_classes, config)
     return jnp.sum(nll * weight)
 
 
+# The kernel's operands and static sizes, inside its body.
 def _mlp_loss_fwd(w1, b1, w2, b2, x, labels, weight, n_classes, config):
     h, nll, _, dz = forward(w1, b1, w2, b2, x, labels, weight, n_classes, config)
     return jnp.sum(nll * weight), (x, h, w2, dz)
@@ -64,6 +67,7 @@ def _mlp_loss_bwd(n_classes, config, residuals, g):
 mlp_loss.defvjp(_mlp_loss_fwd, _mlp_loss_bwd)
 
 
+# The same operands as the kernel's wrapper, for the plain-JAX reference.
 def mlp_loss_reference(w1, b1, w2, b2, x, labels, weight, n_classes: int, precision: str = "default"):
     """Plain JAX: the same loss from dense x, differentiable by jax.grad."""
     prec = PRECISIONS[precision]

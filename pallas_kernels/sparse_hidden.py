@@ -46,6 +46,7 @@ def document_offsets(rows: jax.Array, n_rows: int) -> jax.Array:
     return jnp.searchsorted(real, jnp.arange(n_rows + 1, dtype=rows.dtype), side="left").astype(jnp.int32)
 
 
+# The kernel's operands and static sizes, inside its body.
 def _segment_sum_range(keys_ref, gather_ref, val_ref, source_ref, first: int, start, end, n_out: int,
                        block_n: int, precision: str, acc_dtype):
     """sum over the nonzeros j in [start, end) of value_j * source[gather_j] into output row keys_j - first:
@@ -67,6 +68,7 @@ def _segment_sum_range(keys_ref, gather_ref, val_ref, source_ref, first: int, st
     return lax.fori_loop(0, n_chunks, chunk, jnp.zeros((n_out, source_ref.shape[1]), acc_dtype))
 
 
+# A Pallas kernel: one ref per operand and output, then its static block sizes.
 def _forward_kernel(offsets_ref, idx_ref, val_ref, row_ref, w1_ref, b1_ref, h_ref, *, block_b: int,
                     block_n: int, precision: str):
     first = pl.program_id(0) * block_b
@@ -94,6 +96,7 @@ class SparseForwardBlocks:
     num_stages: int = 2
 
 
+# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("batch_size", "block_sizes", "precision", "interpret"))
 def sparse_hidden_forward(indices, values, rows, w1, b1, *, batch_size: int,
                           block_sizes: SparseForwardBlocks = SparseForwardBlocks(), precision: str = "default",
@@ -135,6 +138,7 @@ def _by_feature(indices, values, rows, n_features: int, block_k: int, block_n: i
     return (starts, *_pad_flat(f_idx, f_val, f_row, block_n))
 
 
+# The kernel's operands and static sizes, inside its body.
 def _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k: int, block_n: int, precision: str,
                      acc_dtype):
     block = pl.program_id(0)
@@ -145,12 +149,14 @@ def _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k: i
     return acc, end > start
 
 
+# A Pallas kernel: one ref per operand and output, then its static block sizes.
 def _grad_kernel(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, dw_ref, *, block_k, block_n, precision):
     acc, _ = _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k, block_n, precision,
                               accumulator_dtype(dw_ref.dtype))
     dw_ref[...] = acc.astype(dw_ref.dtype)
 
 
+# A Pallas kernel: one ref per operand and output, then its static block sizes.
 def _grad_update_kernel(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, w_ref, v_ref, lr_ref, w_out, v_out, *,
                         block_k, block_n, precision, momentum, weight_decay):
     grad, touched = _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k, block_n, precision,
@@ -211,6 +217,7 @@ def sparse_input_grad(indices, values, rows, dpre, *, n_features: int,
     )(starts, f_idx, f_val, f_row, dpre)
 
 
+# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes", "precision",
                                              "interpret"), donate_argnums=(4, 5))
 def sparse_input_grad_update(indices, values, rows, dpre, w, v, lr, *, momentum: float, weight_decay: float,

@@ -1,5 +1,5 @@
 """The model search's W1 update: dW1 = X^T @ dPre fused with Adam, for K networks side by side, each with its own
-learning rate and weight decay (textclf/training/candidates.py trains them as one (F, K*H) first layer).
+learning rate and weight decay (textclf/training/stacked_step.py trains them as one (F, K*H) first layer).
 
 Shapes: X (M, F) the batch as dense rows (F = input columns), dPre (M, N) the gradient of the loss w.r.t. the
 pre-activations of the N = K*H hidden units; W1 and its Adam moments (F, N); rates, decays (N,) (network k's
@@ -23,7 +23,7 @@ the tiles updated one by one. The batch may be read as columns (`columns`: the w
 (F, M) and dpre^T (N, M)): the gradient's product then contracts two operands that both run along the rows, the
 order TF32 tensor-core products take; as rows, Triton's product of two row-major operands contracted over their rows was the slowest part (on an H200, K = 8,
 F = 8,192: the step at B = 256 1.12x -> 0.87x XLA's, at 1,024 1.55x -> 1.18x, one call; at B = 64 the rows stay
-faster). At 1,024 the step is still above XLA's (textclf/training/candidates.py FUSED_MAX_BATCH). W1's
+faster). At 1,024 the step is still above XLA's (textclf/training/stacked_step.py FUSED_MAX_BATCH). W1's
 and its moments' loads and stores may be marked evict-first (each byte is used once) so that L2 keeps X and dPre,
 which every program re-reads. No program touches another's tile: no races. Measured (BENCHMARKS.md, "The model
 search's K-network step", each against XLA's step in the same call): at B = 64 the step went from 0.87-0.93x to
@@ -112,7 +112,7 @@ class StackedInputAdamBlocks:
     loads and stores ("evict_first": read once, written once; None: the default)."""
 
     # The fastest at the search's shapes (batches of 64) on an H200 and an H100 (the search's step uses them there;
-    # for batches of several chunks it replaces some: textclf.training.candidates.FUSED_CHUNKED_BLOCKS).
+    # for batches of several chunks it replaces some: textclf.training.stacked_step.FUSED_CHUNKED_BLOCKS).
     block_m: int = 64
     block_f: int = 16
     block_n: int = 128
@@ -126,6 +126,7 @@ class StackedInputAdamBlocks:
     columns: bool = False
 
 
+# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"), donate_argnums=(2, 3, 4))
 def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
                        block_sizes: StackedInputAdamBlocks = StackedInputAdamBlocks(), precision: str = "default",
@@ -171,6 +172,7 @@ def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
     )(x, dpre, w, m, v, rates.astype(w.dtype), decays.astype(w.dtype), scalars.astype(w.dtype))
 
 
+# The same operands as the kernel's wrapper, for the plain-JAX reference.
 def stacked_input_adam_reference(x, dpre, w, m, v, rates, decays, scalars, precision: str = "default"):
     """Plain JAX: the gradient as one product, then textclf.training.optimizers.adam's update with per-column rates."""
     grad = jnp.dot(x.astype(w.dtype).T, dpre.astype(w.dtype), precision=PRECISIONS[precision]) + decays[None, :] * w

@@ -12,7 +12,7 @@ Two kinds, both saved as plain arrays (never pickled):
 At prediction time the same CountVectorizer/HashingVectorizer is rebuilt from the saved terms and settings.
 A "tfidf" vectorizer may carry a second view (`chars`, when the settings ask for character n-grams): character
 2-5-grams within word boundaries, selected and weighted the same way, whose columns follow the words' (each view's
-rows normalised on their own), so that a model can hold one network per view (textclf/training/candidates.py,
+rows normalised on their own), so that a model can hold one network per view (textclf/models/stacked.py,
 joined_views).
 
 Word unigrams and bigrams are tokenised and counted in compiled code (pipelines/word_counts.py: the same terms and
@@ -611,6 +611,7 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     return vec, sp.hstack([words, chars], format="csr") if matrix else None
 
 
+# Ten arguments: the view's counts, labels and the word settings it was handed, each a step of the fit before it.
 def _fitted_view(terms: np.ndarray, counts: sp.csr_matrix, labels, settings: WordSettings, matrix: bool,
                  ngram_max: int, stop_words: str | None, start_token: bool, unspaced_as_characters: bool,
                  analyzer: str = "word") -> tuple[Vectorizer, sp.csr_matrix | None]:

@@ -4,7 +4,6 @@ rate candidates' choice, each view's network(s), and scoring the held-out docume
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,6 +15,7 @@ from textclf.settings import Settings
 from pipelines.workers import return_freed_memory
 from textclf.runs.results import TrainEvent
 from textclf.training.events import EpochStats
+from textclf.training.inputs import TrainingRows, Watch
 from textclf.training.plan import REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count
 
 
@@ -81,9 +81,9 @@ def choose_rate_then_refit(run: RunContext, train_x, train_y, n_classes, setting
                                    settings.seed)
     rest_x, held_x = _rate_choice_columns(train_x[rest], train_y[rest], train_x[held],
                                           run.rules.rate_choice_features)
-    choice = fit_rates(rest_x, train_y[rest], n_classes, settings, backend,
-                       [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], held_x,
-                       train_y[held], stop_requested=run.stop_requested)
+    choice = fit_rates(TrainingRows(rest_x, train_y[rest], n_classes), settings, backend,
+                       [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], (held_x, train_y[held]),
+                       Watch(stop_requested=run.stop_requested))
     search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out,
                              "held_out_documents": len(held), "refit": True, "features": rest_x.shape[1]}
     settings = _with_choice(settings, rates, choice)
@@ -181,8 +181,8 @@ def _held_out_split(data, plan: TrainingPlan, train_x, train_y, seed: int):
 
 class _Views:
     """The plan's views trained one after another, each on its own columns, joined into one network whose scores
-    are their mean (candidates.joined_views); their epochs recorded and reported numbered on from one view to the
-    next. (Only a one-view run keeps checkpoints: the daemon resumes a stopped job's one network.)"""
+    are their mean (textclf.models.stacked.joined_views); their epochs recorded and reported numbered on from one view
+    to the next. (Only a one-view run keeps checkpoints: the daemon resumes a stopped job's one network.)"""
 
     def __init__(self, plan: TrainingPlan, settings: Settings, n_training: int, rates: list[dict], record_epoch,
                  report):
@@ -211,7 +211,7 @@ class _Views:
         """-> (the joined parameters, the backend that trained, the settings with the rate choice if any).
         Eight arguments: the run, its data and the rows, backend, settings and early stopping this view trains
         with, each already decided by the plan's steps before it."""
-        from textclf.training.candidates import joined_views
+        from textclf.models.stacked import joined_views
 
         self.report(TrainEvent("phase", "train", total_epochs=self.total_epochs, views=self.names))
         one_view = len(self.plan.views) == 1
@@ -222,7 +222,7 @@ class _Views:
             first += view.columns
             view_train, view_eval = ((train_x, data.eval_x) if one_view
                                      else (train_x[:, columns], data.eval_x[:, columns]))
-            rows = _ViewRows(view_train, train_y, view_eval, eval_y, len(data.classes), training_rows)
+            rows = TrainingRows(view_train, train_y, len(data.classes), view_eval, eval_y, training_rows)
             if self.rates:
                 view_params, history, backend, view_compile, view_train_s, settings = self._rates(
                     run, data, rows, settings, backend, early_stopping)
@@ -238,7 +238,7 @@ class _Views:
         run.phase.seconds["compile"], run.phase.seconds["train"] = compile_s, train_s
         return (params[0] if one_view else joined_views(params)), backend, settings
 
-    def _rates(self, run: RunContext, data, rows: _ViewRows, settings: Settings, backend: str, judge) -> tuple:
+    def _rates(self, run: RunContext, data, rows: TrainingRows, settings: Settings, backend: str, judge) -> tuple:
         """One network per rate candidate of the search, the held-out documents of `judge` (an EarlyStopping's)
         choosing one and its epoch (candidates.fit_rates); the choice recorded in the run (early_stopping: every
         candidate's held-out curve; search: rate_choice) and in the settings returned.
@@ -248,10 +248,9 @@ class _Views:
         from textclf.training.candidates import fit_rates, stacked_is_faster
 
         rates = self.rates
-        choice = fit_rates(rows.train_x, rows.train_y, rows.n_classes, settings, backend,
-                           [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], judge.x, judge.y,
-                           rows.eval_x, rows.eval_y, self.on_epoch, judge.patience, run.stop_requested,
-                           rows.training_rows)
+        choice = fit_rates(rows, settings, backend,
+                           [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], (judge.x, judge.y),
+                           Watch(self.on_epoch, run.stop_requested), judge.patience)
         settings = _with_choice(settings, rates, choice)
         data.search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out}
         run.record(search=data.search, settings=settings.to_dict(), early_stopping={
@@ -267,7 +266,7 @@ class _Views:
             run.record(devices=1, processes=jax.process_count())
         return choice.params, choice.history, backend, choice.compile_seconds, choice.train_seconds, settings
 
-    def _networks(self, run: RunContext, rows: _ViewRows, settings: Settings, backend: str, early_stopping,
+    def _networks(self, run: RunContext, rows: TrainingRows, settings: Settings, backend: str, early_stopping,
                   checkpointer, shares) -> tuple:
         """The network(s) of one view as the plan arranges them: settings.ensemble networks one after another or
         side by side, or one (training/loop.py; shares: several processes' data_parallel.RowShare). Only networks
@@ -278,35 +277,19 @@ class _Views:
         from textclf.training.candidates import fit_ensemble, fit_members
         from textclf.training.loop import fit_network
 
-        epochs = settings.epochs_for(self.n_training)
         if self.plan.arrangement == "one_after_another":
             # Averaged into one model file; their epochs are recorded one member after another.
-            params, history, compile_s, train_s = fit_members(rows.train_x, rows.train_y, rows.n_classes, settings,
-                                                              backend, rows.eval_x, rows.eval_y, self.on_epoch)
+            params, history, compile_s, train_s = fit_members(rows, settings, backend, self.on_epoch)
             run.record(devices=1, processes=jax.process_count())
             return params, history, backend, compile_s, train_s
         if settings.ensemble > 1:
             # Side by side, averaged into one model file (XLA, one device, no checkpoints).
-            params, history, compile_s, train_s = fit_ensemble(
-                rows.train_x, rows.train_y, rows.n_classes, settings.ensemble, settings.learning_rate,
-                settings.weight_decay, epochs, settings.batch_size, settings.hidden, settings.seed, rows.eval_x,
-                rows.eval_y, self.on_epoch, early_stopping, rows.training_rows)
+            params, history, compile_s, train_s = fit_ensemble(rows, settings,
+                                                               Watch(self.on_epoch, early_stopping=early_stopping))
             run.record(backend="xla", devices=1, processes=jax.process_count(),
                                    backend_reason="an ensemble trains side by side in XLA")
             return params, history, "xla", compile_s, train_s
-        network = fit_network(rows.train_x, rows.train_y, rows.n_classes, settings, backend, rows.eval_x,
-                              rows.eval_y, self.on_epoch, checkpointer=checkpointer,
-                              stop_requested=run.stop_requested, early_stopping=early_stopping, rows=shares)
+        network = fit_network(rows, settings, backend,
+                              Watch(self.on_epoch, run.stop_requested, checkpointer, early_stopping), shares=shares)
         run.record(devices=network.devices, processes=jax.process_count())
         return network.params, network.history, backend, network.compile_seconds, network.train_seconds
-
-
-class _ViewRows(NamedTuple):
-    """The rows one view trains and is scored on."""
-
-    train_x: object
-    train_y: np.ndarray
-    eval_x: object
-    eval_y: np.ndarray
-    n_classes: int
-    training_rows: np.ndarray | None  # the rows of train_x that train (None: all)

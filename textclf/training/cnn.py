@@ -84,6 +84,8 @@ def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str,
     return epoch_stepwise
 
 
+# Twelve arguments: the images, the settings, and the run's watchers (epochs, checkpoints, stop), as the MLP's
+# trainer takes them.
 def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: Settings = Settings(model="cnn"),
             backend: str = "xla", eval_images: np.ndarray | None = None, eval_labels: np.ndarray | None = None,
             interpret: bool = False, on_epoch=None, checkpointer=None, stop_requested=None, on_step=None):

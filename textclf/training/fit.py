@@ -63,6 +63,8 @@ class EarlyStopping:
                 "best_epoch": self.best_epoch}
 
 
+# Ten arguments: the state resumed, the epoch range, the trainer's one_epoch and the four optional watchers, each
+# a caller's.
 def run_epochs(params, opt_state, history: list[EpochStats], first_epoch: int, epochs: int,
                one_epoch: Callable[[int, object, object], tuple], on_epoch: Callable[[EpochStats], None] | None = None,
                checkpointer: Checkpointer | None = None, stop_requested: Callable[[], bool] | None = None,

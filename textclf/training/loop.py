@@ -27,6 +27,7 @@ from textclf.training.backends import SEARCH_COMPILER_OPTIONS
 from textclf.training.distributed import exchange_arrays, summed
 from textclf.training.events import EpochStats
 from textclf.training.fit import resume, run_epochs
+from textclf.training.inputs import TrainingRows, Watch
 from textclf.training.optimizers import scheduled_rates
 from textclf.training.step import Step, make_step
 
@@ -215,172 +216,195 @@ class _LocalEval:
         return hits / max(1, total)
 
 
-def fit_network(  # over 80 lines: the one network's epoch loop and its resume, early stopping and checkpoints
-    train_x: sp.csr_matrix,
-    train_y: np.ndarray,
-    n_classes: int,
-    settings: Settings,
-    backend: str = "xla",
-    eval_x: sp.csr_matrix | None = None,
-    eval_y: np.ndarray | None = None,
-    on_epoch: Callable[[EpochStats], None] | None = None,
-    kernel_config=None,
-    initial_params: Params | None = None,
-    checkpointer=None,
-    stop_requested: Callable[[], bool] | None = None,
-    early_stopping=None,
-    rows=None,
-) -> NetworkResult:
-    """Train the network with minibatch SGD; evaluate on (eval_x, eval_y) after every epoch if given.
-    kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation.
-    checkpointer (textclf.training.checkpoint.Checkpointer): resume from its state if it has one; after each epoch (after
-    on_epoch) textclf.training.fit.run_epochs saves it when due. stop_requested() True after an epoch saves and
-    raises TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint). early_stopping
-    (textclf.training.fit.EarlyStopping): stop when it says so and return its best epoch's parameters. A run
+def fit_network(rows: TrainingRows, settings: Settings, backend: str = "xla", watch: Watch = Watch(),
+                kernel_config=None, initial_params: Params | None = None, shares=None) -> NetworkResult:
+    """Train one network with minibatch SGD on rows.x (all its rows; rows.eval_x scored after every epoch if
+    given). kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation.
+    watch: watch.checkpointer resumes from its state if it has one, and textclf.training.fit.run_epochs saves it
+    when due after each epoch (after watch.on_epoch); watch.stop_requested() True after an epoch saves and raises
+    TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint); watch.early_stopping
+    (textclf.training.fit.EarlyStopping) stops when it says so and its best epoch's parameters are returned. A run
     resumed from a checkpoint scores its held-out documents from the resumed epoch on.
-    rows (data_parallel.RowShare): several processes, each holding its own share of the training documents
-    (train_x, train_y: this process's; eval_x, eval_y: its share of the held-out documents): the batches are the
-    one-process run's over all documents, each process feeding the rows of each batch that it holds."""
-    from textclf.training import data_parallel as parallel
-    from textclf.training.device_data import (PIECE_WIDTHS, batch_nnz_max, epoch_order, host_csr, host_pieces,
-                                              piece_width, pieces_cap, segment_steps, upload_csr)
-
-    split_features = feature_parallel.choose_layout(settings.parallel, backend) == "features"
-    if split_features:  # each device on the whole batch and its rows of W1
-        mesh = feature_parallel.feature_mesh(settings.devices)
-    else:
-        mesh = parallel.data_mesh(settings.devices, settings.batch_size)
-    mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
-    split_features = split_features and mesh is not None
-    parts = mesh.size if mesh else 1
-    n = rows.total if rows else train_x.shape[0]  # documents in an epoch, over all processes
-    steps_per_epoch = -(-n // settings.batch_size)
-    epochs = settings.epochs_for(n)
-    shared_rows = rows is not None and mesh is not None and jax.process_count() > 1
-    if shared_rows:  # each process feeds the rows of every batch that it holds, split over its devices
-        local_devices = parts // jax.process_count()
-        all_orders = {e: epoch_order(settings.seed, e, n, steps_per_epoch, settings.batch_size) for e in range(epochs)}
-        held_orders, rows_per_process = parallel.local_orders(all_orders, rows, local_devices)
-        local_batch = rows_per_process // local_devices
-    elif mesh and not split_features:
-        local_batch = parallel.check_batch(settings.batch_size, mesh)
-    else:
-        local_batch = settings.batch_size
-    step = make_step(backend, settings, local_batch, kernel_config)
+    shares (data_parallel.RowShare): several processes, each holding its own share of the training documents
+    (rows: this process's, and its share of the held-out documents): the batches are the one-process run's over
+    all documents, each process feeding the rows of each batch that it holds."""
+    run = _NetworkRun(rows, settings, backend, shares, kernel_config)
     start = time.perf_counter()
     if initial_params is None:
-        params, opt_state = step.start_state(np.int32(settings.seed), train_x.shape[1], settings.hidden, n_classes,
-                                             settings.init_gain, settings.optimizer)
+        params, opt_state = run.step.start_state(np.int32(settings.seed), rows.x.shape[1], settings.hidden,
+                                                 rows.n_classes, settings.init_gain, settings.optimizer)
     else:
-        params, opt_state = step.ready_state(initial_params, settings.optimizer)
+        params, opt_state = run.step.ready_state(initial_params, settings.optimizer)
     jax.block_until_ready((params, opt_state))
-    init_seconds = time.perf_counter() - start  # counted as compilation: that is nearly all of it the first time
-    total_steps = steps_per_epoch * epochs
-    params, opt_state, history, first_epoch = resume(checkpointer, params, opt_state)
-
-    # Everything the epochs need goes to the device(s) once: the training set, the validation batches.
-    # (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on a GPU.)
-    pieces = step.layout == "pieces"
-    if split_features:
-        place = functools.partial(feature_parallel.place, mesh=mesh, specs=feature_parallel.REPLICATED)
-        uploaded = feature_parallel.host_shards(train_x, train_y, parts, step.layout,
-                                                piece_width(train_x) if pieces else 0)
-        data = (feature_parallel.place(uploaded, mesh, feature_parallel.SHARDED), place(np.asarray(train_y, np.int32)))
-        state = feature_parallel.pad_params((params, opt_state), parts)
-        params, opt_state = feature_parallel.place(state, mesh, feature_parallel.param_specs(state))
-    else:
-        place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
-        if mesh:  # each device its own copy of its process's documents, of the same shapes on every process
-            uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x, train_y)
-            data = parallel.put_stacked(same_shapes(uploaded) if shared_rows else uploaded, mesh)
-        else:
-            uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else None
-            data = place(uploaded) if pieces else upload_csr(train_x, train_y)
-        params, opt_state = place((params, opt_state))
-    eval_batches = local_eval = None
-    if eval_x is not None and shared_rows:  # each process scores its own share, the hits are summed
-        local_eval = _LocalEval(eval_x, eval_y)
-    elif eval_x is not None and eval_x.shape[0]:
-        eval_batches = place(make_batches(eval_x, np.asarray(eval_y), EVAL_BATCH).arrays())
-    host = parallel.to_host
-    seconds_spent = {"train": 0.0, "compile": init_seconds}
-
-    # Each epoch's document order (host, numpy), drawn once. One batch width for the whole run, the widest
-    # minibatch of all its epochs, so the epoch compiles once (per-epoch widths made two or three compilations
-    # of 1-3 s each).
-    if shared_rows:
-        orders = {e: held_orders[e] for e in range(first_epoch, epochs)}
-    else:
-        orders = {e: epoch_order(settings.seed, e, n, steps_per_epoch, settings.batch_size)
-                  for e in range(first_epoch, epochs)}
-    # a batch's width: its pieces or its nonzeros (upload_csr's (n + 1,) pointers read back: 4 MB at 1M documents)
-    starts = uploaded.piece_ptr if pieces else (uploaded.indptr if uploaded is not None else np.asarray(data.indptr))
-    if split_features:  # every device takes the whole batch, of its own shard
-        widest = max([1, *(feature_parallel.batch_nnz_max(uploaded, order) for order in orders.values())])
-    elif shared_rows:  # the widest of any process's: all compile one shape
-        widest = max([1, *(batch_nnz_max(starts, order, local_devices) for order in orders.values())])
-        widest = max(int(part["widest"][0]) for part in exchange_arrays({"widest": np.array([widest])}))
-    else:
-        widest = max([1, *(batch_nnz_max(starts, order, parts) for order in orders.values())])
-    config = (step, settings.optimizer, settings.momentum, settings.weight_decay, n_classes, mesh,
-              quick_compile(n, epochs))
-    width = pieces_cap(widest) if pieces else next_power_of_two(widest)
-    run_epoch = _warm_epoch(*config, _reusable_width(config, width))
-    batch_rows = np.minimum(settings.batch_size, n - np.arange(steps_per_epoch) * settings.batch_size)
-    # An epoch's batches are gathered a segment of steps at a time (device_data.SEGMENT_BYTES): a step's indices,
-    # values and rows take 12 bytes a slot, a slot a nonzero or, in the pieces layout, a piece of nonzeros (of the
-    # widest piece width where several processes must cut the same segments from shares of their own).
-    nonzeros_a_slot = (PIECE_WIDTHS[-1] if shared_rows else piece_width(train_x)) if pieces else 1
-    segment = segment_steps(steps_per_epoch, 12 * width * nonzeros_a_slot)
-
-    def placed(order: np.ndarray):
-        """(steps, B) document numbers where the epoch's dispatch reads them."""
-        if shared_rows:
-            return parallel.put_local_order(order, mesh)
-        if mesh and not split_features:
-            return parallel.put(order, mesh, parallel.BATCH)
-        return place(order)
-
-    def one_epoch(epoch: int, params, opt_state):
-        start = time.perf_counter()
-        epoch_compiled = run_epoch.seconds
-        order = orders.pop(epoch)
-        step_numbers = np.arange(epoch * steps_per_epoch, (epoch + 1) * steps_per_epoch)
-        lrs = scheduled_rates(settings.lr_schedule, settings.learning_rate, step_numbers, total_steps)
-        parts = []
-        for first in range(0, steps_per_epoch, segment):  # one dispatch a segment; validation with the last
-            last = first + segment >= steps_per_epoch
-            params, opt_state, *part = run_epoch(params, opt_state, data, placed(order[first:first + segment]),
-                                                 place(lrs[first:first + segment]), eval_batches if last else None)
-            parts.append(part)
-        losses = np.concatenate([host(losses) for losses, _, _ in parts])  # waits for the epoch to finish
-        corrects = np.concatenate([host(corrects) for _, corrects, _ in parts])
-        hits = parts[-1][2]
-        compiled = run_epoch.seconds - epoch_compiled
-        seconds = time.perf_counter() - start - compiled
-        seconds_spent["compile"] += compiled
-        seconds_spent["train"] += seconds
-        eval_accuracy = None if hits is None else float(host(hits)) / eval_x.shape[0]
-        if local_eval is not None:
-            eval_accuracy = local_eval.accuracy(finished(params))
-        stats = EpochStats(
-            epoch=epoch + 1,
-            loss=float((losses * batch_rows).sum() / n),
-            train_accuracy=float(corrects.sum() / n),
-            eval_accuracy=eval_accuracy,
-            seconds=seconds,
-            docs_per_s=n / seconds if seconds > 0 else float("inf"),
-        )
-        return params, opt_state, stats
-
-    def finished(params) -> Params:
-        return step.finish(Params(*host(tuple(params))), n_classes, train_x.shape[1])
-
+    run.seconds["compile"] = time.perf_counter() - start  # nearly all of it compilation the first time
+    params, opt_state, history, first_epoch = resume(watch.checkpointer, params, opt_state)
+    params, opt_state = run.upload(params, opt_state)
+    run.prepare_epochs(first_epoch)
+    early_stopping = watch.early_stopping
     early_stop = None if early_stopping is None else (
-        lambda epoch, params: early_stopping(epoch, lambda: finished(params)))
-    params, opt_state, history = run_epochs(params, opt_state, history, first_epoch, epochs, one_epoch, on_epoch,
-                                            checkpointer, stop_requested, early_stop)
-    numpy_params = finished(params) if early_stopping is None or early_stopping.best_params is None \
+        lambda epoch, params: early_stopping(epoch, lambda: run.finished(params)))
+    params, opt_state, history = run_epochs(params, opt_state, history, first_epoch, run.epochs, run.one_epoch,
+                                            watch.on_epoch, watch.checkpointer, watch.stop_requested, early_stop)
+    numpy_params = run.finished(params) if early_stopping is None or early_stopping.best_params is None \
         else early_stopping.best_params
     # Validation is scored inside each epoch's dispatch, so its time is part of train_seconds.
-    return NetworkResult(numpy_params, history, seconds_spent["compile"], seconds_spent["train"], parts)
+    return NetworkResult(numpy_params, history, run.seconds["compile"], run.seconds["train"], run.parts)
+
+
+class _NetworkRun:
+    """One network's training as fit_network carries it out: where the batches run (one device, the batch split
+    over devices or processes, or W1 split by feature rows), what goes to the device(s) once, and one epoch's
+    dispatches. Decided once here from the settings, backend and shares; the epochs do not re-decide."""
+
+    def __init__(self, rows: TrainingRows, settings: Settings, backend: str, shares, kernel_config):
+        from textclf.training import data_parallel as parallel
+        from textclf.training.device_data import epoch_order
+
+        self.rows, self.settings, self.shares = rows, settings, shares
+        split_features = feature_parallel.choose_layout(settings.parallel, backend) == "features"
+        if split_features:  # each device on the whole batch and its rows of W1
+            mesh = feature_parallel.feature_mesh(settings.devices)
+        else:
+            mesh = parallel.data_mesh(settings.devices, settings.batch_size)
+        self.mesh = mesh if mesh.size > 1 else None  # one device: the plain jitted epoch, no collectives
+        self.split_features = split_features and self.mesh is not None
+        self.parts = self.mesh.size if self.mesh else 1
+        self.n = shares.total if shares else rows.x.shape[0]  # documents in an epoch, over all processes
+        self.steps_per_epoch = -(-self.n // settings.batch_size)
+        self.epochs = settings.epochs_for(self.n)
+        self.shared_rows = shares is not None and self.mesh is not None and jax.process_count() > 1
+        self.held_orders = None
+        if self.shared_rows:  # each process feeds the rows of every batch that it holds, split over its devices
+            self.local_devices = self.parts // jax.process_count()
+            all_orders = {e: epoch_order(settings.seed, e, self.n, self.steps_per_epoch, settings.batch_size)
+                          for e in range(self.epochs)}
+            self.held_orders, rows_per_process = parallel.local_orders(all_orders, shares, self.local_devices)
+            local_batch = rows_per_process // self.local_devices
+        elif self.mesh and not self.split_features:
+            local_batch = parallel.check_batch(settings.batch_size, self.mesh)
+        else:
+            local_batch = settings.batch_size
+        self.step = make_step(backend, settings, local_batch, kernel_config)
+        self.seconds = {"train": 0.0, "compile": 0.0}
+
+    def upload(self, params, opt_state) -> tuple:
+        """Everything the epochs need goes to the device(s) once: the training set, the validation batches, the
+        parameters. (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on
+        a GPU.) -> (params, opt_state) where the epochs read them."""
+        from textclf.training import data_parallel as parallel
+        from textclf.training.device_data import host_csr, host_pieces, piece_width, upload_csr
+
+        train_x, train_y, mesh = self.rows.x, self.rows.y, self.mesh
+        pieces = self.step.layout == "pieces"
+        if self.split_features:
+            self.place = functools.partial(feature_parallel.place, mesh=mesh, specs=feature_parallel.REPLICATED)
+            self.uploaded = feature_parallel.host_shards(train_x, train_y, self.parts, self.step.layout,
+                                                         piece_width(train_x) if pieces else 0)
+            self.data = (feature_parallel.place(self.uploaded, mesh, feature_parallel.SHARDED),
+                         self.place(np.asarray(train_y, np.int32)))
+            state = feature_parallel.pad_params((params, opt_state), self.parts)
+            params, opt_state = feature_parallel.place(state, mesh, feature_parallel.param_specs(state))
+        else:
+            self.place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
+            if mesh:  # each device its own copy of its process's documents, of the same shapes on every process
+                uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x,
+                                                                                                      train_y)
+                self.uploaded = uploaded
+                self.data = parallel.put_stacked(same_shapes(uploaded) if self.shared_rows else uploaded, mesh)
+            else:
+                self.uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else None
+                self.data = self.place(self.uploaded) if pieces else upload_csr(train_x, train_y)
+            params, opt_state = self.place((params, opt_state))
+        self.eval_batches = self.local_eval = None
+        if self.rows.eval_x is not None and self.shared_rows:  # each process scores its own share, hits summed
+            self.local_eval = _LocalEval(self.rows.eval_x, self.rows.eval_y)
+        elif self.rows.scored:
+            self.eval_batches = self.place(make_batches(self.rows.eval_x, np.asarray(self.rows.eval_y),
+                                                        EVAL_BATCH).arrays())
+        return params, opt_state
+
+    def prepare_epochs(self, first_epoch: int) -> None:
+        """Each epoch's document order (host, numpy), drawn once; one batch width for the whole run, the widest
+        minibatch of all its epochs, so the epoch compiles once (per-epoch widths made two or three compilations
+        of 1-3 s each); the compiled epoch; the segments of steps an epoch is dispatched in."""
+        from textclf.training.device_data import PIECE_WIDTHS, epoch_order, piece_width, pieces_cap, segment_steps
+
+        settings, n, pieces = self.settings, self.n, self.step.layout == "pieces"
+        if self.shared_rows:
+            self.orders = {e: self.held_orders[e] for e in range(first_epoch, self.epochs)}
+        else:
+            self.orders = {e: epoch_order(settings.seed, e, n, self.steps_per_epoch, settings.batch_size)
+                           for e in range(first_epoch, self.epochs)}
+        widest = self._widest_batch(pieces)
+        config = (self.step, settings.optimizer, settings.momentum, settings.weight_decay, self.rows.n_classes,
+                  self.mesh, quick_compile(n, self.epochs))
+        width = pieces_cap(widest) if pieces else next_power_of_two(widest)
+        self.run_epoch = _warm_epoch(*config, _reusable_width(config, width))
+        self.batch_rows = np.minimum(settings.batch_size, n - np.arange(self.steps_per_epoch) * settings.batch_size)
+        # An epoch's batches are gathered a segment of steps at a time (device_data.SEGMENT_BYTES): a step's
+        # indices, values and rows take 12 bytes a slot, a slot a nonzero or, in the pieces layout, a piece of
+        # nonzeros (of the widest piece width where several processes must cut the same segments from their shares).
+        nonzeros_a_slot = (PIECE_WIDTHS[-1] if self.shared_rows else piece_width(self.rows.x)) if pieces else 1
+        self.segment = segment_steps(self.steps_per_epoch, 12 * width * nonzeros_a_slot)
+        self.total_steps = self.steps_per_epoch * self.epochs
+
+    def _widest_batch(self, pieces: bool) -> int:
+        """The widest minibatch of the epochs to run, in pieces or nonzeros (upload_csr's (n + 1,) pointers read
+        back: 4 MB at 1M documents); several processes: the widest of any process's, so all compile one shape."""
+        from textclf.training.device_data import batch_nnz_max
+
+        uploaded = self.uploaded
+        starts = uploaded.piece_ptr if pieces else (uploaded.indptr if uploaded is not None
+                                                    else np.asarray(self.data.indptr))
+        if self.split_features:  # every device takes the whole batch, of its own shard
+            return max([1, *(feature_parallel.batch_nnz_max(uploaded, order) for order in self.orders.values())])
+        if self.shared_rows:
+            widest = max([1, *(batch_nnz_max(starts, order, self.local_devices) for order in self.orders.values())])
+            return max(int(part["widest"][0]) for part in exchange_arrays({"widest": np.array([widest])}))
+        return max([1, *(batch_nnz_max(starts, order, self.parts) for order in self.orders.values())])
+
+    def _placed(self, order: np.ndarray):
+        """(steps, B) document numbers where the epoch's dispatch reads them."""
+        from textclf.training import data_parallel as parallel
+
+        if self.shared_rows:
+            return parallel.put_local_order(order, self.mesh)
+        if self.mesh and not self.split_features:
+            return parallel.put(order, self.mesh, parallel.BATCH)
+        return self.place(order)
+
+    def one_epoch(self, epoch: int, params, opt_state):
+        """run_epochs' step: one dispatch a segment of steps, validation with the last."""
+        from textclf.training.data_parallel import to_host
+
+        start, compiled_before = time.perf_counter(), self.run_epoch.seconds
+        settings, order, segment = self.settings, self.orders.pop(epoch), self.segment
+        step_numbers = np.arange(epoch * self.steps_per_epoch, (epoch + 1) * self.steps_per_epoch)
+        lrs = scheduled_rates(settings.lr_schedule, settings.learning_rate, step_numbers, self.total_steps)
+        parts = []
+        for first in range(0, self.steps_per_epoch, segment):
+            last = first + segment >= self.steps_per_epoch
+            params, opt_state, *part = self.run_epoch(params, opt_state, self.data,
+                                                      self._placed(order[first:first + segment]),
+                                                      self.place(lrs[first:first + segment]),
+                                                      self.eval_batches if last else None)
+            parts.append(part)
+        losses = np.concatenate([to_host(losses) for losses, _, _ in parts])  # waits for the epoch to finish
+        corrects = np.concatenate([to_host(corrects) for _, corrects, _ in parts])
+        hits = parts[-1][2]
+        compiled = self.run_epoch.seconds - compiled_before
+        seconds = time.perf_counter() - start - compiled
+        self.seconds["compile"] += compiled
+        self.seconds["train"] += seconds
+        eval_accuracy = None if hits is None else float(to_host(hits)) / self.rows.eval_x.shape[0]
+        if self.local_eval is not None:
+            eval_accuracy = self.local_eval.accuracy(self.finished(params))
+        stats = EpochStats(epoch=epoch + 1, loss=float((losses * self.batch_rows).sum() / self.n),
+                           train_accuracy=float(corrects.sum() / self.n), eval_accuracy=eval_accuracy,
+                           seconds=seconds, docs_per_s=self.n / seconds if seconds > 0 else float("inf"))
+        return params, opt_state, stats
+
+    def finished(self, params) -> Params:
+        from textclf.training.data_parallel import to_host
+
+        return self.step.finish(Params(*to_host(tuple(params))), self.rows.n_classes, self.rows.x.shape[1])

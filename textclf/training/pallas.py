@@ -61,6 +61,8 @@ def dense_batch(indices, values, rows, batch_size: int, n_columns: int, dtype) -
 HEAD_MAX_PARTS = 8
 
 
+# Twelve arguments and ~100 lines: one step chains the forward, loss and update kernels over the batch's arrays;
+# split, each piece would pass all of them on.
 def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_classes: int, momentum: float,
                       weight_decay: float, config: KernelConfig, optimizer: str = "sgd", axis_name: str | None = None):
     """One optimizer step -> (params, optimizer state, mean loss, number correct). (Over 80 lines: the kernels of one
@@ -161,6 +163,7 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
     return params, opt_state, loss, correct
 
 
+# Fourteen arguments: the epoch's arrays (as xla_epoch) and the kernels' static configuration, one traced program.
 def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, n_classes: int, momentum: float,
                  weight_decay: float, config: KernelConfig, optimizer: str = "sgd", axis_name: str | None = None):
     """Scan pallas_train_step over the epoch's (steps, ...) stacked sparse minibatches."""

@@ -41,7 +41,8 @@ from pipelines.vectorize import count_terms, term_masks
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
 from textclf.training.candidates import (
-    batch_shape, cut_order, fit_candidates, init_stacked, precompile_epoch, precompile_scores, round_data)
+    batch_shape, cut_order, fit_candidates, precompile_epoch, precompile_scores, round_data)
+from textclf.training.stacked_step import init_stack
 from textclf.training.search_folds import (
     Budget, RoundGeometry, SearchContext, SearchCorpus, Variant, batch_for_all, candidate_space, epochs_for_all,
     final_steps, fold_matrices, folds_sample, keep_defaults, leaderboard_of, rate_candidates, refinements,
@@ -190,7 +191,7 @@ class _Rounds:
 
     def _starting_weights(self, fold: int):
         if fold not in self.initial:
-            self.initial[fold] = init_stacked(jax.random.PRNGKey(self.search.settings.seed + fold),
+            self.initial[fold] = init_stack(jax.random.PRNGKey(self.search.settings.seed + fold),
                                               self.geometry.width, self.search.settings.hidden,
                                               self.corpus.n_classes, len(self.search.optimizers))
         return self.initial[fold]

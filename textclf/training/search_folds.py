@@ -226,6 +226,7 @@ def rate_candidates(leaderboard: list[dict], validation_documents: int, epochs_f
              "epochs": epochs_for_all(row["settings"]["epochs"])} for row in near[:rules.max_rate_candidates]]
 
 
+# Nine arguments: one fold's rows and the variant's columns, each computed once by the search for all its rounds.
 def fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, features, width, variant: Variant):
     """One fold's (training, validation) TF-IDF rows for one variant, `width` columns wide; features selected
     and weighted from the fold's training rows only."""

@@ -126,7 +126,7 @@ class NetworksTrial:
         single, together, ensemble_gains, word_right = [], [], [], []
         for scores, truth in words:
             # Summed log-probabilities pick the class that summed scores do (each network's normaliser is the same
-            # for every class), so this is the merged model's (candidates.merged) choice.
+            # for every class), so this is the merged model's (textclf.models.stacked.merged) choice.
             member_right = np.argmax(scores, axis=-1) == truth[:, None]  # (documents, members)
             ensemble_right = np.argmax(scores.sum(axis=1), axis=-1) == truth
             single.append(float(member_right.mean()))

@@ -138,6 +138,7 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     import scipy.sparse as sp
 
     from textclf.training import loop as trainloop
+    from textclf.training.inputs import TrainingRows
     from textclf.training.step import XlaStep
 
     rng = np.random.default_rng(0)
@@ -147,7 +148,7 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     runs = {}
     for layout in ("flat", "pieces"):
         monkeypatch.setattr(trainloop, "make_step", lambda *args, layout=layout: XlaStep(layout))
-        runs[layout] = trainloop.fit_network(matrix, labels, 3, settings)
+        runs[layout] = trainloop.fit_network(TrainingRows(matrix, labels, 3), settings)
     for a, b in zip(runs["flat"].params, runs["pieces"].params):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     assert [h.loss for h in runs["flat"].history] == pytest.approx([h.loss for h in runs["pieces"].history], rel=1e-5)
@@ -361,9 +362,9 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     trained_rows = []
     real = candidates.StackedEpochs
 
-    def recording(train_x, train_y, *args):
-        trained_rows.append((train_x.shape[0], None if len(args) < 8 else len(args[7]), type(train_x).__name__))
-        return real(train_x, train_y, *args)
+    def recording(rows, *args):
+        trained_rows.append((rows.x.shape[0], rows.n_training, type(rows.x).__name__))
+        return real(rows, *args)
 
     monkeypatch.setattr(candidates, "StackedEpochs", recording)
     texts, labels = question_corpus(600)

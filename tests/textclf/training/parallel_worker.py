@@ -18,6 +18,7 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from textclf.settings import Settings  # noqa: E402
+from textclf.training.inputs import TrainingRows  # noqa: E402
 from textclf.training.loop import fit_network  # noqa: E402
 from textclf.training.step import kernel_config_for  # noqa: E402
 
@@ -40,7 +41,7 @@ def compare(backend: str, optimizer: str) -> dict:
         config = None
         if backend == "pallas":  # exact arithmetic so that only the reduction order differs
             config = kernel_config_for(settings, BATCH // devices).replace(precision="highest", x_dtype="float32")
-        results[devices] = fit_network(x, y, classes, settings, backend, x, y, kernel_config=config)
+        results[devices] = fit_network(TrainingRows(x, y, classes, x, y), settings, backend, kernel_config=config)
     one, many = results.values()
     return {
         "devices": len(jax.devices()),

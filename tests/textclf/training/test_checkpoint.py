@@ -7,6 +7,7 @@ from pipelines.vectorize import fit_vectorizer
 from textclf.training.checkpoint import Checkpointer
 from textclf.inference.text_model import encode_labels
 from textclf.training.events import TrainingStopped
+from textclf.training.inputs import TrainingRows, Watch
 from textclf.training.loop import fit_network
 
 
@@ -21,13 +22,14 @@ def problem(corpus_dir, fast_settings):
 def test_resumed_training_equals_uninterrupted(problem, fast_settings, tmp_path):
     matrix, labels, n_classes = problem
     settings = fast_settings.replace(epochs=4, min_steps=0)
-    whole = fit_network(matrix, labels, n_classes, settings)
+    rows = TrainingRows(matrix, labels, n_classes)
+    whole = fit_network(rows, settings)
     checkpoint = Checkpointer(tmp_path / "ckpt.npz")
     with pytest.raises(TrainingStopped, match="after epoch 2 of 4"):
-        fit_network(matrix, labels, n_classes, settings, checkpointer=checkpoint,
-                    stop_requested=lambda: checkpoint.load().epochs_done >= 2)
+        fit_network(rows, settings, watch=Watch(stop_requested=lambda: checkpoint.load().epochs_done >= 2,
+                                                checkpointer=checkpoint))
     assert checkpoint.load().epochs_done == 2
-    resumed = fit_network(matrix, labels, n_classes, settings, checkpointer=checkpoint)
+    resumed = fit_network(rows, settings, watch=Watch(checkpointer=checkpoint))
     assert [h.epoch for h in resumed.history] == [1, 2, 3, 4]
     for a, b in zip(resumed.params, whole.params):
         if jax.default_backend() == "cpu":
@@ -40,12 +42,12 @@ def test_checkpoints_are_spaced_but_a_stop_always_saves(problem, fast_settings, 
     matrix, labels, n_classes = problem
     settings = fast_settings.replace(epochs=4, min_steps=0)
     spaced = Checkpointer(tmp_path / "spaced.npz", every_seconds=3600)
-    fit_network(matrix, labels, n_classes, settings, checkpointer=spaced)
+    fit_network(TrainingRows(matrix, labels, n_classes), settings, watch=Watch(checkpointer=spaced))
     assert spaced.load() is None  # never due, never asked to stop: nothing written
     asked = []
     with pytest.raises(TrainingStopped, match="after epoch 1 of 4"):
-        fit_network(matrix, labels, n_classes, settings, checkpointer=spaced,
-                    stop_requested=lambda: asked.append(1) or True)
+        fit_network(TrainingRows(matrix, labels, n_classes), settings,
+                    watch=Watch(stop_requested=lambda: asked.append(1) or True, checkpointer=spaced))
     assert spaced.load().epochs_done == 1
 
 

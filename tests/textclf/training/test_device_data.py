@@ -163,28 +163,34 @@ def test_an_ensemble_trains_on_the_batches_the_host_would_cut(monkeypatch, segme
     of steps at a time (3 of the 4 steps, then 1: SEGMENT_BYTES shrunk), the same networks and epoch records."""
     import jax
 
-    from textclf.training import candidates, device_data
+    from textclf.models.stacked import merged
+    from textclf.settings import Settings
+    from textclf.training import candidates, device_data, stacked_step
+    from textclf.training.inputs import TrainingRows
 
     x, y = _matrix()
     epochs, batch, seed, members = 2, 16, 4, 3
     rng = np.random.default_rng(seed)
     orders = [rng.permutation(x.shape[0]) for _ in range(epochs)]
     shape = candidates.batch_shape([x] * epochs, batch, orders)
-    whole = candidates.fit_ensemble(x, y, 4, members, 0.01, 0.0, epochs, batch, 8, seed, x, y)
+    settings = Settings(ensemble=members, learning_rate=0.01, weight_decay=0.0, epochs=epochs, min_steps=0,
+                        batch_size=batch, hidden=8, seed=seed)
+    whole = candidates.fit_ensemble(TrainingRows(x, y, 4, x, y), settings)
     if segment_steps:
         monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * shape[1] * segment_steps)
-    got, history, *_ = candidates.fit_ensemble(x, y, 4, members, 0.01, 0.0, epochs, batch, 8, seed, x, y)
+    got, history, *_ = candidates.fit_ensemble(TrainingRows(x, y, 4, x, y), settings)
     assert [(h.loss, h.train_accuracy, h.eval_accuracy) for h in history] == [
         (h.loss, h.train_accuracy, h.eval_accuracy) for h in whole[1]]
-    params, state = candidates._start(seed, x.shape[1], 8, 4, members)
+    params, state = stacked_step.start_stack(seed, x.shape[1], 8, 4, members)
     rates, decays = jnp.full((members,), 0.01), jnp.zeros((members,))
     for order in orders:
         cut = candidates._device_batches(x, y, batch, order, shape)
-        params, state, _ = candidates._epoch(params, state, rates, decays, *cut, dense=candidates.dense_default())
-    want = candidates.merged(jax.tree.map(np.asarray, params))
+        params, state, _ = stacked_step.stacked_epoch(params, state, rates, decays, *cut,
+                                                      dense=stacked_step.dense_default())
+    want = merged(jax.tree.map(np.asarray, params))
     for name, a, b in zip(("w1", "b1", "w2", "b2"), got, want):
         np.testing.assert_allclose(a, b, atol=1e-6, err_msg=name)
-    assert np.abs(got.w1 - candidates.merged(candidates._start(seed, x.shape[1], 8, 4, members)[0]).w1).max() > 1e-3
+    assert np.abs(got.w1 - merged(stacked_step.start_stack(seed, x.shape[1], 8, 4, members)[0]).w1).max() > 1e-3
 
 
 def test_a_process_with_no_documents_feeds_padding_only():

@@ -8,6 +8,7 @@ from pipelines.batches import next_power_of_two
 from textclf.training import loop
 from textclf.settings import Settings
 from textclf.training.device_data import batch_nnz_max, epoch_order
+from textclf.training.inputs import TrainingRows, Watch
 
 
 def _two_long_documents(n=40, features=64):
@@ -35,7 +36,7 @@ def test_a_run_compiles_its_epoch_once_although_its_epochs_batch_widths_differ(f
     settings = next(base.replace(seed=seed) for seed in range(100)
                     if len(_widths(matrix, base.replace(seed=seed), 6)) > 1)
     loop._warm_epoch.cache_clear()
-    result = loop.fit_network(matrix, labels, 3, settings)
+    result = loop.fit_network(TrainingRows(matrix, labels, 3), settings)
     assert len(result.history) == 6
     assert loop._warm_epoch.cache_info().currsize == 1  # one width for the run, one compiled epoch
 
@@ -55,10 +56,10 @@ def test_an_epoch_gathered_in_segments_trains_the_network_of_one_gather(fast_set
     settings = fast_settings.replace(batch_size=4, epochs=2, min_steps=0, lr_schedule="linear", optimizer="adam",
                                      learning_rate=0.01)
     assert make_step("xla", settings, 4).layout == layout
-    whole = loop.fit_network(matrix, labels, 3, settings, eval_x=matrix[:9], eval_y=labels[:9])
+    whole = loop.fit_network(TrainingRows(matrix, labels, 3, matrix[:9], labels[:9]), settings)
     width = max(1, int(batch_nnz_max(matrix.indptr, epoch_order(0, 0, 40, 10, 4))))  # a step's slots, at least
     monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * width * 3)  # 3 steps a segment, or fewer
-    segmented = loop.fit_network(matrix, labels, 3, settings, eval_x=matrix[:9], eval_y=labels[:9])
+    segmented = loop.fit_network(TrainingRows(matrix, labels, 3, matrix[:9], labels[:9]), settings)
     on_cpu = jax.default_backend() == "cpu"
     got, want = ([(h.loss, h.train_accuracy, h.eval_accuracy) for h in run.history] for run in (segmented, whole))
     if on_cpu:
@@ -120,7 +121,7 @@ def test_early_stopping_ends_training_and_keeps_the_best_epoch(fast_settings):
     matrix, labels = _two_long_documents()
     settings = fast_settings.replace(batch_size=4, epochs=6, min_steps=0)
     judged = _judged([0.5, 0.7, 0.6, 0.9, 0.9, 0.9])
-    result = loop.fit_network(matrix, labels, 3, settings, early_stopping=judged)
+    result = loop.fit_network(TrainingRows(matrix, labels, 3), settings, watch=Watch(early_stopping=judged))
     assert len(result.history) == 3  # epoch 3 did not improve on epoch 2: stopped
     kept = judged.seen[1]  # epoch 2's parameters, not the last epoch's
     assert all(np.array_equal(a, b) for a, b in zip(result.params, kept))
@@ -131,7 +132,7 @@ def test_early_stopping_judges_the_last_epoch_too(fast_settings):
     matrix, labels = _two_long_documents()
     settings = fast_settings.replace(batch_size=4, epochs=2, min_steps=0)
     judged = _judged([0.5, 0.7])
-    result = loop.fit_network(matrix, labels, 3, settings, early_stopping=judged)
+    result = loop.fit_network(TrainingRows(matrix, labels, 3), settings, watch=Watch(early_stopping=judged))
     assert judged.accuracies == [0.5, 0.7] and judged.best_epoch == 2  # the best epoch was the last one
     assert all(np.array_equal(a, b) for a, b in zip(result.params, judged.seen[1]))
 
@@ -177,7 +178,9 @@ def test_an_ensemble_stops_early_too():
 
     matrix, labels = _two_long_documents()
     judged = _judged([0.5, 0.4, 0.9, 0.9])
-    params, history, _, _ = fit_ensemble(matrix, labels, 3, 2, 0.01, 0.0, 4, 4, 8, 0, early_stopping=judged)
+    settings = Settings(ensemble=2, learning_rate=0.01, weight_decay=0.0, epochs=4, min_steps=0, batch_size=4, hidden=8,
+                        seed=0)
+    params, history, _, _ = fit_ensemble(TrainingRows(matrix, labels, 3), settings, Watch(early_stopping=judged))
     assert len(history) == 2 and all(np.array_equal(a, b) for a, b in zip(params, judged.seen[0]))
 
 
@@ -244,9 +247,9 @@ def test_held_out_scores_gathered_on_the_device_are_the_host_batches_scores(monk
 def test_initial_weights_compiled_at_o1_are_the_o3_programs_bit_for_bit(program):
     """The seeded initialisations compile with LLVM's -O1 (backends.INIT_COMPILER_OPTIONS) for their compile time:
     the weights must be those of the default -O3 program."""
-    from textclf.training import candidates, step
+    from textclf.training import stacked_step, step
 
-    jitted, args = {"stacked": (candidates.init_stacked, (jax.random.PRNGKey(7), 300, 16, 3, 4)),
+    jitted, args = {"stacked": (stacked_step.init_stack, (jax.random.PRNGKey(7), 300, 16, 3, 4)),
                     "one network": (step._start_state, (7, 300, 16, 3, 1.0, "adam", None))}[program]
     o3 = jax.jit(jitted.__wrapped__, static_argnums=tuple(range(1, len(args))),
                  compiler_options={"xla_backend_optimization_level": 3})

@@ -16,8 +16,10 @@ from pipelines.workers import WorkerPool
 from textclf.models.mlp import Params, logits, masked_loss
 from textclf.training.optimizers import adam
 from textclf.settings import Settings
-from textclf.training.candidates import (StackedParams, _dense_loss, _dense_scores, _epoch, batch_shape, fit_candidates,
-                                         init_stacked, round_data, stacked_logits, stacked_loss)
+from textclf.models.stacked import dense_loss, dense_scores, init_stacked, stacked_logits, stacked_loss
+from textclf.training.candidates import batch_shape, fit_candidates, round_data
+from textclf.training.inputs import TrainingRows, Watch
+from textclf.training.stacked_step import stacked_epoch, stacked_hits
 from textclf.training.device_data import write_batch
 from textclf.training import search as search_module, search_folds as folds_module
 from textclf.training.search import search_settings
@@ -65,7 +67,7 @@ def _random_batch(rng, n_features=50, batch=6, classes=3):
     return [jnp.asarray(a[0]) for a in b.arrays()]
 
 
-def _model(stacked: StackedParams, k: int) -> Params:
+def _model(stacked: Params, k: int) -> Params:
     hidden = stacked.w2.shape[1]
     return Params(stacked.w1[:, k * hidden:(k + 1) * hidden], stacked.b1[k * hidden:(k + 1) * hidden],
                   stacked.w2[k], stacked.b2[k])
@@ -97,10 +99,10 @@ def test_the_dense_formulation_of_the_stacked_step_matches_the_sparse_one():
     sparse = stacked_logits(stacked, indices, values, rows, labels.shape[0])
     # the dense step's X: the batch stored in an all-zero (B, F) buffer, as _epoch does
     x = write_batch(jnp.zeros((labels.shape[0], 50), jnp.float32), indices, values, rows)
-    dense = _dense_scores(stacked, x)
+    dense = dense_scores(stacked, x)
     np.testing.assert_allclose(dense, sparse, rtol=2e-3, atol=2e-4)  # a GPU's float32 matmul rounds to TF32
     grads = [jax.grad(stacked_loss)(stacked, indices, values, rows, labels, mask),
-             jax.grad(_dense_loss)(stacked, x, labels, mask)]
+             jax.grad(dense_loss)(stacked, x, labels, mask)]
     for got, want in zip(grads[1], grads[0]):
         np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-5)
 
@@ -113,7 +115,7 @@ def test_a_stacked_epoch_is_k_adam_runs_with_their_own_rates_and_decays():
     rates, decays = [0.01, 0.003, 0.01], [0.0, 0.0, 0.05]
     state = adam().init(stacked)
     singles = [_model(stacked, k) for k in range(3)]  # sliced before the donating epoch call
-    trained, _, _ = _epoch(stacked, state, jnp.asarray(rates), jnp.asarray(decays), *arrays)
+    trained, _, _ = stacked_epoch(stacked, state, jnp.asarray(rates), jnp.asarray(decays), *arrays)
     for k, (rate, decay) in enumerate(zip(rates, decays)):
         params, opt = singles[k], adam().init(singles[k])
         for indices, values, rows, labels, mask in batches:
@@ -138,7 +140,7 @@ def test_an_epoch_of_a_counted_number_of_batches_leaves_the_padding_after_them_u
     for data, steps, visit in ((arrays, None, order), (padded, jnp.asarray(3, jnp.int32),
                                                           jnp.asarray([2, 0, 1, 3, 4], jnp.int32))):
         stacked = init_stacked(jax.random.PRNGKey(4), 128, 128, 3, 2)
-        results.append(_epoch(stacked, adam().init(stacked), rates, decays, *data, visit, steps, dense=True,
+        results.append(stacked_epoch(stacked, adam().init(stacked), rates, decays, *data, visit, steps, dense=True,
                               fused=fused))
     (want, want_state, want_losses), (got, got_state, got_losses) = results
     np.testing.assert_allclose(got_losses[:3], want_losses, rtol=1e-5, atol=1e-6)
@@ -171,7 +173,6 @@ def test_a_batch_that_fills_a_fraction_of_its_cap_runs_on_the_front_of_it():
 def test_narrowed_batches_train_and_score_as_the_dense_formulation_does():
     """Batches filling a sixteenth, a quarter and all of a wide cap: the sparse epoch (which runs each on the
     front of its arrays on a CPU, device_data.narrowed) and its scoring give what the dense formulation (never narrowed) gives."""
-    from textclf.training.candidates import _hits
     from textclf.training.device_data import NARROW_DIVISOR, NARROW_MIN_CAP
 
     rng = np.random.default_rng(11)
@@ -189,8 +190,8 @@ def test_narrowed_batches_train_and_score_as_the_dense_formulation_does():
     results = []
     for dense in (False, True):
         stacked = init_stacked(jax.random.PRNGKey(5), n_features, 8, 3, 2)
-        trained, _, losses = _epoch(stacked, adam().init(stacked), rates, decays, *stacked_arrays, dense=dense)
-        results.append((trained, losses, _hits(trained, *stacked_arrays, dense=dense)))
+        trained, _, losses = stacked_epoch(stacked, adam().init(stacked), rates, decays, *stacked_arrays, dense=dense)
+        results.append((trained, losses, stacked_hits(trained, *stacked_arrays, dense=dense)))
     (sparse, sparse_losses, sparse_hits), (dense, dense_losses, dense_hits) = results
     np.testing.assert_allclose(sparse_losses, dense_losses, rtol=2e-3, atol=1e-4)
     for got, want in zip(sparse, dense):
@@ -221,7 +222,7 @@ def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batch
     results = []
     for fused in (False, True):
         stacked = init_stacked(jax.random.PRNGKey(4), 128, 128, 3, 2)  # K*H = 256: the kernel's 128-unit tiles
-        params, state, losses = _epoch(stacked, adam().init(stacked), rates, decays, *arrays, order,
+        params, state, losses = stacked_epoch(stacked, adam().init(stacked), rates, decays, *arrays, order,
                                        dense=True, fused=fused)
         results.append((params, state, losses))
     (want, want_state, want_losses), (got, got_state, got_losses) = results
@@ -406,7 +407,7 @@ def test_a_search_is_reused_for_the_same_documents_and_settings_and_fresh_search
 
 
 def test_an_ensemble_is_one_network_whose_scores_are_the_members_mean():
-    from textclf.training.candidates import merged
+    from textclf.models.stacked import merged
 
     rng = np.random.default_rng(4)
     stacked = init_stacked(jax.random.PRNGKey(5), 50, 8, 3, 4)
@@ -428,8 +429,10 @@ def test_fit_ensemble_trains_members_into_one_model():
     x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
     y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
     seen = []
-    (w1, b1, w2, b2), history, _, _ = fit_ensemble(x[:200], y[:200], 3, 3, 0.03, 0.0, 12, 32, 16, 0, x[200:], y[200:],
-                                                   seen.append)
+    (w1, b1, w2, b2), history, _, _ = fit_ensemble(
+        TrainingRows(x[:200], y[:200], 3, x[200:], y[200:]),
+        Settings(ensemble=3, learning_rate=0.03, weight_decay=0.0, epochs=12, min_steps=0, batch_size=32, hidden=16,
+                 seed=0), Watch(seen.append))
     assert w1.shape == (x.shape[1], 48) and w2.shape == (48, 3) and b2.shape == (3,)
     assert len(history) == len(seen) == 12 and history[-1].eval_accuracy > 0.75
     assert history[-1].loss < history[0].loss
@@ -470,9 +473,9 @@ def test_members_one_after_another_merge_into_the_mean_of_their_networks():
     x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
     y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
     settings = Settings(search="off", ensemble=3, hidden=8, epochs=3, min_steps=0, learning_rate=0.01)
-    (w1, b1, w2, b2), history, _, _ = fit_members(x, y, 3, settings, "xla")
+    (w1, b1, w2, b2), history, _, _ = fit_members(TrainingRows(x, y, 3), settings, "xla")
     assert w1.shape == (x.shape[1], 24) and len(history) == 9
-    alone = [fit_network(x, y, 3, settings.replace(seed=seed, ensemble=1)).params for seed in range(3)]
+    alone = [fit_network(TrainingRows(x, y, 3), settings.replace(seed=seed, ensemble=1)).params for seed in range(3)]
     assert not np.allclose(alone[0].w1, alone[1].w1)  # three networks, not one three times
     dense = x.toarray()
     mean = np.mean([logits_of(dense, p) for p in alone], axis=0)
@@ -674,7 +677,7 @@ def test_the_search_is_skipped_only_when_every_searched_field_is_pinned(pool):
 
 
 def test_views_join_into_one_network_whose_scores_are_the_views_mean():
-    from textclf.training.candidates import joined_views
+    from textclf.models.stacked import joined_views
 
     rng = np.random.default_rng(6)
     views = [Params(*(rng.normal(size=shape).astype(np.float32) for shape in ((30, 8), (8,), (8, 3), (3,)))),
@@ -840,8 +843,8 @@ def test_fit_rates_lets_the_held_out_documents_choose(side_by_side, monkeypatch)
     held_x, held_y = _separable(60, 1)
     settings = Settings(hidden=8, batch_size=16, seed=0)
     # a rate that cannot move the weights first: the held-out documents must pass it over for the second
-    choice = candidates.fit_rates(train_x, train_y, 2, settings, "xla", [(1e-7, 0.0, 6), (0.05, 0.0, 5)], held_x,
-                                  held_y, held_x, held_y)
+    choice = candidates.fit_rates(TrainingRows(train_x, train_y, 2, held_x, held_y), settings, "xla",
+                                  [(1e-7, 0.0, 6), (0.05, 0.0, 5)], (held_x, held_y))
     assert choice.chosen == 1 and len(choice.held_out) == 2 and len(choice.held_out[1]) <= 5  # its own cap
     assert max(choice.held_out[1]) == 1.0 and max(choice.held_out[0]) < 0.9
     assert choice.held_out[1][choice.best_epoch - 1] == max(choice.held_out[1])
@@ -859,7 +862,7 @@ def test_device_scoring_counts_what_batches_cut_on_the_host_count(monkeypatch):
     x.data = np.random.default_rng(6).random(x.nnz).astype(np.float32)
     params = init_stacked(jax.random.PRNGKey(1), 40, 8, 2, 3)
     host = candidates._device_batches(x, y, 16, np.arange(203), batch_shape([x], 16))
-    expected = candidates._hits(params, *host)
+    expected = stacked_hits(params, *host)
     monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * batch_shape([x], 16)[1] * 3)  # 3 of the 13 steps a segment
     hits = candidates.device_scoring(x, y, 16, False)(params)
     np.testing.assert_array_equal(np.asarray(hits[0]), np.asarray(expected[0]))
@@ -880,11 +883,12 @@ def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monke
     kept = np.flatnonzero(~held)
     settings = Settings(hidden=8, batch_size=16, seed=0)
     rates = [(0.01, 0.0, 4), (0.003, 1e-4, 3)]
-    copied = candidates.fit_rates(x[kept], y[kept], 2, settings, "xla", rates, x[held], y[held])
-    in_places = [candidates.fit_rates(x, y, 2, settings, "xla", rates, x[held], y[held], training_rows=kept)]
+    held_out = (x[held], y[held])
+    copied = candidates.fit_rates(TrainingRows(x[kept], y[kept], 2), settings, "xla", rates, held_out)
+    in_places = [candidates.fit_rates(TrainingRows(x, y, 2, training_rows=kept), settings, "xla", rates, held_out)]
     if side_by_side:  # the matrix may be on the device already, its host copy gone (device_data.ResidentRows)
-        in_places.append(candidates.fit_rates(device_data.resident_rows(x, y), y, 2, settings, "xla", rates, x[held],
-                                              y[held], training_rows=kept))
+        in_places.append(candidates.fit_rates(TrainingRows(device_data.resident_rows(x, y), y, 2, training_rows=kept),
+                                              settings, "xla", rates, held_out))
     # Bit for bit on a CPU. A GPU's one-network XLA step sums its scatter-adds with atomics, in no fixed order, so
     # there the parameters agree to float32 rounding (measured: 6e-8 apart on an H200, the same in the tree before).
     exact = jax.default_backend() == "cpu"
@@ -899,9 +903,11 @@ def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monke
                                    rtol=0 if exact else 1e-5)
         assert [s.train_accuracy for s in in_place.history] == [s.train_accuracy for s in copied.history]
     if side_by_side:  # the ensemble's path too
-        one = candidates.fit_ensemble(x[kept], y[kept], 2, 3, 0.01, 0.0, 3, 16, 8, 0)
+        three = Settings(ensemble=3, learning_rate=0.01, weight_decay=0.0, epochs=3, min_steps=0, batch_size=16,
+                         hidden=8, seed=0)
+        one = candidates.fit_ensemble(TrainingRows(x[kept], y[kept], 2), three)
         for matrix in (x, device_data.resident_rows(x, y)):
-            other = candidates.fit_ensemble(matrix, y, 2, 3, 0.01, 0.0, 3, 16, 8, 0, training_rows=kept)
+            other = candidates.fit_ensemble(TrainingRows(matrix, y, 2, training_rows=kept), three)
             for a, b in zip(one[0], other[0]):
                 np.testing.assert_array_equal(a, b)
             assert [s.loss for s in one[1]] == [s.loss for s in other[1]]
@@ -917,9 +923,9 @@ def test_fit_rates_stops_between_epochs_when_asked(side_by_side, monkeypatch):
     held_x, held_y = _separable(30, 1)
     epochs_seen = []
     with pytest.raises(TrainingStopped):
-        candidates.fit_rates(train_x, train_y, 2, Settings(hidden=8, batch_size=16, seed=0), "xla",
-                             [(1e-7, 0.0, 6), (1e-7, 0.0, 6)], held_x, held_y, on_epoch=epochs_seen.append,
-                             patience=10, stop_requested=lambda: True)
+        candidates.fit_rates(TrainingRows(train_x, train_y, 2), Settings(hidden=8, batch_size=16, seed=0), "xla",
+                             [(1e-7, 0.0, 6), (1e-7, 0.0, 6)], (held_x, held_y),
+                             Watch(epochs_seen.append, lambda: True), patience=10)
     assert len(epochs_seen) == 1  # asked after the first epoch: no second one
 
 

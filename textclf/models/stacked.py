@@ -1,0 +1,107 @@
+"""K networks side by side as one set of weights: the model of the search's candidates, an ensemble and the rate
+candidates (trained by textclf/training/stacked_step.py).
+
+The same Params as one network (textclf/models/weights.py) with the K networks along the hidden axis: W1 (F, K*H)
+and b1 (K*H,), model k's first layer being columns k*H .. (k+1)*H, so one gather of a batch's nonzero rows serves
+all K; W2 (K, H, C) and b2 (K, C), each network's own output layer. Each network's loss is its own mean
+cross-entropy and the loss differentiated is their sum, so every network gets exactly the gradient it would get
+alone. `merged` turns a stack into one network whose scores are the mean of theirs, so a model file, prediction
+and the service take an ensemble unchanged.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from textclf.models.weights import Params
+
+
+def init_stacked(key: jax.Array, n_features: int, hidden: int, n_classes: int, models: int,
+                 gain: float = 1.0) -> Params:
+    """K independent Glorot-uniform initialisations (textclf.models.mlp.init_params, K times). Jitted with the
+    search's compiler options where it trains: textclf/training/stacked_step.py, start_stack."""
+    k1, k2 = jax.random.split(key)
+    limit1 = gain * np.sqrt(6.0 / (n_features + hidden))
+    limit2 = gain * np.sqrt(6.0 / (hidden + n_classes))
+    return Params(
+        jax.random.uniform(k1, (n_features, models * hidden), jnp.float32, -limit1, limit1),
+        jnp.zeros((models * hidden,), jnp.float32),
+        jax.random.uniform(k2, (models, hidden, n_classes), jnp.float32, -limit2, limit2),
+        jnp.zeros((models, n_classes), jnp.float32),
+    )
+
+
+def stacked_logits(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
+    """Flat sparse batch (pipelines/batches.py: (cap,) each) -> (B, K, C) scores of the K models: the batch's W1 rows
+    gathered and summed per document (the work scales with the nonzeros: what a CPU wants). The dense formulation
+    (a GPU's: its tensor cores do the (B, F) x (F, K*H) product faster than the (cap, K*H) gather and its
+    scatter-add gradient, measured: BENCHMARKS.md, "The model search's K-network step") is dense_scores of the
+    batch stored in the epoch's zero (B, F) buffer (textclf/training/stacked_step.py; device_data.write_batch)."""
+    gathered = params.w1[indices] * values[:, None]  # (cap, K*H): one gather for all K models
+    pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1  # (B, K*H)
+    return head(pre, params.w2, params.b2)
+
+
+def dense_scores(params: Params, x: jax.Array) -> jax.Array:
+    """A batch already dense, x (B, F) -> (B, K, C) scores of the K models."""
+    return head(x @ params.w1 + params.b1, params.w2, params.b2)
+
+
+def head(pre: jax.Array, w2: jax.Array, b2: jax.Array) -> jax.Array:
+    """(B, K*H) pre-activations -> (B, K, C) scores: each model's sigmoid hidden units through its own output layer."""
+    models, hidden, _ = w2.shape
+    activations = jax.nn.sigmoid(pre).reshape(pre.shape[0], models, hidden)
+    return jnp.einsum("bkh,khc->bkc", activations, w2) + b2
+
+
+def summed_loss(scores: jax.Array, labels, mask) -> jax.Array:
+    """(B, K, C) scores -> the sum over the K models of each one's mean cross-entropy on the unmasked rows."""
+    log_probs = jax.nn.log_softmax(scores, axis=-1)  # (B, K, C)
+    nll = -jnp.take_along_axis(log_probs, labels[:, None, None], axis=2)[..., 0]  # (B, K)
+    return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def stacked_loss(params: Params, indices, values, rows, labels, mask) -> jax.Array:
+    """Sum over the K models of each one's mean cross-entropy on the unmasked rows (the sparse formulation)."""
+    return summed_loss(stacked_logits(params, indices, values, rows, labels.shape[0]), labels, mask)
+
+
+def dense_loss(params: Params, x: jax.Array, labels, mask) -> jax.Array:
+    """stacked_loss of a batch already dense: x (B, F)."""
+    return summed_loss(dense_scores(params, x), labels, mask)
+
+
+def merged(params: Params) -> Params:
+    """The K models as one network whose scores are the mean of theirs: hidden units side by side (F, K*H),
+    output weights stacked and divided by K (K*H, C), output bias the mean (C,), as NumPy Params, so a model
+    file, prediction and the service take an ensemble unchanged."""
+    models, hidden, classes = params.w2.shape
+    w2 = np.asarray(params.w2).reshape(models * hidden, classes) / models
+    return Params(np.asarray(params.w1), np.asarray(params.b1), w2, np.asarray(params.b2).mean(axis=0))
+
+
+def joined_views(views: list[Params]) -> Params:
+    """One network per input view (each a Params over its own columns, e.g. the words' and the character
+    n-grams', pipelines.vectorize.Vectorizer.view_widths) -> one network over all the columns whose scores are
+    the mean of theirs: W1 block-diagonal (view v's columns feed only view v's hidden units; the zero blocks
+    keep them apart), b1 side by side, output weights stacked and divided by the number of views, output bias
+    the mean. A model file, prediction and the service take it unchanged."""
+    rows, columns = sum(v.w1.shape[0] for v in views), sum(v.w1.shape[1] for v in views)
+    w1 = np.zeros((rows, columns), np.float32)
+    row = column = 0
+    for view in views:
+        w1[row:row + view.w1.shape[0], column:column + view.w1.shape[1]] = np.asarray(view.w1)
+        row, column = row + view.w1.shape[0], column + view.w1.shape[1]
+    return Params(w1, np.concatenate([np.asarray(v.b1) for v in views]),
+                  np.concatenate([np.asarray(v.w2) for v in views]) / len(views),
+                  np.mean([np.asarray(v.b2) for v in views], axis=0))
+
+
+def member(params: Params, k: int) -> Params:
+    """Network k of a stack, as NumPy Params."""
+    hidden = params.w2.shape[1]
+    units = slice(k * hidden, (k + 1) * hidden)
+    return Params(np.asarray(params.w1[:, units]), np.asarray(params.b1[units]), np.asarray(params.w2[k]),
+                  np.asarray(params.b2[k]))

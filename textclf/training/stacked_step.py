@@ -1,0 +1,279 @@
+"""The step of K networks side by side (textclf/models/stacked.py): the model search's candidates, an ensemble and
+the rate candidates. A Step (textclf/training/step.py) like one network's, run by the one epoch loop
+(textclf/training/fit.py, run_epochs) through textclf/training/candidates.py.
+
+The K networks share one input (the same documents, the same vectorizer columns) and differ in initialisation,
+learning rate and weight decay; Adam runs with a per-network learning rate and weight decay. Two XLA
+formulations of the step (sparse: gather the batch's W1 rows; dense: the batch as (B, F) rows times W1) and, on
+a GPU at batches up to 256, the dense one with W1's gradient and Adam update fused in one Pallas kernel
+(pallas_kernels/stacked_input_adam.py); each is chosen where it measured fastest (BENCHMARKS.md, "The model
+search's K-network step").
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from textclf.models.stacked import (dense_loss, dense_scores, head, init_stacked, stacked_logits, stacked_loss,
+                                    summed_loss)
+from textclf.models.weights import Params
+from textclf.training.backends import INIT_COMPILER_OPTIONS, SEARCH_COMPILER_OPTIONS
+from textclf.training.device_data import erase_batch, narrowed, write_batch
+from textclf.training.optimizers import AdamState, adam, adam_corrections
+from textclf.training.step import Step
+
+# K seeded initialisations as one program, with the search's compiler options.
+init_stack = jax.jit(init_stacked, static_argnames=("n_features", "hidden", "n_classes", "models", "gain"),
+                     compiler_options={**SEARCH_COMPILER_OPTIONS, **INIT_COMPILER_OPTIONS})
+
+
+def _per_model(values: jax.Array, hidden: int) -> Params:
+    """(K,) per-model values (learning rates, weight decays) shaped to broadcast against each parameter of
+    Params."""
+    columns = jnp.repeat(values, hidden)  # (K*H,)
+    return Params(columns[None, :], columns, values[:, None, None], values[:, None])
+
+
+def dense_default() -> bool:
+    """The faster formulation of the step on this process's default device (stacked_logits says why)."""
+    return jax.default_backend() == "gpu"
+
+
+# The fused Pallas W1 update measured against XLA's dense step on an H200 (BENCHMARKS.md, "The model search's
+# K-network step", K = 8, F = 8,192, each pair in one call): 0.75x XLA's time at B = 64 (one 64-row chunk, the
+# kernel's defaults), 0.87x at B = 256 with the batch handed over as columns in 64 x 64 tiles (FUSED_CHUNKED_BLOCKS;
+# 0.77x on an H100), 1.21x at 1,024 (there the kernel takes 203 us where cuBLAS's product and XLA's Adam fusions
+# take 141). Used up to this batch size.
+FUSED_MAX_BATCH = 256
+
+
+def pallas_default(batch_size: int) -> bool:
+    """Whether the search's K-network step updates W1 with the fused Pallas kernel (pallas_kernels/
+    stacked_input_adam.py): on a GPU, at the batch sizes where it measured faster than XLA. Elsewhere the
+    kernel would only run interpreted."""
+    return jax.default_backend() == "gpu" and batch_size <= FUSED_MAX_BATCH
+
+
+# The fused W1 update's tiling, chosen by `python -m benchmarks.kmodel_step --blocks ... --all` on an H200 and an
+# H100 (BENCHMARKS.md): a batch of one 64-row chunk (the search's rounds) takes
+# pallas_kernels.stacked_input_adam.StackedInputAdamBlocks's defaults; a batch of several chunks (the batch-256
+# refinement) these fields, the batch read as columns (x^T (F, B), dpre^T (N, B)), so that both operands of the
+# gradient's product run along the summed rows as TF32 tensor-core products take them (1.55x -> 1.18x XLA's step
+# at B = 1,024 in one call, 1.12x -> 0.87x at 256). FUSED_BLOCKS replaces fields of either (the benchmark sets it to try other
+# tilings). The kernel's module is imported only where it runs (a GPU).
+FUSED_CHUNKED_BLOCKS = dict(block_f=64, block_n=64, num_warps=4, num_stages=3, sub_tiles=1, columns=True)
+FUSED_BLOCKS: dict = {}
+
+
+def _fused_blocks(batch_size: int):
+    from pallas_kernels.stacked_input_adam import StackedInputAdamBlocks
+
+    chunked = batch_size > StackedInputAdamBlocks.block_m
+    return StackedInputAdamBlocks(**{**(FUSED_CHUNKED_BLOCKS if chunked else {}), **FUSED_BLOCKS})
+
+
+def step_kind(batch_size: int, n_features: int, hidden_units: int) -> tuple[bool, bool]:
+    """(dense, fused) of _epoch for this batch size and (n_features, hidden_units) first layer on this process's
+    device: what fit_candidates runs, and so what precompile_epoch must compile."""
+    dense = dense_default()
+    return dense, dense and pallas_default(batch_size) and fused_fits(batch_size, n_features, hidden_units)
+
+
+def fused_fits(batch_size: int, n_features: int, hidden_units: int) -> bool:
+    """Whether the fused W1 update's tiling for this batch size tiles an (n_features, hidden_units) first layer (a
+    search's widths are powers of two and K*H a multiple of 128 at the default H; other shapes take the XLA step)."""
+    blocks = _fused_blocks(batch_size)
+    return n_features % (blocks.block_f * blocks.sub_tiles) == 0 and hidden_units % blocks.block_n == 0
+
+
+# Nine arguments: the step's state, per-network rates, the batch and its padding flag, inside the traced epoch.
+def _fused_step(params: Params, state: AdamState, lr: Params, wd: Params, x, labels, mask,
+                live, interpret: bool):
+    """One step with the dense formulation's arithmetic on x (B, F), W1's gradient and Adam update fused in one
+    Pallas kernel (never written to memory); the small layers (b1, W2, b2) take textclf.training.optimizers.adam.
+    live: False for a padding batch, which then changes nothing (the kernel leaves W1 and its moments in place,
+    see its module).
+    -> (params, state, loss)."""
+    from pallas_kernels.stacked_input_adam import stacked_input_adam
+
+    pre = x @ params.w1 + params.b1  # (B, K*H)
+    loss, (dpre, dw2, db2) = jax.value_and_grad(
+        lambda p, w2, b2: summed_loss(head(p, w2, b2), labels, mask), argnums=(0, 1, 2))(pre, params.w2, params.b2)
+    small_state = AdamState(state.m[1:], state.v[1:], state.step)
+    small, small_state = jax.tree.map(
+        lambda new, old: jnp.where(live, new, old),
+        adam(wd[1:]).update((params.b1, params.w2, params.b2), small_state, (dpre.sum(axis=0), dw2, db2), lr[1:]),
+        ((params.b1, params.w2, params.b2), small_state))
+    c1, c2 = adam_corrections(state.step + 1)
+    scalars = jnp.stack([c1, c2, live.astype(c1.dtype), jnp.zeros_like(c1)]).astype(params.w1.dtype)
+    w1, m1, v1 = stacked_input_adam(x, dpre, params.w1, state.m.w1, state.v.w1, lr.w1[0], wd.w1[0], scalars,
+                                    block_sizes=_fused_blocks(x.shape[0]), interpret=interpret)
+    return (Params(w1, *small), AdamState(Params(m1, *small_state.m), Params(v1, *small_state.v),
+                                                 small_state.step), loss)
+
+
+@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused"),
+                   compiler_options=SEARCH_COMPILER_OPTIONS)
+def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, values, rows, labels, mask,
+           order=None, steps=None, dense: bool = False, fused: bool = False):
+    # A jitted epoch: its arrays and static flags are its arguments (one traced program).
+    """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
+    default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
+    steps: a () int32 array, how many of `order`'s batches to run (the rest of the arrays is padding that a
+    search rounds up to a power of two, round_data: a traced count, so that corpora of other sizes run the same
+    compiled program, which the persistent compilation cache then serves); losses after it are 0. default: all.
+    fused: the dense step with W1's gradient and update in one Pallas kernel (_fused_step; interpreted off a
+    GPU). A batch with no rows (padding) is skipped. A batch names each (row, column) once (make_batches of a
+    canonical CSR matrix, _padded_batches): the dense step stores its nonzeros, it does not add them up."""
+    hidden = params.w2.shape[1]
+    lr = _per_model(rates, hidden)
+    wd = _per_model(decays, hidden)
+    batches = (indices, values, rows, labels, mask)
+    interpret = jax.default_backend() != "gpu"
+
+    def update(params, state, grads, real):
+        updated = adam(wd).update(params, state, grads, lr)
+        return jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, state))
+
+    def step(params, state, buffer, batch):
+        real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
+        if not dense:
+            loss, grads = narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b), batch)
+            return *update(params, state, grads, real), buffer, loss
+        batch_indices, batch_values, batch_rows, labels, mask = batch
+        x = write_batch(buffer, batch_indices, batch_values, batch_rows)  # (B, F): the epoch's zeros + this batch
+        if fused:
+            params, state, loss = _fused_step(params, state, lr, wd, x, labels, mask, real, interpret)
+        else:
+            loss, grads = jax.value_and_grad(dense_loss)(params, x, labels, mask)
+            params, state = update(params, state, grads, real)
+        # The barrier orders the erase after everything that reads x; without it XLA may erase first and so copy
+        # the whole (B, F) buffer to keep x (textclf/training/pallas.py's epoch does the same).
+        x, params = jax.lax.optimization_barrier((x, params))
+        return params, state, erase_batch(x, batch_indices, batch_values, batch_rows), loss
+
+    # One loop for both: each step reads its batch by number (no reordered copy of the epoch's arrays).
+    order = jnp.arange(indices.shape[0], dtype=jnp.int32) if order is None else order
+    steps = indices.shape[0] if steps is None else steps
+
+    def body(i, carry):
+        params, state, buffer, losses = carry
+        params, state, buffer, loss = step(params, state, buffer, tuple(a[order[i]] for a in batches))
+        return params, state, buffer, losses.at[i].set(loss)
+
+    losses = jnp.zeros((indices.shape[0],), params.w1.dtype)  # (steps,) sum over the K models of each batch mean
+    params, state, _, losses = jax.lax.fori_loop(0, steps, body, (params, state, _zero_rows(params, labels, dense),
+                                                                  losses))
+    return params, state, losses
+
+
+def _zero_rows(params: Params, labels: jax.Array, dense: bool) -> jax.Array:
+    """The all-zero (B, F) X that a dense epoch or scoring scan carries (labels: (steps, B)); each step stores its
+    batch's nonzeros in it and erases them after (write_batch / erase_batch). A fresh zero fill and scatter-add each
+    step were 23 of a 164 us step at F = 8,192, B = 64, K = 8 on an H200 (BENCHMARKS.md, "The model search's
+    K-network step"). (0,) for the sparse formulation, which has no X."""
+    return jnp.zeros((labels.shape[1], params.w1.shape[0]) if dense else (0,), params.w1.dtype)
+
+
+def _batch_scores(params: Params, batch: tuple, dense: bool, buffer: jax.Array
+                  ) -> tuple[jax.Array, jax.Array]:
+    """One flat batch (indices, values, rows (cap,); labels (B,), ...) -> ((B, K, C) scores, the buffer all zero
+    again)."""
+    if not dense:
+        return narrowed(lambda b: stacked_logits(params, b[0], b[1], b[2], b[3].shape[0]), batch), buffer
+    x = write_batch(buffer, *batch[:3])  # (B, F)
+    scores = dense_scores(params, x)
+    x, scores = jax.lax.optimization_barrier((x, scores))  # erased after the product reads it (see _epoch)
+    return scores, erase_batch(x, *batch[:3])
+
+
+@functools.partial(jax.jit, static_argnames=("dense",), compiler_options=SEARCH_COMPILER_OPTIONS)
+def stacked_hits(params: Params, indices, values, rows, labels, mask, dense: bool = False
+          ) -> tuple[jax.Array, jax.Array]:
+    """(steps, ...) batches -> ((K,) documents each model predicts right, () documents the ensemble (the K
+    models' scores averaged) predicts right)."""
+    def one(carry, batch):
+        each_total, together_total, buffer = carry
+        y, m = batch[3:]
+        scores, buffer = _batch_scores(params, batch, dense, buffer)  # (B, K, C)
+        each = jnp.sum((jnp.argmax(scores, axis=-1) == y[:, None]) * m[:, None], axis=0)
+        together = jnp.sum((jnp.argmax(jnp.mean(scores, axis=1), axis=-1) == y) * m)
+        return (each_total + each, together_total + together, buffer), None
+
+    models = params.w2.shape[0]
+    start = (jnp.zeros((models,), jnp.float32), jnp.zeros((), jnp.float32), _zero_rows(params, labels, dense))
+    (each_total, together_total, _), _ = jax.lax.scan(one, start, (indices, values, rows, labels, mask))
+    return each_total, together_total
+
+
+def start_stack(seed: int, n_features: int, hidden: int, n_classes: int, models: int):
+    """K freshly initialised networks and their zeroed Adam state."""
+    params = init_stack(jax.random.PRNGKey(seed), n_features, hidden, n_classes, models)
+    return params, adam().init(params)
+
+
+@functools.partial(jax.jit, static_argnames=("dense",), compiler_options=SEARCH_COMPILER_OPTIONS)
+def stacked_scores(params: Params, indices, values, rows, labels, dense: bool = False) -> jax.Array:
+    """(steps, ...) batches -> (steps, B, K, C) log-probabilities of each model (the validation rows in order,
+    then padding)."""
+    def one(buffer, batch):
+        scores, buffer = _batch_scores(params, batch, dense, buffer)
+        return buffer, jax.nn.log_softmax(scores, axis=-1)
+
+    return jax.lax.scan(one, _zero_rows(params, labels, dense), (indices, values, rows, labels))[1]
+
+
+
+@dataclass(frozen=True)
+class StackedStep(Step):
+    """K = `models` networks side by side as a Step: start_state -> (stacked Params, Adam state); epoch() -> the
+    jitted stacked_epoch, (params, state, rates (K,), decays (K,), indices, values, rows, labels, mask, order=None,
+    steps=None) -> (params, state, (steps,) losses summed over the K networks): its learning rates and weight
+    decays are per network where one network's are per step. `for_batch` picks the formulation; `finish` merges
+    the stack into the one network whose scores are the mean of theirs."""
+
+    models: int = 1
+    dense: bool = False  # the batch as (B, F) rows times W1 (a GPU's), else W1's rows gathered (a CPU's)
+    fused: bool = False  # the dense step with W1's gradient and Adam update in one Pallas kernel
+
+    @classmethod
+    def for_batch(cls, batch_size: int, n_features: int, hidden: int, models: int) -> StackedStep:
+        """The step for K = models networks of (n_features, hidden) first layers at this batch size on this
+        process's device: what fit_candidates runs, and so what precompile_epoch must compile."""
+        dense, fused = step_kind(batch_size, n_features, models * hidden)
+        return cls("flat", models, dense, fused)
+
+    def start_state(self, seed, n_features: int, hidden: int, n_classes: int, gain: float = 1.0,
+                    optimizer: str = "adam"):
+        if gain != 1.0 or optimizer != "adam":
+            raise ValueError("networks side by side start at gain 1.0 and train with Adam")
+        return start_stack(seed, n_features, hidden, n_classes, self.models)
+
+    def ready_state(self, params: Params, optimizer: str = "adam"):
+        params = jax.tree.map(jnp.copy, params)  # the epoch donates (overwrites) its params
+        return params, adam().init(params)
+
+    def epoch(self, optimizer: str = "adam", momentum: float = 0.0, weight_decay: float = 0.0,
+              n_classes: int = 0) -> Callable:
+        return functools.partial(stacked_epoch, dense=self.dense, fused=self.fused)
+
+    def hits(self, params: Params, indices, values, rows, labels, mask):
+        """-> ((K,) documents each network predicts right, () documents their mean predicts right)."""
+        return stacked_hits(params, indices, values, rows, labels, mask, dense=self.dense)
+
+    def log_probabilities(self, params: Params, indices, values, rows, labels) -> jax.Array:
+        """-> (steps, B, K, C) each network's log-probabilities of the batches' rows."""
+        return stacked_scores(params, indices, values, rows, labels, dense=self.dense)
+
+    def unpad(self, params: Params, n_classes: int, n_features: int | None = None) -> Params:
+        return params  # never padded
+
+    def finish(self, params: Params, n_classes: int, n_features: int | None = None) -> Params:
+        from textclf.models.stacked import merged
+
+        return merged(params)
