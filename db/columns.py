@@ -45,6 +45,9 @@ TABLES = {
             "early_stopping": "JSON: held-out documents, their accuracy after each epoch, the epoch kept.",
             "vectorize_workers": "How the vectorizing ran (forked workers, fresh workers, this process).",
             "plan": "JSON of the training plan: views, networks, held-out documents, rates, where rows live.",
+            "thresholds": "JSON of a multi-label model's thresholds: global or one per label, held-out micro-F1.",
+            "eval_metric": "What the run is judged by: accuracy, or micro-f1 for a multi-label corpus.",
+            "eval_score": "That metric on the held-out documents.",
         },
     },
     "epochs": {

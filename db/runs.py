@@ -11,7 +11,7 @@ import sqlite_utils
 from db.connection import write_transaction
 from db.errors import DatabaseError
 
-JSON_COLUMNS = ("settings", "versions", "skipped", "labels", "search", "early_stopping", "plan")
+JSON_COLUMNS = ("thresholds", "settings", "versions", "skipped", "labels", "search", "early_stopping", "plan")
 
 
 def now() -> str:

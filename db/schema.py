@@ -189,10 +189,19 @@ def _v14_kernel_sweeps_out(db: sqlite_utils.Database) -> None:
         db["kernel_sweeps"].drop()
 
 
+def _v15_multi_label(db: sqlite_utils.Database) -> None:
+    # runs: a multi-label run's thresholds (JSON: the one global threshold or one per label, and the held-out
+    # micro-F1 each choice scored), and the metric the run is judged by with its value on the held-out documents
+    # ("accuracy" for one label a document; "micro-f1" for label sets, where eval_accuracy is the subset accuracy).
+    db["runs"].add_column("thresholds", str)
+    db["runs"].add_column("eval_metric", str)
+    db["runs"].add_column("eval_score", float)
+
+
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
               _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache, _v10_vectorize_workers,
               _v11_plan, _v12_model_labels_as_json, _v13_job_data_root,
-              _v14_kernel_sweeps_out]
+              _v14_kernel_sweeps_out, _v15_multi_label]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

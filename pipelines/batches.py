@@ -70,6 +70,8 @@ def make_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, ord
     indices[batch_of_nz, slot] = sub.indices[keep]
     values[batch_of_nz, slot] = sub.data[keep]
     rows[batch_of_nz, slot] = row_of_nz % batch_size
-    batch_labels = np.asarray(labels, np.int32)[take].reshape(steps, batch_size)
+    labels = np.asarray(labels)  # (n,) class numbers, or (n, C) 0/1 label sets
+    batch_labels = labels.astype(np.uint8 if labels.ndim == 2 else np.int32)[take].reshape(
+        steps, batch_size, *labels.shape[1:])
     return SparseBatches(indices, values, rows, batch_labels, mask.reshape(steps, batch_size))
 

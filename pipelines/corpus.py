@@ -63,6 +63,7 @@ from pipelines.confine import outside
 from pipelines.confine import root as confine_root
 from pipelines.documents import BINARY_SNIFF_BYTES, classify_file, decode_text, is_binary
 from pipelines.errors import CorpusError
+from pipelines.labels import joined
 
 if TYPE_CHECKING:
     from pipelines.workers import WorkerPool
@@ -72,7 +73,12 @@ FORMAT_HINT = ("pass a folder with one sub-folder per label, a .csv, .tsv, .json
 TSV_SUFFIXES = (".tsv", ".tab")
 # The column names a header row may give its label and its text (lowercase; table_columns). Label names in order
 # of preference: a header naming two of them takes the first as the label. The names public corpora use.
-LABEL_COLUMNS = ("label", "labels", "class", "category", "sentiment", "target", "topic", "intent")
+# A table's label column with one of these names holds several labels a document, split by TABLE_LABEL_SEPARATOR
+# ("labels": "grain,trade"; an empty cell: none of them); one named "label" (the others of LABEL_COLUMNS) holds one.
+MULTI_LABEL_COLUMNS = ("labels", "tags", "topics", "categories")
+TABLE_LABEL_SEPARATOR = ","
+LABEL_COLUMNS = ("label", "labels", "class", "category", "sentiment", "target", "topic", "intent", "tags", "topics",
+                 "categories")
 TEXT_COLUMNS = ("text", "sentence", "review", "content", "body", "title", "description", "document", "question",
                 "message", "comment", "tweet")
 
@@ -250,6 +256,7 @@ class LineFormat:
     class_names: tuple[str, ...] | None = None  # a Parquet label column's ClassLabel names (class_label_names)
     text_keys: tuple[str, ...] = ("text",)  # a JSONL file's text keys (jsonl_format), joined where several
     label_key: str = "label"  # a JSONL file's label key
+    label_separator: str | None = None  # a table's label cells hold several labels split by this (MULTI_LABEL_COLUMNS)
 
 
 class LineBreakInField(Exception):
@@ -276,7 +283,8 @@ def line_format(path: Path) -> LineFormat | None:
         columns = table_columns(first) if first is not None else None
         label_column, text_columns = columns if columns is not None else (0, None)
         return LineFormat("tsv" if tsv else "csv", label_column, None if text_columns is None else tuple(text_columns),
-                          newline_escapes(head), len(first_line) if columns is not None else 0)
+                          newline_escapes(head), len(first_line) if columns is not None else 0,
+                          label_separator=_label_separator(first, columns))
     if path.is_file() and is_fasttext_file(path):
         return LineFormat("fasttext")
     return None
@@ -332,7 +340,7 @@ def _table_row_document(fmt: LineFormat, row: list[str], stats: ReadStats) -> tu
         return None
     columns = fmt.text_columns if fmt.text_columns is not None else range(1, len(row))
     body = table_text((row[i] for i in columns if i < len(row)), fmt.escapes)
-    label = row[fmt.label_column].strip() if fmt.label_column < len(row) else ""
+    label = _cell_label(row[fmt.label_column], fmt.label_separator) if fmt.label_column < len(row) else ""
     if not body or not label:
         stats.skipped["empty"] += 1
         return None
@@ -956,21 +964,18 @@ def _fasttext_documents(path: Path, stats: ReadStats, start: int = 0, end: int |
 
 
 def _fasttext_document(line: str, stats: ReadStats, where: str, number: int) -> tuple[str, str] | None:
-    """One line of a fastText file -> (label, text), or None for a blank line or one skipped (counted in stats);
-    a line of several labels refused with its number."""
+    """One line of a fastText file -> (label, text), or None for a blank line or one skipped (counted in stats).
+    A line of several labels is a multi-label document (pipelines/labels.py), as fastText's -loss ova reads it."""
     if not line.strip():
         return None
     labels, text = fasttext_line(line)
-    if len(labels) > 1:
-        shown = " ".join(FASTTEXT_LABEL_PREFIX + label for label in labels[:3])
-        raise CorpusError(f"{where} {number} holds {len(labels)} labels ({shown}{' ...' if len(labels) > 3 else ''}): "
-                          "textclf trains one label a document; keep one __label__ a line")
+    labels = [label for label in labels if label]
     if not labels:
         stats.skipped["no_label"] += 1
-    elif not labels[0] or not text:
+    elif not text:
         stats.skipped["empty"] += 1
     else:
-        return labels[0], text
+        return joined(labels), text
     return None
 
 
@@ -1070,18 +1075,25 @@ def _placed_parquet_documents(fmt: "LineFormat", path: Path, stats: ReadStats, s
         labels = batch.column(0).to_pylist()
         names_of = {}  # each distinct cell's class name, worked out once
         for number, label in enumerate(labels, begin + skip + 1):  # rows counted from 1
-            if isinstance(label, (list, dict)):  # (unhashable) refused with the row
+            if isinstance(label, dict):  # (unhashable) refused with the row
                 _table_label(label, class_names, path, number)
-            key = (type(label), label)
+            key = _cell_key(label)
             if key not in names_of:
                 names_of[key] = _table_label(label, class_names, path, number)
         texts = [parquet_text(cells) for cells in zip(*(column.to_pylist() for column in batch.columns[1:]))]
         for at, (label, text) in enumerate(zip(labels, texts), begin + skip):
-            label = names_of[(type(label), label)]
+            label = names_of[_cell_key(label)]
             if not text or not label:
                 stats.skipped["empty"] += 1
                 continue
             yield at, label, text
+
+
+def _cell_key(label):
+    """A label cell as a key: its type and value (a list of labels as a tuple of its items' keys)."""
+    if isinstance(label, list):
+        return list, tuple(_cell_key(item) for item in label)
+    return type(label), label
 
 
 def _table_label(value, names: list[str] | None, path: Path, row: int) -> str:
@@ -1098,8 +1110,10 @@ def _table_label(value, names: list[str] | None, path: Path, row: int) -> str:
         return str(value).lower()
     if isinstance(value, (str, int, float)):
         return _json_label(value, f"Parquet corpus '{path}' row", row)
+    if isinstance(value, (list, tuple)):  # a list column: the document's labels (pipelines/labels.py)
+        return joined(name for name in (_table_label(item, names, path, row) for item in value) if name)
     raise CorpusError(f"Parquet corpus '{path}' row {row} has a label that is {_json_kind(value)}: store the label "
-                      f"as a string or a number")
+                      f"as a string or a number, or the labels as a list of them")
 
 
 def _check_text_file(path: Path, kind: str) -> None:
@@ -1133,6 +1147,22 @@ def _placed_lines(path: Path, stats: ReadStats, start: int = 0, end: int | None 
             yield position, line
             position += len(raw)
             stats.bytes_read += len(raw)
+
+
+def _label_separator(header: Sequence[str] | None, columns) -> str | None:
+    """TABLE_LABEL_SEPARATOR where a table's header names its label column as one of several labels
+    (MULTI_LABEL_COLUMNS), else None."""
+    if header is None or columns is None or columns[0] is None:
+        return None
+    return TABLE_LABEL_SEPARATOR if header[columns[0]].strip().lower() in MULTI_LABEL_COLUMNS else None
+
+
+def _cell_label(cell: str, separator: str | None) -> str:
+    """A table's label cell as the document's label string: one label, or its labels split by the separator
+    (pipelines/labels.py; an empty cell of a labels column: none of them)."""
+    if separator is None:
+        return cell.strip()
+    return joined(part.strip() for part in cell.split(separator) if part.strip())
 
 
 def table_reader(lines: Iterable[str], tsv: bool):
@@ -1185,6 +1215,7 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
     label_col, text_cols = 0, None
     first = next(rows, None)
     columns = table_columns(first) if first is not None else None
+    separator = _label_separator(first, columns)
     if columns is not None:
         label_col, text_cols = columns  # (a corpus's header always names its label column)
         first = None
@@ -1196,7 +1227,7 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
         read += 1
         cols = text_cols if text_cols is not None else range(1, len(row))
         body = table_text((row[i] for i in cols if i < len(row)), escapes)
-        label = row[label_col].strip() if label_col < len(row) else ""
+        label = _cell_label(row[label_col], separator) if label_col < len(row) else ""
         if not body or not label:
             stats.skipped["empty"] += 1
             continue
@@ -1340,14 +1371,18 @@ def _json_kind(value) -> str:
 
 def _json_label(value, where: str, number: int, key: str = "label") -> str:
     """A JSONL label as the class name: strings stripped; numbers in their plain form, so that 1, "1" and 1.0
-    are one class ("1"); null, booleans, lists and objects refused with the line number."""
+    are one class ("1"); a list, the document's labels (pipelines/labels.py; [] none of them); null, booleans and
+    objects refused with the line number."""
+    if isinstance(value, list):
+        names = [_json_label(item, where, number, key) for item in value]
+        return joined(name for name in names if name)
     if isinstance(value, str):
         return value.strip()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(int(value)) if float(value).is_integer() else repr(float(value))
     raise CorpusError(
         f"{where} {number} has a \"{key}\" that is {_json_kind(value)}: "
-        "write the label as a string or a number"
+        "write the label as a string or a number, or the labels as a list of them"
     )
 
 

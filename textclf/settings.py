@@ -130,6 +130,10 @@ class Settings:
     seed: int = 0
     # Data handling.
     validation_fraction: float = 0.1  # used only when no separate test corpus is given
+    # Documents with any number of labels (pipelines/labels.py): sigmoid outputs, binary cross-entropy and a
+    # threshold chosen on held-out documents. None: as the corpus holds them (any document with other than one
+    # label makes it multi-label); True / False as the user says (False refuses a corpus of label sets).
+    multi_label: bool | None = None
     max_file_mb: float = 10.0  # larger files are skipped (corpus) or refused (predict)
     # Compute.
     backend: str = "auto"  # "auto": as measured per network and batch on a GPU (training/backends.py), else xla
@@ -193,6 +197,7 @@ class Settings:
             (_within(self.dropout, 0, 1) and self.dropout < 1, "dropout must be in [0, 1)"),
             (all(a in AUGMENTATIONS for a in self.augmentations),
              f"augment must be comma-separated names from {', '.join(AUGMENTATIONS)} (or empty)"),
+            (self.multi_label in (None, True, False), "multi_label must be true, false or none (from the corpus)"),
             (_within(self.batch_size, 1, MAX["batch_size"]), f"batch_size must be 1 to {MAX['batch_size']:,}"),
             (_within(self.epochs, 1, MAX["epochs"]), f"epochs must be 1 to {MAX['epochs']:,}"),
             (_within(self.min_steps, 0, MAX["min_steps"]), f"min_steps must be 0 to {MAX['min_steps']:,}"),

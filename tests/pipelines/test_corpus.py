@@ -165,12 +165,45 @@ def test_fasttext_format_reads_its_labels_as_fasttext_does(tmp_path):
     assert corpus.skipped == {"no_label": 1, "empty": 1}
 
 
-def test_fasttext_lines_with_several_labels_are_refused_with_the_line(tmp_path):
+def test_fasttext_lines_with_several_labels_are_label_sets(tmp_path):
+    """Several __label__s at the start or at the end of a line, as fastText reads them: one document of several
+    labels (pipelines/labels.py), the corpus multi-label."""
+    from pipelines.labels import is_multi_label, label_set
+
     path = tmp_path / "cooking.stackexchange.txt"
-    path.write_text("__label__baking bread\n__label__sauce __label__cheese __label__pasta __label__oven mac\n")
-    with pytest.raises(CorpusError, match=r"line 2 holds 4 labels \(__label__sauce __label__cheese __label__pasta "
-                                          r"\.\.\.\): textclf trains one label a document; keep one __label__ a line$"):
-        read_corpus(path)
+    path.write_text("__label__baking bread\n__label__sauce __label__cheese mac and cheese\n"
+                    "what oven for pizza __label__oven __label__pizza\n")
+    corpus = read_corpus(path)
+    assert [label_set(label) for label in corpus.labels] == [["baking"], ["cheese", "sauce"], ["oven", "pizza"]]
+    assert corpus.texts == ["bread", "mac and cheese", "what oven for pizza"] and is_multi_label(corpus.labels)
+
+
+def test_label_lists_in_jsonl_csv_and_parquet_are_label_sets(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipelines.labels import label_set
+
+    rows = [("grain and wheat", ["grain", "wheat"]), ("nothing to see", []), ("trade talk", ["trade"])]
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": t, "labels": l}) + "\n" for t, l in rows))
+    under_label = tmp_path / "label.jsonl"
+    under_label.write_text(json.dumps({"text": "a list under label", "label": ["b", "a", "b"]}) + "\n"
+                           + json.dumps({"text": "one", "label": "a"}) + "\n")
+    table = tmp_path / "c.csv"
+    table.write_text("text,labels\n" + "".join(f'"{t}","{",".join(l)}"\n' for t, l in rows))
+    parquet = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"text": [t for t, _ in rows], "labels": [l for _, l in rows]}), parquet)
+    expected = [["grain", "wheat"], [], ["trade"]]
+    assert [label_set(label) for label in read_corpus(under_label).labels] == [["a", "b"], ["a"]]
+    for path in (jsonl, table, parquet):
+        assert [label_set(label) for label in read_corpus(path).labels] == expected, path
+
+
+def test_a_csv_label_column_of_one_label_is_never_split(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text('label,text\n"a,b",first\nc,second\n')
+    assert read_corpus(path).labels == ["a,b", "c"]
 
 
 def test_fasttext_and_parquet_shares_add_up_to_the_corpus(tmp_path):
@@ -338,7 +371,7 @@ def test_jsonl_labels_of_one_value_in_several_types_are_one_class(tmp_path):
 @pytest.mark.parametrize("record, message", [
     ({"text": "a", "label": None}, 'line 2 has a "label" that is null'),
     ({"text": "a", "label": True}, 'line 2 has a "label" that is a bool'),
-    ({"text": "a", "label": ["x"]}, 'line 2 has a "label" that is a list'),
+    ({"text": "a", "label": [{"x": 1}]}, 'line 2 has a "label" that is a dict'),
     ({"text": None, "label": "x"}, 'line 2 has a "text" that is null, not a string'),
     ({"text": 5, "label": "x"}, 'line 2 has a "text" that is an int, not a string'),
 ])

@@ -3,6 +3,7 @@ runs code. Members:
   header   JSON text: {"format": "textclf-model", "format_version": 1, "settings": ..., "labels": ...,
            "vectorizer": ..., "metadata": ...}
   w1 b1 w2 b2               network weights (float32)
+  thresholds                a multi-label model's (C,) probability thresholds (format version 5)
   vectorizer.idf, vectorizer.terms   see pipelines/vectorize.py
   vectorizer.char_idf, vectorizer.char_terms   the character view, where the model has one (format version 2)
 Image models (textclf/inference/image_model.py) add "kind": "cnn" and "image_shape" to the header and hold
@@ -38,10 +39,13 @@ FORMAT_NAME = "textclf-model"
 # character in a document ("iphone" of "iphone手机"), so it keeps the lower version and stays readable by older
 # textclf. Each model is written with the lowest version that reads it right (_text_format_version), so an older
 # textclf reads the rest and refuses the others by their version ("upgrade textclf") rather than as a damaged file.
-FORMAT_VERSION = 4
+# 5: a multi-label model (its "thresholds" member: sigmoid outputs), which an older textclf would read as softmax.
+FORMAT_VERSION = 5
 
 
-def _text_format_version(vectorizer) -> int:
+def _text_format_version(vectorizer, multi_label: bool = False) -> int:
+    if multi_label:
+        return 5
     if vectorizer.unspaced_as_characters and (vectorizer.terms is None or holds_unspaced(vectorizer.terms)):
         return 4
     return 3 if vectorizer.start_token else 2 if vectorizer.chars is not None else 1
@@ -52,7 +56,7 @@ def save_model(model: Model, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = {
         "format": FORMAT_NAME,
-        "format_version": _text_format_version(model.vectorizer),
+        "format_version": _text_format_version(model.vectorizer, model.multi_label),
         "settings": model.settings.to_dict(),
         "labels": model.labels,
         "vectorizer": model.vectorizer.config(),
@@ -60,6 +64,8 @@ def save_model(model: Model, path: str | Path) -> Path:
     }
     arrays = {"header": np.array(json.dumps(header)), **model.params._asdict()}
     arrays.update({f"vectorizer.{k}": v for k, v in model.vectorizer.to_arrays().items()})
+    if model.multi_label:
+        arrays["thresholds"] = np.asarray(model.thresholds, np.float32)
     return write_arrays_atomically(path, arrays)
 
 
@@ -157,6 +163,7 @@ def load_model(path: str | Path):
             labels=list(header["labels"]),
             settings=Settings.from_dict(header["settings"]),
             metadata=header.get("metadata", {}),
+            thresholds=arrays["thresholds"] if header["format_version"] >= 5 else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ArtifactError(f"model file '{path}' is incomplete or damaged ({type(exc).__name__}: "
@@ -167,7 +174,8 @@ def load_model(path: str | Path):
     w1, b1, w2, b2 = model.params
     shapes_ok = (w1.ndim == 2 and w2.ndim == 2 and w1.shape[0] == model.vectorizer.n_features
                  and b1.shape == (w1.shape[1],) and w2.shape[0] == w1.shape[1]
-                 and w2.shape[1] == len(model.labels) and b2.shape == (len(model.labels),))
+                 and w2.shape[1] == len(model.labels) and b2.shape == (len(model.labels),)
+                 and (model.thresholds is None or model.thresholds.shape == (len(model.labels),)))
     if not shapes_ok:
         raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes w1 {w1.shape}, b1 {b1.shape}, "
                             f"w2 {w2.shape}, b2 {b2.shape} do not fit together): retrain it")

@@ -1,4 +1,6 @@
-"""Scoring a saved model on a labelled corpus: accuracy, per-class precision/recall/F1, confusion matrix."""
+"""Scoring a saved model on a labelled corpus: accuracy, per-class precision/recall/F1, confusion matrix; for a
+multi-label model micro-, macro- and samples-F1, subset accuracy, Hamming loss and per-label
+precision/recall/F1/support."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from dataclasses import dataclass
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
 from pipelines.corpus import Corpus
+from pipelines.labels import indicator, is_multi_label, label_names
 from textclf.inference.text_model import Model, encode_labels
 from textclf.errors import CorpusError
 
@@ -34,8 +37,56 @@ class Evaluation:
                 "labels": self.labels, "confusion_matrix": self.confusion}
 
 
-def evaluate(model: Model, corpus: Corpus) -> Evaluation:
+@dataclass
+class MultiLabelEvaluation:
+    subset_accuracy: float  # documents whose predicted labels are exactly theirs
+    hamming_loss: float  # share of (document, label) pairs predicted wrong
+    f1: dict[str, float]  # "micro", "macro", "samples"
+    labels: list[str]
+    precision: list[float]
+    recall: list[float]
+    label_f1: list[float]
+    support: list[int]
+    n: int
+    unknown: list[str]  # the corpus's labels the model does not know (their documents scored on the others)
+
+    @property
+    def accuracy(self) -> float:
+        return self.subset_accuracy
+
+    def to_dict(self) -> dict:
+        per_label = {label: {"precision": p, "recall": r, "f1": f, "support": s}
+                     for label, p, r, f, s in zip(self.labels, self.precision, self.recall, self.label_f1,
+                                                  self.support)}
+        return {"multi_label": True, "subset_accuracy": self.subset_accuracy, "hamming_loss": self.hamming_loss,
+                "micro_f1": self.f1["micro"], "macro_f1": self.f1["macro"], "samples_f1": self.f1["samples"],
+                "n": self.n, "per_label": per_label, "labels": self.labels, "unknown_labels": self.unknown}
+
+
+def evaluate_multi_label(model: Model, corpus: Corpus) -> MultiLabelEvaluation:
+    """A multi-label model on a corpus of label sets (or of one label a document)."""
+    from sklearn.metrics import f1_score, hamming_loss
+
+    names = label_names(corpus.labels, True)
+    truth = indicator(corpus.labels, model.labels).astype(bool)
+    predicted = model.predicted_sets(model.predict_proba(corpus.texts))
+    p, r, f, s = precision_recall_fscore_support(truth, predicted, zero_division=0)
+    return MultiLabelEvaluation(
+        subset_accuracy=float((truth == predicted).all(axis=1).mean()) if len(truth) else 0.0,
+        hamming_loss=float(hamming_loss(truth, predicted)) if len(truth) else 0.0,
+        f1={average: float(f1_score(truth, predicted, average=average, zero_division=0))
+            for average in ("micro", "macro", "samples")},
+        labels=list(model.labels), precision=p.tolist(), recall=r.tolist(), label_f1=f.tolist(),
+        support=[int(x) for x in s], n=len(truth), unknown=sorted(set(names) - set(model.labels)))
+
+
+def evaluate(model: Model, corpus: Corpus) -> Evaluation | MultiLabelEvaluation:
     """A text model on a text corpus, or an image model (textclf/inference/image_model.py) on an image corpus."""
+    if getattr(model, "multi_label", False):
+        return evaluate_multi_label(model, corpus)
+    if is_multi_label(corpus.labels):
+        raise CorpusError(f"corpus '{corpus.source}' has documents with other than one label, and the model "
+                          "predicts one a document: evaluate a multi-label model (textclf train --multi-label)")
     unknown = sorted(set(corpus.labels) - set(model.labels))
     if unknown:
         raise CorpusError(

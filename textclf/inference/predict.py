@@ -24,6 +24,7 @@ class Prediction:
     source: str  # file name, "-" for stdin, or an index
     label: str | None  # None: no label reached the threshold
     top: list[tuple[str, float]]  # (label, probability), best first
+    labels: list[str] | None = None  # a multi-label model's: every label above its threshold, most probable first
 
 
 def read_document(path: str, max_file_mb: float, stdin_bytes: bytes | None = None) -> str:
@@ -204,7 +205,17 @@ def top_labels(labels: list[str], probabilities: np.ndarray, top_k: int, thresho
             for row, order in zip(probabilities, best)]
 
 
-def rank(model: Model, texts: list[str], sources: list[str], top_k: int, threshold: float = 0.0
+def rank(model: Model, texts: list[str], sources: list[str], top_k: int, threshold: float | None = None
          ) -> list[Prediction]:
-    ranked = top_labels(model.labels, model.predict_proba(texts), top_k, threshold)
-    return [Prediction(source, top[0][0] if top else None, top) for source, top in zip(sources, ranked)]
+    """Each document's top_k labels with their probabilities (those under `threshold` left out). A multi-label
+    model's predictions are the labels above its thresholds, or above `threshold` where given (fastText's -t),
+    however many that is; its `top` the top_k probabilities as for one label a document."""
+    probabilities = model.predict_proba(texts)
+    ranked = top_labels(model.labels, probabilities, top_k, threshold or 0.0)
+    if not model.multi_label:
+        return [Prediction(source, top[0][0] if top else None, top) for source, top in zip(sources, ranked)]
+    chosen = probabilities > (model.thresholds if threshold is None else threshold)
+    sets = [[model.labels[i] for i in np.argsort(-row, kind="stable") if yes[i]]
+            for row, yes in zip(probabilities, chosen)]
+    return [Prediction(source, names[0] if names else None, top, names)
+            for source, top, names in zip(sources, ranked, sets)]

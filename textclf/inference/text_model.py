@@ -12,8 +12,9 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from pipelines.labels import indicator
 from pipelines.vectorize import Vectorizer
-from textclf.models.weights import Params, host_scores
+from textclf.models.weights import Params, host_scores, sigmoid
 from textclf.settings import Settings
 
 
@@ -30,18 +31,40 @@ class Model:
     labels: list[str]  # class names, index = output unit
     settings: Settings
     metadata: dict[str, Any] = field(default_factory=dict)  # run id, metrics, corpus, created ...
+    # A multi-label model's (C,) probability thresholds (textclf/inference/thresholds.py): its outputs are sigmoids,
+    # label c predicted where its probability > thresholds[c]. None: one label a document (softmax).
+    thresholds: np.ndarray | None = None
+
+    @property
+    def multi_label(self) -> bool:
+        return self.thresholds is not None
 
     def scores(self, matrix: sp.csr_matrix) -> np.ndarray:
         return host_scores(self.params, matrix)
 
+    def probabilities(self, scores: np.ndarray) -> np.ndarray:
+        """(n, C) output scores -> probabilities: each label's own (sigmoid) for label sets, else softmax."""
+        return sigmoid(scores) if self.multi_label else softmax(scores)
+
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """texts -> (n, C) class probabilities, columns in the order of `labels`."""
-        return softmax(self.scores(self.vectorizer.transform(texts)))
+        """texts -> (n, C) class probabilities, columns in the order of `labels` (multi-label: each label's own)."""
+        return self.probabilities(self.scores(self.vectorizer.transform(texts)))
 
-    def predict(self, texts: Sequence[str]) -> list[str]:
-        return [self.labels[i] for i in self.predict_proba(texts).argmax(axis=1)]
+    def predicted_sets(self, probabilities: np.ndarray) -> np.ndarray:
+        """A multi-label model's (n, C) probabilities -> (n, C) bool: the labels above their thresholds."""
+        return probabilities > self.thresholds
+
+    def predict(self, texts: Sequence[str]) -> list:
+        """texts -> the label of each, or (multi-label) the list of its labels above their thresholds."""
+        probabilities = self.predict_proba(texts)
+        if self.multi_label:
+            return [[self.labels[i] for i in np.flatnonzero(row)] for row in self.predicted_sets(probabilities)]
+        return [self.labels[i] for i in probabilities.argmax(axis=1)]
 
 
-def encode_labels(labels: Sequence[str], classes: list[str]) -> np.ndarray:
+def encode_labels(labels: Sequence[str], classes: list[str], multi_label: bool = False) -> np.ndarray:
+    """Documents' label strings -> (n,) class numbers (int32), or multi-label their (n, C) 0/1 matrix (uint8)."""
+    if multi_label:
+        return indicator(labels, classes)
     index = {c: i for i, c in enumerate(classes)}
     return np.array([index[label] for label in labels], dtype=np.int32)

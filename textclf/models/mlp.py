@@ -72,10 +72,24 @@ def logits(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
 def masked_loss(scores: jax.Array, labels: jax.Array, mask: jax.Array, count=None) -> tuple[jax.Array, jax.Array]:
     """Mean cross-entropy over the unmasked rows, and the number of them predicted right. count: the divisor
     (default: this batch's unmasked rows); data-parallel training passes the whole global batch's count so
-    that the per-device losses sum to the global mean."""
+    that the per-device losses sum to the global mean. labels (B, C), label sets: each output's binary
+    cross-entropy, summed over the outputs (one-vs-rest), and the rows whose every output is right at 0.5."""
+    if labels.ndim == 2:
+        return multi_label_loss(scores, labels, mask, count)
     log_probs = jax.nn.log_softmax(scores)
     nll = -jnp.take_along_axis(log_probs, labels[:, None], axis=1)[:, 0]
     count = jnp.sum(mask) if count is None else count
     loss = jnp.sum(nll * mask) / jnp.maximum(count, 1.0)
     correct = jnp.sum((jnp.argmax(scores, axis=1) == labels) * mask)
+    return loss, correct
+
+
+def multi_label_loss(scores: jax.Array, labels: jax.Array, mask: jax.Array, count=None) -> tuple[jax.Array, jax.Array]:
+    """masked_loss of label sets: scores and labels (B, C), labels 0/1 (any dtype)."""
+    targets = labels.astype(scores.dtype)
+    # log(1 + exp(-|s|)) + max(s, 0) - s * y: each output's binary cross-entropy, stable for any score
+    bce = jnp.sum(jax.nn.softplus(-jnp.abs(scores)) + jnp.maximum(scores, 0.0) - scores * targets, axis=1)
+    count = jnp.sum(mask) if count is None else count
+    loss = jnp.sum(bce * mask) / jnp.maximum(count, 1.0)
+    correct = jnp.sum(jnp.all((scores > 0) == (targets > 0.5), axis=1) * mask)
     return loss, correct

@@ -16,7 +16,7 @@ from pipelines.workers import return_freed_memory
 from textclf.runs.results import TrainEvent
 from textclf.training.events import EpochStats
 from textclf.training.inputs import TrainingRows, Watch
-from textclf.training.plan import REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count
+from textclf.training.plan import MULTI_LABEL_PATIENCE, REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count
 
 
 def record_backend(run: RunContext, requested: str, network: str, settings: Settings) -> str:
@@ -41,7 +41,7 @@ def record_backend(run: RunContext, requested: str, network: str, settings: Sett
 DEVICE_EVAL_WORK = 40_000_000
 
 
-def held_out_stopping(train_x, train_y: np.ndarray, seed: int):
+def held_out_stopping(train_x, train_y: np.ndarray, seed: int, count: int | None = None, patience: int = 1):
     """-> (the rows of train_x that train, sorted, an EarlyStopping judging the held-out rest). The training rows
     are not copied out of the matrix here: networks side by side train on them in place (candidates.
     StackedEpochs), and a copy beside the matrix doubled a ten-million-document run's host memory. train_x on
@@ -51,9 +51,9 @@ def held_out_stopping(train_x, train_y: np.ndarray, seed: int):
 
     n = len(train_y)
     held = np.zeros(n, bool)
-    held[np.random.default_rng(seed).choice(n, held_out_count(n), replace=False)] = True
+    held[np.random.default_rng(seed).choice(n, count or held_out_count(n), replace=False)] = True
     held_x = host_rows(train_x, np.flatnonzero(held)) if isinstance(train_x, ResidentRows) else train_x[held]
-    return np.flatnonzero(~held), EarlyStopping(held_x, train_y[held], patience=1)
+    return np.flatnonzero(~held), EarlyStopping(held_x, train_y[held], patience=patience)
 
 
 def eval_scores(model: Model, eval_x) -> np.ndarray:
@@ -128,12 +128,13 @@ class Fitted:
     settings: Settings  # the run's settings with what the training chose (a rate, the best epoch)
     backend: str  # the backend that trained
     n_training: int  # documents the networks trained on
+    thresholds: object = None  # a multi-label model's (textclf.inference.thresholds.Thresholds)
 
 
 def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, backend: str, record_epoch) -> Fitted:
     """Carry the plan out on the run's data (runs.text_data.TextData): hold documents out to stop early or choose
     the rate on a share first, as it says; then each view's network(s), joined into one network."""
-    train_x, train_y = data.train_x, encode_labels(data.train_labels, data.classes)
+    train_x, train_y = data.train_x, encode_labels(data.train_labels, data.classes, plan.multi_label)
     candidates = (data.search or {}).get("rate_candidates", [])
     rates = candidates if plan.rate_choice == "held_out" else []  # chosen among by the held-out documents
     training_rows = early_stopping = None  # the rows of train_x that train, where train_x is not copied
@@ -156,9 +157,15 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
         settings = settings.replace(epochs=early_stopping.best_epoch)
         run.record(early_stopping=early_stopping.summary(),
                                settings=settings.to_dict())
+    thresholds = None
+    if plan.multi_label:  # the held-out documents choose where the sigmoid outputs say yes
+        from textclf.inference.thresholds import choose_thresholds
+
+        thresholds = choose_thresholds(early_stopping.scores(params), early_stopping.y)
+        run.record(thresholds=thresholds.summary())
     data.train_x = None  # the training matrices are done with: their memory goes back before the scoring
     return_freed_memory()
-    return Fitted(params, views.history, settings, backend, n_training)
+    return Fitted(params, views.history, settings, backend, n_training, thresholds)
 
 
 def _held_out_split(data, plan: TrainingPlan, train_x, train_y, seed: int):
@@ -167,7 +174,8 @@ def _held_out_split(data, plan: TrainingPlan, train_x, train_y, seed: int):
     a matrix of their rows."""
     from textclf.training.device_data import ResidentRows, resident_rows
 
-    training_rows, early_stopping = held_out_stopping(train_x, train_y, seed)
+    training_rows, early_stopping = held_out_stopping(train_x, train_y, seed, plan.held_out_documents,
+                                                      MULTI_LABEL_PATIENCE if plan.multi_label else 1)
     if plan.rows != "device":
         train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
         data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
@@ -191,8 +199,7 @@ class _Views:
         self.names = ("word network", "character network")[:len(plan.views)] if len(plan.views) > 1 else ()
         self.n_training = n_training
         one_by_one = plan.arrangement == "one_after_another" and plan.rate_choice == "none"
-        self.total_epochs = sum(s.epochs_for(n_training) for s in self.settings) * (
-            settings.ensemble if one_by_one else 1)
+        self.total_epochs = sum(view.epochs for view in plan.views) * (settings.ensemble if one_by_one else 1)
         if rates:  # every candidate's epochs where they train one after another, the most where side by side
             epochs = [r["epochs"] for r in rates]
             self.total_epochs = max(epochs) if plan.arrangement == "side_by_side" else sum(epochs)
@@ -215,7 +222,7 @@ class _Views:
 
         self.report(TrainEvent("phase", "train", total_epochs=self.total_epochs, views=self.names))
         one_view = len(self.plan.views) == 1
-        eval_y = encode_labels(data.eval_labels, data.classes)
+        eval_y = encode_labels(data.eval_labels, data.classes, self.plan.multi_label)
         params, compile_s, train_s, first = [], 0.0, 0.0, 0
         for view, view_settings, self.current in zip(self.plan.views, self.settings, self.names or ("",)):
             columns = slice(first, first + view.columns)
@@ -228,7 +235,9 @@ class _Views:
                     run, data, rows, settings, backend, early_stopping)
                 record_rate_choice(run.db, data.search_key, settings, data.search)
             else:
-                laid_out = view_settings.replace(parallel=self.plan.parallel, devices=self.plan.devices)
+                # the plan's layout and epoch count (min_steps 0: the count as planned, min_steps already in it)
+                laid_out = view_settings.replace(parallel=self.plan.parallel, devices=self.plan.devices,
+                                                 epochs=view.epochs, min_steps=0)
                 view_params, history, backend, view_compile, view_train_s = self._networks(
                     run, rows, laid_out, backend, early_stopping, run.checkpointer if one_view else None, data.rows)
             offset = len(self.history)  # the epochs of the views before this one

@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 # Imported before the vectorizing workers fork, so that they inherit it: the character view and n-grams of 3 are
 # counted with it there, and the fit's selection uses it here (pipelines/vectorize.py imports it where it is used,
 # for the predictions that need none of it).
@@ -199,23 +201,37 @@ def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, m
     recorded finished."""
     run_id, phase = run.run_id, run.phase
     classes, eval_kind, eval_x = data.classes, data.eval_kind, data.eval_x
-    eval_y = encode_labels(data.eval_labels, classes)
-    model = Model(data.vectorizer, fitted.params, labels=classes, settings=fitted.settings)
+    multi_label = fitted.thresholds is not None
+    eval_y = encode_labels(data.eval_labels, classes, multi_label)
+    model = Model(data.vectorizer, fitted.params, labels=classes, settings=fitted.settings,
+                  thresholds=fitted.thresholds.values if multi_label else None)
     history = fitted.history
     with phase("evaluate"):
-        hits = int((eval_scores(model, eval_x).argmax(axis=1) == eval_y).sum()) if eval_x.shape[0] else 0
+        scores = eval_scores(model, eval_x) if eval_x.shape[0] else np.zeros((0, len(classes)), np.float32)
+        if multi_label:
+            predicted = model.predicted_sets(model.probabilities(scores))
+            hits = int((predicted == eval_y.astype(bool)).all(axis=1).sum())
+        else:
+            hits = int((scores.argmax(axis=1) == eval_y).sum())
         n_eval = len(eval_y)
         if data.rows is not None:  # each process scored its own share of the held-out documents
             from textclf.training.distributed import summed
 
             hits, n_eval = summed(hits, n_eval)
         eval_accuracy = hits / max(1, n_eval)
+        metric = {"eval_metric": "accuracy", "eval_score": eval_accuracy}
+        if multi_label:
+            from textclf.inference.thresholds import f1
+
+            metric = {"eval_metric": fitted.thresholds.metric,
+                      "eval_score": f1(eval_y, predicted, fitted.thresholds.metric) if n_eval else 0.0}
     last = history[-1]
     model.metadata = {
         "run_id": run_id, "corpus": source, "corpus_fingerprint": data.fingerprint,
         "eval_kind": eval_kind, "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
-        "created": run_queries.now(), "backend": fitted.backend, "search": data.search,
+        "created": run_queries.now(), "backend": fitted.backend, "search": data.search, **metric,
     }
+    run.record(**metric)
     save = (lambda path: save_model(model, path)) if run.keep_files else None
     path = finish_run(run, save, model_path, record_epoch, last, eval_accuracy)
     n_train = data.rows.total if data.rows is not None else fitted.n_training

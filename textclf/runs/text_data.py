@@ -24,6 +24,7 @@ from pipelines import vector_cache
 from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
 from pipelines.word_counts import stack_rows
 from pipelines.workers import WorkerPool, return_freed_memory
+from pipelines.labels import SEPARATOR, is_multi_label, label_names, shown
 from textclf.inference.text_model import encode_labels
 from textclf.settings import Settings
 from textclf.errors import CorpusError
@@ -36,8 +37,17 @@ from textclf.training.search_rules import SearchRules
 
 
 def split_validation(labels: list[str], source: str, settings: Settings):
-    """Stratified split of document numbers with the run's seed: same corpus + same seed -> same split.
+    """Stratified split of document numbers with the run's seed: same corpus + same seed -> same split (a
+    multi-label corpus's at random: its label sets are too many to stratify by).
     -> (training row numbers, validation row numbers)."""
+    from sklearn.model_selection import train_test_split  # 1.4 s to import: only runs without --test need it
+
+    if settings.multi_label:
+        n_eval = int(round(len(labels) * settings.validation_fraction))
+        if n_eval < 1 or len(labels) - n_eval < 2:
+            raise CorpusError(f"corpus '{source}' has {len(labels)} documents, too few to hold out a validation "
+                              "set: add documents or pass a separate --test corpus")
+        return train_test_split(np.arange(len(labels)), test_size=n_eval, random_state=settings.seed)
     counts = Counter(labels)
     small = [label for label, n in sorted(counts.items()) if n < 2]
     if small:
@@ -51,8 +61,6 @@ def split_validation(labels: list[str], source: str, settings: Settings):
             f"corpus '{source}' has {len(labels)} documents, too few to hold out a validation set: "
             "add documents or pass a separate --test corpus"
         )
-    from sklearn.model_selection import train_test_split  # 1.4 s to import: only runs without --test need it
-
     return train_test_split(np.arange(len(labels)), test_size=n_eval, random_state=settings.seed, stratify=labels)
 
 
@@ -64,6 +72,8 @@ def side_by_side_with_held_out(settings: Settings, search: dict | None, n_train:
 
     from textclf.training.candidates import stacked_is_faster
 
+    if settings.multi_label:
+        return False  # one network a view (textclf/training/plan.py)
     widths = (1,) if one_view else (1, 1)
     machine = Machine(jax.local_device_count(), 1, stacked_is_faster())
     return plan_training(settings, search, n_train, widths, "xla", machine, rules).rows == "device"
@@ -89,8 +99,20 @@ class TextData:
     read_documents: int | None = None  # training documents this process read (several processes: its share)
 
 
+def resolved_multi_label(labels: list[str], settings: Settings, source: str) -> Settings:
+    """The settings with multi_label decided: as the user said, else whether any document holds other than one
+    label (pipelines/labels.py). A corpus of label sets refused where the user said single-label."""
+    found = is_multi_label(labels)
+    if settings.multi_label is False and found:
+        example = next(label for label in labels if SEPARATOR in label)
+        raise CorpusError(f"corpus '{source}' has documents with other than one label (e.g. '{shown(example)}'): "
+                          "drop --no-multi-label to train a multi-label model")
+    return settings if settings.multi_label is not None else settings.replace(multi_label=found)
+
+
 def check_test_labels(test_labels, train_labels, test_source: str) -> None:
-    unknown = sorted(set(test_labels) - set(train_labels))
+    multi = is_multi_label(test_labels) or is_multi_label(train_labels)
+    unknown = sorted(set(label_names(test_labels, multi)) - set(label_names(train_labels, multi)))
     if unknown:
         raise CorpusError(
             f"test corpus '{test_source}' has label '{unknown[0]}' that the training corpus lacks: "
@@ -116,7 +138,8 @@ def record_corpus(run: RunContext, read: ReadCorpora, train_labels, eval_labels,
     skipped = {k: v for k, v in read.skipped.items() if v}
     skipped.update({f"test_{k}": v for k, v in (read.test_skipped or {}).items() if v})
     has_test = read.test_skipped is not None
-    classes, eval_kind = classes or sorted(set(train_labels)), "test" if has_test else "validation"
+    multi = is_multi_label(train_labels) or is_multi_label(eval_labels)
+    classes, eval_kind = classes or label_names(train_labels, multi), "test" if has_test else "validation"
     n_train, n_eval = counts or (len(train_labels), len(eval_labels))
     run.record(corpus_format=read.format, corpus_fingerprint=read.fingerprint,
                            skipped=skipped, non_utf8=read.non_utf8, n_train=n_train, n_eval=n_eval,
@@ -215,8 +238,11 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
     with ExitStack() as stack:
         steps = _TfidfSteps(run, stack)
         corpus = steps.read(corpus_path, settings)
+        settings = resolved_multi_label(corpus.labels, settings, corpus.source)
         train_labels, eval_labels = steps.split(corpus, test_path, settings)
-        if settings.search != "off" and settings.vectorizer == "tfidf":
+        if settings.multi_label:
+            search, search_key = {"skipped": "the search chooses for single-label corpora"}, None
+        elif settings.search != "off" and settings.vectorizer == "tfidf":
             settings, search, search_key = run_search(run, steps.train_texts, train_labels, settings,
                                                       steps.forked(len(corpus.texts)), corpus.fingerprint,
                                                       test_path is None)

@@ -28,7 +28,18 @@ class DeviceCSR(NamedTuple):
     indptr: jax.Array  # (n + 1,) int32
     indices: jax.Array  # (nnz,) int32
     values: jax.Array  # (nnz,) float32
-    labels: jax.Array  # (n,) int32
+    labels: jax.Array  # (n,) int32 class numbers, or (n, C) uint8 label sets (label_array)
+
+
+def label_array(labels: np.ndarray) -> np.ndarray:
+    """A training set's labels as they go to the device: (n,) class numbers as int32, (n, C) label sets as uint8."""
+    labels = np.asarray(labels)
+    return labels.astype(np.uint8) if labels.ndim == 2 else labels.astype(np.int32)
+
+
+def _where_valid(valid: jax.Array, labels: jax.Array) -> jax.Array:
+    """The gathered labels of the valid slots, 0 elsewhere ((steps, B) valid; labels (steps, B) or (steps, B, C))."""
+    return jnp.where(valid.reshape(valid.shape + (1,) * (labels.ndim - valid.ndim)), labels, 0)
 
 
 def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
@@ -37,7 +48,7 @@ def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
     scatter that needs every cell named once (write_batch)."""
     matrix = canonical(matrix)
     return DeviceCSR(matrix.indptr.astype(np.int32), _with_zero(matrix.indices, np.int32),
-                     _with_zero(matrix.data, np.float32), np.asarray(labels, np.int32))
+                     _with_zero(matrix.data, np.float32), label_array(labels))
 
 
 # An epoch's batches are gathered on the device a segment of steps at a time, a segment's batch arrays at most
@@ -64,7 +75,7 @@ def upload_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
     million-document run's host memory grew by 3.7 GB in its train phase, BENCHMARKS.md "Big corpora".)"""
     matrix = canonical(matrix)
     return DeviceCSR(jax.device_put(matrix.indptr.astype(np.int32)), _uploaded_with_zero(matrix.indices, np.int32),
-                     _uploaded_with_zero(matrix.data, np.float32), jax.device_put(np.asarray(labels, np.int32)))
+                     _uploaded_with_zero(matrix.data, np.float32), jax.device_put(label_array(labels)))
 
 
 class ResidentRows(NamedTuple):
@@ -134,7 +145,7 @@ def resident_from_parts(parts: Iterable[sp.csr_matrix], labels: np.ndarray) -> R
         raise ValueError("no parts")
     indptr = np.concatenate(pointers)
     device = DeviceCSR(jax.device_put(indptr.astype(np.int32)), _joined_with_zero(indices, np.int32),
-                       _joined_with_zero(values, np.float32), jax.device_put(np.asarray(labels, np.int32)))
+                       _joined_with_zero(values, np.float32), jax.device_put(label_array(labels)))
     return ResidentRows(device, indptr, (rows, width))
 
 
@@ -265,7 +276,7 @@ def gather_batches(data: DeviceCSR, order: jax.Array, cap: int):
     indices = jnp.where(used, data.indices[source], 0)
     values = jnp.where(used, data.values[source], 0.0)
     rows = jnp.where(used, row, 0)
-    labels = jnp.where(valid, data.labels[docs], 0)
+    labels = _where_valid(valid, data.labels[docs])
     return indices, values, rows, labels, valid.astype(jnp.float32)
 
 
@@ -308,7 +319,7 @@ class DevicePieces(NamedTuple):
     piece_ptr: jax.Array  # (n + 1,) int32: pieces of document d are piece_ptr[d] .. piece_ptr[d + 1]
     indices: jax.Array  # (P + 1, width) int32; padding slots hold n_features (out of range); the last piece is all padding
     values: jax.Array  # (P + 1, width) float32; padding slots hold 0
-    labels: jax.Array  # (n,) int32
+    labels: jax.Array  # (n,) int32 class numbers, or (n, C) uint8 label sets (label_array)
 
 
 def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WIDTH) -> DevicePieces:
@@ -329,7 +340,7 @@ def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WI
     values = np.zeros((n_pieces + 1) * width, np.float32)
     indices[slot], values[slot] = matrix.indices, matrix.data
     return DevicePieces(piece_ptr.astype(np.int32), indices.astype(np.int32).reshape(-1, width), values.reshape(-1, width),
-                        np.asarray(labels, np.int32))
+                        label_array(labels))
 
 
 # Piece widths tried, and the padding allowed: the widest power of two whose padding slots stay within
@@ -362,5 +373,5 @@ def gather_piece_batches(data: DevicePieces, order: jax.Array, cap: int):
     after the last piece are all-padding pieces of row B - 1), labels, mask (steps, B)."""
     row, _, source, valid, docs = _slots(data.piece_ptr, order, cap, data.indices.shape[0] - 1)  # all padding
     indices, values = data.indices[source], data.values[source]
-    labels = jnp.where(valid, data.labels[docs], 0)
+    labels = _where_valid(valid, data.labels[docs])
     return indices, values, row, labels, valid.astype(jnp.float32)

@@ -46,9 +46,19 @@ class EarlyStopping:
         self.best_epoch = 0  # 1-based; 0: none scored yet
         self.best_params = None
 
+    def scores(self, params: Params) -> np.ndarray:
+        """The held-out documents' (n, C) output scores under these (numpy) parameters."""
+        return host_scores(params, self.x)
+
     def score(self, params: Params) -> float:
-        """The held-out documents' accuracy under these (numpy) parameters, scored as a trained model scores."""
-        return float((host_scores(params, self.x).argmax(axis=1) == self.y).mean())
+        """The held-out documents' accuracy under these (numpy) parameters, scored as a trained model scores; for
+        label sets ((n, C) y), their micro-F1 at probability 0.5 (the threshold is chosen after the training)."""
+        scores = self.scores(params)
+        if self.y.ndim == 2:
+            truth, predicted = self.y.astype(bool), scores > 0
+            tp = int((truth & predicted).sum())
+            return 2 * tp / max(1, int(truth.sum()) + int(predicted.sum()))
+        return float((scores.argmax(axis=1) == self.y).mean())
 
     def __call__(self, epoch: int, host_params: Callable[[], tuple]) -> bool:
         params = host_params()

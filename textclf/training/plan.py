@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from textclf.errors import SettingsError
 from textclf.settings import Settings
 from textclf.training.search_rules import SearchRules
 
@@ -20,6 +21,14 @@ STOPPING_FRACTION = 0.05
 # A sampled corpus too small to hold documents out for good chooses among its rate candidates on this fraction
 # of its documents, then trains the chosen settings on all of them ("CPU": ~2,000 of news20's documents judge).
 REFIT_HELD_OUT_FRACTION = 0.2
+# A multi-label corpus always holds out this fraction of its training documents (at most STOPPING_DOCUMENTS): they
+# stop its training early and choose the threshold of its sigmoid outputs.
+MULTI_LABEL_HELD_OUT_FRACTION = 0.1
+# A multi-label corpus trains up to this many epochs unless they are typed, its held-out documents stopping it once
+# two epochs in a row improved their micro-F1 none (Reuters-21578's training documents, 10% set aside: at the
+# default rate the best epoch was 31; BENCHMARKS.md, "Multi-label").
+MULTI_LABEL_MAX_EPOCHS = 40
+MULTI_LABEL_PATIENCE = 2
 # One network on several GPUs of one host (2 x H200, BENCHMARKS.md "Several GPUs"): W1 split by feature rows stepped
 # 1.16-1.44x faster than one GPU from a batch of 1,024 on resident rows (benchmarks/gpu/parallel_auto.sh), but end to
 # end (`textclf train` of a million documents, benchmarks/gpu/parallel_end_to_end.sh) every split trained 1.7-2.3x
@@ -68,6 +77,8 @@ class TrainingPlan:
     processes: int
     parallel: str = "data"  # how several devices share one network: "data" (batch split) or "features" (W1 split)
     devices: int = 1  # devices of this process that train it (0: data_parallel.data_mesh's own count, processes > 1)
+    # Sigmoid outputs and binary cross-entropy, the threshold chosen on the held-out documents (Settings.multi_label)
+    multi_label: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -82,7 +93,10 @@ class TrainingPlan:
         """The plan as a reader reads it, one line a decision."""
         views = ", ".join(f"{v.name} ({v.columns:,} columns, lr {v.learning_rate:g}, decay {v.weight_decay:g}, "
                           f"{v.epochs} epochs)" for v in self.views)
-        lines = [f"views                {views}",
+        outputs = ("sigmoid (multi-label), threshold from the held-out documents" if self.multi_label
+                   else "softmax (one label a document)")
+        lines = [f"outputs              {outputs}",
+                 f"views                {views}",
                  f"networks             {self.networks} a view, {self.arrangement.replace('_', ' ')}",
                  f"documents            {self.training_documents:,} train"
                  + (f", {self.held_out_documents:,} held out to stop early" if self.held_out_documents else ""),
@@ -115,6 +129,8 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
     characters' where Settings.char_ngrams), trained by `backend` (as chosen for one device) on `machine`.
     Seven arguments: each is a separate fact about the run that the plan combines; none derives from another."""
     search = search or {}
+    if settings.multi_label:
+        return _multi_label_plan(settings, n_train, view_widths, machine)
     stacked_faster, processes = machine.stacked_faster, machine.processes
     networks = max(1, settings.ensemble)
     one_view = len(view_widths) == 1
@@ -149,6 +165,34 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
         rows="shares" if processes > 1 else "device" if in_place else "host",
         backend="xla" if side_by_side or parallel == "features" else backend, batch_size=settings.batch_size,
         processes=processes, parallel=parallel, devices=devices)
+
+
+def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, ...], machine: Machine
+                      ) -> TrainingPlan:
+    """One network a view on one device, with the XLA step (its loss: binary cross-entropy), a share of the
+    documents held out to stop early and choose the outputs' threshold."""
+    if settings.ensemble > 1:
+        raise SettingsError(f"ensemble {settings.ensemble}: a multi-label model trains one network a view; "
+                            "drop --ensemble")
+    held_out = max(1, min(STOPPING_DOCUMENTS, int(n_train * MULTI_LABEL_HELD_OUT_FRACTION)))
+    training = n_train - held_out
+    views = [ViewPlan("words", view_widths[0], settings.learning_rate, settings.weight_decay,
+                      multi_label_epochs(settings, training))]
+    if len(view_widths) > 1:
+        chars = settings.char_view()
+        views.append(ViewPlan("characters", view_widths[1], chars.learning_rate, chars.weight_decay,
+                              multi_label_epochs(chars, training)))
+    return TrainingPlan(views=tuple(views), networks=1, arrangement="one", rate_choice="none", rate_candidates=(),
+                        held_out_documents=held_out, training_documents=training,
+                        rows="shares" if machine.processes > 1 else "host", backend="xla",
+                        batch_size=settings.batch_size, processes=machine.processes, multi_label=True)
+
+
+def multi_label_epochs(settings: Settings, n_train: int) -> int:
+    """The most epochs a multi-label network trains (its held-out documents stop it): as typed, else at least
+    MULTI_LABEL_MAX_EPOCHS."""
+    typed = "epochs" in settings.pinned
+    return settings.epochs_for(n_train) if typed else max(settings.epochs_for(n_train), MULTI_LABEL_MAX_EPOCHS)
 
 
 def device_layout(settings: Settings, arrangement: str, machine: Machine) -> tuple[str, int]:

@@ -157,6 +157,9 @@ TRAINING_OPTIONS = (
     ("weight_decay", "weight_decay", Optional[float], f"L2 weight decay (default {D.weight_decay}; searched)."),
     ("ensemble", "ensemble", Optional[int],
      "Networks trained side by side and averaged into one model (default: the search tries 1 and 5 on a GPU)."),
+    ("multi_label", "multi_label", Optional[bool],
+     "Documents with any number of labels: sigmoid outputs and a threshold chosen on held-out documents (default: "
+     "when any document has other than one label; --no-multi-label refuses such a corpus)."),
     ("seed", "seed", Optional[int], f"Seed for the split, initialisation and shuffling (default {D.seed})."),
     ("backend", "backend", Optional[str], f"auto, xla or pallas (GPU) (default {D.backend})."),
     ("max_file_mb", "max_file_mb", Optional[float], f"Skip corpus files larger than this (default {D.max_file_mb})."),

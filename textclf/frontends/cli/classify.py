@@ -29,7 +29,7 @@ def predict(
     files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each), or folders of them; .jsonl, .csv, .tsv, fastText files and - (standard input): one document a line; .parquet: one a row.")],
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per document; -1: all of them.")] = 3,
-    threshold: Annotated[float, typer.Option("--threshold", "-t", help="Show only labels with at least this probability (fastText's -t).")] = 0.0,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", "-t", help="Show only labels with at least this probability (fastText's -t); a multi-label model predicts the labels above it instead of above its own thresholds.")] = None,
     lines: Annotated[bool, typer.Option("--lines", help="Every file holds one document a line (as fastText's predict reads a file).")] = False,
     output_format: Annotated[str, typer.Option("--format", help="text (a tab-separated line each), json (one object each) or fasttext (__label__X 0.99 __label__Y 0.01, as fastText's predict-prob).")] = "text",
     db: DbOption = None,
@@ -50,9 +50,10 @@ def predict(
 
     output_format = _output_format(output_format, as_json)
     check_top_k(top_k)
-    check_threshold(threshold)
+    if threshold is not None:
+        check_threshold(threshold)
     if files and all(Path(f).suffix.lower() in IMAGE_SUFFIXES for f in files):
-        results = _rank_images(load_model(resolve_model(model, db)), files, top_k, threshold)
+        results = _rank_images(load_model(resolve_model(model, db)), files, top_k, threshold or 0.0)
     else:
         stdin_bytes = None
         if "-" in files:  # read no more than the limit allows, however much the pipe holds
@@ -97,13 +98,16 @@ def _prediction_line(p, output_format: str) -> str:
     """One document's line: JSON Lines for json (a pipe reads results as they come), fastText's predict-prob line
     for fasttext (its labels with their __label__ prefix), else source, label and the probabilities by tabs."""
     if output_format == "json":
-        return json.dumps({"file": p.source, "label": p.label,
-                           "top": [{"label": l, "probability": q} for l, q in p.top]})
+        labelled = {"label": p.label} if p.labels is None else {"labels": p.labels}
+        return json.dumps({"file": p.source, **labelled, "top": [{"label": l, "probability": q} for l, q in p.top]})
     if output_format == "fasttext":
-        return " ".join(f"{label if label.startswith('__label__') else '__label__' + label} {prob:.6g}"
-                        for label, prob in p.top)
+        # a multi-label model's line: its predicted labels (fastText's predict-prob with -k -1 -t)
+        shown = p.top if p.labels is None else [(label, dict(p.top).get(label)) for label in p.labels]
+        return " ".join(f"{label if label.startswith('__label__') else '__label__' + label}"
+                        + ("" if prob is None else f" {prob:.6g}") for label, prob in shown)
     others = "  ".join(f"{label} {prob:.3f}" for label, prob in p.top)
-    return f"{p.source}\t{p.label or ''}\t{others}"
+    predicted = p.label or "" if p.labels is None else ",".join(p.labels)
+    return f"{p.source}\t{predicted}\t{others}"
 
 
 def _rank_images(loaded, files: list[str], top_k: int, threshold: float):
@@ -145,6 +149,9 @@ def evaluate_command(
     if as_json:
         _print_json(result.to_dict())
         return
+    if getattr(loaded, "multi_label", False):
+        _print_multi_label(result)
+        return
     table = Table(title=f"accuracy {result.accuracy:.4f} on {result.n} documents")
     for column in ("label", "precision", "recall", "f1", "support"):
         table.add_column(column, justify="left" if column == "label" else "right")
@@ -162,3 +169,18 @@ def evaluate_command(
     for label, row in zip(result.labels, result.confusion):
         confusion.add_row(label, *map(str, row))
     out.print(confusion)
+
+
+def _print_multi_label(result) -> None:
+    """A multi-label evaluation: the averages, then each label's precision, recall, F1 and support."""
+    table = Table(title=f"micro-F1 {result.f1['micro']:.4f}, macro-F1 {result.f1['macro']:.4f}, samples-F1 "
+                        f"{result.f1['samples']:.4f}, subset accuracy {result.subset_accuracy:.4f}, Hamming loss "
+                        f"{result.hamming_loss:.4f} on {result.n} documents")
+    for column in ("label", "precision", "recall", "f1", "support"):
+        table.add_column(column, justify="left" if column == "label" else "right")
+    for i, label in enumerate(result.labels):
+        table.add_row(label, f"{result.precision[i]:.4f}", f"{result.recall[i]:.4f}", f"{result.label_f1[i]:.4f}",
+                      str(result.support[i]))
+    out.print(table)
+    if result.unknown:
+        err.print(f"labels the model does not know (left out): {', '.join(result.unknown)}", highlight=False)

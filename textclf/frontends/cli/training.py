@@ -68,6 +68,7 @@ def train(
     if as_json:
         _print_json({"run_id": result.run_id, "model_path": str(result.model_path) if result.model_path else None, "eval_kind": result.eval_kind,
                      "eval_accuracy": result.eval_accuracy, "train_accuracy": result.train_accuracy,
+                     **_judged_by(result),
                      "n_train": result.n_train, "n_eval": result.n_eval, "read_documents": result.read_documents,
                      "skipped": result.skipped,
                      "non_utf8": result.non_utf8, "phases": result.phases, "search": result.search,
@@ -91,8 +92,13 @@ def train(
     elif search.get("skipped") and search["skipped"] != "--search off":
         err.print(f"search skipped: {search['skipped']}", highlight=False, markup=False)
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in result.phases.items())
-    out.print(f"{result.eval_kind} accuracy {result.eval_accuracy:.4f} on {result.n_eval} documents "
-              f"(trained on {result.n_train}; {phases})", highlight=False)
+    judged = _judged_by(result)
+    if judged["eval_metric"] == "accuracy":
+        scored = f"{result.eval_kind} accuracy {result.eval_accuracy:.4f}"
+    else:  # label sets: the metric the thresholds were chosen for, and every document's labels all right
+        scored = (f"{result.eval_kind} {judged['eval_metric']} {judged['eval_score']:.4f}, subset accuracy "
+                  f"{result.eval_accuracy:.4f}")
+    out.print(f"{scored} on {result.n_eval} documents (trained on {result.n_train}; {phases})", highlight=False)
     if result.model_path is None:
         out.print("not process 0: the run record and the model file are written by process 0", highlight=False)
     else:
@@ -106,6 +112,13 @@ def _search_source(search: dict, run_id: int) -> str:
                 "--search fresh searches again")
     return (f"{search['rounds']} of {search['rounds_planned']} rounds, {search['folds']} fold(s), "
             f"{search['seconds']:.1f} s; leaderboard: textclf runs show {run_id}")
+
+
+def _judged_by(result) -> dict:
+    """The metric the run is judged by and its value ("accuracy" unless multi-label)."""
+    metadata = result.model.metadata if result.model is not None else {}
+    return {"eval_metric": metadata.get("eval_metric", "accuracy"),
+            "eval_score": metadata.get("eval_score", result.eval_accuracy)}
 
 
 def _rate_chosen(search: dict, rate: float) -> str:
