@@ -19,6 +19,7 @@ from pallas_kernels.config import KernelConfig
 from pallas_kernels.hidden_backward import hidden_backward
 from pallas_kernels.hidden_forward import hidden_forward
 from pallas_kernels.input_grad import input_grad
+from pallas_kernels.sigmoid_bce import SigmoidBceBlocks, sigmoid_bce
 from pallas_kernels.softmax_xent import softmax_xent
 
 
@@ -26,9 +27,17 @@ from pallas_kernels.softmax_xent import softmax_xent
 def forward(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
     """-> (h, nll, predicted, dz): the hidden activations and everything the loss kernel produces."""
     h = hidden_forward(x, w1, b1, block_sizes=config.forward, precision=config.precision, interpret=config.interpret)
-    nll, predicted, dz = softmax_xent(h, w2, b2, labels, weight, n_classes=n_classes, block_sizes=config.loss,
-                                      precision=config.precision, interpret=config.interpret)
-    return h, nll, predicted, dz
+    return (h, *output_loss(h, w2, b2, labels, weight, n_classes, config))
+
+
+def output_loss(h, w2, b2, labels, weight, n_classes: int, config: KernelConfig):
+    """The output layer's loss kernel -> (per-row loss, predicted class, dZ): softmax_xent for (M,) class
+    numbers; for (M, C) label sets sigmoid_bce, its second output whether each row is all right (1/0)."""
+    numerics = dict(precision=config.precision, interpret=config.interpret)
+    if labels.ndim == 2:
+        blocks = SigmoidBceBlocks(config.loss.block_m, config.loss.num_warps)
+        return sigmoid_bce(h, w2, b2, labels, weight, n_classes=n_classes, block_sizes=blocks, **numerics)
+    return softmax_xent(h, w2, b2, labels, weight, n_classes=n_classes, block_sizes=config.loss, **numerics)
 
 
 def backward_to_hidden(dz, w2, h, config: KernelConfig):

@@ -30,7 +30,9 @@ NOT_PARAMETERS = ("model", "conv_channels", "conv_kernel", "dropout", "augment",
 class TextClassifier(ClassifierMixin, BaseEstimator):
     """A text classifier by scikit-learn's rules: clone, get_params/set_params, pipelines, cross_val_score and
     GridSearchCV work on it; fit(X, y) with X a sequence of strings and y their labels (any hashable type:
-    predict returns the same type).
+    predict returns the same type). Multi-label: y as a list of label lists (predict returns tuples of labels,
+    as MultiLabelBinarizer.inverse_transform does) or as an (n, C) 0/1 matrix (predict returns one, columns in the
+    order of classes_); the model's sigmoid outputs and threshold as `textclf train` trains them.
 
     Parameters are textclf.settings.Settings' fields (`textclf train --help` says what each does), seed as
     scikit-learn's random_state. The searched ones (stop_words, ngram_max, nb_weighting, sublinear_tf, learning_rate,
@@ -49,7 +51,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
                  start_token: bool = True, unspaced_as_characters: bool = True, hidden: int = 128,
                  optimizer: str = "adam", min_steps: int = 300, lr_schedule: str | None = None,
                  momentum: float = 0.9, init_gain: float = 1.0, backend: str = "auto", pallas_input: str = "auto",
-                 devices: int = 0, parallel: str = "auto", random_state: int = 0):
+                 devices: int = 0, parallel: str = "auto", multi_label: bool | None = None, random_state: int = 0):
         # One parameter a setting: scikit-learn reads them from this signature (get_params, clone).
         # Stored as given, nothing else (scikit-learn's rule): checked in fit.
         self.search = search
@@ -83,6 +85,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         self.pallas_input = pallas_input
         self.devices = devices
         self.parallel = parallel
+        self.multi_label = multi_label
         self.random_state = random_state
 
     @property
@@ -107,20 +110,21 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         from textclf.runs.run import train
 
         texts = _texts(X, "X")
-        labels = _labels(y, len(texts))
-        originals = {str(label): label for label in labels}  # the class name -> the label as the caller gave it
+        targets = _targets(y, len(texts), self.multi_label)
+        names, originals = targets.names, targets.originals
         classes = sorted(originals)
-        if len(classes) < 2:
+        if len(classes) < 2 and targets.form == "labels":
             raise ValueError(f"y has {len(classes)} class: fit needs at least 2 distinct labels")
-        names = [str(label) for label in labels]
         fingerprint = Fingerprint()
         for label, text in zip(names, texts):
             fingerprint.add(label, text)
         corpus = Corpus(texts, names, "TextClassifier.fit", "memory", fingerprint=fingerprint.hexdigest())
         none = Corpus([], [], "TextClassifier.fit (no test documents)", "memory")
-        result = train(corpus, self.settings, test_path=none, db_path=":memory:", keep_files=False)
-        result.model.metadata = {**(result.model.metadata or {}),
-                                 "estimator_labels": [_plain(originals[c]) for c in classes]}
+        settings = self.settings if targets.form == "labels" else self.settings.replace(multi_label=True)
+        result = train(corpus, settings, test_path=none, db_path=":memory:", keep_files=False)
+        result.model.metadata = {**(result.model.metadata or {}), "estimator_targets": targets.form,
+                                 "estimator_labels": [_plain(originals[c]) for c in result.model.labels]}
+        classes = result.model.labels
         self.model_ = result.model
         self.classes_ = np.array([originals[c] for c in classes])
         self.n_features_in_ = 1  # one column of text
@@ -133,9 +137,16 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         return self.model_.predict_proba(_texts(X, "X"))
 
-    def predict(self, X: Sequence[str]) -> np.ndarray:
+    def predict(self, X: Sequence[str]):
+        """Each document's label; multi-label in the form y was given: tuples of labels, or an (n, C) 0/1 matrix."""
         check_is_fitted(self)
-        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+        probabilities = self.predict_proba(X)
+        if not self.model_.multi_label:
+            return self.classes_[probabilities.argmax(axis=1)]
+        chosen = self.model_.predicted_sets(probabilities)
+        if self.model_.metadata.get("estimator_targets") == "indicator":
+            return chosen.astype(np.int64)
+        return [tuple(self.classes_[row]) for row in chosen]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -179,6 +190,8 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
             raise InputError(f"model file '{path}' holds an image model: load it with textclf.inference.artifacts")
         estimator = cls.from_settings(model.settings.replace(search="off"))
         labels = model.metadata.get("estimator_labels", model.labels)
+        if model.multi_label and model.metadata.get("estimator_targets") == "indicator":
+            labels = list(range(len(model.labels)))
         estimator.model_, estimator.classes_, estimator.n_features_in_ = model, np.array(labels), 1
         estimator.history_, estimator.search_ = [], model.metadata.get("search")
         return estimator
@@ -221,6 +234,61 @@ def _labels(y, n: int) -> list:
     if all(isinstance(label, (int, float, np.number)) and not isinstance(label, bool) for label in labels):
         check_classification_targets(np.asarray(labels, dtype=float))  # refuses continuous targets
     return labels
+
+
+@dataclasses.dataclass
+class _Targets:
+    form: str  # "labels" (one a document), "lists" (label lists) or "indicator" (an (n, C) 0/1 matrix)
+    names: list[str]  # each document's label string (pipelines/labels.py for sets)
+    originals: dict  # class name -> the label as the caller gave it
+
+
+def _targets(y, n: int, multi_label: bool | None) -> _Targets:
+    """y as the documents' label strings: one label each, label lists, or a 0/1 indicator matrix (whose columns
+    become the classes 0 .. C-1, named so that they sort in column order)."""
+    from pipelines.labels import joined
+
+    if multi_label is not False and y is not None and not isinstance(y, (str, bytes)):
+        array = np.asarray(y) if hasattr(y, "__array__") or _is_matrix(y) else None
+        if array is not None and array.ndim == 2 and array.dtype != object:
+            if array.shape[0] != n:
+                raise ValueError(f"X has {n} documents but y has {array.shape[0]} rows: pass one row a document")
+            if not np.isin(array, (0, 1)).all():
+                raise ValueError("y is a matrix of other values than 0 and 1: pass a 0/1 label indicator matrix "
+                                 "(as MultiLabelBinarizer makes) or one label a document")
+            never = np.flatnonzero(array.sum(axis=0) == 0)
+            if len(never):
+                raise ValueError(f"column {int(never[0])} of y is 0 for every document: drop the labels no "
+                                 "document has")
+            width = len(str(array.shape[1] - 1))
+            columns = [f"{c:0{width}d}" for c in range(array.shape[1])]
+            names = [joined(columns[c] for c in np.flatnonzero(row)) if row.sum() != 1
+                     else columns[int(np.flatnonzero(row)[0])] for row in array]
+            return _Targets("indicator", [_as_set(name) for name in names], dict(zip(columns, range(len(columns)))))
+        items = list(y)
+        if items and all(isinstance(item, (list, tuple, set, frozenset)) for item in items):
+            if len(items) != n:
+                raise ValueError(f"X has {n} documents but y has {len(items)} label lists: pass one a document")
+            originals = {str(label): label for item in items for label in item}
+            return _Targets("lists", [_as_set(joined(str(label) for label in item)) for item in items], originals)
+    labels = _labels(y, n)
+    return _Targets("labels", [str(label) for label in labels], {str(label): label for label in labels})
+
+
+def _is_matrix(y) -> bool:
+    items = list(y) if isinstance(y, Sequence) else []
+    return bool(items) and all(isinstance(item, (list, tuple)) and item and
+                               all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in item)
+                               for item in items) and len({len(item) for item in items}) == 1 and \
+        all(v in (0, 1) for item in items for v in item)
+
+
+def _as_set(name: str) -> str:
+    """A label string that is a set even where it holds one label: a multi-label y stays multi-label however few
+    labels each document has."""
+    from pipelines.labels import SEPARATOR
+
+    return name if name.startswith(SEPARATOR) else SEPARATOR + name
 
 
 def _plain(label):

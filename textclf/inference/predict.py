@@ -219,3 +219,13 @@ def rank(model: Model, texts: list[str], sources: list[str], top_k: int, thresho
             for row, yes in zip(probabilities, chosen)]
     return [Prediction(source, names[0] if names else None, top, names)
             for source, top, names in zip(sources, ranked, sets)]
+
+
+def chosen_labels(model, probabilities: np.ndarray) -> list:
+    """Each document's prediction from its probabilities: the most probable label, or a multi-label model's list
+    of the labels above their thresholds (most probable first)."""
+    if not getattr(model, "multi_label", False):
+        return [model.labels[i] for i in probabilities.argmax(axis=1)]
+    chosen = model.predicted_sets(probabilities)
+    return [[model.labels[i] for i in np.argsort(-row, kind="stable") if yes[i]]
+            for row, yes in zip(probabilities, chosen)]

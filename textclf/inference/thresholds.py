@@ -41,6 +41,14 @@ def f1(truth: np.ndarray, predicted: np.ndarray, metric: str = "micro-f1") -> fl
     return float(f1_score(truth, predicted, average=average, zero_division=0))
 
 
+def best_micro_f1(scores: np.ndarray, truth: np.ndarray) -> float:
+    """The micro-F1 of (n, C) output scores at the best global threshold of GRID."""
+    probabilities, truth = sigmoid(np.asarray(scores, np.float64)), np.asarray(truth, bool)
+    predicted = probabilities[None] > GRID[:, None, None]  # (G, n, C)
+    tp = (predicted & truth).sum(axis=(1, 2))
+    return float((2 * tp / np.maximum(1, truth.sum() + predicted.sum(axis=(1, 2)))).max())
+
+
 def choose_thresholds(scores: np.ndarray, truth: np.ndarray, metric: str = "micro-f1") -> Thresholds:
     """Held-out documents' (n, C) output scores (before the sigmoid) and 0/1 labels -> the thresholds."""
     probabilities, truth = sigmoid(np.asarray(scores, np.float64)), np.asarray(truth, bool)

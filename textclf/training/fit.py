@@ -52,12 +52,14 @@ class EarlyStopping:
 
     def score(self, params: Params) -> float:
         """The held-out documents' accuracy under these (numpy) parameters, scored as a trained model scores; for
-        label sets ((n, C) y), their micro-F1 at probability 0.5 (the threshold is chosen after the training)."""
+        label sets ((n, C) y), their micro-F1 at the best of the thresholds tried (as the model will be judged:
+        the threshold is chosen after the training; at a fixed 0.5 the first epochs, which predict few labels,
+        looked like a plateau)."""
         scores = self.scores(params)
         if self.y.ndim == 2:
-            truth, predicted = self.y.astype(bool), scores > 0
-            tp = int((truth & predicted).sum())
-            return 2 * tp / max(1, int(truth.sum()) + int(predicted.sum()))
+            from textclf.inference.thresholds import best_micro_f1
+
+            return best_micro_f1(scores, self.y)
         return float((scores.argmax(axis=1) == self.y).mean())
 
     def __call__(self, epoch: int, host_params: Callable[[], tuple]) -> bool:

@@ -22,9 +22,9 @@ from pallas_kernels.adam_update import adam_update
 from pallas_kernels.head_update import head_adam_update, head_update
 from pallas_kernels.hidden_backward import hidden_backward_partials
 from pallas_kernels.input_grad import input_grad_adam_update, input_grad_update
-from pallas_kernels.mlp import backward_to_hidden, forward, weight_grad
+from pallas_kernels.mlp import backward_to_hidden, forward, output_loss, weight_grad
 from pallas_kernels.sgd_update import sgd_update
-from pallas_kernels.softmax_xent import padded_classes, softmax_xent
+from pallas_kernels.softmax_xent import padded_classes
 from pallas_kernels.pieces_hidden import finish_hidden, pieces_gather_sum, pieces_input_grad
 from pallas_kernels.sparse_hidden import sparse_hidden_forward, sparse_input_grad, sparse_input_grad_update
 from textclf.models.mlp import Params
@@ -89,8 +89,7 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
         h = sparse_hidden_forward(*x, params.w1, params.b1, batch_size=labels.shape[0],
                                   block_sizes=config.sparse_forward, **numerics)
     if sparse or pieces:
-        nll, predicted, dz = softmax_xent(h, params.w2, params.b2, labels, weight, n_classes=n_classes,
-                                          block_sizes=config.loss, **numerics)
+        nll, predicted, dz = output_loss(h, params.w2, params.b2, labels, weight, n_classes, config)
     else:
         h, nll, predicted, dz = forward(*params, x, labels, weight, n_classes, config)
     # One device: dW1 goes straight into W1's update (input_grad_update / input_grad_adam_update, so dW1 never
@@ -157,7 +156,8 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
             b2, vb2 = sgd_update(params.b2, opt_state.b2, db2, lr, **update)
         params, opt_state = Params(w1, b1, w2, b2), Params(v1, vb1, v2, vb2)
     loss = jnp.sum(nll * weight)
-    correct = jnp.sum((predicted == labels) * mask)
+    # label sets: the loss kernel's second output says whether each row is all right
+    correct = jnp.sum((predicted if labels.ndim == 2 else predicted == labels) * mask)
     if axis_name is not None:
         loss, correct = jax.lax.psum((loss, correct), axis_name)
     return params, opt_state, loss, correct

@@ -130,7 +130,7 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
     Seven arguments: each is a separate fact about the run that the plan combines; none derives from another."""
     search = search or {}
     if settings.multi_label:
-        return _multi_label_plan(settings, n_train, view_widths, machine)
+        return _multi_label_plan(settings, n_train, view_widths, backend, machine)
     stacked_faster, processes = machine.stacked_faster, machine.processes
     networks = max(1, settings.ensemble)
     one_view = len(view_widths) == 1
@@ -167,10 +167,10 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
         processes=processes, parallel=parallel, devices=devices)
 
 
-def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, ...], machine: Machine
-                      ) -> TrainingPlan:
-    """One network a view on one device, with the XLA step (its loss: binary cross-entropy), a share of the
-    documents held out to stop early and choose the outputs' threshold."""
+def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, ...], backend: str,
+                      machine: Machine) -> TrainingPlan:
+    """One network a view on one device (the backend as chosen: either step's loss is then binary cross-entropy),
+    a share of the documents held out to stop early and choose the outputs' threshold."""
     if settings.ensemble > 1:
         raise SettingsError(f"ensemble {settings.ensemble}: a multi-label model trains one network a view; "
                             "drop --ensemble")
@@ -184,7 +184,7 @@ def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, 
                               multi_label_epochs(chars, training)))
     return TrainingPlan(views=tuple(views), networks=1, arrangement="one", rate_choice="none", rate_candidates=(),
                         held_out_documents=held_out, training_documents=training,
-                        rows="shares" if machine.processes > 1 else "host", backend="xla",
+                        rows="shares" if machine.processes > 1 else "host", backend=backend,
                         batch_size=settings.batch_size, processes=machine.processes, multi_label=True)
 
 

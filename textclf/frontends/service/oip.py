@@ -159,9 +159,13 @@ def _encoded(name: str, values: Any) -> bytes:
     return np.ascontiguousarray(values, dtype="<f4").tobytes()
 
 
-def infer_answer(request: InferRequest, name: str, version: int, labels: list[str],
-                 probabilities: np.ndarray) -> Response:
-    values = {"label": [labels[i] for i in probabilities.argmax(axis=1)], "probabilities": probabilities}
+def infer_answer(request: InferRequest, name: str, version: int, model, probabilities: np.ndarray) -> Response:
+    """The requested outputs. A multi-label model's "label" of a document: its labels above their thresholds,
+    joined by commas ("" for none: a BYTES tensor holds one string a document); "probabilities" each label's own."""
+    from textclf.inference.predict import chosen_labels
+
+    chosen = chosen_labels(model, probabilities)
+    values = {"label": [",".join(c) if isinstance(c, list) else c for c in chosen], "probabilities": probabilities}
     shapes = {"label": [len(probabilities)], "probabilities": list(probabilities.shape)}
     outputs, binary = [], []
     for output, as_binary in _outputs_wanted(request):
@@ -270,7 +274,7 @@ async def _infer(request: Request, name: str, version: int | None) -> Response:
     batcher = models.batcher(name, version)
     texts = request_texts(parsed, binary, batcher.score.images)
     batcher, probabilities = await score(models, name, version, texts)
-    return infer_answer(parsed, name, batcher.version, list(batcher.model.labels), probabilities)
+    return infer_answer(parsed, name, batcher.version, batcher.model, probabilities)
 
 
 @router.post("/v2/models/{name}/infer")

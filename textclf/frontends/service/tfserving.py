@@ -78,15 +78,26 @@ def request_texts(body: TFPredictRequest) -> tuple[list[str], bool]:
 
 
 def prediction_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int) -> dict:
+    """Each document's label and top_k probabilities; a multi-label model's "labels" too (those above their
+    thresholds, most probable first; "label" the first of them, or null)."""
+    from textclf.inference.predict import chosen_labels
+
+    model = batcher.model
+    chosen = chosen_labels(model, probabilities) if getattr(model, "multi_label", False) else None
     predictions = [{"label": top[0][0], "top": [{"label": label, "probability": p} for label, p in top]}
-                   for top in top_labels(batcher.model.labels, probabilities, top_k)]
+                   for top in top_labels(model.labels, probabilities, top_k)]
+    if chosen is not None:
+        predictions = [{**row, "label": labels[0] if labels else None, "labels": labels}
+                       for row, labels in zip(predictions, chosen)]
     return {"model": name, "version": batcher.version, "predictions": predictions}
 
 
 def columnar_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int) -> dict:
     rows = prediction_answer(name, batcher, probabilities, top_k)["predictions"]
-    return {"model": name, "version": batcher.version,
-            "outputs": {"label": [row["label"] for row in rows], "top": [row["top"] for row in rows]}}
+    outputs = {"label": [row["label"] for row in rows], "top": [row["top"] for row in rows]}
+    if rows and "labels" in rows[0]:
+        outputs["labels"] = [row["labels"] for row in rows]
+    return {"model": name, "version": batcher.version, "outputs": outputs}
 
 
 def _status(version: int) -> dict:

@@ -1,0 +1,186 @@
+"""Multi-label corpora end to end: label sets read, trained with sigmoid outputs and a held-out threshold, predicted
+and evaluated as sets, by the CLI and the estimator."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from textclf.frontends.cli import app
+
+LABELS = ("grain", "trade", "crude", "money")
+WORDS = {label: [f"{label}{i}" for i in range(6)] for label in LABELS}
+
+
+def label_sets(n: int, seed: int = 0) -> tuple[list[str], list[list[str]]]:
+    """Documents of 0-3 labels, each label saying itself through its own words, with shared noise words."""
+    rng = np.random.default_rng(seed)
+    texts, sets = [], []
+    for _ in range(n):
+        chosen = sorted(rng.choice(LABELS, rng.choice([0, 1, 1, 2, 2, 3]), replace=False).tolist())
+        words = [w for label in chosen for w in rng.choice(WORDS[label], 3)]
+        words += rng.choice([f"noise{i}" for i in range(30)], 6).tolist()
+        rng.shuffle(words)
+        texts.append(" ".join(words))
+        sets.append(chosen)
+    return texts, sets
+
+
+def write_jsonl(path, texts, sets) -> None:
+    path.write_text("".join(json.dumps({"text": t, "labels": s}) + "\n" for t, s in zip(texts, sets)))
+
+
+FAST = ["--search", "off", "--hidden", "16", "--lr", "0.01"]
+
+
+@pytest.fixture
+def corpora(tmp_path):
+    train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
+    write_jsonl(train, *label_sets(500, 0))
+    write_jsonl(test, *label_sets(120, 1))
+    return train, test
+
+
+def test_a_corpus_of_label_sets_trains_predicts_and_evaluates_as_sets(tmp_path, corpora):
+    train, test = corpora
+    runner = CliRunner()
+    model = tmp_path / "m.npz"
+    db = str(tmp_path / "runs.db")
+    result = runner.invoke(app, ["train", str(train), "--test", str(test), "--out", str(model), "--db", db, *FAST])
+    assert result.exit_code == 0, result.output
+    assert "test micro-f1 0.9" in result.output or "test micro-f1 1.0" in result.output
+    evaluated = runner.invoke(app, ["eval", str(test), "--model", str(model), "--json"])
+    assert evaluated.exit_code == 0, evaluated.output
+    scores = json.loads(evaluated.output)
+    assert scores["multi_label"] and scores["micro_f1"] > 0.9 and 0 <= scores["hamming_loss"] < 0.1
+    assert set(scores["per_label"]) == set(LABELS)
+    doc = tmp_path / "doc.txt"
+    doc.write_text("grain1 grain2 trade3 trade4 noise1")
+    predicted = runner.invoke(app, ["predict", str(doc), "--model", str(model), "--json"])
+    assert json.loads(predicted.output)["labels"] == ["grain", "trade"] or \
+        sorted(json.loads(predicted.output)["labels"]) == ["grain", "trade"]
+    fasttext = runner.invoke(app, ["predict", str(doc), "--model", str(model), "--format", "fasttext"])
+    assert sorted(word for word in fasttext.output.split() if word.startswith("__label__")) == [
+        "__label__grain", "__label__trade"]
+    # --threshold overrides the model's: at 0.999999 hardly anything is sure enough
+    strict = runner.invoke(app, ["predict", str(doc), "--model", str(model), "--json", "-t", "1.0"])
+    assert json.loads(strict.output)["labels"] == []
+
+
+def test_the_model_file_keeps_the_thresholds_and_runs_record_the_metric(tmp_path, corpora):
+    from db import open_db
+    from textclf.inference.artifacts import load_model, read_header
+    from textclf.runs.run import train as train_run
+    from textclf.settings import Settings
+
+    train, test = corpora
+    result = train_run(train, Settings(search="off", hidden=16, learning_rate=0.01), test_path=test,
+                       db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    model = load_model(tmp_path / "m.npz")
+    assert model.multi_label and model.thresholds.shape == (len(LABELS),)
+    assert read_header(tmp_path / "m.npz")["format_version"] == 5
+    assert model.labels == sorted(LABELS) and model.settings.multi_label is True
+    row = next(open_db(tmp_path / "runs.db")["runs"].rows_where("id = ?", [result.run_id]))
+    assert row["eval_metric"] == "micro-f1" and row["eval_score"] > 0.9
+    assert json.loads(row["thresholds"])["metric"] == "micro-f1"
+    assert json.loads(row["plan"])["multi_label"] is True
+
+
+def test_fasttext_lines_of_several_labels_train_and_single_label_is_refused_by_name(tmp_path):
+    texts, sets = label_sets(300, 2)
+    path = tmp_path / "train.txt"
+    path.write_text("".join(" ".join(f"__label__{label}" for label in s) + " " + t + "\n"
+                            for t, s in zip(texts, sets) if s))
+    runner = CliRunner()
+    refused = runner.invoke(app, ["train", str(path), "--no-multi-label", "--db", str(tmp_path / "r.db"), *FAST])
+    assert refused.exit_code == 1
+    assert "has documents with other than one label" in refused.output and "--no-multi-label" in refused.output
+    trained = runner.invoke(app, ["train", str(path), "--db", str(tmp_path / "r.db"), "--out",
+                                  str(tmp_path / "m.npz"), *FAST])
+    assert trained.exit_code == 0, trained.output
+    assert "validation micro-f1" in trained.output
+    planned = runner.invoke(app, ["train", str(path), "--plan-only", "--db", str(tmp_path / "r.db"), *FAST])
+    assert "sigmoid (multi-label)" in planned.output
+
+
+def test_the_estimator_takes_label_lists_or_an_indicator_matrix_and_answers_in_kind(corpora):
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    from textclf.estimator import TextClassifier
+
+    texts, sets = label_sets(500, 0)
+    test_texts, test_sets = label_sets(80, 1)
+    estimator = TextClassifier(search="off", hidden=16, learning_rate=0.01).fit(texts, sets)
+    predicted = estimator.predict(test_texts)
+    assert list(estimator.classes_) == sorted(LABELS)
+    assert all(isinstance(p, tuple) for p in predicted)
+    binarizer = MultiLabelBinarizer(classes=sorted(LABELS))
+    truth = binarizer.fit_transform(test_sets)
+    from sklearn.metrics import f1_score
+
+    assert f1_score(truth, binarizer.transform(predicted), average="micro") > 0.9
+    matrix = TextClassifier(search="off", hidden=16, learning_rate=0.01).fit(texts, binarizer.transform(sets))
+    as_matrix = matrix.predict(test_texts)
+    assert as_matrix.shape == (80, len(LABELS)) and set(np.unique(as_matrix)) <= {0, 1}
+    assert list(matrix.classes_) == list(range(len(LABELS)))
+    assert f1_score(truth, as_matrix, average="micro") > 0.9
+    with pytest.raises(ValueError, match="column 1 of y is 0 for every document"):
+        TextClassifier(search="off").fit(texts[:3], np.array([[1, 0], [1, 0], [0, 0]]))
+
+
+def test_the_daemon_trains_label_sets_and_the_service_answers_them_in_both_protocols(corpora, db_path):
+    from fastapi.testclient import TestClient
+
+    from db import jobs, open_db
+    from textclf.frontends.daemon import DaemonOptions, run_daemon
+    from textclf.frontends.service import ServiceOptions, create_app
+    from textclf.settings import Settings
+
+    train, _ = corpora
+    jobs.submit(open_db(db_path), str(train), Settings(search="off", hidden=16, learning_rate=0.01).to_dict(), "tags")
+    run_daemon(DaemonOptions(db_path=db_path, once=True))
+    texts = ["grain1 grain2 trade3 trade4 noise1", "noise2 noise3"]
+    with TestClient(create_app(ServiceOptions(db_path=db_path))) as client:
+        predictions = client.post("/v1/models/tags:predict", json={"instances": texts}).json()["predictions"]
+        assert sorted(predictions[0]["labels"]) == ["grain", "trade"] and predictions[1]["labels"] == []
+        assert predictions[1]["label"] is None
+        request = {"inputs": [{"name": "text", "shape": [2], "datatype": "BYTES", "data": texts}]}
+        labels, probabilities = client.post("/v2/models/tags/infer", json=request).json()["outputs"]
+        assert sorted(labels["data"][0].split(",")) == ["grain", "trade"] and labels["data"][1] == ""
+        assert probabilities["shape"] == [2, len(LABELS)]
+
+
+@pytest.mark.parametrize("layout", ["flat", "pieces"])
+def test_label_sets_train_alike_through_the_xla_and_the_pallas_steps(monkeypatch, layout):
+    """fit_network with (n, C) label sets: binary cross-entropy in the XLA step (either batch layout) and in the
+    Pallas kernels (pallas_kernels/sigmoid_bce.py; interpreted off a GPU): the loss falls, and both steps train
+    the same network."""
+    import jax
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from pipelines.labels import indicator, joined
+    from textclf.settings import Settings
+    from textclf.training import backends
+    from textclf.training.inputs import TrainingRows
+    from textclf.training.loop import fit_network
+
+    monkeypatch.setattr(backends, "device_kind", lambda: "gpu" if layout == "pieces" else "cpu")
+    texts, sets = label_sets(96, 3)
+    x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
+    y = indicator([joined(s) if len(s) != 1 else s[0] for s in sets], sorted(LABELS))
+    settings = Settings(hidden=16, batch_size=16, epochs=3, min_steps=0, learning_rate=0.01, optimizer="adam")
+    rows = TrainingRows(x, y, len(LABELS), x, y)
+    xla = fit_network(rows, settings, "xla")
+    assert xla.history[-1].loss < xla.history[0].loss
+    if layout == "flat" and jax.default_backend() == "cpu":
+        from textclf.training.step import kernel_config_for
+
+        config = kernel_config_for(settings, 16).replace(input_format="dense", precision="highest",
+                                                         x_dtype="float32")
+        pallas = fit_network(rows, settings, "pallas", kernel_config=config)
+        for name, a, b in zip(("w1", "b1", "w2", "b2"), pallas.params, xla.params):
+            np.testing.assert_allclose(a, b, atol=2e-4, err_msg=name)
+        assert [s.train_accuracy for s in pallas.history] == [s.train_accuracy for s in xla.history]
