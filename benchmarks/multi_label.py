@@ -57,8 +57,9 @@ def fasttext_peer(train, test, binarizer) -> np.ndarray:
         handle.flush()
         model = fasttext.train_supervised(handle.name, lr=0.5, epoch=25, wordNgrams=2, loss="ova",
                                           thread=os.cpu_count() or 1, verbose=0)
-    predicted = [[label[len("__label__"):] for label in model.predict(fasttext_text(text), k=-1, threshold=0.5)[0]]
-                 for text in test[0]]
+    # a list of texts: fastText's one-text predict builds its probabilities with NumPy 1's copy=False
+    found, _ = model.predict([fasttext_text(text) for text in test[0]], k=-1, threshold=0.5)
+    predicted = [[label[len("__label__"):] for label in labels] for labels in found]
     names = {fasttext_label(c)[len("__label__"):]: c for c in binarizer.classes_}
     return binarizer.transform([[names[p] for p in labels if p in names] for labels in predicted])
 

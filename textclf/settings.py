@@ -36,6 +36,7 @@ FEATURES_NEED_XLA = ("--parallel features trains with the XLA step: pass --backe
 SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
                    "batch_size", "ensemble", "char_ngrams", "char_learning_rate", "char_epochs")
 MODELS = ("mlp", "cnn")
+MULTI_LABEL_METRICS = ("micro-f1", "macro-f1", "samples-f1")
 
 
 # Settings whose default depends on the model, filled in when left at None (Settings.__post_init__). Measured:
@@ -134,6 +135,9 @@ class Settings:
     # threshold chosen on held-out documents. None: as the corpus holds them (any document with other than one
     # label makes it multi-label); True / False as the user says (False refuses a corpus of label sets).
     multi_label: bool | None = None
+    # What a multi-label model is judged by: its threshold and early stopping maximise it on held-out documents.
+    # None: micro-F1. Refused for a corpus of one label a document (judged by accuracy).
+    metric: str | None = None
     max_file_mb: float = 10.0  # larger files are skipped (corpus) or refused (predict)
     # Compute.
     backend: str = "auto"  # "auto": as measured per network and batch on a GPU (training/backends.py), else xla
@@ -198,6 +202,8 @@ class Settings:
             (all(a in AUGMENTATIONS for a in self.augmentations),
              f"augment must be comma-separated names from {', '.join(AUGMENTATIONS)} (or empty)"),
             (self.multi_label in (None, True, False), "multi_label must be true, false or none (from the corpus)"),
+            (self.metric in (None, *MULTI_LABEL_METRICS),
+             f"metric must be one of {', '.join(MULTI_LABEL_METRICS)}"),
             (_within(self.batch_size, 1, MAX["batch_size"]), f"batch_size must be 1 to {MAX['batch_size']:,}"),
             (_within(self.epochs, 1, MAX["epochs"]), f"epochs must be 1 to {MAX['epochs']:,}"),
             (_within(self.min_steps, 0, MAX["min_steps"]), f"min_steps must be 0 to {MAX['min_steps']:,}"),

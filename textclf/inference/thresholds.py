@@ -41,10 +41,12 @@ def f1(truth: np.ndarray, predicted: np.ndarray, metric: str = "micro-f1") -> fl
     return float(f1_score(truth, predicted, average=average, zero_division=0))
 
 
-def best_micro_f1(scores: np.ndarray, truth: np.ndarray) -> float:
-    """The micro-F1 of (n, C) output scores at the best global threshold of GRID."""
+def best_score(scores: np.ndarray, truth: np.ndarray, metric: str = "micro-f1") -> float:
+    """The metric of (n, C) output scores at the best global threshold of GRID."""
     probabilities, truth = sigmoid(np.asarray(scores, np.float64)), np.asarray(truth, bool)
-    predicted = probabilities[None] > GRID[:, None, None]  # (G, n, C)
+    if metric != "micro-f1":
+        return max(f1(truth, probabilities > t, metric) for t in GRID)
+    predicted = probabilities[None] > GRID[:, None, None]  # (G, n, C): micro-F1 from counts, at once
     tp = (predicted & truth).sum(axis=(1, 2))
     return float((2 * tp / np.maximum(1, truth.sum() + predicted.sum(axis=(1, 2)))).max())
 

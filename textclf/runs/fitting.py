@@ -140,6 +140,10 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
     training_rows = early_stopping = None  # the rows of train_x that train, where train_x is not copied
     if plan.held_out_documents:
         train_x, train_y, training_rows, early_stopping = _held_out_split(data, plan, train_x, train_y, settings.seed)
+        if plan.multi_label:  # what the held-out documents judge; no stop before the minimum steps are made
+            early_stopping.metric = settings.metric or "micro-f1"
+            steps = -(-(len(train_y) if training_rows is None else len(training_rows)) // settings.batch_size)
+            early_stopping.earliest_stop = -(-settings.min_steps // steps)
     elif plan.rate_choice == "refit":
         with run.phase("rates"):
             settings = choose_rate_then_refit(run, train_x, train_y, len(data.classes), settings, backend,
@@ -161,7 +165,7 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
     if plan.multi_label:  # the held-out documents choose where the sigmoid outputs say yes
         from textclf.inference.thresholds import choose_thresholds
 
-        thresholds = choose_thresholds(early_stopping.scores(params), early_stopping.y)
+        thresholds = choose_thresholds(early_stopping.scores(params), early_stopping.y, early_stopping.metric)
         run.record(thresholds=thresholds.summary())
     data.train_x = None  # the training matrices are done with: their memory goes back before the scoring
     return_freed_memory()

@@ -107,6 +107,10 @@ def resolved_multi_label(labels: list[str], settings: Settings, source: str) -> 
         example = next(label for label in labels if SEPARATOR in label)
         raise CorpusError(f"corpus '{source}' has documents with other than one label (e.g. '{shown(example)}'): "
                           "drop --no-multi-label to train a multi-label model")
+    multi = found if settings.multi_label is None else settings.multi_label
+    if settings.metric is not None and not multi:
+        raise CorpusError(f"--metric {settings.metric} judges label sets, and corpus '{source}' has one label a "
+                          "document (judged by accuracy): drop --metric, or pass --multi-label")
     return settings if settings.multi_label is not None else settings.replace(multi_label=found)
 
 

@@ -40,8 +40,10 @@ class EarlyStopping:
     giving the network's parameters on the host (numpy w1 (F, H), b1 (H,), w2 (H, C), b2 (C,)); True: stop.
     The held-out documents are scored on the host, so every trainer and backend is stopped by the same rule."""
 
-    def __init__(self, x: sp.csr_matrix, y: np.ndarray, patience: int = 1):
-        self.x, self.y, self.patience = x, np.asarray(y), patience
+    def __init__(self, x: sp.csr_matrix, y: np.ndarray, patience: int = 1, metric: str = "micro-f1",
+                 earliest_stop: int = 0):
+        self.x, self.y, self.patience, self.metric = x, np.asarray(y), patience, metric
+        self.earliest_stop = earliest_stop  # no stop before this many epochs (the best epoch is still kept)
         self.accuracies: list[float] = []
         self.best_epoch = 0  # 1-based; 0: none scored yet
         self.best_params = None
@@ -52,14 +54,14 @@ class EarlyStopping:
 
     def score(self, params: Params) -> float:
         """The held-out documents' accuracy under these (numpy) parameters, scored as a trained model scores; for
-        label sets ((n, C) y), their micro-F1 at the best of the thresholds tried (as the model will be judged:
+        label sets ((n, C) y), their metric (micro-F1 unless told) at the best of the thresholds tried (as the model will be judged:
         the threshold is chosen after the training; at a fixed 0.5 the first epochs, which predict few labels,
         looked like a plateau)."""
         scores = self.scores(params)
         if self.y.ndim == 2:
-            from textclf.inference.thresholds import best_micro_f1
+            from textclf.inference.thresholds import best_score
 
-            return best_micro_f1(scores, self.y)
+            return best_score(scores, self.y, self.metric)
         return float((scores.argmax(axis=1) == self.y).mean())
 
     def __call__(self, epoch: int, host_params: Callable[[], tuple]) -> bool:
@@ -68,7 +70,7 @@ class EarlyStopping:
         self.accuracies.append(accuracy)
         if self.best_epoch == 0 or accuracy > self.accuracies[self.best_epoch - 1]:
             self.best_epoch, self.best_params = epoch + 1, params
-        return epoch + 1 - self.best_epoch >= self.patience
+        return epoch + 1 >= self.earliest_stop and epoch + 1 - self.best_epoch >= self.patience
 
     def summary(self) -> dict:
         return {"held_out": int(self.x.shape[0]), "patience": self.patience, "accuracies": self.accuracies,

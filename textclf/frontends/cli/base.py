@@ -160,6 +160,9 @@ TRAINING_OPTIONS = (
     ("multi_label", "multi_label", Optional[bool],
      "Documents with any number of labels: sigmoid outputs and a threshold chosen on held-out documents (default: "
      "when any document has other than one label; --no-multi-label refuses such a corpus)."),
+    ("metric", "metric", Optional[str],
+     "Multi-label: what the threshold and early stopping maximise on held-out documents: micro-f1, macro-f1 or "
+     "samples-f1 (default micro-f1)."),
     ("seed", "seed", Optional[int], f"Seed for the split, initialisation and shuffling (default {D.seed})."),
     ("backend", "backend", Optional[str], f"auto, xla or pallas (GPU) (default {D.backend})."),
     ("max_file_mb", "max_file_mb", Optional[float], f"Skip corpus files larger than this (default {D.max_file_mb})."),
