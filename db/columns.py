@@ -134,7 +134,7 @@ TABLES = {
             "created_at": "When (ISO 8601, UTC).",
             "task": "The corpus measured.",
             "tool": "textclf or a peer (fastText, LinearSVC, ...).",
-            "accuracy": "Test accuracy.",
+            "accuracy": "Test accuracy, or the metric named in metric.",
             "wall_s": "Whole wall time.",
             "train_s": "Training time.",
             "docs_per_s": "Training documents a second.",
@@ -145,6 +145,7 @@ TABLES = {
             "device": "Device.",
             "settings": "JSON of the tool's settings.",
             "error": "Why the tool failed, if it did.",
+            "metric": "What accuracy holds: empty or accuracy, or micro-F1 for a task of label sets.",
         },
     },
 }

@@ -196,6 +196,8 @@ def _v15_multi_label(db: sqlite_utils.Database) -> None:
     db["runs"].add_column("thresholds", str)
     db["runs"].add_column("eval_metric", str)
     db["runs"].add_column("eval_score", float)
+    # bench_results: what its accuracy column holds ("accuracy", or "micro-F1" for a task of label sets)
+    db["bench_results"].add_column("metric", str)
 
 
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,

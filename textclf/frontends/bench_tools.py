@@ -13,6 +13,10 @@ imports, reading, vectorizing, training, predicting the test set). train_s is th
 - sklearn-sgd / sklearn-svm / sklearn-cnb: TfidfVectorizer(ngram_range (1, 2), sublinear_tf) + SGDClassifier /
   LinearSVC / ComplementNB(alpha 0.1, as in scikit-learn's text classification example); sklearn-mlp:
   TfidfVectorizer(sublinear_tf) + MLPClassifier(128, logistic, max_iter 30). random_state 0 where there is one.
+A multi-label task (pipelines/labels.py) is scored by micro-F1 ("metric": "micro-F1" in the JSON, in the "accuracy"
+field): textclf as it trains label sets, fastText with -loss ova and threshold 0.5, scikit-learn's classifiers
+one-vs-rest (OneVsRestClassifier; MLPClassifier takes the indicator matrix itself); the torch tools train one label a
+document and are skipped.
 Chinese, Japanese, Thai, Lao, Khmer and Myanmar text has no spaces between words: every tool gets each of its
 characters as a word (fastText's input has them apart; scikit-learn's token_pattern is
 pipelines.word_counts.UNSPACED_TOKEN_PATTERN), as textclf splits it, the usual bag of words for these scripts where
@@ -62,9 +66,17 @@ def _textclf(backend: str, train: str, test: str) -> dict:
     import jax
 
     stats = jax.devices()[0].memory_stats() or {}
+    metric = result.model.metadata.get("eval_metric", "accuracy")
+    if metric != "accuracy":
+        return {**_textclf_numbers(result, stats, jax.default_backend()), "accuracy": result.model.metadata["eval_score"],
+                "metric": "micro-F1"}
+    return _textclf_numbers(result, stats, jax.default_backend())
+
+
+def _textclf_numbers(result, stats: dict, device: str) -> dict:
     return {"accuracy": result.eval_accuracy, "train_s": result.phases["train"], "epochs": len(result.history),
             "n_train": result.n_train, "n_test": result.n_eval,
-            "peak_gpu_mb": stats.get("peak_bytes_in_use", 0) / 2**20 if jax.default_backend() == "gpu" else None,
+            "peak_gpu_mb": stats.get("peak_bytes_in_use", 0) / 2**20 if device == "gpu" else None,
             "notes": f"search {result.phases.get('search', 0):.1f} s, compile {result.phases['compile']:.1f} s, "
                      f"vectorize {result.phases['vectorize']:.1f} s; chose {_chosen(result.model.settings)}"}
 
@@ -74,6 +86,26 @@ def _chosen(settings) -> str:
             f"lr {settings.learning_rate:g}, wd {settings.weight_decay:g}, "
             f"{settings.epochs} epochs, {settings.ensemble or 1} network(s)"
             f"{' + character n-grams' if settings.char_ngrams else ''}")
+
+
+def _multi_label(train_corpus, test_corpus):
+    """(binarizer, train sets, test sets) where the training corpus holds label sets, else None."""
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    from pipelines.labels import is_multi_label, label_set
+
+    if not is_multi_label(train_corpus.labels):
+        return None
+    train_sets = [label_set(label) for label in train_corpus.labels]
+    test_sets = [label_set(label) for label in test_corpus.labels]
+    return MultiLabelBinarizer().fit(train_sets + test_sets), train_sets, test_sets
+
+
+def _micro_f1(binarizer, truth: list, predicted: list) -> float:
+    from sklearn.metrics import f1_score
+
+    return float(f1_score(binarizer.transform(truth), binarizer.transform(predicted), average="micro",
+                          zero_division=0))
 
 
 def _torch(bag: bool, train: str, test: str) -> dict:
@@ -89,6 +121,8 @@ def _torch(bag: bool, train: str, test: str) -> dict:
 
     settings = Settings()
     train_corpus, test_corpus = _read(train, test)
+    if _multi_label(train_corpus, test_corpus) is not None:
+        raise ToolMissing("the torch tools train one label a document; this task holds label sets")
     classes = sorted(set(train_corpus.labels))
     vectorizer, x = fit_vectorizer(train_corpus.texts, train_corpus.labels, settings)
     test_x = vectorizer.transform(test_corpus.texts, workers=None)
@@ -155,7 +189,7 @@ def fasttext_label(label: str) -> str:
 FASTTEXT_EPOCHS = 25  # the supervised tutorial's
 
 
-def fasttext_train(path: str, epochs: int = FASTTEXT_EPOCHS, verbose: int = 0):
+def fasttext_train(path: str, epochs: int = FASTTEXT_EPOCHS, verbose: int = 0, loss: str = "softmax"):
     """fastText trained on its input file (a line a document: fasttext_label, a space, fasttext_text) as its
     supervised tutorial recommends: lr 0.5, word bigrams, every CPU thread. verbose 2: its progress and ETA on
     stderr."""
@@ -164,20 +198,30 @@ def fasttext_train(path: str, epochs: int = FASTTEXT_EPOCHS, verbose: int = 0):
     except ImportError:
         raise ToolMissing("fasttext is not installed (pip install fasttext-wheel)") from None
     return fasttext.train_supervised(path, lr=0.5, epoch=epochs, wordNgrams=2, thread=os.cpu_count() or 1,
-                                     verbose=verbose)
+                                     verbose=verbose, loss=loss)
 
 
 def _fasttext(train: str, test: str) -> dict:
     train_corpus, test_corpus = _read(train, test)
     threads = os.cpu_count() or 1
+    sets = _multi_label(train_corpus, test_corpus)
     with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as handle:
-        for label, text in zip(train_corpus.labels, train_corpus.texts):
-            handle.write(f"{fasttext_label(label)} {fasttext_text(text)}\n")
+        for number, (label, text) in enumerate(zip(train_corpus.labels, train_corpus.texts)):
+            labels = [label] if sets is None else sets[1][number]
+            handle.write(" ".join(fasttext_label(name) for name in labels) + f" {fasttext_text(text)}\n")
         handle.flush()
         start = time.perf_counter()
-        model = fasttext_train(handle.name)
+        model = fasttext_train(handle.name, loss="softmax" if sets is None else "ova")
         train_s = time.perf_counter() - start
-    predicted, _ = model.predict([fasttext_text(t) for t in test_corpus.texts])
+    texts = [fasttext_text(t) for t in test_corpus.texts]
+    if sets is not None:  # its -loss ova prediction: every label above 0.5 (a list: NumPy 2 breaks one text's)
+        found, _ = model.predict(texts, k=-1, threshold=0.5)
+        names = {fasttext_label(name): name for name in sets[0].classes_}
+        predicted = [[names[label] for label in labels if label in names] for labels in found]
+        return {"accuracy": _micro_f1(sets[0], sets[2], predicted), "metric": "micro-F1", "train_s": train_s,
+                "epochs": FASTTEXT_EPOCHS, "n_train": len(train_corpus), "n_test": len(test_corpus),
+                "peak_gpu_mb": None, "notes": f"{threads} threads, lr 0.5, wordNgrams 2, -loss ova, threshold 0.5"}
+    predicted, _ = model.predict(texts)
     expected = [fasttext_label(label) for label in test_corpus.labels]
     accuracy = sum(p[0] == e for p, e in zip(predicted, expected)) / len(expected)
     return {"accuracy": accuracy, "train_s": train_s, "epochs": FASTTEXT_EPOCHS, "n_train": len(train_corpus),
@@ -199,6 +243,18 @@ def _sklearn(kind: str, train: str, test: str) -> dict:
                                           random_state=0),
              "sgd": lambda: SGDClassifier(random_state=0), "svm": lambda: LinearSVC(random_state=0),
              "cnb": lambda: ComplementNB(alpha=0.1)}[kind]()
+    sets = _multi_label(train_corpus, test_corpus)
+    if sets is not None:  # one-vs-rest over the label indicator matrix
+        from sklearn.multiclass import OneVsRestClassifier
+
+        model = model if kind == "mlp" else OneVsRestClassifier(model)
+        start = time.perf_counter()
+        model.fit(x, sets[0].transform(sets[1]))
+        train_s = time.perf_counter() - start
+        chosen = model.predict(vectorizer.transform(test_corpus.texts))
+        return {"accuracy": float(_micro_f1(sets[0], sets[2], sets[0].inverse_transform(chosen))),
+                "metric": "micro-F1", "train_s": train_s, "epochs": 0, "n_train": len(train_corpus),
+                "n_test": len(test_corpus), "peak_gpu_mb": None, "notes": "one-vs-rest"}
     start = time.perf_counter()
     model.fit(x, train_corpus.labels)
     train_s = time.perf_counter() - start
