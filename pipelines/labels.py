@@ -55,3 +55,19 @@ def shown(label: str) -> str:
     if SEPARATOR not in label:
         return label
     return ", ".join(label_set(label)) or "(none)"
+
+
+def merged_documents(texts: Sequence[str], labels: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A folder corpus read as label sets: the same document in several label folders (the same text) is one
+    document holding those labels, in the order of its first copy; -> (texts, label strings)."""
+    first: dict[str, int] = {}
+    kept_texts: list[str] = []
+    sets: list[set[str]] = []
+    for text, label in zip(texts, labels):
+        if text in first:
+            sets[first[text]].update(label_set(label))
+            continue
+        first[text] = len(kept_texts)
+        kept_texts.append(text)
+        sets.append(set(label_set(label)))
+    return kept_texts, [SEPARATOR + SEPARATOR.join(sorted(names)) for names in sets]

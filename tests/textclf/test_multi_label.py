@@ -201,3 +201,23 @@ def test_bench_scores_a_task_of_label_sets_by_micro_f1(corpora, tmp_path, db_pat
     for tool in ("textclf-xla", "sklearn-svm", "fasttext"):
         assert rows[tool]["error"] is None and rows[tool]["metric"] == "micro-F1", rows[tool]
         assert 0.8 < rows[tool]["accuracy"] <= 1.0
+
+
+def test_a_folder_corpus_with_multi_label_reads_a_document_in_several_label_folders_as_one(tmp_path):
+    from textclf.inference.artifacts import load_model
+
+    texts, sets = label_sets(300, 4)
+    root = tmp_path / "corpus"
+    for number, (text, labels) in enumerate(zip(texts, sets)):
+        for label in labels or ["none"]:
+            (root / label).mkdir(parents=True, exist_ok=True)
+            (root / label / f"{number}.txt").write_text(text)
+    runner = CliRunner()
+    trained = runner.invoke(app, ["train", str(root), "--multi-label", "--out", str(tmp_path / "m.npz"), "--db",
+                                  str(tmp_path / "r.db"), *FAST])
+    assert trained.exit_code == 0, trained.output
+    assert "validation micro-f1" in trained.output
+    model = load_model(tmp_path / "m.npz")
+    assert model.multi_label and model.labels == sorted([*LABELS, "none"])
+    evaluated = runner.invoke(app, ["eval", str(root), "--model", str(tmp_path / "m.npz"), "--json"])
+    assert json.loads(evaluated.output)["n"] == len(set(texts))  # each document once, however many folders
