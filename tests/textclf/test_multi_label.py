@@ -221,3 +221,15 @@ def test_a_folder_corpus_with_multi_label_reads_a_document_in_several_label_fold
     assert model.multi_label and model.labels == sorted([*LABELS, "none"])
     evaluated = runner.invoke(app, ["eval", str(root), "--model", str(tmp_path / "m.npz"), "--json"])
     assert json.loads(evaluated.output)["n"] == len(set(texts))  # each document once, however many folders
+
+
+def test_label_sets_train_with_the_character_view_too(tmp_path, corpora):
+    """Two views: each network stopped by its own columns of the held-out documents, the joined one thresholded."""
+    from textclf.runs.run import train as train_run
+    from textclf.settings import Settings
+
+    train, test = corpora
+    result = train_run(train, Settings(search="off", hidden=16, learning_rate=0.01, char_ngrams=True),
+                       test_path=test, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    assert result.model.multi_label and result.model.vectorizer.chars is not None
+    assert result.model.metadata["eval_score"] > 0.9

@@ -242,8 +242,12 @@ class _Views:
                 # the plan's layout and epoch count (min_steps 0: the count as planned, min_steps already in it)
                 laid_out = view_settings.replace(parallel=self.plan.parallel, devices=self.plan.devices,
                                                  epochs=view.epochs, min_steps=0)
+                # several views: each network judged on its own columns of the held-out documents
+                judge = early_stopping if one_view or early_stopping is None else early_stopping.on_columns(columns)
                 view_params, history, backend, view_compile, view_train_s = self._networks(
-                    run, rows, laid_out, backend, early_stopping, run.checkpointer if one_view else None, data.rows)
+                    run, rows, laid_out, backend, judge, run.checkpointer if one_view else None, data.rows)
+                if judge is not early_stopping and not params:  # the run records the word network's epochs
+                    early_stopping.kept_from(judge)
             offset = len(self.history)  # the epochs of the views before this one
             self.history += [replace(stats, epoch=offset + stats.epoch) for stats in history]
             params.append(view_params)

@@ -72,6 +72,14 @@ class EarlyStopping:
             self.best_epoch, self.best_params = epoch + 1, params
         return epoch + 1 >= self.earliest_stop and epoch + 1 - self.best_epoch >= self.patience
 
+    def on_columns(self, columns: slice) -> EarlyStopping:
+        """The same rule over these columns of the held-out documents (one view's network of several)."""
+        return EarlyStopping(self.x[:, columns], self.y, self.patience, self.metric, self.earliest_stop)
+
+    def kept_from(self, other: EarlyStopping) -> None:
+        """Take another judge's curve and best epoch as this one's record (not its parameters)."""
+        self.accuracies, self.best_epoch = list(other.accuracies), other.best_epoch
+
     def summary(self) -> dict:
         return {"held_out": int(self.x.shape[0]), "patience": self.patience, "accuracies": self.accuracies,
                 "best_epoch": self.best_epoch}
