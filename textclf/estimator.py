@@ -51,7 +51,8 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
                  start_token: bool = True, unspaced_as_characters: bool = True, hidden: int = 128,
                  optimizer: str = "adam", min_steps: int = 300, lr_schedule: str | None = None,
                  momentum: float = 0.9, init_gain: float = 1.0, backend: str = "auto", pallas_input: str = "auto",
-                 devices: int = 0, parallel: str = "auto", multi_label: bool | None = None, random_state: int = 0):
+                 devices: int = 0, parallel: str = "auto", multi_label: bool | None = None, metric: str | None = None,
+                 random_state: int = 0):
         # One parameter a setting: scikit-learn reads them from this signature (get_params, clone).
         # Stored as given, nothing else (scikit-learn's rule): checked in fit.
         self.search = search
@@ -86,6 +87,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         self.devices = devices
         self.parallel = parallel
         self.multi_label = multi_label
+        self.metric = metric
         self.random_state = random_state
 
     @property
@@ -250,7 +252,8 @@ def _targets(y, n: int, multi_label: bool | None) -> _Targets:
 
     if multi_label is not False and y is not None and not isinstance(y, (str, bytes)):
         array = np.asarray(y) if hasattr(y, "__array__") or _is_matrix(y) else None
-        if array is not None and array.ndim == 2 and array.dtype != object:
+        # (an (n, 1) column is one label a document, as scikit-learn reads it)
+        if array is not None and array.ndim == 2 and array.shape[1] > 1 and array.dtype != object:
             if array.shape[0] != n:
                 raise ValueError(f"X has {n} documents but y has {array.shape[0]} rows: pass one row a document")
             if not np.isin(array, (0, 1)).all():
@@ -265,7 +268,7 @@ def _targets(y, n: int, multi_label: bool | None) -> _Targets:
             names = [joined(columns[c] for c in np.flatnonzero(row)) if row.sum() != 1
                      else columns[int(np.flatnonzero(row)[0])] for row in array]
             return _Targets("indicator", [_as_set(name) for name in names], dict(zip(columns, range(len(columns)))))
-        items = list(y)
+        items = list(array) if array is not None and array.ndim == 1 else list(y) if array is None else []
         if items and all(isinstance(item, (list, tuple, set, frozenset)) for item in items):
             if len(items) != n:
                 raise ValueError(f"X has {n} documents but y has {len(items)} label lists: pass one a document")

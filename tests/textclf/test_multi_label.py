@@ -233,3 +233,17 @@ def test_label_sets_train_with_the_character_view_too(tmp_path, corpora):
                        test_path=test, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
     assert result.model.multi_label and result.model.vectorizer.chars is not None
     assert result.model.metadata["eval_score"] > 0.9
+
+
+def test_the_model_search_chooses_for_label_sets_by_micro_f1(tmp_path, corpora):
+    """The search's rounds train label sets (binary cross-entropy side by side) and judge them by micro-F1; it
+    chooses one network, and the plan trains the choice."""
+    from textclf.runs.run import train as train_run
+    from textclf.settings import Settings
+
+    train, test = corpora
+    result = train_run(train, Settings(hidden=16, search_steps=4000), test_path=test, db_path=tmp_path / "runs.db",
+                       model_path=tmp_path / "m.npz")
+    assert result.search["metric"].startswith("micro-f1") and 0.8 < result.search["best_accuracy"] <= 1.0
+    assert result.model.multi_label and result.model.settings.ensemble == 1
+    assert result.model.metadata["eval_score"] > 0.9

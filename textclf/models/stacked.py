@@ -57,7 +57,13 @@ def head(pre: jax.Array, w2: jax.Array, b2: jax.Array) -> jax.Array:
 
 
 def summed_loss(scores: jax.Array, labels, mask) -> jax.Array:
-    """(B, K, C) scores -> the sum over the K models of each one's mean cross-entropy on the unmasked rows."""
+    """(B, K, C) scores -> the sum over the K models of each one's mean cross-entropy on the unmasked rows; for
+    (B, C) label sets, each one's mean binary cross-entropy summed over its outputs (models/mlp.py's
+    multi_label_loss, K times)."""
+    if labels.ndim == 2:
+        targets = labels[:, None, :].astype(scores.dtype)  # (B, 1, C)
+        bce = jnp.sum(jax.nn.softplus(-jnp.abs(scores)) + jnp.maximum(scores, 0.0) - scores * targets, axis=-1)
+        return jnp.sum(bce * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
     log_probs = jax.nn.log_softmax(scores, axis=-1)  # (B, K, C)
     nll = -jnp.take_along_axis(log_probs, labels[:, None, None], axis=2)[..., 0]  # (B, K)
     return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)

@@ -249,9 +249,7 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
             corpus.texts, corpus.labels = merged_documents(list(corpus.texts), corpus.labels)
         settings = resolved_multi_label(corpus.labels, settings, corpus.source)
         train_labels, eval_labels = steps.split(corpus, test_path, settings)
-        if settings.multi_label:
-            search, search_key = {"skipped": "the search chooses for single-label corpora"}, None
-        elif settings.search != "off" and settings.vectorizer == "tfidf":
+        if settings.search != "off" and settings.vectorizer == "tfidf":
             settings, search, search_key = run_search(run, steps.train_texts, train_labels, settings,
                                                       steps.forked(len(corpus.texts)), corpus.fingerprint,
                                                       test_path is None)

@@ -39,7 +39,7 @@ def _padded_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, 
     out = []
     for position, array in enumerate(batches.arrays()):  # indices, values, rows (cap wide); labels, mask (B)
         width = cap if position < 3 else batch_size
-        padded = np.zeros((steps, width), array.dtype)
+        padded = np.zeros((steps, width, *array.shape[2:]), array.dtype)  # (label sets: (steps, B, C) labels)
         padded[: array.shape[0], : array.shape[1]] = array
         out.append(padded)
     return tuple(out)
@@ -425,7 +425,7 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
         params, state, _ = run_step(params, state, rates_array, decays_array, *data.train, jnp.asarray(order),
                                     visited)
         each, _ = step.hits(params, *data.val)
-        accuracies[epoch] = np.asarray(each) / max(1, data.n_val)
+        accuracies[epoch] = label_set_f1(each) if data.val[3].ndim == 3 else np.asarray(each) / max(1, data.n_val)
         if scores_from is not None and epoch + 1 >= scores_from:
             batched = np.asarray(step.log_probabilities(params, *data.val[:4]))  # (steps, B, K, C)
             scores.append(batched.reshape(-1, *batched.shape[2:])[: data.n_val])
@@ -439,6 +439,12 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
 
     run_epochs(params, state, [], 0, epochs, one_epoch, early_stop=no_gain)
     return (accuracies, np.stack(scores)) if scores_from is not None else accuracies
+
+
+def label_set_f1(counts) -> np.ndarray:
+    """(K, 3) true positives, false positives, false negatives (StackedStep.hits of label sets) -> (K,) micro-F1."""
+    tp, fp, fn = np.moveaxis(np.asarray(counts, np.float64), -1, 0)
+    return 2 * tp / np.maximum(1.0, 2 * tp + fp + fn)
 
 
 # Compiling ahead, without running: for a thread while the device trains the search's first rounds. jax keeps what
@@ -459,7 +465,7 @@ def precompile_epoch(data: RoundData, n_classes: int, models: int, hidden: int, 
     # Shapes and dtypes only, as the round's uploaded (uncommitted) arrays lower: a sharding here would change the
     # program's text, and so its cache key.
     train = [jax.ShapeDtypeStruct((steps, shape[1]), a.dtype) for a in data.train[:3]] + \
-        [jax.ShapeDtypeStruct((steps, batch_size), a.dtype) for a in data.train[3:]]
+        [jax.ShapeDtypeStruct((steps, batch_size, *a.shape[2:]), a.dtype) for a in data.train[3:]]
     params = _abstract_params(data, n_classes, models, hidden)
     per_model = jax.ShapeDtypeStruct((models,), jnp.float32)
     stacked_epoch.lower(params, jax.eval_shape(adam().init, params), per_model, per_model, *train,

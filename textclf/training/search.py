@@ -37,6 +37,7 @@ import jax
 import numpy as np
 
 from pipelines.batches import next_power_of_two
+from pipelines.labels import indicator, label_names
 from pipelines.vectorize import count_terms, term_masks
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
@@ -96,6 +97,9 @@ def _searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[s
     settings = search.settings
     classes = sorted(set(labels))
     y = np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)  # (documents,) class numbers
+    # label sets: the networks learn each label's yes/no; the folds and the column selection see each set as a class
+    names = label_names(labels, True) if settings.multi_label else None
+    targets = None if names is None else indicator(labels, names)
     n_documents = len(texts)
     folds = search_folds(y, settings.seed, search.platform, search.rules)
     sample = folds_sample(folds, len(y))
@@ -104,12 +108,14 @@ def _searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[s
         # for documents no round would see. Its rows are renumbered 0..n-1.
         folds = [tuple(np.searchsorted(sample, part) for part in fold) for fold in folds]
         texts, y = [texts[i] for i in sample], y[sample]
+        targets = None if targets is None else targets[sample]
     widest_ngram = max(v.ngram_max for v in search.variants)
     terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, search.pool, settings.start_token,
                                 unspaced_as_characters=settings.unspaced_as_characters)
     masks = {key: np.flatnonzero(mask)
              for key, mask in term_masks(terms, {(v.stop_words, v.ngram_max) for v in search.variants}).items()}
-    return SearchCorpus(list(texts), y, len(classes), n_documents, folds, sample is not None, terms, counts, masks)
+    return SearchCorpus(list(texts), y, len(classes) if names is None else len(names), n_documents, folds,
+                        sample is not None, terms, counts, masks, targets)
 
 
 def _geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: list[int]) -> RoundGeometry:
@@ -185,7 +191,8 @@ class _Rounds:
                                                                                         variant.ngram_max],
                                                  train_rows, val_rows, search.settings, geometry.features,
                                                  geometry.width, variant)
-        return round_data(train_x, corpus.y[train_rows], val_x, corpus.y[val_rows], variant.batch_size,
+        return round_data(train_x, corpus.trained_labels(train_rows), val_x, corpus.trained_labels(val_rows),
+                          variant.batch_size,
                           search.settings.seed + fold, geometry.shapes[variant.batch_size], geometry.val_shape,
                           geometry.score_batch)
 
@@ -316,7 +323,11 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
         summary["rate_candidates"] = rate_candidates(leaderboard, validation_documents, for_all, rules)
     # min_steps 0: the epoch count was read off the validation curves; the small-corpus rule must not raise it.
     chosen = settings.replace(**best, min_steps=0)
-    if settings.ensemble == 0:
+    if settings.ensemble == 0 and corpus.targets is not None:
+        # label sets train one network a view (textclf/training/plan.py): no ensemble, the character view as given
+        chosen = chosen.replace(ensemble=1)
+        summary["metric"] = "micro-f1 at probability 0.5 (the threshold is chosen after the training)"
+    elif settings.ensemble == 0:
         # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
         trial = NetworksTrial(search, corpus, geometry, chosen, shared_folds)
         networks = trial.choose(leaderboard[0]["settings"]["epochs"], min(rounds.network_epoch_seconds))

@@ -328,14 +328,19 @@ class SearchCorpus:
     """The searched documents, tokenised once into the widest view, and their folds."""
 
     texts: list[str]  # the searched texts (a sample's, where the corpus is larger than the folds cover)
-    y: np.ndarray  # their class numbers
-    n_classes: int
+    y: np.ndarray  # their class numbers (label sets: each distinct set's, for the folds and the column selection)
+    n_classes: int  # (label sets: the labels)
     n_documents: int  # every training document, searched or not
     folds: list[tuple[np.ndarray, np.ndarray]]  # (training rows, validation rows) of the searched texts
     subsampled: bool
     terms: object  # the widest view's terms (count_terms)
     counts: object  # (searched documents, terms) raw counts
     masks: dict  # (stop words, n-grams) -> the widest view's columns of that variant
+    targets: np.ndarray | None = None  # label sets: (searched documents, labels) 0/1, what the networks learn
+
+    def trained_labels(self, rows: np.ndarray) -> np.ndarray:
+        """What the networks learn of these rows: class numbers, or label sets' 0/1 rows."""
+        return self.y[rows] if self.targets is None else self.targets[rows]
 
 
 @dataclass

@@ -196,17 +196,31 @@ def _batch_scores(params: Params, batch: tuple, dense: bool, buffer: jax.Array
 def stacked_hits(params: Params, indices, values, rows, labels, mask, dense: bool = False
           ) -> tuple[jax.Array, jax.Array]:
     """(steps, ...) batches -> ((K,) documents each model predicts right, () documents the ensemble (the K
-    models' scores averaged) predicts right)."""
+    models' scores averaged) predicts right). Label sets ((steps, B, C) labels): ((K, 3), (3,)) true positives,
+    false positives and false negatives at probability 0.5, from which micro-F1 (label_set_f1)."""
+    sets = labels.ndim == 3
+
+    def right(scores, y, m):  # (B, ..., C) scores -> documents right, or label sets' (tp, fp, fn)
+        if not sets:
+            return jnp.sum((jnp.argmax(scores, axis=-1) == y.reshape(y.shape + (1,) * (scores.ndim - 2))) *
+                           m.reshape(m.shape + (1,) * (scores.ndim - 2)), axis=0)
+        said = (scores > 0).astype(jnp.float32)
+        truth = y.reshape(y.shape[:1] + (1,) * (scores.ndim - 2) + y.shape[1:]).astype(jnp.float32)
+        weight = m.reshape(m.shape + (1,) * (scores.ndim - 1))
+        counts = [said * truth, said * (1 - truth), (1 - said) * truth]  # tp, fp, fn
+        return jnp.stack([jnp.sum(c * weight, axis=(0, scores.ndim - 1)) for c in counts], axis=-1)
+
     def one(carry, batch):
         each_total, together_total, buffer = carry
         y, m = batch[3:]
         scores, buffer = _batch_scores(params, batch, dense, buffer)  # (B, K, C)
-        each = jnp.sum((jnp.argmax(scores, axis=-1) == y[:, None]) * m[:, None], axis=0)
-        together = jnp.sum((jnp.argmax(jnp.mean(scores, axis=1), axis=-1) == y) * m)
-        return (each_total + each, together_total + together, buffer), None
+        return (each_total + right(scores, y, m), together_total + right(jnp.mean(scores, axis=1), y, m),
+                buffer), None
 
     models = params.w2.shape[0]
-    start = (jnp.zeros((models,), jnp.float32), jnp.zeros((), jnp.float32), _zero_rows(params, labels, dense))
+    counted = (3,) if sets else ()
+    start = (jnp.zeros((models, *counted), jnp.float32), jnp.zeros(counted, jnp.float32),
+             _zero_rows(params, labels, dense))
     (each_total, together_total, _), _ = jax.lax.scan(one, start, (indices, values, rows, labels, mask))
     return each_total, together_total
 

@@ -86,7 +86,8 @@ def train(
                   f"NB weights {'on' if c.nb_weighting else 'off'}, {_rate_chosen(search, c.learning_rate)}, "
                   f"weight decay {c.weight_decay:g}, "
                   f"{_epochs_kept(search, c.epochs)}, {_batch_line(search, c.batch_size)}, {c.ensemble or 1} network(s)"
-                  f"{' + the same on character n-grams' if c.char_ngrams else ''} by validation accuracy "
+                  f"{' + the same on character n-grams' if c.char_ngrams else ''} by validation "
+                  f"{'micro-F1' if c.multi_label else 'accuracy'} "
                   f"{search['best_accuracy']:.4f} ({_search_source(search, result.run_id)})",
                   highlight=False, markup=False, soft_wrap=True)
     elif search.get("skipped") and search["skipped"] != "--search off":
