@@ -247,3 +247,28 @@ def test_the_model_search_chooses_for_label_sets_by_micro_f1(tmp_path, corpora):
     assert result.search["metric"].startswith("micro-f1") and 0.8 < result.search["best_accuracy"] <= 1.0
     assert result.model.multi_label and result.model.settings.ensemble == 1
     assert result.model.metadata["eval_score"] > 0.9
+
+
+@pytest.mark.parametrize("metric", ["micro-f1", "macro-f1", "samples-f1"])
+def test_the_searchs_label_set_scores_are_scikit_learns(metric):
+    """StackedStep.hits of label sets, scored by candidates.label_set_score, give each network's metric at
+    probability 0.5 as scikit-learn's f1_score computes it from the same predictions."""
+    import jax
+    import scipy.sparse as sp
+    from sklearn.metrics import f1_score
+
+    from textclf.models.stacked import dense_scores, init_stacked
+    from textclf.training.candidates import _device_batches, batch_shape, label_set_score
+    from textclf.training.stacked_step import stacked_hits
+
+    rng = np.random.default_rng(5)
+    x = sp.random(70, 30, density=0.2, format="csr", random_state=6, dtype=np.float32)
+    y = (rng.random((70, 5)) < 0.3).astype(np.uint8)
+    params = init_stacked(jax.random.PRNGKey(2), 30, 8, 5, 3, gain=4.0)
+    batches = _device_batches(x, y, 16, np.arange(70), batch_shape([x], 16))
+    got = label_set_score(stacked_hits(params, *batches)[0], 70, metric)
+    scores = np.asarray(dense_scores(params, np.asarray(x.todense())))  # (n, K, C)
+    average = metric.split("-")[0]
+    want = [f1_score(y, scores[:, k] > 0, average=average, zero_division=1 if average == "samples" else 0)
+            for k in range(3)]
+    np.testing.assert_allclose(got, want, atol=1e-6)

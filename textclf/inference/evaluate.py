@@ -65,7 +65,9 @@ class MultiLabelEvaluation:
 
 def evaluate_multi_label(model: Model, corpus: Corpus) -> MultiLabelEvaluation:
     """A multi-label model on a corpus of label sets (or of one label a document)."""
-    from sklearn.metrics import f1_score, hamming_loss
+    from sklearn.metrics import hamming_loss
+
+    from textclf.inference.thresholds import f1
 
     if corpus.format == "folder":  # the same document in several label folders: one document of those labels
         corpus.texts, corpus.labels = merged_documents(list(corpus.texts), corpus.labels)
@@ -76,8 +78,7 @@ def evaluate_multi_label(model: Model, corpus: Corpus) -> MultiLabelEvaluation:
     return MultiLabelEvaluation(
         subset_accuracy=float((truth == predicted).all(axis=1).mean()) if len(truth) else 0.0,
         hamming_loss=float(hamming_loss(truth, predicted)) if len(truth) else 0.0,
-        f1={average: float(f1_score(truth, predicted, average=average, zero_division=0))
-            for average in ("micro", "macro", "samples")},
+        f1={metric.split("-")[0]: f1(truth, predicted, metric) for metric in ("micro-f1", "macro-f1", "samples-f1")},
         labels=list(model.labels), precision=p.tolist(), recall=r.tolist(), label_f1=f.tolist(),
         support=[int(x) for x in s], n=len(truth), unknown=sorted(set(names) - set(model.labels)))
 

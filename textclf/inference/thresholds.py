@@ -34,11 +34,12 @@ def sigmoid(scores: np.ndarray) -> np.ndarray:
 
 
 def f1(truth: np.ndarray, predicted: np.ndarray, metric: str = "micro-f1") -> float:
-    """(n, C) 0/1 truth and predictions -> the metric (scikit-learn's f1_score, zero_division 0)."""
+    """(n, C) 0/1 truth and predictions -> the metric (scikit-learn's f1_score; a document of no labels predicted
+    none scores 1 in samples-F1, an F1 with nothing to count 0 otherwise)."""
     from sklearn.metrics import f1_score
 
     average = metric.split("-")[0]
-    return float(f1_score(truth, predicted, average=average, zero_division=0))
+    return float(f1_score(truth, predicted, average=average, zero_division=1 if average == "samples" else 0))
 
 
 def best_score(scores: np.ndarray, truth: np.ndarray, metric: str = "micro-f1") -> float:

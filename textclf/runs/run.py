@@ -191,7 +191,7 @@ def _text_data(run: RunContext, corpus_path, test_path, settings: Settings, in_m
         return shared_data(run, corpus_path, test_path, settings), settings
     if settings.vectorizer == "hashing" and not in_memory:  # (in memory: hashed as the tfidf path vectorizes)
         run.warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
-        return hashed_data(run, corpus_path, test_path, settings), settings
+        return hashed_data(run, corpus_path, test_path, settings)
     return vectorized_data(run, corpus_path, test_path, settings)
 
 

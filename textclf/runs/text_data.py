@@ -176,6 +176,9 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     share = (jax.process_index(), jax.process_count())
     with phase("read"):
         corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, share=share)
+        if settings.multi_label or is_multi_label(corpus.labels):  # (a share may hold no set: say so once)
+            raise CorpusError(f"corpus '{corpus.source}' holds label sets, which train in one process: train it "
+                              "without --coordinator")
         test = read_corpus(test_path, settings.max_file_mb, read_progress, share=share) if test_path else None
     has_test = test is not None  # (a Corpus of an empty share is falsy)
     if has_test:
@@ -463,14 +466,16 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
     return result.settings, recorded_summary, key
 
 
-def hashed_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
+def hashed_data(run: RunContext, corpus_path, test_path, settings) -> tuple[TextData, Settings]:
     """"hashing": read and hashed in one streaming pass (pipelines/stream.py), texts never all in memory;
-    the phase is "read_vectorize" since reading and hashing overlap."""
+    the phase is "read_vectorize" since reading and hashing overlap. -> (the data, the settings with multi_label
+    decided)."""
     from pipelines.stream import hash_corpus, weigh
     from pipelines.vectorize import fit_hashing_idf
 
     with run.phase("read_vectorize"):
         corpus = hash_corpus(corpus_path, settings)
+        settings = resolved_multi_label(corpus.labels, settings, corpus.source)
         test = hash_corpus(test_path, settings) if test_path else None
         if test:
             check_test_labels(test.labels, corpus.labels, test.source)
@@ -492,4 +497,4 @@ def hashed_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels)
     run.record(n_features=vectorizer.n_features, vectors_cached=False)
     return TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
-                     skipped, non_utf8, corpus.fingerprint, read_documents=len(corpus.labels))
+                    skipped, non_utf8, corpus.fingerprint, read_documents=len(corpus.labels)), settings

@@ -394,12 +394,12 @@ def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix
 
 def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
                    hidden: int, seed: int, *, patience: int | None = None, initial: Params | None = None,
-                   scores_from: int | None = None):
-    # Ten arguments: a round's data and what trains in it (classes, rates, decays, epochs, width, seed), and the
-    # three optional ways the search runs a round, each named by the call that uses it.
+                   scores_from: int | None = None, metric: str = "micro-f1"):
+    # Eleven arguments: a round's data and what trains in it (classes, rates, decays, epochs, width, seed), and the
+    # four optional ways the search runs a round, each named by the call that uses it.
     """Train K = len(rates) networks side by side for `epochs` epochs on one round's batches (round_data),
     network k with learning rate rates[k] and weight decay decays[k]; -> (epochs, K) validation accuracy after
-    each epoch. patience: stop once this many epochs in a row improved no network's best validation accuracy
+    each epoch (label sets: the metric at probability 0.5, micro-F1 unless told). patience: stop once this many epochs in a row improved no network's best validation accuracy
     (early stopping); the epochs not run score 0. initial: the K networks' starting weights (copied, not
     consumed), else drawn from `seed` as StackedStep.start_state does: a search starts every round of a fold from
     the same weights, and drawing 25M uniform numbers cost ~0.3 s a round. scores_from: return (accuracies, the
@@ -425,7 +425,8 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
         params, state, _ = run_step(params, state, rates_array, decays_array, *data.train, jnp.asarray(order),
                                     visited)
         each, _ = step.hits(params, *data.val)
-        accuracies[epoch] = label_set_f1(each) if data.val[3].ndim == 3 else np.asarray(each) / max(1, data.n_val)
+        accuracies[epoch] = (label_set_score(each, data.n_val, metric) if data.val[3].ndim == 3
+                             else np.asarray(each) / max(1, data.n_val))
         if scores_from is not None and epoch + 1 >= scores_from:
             batched = np.asarray(step.log_probabilities(params, *data.val[:4]))  # (steps, B, K, C)
             scores.append(batched.reshape(-1, *batched.shape[2:])[: data.n_val])
@@ -441,9 +442,16 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     return (accuracies, np.stack(scores)) if scores_from is not None else accuracies
 
 
-def label_set_f1(counts) -> np.ndarray:
-    """(K, 3) true positives, false positives, false negatives (StackedStep.hits of label sets) -> (K,) micro-F1."""
-    tp, fp, fn = np.moveaxis(np.asarray(counts, np.float64), -1, 0)
+def label_set_score(hits, documents: int, metric: str = "micro-f1") -> np.ndarray:
+    """StackedStep.hits of label sets ((K, C, 3) counts, (K,) summed document F1) -> (K,) the metric at 0.5:
+    micro-F1 from the summed counts, macro-F1 the labels' F1 averaged, samples-F1 the documents' averaged."""
+    counts, document_f1 = (np.asarray(part, np.float64) for part in hits)
+    if metric == "samples-f1":
+        return document_f1 / max(1, documents)
+    tp, fp, fn = np.moveaxis(counts, -1, 0)  # (K, C) each
+    if metric == "macro-f1":
+        return (2 * tp / np.maximum(1.0, 2 * tp + fp + fn)).mean(axis=-1)
+    tp, fp, fn = tp.sum(axis=-1), fp.sum(axis=-1), fn.sum(axis=-1)
     return 2 * tp / np.maximum(1.0, 2 * tp + fp + fn)
 
 

@@ -250,7 +250,7 @@ class _Rounds:
         curves = fit_candidates(data, self.corpus.n_classes, [rate for rate, _ in optimizers],
                                 [decay for _, decay in optimizers], geometry.epochs, search.settings.hidden,
                                 search.settings.seed + fold, patience=geometry.patience,
-                                initial=self._starting_weights(fold))
+                                initial=self._starting_weights(fold), metric=search.settings.metric or "micro-f1")
         self.results[(variant, fold)] = curves
         ran = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1  # epochs before the early stop
         seconds = time.perf_counter() - started
@@ -326,7 +326,8 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
     if settings.ensemble == 0 and corpus.targets is not None:
         # label sets train one network a view (textclf/training/plan.py): no ensemble, the character view as given
         chosen = chosen.replace(ensemble=1)
-        summary["metric"] = "micro-f1 at probability 0.5 (the threshold is chosen after the training)"
+        summary["metric"] = (f"{settings.metric or 'micro-f1'} at probability 0.5 (the threshold is chosen after "
+                             "the training)")
     elif settings.ensemble == 0:
         # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
         trial = NetworksTrial(search, corpus, geometry, chosen, shared_folds)

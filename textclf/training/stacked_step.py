@@ -196,31 +196,40 @@ def _batch_scores(params: Params, batch: tuple, dense: bool, buffer: jax.Array
 def stacked_hits(params: Params, indices, values, rows, labels, mask, dense: bool = False
           ) -> tuple[jax.Array, jax.Array]:
     """(steps, ...) batches -> ((K,) documents each model predicts right, () documents the ensemble (the K
-    models' scores averaged) predicts right). Label sets ((steps, B, C) labels): ((K, 3), (3,)) true positives,
-    false positives and false negatives at probability 0.5, from which micro-F1 (label_set_f1)."""
+    models' scores averaged) predicts right). Label sets ((steps, B, C) labels): for each network and for their
+    mean, (per label (C, 3) true positives, false positives and false negatives at probability 0.5, the summed
+    F1 of each document's set), from which candidates.label_set_score computes the metric."""
     sets = labels.ndim == 3
 
-    def right(scores, y, m):  # (B, ..., C) scores -> documents right, or label sets' (tp, fp, fn)
+    def right(scores, y, m):  # (B, ..., C) scores -> documents right, or label sets' counts
         if not sets:
             return jnp.sum((jnp.argmax(scores, axis=-1) == y.reshape(y.shape + (1,) * (scores.ndim - 2))) *
                            m.reshape(m.shape + (1,) * (scores.ndim - 2)), axis=0)
         said = (scores > 0).astype(jnp.float32)
         truth = y.reshape(y.shape[:1] + (1,) * (scores.ndim - 2) + y.shape[1:]).astype(jnp.float32)
         weight = m.reshape(m.shape + (1,) * (scores.ndim - 1))
-        counts = [said * truth, said * (1 - truth), (1 - said) * truth]  # tp, fp, fn
-        return jnp.stack([jnp.sum(c * weight, axis=(0, scores.ndim - 1)) for c in counts], axis=-1)
+        tp, fp, fn = said * truth, said * (1 - truth), (1 - said) * truth  # (B, ..., C)
+        counts = jnp.stack([jnp.sum(c * weight, axis=0) for c in (tp, fp, fn)], axis=-1)  # (..., C, 3)
+        # a document's F1: 2 |said & true| / (|said| + |true|); 1 where both are empty (scikit-learn's samples-F1)
+        hits, sizes = jnp.sum(tp, axis=-1), jnp.sum(said + truth, axis=-1)
+        document_f1 = jnp.where(sizes > 0, 2 * hits / jnp.maximum(sizes, 1.0), 1.0)
+        return counts, jnp.sum(document_f1 * weight[..., 0], axis=0)
 
     def one(carry, batch):
         each_total, together_total, buffer = carry
         y, m = batch[3:]
         scores, buffer = _batch_scores(params, batch, dense, buffer)  # (B, K, C)
-        return (each_total + right(scores, y, m), together_total + right(jnp.mean(scores, axis=1), y, m),
+        add = functools.partial(jax.tree.map, jnp.add)
+        return (add(each_total, right(scores, y, m)), add(together_total, right(jnp.mean(scores, axis=1), y, m)),
                 buffer), None
 
-    models = params.w2.shape[0]
-    counted = (3,) if sets else ()
-    start = (jnp.zeros((models, *counted), jnp.float32), jnp.zeros(counted, jnp.float32),
-             _zero_rows(params, labels, dense))
+    models, classes = params.w2.shape[0], params.w2.shape[-1]
+    if sets:
+        each = (jnp.zeros((models, classes, 3), jnp.float32), jnp.zeros((models,), jnp.float32))
+        together = (jnp.zeros((classes, 3), jnp.float32), jnp.zeros((), jnp.float32))
+    else:
+        each, together = jnp.zeros((models,), jnp.float32), jnp.zeros((), jnp.float32)
+    start = (each, together, _zero_rows(params, labels, dense))
     (each_total, together_total, _), _ = jax.lax.scan(one, start, (indices, values, rows, labels, mask))
     return each_total, together_total
 
