@@ -67,7 +67,7 @@ def evaluate_multi_label(model: Model, corpus: Corpus) -> MultiLabelEvaluation:
     """A multi-label model on a corpus of label sets (or of one label a document)."""
     from sklearn.metrics import hamming_loss
 
-    from textclf.inference.thresholds import f1
+    from textclf.models.thresholds import f1
 
     if corpus.format == "folder":  # the same document in several label folders: one document of those labels
         corpus.texts, corpus.labels = merged_documents(list(corpus.texts), corpus.labels)

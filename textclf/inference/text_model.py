@@ -31,7 +31,7 @@ class Model:
     labels: list[str]  # class names, index = output unit
     settings: Settings
     metadata: dict[str, Any] = field(default_factory=dict)  # run id, metrics, corpus, created ...
-    # A multi-label model's (C,) probability thresholds (textclf/inference/thresholds.py): its outputs are sigmoids,
+    # A multi-label model's (C,) probability thresholds (textclf/models/thresholds.py): its outputs are sigmoids,
     # label c predicted where its probability > thresholds[c]. None: one label a document (softmax).
     thresholds: np.ndarray | None = None
 

@@ -128,7 +128,7 @@ class Fitted:
     settings: Settings  # the run's settings with what the training chose (a rate, the best epoch)
     backend: str  # the backend that trained
     n_training: int  # documents the networks trained on
-    thresholds: object = None  # a multi-label model's (textclf.inference.thresholds.Thresholds)
+    thresholds: object = None  # a multi-label model's (textclf.models.thresholds.Thresholds)
 
 
 def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, backend: str, record_epoch) -> Fitted:
@@ -163,7 +163,7 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
                                settings=settings.to_dict())
     thresholds = None
     if plan.multi_label:  # the held-out documents choose where the sigmoid outputs say yes
-        from textclf.inference.thresholds import choose_thresholds
+        from textclf.models.thresholds import choose_thresholds
 
         thresholds = choose_thresholds(early_stopping.scores(params), early_stopping.y, early_stopping.metric)
         run.record(thresholds=thresholds.summary())
@@ -239,9 +239,9 @@ class _Views:
                     run, data, rows, settings, backend, early_stopping)
                 record_rate_choice(run.db, data.search_key, settings, data.search)
             else:
-                # the plan's layout and epoch count (min_steps 0: the count as planned, min_steps already in it)
-                laid_out = view_settings.replace(parallel=self.plan.parallel, devices=self.plan.devices,
-                                                 epochs=view.epochs, min_steps=0)
+                laid_out = view_settings.replace(parallel=self.plan.parallel, devices=self.plan.devices)
+                if self.plan.multi_label:  # its epochs as planned (plan.multi_label_epochs; min_steps in them)
+                    laid_out = laid_out.replace(epochs=view.epochs, min_steps=0)
                 # several views: each network judged on its own columns of the held-out documents
                 judge = early_stopping if one_view or early_stopping is None else early_stopping.on_columns(columns)
                 view_params, history, backend, view_compile, view_train_s = self._networks(

@@ -221,7 +221,7 @@ def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, m
         eval_accuracy = hits / max(1, n_eval)
         metric = {"eval_metric": "accuracy", "eval_score": eval_accuracy}
         if multi_label:
-            from textclf.inference.thresholds import f1
+            from textclf.models.thresholds import f1
 
             metric = {"eval_metric": fitted.thresholds.metric,
                       "eval_score": f1(eval_y, predicted, fitted.thresholds.metric) if n_eval else 0.0}

@@ -59,7 +59,7 @@ class EarlyStopping:
         looked like a plateau)."""
         scores = self.scores(params)
         if self.y.ndim == 2:
-            from textclf.inference.thresholds import best_score
+            from textclf.models.thresholds import best_score
 
             return best_score(scores, self.y, self.metric)
         return float((scores.argmax(axis=1) == self.y).mean())

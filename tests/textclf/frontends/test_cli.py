@@ -176,16 +176,16 @@ def _setup_unknown_stop_words(d):
     return ["train", d, "--stop-words", "french"], "stop_words must be 'english' or 'none'"
 
 
-def _setup_fasttext_several_labels(d):
+def _setup_metric_for_one_label(d):
     path = d / "cooking.train"
-    path.write_text("__label__baking bread\n__label__sauce __label__cheese mac and cheese\n")
-    return ["train", path], "line 2 holds 2 labels"
+    path.write_text("__label__baking bread\n__label__sauce mac and cheese\n")
+    return ["train", path, "--metric", "macro-f1"], "--metric macro-f1 judges label sets"
 
 
 @pytest.mark.parametrize("setup", [
     _setup_missing, _setup_empty_folder, _setup_one_label, _setup_empty_files, _setup_binary_only_label,
     _setup_predict_empty, _setup_predict_binary, _setup_predict_huge, _setup_missing_model,
-    _setup_no_model_at_all, _setup_bad_setting, _setup_char_ngrams_with_hashing, _setup_fasttext_several_labels,
+    _setup_no_model_at_all, _setup_bad_setting, _setup_char_ngrams_with_hashing, _setup_metric_for_one_label,
     _setup_unknown_stop_words,
 ], ids=lambda f: f.__name__[7:])
 def test_bad_input(runner, tmp_path, isolated_home, setup):
