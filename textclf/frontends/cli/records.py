@@ -37,6 +37,8 @@ def _runs_table(rows: list[dict], width: int) -> Table:
     cells = []
     for r in rows:
         acc = f"{r['eval_accuracy']:.4f} {r['eval_kind'][:3]}" if r["eval_accuracy"] is not None else ""
+        if r.get("eval_metric") not in (None, "accuracy") and r.get("eval_score") is not None:  # label sets
+            acc = f"{r['eval_score']:.4f} {r['eval_kind'][:3]} {r['eval_metric']}"
         cells.append((str(r["id"]), r["status"], r["started_at"][5:16].replace("T", " "), acc,
                       str(r["n_train"] or ""), r["backend"] or "", Path(r["corpus"]).name, r["error"] or ""))
     names = ("id", "status", "started", "accuracy", "docs", "backend", "corpus", "error")
@@ -177,7 +179,8 @@ def runs_compare(run_a: int, run_b: int, db: DbOption = None, as_json: JsonOptio
     database = open_db(run_db_path(db))
     a, b = get_run(database, run_a), get_run(database, run_b)
     rows = [(k, a.get(k), b.get(k)) for k in ("status", "corpus", "backend", "device", "n_train", "n_eval",
-                                               "eval_accuracy", "train_accuracy", "final_loss")]
+                                               "eval_accuracy", "eval_metric", "eval_score", "train_accuracy",
+                                               "final_loss")]
     rows += [(f"phase.{k}", a["phases"].get(k), b["phases"].get(k)) for k in sorted(set(a["phases"]) | set(b["phases"]))]
     rows += [(f"settings.{k}", a["settings"].get(k), b["settings"].get(k))
              for k in sorted(set(a["settings"]) | set(b["settings"])) if a["settings"].get(k) != b["settings"].get(k)]
