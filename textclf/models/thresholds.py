@@ -47,9 +47,11 @@ def best_score(scores: np.ndarray, truth: np.ndarray, metric: str = "micro-f1") 
     probabilities, truth = sigmoid(np.asarray(scores, np.float64)), np.asarray(truth, bool)
     if metric != "micro-f1":
         return max(f1(truth, probabilities > t, metric) for t in GRID)
-    predicted = probabilities[None] > GRID[:, None, None]  # (G, n, C): micro-F1 from counts, at once
-    tp = (predicted & truth).sum(axis=(1, 2))
-    return float((2 * tp / np.maximum(1, truth.sum() + predicted.sum(axis=(1, 2)))).max())
+    best, true = 0.0, int(truth.sum())
+    for threshold in GRID:  # micro-F1 from counts, a threshold at a time ((n, C) booleans, not (G, n, C))
+        predicted = probabilities > threshold
+        best = max(best, 2 * int((predicted & truth).sum()) / max(1, true + int(predicted.sum())))
+    return float(best)
 
 
 def choose_thresholds(scores: np.ndarray, truth: np.ndarray, metric: str = "micro-f1") -> Thresholds:
