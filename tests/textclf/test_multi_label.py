@@ -272,3 +272,17 @@ def test_the_searchs_label_set_scores_are_scikit_learns(metric):
     want = [f1_score(y, scores[:, k] > 0, average=average, zero_division=1 if average == "samples" else 0)
             for k in range(3)]
     np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_one_threshold_a_label_is_kept_only_where_it_wins_on_held_out_halves():
+    from textclf.models.thresholds import choose_thresholds
+
+    rng = np.random.default_rng(0)
+    truth = rng.random((400, 2)) < 0.5
+    # label 0 is said with high scores, label 1 with low ones: one threshold cannot serve both
+    scores = np.where(truth, [3.0, -1.0], [0.5, -3.0]) + rng.normal(0, 0.3, (400, 2))
+    split = choose_thresholds(scores, truth)
+    assert split.per_label and split.values[0] > 0.5 > split.values[1]
+    assert split.scores["per_label"] > split.scores["global"]
+    alike = np.where(truth, 2.0, -2.0) + rng.normal(0, 1.0, (400, 2))  # the same threshold suits both
+    assert not choose_thresholds(alike, truth).per_label
