@@ -18,7 +18,7 @@ from jax.experimental import pallas as pl
 from pallas_kernels.common import next_power_of_two, pad_axis, require, require_blocks, round_up, triton_params
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 def adam_step(w, m, v, g, lr, c1, c2, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
               weight_decay=0.0):
     """The update on loaded tiles -> (w, m, v); also used by the kernels that fuse it (input_grad, head_update,
@@ -50,7 +50,7 @@ class AdamUpdateBlocks:
     num_warps: int = 4
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("beta1", "beta2", "eps", "weight_decay", "block_sizes",
                                              "interpret"), donate_argnums=(0, 1, 2))
 def adam_update(w, m, v, g, scalars, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,

@@ -197,7 +197,7 @@ class Conv2dForwardBlocks:
     channels_fastest: bool = True
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("pad", "relu", "block_sizes", "precision", "operand_dtype",
                                              "interpret"))
 def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dForwardBlocks = Conv2dForwardBlocks(),

@@ -73,7 +73,7 @@ def _call(groups, partials, scalars, rule, interpret: bool, name: str):
     )(*inputs)
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "interpret"), donate_argnums=(0, 1, 2, 3, 4, 5))
 def head_update(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *, momentum: float,
                 weight_decay: float, interpret: bool = False):
@@ -84,7 +84,7 @@ def head_update(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *
                  jnp.asarray(lr, b1.dtype).reshape(1), rule, interpret, "head_update")
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("weight_decay", "interpret"), donate_argnums=tuple(range(9)))
 def head_adam_update(b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2, db1_parts, dw2_parts, db2_parts, scalars, *,
                      weight_decay: float, interpret: bool = False):

@@ -121,7 +121,7 @@ def _require_update(kernel: str, x, dpre, w, block_m: int, block_k: int, **state
     require_blocks(kernel, block_m=block_m, block_k=block_k)
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes", "precision",
                                              "interpret"), donate_argnums=(2, 3))
 def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float,
@@ -138,7 +138,7 @@ def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float
                          name="input_grad_update")
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("weight_decay", "block_sizes", "precision",
                                              "interpret"), donate_argnums=(2, 3, 4))
 def input_grad_adam_update(x, dpre, w, m, v, scalars, *, weight_decay: float,

@@ -23,7 +23,7 @@ from pallas_kernels.sigmoid_bce import SigmoidBceBlocks, sigmoid_bce
 from pallas_kernels.softmax_xent import softmax_xent
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 def forward(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
     """-> (h, nll, predicted, dz): the hidden activations and everything the loss kernel produces."""
     h = hidden_forward(x, w1, b1, block_sizes=config.forward, precision=config.precision, interpret=config.interpret)
@@ -52,7 +52,7 @@ def weight_grad(x, dpre, config: KernelConfig):
     return input_grad(x, dpre, block_sizes=config.dw, precision=config.precision, interpret=config.interpret)
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.custom_vjp, nondiff_argnums=(7, 8))
 def mlp_loss(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
     _, nll, _, _ = forward(w1, b1, w2, b2, x, labels, weight, n_classes, config)

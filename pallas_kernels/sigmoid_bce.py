@@ -48,7 +48,7 @@ class SigmoidBceBlocks:
     num_warps: int = 4
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("n_classes", "block_sizes", "precision", "interpret"))
 def sigmoid_bce(h, w2, b2, targets, weight, *, n_classes: int, block_sizes: SigmoidBceBlocks = SigmoidBceBlocks(),
                 precision: str = "default", interpret: bool = False):

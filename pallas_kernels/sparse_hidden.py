@@ -96,7 +96,7 @@ class SparseForwardBlocks:
     num_stages: int = 2
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("batch_size", "block_sizes", "precision", "interpret"))
 def sparse_hidden_forward(indices, values, rows, w1, b1, *, batch_size: int,
                           block_sizes: SparseForwardBlocks = SparseForwardBlocks(), precision: str = "default",
@@ -217,7 +217,7 @@ def sparse_input_grad(indices, values, rows, dpre, *, n_features: int,
     )(starts, f_idx, f_val, f_row, dpre)
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes", "precision",
                                              "interpret"), donate_argnums=(4, 5))
 def sparse_input_grad_update(indices, values, rows, dpre, w, v, lr, *, momentum: float, weight_decay: float,

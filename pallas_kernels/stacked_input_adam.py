@@ -126,7 +126,7 @@ class StackedInputAdamBlocks:
     columns: bool = False
 
 
-# The kernel's operands, then its static block sizes and interpret flag (a jitted wrapper's form).
+# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
 @functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"), donate_argnums=(2, 3, 4))
 def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
                        block_sizes: StackedInputAdamBlocks = StackedInputAdamBlocks(), precision: str = "default",
