@@ -28,7 +28,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import HashingVectorizer
 
-from pipelines.corpus import Fingerprint, ReadStats, check_table_labels, check_usable, open_documents
+from pipelines.corpus import check_usable, open_documents
+from pipelines.fingerprint import Fingerprint
+from pipelines.formats.base import ReadStats
+from pipelines.formats.table import check_table_labels
 from pipelines.vectorize import WordSettings, Vectorizer, _weight, hashing_counter
 
 CHUNK_DOCS = 20_000  # documents per worker task: large enough to amortise a task, small enough to bound memory

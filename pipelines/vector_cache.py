@@ -1,6 +1,6 @@
 """Vectorized corpora cached by content: an unchanged corpus with unchanged word settings is not vectorized twice.
 
-Key: sha256 of the training corpus fingerprint (pipelines/corpus.py: every label and text), the test corpus
+Key: sha256 of the training corpus fingerprint (pipelines/fingerprint.py: every label and text), the test corpus
 fingerprint (or the validation split's seed and fraction), the label lists and every setting that changes the
 matrices. Value: one .npz (no pickle) with the fitted vectorizer's arrays and the train/eval CSR matrices,
 written atomically; a damaged or unreadable entry is treated as a miss and rewritten.

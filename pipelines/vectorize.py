@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from pipelines import char_counts, word_counts
-from pipelines.corpus import FileTexts, LineTexts
+from pipelines.shares import FileTexts, LineTexts
 from pipelines.errors import CorpusError
 from pipelines.stop_words import ENGLISH
 from pipelines.workers import WorkerPool, worker_count
@@ -418,7 +418,7 @@ def _transform_chunk(texts: Sequence[str], counter) -> sp.csr_matrix:
 
 
 def _transform_weighted(texts: word_counts.Texts, counter, idf: np.ndarray, sublinear: bool) -> sp.csr_matrix:
-    """texts: a list of str, or a pyarrow string array (a JSONL share as pipelines/corpus.py parsed it), which
+    """texts: a list of str, or a pyarrow string array (a JSONL share as pipelines/shares.py parsed it), which
     word_counts takes as it is and scikit-learn's counters as Python strings."""
     if isinstance(texts, pa.Array) and not isinstance(counter, word_counts.WordCounter):
         texts = texts.to_pylist()

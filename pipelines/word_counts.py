@@ -11,7 +11,7 @@ RE2, in C++), each distinct word becomes a number once per chunk (pyarrow's
 dictionary encoding), a bigram is a pair of word numbers packed in one int64, and the (document, term) counts are
 numpy counts and sorts. (Inputs of a few documents, a prediction's, are split by Python's re instead:
 SMALL_INPUT_CHARACTERS says why.) The texts may come as a list of str or as a pyarrow string array (a large JSONL
-file's share, parsed by pyarrow: pipelines/corpus.py), which is lowercased and split as it lies (`Texts`).
+file's share, parsed by pyarrow: pipelines/shares.py), which is lowercased and split as it lies (`Texts`).
 
 Same terms and counts as CountVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w\\w+\\b", ngram_range=(1, n),
 stop_words) for n <= 2, or with `unspaced` as token_pattern=UNSPACED_TOKEN_PATTERN, each character of a script
@@ -118,7 +118,7 @@ def tokens(texts: Texts, stop_words: frozenset[str] | None, prefix: str | None =
 
 
 # Texts as this module takes them: Python strings, or a pyarrow string array (a JSONL share parsed by pyarrow's
-# JSON reader, pipelines/corpus.py), which is lowercased and split without a Python string per document.
+# JSON reader, pipelines/shares.py), which is lowercased and split without a Python string per document.
 Texts = Sequence[str] | pa.Array
 
 

@@ -108,7 +108,8 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X: Sequence[str], y: Sequence) -> TextClassifier:
         """Search and train on the documents X with labels y, as `textclf train` does with a --test corpus (every
         document trains; the search validates on folds of them)."""
-        from pipelines.corpus import Corpus, Fingerprint
+        from pipelines.corpus import Corpus
+        from pipelines.fingerprint import Fingerprint
         from textclf.runs.run import train
 
         texts = _texts(X, "X")

@@ -496,7 +496,8 @@ def _line_files(folder, rows: list[tuple[str, str]]) -> dict:
 @pytest.mark.parametrize("name", ["fasttext", "yelp.csv", "named.csv", "tsv", "sentence.jsonl", "dbpedia.jsonl"])
 def test_fasttext_csv_and_tsv_files_read_in_workers_are_the_corpus_one_reader_sees(tmp_path, monkeypatch, name):
     from pipelines import corpus as corpus_module
-    from pipelines.corpus import FileTexts, parallel_read
+    from pipelines.corpus import parallel_read
+    from pipelines.shares import FileTexts
     from pipelines.workers import WorkerPool
 
     rows = [("ab"[i % 2], f"document {i} " + "word " * (i % 13 + 1)) for i in range(900)]
@@ -524,7 +525,7 @@ def test_fasttext_csv_and_tsv_files_read_in_workers_are_the_corpus_one_reader_se
 
 def test_a_parquet_file_read_in_workers_is_the_corpus_one_reader_sees(tmp_path, monkeypatch):
     from pipelines import corpus as corpus_module
-    from pipelines.corpus import FileTexts
+    from pipelines.shares import FileTexts
     from pipelines.workers import WorkerPool
 
     texts = [None if i % 97 == 5 else f"document {i} " + "word " * (i % 13) for i in range(900)]
@@ -603,7 +604,7 @@ def test_share_texts_arrow_gives_what_reading_found_or_none(tmp_path, case, line
     line): never other texts."""
     import pyarrow as pa
 
-    from pipelines.corpus import share_texts_arrow
+    from pipelines.shares import share_texts_arrow
 
     path = tmp_path / "share.jsonl"
     head = b'{"text": "first", "label": "h"}\n'  # a line that starts before the share
@@ -648,22 +649,22 @@ def test_a_share_parsed_by_pyarrow_reads_as_a_line_at_a_time(tmp_path, case, kee
     """A large file's share read by pyarrow (_read_share_arrow) gives what reading it a line at a time gives:
     labels, texts or line offsets, digests, skips and bytes; where it cannot be sure it gives None, and the line
     reader reads the share (None expected: never parsed by pyarrow; True: always; None in the table: either)."""
-    from pipelines import corpus as corpus_module
+    from pipelines import shares as shares_module
 
     lines, by_arrow = PARSED_BY_ARROW[case]
     path = tmp_path / "share.jsonl"
     head = b'\xef\xbb\xbf{"text": "first", "label": "h"}\n'  # a BOM, and a line that starts before the share
     body = b"\n".join(lines) + (b"" if case == "no newline at the end" else b"\n")
     path.write_bytes(head + body)
-    parsed = corpus_module._read_share_arrow(str(path), 5, path.stat().st_size, keep_texts)
+    parsed = shares_module._read_share_arrow(str(path), 5, path.stat().st_size, keep_texts)
     if by_arrow is not None:
         assert (parsed is not None) == by_arrow
     if parsed is not None:
-        expected = corpus_module._read_share_lines(str(path), 5, path.stat().st_size, keep_texts,
-                                                   corpus_module.ReadStats(), corpus_module.LineFormat("jsonl"))
+        expected = shares_module._read_share_lines(str(path), 5, path.stat().st_size, keep_texts,
+                                                   shares_module.ReadStats(), shares_module.LineFormat("jsonl"))
         assert parsed[0] == expected[0] and parsed[2:] == expected[2:]
         assert parsed[1] == expected[1] if keep_texts else np.array_equal(parsed[1], expected[1])
-    whole = corpus_module._read_share_arrow(str(path), 0, path.stat().st_size, False)  # the BOM's line too
+    whole = shares_module._read_share_arrow(str(path), 0, path.stat().st_size, False)  # the BOM's line too
     if case == "plain":
         assert whole is not None  # (with the other cases the head's string label may meet integers)
     if whole is not None:
@@ -676,7 +677,7 @@ def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reade
     """keep_texts=False: the same labels, fingerprint and documents' count, no texts held; fetch returns the texts of
     any rows (numbered as one reader numbers them, skipped lines not counted), map_shares every share's in order."""
     from pipelines import corpus as corpus_module
-    from pipelines.corpus import FileTexts
+    from pipelines.shares import FileTexts
     from pipelines.workers import WorkerPool
 
     lines = [json.dumps({"text": f"document {i} " + "word " * (i % 7), "label": "ab"[i % 2]}) for i in range(700)]

@@ -131,7 +131,7 @@ def test_transform_counts_only_the_vocabulary(ngram_max, stop_words, unspaced, t
 @pytest.mark.parametrize("start", [False, True])
 @pytest.mark.parametrize("unspaced", [False, True])
 def test_texts_as_a_pyarrow_array_count_as_the_list_does(ngram_max, stop_words, start, unspaced, tokeniser):
-    """A JSONL share parsed by pyarrow comes as a large_string array (pipelines/corpus.py): fitted and transformed
+    """A JSONL share parsed by pyarrow comes as a large_string array (pipelines/shares.py): fitted and transformed
     as the same texts in a list, a slice of an array too (its buffers start before its first text)."""
     stop, prefix = ENGLISH_STOP_WORDS if stop_words else None, START_TOKEN if start else None
     texts = TEXTS * 3

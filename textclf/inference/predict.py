@@ -9,10 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines.corpus import (
-    PARQUET_BATCH_ROWS, TABLE_SNIFF_BYTES, TSV_SUFFIXES, fasttext_line, folder_files, is_fasttext_file,
-    newline_escapes, open_parquet, parquet_columns, parquet_text, record_text, record_text_keys, table_columns,
-    table_reader, table_text)
+from pipelines.formats.base import TSV_SUFFIXES
+from pipelines.formats.fasttext import fasttext_line, is_fasttext_file
+from pipelines.formats.folder import folder_files
+from pipelines.formats.jsonl import record_text, record_text_keys
+from pipelines.formats.parquet import PARQUET_BATCH_ROWS, open_parquet, parquet_columns, parquet_text
+from pipelines.formats.table import TABLE_SNIFF_BYTES, newline_escapes, table_columns, table_reader, table_text
 from pipelines.documents import classify_file, decode_text, is_binary
 from pipelines.errors import CorpusError
 from textclf.inference.text_model import Model
@@ -95,7 +97,7 @@ def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = No
     """The documents of one input -> [(source, text)]. Standard input, .jsonl / .csv / .tsv files and files in
     fastText's format hold one document a line, as fastText reads them (source "FILE:LINE"): a JSONL line is
     {"text": ...} (other keys, such as a label, are ignored) or a JSON string; a CSV or TSV row's text columns where
-    its first row is a header naming a label or a text column (pipelines.corpus.table_columns: the label column
+    its first row is a header naming a label or a text column (pipelines.formats.table.table_columns: the label column
     left out, as training reads the file), else its cells joined, written line breaks as spaces (table_text); a
     fastText line's words but its "__label__" ones.
     A .parquet file holds one document a row (source "FILE:ROW"), its text columns as training reads them (the

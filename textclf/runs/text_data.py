@@ -19,7 +19,8 @@ import numpy as np
 import sklearn.feature_extraction.text  # noqa: F401
 
 from db import runs as run_queries
-from pipelines.corpus import Corpus, FetchedTexts, FileTexts, parallel_read, read_corpus
+from pipelines.corpus import Corpus, parallel_read, read_corpus
+from pipelines.shares import FetchedTexts, FileTexts
 from pipelines import vector_cache
 from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
 from pipelines.word_counts import stack_rows

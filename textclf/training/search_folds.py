@@ -91,7 +91,7 @@ def folds_sample(folds: list[tuple[np.ndarray, np.ndarray]], n_documents: int) -
 
 def searched_rows(labels: list[str], settings: Settings, platform: str, rules: SearchRules) -> np.ndarray | None:
     """The rows of these training documents whose texts search_settings reads (sorted), or None for all of them:
-    a caller holding the texts elsewhere (pipelines.corpus.FileTexts) fetches only these."""
+    a caller holding the texts elsewhere (pipelines.shares.FileTexts) fetches only these."""
     if too_few(labels, rules):  # not searched: search_settings reads nothing
         return None
     y = np.unique(np.asarray(labels), return_inverse=True)[1]

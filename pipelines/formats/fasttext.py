@@ -1,0 +1,53 @@
+"""fastText's format (any other text file whose first non-blank line starts with "__label__", e.g. fastText's
+`cooking.train` or Kaggle's `train.ft.txt`): one document a line, "__label__<label> <text>". As fastText reads it,
+every word that starts with "__label__" is a label, wherever it stands; the label is the word without the prefix.
+A line of several labels is a document of those labels (pipelines/labels.py); a line without a label is skipped
+and counted (fastText skips it too)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.documents import is_binary
+from pipelines.formats.base import ReadStats, _file_head
+from pipelines.labels import joined
+
+FASTTEXT_LABEL_PREFIX = "__label__"
+
+
+def is_fasttext_file(path: str | Path) -> bool:
+    """Whether a file is in fastText's format: text whose first non-blank line starts with "__label__" (within
+    the first BINARY_SNIFF_BYTES)."""
+    head = _file_head(path)
+    if is_binary(head):
+        return False
+    return head.lstrip().lstrip(b"\xef\xbb\xbf").startswith(FASTTEXT_LABEL_PREFIX.encode())
+
+
+def fasttext_line(line: str) -> tuple[list[str], str]:
+    """One line of a fastText file -> (its labels, prefix removed, in order; its text). Every word starting with
+    "__label__" is a label, as fastText reads it. Most files hold one, first: the text is then the rest of the
+    line as written; where labels stand elsewhere, the other words joined by single spaces."""
+    line = line.replace("\t", " ")  # (fastText splits words on tabs too)
+    head, _, rest = line.strip().partition(" ")
+    if head.startswith(FASTTEXT_LABEL_PREFIX) and FASTTEXT_LABEL_PREFIX not in rest:
+        return [head[len(FASTTEXT_LABEL_PREFIX):]], rest.strip()
+    words = line.split()
+    labels = [word[len(FASTTEXT_LABEL_PREFIX):] for word in words if word.startswith(FASTTEXT_LABEL_PREFIX)]
+    return labels, " ".join(word for word in words if not word.startswith(FASTTEXT_LABEL_PREFIX))
+
+
+def _fasttext_document(line: str, stats: ReadStats, where: str, number: int) -> tuple[str, str] | None:
+    """One line of a fastText file -> (label, text), or None for a blank line or one skipped (counted in stats).
+    A line of several labels is a multi-label document (pipelines/labels.py), as fastText's -loss ova reads it."""
+    if not line.strip():
+        return None
+    labels, text = fasttext_line(line)
+    labels = [label for label in labels if label]
+    if not labels:
+        stats.skipped["no_label"] += 1
+    elif not text:
+        stats.skipped["empty"] += 1
+    else:
+        return joined(labels), text
+    return None

@@ -1,0 +1,140 @@
+"""JSONL corpora (.jsonl/.ndjson): one {"text": ..., "label": ...} object per line; where the first record has no
+"text" or "label" key, its keys as a table's header names columns (jsonl_format: GLUE's {"idx", "sentence",
+"label"}). A label list is the document's labels (pipelines/labels.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+from pipelines.documents import decode_text
+from pipelines.errors import CorpusError
+from pipelines.formats.base import (
+    LABEL_COLUMNS,
+    TEXT_COLUMNS,
+    LineFormat,
+    ReadStats,
+    _placed_lines,
+)
+from pipelines.labels import joined
+
+
+def jsonl_format(path: Path) -> "LineFormat":
+    """A JSONL corpus's keys, from its first record, as a table's header names its columns: "text" and "label",
+    else the first key LABEL_COLUMNS names as the label and the keys TEXT_COLUMNS names as the text, joined in the
+    record's order (GLUE's {"idx", "sentence", "label"}; DBpedia's {"label", "title", "content"} as Hugging Face
+    writes it). Every record then holds them; a file whose first record names none keeps "text" and "label", and
+    reading it says what to rename."""
+    record = None
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                try:
+                    record = json.loads(decode_text(raw)[0])
+                except json.JSONDecodeError:
+                    pass
+                break
+    if not isinstance(record, dict):
+        return LineFormat("jsonl")
+    keys = [key for key in record if isinstance(key, str)]
+    label = "label" if "label" in record else next(
+        (key for name in LABEL_COLUMNS for key in keys if key.lower() == name), "label")
+    return LineFormat("jsonl", text_keys=record_text_keys(record) or ("text",), label_key=label)
+
+
+def record_text_keys(record: dict) -> tuple[str, ...]:
+    """A JSONL record's text keys: "text", else the keys TEXT_COLUMNS names, in the record's order (none of them a
+    label name: the two lists share none); () where it holds none."""
+    if "text" in record:
+        return ("text",)
+    return tuple(key for key in record if isinstance(key, str) and key.lower() in TEXT_COLUMNS)
+
+
+def record_text(record: dict, keys: tuple[str, ...]):
+    """A JSONL record's text: its one text key's value, or the string values of several joined by spaces."""
+    if len(keys) == 1:
+        return record[keys[0]]
+    return " ".join(record[key] for key in keys if isinstance(record.get(key), str))
+
+
+def _jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None,
+                     fmt: "LineFormat | None" = None) -> Iterator[tuple[str, str]]:
+    return ((label, text) for _, label, text in _placed_jsonl_documents(path, stats, start, end, fmt))
+
+
+def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None,
+                            fmt: "LineFormat | None" = None) -> Iterator[tuple[int, str, str]]:
+    """_jsonl_documents, each as (the byte offset its line starts at, label, text); fmt: its keys (jsonl_format)."""
+    fmt = fmt or LineFormat("jsonl")
+    text_keys, label_key = fmt.text_keys, fmt.label_key
+    shape = "{" + ", ".join(f'"{key}": ...' for key in (*text_keys, label_key)) + "}"
+    where = f"JSONL corpus '{path}' line" if start == 0 else f"JSONL corpus '{path}' (from byte {start}) line"
+    for number, (offset, line) in enumerate(_placed_lines(path, stats, start, end), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{where} {number} is not valid JSON ({exc.msg}): write one {shape} object per line"
+                              ) from None
+        if not isinstance(record, dict) or label_key not in record or not all(key in record for key in text_keys):
+            missing = " or ".join(f'"{key}"' for key in (*text_keys, label_key))
+            hint = _key_hint(record) if fmt.text_keys == ("text",) and label_key == "label" else ""
+            raise CorpusError(f"{where} {number} lacks a {missing} key: write one {shape} object per line"
+                              + (hint or _keys_of(record)))
+        text, label = record_text(record, text_keys), _json_label(record[label_key], where, number, label_key)
+        if not isinstance(text, str):
+            raise CorpusError(
+                f"{where} {number} has a \"{text_keys[0]}\" that is {_json_kind(text)}, not a string: "
+                "write the document's text as a JSON string"
+            )
+        if not text.strip() or not label:
+            stats.skipped["empty"] += 1
+            continue
+        yield offset, label, text
+
+
+def _key_hint(record) -> str:
+    """For a JSONL record without "text" or "label": the renames that would make it one, from the names a table's
+    header may give those columns (LABEL_COLUMNS, TEXT_COLUMNS), e.g. ' (rename "sentence" to "text")'; else ''."""
+    if not isinstance(record, dict):
+        return ""
+    renames = []
+    for wanted, names in (("text", TEXT_COLUMNS), ("label", LABEL_COLUMNS)):
+        found = [key for key in record if isinstance(key, str) and key.lower() in names]
+        if wanted not in record and found:
+            renames.append(f'"{found[0]}" to "{wanted}"')
+    return f" (rename {' and '.join(renames)})" if renames else ""
+
+
+def _keys_of(record) -> str:
+    """For a JSONL record without the keys wanted: the keys it has, e.g. ' (its keys: "category", "texts")'."""
+    if not isinstance(record, dict) or not record:
+        return ""
+    keys = [json.dumps(str(key), ensure_ascii=False) for key in list(record)[:8]]
+    return f" (its keys: {', '.join(keys)}{', ...' if len(record) > 8 else ''})"
+
+
+def _json_kind(value) -> str:
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _json_label(value, where: str, number: int, key: str = "label") -> str:
+    """A JSONL label as the class name: strings stripped; numbers in their plain form, so that 1, "1" and 1.0
+    are one class ("1"); a list, the document's labels (pipelines/labels.py; [] none of them); null, booleans and
+    objects refused with the line number."""
+    if isinstance(value, list):
+        names = [_json_label(item, where, number, key) for item in value]
+        return joined(name for name in names if name)
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    raise CorpusError(
+        f"{where} {number} has a \"{key}\" that is {_json_kind(value)}: "
+        "write the label as a string or a number, or the labels as a list of them"
+    )
