@@ -20,7 +20,7 @@ from pipelines.corpus import read_corpus
 
 
 def _scikit_learn(texts, pool):
-    return vectorize._counted(texts, 2, pool, vectorize._count_chunk, vectorize._merge_counts, None,
+    return vectorize.terms._counted(texts, 2, pool, vectorize.terms._count_chunk, vectorize.terms._merge_counts, None,
                               dict(analyzer=vectorize.CHAR_ANALYZER, ngram_range=vectorize.CHAR_NGRAM_RANGE,
                                    dtype=np.float32))
 

@@ -27,7 +27,7 @@ def _timed(chunk, fn, *args):
 
 def _transform(vec, texts, pool, condition: str, chunks: int) -> None:
     start = time.perf_counter()
-    parts = pool.map(_timed, vectorize._chunks(texts, chunks), vectorize._transform_weighted, vec._counter(), vec.idf,
+    parts = pool.map(_timed, vectorize.chunks._chunks(texts, chunks), vectorize.vectorizer._transform_weighted, vec._counter(), vec.idf,
                      vec.sublinear_tf)
     wall = time.perf_counter() - start
     seconds = [s for _, s in parts]

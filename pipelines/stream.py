@@ -32,7 +32,8 @@ from pipelines.corpus import check_usable, open_documents
 from pipelines.fingerprint import Fingerprint
 from pipelines.formats.base import ReadStats
 from pipelines.formats.table import check_table_labels
-from pipelines.vectorize import WordSettings, Vectorizer, _weight, hashing_counter
+from pipelines.vectorize import WordSettings, Vectorizer, hashing_counter
+from pipelines.vectorize.weights import _weight
 
 CHUNK_DOCS = 20_000  # documents per worker task: large enough to amortise a task, small enough to bound memory
 

@@ -62,13 +62,12 @@ def test_unknown_words_give_zero_rows(corpus):
 @pytest.mark.parametrize("kind", ["tfidf", "hashing"])
 def test_counting_in_worker_processes_gives_the_one_process_matrix(corpus, kind, monkeypatch):
     """Chunks counted by separate CountVectorizers and merged: the same terms and the same matrix."""
-    from pipelines import vectorize
 
     settings = Settings(vectorizer=kind, features=300, min_df=2)
     texts, labels = corpus.texts * 7, corpus.labels * 7  # 252 documents: min_df applies (>= 200)
     alone, alone_x = fit_vectorizer(texts, labels, settings, workers=1)
-    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 0)
-    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    monkeypatch.setattr("pipelines.vectorize.chunks.PARALLEL_MIN_DOCS", 0)
+    monkeypatch.setattr("pipelines.vectorize.chunks.DOCS_PER_WORKER", 1)
     merged, merged_x = fit_vectorizer(texts, labels, settings, workers=3)
     assert merged.terms == alone.terms
     np.testing.assert_array_equal(merged.idf, alone.idf)
@@ -77,13 +76,12 @@ def test_counting_in_worker_processes_gives_the_one_process_matrix(corpus, kind,
 
 
 def test_a_pooled_transform_in_many_chunks_is_the_one_process_transform(corpus, monkeypatch):
-    from pipelines import vectorize
     from pipelines.workers import WorkerPool
 
     vec, matrix = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=300), workers=1)
-    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 0)
-    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
-    monkeypatch.setattr(vectorize, "CHUNK_CHARACTERS", 500)  # a chunk of a few documents
+    monkeypatch.setattr("pipelines.vectorize.chunks.PARALLEL_MIN_DOCS", 0)
+    monkeypatch.setattr("pipelines.vectorize.chunks.DOCS_PER_WORKER", 1)
+    monkeypatch.setattr("pipelines.vectorize.chunks.CHUNK_CHARACTERS", 500)  # a chunk of a few documents
     progress = []
     with WorkerPool(2) as pool:
         chunked = vec.transform(corpus.texts, pool=pool, on_progress=lambda done, total: progress.append(done))
@@ -95,12 +93,11 @@ def test_a_pooled_transform_in_many_chunks_is_the_one_process_transform(corpus, 
 
 
 def test_the_fit_tells_its_counting_progress_then_the_transforms(corpus, monkeypatch):
-    from pipelines import vectorize
     from pipelines.workers import WorkerPool
 
-    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 0)
-    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
-    monkeypatch.setattr(vectorize, "CHUNK_CHARACTERS", 500)
+    monkeypatch.setattr("pipelines.vectorize.chunks.PARALLEL_MIN_DOCS", 0)
+    monkeypatch.setattr("pipelines.vectorize.chunks.DOCS_PER_WORKER", 1)
+    monkeypatch.setattr("pipelines.vectorize.chunks.CHUNK_CHARACTERS", 500)
     texts, labels = corpus.texts * 2, corpus.labels * 2
     progress = []
     with WorkerPool(2) as pool:
@@ -174,7 +171,7 @@ def test_a_file_transformed_around_known_rows_is_the_matrix_of_its_texts(corpus_
 
 
 def test_merging_keeps_terms_only_when_they_reach_min_df_over_all_chunks():
-    from pipelines.vectorize import _count_chunk, _merge_counts
+    from pipelines.vectorize.terms import _count_chunk, _merge_counts
 
     params = dict(ngram_range=(1, 1), stop_words=None, dtype=np.float32)
     parts = [_count_chunk(["apple pear", "apple"], params), _count_chunk(["pear kiwi", "the"], params)]
@@ -188,7 +185,8 @@ def test_merging_keeps_terms_only_when_they_reach_min_df_over_all_chunks():
 def test_chunk_counting_and_merge_give_countvectorizers_matrix(corpus, min_df, n_chunks):
     from sklearn.feature_extraction.text import CountVectorizer
 
-    from pipelines.vectorize import _chunks, _count_chunk, _merge_counts
+    from pipelines.vectorize.chunks import _chunks
+    from pipelines.vectorize.terms import _count_chunk, _merge_counts
 
     params = dict(ngram_range=(1, 2), stop_words="english", dtype=np.float32)
     texts = corpus.texts * 2
@@ -202,7 +200,7 @@ def test_chunk_counting_and_merge_give_countvectorizers_matrix(corpus, min_df, n
 
 def test_colliding_term_hashes_change_nothing():
     """The merge drops once-seen terms by hash; a collision may only make it look at a term's text."""
-    from pipelines.vectorize import _count_chunk, _merge_counts
+    from pipelines.vectorize.terms import _count_chunk, _merge_counts
 
     params = dict(ngram_range=(1, 1), stop_words=None, dtype=np.float32)
     texts = [["apple pear", "apple fig"], ["pear kiwi", "plum"], ["fig kiwi", "date"]]
@@ -215,7 +213,7 @@ def test_colliding_term_hashes_change_nothing():
 
 
 def test_a_term_rare_in_one_chunk_keeps_its_counts_there_when_kept_elsewhere():
-    from pipelines.vectorize import _count_chunk, _merge_counts
+    from pipelines.vectorize.terms import _count_chunk, _merge_counts
 
     params = dict(ngram_range=(1, 1), stop_words=None, dtype=np.float32)
     parts = [_count_chunk(["fig", "plum"], params), _count_chunk(["fig kiwi", "fig"], params)]
@@ -227,15 +225,15 @@ def test_a_term_rare_in_one_chunk_keeps_its_counts_there_when_kept_elsewhere():
 def test_terms_once_in_each_of_two_chunks_are_kept_when_counted_by_separate_workers(monkeypatch):
     """Each word is in one document of each half: only the two chunks' term hashes together show df 2, so the
     workers' hash() must agree (fresh loky workers here: one hash seed set for the pool)."""
-    from pipelines import vectorize, workers
+    from pipelines import workers
 
     monkeypatch.setattr(workers, "fork_refusal", lambda: "refused here")  # forked workers share this process's seed anyway
     texts = [f"word{i % 150} filler{i % 7} common" for i in range(300)]
     labels = [str(i % 3) for i in range(300)]
     settings = Settings(features=1000, min_df=2, ngram_max=1, stop_words=None)
     alone, alone_x = fit_vectorizer(texts, labels, settings, workers=1)
-    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 0)
-    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    monkeypatch.setattr("pipelines.vectorize.chunks.PARALLEL_MIN_DOCS", 0)
+    monkeypatch.setattr("pipelines.vectorize.chunks.DOCS_PER_WORKER", 1)
     merged, merged_x = fit_vectorizer(texts, labels, settings, workers=2)
     assert "word149" in alone.terms and merged.terms == alone.terms
     assert abs(merged_x - alone_x).max() == 0
@@ -259,7 +257,8 @@ def test_nb_ratios_weigh_the_terms_that_tell_the_classes_apart():
 def test_nb_ratios_of_some_columns_are_those_of_the_columns_copied_out(classes):
     """columns= spares the copy of the kept columns; the ratios must be the copy's, bit for bit, and the presence
     counts those of a dense count of each class's documents."""
-    from pipelines.vectorize import _presence, nb_ratios
+    from pipelines.vectorize import nb_ratios
+    from pipelines.vectorize.selection import _presence
 
     rng = np.random.default_rng(classes)
     dense = rng.integers(0, 4, size=(300, 60)).astype(np.float32) * (rng.random((300, 60)) < 0.2)
@@ -285,10 +284,10 @@ def test_weighting_on_threads_gives_the_bits_of_one_thread(sublinear, monkeypatc
     counts = sp.csr_matrix(dense)
     done = {}
     for threaded_from in (1, 10**12):
-        monkeypatch.setattr(vectorize, "THREADED_ENTRIES", threaded_from)
-        idf = vectorize._idf(counts)
-        done[threaded_from] = idf, vectorize._weight(counts, idf, sublinear)
-        assert len(vectorize._entry_spans(counts.nnz)) == (os.cpu_count() if threaded_from == 1 else 1)
+        monkeypatch.setattr("pipelines.vectorize.weights.THREADED_ENTRIES", threaded_from)
+        idf = vectorize.weights._idf(counts)
+        done[threaded_from] = idf, vectorize.weights._weight(counts, idf, sublinear)
+        assert len(vectorize.weights._entry_spans(counts.nnz)) == (os.cpu_count() if threaded_from == 1 else 1)
     (idf, threaded), (idf_one, one) = done[1], done[10**12]
     assert np.array_equal(idf, idf_one) and np.array_equal(threaded.data, one.data)
     tf = counts.copy()
@@ -344,11 +343,11 @@ def test_a_fit_without_its_matrix_gives_the_same_vectorizer(corpus, nb_weighting
 
 def _fit_in_chunks(monkeypatch, texts, labels, settings, chunk_characters, matrix):
     """fit_vectorizer with chunks of ~chunk_characters, and how many chunks merge_terms joined."""
-    from pipelines import vectorize, word_counts
+    from pipelines import word_counts
 
     joined = []
     merge_terms = word_counts.merge_terms
-    monkeypatch.setattr(vectorize, "CHUNK_CHARACTERS", chunk_characters)
+    monkeypatch.setattr("pipelines.vectorize.chunks.CHUNK_CHARACTERS", chunk_characters)
     monkeypatch.setattr(word_counts, "merge_terms", lambda parts, *a, **k: joined.append(len(parts)) or
                         merge_terms(parts, *a, **k))
     vec, rows = fit_vectorizer(texts, labels, settings, workers=1, matrix=matrix)
@@ -366,7 +365,7 @@ def _whole_matrix_fit(texts, labels, settings):
         terms, counts = vectorize.count_terms(texts, settings.ngram_max, settings.stop_words, settings.min_df, pool,
                                               settings.start_token,
                                               unspaced_as_characters=settings.unspaced_as_characters)
-    return vectorize._fitted_view(terms, counts, labels, settings, True, settings.ngram_max, settings.stop_words,
+    return vectorize.fit._fitted_view(terms, counts, labels, settings, True, settings.ngram_max, settings.stop_words,
                                   settings.start_token, settings.unspaced_as_characters)
 
 
@@ -448,10 +447,9 @@ def test_chi2_scores_are_scikit_learns_bit_for_bit(classes, threaded_from, monke
     """Selection ties turn on the last bit: the statistic must be chi2's exactly, a zero column's NaN included."""
     from sklearn.feature_selection import chi2
 
-    from pipelines import vectorize
     from pipelines.vectorize import chi2_scores
 
-    monkeypatch.setattr(vectorize, "THREADED_ENTRIES", threaded_from)
+    monkeypatch.setattr("pipelines.vectorize.weights.THREADED_ENTRIES", threaded_from)
 
     rng = np.random.default_rng(classes)
     dense = rng.uniform(0.01, 3, size=(400, 90)).astype(np.float32) * (rng.random((400, 90)) < 0.15)
@@ -467,10 +465,9 @@ def test_chi2_scores_are_scikit_learns_bit_for_bit(classes, threaded_from, monke
 def test_row_normalisation_is_scikit_learns_bit_for_bit(compiled_from, monkeypatch):
     from sklearn.preprocessing import normalize
 
-    from pipelines import vectorize
-    from pipelines.vectorize import _normalize_rows
+    from pipelines.vectorize.weights import _normalize_rows
 
-    monkeypatch.setattr(vectorize, "NORMALIZE_COMPILED_NONZEROS", compiled_from)
+    monkeypatch.setattr("pipelines.vectorize.weights.NORMALIZE_COMPILED_NONZEROS", compiled_from)
 
     rng = np.random.default_rng(0)
     dense = rng.uniform(0.01, 100, size=(60, 80)).astype(np.float32) * (rng.random((60, 80)) < 0.1)

@@ -87,7 +87,7 @@ def test_characters_of_unspaced_scripts_are_words_of_their_own(tokeniser):
 @pytest.mark.parametrize("chunks", [1, 3])
 def test_a_word_left_out_of_the_merge_loses_its_unigram_only(chunks, tokeniser):
     """leave_out=START_TOKEN: CountVectorizer's terms and counts with the start token's own column removed, its
-    bigrams kept (what vectorize._without_start_token did by copying the merged matrix)."""
+    bigrams kept (what vectorize.terms._without_start_token did by copying the merged matrix)."""
     expected = _sklearn(2, None, True)
     expected_counts = expected.fit_transform(TEXTS).tocsc()
     names = list(expected.get_feature_names_out())

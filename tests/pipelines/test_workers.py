@@ -57,7 +57,7 @@ import numpy as np
 from pipelines import vectorize
 from pipelines.corpus import read_corpus
 from textclf.settings import Settings
-vectorize.PARALLEL_MIN_DOCS, vectorize.DOCS_PER_WORKER = 0, 1
+vectorize.chunks.PARALLEL_MIN_DOCS, vectorize.chunks.DOCS_PER_WORKER = 0, 1
 corpus = read_corpus(sys.argv[1])
 with vectorize.vectorize_pool(len(corpus.texts), workers=3) as pool:
     assert pool.forked and "jax" not in sys.modules
@@ -89,7 +89,7 @@ import jax  # imported first: no fork, the workers are started fresh
 from pipelines import vectorize
 from pipelines.corpus import read_corpus
 from textclf.settings import Settings
-vectorize.PARALLEL_MIN_DOCS, vectorize.DOCS_PER_WORKER = 0, 1
+vectorize.chunks.PARALLEL_MIN_DOCS, vectorize.chunks.DOCS_PER_WORKER = 0, 1
 corpus = read_corpus(sys.argv[1])
 with vectorize.vectorize_pool(len(corpus.texts), workers=2) as pool:
     assert not pool.forked

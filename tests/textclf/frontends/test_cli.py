@@ -319,7 +319,7 @@ def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
 
     words = {label: [f"{label}{i}" for i in range(50)] for label in ("red", "green")}
     lines = [json.dumps({"label": label, "text": " ".join(words[label][(i * 7 + k) % 50] for k in range(8))})
-             for i in range(vectorize.PARALLEL_MIN_DOCS // 2 + 10) for label in words]
+             for i in range(vectorize.chunks.PARALLEL_MIN_DOCS // 2 + 10) for label in words]
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("\n".join(lines) + "\n")
     env = {**os.environ, "TEXTCLF_HOME": str(tmp_path / "home")}

@@ -1,13 +1,12 @@
 import numpy as np
 import pytest
 
-from db import open_db
-from db import runs
-from textclf.training import loop as trainloop
-from textclf.inference.artifacts import load_model
+from db import open_db, runs
 from textclf.errors import CorpusError
+from textclf.inference.artifacts import load_model
 from textclf.runs.run import train
 from textclf.settings import Settings
+from textclf.training import loop as trainloop
 
 
 def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
@@ -193,10 +192,9 @@ def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_p
     monkeypatch.setattr(corpus_module, "_read_lines_in_workers",
                         lambda path, *a: in_workers.append(a[3].processes) or real_read(path, *a))
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
-    from pipelines import vectorize
 
-    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
-    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    monkeypatch.setattr("pipelines.vectorize.chunks.PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
+    monkeypatch.setattr("pipelines.vectorize.chunks.DOCS_PER_WORKER", 1)
     result = train(path, fast_settings.replace(search="off"), db_path=db_path)
     assert in_workers and in_workers[0] > 1  # the file was parsed by the workers (a pool of them)
     run = runs.get_run(open_db(db_path), result.run_id)
@@ -216,18 +214,20 @@ def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_tr
     tests/pipelines/test_vectorize.py.)"""
     import json
 
-    from pipelines import corpus as corpus_module, vectorize
+    from pipelines import corpus as corpus_module
+    from tests.textclf.training.test_search import (
+        cpu_split_of_a_large_corpus,
+        question_corpus,
+    )
     from textclf.runs import text_data as run_module
-
-    from tests.textclf.training.test_search import cpu_split_of_a_large_corpus, question_corpus
 
     # A CPU's search reads a sample of the texts or all 600; a GPU's reads all 600 either way (its sample is
     # rules.search_documents, 20,000; shrinking it would also hold documents out for early stopping).
     sample = searched == "a sample"
     rules = cpu_split_of_a_large_corpus(*((100, 70) if sample else (10_000, 10_000)))
-    monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 200)  # so does the fit
-    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
-    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    monkeypatch.setattr("pipelines.vectorize.fit.FIT_DOCUMENTS", 200)  # so does the fit
+    monkeypatch.setattr("pipelines.vectorize.chunks.PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
+    monkeypatch.setattr("pipelines.vectorize.chunks.DOCS_PER_WORKER", 1)
     monkeypatch.setattr(corpus_module, "SHARE_BYTES", 4000)
     texts, labels = question_corpus(600)
     path = tmp_path / f"train.{kind}"
@@ -268,7 +268,10 @@ def _searched_sampled_questions(tmp_path, db_path, search_documents=None, rate_c
     -> (TrainResult, its run record, a function that trains the same again and returns those two)."""
     import json
 
-    from tests.textclf.training.test_search import cpu_split_of_a_large_corpus, question_corpus
+    from tests.textclf.training.test_search import (
+        cpu_split_of_a_large_corpus,
+        question_corpus,
+    )
 
     # 540 documents stand for a large corpus; every rate of the winner's variant is near
     rules = cpu_split_of_a_large_corpus().replace(near_rate_errors=100.0)
@@ -352,10 +355,10 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     held out for early stopping, without a copy of them (candidates.StackedEpochs' rows)."""
     import json
 
-    from textclf.training import candidates, plan as plan_module
-    from textclf.training.search_rules import SearchRules
-
     from tests.textclf.training.test_search import question_corpus
+    from textclf.training import candidates
+    from textclf.training import plan as plan_module
+    from textclf.training.search_rules import SearchRules
 
     rules = SearchRules(search_documents=150)
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
@@ -387,17 +390,20 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     vector cache is not written); the same networks, epochs and accuracy as from the matrix built on the host."""
     import json
 
-    from pipelines import corpus as corpus_module, vectorize
+    from pipelines import corpus as corpus_module
+    from tests.textclf.training.test_search import (
+        cpu_split_of_a_large_corpus,
+        question_corpus,
+    )
     from textclf.runs import text_data as run_module
-    from textclf.training import candidates, device_data, plan as plan_module
-
-    from tests.textclf.training.test_search import cpu_split_of_a_large_corpus, question_corpus
+    from textclf.training import candidates, device_data
+    from textclf.training import plan as plan_module
 
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
-    monkeypatch.setattr(vectorize, "FIT_DOCUMENTS", 300)  # the vocabulary from a sample: the texts stay in the file
+    monkeypatch.setattr("pipelines.vectorize.fit.FIT_DOCUMENTS", 300)  # the vocabulary from a sample: the texts stay in the file
     rules = cpu_split_of_a_large_corpus().replace(search_documents=150)  # and the search's (a sample, as ever there)
-    monkeypatch.setattr(vectorize, "PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
-    monkeypatch.setattr(vectorize, "DOCS_PER_WORKER", 1)
+    monkeypatch.setattr("pipelines.vectorize.chunks.PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
+    monkeypatch.setattr("pipelines.vectorize.chunks.DOCS_PER_WORKER", 1)
     monkeypatch.setattr(corpus_module, "SHARE_BYTES", 4000)
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
     texts, labels = question_corpus(700)
