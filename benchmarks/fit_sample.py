@@ -5,7 +5,7 @@ the same network (the product's default settings, no search, fixed epochs) train
 
 Prints a markdown table: documents fitted on, fit + transform seconds, the share of the full fit's selected
 terms the sample also selected, validation accuracy (a tenth of TRAIN held out, never fitted on) and test
-accuracy. pipelines/vectorize.py's FIT_DOCUMENTS rests on it.
+accuracy. pipelines/vectorize/fit.py's FIT_DOCUMENTS rests on it.
 """
 
 from __future__ import annotations

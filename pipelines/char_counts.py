@@ -1,5 +1,5 @@
 """Character n-grams inside word boundaries, counted in compiled code: scikit-learn's "char_wb" analyzer (the
-character view's, pipelines/vectorize.py) and its counting, in numpy and pyarrow with no Python work per n-gram.
+character view's, pipelines/vectorize/terms.py) and its counting, in numpy and pyarrow with no Python work per n-gram.
 
 What char_wb gives (scikit-learn's `_char_wb_ngrams`): the text lowercased and split into words at whitespace
 (str.split), each word padded with a space on each side, and for each n of the range every n characters in a row

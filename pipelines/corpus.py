@@ -130,7 +130,7 @@ PARALLEL_READ_BYTES = 64 * 1024 * 1024
 
 
 # Workers read a large file in byte shares of at most about this many bytes (_share_count): a share's texts are
-# in a worker's memory at once, and pipelines/vectorize.py found chunks of ~16M characters transformed fastest
+# in a worker's memory at once, and pipelines/vectorize/chunks.py found chunks of ~16M characters transformed fastest
 # (CHUNK_CHARACTERS).
 SHARE_BYTES = 16 * 1024 * 1024
 

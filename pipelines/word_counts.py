@@ -19,7 +19,7 @@ written without spaces a word (tests/pipelines/test_word_counts.py checks it on 
 posts, and on random Unicode): lowercasing is Python's own str.lower (so the Unicode special cases, such as a final sigma, come out as
 scikit-learn's), and a token is a maximal run of word characters, Python's \\w being [\\p{L}\\p{N}_] (letters,
 numbers, the underscore), which is how the RE2 pattern splits (and, on ASCII, the byte table).
-Longer n-grams, the character analyzer and hashing stay with scikit-learn (pipelines/vectorize.py decides).
+Longer n-grams, the character analyzer and hashing stay with scikit-learn (pipelines/vectorize/terms.py decides).
 Decision: pyarrow, an established library of compiled string kernels, rather than HuggingFace tokenizers (its
 WordLevel trainer and encoder, tried on news20, were slower than scikit-learn's own analyzer) or a tokenizer of
 our own.
@@ -452,9 +452,9 @@ class MergedTerms:
 def merge_terms(parts: list[ChunkCounts], min_df: int, leave_out: str | None = None) -> MergedTerms:
     """Chunks -> the terms in at least min_df documents of all of them, sorted as CountVectorizer sorts its
     vocabulary, their document frequencies, and each chunk term's column: merge without moving any counts, for a
-    caller that moves each chunk's itself (merge; pipelines/vectorize.py, `_view_from_chunks`).
+    caller that moves each chunk's itself (merge; pipelines/vectorize/fit.py, `_view_from_chunks`).
     leave_out: a word whose unigram is not kept (its bigrams are): the start token, which every document holds
-    (pipelines/vectorize.py), dropped here with the rare terms rather than by copying the merged matrix.
+    (pipelines/vectorize/terms.py), dropped here with the rare terms rather than by copying the merged matrix.
     The per-chunk steps run on threads (numpy and pyarrow let go of the GIL): this runs in one process after the
     workers counted, so on many cores it is what a fit waits for."""
     if not parts:

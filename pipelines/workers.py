@@ -112,7 +112,7 @@ class WorkerPool:
             from joblib.externals.loky import ProcessPoolExecutor as LokyExecutor
 
             # One hash seed for all of this pool's workers (a fork shares this process's): hash() values of the
-            # same string then agree across chunks, which the vocabulary merge relies on (pipelines/vectorize.py).
+            # same string then agree across chunks, which the vocabulary merge relies on (pipelines/vectorize/terms.py).
             seed = str(random.SystemRandom().randrange(1, 2**32))
             self._executor = LokyExecutor(self.processes, env={"PYTHONHASHSEED": seed}, initializer=_die_with_parent,
                                           initargs=(os.getpid(),))

@@ -4,7 +4,7 @@ runs code. Members:
            "vectorizer": ..., "metadata": ...}
   w1 b1 w2 b2               network weights (float32)
   thresholds                a multi-label model's (C,) probability thresholds (format version 5)
-  vectorizer.idf, vectorizer.terms   see pipelines/vectorize.py
+  vectorizer.idf, vectorizer.terms   see pipelines/vectorize/vectorizer.py
   vectorizer.char_idf, vectorizer.char_terms   the character view, where the model has one (format version 2)
 Image models (textclf/inference/image_model.py) add "kind": "cnn" and "image_shape" to the header and hold
 conv<i>.w, conv<i>.b, fc_w, fc_b, out_w, out_b instead.
