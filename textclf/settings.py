@@ -1,4 +1,7 @@
-"""All training settings in one frozen dataclass, saved with every run and every model file.
+"""All training settings as one frozen dataclass, saved with every run and every model file, composed of small parts
+by what they set: VectorizerSettings, NetworkSettings, OptimizerSettings, DataSettings, DeviceSettings and
+SearchSettings (each its fields and its checks); Settings inherits them all, so a run's record and a model file
+hold one flat set of fields, as before.
 
 Defaults were chosen on news4 and agnews7600 (BENCHMARKS.md has the tables), test accuracy:
 - words: sublinear TF-IDF of unigrams + bigrams, English stop words removed, min_df 2, and the 32,754 terms a
@@ -73,8 +76,9 @@ def _within(value, low, high, inclusive_low: bool = True) -> bool:
 
 
 @dataclass(frozen=True)
-class Settings:
-    # Vectorization (scikit-learn).
+class VectorizerSettings:
+    """How documents become columns: the bag of words, its terms and weights, the character view."""
+
     features: int = 32754  # width of the bag of words fed to the network
     vectorizer: str = "tfidf"  # "tfidf": fitted vocabulary; "hashing": no vocabulary, any corpus size
     feature_selection: str = "chi2"  # how "tfidf" picks `features` terms from the full vocabulary
@@ -103,6 +107,29 @@ class Settings:
     # (pipelines.word_counts.UNSPACED_RANGES has the measurements). Off: such runs stay whole, as in text already split
     # into words by a segmenter. Not searched.
     unspaced_as_characters: bool = True
+
+    def _vectorizer_checks(self) -> list[tuple[bool, str]]:
+        return [
+            (_within(self.features, 2, MAX["features"]), f"features must be 2 to {MAX['features']:,}"),
+            (self.vectorizer in VECTORIZERS, f"vectorizer must be one of {', '.join(VECTORIZERS)}"),
+            (self.feature_selection in FEATURE_SELECTIONS,
+             f"feature_selection must be one of {', '.join(FEATURE_SELECTIONS)}"),
+            (self.ngram_max in (1, 2, 3), "ngram_max must be 1, 2 or 3"),
+            (self.stop_words in (None, "english"), "stop_words must be 'english' or 'none' (English is the list "
+                                                   "shipped; for another language pass 'none')"),
+            (_within(self.min_df, 1, MAX["min_df"]), f"min_df must be 1 to {MAX['min_df']:,}"),
+            (_within(self.char_learning_rate, 0, MAX["learning_rate"]),
+             f"char_learning_rate must be 0 (the learning rate's) to {MAX['learning_rate']:g}"),
+            (_within(self.char_epochs, 0, MAX["epochs"]), f"char_epochs must be 0 (the epochs') to {MAX['epochs']:,}"),
+            (not (self.char_ngrams and self.vectorizer != "tfidf"),
+             "char_ngrams needs the tfidf vectorizer: pass --vectorizer tfidf or --no-char-ngrams"),
+        ]
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """The network: the text MLP or the image CNN, its width, and how many side by side."""
+
     # Model: "mlp" (text: features -> hidden (sigmoid) -> classes (softmax)) or "cnn" (images:
     # textclf/models/cnn.py, conv+ReLU+pool per entry of conv_channels, then a ReLU layer of `hidden` units).
     model: str = "mlp"
@@ -114,6 +141,38 @@ class Settings:
     dropout: float = 0.25
     augment: str = "shift"  # comma-separated AUGMENTATIONS, or "" for none
     hidden: int = 128
+    # Networks trained side by side on the same batches and averaged into one model file (textclf/training/
+    # candidates.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
+    # SearchRules.ensemble_members by validation where it is cheap (a GPU), else 1.
+    ensemble: int = 0
+
+    @property
+    def channels(self) -> tuple[int, ...]:
+        return tuple(int(p) for p in self.conv_channels.split(","))
+
+    @property
+    def augmentations(self) -> tuple[str, ...]:
+        return tuple(p.strip() for p in str(self.augment).split(",") if p.strip())
+
+    def _network_checks(self) -> list[tuple[bool, str]]:
+        return [
+            (_within(self.hidden, 1, MAX["hidden"]), f"hidden must be 1 to {MAX['hidden']:,}"),
+            (self.model in MODELS, f"model must be one of {', '.join(MODELS)}"),
+            (_within(self.conv_kernel, 1, MAX["conv_kernel"]) and self.conv_kernel % 2 == 1,
+             f"conv_kernel must be odd, 1 to {MAX['conv_kernel']}"),
+            (_channel_list_ok(self.conv_channels),
+             f"conv_channels must be 1 to {MAX['conv_layers']} comma-separated whole numbers, 1 to {MAX['channels']:,}"),
+            (_within(self.dropout, 0, 1) and self.dropout < 1, "dropout must be in [0, 1)"),
+            (all(a in AUGMENTATIONS for a in self.augmentations),
+             f"augment must be comma-separated names from {', '.join(AUGMENTATIONS)} (or empty)"),
+            (_within(self.ensemble, 0, MAX["ensemble"]), "ensemble must be 0 (chosen by the search) to 64 networks"),
+        ]
+
+
+@dataclass(frozen=True)
+class OptimizerSettings:
+    """How the network trains: the optimizer, its rates, the batches, the epochs, the seed."""
+
     # Optimizer: Adam (default) or minibatch SGD with momentum (v <- m v + g + wd w; w <- w - lr v).
     optimizer: str = "adam"
     batch_size: int = 64
@@ -129,7 +188,36 @@ class Settings:
     init_gain: float = 1.0  # Glorot-uniform range multiplier (4 suited sgd)
     weight_decay: float = 0.0
     seed: int = 0
-    # Data handling.
+
+    def epochs_for(self, n_train: int) -> int:
+        """Epochs actually run on n_train documents: `epochs`, raised to reach `min_steps` steps, unless the user
+        typed the epoch count (a value the user typed is never rewritten; pinned: SearchSettings)."""
+        if "epochs" in self.pinned:
+            return self.epochs
+        steps_per_epoch = -(-n_train // self.batch_size)
+        return max(self.epochs, -(-self.min_steps // steps_per_epoch))
+
+    def _optimizer_checks(self) -> list[tuple[bool, str]]:
+        return [
+            (_within(self.batch_size, 1, MAX["batch_size"]), f"batch_size must be 1 to {MAX['batch_size']:,}"),
+            (_within(self.epochs, 1, MAX["epochs"]), f"epochs must be 1 to {MAX['epochs']:,}"),
+            (_within(self.min_steps, 0, MAX["min_steps"]), f"min_steps must be 0 to {MAX['min_steps']:,}"),
+            (_within(self.learning_rate, 0, MAX["learning_rate"], inclusive_low=False),
+             f"learning_rate must be > 0 and at most {MAX['learning_rate']:g}"),
+            (self.lr_schedule in LR_SCHEDULES, f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}"),
+            (self.optimizer in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}"),
+            (_within(self.init_gain, 0, MAX["init_gain"], inclusive_low=False),
+             f"init_gain must be > 0 and at most {MAX['init_gain']:g}"),
+            (_within(self.momentum, 0, 1) and self.momentum < 1, "momentum must be in [0, 1)"),
+            (_within(self.weight_decay, 0, MAX["weight_decay"]), f"weight_decay must be 0 to {MAX['weight_decay']:g}"),
+            (_within(self.seed, 0, MAX["seed"]), f"seed must be 0 to {MAX['seed']:,}"),
+        ]
+
+
+@dataclass(frozen=True)
+class DataSettings:
+    """The documents: the validation share, label sets and what judges them, the largest file read."""
+
     validation_fraction: float = 0.1  # used only when no separate test corpus is given
     # Documents with any number of labels (pipelines/labels.py): sigmoid outputs, binary cross-entropy and a
     # threshold chosen on held-out documents. None: as the corpus holds them (any document with other than one
@@ -139,7 +227,23 @@ class Settings:
     # None: micro-F1. Refused for a corpus of one label a document (judged by accuracy).
     metric: str | None = None
     max_file_mb: float = 10.0  # larger files are skipped (corpus) or refused (predict)
-    # Compute.
+
+    def _data_checks(self) -> list[tuple[bool, str]]:
+        return [
+            (self.multi_label in (None, True, False), "multi_label must be true, false or none (from the corpus)"),
+            (self.metric in (None, *MULTI_LABEL_METRICS),
+             f"metric must be one of {', '.join(MULTI_LABEL_METRICS)}"),
+            (_within(self.validation_fraction, 0, 1, inclusive_low=False) and self.validation_fraction < 1,
+             "validation_fraction must be in (0, 1)"),
+            (_within(self.max_file_mb, 0, MAX["max_file_mb"], inclusive_low=False),
+             f"max_file_mb must be > 0 and at most {MAX['max_file_mb']:,.0f}"),
+        ]
+
+
+@dataclass(frozen=True)
+class DeviceSettings:
+    """Where and how it runs: the backend, the Pallas input format, the devices and how they share it."""
+
     backend: str = "auto"  # "auto": as measured per network and batch on a GPU (training/backends.py), else xla
     # Pallas input format: "dense" (X scattered into a bf16 matrix), "pieces" (fixed-width pieces of each
     # document's nonzeros, pallas_kernels/pieces_hidden.py) or "sparse" (flat nonzeros, sparse_hidden.py);
@@ -154,6 +258,21 @@ class Settings:
     # every batch, W1 whole on each, its gradient summed every step), "features" (W1's rows split across one
     # process's devices, each on the whole batch; the XLA step), "auto": as the plan measured.
     parallel: str = "auto"
+
+    def _device_checks(self) -> list[tuple[bool, str]]:
+        return [
+            (self.backend in BACKENDS, f"backend must be one of {', '.join(BACKENDS)}"),
+            (_within(self.devices, 0, MAX["devices"]), f"devices must be 0 (as the plan measured) to {MAX['devices']:,}"),
+            (self.parallel in PARALLELS, f"parallel must be one of {', '.join(PARALLELS)}"),
+            (not (self.parallel == "features" and self.backend == "pallas"), FEATURES_NEED_XLA),
+            (self.pallas_input in PALLAS_INPUTS, f"pallas_input must be one of {', '.join(PALLAS_INPUTS)}"),
+        ]
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The model search: whether it runs and the work or time it may spend; the fields the user typed."""
+
     # Model search (textclf/training/search.py): "auto" chooses SEARCHED_FIELDS by validation on the training
     # documents (text MLP with the tfidf vectorizer; skipped below its minimum corpus size), or takes the choice
     # recorded for the same documents, settings and device (textclf/runs/search_cache.py); "fresh" searches even
@@ -164,95 +283,39 @@ class Settings:
     search: str = "auto"
     search_steps: int = 0
     search_budget: float = 0.0
-    # Networks trained side by side on the same batches and averaged into one model file (textclf/training/
-    # candidates.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
-    # SearchRules.ensemble_members by validation where it is cheap (a GPU), else 1.
-    ensemble: int = 0
     # Fields the user set explicitly (the CLI fills it in from the options given): the search keeps them.
     pinned: tuple[str, ...] = ()
+
+    def _search_checks(self) -> list[tuple[bool, str]]:
+        return [
+            (self.search in SEARCHES, f"search must be one of {', '.join(SEARCHES)}"),
+            (_within(self.search_steps, 0, MAX["search_steps"]),
+             f"search_steps must be 0 (the device's default) to {MAX['search_steps']:,} network-steps"),
+            (_within(self.search_budget, 0, MAX["search_budget"]),
+             f"search_budget must be 0 (no clock limit) to {MAX['search_budget']:,.0f} seconds"),
+            (all(p in SEARCHED_FIELDS for p in self.pinned),
+             f"pinned must name fields among {', '.join(SEARCHED_FIELDS)}"),
+        ]
+
+
+@dataclass(frozen=True)
+class Settings(SearchSettings, DeviceSettings, DataSettings, OptimizerSettings, NetworkSettings, VectorizerSettings):
+    """Every training setting as one frozen record, saved with every run and every model file (old records and
+    files read as before: to_dict/from_dict see one flat set of fields), composed of the parts above, each
+    with its own fields and checks."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pinned", tuple(self.pinned))  # from JSON it arrives as a list
         for name, value in MODEL_DEFAULTS.get(self.model, {}).items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)  # frozen: the one place a field is filled in
-        checks = [
-            (_within(self.features, 2, MAX["features"]), f"features must be 2 to {MAX['features']:,}"),
-            (self.vectorizer in VECTORIZERS, f"vectorizer must be one of {', '.join(VECTORIZERS)}"),
-            (self.feature_selection in FEATURE_SELECTIONS,
-             f"feature_selection must be one of {', '.join(FEATURE_SELECTIONS)}"),
-            (self.ngram_max in (1, 2, 3), "ngram_max must be 1, 2 or 3"),
-            (self.stop_words in (None, "english"), "stop_words must be 'english' or 'none' (English is the list "
-                                                   "shipped; for another language pass 'none')"),
-            (_within(self.min_df, 1, MAX["min_df"]), f"min_df must be 1 to {MAX['min_df']:,}"),
-            (_within(self.char_learning_rate, 0, MAX["learning_rate"]),
-             f"char_learning_rate must be 0 (the learning rate's) to {MAX['learning_rate']:g}"),
-            (_within(self.char_epochs, 0, MAX["epochs"]), f"char_epochs must be 0 (the epochs') to {MAX['epochs']:,}"),
-            (not (self.char_ngrams and self.vectorizer != "tfidf"),
-             "char_ngrams needs the tfidf vectorizer: pass --vectorizer tfidf or --no-char-ngrams"),
-            (_within(self.hidden, 1, MAX["hidden"]), f"hidden must be 1 to {MAX['hidden']:,}"),
-            (self.features * self.hidden <= MAX["weights"],
-             f"features x hidden must be at most {MAX['weights']:,} weights (4 GiB): lower --features or --hidden"),
-            (self.model in MODELS, f"model must be one of {', '.join(MODELS)}"),
-            (_within(self.conv_kernel, 1, MAX["conv_kernel"]) and self.conv_kernel % 2 == 1,
-             f"conv_kernel must be odd, 1 to {MAX['conv_kernel']}"),
-            (_channel_list_ok(self.conv_channels),
-             f"conv_channels must be 1 to {MAX['conv_layers']} comma-separated whole numbers, 1 to {MAX['channels']:,}"),
-            (_within(self.dropout, 0, 1) and self.dropout < 1, "dropout must be in [0, 1)"),
-            (all(a in AUGMENTATIONS for a in self.augmentations),
-             f"augment must be comma-separated names from {', '.join(AUGMENTATIONS)} (or empty)"),
-            (self.multi_label in (None, True, False), "multi_label must be true, false or none (from the corpus)"),
-            (self.metric in (None, *MULTI_LABEL_METRICS),
-             f"metric must be one of {', '.join(MULTI_LABEL_METRICS)}"),
-            (_within(self.batch_size, 1, MAX["batch_size"]), f"batch_size must be 1 to {MAX['batch_size']:,}"),
-            (_within(self.epochs, 1, MAX["epochs"]), f"epochs must be 1 to {MAX['epochs']:,}"),
-            (_within(self.min_steps, 0, MAX["min_steps"]), f"min_steps must be 0 to {MAX['min_steps']:,}"),
-            (_within(self.learning_rate, 0, MAX["learning_rate"], inclusive_low=False),
-             f"learning_rate must be > 0 and at most {MAX['learning_rate']:g}"),
-            (self.lr_schedule in LR_SCHEDULES, f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}"),
-            (self.optimizer in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}"),
-            (_within(self.init_gain, 0, MAX["init_gain"], inclusive_low=False),
-             f"init_gain must be > 0 and at most {MAX['init_gain']:g}"),
-            (_within(self.momentum, 0, 1) and self.momentum < 1, "momentum must be in [0, 1)"),
-            (_within(self.weight_decay, 0, MAX["weight_decay"]), f"weight_decay must be 0 to {MAX['weight_decay']:g}"),
-            (_within(self.validation_fraction, 0, 1, inclusive_low=False) and self.validation_fraction < 1,
-             "validation_fraction must be in (0, 1)"),
-            (_within(self.max_file_mb, 0, MAX["max_file_mb"], inclusive_low=False),
-             f"max_file_mb must be > 0 and at most {MAX['max_file_mb']:,.0f}"),
-            (self.backend in BACKENDS, f"backend must be one of {', '.join(BACKENDS)}"),
-            (_within(self.devices, 0, MAX["devices"]), f"devices must be 0 (as the plan measured) to {MAX['devices']:,}"),
-            (self.parallel in PARALLELS, f"parallel must be one of {', '.join(PARALLELS)}"),
-            (not (self.parallel == "features" and self.backend == "pallas"), FEATURES_NEED_XLA),
-            (self.pallas_input in PALLAS_INPUTS, f"pallas_input must be one of {', '.join(PALLAS_INPUTS)}"),
-            (self.search in SEARCHES, f"search must be one of {', '.join(SEARCHES)}"),
-            (_within(self.search_steps, 0, MAX["search_steps"]),
-             f"search_steps must be 0 (the device's default) to {MAX['search_steps']:,} network-steps"),
-            (_within(self.search_budget, 0, MAX["search_budget"]),
-             f"search_budget must be 0 (no clock limit) to {MAX['search_budget']:,.0f} seconds"),
-            (_within(self.ensemble, 0, MAX["ensemble"]), "ensemble must be 0 (chosen by the search) to 64 networks"),
-            (_within(self.seed, 0, MAX["seed"]), f"seed must be 0 to {MAX['seed']:,}"),
-            (all(p in SEARCHED_FIELDS for p in self.pinned),
-             f"pinned must name fields among {', '.join(SEARCHED_FIELDS)}"),
-        ]
+        weights = (self.features * self.hidden <= MAX["weights"],  # the one check across two parts
+                   f"features x hidden must be at most {MAX['weights']:,} weights (4 GiB): lower --features or --hidden")
+        checks = [*self._vectorizer_checks(), *self._network_checks(), weights, *self._optimizer_checks(),
+                  *self._data_checks(), *self._device_checks(), *self._search_checks()]
         for ok, message in checks:
             if not ok:
                 raise SettingsError(f"invalid setting: {message}")
-
-    @property
-    def channels(self) -> tuple[int, ...]:
-        return tuple(int(p) for p in self.conv_channels.split(","))
-
-    @property
-    def augmentations(self) -> tuple[str, ...]:
-        return tuple(p.strip() for p in str(self.augment).split(",") if p.strip())
-
-    def epochs_for(self, n_train: int) -> int:
-        """Epochs actually run on n_train documents: `epochs`, raised to reach `min_steps` steps, unless the user
-        typed the epoch count (a value the user typed is never rewritten)."""
-        if "epochs" in self.pinned:
-            return self.epochs
-        steps_per_epoch = -(-n_train // self.batch_size)
-        return max(self.epochs, -(-self.min_steps // steps_per_epoch))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

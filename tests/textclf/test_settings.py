@@ -29,3 +29,20 @@ def test_bad_values_name_the_setting(changes, message):
 def test_augmentations_parse_the_list():
     assert Settings(augment=" shift , flip").augmentations == ("shift", "flip")
     assert Settings(augment="").augmentations == ()
+
+
+def test_settings_are_one_flat_record_composed_of_parts():
+    """Each part holds its own fields; Settings holds them all as one flat record, so a run's record and a model
+    file read as before (a stored dict without the newer fields takes their defaults)."""
+    import dataclasses
+
+    from textclf.settings import (DataSettings, DeviceSettings, NetworkSettings, OptimizerSettings, SearchSettings,
+                                  Settings, VectorizerSettings)
+
+    parts = (VectorizerSettings, NetworkSettings, OptimizerSettings, DataSettings, DeviceSettings, SearchSettings)
+    names = [f.name for part in parts for f in dataclasses.fields(part)]
+    assert len(names) == len(set(names)) and set(names) == {f.name for f in dataclasses.fields(Settings)}
+    settings = Settings(hidden=64, learning_rate=0.01, backend="xla", search="off", pinned=("learning_rate",))
+    assert Settings.from_dict(settings.to_dict()) == settings
+    older = {k: v for k, v in Settings().to_dict().items() if k not in ("multi_label", "metric")}
+    assert Settings.from_dict(dict(reversed(list(older.items())))) == Settings()
