@@ -19,7 +19,7 @@ from jax.experimental import pallas as pl
 
 from pallas_kernels.common import (
     PRECISIONS, accumulator_dtype, dot, pad_axis, require, require_blocks, round_up, triton_params)
-from pallas_kernels.softmax_xent import padded_classes
+from pallas_kernels.softmax_xent import output_layer_grads, padded_classes
 
 
 # A Pallas kernel: one ref per operand and output, then its static block sizes.
@@ -109,12 +109,7 @@ def _sigmoid_bce_loss_fwd(h, w2, b2, targets, weight, n_classes, precision, inte
 
 
 def _sigmoid_bce_loss_bwd(n_classes, precision, interpret, residuals, cotangents):
-    h, w2, loss, dz = residuals
-    g = cotangents[0]
-    dz = dz * g
-    prec = PRECISIONS[precision]
-    return (jnp.dot(dz, w2.T, precision=prec), jnp.dot(h.T, dz, precision=prec), jnp.sum(dz, axis=0), None,
-            loss * g)
+    return output_layer_grads(residuals, cotangents[0], precision)
 
 
 sigmoid_bce_loss.defvjp(_sigmoid_bce_loss_fwd, _sigmoid_bce_loss_bwd)

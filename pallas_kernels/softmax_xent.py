@@ -115,12 +115,16 @@ def _softmax_xent_loss_fwd(h, w2, b2, labels, weight, n_classes, precision, inte
 
 
 def _softmax_xent_loss_bwd(n_classes, precision, interpret, residuals, cotangents):
-    h, w2, nll, dz = residuals
-    g = cotangents[0]
+    return output_layer_grads(residuals, cotangents[0], precision)
+
+
+def output_layer_grads(residuals, g, precision: str):
+    """The backward of an output-layer loss kernel (this one's, sigmoid_bce's): from its residuals (h, w2, the
+    per-row loss, the dZ it wrote) and the incoming cotangent g -> (dh, dw2, db2, no labels' gradient, dweight)."""
+    h, w2, loss, dz = residuals
     dz = dz * g
     prec = PRECISIONS[precision]
-    return (jnp.dot(dz, w2.T, precision=prec), jnp.dot(h.T, dz, precision=prec), jnp.sum(dz, axis=0), None,
-            nll * g)
+    return jnp.dot(dz, w2.T, precision=prec), jnp.dot(h.T, dz, precision=prec), jnp.sum(dz, axis=0), None, loss * g
 
 
 softmax_xent_loss.defvjp(_softmax_xent_loss_fwd, _softmax_xent_loss_bwd)
