@@ -18,6 +18,12 @@ def joined(labels: Iterable[str]) -> str:
     return unique[0] if len(unique) == 1 else SEPARATOR + SEPARATOR.join(unique)
 
 
+def as_set(labels: Iterable[str]) -> str:
+    """A document's labels as a set's label string even where it holds one label (a corpus the user or its form
+    says is multi-label stays so, however few labels each document has)."""
+    return SEPARATOR + SEPARATOR.join(sorted(set(labels)))
+
+
 def label_set(label: str) -> list[str]:
     """One label string -> the document's labels (sorted)."""
     return [part for part in label.split(SEPARATOR) if part] if SEPARATOR in label else [label]
@@ -70,4 +76,4 @@ def merged_documents(texts: Sequence[str], labels: Sequence[str]) -> tuple[list[
         first[text] = len(kept_texts)
         kept_texts.append(text)
         sets.append(set(label_set(label)))
-    return kept_texts, [SEPARATOR + SEPARATOR.join(sorted(names)) for names in sets]
+    return kept_texts, [as_set(names) for names in sets]

@@ -249,7 +249,7 @@ class _Targets:
 def _targets(y, n: int, multi_label: bool | None) -> _Targets:
     """y as the documents' label strings: one label each, label lists, or a 0/1 indicator matrix (whose columns
     become the classes 0 .. C-1, named so that they sort in column order)."""
-    from pipelines.labels import joined
+    from pipelines.labels import as_set
 
     if multi_label is not False and y is not None and not isinstance(y, (str, bytes)):
         array = np.asarray(y) if hasattr(y, "__array__") or _is_matrix(y) else None
@@ -266,15 +266,14 @@ def _targets(y, n: int, multi_label: bool | None) -> _Targets:
                                  "document has")
             width = len(str(array.shape[1] - 1))
             columns = [f"{c:0{width}d}" for c in range(array.shape[1])]
-            names = [joined(columns[c] for c in np.flatnonzero(row)) if row.sum() != 1
-                     else columns[int(np.flatnonzero(row)[0])] for row in array]
-            return _Targets("indicator", [_as_set(name) for name in names], dict(zip(columns, range(len(columns)))))
+            names = [as_set(columns[c] for c in np.flatnonzero(row)) for row in array]
+            return _Targets("indicator", names, dict(zip(columns, range(len(columns)))))
         items = list(array) if array is not None and array.ndim == 1 else list(y) if array is None else []
         if items and all(isinstance(item, (list, tuple, set, frozenset)) for item in items):
             if len(items) != n:
                 raise ValueError(f"X has {n} documents but y has {len(items)} label lists: pass one a document")
             originals = {str(label): label for item in items for label in item}
-            return _Targets("lists", [_as_set(joined(str(label) for label in item)) for item in items], originals)
+            return _Targets("lists", [as_set(str(label) for label in item) for item in items], originals)
     labels = _labels(y, n)
     return _Targets("labels", [str(label) for label in labels], {str(label): label for label in labels})
 
@@ -285,14 +284,6 @@ def _is_matrix(y) -> bool:
                                all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in item)
                                for item in items) and len({len(item) for item in items}) == 1 and \
         all(v in (0, 1) for item in items for v in item)
-
-
-def _as_set(name: str) -> str:
-    """A label string that is a set even where it holds one label: a multi-label y stays multi-label however few
-    labels each document has."""
-    from pipelines.labels import SEPARATOR
-
-    return name if name.startswith(SEPARATOR) else SEPARATOR + name
 
 
 def _plain(label):

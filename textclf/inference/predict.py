@@ -216,18 +216,16 @@ def rank(model: Model, texts: list[str], sources: list[str], top_k: int, thresho
     ranked = top_labels(model.labels, probabilities, top_k, threshold or 0.0)
     if not model.multi_label:
         return [Prediction(source, top[0][0] if top else None, top) for source, top in zip(sources, ranked)]
-    chosen = probabilities > (model.thresholds if threshold is None else threshold)
-    sets = [[model.labels[i] for i in np.argsort(-row, kind="stable") if yes[i]]
-            for row, yes in zip(probabilities, chosen)]
+    sets = chosen_labels(model, probabilities, threshold)
     return [Prediction(source, names[0] if names else None, top, names)
             for source, top, names in zip(sources, ranked, sets)]
 
 
-def chosen_labels(model, probabilities: np.ndarray) -> list:
+def chosen_labels(model, probabilities: np.ndarray, threshold: float | None = None) -> list:
     """Each document's prediction from its probabilities: the most probable label, or a multi-label model's list
-    of the labels above their thresholds (most probable first)."""
+    of the labels above their thresholds (or above `threshold` where given), most probable first."""
     if not getattr(model, "multi_label", False):
         return [model.labels[i] for i in probabilities.argmax(axis=1)]
-    chosen = model.predicted_sets(probabilities)
+    chosen = model.predicted_sets(probabilities) if threshold is None else probabilities > threshold
     return [[model.labels[i] for i in np.argsort(-row, kind="stable") if yes[i]]
             for row, yes in zip(probabilities, chosen)]

@@ -86,10 +86,22 @@ def masked_loss(scores: jax.Array, labels: jax.Array, mask: jax.Array, count=Non
 
 def multi_label_loss(scores: jax.Array, labels: jax.Array, mask: jax.Array, count=None) -> tuple[jax.Array, jax.Array]:
     """masked_loss of label sets: scores and labels (B, C), labels 0/1 (any dtype)."""
-    targets = labels.astype(scores.dtype)
-    # log(1 + exp(-|s|)) + max(s, 0) - s * y: each output's binary cross-entropy, stable for any score
-    bce = jnp.sum(jax.nn.softplus(-jnp.abs(scores)) + jnp.maximum(scores, 0.0) - scores * targets, axis=1)
+    bce = jnp.sum(binary_cross_entropy(scores, labels), axis=1)
     count = jnp.sum(mask) if count is None else count
     loss = jnp.sum(bce * mask) / jnp.maximum(count, 1.0)
-    correct = jnp.sum(jnp.all((scores > 0) == (targets > 0.5), axis=1) * mask)
-    return loss, correct
+    return loss, jnp.sum(predicted_right(scores, labels) * mask)
+
+
+def binary_cross_entropy(scores: jax.Array, labels: jax.Array) -> jax.Array:
+    """Each output's binary cross-entropy against 0/1 labels (any dtype, broadcast against the scores):
+    log(1 + exp(-|s|)) + max(s, 0) - s * y, stable for any score."""
+    targets = labels.astype(scores.dtype)
+    return jax.nn.softplus(-jnp.abs(scores)) + jnp.maximum(scores, 0.0) - scores * targets
+
+
+def predicted_right(scores: jax.Array, labels: jax.Array) -> jax.Array:
+    """Whether each document is predicted right: its class the top score, or (label sets, labels shaped as the
+    scores) every output on the right side of probability 0.5."""
+    if labels.ndim == scores.ndim:
+        return jnp.all((scores > 0) == (labels > 0), axis=-1)
+    return jnp.argmax(scores, axis=-1) == labels

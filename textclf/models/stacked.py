@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from textclf.models.mlp import binary_cross_entropy
 from textclf.models.weights import Params
 
 
@@ -61,8 +62,7 @@ def summed_loss(scores: jax.Array, labels, mask) -> jax.Array:
     (B, C) label sets, each one's mean binary cross-entropy summed over its outputs (models/mlp.py's
     multi_label_loss, K times)."""
     if labels.ndim == 2:
-        targets = labels[:, None, :].astype(scores.dtype)  # (B, 1, C)
-        bce = jnp.sum(jax.nn.softplus(-jnp.abs(scores)) + jnp.maximum(scores, 0.0) - scores * targets, axis=-1)
+        bce = jnp.sum(binary_cross_entropy(scores, labels[:, None, :]), axis=-1)  # (B, K)
         return jnp.sum(bce * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
     log_probs = jax.nn.log_softmax(scores, axis=-1)  # (B, K, C)
     nll = -jnp.take_along_axis(log_probs, labels[:, None, None], axis=2)[..., 0]  # (B, K)

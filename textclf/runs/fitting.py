@@ -41,11 +41,12 @@ def record_backend(run: RunContext, requested: str, network: str, settings: Sett
 DEVICE_EVAL_WORK = 40_000_000
 
 
-def held_out_stopping(train_x, train_y: np.ndarray, seed: int, count: int | None = None, patience: int = 1):
+def held_out_stopping(train_x, train_y: np.ndarray, seed: int, count: int | None = None, **rule):
     """-> (the rows of train_x that train, sorted, an EarlyStopping judging the held-out rest). The training rows
     are not copied out of the matrix here: networks side by side train on them in place (candidates.
     StackedEpochs), and a copy beside the matrix doubled a ten-million-document run's host memory. train_x on
-    the device already (ResidentRows): the held-out rows are read back from it."""
+    the device already (ResidentRows): the held-out rows are read back from it. rule: EarlyStopping's (patience,
+    metric, earliest_stop; default: stop after one epoch without gain)."""
     from textclf.training.device_data import ResidentRows, host_rows
     from textclf.training.fit import EarlyStopping
 
@@ -53,7 +54,7 @@ def held_out_stopping(train_x, train_y: np.ndarray, seed: int, count: int | None
     held = np.zeros(n, bool)
     held[np.random.default_rng(seed).choice(n, count or held_out_count(n), replace=False)] = True
     held_x = host_rows(train_x, np.flatnonzero(held)) if isinstance(train_x, ResidentRows) else train_x[held]
-    return np.flatnonzero(~held), EarlyStopping(held_x, train_y[held], patience=patience)
+    return np.flatnonzero(~held), EarlyStopping(held_x, train_y[held], **rule)
 
 
 def eval_scores(model: Model, eval_x) -> np.ndarray:
@@ -139,11 +140,7 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
     rates = candidates if plan.rate_choice == "held_out" else []  # chosen among by the held-out documents
     training_rows = early_stopping = None  # the rows of train_x that train, where train_x is not copied
     if plan.held_out_documents:
-        train_x, train_y, training_rows, early_stopping = _held_out_split(data, plan, train_x, train_y, settings.seed)
-        if plan.multi_label:  # what the held-out documents judge; no stop before the minimum steps are made
-            early_stopping.metric = settings.metric or "micro-f1"
-            steps = -(-(len(train_y) if training_rows is None else len(training_rows)) // settings.batch_size)
-            early_stopping.earliest_stop = -(-settings.min_steps // steps)
+        train_x, train_y, training_rows, early_stopping = _held_out_split(data, plan, train_x, train_y, settings)
     elif plan.rate_choice == "refit":
         with run.phase("rates"):
             settings = choose_rate_then_refit(run, train_x, train_y, len(data.classes), settings, backend,
@@ -172,14 +169,19 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
     return Fitted(params, views.history, settings, backend, n_training, thresholds)
 
 
-def _held_out_split(data, plan: TrainingPlan, train_x, train_y, seed: int):
+def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settings):
     """Documents held out to stop early -> (train_x, train_y, training rows of train_x or None, EarlyStopping).
     Networks side by side in place (plan.rows "device") train on the matrix's rows without a copy; the others on
     a matrix of their rows."""
     from textclf.training.device_data import ResidentRows, resident_rows
 
-    training_rows, early_stopping = held_out_stopping(train_x, train_y, seed, plan.held_out_documents,
-                                                      MULTI_LABEL_PATIENCE if plan.multi_label else 1)
+    rule = {}
+    if plan.multi_label:  # the metric the held-out documents judge; no stop before the minimum steps are made
+        steps = -(-plan.training_documents // settings.batch_size)
+        rule = dict(patience=MULTI_LABEL_PATIENCE, metric=settings.metric or "micro-f1",
+                    earliest_stop=-(-settings.min_steps // steps))
+    training_rows, early_stopping = held_out_stopping(train_x, train_y, settings.seed, plan.held_out_documents,
+                                                      **rule)
     if plan.rows != "device":
         train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
         data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)

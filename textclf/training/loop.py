@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
 from textclf.settings import Settings
-from textclf.models.mlp import Params, logits
+from textclf.models.mlp import Params, logits, predicted_right
 from textclf.training import feature_parallel
 from textclf.training.backends import SEARCH_COMPILER_OPTIONS
 from textclf.training.distributed import exchange_arrays, summed
@@ -90,17 +90,10 @@ def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh
         if eval_batches is not None:
             indices, values, rows, labels, mask = eval_batches
             scores = _xla_scores(step.unpad(params, n_classes), indices, values, rows)
-            hits = jnp.sum(_right(scores, labels) * mask)
+            hits = jnp.sum(predicted_right(scores, labels) * mask)
         return params, opt_state, losses, corrects, hits
 
     return whole
-
-
-def _right(scores: jax.Array, labels: jax.Array) -> jax.Array:
-    """Whether each document is predicted right: its class the top score, or (label sets) every output at 0.5."""
-    if labels.ndim == scores.ndim:
-        return jnp.all((scores > 0) == (labels > 0), axis=-1)
-    return jnp.argmax(scores, axis=-1) == labels
 
 
 class _Compiled:
