@@ -6,7 +6,7 @@ cost (a few microseconds per call) this is the device time; for ops shorter than
 Both sides of every comparison are timed the same way. (An earlier version looped inside one jitted
 fori_loop; XLA folded the dependence trick and hoisted plain XLA ops out of the loop, so it was dropped.)
 
-carried_time (benchmarks/kernels.py) times whole training steps inside one fori_loop whose carry is the
+carried_time (benchmarks/kernels/mlp.py) times whole training steps inside one fori_loop whose carry is the
 parameters, which every step reads and rewrites in full, so nothing can be hoisted or sliced away.
 """
 

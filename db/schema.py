@@ -58,7 +58,7 @@ def _v1_runs(db: sqlite_utils.Database) -> None:
 
 
 def _v2_kernel_sweeps(db: sqlite_utils.Database) -> None:
-    """Block-size sweeps of the Pallas kernels (benchmarks/kernels.py --sweep): one row per configuration."""
+    """Block-size sweeps of the Pallas kernels (benchmarks/kernels/mlp.py --sweep): one row per configuration."""
     db["kernel_sweeps"].create(
         {"id": int, "created_at": str, "device": str, "kernel": str, "batch_size": int, "config": str,
          "seconds": float, "error": str},
@@ -183,7 +183,7 @@ def _v13_job_data_root(db: sqlite_utils.Database) -> None:
 
 
 def _v14_kernel_sweeps_out(db: sqlite_utils.Database) -> None:
-    # kernel_sweeps moved to the kernel benchmark's own file (benchmarks/sweeps.py): dropped where it holds no rows;
+    # kernel_sweeps moved to the kernel benchmark's own file (benchmarks/kernels/sweeps.py): dropped where it holds no rows;
     # a database that holds sweeps keeps them.
     if "kernel_sweeps" in db.table_names() and db["kernel_sweeps"].count == 0:
         db["kernel_sweeps"].drop()

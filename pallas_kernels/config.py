@@ -3,8 +3,8 @@ defined beside the kernel, as jax's Pallas ops do), the step's input format and 
 (hashable) value.
 
 Defaults are safe everywhere; `tuned(batch_size, device_kind)` returns the configuration picked by the sweep on
-the GPU (`python -m benchmarks.kernels --sweep`, results in pallas_kernels/tuned.json and the runs DB; the
-Adam dW1 fusion from `python -m benchmarks.fusion_ab`) for the nearest batch size measured on that device.
+the GPU (`python -m benchmarks.kernels.mlp --sweep`, results in pallas_kernels/tuned.json and the runs DB; the
+Adam dW1 fusion from `python -m benchmarks.kernels.fusion_ab`) for the nearest batch size measured on that device.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class KernelConfig:
     # Adam: dW1 computed inside W1's update (input_grad_adam_update, `grad` blocks) instead of input_grad then
     # adam_update. Which is faster depends on the batch size and the blocks (docs/decisions.md, "Step fusions":
     # on an H100 it won at B = 256 and lost at 64 and 4,096), so it is set per device and batch in tuned.json
-    # from `python -m benchmarks.fusion_ab`.
+    # from `python -m benchmarks.kernels.fusion_ab`.
     adam_fused_dw1: bool = False
     # dW1 alone (input_grad: Adam unless adam_fused_dw1, data parallelism, the custom_vjp): its best blocks
     # differ from the fused dW1 + update kernel's (`grad`), which the sweep picks by whole-step time.

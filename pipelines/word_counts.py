@@ -5,7 +5,7 @@ small-input path all work on one term numbering, which a split would pass betwee
 
 Why: scikit-learn's analyzer builds a Python string per token and per bigram, and counting them through dicts cost
 ~300 ns a term: fitting a vocabulary on 100,000 synthetic documents (117 MB) took 25.6 s on 2 cores, 4.6 MB/s (11.0
-s with this module; `benchmarks.vectorize_workers`, docs/decisions.md "Vectorizing in compiled code"). Here the texts
+s with this module; `benchmarks.vectorizing.vectorize_workers`, docs/decisions.md "Vectorizing in compiled code"). Here the texts
 are split by pyarrow's string kernels (ASCII documents on whitespace after a byte translation, the others by
 RE2, in C++), each distinct word becomes a number once per chunk (pyarrow's
 dictionary encoding), a bigram is a pair of word numbers packed in one int64, and the (document, term) counts are

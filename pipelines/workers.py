@@ -21,7 +21,7 @@ Decision: fork the workers when that is safe, else start fresh ones with loky.
   hash() of a string is the same in every worker of the pool.
 - Large results come back through shared memory, not the executor's pipe (SharedResults): the pipe is read by one
   thread of this process, 254-269 MB/s against shared memory's 925-1,420 MB/s on 2 cores
-  (benchmarks/result_transport.py, docs/decisions.md "A large file's vectorizing"), where a transformed million
+  (benchmarks/vectorizing/result_transport.py, docs/decisions.md "A large file's vectorizing"), where a transformed million
   documents is 1.1 GB of arrays.
 """
 
@@ -88,7 +88,7 @@ class WorkerPool:
     everything runs here. Use as a context manager (the workers exit with it)."""
 
     def __init__(self, processes: int, shared_results: bool = True):
-        """shared_results=False: every result through the executor's pipe (benchmarks/result_transport.py compares)."""
+        """shared_results=False: every result through the executor's pipe (benchmarks/vectorizing/result_transport.py compares)."""
         self.processes = max(1, processes)
         refusal = fork_refusal() if self.processes > 1 else None
         self.forked = self.processes > 1 and refusal is None

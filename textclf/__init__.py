@@ -6,7 +6,7 @@ __version__ = "0.1.0"
 
 # The GPU allocator grows its pool as programs need memory instead of reserving 75% of the card at the backend's
 # start: on an H100 that reservation alone held ~1.9 GB of host memory (the runtime's anonymous memory after a
-# first program: 2,352 MB reserved, 453 MB growing; `python -m benchmarks.runtime_memory`, BENCHMARKS.md "Big
+# first program: 2,352 MB reserved, 453 MB growing; `python -m benchmarks.memory.runtime_memory`, BENCHMARKS.md "Big
 # corpora with no flags"), a third of a million-document run's peak; and each server process would reserve its
 # own share beside the daemon's. Read by JAX when its backend starts, so set here, before any of textclf imports
 # it; a value the user set is kept.

@@ -3,7 +3,7 @@
 # other batch sizes (repository root; OUT: where logs and the profile go; needs build/news4-train.jsonl.gz, see
 # vectorize.sh, and .whl/, see site.sh):
 #   1. `textclf train` with no flags under cProfile (the parent process: phases, the vectorize phase's callees);
-#   2. benchmarks.big_batch on that run's vectors and chosen settings (BATCHES).
+#   2. benchmarks.speed.big_batch on that run's vectors and chosen settings (BATCHES).
 set -uo pipefail
 OUT=${OUT:-build/gpu-big-profile}
 DOCS=${DOCS:-1000000}
@@ -29,5 +29,5 @@ stats = pstats.Stats(f"{out}/train.prof")
 stats.sort_stats("cumulative").print_stats("run.py|vectorize|word_counts|workers|vector_cache|files|corpus", 45)
 stats.sort_stats("tottime").print_stats(30)
 PY
-[ -n "${BATCHES:-64,256,1024,4096}" ] && python3 -m benchmarks.big_batch "$OUT/run.json" /tmp/syn/train.jsonl \
+[ -n "${BATCHES:-64,256,1024,4096}" ] && python3 -m benchmarks.speed.big_batch "$OUT/run.json" /tmp/syn/train.jsonl \
   /tmp/syn/test.jsonl --batches "${BATCHES:-64,256,1024,4096}" 2>&1 | tee -a "$log"

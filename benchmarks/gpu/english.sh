@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # English corpora beyond ../shared on the GPU machine (repository root; OUT: where logs go): `textclf bench` on
 # sst2, sst5, subj, cr, mpqa, r8 and webkb with the peers, textclf with no flags.
-# Needs .devgpu/english/NAME-{train,test}.jsonl.gz (benchmarks/english_corpora.py --gzip writes them) and .whl/
+# Needs .devgpu/english/NAME-{train,test}.jsonl.gz (benchmarks/corpora/english_corpora.py --gzip writes them) and .whl/
 # carried.
 set -uo pipefail
 OUT=${OUT:-build/gpu-english}

@@ -18,7 +18,7 @@ if [ "${STAGE:-start}" = start ]; then
   TEXTCLF_HOME=$(mktemp -d) timeout 300 python3 -m benchmarks.timed_run --label "textclf, no flags" --timeout 290 \
     --lines 30 -- python3 -m textclf train /tmp/syn10/train.jsonl --test /tmp/syn10/test.jsonl 2>&1 | grep -v -i warn
   mkdir -p $LOG
-  setsid nohup python3 -m benchmarks.fasttext_big /tmp/syn10/train.jsonl /tmp/syn10/test.jsonl \
+  setsid nohup python3 -m benchmarks.speed.fasttext_big /tmp/syn10/train.jsonl /tmp/syn10/test.jsonl \
     --epochs "${EPOCHS:-5}" > $LOG/out 2> $LOG/err < /dev/null &
   echo "fastText started at $(date +%T)"
 fi

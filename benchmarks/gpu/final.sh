@@ -8,7 +8,7 @@ log="$OUT/final.log"
 [ "${ONLY_BENCH:-}" ] || python3 -m pytest -q -x -p no:cacheprovider tests/pallas_kernels/test_sparse_hidden.py 2>&1 \
   | tail -2 | tee "$log"
 [ "${ONLY_BENCH:-}" ] || for task in news4 agnews7600; do
-  timeout 200 python3 -m benchmarks.multi_gpu .devdata/$task/train.jsonl --vectorizer tfidf --repeat 100 \
+  timeout 200 python3 -m benchmarks.speed.multi_gpu .devdata/$task/train.jsonl --vectorizer tfidf --repeat 100 \
     --devices 1 --batches 64,1024,4096 --backends pallas-dense,pallas-sparse,xla --epochs 2 2>&1 \
     | grep -v -i warning | tee -a "$log"
 done

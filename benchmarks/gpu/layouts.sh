@@ -10,14 +10,14 @@ if [ "$PART" = all ] || [ "$PART" = tests ]; then
 fi
 if [ "$PART" = all ] || [ "$PART" = product ]; then
   for task in news4 agnews7600; do
-    python -m benchmarks.multi_gpu .devdata/$task/train.jsonl --vectorizer tfidf --repeat 100 --devices 1 \
+    python -m benchmarks.speed.multi_gpu .devdata/$task/train.jsonl --vectorizer tfidf --repeat 100 --devices 1 \
       --batches 4096,1024 --backends xla,pallas,pallas-dense --epochs 3
   done
 fi
 if [ "$PART" = all ] || [ "$PART" = layouts ]; then
-  python -m benchmarks.input_layouts .devdata/news4/train.jsonl --repeat 20 --batches 256 --widths 16 \
+  python -m benchmarks.speed.input_layouts .devdata/news4/train.jsonl --repeat 20 --batches 256 --widths 16 \
     --variants xla-pieces,pallas-dense
-  python -m benchmarks.input_layouts .devdata/news4/train.jsonl --repeat 100 --batches 4096 --widths 16 --kernels \
+  python -m benchmarks.speed.input_layouts .devdata/news4/train.jsonl --repeat 100 --batches 4096 --widths 16 --kernels \
     --variants xla-flat
-  python -m benchmarks.epoch_profile .devdata/news4/train.jsonl --batches 4096 --backends xla,pallas-pieces --top 8
+  python -m benchmarks.speed.epoch_profile .devdata/news4/train.jsonl --batches 4096 --backends xla,pallas-pieces --top 8
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Multi-label on the GPU machine (repository root; OUT: where logs go): the sigmoid/BCE kernel's and the multi-label
-# tests, the K-network step's tests, then Reuters-21578 (ModApte, from benchmarks/reuters.py, carried gzipped in
-# .devgpu/reuters) trained by `textclf train` with each backend, and the peers beside it (benchmarks/multi_label.py).
+# tests, the K-network step's tests, then Reuters-21578 (ModApte, from benchmarks/corpora/reuters.py, carried gzipped in
+# .devgpu/reuters) trained by `textclf train` with each backend, and the peers beside it (benchmarks/accuracy/multi_label.py).
 set -uo pipefail
 OUT=${OUT:-build/gpu-multi-label}
 STAGE=${STAGE:-all}
@@ -27,6 +27,6 @@ if [ "$STAGE" = reuters ] || [ "$STAGE" = all ]; then
     done
   done
   unset TEXTCLF_HOME
-  python3 -m benchmarks.multi_label /tmp/reuters/train.jsonl /tmp/reuters/test.jsonl --seeds 0 \
+  python3 -m benchmarks.accuracy.multi_label /tmp/reuters/train.jsonl /tmp/reuters/test.jsonl --seeds 0 \
     --peers linearsvc,logreg 2>&1 | grep "^|" | tee "$OUT/peers.log"
 fi

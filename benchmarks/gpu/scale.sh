@@ -6,7 +6,7 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-scale}
 mkdir -p "$OUT"
 log="$OUT/scale.log"
-timeout 150 python3 -m benchmarks.daemon_latency .devdata/news4/train.jsonl --test .devdata/news4/test.jsonl \
+timeout 150 python3 -m benchmarks.service.daemon_latency .devdata/news4/train.jsonl --test .devdata/news4/test.jsonl \
   --seeds 0,0,1 2>&1 | grep -v -i warning | tee "$log"
 python3 -m textclf dataset synthetic .devdata/news4/train.jsonl /tmp/syn --docs 1000000 | tee -a "$log"
 python3 -m benchmarks.timed_run --label "1M synthetic, textclf train --vectorizer hashing --batch-size 4096" \

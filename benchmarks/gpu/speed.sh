@@ -24,7 +24,7 @@ for workers, floor in ((1, 10**9), (None, 0)):
     start = time.perf_counter(); vectorize.fit_vectorizer(c.texts, c.labels, Settings(), workers=workers)
     print(f"news4 fit_vectorizer workers={workers}: {time.perf_counter() - start:.2f} s")
 PY
-timeout 300 python3 -m benchmarks.multi_gpu .devdata/news4/train.jsonl --vectorizer tfidf --repeat 100 --devices 1 \
+timeout 300 python3 -m benchmarks.speed.multi_gpu .devdata/news4/train.jsonl --vectorizer tfidf --repeat 100 --devices 1 \
   --batches 1024,4096,8192 --backends xla,pallas-dense,pallas-sparse --epochs 3 2>&1 | grep -v -i warning | tee -a "$log"
 for run in cold warm; do
   t python3 -m textclf train .devdata/news4/train.jsonl --test .devdata/news4/test.jsonl 2>&1 | tail -2 | tee -a "$log"

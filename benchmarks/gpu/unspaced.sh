@@ -3,7 +3,7 @@
 # bench` on three Chinese ones and a Thai one with the peers, then cold `textclf train` with no flags against the same
 # with --no-unspaced-as-characters (each character of such a script a word, or runs of them kept whole as
 # scikit-learn's token pattern keeps them), a fresh data dir each.
-# Needs .devgpu/unspaced/NAME-{train,test}.jsonl.gz (benchmarks/unspaced_corpora.py --gzip writes them) and .whl/ carried.
+# Needs .devgpu/unspaced/NAME-{train,test}.jsonl.gz (benchmarks/corpora/unspaced_corpora.py --gzip writes them) and .whl/ carried.
 set -uo pipefail
 OUT=${OUT:-build/gpu-unspaced}
 mkdir -p "$OUT"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Vectorizing a million synthetic documents, from the tree before (.baseline, `git archive` of a commit) and this
 # one in one call (repository root; OUT: where logs go). PARTS (comma-separated, default all three):
-#   fit      benchmarks.vectorize_fit, unigrams without stop words twice and bigrams with English ones once,
+#   fit      benchmarks.vectorizing.vectorize_fit, unigrams without stop words twice and bigrams with English ones once,
 #            the trees alternating;
-#   workers  benchmarks.vectorize_workers (the default settings' fit, then the test file transformed);
+#   workers  benchmarks.vectorizing.vectorize_workers (the default settings' fit, then the test file transformed);
 #   train    `textclf train` with no flags, timed end to end (benchmarks.timed_run).
 # Needs build/news4-train.jsonl.gz (`gzip -c .devdata/news4/train.jsonl > build/news4-train.jsonl.gz`) and .whl/
 # (site.sh).
@@ -20,7 +20,7 @@ echo "$(nproc) cores" | tee -a "$log"
   /tmp/syn --docs "$DOCS" | tee -a "$log"
 trees=("$PWD/.baseline" "$PWD")
 if [[ ,$PARTS, == *,fit,* ]]; then
-  cp benchmarks/vectorize_fit.py /tmp/vectorize_fit.py  # this tree's script, each tree's packages
+  cp benchmarks/vectorizing/vectorize_fit.py /tmp/vectorize_fit.py  # this tree's script, each tree's packages
   echo "| tree | n-grams | stop words | fit s | nonzeros |" | tee -a "$log"
   for run in unigrams unigrams bigrams; do
     for tree in "${trees[@]}"; do
@@ -33,7 +33,7 @@ fi
 if [[ ,$PARTS, == *,workers,* ]]; then
   for tree in "${trees[@]}"; do
     echo "== $tree: vectorize_workers" | tee -a "$log"
-    (cd "$tree" && PYTHONPATH=/tmp/site:$tree python3 -m benchmarks.vectorize_workers /tmp/syn/train.jsonl \
+    (cd "$tree" && PYTHONPATH=/tmp/site:$tree python3 -m benchmarks.vectorizing.vectorize_workers /tmp/syn/train.jsonl \
       --test /tmp/syn/test.jsonl --workers "${WORKERS:-16}" 2>&1 | tee -a "$log")
   done
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A million synthetic documents (from .devgpu's news4, see data.sh): benchmarks.vectorize_file (the product's path
+# A million synthetic documents (from .devgpu's news4, see data.sh): benchmarks.vectorizing.vectorize_file (the product's path
 # for a large file, alone) from .baseline (a `git archive` of the tree before a change) and this tree alternating,
 # REPEAT times with the settings the search chooses for this corpus (unigrams, no stop words, no weights) and once
 # with the defaults; then `textclf train` with no flags from each tree, alternating TRAIN_REPEAT times, each in a
@@ -9,7 +9,7 @@ set -uo pipefail
 source benchmarks/gpu/data.sh >/dev/null 2>&1
 echo "$(nproc) cores"
 synthetic_corpus /tmp/syn 1000000
-cp benchmarks/vectorize_file.py /tmp/vectorize_file.py  # this tree's script, each tree's packages
+cp benchmarks/vectorizing/vectorize_file.py /tmp/vectorize_file.py  # this tree's script, each tree's packages
 echo "| tree | n-grams | stop words | read s | fit s | transform s | total s | MB/s | nonzeros |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
 for run in $(seq "${REPEAT:-2}") defaults; do

@@ -46,7 +46,7 @@ from pipelines.workers import WorkerPool
 # vocabulary: counting every distinct n-gram of a million documents held tens of GB (the bigrams that min_df
 # drops later). The sample's chi-squared choice converges on the whole corpus's as it grows: on 90,000 synthetic
 # documents, fits on 45,000 / 60,000 shared 75% / 82% of the selected terms and lost 0.09 / 0.00 points of
-# validation accuracy (benchmarks/fit_sample.py, BENCHMARKS.md "Big corpora with no flags"); 200,000 is
+# validation accuracy (benchmarks/accuracy/fit_sample.py, BENCHMARKS.md "Big corpora with no flags"); 200,000 is
 # larger than both, and a million documents trained this way beat fastText there.
 FIT_DOCUMENTS = 200_000
 

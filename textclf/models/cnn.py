@@ -19,6 +19,7 @@ textclf/runs/images.py); trained models are textclf/inference/image_model.py.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
@@ -103,45 +104,54 @@ def _max_pool_bwd(size, residuals, dy):
 max_pool.defvjp(_max_pool_fwd, _max_pool_bwd)
 
 
-# Decision: the Pallas path runs each convolution with the 2x2 pool after it as one kernel (pallas_kernels/conv2d.py
-# conv2d_pool: the convolution's output never goes to memory; its backward spreads dY through maxpool_backward).
-# Measured on an H200 (`python -m benchmarks.cnn_layers --epoch-variants`, two calls, BENCHMARKS.md): 353,568 /
-# 357,028 images/s for the default network's epoch against 344,984 / 344,651 with the convolution, then the pool
-# kernels (False here, kept for measuring one against the other).
-FUSED_POOL = True
+@dataclass(frozen=True)
+class ConvKernels:
+    """How the Pallas path runs a convolution layer: fused_pool, the convolution with the 2x2 pool after it as one
+    kernel (pallas_kernels/conv2d.py conv2d_pool: the convolution's output never goes to memory) or the convolution,
+    then the pool kernel; weight_grad, the dW blocks for layers of 16 or more input channels (None: conv_blocks').
+    The product runs PALLAS_CONV; a benchmark passes the others in (BENCHMARKS.md, "CNN")."""
+
+    fused_pool: bool = True
+    weight_grad: object | None = None
 
 
-def conv_blocks(cin: int, interpret: bool = False, pooled: bool = False) -> tuple:
+PALLAS_CONV = ConvKernels()
+
+
+def conv_blocks(cin: int, interpret: bool = False, pooled: bool = False, kernels: ConvKernels = PALLAS_CONV) -> tuple:
     """The Pallas conv2d's blocks for a layer over cin input channels: (forward, dW, precision, interpret, dX);
     pooled: the forward entry for conv2d_pool, whose block_m counts 2x2 windows (4 pixels each).
     From a sweep of the default network's two layers (5x5) at batch 64 on an H200 (`python -m
-    benchmarks.cnn_layers --sweep`, then the training epoch, BENCHMARKS.md): an image's few channels (the im2col
+    benchmarks.kernels.mlp.cnn_layers --sweep`, then the training epoch): an image's few channels (the im2col
     gather) and 16 or more (whole pixel rows) want others."""
     from pallas_kernels.conv2d import Conv2dForwardBlocks, Conv2dWeightGradBlocks
 
     if cin % 16:
         forward = Conv2dForwardBlocks(block_m=128, block_n=32)
         pool_forward = Conv2dForwardBlocks(block_m=64, block_n=32)
+        weight_grad = Conv2dWeightGradBlocks(block_m=128, programs=512)
     else:
         forward = pool_forward = Conv2dForwardBlocks(block_m=32, block_n=64, num_stages=3)
-    weight_grad = Conv2dWeightGradBlocks(block_m=128, programs=512)
+        weight_grad = kernels.weight_grad or Conv2dWeightGradBlocks(block_m=128, programs=512)
     return (pool_forward if pooled else forward, weight_grad, "default", interpret, forward)
 
 
-def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False) -> jax.Array:
+def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False,
+               kernels: ConvKernels = PALLAS_CONV) -> jax.Array:
     """uint8 or float (B, H, W, C) -> (B, hidden) activations of the fully connected ReLU layer."""
     x = images.astype(jnp.float32) / 255.0 if images.dtype == jnp.uint8 else images
     for layer in params.convs:
         pad = layer.w.shape[0] // 2
-        if backend == "pallas" and FUSED_POOL:
+        cin = layer.w.shape[2]
+        if backend == "pallas" and kernels.fused_pool:
             from pallas_kernels.conv2d import conv2d_pool
 
-            x = conv2d_pool(x, layer.w, layer.b, pad, conv_blocks(layer.w.shape[2], interpret, pooled=True))
+            x = conv2d_pool(x, layer.w, layer.b, pad, conv_blocks(cin, interpret, pooled=True, kernels=kernels))
         elif backend == "pallas":
             from pallas_kernels.conv2d import conv2d
             from pallas_kernels.maxpool import maxpool2d
 
-            x = maxpool2d(conv2d(x, layer.w, layer.b, pad, conv_blocks(layer.w.shape[2], interpret)), 2, interpret)
+            x = maxpool2d(conv2d(x, layer.w, layer.b, pad, conv_blocks(cin, interpret, kernels=kernels)), 2, interpret)
         else:
             from pallas_kernels.conv2d import conv2d_reference
 

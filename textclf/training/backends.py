@@ -27,7 +27,7 @@ SEARCH_COMPILER_OPTIONS = {"xla_gpu_enable_triton_gemm": False}
 # The seeded initial weights compile with LLVM's -O1 (XLA's default: -O3). On a CPU, XLA lowers jax's threefry
 # generator to a loop whose optimisation took most of the compile: 0.8-1.8 s a program, 0.5 s at -O1, with the
 # same numbers bit for bit (tests/textclf/training/test_loop.py checks it against the -O3 program) and the same time
-# to run (docs/decisions.md, "The initial weights compiled at LLVM's -O1": benchmarks/init_compile.py). A cold run
+# to run (docs/decisions.md, "The initial weights compiled at LLVM's -O1": benchmarks/speed/init_compile.py). A cold run
 # compiles one or more of them (the search's networks, the final network). On a GPU the generator is jax's
 # threefry kernel, and the level changed nothing measurable there.
 INIT_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from textclf.models.cnn import CNNParams, augment_batch, cnn_hidden, head_loss, init_cnn, predict_cnn
+from textclf.models.cnn import PALLAS_CONV, CNNParams, ConvKernels, augment_batch, cnn_hidden, head_loss, init_cnn, predict_cnn
 from textclf.settings import Settings
 from textclf.training.device_data import epoch_order
 from textclf.training.events import EpochStats
@@ -27,7 +27,7 @@ def learning_rates(settings: Settings, epoch: int, steps: int) -> np.ndarray:
 
 
 def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str, ...], weight_decay: float,
-              stepwise: bool | None = None):
+              stepwise: bool | None = None, kernels: ConvKernels = PALLAS_CONV):
     """One epoch: (params, opt_state, images, labels, order (steps, B), lrs (steps,), key) -> (params, opt_state,
     summed loss, hits). stepwise (default: on a CPU): a Python loop over one jitted step instead of one jitted
     scan over the steps. XLA on a CPU runs a convolution inside a loop 13-17x slower than the same convolution
@@ -46,7 +46,7 @@ def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str,
             batch = augment_batch(augment_key, batch, augment)
 
         def loss_fn(p):
-            hidden = cnn_hidden(p, batch, backend, interpret)
+            hidden = cnn_hidden(p, batch, backend, interpret, kernels)
             if dropout:
                 keep = jax.random.bernoulli(dropout_key, 1.0 - dropout, hidden.shape)
                 hidden = jnp.where(keep, hidden / (1.0 - dropout), 0.0)

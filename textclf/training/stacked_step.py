@@ -59,7 +59,7 @@ def pallas_default(batch_size: int) -> bool:
     return jax.default_backend() == "gpu" and batch_size <= FUSED_MAX_BATCH
 
 
-# The fused W1 update's tiling, chosen by `python -m benchmarks.kmodel_step --blocks ... --all` on an H200 and an
+# The fused W1 update's tiling, chosen by `python -m benchmarks.kernels.kmodel_step --blocks ... --all` on an H200 and an
 # H100 (BENCHMARKS.md): a batch of one 64-row chunk (the search's rounds) takes
 # pallas_kernels.stacked_input_adam.StackedInputAdamBlocks's defaults; a batch of several chunks (the batch-256
 # refinement) these fields, the batch read as columns (x^T (F, B), dpre^T (N, B)), so that both operands of the

@@ -1,0 +1,1 @@
+"""The image network: epochs, layers, Fashion-MNIST and VGG-16."""

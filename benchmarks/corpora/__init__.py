@@ -1,0 +1,1 @@
+"""Public corpora converted to train/test JSONL pairs for the accuracy benchmarks."""

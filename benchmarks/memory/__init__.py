@@ -1,0 +1,1 @@
+"""Host memory of a training run, phase by phase."""

@@ -1,0 +1,1 @@
+"""Reading and vectorizing corpora: workers, shares, fits and transforms."""
