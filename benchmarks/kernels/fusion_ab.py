@@ -17,7 +17,7 @@ import numpy as np
 
 from benchmarks.kernels.mlp import load_problem
 from textclf.training import loop
-from textclf.training import pallas as pallas_step
+from textclf.training import pallas as pallas_training
 from textclf.training.step import kernel_config_for
 from textclf.settings import Settings
 from textclf.models.mlp import init_params
@@ -40,11 +40,11 @@ def step_time(x, y, n_classes: int, batch: int, optimizer: str, fuse: bool):
 def buffer_copies(optimizer: str, batch: int = 4096) -> list[str]:
     """HLO copy instructions of the (B, Kp) dense buffer in the compiled epoch (4 steps of empty batches)."""
     config = kernel_config_for(Settings(batch_size=batch))
-    params = pallas_step.pad_params(init_params(jax.random.PRNGKey(0), 32754, 128, 4), config)
+    params = pallas_training.pad_params(init_params(jax.random.PRNGKey(0), 32754, 128, 4), config)
     steps, cap = 4, 2**19
     args = (jnp.zeros((steps, cap), jnp.int32), jnp.zeros((steps, cap)), jnp.zeros((steps, cap), jnp.int32),
             jnp.zeros((steps, batch), jnp.int32), jnp.ones((steps, batch)), jnp.full((steps,), 0.1))
-    epoch = jax.jit(lambda p, o, *a: pallas_step.pallas_epoch(p, o, *a, n_classes=4, momentum=0.9, weight_decay=0.0,
+    epoch = jax.jit(lambda p, o, *a: pallas_training.pallas_epoch(p, o, *a, n_classes=4, momentum=0.9, weight_decay=0.0,
                                                               config=config, optimizer=optimizer))
     hlo = epoch.lower(params, make_optimizer(optimizer).init(params), *args).compile().as_text()
     shape = f"[{batch},{params.w1.shape[0]}]"

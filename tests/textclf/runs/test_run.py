@@ -6,7 +6,7 @@ from textclf.errors import CorpusError
 from textclf.inference.artifacts import load_model
 from textclf.runs.run import train
 from textclf.settings import Settings
-from textclf.training import loop as trainloop
+from textclf.training import loop
 
 
 def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
@@ -89,7 +89,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_writes_no_model(corpus_dir, db_pat
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(trainloop, "make_batches", interrupt)
+    monkeypatch.setattr(loop, "make_batches", interrupt)
     with pytest.raises(KeyboardInterrupt):
         train(corpus_dir, fast_settings, db_path=db_path)
     [run] = runs.list_runs(open_db(db_path))
@@ -136,7 +136,6 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     parameters the flat batches give: same documents per batch, same sums."""
     import scipy.sparse as sp
 
-    from textclf.training import loop as trainloop
     from textclf.training.inputs import TrainingRows
     from textclf.training.step import XlaStep
 
@@ -146,8 +145,8 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     settings = fast_settings.replace(batch_size=16, epochs=3, min_steps=0)
     runs = {}
     for layout in ("flat", "pieces"):
-        monkeypatch.setattr(trainloop, "make_step", lambda *args, layout=layout: XlaStep(layout))
-        runs[layout] = trainloop.fit_network(TrainingRows(matrix, labels, 3), settings)
+        monkeypatch.setattr(loop, "make_step", lambda *args, layout=layout: XlaStep(layout))
+        runs[layout] = loop.fit_network(TrainingRows(matrix, labels, 3), settings)
     for a, b in zip(runs["flat"].params, runs["pieces"].params):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     assert [h.loss for h in runs["flat"].history] == pytest.approx([h.loss for h in runs["pieces"].history], rel=1e-5)
@@ -165,8 +164,8 @@ def test_a_large_held_out_set_is_scored_on_the_device_where_training_ran_on_a_gp
     host = model.scores(matrix)
     np.testing.assert_array_equal(run_module.eval_scores(model, matrix), host)  # a CPU: the host's
     called = []
-    real = trainloop.held_out_scores_device
-    monkeypatch.setattr(trainloop, "held_out_scores_device", lambda *a: called.append(1) or real(*a))
+    real = loop.held_out_scores_device
+    monkeypatch.setattr(loop, "held_out_scores_device", lambda *a: called.append(1) or real(*a))
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     monkeypatch.setattr(run_module, "DEVICE_EVAL_WORK", matrix.shape[0] * model.params.w1.shape[1] + 1)
     np.testing.assert_array_equal(run_module.eval_scores(model, matrix), host)  # under the threshold: the host
