@@ -37,8 +37,11 @@ FEATURES_NEED_XLA = ("--parallel features trains with the XLA step: pass --backe
                      "the Pallas kernels)")
 # The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
 SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
-                   "batch_size", "ensemble", "char_ngrams", "char_learning_rate", "char_epochs")
+                   "batch_size", "ensemble", "char_ngrams", "char_learning_rate", "char_epochs", "family")
 MODELS = ("mlp", "cnn")
+# The text model's families: "network" (features -> hidden (sigmoid) -> classes) or "linear" (features -> classes:
+# softmax regression, one-vs-rest sigmoids for label sets). The search chooses between them unless one is typed.
+FAMILIES = ("network", "linear")
 MULTI_LABEL_METRICS = ("micro-f1", "macro-f1", "samples-f1")
 
 
@@ -141,10 +144,16 @@ class NetworkSettings:
     dropout: float = 0.25
     augment: str = "shift"  # comma-separated AUGMENTATIONS, or "" for none
     hidden: int = 128
+    family: str = "network"  # FAMILIES; the linear family has no hidden layer (`hidden` is then unused)
     # Networks trained side by side on the same batches and averaged into one model file (textclf/training/
     # candidates.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
     # SearchRules.ensemble_members by validation where it is cheap (a GPU), else 1.
     ensemble: int = 0
+
+    @property
+    def units(self) -> int:
+        """Hidden units of the text model: 0 for the linear family (textclf/models/weights.py, is_linear)."""
+        return 0 if self.family == "linear" else self.hidden
 
     @property
     def channels(self) -> tuple[int, ...]:
@@ -158,6 +167,9 @@ class NetworkSettings:
         return [
             (_within(self.hidden, 1, MAX["hidden"]), f"hidden must be 1 to {MAX['hidden']:,}"),
             (self.model in MODELS, f"model must be one of {', '.join(MODELS)}"),
+            (self.family in FAMILIES, f"family must be one of {', '.join(FAMILIES)}"),
+            (not (self.family == "linear" and self.model == "cnn"),
+             "family linear is a text model: drop --family for --model cnn"),
             (_within(self.conv_kernel, 1, MAX["conv_kernel"]) and self.conv_kernel % 2 == 1,
              f"conv_kernel must be odd, 1 to {MAX['conv_kernel']}"),
             (_channel_list_ok(self.conv_channels),

@@ -40,10 +40,14 @@ FORMAT_NAME = "textclf-model"
 # textclf. Each model is written with the lowest version that reads it right (_text_format_version), so an older
 # textclf reads the rest and refuses the others by their version ("upgrade textclf") rather than as a damaged file.
 # 5: a multi-label model (its "thresholds" member: sigmoid outputs), which an older textclf would read as softmax.
-FORMAT_VERSION = 5
+# 6: a linear model (Settings.family "linear": no hidden layer, W2 (0, C)), which an older textclf would refuse as
+# inconsistent.
+FORMAT_VERSION = 6
 
 
-def _text_format_version(vectorizer, multi_label: bool = False) -> int:
+def _text_format_version(vectorizer, multi_label: bool = False, linear: bool = False) -> int:
+    if linear:
+        return 6
     if multi_label:
         return 5
     if vectorizer.unspaced_as_characters and (vectorizer.terms is None or holds_unspaced(vectorizer.terms)):
@@ -56,7 +60,7 @@ def save_model(model: Model, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = {
         "format": FORMAT_NAME,
-        "format_version": _text_format_version(model.vectorizer, model.multi_label),
+        "format_version": _text_format_version(model.vectorizer, model.multi_label, model.settings.family == "linear"),
         "settings": model.settings.to_dict(),
         "labels": model.labels,
         "vectorizer": model.vectorizer.config(),
@@ -163,7 +167,7 @@ def load_model(path: str | Path):
             labels=list(header["labels"]),
             settings=Settings.from_dict(header["settings"]),
             metadata=header.get("metadata", {}),
-            thresholds=arrays["thresholds"] if header["format_version"] >= 5 else None,
+            thresholds=arrays["thresholds"] if header["settings"].get("multi_label") else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ArtifactError(f"model file '{path}' is incomplete or damaged ({type(exc).__name__}: "
@@ -171,9 +175,12 @@ def load_model(path: str | Path):
     _check_arrays(path, {name: arrays[name] for name in Params._fields},
                   {k: v for k, v in arrays.items() if k not in Params._fields})
     # w1 (F, H), b1 (H,), w2 (H, C), b2 (C,): any other shape would fail later, in NumPy, with a broadcast error.
+    # The linear family's: w1 (F, C), b1 (C,), w2 (0, C), b2 (C,) (textclf/models/weights.py).
     w1, b1, w2, b2 = model.params
+    linear = model.settings.family == "linear"
     shapes_ok = (w1.ndim == 2 and w2.ndim == 2 and w1.shape[0] == model.vectorizer.n_features
-                 and b1.shape == (w1.shape[1],) and w2.shape[0] == w1.shape[1]
+                 and b1.shape == (w1.shape[1],) and w2.shape[0] == (0 if linear else w1.shape[1])
+                 and (not linear or w1.shape[1] == len(model.labels))
                  and w2.shape[1] == len(model.labels) and b2.shape == (len(model.labels),)
                  and (model.thresholds is None or model.thresholds.shape == (len(model.labels),)))
     if not shapes_ok:

@@ -3,7 +3,9 @@ candidates (trained by textclf/training/stacked_step.py).
 
 The same Params as one network (textclf/models/weights.py) with the K networks along the hidden axis: W1 (F, K*H)
 and b1 (K*H,), model k's first layer being columns k*H .. (k+1)*H, so one gather of a batch's nonzero rows serves
-all K; W2 (K, H, C) and b2 (K, C), each network's own output layer. Each network's loss is its own mean
+all K; W2 (K, H, C) and b2 (K, C), each network's own output layer. K linear models are the same with H = 0:
+W1 (F, K*C) maps the features to each model's classes directly, b1 (K*C,) their biases (textclf/models/weights.py,
+is_linear). Each network's loss is its own mean
 cross-entropy and the loss differentiated is their sum, so every network gets exactly the gradient it would get
 alone. `merged` turns a stack into one network whose scores are the mean of theirs, so a model file, prediction
 and the service take an ensemble unchanged.
@@ -16,13 +18,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from textclf.models.mlp import binary_cross_entropy
-from textclf.models.weights import Params
+from textclf.models.weights import Params, is_linear
 
 
 def init_stacked(key: jax.Array, n_features: int, hidden: int, n_classes: int, models: int,
                  gain: float = 1.0) -> Params:
-    """K independent Glorot-uniform initialisations (textclf.models.mlp.init_params, K times). Jitted with the
-    search's compiler options where it trains: textclf/training/stacked_step.py, start_stack."""
+    """K independent Glorot-uniform initialisations (textclf.models.mlp.init_params, K times); hidden 0: K linear
+    models, all zeros (a convex loss needs no random start). Jitted with the search's compiler options where it
+    trains: textclf/training/stacked_step.py, start_stack."""
+    if hidden == 0:
+        return Params(jnp.zeros((n_features, models * n_classes), jnp.float32),
+                      jnp.zeros((models * n_classes,), jnp.float32), jnp.zeros((models, 0, n_classes), jnp.float32),
+                      jnp.zeros((models, n_classes), jnp.float32))
     k1, k2 = jax.random.split(key)
     limit1 = gain * np.sqrt(6.0 / (n_features + hidden))
     limit2 = gain * np.sqrt(6.0 / (hidden + n_classes))
@@ -51,8 +58,11 @@ def dense_scores(params: Params, x: jax.Array) -> jax.Array:
 
 
 def head(pre: jax.Array, w2: jax.Array, b2: jax.Array) -> jax.Array:
-    """(B, K*H) pre-activations -> (B, K, C) scores: each model's sigmoid hidden units through its own output layer."""
-    models, hidden, _ = w2.shape
+    """(B, K*H) pre-activations -> (B, K, C) scores: each model's sigmoid hidden units through its own output layer;
+    K linear models (H = 0): (B, K*C) scores already (b1 their bias; b2 stays zero, so it has no gradient)."""
+    models, hidden, classes = w2.shape
+    if hidden == 0:
+        return pre.reshape(pre.shape[0], models, classes)
     activations = jax.nn.sigmoid(pre).reshape(pre.shape[0], models, hidden)
     return jnp.einsum("bkh,khc->bkc", activations, w2) + b2
 
@@ -84,6 +94,10 @@ def merged(params: Params) -> Params:
     output weights stacked and divided by K (K*H, C), output bias the mean (C,), as NumPy Params, so a model
     file, prediction and the service take an ensemble unchanged."""
     models, hidden, classes = params.w2.shape
+    if hidden == 0:  # K linear models: the mean of their weights scores the mean of their scores
+        w1 = np.asarray(params.w1).reshape(-1, models, classes).mean(axis=1)
+        b1 = np.asarray(params.b1).reshape(models, classes).mean(axis=0)
+        return Params(w1, b1, np.zeros((0, classes), np.float32), np.asarray(params.b2).mean(axis=0))
     w2 = np.asarray(params.w2).reshape(models * hidden, classes) / models
     return Params(np.asarray(params.w1), np.asarray(params.b1), w2, np.asarray(params.b2).mean(axis=0))
 
@@ -93,7 +107,13 @@ def joined_views(views: list[Params]) -> Params:
     n-grams', pipelines.vectorize.Vectorizer.view_widths) -> one network over all the columns whose scores are
     the mean of theirs: W1 block-diagonal (view v's columns feed only view v's hidden units; the zero blocks
     keep them apart), b1 side by side, output weights stacked and divided by the number of views, output bias
-    the mean. A model file, prediction and the service take it unchanged."""
+    the mean. A model file, prediction and the service take it unchanged. Linear views: their W1s one above the
+    other, each divided by the number of views."""
+    if is_linear(views[0]):
+        count = len(views)
+        return Params(np.concatenate([np.asarray(v.w1) for v in views]) / count,
+                      np.mean([np.asarray(v.b1) for v in views], axis=0), np.asarray(views[0].w2),
+                      np.mean([np.asarray(v.b2) for v in views], axis=0))
     rows, columns = sum(v.w1.shape[0] for v in views), sum(v.w1.shape[1] for v in views)
     w1 = np.zeros((rows, columns), np.float32)
     row = column = 0
@@ -107,7 +127,7 @@ def joined_views(views: list[Params]) -> Params:
 
 def member(params: Params, k: int) -> Params:
     """Network k of a stack, as NumPy Params."""
-    hidden = params.w2.shape[1]
-    units = slice(k * hidden, (k + 1) * hidden)
+    units = params.w1.shape[1] // params.w2.shape[0]  # H, or C for linear models
+    units = slice(k * units, (k + 1) * units)
     return Params(np.asarray(params.w1[:, units]), np.asarray(params.b1[units]), np.asarray(params.w2[k]),
                   np.asarray(params.b2[k]))

@@ -13,10 +13,18 @@ if TYPE_CHECKING:  # annotations only: importing JAX here would start it for hos
 
 
 class Params(NamedTuple):
+    """The network's weights; the linear family's are the same tuple with no hidden units: W1 (F, C) maps the
+    features to the classes, b1 (C,) is their bias, W2 (0, C) is empty and b2 (C,) zero."""
+
     w1: jax.Array | np.ndarray  # (F, H) features -> hidden
     b1: jax.Array | np.ndarray  # (H,)
     w2: jax.Array | np.ndarray  # (H, C) hidden -> classes
     b2: jax.Array | np.ndarray  # (C,)
+
+
+def is_linear(params: Params) -> bool:
+    """Whether these are the linear family's weights (no hidden units: W2's hidden axis is empty)."""
+    return params.w2.shape[-2] == 0
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -26,5 +34,5 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 def host_scores(params: Params, matrix) -> np.ndarray:
     """(n, F) CSR (or dense) inputs -> (n, C) class scores, computed with NumPy/SciPy on the host."""
     w1, b1, w2, b2 = params
-    hidden = sigmoid(np.asarray(matrix @ w1) + b1)
-    return hidden @ w2 + b2
+    pre = np.asarray(matrix @ w1) + b1
+    return pre if is_linear(params) else sigmoid(pre) @ w2 + b2

@@ -62,7 +62,10 @@ def eval_scores(model: Model, eval_x) -> np.ndarray:
     the network trained, JAX started), else with NumPy on the host."""
     import jax
 
-    if jax.default_backend() == "cpu" or eval_x.shape[0] * model.params.w1.shape[1] < DEVICE_EVAL_WORK:
+    from textclf.models.weights import is_linear
+
+    small = eval_x.shape[0] * model.params.w1.shape[1] < DEVICE_EVAL_WORK
+    if jax.default_backend() == "cpu" or small or is_linear(model.params):  # (a linear model: one sparse product)
         return model.scores(eval_x)
     from textclf.models.mlp import Params
     from textclf.training.loop import held_out_scores_device
@@ -301,12 +304,13 @@ class _Views:
             params, history, compile_s, train_s = fit_members(rows, settings, backend, self.on_epoch)
             run.record(devices=1, processes=jax.process_count())
             return params, history, backend, compile_s, train_s
-        if settings.ensemble > 1:
-            # Side by side, averaged into one model file (XLA, one device, no checkpoints).
+        if self.plan.arrangement == "side_by_side":
+            # An ensemble or a linear model: side by side, averaged into one model file (XLA, one device, no
+            # checkpoints).
             params, history, compile_s, train_s = fit_ensemble(rows, settings,
                                                                Watch(self.on_epoch, early_stopping=early_stopping))
-            run.record(backend="xla", devices=1, processes=jax.process_count(),
-                                   backend_reason="an ensemble trains side by side in XLA")
+            what = "a linear model trains" if self.plan.family == "linear" else "an ensemble trains side by side"
+            run.record(backend="xla", devices=1, processes=jax.process_count(), backend_reason=f"{what} in XLA")
             return params, history, "xla", compile_s, train_s
         network = fit_network(rows, settings, backend,
                               Watch(self.on_epoch, run.stop_requested, checkpointer, early_stopping), shares=shares)

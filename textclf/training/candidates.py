@@ -81,7 +81,7 @@ class StackedEpochs:
 
     def __init__(self, rows: TrainingRows, rates: list[float], decays: list[float], epochs: int, settings: Settings):
         train_x, training_rows, batch_size = rows.x, rows.training_rows, settings.batch_size
-        self.shape = (settings.seed, train_x.shape[1], settings.hidden, rows.n_classes)
+        self.shape = (settings.seed, train_x.shape[1], settings.units, rows.n_classes)  # units 0: linear models
         self.rates, self.decays = jnp.asarray(rates, jnp.float32), jnp.asarray(decays, jnp.float32)
         rng = np.random.default_rng(settings.seed)
         self.n = rows.n_training
@@ -152,25 +152,39 @@ def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch())
     merged network after each epoch; its best epoch's parameters are returned."""
     from textclf.training.fit import run_epochs
 
-    members, n_training, early_stopping = settings.ensemble, rows.n_training, watch.early_stopping
+    members, n_training, early_stopping = max(1, settings.ensemble), rows.n_training, watch.early_stopping
     epochs = settings.epochs_for(n_training)
-    eval_hits = device_scoring(rows.eval_x, rows.eval_y, settings.batch_size, dense_default()) if rows.scored else None
+    eval_accuracy_of = _eval_accuracy(rows, settings.batch_size) if rows.scored else None
     step = StackedEpochs(rows, [settings.learning_rate] * members, [settings.weight_decay] * members, epochs,
                          settings)
     clock = _EpochClock()
 
     def one_epoch(epoch: int, params, state):
         params, state, train_hits, losses = step.epoch(epoch, params, state)
-        eval_accuracy = None if eval_hits is None else float(eval_hits(params)[1]) / rows.eval_x.shape[0]
+        eval_accuracy = None if eval_accuracy_of is None else eval_accuracy_of(params)
         seconds = clock.lap(epoch)
-        return params, state, _epoch_stats(epoch, losses, members, n_training, settings.batch_size,
-                                           float(train_hits[1]), eval_accuracy, seconds)
+        together = train_hits[1]  # label sets: (per-label counts, the documents' summed F1), which it records
+        train_right = float(together[1] if isinstance(together, tuple) else together)
+        return params, state, _epoch_stats(epoch, losses, members, n_training, settings.batch_size, train_right,
+                                           eval_accuracy, seconds)
 
     judge = None if early_stopping is None else (lambda epoch, params: early_stopping(epoch, lambda: merged(params)))
     params, _, history = run_epochs(*step.start(), [], 0, epochs, one_epoch, watch.on_epoch, early_stop=judge)
     if early_stopping is not None and early_stopping.best_params is not None:
         return early_stopping.best_params, history, clock.compile_seconds, clock.train_seconds
     return merged(params), history, clock.compile_seconds, clock.train_seconds
+
+
+def _eval_accuracy(rows: TrainingRows, batch_size: int) -> Callable[[Params], float]:
+    """params -> the share of rows.eval_x the merged stack predicts right: scored on the device, or, for label
+    sets, on the host (every output on the right side of 0.5, as one network's epochs record it)."""
+    if rows.eval_y.ndim == 2:
+        from textclf.models.weights import host_scores
+
+        return lambda params: float(np.mean(np.all((host_scores(merged(params), rows.eval_x) > 0) ==
+                                                   (rows.eval_y > 0), axis=1)))
+    hits = device_scoring(rows.eval_x, rows.eval_y, batch_size, dense_default())
+    return lambda params: float(hits(params)[1]) / rows.eval_x.shape[0]
 
 
 def device_scoring(x: sp.csr_matrix, y: np.ndarray, batch_size: int, dense: bool

@@ -79,6 +79,8 @@ class TrainingPlan:
     devices: int = 1  # devices of this process that train it (0: data_parallel.data_mesh's own count, processes > 1)
     # Sigmoid outputs and binary cross-entropy, the threshold chosen on the held-out documents (Settings.multi_label)
     multi_label: bool = False
+    # "network" or "linear" (Settings.family): a linear model trains as one model of the side-by-side step (XLA)
+    family: str = "network"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -95,7 +97,10 @@ class TrainingPlan:
                           f"{v.epochs} epochs)" for v in self.views)
         outputs = ("sigmoid (multi-label), threshold from the held-out documents" if self.multi_label
                    else "softmax (one label a document)")
-        lines = [f"outputs              {outputs}",
+        family = ("linear (features -> classes)" if self.family == "linear"
+                  else "network (features -> hidden (sigmoid) -> classes)")
+        lines = [f"family               {family}",
+                 f"outputs              {outputs}",
                  f"views                {views}",
                  f"networks             {self.networks} a view, {self.arrangement.replace('_', ' ')}",
                  f"documents            {self.training_documents:,} train"
@@ -129,6 +134,15 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
     characters' where Settings.char_ngrams), trained by `backend` (as chosen for one device) on `machine`.
     Seven arguments: each is a separate fact about the run that the plan combines; none derives from another."""
     search = search or {}
+    if settings.family == "linear":
+        if machine.processes > 1:
+            raise SettingsError("family linear trains in one process: drop --processes (or pass --family network)")
+        plan = (_multi_label_plan(settings, n_train, view_widths, backend, machine) if settings.multi_label
+                else plan_training(settings.replace(family="network", ensemble=1), {}, n_train, view_widths, backend,
+                                   machine, rules))
+        # one linear model a view, on the side-by-side step (K = 1); no rate candidates (they are the network's)
+        return dataclasses.replace(plan, family="linear", networks=1, arrangement="side_by_side",
+                                   rate_choice="none", rate_candidates=(), backend="xla", parallel="data", devices=1)
     if settings.multi_label:
         return _multi_label_plan(settings, n_train, view_widths, backend, machine)
     stacked_faster, processes = machine.stacked_faster, machine.processes

@@ -48,13 +48,14 @@ from textclf.training.search_folds import (
     Budget, RoundGeometry, SearchContext, SearchCorpus, Variant, batch_for_all, candidate_space, epochs_for_all,
     final_steps, fold_matrices, folds_sample, keep_defaults, leaderboard_of, rate_candidates, refinements,
     round_epochs, search_folds, too_few, with_headroom)
+from textclf.training.search_family import FamilyTrial
 from textclf.training.search_networks import NetworksTrial
 from textclf.training.search_rules import SearchRules
 
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
 # choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run (9: budgets of
-# work, network-steps; the earlier formats' changes are in git history).
-SEARCH_FORMAT = 9
+# work, network-steps; 10: the linear family; the earlier formats' changes are in git history).
+SEARCH_FORMAT = 10
 
 
 @dataclass
@@ -337,6 +338,8 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
             chosen = chosen.replace(char_learning_rate=networks.char_learning_rate,
                                     char_epochs=for_all(networks.char_epochs))
         summary["ensemble"] = networks.summary
+    chosen = _chosen_family(search, corpus, geometry, chosen, shared_folds, leaderboard[0]["accuracy"], summary,
+                            for_all)
     all_batch = batch_for_all(chosen.batch_size, corpus.n_documents, rules)
     if corpus.subsampled and "batch_size" not in settings.pinned and all_batch != chosen.batch_size:
         # After the networks trial, which trained on the sample at the sample's batch.
@@ -349,3 +352,24 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
                    documents=corpus.n_documents, searched_documents=len(corpus.texts), terms=len(corpus.terms),
                    round_features=geometry.features)
     return SearchResult(chosen, summary, rounds.trials, leaderboard)
+
+
+# Eight arguments: the search's parts the trial reads, the chosen settings and the network's score, the summary it
+# adds to and how a sample's epochs scale to all the documents.
+def _chosen_family(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
+                   shared_folds: list[int], network_score: float, summary: dict, for_all) -> Settings:
+    """The family trial (search_family.py) against the network as chosen: its validation score on the compared
+    folds, plus what an ensemble or a character network the networks trial kept gained over one network there."""
+    trial = summary.get("ensemble", {})
+    single = trial.get("single_accuracy")
+    if single is not None and trial.get("members", 1) > 1:
+        network_score += trial["ensemble_accuracy"] - single
+    elif single is not None and trial.get("char_pair_accuracy") is not None and chosen.char_ngrams:
+        network_score += trial["char_pair_accuracy"] - single
+    family = FamilyTrial(search, corpus, geometry, chosen, shared_folds).choose(min(1.0, network_score))
+    summary["family"] = family.summary
+    if family.family == "network":
+        return chosen
+    return chosen.replace(family="linear", learning_rate=family.learning_rate, weight_decay=family.weight_decay,
+                          epochs=for_all(family.epochs), ensemble=1,
+                          char_ngrams=chosen.char_ngrams if "char_ngrams" in chosen.pinned else False)

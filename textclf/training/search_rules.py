@@ -26,6 +26,15 @@ class SearchRules:
     sublinear_tf: tuple[bool, ...] = (True, False)  # 1 + log tf against raw tf, a refinement
     batch_sizes: tuple[int, ...] = (64, 256)  # batch sizes, a refinement (a quarter of the steps at 256)
     ensemble_members: int = 5  # networks of the ensemble tried against one on a GPU ("What the search's choices ...")
+    # The linear family, tried against the chosen network (textclf/training/search_family.py): Adam's rates and the
+    # L2 strengths (coupled weight decay) over four orders of magnitude, side by side, each with its best epoch.
+    # Most epochs its models train (a patience stops them sooner); K*C columns cost a fraction of a network's epoch.
+    linear_rates: tuple[float, ...] = (0.01, 0.03, 0.1)
+    linear_decays: tuple[float, ...] = (0.0, 1e-5, 3e-5, 1e-4, 3e-4)
+    linear_max_epochs: int = 30
+    # The network, the default family, is kept unless the linear family beats it by more than this many binomial
+    # standard errors of its validation score (as the defaults' variant is kept: default_variant_errors).
+    family_errors: float = 1.0
     # The rounds.
     race_keep: int = 3  # variants that go on from the first fold to the others
     patience: int = 3  # a round stops after this many epochs without a gain of any of its networks

@@ -32,10 +32,10 @@ init_stack = jax.jit(init_stacked, static_argnames=("n_features", "hidden", "n_c
                      compiler_options={**SEARCH_COMPILER_OPTIONS, **INIT_COMPILER_OPTIONS})
 
 
-def _per_model(values: jax.Array, hidden: int) -> Params:
+def _per_model(values: jax.Array, units: int) -> Params:
     """(K,) per-model values (learning rates, weight decays) shaped to broadcast against each parameter of
-    Params."""
-    columns = jnp.repeat(values, hidden)  # (K*H,)
+    Params; units: W1's columns a model (H, or C for linear models)."""
+    columns = jnp.repeat(values, units)  # (K*units,)
     return Params(columns[None, :], columns, values[:, None, None], values[:, None])
 
 
@@ -130,9 +130,9 @@ def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, valu
     fused: the dense step with W1's gradient and update in one Pallas kernel (_fused_step; interpreted off a
     GPU). A batch with no rows (padding) is skipped. A batch names each (row, column) once (make_batches of a
     canonical CSR matrix, _padded_batches): the dense step stores its nonzeros, it does not add them up."""
-    hidden = params.w2.shape[1]
-    lr = _per_model(rates, hidden)
-    wd = _per_model(decays, hidden)
+    units = params.w1.shape[1] // params.w2.shape[0]
+    lr = _per_model(rates, units)
+    wd = _per_model(decays, units)
     batches = (indices, values, rows, labels, mask)
     interpret = jax.default_backend() != "gpu"
 
@@ -267,9 +267,10 @@ class StackedStep(Step):
     @classmethod
     def for_batch(cls, batch_size: int, n_features: int, hidden: int, models: int) -> StackedStep:
         """The step for K = models networks of (n_features, hidden) first layers at this batch size on this
-        process's device: what fit_candidates runs, and so what precompile_epoch must compile."""
+        process's device: what fit_candidates runs, and so what precompile_epoch must compile. hidden 0: K linear
+        models, whose narrow W1 (F, K*C) the fused kernel's tiling is not made for: XLA's step."""
         dense, fused = step_kind(batch_size, n_features, models * hidden)
-        return cls("flat", models, dense, fused)
+        return cls("flat", models, dense, fused and hidden > 0)
 
     def start_state(self, seed, n_features: int, hidden: int, n_classes: int, gain: float = 1.0,
                     optimizer: str = "adam"):

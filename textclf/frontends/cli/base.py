@@ -144,7 +144,10 @@ TRAINING_OPTIONS = (
     ("unspaced_as_characters", "unspaced_as_characters", Optional[bool],
      "Each character of Chinese, Japanese, Thai, Lao, Khmer or Myanmar text a word of its own; off for text "
      "already split into words (default on)."),
-    ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) (default {D.hidden})."),
+    ("family", "family", Optional[str],
+     "network (a hidden layer) or linear (features straight to classes) (default: the search chooses by validation; "
+     "network when the search is off)."),
+    ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) of the network family (default {D.hidden})."),
     ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size}; searched)."),
     ("epochs", "epochs", Optional[int],
      f"Passes over the training set (default {D.epochs}, searched; cnn {Settings(model='cnn').epochs})."),
@@ -178,7 +181,7 @@ TRAINING_OPTIONS = (
     ("augment", "augment", Optional[str], f"cnn: shift, flip, shift,flip or none (default {D.augment})."),
     ("search", "search", Optional[str],
      "auto: choose stop words, n-grams, NB weights, sublinear tf, learning rate, weight decay, epochs, batch size, "
-     "an ensemble and a character network by "
+     "an ensemble, a character network and the model family by "
      "validation on the training corpus (options you set are kept), or reuse the choice a run of the same documents, "
      "settings and device recorded; fresh: search even then; off: use the settings as given (default auto)."),
     ("search_steps", "search_steps", Optional[int],

@@ -146,6 +146,8 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
                        f"documents: at most {scaled['epoch_steps']:,} steps an epoch)")
         if search.get("ensemble"):
             typer.echo("networks             " + json.dumps(search["ensemble"]))
+        if search.get("family"):
+            typer.echo("family               " + _family_line(search["family"]))
         if search.get("rate_choice"):
             typer.echo("rate choice          " + _rate_choice_line(search["rate_choice"]))
         board = Table(title="search leaderboard (mean validation accuracy over the folds)")
@@ -167,6 +169,16 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
                       "" if e["eval_accuracy"] is None else f"{e['eval_accuracy']:.4f}",
                       f"{e['seconds']:.3f}", f"{e['docs_per_s']:,.0f}")
     out.print(table)
+
+
+def _family_line(family: dict) -> str:
+    """Which model family won the search's family trial, and by how much on validation."""
+    if "linear_score" not in family:
+        return f"{family['chosen']} (linear not tried: {family.get('linear_not_tried', '')})"
+    return (f"{family['chosen']}: validation linear {family['linear_score']:.4f} against the network's "
+            f"{family['network_score']:.4f} ({family['by'] * 100:+.2f} points; the linear family wins above "
+            f"{family['margin'] * 100:+.2f}); linear lr {family['linear_learning_rate']:g}, decay "
+            f"{family['linear_weight_decay']:g}, {family['linear_epochs']} epochs, {family['folds']} fold(s)")
 
 
 @runs_app.command("compare")

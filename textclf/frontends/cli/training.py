@@ -85,7 +85,8 @@ def train(
         err.print(f"search: chose stop words {c.stop_words or 'none'}, n-grams 1-{c.ngram_max}, "
                   f"NB weights {'on' if c.nb_weighting else 'off'}, {_rate_chosen(search, c.learning_rate)}, "
                   f"weight decay {c.weight_decay:g}, "
-                  f"{_epochs_kept(search, c.epochs)}, {_batch_line(search, c.batch_size)}, {c.ensemble or 1} network(s)"
+                  f"{_epochs_kept(search, c.epochs)}, {_batch_line(search, c.batch_size)}, "
+                  f"{'a linear model' if c.family == 'linear' else f'{c.ensemble or 1} network(s)'}"
                   f"{' + the same on character n-grams' if c.char_ngrams else ''} by validation "
                   f"{'micro-F1' if c.multi_label else 'accuracy'} "
                   f"{search['best_accuracy']:.4f} ({_search_source(search, result.run_id)})",

@@ -1,0 +1,107 @@
+"""The model search's family trial (textclf/training/search.py runs it after the networks trial): the linear family
+(features -> classes: softmax regression, or one sigmoid a label for label sets; textclf/models/stacked.py with no
+hidden units) against the chosen network, on the compared folds, with the chosen vectorizer variant.
+
+The linear models train as the rounds' networks do (textclf/training/candidates.py, fit_candidates: K side by side
+on the same batches, Adam, scored after every epoch), their (learning rate, weight decay) pairs spanning
+rules.linear_rates x rules.linear_decays: the decay is the L2 strength a linear model is tuned by (as LinearSVC's C
+or SGD's alpha), over four orders of magnitude, and the epochs are read off the curves (early stopping). The
+linear family wins where its best mean validation score beats the network's by more than rules.family_errors
+binomial standard errors of it on the same validation documents.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import NamedTuple
+
+import numpy as np
+
+from textclf.settings import Settings
+from textclf.training.candidates import fit_candidates, round_data
+from textclf.training.search_folds import (RoundGeometry, SearchContext, SearchCorpus, Variant, binomial_error,
+                                           fold_matrices)
+
+
+class Family(NamedTuple):
+    """The trial's answer: the Settings fields it decides, and what was measured."""
+
+    family: str  # Settings.family
+    learning_rate: float  # the linear model's (the network's where it won)
+    weight_decay: float
+    epochs: int  # on the searched documents (search_settings scales it to a larger corpus)
+    summary: dict
+
+
+class FamilyTrial:
+    """The linear family against the network for the chosen variant on the compared folds (module docstring)."""
+
+    def __init__(self, search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
+                 shared_folds: list[int]):
+        self.search, self.corpus, self.geometry, self.chosen, self.folds = (search, corpus, geometry, chosen,
+                                                                            shared_folds)
+        rules, pinned = search.rules, chosen.pinned
+        rates = [chosen.learning_rate] if "learning_rate" in pinned else list(rules.linear_rates)
+        decays = [chosen.weight_decay] if "weight_decay" in pinned else list(rules.linear_decays)
+        self.pairs = list(itertools.product(rates, decays))
+        self.epochs = chosen.epochs if "epochs" in pinned else rules.linear_max_epochs
+
+    def cost(self) -> int:
+        """Network-steps of the trial: K linear models of C outputs weigh as K*C hidden units, at least one
+        network."""
+        fold_steps = sum(-(-len(self.corpus.folds[f][0]) // self.chosen.batch_size) for f in self.folds)
+        return self._network_weight() * self.epochs * fold_steps
+
+    def choose(self, network_score: float) -> Family:
+        """network_score: the chosen network's mean validation score on the compared folds."""
+        chosen, search = self.chosen, self.search
+        keep = Family("network", chosen.learning_rate, chosen.weight_decay, chosen.epochs, {})
+        if "family" in chosen.pinned and chosen.family == "network":
+            return keep._replace(summary={"chosen": "network", "linear_not_tried": "family set explicitly"})
+        steps = self.cost()
+        if "family" not in chosen.pinned and not search.budget.affords(steps, 0.0):
+            return keep._replace(summary={"chosen": "network",
+                                          "linear_not_tried": f"no budget left (needs ~{steps:,} network-steps)"})
+        curves = self._curves()  # (epochs, K) mean over the folds
+        epoch, k = np.unravel_index(np.argmax(curves), curves.shape)  # the first maximum: fewest epochs, earlier pair
+        linear_score = float(curves[epoch, k])
+        documents = sum(len(self.corpus.folds[f][1]) for f in self.folds)
+        error = binomial_error(network_score, documents)
+        margin = search.rules.family_errors * error
+        wins = "family" in chosen.pinned or linear_score - network_score > margin
+        rate, decay = self.pairs[k]
+        summary = {"chosen": "linear" if wins else "network", "network_score": round(network_score, 6),
+                   "linear_score": round(linear_score, 6), "by": round(linear_score - network_score, 6),
+                   "standard_error": round(error, 6), "margin": round(margin, 6), "linear_learning_rate": rate, "linear_weight_decay": decay,
+                   "linear_epochs": int(epoch) + 1, "pairs": len(self.pairs), "folds": len(self.folds)}
+        if not wins:
+            return keep._replace(summary=summary)
+        epochs = chosen.epochs if "epochs" in chosen.pinned else int(epoch) + 1
+        return Family("linear", rate, decay, epochs, summary)
+
+    def _curves(self) -> np.ndarray:
+        """(epochs, K) validation score of each (rate, decay) pair after each epoch, the mean over the folds (the
+        epochs after a fold's early stop count 0 there)."""
+        search, corpus, geometry, chosen = self.search, self.corpus, self.geometry, self.chosen
+        variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting, chosen.sublinear_tf,
+                          chosen.batch_size)
+        total = np.zeros((self.epochs, len(self.pairs)))
+        for fold in self.folds:
+            train_rows, val_rows = corpus.folds[fold]
+            train_x, val_x = fold_matrices(corpus.counts, corpus.y, corpus.masks[variant.stop_words,
+                                                                                  variant.ngram_max],
+                                            train_rows, val_rows, chosen, geometry.features, geometry.width, variant)
+            data = round_data(train_x, corpus.trained_labels(train_rows), val_x, corpus.trained_labels(val_rows),
+                              chosen.batch_size, chosen.seed + 300 + fold, geometry.shapes[chosen.batch_size],
+                              geometry.val_shape, geometry.score_batch)
+            curves = fit_candidates(data, corpus.n_classes, [rate for rate, _ in self.pairs],
+                                    [decay for _, decay in self.pairs], self.epochs, 0, chosen.seed + 300 + fold,
+                                    patience=geometry.patience, metric=chosen.metric or "micro-f1")
+            ran = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1
+            search.budget.steps_done += self._network_weight() * ran * data.n_steps
+            total += curves
+        return total / len(self.folds)
+
+    def _network_weight(self) -> int:
+        """The K linear models' cost in networks: their K*C columns against a network's hidden units."""
+        return max(1, -(-len(self.pairs) * self.corpus.n_classes // max(1, self.chosen.hidden)))
