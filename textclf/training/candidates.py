@@ -495,6 +495,15 @@ def precompile_epoch(data: RoundData, n_classes: int, models: int, hidden: int, 
                         dense=step.dense, fused=step.fused).compile()
 
 
+def precompile_hits(data: RoundData, n_classes: int, models: int, hidden: int) -> None:
+    """The scoring program fit_candidates runs after each epoch of K = `models` networks (hidden 0: linear models)
+    over `data`'s validation batches."""
+    from textclf.training.stacked_step import stacked_hits
+
+    stacked_hits.lower(_abstract_params(data, n_classes, models, hidden), *data.val,
+                       dense=dense_default()).compile()
+
+
 def precompile_scores(data: RoundData, n_classes: int, models: int, hidden: int) -> None:
     """The program of fit_candidates(..., scores_from=...) for K = `models` networks over `data`'s validation
     batches (the search's networks trial)."""

@@ -42,7 +42,7 @@ from pipelines.vectorize import count_terms, term_masks
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
 from textclf.training.candidates import (
-    batch_shape, cut_order, fit_candidates, precompile_epoch, precompile_scores, round_data)
+    batch_shape, cut_order, fit_candidates, precompile_epoch, precompile_hits, precompile_scores, round_data)
 from textclf.training.stacked_step import init_stack
 from textclf.training.search_folds import (
     Budget, RoundGeometry, SearchContext, SearchCorpus, Variant, batch_for_all, candidate_space, epochs_for_all,
@@ -242,6 +242,11 @@ class _Rounds:
                             shapes[batch])
         if settings.ensemble == 0:
             compiler.submit(precompile_scores, data, self.corpus.n_classes, models, settings.hidden)
+        if "family" not in settings.pinned:  # the family trial's linear models (search_family.py)
+            rules, classes = self.search.rules, self.corpus.n_classes
+            linear = len(rules.linear_rates) * len(rules.linear_decays)
+            compiler.submit(precompile_epoch, data, classes, linear, 0, variant.batch_size, shapes[variant.batch_size])
+            compiler.submit(precompile_hits, data, classes, linear, 0)
 
     def _train(self, number: int, data, started: float) -> None:
         """Round `number`: its networks trained, its curves, cost and trials recorded."""

@@ -13,6 +13,7 @@ binomial standard errors of it on the same validation documents.
 from __future__ import annotations
 
 import itertools
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -62,6 +63,7 @@ class FamilyTrial:
         if "family" not in chosen.pinned and not search.budget.affords(steps, 0.0):
             return keep._replace(summary={"chosen": "network",
                                           "linear_not_tried": f"no budget left (needs ~{steps:,} network-steps)"})
+        started = time.perf_counter()
         curves = self._curves()  # (epochs, K) mean over the folds
         epoch, k = np.unravel_index(np.argmax(curves), curves.shape)  # the first maximum: fewest epochs, earlier pair
         linear_score = float(curves[epoch, k])
@@ -73,7 +75,8 @@ class FamilyTrial:
         summary = {"chosen": "linear" if wins else "network", "network_score": round(network_score, 6),
                    "linear_score": round(linear_score, 6), "by": round(linear_score - network_score, 6),
                    "standard_error": round(error, 6), "margin": round(margin, 6), "linear_learning_rate": rate, "linear_weight_decay": decay,
-                   "linear_epochs": int(epoch) + 1, "pairs": len(self.pairs), "folds": len(self.folds)}
+                   "linear_epochs": int(epoch) + 1, "pairs": len(self.pairs), "folds": len(self.folds),
+                   "seconds": round(time.perf_counter() - started, 3)}
         if not wins:
             return keep._replace(summary=summary)
         epochs = chosen.epochs if "epochs" in chosen.pinned else int(epoch) + 1
