@@ -51,8 +51,11 @@ def main() -> None:
         for _ in range(args.repeat):
             result = _run(args.data / name / "train.jsonl", args.data / name / "test.jsonl", args.option)
             search = result["search"]
+            family = search.get("family", {})
             chosen = {**search.get("chosen", {}), "ensemble": search.get("ensemble", {}).get("members"),
-                      "char_ngrams": search.get("ensemble", {}).get("char_ngrams")}
+                      "char_ngrams": search.get("ensemble", {}).get("char_ngrams"),
+                      **({"family": family["chosen"], "family_by": family.get("by"),
+                          "family_seconds": family.get("seconds")} if family else {})}
             print(f"| {name} | {search.get('rounds')}/{search.get('rounds_planned')} | {search.get('steps', 0):,} | "
                   f"{search.get('seconds', 0):.1f} | {result['wall']:.1f} | {json.dumps(chosen)} | "
                   f"{result['accuracy']:.4f} |", flush=True)

@@ -84,7 +84,8 @@ def _textclf_numbers(result, stats: dict, device: str) -> dict:
 def _chosen(settings) -> str:
     return (f"stop words {settings.stop_words}, n-grams {settings.ngram_max}, NB {settings.nb_weighting}, "
             f"lr {settings.learning_rate:g}, wd {settings.weight_decay:g}, "
-            f"{settings.epochs} epochs, {settings.ensemble or 1} network(s)"
+            f"{settings.epochs} epochs, "
+            f"{'a linear model' if settings.family == 'linear' else f'{settings.ensemble or 1} network(s)'}"
             f"{' + character n-grams' if settings.char_ngrams else ''}")
 
 
