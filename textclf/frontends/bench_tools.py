@@ -78,7 +78,13 @@ def _textclf_numbers(result, stats: dict, device: str) -> dict:
             "n_train": result.n_train, "n_test": result.n_eval,
             "peak_gpu_mb": stats.get("peak_bytes_in_use", 0) / 2**20 if device == "gpu" else None,
             "notes": f"search {result.phases.get('search', 0):.1f} s, compile {result.phases['compile']:.1f} s, "
-                     f"vectorize {result.phases['vectorize']:.1f} s; chose {_chosen(result.model.settings)}"}
+                     f"vectorize {result.phases['vectorize']:.1f} s; chose {_chosen(result.model.settings)}"
+                     f"{_family_trial((result.search or {}).get('family', {}))}"}
+
+
+def _family_trial(family: dict) -> str:
+    """The search's family trial as a note: the linear family's validation lead (or lag) over the network's."""
+    return f" (linear {family['by'] * 100:+.2f} points on validation)" if "by" in family else ""
 
 
 def _chosen(settings) -> str:

@@ -28,7 +28,7 @@ RULES = SearchRules()
 def _softmax_regression_loss(w, b, indices, values, rows, labels, mask):
     """One linear model's mean cross-entropy, written out: scores = x W + b."""
     x = jnp.zeros((labels.shape[0], w.shape[0])).at[rows, indices].add(values)
-    log_probs = jax.nn.log_softmax(x @ w + b)
+    log_probs = jax.nn.log_softmax(jnp.matmul(x, w, precision="highest") + b)
     nll = -jnp.take_along_axis(log_probs, labels[:, None], axis=1)[:, 0]
     return jnp.sum(nll * mask) / jnp.maximum(jnp.sum(mask), 1.0)
 
@@ -79,7 +79,8 @@ def test_a_linear_epoch_is_k_adam_runs_with_their_own_decays():
         for indices, values, rows, labels, mask in batches:
             grads = jax.grad(lambda p: _softmax_regression_loss(*p, indices, values, rows, labels, mask))(params)
             params, state = adam(decays[k]).update(params, state, grads, rates[k])
-        np.testing.assert_allclose(trained.w1[:, 3 * k:3 * k + 3], params[0], rtol=2e-4, atol=2e-6)
+        # (a GPU's epoch takes the dense formulation, whose float32 product rounds to TF32)
+        np.testing.assert_allclose(trained.w1[:, 3 * k:3 * k + 3], params[0], rtol=2e-3, atol=2e-4)
     assert not np.allclose(trained.w1[:, :3], trained.w1[:, 3:])  # the decay made a difference
 
 
