@@ -45,7 +45,7 @@ class FamilyTrial:
         rates = [chosen.learning_rate] if "learning_rate" in pinned else list(rules.linear_rates)
         decays = [chosen.weight_decay] if "weight_decay" in pinned else list(rules.linear_decays)
         self.pairs = list(itertools.product(rates, decays))
-        self.epochs = chosen.epochs if "epochs" in pinned else rules.linear_max_epochs
+        self.epochs = chosen.epochs if "epochs" in pinned else rules.linear_epochs(search.platform)
 
     def cost(self) -> int:
         """Network-steps of the trial: K linear models of C outputs weigh as K*C hidden units, at least one

@@ -32,6 +32,7 @@ class SearchRules:
     linear_rates: tuple[float, ...] = (0.01, 0.03, 0.1)
     linear_decays: tuple[float, ...] = (0.0, 1e-5, 3e-5, 1e-4, 3e-4)
     linear_max_epochs: int = 30
+    cpu_linear_max_epochs: int = 15  # ... on a CPU, where its epochs cost seconds too
     # The network, the default family, is kept unless the linear family beats it by more than this many binomial
     # standard errors of its validation score (as the defaults' variant is kept: default_variant_errors).
     family_errors: float = 1.0
@@ -68,6 +69,10 @@ class SearchRules:
 
     def replace(self, **changes: Any) -> "SearchRules":
         return dataclasses.replace(self, **changes)
+
+    def linear_epochs(self, platform: str) -> int:
+        """The most epochs the family trial's linear models train on this platform."""
+        return self.cpu_linear_max_epochs if platform == "cpu" else self.linear_max_epochs
 
     def budget_steps(self, platform: str) -> int:
         """The network-steps a search may spend on this platform when the user set no budget."""

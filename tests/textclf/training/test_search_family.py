@@ -118,17 +118,19 @@ def test_fit_candidates_trains_linear_models_side_by_side():
 def test_the_family_trial_is_a_rule_of_data(pool):
     texts, labels = question_corpus(300)
     settings = Settings(epochs=3, search_budget=300)
-    never = search_settings(texts, labels, settings, pool, "cpu", rules=RULES.replace(family_errors=1e9))
+    rules = RULES.replace(cpu_linear_max_epochs=8)
+    never = search_settings(texts, labels, settings, pool, "cpu", rules=rules.replace(family_errors=1e9))
     trial = never.summary["family"]
     assert never.settings.family == "network" and trial["chosen"] == "network"
     assert trial["pairs"] == len(RULES.linear_rates) * len(RULES.linear_decays) and trial["margin"] > 1
-    always = search_settings(texts, labels, settings, pool, "cpu", rules=RULES.replace(family_errors=-1e9))
+    always = search_settings(texts, labels, settings, pool, "cpu", rules=rules.replace(family_errors=-1e9))
     chosen, trial = always.settings, always.summary["family"]
     assert chosen.family == "linear" and trial["chosen"] == "linear" and chosen.ensemble == 1
     assert not chosen.char_ngrams  # the character network is the network family's
     assert (chosen.learning_rate, chosen.weight_decay, chosen.epochs) == (
         trial["linear_learning_rate"], trial["linear_weight_decay"], trial["linear_epochs"])
     assert chosen.learning_rate in RULES.linear_rates and chosen.weight_decay in RULES.linear_decays
+    assert 1 <= chosen.epochs <= 8
     assert trial["linear_score"] > 0.9
 
 
@@ -138,7 +140,7 @@ def test_a_typed_family_is_kept(pool):
     assert network.settings.family == "network"
     assert network.summary["family"] == {"chosen": "network", "linear_not_tried": "family set explicitly"}
     linear = search_settings(texts, labels, Settings(family="linear", epochs=3, pinned=("family",)), pool, "cpu",
-                             rules=RULES.replace(family_errors=1e9))
+                             rules=RULES.replace(family_errors=1e9, cpu_linear_max_epochs=4))
     assert linear.settings.family == "linear" and linear.summary["family"]["chosen"] == "linear"
 
 
