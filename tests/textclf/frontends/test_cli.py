@@ -325,10 +325,14 @@ def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
     env = {**os.environ, "TEXTCLF_HOME": str(tmp_path / "home")}
     # The search runs, on a short budget (its own tests time it; this one is about the fork).
     done = subprocess.run([sys.executable, "-m", "textclf", "train", str(corpus), "--epochs", "1", "--search-budget", "3",
-                           "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+                           "--json", "--profile"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["eval_accuracy"] > 0.9 and {"search", "vectorize", "warmup"} <= set(result["phases"])
+    # --profile: from the process's start, every phase and the rest, then the exit on stderr
+    profile = result["profile"]
+    assert list(profile)[1:-1] == list(result["phases"]) and 0 < profile["start-up (interpreter, imports)"] < 60
+    assert "profile  exit (handlers, output)" in done.stderr
     [run] = runs.list_runs(open_db(run_db_path(tmp_path / "home" / "runs.db")))
     assert run["status"] == "finished" and run["device"].split(":")[0] in ("cpu", "gpu")
     if os.cpu_count() > 1:  # the run records how it vectorized: forked workers

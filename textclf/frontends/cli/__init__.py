@@ -34,10 +34,21 @@ def main() -> None:
     import atexit
     import os
 
+    import time
+
+    from textclf.frontends.profile import print_exit
+
+    exiting = time.perf_counter()
     atexit._run_exitfuncs()  # noqa: SLF001 - the handlers a normal exit runs; public API has no other way
+    _flush()
+    print_exit(time.perf_counter() - exiting)  # `--profile`: what the exit took
+    _flush()
+    os._exit(code)
+
+
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe: nothing more can be written to it anyway
             pass
-    os._exit(code)

@@ -40,10 +40,15 @@ def train(
         "--plan-only", help="Read, search and vectorize, then print the training plan and stop (no model; the run "
                             "is recorded as planned and its search reused by the next train).")] = False,
     as_json: JsonOption = False,
+    profile: Annotated[bool, typer.Option(
+        "--profile", help="Print where the seconds went, from the process's start (interpreter, imports) through "
+                          "every phase to the exit, on stderr (with --json, also as \"profile\").")] = False,
 ) -> None:
     # One parameter an option: typer reads the command line from this signature.
     """Train a model on CORPUS, record the run, and write the model file."""
+    from textclf.frontends.profile import CommandProfile
 
+    timing = CommandProfile() if profile else None
     from textclf.runs.run import train as train_model
     from textclf.training.distributed import initialize
 
@@ -56,24 +61,37 @@ def train(
         finished = True
     finally:
         reporter.close(finished)
+    _print_result(result, plan_only, as_json, timing)
+
+
+def _print_result(result, plan_only: bool, as_json: bool, timing) -> None:
+    """The run's outcome on stdout (progress and the profile on stderr)."""
+    profile = {} if timing is None else {"profile": dict(timing.rows(result.phases))}
     if plan_only:
         if as_json:
             _print_json({"run_id": result.run_id, "plan": result.plan.to_dict(), "settings": result.settings.to_dict(),
-                         "search": result.search})
+                         "search": result.search, **profile})
             return
         for line in result.plan.lines():
             out.print(line, highlight=False, markup=False, soft_wrap=True)
         out.print(f"run {result.run_id} planned (not trained)", highlight=False)
-        return
-    if as_json:
+    elif as_json:
         _print_json({"run_id": result.run_id, "model_path": str(result.model_path) if result.model_path else None, "eval_kind": result.eval_kind,
                      "eval_accuracy": result.eval_accuracy, "train_accuracy": result.train_accuracy,
                      **_judged_by(result),
                      "n_train": result.n_train, "n_eval": result.n_eval, "read_documents": result.read_documents,
                      "skipped": result.skipped,
                      "non_utf8": result.non_utf8, "phases": result.phases, "search": result.search,
-                     "settings": result.model.settings.to_dict() if result.model is not None else None})
-        return
+                     "settings": result.model.settings.to_dict() if result.model is not None else None, **profile})
+    else:
+        _print_text(result)
+    if timing is not None and not as_json:
+        for line in timing.lines(result.phases):
+            err.print("profile  " + line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_text(result) -> None:
+    """A trained run's outcome as text: skipped files and the search's choice on stderr, the score on stdout."""
     if result.skipped:
         err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items())),
                   highlight=False)
