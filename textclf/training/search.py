@@ -244,7 +244,7 @@ class _Rounds:
             compiler.submit(precompile_scores, data, self.corpus.n_classes, models, settings.hidden)
         if "family" not in settings.pinned:  # the family trial's linear models (search_family.py)
             rules, classes = self.search.rules, self.corpus.n_classes
-            linear = len(rules.linear_rates) * len(rules.linear_decays)
+            linear = len(rules.linear_pairs(self.search.platform))
             compiler.submit(precompile_epoch, data, classes, linear, 0, variant.batch_size, shapes[variant.batch_size])
             compiler.submit(precompile_hits, data, classes, linear, 0)
 

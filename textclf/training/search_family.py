@@ -4,7 +4,7 @@ hidden units) against the chosen network, on the compared folds, with the chosen
 
 The linear models train as the rounds' networks do (textclf/training/candidates.py, fit_candidates: K side by side
 on the same batches, Adam, scored after every epoch), their (learning rate, weight decay) pairs spanning
-rules.linear_rates x rules.linear_decays: the decay is the L2 strength a linear model is tuned by (as LinearSVC's C
+rules.linear_pairs (fewer on a CPU): the decay is the L2 strength a linear model is tuned by (as LinearSVC's C
 or SGD's alpha), over four orders of magnitude, and the epochs are read off the curves (early stopping). The
 linear family wins where its best mean validation score beats the network's by more than rules.family_errors
 binomial standard errors of it on the same validation documents.
@@ -42,8 +42,9 @@ class FamilyTrial:
         self.search, self.corpus, self.geometry, self.chosen, self.folds = (search, corpus, geometry, chosen,
                                                                             shared_folds)
         rules, pinned = search.rules, chosen.pinned
-        rates = [chosen.learning_rate] if "learning_rate" in pinned else list(rules.linear_rates)
-        decays = [chosen.weight_decay] if "weight_decay" in pinned else list(rules.linear_decays)
+        pairs = rules.linear_pairs(search.platform)
+        rates = [chosen.learning_rate] if "learning_rate" in pinned else sorted({rate for rate, _ in pairs})
+        decays = [chosen.weight_decay] if "weight_decay" in pinned else sorted({decay for _, decay in pairs})
         self.pairs = list(itertools.product(rates, decays))
         self.epochs = chosen.epochs if "epochs" in pinned else rules.linear_epochs(search.platform)
 

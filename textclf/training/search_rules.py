@@ -32,7 +32,10 @@ class SearchRules:
     linear_rates: tuple[float, ...] = (0.01, 0.03, 0.1)
     linear_decays: tuple[float, ...] = (0.0, 1e-5, 3e-5, 1e-4, 3e-4)
     linear_max_epochs: int = 30
-    cpu_linear_max_epochs: int = 15  # ... on a CPU, where its epochs cost seconds too
+    # On a CPU, where a step's cost grows with the K*C columns and its epochs cost seconds: fewer pairs, fewer epochs.
+    cpu_linear_rates: tuple[float, ...] = (0.03, 0.1)
+    cpu_linear_decays: tuple[float, ...] = (0.0, 3e-5, 1e-4)
+    cpu_linear_max_epochs: int = 15
     # The network, the default family, is kept unless the linear family beats it by more than this many binomial
     # standard errors of its validation score (as the defaults' variant is kept: default_variant_errors).
     family_errors: float = 1.0
@@ -69,6 +72,12 @@ class SearchRules:
 
     def replace(self, **changes: Any) -> "SearchRules":
         return dataclasses.replace(self, **changes)
+
+    def linear_pairs(self, platform: str) -> list[tuple[float, float]]:
+        """The (learning rate, weight decay) pairs of the family trial's linear models on this platform."""
+        cpu = platform == "cpu"
+        return [(rate, decay) for rate in (self.cpu_linear_rates if cpu else self.linear_rates)
+                for decay in (self.cpu_linear_decays if cpu else self.linear_decays)]
 
     def linear_epochs(self, platform: str) -> int:
         """The most epochs the family trial's linear models train on this platform."""

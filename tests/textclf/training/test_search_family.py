@@ -122,14 +122,14 @@ def test_the_family_trial_is_a_rule_of_data(pool):
     never = search_settings(texts, labels, settings, pool, "cpu", rules=rules.replace(family_errors=1e9))
     trial = never.summary["family"]
     assert never.settings.family == "network" and trial["chosen"] == "network"
-    assert trial["pairs"] == len(RULES.linear_rates) * len(RULES.linear_decays) and trial["margin"] > 1
+    assert trial["pairs"] == len(RULES.linear_pairs("cpu")) and trial["margin"] > 1
     always = search_settings(texts, labels, settings, pool, "cpu", rules=rules.replace(family_errors=-1e9))
     chosen, trial = always.settings, always.summary["family"]
     assert chosen.family == "linear" and trial["chosen"] == "linear" and chosen.ensemble == 1
     assert not chosen.char_ngrams  # the character network is the network family's
     assert (chosen.learning_rate, chosen.weight_decay, chosen.epochs) == (
         trial["linear_learning_rate"], trial["linear_weight_decay"], trial["linear_epochs"])
-    assert chosen.learning_rate in RULES.linear_rates and chosen.weight_decay in RULES.linear_decays
+    assert (chosen.learning_rate, chosen.weight_decay) in RULES.linear_pairs("cpu")
     assert 1 <= chosen.epochs <= 8
     assert trial["linear_score"] > 0.9
 
