@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from textclf.models.weights import Params
+from textclf.models.weights import Params, is_linear
 
 
 @functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "gain"))
@@ -65,7 +65,9 @@ def logits_pieces(params: Params, indices, values, piece_rows, batch_size: int) 
 
 
 def logits(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
-    """(cap,) sparse batch -> (B, C) unnormalised scores."""
+    """(cap,) sparse batch -> (B, C) unnormalised scores (a linear model's: x W1 + b1, is_linear)."""
+    if is_linear(params):
+        return pre_activation(params.w1, indices, values, rows, batch_size) + params.b1
     return hidden_layer(params, indices, values, rows, batch_size) @ params.w2 + params.b2
 
 

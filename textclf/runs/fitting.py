@@ -62,10 +62,7 @@ def eval_scores(model: Model, eval_x) -> np.ndarray:
     the network trained, JAX started), else with NumPy on the host."""
     import jax
 
-    from textclf.models.weights import is_linear
-
-    small = eval_x.shape[0] * model.params.w1.shape[1] < DEVICE_EVAL_WORK
-    if jax.default_backend() == "cpu" or small or is_linear(model.params):  # (a linear model: one sparse product)
+    if jax.default_backend() == "cpu" or eval_x.shape[0] * model.params.w1.shape[1] < DEVICE_EVAL_WORK:
         return model.scores(eval_x)
     from textclf.models.mlp import Params
     from textclf.training.loop import held_out_scores_device

@@ -137,6 +137,9 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
     if settings.family == "linear":
         if machine.processes > 1:
             raise SettingsError("family linear trains in one process: drop --processes (or pass --family network)")
+        if settings.ensemble > 1:
+            raise SettingsError(f"ensemble {settings.ensemble}: the linear family trains one model; drop --ensemble "
+                                "(or pass --family network)")
         plan = (_multi_label_plan(settings, n_train, view_widths, backend, machine) if settings.multi_label
                 else plan_training(settings.replace(family="network", ensemble=1), {}, n_train, view_widths, backend,
                                    machine, rules))

@@ -60,6 +60,8 @@ class FamilyTrial:
         keep = Family("network", chosen.learning_rate, chosen.weight_decay, chosen.epochs, {})
         if "family" in chosen.pinned and chosen.family == "network":
             return keep._replace(summary={"chosen": "network", "linear_not_tried": "family set explicitly"})
+        if "family" not in chosen.pinned and "ensemble" in chosen.pinned and chosen.ensemble > 1:
+            return keep._replace(summary={"chosen": "network", "linear_not_tried": "an ensemble set explicitly"})
         steps = self.cost()
         if "family" not in chosen.pinned and not search.budget.affords(steps, 0.0):
             return keep._replace(summary={"chosen": "network",

@@ -139,6 +139,10 @@ def test_a_typed_family_is_kept(pool):
     network = search_settings(texts, labels, Settings(epochs=3, pinned=("family",)), pool, "cpu")
     assert network.settings.family == "network"
     assert network.summary["family"] == {"chosen": "network", "linear_not_tried": "family set explicitly"}
+    ensemble = search_settings(texts, labels, Settings(ensemble=3, epochs=3, pinned=("ensemble",)), pool, "cpu",
+                               rules=RULES.replace(family_errors=-1e9))
+    assert ensemble.settings.family == "network" and ensemble.settings.ensemble == 3  # a typed value is kept
+    assert ensemble.summary["family"]["linear_not_tried"] == "an ensemble set explicitly"
     linear = search_settings(texts, labels, Settings(family="linear", epochs=3, pinned=("family",)), pool, "cpu",
                              rules=RULES.replace(family_errors=1e9, cpu_linear_max_epochs=4))
     assert linear.settings.family == "linear" and linear.summary["family"]["chosen"] == "linear"
@@ -152,6 +156,10 @@ def test_a_linear_family_plan_trains_one_model_side_by_side_in_xla():
     assert plan.lines()[0].startswith("family               linear")
     big = plan_training(Settings(family="linear"), {}, 400_000, (32754,), "xla")
     assert big.held_out_documents == 20_000 and big.rate_choice == "none"
+    from textclf.errors import SettingsError
+
+    with pytest.raises(SettingsError, match="ensemble 5: the linear family trains one model; drop --ensemble"):
+        plan_training(Settings(family="linear", ensemble=5), {}, 5000, (8000,), "xla")
 
 
 @pytest.mark.parametrize("multi_label", [False, True], ids=["labels", "label sets"])
@@ -178,6 +186,12 @@ def test_a_linear_model_trains_saves_loads_and_predicts(tmp_path, multi_label):
     else:
         assert model.predict(["who w1 w2 w3", "where w4 w5"]) == ["HUM", "LOC"]
         np.testing.assert_allclose(model.predict_proba(texts[:5]), result.model.predict_proba(texts[:5]), rtol=1e-6)
+        # the service's scoring on the device (--score-on device) gives the host's scores
+        from textclf.training.loop import predict_scores_device
+
+        matrix = model.vectorizer.transform(texts[:5])
+        np.testing.assert_allclose(predict_scores_device(model.params, matrix), model.scores(matrix), rtol=1e-4,
+                                   atol=1e-5)
 
 
 def test_a_linear_model_file_with_a_hidden_layer_is_refused(tmp_path):
