@@ -62,6 +62,10 @@ class FamilyTrial:
             return keep._replace(summary={"chosen": "network", "linear_not_tried": "family set explicitly"})
         if "family" not in chosen.pinned and "ensemble" in chosen.pinned and chosen.ensemble > 1:
             return keep._replace(summary={"chosen": "network", "linear_not_tried": "an ensemble set explicitly"})
+        documents = sum(len(self.corpus.folds[f][1]) for f in self.folds)
+        if "family" not in chosen.pinned and documents < search.rules.family_min_validation:
+            return keep._replace(summary={"chosen": "network", "linear_not_tried": (
+                f"{documents:,} validation documents, under {search.rules.family_min_validation:,}")})
         steps = self.cost()
         if "family" not in chosen.pinned and not search.budget.affords(steps, 0.0):
             return keep._replace(summary={"chosen": "network",
@@ -70,7 +74,6 @@ class FamilyTrial:
         curves = self._curves()  # (epochs, K) mean over the folds
         epoch, k = np.unravel_index(np.argmax(curves), curves.shape)  # the first maximum: fewest epochs, earlier pair
         linear_score = float(curves[epoch, k])
-        documents = sum(len(self.corpus.folds[f][1]) for f in self.folds)
         error = binomial_error(network_score, documents)
         margin = search.rules.family_errors * error
         wins = "family" in chosen.pinned or linear_score - network_score > margin

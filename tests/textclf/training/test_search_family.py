@@ -23,6 +23,7 @@ from textclf.training.stacked_step import stacked_epoch
 from tests.textclf.training.test_search import _random_batch, pool, question_corpus  # noqa: F401 (a fixture)
 
 RULES = SearchRules()
+TRIED = RULES.replace(family_min_validation=0)  # the trial on these few hundred documents
 
 
 def _softmax_regression_loss(w, b, indices, values, rows, labels, mask):
@@ -118,7 +119,7 @@ def test_fit_candidates_trains_linear_models_side_by_side():
 def test_the_family_trial_is_a_rule_of_data(pool):
     texts, labels = question_corpus(300)
     settings = Settings(epochs=3, search_budget=300)
-    rules = RULES.replace(cpu_linear_max_epochs=8)
+    rules = TRIED.replace(cpu_linear_max_epochs=8)
     never = search_settings(texts, labels, settings, pool, "cpu", rules=rules.replace(family_errors=1e9))
     trial = never.summary["family"]
     assert never.settings.family == "network" and trial["chosen"] == "network"
@@ -140,11 +141,12 @@ def test_a_typed_family_is_kept(pool):
     assert network.settings.family == "network"
     assert network.summary["family"] == {"chosen": "network", "linear_not_tried": "family set explicitly"}
     ensemble = search_settings(texts, labels, Settings(ensemble=3, epochs=3, pinned=("ensemble",)), pool, "cpu",
-                               rules=RULES.replace(family_errors=-1e9))
+                               rules=TRIED.replace(family_errors=-1e9))
     assert ensemble.settings.family == "network" and ensemble.settings.ensemble == 3  # a typed value is kept
     assert ensemble.summary["family"]["linear_not_tried"] == "an ensemble set explicitly"
     linear = search_settings(texts, labels, Settings(family="linear", epochs=3, pinned=("family",)), pool, "cpu",
                              rules=RULES.replace(family_errors=1e9, cpu_linear_max_epochs=4))
+    assert linear.summary["family"]["folds"] >= 1  # tried, though under family_min_validation: it was typed
     assert linear.settings.family == "linear" and linear.summary["family"]["chosen"] == "linear"
 
 
