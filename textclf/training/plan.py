@@ -102,7 +102,8 @@ class TrainingPlan:
         lines = [f"family               {family}",
                  f"outputs              {outputs}",
                  f"views                {views}",
-                 f"networks             {self.networks} a view, {self.arrangement.replace('_', ' ')}",
+                 ("models               one linear model a view, on the side-by-side step" if self.family == "linear"
+                  else f"networks             {self.networks} a view, {self.arrangement.replace('_', ' ')}"),
                  f"documents            {self.training_documents:,} train"
                  + (f", {self.held_out_documents:,} held out to stop early" if self.held_out_documents else ""),
                  f"rows                 on the {self.rows}; backend {self.backend}, batch {self.batch_size}, "
