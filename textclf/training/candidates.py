@@ -154,6 +154,7 @@ def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch())
 
     members, n_training, early_stopping = max(1, settings.ensemble), rows.n_training, watch.early_stopping
     epochs = settings.epochs_for(n_training)
+    label_sets = rows.y.ndim == 2
     eval_accuracy_of = _eval_accuracy(rows, settings.batch_size) if rows.scored else None
     step = StackedEpochs(rows, [settings.learning_rate] * members, [settings.weight_decay] * members, epochs,
                          settings)
@@ -164,7 +165,7 @@ def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch())
         eval_accuracy = None if eval_accuracy_of is None else eval_accuracy_of(params)
         seconds = clock.lap(epoch)
         together = train_hits[1]  # label sets: (per-label counts, the documents' summed F1), which it records
-        train_right = float(together[1] if isinstance(together, tuple) else together)
+        train_right = float(together[1] if label_sets else together)
         return params, state, _epoch_stats(epoch, losses, members, n_training, settings.batch_size, train_right,
                                            eval_accuracy, seconds)
 

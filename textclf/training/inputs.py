@@ -11,7 +11,7 @@ class TrainingRows(NamedTuple):
     """The documents a network (or K side by side) trains on, and those it is scored on after each epoch."""
 
     x: object  # (n, F) CSR; for networks side by side also device_data.ResidentRows (already on the device)
-    y: np.ndarray  # (n,) class numbers
+    y: np.ndarray  # (n,) class numbers, or (n, C) 0/1 rows of label sets
     n_classes: int
     eval_x: object = None  # scored after each epoch for the run's record (None: not scored)
     eval_y: np.ndarray | None = None

@@ -48,7 +48,7 @@ from textclf.training.search_folds import (
     Budget, RoundGeometry, SearchContext, SearchCorpus, Variant, batch_for_all, candidate_space, epochs_for_all,
     final_steps, fold_matrices, folds_sample, keep_defaults, leaderboard_of, rate_candidates, refinements,
     round_epochs, search_folds, too_few, with_headroom)
-from textclf.training.search_family import FamilyTrial
+from textclf.training.search_family import FamilyTrial, not_tried
 from textclf.training.search_networks import NetworksTrial
 from textclf.training.search_rules import SearchRules
 
@@ -242,8 +242,9 @@ class _Rounds:
                             shapes[batch])
         if settings.ensemble == 0:
             compiler.submit(precompile_scores, data, self.corpus.n_classes, models, settings.hidden)
-        if "family" not in settings.pinned:  # the family trial's linear models (search_family.py)
-            rules, classes = self.search.rules, self.corpus.n_classes
+        rules, classes = self.search.rules, self.corpus.n_classes
+        validation = sum(len(val) for _, val in self.corpus.folds)
+        if not_tried(settings, validation, rules) is None:  # the family trial's linear models (search_family.py)
             linear = len(rules.linear_pairs(self.search.platform))
             compiler.submit(precompile_epoch, data, classes, linear, 0, variant.batch_size, shapes[variant.batch_size])
             compiler.submit(precompile_hits, data, classes, linear, 0)
@@ -329,6 +330,7 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
         summary["rate_candidates"] = rate_candidates(leaderboard, validation_documents, for_all, rules)
     # min_steps 0: the epoch count was read off the validation curves; the small-corpus rule must not raise it.
     chosen = settings.replace(**best, min_steps=0)
+    network_score = leaderboard[0]["accuracy"]  # the network as chosen, on the compared folds
     if settings.ensemble == 0 and corpus.targets is not None:
         # label sets train one network a view (textclf/training/plan.py): no ensemble, the character view as given
         chosen = chosen.replace(ensemble=1)
@@ -343,8 +345,8 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
             chosen = chosen.replace(char_learning_rate=networks.char_learning_rate,
                                     char_epochs=for_all(networks.char_epochs))
         summary["ensemble"] = networks.summary
-    chosen = _chosen_family(search, corpus, geometry, chosen, shared_folds, leaderboard[0]["accuracy"], summary,
-                            for_all)
+        network_score += networks.gain  # the networks trial's choice over one network, on the same folds
+    chosen = _chosen_family(search, corpus, geometry, chosen, shared_folds, network_score, summary, for_all)
     all_batch = batch_for_all(chosen.batch_size, corpus.n_documents, rules)
     if corpus.subsampled and "batch_size" not in settings.pinned and all_batch != chosen.batch_size:
         # After the networks trial, which trained on the sample at the sample's batch.
@@ -363,14 +365,8 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
 # adds to and how a sample's epochs scale to all the documents.
 def _chosen_family(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
                    shared_folds: list[int], network_score: float, summary: dict, for_all) -> Settings:
-    """The family trial (search_family.py) against the network as chosen: its validation score on the compared
-    folds, plus what an ensemble or a character network the networks trial kept gained over one network there."""
-    trial = summary.get("ensemble", {})
-    single = trial.get("single_accuracy")
-    if single is not None and trial.get("members", 1) > 1:
-        network_score += trial["ensemble_accuracy"] - single
-    elif single is not None and trial.get("char_pair_accuracy") is not None and chosen.char_ngrams:
-        network_score += trial["char_pair_accuracy"] - single
+    """The family trial (search_family.py) against the network as chosen (network_score: its validation score on
+    the compared folds, with what the networks trial's choice gained there)."""
     family = FamilyTrial(search, corpus, geometry, chosen, shared_folds).choose(min(1.0, network_score))
     summary["family"] = family.summary
     if family.family == "network":

@@ -22,6 +22,7 @@ from textclf.settings import Settings
 from textclf.training.candidates import fit_candidates, round_data
 from textclf.training.search_folds import (RoundGeometry, SearchContext, SearchCorpus, Variant, binomial_error,
                                            fold_matrices)
+from textclf.training.search_rules import SearchRules
 
 
 class Family(NamedTuple):
@@ -32,6 +33,18 @@ class Family(NamedTuple):
     weight_decay: float
     epochs: int  # on the searched documents (search_settings scales it to a larger corpus)
     summary: dict
+
+
+def not_tried(settings: Settings, validation_documents: int, rules: SearchRules) -> str | None:
+    """Why the trial does not run for these settings and folds (None: it runs). A typed family runs it (linear) or
+    skips it (network) whatever the rest says."""
+    if "family" in settings.pinned:
+        return "family set explicitly" if settings.family == "network" else None
+    if "ensemble" in settings.pinned and settings.ensemble > 1:
+        return "an ensemble set explicitly"
+    if validation_documents < rules.family_min_validation:
+        return f"{validation_documents:,} validation documents, under {rules.family_min_validation:,}"
+    return None
 
 
 class FamilyTrial:
@@ -58,14 +71,10 @@ class FamilyTrial:
         """network_score: the chosen network's mean validation score on the compared folds."""
         chosen, search = self.chosen, self.search
         keep = Family("network", chosen.learning_rate, chosen.weight_decay, chosen.epochs, {})
-        if "family" in chosen.pinned and chosen.family == "network":
-            return keep._replace(summary={"chosen": "network", "linear_not_tried": "family set explicitly"})
-        if "family" not in chosen.pinned and "ensemble" in chosen.pinned and chosen.ensemble > 1:
-            return keep._replace(summary={"chosen": "network", "linear_not_tried": "an ensemble set explicitly"})
         documents = sum(len(self.corpus.folds[f][1]) for f in self.folds)
-        if "family" not in chosen.pinned and documents < search.rules.family_min_validation:
-            return keep._replace(summary={"chosen": "network", "linear_not_tried": (
-                f"{documents:,} validation documents, under {search.rules.family_min_validation:,}")})
+        why_not = not_tried(chosen, documents, search.rules)
+        if why_not:
+            return keep._replace(summary={"chosen": "network", "linear_not_tried": why_not})
         steps = self.cost()
         if "family" not in chosen.pinned and not search.budget.affords(steps, 0.0):
             return keep._replace(summary={"chosen": "network",

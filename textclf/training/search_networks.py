@@ -165,7 +165,10 @@ class NetworksTrial:
                 pair_gains), char_learning_rate=char_rate, char_epochs=char_epoch)
         else:
             summary["char_ngrams_not_tried"] = self.why_not
-        return Networks(chosen_members, char_ngrams or chosen.char_ngrams, char_rate, char_epoch, summary)
+        gain = (np.mean(together) if chosen_members > 1 else np.mean(paired) if char_ngrams else np.mean(single)) \
+            - np.mean(single)
+        return Networks(chosen_members, char_ngrams or chosen.char_ngrams, char_rate, char_epoch, summary,
+                        float(gain))
 
 
 class Networks(NamedTuple):
@@ -176,6 +179,7 @@ class Networks(NamedTuple):
     char_learning_rate: float  # the character network's, as read off its curves (0: the words')
     char_epochs: int  # on the searched documents, 0: the words' (search_settings scales it to a larger corpus)
     summary: dict
+    gain: float = 0.0  # the chosen option's mean validation accuracy over one network's (0: one network)
 
 
 def fewest_networks_that_win(single: float, ensemble: tuple[float, list[np.ndarray]] | None,

@@ -66,7 +66,7 @@ def train(
 
 def _print_result(result, plan_only: bool, as_json: bool, timing) -> None:
     """The run's outcome on stdout (progress and the profile on stderr)."""
-    profile = {} if timing is None else {"profile": dict(timing.rows(result.phases))}
+    profile = {"profile": dict(timing.rows(result.phases))} if timing is not None and as_json else {}
     if plan_only:
         if as_json:
             _print_json({"run_id": result.run_id, "plan": result.plan.to_dict(), "settings": result.settings.to_dict(),
