@@ -36,8 +36,8 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters are textclf.settings.Settings' fields (`textclf train --help` says what each does), seed as
     scikit-learn's random_state. The searched ones (stop_words, ngram_max, nb_weighting, sublinear_tf, learning_rate,
-    weight_decay, epochs, batch_size, ensemble, char_ngrams, char_learning_rate, char_epochs, family) default to None: the
-    model search chooses them by validation on the training documents, as `textclf train` does; a value given is
+    weight_decay, epochs, batch_size, ensemble, char_ngrams, char_learning_rate, char_epochs, family) default to None:
+    the model search chooses them by validation on the training documents, as `textclf train` does; a value given is
     kept (pinned), and with search="off" a None takes Settings' default. stop_words: "english" or "none".
     """
 
@@ -47,7 +47,8 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
                  weight_decay: float | None = None, epochs: int | None = None, batch_size: int | None = None,
                  ensemble: int | None = None, char_ngrams: bool | None = None,
                  char_learning_rate: float | None = None, char_epochs: int | None = None,
-                 family: str | None = None, features: int = 32754, vectorizer: str = "tfidf", feature_selection: str = "chi2", min_df: int = 2,
+                 family: str | None = None, features: int = 32754, vectorizer: str = "tfidf",
+                 feature_selection: str = "chi2", min_df: int = 2,
                  start_token: bool = True, unspaced_as_characters: bool = True, hidden: int = 128,
                  optimizer: str = "adam", min_steps: int = 300, lr_schedule: str | None = None,
                  momentum: float = 0.9, init_gain: float = 1.0, backend: str = "auto", pallas_input: str = "auto",
