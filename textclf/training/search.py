@@ -211,6 +211,8 @@ class _Rounds:
         to compile here compiles when its round runs, and fails there with its own error)."""
         gpu = self.search.platform != "cpu"
         prefetch = ThreadPoolExecutor(1) if gpu else None
+        # One thread compiles ahead: with four, each program's compilation took 2-5x as long and a cold search
+        # 3-4 s longer (H200, benchmarks/speed/search_profile.py --compiles).
         compiler = ThreadPoolExecutor(1) if gpu else None
         upcoming, number = {}, 0
         try:
@@ -237,6 +239,8 @@ class _Rounds:
 
     def _precompile(self, compiler: ThreadPoolExecutor, data, variant: Variant) -> None:
         settings, shapes, models = self.search.settings, self.geometry.shapes, len(self.search.optimizers)
+        # (the first round's epoch compiles in the rounds' thread, as the round calls it; its scoring here)
+        compiler.submit(precompile_hits, data, self.corpus.n_classes, models, settings.hidden)
         for batch in sorted(set(shapes) - {variant.batch_size}):
             compiler.submit(precompile_epoch, data, self.corpus.n_classes, models, settings.hidden, batch,
                             shapes[batch])
