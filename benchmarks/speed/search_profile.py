@@ -59,8 +59,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--compiles", action="store_true", help="also list each compilation: program, thread, when")
     args = parser.parse_args()
-    # The vectorizing workers are forked before JAX is imported, as `textclf train` does (pipelines/workers.py):
-    # a pool made after it would start fresh interpreters, and their start would count as tokenising.
+    # The vectorizing workers are forked as `textclf train` forks them (pipelines/workers.py): after the run's
+    # imports (scikit-learn, pandas, pyarrow: a worker forked before them imports them on its first chunk, ~1.3 s
+    # of a cold search's tokenising on an H200) and before JAX's.
+    import textclf.runs.run  # noqa: F401
+
     with WorkerPool(os.cpu_count() or 1) as pool:
         _profile(args, pool)
 

@@ -3,6 +3,7 @@ chosen network, or a second network on character n-grams, against one network, o
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -10,7 +11,8 @@ import numpy as np
 from pipelines.vectorize import count_chars
 from textclf.settings import Settings
 from textclf.training.candidates import (
-    fit_candidates, round_data)
+    RoundData, batch_shape, cut_order, fit_candidates, precompile_epoch, precompile_hits, precompile_scores,
+    round_data)
 
 
 from textclf.training.search_folds import (
@@ -74,8 +76,14 @@ class NetworksTrial:
                             {"members": 1, "ensemble_not_tried": ensemble_not_tried,
                              "char_ngrams_not_tried": self.why_not if not self.try_chars else
                              f"no budget left (needs ~{single_cost[0]:,} network-steps)"})
-        words = self._word_scores(members, searched_epochs)
-        chars = self._char_scores(char_epochs) if self.try_chars else None
+        char_data = self._char_data() if self.try_chars else None
+        # On a GPU the character network's programs compile while the word networks train (their results are not
+        # read: a program that failed to compile here compiles when it runs, and fails there with its own error).
+        with ThreadPoolExecutor(1) as compiler:
+            if char_data and search.platform != "cpu":
+                self._precompile_chars(compiler, char_data[0])
+            words = self._word_scores(members, searched_epochs)
+            chars = self._char_scores(char_epochs, char_data) if char_data else None
         return self._verdict(members, words, chars, char_epochs, ensemble_not_tried)
 
     def _word_scores(self, members: int, searched_epochs: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -101,22 +109,34 @@ class NetworksTrial:
             out.append((scores[-1, :, :members], corpus.y[val_rows]))
         return out
 
-    def _char_scores(self, char_epochs: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per compared fold: the character network's (validation curves (epochs, rates), scores (epochs run,
-        documents, rates, C)); epochs after an early stop score 0."""
+    def _char_data(self) -> list[RoundData]:
+        """Per compared fold, the character view's batches, every fold cut to one shape (one compilation)."""
         search, corpus, geometry, chosen = self.search, self.corpus, self.geometry, self.chosen
         chars = count_chars(corpus.texts, chosen.min_df, search.pool)
-        out = []
-        for fold in self.folds:
-            train_rows, val_rows = corpus.folds[fold]
-            train_c, val_c = char_fold_matrices(*chars, corpus.y, train_rows, val_rows, chosen, geometry.features)
-            data = round_data(train_c, corpus.y[train_rows], val_c, corpus.y[val_rows], chosen.batch_size,
-                              chosen.seed + 200 + fold, (1, 1), (1, 1), geometry.score_batch)
-            out.append(fit_candidates(data, corpus.n_classes, self.char_rates,
-                                      [chosen.weight_decay] * len(self.char_rates), char_epochs, chosen.hidden,
-                                      chosen.seed + 200 + fold,
-                                      patience=geometry.patience if self.own_settings else None, scores_from=1))
-        return out
+        folds = [(corpus.folds[fold], chosen.seed + 200 + fold) for fold in self.folds]
+        matrices = [char_fold_matrices(*chars, corpus.y, *rows, chosen, geometry.features) for rows, _ in folds]
+        shape = batch_shape([train for train, _ in matrices], chosen.batch_size,
+                            [cut_order(seed, train.shape[0])[0] for (train, _), (_, seed) in zip(matrices, folds)])
+        val_shape = batch_shape([val for _, val in matrices], geometry.score_batch)
+        return [round_data(train_c, corpus.y[train_rows], val_c, corpus.y[val_rows], chosen.batch_size, seed, shape,
+                           val_shape, geometry.score_batch)
+                for (train_c, val_c), ((train_rows, val_rows), seed) in zip(matrices, folds)]
+
+    def _precompile_chars(self, compiler: ThreadPoolExecutor, data: RoundData) -> None:
+        """The character network's epoch, scoring and log-probabilities programs (_char_scores runs them)."""
+        models, classes, hidden = len(self.char_rates), self.corpus.n_classes, self.chosen.hidden
+        compiler.submit(precompile_epoch, data, classes, models, hidden, self.chosen.batch_size, data.train[0].shape)
+        compiler.submit(precompile_hits, data, classes, models, hidden)
+        compiler.submit(precompile_scores, data, classes, models, hidden)
+
+    def _char_scores(self, char_epochs: int, char_data: list[RoundData]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per compared fold: the character network's (validation curves (epochs, rates), scores (epochs run,
+        documents, rates, C)); epochs after an early stop score 0."""
+        chosen, patience = self.chosen, self.geometry.patience if self.own_settings else None
+        return [fit_candidates(data, self.corpus.n_classes, self.char_rates,
+                               [chosen.weight_decay] * len(self.char_rates), char_epochs, chosen.hidden,
+                               chosen.seed + 200 + fold, patience=patience, scores_from=1)
+                for fold, data in zip(self.folds, char_data)]
 
     def _verdict(self, members: int, words: list, chars: list | None, char_epochs: int,
                  ensemble_not_tried: str) -> Networks:
