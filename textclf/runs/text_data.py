@@ -430,6 +430,7 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
     -> (the chosen settings, the search's summary with its leaderboard (what the run records: a later update of
     it, the rate choice's, keeps the leaderboard), the key its choice is recorded under)."""
     db, run_id, phase, warmup, report = run.db, run.run_id, run.phase, run.warmup, run.report
+    ahead = _search_ahead(run, texts, labels, settings, pool)
     with phase("warmup"):
         run.backend_ready()
     import jax  # after the warm-up thread's import
@@ -454,9 +455,10 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
         run.record(search=summary, settings=chosen.to_dict())
         return chosen, summary, key
     with phase("search"):
-        rows = searched_rows(labels, settings, jax.default_backend(), run.rules)
-        result = search_settings(texts(rows), list(labels), settings, pool, jax.default_backend(), on_round,
-                                 run.rules)
+        platform = jax.default_backend()
+        prepared = ahead if ahead is not None and ahead.platform == platform else None
+        searched = [] if prepared else texts(searched_rows(labels, settings, platform, run.rules))
+        result = search_settings(searched, list(labels), settings, pool, platform, on_round, run.rules, prepared)
     if result.trials:
         run_queries.add_search_trials(db, run_id, result.trials)
     recorded_summary = {**result.summary, "leaderboard": result.leaderboard[:10]}
@@ -465,6 +467,22 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
         return result.settings, recorded_summary, None
     run_queries.save_search(db, key, run_id, result.settings.to_dict(), recorded_summary)
     return result.settings, recorded_summary, key
+
+
+def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool):
+    """The search's host work (tokenising, folds, the first rounds' matrices: search.prepare_search) for the
+    platform JAX is expected on, done while JAX starts in its thread: only in a process where JAX had not started
+    (the daemon's and a second fit's warm-up is over at once). Its own phase, "search_ahead". -> the work, or None."""
+    if not run.warmup.cold:
+        return None
+    from textclf.training.backends import expected_platform
+    from textclf.training.search import prepare_search
+    from textclf.training.search_folds import searched_rows
+
+    platform = expected_platform()
+    with run.phase("search_ahead"):
+        return prepare_search(texts(searched_rows(labels, settings, platform, run.rules)), list(labels), settings,
+                              pool, platform, run.rules)
 
 
 def hashed_data(run: RunContext, corpus_path, test_path, settings) -> tuple[TextData, Settings]:

@@ -9,7 +9,9 @@ which is for tests, so the product refuses it there.
 
 from __future__ import annotations
 
+import importlib.util as importlib_util
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Callable
@@ -52,6 +54,18 @@ def device_kind() -> str:
     import jax
 
     return jax.default_backend()
+
+
+def expected_platform() -> str:
+    """The platform JAX's default backend is expected to be, read without starting JAX (so that host work planned
+    for it can go ahead while JAX starts): JAX_PLATFORMS's first entry where set, else "gpu" where a CUDA plugin is
+    installed and an NVIDIA device node exists, else "cpu". A guess: work prepared for it is checked against
+    jax.default_backend() once JAX has started (textclf/training/search.py, Prepared)."""
+    requested = os.environ.get("JAX_PLATFORMS", "").split(",")[0].strip().lower()
+    if requested:
+        return "gpu" if requested in ("cuda", "rocm") else requested
+    plugins = [name for name in ("jax_cuda13_plugin", "jax_cuda12_plugin") if importlib_util.find_spec(name)]
+    return "gpu" if plugins and Path("/dev/nvidiactl").exists() else "cpu"
 
 
 def device_description() -> str:
@@ -123,6 +137,7 @@ class BackendWarmup:
 
     def __init__(self, requested: str, cache_dir: Path, along: Callable[[], None] | None = None):
         self.requested, self.cache_dir, self.along = requested, cache_dir, along
+        self.cold = "jax" not in sys.modules  # JAX not yet started in this process: the warm-up takes seconds
         self._thread = threading.Thread(target=self._run, name="textclf-backend-warmup", daemon=True)
         self._outcome: tuple[str, str] | BaseException | None = None
 

@@ -66,30 +66,71 @@ class SearchResult:
     leaderboard: list[dict] = field(default_factory=list)  # candidates, best first: settings, accuracy, epochs
 
 
+@dataclass
+class Prepared:
+    """The search's host work that needs no device, done for one platform (prepare_search): the documents tokenised
+    into their folds, and the rounds' shapes with their first matrices. search_settings takes it only where JAX
+    started on that platform."""
+
+    platform: str
+    corpus: SearchCorpus
+    geometry: RoundGeometry
+    seconds: float
+
+
 def search_settings(texts: Sequence[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
-                    on_round: Callable[[int, int], None] | None = None, rules: SearchRules = SearchRules()
-                    ) -> SearchResult:
+                    on_round: Callable[[int, int], None] | None = None, rules: SearchRules = SearchRules(),
+                    prepared: Prepared | None = None) -> SearchResult:
+    # Seven arguments and the work prepared ahead (a caller that starts JAX meanwhile: textclf/runs/text_data.py).
     """Choose stop words, n-grams, learning rate and epochs for these training documents (see the module
     docstring): the corpus tokenised, the rounds raced within the budget, then the choice and the networks
-    trial. platform: jax's default backend ("cpu", "gpu", ...). on_round(done, total): after each round."""
+    trial. platform: jax's default backend ("cpu", "gpu", ...). on_round(done, total): after each round.
+    prepared: prepare_search's work for these documents and settings, used where made for this platform."""
     start = time.perf_counter()
     budget = Budget(settings, platform, rules)
     summary = {**budget.summary(), "platform": platform}
-    skipped = too_few(labels, rules)
-    if skipped:
-        return SearchResult(settings, {**summary, "skipped": skipped})
-    variants, optimizers, epoch_options = candidate_space(settings, platform, rules)
-    if (len(variants) == 1 and len(optimizers) == 1 and len(epoch_options) == 1 and settings.ensemble
-            and not refinements(variants[0], settings, rules)):
-        return SearchResult(settings, {**summary, "skipped": "every searched setting was set explicitly"})
+    space = _searched_space(labels, settings, platform, rules)
+    if isinstance(space, str):
+        return SearchResult(settings, {**summary, "skipped": space})
+    variants, optimizers, epoch_options = space
     search = SearchContext(settings, platform, rules, pool, budget, variants, optimizers)
-    corpus = _searched_corpus(search, texts, labels)
-    geometry = _geometry(search, corpus, epoch_options)
+    if prepared is not None and prepared.platform == platform:
+        corpus, geometry, start = prepared.corpus, prepared.geometry, start - prepared.seconds
+    else:
+        corpus = _searched_corpus(search, texts, labels)
+        geometry = _geometry(search, corpus, epoch_options)
     rounds = _Rounds(search, corpus, geometry)
     rounds.run(on_round)
     result = _choice(search, corpus, geometry, rounds, summary)
     result.summary["seconds"] = round(time.perf_counter() - start, 3)
     return result
+
+
+def prepare_search(texts: Sequence[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
+                   rules: SearchRules = SearchRules()) -> Prepared | None:
+    """search_settings' host work for `platform` (tokenising, the folds, the rounds' shapes and first matrices),
+    which needs no device: a caller does it while JAX starts. -> None where the search would not run."""
+    start = time.perf_counter()
+    space = _searched_space(labels, settings, platform, rules)
+    if isinstance(space, str):
+        return None
+    variants, optimizers, epoch_options = space
+    search = SearchContext(settings, platform, rules, pool, Budget(settings, platform, rules), variants, optimizers)
+    corpus = _searched_corpus(search, texts, labels)
+    return Prepared(platform, corpus, _geometry(search, corpus, epoch_options), time.perf_counter() - start)
+
+
+def _searched_space(labels: list[str], settings: Settings, platform: str, rules: SearchRules
+                    ) -> tuple[list, list, list] | str:
+    """(variants, optimizers, epoch options) the search tries, or why it does not run."""
+    skipped = too_few(labels, rules)
+    if skipped:
+        return skipped
+    variants, optimizers, epoch_options = candidate_space(settings, platform, rules)
+    if (len(variants) == 1 and len(optimizers) == 1 and len(epoch_options) == 1 and settings.ensemble
+            and not refinements(variants[0], settings, rules)):
+        return "every searched setting was set explicitly"
+    return variants, optimizers, epoch_options
 
 
 def _searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[str]) -> SearchCorpus:

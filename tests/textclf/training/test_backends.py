@@ -49,3 +49,13 @@ def test_importing_textclf_keeps_the_gpu_from_reserving_memory_unless_the_user_s
     shown = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
                            check=True).stdout.strip()
     assert shown == expected
+
+
+def test_the_expected_platform_follows_jax_platforms_then_an_installed_cuda_plugin(monkeypatch):
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    assert backends.expected_platform() == "cpu"
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda,cpu")
+    assert backends.expected_platform() == "gpu"
+    monkeypatch.delenv("JAX_PLATFORMS")
+    monkeypatch.setattr(backends.importlib_util, "find_spec", lambda name: None)  # no CUDA plugin installed
+    assert backends.expected_platform() == "cpu"

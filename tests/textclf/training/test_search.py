@@ -1004,3 +1004,18 @@ def test_the_same_search_beside_busy_processes_gives_the_same_model(tmp_path, mo
     assert quiet.model.settings == busy.model.settings
     for a, b in zip(quiet.model.params, busy.model.params):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("platform", ["cpu", "gpu"])
+def test_a_search_prepared_while_jax_starts_chooses_as_one_that_is_not(pool, platform):
+    texts, labels = question_corpus(300)
+    settings = Settings(epochs=3, search_steps=4000)
+    plain = search_settings(texts, labels, settings, pool, platform)
+    prepared = search_module.prepare_search(texts, labels, settings, pool, platform)
+    ahead = search_settings([], labels, settings, pool, platform, prepared=prepared)  # its texts: the prepared ones
+    assert ahead.settings == plain.settings and ahead.leaderboard == plain.leaderboard
+    assert [t["epoch_accuracies"] for t in ahead.trials] == [t["epoch_accuracies"] for t in plain.trials]
+    # work prepared for another platform is not used: the texts are tokenised for this one
+    other = search_module.prepare_search(texts, labels, settings, pool, "gpu" if platform == "cpu" else "cpu")
+    assert search_settings(texts, labels, settings, pool, platform, prepared=other).settings == plain.settings
+    assert search_module.prepare_search(texts[:40], labels[:40], settings, pool, platform) is None  # too few

@@ -248,6 +248,7 @@ STEPS_LINE_SECONDS = 10.0  # a log file gets a line of steps within an epoch at 
 
 PHASE_NAMES = {"read": "reading the corpus", "vectorize": "vectorizing", "read_vectorize": "reading and vectorizing",
                "warmup": "starting the device", "search": "model search",
+               "search_ahead": "the model search's tokenising and folds, while the device starts",
                "rates": "choosing the learning rate on held-out documents", "evaluate": "evaluating", "save": "saving"}
 
 
