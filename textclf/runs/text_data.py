@@ -472,7 +472,9 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
 def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool):
     """The search's host work (tokenising, folds, the first rounds' matrices: search.prepare_search) for the
     platform JAX is expected on, done while JAX starts in its thread: only in a process where JAX had not started
-    (the daemon's and a second fit's warm-up is over at once). Its own phase, "search_ahead". -> the work, or None."""
+    (the daemon's and a second fit's warm-up is over at once). Its own phase, "search_ahead". A search recorded for
+    these documents is found only once JAX has started (the device is part of its key): reusing it, this work is
+    dropped (time the warm-up mostly took anyway). -> the work, or None."""
     if not run.warmup.cold:
         return None
     from textclf.training.backends import expected_platform

@@ -96,6 +96,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     search = SearchContext(settings, platform, rules, pool, budget, variants, optimizers)
     if prepared is not None and prepared.platform == platform:
         corpus, geometry, start = prepared.corpus, prepared.geometry, start - prepared.seconds
+        budget.start -= prepared.seconds  # a clock budget counts the work done ahead too
     else:
         corpus = _searched_corpus(search, texts, labels)
         geometry = _geometry(search, corpus, epoch_options)
