@@ -1007,15 +1007,20 @@ def test_the_same_search_beside_busy_processes_gives_the_same_model(tmp_path, mo
 
 
 @pytest.mark.parametrize("platform", ["cpu", "gpu"])
-def test_a_search_prepared_while_jax_starts_chooses_as_one_that_is_not(pool, platform):
+def test_a_search_prepared_while_jax_starts_chooses_as_one_that_is_not(pool, platform, monkeypatch):
     texts, labels = question_corpus(300)
-    settings = Settings(epochs=3, search_steps=4000)
+    settings = Settings(epochs=3, search_steps=4000, ensemble=1, pinned=("ensemble",))  # the rounds alone
     plain = search_settings(texts, labels, settings, pool, platform)
     prepared = search_module.prepare_search(texts, labels, settings, pool, platform)
+    other = search_module.prepare_search(texts, labels, settings, pool, "gpu" if platform == "cpu" else "cpu")
+    assert search_module.prepare_search(texts[:40], labels[:40], settings, pool, platform) is None  # too few
+    tokenised = []
+    counted = search_module._searched_corpus
+    monkeypatch.setattr(search_module, "_searched_corpus", lambda *args: tokenised.append(1) or counted(*args))
     ahead = search_settings([], labels, settings, pool, platform, prepared=prepared)  # its texts: the prepared ones
+    assert not tokenised
     assert ahead.settings == plain.settings and ahead.leaderboard == plain.leaderboard
     assert [t["epoch_accuracies"] for t in ahead.trials] == [t["epoch_accuracies"] for t in plain.trials]
     # work prepared for another platform is not used: the texts are tokenised for this one
-    other = search_module.prepare_search(texts, labels, settings, pool, "gpu" if platform == "cpu" else "cpu")
-    assert search_settings(texts, labels, settings, pool, platform, prepared=other).settings == plain.settings
-    assert search_module.prepare_search(texts[:40], labels[:40], settings, pool, platform) is None  # too few
+    search_settings(texts, labels, settings.replace(search_steps=300), pool, platform, prepared=other)
+    assert tokenised == [1]

@@ -137,15 +137,16 @@ def test_the_family_trial_is_a_rule_of_data(pool):
 
 def test_a_typed_family_is_kept(pool):
     texts, labels = question_corpus(300)
-    network = search_settings(texts, labels, Settings(epochs=3, pinned=("family",)), pool, "cpu")
+    network = search_settings(texts, labels, Settings(epochs=3, search_steps=1500, pinned=("family",)), pool, "cpu")
     assert network.settings.family == "network"
     assert network.summary["family"] == {"chosen": "network", "linear_not_tried": "family set explicitly"}
-    ensemble = search_settings(texts, labels, Settings(ensemble=3, epochs=3, pinned=("ensemble",)), pool, "cpu",
-                               rules=TRIED.replace(family_errors=-1e9))
+    ensemble = search_settings(texts, labels, Settings(ensemble=3, epochs=3, search_steps=1500, pinned=("ensemble",)),
+                               pool, "cpu", rules=TRIED.replace(family_errors=-1e9))
     assert ensemble.settings.family == "network" and ensemble.settings.ensemble == 3  # a typed value is kept
     assert ensemble.summary["family"]["linear_not_tried"] == "an ensemble set explicitly"
-    linear = search_settings(texts, labels, Settings(family="linear", epochs=3, pinned=("family",)), pool, "cpu",
-                             rules=RULES.replace(family_errors=1e9, cpu_linear_max_epochs=4))
+    # (a budget of one round: a typed family is tried whatever the budget left)
+    linear = search_settings(texts, labels, Settings(family="linear", epochs=3, search_steps=1500, pinned=("family",)),
+                             pool, "cpu", rules=RULES.replace(family_errors=1e9, cpu_linear_max_epochs=4))
     assert linear.summary["family"]["folds"] >= 1  # tried, though under family_min_validation: it was typed
     assert linear.settings.family == "linear" and linear.summary["family"]["chosen"] == "linear"
 
