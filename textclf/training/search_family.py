@@ -12,7 +12,6 @@ binomial standard errors of it on the same validation documents.
 
 from __future__ import annotations
 
-import itertools
 import time
 from typing import NamedTuple
 
@@ -55,10 +54,11 @@ class FamilyTrial:
         self.search, self.corpus, self.geometry, self.chosen, self.folds = (search, corpus, geometry, chosen,
                                                                             shared_folds)
         rules, pinned = search.rules, chosen.pinned
-        pairs = rules.linear_pairs(search.platform)
-        rates = [chosen.learning_rate] if "learning_rate" in pinned else sorted({rate for rate, _ in pairs})
-        decays = [chosen.weight_decay] if "weight_decay" in pinned else sorted({decay for _, decay in pairs})
-        self.pairs = list(itertools.product(rates, decays))
+        # the platform's pairs, a typed rate or decay in place of theirs (each pair once, in their order)
+        self.pairs = list(dict.fromkeys(
+            (chosen.learning_rate if "learning_rate" in pinned else rate,
+             chosen.weight_decay if "weight_decay" in pinned else decay)
+            for rate, decay in rules.linear_pairs(search.platform)))
         self.epochs = chosen.epochs if "epochs" in pinned else rules.linear_epochs(search.platform)
 
     def cost(self) -> int:

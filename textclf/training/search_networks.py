@@ -13,8 +13,6 @@ from textclf.settings import Settings
 from textclf.training.candidates import (
     RoundData, batch_shape, cut_order, fit_candidates, precompile_epoch, precompile_hits, precompile_scores,
     round_data)
-
-
 from textclf.training.search_folds import (
     RoundGeometry, SearchContext, SearchCorpus, Variant, char_fold_matrices, final_steps, fold_matrices)
 

@@ -33,7 +33,6 @@ def main() -> None:
         sys.exit(code)
     import atexit
     import os
-
     import time
 
     from textclf.frontends.profile import print_exit
