@@ -36,9 +36,11 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
 
     Parameters are textclf.settings.Settings' fields (`textclf train --help` says what each does), seed as
     scikit-learn's random_state. The searched ones (stop_words, ngram_max, nb_weighting, sublinear_tf, learning_rate,
-    weight_decay, epochs, batch_size, ensemble, char_ngrams, char_learning_rate, char_epochs, family) default to None:
-    the model search chooses them by validation on the training documents, as `textclf train` does; a value given is
-    kept (pinned), and with search="off" a None takes Settings' default. stop_words: "english" or "none".
+    weight_decay, epochs, batch_size, ensemble, char_ngrams, char_learning_rate, char_epochs, family,
+    linear_learning_rate, linear_weight_decay, linear_epochs) default to None: the model search chooses them by
+    validation on the training documents, as `textclf train` does; a value given is kept (pinned), and with
+    search="off" a None takes Settings' default. stop_words: "english" or "none". family: "network", "linear" or
+    "network+linear" (the linear_* parameters are then the linear model's).
     """
 
     def __init__(self, *, search: str = "auto", search_steps: int = 0, search_budget: float = 0.0,
@@ -47,7 +49,8 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
                  weight_decay: float | None = None, epochs: int | None = None, batch_size: int | None = None,
                  ensemble: int | None = None, char_ngrams: bool | None = None,
                  char_learning_rate: float | None = None, char_epochs: int | None = None,
-                 family: str | None = None, features: int = 32754, vectorizer: str = "tfidf",
+                 family: str | None = None, linear_learning_rate: float | None = None,
+                 linear_weight_decay: float | None = None, linear_epochs: int | None = None, features: int = 32754, vectorizer: str = "tfidf",
                  feature_selection: str = "chi2", min_df: int = 2,
                  start_token: bool = True, unspaced_as_characters: bool = True, hidden: int = 128,
                  optimizer: str = "adam", min_steps: int = 300, lr_schedule: str | None = None,
@@ -72,6 +75,9 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         self.char_learning_rate = char_learning_rate
         self.char_epochs = char_epochs
         self.family = family
+        self.linear_learning_rate = linear_learning_rate
+        self.linear_weight_decay = linear_weight_decay
+        self.linear_epochs = linear_epochs
         self.features = features
         self.vectorizer = vectorizer
         self.feature_selection = feature_selection

@@ -37,11 +37,13 @@ FEATURES_NEED_XLA = ("--parallel features trains with the XLA step: pass --backe
                      "the Pallas kernels)")
 # The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
 SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
-                   "batch_size", "ensemble", "char_ngrams", "char_learning_rate", "char_epochs", "family")
+                   "batch_size", "ensemble", "char_ngrams", "char_learning_rate", "char_epochs", "family",
+                   "linear_learning_rate", "linear_weight_decay", "linear_epochs")
 MODELS = ("mlp", "cnn")
-# The text model's families: "network" (features -> hidden (sigmoid) -> classes) or "linear" (features -> classes:
-# softmax regression, one-vs-rest sigmoids for label sets). The search chooses between them unless one is typed.
-FAMILIES = ("network", "linear")
+# The text model's families: "network" (features -> hidden (sigmoid) -> classes), "linear" (features -> classes:
+# softmax regression, one-vs-rest sigmoids for label sets) or "network+linear" (the network's scores plus a linear
+# model's on the words, textclf/models/weights.py). The search chooses among them unless one is typed.
+FAMILIES = ("network", "linear", "network+linear")
 MULTI_LABEL_METRICS = ("micro-f1", "macro-f1", "samples-f1")
 
 
@@ -145,6 +147,11 @@ class NetworkSettings:
     augment: str = "shift"  # comma-separated AUGMENTATIONS, or "" for none
     hidden: int = 128
     family: str = "network"  # FAMILIES; the linear family has no hidden layer (`hidden` is then unused)
+    # The linear model beside the network (family "network+linear"): its learning rate, weight decay and epochs;
+    # 0, None, 0: the network's. The search reads them off the linear models' validation curves.
+    linear_learning_rate: float = 0.0
+    linear_weight_decay: float | None = None
+    linear_epochs: int = 0
     # Networks trained side by side on the same batches and averaged into one model file (textclf/training/
     # candidates.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
     # SearchRules.ensemble_members by validation where it is cheap (a GPU), else 1.
@@ -168,8 +175,14 @@ class NetworkSettings:
             (_within(self.hidden, 1, MAX["hidden"]), f"hidden must be 1 to {MAX['hidden']:,}"),
             (self.model in MODELS, f"model must be one of {', '.join(MODELS)}"),
             (self.family in FAMILIES, f"family must be one of {', '.join(FAMILIES)}"),
-            (not (self.family == "linear" and self.model == "cnn"),
-             "family linear is a text model: drop --family for --model cnn"),
+            (not (self.family != "network" and self.model == "cnn"),
+             f"family {self.family} is a text model: drop --family for --model cnn"),
+            (_within(self.linear_learning_rate, 0, MAX["learning_rate"]),
+             f"linear_learning_rate must be 0 (the learning rate's) to {MAX['learning_rate']:g}"),
+            (self.linear_weight_decay is None or _within(self.linear_weight_decay, 0, MAX["weight_decay"]),
+             f"linear_weight_decay must be none (the weight decay's) or 0 to {MAX['weight_decay']:g}"),
+            (_within(self.linear_epochs, 0, MAX["epochs"]),
+             f"linear_epochs must be 0 (the epochs') to {MAX['epochs']:,}"),
             (_within(self.conv_kernel, 1, MAX["conv_kernel"]) and self.conv_kernel % 2 == 1,
              f"conv_kernel must be odd, 1 to {MAX['conv_kernel']}"),
             (_channel_list_ok(self.conv_channels),
@@ -367,6 +380,14 @@ class Settings(SearchSettings, DeviceSettings, DataSettings, OptimizerSettings, 
         set, else the words'."""
         return self.replace(learning_rate=self.char_learning_rate or self.learning_rate,
                             epochs=self.char_epochs or self.epochs)
+
+    def linear_view(self) -> "Settings":
+        """The settings the linear model beside the network trains with (family "network+linear"): one linear
+        model on the words, its own learning rate, weight decay and epochs where set, else the network's."""
+        decay = self.weight_decay if self.linear_weight_decay is None else self.linear_weight_decay
+        return self.replace(family="linear", learning_rate=self.linear_learning_rate or self.learning_rate,
+                            weight_decay=decay, epochs=self.linear_epochs or self.epochs, ensemble=1,
+                            char_ngrams=False)
 
     def replace(self, **changes: Any) -> "Settings":
         """A copy with `changes`; the rest keep this instance's values, model-dependent ones included (to move

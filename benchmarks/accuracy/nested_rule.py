@@ -53,6 +53,13 @@ def _rule_value(current, text: str):
     return type(current)(float(text))
 
 
+def _beside(family: dict) -> str:
+    """The family trial's linear model beside the network: its validation gain and the gain's standard error."""
+    if "mixed_by" not in family:
+        return ""
+    return f" (beside: {family['mixed_by'] * 100:+.2f} points, error {family['mixed_standard_error'] * 100:.2f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpora", nargs="+")
@@ -93,7 +100,8 @@ def main() -> None:
                     chose = (f"stop words {s.stop_words}, n-grams {s.ngram_max}, NB {s.nb_weighting}, sublinear tf "
                              f"{s.sublinear_tf}, batch {s.batch_size}, lr {s.learning_rate:g}, wd "
                              f"{s.weight_decay:g}, {s.epochs} epochs, {s.ensemble} network(s)"
-                             + (" + characters" if s.char_ngrams else ""))
+                             + (" + characters" if s.char_ngrams else "") + f", family {s.family}"
+                             + _beside((result.search or {}).get("family", {})))
                     print(f"| {path} | {seed} | {value} | {result.eval_accuracy:.4f} | {n_aside} | "
                           f"{time.perf_counter() - start:.1f} | {chose} |", flush=True)
 

@@ -84,7 +84,10 @@ def _textclf_numbers(result, stats: dict, device: str) -> dict:
 
 def _family_trial(family: dict) -> str:
     """The search's family trial as a note: the linear family's validation lead (or lag) over the network's."""
-    return f" (linear {family['by'] * 100:+.2f} points on validation)" if "by" in family else ""
+    if "by" not in family:
+        return ""
+    beside = f", beside the network {family['mixed_by'] * 100:+.2f}" if "mixed_by" in family else ""
+    return f" (linear {family['by'] * 100:+.2f}{beside} points on validation)"
 
 
 def _chosen(settings) -> str:
@@ -92,7 +95,8 @@ def _chosen(settings) -> str:
             f"lr {settings.learning_rate:g}, wd {settings.weight_decay:g}, "
             f"{settings.epochs} epochs, "
             f"{'a linear model' if settings.family == 'linear' else f'{settings.ensemble or 1} network(s)'}"
-            f"{' + character n-grams' if settings.char_ngrams else ''}")
+            f"{' + character n-grams' if settings.char_ngrams else ''}"
+            f"{' + a linear model' if settings.family == 'network+linear' else ''}")
 
 
 def _multi_label(train_corpus, test_corpus):

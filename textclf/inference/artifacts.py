@@ -41,12 +41,15 @@ FORMAT_NAME = "textclf-model"
 # textclf reads the rest and refuses the others by their version ("upgrade textclf") rather than as a damaged file.
 # 5: a multi-label model (its "thresholds" member: sigmoid outputs), which an older textclf would read as softmax.
 # 6: a linear model (Settings.family "linear": no hidden layer, W2 (0, C)), which an older textclf would refuse as
-# inconsistent.
-FORMAT_VERSION = 6
+# inconsistent. 7: a network with a linear model beside it (Settings.family "network+linear": W1's columns beyond
+# W2's rows score the classes directly), which an older textclf would refuse as inconsistent.
+FORMAT_VERSION = 7
 
 
-def _text_format_version(vectorizer, multi_label: bool = False, linear: bool = False) -> int:
-    if linear:
+def _text_format_version(vectorizer, multi_label: bool = False, family: str = "network") -> int:
+    if family == "network+linear":
+        return 7
+    if family == "linear":
         return 6
     if multi_label:
         return 5
@@ -60,7 +63,7 @@ def save_model(model: Model, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     header = {
         "format": FORMAT_NAME,
-        "format_version": _text_format_version(model.vectorizer, model.multi_label, model.settings.family == "linear"),
+        "format_version": _text_format_version(model.vectorizer, model.multi_label, model.settings.family),
         "settings": model.settings.to_dict(),
         "labels": model.labels,
         "vectorizer": model.vectorizer.config(),
@@ -175,12 +178,14 @@ def load_model(path: str | Path):
     _check_arrays(path, {name: arrays[name] for name in Params._fields},
                   {k: v for k, v in arrays.items() if k not in Params._fields})
     # w1 (F, H), b1 (H,), w2 (H, C), b2 (C,): any other shape would fail later, in NumPy, with a broadcast error.
-    # The linear family's: w1 (F, C), b1 (C,), w2 (0, C), b2 (C,) (textclf/models/weights.py).
+    # The linear family's: w1 (F, C), b1 (C,), w2 (0, C), b2 (C,); a network with a linear model beside it: w1
+    # (F, H + C), b1 (H + C,) (textclf/models/weights.py).
     w1, b1, w2, b2 = model.params
-    linear = model.settings.family == "linear"
+    family = model.settings.family
+    direct = len(model.labels) if family in ("linear", "network+linear") else 0  # W1's columns scoring classes
     shapes_ok = (w1.ndim == 2 and w2.ndim == 2 and w1.shape[0] == model.vectorizer.n_features
-                 and b1.shape == (w1.shape[1],) and w2.shape[0] == (0 if linear else w1.shape[1])
-                 and (not linear or w1.shape[1] == len(model.labels))
+                 and b1.shape == (w1.shape[1],) and w2.shape[0] == w1.shape[1] - direct
+                 and (w2.shape[0] == 0) == (family == "linear")
                  and w2.shape[1] == len(model.labels) and b2.shape == (len(model.labels),)
                  and (model.thresholds is None or model.thresholds.shape == (len(model.labels),)))
     if not shapes_ok:

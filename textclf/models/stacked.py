@@ -125,6 +125,18 @@ def joined_views(views: list[Params]) -> Params:
                   np.mean([np.asarray(v.b2) for v in views], axis=0))
 
 
+def with_linear(network: Params, linear: Params) -> Params:
+    """A network (views joined, ensembles merged) and a linear model over the first of its input rows (the words'
+    columns) -> one Params whose scores are the sum of theirs: the linear model's W1 columns after the hidden
+    units' (weights.Params), zero on the rows it does not read (a character view's)."""
+    rows, classes = network.w1.shape[0], linear.w1.shape[1]
+    direct = np.zeros((rows, classes), np.float32)
+    direct[:linear.w1.shape[0]] = np.asarray(linear.w1)
+    return Params(np.concatenate([np.asarray(network.w1, np.float32), direct], axis=1),
+                  np.concatenate([np.asarray(network.b1), np.asarray(linear.b1)]).astype(np.float32),
+                  np.asarray(network.w2), (np.asarray(network.b2) + np.asarray(linear.b2)).astype(np.float32))
+
+
 def member(params: Params, k: int) -> Params:
     """Network k of a stack, as NumPy Params."""
     units = params.w1.shape[1] // params.w2.shape[0]  # H, or C for linear models

@@ -13,8 +13,10 @@ if TYPE_CHECKING:  # annotations only: importing JAX here would start it for hos
 
 
 class Params(NamedTuple):
-    """The network's weights; the linear family's are the same tuple with no hidden units: W1 (F, C) maps the
-    features to the classes, b1 (C,) is their bias, W2 (0, C) is empty and b2 (C,) zero."""
+    """The network's weights. W1's columns beyond W2's rows score the classes directly: the linear family's are
+    the same tuple with no hidden units (W1 (F, C) maps the features to the classes, b1 (C,) is their bias, W2
+    (0, C) is empty and b2 (C,) zero), and a network with a linear model beside it (Settings.family
+    "network+linear") holds W1 (F, H + C), b1 (H + C,): its scores are the network's plus the linear model's."""
 
     w1: jax.Array | np.ndarray  # (F, H) features -> hidden
     b1: jax.Array | np.ndarray  # (H,)
@@ -31,8 +33,17 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free form of 1 / (1 + exp(-x))
 
 
+def direct_columns(params: Params) -> int:
+    """How many of W1's columns score the classes directly (Params): 0, or C where a linear model is held."""
+    return params.w1.shape[-1] - params.w2.shape[-2]
+
+
 def host_scores(params: Params, matrix) -> np.ndarray:
     """(n, F) CSR (or dense) inputs -> (n, C) class scores, computed with NumPy/SciPy on the host."""
     w1, b1, w2, b2 = params
     pre = np.asarray(matrix @ w1) + b1
-    return pre if is_linear(params) else sigmoid(pre) @ w2 + b2
+    if is_linear(params):
+        return pre + b2
+    hidden = w2.shape[0]
+    scores = sigmoid(pre[:, :hidden]) @ w2 + b2
+    return scores + pre[:, hidden:] if direct_columns(params) else scores

@@ -209,6 +209,9 @@ class _Views:
         if rates:  # every candidate's epochs where they train one after another, the most where side by side
             epochs = [r["epochs"] for r in rates]
             self.total_epochs = max(epochs) if plan.arrangement == "side_by_side" else sum(epochs)
+        if plan.linear:  # the linear model beside the network(s), trained after them
+            self.total_epochs += plan.linear.epochs
+            self.names = (*(self.names or ("network",)), "linear model")
         self.history: list[EpochStats] = []
         self.current = ""  # the view training now, named in its epochs' events
 
@@ -224,7 +227,7 @@ class _Views:
         """-> (the joined parameters, the backend that trained, the settings with the rate choice if any).
         Eight arguments: the run, its data and the rows, backend, settings and early stopping this view trains
         with, each already decided by the plan's steps before it."""
-        from textclf.models.stacked import joined_views
+        from textclf.models.stacked import joined_views, with_linear
 
         self.report(TrainEvent("phase", "train", total_epochs=self.total_epochs, views=self.names))
         one_view = len(self.plan.views) == 1
@@ -250,12 +253,42 @@ class _Views:
                     run, rows, laid_out, backend, judge, run.checkpointer if one_view else None, data.rows)
                 if judge is not early_stopping and not params:  # the run records the word network's epochs
                     early_stopping.kept_from(judge)
-            offset = len(self.history)  # the epochs of the views before this one
-            self.history += [replace(stats, epoch=offset + stats.epoch) for stats in history]
+            self._add_history(history)
             params.append(view_params)
             compile_s, train_s = compile_s + view_compile, train_s + view_train_s
+        joined = params[0] if one_view else joined_views(params)
+        if self.plan.linear:
+            self.current = "linear model"
+            linear, view_compile, view_train_s, settings = self._linear(data, (train_x, train_y, eval_y),
+                                                                        settings, early_stopping, training_rows)
+            joined = with_linear(joined, linear)
+            compile_s, train_s = compile_s + view_compile, train_s + view_train_s
         run.phase.seconds["compile"], run.phase.seconds["train"] = compile_s, train_s
-        return (params[0] if one_view else joined_views(params)), backend, settings
+        return joined, backend, settings
+
+    def _add_history(self, history: list[EpochStats]) -> None:
+        offset = len(self.history)  # the epochs of the views before this one
+        self.history += [replace(stats, epoch=offset + stats.epoch) for stats in history]
+
+    def _linear(self, data, labelled: tuple, settings: Settings, early_stopping, training_rows) -> tuple:
+        """The linear model beside the network(s) (plan.linear), on the words' columns; the held-out documents, if
+        any, stop it on those columns. -> (its parameters, compile seconds, train seconds, the settings with its
+        best epoch where they stopped it)."""
+        from textclf.training.candidates import fit_ensemble
+
+        train_x, train_y, eval_y = labelled
+        columns = slice(0, self.plan.linear.columns)
+        whole = len(self.plan.views) == 1
+        rows = TrainingRows(train_x if whole else train_x[:, columns], train_y, len(data.classes),
+                            data.eval_x if whole or data.eval_x is None else data.eval_x[:, columns], eval_y,
+                            training_rows)
+        judge = None if early_stopping is None else early_stopping.on_columns(columns)
+        linear = settings.linear_view().replace(epochs=self.plan.linear.epochs, min_steps=0)
+        params, history, compile_s, train_s = fit_ensemble(rows, linear, Watch(self.on_epoch, early_stopping=judge))
+        self._add_history(history)
+        if judge is not None:  # the model's settings say which epoch it kept
+            settings = settings.replace(linear_epochs=judge.best_epoch)
+        return params, compile_s, train_s, settings
 
     def _rates(self, run: RunContext, data, rows: TrainingRows, settings: Settings, backend: str, judge) -> tuple:
         """One network per rate candidate of the search, the held-out documents of `judge` (an EarlyStopping's)

@@ -409,9 +409,10 @@ def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix
 
 def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
                    hidden: int, seed: int, *, patience: int | None = None, initial: Params | None = None,
-                   scores_from: int | None = None, metric: str = "micro-f1"):
-    # Eleven arguments: a round's data and what trains in it (classes, rates, decays, epochs, width, seed), and the
-    # four optional ways the search runs a round, each named by the call that uses it.
+                   scores_from: int | None = None, metric: str = "micro-f1",
+                   on_scores: Callable[[int, np.ndarray], None] | None = None):
+    # Twelve arguments: a round's data and what trains in it (classes, rates, decays, epochs, width, seed), and the
+    # five optional ways the search runs a round, each named by the call that uses it.
     """Train K = len(rates) networks side by side for `epochs` epochs on one round's batches (round_data),
     network k with learning rate rates[k] and weight decay decays[k]; -> (epochs, K) validation accuracy after
     each epoch (label sets: the metric at probability 0.5, micro-F1 unless told). patience: stop once this many epochs in a row improved no network's best validation accuracy
@@ -419,7 +420,9 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     consumed), else drawn from `seed` as StackedStep.start_state does: a search starts every round of a fold from
     the same weights, and drawing 25M uniform numbers cost ~0.3 s a round. scores_from: return (accuracies, the
     (epochs run from this one (1-based) on, validation documents, K, C) log-probabilities after each of them),
-    for the search to score combinations of networks (an ensemble, networks trained on other columns)."""
+    for the search to score combinations of networks (an ensemble, networks trained on other columns).
+    on_scores: called after each epoch with (epoch, the (validation documents, K, C) log-probabilities), for a
+    combination scored as the models train, without keeping every epoch's."""
     from textclf.training.fit import run_epochs
 
     models = len(rates)
@@ -442,9 +445,13 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
         each, _ = step.hits(params, *data.val)
         accuracies[epoch] = (label_set_score(each, data.n_val, metric) if data.val[3].ndim == 3
                              else np.asarray(each) / max(1, data.n_val))
-        if scores_from is not None and epoch + 1 >= scores_from:
+        if on_scores is not None or (scores_from is not None and epoch + 1 >= scores_from):
             batched = np.asarray(step.log_probabilities(params, *data.val[:4]))  # (steps, B, K, C)
-            scores.append(batched.reshape(-1, *batched.shape[2:])[: data.n_val])
+            batched = batched.reshape(-1, *batched.shape[2:])[: data.n_val]
+            if on_scores is not None:
+                on_scores(epoch, batched)
+            if scores_from is not None and epoch + 1 >= scores_from:
+                scores.append(batched)
         return params, state, None  # (the rounds keep no EpochStats: the accuracies are their record)
 
     def no_gain(epoch: int, params) -> bool:
@@ -507,7 +514,7 @@ def precompile_hits(data: RoundData, n_classes: int, models: int, hidden: int) -
 
 def precompile_scores(data: RoundData, n_classes: int, models: int, hidden: int) -> None:
     """The program of fit_candidates(..., scores_from=...) for K = `models` networks over `data`'s validation
-    batches (the search's networks trial)."""
+    batches (the search's networks trial; the family trial's linear models scored beside the network)."""
     from textclf.training.stacked_step import stacked_scores
 
     stacked_scores.lower(_abstract_params(data, n_classes, models, hidden), *data.val[:4],

@@ -79,8 +79,12 @@ class TrainingPlan:
     devices: int = 1  # devices of this process that train it (0: data_parallel.data_mesh's own count, processes > 1)
     # Sigmoid outputs and binary cross-entropy, the threshold chosen on the held-out documents (Settings.multi_label)
     multi_label: bool = False
-    # "network" or "linear" (Settings.family): a linear model trains as one model of the side-by-side step (XLA)
+    # "network", "linear" or "network+linear" (Settings.family): a linear model trains as one model of the
+    # side-by-side step (XLA)
     family: str = "network"
+    # family "network+linear": the linear model on the words' columns, trained after the networks (one model of the
+    # side-by-side step) and joined to them (textclf.models.stacked.with_linear)
+    linear: ViewPlan | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -89,7 +93,8 @@ class TrainingPlan:
     def from_dict(cls, data: dict[str, Any]) -> "TrainingPlan":
         views = tuple(ViewPlan(**view) for view in data["views"])
         candidates = tuple(tuple(c) for c in data["rate_candidates"])
-        return cls(**{**data, "views": views, "rate_candidates": candidates})
+        linear = ViewPlan(**data["linear"]) if data.get("linear") else None
+        return cls(**{**data, "views": views, "rate_candidates": candidates, "linear": linear})
 
     def lines(self) -> list[str]:
         """The plan as a reader reads it, one line a decision."""
@@ -97,13 +102,17 @@ class TrainingPlan:
                           f"{v.epochs} epochs)" for v in self.views)
         outputs = ("sigmoid (multi-label), threshold from the held-out documents" if self.multi_label
                    else "softmax (one label a document)")
-        family = ("linear (features -> classes)" if self.family == "linear"
-                  else "network (features -> hidden (sigmoid) -> classes)")
+        family = {"linear": "linear (features -> classes)",
+                  "network+linear": "network (features -> hidden (sigmoid) -> classes) + a linear model's scores"
+                  }.get(self.family, "network (features -> hidden (sigmoid) -> classes)")
         lines = [f"family               {family}",
                  f"outputs              {outputs}",
                  f"views                {views}",
                  ("models               one linear model a view, on the side-by-side step" if self.family == "linear"
                   else f"networks             {self.networks} a view, {self.arrangement.replace('_', ' ')}"),
+                 *([f"linear model         on the {self.linear.name} ({self.linear.columns:,} columns, lr "
+                    f"{self.linear.learning_rate:g}, decay {self.linear.weight_decay:g}, {self.linear.epochs} epochs), "
+                    "its scores added to the network's"] if self.linear else []),
                  f"documents            {self.training_documents:,} train"
                  + (f", {self.held_out_documents:,} held out to stop early" if self.held_out_documents else ""),
                  f"rows                 on the {self.rows}; backend {self.backend}, batch {self.batch_size}, "
@@ -147,6 +156,8 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
         # one linear model a view, on the side-by-side step (K = 1); no rate candidates (they are the network's)
         return dataclasses.replace(plan, family="linear", networks=1, arrangement="side_by_side",
                                    rate_choice="none", rate_candidates=(), backend="xla", parallel="data", devices=1)
+    if settings.family == "network+linear":
+        return _with_linear_plan(settings, search, n_train, view_widths, backend, machine, rules)
     if settings.multi_label:
         return _multi_label_plan(settings, n_train, view_widths, backend, machine)
     stacked_faster, processes = machine.stacked_faster, machine.processes
@@ -183,6 +194,23 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
         rows="shares" if processes > 1 else "device" if in_place else "host",
         backend="xla" if side_by_side or parallel == "features" else backend, batch_size=settings.batch_size,
         processes=processes, parallel=parallel, devices=devices)
+
+
+# Seven arguments: plan_training's, which this carries out for the network before adding the linear model.
+def _with_linear_plan(settings: Settings, search: dict, n_train: int, view_widths: tuple[int, ...], backend: str,
+                      machine: Machine, rules: SearchRules) -> TrainingPlan:
+    """The network's plan, and the linear model beside it on the words' columns (one process, one label a
+    document: the search tries it there only)."""
+    if machine.processes > 1:
+        raise SettingsError("family network+linear trains in one process: drop --processes (or pass --family "
+                            "network)")
+    if settings.multi_label:
+        raise SettingsError("family network+linear is for one label a document: pass --family network or linear "
+                            "for label sets")
+    plan = plan_training(settings.replace(family="network"), search, n_train, view_widths, backend, machine, rules)
+    linear = settings.linear_view()
+    return dataclasses.replace(plan, family="network+linear", linear=ViewPlan(
+        "words", view_widths[0], linear.learning_rate, linear.weight_decay, linear.epochs_for(plan.training_documents)))
 
 
 def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, ...], backend: str,

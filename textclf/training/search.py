@@ -54,8 +54,9 @@ from textclf.training.search_rules import SearchRules
 
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
 # choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run (9: budgets of
-# work, network-steps; 10: the linear family; the earlier formats' changes are in git history).
-SEARCH_FORMAT = 10
+# work, network-steps; 10: the linear family; 11: a linear model beside the network; the earlier formats' changes are
+# in git history).
+SEARCH_FORMAT = 11
 
 
 @dataclass
@@ -294,6 +295,8 @@ class _Rounds:
             linear = len(rules.linear_pairs(self.search.platform))
             compiler.submit(precompile_epoch, data, classes, linear, 0, variant.batch_size, shapes[variant.batch_size])
             compiler.submit(precompile_hits, data, classes, linear, 0)
+            if settings.ensemble == 0 and self.corpus.targets is None:  # scored beside the network's
+                compiler.submit(precompile_scores, data, classes, linear, 0)
 
     def _train(self, number: int, data, started: float) -> None:
         """Round `number`: its networks trained, its curves, cost and trials recorded."""
@@ -377,6 +380,7 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
     # min_steps 0: the epoch count was read off the validation curves; the small-corpus rule must not raise it.
     chosen = settings.replace(**best, min_steps=0)
     network_score = leaderboard[0]["accuracy"]  # the network as chosen, on the compared folds
+    network_scores = None  # its log-probabilities on the compared folds, where the networks trial trained them
     if settings.ensemble == 0 and corpus.targets is not None:
         # label sets train one network a view (textclf/training/plan.py): no ensemble, the character view as given
         chosen = chosen.replace(ensemble=1)
@@ -392,7 +396,9 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
                                     char_epochs=for_all(networks.char_epochs))
         summary["ensemble"] = networks.summary
         network_score += networks.gain  # the networks trial's choice over one network, on the same folds
-    chosen = _chosen_family(search, corpus, geometry, chosen, shared_folds, network_score, summary, for_all)
+        network_scores = networks.scores
+    chosen = _chosen_family(search, corpus, geometry, chosen, shared_folds, (network_score, network_scores), summary,
+                            for_all)
     all_batch = batch_for_all(chosen.batch_size, corpus.n_documents, rules)
     if corpus.subsampled and "batch_size" not in settings.pinned and all_batch != chosen.batch_size:
         # After the networks trial, which trained on the sample at the sample's batch.
@@ -407,16 +413,20 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
     return SearchResult(chosen, summary, rounds.trials, leaderboard)
 
 
-# Eight arguments: the search's parts the trial reads, the chosen settings and the network's score, the summary it
-# adds to and how a sample's epochs scale to all the documents.
+# Eight arguments: the search's parts the trial reads, the chosen settings and the network's validation, the summary
+# it adds to and how a sample's epochs scale to all the documents.
 def _chosen_family(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
-                   shared_folds: list[int], network_score: float, summary: dict, for_all) -> Settings:
-    """The family trial (search_family.py) against the network as chosen (network_score: its validation score on
-    the compared folds, with what the networks trial's choice gained there)."""
-    family = FamilyTrial(search, corpus, geometry, chosen, shared_folds).choose(min(1.0, network_score))
+                   shared_folds: list[int], network: tuple, summary: dict, for_all) -> Settings:
+    """The family trial (search_family.py) against the network as chosen. network: (its validation score on the
+    compared folds, with what the networks trial's choice gained there; its log-probabilities there or None)."""
+    score, scores = network
+    family = FamilyTrial(search, corpus, geometry, chosen, shared_folds, scores).choose(min(1.0, score))
     summary["family"] = family.summary
     if family.family == "network":
         return chosen
+    if family.family == "network+linear":
+        return chosen.replace(family="network+linear", linear_learning_rate=family.learning_rate,
+                              linear_weight_decay=family.weight_decay, linear_epochs=for_all(family.epochs))
     return chosen.replace(family="linear", learning_rate=family.learning_rate, weight_decay=family.weight_decay,
                           epochs=for_all(family.epochs), ensemble=1,
                           char_ngrams=chosen.char_ngrams if "char_ngrams" in chosen.pinned else False)

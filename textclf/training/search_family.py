@@ -8,6 +8,12 @@ rules.linear_pairs (fewer on a CPU): the decay is the L2 strength a linear model
 or SGD's alpha), over four orders of magnitude, and the epochs are read off the curves (early stopping). The
 linear family wins where its best mean validation score beats the network's by more than rules.family_errors
 binomial standard errors of it on the same validation documents.
+
+Where the networks trial handed over the chosen network's validation log-probabilities, the same linear model (its
+pair and epoch as chosen alone) is also scored beside the network: the sum of their log-probabilities, the
+"network+linear" model's choice (textclf/models/weights.py). It wins where its mean gain over the network, paired
+per validation document, is above rules.mixed_errors standard errors of that gain; where both beat the network
+by their rules, the more accurate is chosen (a tie: the linear family).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from textclf.settings import Settings
 from textclf.training.candidates import fit_candidates, round_data
 from textclf.training.search_folds import (RoundGeometry, SearchContext, SearchCorpus, Variant, binomial_error,
                                            fold_matrices)
+from textclf.training.search_networks import standard_error
 from textclf.training.search_rules import SearchRules
 
 
@@ -49,17 +56,28 @@ def not_tried(settings: Settings, validation_documents: int, rules: SearchRules)
 class FamilyTrial:
     """The linear family against the network for the chosen variant on the compared folds (module docstring)."""
 
+    # Six arguments: the search's parts the trial reads, the chosen network and its validation log-probabilities.
     def __init__(self, search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
-                 shared_folds: list[int]):
+                 shared_folds: list[int], network_scores: list[tuple[np.ndarray, np.ndarray]] | None = None):
         self.search, self.corpus, self.geometry, self.chosen, self.folds = (search, corpus, geometry, chosen,
                                                                             shared_folds)
+        # per compared fold: (the network's (documents, C) log-probabilities, the truth), None: no mixture tried
+        self.network_scores = None if chosen.family == "linear" else network_scores
+        # per compared fold, per epoch run: whether network + linear model k is right, (documents, K)
+        self.mixed_right: list[list[np.ndarray]] = []
         rules, pinned = search.rules, chosen.pinned
-        # the platform's pairs, a typed rate or decay in place of theirs (each pair once, in their order)
+        # the platform's pairs, a typed rate or decay in place of theirs (each pair once, in their order): the
+        # linear model's own where it is typed to stand beside the network
+        beside = chosen.family == "network+linear" and "family" in pinned
+        typed = chosen.linear_view() if beside else chosen
+        rate_typed, decay_typed, epochs_typed = (("linear_learning_rate", "linear_weight_decay", "linear_epochs")
+                                                 if beside else ("learning_rate", "weight_decay", "epochs"))
         self.pairs = list(dict.fromkeys(
-            (chosen.learning_rate if "learning_rate" in pinned else rate,
-             chosen.weight_decay if "weight_decay" in pinned else decay)
+            (typed.learning_rate if rate_typed in pinned else rate,
+             typed.weight_decay if decay_typed in pinned else decay)
             for rate, decay in rules.linear_pairs(search.platform)))
-        self.epochs = chosen.epochs if "epochs" in pinned else rules.linear_epochs(search.platform)
+        self.epochs = typed.epochs if epochs_typed in pinned else rules.linear_epochs(search.platform)
+        self.epochs_typed = epochs_typed in pinned
 
     def cost(self) -> int:
         """Network-steps of the trial: K linear models of C outputs weigh as K*C hidden units, at least one
@@ -85,17 +103,42 @@ class FamilyTrial:
         linear_score = float(curves[epoch, k])
         error = binomial_error(network_score, documents)
         margin = search.rules.family_errors * error
-        wins = "family" in chosen.pinned or linear_score - network_score > margin
         rate, decay = self.pairs[k]
-        summary = {"chosen": "linear" if wins else "network", "network_score": round(network_score, 6),
+        summary = {"network_score": round(network_score, 6),
                    "linear_score": round(linear_score, 6), "by": round(linear_score - network_score, 6),
-                   "standard_error": round(error, 6), "margin": round(margin, 6), "linear_learning_rate": rate, "linear_weight_decay": decay,
-                   "linear_epochs": int(epoch) + 1, "pairs": len(self.pairs), "folds": len(self.folds),
-                   "seconds": round(time.perf_counter() - started, 3)}
-        if not wins:
+                   "standard_error": round(error, 6), "margin": round(margin, 6), "linear_learning_rate": rate,
+                   "linear_weight_decay": decay, "linear_epochs": int(epoch) + 1, "pairs": len(self.pairs),
+                   "folds": len(self.folds)}
+        options = {}  # the families that beat the network by their rule, and their validation scores
+        if linear_score - network_score > margin:
+            options["linear"] = linear_score
+        mixed = self._mixed(int(epoch), int(k))
+        if mixed is None:
+            summary["mixed_not_tried"] = ("the family typed" if "family" in chosen.pinned else "the networks trial "
+                                          "did not train (label sets, an ensemble typed or a CPU's large corpus)")
+        else:
+            gain, gain_error = mixed
+            summary.update(mixed_score=round(network_score + gain, 6), mixed_by=round(gain, 6),
+                           mixed_standard_error=round(gain_error, 6))
+            if gain > search.rules.mixed_errors * gain_error:
+                options["network+linear"] = network_score + gain
+        family = (chosen.family if "family" in chosen.pinned
+                  else max(options, key=lambda name: options[name]) if options else "network")
+        summary.update(chosen=family, seconds=round(time.perf_counter() - started, 3))
+        if family == "network":
             return keep._replace(summary=summary)
-        epochs = chosen.epochs if "epochs" in chosen.pinned else int(epoch) + 1
-        return Family("linear", rate, decay, epochs, summary)
+        epochs = self.epochs if self.epochs_typed else int(epoch) + 1
+        return Family(family, rate, decay, epochs, summary)
+
+    def _mixed(self, epoch: int, k: int) -> tuple[float, float] | None:
+        """(mean gain, its standard error) of the network + linear model k after `epoch` (0-based) over the
+        network alone, paired per validation document of the compared folds; None where not scored (no network
+        scores, or a fold stopped before that epoch)."""
+        if self.network_scores is None or any(len(fold) <= epoch for fold in self.mixed_right):
+            return None
+        gains = [fold[epoch][:, k].astype(np.float64) - (np.argmax(scores, axis=-1) == truth)
+                 for fold, (scores, truth) in zip(self.mixed_right, self.network_scores)]
+        return float(np.mean(np.concatenate(gains))), standard_error(gains)
 
     def _curves(self) -> np.ndarray:
         """(epochs, K) validation score of each (rate, decay) pair after each epoch, the mean over the folds (the
@@ -114,11 +157,22 @@ class FamilyTrial:
                               geometry.val_shape, geometry.score_batch)
             curves = fit_candidates(data, corpus.n_classes, [rate for rate, _ in self.pairs],
                                     [decay for _, decay in self.pairs], self.epochs, 0, chosen.seed + 300 + fold,
-                                    patience=geometry.patience, metric=chosen.metric or "micro-f1")
+                                    patience=geometry.patience, metric=chosen.metric or "micro-f1",
+                                    on_scores=self._mixed_scorer(len(self.mixed_right)))
             ran = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1
             search.budget.steps_done += self._network_weight() * ran * data.n_steps
             total += curves
         return total / len(self.folds)
+
+    def _mixed_scorer(self, fold: int):
+        """The fold's on_scores for fit_candidates: which documents the network + each linear model gets right
+        after each epoch (None: no network scores to add)."""
+        if self.network_scores is None:
+            return None
+        scores, truth = self.network_scores[fold]
+        self.mixed_right.append([])
+        return lambda epoch, linear: self.mixed_right[fold].append(
+            np.argmax(scores[:, None, :] + linear, axis=-1) == truth[:, None])
 
     def _network_weight(self) -> int:
         """The K linear models' cost in networks: their K*C columns against a network's hidden units."""

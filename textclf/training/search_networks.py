@@ -185,8 +185,16 @@ class NetworksTrial:
             summary["char_ngrams_not_tried"] = self.why_not
         gain = (np.mean(together) if chosen_members > 1 else np.mean(paired) if char_ngrams else np.mean(single)) \
             - np.mean(single)
+        # the chosen option's log-probabilities on each fold's validation documents: its members' mean, the views'
+        # mean with a character network (the merged model's scores, up to a constant a document)
+        chosen_scores = []
+        for fold, (scores, truth) in enumerate(words):
+            fold_scores = scores.mean(axis=1) if chosen_members > 1 else scores[:, 0]
+            if char_ngrams:
+                fold_scores = (fold_scores + chars[fold][1][epoch, :, rate]) / 2
+            chosen_scores.append((fold_scores, truth))
         return Networks(chosen_members, char_ngrams or chosen.char_ngrams, char_rate, char_epoch, summary,
-                        float(gain))
+                        float(gain), chosen_scores)
 
 
 class Networks(NamedTuple):
@@ -198,6 +206,9 @@ class Networks(NamedTuple):
     char_epochs: int  # on the searched documents, 0: the words' (search_settings scales it to a larger corpus)
     summary: dict
     gain: float = 0.0  # the chosen option's mean validation accuracy over one network's (0: one network)
+    # Per compared fold, the chosen option's ((validation documents, C) log-probabilities, the truth); None where
+    # the trial did not train (the family trial then does not try a linear model beside the network)
+    scores: list[tuple[np.ndarray, np.ndarray]] | None = None
 
 
 def fewest_networks_that_win(single: float, ensemble: tuple[float, list[np.ndarray]] | None,

@@ -42,6 +42,9 @@ class SearchRules:
     # ... and is tried only on this many validation documents or more: on fewer, one standard error is over 1.3
     # points, beyond the linear family's lead on any corpus measured (webkb +1.46 on 2,803).
     family_min_validation: int = 1000
+    # A linear model beside the network ("network+linear") wins on a mean gain over the network above this many
+    # standard errors of the gain, paired per validation document (as more networks do: networks_errors).
+    mixed_errors: float = 0.0
     # The rounds.
     race_keep: int = 3  # variants that go on from the first fold to the others
     patience: int = 3  # a round stops after this many epochs without a gain of any of its networks

@@ -4,6 +4,7 @@ the search's family trial and its rule, and a linear model through the plan, the
 from __future__ import annotations
 
 import json
+import random
 
 import jax
 import jax.numpy as jnp
@@ -212,3 +213,77 @@ def test_a_linear_model_file_with_a_hidden_layer_is_refused(tmp_path):
     save_model(network, tmp_path / "bad.npz")
     with pytest.raises(ArtifactError, match="inconsistent"):
         load_model(tmp_path / "bad.npz")
+
+
+def test_a_network_with_a_linear_model_beside_it_scores_the_sum_of_theirs():
+    from textclf.models.stacked import with_linear
+    from textclf.training.loop import predict_scores_device
+
+    rng = np.random.default_rng(4)
+    words, chars, hidden, classes = 30, 20, 6, 3
+    network = joined_views([Params(*(rng.normal(size=shape).astype(np.float32) for shape in
+                                     ((rows, hidden), (hidden,), (hidden, classes), (classes,))))
+                            for rows in (words, chars)])  # a word and a character network
+    linear = Params(rng.normal(size=(words, classes)).astype(np.float32), rng.normal(size=classes).astype(np.float32),
+                    np.zeros((0, classes), np.float32), np.zeros(classes, np.float32))
+    both = with_linear(network, linear)
+    assert both.w1.shape == (words + chars, 2 * hidden + classes) and both.w2.shape == (2 * hidden, classes)
+    x = sp.random(9, words + chars, density=0.3, format="csr", random_state=2, dtype=np.float32)
+    want = host_scores(network, x) + host_scores(linear, x[:, :words])
+    np.testing.assert_allclose(host_scores(both, x), want, rtol=1e-5, atol=1e-5)
+    # the service's scoring on the device gives the host's
+    np.testing.assert_allclose(predict_scores_device(both, x), want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_family_trial_puts_a_linear_model_beside_the_network_by_its_rule(pool):
+    texts, labels = question_corpus(300)
+    draw = random.Random(0)  # a quarter of the labels drawn at random: the network and the linear model then differ
+    labels = [draw.choice(sorted(set(labels))) if draw.random() < 0.25 else label for label in labels]
+    settings = Settings(epochs=3, search_budget=300)
+    rules = TRIED.replace(cpu_linear_max_epochs=6, family_errors=1e9)  # the linear family alone never wins here
+    beside = search_settings(texts, labels, settings, pool, "cpu", rules=rules.replace(mixed_errors=-1e9))
+    chosen, trial = beside.settings, beside.summary["family"]
+    assert chosen.family == "network+linear" and trial["chosen"] == "network+linear"
+    assert (chosen.linear_learning_rate, chosen.linear_weight_decay, chosen.linear_epochs) == (
+        trial["linear_learning_rate"], trial["linear_weight_decay"], trial["linear_epochs"])
+    assert chosen.units == chosen.hidden  # the network keeps its hidden layer
+    assert trial["mixed_score"] == pytest.approx(trial["network_score"] + trial["mixed_by"], abs=1e-5)
+    assert trial["mixed_standard_error"] >= 0
+    alone = search_settings(texts, labels, settings, pool, "cpu", rules=rules.replace(mixed_errors=1e9))
+    assert alone.settings.family == "network" and alone.summary["family"]["chosen"] == "network"
+    assert alone.summary["family"]["mixed_by"] == trial["mixed_by"]  # the same trial, another rule
+    typed = search_settings(texts, labels, settings.replace(ensemble=1, pinned=("ensemble",)), pool, "cpu",
+                            rules=rules.replace(mixed_errors=-1e9))
+    assert typed.settings.family == "network" and "mixed_not_tried" in typed.summary["family"]
+
+
+def test_a_network_with_a_linear_model_trains_saves_loads_and_predicts(tmp_path):
+    from textclf.errors import ArtifactError, SettingsError
+    from textclf.inference.artifacts import load_model, read_header, save_model
+    from textclf.runs.run import train
+    from textclf.training.loop import predict_scores_device
+    from textclf.training.plan import plan_training
+
+    texts, labels = question_corpus(300)
+    corpus = tmp_path / "train.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    settings = Settings(search="off", family="network+linear", stop_words=None, hidden=16, learning_rate=0.01,
+                        epochs=4, min_steps=0, linear_learning_rate=0.03, linear_epochs=6, pinned=("family",))
+    plan = plan_training(settings, {}, 300, (500,), "xla")
+    assert plan.linear is not None and (plan.linear.learning_rate, plan.linear.epochs) == (0.03, 6)
+    assert any(line.startswith("linear model         on the words") for line in plan.lines())
+    result = train(corpus, settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    assert len(result.history) == 4 + 6  # the network's epochs, then the linear model's
+    model = load_model(tmp_path / "m.npz")
+    assert read_header(tmp_path / "m.npz")["format_version"] == 7 and model.settings.family == "network+linear"
+    assert model.params.w1.shape == (model.vectorizer.n_features, 16 + len(model.labels))
+    assert model.predict(["who w1 w2 w3", "where w4 w5"]) == ["HUM", "LOC"] and result.eval_accuracy > 0.8
+    matrix = model.vectorizer.transform(texts[:5])
+    np.testing.assert_allclose(predict_scores_device(model.params, matrix), model.scores(matrix), rtol=1e-4,
+                               atol=1e-4)
+    model.settings = model.settings.replace(family="network")  # the header says a network alone: it is not
+    save_model(model, tmp_path / "bad.npz")
+    with pytest.raises(ArtifactError, match="inconsistent"):
+        load_model(tmp_path / "bad.npz")
+    with pytest.raises(SettingsError, match="family network\\+linear is for one label a document"):
+        plan_training(settings.replace(multi_label=True), {}, 300, (500,), "xla")

@@ -105,7 +105,8 @@ def _print_text(result) -> None:
                   f"weight decay {c.weight_decay:g}, "
                   f"{_epochs_kept(search, c.epochs)}, {_batch_line(search, c.batch_size)}, "
                   f"{'a linear model' if c.family == 'linear' else f'{c.ensemble or 1} network(s)'}"
-                  f"{' + the same on character n-grams' if c.char_ngrams else ''} by validation "
+                  f"{' + the same on character n-grams' if c.char_ngrams else ''}"
+                  f"{' + a linear model' if c.family == 'network+linear' else ''} by validation "
                   f"{'micro-F1' if c.multi_label else 'accuracy'} "
                   f"{search['best_accuracy']:.4f} ({_search_source(search, result.run_id)})",
                   highlight=False, markup=False, soft_wrap=True)
