@@ -514,7 +514,7 @@ def precompile_hits(data: RoundData, n_classes: int, models: int, hidden: int) -
 
 def precompile_scores(data: RoundData, n_classes: int, models: int, hidden: int) -> None:
     """The program of fit_candidates(..., scores_from=...) for K = `models` networks over `data`'s validation
-    batches (the search's networks trial; the family trial's linear models scored beside the network)."""
+    batches (the search's networks trial)."""
     from textclf.training.stacked_step import stacked_scores
 
     stacked_scores.lower(_abstract_params(data, n_classes, models, hidden), *data.val[:4],

@@ -295,8 +295,6 @@ class _Rounds:
             linear = len(rules.linear_pairs(self.search.platform))
             compiler.submit(precompile_epoch, data, classes, linear, 0, variant.batch_size, shapes[variant.batch_size])
             compiler.submit(precompile_hits, data, classes, linear, 0)
-            if settings.ensemble == 0 and self.corpus.targets is None:  # scored beside the network's
-                compiler.submit(precompile_scores, data, classes, linear, 0)
 
     def _train(self, number: int, data, started: float) -> None:
         """Round `number`: its networks trained, its curves, cost and trials recorded."""

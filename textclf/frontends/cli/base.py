@@ -145,8 +145,8 @@ TRAINING_OPTIONS = (
      "Each character of Chinese, Japanese, Thai, Lao, Khmer or Myanmar text a word of its own; off for text "
      "already split into words (default on)."),
     ("family", "family", Optional[str],
-     "network (a hidden layer) or linear (features straight to classes) (default: the search chooses by validation; "
-     "network when the search is off)."),
+     "network (a hidden layer), linear (features straight to classes) or network+linear (the network's scores plus "
+     "a linear model's) (default: the search chooses by validation; network when the search is off)."),
     ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) of the network family (default {D.hidden})."),
     ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size}; searched)."),
     ("epochs", "epochs", Optional[int],
