@@ -114,8 +114,10 @@ class FamilyTrial:
             options["linear"] = linear_score
         mixed = self._mixed(int(epoch), int(k))
         if mixed is None:
-            summary["mixed_not_tried"] = ("the family typed" if "family" in chosen.pinned else "the networks trial "
-                                          "did not train (label sets, an ensemble typed or a CPU's large corpus)")
+            summary["mixed_not_tried"] = (
+                "the linear family typed" if chosen.family == "linear" and "family" in chosen.pinned
+                else "the networks trial did not train (label sets, an ensemble typed or a CPU's large corpus)"
+                if self.network_scores is None else "a fold stopped before the linear model's epoch")
         else:
             gain, gain_error = mixed
             summary.update(mixed_score=round(network_score + gain, 6), mixed_by=round(gain, 6),
