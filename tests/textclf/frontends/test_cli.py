@@ -760,3 +760,17 @@ def test_fasttext_habits_lines_all_labels_threshold_and_its_output_format(runner
                              (["--json", "--format", "fasttext"], "disagree")):
         refused = invoke(runner, "predict", str(doc), "--model", trained, *option)
         assert refused.exit_code == 1 and fragment in refused.output, (option, refused.output)
+
+
+def test_runs_show_says_which_family_won_and_by_how_much():
+    from textclf.frontends.cli.records import _family_line
+
+    trial = {"chosen": "network+linear", "network_score": 0.8586, "linear_score": 0.8578, "by": -0.0008,
+             "standard_error": 0.0058, "margin": 0.0058, "linear_learning_rate": 0.1, "linear_weight_decay": 3e-05,
+             "linear_epochs": 7, "folds": 2, "mixed_score": 0.8614, "mixed_by": 0.0028, "mixed_standard_error": 0.0027}
+    line = _family_line(trial)
+    assert line.startswith("network+linear: validation linear 0.8578 against the network's 0.8586 (-0.08 points")
+    assert "beside the network 0.8614 (+0.28 points, one standard error 0.27)" in line
+    untried = _family_line({**{k: v for k, v in trial.items() if not k.startswith("mixed")}, "chosen": "network",
+                            "mixed_not_tried": "label sets"})
+    assert untried.endswith("beside the network not tried: label sets")
