@@ -253,9 +253,6 @@ def test_the_family_trial_puts_a_linear_model_beside_the_network_by_its_rule(poo
     alone = search_settings(texts, labels, settings, pool, "cpu", rules=rules.replace(mixed_errors=1e9))
     assert alone.settings.family == "network" and alone.summary["family"]["chosen"] == "network"
     assert alone.summary["family"]["mixed_by"] == trial["mixed_by"]  # the same trial, another rule
-    typed = search_settings(texts, labels, settings.replace(ensemble=1, pinned=("ensemble",)), pool, "cpu",
-                            rules=rules.replace(mixed_errors=-1e9))
-    assert typed.settings.family == "network" and "mixed_not_tried" in typed.summary["family"]
 
 
 def test_a_network_with_a_linear_model_trains_saves_loads_and_predicts(tmp_path):
