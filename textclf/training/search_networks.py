@@ -186,9 +186,10 @@ class NetworksTrial:
         gain = (np.mean(together) if chosen_members > 1 else np.mean(paired) if char_ngrams else np.mean(single)) \
             - np.mean(single)
         # the chosen option's log-probabilities on each fold's validation documents: its members' mean, the views'
-        # mean with a character network (the merged model's scores, up to a constant a document)
-        chosen_scores = []
-        for fold, (scores, truth) in enumerate(words):
+        # mean with a character network (the merged model's scores, up to a constant a document); none where a
+        # typed character network was not trained here
+        chosen_scores = None if chosen.char_ngrams and not char_ngrams else []
+        for fold, (scores, truth) in enumerate(words if chosen_scores is not None else []):
             fold_scores = scores.mean(axis=1) if chosen_members > 1 else scores[:, 0]
             if char_ngrams:
                 fold_scores = (fold_scores + chars[fold][1][epoch, :, rate]) / 2
