@@ -254,8 +254,7 @@ class _Rounds:
         to compile here compiles when its round runs, and fails there with its own error)."""
         gpu = self.search.platform != "cpu"
         prefetch = ThreadPoolExecutor(1) if gpu else None
-        # One thread compiles ahead: with four, each program's compilation took 2-5x as long and a cold search
-        # 3-4 s longer (H200, benchmarks/speed/search_profile.py --compiles).
+        # One thread compiles ahead: more made each compilation slower (docs/decisions.md, "The search's cost").
         compiler = ThreadPoolExecutor(1) if gpu else None
         upcoming, number = {}, 0
         try:

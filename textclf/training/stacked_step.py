@@ -240,7 +240,7 @@ def start_stack(seed: int, n_features: int, hidden: int, n_classes: int, models:
 
 
 # The seeded networks and their Adam state as one program, and a given stack copied with its state as another:
-# built op by op, each small operation compiled on its own (~60 ms each on an H200, a cold search's second).
+# built op by op, each small operation compiled on its own (docs/decisions.md, "The search's cost").
 @functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "models"),
                    compiler_options={**SEARCH_COMPILER_OPTIONS, **INIT_COMPILER_OPTIONS})
 def _start_stack(key, n_features: int, hidden: int, n_classes: int, models: int):
