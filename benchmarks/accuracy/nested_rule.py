@@ -53,6 +53,19 @@ def _rule_value(current, text: str):
     return type(current)(float(text))
 
 
+def _setting_value(current, text: str):
+    """A Settings value typed on the command line: a number of the field's type, or the text itself for a field
+    of words (linear_loss: "log", "squared_hinge"; a field unset by default takes a number where the text is one)."""
+    if isinstance(current, str):
+        return text
+    if current is None:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return type(current)(float(text))
+
+
 def _beside(family: dict) -> str:
     """The family trial's linear model beside the network: its validation gain and the gain's standard error."""
     if "mixed_by" not in family:
@@ -66,7 +79,7 @@ def main() -> None:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--rule", help="a textclf.training.search_rules.SearchRules field (or several, comma-separated)")
     which.add_argument("--setting", help="a textclf.settings.Settings field")
-    parser.add_argument("--values", required=True, help="comma-separated numbers")
+    parser.add_argument("--values", required=True, help="comma-separated numbers (or words, for a setting of words)")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--held-out", type=float, default=0.25)
     parser.add_argument("--documents", type=int, help="train on this many of the rest (stratified)")
@@ -92,7 +105,7 @@ def main() -> None:
                         rules = rules.replace(**{field: _rule_value(getattr(rules, field), part)
                                                  for field, part in zip(fields, value.split("/"), strict=True)})
                     else:  # as a default: replace() records no pin, as the Settings default would
-                        settings = settings.replace(**{name: type(getattr(settings, name))(float(value))})
+                        settings = settings.replace(**{name: _setting_value(getattr(settings, name), value)})
                     start = time.perf_counter()
                     result = train(rest, settings, test_path=aside, db_path=Path(work) / f"{value}.db",
                                    model_path=Path(work) / f"{value}.npz", rules=rules)
@@ -101,6 +114,8 @@ def main() -> None:
                              f"{s.sublinear_tf}, batch {s.batch_size}, lr {s.learning_rate:g}, wd "
                              f"{s.weight_decay:g}, {s.epochs} epochs, {s.ensemble} network(s)"
                              + (" + characters" if s.char_ngrams else "") + f", family {s.family}"
+                             + (f" ({(result.search or {}).get('family', {}).get('linear_loss', '')} loss)"
+                                if s.family != "network" else "")
                              + _beside((result.search or {}).get("family", {})))
                     print(f"| {path} | {seed} | {value} | {result.eval_accuracy:.4f} | {n_aside} | "
                           f"{time.perf_counter() - start:.1f} | {chose} |", flush=True)

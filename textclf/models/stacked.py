@@ -67,10 +67,17 @@ def head(pre: jax.Array, w2: jax.Array, b2: jax.Array) -> jax.Array:
     return jnp.einsum("bkh,khc->bkc", activations, w2) + b2
 
 
-def summed_loss(scores: jax.Array, labels, mask) -> jax.Array:
+def summed_loss(scores: jax.Array, labels, mask, loss: str = "log") -> jax.Array:
     """(B, K, C) scores -> the sum over the K models of each one's mean cross-entropy on the unmasked rows; for
     (B, C) label sets, each one's mean binary cross-entropy summed over its outputs (models/mlp.py's
-    multi_label_loss, K times)."""
+    multi_label_loss, K times). loss (textclf.settings.LINEAR_LOSSES) "squared_hinge": one-vs-rest, as scikit-learn's
+    LinearSVC, each one's mean over the rows of sum_c max(0, 1 - t_c s_c)^2,
+    t_c = +1 for the document's class (labels) and -1 for the others."""
+    if loss == "squared_hinge":
+        truth = labels[:, None, :] if labels.ndim == 2 else jax.nn.one_hot(labels, scores.shape[-1])[:, None, :]
+        margins = jnp.maximum(0.0, 1.0 - jnp.where(truth > 0, 1.0, -1.0) * scores)  # (B, K, C)
+        per_row = jnp.sum(jnp.square(margins), axis=-1)  # (B, K)
+        return jnp.sum(per_row * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
     if labels.ndim == 2:
         bce = jnp.sum(binary_cross_entropy(scores, labels[:, None, :]), axis=-1)  # (B, K)
         return jnp.sum(bce * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
@@ -79,14 +86,14 @@ def summed_loss(scores: jax.Array, labels, mask) -> jax.Array:
     return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
-def stacked_loss(params: Params, indices, values, rows, labels, mask) -> jax.Array:
-    """Sum over the K models of each one's mean cross-entropy on the unmasked rows (the sparse formulation)."""
-    return summed_loss(stacked_logits(params, indices, values, rows, labels.shape[0]), labels, mask)
+def stacked_loss(params: Params, indices, values, rows, labels, mask, loss: str = "log") -> jax.Array:
+    """Sum over the K models of each one's mean loss on the unmasked rows (the sparse formulation; summed_loss)."""
+    return summed_loss(stacked_logits(params, indices, values, rows, labels.shape[0]), labels, mask, loss)
 
 
-def dense_loss(params: Params, x: jax.Array, labels, mask) -> jax.Array:
+def dense_loss(params: Params, x: jax.Array, labels, mask, loss: str = "log") -> jax.Array:
     """stacked_loss of a batch already dense: x (B, F)."""
-    return summed_loss(dense_scores(params, x), labels, mask)
+    return summed_loss(dense_scores(params, x), labels, mask, loss)
 
 
 def merged(params: Params) -> Params:

@@ -250,7 +250,7 @@ class _Views:
                 # several views: each network judged on its own columns of the held-out documents
                 judge = early_stopping if one_view or early_stopping is None else early_stopping.on_columns(columns)
                 view_params, history, backend, view_compile, view_train_s = self._networks(
-                    run, rows, laid_out, backend, judge, run.checkpointer if one_view else None, data.rows)
+                    run, rows, laid_out, backend, judge, run.checkpointer if one_view else None, data.rows, view.loss)
                 if judge is not early_stopping and not params:  # the run records the word network's epochs
                     early_stopping.kept_from(judge)
             self._add_history(history)
@@ -284,7 +284,8 @@ class _Views:
                             training_rows)
         judge = None if early_stopping is None else early_stopping.on_columns(columns)
         linear = settings.linear_view().replace(epochs=self.plan.linear.epochs, min_steps=0)
-        params, history, compile_s, train_s = fit_ensemble(rows, linear, Watch(self.on_epoch, early_stopping=judge))
+        params, history, compile_s, train_s = fit_ensemble(rows, linear, Watch(self.on_epoch, early_stopping=judge),
+                                                           self.plan.linear.loss)
         self._add_history(history)
         if judge is not None:  # the model's settings say which epoch it kept
             settings = settings.replace(linear_epochs=judge.best_epoch)
@@ -319,7 +320,9 @@ class _Views:
         return choice.params, choice.history, backend, choice.compile_seconds, choice.train_seconds, settings
 
     def _networks(self, run: RunContext, rows: TrainingRows, settings: Settings, backend: str, early_stopping,
-                  checkpointer, shares) -> tuple:
+                  checkpointer, shares, loss: str) -> tuple:
+        # Eight arguments: the run, the view's rows, settings and loss, and how the plan's steps before this one
+        # decided to back, stop and share its training.
         """The network(s) of one view as the plan arranges them: settings.ensemble networks one after another or
         side by side, or one (training/loop.py; shares: several processes' data_parallel.RowShare). Only networks
         side by side are given training_rows (fit_plan hands the others a matrix of their rows).
@@ -338,7 +341,7 @@ class _Views:
             # An ensemble or a linear model: side by side, averaged into one model file (XLA, one device, no
             # checkpoints).
             params, history, compile_s, train_s = fit_ensemble(rows, settings,
-                                                               Watch(self.on_epoch, early_stopping=early_stopping))
+                                                               Watch(self.on_epoch, early_stopping=early_stopping), loss)
             what = "a linear model trains" if self.plan.family == "linear" else "an ensemble trains side by side"
             run.record(backend="xla", devices=1, processes=jax.process_count(), backend_reason=f"{what} in XLA")
             return params, history, "xla", compile_s, train_s

@@ -77,9 +77,11 @@ class StackedEpochs:
     summed over the K networks). Only rows.training_rows train (default all); the others go to the device with
     them but no batch holds them, so that a held-out split needs no copy of the matrix (16 GB at ten million
     documents). rows.x may be on the device already (device_data.ResidentRows): the same batches, and the
-    caller's host copy can go first. settings: the batch size, hidden units and seed."""
+    caller's host copy can go first. settings: the batch size, hidden units and seed; loss: the models'
+    (textclf.settings.LINEAR_LOSSES)."""
 
-    def __init__(self, rows: TrainingRows, rates: list[float], decays: list[float], epochs: int, settings: Settings):
+    def __init__(self, rows: TrainingRows, rates: list[float], decays: list[float], epochs: int, settings: Settings,
+                 loss: str = "log"):
         train_x, training_rows, batch_size = rows.x, rows.training_rows, settings.batch_size
         self.shape = (settings.seed, train_x.shape[1], settings.units, rows.n_classes)  # units 0: linear models
         self.rates, self.decays = jnp.asarray(rates, jnp.float32), jnp.asarray(decays, jnp.float32)
@@ -95,7 +97,7 @@ class StackedEpochs:
         # (textclf/training/device_data.py: the batches make_batches would cut, nonzero for nonzero), not cut on
         # the host, where each epoch's padded arrays held 11 GB of a million-document run's 18 GB peak.
         self.resident = on_device(train_x, rows.y)
-        self.step = StackedStep("flat", len(rates), dense_default())
+        self.step = StackedStep("flat", len(rates), dense_default(), loss=loss)
         self.run_step = self.step.epoch()
         self.segment = segment_steps(self.steps, 12 * self.cap)  # (the last segment may be shorter)
 
@@ -144,12 +146,13 @@ def _epoch_stats(epoch: int, losses, members: int, n: int, batch_size: int, trai
                       eval_accuracy, seconds, n / seconds if seconds > 0 else float("inf"))
 
 
-def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch()):
+def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch(), loss: str = "log"):
     """Train settings.ensemble networks side by side (different initialisations, the same batches, rate and decay)
     for settings.epochs_for(the training rows) epochs; -> (merged parameters, list of EpochStats, compile seconds,
     train seconds). After each epoch the ensemble is scored on rows.eval_x if given. No checkpoints: an
     interrupted ensemble starts over. watch.early_stopping (textclf.training.fit.EarlyStopping): judges the
-    merged network after each epoch; its best epoch's parameters are returned."""
+    merged network after each epoch; its best epoch's parameters are returned. loss: the networks' (the plan's view's,
+    textclf.training.plan.ViewPlan)."""
     from textclf.training.fit import run_epochs
 
     members, n_training, early_stopping = max(1, settings.ensemble), rows.n_training, watch.early_stopping
@@ -157,7 +160,7 @@ def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch())
     label_sets = rows.y.ndim == 2
     eval_accuracy_of = _eval_accuracy(rows, settings.batch_size) if rows.scored else None
     step = StackedEpochs(rows, [settings.learning_rate] * members, [settings.weight_decay] * members, epochs,
-                         settings)
+                         settings, loss)
     clock = _EpochClock()
 
     def one_epoch(epoch: int, params, state):
@@ -410,9 +413,9 @@ def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix
 def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
                    hidden: int, seed: int, *, patience: int | None = None, initial: Params | None = None,
                    scores_from: int | None = None, metric: str = "micro-f1",
-                   on_scores: Callable[[int, np.ndarray], None] | None = None):
-    # Twelve arguments: a round's data and what trains in it (classes, rates, decays, epochs, width, seed), and the
-    # five optional ways the search runs a round, each named by the call that uses it.
+                   on_scores: Callable[[int, np.ndarray], None] | None = None, loss: str = "log"):
+    # Thirteen arguments: a round's data and what trains in it (classes, rates, decays, epochs, width, seed), and
+    # the six optional ways the search runs a round, each named by the call that uses it.
     """Train K = len(rates) networks side by side for `epochs` epochs on one round's batches (round_data),
     network k with learning rate rates[k] and weight decay decays[k]; -> (epochs, K) validation accuracy after
     each epoch (label sets: the metric at probability 0.5, micro-F1 unless told). patience: stop once this many epochs in a row improved no network's best validation accuracy
@@ -422,11 +425,12 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     (epochs run from this one (1-based) on, validation documents, K, C) log-probabilities after each of them),
     for the search to score combinations of networks (an ensemble, networks trained on other columns).
     on_scores: called after each epoch with (epoch, the (validation documents, K, C) log-probabilities), for a
-    combination scored as the models train, without keeping every epoch's."""
+    combination scored as the models train, without keeping every epoch's. loss: the models'
+    (textclf.settings.LINEAR_LOSSES; the family trial's linear models: Settings.linear_objective)."""
     from textclf.training.fit import run_epochs
 
     models = len(rates)
-    step = StackedStep.for_batch(data.batch_size, data.n_features, hidden, models)
+    step = StackedStep.for_batch(data.batch_size, data.n_features, hidden, models, loss)
     params, state = (step.start_state(seed, data.n_features, hidden, n_classes) if initial is None
                      else step.ready_state(initial))
     rates_array = jnp.asarray(rates, jnp.float32)
@@ -484,12 +488,12 @@ def label_set_score(hits, documents: int, metric: str = "micro-f1") -> np.ndarra
 
 
 def precompile_epoch(data: RoundData, n_classes: int, models: int, hidden: int, batch_size: int,
-                     shape: tuple[int, int]) -> None:
+                     shape: tuple[int, int], loss: str = "log") -> None:
     """The epoch program that fit_candidates will run for a round of K = `models` networks over `data`'s input
-    width, cut at `batch_size` into batches of `shape` (steps, cap; round_data's)."""
+    width, cut at `batch_size` into batches of `shape` (steps, cap; round_data's), trained on `loss`."""
     from textclf.training.stacked_step import stacked_epoch
 
-    step = StackedStep.for_batch(batch_size, data.n_features, hidden, models)
+    step = StackedStep.for_batch(batch_size, data.n_features, hidden, models, loss)
     steps = next_power_of_two(shape[0])
 
     # Shapes and dtypes only, as the round's uploaded (uncommitted) arrays lower: a sharding here would change the
@@ -500,7 +504,7 @@ def precompile_epoch(data: RoundData, n_classes: int, models: int, hidden: int, 
     per_model = jax.ShapeDtypeStruct((models,), jnp.float32)
     stacked_epoch.lower(params, jax.eval_shape(adam().init, params), per_model, per_model, *train,
                         jax.ShapeDtypeStruct((steps,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32),
-                        dense=step.dense, fused=step.fused).compile()
+                        dense=step.dense, fused=step.fused, loss=loss).compile()
 
 
 def precompile_hits(data: RoundData, n_classes: int, models: int, hidden: int) -> None:

@@ -56,6 +56,7 @@ class ViewPlan:
     learning_rate: float
     weight_decay: float
     epochs: int  # as trained on the training rows (Settings.epochs_for)
+    loss: str = "log"  # what its models train on: "log" (a network's), or a linear model's (Settings.linear_objective)
 
 
 @dataclass(frozen=True)
@@ -108,11 +109,13 @@ class TrainingPlan:
         lines = [f"family               {family}",
                  f"outputs              {outputs}",
                  f"views                {views}",
-                 ("models               one linear model a view, on the side-by-side step" if self.family == "linear"
+                 (f"models               one linear model a view ({self.views[0].loss.replace('_', ' ')} loss), on the "
+                  "side-by-side step" if self.family == "linear"
                   else f"networks             {self.networks} a view, {self.arrangement.replace('_', ' ')}"),
                  *([f"linear model         on the {self.linear.name} ({self.linear.columns:,} columns, lr "
-                    f"{self.linear.learning_rate:g}, decay {self.linear.weight_decay:g}, {self.linear.epochs} epochs), "
-                    "its scores added to the network's"] if self.linear else []),
+                    f"{self.linear.learning_rate:g}, decay {self.linear.weight_decay:g}, {self.linear.epochs} epochs, "
+                    f"{self.linear.loss.replace('_', ' ')} loss), its scores added to the network's"]
+                   if self.linear else []),
                  f"documents            {self.training_documents:,} train"
                  + (f", {self.held_out_documents:,} held out to stop early" if self.held_out_documents else ""),
                  f"rows                 on the {self.rows}; backend {self.backend}, batch {self.batch_size}, "
@@ -154,7 +157,9 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
                 else plan_training(settings.replace(family="network", ensemble=1), {}, n_train, view_widths, backend,
                                    machine, rules))
         # one linear model a view, on the side-by-side step (K = 1); no rate candidates (they are the network's)
-        return dataclasses.replace(plan, family="linear", networks=1, arrangement="side_by_side",
+        loss = settings.linear_objective(bool(settings.multi_label))
+        return dataclasses.replace(plan, views=tuple(dataclasses.replace(v, loss=loss) for v in plan.views),
+                                   family="linear", networks=1, arrangement="side_by_side",
                                    rate_choice="none", rate_candidates=(), backend="xla", parallel="data", devices=1)
     if settings.family == "network+linear":
         return _with_linear_plan(settings, search, n_train, view_widths, backend, machine, rules)
@@ -210,7 +215,8 @@ def _with_linear_plan(settings: Settings, search: dict, n_train: int, view_width
     plan = plan_training(settings.replace(family="network"), search, n_train, view_widths, backend, machine, rules)
     linear = settings.linear_view()
     return dataclasses.replace(plan, family="network+linear", linear=ViewPlan(
-        "words", view_widths[0], linear.learning_rate, linear.weight_decay, linear.epochs_for(plan.training_documents)))
+        "words", view_widths[0], linear.learning_rate, linear.weight_decay, linear.epochs_for(plan.training_documents),
+        settings.linear_objective(False)))
 
 
 def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, ...], backend: str,

@@ -1,13 +1,14 @@
 """The model search's family trial (textclf/training/search.py runs it after the networks trial): the linear family
-(features -> classes: softmax regression, or one sigmoid a label for label sets; textclf/models/stacked.py with no
-hidden units) against the chosen network, on the compared folds, with the chosen vectorizer variant.
+(features -> classes: one-vs-rest squared hinge as LinearSVC's, or softmax regression, one sigmoid a label for label
+sets; textclf/models/stacked.py with no hidden units) against the chosen network, on the compared folds, with the
+chosen vectorizer variant.
 
 The linear models train as the rounds' networks do (textclf/training/candidates.py, fit_candidates: K side by side
-on the same batches, Adam, scored after every epoch), their (learning rate, weight decay) pairs spanning
-rules.linear_pairs (fewer on a CPU): the decay is the L2 strength a linear model is tuned by (as LinearSVC's C
-or SGD's alpha), over four orders of magnitude, and the epochs are read off the curves (early stopping). The
-linear family wins where its best mean validation score beats the network's by more than rules.family_errors
-binomial standard errors of it on the same validation documents.
+on the same batches, Adam, scored after every epoch), on Settings.linear_objective's loss, their (learning rate,
+weight decay) pairs spanning rules.linear_pairs (fewer on a CPU): the decay is the L2 strength a linear model is
+tuned by (as LinearSVC's C or SGD's alpha), over four orders of magnitude, and the epochs are read off the curves
+(early stopping). The linear family wins where its best mean validation score beats the network's by more than
+rules.family_errors binomial standard errors of it on the same validation documents.
 
 Where the networks trial handed over the chosen network's validation log-probabilities, the same linear model (its
 pair and epoch as chosen alone) is also scored beside the network: the sum of their log-probabilities, the
@@ -78,6 +79,7 @@ class FamilyTrial:
             for rate, decay in rules.linear_pairs(search.platform)))
         self.epochs = typed.epochs if epochs_typed in pinned else rules.linear_epochs(search.platform)
         self.epochs_typed = epochs_typed in pinned
+        self.loss = chosen.linear_objective(corpus.targets is not None)  # the linear models' (Settings.linear_loss)
 
     def cost(self) -> int:
         """Network-steps of the trial: K linear models of C outputs weigh as K*C hidden units, at least one
@@ -107,7 +109,8 @@ class FamilyTrial:
         summary = {"network_score": round(network_score, 6),
                    "linear_score": round(linear_score, 6), "by": round(linear_score - network_score, 6),
                    "standard_error": round(error, 6), "margin": round(margin, 6), "linear_learning_rate": rate,
-                   "linear_weight_decay": decay, "linear_epochs": int(epoch) + 1, "pairs": len(self.pairs),
+                   "linear_weight_decay": decay, "linear_epochs": int(epoch) + 1, "linear_loss": self.loss,
+                   "pairs": len(self.pairs),
                    "folds": len(self.folds)}
         options = {}  # the families that beat the network by their rule, and their validation scores
         if linear_score - network_score > margin:
@@ -160,7 +163,7 @@ class FamilyTrial:
             curves = fit_candidates(data, corpus.n_classes, [rate for rate, _ in self.pairs],
                                     [decay for _, decay in self.pairs], self.epochs, 0, chosen.seed + 300 + fold,
                                     patience=geometry.patience, metric=chosen.metric or "micro-f1",
-                                    on_scores=self._mixed_scorer(len(self.mixed_right)))
+                                    on_scores=self._mixed_scorer(len(self.mixed_right)), loss=self.loss)
             ran = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1
             search.budget.steps_done += self._network_weight() * ran * data.n_steps
             total += curves

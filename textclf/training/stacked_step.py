@@ -93,7 +93,7 @@ def fused_fits(batch_size: int, n_features: int, hidden_units: int) -> bool:
 
 # Nine arguments: the step's state, per-network rates, the batch and its padding flag, inside the traced epoch.
 def _fused_step(params: Params, state: AdamState, lr: Params, wd: Params, x, labels, mask,
-                live, interpret: bool):
+                live, interpret: bool, loss_name: str = "log"):
     """One step with the dense formulation's arithmetic on x (B, F), W1's gradient and Adam update fused in one
     Pallas kernel (never written to memory); the small layers (b1, W2, b2) take textclf.training.optimizers.adam.
     live: False for a padding batch, which then changes nothing (the kernel leaves W1 and its moments in place,
@@ -103,7 +103,8 @@ def _fused_step(params: Params, state: AdamState, lr: Params, wd: Params, x, lab
 
     pre = x @ params.w1 + params.b1  # (B, K*H)
     loss, (dpre, dw2, db2) = jax.value_and_grad(
-        lambda p, w2, b2: summed_loss(head(p, w2, b2), labels, mask), argnums=(0, 1, 2))(pre, params.w2, params.b2)
+        lambda p, w2, b2: summed_loss(head(p, w2, b2), labels, mask, loss_name), argnums=(0, 1, 2))(
+        pre, params.w2, params.b2)
     small_state = AdamState(state.m[1:], state.v[1:], state.step)
     small, small_state = jax.tree.map(
         lambda new, old: jnp.where(live, new, old),
@@ -117,10 +118,10 @@ def _fused_step(params: Params, state: AdamState, lr: Params, wd: Params, x, lab
                                                  small_state.step), loss)
 
 
-@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused"),
+@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused", "loss"),
                    compiler_options=SEARCH_COMPILER_OPTIONS)
 def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, values, rows, labels, mask,
-           order=None, steps=None, dense: bool = False, fused: bool = False):
+           order=None, steps=None, dense: bool = False, fused: bool = False, loss: str = "log"):
     # A jitted epoch: its arrays and static flags are its arguments (one traced program).
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
     default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
@@ -128,13 +129,14 @@ def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, valu
     search rounds up to a power of two, round_data: a traced count, so that corpora of other sizes run the same
     compiled program, which the persistent compilation cache then serves); losses after it are 0. default: all.
     fused: the dense step with W1's gradient and update in one Pallas kernel (_fused_step; interpreted off a
-    GPU). A batch with no rows (padding) is skipped. A batch names each (row, column) once (make_batches of a
+    GPU). loss: the models' loss (textclf.models.stacked.summed_loss). A batch with no rows (padding) is skipped. A batch names each (row, column) once (make_batches of a
     canonical CSR matrix, _padded_batches): the dense step stores its nonzeros, it does not add them up."""
     units = params.w1.shape[1] // params.w2.shape[0]
     lr = _per_model(rates, units)
     wd = _per_model(decays, units)
     batches = (indices, values, rows, labels, mask)
     interpret = jax.default_backend() != "gpu"
+    loss_name = loss
 
     def update(params, state, grads, real):
         updated = adam(wd).update(params, state, grads, lr)
@@ -143,14 +145,14 @@ def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, valu
     def step(params, state, buffer, batch):
         real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
         if not dense:
-            loss, grads = narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b), batch)
+            loss, grads = narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b, loss_name), batch)
             return *update(params, state, grads, real), buffer, loss
         batch_indices, batch_values, batch_rows, labels, mask = batch
         x = write_batch(buffer, batch_indices, batch_values, batch_rows)  # (B, F): the epoch's zeros + this batch
         if fused:
-            params, state, loss = _fused_step(params, state, lr, wd, x, labels, mask, real, interpret)
+            params, state, loss = _fused_step(params, state, lr, wd, x, labels, mask, real, interpret, loss_name)
         else:
-            loss, grads = jax.value_and_grad(dense_loss)(params, x, labels, mask)
+            loss, grads = jax.value_and_grad(dense_loss)(params, x, labels, mask, loss_name)
             params, state = update(params, state, grads, real)
         # The barrier orders the erase after everything that reads x; without it XLA may erase first and so copy
         # the whole (B, F) buffer to keep x (textclf/training/pallas.py's epoch does the same).
@@ -276,14 +278,16 @@ class StackedStep(Step):
     models: int = 1
     dense: bool = False  # the batch as (B, F) rows times W1 (a GPU's), else W1's rows gathered (a CPU's)
     fused: bool = False  # the dense step with W1's gradient and Adam update in one Pallas kernel
+    loss: str = "log"  # the models' loss (textclf.settings.LINEAR_LOSSES)
 
     @classmethod
-    def for_batch(cls, batch_size: int, n_features: int, hidden: int, models: int) -> StackedStep:
+    def for_batch(cls, batch_size: int, n_features: int, hidden: int, models: int, loss: str = "log"
+                  ) -> StackedStep:
         """The step for K = models networks of (n_features, hidden) first layers at this batch size on this
         process's device: what fit_candidates runs, and so what precompile_epoch must compile. hidden 0: K linear
         models, whose narrow W1 (F, K*C) the fused kernel's tiling is not made for: XLA's step."""
         dense, fused = step_kind(batch_size, n_features, models * hidden)
-        return cls("flat", models, dense, fused and hidden > 0)
+        return cls("flat", models, dense, fused and hidden > 0, loss)
 
     def start_state(self, seed, n_features: int, hidden: int, n_classes: int, gain: float = 1.0,
                     optimizer: str = "adam"):
@@ -296,7 +300,7 @@ class StackedStep(Step):
 
     def epoch(self, optimizer: str = "adam", momentum: float = 0.0, weight_decay: float = 0.0,
               n_classes: int = 0) -> Callable:
-        return functools.partial(stacked_epoch, dense=self.dense, fused=self.fused)
+        return functools.partial(stacked_epoch, dense=self.dense, fused=self.fused, loss=self.loss)
 
     def hits(self, params: Params, indices, values, rows, labels, mask):
         """-> ((K,) documents each network predicts right, () documents their mean predicts right)."""

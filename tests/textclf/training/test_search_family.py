@@ -68,6 +68,56 @@ def test_each_linear_model_gets_the_gradient_of_its_own_softmax_regression():
         assert not np.asarray(grads.b2).any()  # b2 stays zero
 
 
+def _squared_hinge_loss(w, b, indices, values, rows, labels, mask):
+    """One linear model's mean one-vs-rest squared hinge, written out as LinearSVC's loss: scores = x W + b, each
+    class's target +1 for the document's class (label sets: its labels) and -1 for the others."""
+    x = jnp.zeros((labels.shape[0], w.shape[0])).at[rows, indices].add(values)
+    scores = jnp.matmul(x, w, precision="highest") + b
+    targets = 2.0 * (labels if labels.ndim == 2 else jax.nn.one_hot(labels, w.shape[1])) - 1.0
+    per_row = jnp.sum(jnp.maximum(0.0, 1.0 - targets * scores) ** 2, axis=1)
+    return jnp.sum(per_row * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+@pytest.mark.parametrize("label_sets", [False, True], ids=["labels", "label sets"])
+def test_each_linear_model_gets_the_gradient_of_its_own_squared_hinge(label_sets):
+    rng = np.random.default_rng(4)
+    stacked = init_stacked(jax.random.PRNGKey(0), 50, 0, 3, 3)
+    stacked = stacked._replace(w1=jnp.asarray(rng.normal(size=(50, 9)) * 0.3, jnp.float32),
+                               b1=jnp.asarray(rng.normal(size=9) * 0.3, jnp.float32))
+    indices, values, rows, labels, mask = _random_batch(rng)
+    if label_sets:
+        labels = jnp.asarray(rng.random((labels.shape[0], 3)) < 0.4, jnp.float32)
+    mask = mask.at[-1].set(0.0)
+    loss, grads = jax.value_and_grad(stacked_loss)(stacked, indices, values, rows, labels, mask, "squared_hinge")
+    each = []
+    for k in range(3):
+        columns = slice(3 * k, 3 * k + 3)
+        value, (dw, db) = jax.value_and_grad(_squared_hinge_loss, argnums=(0, 1))(
+            stacked.w1[:, columns], stacked.b1[columns], indices, values, rows, labels, mask)
+        each.append(value)
+        np.testing.assert_allclose(grads.w1[:, columns], dw, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(grads.b1[columns], db, rtol=1e-4, atol=1e-6)
+    assert float(loss) == pytest.approx(float(sum(each)), rel=1e-5)  # the sum of each model's own loss
+
+
+def test_the_linear_loss_is_the_squared_hinge_unless_typed_and_log_for_label_sets():
+    from textclf.errors import SettingsError
+    from textclf.training.plan import plan_training
+
+    assert Settings().linear_objective(False) == "squared_hinge" and Settings().linear_objective(True) == "log"
+    assert Settings(linear_loss="log").linear_objective(False) == "log"
+    assert Settings(linear_loss="squared_hinge").linear_objective(True) == "squared_hinge"  # typed: kept
+    plan = plan_training(Settings(family="linear", ensemble=1), {}, 5000, (8000,), "xla")
+    assert plan.views[0].loss == "squared_hinge" and "(squared hinge loss)" in plan.lines()[3]
+    sets = plan_training(Settings(family="linear", ensemble=1, multi_label=True), {}, 5000, (8000,), "xla")
+    assert sets.views[0].loss == "log"
+    beside = plan_training(Settings(family="network+linear", linear_loss="log"), {}, 5000, (8000,), "xla")
+    assert beside.views[0].loss == "log" and beside.linear.loss == "log"
+    assert type(plan).from_dict(plan.to_dict()) == plan
+    with pytest.raises(SettingsError, match="linear_loss must be one of squared_hinge, log"):
+        Settings(linear_loss="hinge")
+
+
 def test_a_linear_epoch_is_k_adam_runs_with_their_own_decays():
     rng = np.random.default_rng(2)
     stacked = init_stacked(jax.random.PRNGKey(0), 50, 0, 3, 2)
@@ -112,16 +162,18 @@ def test_fit_candidates_trains_linear_models_side_by_side():
     y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
     data = round_data(x[:200], y[:200], x[200:], y[200:], 32, 0, batch_shape([x[:200]], 32),
                       batch_shape([x[200:]], 32))
-    curves = fit_candidates(data, 3, [0.1, 0.1], [0.0, 1.0], 20, 0, 0)
-    assert curves.shape == (20, 2) and curves[-1, 0] > 0.9  # the stop word decides: a linear model finds it
-    assert curves[-1, 1] < curves[-1, 0]  # a decay of 1.0 holds the weights near zero
+    for loss in ("log", "squared_hinge"):
+        curves = fit_candidates(data, 3, [0.1, 0.1], [0.0, 1.0], 20, 0, 0, loss=loss)
+        assert curves.shape == (20, 2) and curves[-1, 0] > 0.9  # the stop word decides: a linear model finds it
+        assert curves[-1, 1] < curves[-1, 0]  # a decay of 1.0 holds the weights near zero
 
 
 def test_the_family_trial_is_a_rule_of_data(pool):
     texts, labels = question_corpus(300)
     draw = random.Random(0)  # a quarter of the labels drawn at random: the network and the linear model then differ
     labels = [draw.choice(sorted(set(labels))) if draw.random() < 0.25 else label for label in labels]
-    settings = Settings(epochs=3, search_budget=300)
+    # the log loss: its scores beside the network's log-probabilities move the network's choices on this corpus
+    settings = Settings(epochs=3, search_budget=300, linear_loss="log")
     rules = TRIED.replace(cpu_linear_max_epochs=8)
 
     def search(family_errors: float, mixed_errors: float):
@@ -131,7 +183,7 @@ def test_the_family_trial_is_a_rule_of_data(pool):
 
     chosen, never = search(1e9, 1e9)
     assert chosen.family == "network" and never["chosen"] == "network"
-    assert never["pairs"] == len(RULES.linear_pairs("cpu")) and never["margin"] > 1
+    assert never["pairs"] == len(RULES.linear_pairs("cpu")) and never["margin"] > 1 and never["linear_loss"] == "log"
     assert never["mixed_score"] == pytest.approx(never["network_score"] + never["mixed_by"], abs=1e-5)
     assert never["mixed_standard_error"] > 0
     chosen, trial = search(-1e9, 1e9)

@@ -178,7 +178,9 @@ def _family_line(family: dict) -> str:
     return (f"{family['chosen']}: validation linear {family['linear_score']:.4f} against the network's "
             f"{family['network_score']:.4f} ({family['by'] * 100:+.2f} points; the linear family wins above "
             f"{family['margin'] * 100:+.2f}); linear lr {family['linear_learning_rate']:g}, decay "
-            f"{family['linear_weight_decay']:g}, {family['linear_epochs']} epochs, {family['folds']} fold(s)"
+            f"{family['linear_weight_decay']:g}, {family['linear_epochs']} epochs"
+            + (f", {family['linear_loss'].replace('_', ' ')} loss" if "linear_loss" in family else "")
+            + f", {family['folds']} fold(s)"
             + (f"; beside the network {family['mixed_score']:.4f} ({family['mixed_by'] * 100:+.2f} points, one "
                f"standard error {family['mixed_standard_error'] * 100:.2f})" if "mixed_score" in family
                else f"; beside the network not tried: {family.get('mixed_not_tried', '')}"))
