@@ -40,8 +40,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
     linear_learning_rate, linear_weight_decay, linear_epochs) default to None: the model search chooses them by
     validation on the training documents, as `textclf train` does; a value given is kept (pinned), and with
     search="off" a None takes Settings' default. stop_words: "english" or "none". family: "network", "linear" or
-    "network+linear" (the linear_* parameters are then the linear model's). linear_loss: "squared_hinge" or "log"
-    (None: the squared hinge for one label a document, log for label sets).
+    "network+linear" (the linear_* parameters are then the linear model's). linear_loss: "log" or "squared_hinge".
     """
 
     def __init__(self, *, search: str = "auto", search_steps: int = 0, search_budget: float = 0.0,
@@ -52,7 +51,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
                  char_learning_rate: float | None = None, char_epochs: int | None = None,
                  family: str | None = None, linear_learning_rate: float | None = None,
                  linear_weight_decay: float | None = None, linear_epochs: int | None = None,
-                 linear_loss: str | None = None,
+                 linear_loss: str = "log",
                  features: int = 32754, vectorizer: str = "tfidf",
                  feature_selection: str = "chi2", min_df: int = 2,
                  start_token: bool = True, unspaced_as_characters: bool = True, hidden: int = 128,

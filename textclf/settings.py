@@ -44,10 +44,10 @@ MODELS = ("mlp", "cnn")
 # trained on LINEAR_LOSSES) or "network+linear" (the network's scores plus a linear
 # model's on the words, textclf/models/weights.py). The search chooses among them unless one is typed.
 FAMILIES = ("network", "linear", "network+linear")
-# A linear model's loss: "squared_hinge", one-vs-rest squared hinge (as scikit-learn's LinearSVC), or "log",
-# cross-entropy (softmax; a sigmoid a label for label sets). Unset: the squared hinge for one label a document
-# (chosen on set-aside training documents: docs/decisions.md, "The linear models' loss"), "log" for label sets.
-LINEAR_LOSSES = ("squared_hinge", "log")
+# A linear model's loss: "log", cross-entropy (softmax; a sigmoid a label for label sets), or "squared_hinge",
+# one-vs-rest squared hinge (as scikit-learn's LinearSVC; not the default: docs/decisions.md, "The linear models'
+# loss").
+LINEAR_LOSSES = ("log", "squared_hinge")
 MULTI_LABEL_METRICS = ("micro-f1", "macro-f1", "samples-f1")
 
 
@@ -156,7 +156,7 @@ class NetworkSettings:
     linear_learning_rate: float = 0.0
     linear_weight_decay: float | None = None
     linear_epochs: int = 0
-    linear_loss: str | None = None  # LINEAR_LOSSES, of the linear family's model and of the one beside a network
+    linear_loss: str = "log"  # LINEAR_LOSSES, of the linear family's model and of the one beside a network
     # Networks trained side by side on the same batches and averaged into one model file (textclf/training/
     # candidates.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
     # SearchRules.ensemble_members by validation where it is cheap (a GPU), else 1.
@@ -188,7 +188,7 @@ class NetworkSettings:
              f"linear_weight_decay must be none (the weight decay's) or 0 to {MAX['weight_decay']:g}"),
             (_within(self.linear_epochs, 0, MAX["epochs"]),
              f"linear_epochs must be 0 (the epochs') to {MAX['epochs']:,}"),
-            (self.linear_loss is None or self.linear_loss in LINEAR_LOSSES,
+            (self.linear_loss in LINEAR_LOSSES,
              f"linear_loss must be one of {', '.join(LINEAR_LOSSES)}"),
             (_within(self.conv_kernel, 1, MAX["conv_kernel"]) and self.conv_kernel % 2 == 1,
              f"conv_kernel must be odd, 1 to {MAX['conv_kernel']}"),
@@ -395,11 +395,6 @@ class Settings(SearchSettings, DeviceSettings, DataSettings, OptimizerSettings, 
         return self.replace(family="linear", learning_rate=self.linear_learning_rate or self.learning_rate,
                             weight_decay=decay, epochs=self.linear_epochs or self.epochs, ensemble=1,
                             char_ngrams=False)
-
-    def linear_objective(self, label_sets: bool) -> str:
-        """The loss a linear model trains on (LINEAR_LOSSES): linear_loss where set, else the squared hinge for one
-        label a document and "log" for label sets (label_sets: the corpus's documents have label sets)."""
-        return self.linear_loss or ("log" if label_sets else "squared_hinge")
 
     def replace(self, **changes: Any) -> "Settings":
         """A copy with `changes`; the rest keep this instance's values, model-dependent ones included (to move

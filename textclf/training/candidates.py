@@ -426,7 +426,7 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     for the search to score combinations of networks (an ensemble, networks trained on other columns).
     on_scores: called after each epoch with (epoch, the (validation documents, K, C) log-probabilities), for a
     combination scored as the models train, without keeping every epoch's. loss: the models'
-    (textclf.settings.LINEAR_LOSSES; the family trial's linear models: Settings.linear_objective)."""
+    (textclf.settings.LINEAR_LOSSES; the family trial's linear models: Settings.linear_loss)."""
     from textclf.training.fit import run_epochs
 
     models = len(rates)

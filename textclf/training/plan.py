@@ -56,7 +56,7 @@ class ViewPlan:
     learning_rate: float
     weight_decay: float
     epochs: int  # as trained on the training rows (Settings.epochs_for)
-    loss: str = "log"  # what its models train on: "log" (a network's), or a linear model's (Settings.linear_objective)
+    loss: str = "log"  # what its models train on: "log" (a network's), or a linear model's (Settings.linear_loss)
 
 
 @dataclass(frozen=True)
@@ -157,8 +157,8 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
                 else plan_training(settings.replace(family="network", ensemble=1), {}, n_train, view_widths, backend,
                                    machine, rules))
         # one linear model a view, on the side-by-side step (K = 1); no rate candidates (they are the network's)
-        loss = settings.linear_objective(bool(settings.multi_label))
-        return dataclasses.replace(plan, views=tuple(dataclasses.replace(v, loss=loss) for v in plan.views),
+        return dataclasses.replace(plan, views=tuple(dataclasses.replace(v, loss=settings.linear_loss)
+                                                     for v in plan.views),
                                    family="linear", networks=1, arrangement="side_by_side",
                                    rate_choice="none", rate_candidates=(), backend="xla", parallel="data", devices=1)
     if settings.family == "network+linear":
@@ -216,7 +216,7 @@ def _with_linear_plan(settings: Settings, search: dict, n_train: int, view_width
     linear = settings.linear_view()
     return dataclasses.replace(plan, family="network+linear", linear=ViewPlan(
         "words", view_widths[0], linear.learning_rate, linear.weight_decay, linear.epochs_for(plan.training_documents),
-        settings.linear_objective(False)))
+        settings.linear_loss))
 
 
 def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, ...], backend: str,

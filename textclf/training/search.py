@@ -54,9 +54,9 @@ from textclf.training.search_rules import SearchRules
 
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
 # choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run (9: budgets of
-# work, network-steps; 10: the linear family; 11: a linear model beside the network; 12: the linear models' squared
-# hinge; the earlier formats' changes are in git history).
-SEARCH_FORMAT = 12
+# work, network-steps; 10: the linear family; 11: a linear model beside the network; the earlier formats' changes are
+# in git history).
+SEARCH_FORMAT = 11
 
 
 @dataclass
@@ -293,7 +293,7 @@ class _Rounds:
         if not_tried(settings, validation, rules) is None:  # the family trial's linear models (search_family.py)
             linear = len(rules.linear_pairs(self.search.platform))
             compiler.submit(precompile_epoch, data, classes, linear, 0, variant.batch_size, shapes[variant.batch_size],
-                            settings.linear_objective(self.corpus.targets is not None))
+                            settings.linear_loss)
             compiler.submit(precompile_hits, data, classes, linear, 0)
 
     def _train(self, number: int, data, started: float) -> None:

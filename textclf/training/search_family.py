@@ -1,10 +1,10 @@
 """The model search's family trial (textclf/training/search.py runs it after the networks trial): the linear family
-(features -> classes: one-vs-rest squared hinge as LinearSVC's, or softmax regression, one sigmoid a label for label
-sets; textclf/models/stacked.py with no hidden units) against the chosen network, on the compared folds, with the
+(features -> classes: softmax regression, one sigmoid a label for label sets, or the one-vs-rest squared hinge
+where typed; textclf/models/stacked.py with no hidden units) against the chosen network, on the compared folds, with the
 chosen vectorizer variant.
 
 The linear models train as the rounds' networks do (textclf/training/candidates.py, fit_candidates: K side by side
-on the same batches, Adam, scored after every epoch), on Settings.linear_objective's loss, their (learning rate,
+on the same batches, Adam, scored after every epoch), on Settings.linear_loss, their (learning rate,
 weight decay) pairs spanning rules.linear_pairs (fewer on a CPU): the decay is the L2 strength a linear model is
 tuned by (as LinearSVC's C or SGD's alpha), over four orders of magnitude, and the epochs are read off the curves
 (early stopping). The linear family wins where its best mean validation score beats the network's by more than
@@ -79,7 +79,7 @@ class FamilyTrial:
             for rate, decay in rules.linear_pairs(search.platform)))
         self.epochs = typed.epochs if epochs_typed in pinned else rules.linear_epochs(search.platform)
         self.epochs_typed = epochs_typed in pinned
-        self.loss = chosen.linear_objective(corpus.targets is not None)  # the linear models' (Settings.linear_loss)
+        self.loss = chosen.linear_loss  # the linear models' (LINEAR_LOSSES)
 
     def cost(self) -> int:
         """Network-steps of the trial: K linear models of C outputs weigh as K*C hidden units, at least one

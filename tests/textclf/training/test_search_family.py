@@ -100,21 +100,21 @@ def test_each_linear_model_gets_the_gradient_of_its_own_squared_hinge(label_sets
     assert float(loss) == pytest.approx(float(sum(each)), rel=1e-5)  # the sum of each model's own loss
 
 
-def test_the_linear_loss_is_the_squared_hinge_unless_typed_and_log_for_label_sets():
+def test_the_plan_carries_the_linear_loss_to_the_linear_models_only():
     from textclf.errors import SettingsError
     from textclf.training.plan import plan_training
 
-    assert Settings().linear_objective(False) == "squared_hinge" and Settings().linear_objective(True) == "log"
-    assert Settings(linear_loss="log").linear_objective(False) == "log"
-    assert Settings(linear_loss="squared_hinge").linear_objective(True) == "squared_hinge"  # typed: kept
     plan = plan_training(Settings(family="linear", ensemble=1), {}, 5000, (8000,), "xla")
-    assert plan.views[0].loss == "squared_hinge" and "(squared hinge loss)" in plan.lines()[3]
-    sets = plan_training(Settings(family="linear", ensemble=1, multi_label=True), {}, 5000, (8000,), "xla")
-    assert sets.views[0].loss == "log"
-    beside = plan_training(Settings(family="network+linear", linear_loss="log"), {}, 5000, (8000,), "xla")
-    assert beside.views[0].loss == "log" and beside.linear.loss == "log"
+    assert plan.views[0].loss == "log" and "(log loss)" in plan.lines()[3]
+    hinge = Settings(family="linear", ensemble=1, linear_loss="squared_hinge")
+    assert plan_training(hinge, {}, 5000, (8000,), "xla").views[0].loss == "squared_hinge"
+    sets = plan_training(hinge.replace(multi_label=True), {}, 5000, (8000,), "xla")
+    assert sets.views[0].loss == "squared_hinge"  # typed: kept for label sets too (one-vs-rest, each label's sign)
+    beside = plan_training(Settings(family="network+linear", linear_loss="squared_hinge"), {}, 5000, (8000,), "xla")
+    assert beside.views[0].loss == "log" and beside.linear.loss == "squared_hinge"  # the network's stays log
+    assert "squared hinge loss), its scores added" in "\n".join(beside.lines())
     assert type(plan).from_dict(plan.to_dict()) == plan
-    with pytest.raises(SettingsError, match="linear_loss must be one of squared_hinge, log"):
+    with pytest.raises(SettingsError, match="linear_loss must be one of log, squared_hinge"):
         Settings(linear_loss="hinge")
 
 
@@ -172,8 +172,7 @@ def test_the_family_trial_is_a_rule_of_data(pool):
     texts, labels = question_corpus(300)
     draw = random.Random(0)  # a quarter of the labels drawn at random: the network and the linear model then differ
     labels = [draw.choice(sorted(set(labels))) if draw.random() < 0.25 else label for label in labels]
-    # the log loss: its scores beside the network's log-probabilities move the network's choices on this corpus
-    settings = Settings(epochs=3, search_budget=300, linear_loss="log")
+    settings = Settings(epochs=3, search_budget=300)
     rules = TRIED.replace(cpu_linear_max_epochs=8)
 
     def search(family_errors: float, mixed_errors: float):

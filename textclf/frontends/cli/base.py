@@ -148,8 +148,8 @@ TRAINING_OPTIONS = (
      "network (a hidden layer), linear (features straight to classes) or network+linear (the network's scores plus "
      "a linear model's) (default: the search chooses by validation; network when the search is off)."),
     ("linear_loss", "linear_loss", Optional[str],
-     "A linear model's loss: squared_hinge (one-vs-rest, as LinearSVC) or log (softmax; calibrated probabilities) "
-     "(default: squared_hinge for one label a document, log for label sets)."),
+     "A linear model's loss: log (softmax; a sigmoid a label for label sets) or squared_hinge (one-vs-rest, as "
+     "LinearSVC) (default log)."),
     ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) of the network family (default {D.hidden})."),
     ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size}; searched)."),
     ("epochs", "epochs", Optional[int],
