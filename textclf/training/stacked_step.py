@@ -118,42 +118,10 @@ def _fused_step(params: Params, state: AdamState, lr: Params, wd: Params, x, lab
                                                  small_state.step), loss)
 
 
-# Nine arguments: the step's state, per-network rates, the batch and its padding flag, inside the traced epoch.
-def _lazy_step(params: Params, state: AdamState, lr: Params, wd: Params, batch: tuple, real, loss_name: str):
-    """One sparse step whose W1 update touches only the batch's rows (lazy Adam: a row's moments, its decay and
-    its weights change only in a step whose documents hold its column; Adam's step count is global). The dense
-    Adam pass over all of W1 and its moments is most of a CPU's step; this one's cost follows the batch's nonzeros.
-    b1, W2, b2 take Adam as every step does. -> (params, state, loss)."""
-    indices, values, rows, labels, mask = batch
-    n_features = params.w1.shape[0]
-    # the batch's columns, once each (padding slots, value 0, point past W1's rows and are dropped)
-    touched, slot = jnp.unique(jnp.where(values != 0, indices, n_features), size=indices.shape[0],
-                               fill_value=n_features, return_inverse=True)
-    w1_rows = params.w1.at[touched].get(mode="fill", fill_value=0.0)  # (U, K*H)
-
-    def loss_of(w1_rows, b1, w2, b2):
-        pre = jax.ops.segment_sum(w1_rows[slot.reshape(-1)] * values[:, None], rows,
-                                  num_segments=labels.shape[0]) + b1
-        return summed_loss(head(pre, w2, b2), labels, mask, loss_name)
-
-    loss, grads = jax.value_and_grad(loss_of, argnums=(0, 1, 2, 3))(w1_rows, params.b1, params.w2, params.b2)
-    m_rows = state.m.w1.at[touched].get(mode="fill", fill_value=0.0)
-    v_rows = state.v.w1.at[touched].get(mode="fill", fill_value=0.0)
-    (w1_new, b1, w2, b2), new_state = adam(wd).update(
-        params._replace(w1=w1_rows), AdamState(state.m._replace(w1=m_rows), state.v._replace(w1=v_rows),
-                                               state.step), Params(*grads), lr)
-    keep = lambda new, old: jnp.where(real, new, old)  # noqa: E731 (a padding batch changes nothing)
-    put = lambda whole, part, old: whole.at[touched].set(keep(part, old), mode="drop")  # noqa: E731
-    params = Params(put(params.w1, w1_new, w1_rows), keep(b1, params.b1), keep(w2, params.w2), keep(b2, params.b2))
-    m = Params(put(state.m.w1, new_state.m[0], m_rows), *(keep(n, o) for n, o in zip(new_state.m[1:], state.m[1:])))
-    v = Params(put(state.v.w1, new_state.v[0], v_rows), *(keep(n, o) for n, o in zip(new_state.v[1:], state.v[1:])))
-    return params, AdamState(m, v, keep(new_state.step, state.step)), loss
-
-
-@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused", "loss", "lazy"),
+@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused", "loss"),
                    compiler_options=SEARCH_COMPILER_OPTIONS)
 def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, values, rows, labels, mask,
-           order=None, steps=None, dense: bool = False, fused: bool = False, loss: str = "log", lazy: bool = False):
+           order=None, steps=None, dense: bool = False, fused: bool = False, loss: str = "log"):
     # A jitted epoch: its arrays and static flags are its arguments (one traced program).
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
     default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
@@ -161,10 +129,8 @@ def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, valu
     search rounds up to a power of two, round_data: a traced count, so that corpora of other sizes run the same
     compiled program, which the persistent compilation cache then serves); losses after it are 0. default: all.
     fused: the dense step with W1's gradient and update in one Pallas kernel (_fused_step; interpreted off a
-    GPU). loss: the models' loss (textclf.models.stacked.summed_loss). lazy: the sparse step updating only the batch's
-    rows of W1 (_lazy_step). A batch with no rows (padding) is skipped. A batch names each (row, column) once
-    (make_batches of a canonical CSR matrix, _padded_batches): the dense step stores its nonzeros, it does not add
-    them up."""
+    GPU). loss: the models' loss (textclf.models.stacked.summed_loss). A batch with no rows (padding) is skipped. A batch names each (row, column) once (make_batches of a
+    canonical CSR matrix, _padded_batches): the dense step stores its nonzeros, it does not add them up."""
     units = params.w1.shape[1] // params.w2.shape[0]
     lr = _per_model(rates, units)
     wd = _per_model(decays, units)
@@ -178,9 +144,6 @@ def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, valu
 
     def step(params, state, buffer, batch):
         real = jnp.sum(batch[-1]) > 0  # a padding batch (no rows) changes nothing
-        if lazy:
-            params, state, loss = _lazy_step(params, state, lr, wd, batch, real, loss_name)
-            return params, state, buffer, loss
         if not dense:
             loss, grads = narrowed(lambda b: jax.value_and_grad(stacked_loss)(params, *b, loss_name), batch)
             return *update(params, state, grads, real), buffer, loss
@@ -316,17 +279,15 @@ class StackedStep(Step):
     dense: bool = False  # the batch as (B, F) rows times W1 (a GPU's), else W1's rows gathered (a CPU's)
     fused: bool = False  # the dense step with W1's gradient and Adam update in one Pallas kernel
     loss: str = "log"  # the models' loss (textclf.settings.LINEAR_LOSSES)
-    lazy: bool = False  # the sparse step with W1's Adam update on the batch's rows only (_lazy_step)
 
     @classmethod
     def for_batch(cls, batch_size: int, n_features: int, hidden: int, models: int, loss: str = "log"
                   ) -> StackedStep:
         """The step for K = models networks of (n_features, hidden) first layers at this batch size on this
         process's device: what fit_candidates runs, and so what precompile_epoch must compile. hidden 0: K linear
-        models, whose narrow W1 (F, K*C) the fused kernel's tiling is not made for: XLA's step. The sparse
-        formulation (a CPU's) updates W1 lazily (docs/decisions.md, "Lazy Adam in a CPU's search")."""
+        models, whose narrow W1 (F, K*C) the fused kernel's tiling is not made for: XLA's step."""
         dense, fused = step_kind(batch_size, n_features, models * hidden)
-        return cls("flat", models, dense, fused and hidden > 0, loss, lazy=not dense)
+        return cls("flat", models, dense, fused and hidden > 0, loss)
 
     def start_state(self, seed, n_features: int, hidden: int, n_classes: int, gain: float = 1.0,
                     optimizer: str = "adam"):
@@ -339,7 +300,7 @@ class StackedStep(Step):
 
     def epoch(self, optimizer: str = "adam", momentum: float = 0.0, weight_decay: float = 0.0,
               n_classes: int = 0) -> Callable:
-        return functools.partial(stacked_epoch, dense=self.dense, fused=self.fused, loss=self.loss, lazy=self.lazy)
+        return functools.partial(stacked_epoch, dense=self.dense, fused=self.fused, loss=self.loss)
 
     def hits(self, params: Params, indices, values, rows, labels, mask):
         """-> ((K,) documents each network predicts right, () documents their mean predicts right)."""
