@@ -41,8 +41,8 @@ SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "l
                    "linear_learning_rate", "linear_weight_decay", "linear_epochs")
 MODELS = ("mlp", "cnn")
 # The text model's families: "network" (features -> hidden (sigmoid) -> classes), "linear" (features -> classes,
-# trained on LINEAR_LOSSES) or "network+linear" (the network's scores plus a linear
-# model's on the words, textclf/models/weights.py). The search chooses among them unless one is typed.
+# trained on LINEAR_LOSSES) or "network+linear" (the network's scores plus a linear model's on the words,
+# textclf/models/weights.py). The search chooses among them unless one is typed.
 FAMILIES = ("network", "linear", "network+linear")
 # A linear model's loss: "log", cross-entropy (softmax; a sigmoid a label for label sets), or "squared_hinge",
 # one-vs-rest squared hinge (as scikit-learn's LinearSVC; not the default: docs/decisions.md, "The linear models'

@@ -70,9 +70,9 @@ def head(pre: jax.Array, w2: jax.Array, b2: jax.Array) -> jax.Array:
 def summed_loss(scores: jax.Array, labels, mask, loss: str = "log") -> jax.Array:
     """(B, K, C) scores -> the sum over the K models of each one's mean cross-entropy on the unmasked rows; for
     (B, C) label sets, each one's mean binary cross-entropy summed over its outputs (models/mlp.py's
-    multi_label_loss, K times). loss (textclf.settings.LINEAR_LOSSES) "squared_hinge": one-vs-rest, as scikit-learn's
-    LinearSVC, each one's mean over the rows of sum_c max(0, 1 - t_c s_c)^2,
-    t_c = +1 for the document's class (labels) and -1 for the others."""
+    multi_label_loss, K times). loss "squared_hinge" (textclf.settings.LINEAR_LOSSES): one-vs-rest as scikit-learn's
+    LinearSVC, each one's mean over the rows of sum_c max(0, 1 - t_c s_c)^2, t_c +1 for the document's class (its
+    labels) and -1 for the others."""
     if loss == "squared_hinge":
         truth = labels[:, None, :] if labels.ndim == 2 else jax.nn.one_hot(labels, scores.shape[-1])[:, None, :]
         margins = jnp.maximum(0.0, 1.0 - jnp.where(truth > 0, 1.0, -1.0) * scores)  # (B, K, C)

@@ -321,8 +321,8 @@ class _Views:
 
     def _networks(self, run: RunContext, rows: TrainingRows, settings: Settings, backend: str, early_stopping,
                   checkpointer, shares, loss: str) -> tuple:
-        # Eight arguments: the run, the view's rows, settings and loss, and how the plan's steps before this one
-        # decided to back, stop and share its training.
+        # Eight arguments: the run, the view's rows, settings and loss, and the backend, early stopping, checkpoints
+        # and process shares the plan's earlier steps chose for it.
         """The network(s) of one view as the plan arranges them: settings.ensemble networks one after another or
         side by side, or one (training/loop.py; shares: several processes' data_parallel.RowShare). Only networks
         side by side are given training_rows (fit_plan hands the others a matrix of their rows).
@@ -340,8 +340,8 @@ class _Views:
         if self.plan.arrangement == "side_by_side":
             # An ensemble or a linear model: side by side, averaged into one model file (XLA, one device, no
             # checkpoints).
-            params, history, compile_s, train_s = fit_ensemble(rows, settings,
-                                                               Watch(self.on_epoch, early_stopping=early_stopping), loss)
+            watch = Watch(self.on_epoch, early_stopping=early_stopping)
+            params, history, compile_s, train_s = fit_ensemble(rows, settings, watch, loss)
             what = "a linear model trains" if self.plan.family == "linear" else "an ensemble trains side by side"
             run.record(backend="xla", devices=1, processes=jax.process_count(), backend_reason=f"{what} in XLA")
             return params, history, "xla", compile_s, train_s

@@ -1,7 +1,7 @@
 """The model search's family trial (textclf/training/search.py runs it after the networks trial): the linear family
 (features -> classes: softmax regression, one sigmoid a label for label sets, or the one-vs-rest squared hinge
-where typed; textclf/models/stacked.py with no hidden units) against the chosen network, on the compared folds, with the
-chosen vectorizer variant.
+where typed; textclf/models/stacked.py with no hidden units) against the chosen network, on the compared folds,
+with the chosen vectorizer variant.
 
 The linear models train as the rounds' networks do (textclf/training/candidates.py, fit_candidates: K side by side
 on the same batches, Adam, scored after every epoch), on Settings.linear_loss, their (learning rate,
@@ -110,8 +110,7 @@ class FamilyTrial:
                    "linear_score": round(linear_score, 6), "by": round(linear_score - network_score, 6),
                    "standard_error": round(error, 6), "margin": round(margin, 6), "linear_learning_rate": rate,
                    "linear_weight_decay": decay, "linear_epochs": int(epoch) + 1, "linear_loss": self.loss,
-                   "pairs": len(self.pairs),
-                   "folds": len(self.folds)}
+                   "pairs": len(self.pairs), "folds": len(self.folds)}
         options = {}  # the families that beat the network by their rule, and their validation scores
         if linear_score - network_score > margin:
             options["linear"] = linear_score

@@ -129,8 +129,9 @@ def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, valu
     search rounds up to a power of two, round_data: a traced count, so that corpora of other sizes run the same
     compiled program, which the persistent compilation cache then serves); losses after it are 0. default: all.
     fused: the dense step with W1's gradient and update in one Pallas kernel (_fused_step; interpreted off a
-    GPU). loss: the models' loss (textclf.models.stacked.summed_loss). A batch with no rows (padding) is skipped. A batch names each (row, column) once (make_batches of a
-    canonical CSR matrix, _padded_batches): the dense step stores its nonzeros, it does not add them up."""
+    GPU). loss: the models' loss (textclf.models.stacked.summed_loss). A batch with no rows (padding) is skipped. A
+    batch names each (row, column) once (make_batches of a canonical CSR matrix, _padded_batches): the dense step
+    stores its nonzeros, it does not add them up."""
     units = params.w1.shape[1] // params.w2.shape[0]
     lr = _per_model(rates, units)
     wd = _per_model(decays, units)
