@@ -168,6 +168,10 @@ def _setup_bad_setting(d):
     return ["train", d, "--backend", "tpu"], "backend must be one of"
 
 
+def _setup_unknown_linear_loss(d):
+    return ["train", d, "--linear-loss", "hinge"], "linear_loss must be one of log, squared_hinge"
+
+
 def _setup_char_ngrams_with_hashing(d):
     return ["train", d, "--char-ngrams", "--vectorizer", "hashing"], "char_ngrams needs the tfidf vectorizer"
 
@@ -186,7 +190,7 @@ def _setup_metric_for_one_label(d):
     _setup_missing, _setup_empty_folder, _setup_one_label, _setup_empty_files, _setup_binary_only_label,
     _setup_predict_empty, _setup_predict_binary, _setup_predict_huge, _setup_missing_model,
     _setup_no_model_at_all, _setup_bad_setting, _setup_char_ngrams_with_hashing, _setup_metric_for_one_label,
-    _setup_unknown_stop_words,
+    _setup_unknown_stop_words, _setup_unknown_linear_loss,
 ], ids=lambda f: f.__name__[7:])
 def test_bad_input(runner, tmp_path, isolated_home, setup):
     args, message = setup(tmp_path)
