@@ -775,6 +775,8 @@ def test_runs_show_says_which_family_won_and_by_how_much():
     line = _family_line(trial)
     assert line.startswith("network+linear: validation linear 0.8578 against the network's 0.8586 (-0.08 points")
     assert "beside the network 0.8614 (+0.28 points, one standard error 0.27)" in line
+    assert "7 epochs, 2 fold(s)" in line  # a run recorded before the loss was: no loss named
+    assert "7 epochs, squared hinge loss, 2 fold(s)" in _family_line({**trial, "linear_loss": "squared_hinge"})
     untried = _family_line({**{k: v for k, v in trial.items() if not k.startswith("mixed")}, "chosen": "network",
                             "mixed_not_tried": "label sets"})
     assert untried.endswith("beside the network not tried: label sets")
