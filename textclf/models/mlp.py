@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from textclf.models.weights import Params, direct_columns, is_linear
+from textclf.models.weights import Params, direct_columns
 
 
 @functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "gain"))
@@ -65,10 +65,8 @@ def logits_pieces(params: Params, indices, values, piece_rows, batch_size: int) 
 
 
 def logits(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
-    """(cap,) sparse batch -> (B, C) unnormalised scores (a linear model's: x W1 + b1, is_linear; W1's columns
-    beyond the hidden units add a linear model's scores, weights.Params)."""
-    if is_linear(params):
-        return pre_activation(params.w1, indices, values, rows, batch_size) + params.b1 + params.b2
+    """(cap,) sparse batch -> (B, C) unnormalised scores. W1's columns beyond the hidden units add a linear model's
+    scores (weights.Params): the linear family's (no hidden units) are those alone."""
     if direct_columns(params):
         hidden = params.w2.shape[-2]
         pre = pre_activation(params.w1, indices, values, rows, batch_size) + params.b1

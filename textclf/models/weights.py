@@ -42,8 +42,6 @@ def host_scores(params: Params, matrix) -> np.ndarray:
     """(n, F) CSR (or dense) inputs -> (n, C) class scores, computed with NumPy/SciPy on the host."""
     w1, b1, w2, b2 = params
     pre = np.asarray(matrix @ w1) + b1
-    if is_linear(params):
-        return pre + b2
-    hidden = w2.shape[0]
+    hidden = w2.shape[0]  # 0 for the linear family: its scores are W1's direct columns alone
     scores = sigmoid(pre[:, :hidden]) @ w2 + b2
     return scores + pre[:, hidden:] if direct_columns(params) else scores

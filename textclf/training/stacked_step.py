@@ -137,7 +137,7 @@ def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, valu
     wd = _per_model(decays, units)
     batches = (indices, values, rows, labels, mask)
     interpret = jax.default_backend() != "gpu"
-    loss_name = loss
+    loss_name = loss  # (step's own `loss` is each batch's value)
 
     def update(params, state, grads, real):
         updated = adam(wd).update(params, state, grads, lr)
