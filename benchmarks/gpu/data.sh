@@ -26,3 +26,17 @@ synthetic_corpus() {
   [ -f "$1/train.jsonl" ] || python3 -m textclf dataset synthetic /tmp/data/news4/train.jsonl "$1" --docs "$2" 2>&1 \
     | tail -1
 }
+
+# before_after NAME LABEL [OPTION...]: `textclf train` with no flags (and the options) on /tmp/data/NAME, from
+# .baseline (the tree before a change: `git worktree add .baseline COMMIT`) then from this tree
+# (benchmarks/speed/search_budget.py: the search's seconds, choice and test accuracy); each row printed and added
+# to $OUT/before_after.log, opening with "before LABEL" or "after LABEL".
+before_after() {
+  local name=$1 label=$2 v dir
+  shift 2
+  for v in before after; do
+    if [ $v = before ]; then dir=.baseline; else dir=.; fi
+    (cd $dir && PYTHONPATH=/tmp/site:$PWD timeout ${RUN_TIMEOUT:-120} python3 -m benchmarks.speed.search_budget \
+      /tmp/data --corpora "$name" "$@" 2>&1 | grep "^| $name" | sed "s/^/$v $label/" | tee -a "$OUT/before_after.log")
+  done
+}

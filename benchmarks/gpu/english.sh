@@ -7,11 +7,9 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-english}
 mkdir -p "$OUT"
 source benchmarks/gpu/site.sh
+source benchmarks/gpu/english_data.sh
 CORPORA=${CORPORA:-sst2 sst5 subj cr mpqa r8 webkb}
-for name in $CORPORA; do
-  mkdir -p /tmp/english/$name
-  for split in train test; do gunzip -c .devgpu/english/$name-$split.jsonl.gz > /tmp/english/$name/$split.jsonl; done
-done
+english_corpora /tmp/english
 wc -l /tmp/english/*/*.jsonl | tee "$OUT/english.log"
 export TEXTCLF_HOME=${TEXTCLF_HOME:-/tmp/english-home}
 timeout ${BENCH_TIMEOUT:-400} python3 -m textclf bench $CORPORA --data /tmp/english --out "$OUT/bench.md" \

@@ -7,10 +7,8 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-linear-loss}
 mkdir -p "$OUT"
 source benchmarks/gpu/data.sh
-for name in sst2 sst5 subj cr mpqa r8 webkb; do
-  mkdir -p /tmp/data/$name
-  for split in train test; do gunzip -c .devgpu/english/$name-$split.jsonl.gz > /tmp/data/$name/$split.jsonl; done
-done
+source benchmarks/gpu/english_data.sh
+english_corpora /tmp/data
 [ "${SKIP_TESTS:-}" ] || timeout ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider \
   tests/textclf/training/test_search_family.py tests/textclf/training/test_stacked_step.py 2>&1 | tail -3 \
   | tee "$OUT/tests.log"
