@@ -41,10 +41,13 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
     validation on the training documents, as `textclf train` does; a value given is kept (pinned), and with
     search="off" a None takes Settings' default. stop_words: "english" or "none". family: "network", "linear" or
     "network+linear" (the linear_* parameters are then the linear model's). linear_loss: "log" or "squared_hinge".
+    search_seed seeds the search's folds and candidates, random_state the model: estimators that differ only in
+    random_state make the same choice.
     """
 
     def __init__(self, *, search: str = "auto", search_steps: int = 0, search_budget: float = 0.0,
-                 stop_words: str | None = None, ngram_max: int | None = None, nb_weighting: bool | None = None,
+                 search_seed: int = 0, stop_words: str | None = None, ngram_max: int | None = None,
+                 nb_weighting: bool | None = None,
                  sublinear_tf: bool | None = None, learning_rate: float | None = None,
                  weight_decay: float | None = None, epochs: int | None = None, batch_size: int | None = None,
                  ensemble: int | None = None, char_ngrams: bool | None = None,
@@ -64,6 +67,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         self.search = search
         self.search_steps = search_steps
         self.search_budget = search_budget
+        self.search_seed = search_seed
         self.stop_words = stop_words
         self.ngram_max = ngram_max
         self.nb_weighting = nb_weighting

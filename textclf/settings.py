@@ -315,6 +315,9 @@ class SearchSettings:
     search: str = "auto"
     search_steps: int = 0
     search_budget: float = 0.0
+    # Seeds the search's folds, batches and candidate networks (the run's `seed` seeds the model it trains): runs that
+    # differ only in `seed` make the same choice, so a recorded search serves them all (runs/search_cache.py).
+    search_seed: int = 0
     # Fields the user set explicitly (the CLI fills it in from the options given): the search keeps them.
     pinned: tuple[str, ...] = ()
 
@@ -325,6 +328,7 @@ class SearchSettings:
              f"search_steps must be 0 (the device's default) to {MAX['search_steps']:,} network-steps"),
             (_within(self.search_budget, 0, MAX["search_budget"]),
              f"search_budget must be 0 (no clock limit) to {MAX['search_budget']:,.0f} seconds"),
+            (_within(self.search_seed, 0, MAX["seed"]), f"search_seed must be 0 to {MAX['seed']:,}"),
             (all(p in SEARCHED_FIELDS for p in self.pinned),
              f"pinned must name fields among {', '.join(SEARCHED_FIELDS)}"),
         ]

@@ -430,6 +430,7 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
     -> (the chosen settings, the search's summary with its leaderboard (what the run records: a later update of
     it, the rate choice's, keeps the leaderboard), the key its choice is recorded under)."""
     db, run_id, phase, warmup, report = run.db, run.run_id, run.phase, run.warmup, run.report
+    model_seed, settings = settings.seed, searched_settings(settings)
     ahead = _search_ahead(run, texts, labels, settings, pool)
     with phase("warmup"):
         run.backend_ready()
@@ -446,12 +447,13 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
         # processes choose different settings and then deadlock in their collectives.
         summary = {"skipped": "several processes train together: pass the settings a one-process search chose"}
         run.record(search=summary)
-        return settings, summary, None
-    key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT, run.rules)
+        return settings.replace(seed=model_seed), summary, None
+    key = search_key(fingerprint, validation_split, settings.replace(seed=model_seed), warmup.result()[1],
+                     SEARCH_FORMAT, run.rules)
     recorded = run_queries.find_search(db, key) if settings.search == "auto" else None
     if recorded:
         summary = {"leaderboard": [], **recorded["summary"], "reused_from": recorded["run_id"]}
-        chosen = Settings.from_dict({**recorded["settings"], "search": settings.search})
+        chosen = Settings.from_dict({**recorded["settings"], "search": settings.search, "seed": model_seed})
         run.record(search=summary, settings=chosen.to_dict())
         return chosen, summary, key
     with phase("search"):
@@ -462,11 +464,18 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
     if result.trials:
         run_queries.add_search_trials(db, run_id, result.trials)
     recorded_summary = {**result.summary, "leaderboard": result.leaderboard[:10]}
-    run.record(search=recorded_summary, settings=result.settings.to_dict())
+    chosen = result.settings.replace(seed=model_seed)
+    run.record(search=recorded_summary, settings=chosen.to_dict())
     if result.summary.get("skipped"):
-        return result.settings, recorded_summary, None
-    run_queries.save_search(db, key, run_id, result.settings.to_dict(), recorded_summary)
-    return result.settings, recorded_summary, key
+        return chosen, recorded_summary, None
+    run_queries.save_search(db, key, run_id, chosen.to_dict(), recorded_summary)
+    return chosen, recorded_summary, key
+
+
+def searched_settings(settings: Settings) -> Settings:
+    """The settings the search runs with: its own seed (Settings.search_seed) in place of the model's, so that runs
+    that differ only in their seed search alike."""
+    return settings.replace(seed=settings.search_seed)
 
 
 def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool):

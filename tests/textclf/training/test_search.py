@@ -408,6 +408,51 @@ def test_a_search_is_reused_for_the_same_documents_and_settings_and_fresh_search
     assert f"reused from run {first['id']}" in shown.output
 
 
+def test_with_a_test_corpus_another_seed_trains_on_the_recorded_search_and_another_search_seed_searches(tmp_path):
+    from typer.testing import CliRunner
+
+    from db import open_db, runs
+    from textclf.frontends.cli import app
+
+    texts, labels = question_corpus(300)
+    corpus, test, db_path = tmp_path / "train.jsonl", tmp_path / "test.jsonl", tmp_path / "runs.db"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts[:240], labels[:240])))
+    test.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts[240:], labels[240:])))
+    common = ["train", str(corpus), "--test", str(test), "--db", str(db_path), "--epochs", "4", "--search-steps",
+              "3000", "--json"]
+    outputs = []
+    for i, extra in enumerate(([], ["--seed", "1"], ["--search-seed", "1"])):
+        result = CliRunner().invoke(app, [*common, "--out", str(tmp_path / f"m{i}.npz"), *extra])
+        assert result.exit_code == 0, result.output
+        outputs.append(json.loads(result.stdout))
+    db = open_db(db_path)
+    first, seeded, searched = (runs.get_run(db, output["run_id"]) for output in outputs)
+    # another model seed: the first run's choice, no rounds of its own, and a model of its own seed
+    assert seeded["search"]["reused_from"] == first["id"] and not seeded["search_trials"]
+    assert outputs[1]["settings"]["seed"] == 1 and outputs[1]["settings"]["search_seed"] == 0
+    assert {**outputs[1]["settings"], "seed": 0} == outputs[0]["settings"]
+    first_w1, seeded_w1 = (np.load(tmp_path / f"m{i}.npz", allow_pickle=False)["w1"] for i in (0, 1))
+    assert first_w1.shape == seeded_w1.shape and not np.array_equal(first_w1, seeded_w1)
+    # another search seed: a search of its own
+    assert "reused_from" not in searched["search"] and searched["search_trials"]
+    assert outputs[2]["settings"]["search_seed"] == 1
+
+
+def test_a_search_seed_out_of_range_is_refused_in_one_line_and_nothing_is_written(tmp_path):
+    from typer.testing import CliRunner
+
+    from textclf.frontends.cli import app
+
+    texts, labels = question_corpus(100)
+    corpus = tmp_path / "train.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
+    result = CliRunner().invoke(app, ["train", str(corpus), "--db", str(tmp_path / "runs.db"), "--out",
+                                      str(tmp_path / "m.npz"), "--search-seed", "-1"])
+    assert result.exit_code == 1
+    assert "search_seed must be 0 to" in result.output and len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "m.npz").exists()
+
+
 def test_an_ensemble_is_one_network_whose_scores_are_the_members_mean():
     from textclf.models.stacked import merged
 

@@ -169,7 +169,11 @@ TRAINING_OPTIONS = (
     ("metric", "metric", Optional[str],
      "Multi-label: what the threshold and early stopping maximise on held-out documents: micro-f1, macro-f1 or "
      "samples-f1 (default micro-f1)."),
-    ("seed", "seed", Optional[int], f"Seed for the split, initialisation and shuffling (default {D.seed})."),
+    ("seed", "seed", Optional[int],
+     f"Seed for the validation split and the model's initialisation and shuffling (default {D.seed})."),
+    ("search_seed", "search_seed", Optional[int],
+     f"Seed for the model search's folds and candidates (default {D.search_seed}): runs that differ only in --seed "
+     "share one search."),
     ("backend", "backend", Optional[str], f"auto, xla or pallas (GPU) (default {D.backend})."),
     ("max_file_mb", "max_file_mb", Optional[float], f"Skip corpus files larger than this (default {D.max_file_mb})."),
     ("devices", "devices", Optional[str], "Devices of this process that split each batch: N or all (default all)."),
