@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # A search's recorded choice reused (textclf/runs/search_cache.py), before and after (repository root; OUT: where
 # logs go; .baseline: the tree before, unpacked with `git archive`): news4 through a warm daemon (jobs with seeds
-# 0, 0, 1: the second resubmits the first's corpus and settings, the third searches again), then `textclf train`
+# 0, 0, 1: the second resubmits the first's corpus and settings, the third another seed, which trains on the
+# recorded search where the search has its own seed, Settings.search_seed), then `textclf train`
 # cold and again in the same data dir (benchmarks/speed/cold_start.py), each tree in one call.
 set -uo pipefail
 OUT=${OUT:-build/gpu-reuse}
 mkdir -p "$OUT"
 source benchmarks/gpu/data.sh >/dev/null 2>&1
 [ "${SKIP_TESTS:-}" ] || python3 -m pytest -q -p no:cacheprovider tests/textclf/training/test_search.py tests/textclf/runs/test_run.py \
-  -k "reused or rate" 2>&1 | tail -3 | tee "$OUT/reuse.txt"
+  -k "reused or rate or seed" 2>&1 | tail -3 | tee "$OUT/reuse.txt"
 cp benchmarks/service/daemon_latency.py .baseline/benchmarks/  # the same client for both trees (--seeds, held jobs)
 for v in before after; do
   if [ $v = before ]; then dir=.baseline; else dir=.; fi
