@@ -5,9 +5,10 @@ Why: a search costs most of a run (news4 on one H100: ~20 of ~30 s end to end; o
 and a user often trains the same corpus again with nothing the search reads changed: another --out or --test, a
 daemon job resubmitted, a run after a crash. The key covers everything the search's choice depends on; anything
 else that differs (a new corpus fingerprint, a typed option, another search seed, device, library version or search
-format) searches anew. The model's seed is not part of it where a test corpus is given: the search runs with its own
-(Settings.search_seed), so another seed trains on the recorded choice; without one, the seed splits off the
-validation documents, and so decides which documents the search sees. `--search fresh` searches anew whatever is recorded (and records its own choice).
+format) searches anew. The model's seed is not part of it where a test corpus is given: the search runs with its
+own (Settings.search_seed), so another seed trains on the recorded choice; without one, the seed splits off the
+validation documents, and so decides which documents the search sees. `--search fresh` searches anew whatever is
+recorded (and records its own choice).
 A search bounded by its time budget can end after more or fewer rounds on a busier machine; the recorded choice
 is the one a search on this device made, and the run says which run's search it reuses (search.reused_from).
 """
