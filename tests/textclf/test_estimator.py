@@ -111,6 +111,7 @@ def test_params_round_trip_and_clone():
     copy = clone(estimator)
     assert copy is not estimator and copy.get_params() == estimator.get_params()
     assert estimator.set_params(epochs=3).settings.epochs == 3 and estimator.settings.seed == 3
+    assert estimator.settings.search_seed == 0 and TextClassifier(search_seed=5).settings.search_seed == 5
     assert estimator.settings.pinned == ("learning_rate", "epochs", "batch_size")  # given: kept by a search
     assert TextClassifier(stop_words="none").settings.stop_words is None
     assert TextClassifier.from_settings(Settings(search="off", epochs=4)).settings.epochs == 4
