@@ -76,14 +76,16 @@ def summed_loss(scores: jax.Array, labels, mask, loss: str = "log") -> jax.Array
     if loss == "squared_hinge":
         truth = labels[:, None, :] if labels.ndim == 2 else jax.nn.one_hot(labels, scores.shape[-1])[:, None, :]
         margins = jnp.maximum(0.0, 1.0 - jnp.where(truth > 0, 1.0, -1.0) * scores)  # (B, K, C)
-        per_row = jnp.sum(jnp.square(margins), axis=-1)  # (B, K)
-        return jnp.sum(per_row * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
+        return _row_mean(jnp.sum(jnp.square(margins), axis=-1), mask)
     if labels.ndim == 2:
-        bce = jnp.sum(binary_cross_entropy(scores, labels[:, None, :]), axis=-1)  # (B, K)
-        return jnp.sum(bce * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
+        return _row_mean(jnp.sum(binary_cross_entropy(scores, labels[:, None, :]), axis=-1), mask)
     log_probs = jax.nn.log_softmax(scores, axis=-1)  # (B, K, C)
-    nll = -jnp.take_along_axis(log_probs, labels[:, None, None], axis=2)[..., 0]  # (B, K)
-    return jnp.sum(nll * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
+    return _row_mean(-jnp.take_along_axis(log_probs, labels[:, None, None], axis=2)[..., 0], mask)
+
+
+def _row_mean(per_row: jax.Array, mask) -> jax.Array:
+    """(B, K) each model's loss on each row -> the sum over the K models of their mean over the unmasked rows."""
+    return jnp.sum(per_row * mask[:, None]) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
 def stacked_loss(params: Params, indices, values, rows, labels, mask, loss: str = "log") -> jax.Array:

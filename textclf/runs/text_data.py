@@ -430,8 +430,8 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
     -> (the chosen settings, the search's summary with its leaderboard (what the run records: a later update of
     it, the rate choice's, keeps the leaderboard), the key its choice is recorded under)."""
     db, run_id, phase, warmup, report = run.db, run.run_id, run.phase, run.warmup, run.report
-    model_seed, settings = settings.seed, searched_settings(settings)
-    ahead = _search_ahead(run, texts, labels, settings, pool)
+    searching = searched_settings(settings)
+    ahead = _search_ahead(run, texts, labels, searching, pool)
     with phase("warmup"):
         run.backend_ready()
     import jax  # after the warm-up thread's import
@@ -447,24 +447,23 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
         # processes choose different settings and then deadlock in their collectives.
         summary = {"skipped": "several processes train together: pass the settings a one-process search chose"}
         run.record(search=summary)
-        return settings.replace(seed=model_seed), summary, None
-    key = search_key(fingerprint, validation_split, settings.replace(seed=model_seed), warmup.result()[1],
-                     SEARCH_FORMAT, run.rules)
+        return settings, summary, None
+    key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT, run.rules)
     recorded = run_queries.find_search(db, key) if settings.search == "auto" else None
     if recorded:
         summary = {"leaderboard": [], **recorded["summary"], "reused_from": recorded["run_id"]}
-        chosen = Settings.from_dict({**recorded["settings"], "search": settings.search, "seed": model_seed})
+        chosen = Settings.from_dict({**recorded["settings"], "search": settings.search, "seed": settings.seed})
         run.record(search=summary, settings=chosen.to_dict())
         return chosen, summary, key
     with phase("search"):
         platform = jax.default_backend()
         prepared = ahead if ahead is not None and ahead.platform == platform else None
-        searched = [] if prepared else texts(searched_rows(labels, settings, platform, run.rules))
-        result = search_settings(searched, list(labels), settings, pool, platform, on_round, run.rules, prepared)
+        searched = [] if prepared else texts(searched_rows(labels, searching, platform, run.rules))
+        result = search_settings(searched, list(labels), searching, pool, platform, on_round, run.rules, prepared)
     if result.trials:
         run_queries.add_search_trials(db, run_id, result.trials)
     recorded_summary = {**result.summary, "leaderboard": result.leaderboard[:10]}
-    chosen = result.settings.replace(seed=model_seed)
+    chosen = result.settings.replace(seed=settings.seed)  # the model's seed, not the search's
     run.record(search=recorded_summary, settings=chosen.to_dict())
     if result.summary.get("skipped"):
         return chosen, recorded_summary, None
