@@ -780,3 +780,19 @@ def test_runs_show_says_which_family_won_and_by_how_much():
     untried = _family_line({**{k: v for k, v in trial.items() if not k.startswith("mixed")}, "chosen": "network",
                             "mixed_not_tried": "label sets"})
     assert untried.endswith("beside the network not tried: label sets")
+
+
+def test_the_command_line_imports_no_heavy_library_before_a_command_needs_it():
+    """`textclf --help` answers without JAX, scikit-learn, sqlite-utils (which imports pandas) or pyarrow: each
+    command imports what it uses when it runs."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    probe = ("import sys, textclf.frontends.cli; "
+             "heavy = sorted({n.split('.')[0] for n in sys.modules} & {'jax', 'sklearn', 'sqlite_utils', 'pandas', "
+             "'pyarrow', 'scipy', 'numpy'}); print(','.join(heavy))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", done.stdout
