@@ -1,5 +1,6 @@
-"""Where textclf keeps its files: TEXTCLF_HOME, else $XDG_DATA_HOME/textclf, else ~/.local/share/textclf (the
-compilation cache: JAX_COMPILATION_CACHE_DIR where set)."""
+"""Where textclf keeps its files: TEXTCLF_HOME, else $XDG_DATA_HOME/textclf, else ~/.local/share/textclf; the
+compilation cache, which any data dir may use: JAX_COMPILATION_CACHE_DIR where set, else
+$XDG_CACHE_HOME/textclf/jax, else ~/.cache/textclf/jax."""
 
 from __future__ import annotations
 
@@ -30,10 +31,15 @@ def models_dir() -> Path:
 
 def compile_cache_dir() -> Path:
     """JAX's persistent compilation cache: JAX_COMPILATION_CACHE_DIR (JAX's own variable) where set, so a cache the
-    user chose is the one used, else <data dir>/jax-cache."""
+    user chose is the one used, else the user's cache folder ($XDG_CACHE_HOME/textclf/jax, else
+    ~/.cache/textclf/jax). Not in the data dir: compiled programs depend on shapes, not on a data dir's runs, so a
+    new data dir (a project, a fresh TEXTCLF_HOME) reuses what any earlier run compiled (docs/decisions.md, "The
+    compilation cache outside the data dir")."""
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return _folder(Path(os.environ["JAX_COMPILATION_CACHE_DIR"]), "JAX_COMPILATION_CACHE_DIR")
-    return data_dir() / "jax-cache"
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return _folder(Path(base) / "textclf" / "jax",
+                   "the compilation cache ($XDG_CACHE_HOME/textclf/jax or ~/.cache/textclf/jax)")
 
 
 def vector_cache_dir() -> Path:

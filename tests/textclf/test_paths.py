@@ -16,10 +16,14 @@ def test_the_data_dir_is_textclf_home_then_xdg_then_the_home_folder(monkeypatch,
     assert paths.data_dir() == tmp_path / "user" / ".local" / "share" / "textclf"
 
 
-def test_the_compilation_cache_is_the_one_jax_was_told_of_else_in_the_data_dir(monkeypatch, tmp_path):
+def test_the_compilation_cache_is_the_one_jax_was_told_of_else_the_users_cache_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("TEXTCLF_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "chosen"))
     assert paths.compile_cache_dir() == tmp_path / "chosen"
     monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")
-    assert paths.compile_cache_dir() == tmp_path / "home" / "jax-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert paths.compile_cache_dir() == tmp_path / "cache" / "textclf" / "jax"  # shared by every data dir
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    assert paths.compile_cache_dir() == tmp_path / "user" / ".cache" / "textclf" / "jax"
     assert paths.vector_cache_dir() == tmp_path / "home" / "vector-cache"
