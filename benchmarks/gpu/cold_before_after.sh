@@ -11,7 +11,7 @@ for round in $(seq 1 ${ROUNDS:-1}); do
   for name in ${TASKS:-news4 trec mr agnews7600 news20}; do
     for v in before after; do
       if [ $v = before ]; then dir=.baseline; else dir=.; fi
-      (cd $dir && TEXTCLF_HOME=/tmp/cold-$v-$name-$round PYTHONPATH=/tmp/site:$PWD python3 -m textclf train \
+      (cd $dir && TEXTCLF_HOME=/tmp/cold-$v-$name-$round XDG_CACHE_HOME=/tmp/cold-$v-$name-$round/cache PYTHONPATH=/tmp/site:$PWD python3 -m textclf train \
         /tmp/data/$name/train.jsonl --test /tmp/data/$name/test.jsonl --profile --json 2>&1 >/tmp/cold-$v-$name.json \
         | grep "^profile" | sed "s/^/$v $name  /" >> "$OUT/cold.log")
       python3 - "$v" "$name" <<'PY' | tee -a "$OUT/cold.log"

@@ -14,7 +14,7 @@ for c in ${CORPORA:-news4 trec mr}; do
       [[ $spec == *:* ]] && flags=${spec#*:}
       home=$(mktemp -d)
       start=$(date +%s.%N)
-      (cd $tree && XLA_FLAGS="$flags" TEXTCLF_HOME=$home PYTHONPATH=/tmp/site:$PWD JAX_LOG_COMPILES=1 python3 -m textclf \
+      (cd $tree && XLA_FLAGS="$flags" TEXTCLF_HOME=$home XDG_CACHE_HOME=$home/cache PYTHONPATH=/tmp/site:$PWD JAX_LOG_COMPILES=1 python3 -m textclf \
         train /tmp/data/$c/train.jsonl --test /tmp/data/$c/test.jsonl > $home/out.txt 2> $home/err.txt)
       end=$(date +%s.%N)
       compiled=$(python3 -c "

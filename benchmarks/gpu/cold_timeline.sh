@@ -12,7 +12,7 @@ for c in ${CORPORA:-news4}; do
     extra=""; [ "$run" = "fresh search" ] && extra="--seed 1"
     echo "== $c, $run"
     start=$(date +%s.%N)
-    TEXTCLF_HOME=$home python3 -c "
+    TEXTCLF_HOME=$home XDG_CACHE_HOME=$home/cache python3 -c "
 import logging, runpy, sys, time
 START = time.perf_counter()
 class Stamped:  # each line written with the milliseconds since the process started

@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--search", default="auto", choices=("auto", "off"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
-        env = dict(os.environ, TEXTCLF_HOME=home)
+        env = dict(os.environ, TEXTCLF_HOME=home, XDG_CACHE_HOME=str(Path(home) / "cache"))  # a cold compilation cache too
         db_path = Path(home) / "runs.db"
         db = open_db(run_db_path(db_path))
         daemon = subprocess.Popen([sys.executable, "-m", "textclf", "daemon", "--db", str(db_path), "--poll", "0.01",
