@@ -20,15 +20,15 @@ from textclf.inference.text_model import encode_labels
 
 
 def main() -> None:
-    import torch
-    from torch import nn
-
     parser = argparse.ArgumentParser()
     parser.add_argument("folder", nargs="?", default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
+    import torch  # after the arguments: --help answers where torch is not installed
+    from torch import nn
+
     torch.backends.cudnn.benchmark = True
     train, test = read_image_corpus(args.folder, "train"), read_image_corpus(args.folder, "t10k")
     classes = sorted(set(train.labels))

@@ -14,6 +14,7 @@ reut2-003.sgm: every file but the last must hold 1,000 documents, or the script 
 
 from __future__ import annotations
 
+import argparse
 import html
 import json
 import re
@@ -54,7 +55,12 @@ def documents(folder: Path):
 
 
 def main() -> None:
-    source, out = Path(sys.argv[1]), Path(sys.argv[2])
+    parser = argparse.ArgumentParser(description="Reuters-21578 (ModApte) SGML files -> train.jsonl and test.jsonl "
+                                     "of label sets")
+    parser.add_argument("source", type=Path, help="folder of the reut2-*.sgm files")
+    parser.add_argument("out", type=Path, help="folder to write train.jsonl and test.jsonl into")
+    args = parser.parse_args()
+    source, out = args.source, args.out
     splits = {"TRAIN": [], "TEST": []}
     for split, has_topics, topics, text in documents(source):
         if split in splits and has_topics == "YES" and topics and text:

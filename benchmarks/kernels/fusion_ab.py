@@ -8,6 +8,7 @@ zero buffer in the compiled epoch (should be 0: each step's erase must happen in
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import re
 
@@ -52,6 +53,7 @@ def buffer_copies(optimizer: str, batch: int = 4096) -> list[str]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # --help; no options
     for path, repeat, batches in TASKS:
         x, y, n_classes = load_problem(path, repeat)
         for batch, optimizer in itertools.product(batches, ("adam", "sgd")):

@@ -14,6 +14,7 @@ nonzeros), features drawn with 1/rank frequencies, cut into pieces of 16 slots a
 
 from __future__ import annotations
 
+import argparse
 import functools
 import time
 
@@ -90,6 +91,7 @@ def _per_call_us(fn, repeat: int = 20) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # --help; no options
     rng = np.random.default_rng(0)
     idx, val, rows = map(jnp.asarray, pieces_batch(rng))
     dpre = jnp.asarray(rng.standard_normal((B, H)) * 0.01, jnp.float32)

@@ -69,6 +69,15 @@ def _placed(db, name: str, version: int, model_file: Path) -> Path:
     return final
 
 
+def publish_file(db, name: str, model_file: Path, **fields) -> int:
+    """Publish `model_file` as the next version of model `name` the way a job's ending does (the version's row,
+    then the file moved to v{N}.textclf.npz beside it); fields: the row's (run_id, eval_accuracy, ...). -> the
+    version."""
+    version = job_queue.publish_model(db, name, path="", **fields)
+    _placed(db, name, version, Path(model_file))
+    return version
+
+
 def checkpoint_path(job_id: int) -> Path:
     return data_dir() / "checkpoints" / f"job-{job_id}.npz"
 

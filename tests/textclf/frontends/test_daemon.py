@@ -259,3 +259,20 @@ def test_a_job_ends_exactly_once_whatever_write_its_daemon_dies_before(outcome, 
                 assert job_runs[0]["publish_decision"].startswith("not published"), where
             assert not checkpoint_path(1).exists(), where
     assert len(kills) >= writes * (writes + 1), len(kills)
+
+
+def test_publish_file_adds_the_next_version_and_moves_the_file_beside_it(db_path, isolated_home, tmp_path):
+    """What a job's ending does, for a file made elsewhere (benchmarks/service/service_load.py publishes mid-load)."""
+    from db import models as published
+    from textclf.frontends.daemon import publish_file
+
+    db = open_db(db_path)
+    folder = isolated_home / "models" / "news"
+    folder.mkdir(parents=True)
+    for expected in (1, 2):
+        ready = folder / f".ready-{expected}.textclf.npz"
+        ready.write_bytes(b"model %d" % expected)
+        assert publish_file(db, "news", ready, eval_accuracy=0.5) == expected
+        row = published.get_version(db, "news")
+        assert row["version"] == expected and row["path"] == str(folder / f"v{expected}.textclf.npz")
+        assert not ready.exists() and Path(row["path"]).read_bytes() == b"model %d" % expected
