@@ -178,7 +178,7 @@ def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settin
     rule = {}
     if plan.multi_label:  # the metric the held-out documents judge; no stop before the minimum steps are made
         steps = -(-plan.training_documents // settings.batch_size)
-        rule = dict(patience=MULTI_LABEL_PATIENCE, metric=settings.metric or "micro-f1",
+        rule = dict(patience=plan.patience or MULTI_LABEL_PATIENCE, metric=settings.metric or "micro-f1",
                     earliest_stop=-(-settings.min_steps // steps))
     training_rows, early_stopping = held_out_stopping(train_x, train_y, settings.seed, plan.held_out_documents,
                                                       **rule)

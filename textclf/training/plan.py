@@ -29,6 +29,9 @@ MULTI_LABEL_HELD_OUT_FRACTION = 0.1
 # default rate the best epoch was 31; BENCHMARKS.md, "Multi-label").
 MULTI_LABEL_MAX_EPOCHS = 40
 MULTI_LABEL_PATIENCE = 2
+# ... and at least this many optimizer steps, as the search's rounds wait (SearchRules.patience_steps, "Small
+# corpora"): 2 epochs of 3 steps stopped the README's 144-document example at its second epoch.
+MULTI_LABEL_PATIENCE_STEPS = 100
 # One network on several GPUs of one host (2 x H200, BENCHMARKS.md "Several GPUs"): W1 split by feature rows stepped
 # 1.16-1.44x faster than one GPU from a batch of 1,024 on resident rows (benchmarks/gpu/parallel_auto.sh), but end to
 # end (`textclf train` of a million documents, benchmarks/gpu/parallel_end_to_end.sh) every split trained 1.7-2.3x
@@ -86,6 +89,8 @@ class TrainingPlan:
     # family "network+linear": the linear model on the words' columns, trained after the networks (one model of the
     # side-by-side step) and joined to them (textclf.models.stacked.with_linear)
     linear: ViewPlan | None = None
+    # epochs without a gain on the held-out documents before they stop a multi-label training (0: none decided)
+    patience: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -117,7 +122,8 @@ class TrainingPlan:
                     f"{self.linear.loss.replace('_', ' ')} loss), its scores added to the network's"]
                    if self.linear else []),
                  f"documents            {self.training_documents:,} train"
-                 + (f", {self.held_out_documents:,} held out to stop early" if self.held_out_documents else ""),
+                 + (f", {self.held_out_documents:,} held out to stop early" if self.held_out_documents else "")
+                 + (f" (after {self.patience} epochs without a gain)" if self.patience else ""),
                  f"rows                 on the {self.rows}; backend {self.backend}, batch {self.batch_size}, "
                  f"{self.processes} process(es), {self.devices or 'every'} device(s) a process"
                  + (" (W1 split by feature rows)" if self.parallel == "features" and self.devices != 1 else "")]
@@ -237,7 +243,15 @@ def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, 
     return TrainingPlan(views=tuple(views), networks=1, arrangement="one", rate_choice="none", rate_candidates=(),
                         held_out_documents=held_out, training_documents=training,
                         rows="shares" if machine.processes > 1 else "host", backend=backend,
-                        batch_size=settings.batch_size, processes=machine.processes, multi_label=True)
+                        batch_size=settings.batch_size, processes=machine.processes, multi_label=True,
+                        patience=multi_label_patience(training, settings.batch_size))
+
+
+def multi_label_patience(n_train: int, batch_size: int) -> int:
+    """Epochs without a gain before a multi-label training stops: MULTI_LABEL_PATIENCE, or as many as make
+    MULTI_LABEL_PATIENCE_STEPS optimizer steps where an epoch holds fewer."""
+    steps = max(1, -(-n_train // batch_size))
+    return max(MULTI_LABEL_PATIENCE, -(-MULTI_LABEL_PATIENCE_STEPS // steps))
 
 
 def multi_label_epochs(settings: Settings, n_train: int) -> int:
