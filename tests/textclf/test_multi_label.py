@@ -286,3 +286,23 @@ def test_one_threshold_a_label_is_kept_only_where_it_wins_on_held_out_halves():
     assert split.scores["per_label"] > split.scores["global"]
     alike = np.where(truth, 2.0, -2.0) + rng.normal(0, 1.0, (400, 2))  # the same threshold suits both
     assert not choose_thresholds(alike, truth).per_label
+
+
+def test_one_held_out_document_chooses_one_global_threshold():
+    """A 12-document corpus holds one document out: no two halves to compare the kinds of threshold on."""
+    from textclf.models.thresholds import GRID, choose_thresholds
+
+    chosen = choose_thresholds(np.array([[2.0, -2.0, 0.5]]), np.array([[1, 0, 1]]))
+    assert not chosen.per_label and chosen.scores == {} and len(set(chosen.values)) == 1
+    assert chosen.values[0] in GRID
+
+
+def test_a_twelve_document_label_set_corpus_trains_and_predicts(tmp_path):
+    from textclf.runs.run import train
+    from textclf.settings import Settings
+
+    corpus = tmp_path / "twelve.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"{a} {b} word{i}", "labels": [a, b]}) + "\n"
+                              for i, (a, b) in enumerate([("red", "blue"), ("red", "green"), ("blue", "green")] * 4)))
+    result = train(corpus, Settings(epochs=3), db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    assert result.n_train == 10 and result.n_eval == 1 and (tmp_path / "m.npz").exists()

@@ -57,6 +57,8 @@ def best_score(scores: np.ndarray, truth: np.ndarray, metric: str = "micro-f1") 
 def choose_thresholds(scores: np.ndarray, truth: np.ndarray, metric: str = "micro-f1") -> Thresholds:
     """Held-out documents' (n, C) output scores (before the sigmoid) and 0/1 labels -> the thresholds."""
     probabilities, truth = sigmoid(np.asarray(scores, np.float64)), np.asarray(truth, bool)
+    if len(truth) < 2:  # no two halves to choose on one and score on the other: one global threshold
+        return Thresholds(_chosen(probabilities, truth, metric, False), False, metric, {})
     halves = np.arange(len(truth)) % 2 == 0
     two_fold = {"global": 0.0, "per_label": 0.0}
     for fit, held in ((halves, ~halves), (~halves, halves)):
