@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Iterator
 
@@ -128,12 +129,20 @@ def _json_label(value, where: str, number: int, key: str = "label") -> str:
     are one class ("1"); a list, the document's labels (pipelines/labels.py; [] none of them); null, booleans and
     objects refused with the line number."""
     if isinstance(value, list):
+        if any(isinstance(item, list) for item in value):
+            raise CorpusError(f"{where} {number} has a \"{key}\" list that holds a list: write the document's labels "
+                              "as one flat list of strings")
         names = [_json_label(item, where, number, key) for item in value]
         return joined(name for name in names if name)
     if isinstance(value, str):
         return value.strip()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # any size: Python's ints are exact
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CorpusError(f"{where} {number} has a \"{key}\" of {value!r}, not a finite number: write the label "
+                              "as a string or a finite number")
+        return str(int(value)) if value.is_integer() else repr(value)
     raise CorpusError(
         f"{where} {number} has a \"{key}\" that is {_json_kind(value)}: "
         "write the label as a string or a number, or the labels as a list of them"

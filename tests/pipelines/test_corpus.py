@@ -366,12 +366,18 @@ def test_jsonl_labels_of_one_value_in_several_types_are_one_class(tmp_path):
             {"text": "d", "label": " 2 "}, {"text": "e", "label": 2.5}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert read_corpus(path).labels == ["1", "1", "1", "2", "2.5"]
+    huge = 10 ** 400  # beyond a float: kept exact, never converted
+    path.write_text("".join(json.dumps({"text": t, "label": label}) + "\n" for t, label in (("a", huge), ("b", 1))))
+    assert read_corpus(path).labels == [str(huge), "1"]
 
 
 @pytest.mark.parametrize("record, message", [
     ({"text": "a", "label": None}, 'line 2 has a "label" that is null'),
     ({"text": "a", "label": True}, 'line 2 has a "label" that is a bool'),
     ({"text": "a", "label": [{"x": 1}]}, 'line 2 has a "label" that is a dict'),
+    ({"text": "a", "label": float("nan")}, 'line 2 has a "label" of nan, not a finite number'),
+    ({"text": "a", "label": float("inf")}, 'line 2 has a "label" of inf, not a finite number'),
+    ({"text": "a", "label": [["x"], "y"]}, 'line 2 has a "label" list that holds a list'),
     ({"text": None, "label": "x"}, 'line 2 has a "text" that is null, not a string'),
     ({"text": 5, "label": "x"}, 'line 2 has a "text" that is an int, not a string'),
 ])
