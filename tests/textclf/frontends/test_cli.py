@@ -71,6 +71,12 @@ def test_train_predict_eval_runs(runner, corpus_dir, trained, tmp_path):
     assert invoke(runner, "runs", "list", "--csv").stdout.startswith("id,status,started_at")
     shown = invoke(runner, "runs", "show", 1)
     assert shown.exit_code == 0 and "phases (s)" in shown.output and "epochs" in shown.output
+    last = json.loads(invoke(runner, "runs", "show", 1, "--epochs", 2, "--json").stdout)["epochs"]
+    assert [e["epoch"] for e in last] == [74, 75]  # FAST trains 75 epochs
+    assert "epochs (the last 2)" in invoke(runner, "runs", "show", 1, "--epochs", 2).output
+    assert json.loads(invoke(runner, "runs", "show", 1, "--epochs", 0, "--json").stdout)["epochs"] == []
+    negative = invoke(runner, "runs", "show", 1, "--epochs", -1)
+    assert negative.exit_code == 1 and "--epochs -1: pass 0 or more" in negative.output
     # which backend trained and why (on a CPU: XLA, auto: no GPU; on a GPU what the measured table chose)
     import jax
 

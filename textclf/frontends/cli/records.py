@@ -105,15 +105,22 @@ def _search_budget_text(search: dict) -> str:
 
 @runs_app.command("show")
 @user_errors
-def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> None:
+def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False,
+              epochs: Annotated[Optional[int], typer.Option(
+                  "--epochs", help="Show only the last N epochs (0: none; default: every epoch).")] = None) -> None:
     """Everything recorded about one run: settings, versions, phases, the search's leaderboard, epochs."""
     from db import open_db
     from db.runs import get_run
+    from textclf.errors import SettingsError
     from textclf.runs.owner import reap_orphaned_runs
 
+    if epochs is not None and epochs < 0:
+        raise SettingsError(f"--epochs {epochs}: pass 0 or more (the last N epochs), or leave it out for every epoch")
     database = open_db(run_db_path(db))
     reap_orphaned_runs(database)
     run = get_run(database, run_id)
+    if epochs is not None:
+        run["epochs"] = run["epochs"][len(run["epochs"]) - epochs:] if epochs else []
     if as_json:
         _print_json(run)
         return
@@ -161,7 +168,7 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False) -> 
         out.print(board)
     typer.echo("versions             " + json.dumps(run["versions"]))
     typer.echo("phases (s)           " + ", ".join(f"{k} {v:.3f}" for k, v in run["phases"].items()))
-    table = Table(title="epochs")
+    table = Table(title="epochs" if epochs is None else f"epochs (the last {len(run['epochs'])})")
     for column in ("epoch", "loss", "train acc", "eval acc", "seconds", "docs/s"):
         table.add_column(column, justify="right")
     for e in run["epochs"]:
