@@ -33,8 +33,8 @@ def compile_cache_dir() -> Path:
     """JAX's persistent compilation cache: JAX_COMPILATION_CACHE_DIR (JAX's own variable) where set, so a cache the
     user chose is the one used, else the user's cache folder ($XDG_CACHE_HOME/textclf/jax, else
     ~/.cache/textclf/jax). Not in the data dir: compiled programs depend on shapes, not on a data dir's runs, so a
-    new data dir (a project, a fresh TEXTCLF_HOME) reuses what any earlier run compiled (docs/decisions.md, "The
-    compilation cache outside the data dir")."""
+    new data dir (a project, a fresh TEXTCLF_HOME) reuses what any earlier run compiled (docs/decisions.md, "One
+    compilation cache for every data dir")."""
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return _folder(Path(os.environ["JAX_COMPILATION_CACHE_DIR"]), "JAX_COMPILATION_CACHE_DIR")
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"

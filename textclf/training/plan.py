@@ -28,10 +28,7 @@ MULTI_LABEL_HELD_OUT_FRACTION = 0.1
 # two epochs in a row improved their micro-F1 none (Reuters-21578's training documents, 10% set aside: at the
 # default rate the best epoch was 31; BENCHMARKS.md, "Multi-label").
 MULTI_LABEL_MAX_EPOCHS = 40
-MULTI_LABEL_PATIENCE = 2
-# ... and at least this many optimizer steps, as the search's rounds wait (SearchRules.patience_steps, "Small
-# corpora"): 2 epochs of 3 steps stopped the README's 144-document example at its second epoch.
-MULTI_LABEL_PATIENCE_STEPS = 100
+MULTI_LABEL_PATIENCE = 2  # ... or as many as make SearchRules.patience_steps steps (multi_label_patience)
 # One network on several GPUs of one host (2 x H200, BENCHMARKS.md "Several GPUs"): W1 split by feature rows stepped
 # 1.16-1.44x faster than one GPU from a batch of 1,024 on resident rows (benchmarks/gpu/parallel_auto.sh), but end to
 # end (`textclf train` of a million documents, benchmarks/gpu/parallel_end_to_end.sh) every split trained 1.7-2.3x
@@ -159,7 +156,7 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
         if settings.ensemble > 1:
             raise SettingsError(f"ensemble {settings.ensemble}: the linear family trains one model; drop --ensemble "
                                 "(or pass --family network)")
-        plan = (_multi_label_plan(settings, n_train, view_widths, backend, machine) if settings.multi_label
+        plan = (_multi_label_plan(settings, n_train, view_widths, backend, machine, rules) if settings.multi_label
                 else plan_training(settings.replace(family="network", ensemble=1), {}, n_train, view_widths, backend,
                                    machine, rules))
         # one linear model a view, on the side-by-side step (K = 1); no rate candidates (they are the network's)
@@ -170,7 +167,7 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
     if settings.family == "network+linear":
         return _with_linear_plan(settings, search, n_train, view_widths, backend, machine, rules)
     if settings.multi_label:
-        return _multi_label_plan(settings, n_train, view_widths, backend, machine)
+        return _multi_label_plan(settings, n_train, view_widths, backend, machine, rules)
     stacked_faster, processes = machine.stacked_faster, machine.processes
     networks = max(1, settings.ensemble)
     one_view = len(view_widths) == 1
@@ -226,7 +223,7 @@ def _with_linear_plan(settings: Settings, search: dict, n_train: int, view_width
 
 
 def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, ...], backend: str,
-                      machine: Machine) -> TrainingPlan:
+                      machine: Machine, rules: SearchRules) -> TrainingPlan:
     """One network a view on one device (the backend as chosen: either step's loss is then binary cross-entropy),
     a share of the documents held out to stop early and choose the outputs' threshold."""
     if settings.ensemble > 1:
@@ -244,14 +241,15 @@ def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, 
                         held_out_documents=held_out, training_documents=training,
                         rows="shares" if machine.processes > 1 else "host", backend=backend,
                         batch_size=settings.batch_size, processes=machine.processes, multi_label=True,
-                        patience=multi_label_patience(training, settings.batch_size))
+                        patience=multi_label_patience(training, settings.batch_size, rules))
 
 
-def multi_label_patience(n_train: int, batch_size: int) -> int:
+def multi_label_patience(n_train: int, batch_size: int, rules: SearchRules) -> int:
     """Epochs without a gain before a multi-label training stops: MULTI_LABEL_PATIENCE, or as many as make
-    MULTI_LABEL_PATIENCE_STEPS optimizer steps where an epoch holds fewer."""
+    rules.patience_steps optimizer steps (what a search round waits, "Small corpora") where an epoch holds fewer:
+    2 epochs of 3 steps stopped the README's 144-document example at its second epoch."""
     steps = max(1, -(-n_train // batch_size))
-    return max(MULTI_LABEL_PATIENCE, -(-MULTI_LABEL_PATIENCE_STEPS // steps))
+    return max(MULTI_LABEL_PATIENCE, -(-rules.patience_steps // steps))
 
 
 def multi_label_epochs(settings: Settings, n_train: int) -> int:

@@ -120,11 +120,11 @@ def test_one_network_trains_on_one_gpu_unless_told_and_then_splits_w1():
 def test_a_multi_label_plan_waits_as_many_epochs_as_make_its_steps_before_stopping():
     """A few hundred label-set documents make a few steps an epoch: two epochs without a gain on their dozen
     held-out documents stopped the README's example at its second epoch. Big corpora keep two epochs."""
-    from textclf.training.plan import MULTI_LABEL_PATIENCE, MULTI_LABEL_PATIENCE_STEPS
+    from textclf.training.plan import MULTI_LABEL_PATIENCE
 
     small = plan_training(Settings(multi_label=True, batch_size=64), SEARCHED, 144, (4096,), "xla", CPU)
     assert small.multi_label and small.held_out_documents == 14
-    assert small.patience == -(-MULTI_LABEL_PATIENCE_STEPS // 3) == 34  # 130 documents: 3 steps an epoch
+    assert small.patience == -(-RULES.patience_steps // 3) == 34  # 130 documents: 3 steps an epoch
     assert "after 34 epochs without a gain" in "\n".join(small.lines())
     big = plan_training(Settings(multi_label=True, batch_size=64), SEARCHED, 7769, (32768,), "xla", CPU)
     assert big.patience == MULTI_LABEL_PATIENCE  # Reuters' training documents: 110 steps an epoch
