@@ -82,7 +82,7 @@ def _profile(args, pool: WorkerPool) -> None:
     for module in (search, search_networks, search_family):
         _timed(module, "fold_matrices", "matrices")
         _timed(module, "round_data", "batches", wait=True)
-    _timed(search, "fit_candidates", "rounds", wait=True)
+    _timed(search.CandidateRound, "run", "rounds", wait=True)  # (a trial's own rounds: "rounds (trial)")
     _timed(search.NetworksTrial, "choose", "networks trial")
     _timed(search.FamilyTrial, "choose", "family trial")
     compiles: list[tuple[float, float, str, str]] = []  # (end, seconds, thread, program) of each compilation

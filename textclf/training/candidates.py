@@ -418,54 +418,81 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     # the six optional ways the search runs a round, each named by the call that uses it.
     """Train K = len(rates) networks side by side for `epochs` epochs on one round's batches (round_data),
     network k with learning rate rates[k] and weight decay decays[k]; -> (epochs, K) validation accuracy after
-    each epoch (label sets: the metric at probability 0.5, micro-F1 unless told). patience: stop once this many epochs in a row improved no network's best validation accuracy
-    (early stopping); the epochs not run score 0. initial: the K networks' starting weights (copied, not
-    consumed), else drawn from `seed` as StackedStep.start_state does: a search starts every round of a fold from
-    the same weights, and drawing 25M uniform numbers cost ~0.3 s a round. scores_from: return (accuracies, the
-    (epochs run from this one (1-based) on, validation documents, K, C) log-probabilities after each of them),
-    for the search to score combinations of networks (an ensemble, networks trained on other columns).
-    on_scores: called after each epoch with (epoch, the (validation documents, K, C) log-probabilities), for a
-    combination scored as the models train, without keeping every epoch's. loss: the models'
-    (textclf.settings.LINEAR_LOSSES; the family trial's linear models: Settings.linear_loss)."""
-    from textclf.training.fit import run_epochs
+    each epoch (label sets: the metric at probability 0.5, micro-F1 unless told). patience: stop once this many
+    epochs in a row improved no network's best validation accuracy (early stopping); the epochs not run score 0.
+    initial: the K networks' starting weights (copied, not consumed), else drawn from `seed` as
+    StackedStep.start_state does: a search starts every round of a fold from the same weights, and drawing 25M
+    uniform numbers cost ~0.3 s a round. scores_from: return (accuracies, the (epochs run from this one (1-based)
+    on, validation documents, K, C) log-probabilities after each of them), for the search to score combinations
+    of networks (an ensemble, networks trained on other columns). on_scores: called after each epoch with (epoch,
+    the (validation documents, K, C) log-probabilities), for a combination scored as the models train, without
+    keeping every epoch's. loss: the models' (textclf.settings.LINEAR_LOSSES; the family trial's linear models:
+    Settings.linear_loss)."""
+    round_ = CandidateRound(data, n_classes, rates, decays, epochs, hidden, seed, patience=patience, initial=initial,
+                            scores_from=scores_from, metric=metric, on_scores=on_scores, loss=loss)
+    accuracies = round_.run(epochs)
+    return (accuracies, np.stack(round_.scores)) if scores_from is not None else accuracies
 
-    models = len(rates)
-    step = StackedStep.for_batch(data.batch_size, data.n_features, hidden, models, loss)
-    params, state = (step.start_state(seed, data.n_features, hidden, n_classes) if initial is None
-                     else step.ready_state(initial))
-    rates_array = jnp.asarray(rates, jnp.float32)
-    decays_array = jnp.asarray(decays, jnp.float32)
-    run_step = step.epoch()
-    steps, padded = data.n_steps, data.train[0].shape[0]
-    visited = jnp.asarray(steps, jnp.int32)
-    accuracies = np.zeros((epochs, models))
-    best, scores, stale = np.full(models, -1.0), [], 0  # (stale: epochs in a row that improved no network)
 
-    def one_epoch(epoch: int, params, state):
+class CandidateRound:
+    """fit_candidates' networks as a round that trains in parts: run(until) trains the epochs up to `until`, and
+    a later run(more) goes on from there as if never paused (the same batch orders, weights, optimizer state and
+    early-stopping count), so successive halving continues a survivor instead of training it again."""
+
+    # Thirteen arguments: fit_candidates' (its docstring says what each is).
+    def __init__(self, data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
+                 hidden: int, seed: int, *, patience: int | None = None, initial: Params | None = None,
+                 scores_from: int | None = None, metric: str = "micro-f1",
+                 on_scores: Callable[[int, np.ndarray], None] | None = None, loss: str = "log"):
+        self.data, self.patience, self.metric = data, patience, metric
+        self.scores_from, self.on_scores = scores_from, on_scores
+        models = len(rates)
+        self.step = StackedStep.for_batch(data.batch_size, data.n_features, hidden, models, loss)
+        self.params, self.state = (self.step.start_state(seed, data.n_features, hidden, n_classes) if initial is None
+                                   else self.step.ready_state(initial))
+        self.rates, self.decays = jnp.asarray(rates, jnp.float32), jnp.asarray(decays, jnp.float32)
+        self.run_step = self.step.epoch()
+        self.accuracies = np.zeros((epochs, models))  # after each epoch; 0 for an epoch not run
+        self.best, self.stale = np.full(models, -1.0), 0  # (stale: epochs in a row that improved no network)
+        self.scores: list[np.ndarray] = []
+        self.done = 0  # epochs trained
+        self.stopped = False  # early-stopped: no more epochs
+
+    def run(self, until: int) -> np.ndarray:
+        """Train on to `until` epochs (at most the round's), unless stopped early -> (epochs, K) accuracies."""
+        from textclf.training.fit import run_epochs
+
+        until = min(until, len(self.accuracies))
+        if not self.stopped and self.done < until:
+            run_epochs(self.params, self.state, [], self.done, until, self._one_epoch, early_stop=self._no_gain)
+        return self.accuracies
+
+    def _one_epoch(self, epoch: int, params, state):
+        data, step = self.data, self.step
+        steps, padded = data.n_steps, data.train[0].shape[0]
         # a new order of the cut batches each epoch; the padding batches after them are never visited
         order = np.concatenate([data.orders.permutation(steps), np.arange(steps, padded)]).astype(np.int32)
-        params, state, _ = run_step(params, state, rates_array, decays_array, *data.train, jnp.asarray(order),
-                                    visited)
+        params, state, _ = self.run_step(params, state, self.rates, self.decays, *data.train, jnp.asarray(order),
+                                         jnp.asarray(steps, jnp.int32))
+        self.params, self.state, self.done = params, state, epoch + 1
         each, _ = step.hits(params, *data.val)
-        accuracies[epoch] = (label_set_score(each, data.n_val, metric) if data.val[3].ndim == 3
-                             else np.asarray(each) / max(1, data.n_val))
-        if on_scores is not None or (scores_from is not None and epoch + 1 >= scores_from):
+        self.accuracies[epoch] = (label_set_score(each, data.n_val, self.metric) if data.val[3].ndim == 3
+                                  else np.asarray(each) / max(1, data.n_val))
+        scoring = self.scores_from is not None and epoch + 1 >= self.scores_from
+        if self.on_scores is not None or scoring:
             batched = np.asarray(step.log_probabilities(params, *data.val[:4]))  # (steps, B, K, C)
             batched = batched.reshape(-1, *batched.shape[2:])[: data.n_val]
-            if on_scores is not None:
-                on_scores(epoch, batched)
-            if scores_from is not None and epoch + 1 >= scores_from:
-                scores.append(batched)
+            if self.on_scores is not None:
+                self.on_scores(epoch, batched)
+            if scoring:
+                self.scores.append(batched)
         return params, state, None  # (the rounds keep no EpochStats: the accuracies are their record)
 
-    def no_gain(epoch: int, params) -> bool:
-        nonlocal best, stale
-        stale = 0 if np.any(accuracies[epoch] > best) else stale + 1
-        best = np.maximum(best, accuracies[epoch])
-        return patience is not None and stale >= patience
-
-    run_epochs(params, state, [], 0, epochs, one_epoch, early_stop=no_gain)
-    return (accuracies, np.stack(scores)) if scores_from is not None else accuracies
+    def _no_gain(self, epoch: int, params) -> bool:
+        self.stale = 0 if np.any(self.accuracies[epoch] > self.best) else self.stale + 1
+        self.best = np.maximum(self.best, self.accuracies[epoch])
+        self.stopped = self.patience is not None and self.stale >= self.patience
+        return self.stopped
 
 
 def label_set_score(hits, documents: int, metric: str = "micro-f1") -> np.ndarray:

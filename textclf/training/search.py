@@ -6,14 +6,16 @@ one candidate in a fraction of a second.
 
 How:
 - The texts are tokenised once, into the widest view: raw counts of every n-gram up to the longest candidate's,
-  no stop words removed (pipelines.vectorize.count_terms). Each vectorizer variant (stop words x n-gram length;
-  naive Bayes column weights, sublinear tf and the batch size as refinements, below) is a column mask of it
-  (term_masks); within each fold, the variant's `features` columns are selected by chi-squared on the fold's
-  training rows only and weighted with IDF from those rows (select_and_weigh).
+  no stop words removed (pipelines.vectorize.count_terms). Each vectorizer variant (stop words, n-gram length,
+  naive Bayes column weights, sublinear tf, batch size) is a column mask of it (term_masks); within each fold, the
+  variant's `features` columns are selected by chi-squared on the fold's training rows only and weighted with IDF
+  from those rows (select_and_weigh).
+- The variants are a portfolio (textclf/training/portfolio.json), ordered by an offline study over many corpora
+  (benchmarks/search/portfolio.py): the variant that helps most where the ones before it fall short comes next.
 - Per (variant, fold) the (learning rate, weight decay) candidates train side by side as one program
   (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
-- Racing: every variant trains on the first fold; only the rules.race_keep best go on to the other folds. Then the
-  winner's one-field changes (refinements), each on to the other folds only if it matched the winner on the first.
+- Successive halving: every variant trains on the first fold for a third of a round's epochs; only the
+  rules.halving_keep best go on, continued on the first fold to all the epochs, then on every other fold.
   Candidates, folds and the ranking: textclf/training/search_folds.py; the networks trial after the rounds:
   search_networks.py; the rules: search_rules.py.
 - Score of a (variant, rate, decay, epoch count): mean validation accuracy over the folds. The best one wins; ties go
@@ -28,6 +30,7 @@ How:
 
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,21 +45,20 @@ from pipelines.vectorize import count_terms, term_masks
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
 from textclf.training.candidates import (
-    batch_shape, cut_order, fit_candidates, precompile_epoch, precompile_hits, precompile_scores, round_data)
+    CandidateRound, batch_shape, cut_order, precompile_epoch, precompile_hits, precompile_scores, round_data)
 from textclf.training.stacked_step import init_stack
 from textclf.training.search_folds import (
     Budget, RoundGeometry, SearchContext, SearchCorpus, Variant, batch_for_all, candidate_space, epochs_for_all,
-    final_steps, fold_matrices, folds_sample, keep_defaults, leaderboard_of, rate_candidates, refinements,
-    round_epochs, search_folds, too_few, with_headroom)
+    final_steps, fold_matrices, folds_sample, keep_defaults, leaderboard_of, rate_candidates, round_epochs, search_folds, too_few, with_headroom)
 from textclf.training.search_family import FamilyTrial, not_tried
 from textclf.training.search_networks import NetworksTrial
 from textclf.training.search_rules import SearchRules
 
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
 # choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run (9: budgets of
-# work, network-steps; 10: the linear family; 11: a linear model beside the network; the earlier formats' changes are
-# in git history).
-SEARCH_FORMAT = 11
+# work, network-steps; 10: the linear family; 11: a linear model beside the network; 12: the portfolio raced by
+# successive halving; the earlier formats' changes are in git history).
+SEARCH_FORMAT = 12
 
 
 @dataclass
@@ -122,6 +124,21 @@ def prepare_search(texts: Sequence[str], labels: list[str], settings: Settings, 
     return Prepared(platform, corpus, _geometry(search, corpus, epoch_options), time.perf_counter() - start)
 
 
+def search_curves(texts: Sequence[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
+                  variants: list[Variant], rules: SearchRules = SearchRules()) -> tuple[dict, list, list]:
+    """Every variant on every fold as a round of the search trains it, nothing pruned or skipped (the offline
+    study that orders the portfolio: benchmarks/search/portfolio.py) -> ({(variant, fold): (epochs, K) validation
+    accuracy}, the folds, the (rate, decay) pairs)."""
+    _, optimizers, epoch_options = candidate_space(settings, platform, rules)
+    search = SearchContext(settings, platform, rules, pool, Budget(settings, platform, rules), variants, optimizers)
+    corpus = _searched_corpus(search, texts, labels)
+    rounds = _Rounds(search, corpus, _geometry(search, corpus, epoch_options))
+    rounds.schedule = [(fold, v, rounds.geometry.epochs) for fold in range(len(corpus.folds)) for v in variants]
+    for number, (fold, variant, _) in enumerate(rounds.schedule):
+        rounds._train(number, rounds._prepare(fold, variant), time.perf_counter())
+    return rounds.results, corpus.folds, optimizers
+
+
 def _searched_space(labels: list[str], settings: Settings, platform: str, rules: SearchRules
                     ) -> tuple[list, list, list] | str:
     """(variants, optimizers, epoch options) the search tries, or why it does not run."""
@@ -129,8 +146,7 @@ def _searched_space(labels: list[str], settings: Settings, platform: str, rules:
     if skipped:
         return skipped
     variants, optimizers, epoch_options = candidate_space(settings, platform, rules)
-    if (len(variants) == 1 and len(optimizers) == 1 and len(epoch_options) == 1 and settings.ensemble
-            and not refinements(variants[0], settings, rules)):
+    if len(variants) == 1 and len(optimizers) == 1 and len(epoch_options) == 1 and settings.ensemble:
         return "every searched setting was set explicitly"
     return variants, optimizers, epoch_options
 
@@ -172,7 +188,7 @@ def _geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: list[i
     features = min(settings.features, rules.round_features)
     width = min(features, next_power_of_two(max(min(features, len(m)) for m in corpus.masks.values())))
     cuts = [cut_order(settings.seed + fold, len(train))[0] for fold, (train, _) in enumerate(folds)]
-    batch_sizes = {settings.batch_size, *([] if "batch_size" in settings.pinned else rules.batch_sizes)}
+    batch_sizes = {v.batch_size for v in search.variants}
     score_batch = settings.batch_size if search.platform == "cpu" else rules.gpu_score_batch
     built: dict[tuple[int, Variant], tuple] = {}
     if search.platform == "cpu":
@@ -200,21 +216,23 @@ def _geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: list[i
 
 
 class _Rounds:
-    """The search's rounds, raced: every variant on fold 0; only rules.race_keep of the best go on to the other
-    folds; then the winner's refinements, each on to the other folds only where it matched the winner on fold 0.
-    Each round trains the optimizers side by side (fit_candidates) and stops when the budget would be overrun."""
+    """The search's rounds, successive halving: every variant on fold 0 for rules.first_rung of a round's epochs
+    (the first rung); the rules.halving_keep best there go on: fold 0 continued to all the epochs (CandidateRound:
+    as if never paused), then every other fold. With no more variants than that, every variant trains all the
+    epochs on every fold. Each round trains the optimizers side by side; the rounds stop when the budget would be
+    overrun."""
 
     def __init__(self, search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry):
         self.search, self.corpus, self.geometry = search, corpus, geometry
-        variants, folds = search.variants, corpus.folds
-        self.racing = len(folds) > 1 and len(variants) > search.rules.race_keep
-        self.raced = len(variants) + (len(folds) - 1) * min(search.rules.race_keep, len(variants))
-        self.planned = self.raced
-        self.schedule = [(0, v) for v in variants]  # (fold, variant) of every round run or to run
-        self.refined: list[Variant] = []
-        self.winner = None
+        variants, folds, keep = search.variants, corpus.folds, search.rules.halving_keep
+        self.halving = len(variants) > keep
+        first = max(1, math.ceil(geometry.epochs * search.rules.first_rung)) if self.halving else geometry.epochs
+        self.schedule = [(0, v, first) for v in variants]  # (fold, variant, epochs) of every round run or to run
+        self.planned = len(variants) + keep * len(folds) if self.halving else len(variants) * len(folds)
+        self.live: dict[tuple, CandidateRound] = {}  # (fold, variant) -> a round that may go on
         self.results: dict[tuple, np.ndarray] = {}  # (variant, fold) -> (epochs, K) validation accuracy
         self.trials: list[dict] = []
+        self.trial_rows: dict[tuple, int] = {}  # (variant, fold) -> its first row in trials
         self.seconds: list[float] = []
         self.steps: list[int] = []  # network-steps of each round
         self.network_epoch_seconds: list[float] = []  # per round: seconds per (network, epoch, training document)
@@ -226,8 +244,11 @@ class _Rounds:
         self.pair_possible = (settings.ensemble == 0 and "char_ngrams" not in settings.pinned
                               and self.characters <= search.rules.char_max_characters and cheap)
 
-    def _prepare(self, fold: int, variant: Variant):
-        """One round's batches: every round the same input width, so the epoch compiles once."""
+    def _prepare(self, fold: int, variant: Variant, epochs: int = 0):
+        """One round's batches (None for a round that goes on): every round the same input width, so the epoch
+        compiles once."""
+        if (fold, variant) in self.live:
+            return None
         search, corpus, geometry = self.search, self.corpus, self.geometry
         train_rows, val_rows = corpus.folds[fold]
         built = geometry.built.pop((fold, variant), None)
@@ -297,19 +318,26 @@ class _Rounds:
             compiler.submit(precompile_hits, data, classes, linear, 0)
 
     def _train(self, number: int, data, started: float) -> None:
-        """Round `number`: its networks trained, its curves, cost and trials recorded."""
+        """Round `number`: its networks trained (a new round, or one that goes on), its curves, cost and trials
+        recorded."""
         search, geometry = self.search, self.geometry
-        fold, variant = self.schedule[number]
+        fold, variant, epochs = self.schedule[number]
         optimizers = search.optimizers
-        curves = fit_candidates(data, self.corpus.n_classes, [rate for rate, _ in optimizers],
-                                [decay for _, decay in optimizers], geometry.epochs, search.settings.hidden,
-                                search.settings.seed + fold, patience=geometry.patience,
-                                initial=self._starting_weights(fold), metric=search.settings.metric or "micro-f1")
+        round_ = self.live.pop((fold, variant), None)
+        if round_ is None:
+            round_ = CandidateRound(data, self.corpus.n_classes, [rate for rate, _ in optimizers],
+                                    [decay for _, decay in optimizers], geometry.epochs, search.settings.hidden,
+                                    search.settings.seed + fold, patience=geometry.patience,
+                                    initial=self._starting_weights(fold), metric=search.settings.metric or "micro-f1")
+        before = round_.done
+        curves = round_.run(epochs)
+        if epochs < geometry.epochs and not round_.stopped:  # a first rung: it may go on
+            self.live[(fold, variant)] = round_
         self.results[(variant, fold)] = curves
-        ran = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1  # epochs before the early stop
+        ran = max(1, round_.done - before)  # epochs trained in this round
         seconds = time.perf_counter() - started
         self.seconds.append(seconds)
-        self.steps.append(len(optimizers) * ran * data.n_steps)
+        self.steps.append(len(optimizers) * ran * round_.data.n_steps)
         search.budget.steps_done += self.steps[-1]
         train_rows = self.corpus.folds[fold][0]
         self.network_epoch_seconds.append(seconds / (ran * len(optimizers) * len(train_rows)))
@@ -322,34 +350,44 @@ class _Rounds:
                             * sum(len(train) for train, _ in folds) + self.characters / 1e6)
             self.reserve_steps = 2 * geometry.epochs * sum(-(-len(train) // search.settings.batch_size)
                                                            for train, _ in folds)
+        self._record_trials(fold, variant, curves[:round_.done], seconds)
+
+    def _record_trials(self, fold: int, variant: Variant, curves: np.ndarray, seconds: float) -> None:
+        """One trial a (candidate, fold): a round that went on replaces its first rung's."""
+        optimizers = self.search.optimizers
+        first = self.trial_rows.setdefault((variant, fold), len(self.trials))
         for k, (rate, decay) in enumerate(optimizers):
-            self.trials.append({"candidate": (search.variants + self.refined).index(variant) * len(optimizers) + k,
-                                "fold": fold, "settings": {**variant._asdict(), "learning_rate": rate,
-                                                           "weight_decay": decay},
-                                "epoch_accuracies": [round(float(a), 6) for a in curves[:ran, k]],
-                                "seconds": seconds / len(optimizers)})
+            row = {"candidate": self.search.variants.index(variant) * len(optimizers) + k, "fold": fold,
+                   "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
+                   "epoch_accuracies": [round(float(a), 6) for a in curves[:, k]],
+                   "seconds": seconds / len(optimizers)}
+            if first + k < len(self.trials):
+                row["seconds"] += self.trials[first + k]["seconds"]
+                self.trials[first + k] = row
+            else:
+                self.trials.append(row)
 
     def _extend_schedule(self, done: int) -> None:
-        """After `done` rounds: the race's survivors onto the other folds, its winner's refinements, and a
-        refinement that matched the winner on fold 0 onto the other folds."""
+        """After the first rung (every variant on fold 0): the best rules.halving_keep go on, fold 0 to all the
+        epochs and then the other folds (every variant, where there are no more than that)."""
         variants, folds, results = self.search.variants, self.corpus.folds, self.results
-        fold, variant = self.schedule[done - 1]
-        if done == len(variants):  # fold 0 done: the rest of the folds for the best variants only
-            ranked = sorted(variants, key=lambda v: -float(results[(v, 0)].max())) if self.racing else variants
-            self.schedule += [(f, v) for f in range(1, len(folds)) for v in ranked[:self.search.rules.race_keep]]
-        if done == self.raced:  # the race is over: its winner's refinements, on fold 0
-            self.winner = self.leaderboard([])[0][0]["_variant"]
-            self.refined = refinements(self.winner, self.search.settings, self.search.rules)
-            self.schedule += [(0, v) for v in self.refined]
-            self.planned += len(self.refined)
-        elif (variant in self.refined and fold == 0 and len(folds) > 1
-              and results[(variant, 0)].max() >= results[(self.winner, 0)].max()):
-            self.schedule += [(f, variant) for f in range(1, len(folds))]  # as good on fold 0: on to the others
-            self.planned += len(folds) - 1
+        if done != len(variants):
+            return
+        epochs = self.geometry.epochs
+        if self.halving:
+            ranked = sorted(variants, key=lambda v: -float(results[(v, 0)].max()))  # stable: ties keep the order
+            going_on = ranked[:self.search.rules.halving_keep]
+            self.live = {key: round_ for key, round_ in self.live.items() if key[1] in going_on}
+            self.schedule += [(0, v, epochs) for v in going_on if (0, v) in self.live]
+        else:
+            going_on = variants
+        self.schedule += [(f, v, epochs) for f in range(1, len(folds)) for v in going_on]
+        self.planned = len(self.schedule)
 
-    def leaderboard(self, refined: list[Variant]) -> tuple[list[dict], list[int]]:
-        return leaderboard_of(self.results, self.search.variants, self.schedule[len(self.search.variants):self.raced],
-                            refined, len(self.corpus.folds), self.search.optimizers, self.geometry.usable)
+    def leaderboard(self) -> tuple[list[dict], list[int]]:
+        going_on = [(f, v) for f, v, _ in self.schedule[len(self.search.variants):]]
+        return leaderboard_of(self.results, self.search.variants, going_on, [], len(self.corpus.folds),
+                              self.search.optimizers, self.geometry.usable)
 
 
 def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, rounds: _Rounds, summary: dict
@@ -357,7 +395,7 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
     """The leaderboard's winner (the defaults kept within a standard error), its epochs and near rates for all the
     documents, the networks trial, and the batch for all the documents."""
     settings, rules = search.settings, search.rules
-    leaderboard, shared_folds = rounds.leaderboard(rounds.refined)
+    leaderboard, shared_folds = rounds.leaderboard()
     validation_documents = sum(len(corpus.folds[f][1]) for f in shared_folds)
     kept = keep_defaults(leaderboard, search.variants[0], validation_documents, rules.default_variant_errors)
     if kept is not None:
@@ -403,8 +441,8 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
         summary["batch_for_all"] = {"sample": chosen.batch_size, "all": all_batch, "documents": corpus.n_documents,
                                     "epoch_steps": rules.epoch_steps}
         chosen = chosen.replace(batch_size=all_batch)
-    summary.update(folds=len(shared_folds), rounds=len(rounds.results), rounds_planned=rounds.planned,
-                   steps=search.budget.steps_done, candidates=len(leaderboard), racing=rounds.racing,
+    summary.update(folds=len(shared_folds), rounds=len(rounds.seconds), rounds_planned=rounds.planned,
+                   steps=search.budget.steps_done, candidates=len(leaderboard), halving=rounds.halving,
                    best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=corpus.subsampled,
                    documents=corpus.n_documents, searched_documents=len(corpus.texts), terms=len(corpus.terms),
                    round_features=geometry.features)

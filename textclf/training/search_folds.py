@@ -1,15 +1,18 @@
 """The model search's candidates, folds and budget, and the records every step of a search shares (SearchContext,
-SearchCorpus, RoundGeometry): which settings it tries (candidate_space, refinements), on which
+SearchCorpus, RoundGeometry): which settings it tries (candidate_space: the portfolio), on which
 documents (stratified folds, a CPU's split, samples), with which round shapes, and how it ranks what they scored
 (the leaderboard, the defaults kept within a standard error, the near rates handed to the final training). Pure
 NumPy and scikit-learn, no JAX."""
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 import warnings
 from collections import Counter
 from dataclasses import dataclass
+from importlib import resources
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -129,32 +132,33 @@ class Variant(NamedTuple):
     batch_size: int
 
 
-def refinements(winner: Variant, settings: Settings, rules: SearchRules) -> list[Variant]:
-    """The one-field changes of the race's winner tried after it (rules.nb_weighting unless
-    rules.nb_in_race, rules.sublinear_tf,
-    rules.batch_sizes), in that order; pinned fields are not changed."""
-    options = ((() if rules.nb_in_race else (("nb_weighting", rules.nb_weighting),))
-               + (("sublinear_tf", rules.sublinear_tf), ("batch_size", rules.batch_sizes)))
-    return [winner._replace(**{field: value}) for field, values in options if field not in settings.pinned
-            for value in values if value != getattr(winner, field)]
+@functools.cache
+def portfolio() -> tuple[Variant, ...]:
+    """The portfolio's variants, best first (textclf/training/portfolio.json; rebuilt by
+    benchmarks/search/portfolio.py)."""
+    data = json.loads(resources.files("textclf.training").joinpath("portfolio.json").read_text(encoding="utf-8"))
+    return tuple(Variant(**dict(zip(data["fields"], values))) for values in data["variants"])
 
 
 def candidate_space(settings: Settings, platform: str, rules: SearchRules
                     ) -> tuple[list[Variant], list[tuple[float, float]], list[int]]:
     """(vectorizer variants, (learning rate, weight decay) pairs, epoch counts) to try; pinned fields keep the
-    settings' own value. The settings' own values come first in each list. Weight decays are searched where the
-    networks of a round are cheap (not on a CPU, where each one more costs a round's time again)."""
+    settings' own value. The settings' own values come first in each list; then the portfolio's first
+    rules.portfolio_size variants, each with the pinned fields set as the user set them, repeats dropped. Weight
+    decays are searched where the networks of a round are cheap (not on a CPU, where each one more costs a round's
+    time again)."""
     pinned = set(settings.pinned)
 
     def options(name, values):
         own = getattr(settings, name)
         return [own] if name in pinned else [own] + [v for v in values if v != own]
 
-    # Most promising first, so that a tight budget tries stop words (and NB weights, where they race) before the
-    # n-gram length.
-    nb_options = options("nb_weighting", rules.nb_weighting) if rules.nb_in_race else [settings.nb_weighting]
-    variants = [Variant(s, n, b, settings.sublinear_tf, settings.batch_size) for n in options("ngram_max", rules.ngrams)
-                for b in nb_options for s in options("stop_words", rules.stop_words)]
+    own = Variant(*(getattr(settings, field) for field in Variant._fields))
+    variants = [own]
+    for entry in portfolio()[:rules.portfolio_size]:
+        variant = entry._replace(**{field: getattr(settings, field) for field in Variant._fields if field in pinned})
+        if variant not in variants:
+            variants.append(variant)
     rates = options("learning_rate", rules.learning_rates)
     decays = options("weight_decay", rules.weight_decays) if platform != "cpu" else [settings.weight_decay]
     optimizers = [(rate, decay) for decay in decays for rate in rates]

@@ -296,277 +296,16 @@ def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=5, search_budget=120), pool, "cpu", rules=rules)
     assert result.settings.stop_words is None
-    # 4 vectorizer variants (stop words x n-grams, NB weights on), then the winner with NB weights off, with raw
-    # tf and with a 4x batch (refinements), one fold on a CPU
-    assert result.summary["rounds"] == result.summary["rounds_planned"] == 4 + 3
+    # The portfolio's 7 variants on the one split for a third of the epochs; the best 2 went on (unless their first
+    # rung had stopped early); one trial a (candidate, fold), the one that went on holding its whole curve.
+    variants, _, _ = folds_module.candidate_space(Settings(), "cpu", rules)
+    assert len(variants) == 7 and result.summary["halving"]
+    assert result.summary["rounds"] == result.summary["rounds_planned"] and 7 <= result.summary["rounds"] <= 9
     assert result.leaderboard[0]["accuracy"] > 0.6 > max(r["accuracy"] for r in result.leaderboard
                                                          if r["settings"]["stop_words"] == "english")
-    assert {t["settings"]["stop_words"] for t in result.trials} == {"english", None}
     assert len(result.trials) == 7 * 3  # x 3 learning rates
-    raced, refined = [t["settings"] for t in result.trials[:4 * 3]], [t["settings"] for t in result.trials[4 * 3:]]
-    assert {(s["stop_words"], s["ngram_max"], s["nb_weighting"]) for s in raced} == {
-        (stop, n, True) for stop in ("english", None) for n in (1, 2)}
-    assert {(s["nb_weighting"], s["sublinear_tf"], s["batch_size"]) for s in refined} == {
-        (False, True, 64), (True, False, 64), (True, True, 256)}
-    assert len({(s["stop_words"], s["ngram_max"]) for s in refined}) == 1  # one winner, refined
-
-
-def test_pinned_settings_are_not_searched(pool):
-    texts, labels = question_corpus(300)
-    settings = Settings(stop_words="english", learning_rate=0.01, epochs=3, pinned=("stop_words", "learning_rate",
-                                                                                      "epochs"))
-    result = search_settings(texts, labels, settings, pool, "cpu")
-    chosen = result.settings
-    assert (chosen.stop_words, chosen.learning_rate, chosen.epochs) == ("english", 0.01, 3)
-    assert {t["settings"]["ngram_max"] for t in result.trials} == {1, 2}
-    # too few validation documents for the linear family's trial (search_family.py) to tell the families apart
-    assert result.summary["family"]["linear_not_tried"] == "300 validation documents, under 1,000"
-
-
-def test_a_small_corpus_or_a_tiny_budget_still_gives_an_answer(pool):
-    texts, labels = question_corpus(40)
-    assert "skipped" in search_settings(texts, labels, Settings(), pool, "cpu").summary
-    # as many documents as MIN_DOCUMENTS, but no class with the 3 that stratified folds need: not searched
-    singles = [f"document {i}" for i in range(RULES.min_documents)]
-    assert folds_module.searched_rows(singles, Settings(), "cpu", RULES) is None
-    skipped = search_settings(singles, singles, Settings(), pool, "cpu").summary["skipped"]
-    assert skipped == "fewer than 3 documents in every class"
-    texts, labels = question_corpus(300)
-    result = search_settings(texts, labels, Settings(epochs=3, search_budget=0.001), pool, "cpu")
-    assert result.summary["rounds"] == 1  # the first round always runs
-    assert result.settings.stop_words == "english"  # only the defaults' variant was tried
-
-
-def test_train_opens_the_test_corpus_only_after_the_search(tmp_path, monkeypatch):
-    from db import open_db, runs
-    from textclf.runs import run as run_module, text_data
-    from textclf.training import search as search_module
-
-    texts, labels = question_corpus(300)
-    corpus, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
-    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
-    test_texts, test_labels = question_corpus(60, seed=1)
-    test.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(test_texts, test_labels)))
-    calls = []
-    real_read, real_search = text_data.read_corpus, search_module.search_settings
-
-    def read(path, *args, **kwargs):
-        calls.append(("read", str(path)))
-        return real_read(path, *args, **kwargs)
-
-    def search(*args, **kwargs):
-        calls.append(("search",))
-        return real_search(*args, **kwargs)
-
-    monkeypatch.setattr(text_data, "read_corpus", read)
-    monkeypatch.setattr(search_module, "search_settings", search)
-    result = run_module.train(corpus, Settings(epochs=4, search_budget=120), test_path=test,
-                              db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
-    assert calls == [("read", str(corpus)), ("search",), ("read", str(test))]
-    assert result.eval_accuracy > 0.6 and result.model.settings.stop_words is None
-    run = runs.get_run(open_db(tmp_path / "runs.db"), result.run_id)
-    assert run["search"]["chosen"]["stop_words"] is None and run["settings"]["stop_words"] is None
-    # every round's networks (3 learning rates on a CPU; x 2 weight decays on a GPU) are recorded
-    optimizers = 3 if run["search"]["platform"] == "cpu" else 6
-    assert len(run["search_trials"]) == optimizers * run["search"]["rounds"]
-    assert len(run["search_trials"][0]["epoch_accuracies"]) >= 4
-
-
-def test_a_search_is_reused_for_the_same_documents_and_settings_and_fresh_searches_again(tmp_path):
-    from typer.testing import CliRunner
-
-    from db import open_db, runs
-    from textclf.frontends.cli import app
-
-    texts, labels = question_corpus(300)
-    corpus, db_path = tmp_path / "train.jsonl", tmp_path / "runs.db"
-    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
-    common = ["train", str(corpus), "--db", str(db_path), "--epochs", "4", "--search-budget", "3"]
-    outputs, run_ids = [], []
-    for extra in ([], ["--out", str(tmp_path / "again.npz")], ["--search", "fresh"], ["--seed", "1"]):
-        result = CliRunner().invoke(app, [*common, "--out", str(tmp_path / "m.npz"), *extra, "--json"])
-        assert result.exit_code == 0, result.output
-        outputs.append(json.loads(result.stdout))
-        run_ids.append(outputs[-1]["run_id"])
-    db = open_db(db_path)
-    first, again, fresh, seeded = (runs.get_run(db, run_id) for run_id in run_ids)
-    assert "reused_from" not in first["search"] and first["search_trials"]
-    # the same documents and settings: the first run's choice, no rounds of its own
-    assert again["search"]["reused_from"] == first["id"] and not again["search_trials"]
-    assert "search" not in again["phases"]
-    assert again["search"]["chosen"] == first["search"]["chosen"]
-    assert again["search"]["leaderboard"] == first["search"]["leaderboard"]
-    assert outputs[1]["settings"] == outputs[0]["settings"]
-    # --search fresh and another seed search again (the seed decides the folds)
-    assert "reused_from" not in fresh["search"] and fresh["search_trials"]
-    assert fresh["settings"]["search"] == "fresh"
-    assert "reused_from" not in seeded["search"] and seeded["search_trials"]
-    # a reused choice is said so
-    result = CliRunner().invoke(app, common)
-    assert result.exit_code == 0 and f"the search of run {fresh['id']}, reused" in result.output
-    shown = CliRunner().invoke(app, ["runs", "show", str(run_ids[1]), "--db", str(db_path)])
-    assert f"reused from run {first['id']}" in shown.output
-
-
-def test_with_a_test_corpus_another_seed_trains_on_the_recorded_search_and_another_search_seed_searches(tmp_path):
-    from typer.testing import CliRunner
-
-    from db import open_db, runs
-    from textclf.frontends.cli import app
-
-    texts, labels = question_corpus(300)
-    corpus, test, db_path = tmp_path / "train.jsonl", tmp_path / "test.jsonl", tmp_path / "runs.db"
-    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts[:240], labels[:240])))
-    test.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts[240:], labels[240:])))
-    common = ["train", str(corpus), "--test", str(test), "--db", str(db_path), "--epochs", "4", "--search-steps",
-              "3000", "--json"]
-    outputs = []
-    for i, extra in enumerate(([], ["--seed", "1"], ["--search-seed", "1"])):
-        result = CliRunner().invoke(app, [*common, "--out", str(tmp_path / f"m{i}.npz"), *extra])
-        assert result.exit_code == 0, result.output
-        outputs.append(json.loads(result.stdout))
-    db = open_db(db_path)
-    first, seeded, searched = (runs.get_run(db, output["run_id"]) for output in outputs)
-    # another model seed: the first run's choice, no rounds of its own, and a model of its own seed
-    assert seeded["search"]["reused_from"] == first["id"] and not seeded["search_trials"]
-    assert outputs[1]["settings"]["seed"] == 1 and outputs[1]["settings"]["search_seed"] == 0
-    assert {**outputs[1]["settings"], "seed": 0} == outputs[0]["settings"]
-    first_w1, seeded_w1 = (np.load(tmp_path / f"m{i}.npz", allow_pickle=False)["w1"] for i in (0, 1))
-    assert first_w1.shape == seeded_w1.shape and not np.array_equal(first_w1, seeded_w1)
-    # another search seed: a search of its own
-    assert "reused_from" not in searched["search"] and searched["search_trials"]
-    assert outputs[2]["settings"]["search_seed"] == 1
-
-
-def test_a_search_seed_out_of_range_is_refused_in_one_line_and_nothing_is_written(tmp_path):
-    from typer.testing import CliRunner
-
-    from textclf.frontends.cli import app
-
-    texts, labels = question_corpus(100)
-    corpus = tmp_path / "train.jsonl"
-    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
-    result = CliRunner().invoke(app, ["train", str(corpus), "--db", str(tmp_path / "runs.db"), "--out",
-                                      str(tmp_path / "m.npz"), "--search-seed", "-1"])
-    assert result.exit_code == 1
-    assert "search_seed must be 0 to" in result.output and len(result.output.strip().splitlines()) == 1
-    assert not (tmp_path / "m.npz").exists()
-
-
-def test_an_ensemble_is_one_network_whose_scores_are_the_members_mean():
-    from textclf.models.stacked import merged
-
-    rng = np.random.default_rng(4)
-    stacked = init_stacked(jax.random.PRNGKey(5), 50, 8, 3, 4)
-    stacked = stacked._replace(b2=jnp.asarray(rng.normal(size=stacked.b2.shape), jnp.float32))
-    indices, values, rows, labels, mask = _random_batch(rng)
-    w1, b1, w2, b2 = merged(stacked)
-    one = Params(*map(jnp.asarray, (w1, b1, w2, b2)))
-    np.testing.assert_allclose(logits(one, indices, values, rows, labels.shape[0]),
-                               stacked_logits(stacked, indices, values, rows, labels.shape[0]).mean(axis=1),
-                               rtol=2e-3, atol=2e-4)  # a GPU's float32 matmuls round to TF32
-
-
-def test_fit_ensemble_trains_members_into_one_model():
-    from textclf.training.candidates import fit_ensemble
-
-    texts, labels = question_corpus(240)
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
-    y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
-    seen = []
-    (w1, b1, w2, b2), history, _, _ = fit_ensemble(
-        TrainingRows(x[:200], y[:200], 3, x[200:], y[200:]),
-        Settings(ensemble=3, learning_rate=0.03, weight_decay=0.0, epochs=12, min_steps=0, batch_size=32, hidden=16,
-                 seed=0), Watch(seen.append))
-    assert w1.shape == (x.shape[1], 48) and w2.shape == (48, 3) and b2.shape == (3,)
-    assert len(history) == len(seen) == 12 and history[-1].eval_accuracy > 0.75
-    assert history[-1].loss < history[0].loss
-
-
-@pytest.mark.parametrize("stacked", [True, False], ids=["stacked", "one-by-one"])
-def test_train_writes_an_ensemble_as_one_model_file(tmp_path, monkeypatch, stacked):
-    from textclf.inference.artifacts import load_model
-    from textclf.runs.run import train
-    from textclf.training import candidates
-
-    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: stacked)
-
-    texts, labels = question_corpus(300)
-    corpus = tmp_path / "train.jsonl"
-    corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
-    settings = Settings(search="off", ensemble=3, hidden=16, epochs=8, min_steps=0, stop_words=None,
-                        learning_rate=0.01)
-    result = train(corpus, settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
-    model = load_model(tmp_path / "m.npz")
-    assert model.params.w1.shape[1] == 48 and model.settings.ensemble == 3
-    assert result.eval_accuracy > 0.6
-    assert model.predict(["who w1 w2 w3"]) == ["HUM"]
-    if stacked:
-        assert len(result.history) == 8
-    else:  # each member's 8 epochs, numbered on
-        assert [stats.epoch for stats in result.history] == list(range(1, 25))
-
-
-def test_members_one_after_another_merge_into_the_mean_of_their_networks():
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    from textclf.models.mlp import Params
-    from textclf.training.candidates import fit_members
-    from textclf.training.loop import fit_network
-
-    texts, labels = question_corpus(200)
-    x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()
-    y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
-    settings = Settings(search="off", ensemble=3, hidden=8, epochs=3, min_steps=0, learning_rate=0.01)
-    (w1, b1, w2, b2), history, _, _ = fit_members(TrainingRows(x, y, 3), settings, "xla")
-    assert w1.shape == (x.shape[1], 24) and len(history) == 9
-    alone = [fit_network(TrainingRows(x, y, 3), settings.replace(seed=seed, ensemble=1)).params for seed in range(3)]
-    assert not np.allclose(alone[0].w1, alone[1].w1)  # three networks, not one three times
-    dense = x.toarray()
-    mean = np.mean([logits_of(dense, p) for p in alone], axis=0)
-    np.testing.assert_allclose(logits_of(dense, Params(w1, b1, w2, b2)), mean, rtol=1e-4, atol=1e-5)
-
-
-def logits_of(x: np.ndarray, params) -> np.ndarray:
-    hidden = 1.0 / (1.0 + np.exp(-(x @ np.asarray(params.w1) + np.asarray(params.b1))))
-    return hidden @ np.asarray(params.w2) + np.asarray(params.b2)
-
-
-def test_a_cpu_searches_a_sample_of_a_large_corpus(pool):
-    # 300 documents stand for a large corpus: at most 2 steps an epoch from batch 256
-    rules = cpu_split_of_a_large_corpus().replace(epoch_steps=2)
-    texts, labels = question_corpus(300)
-    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu", rules=rules)
-    assert result.summary["subsampled"] and result.summary["searched_documents"] == 170
-    assert result.settings.stop_words is None  # the sample still shows what decides the class
-    # all the documents train with a larger batch than the sample's, and the summary says so
-    sample_batch = result.summary["chosen"]["batch_size"]
-    assert result.settings.batch_size == folds_module.batch_for_all(sample_batch, 300, rules) > sample_batch
-    assert result.summary["batch_for_all"] == {"sample": sample_batch, "all": result.settings.batch_size,
-                                               "documents": 300, "epoch_steps": 2}
-
-
-def test_the_batch_for_all_documents_grows_until_an_epoch_fits_its_steps():
-    rules = RULES.replace(epoch_steps=4096)
-    assert folds_module.batch_for_all(64, 262_144, rules) == 64  # 4,096 steps: kept
-    assert folds_module.batch_for_all(64, 262_145, rules) == 128
-    assert folds_module.batch_for_all(64, 1_000_000, rules) == 256  # 3,907 steps
-    assert folds_module.batch_for_all(256, 1_000_000, rules) == 256
-    assert folds_module.batch_for_all(64, 10**9, rules) == rules.max_batch_for_all  # never past the cap
-
-
-def test_a_typed_batch_size_is_kept_for_all_documents(pool):
-    rules = cpu_split_of_a_large_corpus().replace(epoch_steps=2)  # 300 documents stand for a large corpus
-    texts, labels = question_corpus(300)
-    settings = Settings(epochs=3, batch_size=32, search_budget=60,  # one round: only the rate is searched
-                        pinned=("batch_size", "stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "char_ngrams"))
-    result = search_settings(texts, labels, settings, pool, "cpu", rules=rules)
-    assert result.settings.batch_size == 32 and "batch_for_all" not in result.summary
-
-
-def test_a_gpu_searches_one_split_of_a_sample_of_a_large_corpus(pool):
+    assert [folds_module.Variant(**{f: t["settings"][f] for f in folds_module.Variant._fields})
+            for t in result.trials[::3]] == variants
     # a large corpus's sample folds pass round_min_steps anyway
     rules = RULES.replace(search_documents=150, round_min_steps=0)
     texts, labels = question_corpus(300)
@@ -577,7 +316,7 @@ def test_a_gpu_searches_one_split_of_a_sample_of_a_large_corpus(pool):
     assert len(folds_module.device_folds(y[:150], 0, rules)) == 3  # a corpus the size of the sample: 3 folds of it
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "gpu", rules=rules)
     assert result.summary["subsampled"] and result.summary["searched_documents"] == 150
-    assert result.summary["folds"] == 1 and not result.summary["racing"]
+    assert result.summary["folds"] == 1 and result.summary["halving"]
     # the trial trained a round's 6 networks side by side and judged an ensemble of 5 of them
     networks = result.summary["ensemble"]
     assert networks["members"] in (1, 5) and 0 < networks["ensemble_accuracy"] <= 1
@@ -655,59 +394,50 @@ def test_epochs_for_all_documents_from_a_sample_curve():
     assert _epochs_for_all(4, 10, settings) == 4  # peaked: the same passes over every document
 
 
-def test_a_gpu_search_races_variants_over_folds_and_tries_weight_decays(pool):
+def test_a_gpu_search_halves_the_portfolio_over_folds_and_tries_weight_decays(pool):
     texts, labels = question_corpus(300)
     settings = Settings(epochs=3, hidden=16, search_budget=600, pinned=("epochs",))
     result = search_settings(texts, labels, settings, pool, "gpu")  # the platform decides the plan, not the device
     summary = result.summary
-    assert summary["racing"] and summary["folds"] == 3
-    variants = len(RULES.stop_words) * len(RULES.ngrams)  # NB weights: a refinement
-    raced = variants + 2 * RULES.race_keep
-    optimizers = len(RULES.learning_rates) * len(RULES.weight_decays)
-    assert len(result.trials) == summary["rounds"] * optimizers
+    assert summary["halving"] and summary["folds"] == 3
+    variants, optimizers, _ = folds_module.candidate_space(settings, "gpu", RULES)
+    assert len(optimizers) == len(RULES.learning_rates) * len(RULES.weight_decays)
     assert {t["settings"]["weight_decay"] for t in result.trials} == set(RULES.weight_decays)
-    # The race's survivors went on to folds 1 and 2; then the three refinements of its winner on fold 0, and on to
-    # the other folds each one that matched the winner's fold-0 accuracy.
-    def variant_of(trial):
-        return tuple((k, v) for k, v in trial["settings"].items()
-                     if k not in ("learning_rate", "weight_decay", "epochs"))
+    # every variant on fold 0 for one epoch (a third of 3), the best two of that epoch on to all 3 epochs on fold 0
+    # (continued: one trial, its whole curve), then folds 1 and 2 (3 epochs, pinned: no early stop)
+    keep = RULES.halving_keep
+    assert summary["rounds"] == summary["rounds_planned"] == len(variants) + keep * 3
+    assert len(result.trials) == (len(variants) + keep * 2) * len(optimizers)
 
-    curves = {}  # (variant, fold) -> (K, epochs) validation curves
+    def variant_of(trial):
+        return folds_module.Variant(**{f: trial["settings"][f] for f in folds_module.Variant._fields})
+
+    first = {}  # variant -> its best fold-0 accuracy after the first epoch
     for t in result.trials:
-        curves.setdefault((variant_of(t), t["fold"]), []).append(t["epoch_accuracies"])
-    survivors = {variant_of(t) for t in result.trials[variants * optimizers:raced * optimizers]}
-    # The race's winner: the best mean-over-folds curve of any of its candidates (all 3 epochs ran: pinned).
-    winner = max(survivors, key=lambda v: np.mean([curves[(v, f)] for f in range(3)], axis=0).max())
-    refined = [variant_of(t) for t in result.trials[raced * optimizers:][::optimizers] if t["fold"] == 0]
-    went_on = [v for v in refined if np.max(curves[(v, 0)]) >= np.max(curves[(winner, 0)])]
-    assert len(refined) == 3
-    assert summary["rounds"] == summary["rounds_planned"] == raced + 3 + 2 * len(went_on)
-    assert all((v, 2) in curves for v in went_on) and not any((v, 1) in curves for v in refined if v not in went_on)
+        if t["fold"] == 0:
+            first[variant_of(t)] = max(first.get(variant_of(t), 0.0), t["epoch_accuracies"][0])
+        assert len(t["epoch_accuracies"]) in (1, 3)
+    going_on = sorted(variants, key=lambda v: -first[v])[:keep]
+    went_on = {variant_of(t) for t in result.trials if t["fold"] == 2}
+    assert went_on == set(going_on)
+    assert all(len(t["epoch_accuracies"]) == (3 if variant_of(t) in went_on else 1) for t in result.trials)
     finalists = {variant_of({"settings": row["settings"]}) for row in result.leaderboard if row["folds"] == 3}
-    assert len(finalists) == RULES.race_keep + len(went_on) and result.leaderboard[0]["folds"] == 3
+    assert finalists == went_on and result.leaderboard[0]["folds"] == 3
     assert result.settings.stop_words is None
     assert summary["ensemble"]["members"] in (1, RULES.ensemble_members)
 
 
-def test_refinements_change_one_unpinned_field_of_the_winner():
-    winner = folds_module.Variant(None, 2, True, True, 64)
-    assert folds_module.refinements(winner, Settings(), RULES) == [winner._replace(nb_weighting=False),
-                                                              winner._replace(sublinear_tf=False),
-                                                              winner._replace(batch_size=256)]
-    assert folds_module.refinements(winner, Settings(pinned=("nb_weighting", "batch_size")), RULES) == [
-        winner._replace(sublinear_tf=False)]
-    assert folds_module.refinements(winner, Settings(pinned=("nb_weighting", "sublinear_tf", "batch_size")),
-                                     RULES) == []
-
-
-def test_nb_weights_race_as_variants_where_the_rule_says_so():
-    rules = RULES.replace(nb_in_race=True)
-    variants, _, _ = folds_module.candidate_space(Settings(), "gpu", rules)
-    assert len(variants) == 8 and {v.nb_weighting for v in variants} == {False, True}
-    assert variants[0] == folds_module.Variant(*(getattr(Settings(), f) for f in folds_module.Variant._fields))
-    winner = folds_module.Variant(None, 2, True, True, 64)
-    assert folds_module.refinements(winner, Settings(), rules) == [winner._replace(sublinear_tf=False),
-                                                              winner._replace(batch_size=256)]
+def test_the_candidates_are_the_settings_own_then_the_portfolio_with_the_pinned_fields_kept():
+    portfolio = folds_module.portfolio()
+    own = folds_module.Variant(*(getattr(Settings(), f) for f in folds_module.Variant._fields))
+    assert len(set(portfolio)) == len(portfolio) >= RULES.portfolio_size and portfolio[0] == own
+    variants, _, _ = folds_module.candidate_space(Settings(), "gpu", RULES)
+    assert variants == list(portfolio[:RULES.portfolio_size])
+    typed = Settings(stop_words=None, ngram_max=1, pinned=("stop_words", "ngram_max"))
+    variants, _, _ = folds_module.candidate_space(typed, "gpu", RULES)
+    assert variants[0] == own._replace(stop_words=None, ngram_max=1) and len(set(variants)) == len(variants)
+    assert {(v.stop_words, v.ngram_max) for v in variants} == {(None, 1)}
+    assert len(folds_module.candidate_space(Settings(), "gpu", RULES.replace(portfolio_size=3))[0]) == 3
 
 
 def test_the_search_is_skipped_only_when_every_searched_field_is_pinned(pool):
