@@ -11,7 +11,7 @@ curve over the folds, and its regret: how far that is below the corpus's best va
 greedily (each next variant the one that lowers the mean over corpora of the best regret within the portfolio,
 the settings' defaults first), and judged leave-one-corpus-out: each corpus is scored by a portfolio built
 without it, chosen as the search chooses (successive halving: every variant on fold 0 for a third of the epochs,
-the best two on every fold), against the search's space before the portfolio (a race
+the best two and the defaults on every fold), against the search's space before the portfolio (a race
 and its winner's refinements) with an oracle's choice. Prints a table; --write stores the portfolio built from every corpus as
 textclf/training/portfolio.json (the product's data file).
 """
@@ -99,6 +99,7 @@ class Study:
         rows = [self.index(v) for v in portfolio]
         rung = max(1, math.ceil(self.curves.shape[2] * first_rung))
         alive = sorted(rows, key=lambda i: -self.curves[i, 0, :rung].max())[:keep]  # stable: ties keep the order
+        alive += [] if rows[0] in alive else [rows[0]]  # the defaults go on too
         return self.variants[max(alive, key=lambda i: self.score[i])]
 
     def race(self, default: tuple) -> tuple:

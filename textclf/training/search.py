@@ -15,7 +15,8 @@ How:
 - Per (variant, fold) the (learning rate, weight decay) candidates train side by side as one program
   (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
 - Successive halving: every variant trains on the first fold for a third of a round's epochs; only the
-  rules.halving_keep best go on, continued on the first fold to all the epochs, then on every other fold.
+  rules.halving_keep best go on (and the settings' own variant, which the defaults' rule may keep), continued on
+  the first fold to all the epochs, then on every other fold.
   Candidates, folds and the ranking: textclf/training/search_folds.py; the networks trial after the rounds:
   search_networks.py; the rules: search_rules.py.
 - Score of a (variant, rate, decay, epoch count): mean validation accuracy over the folds. The best one wins; ties go
@@ -217,8 +218,8 @@ def _geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: list[i
 
 class _Rounds:
     """The search's rounds, successive halving: every variant on fold 0 for rules.first_rung of a round's epochs
-    (the first rung); the rules.halving_keep best there go on: fold 0 continued to all the epochs (CandidateRound:
-    as if never paused), then every other fold. With no more variants than that, every variant trains all the
+    (the first rung); the rules.halving_keep best there go on, and the settings' own variant with them: fold 0
+    continued to all the epochs (CandidateRound: as if never paused), then every other fold. With no more variants than that, every variant trains all the
     epochs on every fold. Each round trains the optimizers side by side; the rounds stop when the budget would be
     overrun."""
 
@@ -228,7 +229,8 @@ class _Rounds:
         self.halving = len(variants) > keep
         first = max(1, math.ceil(geometry.epochs * search.rules.first_rung)) if self.halving else geometry.epochs
         self.schedule = [(0, v, first) for v in variants]  # (fold, variant, epochs) of every round run or to run
-        self.planned = len(variants) + keep * len(folds) if self.halving else len(variants) * len(folds)
+        # (at most: the settings' own variant goes on beside the best; the count is known after the first rung)
+        self.planned = len(variants) + (keep + 1) * len(folds) if self.halving else len(variants) * len(folds)
         self.live: dict[tuple, CandidateRound] = {}  # (fold, variant) -> a round that may go on
         self.results: dict[tuple, np.ndarray] = {}  # (variant, fold) -> (epochs, K) validation accuracy
         self.trials: list[dict] = []
@@ -377,6 +379,8 @@ class _Rounds:
         if self.halving:
             ranked = sorted(variants, key=lambda v: -float(results[(v, 0)].max()))  # stable: ties keep the order
             going_on = ranked[:self.search.rules.halving_keep]
+            if variants[0] not in going_on:  # the settings' own variant too: default_variant_errors may keep it
+                going_on.append(variants[0])
             self.live = {key: round_ for key, round_ in self.live.items() if key[1] in going_on}
             self.schedule += [(0, v, epochs) for v in going_on if (0, v) in self.live]
         else:
