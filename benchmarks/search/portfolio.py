@@ -1,19 +1,21 @@
 """The search's portfolio, rebuilt from an offline study: `python3 -m benchmarks.search.portfolio curves TRAIN.jsonl
 [...] --out DIR [--seeds 0]` then `python3 -m benchmarks.search.portfolio build DIR [--write]`.
 
-curves: for each training file (never its test file) and seed, every vectorizer variant of the grid (stop words x
-longest n-gram x NB weights x sublinear tf at batch 64, and the four stop words x n-grams at batch 256) trains on each of the search's folds as a round of
-textclf's search does (textclf/training/search.py: the same folds, columns, shapes, rates side by side, epochs and
-early stopping), and its validation curves are written to DIR/NAME-SEED.json.
+curves: for each training file (never its test file) and seed, every vectorizer variant of the grid (stop words
+x longest n-gram x NB weights x sublinear tf at batch 64, and the four stop words x n-grams at batch 256 with NB
+weights off) trains on each of the search's folds as a round of textclf's search does (textclf/training/search.py:
+the same folds, columns, shapes, rates side by side, epochs and early stopping), and its validation curves are
+written to DIR/NAME-SEED.json. On the GPU: `bash benchmarks/gpu/portfolio.sh`.
 
 build: reads every curve file and, per corpus, scores each variant by the best (rate, decay, epochs) of its mean
 curve over the folds, and its regret: how far that is below the corpus's best variant. The portfolio is built
 greedily (each next variant the one that lowers the mean over corpora of the best regret within the portfolio,
 the settings' defaults first), and judged leave-one-corpus-out: each corpus is scored by a portfolio built
-without it, chosen as the search chooses (successive halving: every variant on fold 0 for a third of the epochs,
-the best two and the defaults on every fold), against the search's space before the portfolio (a race
-and its winner's refinements) with an oracle's choice. Prints a table; --write stores the portfolio built from every corpus as
-textclf/training/portfolio.json (the product's data file).
+without it, with an oracle's choice and as the search chooses (successive halving: every variant on fold 0 for a
+third of the epochs, the best two and the defaults on every fold); beside them the search's space before the
+portfolio (a race of stop words x n-grams and its winner's refinements), with an oracle's choice and as the race
+chose. Prints a table; --write stores the portfolio built from every corpus as textclf/training/portfolio.json
+(the product's data file).
 """
 
 from __future__ import annotations

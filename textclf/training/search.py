@@ -50,7 +50,8 @@ from textclf.training.candidates import (
 from textclf.training.stacked_step import init_stack
 from textclf.training.search_folds import (
     Budget, RoundGeometry, SearchContext, SearchCorpus, Variant, batch_for_all, candidate_space, epochs_for_all,
-    final_steps, fold_matrices, folds_sample, keep_defaults, leaderboard_of, rate_candidates, round_epochs, search_folds, too_few, with_headroom)
+    final_steps, fold_matrices, folds_sample, keep_defaults, leaderboard_of, rate_candidates, round_epochs,
+    search_folds, too_few, with_headroom)
 from textclf.training.search_family import FamilyTrial, not_tried
 from textclf.training.search_networks import NetworksTrial
 from textclf.training.search_rules import SearchRules
@@ -199,7 +200,7 @@ def _geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: list[i
         val_shape = batch_shape([counts[val] for _, val in folds], score_batch)
     else:
         # A GPU's step works on every slot of a batch, padding included, and the widest view holds ~10x the
-        # nonzeros of a variant's columns; so the cap is that of the race's own rows (every variant on fold 0,
+        # nonzeros of a variant's columns; so the cap is that of the first rung's own rows (every variant on fold 0,
         # built here, ahead of their rounds), with rules.round_cap_headroom for the other folds' batches; a batch
         # wider still widens it (round_data: one more compilation).
         with ThreadPoolExecutor(min(8, len(search.variants))) as builders:
@@ -219,9 +220,9 @@ def _geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: list[i
 class _Rounds:
     """The search's rounds, successive halving: every variant on fold 0 for rules.first_rung of a round's epochs
     (the first rung); the rules.halving_keep best there go on, and the settings' own variant with them: fold 0
-    continued to all the epochs (CandidateRound: as if never paused), then every other fold. With no more variants than that, every variant trains all the
-    epochs on every fold. Each round trains the optimizers side by side; the rounds stop when the budget would be
-    overrun."""
+    continued to all the epochs (CandidateRound: as if never paused), then every other fold. With no more variants
+    than that, every variant trains all the epochs on every fold. Each round trains the optimizers side by side;
+    the rounds stop when the budget would be overrun."""
 
     def __init__(self, search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry):
         self.search, self.corpus, self.geometry = search, corpus, geometry
@@ -389,8 +390,8 @@ class _Rounds:
         self.planned = len(self.schedule)
 
     def leaderboard(self) -> tuple[list[dict], list[int]]:
-        going_on = [(f, v) for f, v, _ in self.schedule[len(self.search.variants):]]
-        return leaderboard_of(self.results, self.search.variants, going_on, [], len(self.corpus.folds),
+        going_on = {v for _, v, _ in self.schedule[len(self.search.variants):]}
+        return leaderboard_of(self.results, self.search.variants, going_on, len(self.corpus.folds),
                               self.search.optimizers, self.geometry.usable)
 
 

@@ -170,7 +170,7 @@ def round_epochs(epoch_options: list[int], fold_documents: int, settings: Settin
                  ) -> tuple[int, list[int], int]:
     """-> (the most epochs a round trains, the epoch counts it may choose, its early-stopping patience in epochs)
     for folds whose smallest trains on fold_documents: rules.max_epochs (rules.cpu_max_epochs on a CPU), or as
-    many as make rules.round_min_steps steps at the race's batch; patience rules.patience epochs and at least
+    many as make rules.round_min_steps steps at the settings' batch; patience rules.patience epochs and at least
     rules.patience_steps steps. A typed
     epoch count stays the only one tried."""
     epochs = max(epoch_options) if platform != "cpu" else min(max(epoch_options), rules.cpu_max_epochs)
@@ -247,20 +247,17 @@ def fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, featu
     return train_x, val_x
 
 
-def leaderboard_of(results: dict, variants: list[Variant], racing_rounds: list, refined: list[Variant], n_folds: int,
-                 optimizers: list, usable: list[int]) -> tuple[list[dict], list[int]]:
+def leaderboard_of(results: dict, variants: list[Variant], going_on: set[Variant], n_folds: int, optimizers: list,
+                   usable: list[int]) -> tuple[list[dict], list[int]]:
     """Rank every (variant, rate, decay) tried -> (rows best first, the folds the contenders were compared on).
-    The contenders (the survivors of fold 0 when it was raced, else every variant tried) are compared on the
-    folds all of them finished: a fold the budget cut short for some of them counts for none; a refinement joins
-    them if it finished those folds too. The rest rank below them, by their fold-0 accuracy. Within a rank,
-    ties go to the earlier candidate (the defaults come first) and the fewer epochs. Each row's "_variant" is
-    the Variant it came from (for the caller, not for the record)."""
+    The contenders (the variants that went on past the first rung, else every variant tried) are compared on the
+    folds all of them finished: a fold the budget cut short for some of them counts for none. The rest rank below
+    them, by their fold-0 accuracy. Within a rank, ties go to the earlier candidate (the defaults come first) and
+    the fewer epochs. Each row's "_variant" is the Variant it came from (for the caller, not for the record)."""
     tried = [v for v in variants if (v, 0) in results]
-    survivors = {v for _, v in racing_rounds}
-    contenders = [v for v in tried if v in survivors] if survivors else tried
+    contenders = [v for v in tried if v in going_on] if going_on else tried
     shared_folds = [f for f in range(n_folds) if all((v, f) in results for v in contenders)]
-    contenders += [v for v in refined if all((v, f) in results for f in shared_folds)]
-    others = [v for v in tried + refined if v not in contenders and (v, 0) in results]
+    others = [v for v in tried if v not in contenders]
     rows = []
     for v in contenders + others:
         done = shared_folds if v in contenders else [0]

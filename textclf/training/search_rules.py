@@ -53,7 +53,7 @@ class SearchRules:
     cpu_max_epochs: int = 10  # most epochs a CPU round trains (an epoch there costs seconds)
     round_min_steps: int = 300  # a small corpus's round trains at least this many steps ("Small corpora")
     round_features: int = 8192  # columns the rounds train on: a step costs Adam's pass over W1 ("Accuracy")
-    round_cap_headroom: float = 1.25  # GPU batches cut this much wider than the race's densest (one compilation)
+    round_cap_headroom: float = 1.25  # GPU batches cut this much wider than the first rung's densest (one compilation)
     gpu_score_batch: int = 1024  # validation rows scored a step on a GPU (no gradient)
     # The folds.
     search_documents: int = 20_000  # a GPU's folds cover at most this many documents ("Big corpora with no flags")
