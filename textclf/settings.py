@@ -35,7 +35,7 @@ SEARCHES = ("auto", "fresh", "off")
 PARALLELS = ("auto", "data", "features")
 FEATURES_NEED_XLA = ("--parallel features trains with the XLA step: pass --backend xla (or --parallel data for "
                      "the Pallas kernels)")
-# The fields the model search (textclf/training/search.py) may choose; a field named in `pinned` keeps its value.
+# The fields the model search (textclf/training/search/halving.py) may choose; a field named in `pinned` keeps its value.
 SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
                    "batch_size", "ensemble", "char_ngrams", "char_learning_rate", "char_epochs", "family",
                    "linear_learning_rate", "linear_weight_decay", "linear_epochs")
@@ -101,7 +101,7 @@ class VectorizerSettings:
     nb_weighting: bool = True
     # A second network on character 2-5-grams (pipelines.vectorize.CHAR_NGRAM_RANGE, `features` columns of their
     # own, weighted as the words are), averaged with the word network(s) in one model file ("tfidf" only). Off
-    # unless the search chooses it by validation (textclf/training/search.py, _choose_networks) or it is typed:
+    # unless the search chooses it by validation (textclf/training/search/halving.py, _choose_networks) or it is typed:
     # it doubles the model and its training, and it pays where words alone are few (short sentences).
     char_ngrams: bool = False
     # The character network's learning rate and epochs; 0: the words' (learning_rate, epochs). The search reads
@@ -305,7 +305,7 @@ class DeviceSettings:
 class SearchSettings:
     """The model search: whether it runs and the work or time it may spend; the fields the user typed."""
 
-    # Model search (textclf/training/search.py): "auto" chooses SEARCHED_FIELDS by validation on the training
+    # Model search (textclf/training/search/halving.py): "auto" chooses SEARCHED_FIELDS by validation on the training
     # documents (text MLP with the tfidf vectorizer; skipped below its minimum corpus size), or takes the choice
     # recorded for the same documents, settings and device (textclf/runs/search_cache.py); "fresh" searches even
     # then; "off" uses the values here as they are. search_steps: the work the search may spend, in network-steps

@@ -1,5 +1,5 @@
 """The character view by cross-validation on a training file alone: one network on the words, one on character
-2-5-grams, and the two averaged, as the model search's network trial builds them (textclf/training/search.py).
+2-5-grams, and the two averaged, as the model search's network trial builds them (textclf/training/search/halving.py).
 
     python -m benchmarks.accuracy.char_view TRAIN.jsonl [--stop-words english|none] [--ngrams 2] [--folds 3] [--epochs 15]
 
@@ -31,8 +31,8 @@ def main() -> None:
     from pipelines.corpus import read_corpus
     from pipelines.vectorize import count_chars, vectorize_pool
     from textclf.training.candidates import fit_candidates
-    from textclf.training.search_folds import char_fold_matrices as _char_fold_matrices, stratified_folds as _folds
-    from textclf.training.search_rules import SearchRules
+    from textclf.training.search.folds import char_fold_matrices as _char_fold_matrices, stratified_folds as _folds
+    from textclf.training.search.rules import SearchRules
 
     start = time.perf_counter()
     corpus = read_corpus(args.train)

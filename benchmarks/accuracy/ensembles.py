@@ -34,8 +34,8 @@ def main() -> None:
     from sklearn.model_selection import train_test_split
 
     from textclf.training.candidates import fit_candidates
-    from textclf.training.search_folds import stratified_folds as _folds
-    from textclf.training.search_rules import SearchRules
+    from textclf.training.search.folds import stratified_folds as _folds
+    from textclf.training.search.rules import SearchRules
 
     LEARNING_RATES, WEIGHT_DECAYS = SearchRules().learning_rates, SearchRules().weight_decays
 

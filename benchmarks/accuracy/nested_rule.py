@@ -3,7 +3,7 @@ benchmarks.accuracy.nested_rule TRAIN.jsonl [...] (--rule default_variant_errors
 0,1 [--seeds 0,1] [--held-out 0.25] [--documents N]`.
 
 For each training file and seed, a stratified `--held-out` share of the training documents is set aside; then,
-for each value of the rule (a field of textclf.training.search_rules.SearchRules, passed to train as
+for each value of the rule (a field of textclf.training.search.rules.SearchRules, passed to train as
 `replace(SearchRules(), field=value)`) or of the Settings field (given as a default, not pinned: the search still searches what it searches), a
 no-flags `textclf train` (textclf.runs.run.train, with its own empty run database, so that no recorded search is
 reused) trains on the rest and is scored on the set-aside documents. The test file is never read: this is how a
@@ -77,7 +77,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpora", nargs="+")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--rule", help="a textclf.training.search_rules.SearchRules field (or several, comma-separated)")
+    which.add_argument("--rule", help="a textclf.training.search.rules.SearchRules field (or several, comma-separated)")
     which.add_argument("--setting", help="a textclf.settings.Settings field")
     parser.add_argument("--values", required=True, help="comma-separated numbers (or words, for a setting of words)")
     parser.add_argument("--seeds", default="0")
@@ -86,7 +86,7 @@ def main() -> None:
     args = parser.parse_args()
     from textclf.runs.run import train
     from textclf.settings import Settings
-    from textclf.training.search_rules import SearchRules
+    from textclf.training.search.rules import SearchRules
 
     if args.rule:
         fields = args.rule.split(",")

@@ -1,5 +1,5 @@
 """The start token (Settings.start_token) by cross-validation on a training file alone: one word network with and
-without it, as the model search's rounds train it (textclf/training/search.py).
+without it, as the model search's rounds train it (textclf/training/search/halving.py).
 
     python -m benchmarks.accuracy.start_token TRAIN.jsonl [--stop-words english|none] [--ngrams 2] [--seeds 0,1]
 
@@ -22,8 +22,8 @@ def cross_validated(view, seed: int, epochs: int) -> float:
     (view: benchmarks.accuracy.word_folds.WordView)."""
     from benchmarks.accuracy.word_folds import fold_matrices, round_of
     from textclf.training.candidates import fit_candidates
-    from textclf.training.search_folds import stratified_folds as _folds
-    from textclf.training.search_rules import SearchRules
+    from textclf.training.search.folds import stratified_folds as _folds
+    from textclf.training.search.rules import SearchRules
 
     LEARNING_RATES = SearchRules().learning_rates
 

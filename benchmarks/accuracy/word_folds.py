@@ -31,8 +31,8 @@ def word_view(texts, labels: list[str], stop_words: str, ngrams: int, pool, star
     "none") and `ngrams`, NB weights and sublinear tf as the defaults; start_token: the default where None."""
     from pipelines.vectorize import count_terms, term_mask
     from textclf.settings import Settings
-    from textclf.training.search_folds import Variant
-    from textclf.training.search_rules import SearchRules
+    from textclf.training.search.folds import Variant
+    from textclf.training.search.rules import SearchRules
 
     classes, y = class_numbers(labels)
     settings = Settings(stop_words=None if stop_words == "none" else "english", ngram_max=ngrams,
@@ -70,8 +70,8 @@ def file_view(path: str, stop_words: str, ngrams: int) -> WordView:
 def fold_matrices(view: WordView, train: np.ndarray, val: np.ndarray):
     """The variant's (training, validation) matrices of one fold, selected and weighted on its training rows as
     the search's rounds build them."""
-    from textclf.training.search_folds import fold_matrices as _fold_matrices
-    from textclf.training.search_rules import SearchRules
+    from textclf.training.search.folds import fold_matrices as _fold_matrices
+    from textclf.training.search.rules import SearchRules
 
     return _fold_matrices(view.counts, view.y, view.mask, train, val, view.settings, SearchRules().round_features, view.width,
                           view.variant)

@@ -5,6 +5,6 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-engine}
 mkdir -p "$OUT"
 source benchmarks/gpu/site.sh
-python3 -m pytest -q -x -p no:cacheprovider tests/textclf/training/test_search.py tests/textclf/training/test_plan.py \
+python3 -m pytest -q -x -p no:cacheprovider tests/textclf/training/search/test_halving.py tests/textclf/training/test_plan.py \
   tests/textclf/test_estimator.py 2>&1 | tail -4 | tee "$OUT/tests.log"
 OUT=$OUT bash benchmarks/gpu/budget.sh

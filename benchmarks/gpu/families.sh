@@ -6,6 +6,6 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-families}
 mkdir -p "$OUT"
 source benchmarks/gpu/site.sh
-timeout ${TEST_TIMEOUT:-200} python3 -m pytest -q -p no:cacheprovider tests/textclf/training/test_search_family.py \
+timeout ${TEST_TIMEOUT:-200} python3 -m pytest -q -p no:cacheprovider tests/textclf/training/search/test_family.py \
   tests/textclf/models/test_cnn.py 2>&1 | tail -5 | tee "$OUT/tests.log"
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-330} bash benchmarks/gpu/english.sh

@@ -10,7 +10,7 @@ source benchmarks/gpu/data.sh
 source benchmarks/gpu/english_data.sh
 english_corpora /tmp/data
 [ "${SKIP_TESTS:-}" ] || timeout ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider \
-  tests/textclf/training/test_search_family.py 2>&1 | tail -3 | tee "$OUT/tests.log"
+  tests/textclf/training/search/test_family.py 2>&1 | tail -3 | tee "$OUT/tests.log"
 CORPORA=${CORPORA:-trec r8 mr webkb news4 agnews7600 sst2 cr subj mpqa sst5 news20}
 timeout ${RULE_TIMEOUT:-420} python3 -m benchmarks.accuracy.nested_rule $(for c in $CORPORA; do echo /tmp/data/$c/train.jsonl; done) \
   --rule mixed_errors --values ${VALUES:-1000000,0} --seeds ${SEEDS:-0} 2>&1 | grep -v -i warning | tee "$OUT/rule.log"

@@ -11,7 +11,7 @@ source benchmarks/gpu/site.sh
 if [ "$STAGE" = tests ] || [ "$STAGE" = all ]; then
   python3 -m pytest -q -x -p no:cacheprovider tests/pallas_kernels/test_sigmoid_bce.py tests/textclf/test_multi_label.py \
     tests/textclf/training/test_loop.py tests/textclf/training/test_device_data.py 2>&1 | tail -5 | tee "$OUT/tests.log"
-  python3 -m pytest -q -x -p no:cacheprovider tests/textclf/training/test_search.py -k "stacked or epoch or fused or \
+  python3 -m pytest -q -x -p no:cacheprovider tests/textclf/training/search/test_halving.py -k "stacked or epoch or fused or \
 ensemble or rates or candidates or scoring or precompiled" 2>&1 | tail -5 | tee "$OUT/tests_stacked.log"
 fi
 if [ "$STAGE" = reuters ] || [ "$STAGE" = all ]; then

@@ -8,7 +8,7 @@ set -uo pipefail
 OUT=${OUT:-build/gpu-reuse}
 mkdir -p "$OUT"
 source benchmarks/gpu/data.sh >/dev/null 2>&1
-[ "${SKIP_TESTS:-}" ] || python3 -m pytest -q -p no:cacheprovider tests/textclf/training/test_search.py tests/textclf/runs/test_run.py \
+[ "${SKIP_TESTS:-}" ] || python3 -m pytest -q -p no:cacheprovider tests/textclf/training/search/test_halving.py tests/textclf/runs/test_run.py \
   -k "reused or rate or seed" 2>&1 | tail -3 | tee "$OUT/reuse.txt"
 cp benchmarks/service/daemon_latency.py .baseline/benchmarks/  # the same client for both trees (--seeds, held jobs)
 for v in before after; do

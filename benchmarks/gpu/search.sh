@@ -9,7 +9,7 @@ OUT=${OUT:-build/gpu-search}
 mkdir -p "$OUT"
 source benchmarks/gpu/data.sh
 wc -l /tmp/data/*/*.jsonl | tee "$OUT/search.log"
-[ "${SKIP_TESTS:-}" ] || python3 -m pytest -q -x -p no:cacheprovider tests/textclf/training/test_search.py 2>&1 | tail -3 | tee -a "$OUT/search.log"
+[ "${SKIP_TESTS:-}" ] || python3 -m pytest -q -x -p no:cacheprovider tests/textclf/training/search/test_halving.py 2>&1 | tail -3 | tee -a "$OUT/search.log"
 timeout ${BENCH_TIMEOUT:-540} python3 -m textclf bench ${TASKS:-news4 agnews7600 news20 trec mr} --data /tmp/data \
   --out "$OUT/bench.md" --tools ${TOOLS:-textclf-xla,fasttext,sklearn-sgd,sklearn-svm,sklearn-cnb} 2>&1 \
   | grep -v -i warning | tee -a "$OUT/search.log"

@@ -3,7 +3,7 @@
 
 curves: for each training file (never its test file) and seed, every vectorizer variant of the grid (stop words
 x longest n-gram x NB weights x sublinear tf at batch 64, and the four stop words x n-grams at batch 256 with NB
-weights off) trains on each of the search's folds as a round of textclf's search does (textclf/training/search.py:
+weights off) trains on each of the search's folds as a round of textclf's search does (textclf/training/search/halving.py:
 the same folds, columns, shapes, rates side by side, epochs and early stopping), and its validation curves are
 written to DIR/NAME-SEED.json. On the GPU: `bash benchmarks/gpu/portfolio.sh`.
 
@@ -14,7 +14,7 @@ the settings' defaults first), and judged leave-one-corpus-out: each corpus is s
 without it, with an oracle's choice and as the search chooses (successive halving: every variant on fold 0 for a
 third of the epochs, the best two and the defaults on every fold); beside them the search's space before the
 portfolio (a race of stop words x n-grams and its winner's refinements), with an oracle's choice and as the race
-chose. Prints a table; --write stores the portfolio built from every corpus as textclf/training/portfolio.json
+chose. Prints a table; --write stores the portfolio built from every corpus as textclf/training/search/portfolio.json
 (the product's data file).
 """
 
@@ -55,7 +55,7 @@ def curves(paths: list[str], out: Path, seeds: list[int]) -> None:
         from pipelines.corpus import read_corpus
         from textclf.settings import Settings
         from textclf.training.search import search_curves
-        from textclf.training.search_folds import Variant
+        from textclf.training.search.folds import Variant
 
         platform = jax.default_backend()
         variants = [Variant(**v) for v in _grid()]
@@ -95,7 +95,7 @@ class Study:
         return self.variants.index(variant)
 
     def halving(self, portfolio: list[tuple], keep: int = 2, first_rung: float = 1 / 3) -> tuple:
-        """The variant successive halving chooses from the portfolio, as textclf/training/search.py's rounds do:
+        """The variant successive halving chooses from the portfolio, as textclf/training/search/halving.py's rounds do:
         every variant on fold 0 for first_rung of the epochs, the `keep` best there on every fold, the best
         mean."""
         rows = [self.index(v) for v in portfolio]

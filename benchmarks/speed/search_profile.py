@@ -72,7 +72,7 @@ def _profile(args, pool: WorkerPool) -> None:
     import jax
 
     from textclf.settings import Settings
-    from textclf.training import search, search_family, search_networks
+    from textclf.training.search import family as search_family, halving as search, networks as search_networks
     from textclf.training.backends import configure_compilation
 
     configure_compilation(Path(tempfile.mkdtemp()))  # as `textclf train` compiles, into a fresh (cold) cache

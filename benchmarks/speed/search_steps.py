@@ -4,7 +4,7 @@
 Runs textclf.training.search.search_settings on each training file as `textclf train` does (no flags), --repeat
 times in one process (the first compiles), with timers around the K-network epochs and the validation scoring
 (each waited for on the device), the rounds' batch cutting and upload (in the search thread and in the prefetch
-thread) and fit_candidates as a whole; prints the totals, the epoch calls and training steps, the microseconds a
+thread) and the rounds (CandidateRound.run) as a whole; prints the totals, the epoch calls and training steps, the microseconds a
 step (epoch seconds over steps) and the chosen settings.
 """
 
@@ -34,12 +34,13 @@ def _measure(args, pool: WorkerPool) -> None:
     import jax
 
     from textclf.settings import Settings
-    from textclf.training import search, stacked_step
+    from textclf.training import stacked_step
+    from textclf.training.search import halving as search
 
     seconds: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
     epoch, hits = stacked_step.stacked_epoch, stacked_step.stacked_hits
-    fit, cut = search.fit_candidates, search.round_data
+    fit, cut = search.CandidateRound.run, search.round_data
 
     def timed_epoch(*a, **k):
         start = time.perf_counter()
@@ -59,7 +60,7 @@ def _measure(args, pool: WorkerPool) -> None:
     def timed_fit(*a, **k):
         start = time.perf_counter()
         result = fit(*a, **k)
-        seconds["fit_candidates s"] += time.perf_counter() - start
+        seconds["rounds s"] += time.perf_counter() - start
         counts["rounds"] += 1
         return result
 
@@ -70,7 +71,7 @@ def _measure(args, pool: WorkerPool) -> None:
         seconds["round_data s" + where] += time.perf_counter() - start
         return result
 
-    stacked_step.stacked_epoch, stacked_step.stacked_hits, search.fit_candidates, search.round_data = \
+    stacked_step.stacked_epoch, stacked_step.stacked_hits, search.CandidateRound.run, search.round_data = \
         timed_epoch, timed_hits, timed_fit, timed_cut
     print("device", jax.devices()[0].device_kind)
     for path in args.corpora:

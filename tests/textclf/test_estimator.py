@@ -152,7 +152,7 @@ def test_the_estimator_searches_and_trains_the_model_textclf_train_trains(tmp_pa
     from textclf.frontends.cli import app
     from textclf.inference.artifacts import load_model
 
-    from tests.textclf.training.test_search import question_corpus
+    from tests.textclf.training.search.test_halving import question_corpus
 
     texts, labels = question_corpus(300)
     test_texts, test_labels = question_corpus(90, seed=1)

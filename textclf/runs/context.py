@@ -11,7 +11,7 @@ from pipelines.corpus import Corpus
 from pipelines.workers import WorkerPool
 from textclf.training.backends import BackendWarmup
 from textclf.runs.results import PhaseTimer, TrainEvent
-from textclf.training.search_rules import SearchRules
+from textclf.training.search.rules import SearchRules
 
 
 @dataclass

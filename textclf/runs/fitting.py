@@ -76,7 +76,7 @@ def choose_rate_then_refit(run: RunContext, train_x, train_y, n_classes, setting
     which choose one and its epoch (candidates.fit_rates); -> the settings with the chosen rate, decay and epoch
     count, for the final training on every document. Recorded in the run (search: rate_choice)."""
     from textclf.training.candidates import fit_rates
-    from textclf.training.search_folds import stratified_sample
+    from textclf.training.search.folds import stratified_sample
 
     held, rest = stratified_sample(train_y, np.arange(len(train_y)), int(len(train_y) * REFIT_HELD_OUT_FRACTION),
                                    settings.seed)

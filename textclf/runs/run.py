@@ -39,7 +39,7 @@ from textclf.runs.record import EpochRecorder, end_run, finish_run
 from textclf.runs.results import PhaseTimer, PlannedRun, TrainEvent, TrainResult
 from textclf.training.events import Terminated, TrainingStopped
 from textclf.training.plan import Machine, TrainingPlan, plan_training
-from textclf.training.search_rules import SearchRules
+from textclf.training.search.rules import SearchRules
 from textclf.versions import versions
 from textclf.runs.context import RunContext, source_name
 from textclf.runs.fitting import eval_scores, fit_plan, record_backend

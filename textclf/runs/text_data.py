@@ -34,7 +34,7 @@ from textclf.runs.context import RunContext
 from textclf.runs.search_cache import search_key
 from textclf.runs.results import TrainEvent
 from textclf.training.plan import Machine, plan_training
-from textclf.training.search_rules import SearchRules
+from textclf.training.search.rules import SearchRules
 
 
 def split_validation(labels: list[str], source: str, settings: Settings):
@@ -94,7 +94,7 @@ class TextData:
     skipped: dict[str, int]
     non_utf8: int
     fingerprint: str
-    search: dict | None = None  # the model search's summary (textclf/training/search.py), or why it did not run
+    search: dict | None = None  # the model search's summary (textclf/training/search/halving.py), or why it did not run
     search_key: str | None = None  # what its choice is recorded under (textclf/runs/search_cache.py)
     rows: object = None  # several processes: data_parallel.RowShare, the training documents each one holds
     read_documents: int | None = None  # training documents this process read (several processes: its share)
@@ -437,7 +437,7 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
     import jax  # after the warm-up thread's import
 
     from textclf.training.search import SEARCH_FORMAT, search_settings
-    from textclf.training.search_folds import searched_rows
+    from textclf.training.search.folds import searched_rows
 
     def on_round(done: int, total: int) -> None:
         report(TrainEvent("search", done=done, total=total))
@@ -487,7 +487,7 @@ def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool):
         return None
     from textclf.training.backends import expected_platform
     from textclf.training.search import prepare_search
-    from textclf.training.search_folds import searched_rows
+    from textclf.training.search.folds import searched_rows
 
     platform = expected_platform()
     with run.phase("search_ahead"):

@@ -60,7 +60,7 @@ def expected_platform() -> str:
     """The platform JAX's default backend is expected to be, read without starting JAX (so that host work planned
     for it can go ahead while JAX starts): JAX_PLATFORMS's first entry where set, else "gpu" where a CUDA plugin is
     installed and an NVIDIA device node exists, else "cpu". A guess: work prepared for it is checked against
-    jax.default_backend() once JAX has started (textclf/training/search.py, Prepared)."""
+    jax.default_backend() once JAX has started (textclf/training/search/halving.py, Prepared)."""
     requested = os.environ.get("JAX_PLATFORMS", "").split(",")[0].strip().lower()
     if requested:
         return "gpu" if requested in ("cuda", "rocm") else requested

@@ -12,7 +12,7 @@ from typing import Any
 
 from textclf.errors import SettingsError
 from textclf.settings import Settings
-from textclf.training.search_rules import SearchRules
+from textclf.training.search.rules import SearchRules
 
 # A corpus larger than the search's sample holds out this many of its training documents (at most this fraction)
 # to stop its training early on them, keeping the best epoch ("Big corpora with no flags").

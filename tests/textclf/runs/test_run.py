@@ -214,7 +214,7 @@ def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_tr
     import json
 
     from pipelines import corpus as corpus_module
-    from tests.textclf.training.test_search import (
+    from tests.textclf.training.search.test_halving import (
         cpu_split_of_a_large_corpus,
         question_corpus,
     )
@@ -267,7 +267,7 @@ def _searched_sampled_questions(tmp_path, db_path, search_documents=None, rate_c
     -> (TrainResult, its run record, a function that trains the same again and returns those two)."""
     import json
 
-    from tests.textclf.training.test_search import (
+    from tests.textclf.training.search.test_halving import (
         cpu_split_of_a_large_corpus,
         question_corpus,
     )
@@ -354,10 +354,10 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     held out for early stopping, without a copy of them (candidates.StackedEpochs' rows)."""
     import json
 
-    from tests.textclf.training.test_search import question_corpus
+    from tests.textclf.training.search.test_halving import question_corpus
     from textclf.training import candidates
     from textclf.training import plan as plan_module
-    from textclf.training.search_rules import SearchRules
+    from textclf.training.search.rules import SearchRules
 
     rules = SearchRules(search_documents=150)
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
@@ -390,7 +390,7 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     import json
 
     from pipelines import corpus as corpus_module
-    from tests.textclf.training.test_search import (
+    from tests.textclf.training.search.test_halving import (
         cpu_split_of_a_large_corpus,
         question_corpus,
     )

@@ -157,7 +157,7 @@ def test_a_corpus_beyond_the_search_sample_holds_out_documents_to_stop(fast_sett
     from textclf.runs.fitting import held_out_stopping as _held_out_stopping
     from textclf.training.plan import STOPPING_DOCUMENTS
     from textclf.training.plan import stops_early as _stops_early
-    from textclf.training.search_rules import SearchRules
+    from textclf.training.search.rules import SearchRules
 
     rules = SearchRules()
     sample = rules.search_documents

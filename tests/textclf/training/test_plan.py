@@ -6,7 +6,7 @@ import json
 from textclf.settings import Settings
 from textclf.training.plan import (
     REFIT_HELD_OUT_FRACTION, Machine, TrainingPlan, held_out_count, plan_training)
-from textclf.training.search_rules import SearchRules
+from textclf.training.search.rules import SearchRules
 
 RULES = SearchRules()
 GPU, CPU = Machine(1, 1, stacked_faster=True), Machine(1, 1, stacked_faster=False)
@@ -70,7 +70,7 @@ def test_train_plan_only_prints_the_plan_records_it_and_writes_no_model(tmp_path
     from db import open_db, runs
     from textclf.frontends.cli import app
 
-    from tests.textclf.training.test_search import question_corpus
+    from tests.textclf.training.search.test_halving import question_corpus
 
     texts, labels = question_corpus(200)
     corpus = tmp_path / "train.jsonl"

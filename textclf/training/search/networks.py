@@ -1,4 +1,4 @@
-"""The model search's networks trial (textclf/training/search.py runs it after the rounds): an ensemble of the
+"""The model search's networks trial (textclf/training/search/halving.py runs it after the rounds): an ensemble of the
 chosen network, or a second network on character n-grams, against one network, on the compared folds."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from textclf.settings import Settings
 from textclf.training.candidates import (
     RoundData, batch_shape, cut_order, fit_candidates, precompile_epoch, precompile_hits, precompile_scores,
     round_data)
-from textclf.training.search_folds import (
+from textclf.training.search.folds import (
     RoundGeometry, SearchContext, SearchCorpus, Variant, char_fold_matrices, final_steps, fold_matrices)
 
 

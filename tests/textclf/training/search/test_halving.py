@@ -21,9 +21,9 @@ from textclf.training.candidates import batch_shape, fit_candidates, round_data
 from textclf.training.inputs import TrainingRows, Watch
 from textclf.training.stacked_step import stacked_epoch, stacked_hits
 from textclf.training.device_data import write_batch
-from textclf.training import search as search_module, search_folds as folds_module
+from textclf.training.search import folds as folds_module, halving as search_module
 from textclf.training.search import search_settings
-from textclf.training.search_rules import SearchRules
+from textclf.training.search.rules import SearchRules
 
 RULES = SearchRules()
 
@@ -372,7 +372,7 @@ def test_a_cpu_searches_a_small_corpus_on_folds_and_a_larger_one_on_one_split():
 
 
 def test_a_small_corpus_rounds_train_to_the_steps_and_patience_of_a_larger_ones():
-    from textclf.training.search_folds import round_epochs
+    from textclf.training.search.folds import round_epochs
 
     options = list(range(1, 21))
     settings = Settings(batch_size=64)
@@ -388,7 +388,7 @@ def test_a_small_corpus_rounds_train_to_the_steps_and_patience_of_a_larger_ones(
 
 
 def test_epochs_for_all_documents_from_a_sample_curve():
-    from textclf.training.search_folds import epochs_for_all as _epochs_for_all
+    from textclf.training.search.folds import epochs_for_all as _epochs_for_all
 
     settings = Settings(epochs=12)
     assert _epochs_for_all(10, 10, settings) == 12  # still rising at the last epoch: at least the default
@@ -537,7 +537,7 @@ def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
 
 
 def test_more_networks_are_chosen_past_networks_errors_standard_errors_of_their_gain():
-    from textclf.training.search_networks import fewest_networks_that_win as _fewest_networks_that_win
+    from textclf.training.search.networks import fewest_networks_that_win as _fewest_networks_that_win
 
     noise = [np.array([1.0, -1.0] * 50 + [1.0])]  # mean gain 0.0099, standard error ~0.1
     clear = [np.array([1.0] * 20 + [0.0] * 81)]  # mean gain 0.198, standard error ~0.04
@@ -558,7 +558,7 @@ def _board_row(rate, decay, accuracy, folds=1, stop_words=None, epochs=4):
 
 
 def test_the_defaults_variant_is_kept_unless_another_beats_it_by_more_than_a_standard_error():
-    from textclf.training.search_folds import Variant, keep_defaults as _keep_defaults
+    from textclf.training.search.folds import Variant, keep_defaults as _keep_defaults
 
     defaults, other = Variant("english", 2, True, True, 64), Variant(None, 2, True, True, 64)
 
@@ -575,7 +575,7 @@ def test_the_defaults_variant_is_kept_unless_another_beats_it_by_more_than_a_sta
 
 
 def test_rate_candidates_are_the_winners_variant_within_two_standard_errors():
-    from textclf.training.search_folds import rate_candidates as _rate_candidates
+    from textclf.training.search.folds import rate_candidates as _rate_candidates
 
     board = [_board_row(0.01, 0.0, 0.90, epochs=3), _board_row(0.003, 0.0, 0.897, epochs=5),
              _board_row(0.01, 0.0, 0.899, stop_words="english"),  # another variant: not a rate candidate

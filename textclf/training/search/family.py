@@ -1,4 +1,4 @@
-"""The model search's family trial (textclf/training/search.py runs it after the networks trial): the linear family
+"""The model search's family trial (textclf/training/search/halving.py runs it after the networks trial): the linear family
 (features -> classes: softmax regression, one sigmoid a label for label sets, or the one-vs-rest squared hinge
 where typed; textclf/models/stacked.py with no hidden units) against the chosen network, on the compared folds,
 with the chosen vectorizer variant.
@@ -26,10 +26,10 @@ import numpy as np
 
 from textclf.settings import Settings
 from textclf.training.candidates import fit_candidates, round_data
-from textclf.training.search_folds import (RoundGeometry, SearchContext, SearchCorpus, Variant, binomial_error,
+from textclf.training.search.folds import (RoundGeometry, SearchContext, SearchCorpus, Variant, binomial_error,
                                            fold_matrices)
-from textclf.training.search_networks import standard_error
-from textclf.training.search_rules import SearchRules
+from textclf.training.search.networks import standard_error
+from textclf.training.search.rules import SearchRules
 
 
 class Family(NamedTuple):

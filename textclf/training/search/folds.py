@@ -21,7 +21,7 @@ from pipelines.batches import next_power_of_two
 from pipelines.vectorize import nb_ratios, select_and_weigh, weigh_counts
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
-from textclf.training.search_rules import SearchRules
+from textclf.training.search.rules import SearchRules
 
 
 
@@ -134,9 +134,9 @@ class Variant(NamedTuple):
 
 @functools.cache
 def portfolio() -> tuple[Variant, ...]:
-    """The portfolio's variants, best first (textclf/training/portfolio.json; rebuilt by
+    """The portfolio's variants, best first (textclf/training/search/portfolio.json; rebuilt by
     benchmarks/search/portfolio.py)."""
-    data = json.loads(resources.files("textclf.training").joinpath("portfolio.json").read_text(encoding="utf-8"))
+    data = json.loads(resources.files("textclf.training.search").joinpath("portfolio.json").read_text(encoding="utf-8"))
     return tuple(Variant(**dict(zip(data["fields"], values))) for values in data["variants"])
 
 

@@ -18,10 +18,10 @@ from textclf.settings import Settings
 from textclf.training.candidates import batch_shape, fit_candidates, round_data
 from textclf.training.optimizers import adam
 from textclf.training.search import search_settings
-from textclf.training.search_rules import SearchRules
+from textclf.training.search.rules import SearchRules
 from textclf.training.stacked_step import stacked_epoch
 
-from tests.textclf.training.test_search import _random_batch, pool, question_corpus  # noqa: F401 (a fixture)
+from tests.textclf.training.search.test_halving import _random_batch, pool, question_corpus  # noqa: F401 (a fixture)
 
 RULES = SearchRules()
 TRIED = RULES.replace(family_min_validation=0)  # the trial on these few hundred documents

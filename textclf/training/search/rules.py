@@ -1,6 +1,6 @@
 """The model search's rules as data: one frozen record, passed in, never patched.
 
-Each field bounds one decision of the search (textclf/training/search.py) or of the training it plans; the comment
+Each field bounds one decision of the search (textclf/training/search/halving.py) or of the training it plans; the comment
 says what it bounds and why, and names the BENCHMARKS.md section or the docs/decisions.md entry that measured it. A
 benchmark tries another value with `dataclasses.replace(SearchRules(), field=value)`. No JAX, no I/O.
 """
@@ -16,13 +16,13 @@ from typing import Any
 class SearchRules:
     # Which corpora are searched.
     min_documents: int = 60  # fewer training documents: not searched (defaults lose worse; "Small corpora")
-    # The candidates: the first portfolio_size variants of the portfolio (textclf/training/portfolio.json, ordered
+    # The candidates: the first portfolio_size variants of the portfolio (textclf/training/search/portfolio.json, ordered
     # by an offline study over 14 corpora: benchmarks/search/portfolio.py), with the fields a user set kept.
     portfolio_size: int = 7
     learning_rates: tuple[float, ...] = (0.001, 0.003, 0.01)  # Adam's rates tried side by side in each round
     weight_decays: tuple[float, ...] = (0.0, 1e-4)  # coupled L2 tried beside each rate where networks are cheap (GPU)
     ensemble_members: int = 5  # networks of the ensemble tried against one on a GPU ("What the search's choices ...")
-    # The linear family, tried against the chosen network (textclf/training/search_family.py): Adam's rates and the
+    # The linear family, tried against the chosen network (textclf/training/search/family.py): Adam's rates and the
     # L2 strengths (coupled weight decay) over four orders of magnitude, side by side, each with its best epoch.
     # Most epochs its models train (a patience stops them sooner); K*C columns cost a fraction of a network's epoch.
     linear_rates: tuple[float, ...] = (0.01, 0.03, 0.1)

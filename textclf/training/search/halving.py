@@ -10,15 +10,15 @@ How:
   naive Bayes column weights, sublinear tf, batch size) is a column mask of it (term_masks); within each fold, the
   variant's `features` columns are selected by chi-squared on the fold's training rows only and weighted with IDF
   from those rows (select_and_weigh).
-- The variants are a portfolio (textclf/training/portfolio.json), ordered by an offline study over many corpora
+- The variants are a portfolio (textclf/training/search/portfolio.json), ordered by an offline study over many corpora
   (benchmarks/search/portfolio.py): the variant that helps most where the ones before it fall short comes next.
 - Per (variant, fold) the (learning rate, weight decay) candidates train side by side as one program
   (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
 - Successive halving: every variant trains on the first fold for a third of a round's epochs; only the
   rules.halving_keep best go on (and the settings' own variant, which the defaults' rule may keep), continued on
   the first fold to all the epochs, then on every other fold.
-  Candidates, folds and the ranking: textclf/training/search_folds.py; the networks trial after the rounds:
-  search_networks.py; the rules: search_rules.py.
+  Candidates, folds and the ranking: textclf/training/search/folds.py; the networks trial after the rounds:
+  networks.py; the rules: rules.py.
 - Score of a (variant, rate, decay, epoch count): mean validation accuracy over the folds. The best one wins; ties go
   to the earlier candidate (the defaults come first) and the fewer epochs.
 - Rounds run defaults-first and stop when the budget (Budget: network-steps, and seconds where the user asks)
@@ -48,13 +48,13 @@ from textclf.settings import Settings
 from textclf.training.candidates import (
     CandidateRound, batch_shape, cut_order, precompile_epoch, precompile_hits, precompile_scores, round_data)
 from textclf.training.stacked_step import init_stack
-from textclf.training.search_folds import (
+from textclf.training.search.folds import (
     Budget, RoundGeometry, SearchContext, SearchCorpus, Variant, batch_for_all, candidate_space, epochs_for_all,
     final_steps, fold_matrices, folds_sample, keep_defaults, leaderboard_of, rate_candidates, round_epochs,
     search_folds, too_few, with_headroom)
-from textclf.training.search_family import FamilyTrial, not_tried
-from textclf.training.search_networks import NetworksTrial
-from textclf.training.search_rules import SearchRules
+from textclf.training.search.family import FamilyTrial, not_tried
+from textclf.training.search.networks import NetworksTrial
+from textclf.training.search.rules import SearchRules
 
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
 # choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run (9: budgets of
@@ -314,7 +314,7 @@ class _Rounds:
             compiler.submit(precompile_scores, data, self.corpus.n_classes, models, settings.hidden)
         rules, classes = self.search.rules, self.corpus.n_classes
         validation = sum(len(val) for _, val in self.corpus.folds)
-        if not_tried(settings, validation, rules) is None:  # the family trial's linear models (search_family.py)
+        if not_tried(settings, validation, rules) is None:  # the family trial's linear models (family.py)
             linear = len(rules.linear_pairs(self.search.platform))
             compiler.submit(precompile_epoch, data, classes, linear, 0, variant.batch_size, shapes[variant.batch_size],
                             settings.linear_loss)
@@ -458,7 +458,7 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
 # it adds to and how a sample's epochs scale to all the documents.
 def _chosen_family(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
                    shared_folds: list[int], network: tuple, summary: dict, for_all) -> Settings:
-    """The family trial (search_family.py) against the network as chosen. network: (its validation score on the
+    """The family trial (family.py) against the network as chosen. network: (its validation score on the
     compared folds, with what the networks trial's choice gained there; its log-probabilities there or None)."""
     score, scores = network
     family = FamilyTrial(search, corpus, geometry, chosen, shared_folds, scores).choose(min(1.0, score))
