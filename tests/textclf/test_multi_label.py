@@ -61,9 +61,13 @@ def test_a_corpus_of_label_sets_trains_predicts_and_evaluates_as_sets(tmp_path, 
     doc.write_text("grain1 grain2 trade3 trade4 noise1")
     predicted = runner.invoke(app, ["predict", str(doc), "--model", str(model), "--json"])
     assert sorted(json.loads(predicted.output)["labels"]) == ["grain", "trade"]
-    fasttext = runner.invoke(app, ["predict", str(doc), "--model", str(model), "--format", "fasttext"])
-    assert sorted(word for word in fasttext.output.split() if word.startswith("__label__")) == [
-        "__label__grain", "__label__trade"]
+    every = runner.invoke(app, ["predict", str(doc), "--model", str(model), "--format", "fasttext", "-k", "-1"])
+    words = every.output.split()  # __label__X p __label__Y q: each predicted label with its probability
+    assert sorted(words[::2]) == ["__label__grain", "__label__trade"] and all(0.5 < float(p) <= 1 for p in words[1::2])
+    one = runner.invoke(app, ["predict", str(doc), "--model", str(model), "--format", "fasttext"])  # fastText's k=1
+    assert one.output.split() == words[:2]
+    labels = runner.invoke(app, ["predict", str(doc), "--model", str(model), "--format", "fasttext-labels", "-k", "2"])
+    assert labels.output.split() == words[::2]
     # --threshold overrides the model's: at 0.999999 hardly anything is sure enough
     strict = runner.invoke(app, ["predict", str(doc), "--model", str(model), "--json", "-t", "1.0"])
     assert json.loads(strict.output)["labels"] == []

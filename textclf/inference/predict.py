@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import stat
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,7 @@ class Prediction:
     label: str | None  # None: no label reached the threshold
     top: list[tuple[str, float]]  # (label, probability), best first
     labels: list[str] | None = None  # a multi-label model's: every label above its threshold, most probable first
+    label_probabilities: list[float] | None = None  # the probability of each of `labels`
 
 
 def read_document(path: str, max_file_mb: float, stdin_bytes: bytes | None = None) -> str:
@@ -101,7 +102,9 @@ def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = No
     left out, as training reads the file), else its cells joined, written line breaks as spaces (table_text); a
     fastText line's words but its "__label__" ones.
     A .parquet file holds one document a row (source "FILE:ROW"), its text columns as training reads them (the
-    label column, if any, left out). Any other path is one document (source: the path). Blank lines are skipped."""
+    label column, if any, left out). Any other path is one document (source: the path). A line or row with no text
+    (blank, or a fastText line of labels alone) is a document "" (rank: an empty prediction), so that the output
+    has one line an input line."""
     suffix = "" if path == "-" else Path(path).suffix.lower()
     if suffix == ".parquet":
         return _parquet_rows(path, max_file_mb)
@@ -114,15 +117,15 @@ def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = No
         return _table_rows(path, text_lines, suffix in TSV_SUFFIXES)
     documents = []
     for number, line in enumerate(text_lines, 1):
+        text = ""
         if not line.strip():
-            continue
-        text = line
-        if suffix in (".jsonl", ".ndjson"):
+            pass
+        elif suffix in (".jsonl", ".ndjson"):
             text = _json_text(path, number, line)
         elif fasttext:
             text = fasttext_line(line)[1]
-            if not text:
-                continue
+        else:
+            text = line
         documents.append((f"{path}:{number}", text))
     return documents
 
@@ -143,10 +146,8 @@ def _parquet_rows(path: str, max_file_mb: float) -> list[tuple[str, str]]:
     for batch in parquet.iter_batches(PARQUET_BATCH_ROWS, columns=[schema.names[i] for i in text_columns]):
         for cells in zip(*(column.to_pylist() for column in batch.columns)):
             row += 1
-            text = parquet_text(cells)  # as training reads a row
-            if text:
-                documents.append((f"{path}:{row}", text))
-    if not documents:
+            documents.append((f"{path}:{row}", parquet_text(cells)))  # as training reads a row
+    if not any(text for _, text in documents):
         raise InputError(f"input '{path}' holds no text: there is nothing to classify")
     return documents
 
@@ -175,7 +176,10 @@ def _table_rows(path: str, lines: list[str], tsv: bool) -> list[tuple[str, str]]
     text_columns = columns[1] if columns is not None else None
     documents = []
     for number, row in enumerate(rows, 1):
-        if (number == 1 and columns is not None) or not any(cell.strip() for cell in row):  # header, blank
+        if number == 1 and columns is not None:  # the header
+            continue
+        if not any(cell.strip() for cell in row):  # a blank row: an empty prediction
+            documents.append((f"{path}:{number}", ""))
             continue
         cells = [row[i] for i in text_columns if i < len(row)] if text_columns is not None else row
         documents.append((f"{path}:{number}", table_text(cells, escapes)))
@@ -211,14 +215,23 @@ def rank(model: Model, texts: list[str], sources: list[str], top_k: int, thresho
          ) -> list[Prediction]:
     """Each document's top_k labels with their probabilities (those under `threshold` left out). A multi-label
     model's predictions are the labels above its thresholds, or above `threshold` where given (fastText's -t),
-    however many that is; its `top` the top_k probabilities as for one label a document."""
-    probabilities = model.predict_proba(texts)
+    however many that is; its `top` the top_k probabilities as for one label a document. A document with no text
+    (a blank input line) gets an empty prediction: no label, no probabilities."""
+    scored = [i for i, text in enumerate(texts) if text.strip()]
+    empty = Prediction("", None, [], [] if model.multi_label else None, [] if model.multi_label else None)
+    predictions = [replace(empty, source=source) for source in sources]
+    if not scored:
+        return predictions
+    probabilities = model.predict_proba([texts[i] for i in scored])
     ranked = top_labels(model.labels, probabilities, top_k, threshold or 0.0)
-    if not model.multi_label:
-        return [Prediction(source, top[0][0] if top else None, top) for source, top in zip(sources, ranked)]
-    sets = chosen_labels(model, probabilities, threshold)
-    return [Prediction(source, names[0] if names else None, top, names)
-            for source, top, names in zip(sources, ranked, sets)]
+    sets = chosen_labels(model, probabilities, threshold) if model.multi_label else [None] * len(scored)
+    column = {label: number for number, label in enumerate(model.labels)}
+    for i, top, names, row in zip(scored, ranked, sets, probabilities):
+        chances = None if names is None else [float(row[column[name]]) for name in names]
+        label = top[0][0] if top else None
+        predictions[i] = Prediction(sources[i], label if names is None else (names[0] if names else None), top,
+                                    names, chances)
+    return predictions
 
 
 def chosen_labels(model, probabilities: np.ndarray, threshold: float | None = None) -> list:

@@ -45,9 +45,11 @@ def test_train_predict_eval_runs(runner, corpus_dir, trained, tmp_path):
     assert record["label"] == "sports" and len(record["top"]) == 2
     result = invoke(runner, "predict", "-", "--model", trained, input="bake the bread in a hot oven")
     assert result.exit_code == 0 and result.output.startswith("-:1\tcooking")
-    # standard input and JSONL: one document a line, as fastText reads them
+    # standard input and JSONL: one document a line, as fastText reads them; a blank line an empty prediction
     result = invoke(runner, "predict", "-", "--model", trained, input="bake the bread in a hot oven\n\nthe striker scored a late goal\n")
-    assert [line.split("\t")[:2] for line in result.output.splitlines()] == [["-:1", "cooking"], ["-:3", "sports"]]
+    assert [line.split("\t")[:2] for line in result.stdout.splitlines()] == [["-:1", "cooking"], ["-:2", ""],
+                                                                             ["-:3", "sports"]]
+    assert result.stderr == "1 input line(s) with no text: an empty prediction each\n"
     lines = tmp_path / "docs.jsonl"
     lines.write_text(json.dumps({"text": "bake the bread in a hot oven", "label": "x"}) + "\n"
                      + json.dumps("the striker scored a late goal") + "\n")
@@ -758,13 +760,19 @@ def test_fasttext_habits_lines_all_labels_threshold_and_its_output_format(runner
     assert whole.exit_code == 0 and len(whole.output.splitlines()) == 1
     result = invoke(runner, "predict", "--lines", str(doc), "--model", trained, "--format", "fasttext", "-k", "-1")
     assert result.exit_code == 0, result.output
-    rows = [line.split() for line in result.output.splitlines()]  # ...or one a line, blank lines skipped
+    lines = result.stdout.splitlines()  # ...or one a line: a line out an input line, the blank one empty
+    assert len(lines) == 4 and lines[1] == "" and "1 input line(s) with no text" in result.stderr
+    rows = [line.split() for line in lines if line]
     assert len(rows) == 3 and all(len(row) == 6 for row in rows)  # every label: __label__X p, three of them
     assert all(row[0].startswith("__label__") and float(row[1]) >= float(row[3]) >= float(row[5]) for row in rows)
     assert all(abs(sum(map(float, row[1::2])) - 1) < 1e-3 for row in rows)
+    first = invoke(runner, "predict", "--lines", str(doc), "--model", trained, "--format", "fasttext")
+    assert first.stdout.split("\n")[0].split() == rows[0][:2]  # fastText's default: one label
+    bare = invoke(runner, "predict", "--lines", str(doc), "--model", trained, "--format", "fasttext-labels", "-k", "2")
+    assert [line.split() for line in bare.stdout.splitlines()] == [rows[0][0:3:2], [], rows[1][0:3:2], rows[2][0:3:2]]
     strict = invoke(runner, "predict", "--lines", str(doc), "--model", trained, "--json", "-k", "-1", "-t", "0.999")
     assert strict.exit_code == 0 and all(json.loads(line) == {"file": json.loads(line)["file"], "label": None,
-                                                               "top": []} for line in strict.output.splitlines())
+                                                               "top": []} for line in strict.stdout.splitlines())
     for option, fragment in ((["-k", "0"], "--top-k is 0"), (["-k", "-2"], "--top-k is -2"),
                              (["-t", "1.5"], "--threshold is 1.5"), (["--format", "xml"], "--format is 'xml'"),
                              (["--json", "--format", "fasttext"], "disagree")):

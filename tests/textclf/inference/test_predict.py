@@ -12,9 +12,9 @@ def test_table_inputs_give_their_text_columns_one_document_a_row(tmp_path):
     texts_only.write_text('sentence\n"hide new secretions\nit \'s "charming"\n')
     assert [text for _, text in read_documents(str(texts_only), 1.0)] == ['"hide new secretions',
                                                                          "it 's \"charming\""]
-    plain = tmp_path / "plain.tsv"  # no header: every cell of a row, joined
+    plain = tmp_path / "plain.tsv"  # no header: every cell of a row, joined; a blank row a document with no text
     plain.write_text("the striker\tscored twice\n\nthe oven is hot\n")
-    assert read_documents(str(plain), 1.0) == [(f"{plain}:1", "the striker scored twice"),
+    assert read_documents(str(plain), 1.0) == [(f"{plain}:1", "the striker scored twice"), (f"{plain}:2", ""),
                                                (f"{plain}:3", "the oven is hot")]
 
 
@@ -24,11 +24,12 @@ def test_fasttext_and_parquet_inputs_give_one_document_a_line_or_row_without_lab
 
     fasttext = tmp_path / "cooking.valid"
     fasttext.write_text("__label__baking How long to bake bread?\n\n__label__knives Which steel ?\n__label__x\n")
-    assert read_documents(str(fasttext), 1.0) == [(f"{fasttext}:1", "How long to bake bread?"),
-                                                  (f"{fasttext}:3", "Which steel ?")]
+    assert read_documents(str(fasttext), 1.0) == [(f"{fasttext}:1", "How long to bake bread?"), (f"{fasttext}:2", ""),
+                                                  (f"{fasttext}:3", "Which steel ?"), (f"{fasttext}:4", "")]
     parquet = tmp_path / "test.parquet"  # the label column is left out, as training reads the file
     pq.write_table(pa.table({"label": [0, 1, 1], "text": ["a fine film", None, "dull"]}), parquet)
-    assert read_documents(str(parquet), 1.0) == [(f"{parquet}:1", "a fine film"), (f"{parquet}:3", "dull")]
+    assert read_documents(str(parquet), 1.0) == [(f"{parquet}:1", "a fine film"), (f"{parquet}:2", ""),
+                                                 (f"{parquet}:3", "dull")]
     unlabelled = tmp_path / "docs.parquet"  # no column named: its string columns
     pq.write_table(pa.table({"id": [1], "headline": ["rates rise"]}), unlabelled)
     assert read_documents(str(unlabelled), 1.0) == [(f"{unlabelled}:1", "rates rise")]
@@ -63,3 +64,28 @@ def test_jsonl_inputs_take_their_text_as_training_does(tmp_path):
                     + json.dumps("a plain string") + "\n")
     assert [text for _, text in read_documents(str(path), 1.0)] == ["a charming journey", "Leipzig a city in Saxony",
                                                                     "a plain string"]
+
+
+def test_every_input_line_gets_one_prediction_a_blank_one_empty(tmp_path):
+    """The output contract: one prediction an input line or row, in order; one with no text an empty prediction
+    (no label, no probabilities) that the model never scored."""
+    from textclf.inference.predict import rank
+
+    class Model:  # any model: rank reads its labels, multi_label and predict_proba
+        labels, multi_label = ["a", "b"], False
+
+        def __init__(self):
+            self.scored = []
+
+        def predict_proba(self, texts):
+            import numpy as np
+
+            self.scored += texts
+            return np.tile([0.25, 0.75], (len(texts), 1))
+
+    model = Model()
+    predictions = rank(model, ["x y", "", "  ", "z"], ["1", "2", "3", "4"], 1)
+    assert [(p.source, p.label, p.top) for p in predictions] == [("1", "b", [("b", 0.75)]), ("2", None, []),
+                                                                 ("3", None, []), ("4", "b", [("b", 0.75)])]
+    assert model.scored == ["x y", "z"]
+    assert [p.label for p in rank(model, ["", ""], ["1", "2"], 1)] == [None, None]

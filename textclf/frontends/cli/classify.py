@@ -28,10 +28,10 @@ from textclf.frontends.cli.base import (
 def predict(
     files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each), or folders of them; .jsonl, .csv, .tsv, fastText files and - (standard input): one document a line; .parquet: one a row.")],
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many labels to show per document; -1: all of them.")] = 3,
+    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", help="How many labels to show per document; -1: all of them (default 3; 1 in fastText's formats, as its predict).", show_default=False)] = None,
     threshold: Annotated[Optional[float], typer.Option("--threshold", "-t", help="Show only labels with at least this probability (fastText's -t); a multi-label model predicts the labels above it instead of above its own thresholds.")] = None,
     lines: Annotated[bool, typer.Option("--lines", help="Every file holds one document a line (as fastText's predict reads a file).")] = False,
-    output_format: Annotated[str, typer.Option("--format", help="text (a tab-separated line each), json (one object each) or fasttext (__label__X 0.99 __label__Y 0.01, as fastText's predict-prob).")] = "text",
+    output_format: Annotated[str, typer.Option("--format", help="text (a tab-separated line each), json (one object each), fasttext (__label__X 0.99 __label__Y 0.01, as fastText's predict-prob) or fasttext-labels (__label__X __label__Y, as its predict).")] = "text",
     db: DbOption = None,
     max_file_mb: Annotated[float, typer.Option(help="Refuse inputs larger than this.")] = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
@@ -49,6 +49,8 @@ def predict(
     from textclf.inference.resolve import resolve_model
 
     output_format = _output_format(output_format, as_json)
+    if top_k is None:
+        top_k = 1 if output_format in FASTTEXT_FORMATS else 3
     check_top_k(top_k)
     if threshold is not None:
         check_threshold(threshold)
@@ -67,11 +69,15 @@ def predict(
             raise ArtifactError("this is an image model (--model cnn): pass image files (.png, .jpg) to classify")
         results = rank(loaded, [text for _, text in documents], [source for source, _ in documents], top_k,
                        threshold)
+        blank = sum(1 for _, text in documents if not text.strip())
+        if blank:
+            err.print(f"{blank} input line(s) with no text: an empty prediction each", highlight=False)
     for p in results:
-        typer.echo(_prediction_line(p, output_format))
+        typer.echo(_prediction_line(p, output_format, top_k))
 
 
-OUTPUT_FORMATS = ("text", "json", "fasttext")
+FASTTEXT_FORMATS = ("fasttext", "fasttext-labels")
+OUTPUT_FORMATS = ("text", "json", *FASTTEXT_FORMATS)
 
 
 def _output_format(output_format: str, as_json: bool) -> str:
@@ -94,17 +100,22 @@ def _read_stdin(max_file_mb: float) -> bytes:
     return stdin_bytes
 
 
-def _prediction_line(p, output_format: str) -> str:
+def _prediction_line(p, output_format: str, top_k: int) -> str:
     """One document's line: JSON Lines for json (a pipe reads results as they come), fastText's predict-prob line
-    for fasttext (its labels with their __label__ prefix), else source, label and the probabilities by tabs."""
+    for fasttext (its labels with their __label__ prefix; fasttext-labels: the labels alone, as its predict), else
+    source, label and the probabilities by tabs."""
     if output_format == "json":
         labelled = {"label": p.label} if p.labels is None else {"labels": p.labels}
         return json.dumps({"file": p.source, **labelled, "top": [{"label": l, "probability": q} for l, q in p.top]})
-    if output_format == "fasttext":
-        # a multi-label model's line: its predicted labels (fastText's predict-prob with -k -1 -t)
-        shown = p.top if p.labels is None else [(label, dict(p.top).get(label)) for label in p.labels]
+    if output_format in FASTTEXT_FORMATS:
+        from textclf.inference.predict import ALL_LABELS
+
+        # a multi-label model's line: its predicted labels, at most top_k (fastText's predict-prob -k K -t T)
+        shown = p.top if p.labels is None else list(zip(p.labels, p.label_probabilities))
+        shown = shown if top_k == ALL_LABELS else shown[:top_k]
+        with_probability = output_format == "fasttext"
         return " ".join(f"{label if label.startswith('__label__') else '__label__' + label}"
-                        + ("" if prob is None else f" {prob:.6g}") for label, prob in shown)
+                        + (f" {prob:.6g}" if with_probability else "") for label, prob in shown)
     others = "  ".join(f"{label} {prob:.3f}" for label, prob in p.top)
     predicted = p.label or "" if p.labels is None else ",".join(p.labels)
     return f"{p.source}\t{predicted}\t{others}"

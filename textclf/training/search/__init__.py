@@ -5,12 +5,20 @@ the rows it reads; SearchRules, its rules as data; SEARCH_FORMAT, the version of
 another format is not reused). Inside: halving.py (the portfolio's rounds by successive halving and the choice),
 folds.py (candidates, folds, budget and the records the rounds share), networks.py (the ensemble and character
 trial), family.py (the linear family's trial), rules.py, portfolio.json (benchmarks/search/portfolio.py rebuilds it).
+
+The names load on first use: importing the package (or its rules, which the plan reads) must not import JAX,
+which would keep a run from forking its vectorizing workers (pipelines/workers.py).
 """
 
-from textclf.training.search.folds import searched_rows
-from textclf.training.search.halving import (SEARCH_FORMAT, Prepared, SearchResult, prepare_search, search_curves,
-                                             search_settings)
-from textclf.training.search.rules import SearchRules
+import importlib
 
-__all__ = ["SEARCH_FORMAT", "Prepared", "SearchResult", "SearchRules", "prepare_search", "search_curves",
-           "search_settings", "searched_rows"]
+_HOMES = {"SEARCH_FORMAT": "halving", "Prepared": "halving", "SearchResult": "halving", "prepare_search": "halving",
+          "search_curves": "halving", "search_settings": "halving", "searched_rows": "folds", "SearchRules": "rules"}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)

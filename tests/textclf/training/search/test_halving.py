@@ -801,3 +801,14 @@ def test_a_search_prepared_while_jax_starts_chooses_as_one_that_is_not(pool, pla
     # work prepared for another platform is not used: the texts are tokenised for this one
     search_settings(texts, labels, settings.replace(search_steps=300), pool, platform, prepared=other)
     assert tokenised == [1]
+
+
+def test_the_search_package_and_its_rules_load_without_jax():
+    """The plan and the settings read the search's rules before a run forks its vectorizing workers, which it does
+    only while JAX is not imported (pipelines/workers.py)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, textclf.training.search, textclf.training.search.rules, textclf.training.plan; "
+            "print('jax' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
