@@ -1,6 +1,7 @@
 """The HTTP service in-process (TestClient), plus one real end-to-end run of daemon + service subprocesses."""
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -75,8 +76,12 @@ def _series(exposed: str, name: str) -> float:
     (dict(json={"instances": []}), 400),
     (dict(json={"instances": "not a list"}), 422),
     (dict(json={"instances": [1, 2]}), 422),
-    (dict(content=b"{not json", headers={"content-type": "application/json"}), 422),
+    (dict(content=b"{not json", headers={"content-type": "application/json"}), 400),  # not JSON: 400, as TF Serving
+    (dict(content=b"{not json"), 400),
     (dict(content=b'{"instances": ["\xff\xfe"]}', headers={"content-type": "application/json"}), 400),  # not UTF-8
+    (dict(json={"instances": ["rocket"], "top_k": True}), 422),  # a boolean is not a count
+    (dict(json={"instances": ["rocket"], "top_k": 0}), 422),
+    (dict(json={"instances": ["rocket"], "top_k": -2}), 422),
     (dict(json={"instances": ["x"] * 6}), 413),
     (dict(json={"instances": ["x" * 20_000]}), 413),
 ])
@@ -154,6 +159,23 @@ def test_token_everywhere_off_loopback(published):
         assert c.post("/v1/models/sample:predict", json=body,
                       headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
         assert c.get("/health/live").status_code == 200
+        assert c.get("/v2/health/live").status_code == c.get("/v2/health/ready").status_code == 200  # probes
+        assert c.get("/v2/models/sample").status_code == 401
+        for scheme in ("bearer", "BEARER"):  # a scheme's name in any case (RFC 9110)
+            assert c.post("/v1/models/sample:predict", json=body,
+                          headers={"Authorization": f"{scheme} {TOKEN}"}).status_code == 200
+        assert c.post("/v1/models/sample:predict", json=body,
+                      headers={"Authorization": f"Basic {TOKEN}"}).status_code == 401
+
+
+def test_a_body_with_no_content_type_is_json_and_top_k_minus_one_is_every_label(client):
+    """TF Serving's curl examples send no content type; -1 asks for every label, as the CLI's -k -1 does."""
+    for path in ("/v1/models/sample:predict", "/v1/models/sample/versions/1:predict"):
+        rows = client.post(path, content=json.dumps({"instances": ["rocket"], "top_k": -1}).encode())
+        assert rows.status_code == 200, rows.json()
+        assert len(rows.json()["predictions"][0]["top"]) == 3  # the sample model's three labels
+        columns = client.post(path, content=json.dumps({"inputs": {"text": ["rocket"]}}).encode())
+        assert columns.status_code == 200, columns.json()
 
 
 def test_hot_reload_under_concurrent_load(published, corpus_dir, fast_settings):

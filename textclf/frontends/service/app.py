@@ -105,7 +105,9 @@ def _answer_errors_as_json(app: FastAPI) -> None:
         # Python's JSON parser takes) would then fail to serialise, a 500 for a client's mistake.
         problems = "; ".join(f"{'.'.join(str(p) for p in error.get('loc', ()))}: {error.get('msg', '')}"
                              for error in exc.errors())
-        return JSONResponse({"error": f"invalid request: {problems}"}, status_code=422)
+        # a body that is not JSON at all: 400, as TF Serving answers it; a JSON body of the wrong shape: 422
+        malformed = any(error.get("type") == "json_invalid" for error in exc.errors())
+        return JSONResponse({"error": f"invalid request: {problems}"}, status_code=400 if malformed else 422)
 
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, invalid_body)

@@ -12,8 +12,20 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import JSONResponse
 
 
+HEALTH_PATHS = ("/health/", "/v2/health/")  # liveness and readiness: a probe carries no token
+
+
+def json_by_default(scope: dict) -> dict:
+    """The request's scope with `content-type: application/json` where a body-carrying request names none: TF
+    Serving reads any body as JSON, and its own curl examples send no content type."""
+    if scope["method"] in ("POST", "PUT", "PATCH") and not any(name == b"content-type" for name, _ in scope["headers"]):
+        return {**scope, "headers": [*scope["headers"], (b"content-type", b"application/json")]}
+    return scope
+
+
 class Guard:
-    """ASGI middleware in front of every route: the bearer token where every endpoint needs it, and the body
+    """ASGI middleware in front of every route: the bearer token where every endpoint needs it (not the health
+    probes), a body with no content type read as JSON, and the body
     limit, on the Content-Length header and on the bytes as they arrive (a chunked body has no header), so an
     oversized body is refused with 413 and never held whole. Plain ASGI, not Starlette's BaseHTTPMiddleware,
     which costs every request an extra task and stream (measured: BENCHMARKS.md, "Daemon and service")."""
@@ -24,8 +36,9 @@ class Guard:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        if self.authorized is not None and not scope["path"].startswith("/health") and not self.authorized(scope):
+        if self.authorized is not None and not scope["path"].startswith(HEALTH_PATHS) and not self.authorized(scope):
             return await JSONResponse({"error": "missing or wrong bearer token: send 'Authorization: Bearer <token>'"}, status_code=401)(scope, receive, send)
+        scope = json_by_default(scope)
         length = next((value for name, value in scope["headers"] if name == b"content-length"), b"0")
         if int(length or 0) > self.max_bytes:
             response = JSONResponse({"error": f"request body over {self.max_bytes} bytes"}, status_code=413)

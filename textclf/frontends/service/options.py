@@ -64,5 +64,7 @@ def options_from_env(raw_json: str) -> ServiceOptions:
 
 
 def bearer_matches(authorization: str, token: str | None) -> bool:
-    """Whether an Authorization header carries the service's bearer token (compared in constant time)."""
-    return bool(token) and hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode())
+    """Whether an Authorization header carries the service's bearer token (compared in constant time); the scheme's
+    name in any case, as HTTP's authentication schemes are (RFC 9110, 11.1)."""
+    scheme, _, credentials = authorization.partition(" ")
+    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(credentials.encode(), token.encode())

@@ -10,15 +10,25 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi import Path as FastPath
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 
 from textclf.errors import USER_ERRORS
 from textclf.frontends.service.serving import Batcher, ServedModels, score, too_slow
-from textclf.inference.predict import top_labels
+from textclf.inference.predict import ALL_LABELS, top_labels
 
 # A version number in a URL: 1 up to SQLite's largest integer (a larger number would overflow its query).
 VersionNumber = Annotated[int, FastPath(ge=1, le=2**63 - 1)]
 TEXT_INPUT = "text"  # the one named input, as the row form's objects and the columnar form's dict name it
+
+
+def _top_k(value: int) -> int:
+    if value != ALL_LABELS and not 1 <= value <= 100:
+        raise ValueError(f"top_k is {value}: give 1 to 100 labels, or -1 for all of them")
+    return value
+
+
+# How many labels each answer lists: an integer (not true or 2.0), 1 to 100, or -1 for every label (the CLI's -k -1).
+TopK = Annotated[int, Strict(), AfterValidator(_top_k)]
 
 
 class PredictRequest(BaseModel):
@@ -26,7 +36,7 @@ class PredictRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     signature_name: str | None = None
     instances: list[str] = Field(min_length=1)
-    top_k: int = Field(default=3, ge=1, le=100)
+    top_k: TopK = 3
 
 
 class TFPredictRequest(BaseModel):
@@ -36,7 +46,7 @@ class TFPredictRequest(BaseModel):
     signature_name: str | None = None
     instances: list[str | dict[str, Any]] | None = None
     inputs: list[str | dict[str, Any]] | dict[str, Any] | str | None = None
-    top_k: int = Field(default=3, ge=1, le=100)
+    top_k: TopK = 3
 
 
 def _text(value: Any, where: str) -> str:
