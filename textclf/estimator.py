@@ -8,6 +8,8 @@ same settings and train the same model. search="off" trains the settings as give
 
 from __future__ import annotations
 
+import warnings
+
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -171,8 +173,25 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.string = True
         tags.target_tags.required = True
+        tags.classifier_tags.multi_label = True  # label sets: lists of labels or a 0/1 indicator matrix
         tags.non_deterministic = False
         return tags
+
+    def score(self, X: Sequence[str], y, sample_weight=None) -> float:
+        """Accuracy of predict(X) against y; for label sets (lists of labels or a 0/1 matrix, as fit takes them)
+        subset accuracy, as scikit-learn scores a multi-label classifier."""
+        from sklearn.metrics import accuracy_score
+
+        check_is_fitted(self)
+        predicted = self.predict(X)
+        if self.model_.multi_label and self.model_.metadata.get("estimator_targets") != "indicator":
+            from sklearn.preprocessing import MultiLabelBinarizer
+
+            binarizer = MultiLabelBinarizer(classes=list(self.classes_))
+            with warnings.catch_warnings():  # a label y holds that the model never saw: a miss, not an error
+                warnings.filterwarnings("ignore", "unknown class", UserWarning)
+                y, predicted = binarizer.fit_transform(y), binarizer.transform(predicted)
+        return float(accuracy_score(y, predicted, sample_weight=sample_weight))
 
     def save(self, path: str | Path) -> Path:
         """Write the fitted model as a textclf model file (atomically; no pickle), readable by `textclf predict`
@@ -295,6 +314,8 @@ def _targets(y, n: int, multi_label: bool | None) -> _Targets:
 
 def _is_matrix(y) -> bool:
     items = list(y) if isinstance(y, Sequence) else []
+    # rows as lists, tuples or 1-D arrays of 0/1 integers, all as long (a list of indicator rows)
+    items = [list(item) if isinstance(item, np.ndarray) and item.ndim == 1 else item for item in items]
     return bool(items) and all(isinstance(item, (list, tuple)) and item and
                                all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in item)
                                for item in items) and len({len(item) for item in items}) == 1 and \

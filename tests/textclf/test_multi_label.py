@@ -130,6 +130,14 @@ def test_the_estimator_takes_label_lists_or_an_indicator_matrix_and_answers_in_k
     assert as_matrix.shape == (80, len(LABELS)) and set(np.unique(as_matrix)) <= {0, 1}
     assert list(matrix.classes_) == list(range(len(LABELS)))
     assert f1_score(truth, as_matrix, average="micro") > 0.9
+    # score: subset accuracy in either form, as scikit-learn scores a multi-label classifier
+    from sklearn.metrics import accuracy_score
+
+    subset = accuracy_score(truth, binarizer.transform(predicted))
+    assert estimator.score(test_texts, test_sets) == pytest.approx(subset) and subset > 0.5
+    assert matrix.score(test_texts, truth) == pytest.approx(accuracy_score(truth, as_matrix))
+    assert estimator.score(test_texts[:1], [("a label it never saw",)]) == 0.0
+    assert TextClassifier().__sklearn_tags__().classifier_tags.multi_label
     with pytest.raises(ValueError, match="column 1 of y is 0 for every document"):
         TextClassifier(search="off").fit(texts[:3], np.array([[1, 0], [1, 0], [0, 0]]))
 
