@@ -681,6 +681,15 @@ def test_a_damaged_database_is_one_line_in_every_command(runner, tmp_path):
         assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("command", [["runs", "list"], ["jobs", "list"]])
+@pytest.mark.parametrize("limit", ["0", "-1", str(2**63), "100000000000000000000000"])
+def test_a_limit_out_of_range_is_refused_with_the_range_not_as_a_damaged_database(runner, command, limit):
+    result = invoke(runner, *command, "--limit", limit)
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.output
+    assert f"--limit {limit}: pass how many of the newest" in result.stderr and "damaged" not in result.stderr
+    assert invoke(runner, *command, "--limit", str(2**63 - 1)).exit_code == 0
+
+
 @pytest.mark.parametrize("name, value, fragment", [
     ("TEXTCLF_DB_TIMEOUT", "abc", "TEXTCLF_DB_TIMEOUT='abc' is not a number of seconds"),
     ("TEXTCLF_DB_TIMEOUT", "-1", "TEXTCLF_DB_TIMEOUT='-1' is not a number of seconds"),

@@ -122,6 +122,16 @@ def user_errors(fn):
     return wrapper
 
 
+SQLITE_MAX_INT = 2**63 - 1  # the largest integer the run database can compare with
+
+
+def check_limit(limit: int, what: str) -> int:
+    """A --limit the user typed: 1 or more, within what SQLite holds (a larger one failed as a damaged database)."""
+    if not 1 <= limit <= SQLITE_MAX_INT:
+        raise SettingsError(f"--limit {limit}: pass how many of the newest {what} to show, 1 to {SQLITE_MAX_INT:,}")
+    return limit
+
+
 def _print_json(data) -> None:
     typer.echo(json.dumps(data, indent=2, default=str))
 

@@ -16,6 +16,7 @@ from textclf.frontends.cli.base import (
     RUN_COLUMNS,
     DbOption,
     JsonOption,
+    check_limit,
     _print_json,
     err,
     jobs_app,
@@ -80,6 +81,7 @@ def runs_list(
     from db.runs import list_runs
     from textclf.runs.owner import reap_orphaned_runs
 
+    check_limit(limit, "runs")
     database = open_db(run_db_path(db))
     reap_orphaned_runs(database)  # a run whose process is gone is shown as interrupted, not running
     rows = list_runs(database, limit=limit, status=status)
@@ -265,7 +267,7 @@ def jobs_list(db: DbOption = None, limit: Annotated[int, typer.Option(help="Newe
     """The newest jobs, one line each."""
     from db import jobs, open_db
 
-    rows = jobs.list_jobs(open_db(run_db_path(db)), limit, status)
+    rows = jobs.list_jobs(open_db(run_db_path(db)), check_limit(limit, "jobs"), status)
     if as_json:
         _print_json(rows)
         return
