@@ -156,18 +156,33 @@ def _check_arrays(path: Path, weights: dict[str, np.ndarray], others: dict[str, 
             raise _damaged(path, f"'{name}' stored as {array.dtype}")
 
 
+def _labels(path: Path, header: dict) -> list[str]:
+    """The header's class names: a list of distinct, non-empty strings (a string would be read a character a class,
+    a repeated name would predict two classes under one name)."""
+    labels = header.get("labels")
+    if not isinstance(labels, list) or not labels or not all(isinstance(label, str) and label for label in labels):
+        raise _damaged(path, "its labels are not a list of class names")
+    seen: set[str] = set()
+    for label in labels:
+        if label in seen:
+            raise _damaged(path, f"the label {label!r} is there twice")
+        seen.add(label)
+    return labels
+
+
 def load_model(path: str | Path):
     """-> Model (text) or ImageModel (header "kind": "cnn")."""
     path = Path(path)
     header, arrays = _open(path)
+    labels = _labels(path, header)
     if header.get("kind") == "cnn":
-        return _image_model(path, header, arrays)
+        return _image_model(path, header, arrays, labels)
     try:
         vectorizer_arrays = {k.split(".", 1)[1]: v for k, v in arrays.items() if k.startswith("vectorizer.")}
         model = Model(
             vectorizer=Vectorizer.from_arrays(header["vectorizer"], vectorizer_arrays),
             params=Params(*(arrays[name] for name in Params._fields)),
-            labels=list(header["labels"]),
+            labels=labels,
             settings=Settings.from_dict(header["settings"]),
             metadata=header.get("metadata", {}),
             thresholds=arrays["thresholds"] if header["settings"].get("multi_label") else None,
@@ -194,13 +209,13 @@ def load_model(path: str | Path):
     return model
 
 
-def _image_model(path: Path, header: dict, arrays: dict[str, np.ndarray]):
+def _image_model(path: Path, header: dict, arrays: dict[str, np.ndarray], labels: list[str]):
     from textclf.inference.image_model import ImageModel
 
     try:
         settings = Settings.from_dict(header["settings"])
         params = ImageModel.params_from_arrays(arrays, len(settings.channels))
-        model = ImageModel(params, list(header["labels"]), settings, tuple(header["image_shape"]),
+        model = ImageModel(params, labels, settings, tuple(header["image_shape"]),
                            header.get("metadata", {}))
     except (KeyError, TypeError, ValueError) as exc:
         raise ArtifactError(f"model file '{path}' is incomplete or damaged ({type(exc).__name__}: "

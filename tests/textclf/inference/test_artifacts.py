@@ -84,6 +84,20 @@ def _rewrite_header(path, change):
     np.savez(path, **arrays)
 
 
+@pytest.mark.parametrize("labels, fragment", [
+    (["sports", "sports", "space"], "the label 'sports' is there twice"),
+    ("abc", "its labels are not a list of class names"),
+    ([], "its labels are not a list of class names"),
+    (["sports", 2, "space"], "its labels are not a list of class names"),
+    (["sports", "", "space"], "its labels are not a list of class names"),
+])
+def test_a_header_whose_labels_are_not_distinct_names_is_refused(model, tmp_path, labels, fragment):
+    path = save_model(model, tmp_path / "m.npz")
+    _rewrite_header(path, lambda h: h.update(labels=labels))
+    with pytest.raises(ArtifactError, match=f"is damaged \\({fragment}\\): retrain it"):
+        load_model(path)
+
+
 def test_newer_format_is_refused(model, tmp_path):
     path = save_model(model, tmp_path / "m.npz")
     _rewrite_header(path, lambda h: h.update(format_version=artifacts.FORMAT_VERSION + 1))
