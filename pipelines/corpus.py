@@ -247,6 +247,14 @@ def check_usable(source: str, labels: list[str], skipped: dict[str, int], empty_
             f"unreadable): add text documents to it or remove the folder"
         )
     if len(set(labels)) < 2:
-        raise CorpusError(
-            f"{where} has only one label ({labels[0]!r}): a classifier needs at least 2 labels"
-        )
+        raise CorpusError(f"{where} has {_only_label(labels[0])}: a classifier needs at least 2 labels")
+
+
+def _only_label(label: str) -> str:
+    """The one label (or label set) of a corpus, as a person reads it: never the set's internal separator."""
+    from pipelines.labels import SEPARATOR, label_set
+
+    if SEPARATOR not in label:
+        return f"only one label ({label!r})"
+    names = label_set(label)
+    return "no label on any document" if not names else f"the same labels on every document ({', '.join(names)})"
