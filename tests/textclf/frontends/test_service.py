@@ -169,13 +169,17 @@ def test_token_everywhere_off_loopback(published):
 
 
 def test_a_body_with_no_content_type_is_json_and_top_k_minus_one_is_every_label(client):
-    """TF Serving's curl examples send no content type; -1 asks for every label, as the CLI's -k -1 does."""
+    """TF Serving reads any body as JSON (its curl examples send a form's content type, or none); -1 asks for every
+    label, as the CLI's -k -1 does."""
     for path in ("/v1/models/sample:predict", "/v1/models/sample/versions/1:predict"):
         rows = client.post(path, content=json.dumps({"instances": ["rocket"], "top_k": -1}).encode())
         assert rows.status_code == 200, rows.json()
         assert len(rows.json()["predictions"][0]["top"]) == 3  # the sample model's three labels
         columns = client.post(path, content=json.dumps({"inputs": {"text": ["rocket"]}}).encode())
         assert columns.status_code == 200, columns.json()
+        form = client.post(path, content=b'{"instances": ["rocket"]}',  # what `curl -d` sends
+                           headers={"content-type": "application/x-www-form-urlencoded"})
+        assert form.status_code == 200, form.json()
 
 
 def test_hot_reload_under_concurrent_load(published, corpus_dir, fast_settings):

@@ -62,6 +62,7 @@ def bench(
 @app.command()
 @user_errors
 def serve(
+    models: Annotated[Optional[list[Path]], typer.Argument(help="Model files to serve (from 'textclf train --out'; named by the file: news.npz serves 'news', reloaded when the file is replaced) or folders of numbered versions (news/1.npz, news/2.npz), beside the published models.", show_default=False)] = None,
     host: Annotated[str, typer.Option(help="Address to bind; anything but loopback requires --token everywhere.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     db: DbOption = None,
@@ -75,7 +76,8 @@ def serve(
     reload_seconds: Annotated[float, typer.Option(help="How often to look for newly published model versions.")] = 1.0,
 ) -> None:
     # One parameter an option: typer reads the command line from this signature.
-    """Serve predictions and job submission over HTTP (OpenAPI docs at /docs)."""
+    """Serve predictions of model files and published models, and job submission, over HTTP (OpenAPI docs at
+    /docs)."""
     import os
 
     import uvicorn
@@ -91,7 +93,9 @@ def serve(
     # weights and one batch.
     options = ServiceOptions.binding(host, token, db_path=db, data_root=data_root, max_instances=max_instances,
                                      max_body_bytes=max_body_bytes, batch_window_ms=batch_window_ms,
-                                     score_on=score_on, reload_seconds=reload_seconds)
+                                     score_on=score_on, reload_seconds=reload_seconds,
+                                     model_paths=[str(path) for path in models or []])
+    _check_model_files(options.model_paths)
     _check_port_free(host, port)
     if workers == 1:
         uvicorn.run(create_app(options), host=host, port=port, log_level="warning")
@@ -99,6 +103,16 @@ def serve(
         os.environ[OPTIONS_ENV] = options_to_env(options)
         uvicorn.run("textclf.frontends.service:app_from_env", factory=True, workers=workers, host=host, port=port,
                     log_level="warning")
+
+
+def _check_model_files(paths: list[str]) -> None:
+    """Every model file given loads (and every folder's newest version), before the service starts."""
+    from textclf.frontends.service.model_files import ModelFiles
+    from textclf.inference.artifacts import load_model
+
+    files = ModelFiles(paths)
+    for name in files.names():
+        load_model(files.latest()[name]["path"])
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -10,6 +10,7 @@
   app.py        the app: those routers, /health/live|ready, /metrics (Prometheus), errors as {"error": "..."}
   serving.py    the served models: loaded once, scored in batches gathered from concurrent requests (on the host
                 or the device, `score_on`), swapped within `reload_seconds` of a new version's publication
+  model_files.py  model files and folders of numbered versions served as they lie on disk, beside the published
   asgi.py       in front of FastAPI: the Guard (token, body limit) and PlainPredict (a valid row-form :predict
                 answered without FastAPI's per-request layers, the hot path of one-document clients)
   options.py    ServiceOptions: limits, the token rule, where the network runs

@@ -15,12 +15,19 @@ from fastapi.responses import JSONResponse
 HEALTH_PATHS = ("/health/", "/v2/health/")  # liveness and readiness: a probe carries no token
 
 
+FORM = b"application/x-www-form-urlencoded"  # what `curl -d` names any body: no route here takes a form
+
+
 def json_by_default(scope: dict) -> dict:
-    """The request's scope with `content-type: application/json` where a body-carrying request names none: TF
-    Serving reads any body as JSON, and its own curl examples send no content type."""
-    if scope["method"] in ("POST", "PUT", "PATCH") and not any(name == b"content-type" for name, _ in scope["headers"]):
-        return {**scope, "headers": [*scope["headers"], (b"content-type", b"application/json")]}
-    return scope
+    """The request's scope with `content-type: application/json` where a body-carrying request names no type or a
+    form's: TF Serving reads any body as JSON, and its own examples (`curl -d '{"instances": ...}'`) send a form's."""
+    if scope["method"] not in ("POST", "PUT", "PATCH"):
+        return scope
+    kept = [(name, value) for name, value in scope["headers"]
+            if name != b"content-type" or value.split(b";")[0].strip().lower() != FORM]
+    if any(name == b"content-type" for name, _ in kept):
+        return scope
+    return {**scope, "headers": [*kept, (b"content-type", b"application/json")]}
 
 
 class Guard:

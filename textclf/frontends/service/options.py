@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from textclf.errors import SettingsError
@@ -30,6 +30,7 @@ class ServiceOptions:
     # this network on the H200 machine (8 workers, batched: 47,523 vs 21,637 docs/s; one document: p50 3.8 vs
     # 4.6 ms): a ~40-term document times a 128-wide layer is microseconds of NumPy, less than a GPU dispatch.
     score_on: str = "host"
+    model_paths: list[str] = field(default_factory=list)  # model files and folders served beside the published
 
     def __post_init__(self) -> None:
         if self.score_on not in ("host", "device", "auto"):

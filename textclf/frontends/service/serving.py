@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 from db import models as published
 from db import open_db
 from textclf.errors import ArtifactError
+from textclf.frontends.service.model_files import ModelFiles
 from textclf.frontends.service.options import ServiceOptions
 from textclf.inference.artifacts import load_model
 from textclf.inference.text_model import Model
@@ -146,20 +147,22 @@ class Metrics:
 
 
 class ServedModels:
-    """The newest published version of every model name, loaded on first use and swapped on publication."""
+    """The newest version of every model name, loaded on first use and swapped on a new one: the published models,
+    and the model files the service was given (model_files.py; a file's name wins over a published one's)."""
 
     def __init__(self, options: ServiceOptions, metrics: Metrics):
         self.options, self.metrics = options, metrics
         self.db = open_db(run_db_path(options.db_path))
+        self.files = ModelFiles(options.model_paths)
         self.batchers: dict[str, Batcher] = {}
         self.unloadable: set[tuple[str, int, str]] = set()  # (name, version, path) whose file failed to load
 
     def latest(self) -> dict[str, dict]:
-        return published.latest_versions(self.db)
+        return {**published.latest_versions(self.db), **self.files.latest()}
 
     def versions(self, name: str, version: int | None = None) -> list[dict]:
-        """The published rows of a model (oldest first), or of one version of it; 404 where there are none."""
-        rows = published.versions(self.db, name)
+        """The rows of a model's versions (oldest first), or of one version of it; 404 where there are none."""
+        rows = self.files.versions(name) if name in self.files.served else published.versions(self.db, name)
         if version is not None:
             rows = [row for row in rows if row["version"] == version]
         if not rows:
@@ -203,6 +206,7 @@ class ServedModels:
         while True:
             await asyncio.sleep(self.options.reload_seconds)
             try:
+                self.files.refresh()
                 latest = self.latest()
             except Exception as exc:  # a locked DB: keep serving the current versions, look again next time
                 log.warning("model reload failed, still serving the current versions: %s", exc)
