@@ -4,6 +4,7 @@ small facts about a run's inputs that several steps need."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from db import runs as run_queries
@@ -43,5 +44,6 @@ class RunContext:
 
 
 def source_name(path) -> str:
-    """What the run records as a corpus's name: its path, or an in-memory corpus's source."""
-    return path.source if isinstance(path, Corpus) else str(path)
+    """What the run records as a corpus's name: its resolved path (one corpus, one name, whichever folder a face ran
+    from: the daemon's jobs record absolute paths), or an in-memory corpus's source."""
+    return path.source if isinstance(path, Corpus) else str(Path(path).resolve())

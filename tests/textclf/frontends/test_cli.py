@@ -1,5 +1,7 @@
 """CLI tests through typer's CliRunner: exit codes, output and error text, and that failures leave no state."""
 
+import csv
+import io
 import json
 import sqlite3
 
@@ -679,6 +681,17 @@ def test_a_damaged_database_is_one_line_in_every_command(runner, tmp_path):
         assert result.exit_code == 1, (command, result.output)
         assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
         assert "Traceback" not in result.output
+
+
+def test_a_run_records_its_corpus_resolved_and_the_csv_names_its_metric(runner, corpus_dir, monkeypatch):
+    """One corpus, one name in the history whichever folder the command ran from (the daemon records absolute
+    paths); the CSV carries the metric beside the score, as the table shows it."""
+    monkeypatch.chdir(corpus_dir.parent)
+    assert invoke(runner, "train", corpus_dir.name, *FAST).exit_code == 0
+    [run] = json.loads(invoke(runner, "runs", "list", "--json").stdout)
+    assert run["corpus"] == str(corpus_dir.resolve())
+    [row] = list(csv.DictReader(io.StringIO(invoke(runner, "runs", "list", "--csv").stdout)))
+    assert {"eval_accuracy", "eval_metric", "eval_score"} <= set(row)
 
 
 @pytest.mark.parametrize("command", [["runs", "list"], ["jobs", "list"]])

@@ -403,7 +403,7 @@ class _TrainProgress:
 
 
 RUN_COLUMNS = ("id", "status", "started_at", "corpus", "backend", "device", "n_train", "n_eval", "eval_kind",
-               "eval_accuracy", "final_loss", "model_path")
+               "eval_accuracy", "eval_metric", "eval_score", "final_loss", "model_path")
 
 
 def _device_count(devices: Optional[str]) -> Optional[int]:
