@@ -24,15 +24,18 @@ COOKIE = "textclf_token"
 QUERIES = {
     "best_run_per_corpus": {
         "title": "Best run per corpus",
-        "description": "The finished run with the highest accuracy on each corpus.",
-        "sql": "select corpus, id as run_id, max(eval_accuracy) as eval_accuracy, eval_kind, n_train, started_at "
-               "from runs where status = 'finished' and eval_accuracy is not null group by corpus "
-               "order by corpus",
+        "description": "The finished run with the highest score on each corpus, by the run's own metric "
+                       "(accuracy, or a label-set corpus's micro-F1 or the metric it was trained for).",
+        "sql": "select corpus, coalesce(eval_metric, 'accuracy') as metric, id as run_id, "
+               "max(coalesce(eval_score, eval_accuracy)) as score, eval_kind, n_train, started_at "
+               "from runs where status = 'finished' and coalesce(eval_score, eval_accuracy) is not null "
+               "group by corpus, metric order by corpus, metric",
     },
     "accuracy_over_time": {
         "title": "Accuracy over time",
-        "description": "Every finished run's accuracy, newest first; filter by corpus.",
-        "sql": "select id as run_id, started_at, corpus, eval_accuracy, eval_kind, backend, device from runs "
+        "description": "Every finished run's score by its own metric, newest first; filter by corpus.",
+        "sql": "select id as run_id, started_at, corpus, coalesce(eval_metric, 'accuracy') as metric, "
+               "coalesce(eval_score, eval_accuracy) as score, eval_kind, backend, device from runs "
                "where status = 'finished' and (:corpus = '' or corpus = :corpus) order by started_at desc",
     },
     "run_epochs": {

@@ -45,7 +45,7 @@ def test_the_columns_are_described_and_the_canned_queries_run(ui):
     assert metadata["tables"]["epochs"]["columns"]["loss"] == TABLES["epochs"]["columns"]["loss"]
     assert httpx.get(f"{ui}/runs/run_epochs.json", params={"run_id": 1, "_shape": "array"}).json()[0]["epoch"] == 1
     best = httpx.get(f"{ui}/runs/best_run_per_corpus.json", params={"_shape": "array"}).json()
-    assert best[0]["run_id"] == 1
+    assert best[0]["run_id"] == 1 and best[0]["metric"] == "accuracy" and 0 <= best[0]["score"] <= 1
     for query in ("accuracy_over_time", "search_leaderboard"):
         assert httpx.get(f"{ui}/runs/{query}.json", params={"run_id": 1, "corpus": ""}).status_code == 200
 
@@ -111,3 +111,20 @@ def test_with_a_token_every_request_carries_it_by_header_or_cookie(tmp_path):
             assert (await client.get("/runs/runs.json")).status_code == 200  # the cookie it set
 
     asyncio.run(calls())
+
+
+def test_the_canned_rankings_use_each_run_s_own_metric(tmp_path):
+    """A label-set run is ranked by its micro-F1 (eval_score), not by the subset accuracy in eval_accuracy, and
+    runs judged by different metrics are not ranked against each other."""
+    from db import open_db, runs
+    from textclf.frontends.runs_ui import QUERIES
+
+    database = open_db(tmp_path / "runs.db")
+    for corpus, accuracy, metric, score in (("tags", 0.60, "micro-f1", 0.95), ("tags", 0.70, "micro-f1", 0.90),
+                                            ("news", 0.91, None, None), ("news", 0.93, None, None)):
+        run_id = runs.start_run(database, corpus=corpus, settings={}, versions={})
+        database["runs"].update(run_id, {"status": "finished", "eval_accuracy": accuracy, "eval_metric": metric,
+                                         "eval_score": score})
+    rows = database.execute(QUERIES["best_run_per_corpus"]["sql"]).fetchall()
+    best = {(corpus, metric): (run_id, score) for corpus, metric, run_id, score, *_ in rows}
+    assert best == {("news", "accuracy"): (4, 0.93), ("tags", "micro-f1"): (1, 0.95)}
