@@ -153,9 +153,14 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def predict_proba(self, X: Sequence[str]) -> np.ndarray:
-        """(n, C) class probabilities, columns in the order of classes_."""
+        """(n, C) class probabilities, columns in the order of classes_. A document with no text is refused, as
+        `textclf predict` and the service refuse it: there is nothing to classify."""
         check_is_fitted(self)
-        return self.model_.predict_proba(_texts(X, "X"))
+        texts = _texts(X, "X")
+        empty = next((i for i, text in enumerate(texts) if not text.strip()), None)
+        if empty is not None:
+            raise ValueError(f"X[{empty}] is empty: there is nothing to classify; drop the documents with no text")
+        return self.model_.predict_proba(texts)
 
     def predict(self, X: Sequence[str]):
         """Each document's label; multi-label in the form y was given: tuples of labels, or an (n, C) 0/1 matrix."""

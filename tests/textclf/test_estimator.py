@@ -104,6 +104,9 @@ def test_bad_input_is_refused_with_the_fix():
     fitted = estimator.fit(texts, labels)
     with pytest.raises(ValueError, match="X is one string"):
         fitted.predict("fry the onions")  # not 14 predictions, one a character
+    for method in (fitted.predict, fitted.predict_proba):  # as `textclf predict` and the service refuse it
+        with pytest.raises(ValueError, match=r"X\[1\] is empty: there is nothing to classify"):
+            method(["goal match", "  ", "oven bread"])
 
 
 def test_params_round_trip_and_clone():
