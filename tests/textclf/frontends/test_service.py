@@ -142,6 +142,11 @@ def test_job_submission_needs_token_and_data_root(client, corpus_dir, tmp_path):
     created = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "name": "again", "settings": {"epochs": 1}},
                           headers=auth)
     assert created.status_code == 201 and created.json()["status"] == "queued"
+    # a relative path is read under the data root, whatever folder the server runs in
+    relative = client.post("/v1/jobs", json={"corpus": corpus_dir.name, "settings": {"epochs": 1}}, headers=auth)
+    assert relative.status_code == 201 and relative.json()["corpus"] == str(corpus_dir.resolve()), relative.json()
+    escaping = client.post("/v1/jobs", json={"corpus": f"../{corpus_dir.name}"}, headers=auth)
+    assert escaping.status_code == 400 and "outside the data root" in escaping.json()["error"]
     assert client.get(f"/v1/jobs/{created.json()['id']}").json()["name"] == "again"
     for name in ("../../../../tmp/ESCAPED", "/tmp/ESCAPED", ".hidden", "a\x00b", "x" * 65):
         refused = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "name": name}, headers=auth)

@@ -36,7 +36,8 @@ def _corpus_paths(body: JobRequest, data_root: Path | None) -> list[Path]:
     for given in (body.corpus, body.test_corpus):
         if given and "\x00" in given:
             raise HTTPException(400, "a corpus path holds a NUL byte: send the path as it is on the server")
-    paths = [Path(p).resolve() for p in (body.corpus, body.test_corpus) if p]
+    # a relative path is under the data root (the one folder a client can name), not the server's working folder
+    paths = [(root / p).resolve() for p in (body.corpus, body.test_corpus) if p]
     for path in paths:
         if not path.is_relative_to(root):
             raise HTTPException(400, f"corpus '{path}' is outside the data root '{root}'")
