@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from textclf.settings import SEARCHED_FIELDS, Settings
+from textclf.settings import SEARCHED_FIELDS, Settings, spelled_out
 
 # Settings that are not the estimator's: the image CNN's, reading files, the validation split (fit trains on every
 # document it is given, as `textclf train --test` does), and the pins (a searched parameter left None is searched,
@@ -112,9 +112,8 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         """The Settings these parameters give (searched parameters left None are not pinned). Raises
         SettingsError (a ValueError) naming a bad value."""
         given = {name: value for name, value in self.get_params().items() if value is not None}
+        given = spelled_out(given)
         given.pop("random_state", None)
-        if isinstance(given.get("stop_words"), str) and given["stop_words"].lower() == "none":
-            given["stop_words"] = None
         if self.random_state is not None:
             if not isinstance(self.random_state, (int, np.integer)):
                 raise ValueError("random_state must be an int seed (a RandomState instance cannot be recorded)")

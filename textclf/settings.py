@@ -84,6 +84,17 @@ def _within(value, low, high, inclusive_low: bool = True) -> bool:
     return (low <= value if inclusive_low else low < value) and value <= high
 
 
+def spelled_out(given: dict) -> dict:
+    """The values a user spells as words, as Settings holds them: stop_words "none" (any case) is None, augment
+    "none" is "". One rule for every face (the CLI, the estimator, the HTTP job API)."""
+    given = dict(given)
+    if isinstance(given.get("stop_words"), str) and given["stop_words"].lower() == "none":
+        given["stop_words"] = None
+    if given.get("augment") == "none":
+        given["augment"] = ""
+    return given
+
+
 @dataclass(frozen=True)
 class VectorizerSettings:
     """How documents become columns: the bag of words, its terms and weights, the character view."""
@@ -376,7 +387,7 @@ class Settings(SearchSettings, DeviceSettings, DataSettings, OptimizerSettings, 
         if unknown:
             raise SettingsError(f"unknown setting '{unknown[0]}': use one of {', '.join(_user_fields())}")
         try:
-            given = _user_settings_model().model_validate(data).model_dump(exclude_unset=True)
+            given = _user_settings_model().model_validate(spelled_out(data)).model_dump(exclude_unset=True)
         except ValidationError as exc:
             first = exc.errors()[0]
             key = ".".join(str(part) for part in first["loc"])

@@ -46,3 +46,17 @@ def test_settings_are_one_flat_record_composed_of_parts():
     assert Settings.from_dict(settings.to_dict()) == settings
     older = {k: v for k, v in Settings().to_dict().items() if k not in ("multi_label", "metric")}
     assert Settings.from_dict(dict(reversed(list(older.items())))) == Settings()
+
+
+def test_every_face_reads_stop_words_none_as_no_stop_words():
+    """The CLI's --stop-words none, the estimator's stop_words="none" and the HTTP job API's "stop_words": "none"
+    give the same Settings (the API refused it, with a message that said to pass 'none')."""
+    from textclf.estimator import TextClassifier
+    from textclf.frontends.cli.base import settings_from_options
+
+    for spelled in ("none", "None", "NONE"):
+        api = Settings.from_user({"stop_words": spelled})
+        assert api.stop_words is None and "stop_words" in api.pinned
+        assert TextClassifier(stop_words=spelled).settings.stop_words is None
+        assert settings_from_options(stop_words=spelled).stop_words is None
+    assert Settings.from_user({"augment": "none"}).augment == ""

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from textclf.errors import USER_ERRORS, SettingsError
 from textclf.paths import run_db_path
-from textclf.settings import SEARCHED_FIELDS, Settings
+from textclf.settings import SEARCHED_FIELDS, Settings, spelled_out
 from textclf.training.events import Terminated
 
 app = typer.Typer(help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True,
@@ -229,10 +229,7 @@ def settings_from_options(**given) -> Settings:
                             "leave it out")
     if "devices" in given:
         given["devices"] = _device_count(given["devices"])
-    if given.get("augment") == "none":
-        given["augment"] = ""
-    if isinstance(given.get("stop_words"), str) and given["stop_words"].lower() == "none":
-        given["stop_words"] = None
+    given = spelled_out(given)
     fields = {name: field for name, field, _, _ in TRAINING_OPTIONS}
     # A fresh Settings, not D.replace: fields left out take the defaults of the model chosen (MODEL_DEFAULTS).
     chosen = {fields[name]: value for name, value in given.items()}
