@@ -345,4 +345,12 @@ def test_a_damaged_published_version_is_not_served_and_the_previous_one_is(publi
         time.sleep(0.5)
         answer = client.post("/v1/models/sample:predict", json={"instances": ["the rocket reached orbit"]})
         assert answer.status_code == 200 and answer.json()["version"] == 1
+        # TF Serving's status says so: the damaged versions END with the reason, the serving one AVAILABLE
+        status = {s["version"]: s for s in client.get("/v1/models/sample").json()["model_version_status"]}
+        assert status["1"]["state"] == "AVAILABLE" and status["1"]["status"]["error_code"] == "OK"
+        for damaged in ("2", "3"):
+            assert status[damaged]["state"] == "END" and status[damaged]["status"]["error_code"] == "UNKNOWN"
+            assert "is corrupt or not a textclf model" in status[damaged]["status"]["error_message"]
+        [pinned] = client.get("/v1/models/sample/versions/3").json()["model_version_status"]
+        assert pinned["state"] == "END"
     assert sum("sample v3 cannot be loaded" in r.getMessage() for r in caplog.records) == 1

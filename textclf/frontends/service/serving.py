@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from typing import Any
 
@@ -156,6 +157,7 @@ class ServedModels:
         self.files = ModelFiles(options.model_paths)
         self.batchers: dict[str, Batcher] = {}
         self.unloadable: set[tuple[str, int, str]] = set()  # (name, version, path) whose file failed to load
+        self.checked: dict[tuple, str | None] = {}  # (path, size, mtime) -> why it does not load, or None
 
     def latest(self) -> dict[str, dict]:
         return {**published.latest_versions(self.db), **self.files.latest()}
@@ -192,6 +194,27 @@ class ServedModels:
                 raise HTTPException(503, f"model '{name}' cannot be loaded on the server ({problems[0]}); "
                                          "republish it")
         return self.batchers[key]
+
+    def load_problem(self, row: dict) -> str | None:
+        """Why a version's file cannot be served (None: it loads), each file checked once a change: a status
+        that says AVAILABLE must not be believed before the file is."""
+        served = self.batchers.get(row["name"])
+        if served is not None and served.version == row["version"]:
+            return None  # serving it now
+        try:
+            status = os.stat(row["path"]) if row["path"] else None
+        except OSError:
+            status = None
+        if status is None:
+            return f"model file '{row['path']}' is missing"
+        key = (row["path"], status.st_size, status.st_mtime_ns)
+        if key not in self.checked:
+            try:
+                load_model(row["path"])
+                self.checked[key] = None
+            except ArtifactError as exc:
+                self.checked[key] = str(exc)
+        return self.checked[key]
 
     def _install(self, name: str, row: dict, model: Model) -> None:
         # One assignment (on the event loop): requests that already took the old batcher finish on it, and

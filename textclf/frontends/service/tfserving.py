@@ -4,6 +4,7 @@ metadata in its shapes (https://www.tensorflow.org/tfx/serving/api_rest), plus `
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 from typing import Annotated, Any
@@ -110,8 +111,14 @@ def columnar_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int)
     return {"model": name, "version": batcher.version, "outputs": outputs}
 
 
-def _status(version: int) -> dict:
-    return {"version": str(version), "state": "AVAILABLE", "status": {"error_code": "OK", "error_message": ""}}
+async def _status(models: ServedModels, row: dict) -> dict:
+    """TF Serving's status of one version: AVAILABLE where its file loads, else END with the reason."""
+    problem = await asyncio.to_thread(models.load_problem, row)
+    if problem is None:
+        return {"version": str(row["version"]), "state": "AVAILABLE", "status": {"error_code": "OK",
+                                                                                  "error_message": ""}}
+    return {"version": str(row["version"]), "state": "END", "status": {"error_code": "UNKNOWN",
+                                                                        "error_message": problem}}
 
 
 def public(row: dict) -> dict:
@@ -179,15 +186,16 @@ async def list_models(request: Request) -> dict:
 @router.get("/v1/models/{name}")
 async def model_status(request: Request, name: str) -> dict:
     """TF Serving's model status (every published version), and the versions' records."""
-    rows = _models(request).versions(name)
-    return {"model_version_status": [_status(row["version"]) for row in reversed(rows)], "name": name,
+    models = _models(request)
+    rows = models.versions(name)
+    return {"model_version_status": [await _status(models, row) for row in reversed(rows)], "name": name,
             "versions": [public(row) for row in rows]}
 
 
 @router.get("/v1/models/{name}/versions/{version}")
 async def version_status(request: Request, name: str, version: VersionNumber) -> dict:
-    rows = _models(request).versions(name, version)
-    return {"model_version_status": [_status(row["version"]) for row in rows]}
+    models = _models(request)
+    return {"model_version_status": [await _status(models, row) for row in models.versions(name, version)]}
 
 
 @router.get("/v1/models/{name}/metadata")
