@@ -27,6 +27,9 @@ import numpy as np
 from textclf.errors import SettingsError
 
 
+SLURM_COORDINATES = ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_LOCALID")
+
+
 def coordinates_from_env(env: dict | None = None) -> tuple[str, int, int] | None | str:
     """(coordinator, num_processes, process_id) from TEXTCLF_* variables, "slurm" for a multi-task SLURM
     step, None for a single process."""
@@ -48,6 +51,12 @@ def coordinates_from_env(env: dict | None = None) -> tuple[str, int, int] | None
         if not (env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")):
             raise SettingsError(f"SLURM_NTASKS={tasks} but this is not a job step of those tasks: start it with "
                                 "srun, or unset SLURM_NTASKS to train in this process alone")
+        # what JAX's SLURM detection reads to find the coordinator (jax/_src/clusters/slurm_cluster.py)
+        missing = [name for name in SLURM_COORDINATES if not env.get(name)]
+        if missing:
+            raise SettingsError(f"a SLURM job step of {tasks} tasks without {', '.join(missing)}: start it with "
+                                "srun (which sets them), or set TEXTCLF_COORDINATOR, TEXTCLF_NUM_PROCESSES and "
+                                "TEXTCLF_PROCESS_ID")
         return "slurm"
     return None
 

@@ -149,7 +149,12 @@ def test_coordinates_from_the_environment():
     assert coordinates_from_env({}) is None
     assert coordinates_from_env({"TEXTCLF_COORDINATOR": "h:1", "TEXTCLF_NUM_PROCESSES": "4",
                                  "TEXTCLF_PROCESS_ID": "2"}) == ("h:1", 4, 2)
-    assert coordinates_from_env({"SLURM_NTASKS": "2", "SLURM_PROCID": "1", "SLURM_STEP_ID": "0"}) == "slurm"
+    step = {"SLURM_NTASKS": "2", "SLURM_PROCID": "1", "SLURM_STEP_ID": "0", "SLURM_JOB_ID": "7",
+            "SLURM_STEP_NODELIST": "node[001-002]", "SLURM_LOCALID": "0"}
+    assert coordinates_from_env(step) == "slurm"
+    for missing in ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_LOCALID"):  # JAX raised "coordinator_address"
+        with pytest.raises(SettingsError, match=f"a SLURM job step of 2 tasks without {missing}: start it with srun"):
+            coordinates_from_env({k: v for k, v in step.items() if k != missing})
     with pytest.raises(SettingsError, match="not a job step"):  # a batch script's shell: no other task will come
         coordinates_from_env({"SLURM_NTASKS": "2", "SLURM_PROCID": "0"})
     assert coordinates_from_env({"SLURM_NTASKS": "1", "SLURM_PROCID": "0"}) is None
