@@ -98,8 +98,25 @@ def build_app(db_path: Path, token: str | None):
                           settings={"default_page_size": 50})
     if pm.get_plugin("textclf_runs") is None:  # Datasette's plugins are registered process-wide
         pm.register(_Plugin, name="textclf_runs")
-    app = datasette.app()
+    app = _ReadOnly(datasette.app())
     return app if not token else _TokenGuard(app, token)
+
+
+class _ReadOnly:
+    """ASGI: the run UI only reads; a request of any other method than GET or HEAD (Datasette's write API, a
+    POST to /-/insert) gets 405 in one line, not Datasette's traceback."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] not in ("GET", "HEAD"):
+            await send({"type": "http.response.start", "status": 405,
+                        "headers": [(b"content-type", b"text/plain"), (b"allow", b"GET, HEAD")]})
+            await send({"type": "http.response.body",
+                        "body": b"the run UI is read-only: use GET (textclf runs ... changes runs)\n"})
+            return
+        return await self.app(scope, receive, send)
 
 
 class _TokenGuard:
@@ -119,7 +136,9 @@ class _TokenGuard:
         if given and hmac.compare_digest(given.encode(), self.token.encode()):
             return await self._respond(send, 302, [(b"location", scope["path"].encode()), (
                 b"set-cookie", f"{COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode())])
-        for value in (headers.get("authorization", "").removeprefix("Bearer "), cookies.get(COOKIE, "")):
+        scheme, _, credentials = headers.get("authorization", "").partition(" ")
+        bearer = credentials if scheme.lower() == "bearer" else ""  # a scheme's name in any case (RFC 9110)
+        for value in (bearer, cookies.get(COOKIE, "")):
             if value and hmac.compare_digest(value.encode(), self.token.encode()):
                 return await self.app(scope, receive, send)
         await self._respond(send, 401, [(b"content-type", b"text/plain")],

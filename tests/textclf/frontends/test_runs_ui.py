@@ -53,6 +53,9 @@ def test_the_columns_are_described_and_the_canned_queries_run(ui):
 def test_the_database_is_read_only_through_the_ui(ui):
     refused = httpx.post(f"{ui}/runs/-/query", params={"sql": "delete from runs"})
     assert refused.status_code in (400, 403, 405)
+    for path in ("/runs/runs/-/insert", "/runs/-/create", "/runs/runs/1/-/delete"):  # Datasette's write API
+        written = httpx.post(f"{ui}{path}", json={"row": {"status": "x"}})
+        assert written.status_code == 405 and "read-only" in written.text and "Traceback" not in written.text
     answer = httpx.get(f"{ui}/runs.json", params={"sql": "delete from runs"})
     assert answer.status_code == 400
     assert httpx.get(f"{ui}/runs/runs.json", params={"_shape": "array"}).json()[0]["id"] == 1
@@ -106,6 +109,10 @@ def test_with_a_token_every_request_carries_it_by_header_or_cookie(tmp_path):
             assert (await client.get("/runs/runs.json?token=wrong")).status_code == 401
             ok = await client.get("/runs/runs.json", headers={"Authorization": "Bearer s3cret"})
             assert ok.status_code == 200
+            lower = await client.get("/runs/runs.json", headers={"Authorization": "bearer s3cret"})
+            assert lower.status_code == 200  # a scheme's name in any case
+            other = await client.get("/runs/runs.json", headers={"Authorization": "Basic s3cret"})
+            assert other.status_code == 401
             login = await client.get("/runs?token=s3cret")
             assert login.status_code == 302 and "textclf_token=s3cret" in login.headers["set-cookie"]
             assert (await client.get("/runs/runs.json")).status_code == 200  # the cookie it set
