@@ -46,7 +46,7 @@ def line_format(path: Path) -> LineFormat | None:
             first = next(table_reader([decode_text(first_line)[0]], tsv), None)
         except csv.Error:  # (one reader refuses it with its line number)
             return None
-        columns = table_columns(first) if first is not None else None
+        columns = table_columns(first, where=f"corpus '{path}'") if first is not None else None
         label_column, text_columns = columns if columns is not None else (0, None)
         return LineFormat("tsv" if tsv else "csv", label_column, None if text_columns is None else tuple(text_columns),
                           newline_escapes(head), len(first_line) if columns is not None else 0,

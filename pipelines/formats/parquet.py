@@ -66,7 +66,7 @@ def parquet_columns(path: Path, schema: pa.Schema, labelled: bool = True,
     (table_columns); where it names no text column, the other string columns. Refused where it names no label
     column (labelled) or no text can be found."""
     names = list(schema.names)
-    columns = table_columns(names, labelled)
+    columns = table_columns(names, labelled, where=f"{kind} '{path}'")
     text_like = [i for i, name in enumerate(names) if pa.types.is_string(schema.field(name).type)
                  or pa.types.is_large_string(schema.field(name).type)]
     if columns is None and not labelled:

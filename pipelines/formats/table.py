@@ -73,14 +73,20 @@ def table_reader(lines: Iterable[str], tsv: bool):
     return csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE) if tsv else csv.reader(lines)
 
 
-def table_columns(first_row: Sequence[str], labelled: bool = True) -> tuple[int | None, list[int]] | None:
+def table_columns(first_row: Sequence[str], labelled: bool = True, where: str = "the table"
+                  ) -> tuple[int | None, list[int]] | None:
     """A CSV or TSV file's first row -> (the label column, the text columns) where it is a header row, None where
     it is not (then it is a document: in a corpus, column 1 its label and the others its text). A header row names
     a label column (LABEL_COLUMNS), or with labelled=False (documents to classify) a label or a text column
     (TEXT_COLUMNS; the label column is then None where it names none). The text columns: those it names as text,
-    else every column but the label's."""
+    else every column but the label's. A header that names its label column twice is refused: which one holds the
+    labels cannot be known (where: the file, for the message)."""
     header = [cell.strip().lower() for cell in first_row]
     label = next((header.index(name) for name in LABEL_COLUMNS if name in header), None)
+    if label is not None and header.count(header[label]) > 1:
+        second = header.index(header[label], label + 1)
+        raise CorpusError(f"the header of {where} names the label column '{first_row[label].strip()}' twice (columns "
+                          f"{label + 1} and {second + 1}): rename or drop one of them")
     named = [i for i, name in enumerate(header) if name in TEXT_COLUMNS and i != label]
     if label is None and (labelled or not named):
         return None
@@ -121,7 +127,7 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
     rows = _csv_rows(path, table_reader(_decoded_lines(path, stats), tsv), "TSV" if tsv else "CSV")
     label_col, text_cols = 0, None
     first = next(rows, None)
-    columns = table_columns(first) if first is not None else None
+    columns = table_columns(first, where=f"corpus '{path}'") if first is not None else None
     separator = _label_separator(first, columns)
     if columns is not None:
         label_col, text_cols = columns  # (a corpus's header always names its label column)

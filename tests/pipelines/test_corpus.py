@@ -324,6 +324,10 @@ def test_jsonl(tmp_path):
         (lambda d: _files(d, {"ws.jsonl": '{"category": "pos", "texts": "x"}'}) / "ws.jsonl",
          r'lacks a "text" or "category" key: .* \(its keys: "category", "texts"\)'),
         (lambda d: _files(d, {"e.csv": ""}) / "e.csv", "is empty"),
+        (lambda d: _files(d, {"two.csv": "label,text,Label\na,x,b\nb,y,a\n"}) / "two.csv",
+         r"the header of corpus '.*two.csv' names the label column 'label' twice \(columns 1 and 3\): rename"),
+        (lambda d: _files(d, {"two.tsv": "text\tlabel\tlabel\nx\ta\tb\ny\tb\ta\n"}) / "two.tsv",
+         r"names the label column 'label' twice \(columns 2 and 3\)"),
     ],
 )
 def test_unusable_corpora_are_refused(tmp_path, make, message):

@@ -172,7 +172,10 @@ def _json_text(path: str, number: int, line: str) -> str:
 def _table_rows(path: str, lines: list[str], tsv: bool) -> list[tuple[str, str]]:
     escapes = newline_escapes("\n".join(lines).encode()[:TABLE_SNIFF_BYTES])  # line breaks as training reads them
     rows = list(table_reader(lines, tsv))
-    columns = table_columns(rows[0], labelled=False) if rows else None
+    try:
+        columns = table_columns(rows[0], labelled=False, where=f"input '{path}'") if rows else None
+    except CorpusError as exc:
+        raise InputError(str(exc)) from None
     text_columns = columns[1] if columns is not None else None
     documents = []
     for number, row in enumerate(rows, 1):

@@ -89,3 +89,12 @@ def test_every_input_line_gets_one_prediction_a_blank_one_empty(tmp_path):
                                                                  ("3", None, []), ("4", "b", [("b", 0.75)])]
     assert model.scored == ["x y", "z"]
     assert [p.label for p in rank(model, ["", ""], ["1", "2"], 1)] == [None, None]
+
+
+def test_an_input_whose_header_names_its_label_column_twice_is_refused(tmp_path):
+    from textclf.errors import InputError
+
+    path = tmp_path / "docs.csv"
+    path.write_text("label,text,label\na,hello,b\n")
+    with pytest.raises(InputError, match=r"the header of input '.*docs.csv' names the label column 'label' twice"):
+        read_documents(str(path), 1.0)
