@@ -10,7 +10,7 @@ How:
   naive Bayes column weights, sublinear tf, batch size) is a column mask of it (term_masks); within each fold, the
   variant's `features` columns are selected by chi-squared on the fold's training rows only and weighted with IDF
   from those rows (select_and_weigh).
-- The variants are a portfolio (textclf/training/search/portfolio.json), ordered by an offline study over many corpora
+- The variants are a portfolio (portfolio.json beside this module), ordered by an offline study over many corpora
   (benchmarks/search/portfolio.py): the variant that helps most where the ones before it fall short comes next.
 - Per (variant, fold) the (learning rate, weight decay) candidates train side by side as one program
   (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
@@ -25,8 +25,8 @@ How:
   would be overrun: a tight budget still returns the best candidate of the rounds it finished (at least the
   first). The variants that finished the most folds are compared on those folds; the others rank below them.
 - Settings the user set explicitly (Settings.pinned) are not searched.
-- Never reads a test corpus: the caller passes only training documents (tests/textclf/training/test_search.py checks
-  that `train` opens --test only after the search).
+- Never reads a test corpus: the caller passes only training documents (tests/textclf/training/search/
+  test_halving.py checks that `train` opens --test only after the search).
 """
 
 from __future__ import annotations
