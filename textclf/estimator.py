@@ -8,10 +8,9 @@ same settings and train the same model. search="off" trains the settings as give
 
 from __future__ import annotations
 
-import warnings
-
 import dataclasses
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -154,9 +153,11 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X: Sequence[str]) -> np.ndarray:
         """(n, C) class probabilities, columns in the order of classes_. A document with no text is refused, as
         `textclf predict` and the service refuse it: there is nothing to classify."""
+        from textclf.inference.predict import first_empty
+
         check_is_fitted(self)
         texts = _texts(X, "X")
-        empty = next((i for i, text in enumerate(texts) if not text.strip()), None)
+        empty = first_empty(texts)
         if empty is not None:
             raise ValueError(f"X[{empty}] is empty: there is nothing to classify; drop the documents with no text")
         return self.model_.predict_proba(texts)

@@ -35,7 +35,7 @@ SEARCHES = ("auto", "fresh", "off")
 PARALLELS = ("auto", "data", "features")
 FEATURES_NEED_XLA = ("--parallel features trains with the XLA step: pass --backend xla (or --parallel data for "
                      "the Pallas kernels)")
-# The fields the model search (textclf/training/search/halving.py) may choose; a field named in `pinned` keeps its value.
+# The fields the model search (textclf/training/search/) may choose; a field named in `pinned` keeps its value.
 SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
                    "batch_size", "ensemble", "char_ngrams", "char_learning_rate", "char_epochs", "family",
                    "linear_learning_rate", "linear_weight_decay", "linear_epochs")

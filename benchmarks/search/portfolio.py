@@ -3,7 +3,7 @@
 
 curves: for each training file (never its test file) and seed, every vectorizer variant of the grid (stop words
 x longest n-gram x NB weights x sublinear tf at batch 64, and the four stop words x n-grams at batch 256 with NB
-weights off) trains on each of the search's folds as a round of textclf's search does (textclf/training/search/halving.py:
+weights off) trains on each of the search's folds as a round of textclf's search does (training/search/halving.py:
 the same folds, columns, shapes, rates side by side, epochs and early stopping), and its validation curves are
 written to DIR/NAME-SEED.json. On the GPU: `bash benchmarks/gpu/portfolio.sh`.
 
@@ -94,13 +94,16 @@ class Study:
     def index(self, variant: tuple) -> int:
         return self.variants.index(variant)
 
-    def halving(self, portfolio: list[tuple], keep: int = 2, first_rung: float = 1 / 3) -> tuple:
-        """The variant successive halving chooses from the portfolio, as textclf/training/search/halving.py's rounds do:
-        every variant on fold 0 for first_rung of the epochs, the `keep` best there on every fold, the best
-        mean."""
+    def halving(self, portfolio: list[tuple]) -> tuple:
+        """The variant successive halving chooses from the portfolio, by the product's rules (SearchRules'
+        first_rung and halving_keep, as textclf/training/search/halving.py applies them): every variant on fold 0
+        for first_rung of the epochs, the halving_keep best there and the defaults on every fold, the best mean."""
+        from textclf.training.search.rules import SearchRules
+
+        rules = SearchRules()
         rows = [self.index(v) for v in portfolio]
-        rung = max(1, math.ceil(self.curves.shape[2] * first_rung))
-        alive = sorted(rows, key=lambda i: -self.curves[i, 0, :rung].max())[:keep]  # stable: ties keep the order
+        rung = max(1, math.ceil(self.curves.shape[2] * rules.first_rung))
+        alive = sorted(rows, key=lambda i: -self.curves[i, 0, :rung].max())[:rules.halving_keep]  # (a stable sort)
         alive += [] if rows[0] in alive else [rows[0]]  # the defaults go on too
         return self.variants[max(alive, key=lambda i: self.score[i])]
 

@@ -4,8 +4,8 @@
 Runs textclf.training.search.search_settings on each training file as `textclf train` does (no flags), --repeat
 times in one process (the first compiles), with timers around the K-network epochs and the validation scoring
 (each waited for on the device), the rounds' batch cutting and upload (in the search thread and in the prefetch
-thread) and the rounds (CandidateRound.run) as a whole; prints the totals, the epoch calls and training steps, the microseconds a
-step (epoch seconds over steps) and the chosen settings.
+thread) and the rounds (CandidateRound.run) as a whole; prints the totals, the epoch calls and training steps,
+the microseconds a step (epoch seconds over steps) and the chosen settings.
 """
 
 from __future__ import annotations

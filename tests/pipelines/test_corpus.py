@@ -310,7 +310,8 @@ def test_jsonl(tmp_path):
         (lambda d: _files(d, {"none.jsonl": '{"text": "x", "labels": []}\n{"text": "y", "labels": []}\n'})
          / "none.jsonl", r"has no label on any document: a classifier needs at least 2 labels$"),
         (lambda d: _files(d, {"same.jsonl": '{"text": "x", "labels": ["a", "b"]}\n'
-                                            '{"text": "y", "labels": ["b", "a"]}\n'}) / "same.jsonl", r"has the same labels on every document \(a, b\)"),
+                                            '{"text": "y", "labels": ["b", "a"]}\n'}) / "same.jsonl",
+         r"has the same labels on every document \(a, b\)"),
         (lambda d: _files(d / "hollow", {"a/1.txt": "text", "b/1.txt": ""}), "label 'b'"),
         (lambda d: _files(d / "allbad", {"a/1.txt": "", "b/1.bin": b"\x00\x01"}), "has no usable document"),
         (lambda d: _files(d, {"x.txt": "not a corpus"}) / "x.txt", "unknown type"),

@@ -17,6 +17,7 @@ from datasette.plugins import pm
 
 from db.columns import TABLES
 from textclf.errors import SettingsError
+from textclf.frontends.bearer import bearer_matches
 
 TEMPLATES = Path(__file__).with_name("runs_ui_templates")
 COOKIE = "textclf_token"
@@ -111,11 +112,8 @@ class _ReadOnly:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] not in ("GET", "HEAD"):
-            await send({"type": "http.response.start", "status": 405,
-                        "headers": [(b"content-type", b"text/plain"), (b"allow", b"GET, HEAD")]})
-            await send({"type": "http.response.body",
-                        "body": b"the run UI is read-only: use GET (textclf runs ... changes runs)\n"})
-            return
+            return await _respond(send, 405, [(b"content-type", b"text/plain"), (b"allow", b"GET, HEAD")],
+                                  b"the run UI is read-only: use GET (textclf runs ... changes runs)\n")
         return await self.app(scope, receive, send)
 
 
@@ -134,18 +132,17 @@ class _TokenGuard:
         given = parse_qs(scope.get("query_string", b"").decode()).get("token", [""])[0]
         cookies = dict(part.strip().split("=", 1) for part in headers.get("cookie", "").split(";") if "=" in part)
         if given and hmac.compare_digest(given.encode(), self.token.encode()):
-            return await self._respond(send, 302, [(b"location", scope["path"].encode()), (
+            return await _respond(send, 302, [(b"location", scope["path"].encode()), (
                 b"set-cookie", f"{COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode())])
-        scheme, _, credentials = headers.get("authorization", "").partition(" ")
-        bearer = credentials if scheme.lower() == "bearer" else ""  # a scheme's name in any case (RFC 9110)
-        for value in (bearer, cookies.get(COOKIE, "")):
-            if value and hmac.compare_digest(value.encode(), self.token.encode()):
-                return await self.app(scope, receive, send)
-        await self._respond(send, 401, [(b"content-type", b"text/plain")],
-                            b"missing or wrong token: open this page with ?token=<token> once, or send "
-                            b"'Authorization: Bearer <token>'\n")
+        cookie = cookies.get(COOKIE, "")
+        if (bearer_matches(headers.get("authorization", ""), self.token)
+                or (cookie and hmac.compare_digest(cookie.encode(), self.token.encode()))):
+            return await self.app(scope, receive, send)
+        await _respond(send, 401, [(b"content-type", b"text/plain")],
+                       b"missing or wrong token: open this page with ?token=<token> once, or send "
+                       b"'Authorization: Bearer <token>'\n")
 
-    @staticmethod
-    async def _respond(send, status: int, headers: list, body: bytes = b"") -> None:
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+
+async def _respond(send, status: int, headers: list, body: bytes = b"") -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -192,6 +192,11 @@ def _table_rows(path: str, lines: list[str], tsv: bool) -> list[tuple[str, str]]
 ALL_LABELS = -1  # top_k that asks for every label (fastText's `-k -1`)
 
 
+def first_empty(texts: list[str]) -> int | None:
+    """The position of the first document with no text (blank or whitespace), which no face classifies, or None."""
+    return next((i for i, text in enumerate(texts) if not text.strip()), None)
+
+
 def check_top_k(top_k: int) -> int:
     if top_k < 1 and top_k != ALL_LABELS:
         raise InputError(f"--top-k is {top_k}: give how many labels to show (1 or more), or -1 for all of them")

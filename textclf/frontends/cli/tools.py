@@ -110,9 +110,8 @@ def _check_model_files(paths: list[str]) -> None:
     from textclf.frontends.service.model_files import ModelFiles
     from textclf.inference.artifacts import load_model
 
-    files = ModelFiles(paths)
-    for name in files.names():
-        load_model(files.latest()[name]["path"])
+    for row in ModelFiles(paths).latest().values():
+        load_model(row["path"])
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -18,13 +18,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from db import jobs as job_queue
 from textclf.errors import USER_ERRORS
+from textclf.frontends.bearer import bearer_matches
 from textclf.frontends.service.asgi import Guard, PlainPredict
 from textclf.frontends.service.jobs import router as jobs_router
 from textclf.frontends.service.oip import router as oip_router
 from textclf.frontends.service.options import (
     OPTIONS_ENV,
     ServiceOptions,
-    bearer_matches,
     options_from_env,
 )
 from textclf.frontends.service.serving import Metrics, ServedModels

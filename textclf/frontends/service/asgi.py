@@ -32,9 +32,9 @@ def json_by_default(scope: dict) -> dict:
 
 class Guard:
     """ASGI middleware in front of every route: the bearer token where every endpoint needs it (not the health
-    probes), a body with no content type read as JSON, and the body
-    limit, on the Content-Length header and on the bytes as they arrive (a chunked body has no header), so an
-    oversized body is refused with 413 and never held whole. Plain ASGI, not Starlette's BaseHTTPMiddleware,
+    probes), a body with no content type or a form's read as JSON (json_by_default), and the body limit, on the
+    Content-Length header and on the bytes as they arrive (a chunked body has no header), so an oversized body is
+    refused with 413 and never held whole. Plain ASGI, not Starlette's BaseHTTPMiddleware,
     which costs every request an extra task and stream (measured: BENCHMARKS.md, "Daemon and service")."""
 
     def __init__(self, app, max_bytes: int, authorized: Callable[[dict], bool] | None):

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, Field
 
 from db import jobs as job_queue
-from textclf.frontends.service.options import bearer_matches
+from textclf.frontends.bearer import bearer_matches
 from textclf.frontends.service.serving import ServedModels
 from textclf.frontends.service.tfserving import VersionNumber
 from textclf.settings import Settings

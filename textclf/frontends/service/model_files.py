@@ -69,9 +69,6 @@ class ModelFiles:
                                     "rename one of the files")
             self.served[name] = _Served(path, path.is_dir(), _stamp(path), 1, time.time())
 
-    def names(self) -> list[str]:
-        return list(self.served)
-
     def versions(self, name: str) -> list[dict]:
         """The rows of a served model's versions, oldest first ([] for a name not served from a file)."""
         served = self.served.get(name)

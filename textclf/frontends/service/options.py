@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -63,9 +62,3 @@ def options_from_env(raw_json: str) -> ServiceOptions:
         raw[key] = Path(raw[key]) if raw.get(key) else None
     return ServiceOptions(**raw)
 
-
-def bearer_matches(authorization: str, token: str | None) -> bool:
-    """Whether an Authorization header carries the service's bearer token (compared in constant time); the scheme's
-    name in any case, as HTTP's authentication schemes are (RFC 9110, 11.1)."""
-    scheme, _, credentials = authorization.partition(" ")
-    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(credentials.encode(), token.encode())

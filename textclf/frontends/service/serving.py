@@ -18,6 +18,7 @@ from textclf.errors import ArtifactError
 from textclf.frontends.service.model_files import ModelFiles
 from textclf.frontends.service.options import ServiceOptions
 from textclf.inference.artifacts import load_model
+from textclf.inference.predict import first_empty
 from textclf.inference.text_model import Model
 from textclf.paths import run_db_path
 
@@ -255,7 +256,7 @@ async def score(models: ServedModels, name: str, version: int | None, instances:
     if len(instances) > options.max_instances:
         raise HTTPException(413, f"{len(instances)} instances, over the limit of {options.max_instances}")
     batcher = models.batcher(name, version)
-    empty = next((i for i, text in enumerate(instances) if not text.strip()), None)
+    empty = first_empty(instances)
     if empty is not None:  # as `textclf predict` refuses an empty document
         raise HTTPException(400, f"instance {empty} is empty: there is nothing to classify")
     if batcher.score.images:

@@ -1,4 +1,4 @@
-"""The model search's family trial (textclf/training/search/halving.py runs it after the networks trial): the linear family
+"""The model search's family trial (halving.py runs it after the networks trial): the linear family
 (features -> classes: softmax regression, one sigmoid a label for label sets, or the one-vs-rest squared hinge
 where typed; textclf/models/stacked.py with no hidden units) against the chosen network, on the compared folds,
 with the chosen vectorizer variant.

@@ -247,7 +247,7 @@ class _Rounds:
         self.pair_possible = (settings.ensemble == 0 and "char_ngrams" not in settings.pinned
                               and self.characters <= search.rules.char_max_characters and cheap)
 
-    def _prepare(self, fold: int, variant: Variant, epochs: int = 0):
+    def _prepare(self, fold: int, variant: Variant):
         """One round's batches (None for a round that goes on): every round the same input width, so the epoch
         compiles once."""
         if (fold, variant) in self.live:
@@ -288,9 +288,9 @@ class _Rounds:
                     break
                 started = time.perf_counter()
                 pending = upcoming.pop(number, None)
-                data = pending.result() if pending else self._prepare(*self.schedule[number])
+                data = pending.result() if pending else self._prepare(*self.schedule[number][:2])
                 if prefetch and number + 1 < len(self.schedule):
-                    upcoming[number + 1] = prefetch.submit(self._prepare, *self.schedule[number + 1])
+                    upcoming[number + 1] = prefetch.submit(self._prepare, *self.schedule[number + 1][:2])
                 if compiler and number == 0:
                     self._precompile(compiler, data, self.schedule[0][1])
                 self._train(number, data, started)

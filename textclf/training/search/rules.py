@@ -1,6 +1,6 @@
 """The model search's rules as data: one frozen record, passed in, never patched.
 
-Each field bounds one decision of the search (textclf/training/search/halving.py) or of the training it plans; the comment
+Each field bounds one decision of the search (halving.py beside it) or of the training it plans; the comment
 says what it bounds and why, and names the BENCHMARKS.md section or the docs/decisions.md entry that measured it. A
 benchmark tries another value with `dataclasses.replace(SearchRules(), field=value)`. No JAX, no I/O.
 """
@@ -16,8 +16,8 @@ from typing import Any
 class SearchRules:
     # Which corpora are searched.
     min_documents: int = 60  # fewer training documents: not searched (defaults lose worse; "Small corpora")
-    # The candidates: the first portfolio_size variants of the portfolio (textclf/training/search/portfolio.json, ordered
-    # by an offline study over 14 corpora: benchmarks/search/portfolio.py), with the fields a user set kept.
+    # The candidates: the first portfolio_size variants of the portfolio (portfolio.json beside this module, ordered
+    # by an offline study over many corpora: benchmarks/search/portfolio.py), with the fields a user set kept.
     portfolio_size: int = 7
     learning_rates: tuple[float, ...] = (0.001, 0.003, 0.01)  # Adam's rates tried side by side in each round
     weight_decays: tuple[float, ...] = (0.0, 1e-4)  # coupled L2 tried beside each rate where networks are cheap (GPU)
@@ -42,9 +42,9 @@ class SearchRules:
     # standard errors of the gain, paired per validation document (as more networks do: networks_errors).
     mixed_errors: float = 0.0
     # The rounds, successive halving: every variant on the first fold for first_rung of a round's epochs; the
-    # halving_keep best go on, to all the epochs on every fold (BENCHMARKS.md, "The search's portfolio": a
-    # validation regret of 0.16 points, leave-one-corpus-out, against 0.04 for the race it replaced, in about half
-    # its round-epochs).
+    # halving_keep best (and the settings' own variant) go on, to all the epochs on every fold: a short first rung
+    # ranks the variants nearly as the whole rounds do, for a fraction of their steps (docs/decisions.md, "A
+    # portfolio raced by successive halving").
     first_rung: float = 1 / 3
     halving_keep: int = 2
     patience: int = 3  # a round stops after this many epochs without a gain of any of its networks
