@@ -129,6 +129,19 @@ def test_train_then_serve_the_file_then_curl_in_real_processes(two_models, tmp_p
         oip = httpx.post(f"{base}/v2/models/sample/infer", timeout=10, json={
             "inputs": [{"name": "text", "datatype": "BYTES", "shape": [1], "data": ["fry the onions"]}]})
         assert oip.status_code == 200 and oip.json()["outputs"][0]["data"] == ["cooking"], oip.text
+        tritonclient = pytest.importorskip("tritonclient.http")  # the Open Inference Protocol's own client
+        import numpy as np
+
+        from textclf.inference.artifacts import load_model
+
+        client = tritonclient.InferenceServerClient(url=f"127.0.0.1:{port}")
+        assert client.is_model_ready("sample") and client.get_model_metadata("sample")["versions"] == ["1"]
+        texts = ["the rocket reached orbit", "fry the onions"]
+        text = tritonclient.InferInput("text", [2], "BYTES")
+        text.set_data_from_numpy(np.array([t.encode() for t in texts], dtype=object))
+        result = client.infer("sample", [text])
+        np.testing.assert_allclose(result.as_numpy("probabilities"), load_model(served).predict_proba(texts),
+                                   atol=1e-5)
     finally:
         service.terminate()
         service.wait(timeout=20)
