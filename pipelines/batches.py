@@ -40,6 +40,20 @@ def next_power_of_two(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
 
 
+# Array lengths that follow a corpus (documents, nonzeros, steps of an epoch, a network's input columns) are rounded
+# up to a bucket before they reach a compiled program, so that one program serves every corpus of its bucket and
+# the persistent compilation cache serves it to the next corpus: a multiple of 1/per_octave of the largest power of
+# two not above the length (per_octave 8: under 12.5% padding), at least SHAPE_BUCKET_MIN.
+SHAPE_BUCKET_MIN = 8
+
+
+def shape_bucket(n: int, per_octave: int = 8) -> int:
+    """n rounded up to its bucket (see SHAPE_BUCKET_MIN); per_octave: buckets between two powers of two (1, 2, 4, 8)."""
+    n = max(int(n), SHAPE_BUCKET_MIN)
+    step = max(1, (1 << (n.bit_length() - 1)) // per_octave)
+    return -(-n // step) * step
+
+
 def make_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray | None = None) -> SparseBatches:
     """Cut the rows of `matrix` (in `order`, default as stored) into minibatches of `batch_size` documents."""
     n = matrix.shape[0]

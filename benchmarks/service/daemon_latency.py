@@ -1,9 +1,10 @@
 """Submit-to-model latency through a warm `textclf daemon`.
 
-    python -m benchmarks.service.daemon_latency TRAIN [--test TEST] [--seeds 0,0,1] [--search auto|off]
+    python -m benchmarks.service.daemon_latency TRAIN [TRAIN ...] [--test TEST] [--seeds 0,0,1] [--search auto|off]
 
-Starts a daemon on a fresh data dir, waits until it polls, then submits the same corpus once per seed, one after
-another, timing each from submission until the job's model is published. The first job pays for compilation,
+Starts a daemon on a fresh data dir (and a fresh compilation cache), waits until it polls, then submits each corpus
+once per seed, one after another, timing each from submission until the job's model is published. Several
+corpora: each a corpus the daemon has not seen (its test file the test.jsonl beside it, if any). The first job pays for compilation,
 vectorization and the model search; a later job with the same seed (the same settings) finds the compiled
 programs in the daemon's memory, the search's choice recorded (textclf/runs/search_cache.py) and the vectors in
 the vector cache (pipelines/vector_cache.py), which is what a user re-training on a corpus sees; one with another
@@ -28,7 +29,7 @@ from textclf.settings import Settings
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("train")
+    parser.add_argument("train", nargs="+")
     parser.add_argument("--test")
     parser.add_argument("--seeds", default="0,0,1", help="one job per seed, in this order")
     parser.add_argument("--search", default="auto", choices=("auto", "off"))
@@ -41,14 +42,15 @@ def main() -> None:
                                    "--publish", "always"],  # every job's model published, better or not
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(8.0)  # imports and JAX start-up: not part of a warm daemon's latency
-        print("| job | seed | submit -> published s | search | phases (s) |")
-        print("|---:|---:|---:|---|---|")
+        print("| job | corpus | seed | submit -> published s | search | phases (s) |")
+        print("|---:|---|---:|---:|---|---|")
         try:
-            for seed in (int(s) for s in args.seeds.split(",")):
+            for train, seed in ((t, int(s)) for t in args.train for s in args.seeds.split(",")):
                 start = time.perf_counter()
                 settings = Settings(seed=seed, search=args.search)
-                job_id = jobs.submit(db, str(Path(args.train).resolve()), settings.to_dict(), "latency",
-                                     str(Path(args.test).resolve()) if args.test else None)
+                test = Path(args.test) if args.test else Path(train).with_name("test.jsonl")
+                job_id = jobs.submit(db, str(Path(train).resolve()), settings.to_dict(), "latency",
+                                     str(test.resolve()) if test.exists() else None)
                 while jobs.get(db, job_id)["status"] in ("queued", "running"):
                     if daemon.poll() is not None:
                         raise SystemExit(f"daemon exited: {daemon.stderr.read()[-2000:]}")
@@ -60,7 +62,8 @@ def main() -> None:
                 search = run.get("search") or {}
                 how = (f"reused run {search['reused_from']}'s" if search.get("reused_from")
                        else search.get("skipped") or f"{search.get('rounds')} rounds")
-                print(f"| {job_id} | {seed} | {wall:.2f} | {how} | {job['status']}: {shown} |", flush=True)
+                print(f"| {job_id} | {Path(train).parent.name} | {seed} | {wall:.2f} | {how} | {job['status']}: "
+                      f"{shown} |", flush=True)
         finally:
             daemon.terminate()
             daemon.wait(timeout=60)

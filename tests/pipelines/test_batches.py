@@ -1,5 +1,7 @@
 import numpy as np
 import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipelines.batches import make_batches, next_power_of_two
 
@@ -30,3 +32,15 @@ def test_batches_hold_exactly_the_rows_in_order():
 
 def test_next_power_of_two():
     assert [next_power_of_two(n) for n in (1, 2, 3, 4, 5, 1000)] == [1, 2, 4, 4, 8, 1024]
+
+
+@given(st.integers(0, 1 << 40), st.sampled_from([1, 2, 4, 8]))
+def test_a_shape_bucket_holds_its_length_with_bounded_padding(n, per_octave):
+    from pipelines.batches import SHAPE_BUCKET_MIN, shape_bucket
+
+    bucket = shape_bucket(n, per_octave)
+    assert bucket >= max(n, SHAPE_BUCKET_MIN)
+    assert shape_bucket(bucket, per_octave) == bucket  # a bucket is its own bucket
+    assert shape_bucket(n + 1, per_octave) >= bucket  # longer never buckets shorter
+    if n >= SHAPE_BUCKET_MIN:
+        assert bucket - n < n / per_octave  # under 1/per_octave of the length added

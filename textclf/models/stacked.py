@@ -17,21 +17,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from textclf.models.mlp import binary_cross_entropy
+from textclf.models.mlp import binary_cross_entropy, glorot_limit
 from textclf.models.weights import Params, is_linear
 
 
 def init_stacked(key: jax.Array, n_features: int, hidden: int, n_classes: int, models: int,
-                 gain: float = 1.0) -> Params:
-    """K independent Glorot-uniform initialisations (textclf.models.mlp.init_params, K times); hidden 0: K linear
-    models, all zeros (a convex loss needs no random start). Jitted with the search's compiler options where it
-    trains: textclf/training/stacked_step.py, start_stack."""
+                 gain: float = 1.0, w1_limit=None) -> Params:
+    """K independent Glorot-uniform initialisations (textclf.models.mlp.init_params, K times; w1_limit as there);
+    hidden 0: K linear models, all zeros (a convex loss needs no random start). Jitted with the search's compiler
+    options where it trains: textclf/training/stacked_step.py, start_stack."""
     if hidden == 0:
         return Params(jnp.zeros((n_features, models * n_classes), jnp.float32),
                       jnp.zeros((models * n_classes,), jnp.float32), jnp.zeros((models, 0, n_classes), jnp.float32),
                       jnp.zeros((models, n_classes), jnp.float32))
     k1, k2 = jax.random.split(key)
-    limit1 = gain * np.sqrt(6.0 / (n_features + hidden))
+    limit1 = glorot_limit(n_features, hidden, gain) if w1_limit is None else w1_limit
     limit2 = gain * np.sqrt(6.0 / (hidden + n_classes))
     return Params(
         jax.random.uniform(k1, (n_features, models * hidden), jnp.float32, -limit1, limit1),

@@ -19,8 +19,8 @@ from pipelines.batches import make_batches, next_power_of_two
 from textclf.models.stacked import member, merged
 from textclf.models.weights import Params
 from textclf.settings import Settings
-from textclf.training.device_data import (ResidentRows, batches_in_row_order, canonical, gathered_segments, on_device,
-                                          segment_steps)
+from textclf.training.device_data import (ResidentRows, batches_in_row_order, bucket, bucketed_order, canonical,
+                                          gathered_segments, on_device, segment_steps, shape_buckets)
 from textclf.training.inputs import TrainingRows, Watch
 from textclf.training.optimizers import adam
 from textclf.training.stacked_step import StackedStep, dense_default, init_stack
@@ -49,7 +49,7 @@ def batch_shape(matrices: list[sp.csr_matrix], batch_size: int, orders: list[np.
                 ) -> tuple[int, int]:
     """(steps, cap) that fits the batches of every matrix cut in its order (orders[i]: a permutation of matrix
     i's rows; default: as stored): steps of the longest, cap of the densest batch, rounded up to a power of
-    two. A matrix with a subset of another's columns (a search variant of the widest counts) has at most its
+    two and to the device's floor (device_data.ShapeBuckets.cap). A matrix with a subset of another's columns (a search variant of the widest counts) has at most its
     nonzeros in every batch, so the widest view's shape fits every variant's.
     The cut is known, so the cap is its densest batch's, not the densest batch possible (the B longest
     documents): on news4 that was several times wider, and the CPU's gather step scales with the cap."""
@@ -60,7 +60,7 @@ def batch_shape(matrices: list[sp.csr_matrix], batch_size: int, orders: list[np.
         padded = np.zeros(-(-len(lengths) // batch_size) * batch_size, np.int64)
         padded[: len(lengths)] = lengths
         densest = max(densest, int(padded.reshape(-1, batch_size).sum(axis=1).max(initial=0)))
-    return steps, next_power_of_two(densest)
+    return steps, shape_buckets().cap(densest, batch_size)
 
 
 def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
@@ -83,7 +83,10 @@ class StackedEpochs:
     def __init__(self, rows: TrainingRows, rates: list[float], decays: list[float], epochs: int, settings: Settings,
                  loss: str = "log"):
         train_x, training_rows, batch_size = rows.x, rows.training_rows, settings.batch_size
-        self.shape = (settings.seed, train_x.shape[1], settings.units, rows.n_classes)  # units 0: linear models
+        # W1's rows, the documents and the epoch's steps in their buckets (pipelines.batches.shape_bucket): the
+        # programs serve every corpus of the bucket; W1's padding rows are cut off on the way to the host (host).
+        self.columns = train_x.shape[1]
+        self.shape = (settings.seed, bucket(self.columns), settings.units, rows.n_classes)  # units 0: linear
         self.rates, self.decays = jnp.asarray(rates, jnp.float32), jnp.asarray(decays, jnp.float32)
         rng = np.random.default_rng(settings.seed)
         self.n = rows.n_training
@@ -99,23 +102,35 @@ class StackedEpochs:
         self.resident = on_device(train_x, rows.y)
         self.step = StackedStep("flat", len(rates), dense_default(), loss=loss)
         self.run_step = self.step.epoch()
-        self.segment = segment_steps(self.steps, 12 * self.cap)  # (the last segment may be shorter)
+        self.segment = segment_steps(bucket(self.steps), 12 * self.cap)  # (the last may be shorter)
 
     def start(self):
-        return self.step.start_state(*self.shape)
+        return self.step.start_state(*self.shape, columns=self.columns)
+
+    def host(self, params: Params) -> Params:
+        """The stack as the one network whose scores are the mean of theirs, on the host (models.stacked.merged),
+        its W1 cut to the input's columns."""
+        params = merged(params)
+        return params._replace(w1=params.w1[: self.columns])
+
+    def member(self, params: Params, k: int) -> Params:
+        """Network k of the stack on the host (models.stacked.member), its W1 cut to the input's columns."""
+        params = member(params, k)
+        return params._replace(w1=params.w1[: self.columns])
 
     def _gathered(self, order: np.ndarray):
         return gathered_segments(self.resident, order, self.cap, self.segment)
 
     def epoch(self, epoch: int, params: Params, state):
         order = np.pad(self.orders[epoch], (0, self.steps * self.batch_size - self.n), constant_values=-1)
-        order = order.reshape(self.steps, self.batch_size).astype(np.int32)
+        order = bucketed_order(order.reshape(self.steps, self.batch_size).astype(np.int32), 12 * self.cap)
+        steps = jnp.int32(self.steps) if len(order) <= self.segment else None  # one segment: padding not run
         losses = []
         for batches in self._gathered(order):
-            params, state, part = self.run_step(params, state, self.rates, self.decays, *batches)
+            params, state, part = self.run_step(params, state, self.rates, self.decays, *batches, steps=steps)
             losses.append(part)
         if len(losses) == 1:  # one segment: its batches, still on the device, are scored as they are
-            return params, state, self.step.hits(params, *batches), losses[0]
+            return params, state, self.step.hits(params, *batches), losses[0][: self.steps]
         # Several: each gathered again, so that no more than one segment's batches are on the device at once.
         hits = [self.step.hits(params, *batches) for batches in self._gathered(order)]
         return params, state, (sum(h[0] for h in hits), sum(h[1] for h in hits)), jnp.concatenate(losses)
@@ -158,9 +173,9 @@ def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch(),
     members, n_training, early_stopping = max(1, settings.ensemble), rows.n_training, watch.early_stopping
     epochs = settings.epochs_for(n_training)
     label_sets = rows.y.ndim == 2
-    eval_accuracy_of = _eval_accuracy(rows, settings.batch_size) if rows.scored else None
     step = StackedEpochs(rows, [settings.learning_rate] * members, [settings.weight_decay] * members, epochs,
                          settings, loss)
+    eval_accuracy_of = _eval_accuracy(rows, settings.batch_size, step.host) if rows.scored else None
     clock = _EpochClock()
 
     def one_epoch(epoch: int, params, state):
@@ -172,20 +187,22 @@ def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch(),
         return params, state, _epoch_stats(epoch, losses, members, n_training, settings.batch_size, train_right,
                                            eval_accuracy, seconds)
 
-    judge = None if early_stopping is None else (lambda epoch, params: early_stopping(epoch, lambda: merged(params)))
+    judge = None if early_stopping is None else (lambda epoch, params: early_stopping(epoch,
+                                                                                       lambda: step.host(params)))
     params, _, history = run_epochs(*step.start(), [], 0, epochs, one_epoch, watch.on_epoch, early_stop=judge)
     if early_stopping is not None and early_stopping.best_params is not None:
         return early_stopping.best_params, history, clock.compile_seconds, clock.train_seconds
-    return merged(params), history, clock.compile_seconds, clock.train_seconds
+    return step.host(params), history, clock.compile_seconds, clock.train_seconds
 
 
-def _eval_accuracy(rows: TrainingRows, batch_size: int) -> Callable[[Params], float]:
+def _eval_accuracy(rows: TrainingRows, batch_size: int, host: Callable[[Params], Params]
+                   ) -> Callable[[Params], float]:
     """params -> the share of rows.eval_x the merged stack predicts right: scored on the device, or, for label
     sets, on the host (every output on the right side of 0.5, as one network's epochs record it)."""
     if rows.eval_y.ndim == 2:
         from textclf.models.weights import host_scores
 
-        return lambda params: float(np.mean(np.all((host_scores(merged(params), rows.eval_x) > 0) ==
+        return lambda params: float(np.mean(np.all((host_scores(host(params), rows.eval_x) > 0) ==
                                                    (rows.eval_y > 0), axis=1)))
     hits = device_scoring(rows.eval_x, rows.eval_y, batch_size, dense_default())
     return lambda params: float(hits(params)[1]) / rows.eval_x.shape[0]
@@ -298,7 +315,7 @@ def _rates_side_by_side(rows: TrainingRows, settings: Settings, candidates, held
     caps = np.array([epochs for _, _, epochs in candidates])  # a network is judged up to its own epoch count
     step = StackedEpochs(rows, [rate for rate, _, _ in candidates], [decay for _, decay, _ in candidates],
                          int(caps.max()), settings)
-    judge = _HeldOutRates(held_hits, held[0].shape[0], caps, patience)
+    judge = _HeldOutRates(held_hits, held[0].shape[0], caps, patience, step.member)
     clock = _EpochClock()
 
     def one_epoch(epoch: int, params, state):
@@ -322,8 +339,9 @@ class _HeldOutRates:
     """The held-out documents' judgement of K rate candidates side by side: each one's best epoch and parameters
     up to its own epoch cap; the round stops once `patience` epochs in a row improved none of them."""
 
-    def __init__(self, held_hits, n_held: int, caps: np.ndarray, patience: int):
+    def __init__(self, held_hits, n_held: int, caps: np.ndarray, patience: int, member: Callable):
         self.held_hits, self.n_held, self.caps, self.patience = held_hits, n_held, caps, patience
+        self.member = member  # (params, k) -> network k on the host (StackedEpochs.member)
         self.best = np.full(len(caps), -1.0)
         self.best_epoch, self.best_params = np.zeros(len(caps), int), [None] * len(caps)
         self.held_out: list[list[float]] = [[] for _ in caps]
@@ -334,7 +352,7 @@ class _HeldOutRates:
         accuracy = np.asarray(self.held_hits(params)[0]) / self.n_held  # (K,)
         improved = (accuracy > self.best) & (epoch < self.caps)
         for k in np.flatnonzero(improved):
-            self.best[k], self.best_epoch[k], self.best_params[k] = accuracy[k], epoch + 1, member(params, int(k))
+            self.best[k], self.best_epoch[k], self.best_params[k] = accuracy[k], epoch + 1, self.member(params, int(k))
         for k in np.flatnonzero(epoch < self.caps):
             self.held_out[k].append(round(float(accuracy[k]), 6))
         self.improved = bool(improved.any())

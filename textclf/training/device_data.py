@@ -13,6 +13,7 @@ Batch format (pipelines/batches.py): indices/values/rows (steps, cap), labels/ma
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import jax
@@ -20,8 +21,37 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from pipelines.batches import next_power_of_two
+from pipelines.batches import next_power_of_two, shape_bucket
 from pipelines.workers import return_freed_memory
+
+
+@dataclass(frozen=True)
+class ShapeBuckets:
+    """How the shapes that follow a corpus are rounded before they reach a compiled program (shape_bucket), so that
+    a program compiled for one corpus serves the next of its bucket (from the persistent compilation cache, or a
+    daemon's memory). Coarse where compiling costs more than the padding (a GPU: a network's epoch there takes a
+    fraction of a second and a program to compile half a second or more), fine where the padding costs its share of
+    every step (a CPU, whose step is Adam's pass over W1's rows). docs/decisions.md, "Shape buckets"."""
+
+    per_octave: int  # lengths (documents, nonzeros, steps, W1's rows) to shape_bucket(n, per_octave)
+    rows_per_cap: int  # a batch's nonzero slots at least this many a document (batch_cap)
+
+    def length(self, n: int) -> int:
+        return shape_bucket(n, self.per_octave)
+
+    def cap(self, nonzeros: int, batch_size: int) -> int:
+        """The slots of a batch whose densest holds `nonzeros`: a power of two, at least rows_per_cap a row."""
+        return next_power_of_two(max(1, nonzeros, self.rows_per_cap * batch_size))
+
+
+def shape_buckets() -> ShapeBuckets:
+    """The buckets of this process's default device (ShapeBuckets says why each)."""
+    return ShapeBuckets(1, 64) if jax.default_backend() == "gpu" else ShapeBuckets(8, 0)
+
+
+def bucket(n: int) -> int:
+    """n rounded up to its bucket on this process's device."""
+    return shape_buckets().length(n)
 
 
 class DeviceCSR(NamedTuple):
@@ -74,8 +104,32 @@ def upload_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
     the device. (host_csr copied both to append the zero, and the upload staged each whole array: a
     million-document run's host memory grew by 3.7 GB in its train phase, BENCHMARKS.md "Big corpora".)"""
     matrix = canonical(matrix)
-    return DeviceCSR(jax.device_put(matrix.indptr.astype(np.int32)), _uploaded_with_zero(matrix.indices, np.int32),
-                     _uploaded_with_zero(matrix.data, np.float32), jax.device_put(label_array(labels)))
+    length = bucket(matrix.nnz + 1)
+    return DeviceCSR(jax.device_put(bucketed_pointers(matrix.indptr)),
+                     _uploaded_with_zero(matrix.indices, np.int32, length),
+                     _uploaded_with_zero(matrix.data, np.float32, length), jax.device_put(bucketed_labels(labels)))
+
+
+# The arrays of a training set on the device are as long as their length's bucket (pipelines.batches.shape_bucket),
+# not the corpus's: the programs that gather batches from them compile once for every corpus of the bucket. The
+# documents past the end hold nothing (their pointers repeat the last) and the entries past the end are zeros; no
+# epoch's order names them.
+
+
+def bucketed_pointers(pointers: np.ndarray) -> np.ndarray:
+    """(n + 1,) row pointers as int32, the last repeated up to bucket(n) + 1."""
+    n = len(pointers) - 1
+    out = np.full(bucket(n) + 1, pointers[-1], np.int32)
+    out[: n + 1] = pointers
+    return out
+
+
+def bucketed_labels(labels: np.ndarray) -> np.ndarray:
+    """label_array(labels) with zero rows up to bucket(n)."""
+    labels = label_array(labels)
+    out = np.zeros((bucket(len(labels)), *labels.shape[1:]), labels.dtype)
+    out[: len(labels)] = labels
+    return out
 
 
 class ResidentRows(NamedTuple):
@@ -100,17 +154,19 @@ def on_device(matrix, labels: np.ndarray) -> DeviceCSR:
     return matrix.device if isinstance(matrix, ResidentRows) else upload_csr(matrix, labels)
 
 
-def _uploaded_with_zero(array: np.ndarray, dtype) -> jax.Array:
-    """array (cast) with one 0 appended, on the device."""
+def _uploaded_with_zero(array: np.ndarray, dtype, length: int | None = None) -> jax.Array:
+    """array (cast) with zeros appended up to `length` (default: one 0), on the device."""
+    length = length or len(array) + 1
     if len(array) < UPLOAD_BYTES // np.dtype(dtype).itemsize:
         # one piece: joined on the host (a join on the device compiles a program, ~50 ms)
-        return jax.device_put(_with_zero(array, dtype))
-    return _joined_with_zero(_uploaded_pieces(array, dtype), dtype)
+        return jax.device_put(_with_zero(array, dtype, length))
+    return _joined_with_zero(_uploaded_pieces(array, dtype), dtype, length - len(array))
 
 
-def _joined_with_zero(pieces: list[jax.Array], dtype) -> jax.Array:
-    """Device pieces joined into one array, one 0 appended (the gatherable element of an empty matrix)."""
-    return jnp.concatenate(pieces + [jax.device_put(np.zeros(1, dtype))])
+def _joined_with_zero(pieces: list[jax.Array], dtype, zeros: int = 1) -> jax.Array:
+    """Device pieces joined into one array, `zeros` 0s appended (at least one: the gatherable element of an empty
+    matrix)."""
+    return jnp.concatenate(pieces + [jax.device_put(np.zeros(max(1, zeros), dtype))])
 
 
 def _uploaded_pieces(array: np.ndarray, dtype) -> list[jax.Array]:
@@ -144,8 +200,9 @@ def resident_from_parts(parts: Iterable[sp.csr_matrix], labels: np.ndarray) -> R
     if width is None:
         raise ValueError("no parts")
     indptr = np.concatenate(pointers)
-    device = DeviceCSR(jax.device_put(indptr.astype(np.int32)), _joined_with_zero(indices, np.int32),
-                       _joined_with_zero(values, np.float32), jax.device_put(label_array(labels)))
+    zeros = bucket(nonzeros + 1) - nonzeros
+    device = DeviceCSR(jax.device_put(bucketed_pointers(indptr)), _joined_with_zero(indices, np.int32, zeros),
+                       _joined_with_zero(values, np.float32, zeros), jax.device_put(bucketed_labels(labels)))
     return ResidentRows(device, indptr, (rows, width))
 
 
@@ -199,11 +256,12 @@ def erase_batch(x, indices, values, rows) -> jax.Array:
     return _scatter(x, indices, values, rows, jnp.zeros((), x.dtype))
 
 
-def _with_zero(array: np.ndarray, dtype) -> np.ndarray:
-    """array (cast) with one 0 appended, in one new array (np.append then astype made two: a GB at 1M)."""
-    out = np.empty(len(array) + 1, dtype)
-    out[:-1] = array
-    out[-1] = 0
+def _with_zero(array: np.ndarray, dtype, length: int | None = None) -> np.ndarray:
+    """array (cast) with zeros appended up to `length` (default: one 0), in one new array (np.append then astype
+    made two: a GB at 1M)."""
+    out = np.empty(length or len(array) + 1, dtype)
+    out[: len(array)] = array
+    out[len(array):] = 0
     return out
 
 
@@ -297,9 +355,25 @@ def batches_in_row_order(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: 
     steps = max(1, -(-n // batch_size))
     order = np.pad(np.arange(n, dtype=np.int32), (0, steps * batch_size - n), constant_values=-1)
     order = order.reshape(steps, batch_size)
-    cap = next_power_of_two(max(1, batch_nnz_max(matrix.indptr, order)))
-    segment = segment_steps(steps, 12 * cap)
+    cap = shape_buckets().cap(batch_nnz_max(matrix.indptr, order), batch_size)
+    order = bucketed_order(order, 12 * cap)
+    segment = segment_steps(len(order), 12 * cap)
     return lambda: gathered_segments(resident, order, cap, segment)
+
+
+def bucketed_batches(batches: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """make_batches' arrays ((steps, ...) each) with all-zero batches (no rows: mask 0) up to bucket(steps)."""
+    steps = bucket(len(batches[0]))
+    return tuple(np.concatenate([a, np.zeros((steps - len(a), *a.shape[1:]), a.dtype)]) for a in batches)
+
+
+def bucketed_order(order: np.ndarray, bytes_per_step: int) -> np.ndarray:
+    """(steps, B) document numbers with rows of -1 (batches of no documents) up to bucket(steps), where the
+    epoch still gathers in one segment (segment_steps): the programs fed by it compile once for the bucket."""
+    steps = bucket(len(order))
+    if segment_steps(steps, bytes_per_step) < steps:
+        return order
+    return np.concatenate([order, np.full((steps - len(order), order.shape[1]), -1, order.dtype)])
 
 
 @functools.partial(jax.jit, static_argnames=("cap",))
@@ -322,10 +396,13 @@ class DevicePieces(NamedTuple):
     labels: jax.Array  # (n,) int32 class numbers, or (n, C) uint8 label sets (label_array)
 
 
-def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WIDTH) -> DevicePieces:
-    """CSR -> the pieces layout (numpy arrays to upload). Duplicate entries are summed first (as host_csr)."""
+def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WIDTH, columns: int | None = None,
+                bucketed: bool = False) -> DevicePieces:
+    """CSR -> the pieces layout (numpy arrays to upload). Duplicate entries are summed first (as host_csr).
+    columns: the first layer's rows where they are more than the matrix's columns (padding slots name the one
+    past them); bucketed: the documents and pieces as long as their buckets (upload_csr says why)."""
     matrix = canonical(matrix)
-    n, n_features = matrix.shape
+    n, n_features = matrix.shape[0], max(matrix.shape[1], columns or 0)
     lengths = np.diff(matrix.indptr)
     piece_ptr = np.zeros(n + 1, np.int64)
     np.cumsum(-(-lengths // width), out=piece_ptr[1:])
@@ -336,11 +413,13 @@ def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WI
     # Padding slots name feature n_features, one past the last: gathers read 0 there (mode "fill") and the
     # gradient's scatter-add drops them, instead of adding zeros to a real row of W1 (thousands of padding
     # slots on one row serialise the scatter's atomic adds).
-    indices = np.full((n_pieces + 1) * width, n_features, np.int64)
-    values = np.zeros((n_pieces + 1) * width, np.float32)
+    stored = bucket(n_pieces + 1) if bucketed else n_pieces + 1
+    indices = np.full(stored * width, n_features, np.int64)
+    values = np.zeros(stored * width, np.float32)
     indices[slot], values[slot] = matrix.indices, matrix.data
-    return DevicePieces(piece_ptr.astype(np.int32), indices.astype(np.int32).reshape(-1, width), values.reshape(-1, width),
-                        label_array(labels))
+    pointers, labels = ((bucketed_pointers(piece_ptr), bucketed_labels(labels)) if bucketed
+                        else (piece_ptr.astype(np.int32), label_array(labels)))
+    return DevicePieces(pointers, indices.astype(np.int32).reshape(-1, width), values.reshape(-1, width), labels)
 
 
 # Piece widths tried, and the padding allowed: the widest power of two whose padding slots stay within
@@ -359,11 +438,11 @@ def piece_width(matrix: sp.csr_matrix) -> int:
     return max(fitting, default=PIECE_WIDTHS[0])
 
 
-def pieces_cap(widest: int) -> int:
-    """The batch width (pieces) to compile for: `widest` rounded up to an eighth of its power of two (at most
+def pieces_cap(widest: int, per_octave: int = 8) -> int:
+    """The batch width (pieces) to compile for: `widest` rounded up to 1/per_octave of its power of two (8: at most
     12.5% unused pieces; a power of two left up to half the slots unused, and every slot costs the gradient's
-    scatter a pass) and to a multiple of 128 (the kernel's blocks)."""
-    step = max(128, next_power_of_two(widest) // 8)
+    scatter a pass; ShapeBuckets says where that is worth it) and to a multiple of 128 (the kernel's blocks)."""
+    step = max(128, next_power_of_two(widest) // per_octave)
     return -(-max(widest, 1) // step) * step
 
 

@@ -25,8 +25,10 @@ def resume(checkpointer: Checkpointer | None, params, opt_state) -> tuple:
     """-> (params, opt_state, history, epochs done): the checkpoint's, where there is one, placed on the default
     device in the structure of the given (freshly initialised) params and opt_state; else those and epoch 0."""
     state = checkpointer.load() if checkpointer else None
-    if state is None:
-        return params, opt_state, [], 0
+    fresh = jax.tree.leaves((params, opt_state))
+    if state is None or [np.shape(a) for a in (*state.param_leaves, *state.opt_leaves)] != [a.shape for a in fresh]:
+        return params, opt_state, [], 0  # none, or one of other shapes (written by another version): start over
+
     def rebuild(like, leaves):
         return jax.tree.unflatten(jax.tree.structure(like), jax.device_put(list(leaves)))
 

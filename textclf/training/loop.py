@@ -58,21 +58,23 @@ _jitted_scores = jax.jit(_xla_scores)
 def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh, cap: int):
     """One whole epoch as one dispatch: gather the minibatches from the resident training set
     (textclf/training/device_data.py), scan the training step over them, then score the validation batches:
-    (params, opt_state, data, order (steps, B), lrs (steps,), eval batches or None)
+    (params, opt_state, data, order (steps, B), lrs (steps,), eval batches or None, decay=None)
       -> (params, opt_state, losses (steps,), corrects (steps,), eval hits or None).
+    decay: the weight decay as a () array (one device, a bucketed step: one program for every decay a search
+    chooses), else settings.weight_decay, compiled in.
     data: a DeviceCSR (flat batches of width cap) or DevicePieces (pieces layout, cap pieces a batch).
     mesh (several devices): the gather and the scan run inside shard_map, each device on its (steps, B/N) slice
     of the order (data parallelism), or, on a mesh of feature_parallel.AXIS, on the whole batch and its own
     feature rows (data: (the sharded data, the labels)); validation runs on the parameters as they lie."""
     from textclf.training.device_data import DevicePieces, gather_batches, gather_piece_batches
 
-    epoch = step.epoch(settings.optimizer, settings.momentum, settings.weight_decay, n_classes)
-
-    def local(params, opt_state, data, order, lrs, axis_name=None):
+    def local(params, opt_state, data, order, lrs, axis_name=None, decay=None):
         if isinstance(data, DevicePieces):
             batches = gather_piece_batches(data, order, cap)
         else:
             batches = gather_batches(data, order, cap)
+        epoch = step.epoch(settings.optimizer, settings.momentum, settings.weight_decay if decay is None else decay,
+                           n_classes)
         return epoch(params, opt_state, *batches, lrs, axis_name=axis_name)
 
     train_part = local
@@ -84,8 +86,11 @@ def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh
 
         train_part = shard_epoch(lambda *args: local(*args, axis_name=AXIS), mesh)
 
-    def whole(params, opt_state, data, order, lrs, eval_batches):
-        params, opt_state, losses, corrects = train_part(params, opt_state, data, order, lrs)
+    def whole(params, opt_state, data, order, lrs, eval_batches, decay=None):
+        if decay is None:
+            params, opt_state, losses, corrects = train_part(params, opt_state, data, order, lrs)
+        else:  # (one device)
+            params, opt_state, losses, corrects = local(params, opt_state, data, order, lrs, decay=decay)
         hits = None
         if eval_batches is not None:
             indices, values, rows, labels, mask = eval_batches
@@ -138,8 +143,8 @@ def _warm_epoch(step: Step, optimizer: str, momentum: float, weight_decay: float
                 quick: bool, cap: int) -> _Compiled:
     """One compiled epoch function per configuration for the life of the process, so a daemon's later jobs
     with the same shapes reuse the executables of earlier ones instead of tracing and compiling again.
-    quick: compiled with the search's options (quick_compile)."""
-    settings = Settings(optimizer=optimizer, momentum=momentum, weight_decay=weight_decay)
+    quick: compiled with the search's options (quick_compile). weight_decay None: passed to each call (decay)."""
+    settings = Settings(optimizer=optimizer, momentum=momentum, weight_decay=weight_decay or 0.0)
     compiled = _Compiled(resident_epoch_function(step, settings, n_classes, mesh, cap), donate=(0, 1),
                          compiler_options=SEARCH_COMPILER_OPTIONS if quick else None)
     _warm_epochs_built[(step, optimizer, momentum, weight_decay, n_classes, mesh, quick, cap)] = compiled
@@ -231,10 +236,11 @@ def fit_network(rows: TrainingRows, settings: Settings, backend: str = "xla", wa
     run = _NetworkRun(rows, settings, backend, shares, kernel_config)
     start = time.perf_counter()
     if initial_params is None:
-        params, opt_state = run.step.start_state(np.int32(settings.seed), rows.x.shape[1], settings.hidden,
-                                                 rows.n_classes, settings.init_gain, settings.optimizer)
+        params, opt_state = run.step.start_state(np.int32(settings.seed), run.columns, settings.hidden,
+                                                 rows.n_classes, settings.init_gain, settings.optimizer,
+                                                 rows.x.shape[1] if run.bucketed else None)
     else:
-        params, opt_state = run.step.ready_state(initial_params, settings.optimizer)
+        params, opt_state = run.step.ready_state(_with_rows(initial_params, run.columns), settings.optimizer)
     jax.block_until_ready((params, opt_state))
     run.seconds["compile"] = time.perf_counter() - start  # nearly all of it compilation the first time
     params, opt_state, history, first_epoch = resume(watch.checkpointer, params, opt_state)
@@ -251,6 +257,14 @@ def fit_network(rows: TrainingRows, settings: Settings, backend: str = "xla", wa
     return NetworkResult(numpy_params, history, run.seconds["compile"], run.seconds["train"], run.parts)
 
 
+def _with_rows(params: Params, rows: int) -> Params:
+    """params with W1 padded by zero rows up to `rows` (the bucket its run's programs take)."""
+    w1 = np.asarray(params.w1)
+    if w1.shape[0] >= rows:
+        return params
+    return params._replace(w1=np.concatenate([w1, np.zeros((rows - w1.shape[0], w1.shape[1]), w1.dtype)]))
+
+
 class _NetworkRun:
     """One network's training as fit_network carries it out: where the batches run (one device, the batch split
     over devices or processes, or W1 split by feature rows), what goes to the device(s) once, and one epoch's
@@ -258,7 +272,7 @@ class _NetworkRun:
 
     def __init__(self, rows: TrainingRows, settings: Settings, backend: str, shares, kernel_config):
         from textclf.training import data_parallel as parallel
-        from textclf.training.device_data import epoch_order
+        from textclf.training.device_data import bucket, epoch_order
 
         self.rows, self.settings, self.shares = rows, settings, shares
         split_features = feature_parallel.choose_layout(settings.parallel, backend) == "features"
@@ -285,6 +299,11 @@ class _NetworkRun:
         else:
             local_batch = settings.batch_size
         self.step = make_step(backend, settings, local_batch, kernel_config)
+        self.batch_rows_a_device = local_batch
+        # One device: the programs take W1's rows, the documents and the steps in their buckets
+        # (pipelines.batches.shape_bucket), so that they serve the next corpus of the bucket.
+        self.bucketed = self.step.bucketed and self.mesh is None
+        self.columns = bucket(rows.x.shape[1]) if self.bucketed else rows.x.shape[1]
         self.seconds = {"train": 0.0, "compile": 0.0}
 
     def upload(self, params, opt_state) -> tuple:
@@ -292,7 +311,7 @@ class _NetworkRun:
         parameters. (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on
         a GPU.) -> (params, opt_state) where the epochs read them."""
         from textclf.training import data_parallel as parallel
-        from textclf.training.device_data import host_csr, host_pieces, piece_width, upload_csr
+        from textclf.training.device_data import bucketed_batches, host_csr, host_pieces, piece_width, upload_csr
 
         train_x, train_y, mesh = self.rows.x, self.rows.y, self.mesh
         pieces = self.step.layout == "pieces"
@@ -312,22 +331,24 @@ class _NetworkRun:
                 self.uploaded = uploaded
                 self.data = parallel.put_stacked(same_shapes(uploaded) if self.shared_rows else uploaded, mesh)
             else:
-                self.uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else None
+                self.uploaded = host_pieces(train_x, train_y, piece_width(train_x), self.columns,
+                                            self.bucketed) if pieces else None
                 self.data = self.place(self.uploaded) if pieces else upload_csr(train_x, train_y)
             params, opt_state = self.place((params, opt_state))
         self.eval_batches = self.local_eval = None
         if self.rows.eval_x is not None and self.shared_rows:  # each process scores its own share, hits summed
             self.local_eval = _LocalEval(self.rows.eval_x, self.rows.eval_y)
         elif self.rows.scored:
-            self.eval_batches = self.place(make_batches(self.rows.eval_x, np.asarray(self.rows.eval_y),
-                                                        EVAL_BATCH).arrays())
+            batches = make_batches(self.rows.eval_x, np.asarray(self.rows.eval_y), EVAL_BATCH).arrays()
+            self.eval_batches = self.place(bucketed_batches(batches) if self.bucketed else batches)
         return params, opt_state
 
     def prepare_epochs(self, first_epoch: int) -> None:
         """Each epoch's document order (host, numpy), drawn once; one batch width for the whole run, the widest
         minibatch of all its epochs, so the epoch compiles once (per-epoch widths made two or three compilations
         of 1-3 s each); the compiled epoch; the segments of steps an epoch is dispatched in."""
-        from textclf.training.device_data import PIECE_WIDTHS, epoch_order, piece_width, pieces_cap, segment_steps
+        from textclf.training.device_data import (PIECE_WIDTHS, ShapeBuckets, bucketed_order, epoch_order,
+                                                  piece_width, pieces_cap, segment_steps, shape_buckets)
 
         settings, n, pieces = self.settings, self.n, self.step.layout == "pieces"
         if self.shared_rows:
@@ -336,16 +357,26 @@ class _NetworkRun:
             self.orders = {e: epoch_order(settings.seed, e, n, self.steps_per_epoch, settings.batch_size)
                            for e in range(first_epoch, self.epochs)}
         widest = self._widest_batch(pieces)
-        config = (self.step, settings.optimizer, settings.momentum, settings.weight_decay, self.rows.n_classes,
-                  self.mesh, quick_compile(n, self.epochs))
-        width = pieces_cap(widest) if pieces else next_power_of_two(widest)
+        config = (self.step, settings.optimizer, settings.momentum, None if self.bucketed else settings.weight_decay,
+                  self.rows.n_classes, self.mesh, quick_compile(n, self.epochs))
+        self.decay = (np.float32(settings.weight_decay),) if self.bucketed else ()
+        buckets = shape_buckets() if self.bucketed else ShapeBuckets(8, 0)
+        if pieces:  # (the floor: the slots of rows_per_cap nonzeros a document, in pieces of this corpus's width)
+            floor = buckets.rows_per_cap * self.batch_rows_a_device // piece_width(self.rows.x)
+            width = pieces_cap(max(widest, floor), buckets.per_octave)
+        else:
+            width = buckets.cap(widest, self.batch_rows_a_device)
         self.run_epoch = _warm_epoch(*config, _reusable_width(config, width))
         self.batch_rows = np.minimum(settings.batch_size, n - np.arange(self.steps_per_epoch) * settings.batch_size)
         # An epoch's batches are gathered a segment of steps at a time (device_data.SEGMENT_BYTES): a step's
         # indices, values and rows take 12 bytes a slot, a slot a nonzero or, in the pieces layout, a piece of
         # nonzeros (of the widest piece width where several processes must cut the same segments from their shares).
         nonzeros_a_slot = (PIECE_WIDTHS[-1] if self.shared_rows else piece_width(self.rows.x)) if pieces else 1
-        self.segment = segment_steps(self.steps_per_epoch, 12 * width * nonzeros_a_slot)
+        self.dispatched = self.steps_per_epoch  # steps an epoch dispatches: its own, or up to their bucket
+        if self.bucketed:
+            self.orders = {e: bucketed_order(order, 12 * width * nonzeros_a_slot) for e, order in self.orders.items()}
+            self.dispatched = len(next(iter(self.orders.values()), np.zeros(self.steps_per_epoch)))
+        self.segment = segment_steps(self.dispatched, 12 * width * nonzeros_a_slot)
         self.total_steps = self.steps_per_epoch * self.epochs
 
     def _widest_batch(self, pieces: bool) -> int:
@@ -381,16 +412,18 @@ class _NetworkRun:
         settings, order, segment = self.settings, self.orders.pop(epoch), self.segment
         step_numbers = np.arange(epoch * self.steps_per_epoch, (epoch + 1) * self.steps_per_epoch)
         lrs = scheduled_rates(settings.lr_schedule, settings.learning_rate, step_numbers, self.total_steps)
+        lrs = np.pad(lrs, (0, self.dispatched - len(lrs)))  # (the bucket's padding steps change nothing)
         parts = []
-        for first in range(0, self.steps_per_epoch, segment):
-            last = first + segment >= self.steps_per_epoch
+        for first in range(0, self.dispatched, segment):
+            last = first + segment >= self.dispatched
             params, opt_state, *part = self.run_epoch(params, opt_state, self.data,
                                                       self._placed(order[first:first + segment]),
                                                       self.place(lrs[first:first + segment]),
-                                                      self.eval_batches if last else None)
+                                                      self.eval_batches if last else None, *self.decay)
             parts.append(part)
-        losses = np.concatenate([to_host(losses) for losses, _, _ in parts])  # waits for the epoch to finish
-        corrects = np.concatenate([to_host(corrects) for _, corrects, _ in parts])
+        steps = self.steps_per_epoch
+        losses = np.concatenate([to_host(losses) for losses, _, _ in parts])[:steps]  # waits for the epoch to end
+        corrects = np.concatenate([to_host(corrects) for _, corrects, _ in parts])[:steps]
         hits = parts[-1][2]
         compiled = self.run_epoch.seconds - compiled_before
         seconds = time.perf_counter() - start - compiled

@@ -237,17 +237,20 @@ def stacked_hits(params: Params, indices, values, rows, labels, mask, dense: boo
     return each_total, together_total
 
 
-def start_stack(seed: int, n_features: int, hidden: int, n_classes: int, models: int):
-    """K freshly initialised networks and their zeroed Adam state."""
-    return _start_stack(jax.random.PRNGKey(seed), n_features, hidden, n_classes, models)
+def start_stack(seed: int, n_features: int, hidden: int, n_classes: int, models: int, columns: int | None = None):
+    """K freshly initialised networks and their zeroed Adam state. columns: as Step.start_state's."""
+    from textclf.models.mlp import glorot_limit
+
+    limit = None if columns is None or hidden == 0 else glorot_limit(columns, hidden)
+    return _start_stack(jax.random.PRNGKey(seed), n_features, hidden, n_classes, models, limit)
 
 
 # The seeded networks and their Adam state as one program, and a given stack copied with its state as another:
 # built op by op, each small operation compiled on its own (docs/decisions.md, "The search's cost").
 @functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "models"),
                    compiler_options={**SEARCH_COMPILER_OPTIONS, **INIT_COMPILER_OPTIONS})
-def _start_stack(key, n_features: int, hidden: int, n_classes: int, models: int):
-    params = init_stacked(key, n_features, hidden, n_classes, models)
+def _start_stack(key, n_features: int, hidden: int, n_classes: int, models: int, w1_limit=None):
+    params = init_stacked(key, n_features, hidden, n_classes, models, w1_limit=w1_limit)
     return params, adam().init(params)
 
 
@@ -291,10 +294,10 @@ class StackedStep(Step):
         return cls("flat", models, dense, fused and hidden > 0, loss)
 
     def start_state(self, seed, n_features: int, hidden: int, n_classes: int, gain: float = 1.0,
-                    optimizer: str = "adam"):
+                    optimizer: str = "adam", columns: int | None = None):
         if gain != 1.0 or optimizer != "adam":
             raise ValueError("networks side by side start at gain 1.0 and train with Adam")
-        return start_stack(seed, n_features, hidden, n_classes, self.models)
+        return start_stack(seed, n_features, hidden, n_classes, self.models, columns)
 
     def ready_state(self, params: Params, optimizer: str = "adam"):
         return _ready_stack(params)

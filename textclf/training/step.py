@@ -76,7 +76,9 @@ def xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, mo
                                   else narrowed(loss_and_grads, (idx, val, row)))
         if axis_name is not None:
             loss, correct, grads = jax.lax.psum((loss, correct, grads), axis_name)
-        params, opt_state = update(params, opt_state, grads, lr)
+        real = (jnp.sum(m) if count is None else count) > 0  # a batch of no rows (bucket padding) changes nothing
+        updated = update(params, opt_state, grads, lr)
+        params, opt_state = jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, opt_state))
         return (params, opt_state), (loss, correct)
 
     (params, opt_state), (losses, corrects) = jax.lax.scan(
@@ -96,10 +98,12 @@ def _ready_state(params: Params, optimizer: str, kernel_config):
 
 @functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "gain", "optimizer",
                                              "kernel_config"), compiler_options=INIT_COMPILER_OPTIONS)
-def _start_state(seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str, kernel_config):
+def _start_state(seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str, kernel_config,
+                 w1_limit=None):
     """The seeded initial parameters and optimizer state as one compiled program: built op by op, each of its
-    ~15 small operations was compiled on its own (~50 ms each on the GPU, a second of a cold start)."""
-    params = init_params(jax.random.PRNGKey(seed), n_features, hidden, n_classes, gain)
+    ~15 small operations was compiled on its own (~50 ms each on the GPU, a second of a cold start). w1_limit:
+    init_params'."""
+    params = init_params(jax.random.PRNGKey(seed), n_features, hidden, n_classes, gain, w1_limit)
     return _ready_state(params, optimizer, kernel_config)
 
 
@@ -117,8 +121,21 @@ class Step:
         """What the parameters are padded for (a KernelConfig), or None."""
         return None
 
-    def start_state(self, seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str):
-        return _start_state(seed, n_features, hidden, n_classes, gain, optimizer, self.padding)
+    @property
+    def bucketed(self) -> bool:
+        """Whether its programs take shapes rounded up to their buckets (pipelines.batches.shape_bucket): W1's rows,
+        the epoch's steps (a batch of no rows changes nothing), the resident arrays. The Pallas kernels pad to
+        their own blocks instead."""
+        return self.padding is None
+
+    def start_state(self, seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str,
+                    columns: int | None = None):
+        """columns: the input's own columns where n_features is more (W1's rows past them are padding, drawn but
+        never read: the bound is the real columns' Glorot bound)."""
+        from textclf.models.mlp import glorot_limit
+
+        limit = None if columns is None else glorot_limit(columns, hidden, gain)
+        return _start_state(seed, n_features, hidden, n_classes, gain, optimizer, self.padding, limit)
 
     def ready_state(self, params: Params, optimizer: str):
         return _ready_state_jitted(params, optimizer, self.padding)

@@ -75,3 +75,25 @@ def test_a_checkpoint_with_wrong_numbers_is_as_good_as_none(tmp_path):
         np.savez(path, header=np.array(json.dumps({**header, "epochs_done": -3} if name == "negative" else header)),
                  **arrays)
         assert Checkpointer(path, 0).load() is None and not path.exists(), name
+
+
+def test_a_checkpoint_of_other_shapes_is_not_resumed():
+    """A checkpoint whose arrays are not the shapes this version trains (another version's, W1's rows in another
+    bucket) starts the training over instead of failing inside the first epoch."""
+    from textclf.training.checkpoint import TrainState
+    from textclf.training.fit import resume
+
+    params, opt_state = (np.zeros((8, 4), np.float32), np.zeros(4, np.float32)), (np.zeros((8, 4), np.float32),)
+
+    class Saved:
+        def __init__(self, rows):
+            self.state = TrainState(3, [np.ones((rows, 4), np.float32), np.ones(4, np.float32)],
+                                    [np.ones((rows, 4), np.float32)], ["three epochs"])
+
+        def load(self):
+            return self.state
+
+    *_, history, done = resume(Saved(6), params, opt_state)
+    assert (history, done) == ([], 0)
+    resumed, _, history, done = resume(Saved(8), params, opt_state)
+    assert (history, done) == (["three epochs"], 3) and np.asarray(resumed[0]).sum() == 32

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipelines.batches import make_batches, next_power_of_two
-from textclf.training.device_data import batch_nnz_max, epoch_order, gather_batches, host_csr
+from pipelines.batches import make_batches, next_power_of_two, shape_bucket
+from textclf.training.device_data import DeviceCSR, batch_nnz_max, epoch_order, gather_batches, host_csr
 
 
 def _matrix():
@@ -57,7 +57,8 @@ def test_duplicate_entries_are_summed_before_upload():
 
 def test_an_upload_in_pieces_is_the_host_arrays(monkeypatch):
     """upload_csr puts a large matrix up a piece at a time and joins it on the device: the arrays host_csr makes,
-    the extra zero included; duplicates summed as there."""
+    the extra zero included, duplicates summed as there, each as long as its bucket (pointers repeat the last,
+    entries and labels past the end are zeros)."""
     from textclf.training import device_data
 
     x, y = _matrix()
@@ -66,9 +67,12 @@ def test_an_upload_in_pieces_is_the_host_arrays(monkeypatch):
     y = np.append(y, 2).astype(np.int32)
     for piece_bytes in (40, 10**9):  # pieces of 10 entries (the last one short); one piece
         monkeypatch.setattr(device_data, "UPLOAD_BYTES", piece_bytes)
-        for got, want in zip(device_data.upload_csr(x, y), host_csr(x, y)):
+        for name, got, want in zip(DeviceCSR._fields, device_data.upload_csr(x, y), host_csr(x, y)):
+            got = np.asarray(got)
             assert got.dtype == want.dtype
-            np.testing.assert_array_equal(np.asarray(got), want)
+            assert len(got) == shape_bucket(len(want) - (name == "indptr")) + (name == "indptr")
+            np.testing.assert_array_equal(got[: len(want)], want)
+            assert (got[len(want):] == (want[-1] if name == "indptr" else 0)).all()
 
 
 def test_write_then_erase_batch_matches_dense_batch_and_restores_zeros():

@@ -255,3 +255,52 @@ def test_initial_weights_compiled_at_o1_are_the_o3_programs_bit_for_bit(program)
                  compiler_options={"xla_backend_optimization_level": 3})
     for ours, reference in zip(jax.tree.leaves(jitted(*args)), jax.tree.leaves(o3(*args)), strict=True):
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(reference))
+
+
+def _corpus(n, features, seed):
+    rng = np.random.default_rng(seed)
+    matrix = sp.random(n, features, density=0.1, format="csr", dtype=np.float32, random_state=seed)
+    return matrix, rng.integers(0, 3, n).astype(np.int32)
+
+
+@pytest.mark.parametrize("network", ["one", "stacked"])
+def test_corpora_of_one_shape_bucket_train_on_one_compiled_epoch(fast_settings, monkeypatch, network):
+    """Two corpora whose documents, nonzeros, steps and columns differ but fall in the same buckets (here powers of
+    two, as a GPU's), at different weight decays, train on one compiled epoch: nothing compiled for the second."""
+    from textclf.training import candidates, device_data
+    from textclf.training.stacked_step import stacked_epoch
+
+    monkeypatch.setattr(device_data, "shape_buckets", lambda: device_data.ShapeBuckets(1, 0))
+    loop._warm_epoch.cache_clear()
+    jax.clear_caches()
+    for (n, features), decay in zip([(70, 100), (80, 120)], [0.0, 1e-4]):
+        x, y = _corpus(n, features, n)
+        settings = fast_settings.replace(batch_size=8, epochs=2, min_steps=0, weight_decay=decay, optimizer="adam")
+        if network == "one":
+            params = loop.fit_network(TrainingRows(x, y, 3, x[:10], y[:10]), settings).params
+        else:
+            params = candidates.fit_ensemble(TrainingRows(x, y, 3, x[:10], y[:10]),
+                                             settings.replace(ensemble=2, seed=n))[0]
+        assert params.w1.shape[0] == features  # the padding rows never reach the model
+    if network == "one":
+        compiled = [f for f in loop._warm_epochs_built.values()]
+        assert len(compiled) == 1 and len(compiled[0].cache) == 1
+    else:
+        assert stacked_epoch._cache_size() == 1
+
+
+def test_a_bucketed_network_learns_what_the_unpadded_one_does(fast_settings, monkeypatch):
+    """W1 padded past the input's columns, documents and nonzeros past the corpus's, steps of no documents: the
+    same network as the one trained on the corpus's own shapes (to float32 rounding: another program)."""
+    from textclf.training import device_data
+
+    x, y = _corpus(70, 100, 1)
+    settings = fast_settings.replace(batch_size=8, epochs=3, min_steps=0, optimizer="adam", weight_decay=1e-4)
+    monkeypatch.setattr(device_data, "shape_buckets", lambda: device_data.ShapeBuckets(1, 0))
+    padded = loop.fit_network(TrainingRows(x, y, 3, x[:10], y[:10]), settings)
+    monkeypatch.setattr(device_data, "shape_buckets", lambda: device_data.ShapeBuckets(1 << 20, 0))  # no padding
+    own = loop.fit_network(TrainingRows(x, y, 3, x[:10], y[:10]), settings)
+    for got, want in zip(padded.params, own.params):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose([h.loss for h in padded.history], [h.loss for h in own.history], rtol=1e-5)
+    assert [h.eval_accuracy for h in padded.history] == [h.eval_accuracy for h in own.history]
