@@ -362,9 +362,17 @@ def batches_in_row_order(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: 
 
 
 def bucketed_batches(batches: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """make_batches' arrays ((steps, ...) each) with all-zero batches (no rows: mask 0) up to bucket(steps)."""
-    steps = bucket(len(batches[0]))
-    return tuple(np.concatenate([a, np.zeros((steps - len(a), *a.shape[1:]), a.dtype)]) for a in batches)
+    """make_batches' arrays (indices, values, rows (steps, cap); labels, mask (steps, B)) with all-zero batches (no
+    rows: mask 0) up to bucket(steps) and zero slots up to the bucket's cap (ShapeBuckets.cap)."""
+    steps, (cap, rows) = bucket(len(batches[0])), (batches[0].shape[1], batches[3].shape[1])
+    cap = shape_buckets().cap(cap, rows)
+
+    def padded(array, width):
+        out = np.zeros((steps, width, *array.shape[2:]), array.dtype)
+        out[: array.shape[0], : array.shape[1]] = array
+        return out
+
+    return tuple(padded(a, cap if i < 3 else rows) for i, a in enumerate(batches))
 
 
 def bucketed_order(order: np.ndarray, bytes_per_step: int) -> np.ndarray:

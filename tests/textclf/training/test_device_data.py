@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipelines.batches import make_batches, next_power_of_two, shape_bucket
+from pipelines.batches import make_batches, next_power_of_two
 from textclf.training.device_data import DeviceCSR, batch_nnz_max, epoch_order, gather_batches, host_csr
 
 
@@ -70,7 +70,7 @@ def test_an_upload_in_pieces_is_the_host_arrays(monkeypatch):
         for name, got, want in zip(DeviceCSR._fields, device_data.upload_csr(x, y), host_csr(x, y)):
             got = np.asarray(got)
             assert got.dtype == want.dtype
-            assert len(got) == shape_bucket(len(want) - (name == "indptr")) + (name == "indptr")
+            assert len(got) == device_data.bucket(len(want) - (name == "indptr")) + (name == "indptr")
             np.testing.assert_array_equal(got[: len(want)], want)
             assert (got[len(want):] == (want[-1] if name == "indptr" else 0)).all()
 
