@@ -58,24 +58,27 @@ _jitted_scores = jax.jit(_xla_scores)
 def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh, cap: int):
     """One whole epoch as one dispatch: gather the minibatches from the resident training set
     (textclf/training/device_data.py), scan the training step over them, then score the validation batches:
-    (params, opt_state, data, order (steps, B), lrs (steps,), eval batches or None, decay=None)
+    (params, opt_state, data, order (steps, B), lrs (steps,), eval batches or None, decay=None, steps=None)
       -> (params, opt_state, losses (steps,), corrects (steps,), eval hits or None).
-    decay: the weight decay as a () array (one device, a bucketed step: one program for every decay a search
-    chooses), else settings.weight_decay, compiled in.
+    decay, steps (one device, a bucketed step): the weight decay as a () array (one program for every decay a
+    search chooses), else settings.weight_decay, compiled in; how many of the order's steps to run (the rest a
+    shape bucket's padding).
     data: a DeviceCSR (flat batches of width cap) or DevicePieces (pieces layout, cap pieces a batch).
     mesh (several devices): the gather and the scan run inside shard_map, each device on its (steps, B/N) slice
     of the order (data parallelism), or, on a mesh of feature_parallel.AXIS, on the whole batch and its own
     feature rows (data: (the sharded data, the labels)); validation runs on the parameters as they lie."""
     from textclf.training.device_data import DevicePieces, gather_batches, gather_piece_batches
 
-    def local(params, opt_state, data, order, lrs, axis_name=None, decay=None):
+    def local(params, opt_state, data, order, lrs, axis_name=None, decay=None, steps=None):
         if isinstance(data, DevicePieces):
             batches = gather_piece_batches(data, order, cap)
         else:
             batches = gather_batches(data, order, cap)
         epoch = step.epoch(settings.optimizer, settings.momentum, settings.weight_decay if decay is None else decay,
                            n_classes)
-        return epoch(params, opt_state, *batches, lrs, axis_name=axis_name)
+        if steps is None:
+            return epoch(params, opt_state, *batches, lrs, axis_name=axis_name)
+        return epoch(params, opt_state, *batches, lrs, axis_name=axis_name, steps=steps)
 
     train_part = local
     if mesh is not None and mesh.axis_names == (feature_parallel.AXIS,):
@@ -86,11 +89,12 @@ def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh
 
         train_part = shard_epoch(lambda *args: local(*args, axis_name=AXIS), mesh)
 
-    def whole(params, opt_state, data, order, lrs, eval_batches, decay=None):
+    def whole(params, opt_state, data, order, lrs, eval_batches, decay=None, steps=None):
         if decay is None:
             params, opt_state, losses, corrects = train_part(params, opt_state, data, order, lrs)
-        else:  # (one device)
-            params, opt_state, losses, corrects = local(params, opt_state, data, order, lrs, decay=decay)
+        else:  # (one device, a bucketed step: `steps` of the order's batches run, the rest padding)
+            params, opt_state, losses, corrects = local(params, opt_state, data, order, lrs, decay=decay,
+                                                        steps=steps)
         hits = None
         if eval_batches is not None:
             indices, values, rows, labels, mask = eval_batches
@@ -416,10 +420,12 @@ class _NetworkRun:
         parts = []
         for first in range(0, self.dispatched, segment):
             last = first + segment >= self.dispatched
+            bucketed = (*self.decay, np.int32(min(segment, max(0, self.steps_per_epoch - first)))) \
+                if self.bucketed else ()  # (decay, the segment's steps to run)
             params, opt_state, *part = self.run_epoch(params, opt_state, self.data,
                                                       self._placed(order[first:first + segment]),
                                                       self.place(lrs[first:first + segment]),
-                                                      self.eval_batches if last else None, *self.decay)
+                                                      self.eval_batches if last else None, *bucketed)
             parts.append(part)
         steps = self.steps_per_epoch
         losses = np.concatenate([to_host(losses) for losses, _, _ in parts])[:steps]  # waits for the epoch to end

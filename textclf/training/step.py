@@ -51,11 +51,13 @@ def kernel_config_for(settings: Settings, batch_size: int | None = None):
 
 
 def xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, momentum, weight_decay,
-              optimizer="sgd", axis_name=None):
+              optimizer="sgd", axis_name=None, steps=None):
     # A scanned epoch: its arrays, then the optimizer's static settings (one traced program).
     """One epoch in plain JAX: scan the optimizer step over (steps, ...) stacked minibatches. axis_name: data
     parallelism inside shard_map (textclf/training/data_parallel.py): the batch is this device's slice, the loss
-    is divided by the global row count and gradients, loss and hits are summed over the axis."""
+    is divided by the global row count and gradients, loss and hits are summed over the axis. steps: a () int32
+    array, how many of the batches to run (the rest is a shape bucket's padding, never run; their losses and hits
+    0); default all."""
     batch_size = labels.shape[1]
     # (steps, cap) flat batches or (steps, cap, width) pieces (textclf/training/device_data.py)
     scores = logits_pieces if indices.ndim == 3 else logits
@@ -76,15 +78,21 @@ def xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, mo
                                   else narrowed(loss_and_grads, (idx, val, row)))
         if axis_name is not None:
             loss, correct, grads = jax.lax.psum((loss, correct, grads), axis_name)
-        real = (jnp.sum(m) if count is None else count) > 0  # a batch of no rows (bucket padding) changes nothing
-        updated = update(params, opt_state, grads, lr)
-        params, opt_state = jax.tree.map(lambda new, old: jnp.where(real, new, old), updated, (params, opt_state))
+        params, opt_state = update(params, opt_state, grads, lr)
         return (params, opt_state), (loss, correct)
 
-    (params, opt_state), (losses, corrects) = jax.lax.scan(
-        step, (params, opt_state), (indices, values, rows, labels, mask, lrs)
-    )
-    return params, opt_state, losses, corrects
+    batches = (indices, values, rows, labels, mask, lrs)
+    if steps is None:
+        (params, opt_state), (losses, corrects) = jax.lax.scan(step, (params, opt_state), batches)
+        return params, opt_state, losses, corrects
+
+    def body(i, carry):
+        params, opt_state, losses, corrects = carry
+        (params, opt_state), (loss, correct) = step((params, opt_state), tuple(a[i] for a in batches))
+        return params, opt_state, losses.at[i].set(loss), corrects.at[i].set(correct)
+
+    zeros = jnp.zeros(indices.shape[0], jnp.float32)
+    return jax.lax.fori_loop(0, steps, body, (params, opt_state, zeros, zeros))
 
 
 def _ready_state(params: Params, optimizer: str, kernel_config):
@@ -124,8 +132,8 @@ class Step:
     @property
     def bucketed(self) -> bool:
         """Whether its programs take shapes rounded up to their buckets (pipelines.batches.shape_bucket): W1's rows,
-        the epoch's steps (a batch of no rows changes nothing), the resident arrays. The Pallas kernels pad to
-        their own blocks instead."""
+        the epoch's steps (the epoch told how many to run), the resident arrays. The Pallas kernels pad to their
+        own blocks instead."""
         return self.padding is None
 
     def start_state(self, seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str,
