@@ -18,7 +18,7 @@ demo: setup
 
 # --durations: the slowest tests named at the end of every run, where the suite's time goes.
 test: setup
-	.venv/bin/python -m pytest -q -n auto --durations=15
+	.venv/bin/python -m pytest -q -n auto --dist worksteal --durations=15
 
 # news4 and agnews7600 accuracy (needs ../shared/data); see BENCHMARKS.md.
 bench-accuracy: setup

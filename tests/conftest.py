@@ -53,6 +53,15 @@ def _fast_compiles() -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=1".strip()
 
 
+# Tests that take the longest (a doc's blocks train its examples one after another: a minute and more), started
+# first, so that the workers do not wait on one of them at the end of the run.
+LONGEST_FIRST = ("tests/test_docs.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))  # stable: the rest keep their order
+
+
 def pytest_unconfigure(config):
     folder = getattr(config, "_textclf_compile_cache", None)
     if folder:
