@@ -53,6 +53,59 @@ def shape_bucket(n: int, per_octave: int = 8) -> int:
     step = max(1, (1 << (n.bit_length() - 1)) // per_octave)
     return -(-n // step) * step
 
+@dataclass(frozen=True)
+class ShapeBuckets:
+    """How the shapes that follow a corpus are rounded before they reach a compiled program (shape_bucket), so that
+    a program compiled for one corpus serves the next of its bucket (from the persistent compilation cache, or a
+    daemon's memory). Coarse where compiling costs more than the padding (a GPU: a network's epoch there takes a
+    fraction of a second and a program to compile half a second or more), fine where the padding costs its share of
+    every step (a CPU, whose step is Adam's pass over W1's rows). docs/decisions.md, "Shape buckets"."""
+
+    per_octave: int  # lengths (documents, nonzeros, steps, W1's rows) to shape_bucket(n, per_octave)
+    rows_per_cap: int  # a batch's nonzero slots at least this many a document (cap)
+
+    def length(self, n: int) -> int:
+        return shape_bucket(n, self.per_octave)
+
+    def cap(self, nonzeros: int, batch_size: int) -> int:
+        """The slots of a batch whose densest holds `nonzeros`: a power of two, at least rows_per_cap a row."""
+        return next_power_of_two(max(1, nonzeros, self.rows_per_cap * batch_size))
+
+
+# By platform (jax's backend name); any other platform takes the CPU's.
+SHAPE_BUCKETS = {"gpu": ShapeBuckets(1, 64), "cpu": ShapeBuckets(8, 0)}
+
+
+def buckets_for(platform: str) -> ShapeBuckets:
+    """The shape buckets of a platform, named without starting JAX (a search prepares its batches while JAX starts)."""
+    return SHAPE_BUCKETS.get(platform, SHAPE_BUCKETS["cpu"])
+
+
+def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
+    """The one shuffle that a round of the search (textclf/training/candidates.py, fit_candidates) cuts its training
+    batches from, and the generator after it (which then orders the batches of each epoch): callers that size the
+    batches in advance draw the same cut."""
+    rng = np.random.default_rng(seed)
+    return rng.permutation(n_rows), rng
+
+
+def batch_shape(matrices: list[sp.csr_matrix], batch_size: int, orders: list[np.ndarray] | None = None,
+                buckets: ShapeBuckets = SHAPE_BUCKETS["cpu"]) -> tuple[int, int]:
+    """(steps, cap) that fits the batches of every matrix cut in its order (orders[i]: a permutation of matrix
+    i's rows; default: as stored): steps of the longest, cap of the densest batch, rounded up to a power of
+    two and to the platform's floor (buckets.cap). A matrix with a subset of another's columns (a search variant of
+    the widest counts) has at most its nonzeros in every batch, so the widest view's shape fits every variant's.
+    The cut is known, so the cap is its densest batch's, not the densest batch possible (the B longest
+    documents): on news4 that was several times wider, and the CPU's gather step scales with the cap."""
+    steps = max(-(-m.shape[0] // batch_size) for m in matrices)
+    densest = 1
+    for i, matrix in enumerate(matrices):
+        lengths = np.diff(matrix.indptr)[orders[i] if orders is not None else slice(None)]
+        padded = np.zeros(-(-len(lengths) // batch_size) * batch_size, np.int64)
+        padded[: len(lengths)] = lengths
+        densest = max(densest, int(padded.reshape(-1, batch_size).sum(axis=1).max(initial=0)))
+    return steps, buckets.cap(densest, batch_size)
+
 
 def make_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray | None = None) -> SparseBatches:
     """Cut the rows of `matrix` (in `order`, default as stored) into minibatches of `batch_size` documents."""

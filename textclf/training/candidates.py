@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from pipelines.batches import make_batches, next_power_of_two
+from pipelines.batches import batch_shape, cut_order, make_batches, next_power_of_two
 from textclf.models.stacked import member, merged
 from textclf.models.weights import Params
 from textclf.settings import Settings
@@ -45,31 +45,6 @@ def _padded_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, 
     return tuple(out)
 
 
-def batch_shape(matrices: list[sp.csr_matrix], batch_size: int, orders: list[np.ndarray] | None = None
-                ) -> tuple[int, int]:
-    """(steps, cap) that fits the batches of every matrix cut in its order (orders[i]: a permutation of matrix
-    i's rows; default: as stored): steps of the longest, cap of the densest batch, rounded up to a power of
-    two and to the device's floor (device_data.ShapeBuckets.cap). A matrix with a subset of another's columns (a search variant of the widest counts) has at most its
-    nonzeros in every batch, so the widest view's shape fits every variant's.
-    The cut is known, so the cap is its densest batch's, not the densest batch possible (the B longest
-    documents): on news4 that was several times wider, and the CPU's gather step scales with the cap."""
-    steps = max(-(-m.shape[0] // batch_size) for m in matrices)
-    densest = 1
-    for i, matrix in enumerate(matrices):
-        lengths = np.diff(matrix.indptr)[orders[i] if orders is not None else slice(None)]
-        padded = np.zeros(-(-len(lengths) // batch_size) * batch_size, np.int64)
-        padded[: len(lengths)] = lengths
-        densest = max(densest, int(padded.reshape(-1, batch_size).sum(axis=1).max(initial=0)))
-    return steps, shape_buckets().cap(densest, batch_size)
-
-
-def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
-    """The one shuffle that fit_candidates cuts its training batches from, and the generator after it (which
-    then orders the batches of each epoch): callers that size the batches in advance draw the same cut."""
-    rng = np.random.default_rng(seed)
-    return rng.permutation(n_rows), rng
-
-
 class StackedEpochs:
     """K networks side by side (different initialisations, the same batches; network k with rates[k] and
     decays[k]) for the one epoch loop (textclf/training/fit.py, run_epochs): start() -> (params, Adam state);
@@ -93,7 +68,7 @@ class StackedEpochs:
         # every epoch's shuffle, drawn first for the shape: as document numbers of train_x
         self.orders = [rng.permutation(self.n) if training_rows is None else training_rows[rng.permutation(self.n)]
                        for _ in range(epochs)]
-        self.cap = batch_shape([train_x] * epochs, batch_size, self.orders)[1]
+        self.cap = batch_shape([train_x] * epochs, batch_size, self.orders, shape_buckets())[1]
         self.batch_size = batch_size
         self.steps = -(-self.n // batch_size)  # (batch_shape's steps would count the rows not trained on too)
         # The training set goes to the device once and each epoch's batches are gathered there from its order
@@ -416,8 +391,9 @@ def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix
     # The batches are cut once, from one shuffle, and each epoch visits them in a new order: cutting them anew
     # on the host every epoch cost more than the GPU's training (0.1-0.2 s an epoch on news4).
     cut, rng = cut_order(seed, train_x.shape[0])
-    shape = tuple(map(max, shape, batch_shape([train_x], batch_size, [cut])))
-    val_shape = tuple(map(max, val_shape, batch_shape([val_x], score_batch)))
+    buckets = shape_buckets()
+    shape = tuple(map(max, shape, batch_shape([train_x], batch_size, [cut], buckets)))
+    val_shape = tuple(map(max, val_shape, batch_shape([val_x], score_batch, buckets=buckets)))
     # The arrays' steps rounded up to a power of two (padding batches, never visited: _epoch's traced `steps`;
     # scored as no rows), so that a corpus of another size compiles to the same programs and a later run finds
     # them in the persistent compilation cache (a first search is mostly compilation: BENCHMARKS.md, "Accuracy").

@@ -13,7 +13,6 @@ Batch format (pipelines/batches.py): indices/values/rows (steps, cap), labels/ma
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import jax
@@ -21,32 +20,13 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from pipelines.batches import next_power_of_two, shape_bucket
+from pipelines.batches import ShapeBuckets, buckets_for, next_power_of_two
 from pipelines.workers import return_freed_memory
 
 
-@dataclass(frozen=True)
-class ShapeBuckets:
-    """How the shapes that follow a corpus are rounded before they reach a compiled program (shape_bucket), so that
-    a program compiled for one corpus serves the next of its bucket (from the persistent compilation cache, or a
-    daemon's memory). Coarse where compiling costs more than the padding (a GPU: a network's epoch there takes a
-    fraction of a second and a program to compile half a second or more), fine where the padding costs its share of
-    every step (a CPU, whose step is Adam's pass over W1's rows). docs/decisions.md, "Shape buckets"."""
-
-    per_octave: int  # lengths (documents, nonzeros, steps, W1's rows) to shape_bucket(n, per_octave)
-    rows_per_cap: int  # a batch's nonzero slots at least this many a document (batch_cap)
-
-    def length(self, n: int) -> int:
-        return shape_bucket(n, self.per_octave)
-
-    def cap(self, nonzeros: int, batch_size: int) -> int:
-        """The slots of a batch whose densest holds `nonzeros`: a power of two, at least rows_per_cap a row."""
-        return next_power_of_two(max(1, nonzeros, self.rows_per_cap * batch_size))
-
-
 def shape_buckets() -> ShapeBuckets:
-    """The buckets of this process's default device (ShapeBuckets says why each)."""
-    return ShapeBuckets(1, 64) if jax.default_backend() == "gpu" else ShapeBuckets(8, 0)
+    """The buckets of this process's default device (pipelines.batches.ShapeBuckets says why each)."""
+    return buckets_for(jax.default_backend())
 
 
 def bucket(n: int) -> int:

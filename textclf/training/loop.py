@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from pipelines.batches import make_batches, next_power_of_two
+from pipelines.batches import make_batches
 from textclf.settings import Settings
 from textclf.models.mlp import Params, logits, predicted_right
 from textclf.training import feature_parallel
@@ -351,8 +351,9 @@ class _NetworkRun:
         """Each epoch's document order (host, numpy), drawn once; one batch width for the whole run, the widest
         minibatch of all its epochs, so the epoch compiles once (per-epoch widths made two or three compilations
         of 1-3 s each); the compiled epoch; the segments of steps an epoch is dispatched in."""
-        from textclf.training.device_data import (PIECE_WIDTHS, ShapeBuckets, bucketed_order, epoch_order,
-                                                  piece_width, pieces_cap, segment_steps, shape_buckets)
+        from pipelines.batches import ShapeBuckets
+        from textclf.training.device_data import (PIECE_WIDTHS, bucketed_order, epoch_order, piece_width, pieces_cap,
+                                                  segment_steps, shape_buckets)
 
         settings, n, pieces = self.settings, self.n, self.step.layout == "pieces"
         if self.shared_rows:

@@ -2,7 +2,8 @@
 
 The front door: search_settings (and prepare_search, its host work done ahead) -> SearchResult; searched_rows,
 the rows it reads; SearchRules, its rules as data; SEARCH_FORMAT, the version of its choices (a recorded choice of
-another format is not reused). Inside: halving.py (the portfolio's rounds by successive halving and the choice),
+another format is not reused). Inside: prepare.py (the host work, JAX-free: a run does it while JAX starts),
+halving.py (the portfolio's rounds by successive halving and the choice),
 folds.py (candidates, folds, budget and the records the rounds share), networks.py (the ensemble and character
 trial), family.py (the linear family's trial), rules.py, portfolio.json (benchmarks/search/portfolio.py rebuilds it).
 
@@ -12,7 +13,7 @@ which would keep a run from forking its vectorizing workers (pipelines/workers.p
 
 import importlib
 
-_HOMES = {"SEARCH_FORMAT": "halving", "Prepared": "halving", "SearchResult": "halving", "prepare_search": "halving",
+_HOMES = {"SEARCH_FORMAT": "halving", "Prepared": "prepare", "SearchResult": "halving", "prepare_search": "prepare",
           "search_curves": "halving", "search_settings": "halving", "searched_rows": "folds", "SearchRules": "rules"}
 
 __all__ = sorted(_HOMES)

@@ -8,11 +8,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipelines.batches import batch_shape, buckets_for, cut_order
 from pipelines.vectorize import count_chars
 from textclf.settings import Settings
 from textclf.training.candidates import (
-    RoundData, batch_shape, cut_order, fit_candidates, precompile_epoch, precompile_hits, precompile_scores,
-    round_data)
+    RoundData, fit_candidates, precompile_epoch, precompile_hits, precompile_scores, round_data)
 from textclf.training.search.folds import (
     RoundGeometry, SearchContext, SearchCorpus, Variant, char_fold_matrices, final_steps, fold_matrices)
 
@@ -113,9 +113,11 @@ class NetworksTrial:
         chars = count_chars(corpus.texts, chosen.min_df, search.pool)
         folds = [(corpus.folds[fold], chosen.seed + 200 + fold) for fold in self.folds]
         matrices = [char_fold_matrices(*chars, corpus.y, *rows, chosen, geometry.features) for rows, _ in folds]
+        buckets = buckets_for(search.platform)
         shape = batch_shape([train for train, _ in matrices], chosen.batch_size,
-                            [cut_order(seed, train.shape[0])[0] for (train, _), (_, seed) in zip(matrices, folds)])
-        val_shape = batch_shape([val for _, val in matrices], geometry.score_batch)
+                            [cut_order(seed, train.shape[0])[0] for (train, _), (_, seed) in zip(matrices, folds)],
+                            buckets)
+        val_shape = batch_shape([val for _, val in matrices], geometry.score_batch, buckets=buckets)
         return [round_data(train_c, corpus.y[train_rows], val_c, corpus.y[val_rows], chosen.batch_size, seed, shape,
                            val_shape, geometry.score_batch)
                 for (train_c, val_c), ((train_rows, val_rows), seed) in zip(matrices, folds)]
