@@ -176,3 +176,16 @@ def test_the_estimator_searches_and_trains_the_model_textclf_train_trains(tmp_pa
     for a, b in zip(fitted.model_.params, load_model(tmp_path / "m.npz").params):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert fitted.score(test_texts, test_labels) == cli["eval_accuracy"]
+
+
+def test_the_estimators_defaults_are_the_settings_defaults():
+    """An estimator made with no arguments trains with Settings() (nothing pinned), and each default it spells out
+    is the Settings field's own: a default changed in settings.py and not here (or the reverse) fails."""
+    import inspect
+
+    assert TextClassifier().settings == Settings()
+    defaults = Settings()
+    for name, parameter in inspect.signature(TextClassifier).parameters.items():
+        field = "seed" if name == "random_state" else name
+        if parameter.default is not None:
+            assert parameter.default == getattr(defaults, field), name
