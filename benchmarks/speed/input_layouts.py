@@ -30,7 +30,7 @@ from textclf.training.device_data import (batch_nnz_max, epoch_order, gather_bat
                                  host_csr, host_pieces, pieces_cap)
 from textclf.models.mlp import init_params
 from textclf.training.optimizers import make_optimizer
-from textclf.training.loop import next_power_of_two
+from pipelines.batches import next_power_of_two
 from textclf.training.step import kernel_config_for, xla_epoch
 
 
