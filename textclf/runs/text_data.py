@@ -13,10 +13,6 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 
 import numpy as np
-# Imported before the vectorizing workers fork, so that they inherit it: the character view and n-grams of 3 are
-# counted with it there, and the fit's selection uses it here (pipelines/vectorize/ imports it where it is used,
-# for the predictions that need none of it).
-import sklearn.feature_extraction.text  # noqa: F401
 
 from db import runs as run_queries
 from pipelines.corpus import Corpus, parallel_read, read_corpus
