@@ -57,9 +57,9 @@ def shape_bucket(n: int, per_octave: int = 8) -> int:
 class ShapeBuckets:
     """How the shapes that follow a corpus are rounded before they reach a compiled program (shape_bucket), so that
     a program compiled for one corpus serves the next of its bucket (from the persistent compilation cache, or a
-    daemon's memory). Coarse where compiling costs more than the padding (a GPU: a network's epoch there takes a
-    fraction of a second and a program to compile half a second or more), fine where the padding costs its share of
-    every step (a CPU, whose step is Adam's pass over W1's rows). docs/decisions.md, "Shape buckets"."""
+    daemon's memory). Coarse where compiling costs more than the padding (a GPU, whose epochs are short beside a
+    program's compilation), fine where the padding costs its share of every step (a CPU, whose step is Adam's pass
+    over W1's rows). docs/decisions.md, "Shape buckets"."""
 
     per_octave: int  # lengths (documents, nonzeros, steps, W1's rows) to shape_bucket(n, per_octave)
     rows_per_cap: int  # a batch's nonzero slots at least this many a document (cap)
@@ -105,6 +105,18 @@ def batch_shape(matrices: list[sp.csr_matrix], batch_size: int, orders: list[np.
         padded[: len(lengths)] = lengths
         densest = max(densest, int(padded.reshape(-1, batch_size).sum(axis=1).max(initial=0)))
     return steps, buckets.cap(densest, batch_size)
+
+
+def padded_batches(arrays: tuple[np.ndarray, ...], steps: int, cap: int) -> tuple[np.ndarray, ...]:
+    """make_batches' arrays (indices, values, rows (steps, cap); labels, mask (steps, B)) padded with all-zero
+    batches up to `steps` and zero slots up to `cap` (a padding batch has no rows: mask 0)."""
+    out = []
+    for position, array in enumerate(arrays):
+        width = cap if position < 3 else array.shape[1]
+        padded = np.zeros((steps, width, *array.shape[2:]), array.dtype)  # (label sets: (steps, B, C) labels)
+        padded[: array.shape[0], : array.shape[1]] = array
+        out.append(padded)
+    return tuple(out)
 
 
 def make_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray | None = None) -> SparseBatches:

@@ -103,7 +103,7 @@ class WorkerPool:
         self._shared = SharedResults.here() if self.processes > 1 and shared_results else None
         if self.forked:
             # The workers count terms with scikit-learn's text module (the character view, n-grams of 3): imported
-            # here, before they fork, they inherit it instead of each importing it (~1.3 s) on its first chunk; and
+            # here, before they fork, they inherit it instead of each importing it on its first chunk; and
             # a run imports it only once it forks its workers, so that it starts reading its corpus at once.
             import sklearn.feature_extraction.text  # noqa: F401
 

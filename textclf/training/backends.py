@@ -45,8 +45,8 @@ def configure_compilation(cache_dir: Path) -> None:
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(cache_dir))
-    # Every program, however quick to compile: a new corpus's run compiled ~30 programs of under 0.1 s each on an
-    # H200 that an earlier run had compiled too (benchmarks/gpu/compile_misses.sh).
+    # Every program, however quick to compile: a new corpus of a seen shape bucket then compiles none of them again
+    # (docs/decisions.md, "Shape buckets").
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 

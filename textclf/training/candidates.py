@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from pipelines.batches import batch_shape, cut_order, make_batches, next_power_of_two
+from pipelines.batches import batch_shape, cut_order, make_batches, next_power_of_two, padded_batches
 from textclf.models.stacked import member, merged
 from textclf.models.weights import Params
 from textclf.settings import Settings
@@ -36,13 +36,7 @@ def _padded_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, 
     """make_batches, padded to `steps` batches of `cap` nonzeros (padding rows have mask 0), so every fold and
     every vectorizer variant of one search reuses one compiled epoch."""
     batches = make_batches(canonical(matrix), labels, batch_size, order)  # every cell once: write_batch's stores
-    out = []
-    for position, array in enumerate(batches.arrays()):  # indices, values, rows (cap wide); labels, mask (B)
-        width = cap if position < 3 else batch_size
-        padded = np.zeros((steps, width, *array.shape[2:]), array.dtype)  # (label sets: (steps, B, C) labels)
-        padded[: array.shape[0], : array.shape[1]] = array
-        out.append(padded)
-    return tuple(out)
+    return padded_batches(batches.arrays(), steps, cap)
 
 
 class StackedEpochs:

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from pipelines.batches import ShapeBuckets, buckets_for, next_power_of_two
+from pipelines.batches import ShapeBuckets, buckets_for, next_power_of_two, padded_batches
 from pipelines.workers import return_freed_memory
 
 
@@ -342,17 +342,10 @@ def batches_in_row_order(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: 
 
 
 def bucketed_batches(batches: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """make_batches' arrays (indices, values, rows (steps, cap); labels, mask (steps, B)) with all-zero batches (no
-    rows: mask 0) up to bucket(steps) and zero slots up to the bucket's cap (ShapeBuckets.cap)."""
-    steps, (cap, rows) = bucket(len(batches[0])), (batches[0].shape[1], batches[3].shape[1])
-    cap = shape_buckets().cap(cap, rows)
-
-    def padded(array, width):
-        out = np.zeros((steps, width, *array.shape[2:]), array.dtype)
-        out[: array.shape[0], : array.shape[1]] = array
-        return out
-
-    return tuple(padded(a, cap if i < 3 else rows) for i, a in enumerate(batches))
+    """make_batches' arrays with all-zero batches up to bucket(steps) and zero slots up to the bucket's cap
+    (ShapeBuckets.cap)."""
+    return padded_batches(batches, bucket(len(batches[0])),
+                          shape_buckets().cap(batches[0].shape[1], batches[3].shape[1]))
 
 
 def bucketed_order(order: np.ndarray, bytes_per_step: int) -> np.ndarray:

@@ -364,7 +364,6 @@ class _NetworkRun:
         widest = self._widest_batch(pieces)
         config = (self.step, settings.optimizer, settings.momentum, None if self.bucketed else settings.weight_decay,
                   self.rows.n_classes, self.mesh, quick_compile(n, self.epochs))
-        self.decay = (np.float32(settings.weight_decay),) if self.bucketed else ()
         buckets = shape_buckets() if self.bucketed else ShapeBuckets(8, 0)
         if pieces:  # (the floor: the slots of rows_per_cap nonzeros a document, in pieces of this corpus's width)
             floor = buckets.rows_per_cap * self.batch_rows_a_device // piece_width(self.rows.x)
@@ -421,8 +420,8 @@ class _NetworkRun:
         parts = []
         for first in range(0, self.dispatched, segment):
             last = first + segment >= self.dispatched
-            bucketed = (*self.decay, np.int32(min(segment, max(0, self.steps_per_epoch - first)))) \
-                if self.bucketed else ()  # (decay, the segment's steps to run)
+            real_steps = min(segment, max(0, self.steps_per_epoch - first))  # the rest of the segment: padding
+            bucketed = (np.float32(settings.weight_decay), np.int32(real_steps)) if self.bucketed else ()
             params, opt_state, *part = self.run_epoch(params, opt_state, self.data,
                                                       self._placed(order[first:first + segment]),
                                                       self.place(lrs[first:first + segment]),

@@ -50,7 +50,7 @@ from textclf.training.search.folds import (
     final_steps, fold_matrices, keep_defaults, leaderboard_of, rate_candidates)
 from textclf.training.search.family import FamilyTrial, not_tried
 from textclf.training.search.networks import NetworksTrial
-from textclf.training.search.prepare import Prepared, _geometry, _searched_corpus, _searched_space
+from textclf.training.search.prepare import Prepared, round_geometry, searched_corpus, searched_space
 from textclf.training.search.rules import SearchRules
 
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
@@ -79,7 +79,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     start = time.perf_counter()
     budget = Budget(settings, platform, rules)
     summary = {**budget.summary(), "platform": platform}
-    space = _searched_space(labels, settings, platform, rules)
+    space = searched_space(labels, settings, platform, rules)
     if isinstance(space, str):
         return SearchResult(settings, {**summary, "skipped": space})
     variants, optimizers, epoch_options = space
@@ -88,8 +88,8 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
         corpus, geometry, start = prepared.corpus, prepared.geometry, start - prepared.seconds
         budget.start -= prepared.seconds  # a clock budget counts the work done ahead too
     else:
-        corpus = _searched_corpus(search, texts, labels)
-        geometry = _geometry(search, corpus, epoch_options)
+        corpus = searched_corpus(search, texts, labels)
+        geometry = round_geometry(search, corpus, epoch_options)
     rounds = _Rounds(search, corpus, geometry)
     rounds.run(on_round)
     result = _choice(search, corpus, geometry, rounds, summary)
@@ -104,8 +104,8 @@ def search_curves(texts: Sequence[str], labels: list[str], settings: Settings, p
     accuracy}, the folds, the (rate, decay) pairs)."""
     _, optimizers, epoch_options = candidate_space(settings, platform, rules)
     search = SearchContext(settings, platform, rules, pool, Budget(settings, platform, rules), variants, optimizers)
-    corpus = _searched_corpus(search, texts, labels)
-    rounds = _Rounds(search, corpus, _geometry(search, corpus, epoch_options))
+    corpus = searched_corpus(search, texts, labels)
+    rounds = _Rounds(search, corpus, round_geometry(search, corpus, epoch_options))
     rounds.schedule = [(fold, v, rounds.geometry.epochs) for fold in range(len(corpus.folds)) for v in variants]
     for number, (fold, variant, _) in enumerate(rounds.schedule):
         rounds._train(number, rounds._prepare(fold, variant), time.perf_counter())

@@ -40,16 +40,16 @@ def prepare_search(texts: Sequence[str], labels: list[str], settings: Settings, 
     """search_settings' host work for `platform` (tokenising, the folds, the rounds' shapes and first matrices),
     which needs no device: a caller does it while JAX starts. -> None where the search would not run."""
     start = time.perf_counter()
-    space = _searched_space(labels, settings, platform, rules)
+    space = searched_space(labels, settings, platform, rules)
     if isinstance(space, str):
         return None
     variants, optimizers, epoch_options = space
     search = SearchContext(settings, platform, rules, pool, Budget(settings, platform, rules), variants, optimizers)
-    corpus = _searched_corpus(search, texts, labels)
-    return Prepared(platform, corpus, _geometry(search, corpus, epoch_options), time.perf_counter() - start)
+    corpus = searched_corpus(search, texts, labels)
+    return Prepared(platform, corpus, round_geometry(search, corpus, epoch_options), time.perf_counter() - start)
 
 
-def _searched_space(labels: list[str], settings: Settings, platform: str, rules: SearchRules
+def searched_space(labels: list[str], settings: Settings, platform: str, rules: SearchRules
                     ) -> tuple[list, list, list] | str:
     """(variants, optimizers, epoch options) the search tries, or why it does not run."""
     skipped = too_few(labels, rules)
@@ -61,7 +61,7 @@ def _searched_space(labels: list[str], settings: Settings, platform: str, rules:
     return variants, optimizers, epoch_options
 
 
-def _searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[str]) -> SearchCorpus:
+def searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[str]) -> SearchCorpus:
     """The folds of these documents, and the documents they cover tokenised once into the widest view (every
     n-gram of the longest variant's, no stop words removed), each variant a column mask of it."""
     settings = search.settings
@@ -88,7 +88,7 @@ def _searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[s
                         sample is not None, terms, counts, masks, targets)
 
 
-def _geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: list[int]) -> RoundGeometry:
+def round_geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: list[int]) -> RoundGeometry:
     """The rounds' shared shape (one compilation for every round)."""
     settings, rules, folds, counts = search.settings, search.rules, corpus.folds, corpus.counts
     epochs, epoch_options, patience = round_epochs(epoch_options, min(len(train) for train, _ in folds), settings,

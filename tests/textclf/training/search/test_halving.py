@@ -795,8 +795,8 @@ def test_a_search_prepared_while_jax_starts_chooses_as_one_that_is_not(pool, pla
     other = prepare_search(texts, labels, settings, pool, "gpu" if platform == "cpu" else "cpu")
     assert prepare_search(texts[:40], labels[:40], settings, pool, platform) is None  # too few
     tokenised = []
-    counted = search_module._searched_corpus
-    monkeypatch.setattr(search_module, "_searched_corpus", lambda *args: tokenised.append(1) or counted(*args))
+    counted = search_module.searched_corpus
+    monkeypatch.setattr(search_module, "searched_corpus", lambda *args: tokenised.append(1) or counted(*args))
     ahead = search_settings([], labels, settings, pool, platform, prepared=prepared)  # its texts: the prepared ones
     assert not tokenised
     assert ahead.settings == plain.settings and ahead.leaderboard == plain.leaderboard
