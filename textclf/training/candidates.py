@@ -7,7 +7,6 @@ count off the curve (early stopping for free).
 
 from __future__ import annotations
 
-import functools
 import time
 from typing import Callable, NamedTuple
 
@@ -20,7 +19,6 @@ from pipelines.batches import batch_shape, cut_order, make_batches, next_power_o
 from textclf.models.stacked import member, merged
 from textclf.models.weights import Params
 from textclf.settings import Settings
-from textclf.training.backends import SEARCH_COMPILER_OPTIONS
 from textclf.training.device_data import (ResidentRows, batches_in_row_order, bucket, bucketed_order, canonical,
                                           gathered_segments, on_device, segment_steps, shape_buckets)
 from textclf.training.inputs import TrainingRows, Watch
@@ -448,13 +446,6 @@ class CandidateRound:
         self.done = 0  # epochs trained
         self.stopped = False  # early-stopped: no more epochs
 
-    @property
-    def members(self) -> list[CandidateRound]:
-        return [self]  # (GroupedRound's record of each group, for a round of one)
-
-    def take(self, indices: list[int]) -> CandidateRound:
-        return self
-
     def run(self, until: int) -> np.ndarray:
         """Train on to `until` epochs (at most the round's), unless stopped early -> (epochs, K) accuracies."""
         from textclf.training.fit import run_epochs
@@ -490,118 +481,6 @@ class CandidateRound:
         self.best = np.maximum(self.best, self.accuracies[epoch])
         self.stopped = self.patience is not None and self.stale >= self.patience
         return self.stopped
-
-
-class GroupedRound:
-    """Rounds of one rung side by side (a GPU's search, textclf/training/search/halving.py): G rounds of the same
-    batch size and input width, each on its own RoundData (another fold, another vectorizer variant) from its own
-    starting weights, trained as one program (stacked_step.grouped_epoch); each keeps CandidateRound's record
-    (accuracies, done, its own early stop) in `members`, and takes the same steps as CandidateRound would (the same
-    batch orders, drawn from its RoundData). The groups are padded to a power of two (copies of the first that
-    train no step), so that rungs of other sizes share compiled programs. take(indices) -> the groups that go on."""
-
-    # Nine arguments: fit_candidates' (its docstring says what each is), the data and weights one per group.
-    def __init__(self, data: list[RoundData], n_classes: int, rates: list[float], decays: list[float], epochs: int,
-                 initial: list[Params], *, patience: int | None = None, metric: str = "micro-f1", arrays=None):
-        self.members = [_GroupMember(d, epochs, len(rates)) for d in data]
-        self.patience, self.metric = patience, metric
-        self.rates, self.decays = jnp.asarray(rates, jnp.float32), jnp.asarray(decays, jnp.float32)
-        if arrays is None:
-            slots = next_power_of_two(len(data))
-            padded = [*data, *[data[0]] * (slots - len(data))]
-            starts = [*initial, *[initial[0]] * (slots - len(data))]
-            arrays = (_stacked_batches([d.train for d in padded]), _stacked_batches([d.val for d in padded]),
-                      *_ready_groups(jax.tree.map(lambda *a: jnp.stack(a), *starts)))
-        self.train, self.val, self.params, self.state = arrays
-
-    @property
-    def done(self) -> int:
-        return max(member.done for member in self.members)
-
-    def run(self, until: int) -> list[np.ndarray]:
-        """Every group on to `until` epochs (each at most its round's), unless it stopped early -> each group's
-        (epochs, K) accuracies."""
-        from textclf.training.fit import run_epochs
-
-        live = [m for m in self.members if not m.stopped and m.done < min(until, len(m.accuracies))]
-        if live:
-            start = live[0].done  # (the groups of a round start and go on together)
-            run_epochs(self.params, self.state, [], start, min(until, len(live[0].accuracies)), self._one_epoch,
-                       early_stop=lambda epoch, params: all(m.stopped for m in self.members))
-        return [m.accuracies for m in self.members]
-
-    def _one_epoch(self, epoch: int, params, state):
-        slots, padded = self.train[0].shape[:2]
-        # Each group a new order of its cut batches, then the padding batches (no rows) after them; a stopped group
-        # (and a slot that pads the groups) trains on in the batches' stored order, and its weights are not read
-        # again.
-        orders, steps = np.tile(np.arange(padded, dtype=np.int32), (slots, 1)), 0
-        for g, member in enumerate(self.members):
-            if not member.stopped:
-                n = member.data.n_steps
-                orders[g] = np.concatenate([member.data.orders.permutation(n), np.arange(n, padded)])
-                steps = max(steps, n)
-        from textclf.training.stacked_step import grouped_epoch, grouped_hits
-
-        params, state, _ = grouped_epoch(params, state, self.rates, self.decays, *self.train, jnp.asarray(orders),
-                                         jnp.asarray(steps, jnp.int32))
-        self.params, self.state = params, state
-        each, _ = jax.device_get(grouped_hits(params, *self.val))
-        for g, member in enumerate(self.members):
-            if member.stopped:
-                continue
-            hits = jax.tree.map(lambda a: a[g], each)
-            member.accuracies[epoch] = (label_set_score(hits, member.data.n_val, self.metric)
-                                        if member.data.val[3].ndim == 3 else np.asarray(hits) / max(1, member.data.n_val))
-            member.judge(epoch, self.patience)
-        return params, state, None
-
-    def take(self, indices: list[int]) -> GroupedRound:
-        """These groups (positions in members) as a round of their own, at the epoch they reached."""
-        slots = next_power_of_two(len(indices))
-        rows = jnp.asarray([*indices, *[indices[0]] * (slots - len(indices))])
-        arrays = jax.tree.map(lambda a: a[rows], (self.train, self.val, self.params, self.state))
-        taken = GroupedRound.__new__(GroupedRound)
-        taken.members = [self.members[i] for i in indices]
-        taken.patience, taken.metric, taken.rates, taken.decays = self.patience, self.metric, self.rates, self.decays
-        taken.train, taken.val, taken.params, taken.state = arrays
-        return taken
-
-
-class _GroupMember:
-    """One group of a GroupedRound: its RoundData and CandidateRound's record of it."""
-
-    def __init__(self, data: RoundData, epochs: int, models: int):
-        self.data = data
-        self.accuracies = np.zeros((epochs, models))  # after each epoch; 0 for an epoch not run
-        self.best, self.stale = np.full(models, -1.0), 0
-        self.done, self.stopped = 0, False
-
-    def judge(self, epoch: int, patience: int | None) -> None:
-        """CandidateRound._no_gain for this group, after its epoch `epoch`."""
-        self.done = epoch + 1
-        self.stale = 0 if np.any(self.accuracies[epoch] > self.best) else self.stale + 1
-        self.best = np.maximum(self.best, self.accuracies[epoch])
-        self.stopped = patience is not None and self.stale >= patience
-
-
-def _stacked_batches(parts: list[tuple[jax.Array, ...]]) -> tuple[jax.Array, ...]:
-    """Each group's five batch arrays ((steps, cap) / (steps, B, ...)) padded to the widest (all-zero batches and
-    slots: no rows) and stacked -> (G, steps, ...) arrays."""
-    steps = max(p[0].shape[0] for p in parts)
-    cap = max(p[0].shape[1] for p in parts)
-
-    def padded(array: jax.Array, position: int) -> jax.Array:
-        width = [(0, steps - array.shape[0]), (0, (cap if position < 3 else array.shape[1]) - array.shape[1])]
-        return jnp.pad(array, width + [(0, 0)] * (array.ndim - 2))
-
-    return tuple(jnp.stack([padded(p[i], i) for p in parts]) for i in range(len(parts[0])))
-
-
-@functools.partial(jax.jit, compiler_options=SEARCH_COMPILER_OPTIONS)
-def _ready_groups(params: Params):
-    """G stacks of starting weights (copied: the epoch donates them) and their zeroed Adam states."""
-    return jax.vmap(lambda p: (jax.tree.map(jnp.copy, p), adam().init(p)))(params)
 
 
 def label_set_score(hits, documents: int, metric: str = "micro-f1") -> np.ndarray:
@@ -641,28 +520,6 @@ def precompile_epoch(data: RoundData, n_classes: int, models: int, hidden: int, 
     stacked_epoch.lower(params, jax.eval_shape(adam().init, params), per_model, per_model, *train,
                         jax.ShapeDtypeStruct((steps,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32),
                         dense=step.dense, fused=step.fused, loss=loss).compile()
-
-
-def precompile_grouped(data: RoundData, n_classes: int, models: int, hidden: int, batch_size: int,
-                       shape: tuple[int, int], groups: int) -> None:
-    """The programs a GroupedRound of `groups` rounds runs (its epoch and its scoring) for K = `models` networks
-    over `data`'s input width and validation batches, cut at `batch_size` into batches of `shape`."""
-    from textclf.training.stacked_step import grouped_epoch, grouped_hits
-
-    slots, steps = next_power_of_two(groups), next_power_of_two(shape[0])
-
-    def grouped(array_shape, dtype):
-        return jax.ShapeDtypeStruct((slots, *array_shape), dtype)
-
-    train = [grouped((steps, shape[1]), a.dtype) for a in data.train[:3]] + \
-        [grouped((steps, batch_size, *a.shape[2:]), a.dtype) for a in data.train[3:]]
-    val = [grouped(a.shape, a.dtype) for a in data.val]
-    params = jax.tree.map(lambda a: grouped(a.shape, a.dtype), _abstract_params(data, n_classes, models, hidden))
-    state = jax.eval_shape(jax.vmap(adam().init), params)
-    per_model = jax.ShapeDtypeStruct((models,), jnp.float32)
-    grouped_epoch.lower(params, state, per_model, per_model, *train, grouped((steps,), jnp.int32),
-                        jax.ShapeDtypeStruct((), jnp.int32)).compile()
-    grouped_hits.lower(params, *val).compile()
 
 
 def precompile_hits(data: RoundData, n_classes: int, models: int, hidden: int) -> None:

@@ -118,8 +118,10 @@ def _fused_step(params: Params, state: AdamState, lr: Params, wd: Params, x, lab
                                                  small_state.step), loss)
 
 
-def _stacked_epoch(params: Params, state: AdamState, rates, decays, indices, values, rows, labels, mask,
-                   order=None, steps=None, dense: bool = False, fused: bool = False, loss: str = "log"):
+@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused", "loss"),
+                   compiler_options=SEARCH_COMPILER_OPTIONS)
+def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, values, rows, labels, mask,
+           order=None, steps=None, dense: bool = False, fused: bool = False, loss: str = "log"):
     # A jitted epoch: its arrays and static flags are its arguments (one traced program).
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
     default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
@@ -173,26 +175,6 @@ def _stacked_epoch(params: Params, state: AdamState, rates, decays, indices, val
     return params, state, losses
 
 
-stacked_epoch = functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused", "loss"),
-                                  compiler_options=SEARCH_COMPILER_OPTIONS)(_stacked_epoch)
-
-
-@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("loss",), compiler_options=SEARCH_COMPILER_OPTIONS)
-def grouped_epoch(params: Params, state: AdamState, rates, decays, indices, values, rows, labels, mask, order, steps,
-                  loss: str = "log"):
-    # stacked_epoch's arguments, each but the rates and decays with a leading group axis.
-    """G groups of K networks side by side, each group on its own batches ((G, steps, cap) / (G, steps, B) arrays,
-    (G, steps) orders) and its own stacked params and Adam state ((G, ...) leaves): the search's rounds of one rung
-    (other folds, other vectorizer variants) as one program. The dense XLA step of stacked_epoch mapped over the
-    groups (the fused Pallas kernel is not: its grid is one group's). steps: () the batches every group visits, the
-    most of any; a group with fewer ends its order with padding batches (no rows), which change nothing. (A step
-    count per group would make the loop's end differ by group, and XLA would then select every carried weight
-    after every step.)"""
-    one = functools.partial(_stacked_epoch, dense=True, fused=False, loss=loss)
-    return jax.vmap(one, in_axes=(0, 0, None, None, 0, 0, 0, 0, 0, 0, None))(
-        params, state, rates, decays, indices, values, rows, labels, mask, order, steps)
-
-
 def _zero_rows(params: Params, labels: jax.Array, dense: bool) -> jax.Array:
     """The all-zero (B, F) X that a dense epoch or scoring scan carries (labels: (steps, B)); each step stores its
     batch's nonzeros in it and erases them after (write_batch / erase_batch). A fresh zero fill and scatter-add each
@@ -213,8 +195,9 @@ def _batch_scores(params: Params, batch: tuple, dense: bool, buffer: jax.Array
     return scores, erase_batch(x, *batch[:3])
 
 
-def _stacked_hits(params: Params, indices, values, rows, labels, mask, dense: bool = False
-                  ) -> tuple[jax.Array, jax.Array]:
+@functools.partial(jax.jit, static_argnames=("dense",), compiler_options=SEARCH_COMPILER_OPTIONS)
+def stacked_hits(params: Params, indices, values, rows, labels, mask, dense: bool = False
+          ) -> tuple[jax.Array, jax.Array]:
     """(steps, ...) batches -> ((K,) documents each model predicts right, () documents the ensemble (the K
     models' scores averaged) predicts right). Label sets ((steps, B, C) labels): for each network and for their
     mean, (per label (C, 3) true positives, false positives and false negatives at probability 0.5, the summed
@@ -252,17 +235,6 @@ def _stacked_hits(params: Params, indices, values, rows, labels, mask, dense: bo
     start = (each, together, _zero_rows(params, labels, dense))
     (each_total, together_total, _), _ = jax.lax.scan(one, start, (indices, values, rows, labels, mask))
     return each_total, together_total
-
-
-stacked_hits = functools.partial(jax.jit, static_argnames=("dense",),
-                                 compiler_options=SEARCH_COMPILER_OPTIONS)(_stacked_hits)
-
-
-@functools.partial(jax.jit, compiler_options=SEARCH_COMPILER_OPTIONS)
-def grouped_hits(params: Params, indices, values, rows, labels, mask) -> tuple[jax.Array, jax.Array]:
-    """stacked_hits of G groups, each on its own validation batches (grouped_epoch's layout) -> ((G, K, ...),
-    (G, ...))."""
-    return jax.vmap(functools.partial(_stacked_hits, dense=True))(params, indices, values, rows, labels, mask)
 
 
 def start_stack(seed: int, n_features: int, hidden: int, n_classes: int, models: int, columns: int | None = None):

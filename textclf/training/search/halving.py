@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -44,7 +43,7 @@ import numpy as np
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
 from textclf.training.candidates import (
-    CandidateRound, GroupedRound, precompile_epoch, precompile_grouped, precompile_hits, precompile_scores, round_data)
+    CandidateRound, precompile_epoch, precompile_hits, precompile_scores, round_data)
 from textclf.training.stacked_step import init_stack
 from textclf.training.search.folds import (
     Budget, RoundGeometry, SearchContext, SearchCorpus, Variant, batch_for_all, candidate_space, epochs_for_all,
@@ -128,8 +127,7 @@ class _Rounds:
         self.schedule = [(0, v, first) for v in variants]  # (fold, variant, epochs) of every round run or to run
         # (at most: the settings' own variant goes on beside the best; the count is known after the first rung)
         self.planned = len(variants) + (keep + 1) * len(folds) if self.halving else len(variants) * len(folds)
-        # (fold, variant) -> a round that may go on (CandidateRound or GroupedRound) and its place in it
-        self.live: dict[tuple, tuple] = {}
+        self.live: dict[tuple, CandidateRound] = {}  # (fold, variant) -> a round that may go on
         self.results: dict[tuple, np.ndarray] = {}  # (variant, fold) -> (epochs, K) validation accuracy
         self.trials: list[dict] = []
         self.trial_rows: dict[tuple, int] = {}  # (variant, fold) -> its first row in trials
@@ -169,11 +167,10 @@ class _Rounds:
         return self.initial[fold]
 
     def run(self, on_round: Callable[[int, int], None] | None) -> None:
-        """The rounds in order until the schedule ends or the budget would be overrun by the next. On a GPU the
-        rounds of a rung go side by side (_group_from); the next rounds' batches are built and uploaded while the
-        device trains, and the programs later rounds and the networks trial will run are compiled (their results
-        are not read: a program that failed to compile here compiles when its round runs, and fails there with its
-        own error)."""
+        """The rounds in order until the schedule ends or the budget would be overrun by the next. Where the
+        device trains (a GPU), the next round's batches are built and uploaded meanwhile, and the programs later
+        rounds and the networks trial will run are compiled (their results are not read: a program that failed
+        to compile here compiles when its round runs, and fails there with its own error)."""
         gpu = self.search.platform != "cpu"
         prefetch = ThreadPoolExecutor(1) if gpu else None
         # One thread compiles ahead: more made each compilation slower (docs/decisions.md, "The search's cost").
@@ -181,22 +178,18 @@ class _Rounds:
         upcoming, number = {}, 0
         try:
             while number < len(self.schedule):
-                numbers = self._group_from(number)
-                if number:
-                    numbers = self._affordable(numbers)
-                    if not numbers:
-                        break
+                if number and not self.search.budget.affords(max(self.steps) + self.reserve_steps,
+                                                             max(self.seconds) + self.reserve):
+                    break
                 started = time.perf_counter()
-                datas = [upcoming.pop(n).result() if n in upcoming else self._prepare(*self.schedule[n][:2])
-                         for n in numbers]
-                following = number + len(numbers)
-                if prefetch and following < len(self.schedule):
-                    upcoming.update({n: prefetch.submit(self._prepare, *self.schedule[n][:2])
-                                     for n in self._group_from(following)})
+                pending = upcoming.pop(number, None)
+                data = pending.result() if pending else self._prepare(*self.schedule[number][:2])
+                if prefetch and number + 1 < len(self.schedule):
+                    upcoming[number + 1] = prefetch.submit(self._prepare, *self.schedule[number + 1][:2])
                 if compiler and number == 0:
-                    self._precompile(compiler, datas[0], self.schedule[0][1])
-                self._train(numbers, datas, started)
-                number = following
+                    self._precompile(compiler, data, self.schedule[0][1])
+                self._train(number, data, started)
+                number += 1
                 self._extend_schedule(number)
                 if on_round:
                     on_round(number, self.planned)
@@ -205,105 +198,57 @@ class _Rounds:
                 if executor:
                     executor.shutdown(wait=True, cancel_futures=True)
 
-    def _group_from(self, number: int) -> list[int]:
-        """The rounds from `number` on that train side by side with it (rules.round_group on this platform): the
-        next ones of the same epochs and batch size, all new or all going on from one round."""
-        search = self.search
-        most = search.rules.round_group(search.platform)
-        fold, variant, epochs = self.schedule[number]
-        source = self.live.get((fold, variant))
-        group = [number]
-        for later in range(number + 1, min(len(self.schedule), number + most)):
-            other_fold, other, other_epochs = self.schedule[later]
-            going_on = self.live.get((other_fold, other))
-            if (other_epochs != epochs or other.batch_size != variant.batch_size or (going_on is None) != (source is None)
-                    or (source is not None and going_on[0] is not source[0])):
-                break
-            group.append(later)
-        return group
-
-    def _affordable(self, numbers: list[int]) -> list[int]:
-        """The first of these rounds that the budget affords (each costing the dearest round so far), beside what
-        the cheapest networks trial would cost."""
-        budget = self.search.budget
-        while numbers and not budget.affords(max(self.steps) * len(numbers) + self.reserve_steps,
-                                             max(self.seconds) * len(numbers) + self.reserve):
-            numbers = numbers[:-1]
-        return numbers
-
     def _precompile(self, compiler: ThreadPoolExecutor, data, variant: Variant) -> None:
         settings, shapes, models = self.search.settings, self.geometry.shapes, len(self.search.optimizers)
-        rules, classes, platform = self.search.rules, self.corpus.n_classes, self.search.platform
-        # The rounds' programs on a GPU: the first rung's groups of each batch size but the first's (which compiles
-        # as it runs), and a default-variant rung going on and on the other folds.
-        sizes = Counter(v.batch_size for v in self.search.variants)
-        keep = min(len(self.search.variants), rules.halving_keep + 1)
-        later = [keep, keep * (len(self.corpus.folds) - 1)] if self.halving else []
-        groups = {(batch, min(rules.round_group(platform), count)) for batch, count in sizes.items()}
-        groups |= {(self.search.variants[0].batch_size, min(rules.round_group(platform), g)) for g in later if g}
-        groups.discard((variant.batch_size, min(rules.round_group(platform), sizes[variant.batch_size])))
-        for batch, count in sorted(groups):
-            compiler.submit(precompile_grouped, data, classes, models, settings.hidden, batch, shapes[batch], count)
+        # (the first round's epoch compiles in the rounds' thread, as the round calls it; its scoring here)
+        compiler.submit(precompile_hits, data, self.corpus.n_classes, models, settings.hidden)
+        for batch in sorted(set(shapes) - {variant.batch_size}):
+            compiler.submit(precompile_epoch, data, self.corpus.n_classes, models, settings.hidden, batch,
+                            shapes[batch])
         if settings.ensemble == 0:
-            compiler.submit(precompile_scores, data, classes, models, settings.hidden)
+            compiler.submit(precompile_scores, data, self.corpus.n_classes, models, settings.hidden)
+        rules, classes = self.search.rules, self.corpus.n_classes
         validation = sum(len(val) for _, val in self.corpus.folds)
         if not_tried(settings, validation, rules) is None:  # the family trial's linear models (family.py)
-            linear = len(rules.linear_pairs(platform))
+            linear = len(rules.linear_pairs(self.search.platform))
             compiler.submit(precompile_epoch, data, classes, linear, 0, variant.batch_size, shapes[variant.batch_size],
                             settings.linear_loss)
             compiler.submit(precompile_hits, data, classes, linear, 0)
 
-    def _train(self, numbers: list[int], datas: list, started: float) -> None:
-        """Rounds `numbers` (side by side where more than one): their networks trained (new rounds, or rounds that
-        go on), their curves, cost and trials recorded."""
+    def _train(self, number: int, data, started: float) -> None:
+        """Round `number`: its networks trained (a new round, or one that goes on), its curves, cost and trials
+        recorded."""
         search, geometry = self.search, self.geometry
-        entries = [self.schedule[n] for n in numbers]
-        epochs, optimizers = entries[0][2], search.optimizers
-        sources = [self.live.pop((fold, variant), None) for fold, variant, _ in entries]
-        if sources[0] is not None:
-            round_ = sources[0][0].take([index for _, index in sources])
-        else:
-            round_ = self._new_round(datas, [fold for fold, _, _ in entries])
-        before = [member.done for member in round_.members]
-        round_.run(epochs)
-        share = (time.perf_counter() - started) / len(entries)
-        for index, ((fold, variant, _), member) in enumerate(zip(entries, round_.members)):
-            if epochs < geometry.epochs and not member.stopped:  # a first rung: it may go on
-                self.live[(fold, variant)] = (round_, index)
-            self.results[(variant, fold)] = member.accuracies
-            ran = max(1, member.done - before[index])  # epochs trained in this round
-            self.seconds.append(share)
-            self.steps.append(len(optimizers) * ran * member.data.n_steps)
-            search.budget.steps_done += self.steps[-1]
-            train_rows = self.corpus.folds[fold][0]
-            self.network_epoch_seconds.append(share / (ran * len(optimizers) * len(train_rows)))
-            self._reserve_networks_trial()
-            self._record_trials(fold, variant, member.accuracies[:member.done], share)
-
-    def _new_round(self, datas: list, folds: list[int]):
-        """A round of these (fold's) batches, side by side where more than one (a GPU's), from each fold's
-        starting weights."""
-        search, geometry = self.search, self.geometry
-        rates, decays = [rate for rate, _ in search.optimizers], [decay for _, decay in search.optimizers]
-        metric = search.settings.metric or "micro-f1"
-        if search.rules.round_group(search.platform) > 1:
-            return GroupedRound(datas, self.corpus.n_classes, rates, decays, geometry.epochs,
-                                [self._starting_weights(fold) for fold in folds], patience=geometry.patience,
-                                metric=metric)
-        return CandidateRound(datas[0], self.corpus.n_classes, rates, decays, geometry.epochs, search.settings.hidden,
-                              search.settings.seed + folds[0], patience=geometry.patience,
-                              initial=self._starting_weights(folds[0]), metric=metric)
-
-    def _reserve_networks_trial(self) -> None:
-        """The cheapest trial of _choose_networks, held back from the budget: 2 networks, at most `epochs`, every
-        fold, at the rate of the rounds after the first (which also compiled); counting the character n-grams ~1 s
-        a million characters."""
-        if not self.pair_possible or len(self.network_epoch_seconds) < 2:
-            return
-        folds, epochs = self.corpus.folds, self.geometry.epochs
-        self.reserve = (min(self.network_epoch_seconds[1:]) * 2 * epochs * sum(len(train) for train, _ in folds)
-                        + self.characters / 1e6)
-        self.reserve_steps = 2 * epochs * sum(-(-len(train) // self.search.settings.batch_size) for train, _ in folds)
+        fold, variant, epochs = self.schedule[number]
+        optimizers = search.optimizers
+        round_ = self.live.pop((fold, variant), None)
+        if round_ is None:
+            round_ = CandidateRound(data, self.corpus.n_classes, [rate for rate, _ in optimizers],
+                                    [decay for _, decay in optimizers], geometry.epochs, search.settings.hidden,
+                                    search.settings.seed + fold, patience=geometry.patience,
+                                    initial=self._starting_weights(fold), metric=search.settings.metric or "micro-f1")
+        before = round_.done
+        curves = round_.run(epochs)
+        if epochs < geometry.epochs and not round_.stopped:  # a first rung: it may go on
+            self.live[(fold, variant)] = round_
+        self.results[(variant, fold)] = curves
+        ran = max(1, round_.done - before)  # epochs trained in this round
+        seconds = time.perf_counter() - started
+        self.seconds.append(seconds)
+        self.steps.append(len(optimizers) * ran * round_.data.n_steps)
+        search.budget.steps_done += self.steps[-1]
+        train_rows = self.corpus.folds[fold][0]
+        self.network_epoch_seconds.append(seconds / (ran * len(optimizers) * len(train_rows)))
+        if self.pair_possible and len(self.network_epoch_seconds) > 1:
+            # The cheapest trial of _choose_networks: 2 networks, at most `epochs`, every fold, at the rate of the
+            # rounds after the first (which also compiled); counting the character n-grams ~1 s a million
+            # characters.
+            folds = self.corpus.folds
+            self.reserve = (min(self.network_epoch_seconds[1:]) * 2 * geometry.epochs
+                            * sum(len(train) for train, _ in folds) + self.characters / 1e6)
+            self.reserve_steps = 2 * geometry.epochs * sum(-(-len(train) // search.settings.batch_size)
+                                                           for train, _ in folds)
+        self._record_trials(fold, variant, curves[:round_.done], seconds)
 
     def _record_trials(self, fold: int, variant: Variant, curves: np.ndarray, seconds: float) -> None:
         """One trial a (candidate, fold): a round that went on replaces its first rung's."""
@@ -333,17 +278,11 @@ class _Rounds:
             if variants[0] not in going_on:  # the settings' own variant too: default_variant_errors may keep it
                 going_on.append(variants[0])
             self.live = {key: round_ for key, round_ in self.live.items() if key[1] in going_on}
-            self.schedule += self._side_by_side([(0, v, epochs) for v in going_on if (0, v) in self.live])
+            self.schedule += [(0, v, epochs) for v in going_on if (0, v) in self.live]
         else:
             going_on = variants
-        self.schedule += self._side_by_side([(f, v, epochs) for f in range(1, len(folds)) for v in going_on])
+        self.schedule += [(f, v, epochs) for f in range(1, len(folds)) for v in going_on]
         self.planned = len(self.schedule)
-
-    def _side_by_side(self, entries: list[tuple]) -> list[tuple]:
-        """Rounds to schedule, those of one batch size next to each other where they train side by side."""
-        if self.search.rules.round_group(self.search.platform) == 1:
-            return entries
-        return sorted(entries, key=lambda entry: entry[1].batch_size)  # stable: the order kept within a batch size
 
     def leaderboard(self) -> tuple[list[dict], list[int]]:
         going_on = {v for _, v, _ in self.schedule[len(self.search.variants):]}

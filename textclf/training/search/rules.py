@@ -47,10 +47,6 @@ class SearchRules:
     # portfolio raced by successive halving").
     first_rung: float = 1 / 3
     halving_keep: int = 2
-    # A GPU trains the rounds of one rung (their folds and variants of one batch size) side by side as one program,
-    # at most this many: a round there is a few small steps that leave most of the device idle ("Rounds side by
-    # side"). A CPU's step is compute-bound and sparse, and trains them one after another.
-    grouped_rounds: int = 8
     patience: int = 3  # a round stops after this many epochs without a gain of any of its networks
     patience_steps: int = 100  # ... and at least this many optimizer steps ("Small corpora")
     max_epochs: int = 40  # most epochs a GPU round trains ("English corpora": 40 against 20)
@@ -92,10 +88,6 @@ class SearchRules:
     def linear_epochs(self, platform: str) -> int:
         """The most epochs the family trial's linear models train on this platform."""
         return self.cpu_linear_max_epochs if platform == "cpu" else self.linear_max_epochs
-
-    def round_group(self, platform: str) -> int:
-        """How many rounds of a rung train side by side on this platform (1: one after another)."""
-        return 1 if platform == "cpu" else self.grouped_rounds
 
     def budget_steps(self, platform: str) -> int:
         """The network-steps a search may spend on this platform when the user set no budget."""
