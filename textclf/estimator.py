@@ -147,7 +147,7 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = np.array([originals[c] for c in classes])
         self.n_features_in_ = 1  # one column of text
         self.history_ = result.history
-        self.search_ = result.search
+        self.search_ = result.search.to_record() if result.search else None  # as a saved model's metadata holds it
         return self
 
     def predict_proba(self, X: Sequence[str]) -> np.ndarray:

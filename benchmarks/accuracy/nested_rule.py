@@ -110,13 +110,13 @@ def main() -> None:
                     result = train(rest, settings, test_path=aside, db_path=Path(work) / f"{value}.db",
                                    model_path=Path(work) / f"{value}.npz", rules=rules)
                     s = result.model.settings
+                    family = result.search.family.to_record() if result.search and result.search.family else {}
                     chose = (f"stop words {s.stop_words}, n-grams {s.ngram_max}, NB {s.nb_weighting}, sublinear tf "
                              f"{s.sublinear_tf}, batch {s.batch_size}, lr {s.learning_rate:g}, wd "
                              f"{s.weight_decay:g}, {s.epochs} epochs, {s.ensemble} network(s)"
                              + (" + characters" if s.char_ngrams else "") + f", family {s.family}"
-                             + (f" ({(result.search or {}).get('family', {}).get('linear_loss', '')} loss)"
-                                if s.family != "network" else "")
-                             + _beside((result.search or {}).get("family", {})))
+                             + (f" ({family.get('linear_loss', '')} loss)" if s.family != "network" else "")
+                             + _beside(family))
                     print(f"| {path} | {seed} | {value} | {result.eval_accuracy:.4f} | {n_aside} | "
                           f"{time.perf_counter() - start:.1f} | {chose} |", flush=True)
 

@@ -45,7 +45,7 @@ def main() -> None:
                 start = time.perf_counter()
                 result = search_settings(list(corpus.texts), list(corpus.labels),
                                          Settings(seed=seed, search_budget=args.budget), pool, jax.default_backend())
-                s, networks = result.settings, result.summary.get("ensemble", {})
+                s, networks = result.settings, (result.summary.ensemble.to_record() if result.summary.ensemble else {})
                 best = result.leaderboard[0]["accuracy"] if result.leaderboard else float("nan")
 
                 def value(name: str, error: str) -> str:

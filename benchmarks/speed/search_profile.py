@@ -114,7 +114,7 @@ def _profile(args, pool: WorkerPool) -> None:
             # trials are in their own "(trial)" keys, counted within the trials' columns)
             main_thread = sum(SECONDS[c] for c in ("tokenise", "masks", "matrices", "batches", "rounds",
                                                    "networks trial", "family trial"))
-            summary = result.summary
+            summary = result.summary.to_record()
             print(f"| {path} | {total:.1f} | {summary.get('rounds')} | {summary.get('steps')} | "
                   + " | ".join(f"{SECONDS.get(c, 0.0):.2f}" for c in columns)
                   + f" | {total - main_thread:.2f} | {summary.get('best_accuracy', 0):.4f} |",

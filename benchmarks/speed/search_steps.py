@@ -85,7 +85,7 @@ def _measure(args, pool: WorkerPool) -> None:
             total = time.perf_counter() - start
             per_step = 1e6 * seconds["epoch s"] / max(1, counts["steps"])
             print(path, f"search {total:.2f}s", {k: round(v, 2) for k, v in seconds.items()}, dict(counts),
-                  f"{per_step:.0f} us/step", "chosen", result.summary.get("chosen"), flush=True)
+                  f"{per_step:.0f} us/step", "chosen", result.summary.chosen, flush=True)
 
 
 if __name__ == "__main__":

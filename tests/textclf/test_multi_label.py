@@ -256,7 +256,7 @@ def test_the_model_search_chooses_for_label_sets_by_micro_f1(tmp_path, corpora):
     train, test = corpora
     result = train_run(train, Settings(hidden=16, search_steps=4000), test_path=test, db_path=tmp_path / "runs.db",
                        model_path=tmp_path / "m.npz")
-    assert result.search["metric"].startswith("micro-f1") and 0.8 < result.search["best_accuracy"] <= 1.0
+    assert result.search.metric.startswith("micro-f1") and 0.8 < result.search.best_accuracy <= 1.0
     assert result.model.multi_label and result.model.settings.ensemble == 1
     assert result.model.metadata["eval_score"] > 0.9
 

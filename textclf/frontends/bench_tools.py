@@ -79,15 +79,16 @@ def _textclf_numbers(result, stats: dict, device: str) -> dict:
             "peak_gpu_mb": stats.get("peak_bytes_in_use", 0) / 2**20 if device == "gpu" else None,
             "notes": f"search {result.phases.get('search', 0):.1f} s, compile {result.phases['compile']:.1f} s, "
                      f"vectorize {result.phases['vectorize']:.1f} s; chose {_chosen(result.model.settings)}"
-                     f"{_family_trial((result.search or {}).get('family', {}))}"}
+                     f"{_family_trial(result.search.family if result.search else None)}"}
 
 
-def _family_trial(family: dict) -> str:
-    """The search's family trial as a note: the linear family's validation lead (or lag) over the network's."""
-    if "by" not in family:
+def _family_trial(family) -> str:
+    """The search's family trial (a FamilySummary) as a note: the linear family's validation lead (or lag) over the
+    network's."""
+    if family is None or family.by is None:
         return ""
-    beside = f", beside the network {family['mixed_by'] * 100:+.2f}" if "mixed_by" in family else ""
-    return f" (linear {family['by'] * 100:+.2f}{beside} points on validation)"
+    beside = f", beside the network {family.mixed_by * 100:+.2f}" if family.mixed_by is not None else ""
+    return f" (linear {family.by * 100:+.2f}{beside} points on validation)"
 
 
 def _chosen(settings) -> str:

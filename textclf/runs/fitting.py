@@ -17,6 +17,7 @@ from textclf.runs.results import TrainEvent
 from textclf.training.events import EpochStats
 from textclf.training.inputs import TrainingRows, Watch
 from textclf.training.plan import MULTI_LABEL_PATIENCE, REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count
+from textclf.training.search.summary import RateChoice, SearchSummary
 
 
 def record_backend(run: RunContext, requested: str, network: str, settings: Settings) -> str:
@@ -70,8 +71,8 @@ def eval_scores(model: Model, eval_x) -> np.ndarray:
     return held_out_scores_device(Params(*jax.device_put(tuple(model.params))), eval_x)
 
 
-def choose_rate_then_refit(run: RunContext, train_x, train_y, n_classes, settings, backend, rates, search: dict
-                            ) -> Settings:
+def choose_rate_then_refit(run: RunContext, train_x, train_y, n_classes, settings, backend, rates,
+                           search: SearchSummary) -> Settings:
     """The rate candidates trained on all but a stratified REFIT_HELD_OUT_FRACTION of the training documents,
     which choose one and its epoch (candidates.fit_rates); -> the settings with the chosen rate, decay and epoch
     count, for the final training on every document. Recorded in the run (search: rate_choice)."""
@@ -85,10 +86,10 @@ def choose_rate_then_refit(run: RunContext, train_x, train_y, n_classes, setting
     choice = fit_rates(TrainingRows(rest_x, train_y[rest], n_classes), settings, backend,
                        [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], (held_x, train_y[held]),
                        Watch(stop_requested=run.stop_requested))
-    search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out,
-                             "held_out_documents": len(held), "refit": True, "features": rest_x.shape[1]}
+    search.rate_choice = RateChoice(rates, choice.chosen, choice.held_out, held_out_documents=len(held), refit=True,
+                                    features=rest_x.shape[1])
     settings = _with_choice(settings, rates, choice)
-    run.record(search=search, settings=settings.to_dict())
+    run.record(search=search.to_record(), settings=settings.to_dict())
     return settings
 
 
@@ -106,11 +107,11 @@ def _rate_choice_columns(train_x: sp.csr_matrix, train_y: np.ndarray, held_x: sp
     return normalize(train_x[:, columns]), normalize(held_x[:, columns])
 
 
-def record_rate_choice(db, key: str | None, settings: Settings, search: dict) -> None:
+def record_rate_choice(db, key: str | None, settings: Settings, search: SearchSummary) -> None:
     """Add the held-out documents' rate choice to the recorded search (key; None: not recorded), so that a run
     reusing it trains the chosen rate, decay and epoch count without choosing again."""
     if key:
-        run_queries.record_rate_choice(db, key, settings.to_dict(), search["rate_choice"])
+        run_queries.record_rate_choice(db, key, settings.to_dict(), search.rate_choice.to_record())
 
 
 def _with_choice(settings: Settings, rates: list[dict], choice) -> Settings:
@@ -136,7 +137,7 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
     """Carry the plan out on the run's data (runs.text_data.TextData): hold documents out to stop early or choose
     the rate on a share first, as it says; then each view's network(s), joined into one network."""
     train_x, train_y = data.train_x, encode_labels(data.train_labels, data.classes, plan.multi_label)
-    candidates = (data.search or {}).get("rate_candidates", [])
+    candidates = (data.search.rate_candidates if data.search else None) or []
     rates = candidates if plan.rate_choice == "held_out" else []  # chosen among by the held-out documents
     training_rows = early_stopping = None  # the rows of train_x that train, where train_x is not copied
     if plan.held_out_documents:
@@ -305,8 +306,8 @@ class _Views:
                            [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], (judge.x, judge.y),
                            Watch(self.on_epoch, run.stop_requested), judge.patience)
         settings = _with_choice(settings, rates, choice)
-        data.search["rate_choice"] = {"candidates": rates, "chosen": choice.chosen, "held_out": choice.held_out}
-        run.record(search=data.search, settings=settings.to_dict(), early_stopping={
+        data.search.rate_choice = RateChoice(rates, choice.chosen, choice.held_out)
+        run.record(search=data.search.to_record(), settings=settings.to_dict(), early_stopping={
             "held_out": int(judge.x.shape[0]), "patience": judge.patience,
             "accuracies": choice.held_out[choice.chosen], "best_epoch": choice.best_epoch,
             "rates": [[r["learning_rate"], r["weight_decay"]] for r in rates], "rate_accuracies": choice.held_out,

@@ -26,7 +26,7 @@ class TrainResult:
     skipped: dict[str, int]
     non_utf8: int  # documents kept but decoded with a fallback encoding
     model: object = field(repr=False)  # inference.text_model.Model, or inference.image_model.ImageModel
-    search: dict | None = None  # what the model search ran and chose (None where it does not apply)
+    search: object = None  # SearchSummary: what the model search ran and chose (None where it does not apply)
     read_documents: int | None = None  # training documents this process read (several processes: its share)
 
 
@@ -37,7 +37,7 @@ class PlannedRun:
     run_id: int
     plan: object  # textclf.training.plan.TrainingPlan
     settings: object  # textclf.settings.Settings, as the search chose them
-    search: dict | None
+    search: object  # textclf.training.search.SearchSummary, or None
 
 
 @dataclass

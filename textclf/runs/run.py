@@ -224,7 +224,8 @@ def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, m
     model.metadata = {
         "run_id": run_id, "corpus": source, "corpus_fingerprint": data.fingerprint,
         "eval_kind": eval_kind, "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
-        "created": run_queries.now(), "backend": fitted.backend, "search": data.search, **metric,
+        "created": run_queries.now(), "backend": fitted.backend,
+        "search": data.search.to_record() if data.search else None, **metric,
     }
     run.record(**metric)
     save = (lambda path: save_model(model, path)) if run.keep_files else None

@@ -29,8 +29,11 @@ from textclf.paths import vector_cache_dir
 from textclf.runs.context import RunContext
 from textclf.runs.search_cache import search_key
 from textclf.runs.results import TrainEvent
+from textclf.training.backends import expected_platform
 from textclf.training.plan import Machine, plan_training
+from textclf.training.search.prepare import why_not_searched
 from textclf.training.search.rules import SearchRules
+from textclf.training.search.summary import SearchSummary
 
 
 def split_validation(labels: list[str], source: str, settings: Settings):
@@ -61,7 +64,7 @@ def split_validation(labels: list[str], source: str, settings: Settings):
     return train_test_split(np.arange(len(labels)), test_size=n_eval, random_state=settings.seed, stratify=labels)
 
 
-def side_by_side_with_held_out(settings: Settings, search: dict | None, n_train: int, one_view: bool,
+def side_by_side_with_held_out(settings: Settings, search: SearchSummary | None, n_train: int, one_view: bool,
                                 rules: SearchRules) -> bool:
     """Whether the training matrix may go to the device as it is built (device_data.resident_from_parts): the
     plan (training/plan.py) will train networks side by side on it in place, some of its rows held out."""
@@ -90,7 +93,7 @@ class TextData:
     skipped: dict[str, int]
     non_utf8: int
     fingerprint: str
-    search: dict | None = None  # the model search's summary (textclf/training/search/halving.py), or why it did not run
+    search: SearchSummary | None = None  # what the model search ran and chose, or why it did not run
     search_key: str | None = None  # what its choice is recorded under (textclf/runs/search_cache.py)
     rows: object = None  # several processes: data_parallel.RowShare, the training documents each one holds
     read_documents: int | None = None  # training documents this process read (several processes: its share)
@@ -202,8 +205,8 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     check_usable(corpus.source, labels, skipped, empty)
     if has_test:
         check_test_labels(set().union(*(map(str, part["test_labels"]) for part in shared)), labels, test.source)
-    search = {"skipped": "several processes train together: pass the settings a one-process search chose"}
-    run.record(search=search)
+    search = SearchSummary.skip(why_not_searched(settings, [], "", run.rules, processes=share[1]))
+    run.record(search=search.to_record())
     with ExitStack() as stack:
         workers = pool or stack.enter_context(vectorize_pool(len(train_texts)))
         warmup.start()
@@ -249,14 +252,14 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
             corpus.texts, corpus.labels = merged_documents(list(corpus.texts), corpus.labels)
         settings = resolved_multi_label(corpus.labels, settings, corpus.source)
         train_labels, eval_labels = steps.split(corpus, test_path, settings)
-        if settings.search != "off" and settings.vectorizer == "tfidf":
+        skipped = why_not_searched(searched_settings(settings), train_labels, expected_platform(), run.rules)
+        if skipped is None:
             settings, search, search_key = run_search(run, steps.train_texts, train_labels, settings,
                                                       steps.forked(len(corpus.texts)), corpus.fingerprint,
                                                       test_path is None)
             return_freed_memory()  # the search's sample texts and matrices: ~0.8 GB at a million documents
         else:
-            skipped = "--search off" if settings.search == "off" else "the search chooses tfidf settings only"
-            search, search_key = {"skipped": skipped}, None
+            search, search_key = SearchSummary.skip(skipped), None
         test = steps.read_test(test_path, corpus, settings)
         eval_labels = test.labels if test is not None else eval_labels
         non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
@@ -419,7 +422,7 @@ class _TfidfSteps:
 
 
 def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str, validation_split: bool
-            ) -> tuple[Settings, dict, str | None]:
+               ) -> tuple[Settings, SearchSummary, str | None]:
     """Run the model search on the training documents, or take the choice recorded for the same documents,
     settings and device (textclf/runs/search_cache.py; not with --search fresh); record its trials and choice;
     texts(rows): the training texts of these rows (None: all), indexed by row (called only if the search runs).
@@ -438,18 +441,13 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
     def on_round(done: int, total: int) -> None:
         report(TrainEvent("search", done=done, total=total))
 
-    if jax.process_count() > 1:
-        # Every process would search on its own, and a float that rounds differently on one host would make the
-        # processes choose different settings and then deadlock in their collectives.
-        summary = {"skipped": "several processes train together: pass the settings a one-process search chose"}
-        run.record(search=summary)
-        return settings, summary, None
     key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT, run.rules)
     recorded = run_queries.find_search(db, key) if settings.search == "auto" else None
     if recorded:
-        summary = {"leaderboard": [], **recorded["summary"], "reused_from": recorded["run_id"]}
+        summary = SearchSummary.from_record(recorded["summary"])
+        summary.reused_from, summary.leaderboard = recorded["run_id"], summary.leaderboard or []
         chosen = Settings.from_dict({**recorded["settings"], "search": settings.search, "seed": settings.seed})
-        run.record(search=summary, settings=chosen.to_dict())
+        run.record(search=summary.to_record(), settings=chosen.to_dict())
         return chosen, summary, key
     with phase("search"):
         platform = jax.default_backend()
@@ -458,13 +456,14 @@ def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str,
         result = search_settings(searched, list(labels), searching, pool, platform, on_round, run.rules, prepared)
     if result.trials:
         run_queries.add_search_trials(db, run_id, result.trials)
-    recorded_summary = {**result.summary, "leaderboard": result.leaderboard[:10]}
+    summary = result.summary
+    summary.leaderboard = result.leaderboard[:10]
     chosen = result.settings.replace(seed=settings.seed)  # the model's seed, not the search's
-    run.record(search=recorded_summary, settings=chosen.to_dict())
-    if result.summary.get("skipped"):
-        return chosen, recorded_summary, None
-    run_queries.save_search(db, key, run_id, chosen.to_dict(), recorded_summary)
-    return chosen, recorded_summary, key
+    run.record(search=summary.to_record(), settings=chosen.to_dict())
+    if not summary.searched:
+        return chosen, summary, None
+    run_queries.save_search(db, key, run_id, chosen.to_dict(), summary.to_record())
+    return chosen, summary, key
 
 
 def searched_settings(settings: Settings) -> Settings:
@@ -481,7 +480,6 @@ def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool):
     dropped (time the warm-up mostly took anyway). -> the work, or None."""
     if not run.warmup.cold:
         return None
-    from textclf.training.backends import expected_platform
     from textclf.training.search import prepare_search
     from textclf.training.search.folds import searched_rows
 

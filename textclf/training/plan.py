@@ -13,6 +13,7 @@ from typing import Any
 from textclf.errors import SettingsError
 from textclf.settings import Settings
 from textclf.training.search.rules import SearchRules
+from textclf.training.search.summary import SearchSummary
 
 # A corpus larger than the search's sample holds out this many of its training documents (at most this fraction)
 # to stop its training early on them, keeping the best epoch ("Big corpora with no flags").
@@ -132,10 +133,11 @@ class TrainingPlan:
         return lines
 
 
-def stops_early(settings: Settings, search: dict, n_train: int, rules: SearchRules) -> bool:
+def stops_early(settings: Settings, search: SearchSummary | None, n_train: int, rules: SearchRules) -> bool:
     """Whether a searched corpus larger than the search's sample holds documents out to stop early (its epochs
-    came from the sample's curves); a corpus within the sample keeps the search's count."""
-    searched = settings.search != "off" and not search.get("skipped")
+    came from the sample's curves); a corpus within the sample keeps the search's count. (A run that records no
+    search, a hashed corpus's, stops early as a searched one: its epochs were not read off its own curves.)"""
+    searched = settings.search != "off" and (search is None or search.searched)
     return searched and "epochs" not in settings.pinned and n_train > rules.search_documents
 
 
@@ -143,13 +145,12 @@ def held_out_count(n_train: int) -> int:
     return min(STOPPING_DOCUMENTS, int(n_train * STOPPING_FRACTION))
 
 
-def plan_training(settings: Settings, search: dict | None, n_train: int, view_widths: tuple[int, ...],
+def plan_training(settings: Settings, search: SearchSummary | None, n_train: int, view_widths: tuple[int, ...],
                   backend: str, machine: Machine = Machine(1), rules: SearchRules = SearchRules()
                   ) -> TrainingPlan:
     """The plan for `n_train` training documents whose views are `view_widths` columns wide (the words', then the
     characters' where Settings.char_ngrams), trained by `backend` (as chosen for one device) on `machine`.
     Seven arguments: each is a separate fact about the run that the plan combines; none derives from another."""
-    search = search or {}
     if settings.family == "linear":
         if machine.processes > 1:
             raise SettingsError("family linear trains in one process: drop --processes (or pass --family network)")
@@ -157,8 +158,8 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
             raise SettingsError(f"ensemble {settings.ensemble}: the linear family trains one model; drop --ensemble "
                                 "(or pass --family network)")
         plan = (_multi_label_plan(settings, n_train, view_widths, backend, machine, rules) if settings.multi_label
-                else plan_training(settings.replace(family="network", ensemble=1), {}, n_train, view_widths, backend,
-                                   machine, rules))
+                else plan_training(settings.replace(family="network", ensemble=1), None, n_train, view_widths,
+                                   backend, machine, rules))
         # one linear model a view, on the side-by-side step (K = 1); no rate candidates (they are the network's)
         return dataclasses.replace(plan, views=tuple(dataclasses.replace(v, loss=settings.linear_loss)
                                                      for v in plan.views),
@@ -173,7 +174,7 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
     one_view = len(view_widths) == 1
     one_by_one = networks > 1 and not stacked_faster
     candidates = tuple((r["learning_rate"], r["weight_decay"], r["epochs"])
-                       for r in search.get("rate_candidates", []))
+                       for r in (search.rate_candidates if search else None) or [])
     one_network = networks == 1 and processes == 1 and one_view
     held_out = 0
     rate_choice = "none"
@@ -205,8 +206,8 @@ def plan_training(settings: Settings, search: dict | None, n_train: int, view_wi
 
 
 # Seven arguments: plan_training's, which this carries out for the network before adding the linear model.
-def _with_linear_plan(settings: Settings, search: dict, n_train: int, view_widths: tuple[int, ...], backend: str,
-                      machine: Machine, rules: SearchRules) -> TrainingPlan:
+def _with_linear_plan(settings: Settings, search: SearchSummary | None, n_train: int, view_widths: tuple[int, ...],
+                      backend: str, machine: Machine, rules: SearchRules) -> TrainingPlan:
     """The network's plan, and the linear model beside it on the words' columns (one process, one label a
     document: the search tries it there only)."""
     if machine.processes > 1:

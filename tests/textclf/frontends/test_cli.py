@@ -803,7 +803,11 @@ def test_fasttext_habits_lines_all_labels_threshold_and_its_output_format(runner
 
 
 def test_runs_show_says_which_family_won_and_by_how_much():
-    from textclf.frontends.cli.records import _family_line
+    from textclf.frontends.cli.records import _family_line as line_of
+    from textclf.training.search.summary import FamilySummary
+
+    def _family_line(record):  # a recorded trial, as `runs show` reads it
+        return line_of(FamilySummary.from_record(record))
 
     trial = {"chosen": "network+linear", "network_score": 0.8586, "linear_score": 0.8578, "by": -0.0008,
              "standard_error": 0.0058, "margin": 0.0058, "linear_learning_rate": 0.1, "linear_weight_decay": 3e-05,

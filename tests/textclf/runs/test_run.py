@@ -340,12 +340,15 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
     from textclf.frontends.cli.training import _rate_chosen
 
     rates = ", ".join(f"{c['learning_rate']:g}" for c in choice["candidates"])
-    assert _rate_chosen(run["search"], chosen["learning_rate"]) == \
+    from textclf.training.search.summary import SearchSummary
+
+    assert _rate_chosen(SearchSummary.from_record(run["search"]), chosen["learning_rate"]) == \
         f"lr {chosen['learning_rate']:g} (held-out documents' choice of {rates})"
     from textclf.frontends.cli.training import _rate_choice_line
+    from textclf.training.search.summary import RateChoice
 
-    assert _rate_choice_line(choice).startswith("by the early-stopping documents: lr ")
-    assert _rate_choice_line(choice).count("(kept)") == 1
+    assert _rate_choice_line(RateChoice.from_record(choice)).startswith("by the early-stopping documents: lr ")
+    assert _rate_choice_line(RateChoice.from_record(choice)).count("(kept)") == 1
     _reuses_the_rate_choice(run, again)
 
 

@@ -157,15 +157,16 @@ def test_a_corpus_beyond_the_search_sample_holds_out_documents_to_stop(fast_sett
     from textclf.runs.fitting import held_out_stopping as _held_out_stopping
     from textclf.training.plan import STOPPING_DOCUMENTS
     from textclf.training.plan import stops_early as _stops_early
+    from textclf.training.search.summary import SearchSummary
     from textclf.training.search.rules import SearchRules
 
     rules = SearchRules()
     sample = rules.search_documents
     searched = fast_settings.replace(search="auto")
-    assert _stops_early(searched, {"rounds": 3}, sample + 1, rules)
-    assert not _stops_early(searched, {"rounds": 3}, sample, rules)  # the search's folds judged its epochs
-    assert not _stops_early(searched.replace(pinned=("epochs",)), {"rounds": 3}, sample + 1, rules)
-    assert not _stops_early(searched, {"skipped": "--search off"}, sample + 1, rules)
+    assert _stops_early(searched, SearchSummary(rounds=3), sample + 1, rules)
+    assert not _stops_early(searched, SearchSummary(rounds=3), sample, rules)  # the search's folds judged its epochs
+    assert not _stops_early(searched.replace(pinned=("epochs",)), SearchSummary(rounds=3), sample + 1, rules)
+    assert not _stops_early(searched, SearchSummary.skip("--search off"), sample + 1, rules)
     n = 1_000_000
     x = sp.csr_matrix((n, 3), dtype=np.float32)
     kept, rule = _held_out_stopping(x, np.arange(n) % 2, seed=0)

@@ -7,12 +7,13 @@ from textclf.settings import Settings
 from textclf.training.plan import (
     REFIT_HELD_OUT_FRACTION, Machine, TrainingPlan, held_out_count, plan_training)
 from textclf.training.search.rules import SearchRules
+from textclf.training.search.summary import SearchSummary
 
 RULES = SearchRules()
 GPU, CPU = Machine(1, 1, stacked_faster=True), Machine(1, 1, stacked_faster=False)
-SEARCHED = {"rounds": 10}
-RATES = {"rounds": 10, "rate_candidates": [{"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 4},
-                                           {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 6}]}
+SEARCHED = SearchSummary(rounds=10)
+RATES = SearchSummary(rounds=10, rate_candidates=[{"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 4},
+                                                  {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 6}])
 BIG = RULES.search_documents + 1
 
 

@@ -95,13 +95,14 @@ def runs_list(
         out.print(_runs_table(rows, out.width))
 
 
-def _search_budget_text(search: dict) -> str:
-    """What a recorded search spent of its budget: network-steps, and seconds where a clock bounded it."""
+def _search_budget_text(search) -> str:
+    """What a recorded search (a SearchSummary) spent of its budget: network-steps, and seconds where a clock
+    bounded it."""
     parts = []
-    if search.get("budget_steps"):
-        parts.append(f"{search.get('steps', 0):,} of {search['budget_steps']:,} network-steps")
-    if search.get("budget_s"):
-        parts.append(f"a {search['budget_s']:.0f} s clock")
+    if search.budget_steps:
+        parts.append(f"{search.steps or 0:,} of {search.budget_steps:,} network-steps")
+    if search.budget_s:
+        parts.append(f"a {search.budget_s:.0f} s clock")
     return " and ".join(parts) or "no bound"
 
 
@@ -135,39 +136,8 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False,
 
         for line in TrainingPlan.from_dict(run["plan"]).lines():
             typer.echo(line)
-    search = run.get("search") or {}
-    if search.get("skipped"):
-        typer.echo(f"search               skipped: {search['skipped']}")
-    elif search:
-        if search.get("reused_from"):
-            typer.echo(f"search               reused from run {search['reused_from']} (same training documents, "
-                       "settings and device); what it recorded:")
-        typer.echo(f"search               {search['rounds']} of {search['rounds_planned']} rounds, {search['folds']} "
-                   f"fold(s), {search['seconds']:.1f} s, {_search_budget_text(search)}; chose "
-                   + json.dumps(search["chosen"]))
-        if search.get("kept_defaults"):
-            kept = search["kept_defaults"]
-            typer.echo(f"defaults kept        over {json.dumps(kept['over'])} ({kept['by']:.4f}: within a standard "
-                       "error)")
-        if search.get("batch_for_all"):
-            scaled = search["batch_for_all"]
-            typer.echo(f"batch for all        {scaled['all']} (the sample chose {scaled['sample']}; {scaled['documents']:,} "
-                       f"documents: at most {scaled['epoch_steps']:,} steps an epoch)")
-        if search.get("ensemble"):
-            typer.echo("networks             " + json.dumps(search["ensemble"]))
-        if search.get("family"):
-            typer.echo("family               " + _family_line(search["family"]))
-        if search.get("rate_choice"):
-            typer.echo("rate choice          " + _rate_choice_line(search["rate_choice"]))
-        board = Table(title="search leaderboard (mean validation accuracy over the folds)")
-        for column in ("rank", "stop words", "n-grams", "NB weights", "lr", "decay", "epochs", "folds", "accuracy"):
-            board.add_column(column, justify="right")
-        for rank, row in enumerate(search.get("leaderboard", []), 1):
-            c = row["settings"]
-            board.add_row(str(rank), str(c["stop_words"]), str(c["ngram_max"]), str(c.get("nb_weighting", False)),
-                          f"{c['learning_rate']:g}", f"{c.get('weight_decay', 0.0):g}", str(c["epochs"]),
-                          str(row.get("folds", search["folds"])), f"{row['accuracy']:.4f}")
-        out.print(board)
+    if run.get("search"):
+        _print_search(run["search"])
     typer.echo("versions             " + json.dumps(run["versions"]))
     typer.echo("phases (s)           " + ", ".join(f"{k} {v:.3f}" for k, v in run["phases"].items()))
     table = Table(title="epochs" if epochs is None else f"epochs (the last {len(run['epochs'])})")
@@ -180,19 +150,56 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False,
     out.print(table)
 
 
-def _family_line(family: dict) -> str:
-    """Which model family won the search's family trial, and by how much on validation."""
-    if "linear_score" not in family:
-        return f"{family['chosen']} (linear not tried: {family.get('linear_not_tried', '')})"
-    return (f"{family['chosen']}: validation linear {family['linear_score']:.4f} against the network's "
-            f"{family['network_score']:.4f} ({family['by'] * 100:+.2f} points; the linear family wins above "
-            f"{family['margin'] * 100:+.2f}); linear lr {family['linear_learning_rate']:g}, decay "
-            f"{family['linear_weight_decay']:g}, {family['linear_epochs']} epochs"
-            + (f", {family['linear_loss'].replace('_', ' ')} loss" if "linear_loss" in family else "")
-            + f", {family['folds']} fold(s)"
-            + (f"; beside the network {family['mixed_score']:.4f} ({family['mixed_by'] * 100:+.2f} points, one "
-               f"standard error {family['mixed_standard_error'] * 100:.2f})" if "mixed_score" in family
-               else f"; beside the network not tried: {family.get('mixed_not_tried', '')}"))
+def _print_search(record: dict) -> None:
+    """`runs show`'s lines for a run's recorded search (a SearchSummary's record) and its leaderboard."""
+    from textclf.training.search.summary import SearchSummary
+
+    search = SearchSummary.from_record(record)
+    if search.skipped:
+        typer.echo(f"search               skipped: {search.skipped}")
+        return
+    if search.reused_from:
+        typer.echo(f"search               reused from run {search.reused_from} (same training documents, "
+                   "settings and device); what it recorded:")
+    typer.echo(f"search               {search.rounds} of {search.rounds_planned} rounds, {search.folds} "
+               f"fold(s), {search.seconds:.1f} s, {_search_budget_text(search)}; chose " + json.dumps(search.chosen))
+    if search.kept_defaults:
+        kept = search.kept_defaults
+        typer.echo(f"defaults kept        over {json.dumps(kept.over)} ({kept.by:.4f}: within a standard error)")
+    if search.batch_for_all:
+        scaled = search.batch_for_all
+        typer.echo(f"batch for all        {scaled.all} (the sample chose {scaled.sample}; {scaled.documents:,} "
+                   f"documents: at most {scaled.epoch_steps:,} steps an epoch)")
+    if search.ensemble:
+        typer.echo("networks             " + json.dumps(search.ensemble.to_record()))
+    if search.family:
+        typer.echo("family               " + _family_line(search.family))
+    if search.rate_choice:
+        typer.echo("rate choice          " + _rate_choice_line(search.rate_choice))
+    board = Table(title="search leaderboard (mean validation accuracy over the folds)")
+    for column in ("rank", "stop words", "n-grams", "NB weights", "lr", "decay", "epochs", "folds", "accuracy"):
+        board.add_column(column, justify="right")
+    for rank, row in enumerate(search.leaderboard or [], 1):
+        c = row["settings"]
+        board.add_row(str(rank), str(c["stop_words"]), str(c["ngram_max"]), str(c.get("nb_weighting", False)),
+                      f"{c['learning_rate']:g}", f"{c.get('weight_decay', 0.0):g}", str(c["epochs"]),
+                      str(row.get("folds", search.folds)), f"{row['accuracy']:.4f}")
+    out.print(board)
+
+
+def _family_line(family) -> str:
+    """Which model family won the search's family trial (a FamilySummary), and by how much on validation."""
+    if family.linear_score is None:
+        return f"{family.chosen} (linear not tried: {family.linear_not_tried or ''})"
+    return (f"{family.chosen}: validation linear {family.linear_score:.4f} against the network's "
+            f"{family.network_score:.4f} ({family.by * 100:+.2f} points; the linear family wins above "
+            f"{family.margin * 100:+.2f}); linear lr {family.linear_learning_rate:g}, decay "
+            f"{family.linear_weight_decay:g}, {family.linear_epochs} epochs"
+            + (f", {family.linear_loss.replace('_', ' ')} loss" if family.linear_loss else "")
+            + f", {family.folds} fold(s)"
+            + (f"; beside the network {family.mixed_score:.4f} ({family.mixed_by * 100:+.2f} points, one "
+               f"standard error {family.mixed_standard_error * 100:.2f})" if family.mixed_score is not None
+               else f"; beside the network not tried: {family.mixed_not_tried or ''}"))
 
 
 @runs_app.command("compare")

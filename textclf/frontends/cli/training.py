@@ -4,7 +4,7 @@ choice printed in a line each."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -22,6 +22,9 @@ from textclf.frontends.cli.base import (
 )
 from textclf.paths import run_db_path
 from textclf.settings import Settings
+
+if TYPE_CHECKING:
+    from textclf.training.search.summary import RateChoice, SearchSummary
 
 
 @app.command()
@@ -70,7 +73,7 @@ def _print_result(result, plan_only: bool, as_json: bool, timing) -> None:
     if plan_only:
         if as_json:
             _print_json({"run_id": result.run_id, "plan": result.plan.to_dict(), "settings": result.settings.to_dict(),
-                         "search": result.search, **profile})
+                         "search": _search_record(result.search), **profile})
             return
         for line in result.plan.lines():
             out.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -81,7 +84,8 @@ def _print_result(result, plan_only: bool, as_json: bool, timing) -> None:
                      **_judged_by(result),
                      "n_train": result.n_train, "n_eval": result.n_eval, "read_documents": result.read_documents,
                      "skipped": result.skipped,
-                     "non_utf8": result.non_utf8, "phases": result.phases, "search": result.search,
+                     "non_utf8": result.non_utf8, "phases": result.phases,
+                     "search": _search_record(result.search),
                      "settings": result.model.settings.to_dict() if result.model is not None else None, **profile})
     else:
         _print_text(result)
@@ -97,8 +101,8 @@ def _print_text(result) -> None:
                   highlight=False)
     if result.non_utf8:
         err.print(f"{result.non_utf8} documents were not UTF-8 and were decoded as cp1252/Latin-1", highlight=False)
-    search = result.search or {}
-    if search.get("chosen"):
+    search = result.search
+    if search is not None and search.chosen:
         c = result.model.settings
         err.print(f"search: chose stop words {c.stop_words or 'none'}, n-grams 1-{c.ngram_max}, "
                   f"NB weights {'on' if c.nb_weighting else 'off'}, {_rate_chosen(search, c.learning_rate)}, "
@@ -108,10 +112,10 @@ def _print_text(result) -> None:
                   f"{' + the same on character n-grams' if c.char_ngrams else ''}"
                   f"{' + a linear model' if c.family == 'network+linear' else ''} by validation "
                   f"{'micro-F1' if c.multi_label else 'accuracy'} "
-                  f"{search['best_accuracy']:.4f} ({_search_source(search, result.run_id)})",
+                  f"{search.best_accuracy:.4f} ({_search_source(search, result.run_id)})",
                   highlight=False, markup=False, soft_wrap=True)
-    elif search.get("skipped") and search["skipped"] != "--search off":
-        err.print(f"search skipped: {search['skipped']}", highlight=False, markup=False)
+    elif search is not None and search.skipped and search.skipped != "--search off":
+        err.print(f"search skipped: {search.skipped}", highlight=False, markup=False)
     phases = ", ".join(f"{k} {v:.2f}s" for k, v in result.phases.items())
     judged = _judged_by(result)
     if judged["eval_metric"] == "accuracy":
@@ -126,13 +130,18 @@ def _print_text(result) -> None:
         out.print(f"run {result.run_id}, model {result.model_path}", highlight=False)
 
 
-def _search_source(search: dict, run_id: int) -> str:
+def _search_record(search) -> dict | None:
+    """A run's SearchSummary as --json prints it: as the run database records it."""
+    return search.to_record() if search is not None else None
+
+
+def _search_source(search: SearchSummary, run_id: int) -> str:
     """Where a search's choice came from: this run's rounds, or a recorded search it reused."""
-    if search.get("reused_from"):
-        return (f"the search of run {search['reused_from']}, reused: same training documents, settings and device; "
+    if search.reused_from:
+        return (f"the search of run {search.reused_from}, reused: same training documents, settings and device; "
                 "--search fresh searches again")
-    return (f"{search['rounds']} of {search['rounds_planned']} rounds, {search['folds']} fold(s), "
-            f"{search['seconds']:.1f} s; leaderboard: textclf runs show {run_id}")
+    return (f"{search.rounds} of {search.rounds_planned} rounds, {search.folds} fold(s), "
+            f"{search.seconds:.1f} s; leaderboard: textclf runs show {run_id}")
 
 
 def _judged_by(result) -> dict:
@@ -142,41 +151,40 @@ def _judged_by(result) -> dict:
             "eval_score": metadata.get("eval_score", result.eval_accuracy)}
 
 
-def _rate_chosen(search: dict, rate: float) -> str:
+def _rate_chosen(search: SearchSummary, rate: float) -> str:
     """The learning rate, and the candidates the held-out documents chose it from where they did (a big corpus)."""
-    choice = search.get("rate_choice")
-    if not choice:
+    if search.rate_choice is None:
         return f"lr {rate:g}"
     return f"lr {rate:g} (held-out documents' choice of " + \
-        ", ".join(f"{r['learning_rate']:g}" for r in choice["candidates"]) + ")"
+        ", ".join(f"{r['learning_rate']:g}" for r in search.rate_choice.candidates) + ")"
 
 
-def _rate_choice_line(choice: dict) -> str:
+def _rate_choice_line(choice: RateChoice) -> str:
     """Each rate candidate's best held-out accuracy and epoch, and which one was kept."""
     parts = []
-    for k, (candidate, curve) in enumerate(zip(choice["candidates"], choice["held_out"])):
+    for k, (candidate, curve) in enumerate(zip(choice.candidates, choice.held_out)):
         best = max(curve)
         parts.append(f"lr {candidate['learning_rate']:g} wd {candidate['weight_decay']:g}: {best:.4f} at epoch "
-                     f"{curve.index(best) + 1}" + (" (kept)" if k == choice["chosen"] else ""))
+                     f"{curve.index(best) + 1}" + (" (kept)" if k == choice.chosen else ""))
     where = "the early-stopping documents"
-    if choice.get("refit"):
-        narrowed = f" (networks on {choice['features']:,} columns)" if choice.get("features") else ""
-        where = f"{choice['held_out_documents']:,} held-out training documents{narrowed}, then all of them"
+    if choice.refit:
+        narrowed = f" (networks on {choice.features:,} columns)" if choice.features else ""
+        where = f"{choice.held_out_documents:,} held-out training documents{narrowed}, then all of them"
     return f"by {where}: " + "; ".join(parts)
 
 
-def _epochs_kept(search: dict, kept: int) -> str:
+def _epochs_kept(search: SearchSummary, kept: int) -> str:
     """The search's epoch count, and the epoch early stopping kept where that differs (a big corpus)."""
-    chosen = (search.get("chosen") or {}).get("epochs", kept)
+    chosen = (search.chosen or {}).get("epochs", kept)
     return f"{chosen} epochs" if chosen == kept else f"{chosen} epochs (stopped early: kept epoch {kept})"
 
 
-def _batch_line(search: dict, batch_size: int) -> str:
+def _batch_line(search: SearchSummary, batch_size: int) -> str:
     """The batch size, and the sample's where a big corpus trains with a larger one (search.batch_for_all)."""
-    scaled = search.get("batch_for_all")
-    if not scaled:
+    scaled = search.batch_for_all
+    if scaled is None:
         return f"batch {batch_size}"
-    return f"batch {batch_size} ({scaled['documents']:,} documents; the sample chose {scaled['sample']})"
+    return f"batch {batch_size} ({scaled.documents:,} documents; the sample chose {scaled.sample})"
 
 
 @app.command()

@@ -1,11 +1,13 @@
 """The model search: a corpus's settings chosen by validation on its own training documents.
 
-The front door: search_settings (and prepare_search, its host work done ahead) -> SearchResult; searched_rows,
+The front door: why_not_searched, the rule that decides whether a corpus is searched; search_settings (and
+prepare_search, its host work done ahead) -> SearchResult, whose summary is a typed SearchSummary; searched_rows,
 the rows it reads; SearchRules, its rules as data; SEARCH_FORMAT, the version of its choices (a recorded choice of
 another format is not reused). Inside: prepare.py (the host work, JAX-free: a run does it while JAX starts),
 halving.py (the portfolio's rounds by successive halving and the choice),
 folds.py (candidates, folds, budget and the records the rounds share), networks.py (the ensemble and character
-trial), family.py (the linear family's trial), rules.py, portfolio.json (benchmarks/search/portfolio.py rebuilds it).
+trial), family.py (the linear family's trial), rules.py, summary.py (the typed records), portfolio.json
+(benchmarks/search/portfolio.py rebuilds it).
 
 The names load on first use: importing the package (or its rules, which the plan reads) must not import JAX,
 which would keep a run from forking its vectorizing workers (pipelines/workers.py).
@@ -14,7 +16,8 @@ which would keep a run from forking its vectorizing workers (pipelines/workers.p
 import importlib
 
 _HOMES = {"SEARCH_FORMAT": "halving", "Prepared": "prepare", "SearchResult": "halving", "prepare_search": "prepare",
-          "search_curves": "halving", "search_settings": "halving", "searched_rows": "folds", "SearchRules": "rules"}
+          "search_curves": "halving", "search_settings": "halving", "searched_rows": "folds", "SearchRules": "rules",
+          "SearchSummary": "summary", "RateChoice": "summary", "why_not_searched": "prepare"}
 
 __all__ = sorted(_HOMES)
 

@@ -30,6 +30,7 @@ from textclf.training.search.folds import (RoundGeometry, SearchContext, SearchC
                                            fold_matrices)
 from textclf.training.search.networks import standard_error
 from textclf.training.search.rules import SearchRules
+from textclf.training.search.summary import FamilySummary
 
 
 class Family(NamedTuple):
@@ -39,7 +40,7 @@ class Family(NamedTuple):
     learning_rate: float  # the linear model's (the network's where it won)
     weight_decay: float
     epochs: int  # on the searched documents (search_settings scales it to a larger corpus)
-    summary: dict
+    summary: FamilySummary
 
 
 def not_tried(settings: Settings, validation_documents: int, rules: SearchRules) -> str | None:
@@ -90,15 +91,15 @@ class FamilyTrial:
     def choose(self, network_score: float) -> Family:
         """network_score: the chosen network's mean validation score on the compared folds."""
         chosen, search = self.chosen, self.search
-        keep = Family("network", chosen.learning_rate, chosen.weight_decay, chosen.epochs, {})
+        keep = Family("network", chosen.learning_rate, chosen.weight_decay, chosen.epochs, FamilySummary("network"))
         documents = sum(len(self.corpus.folds[f][1]) for f in self.folds)
         why_not = not_tried(chosen, documents, search.rules)
         if why_not:
-            return keep._replace(summary={"chosen": "network", "linear_not_tried": why_not})
+            return keep._replace(summary=FamilySummary("network", linear_not_tried=why_not))
         steps = self.cost()
         if "family" not in chosen.pinned and not search.budget.affords(steps, 0.0):
-            return keep._replace(summary={"chosen": "network",
-                                          "linear_not_tried": f"no budget left (needs ~{steps:,} network-steps)"})
+            return keep._replace(summary=FamilySummary(
+                "network", linear_not_tried=f"no budget left (needs ~{steps:,} network-steps)"))
         started = time.perf_counter()
         curves = self._curves()  # (epochs, K) mean over the folds
         epoch, k = np.unravel_index(np.argmax(curves), curves.shape)  # the first maximum: fewest epochs, earlier pair
@@ -106,29 +107,29 @@ class FamilyTrial:
         error = binomial_error(network_score, documents)
         margin = search.rules.family_errors * error
         rate, decay = self.pairs[k]
-        summary = {"network_score": round(network_score, 6),
-                   "linear_score": round(linear_score, 6), "by": round(linear_score - network_score, 6),
-                   "standard_error": round(error, 6), "margin": round(margin, 6), "linear_learning_rate": rate,
-                   "linear_weight_decay": decay, "linear_epochs": int(epoch) + 1, "linear_loss": self.loss,
-                   "pairs": len(self.pairs), "folds": len(self.folds)}
+        summary = FamilySummary("network", network_score=round(network_score, 6),
+                                linear_score=round(linear_score, 6), by=round(linear_score - network_score, 6),
+                                standard_error=round(error, 6), margin=round(margin, 6), linear_learning_rate=rate,
+                                linear_weight_decay=decay, linear_epochs=int(epoch) + 1, linear_loss=self.loss,
+                                pairs=len(self.pairs), folds=len(self.folds))
         options = {}  # the families that beat the network by their rule, and their validation scores
         if linear_score - network_score > margin:
             options["linear"] = linear_score
         mixed = self._mixed(int(epoch), int(k))
         if mixed is None:
-            summary["mixed_not_tried"] = (
+            summary.mixed_not_tried = (
                 "the linear family typed" if chosen.family == "linear" and "family" in chosen.pinned
                 else "the networks trial did not train (label sets, an ensemble typed or a CPU's large corpus)"
                 if self.network_scores is None else "a fold stopped before the linear model's epoch")
         else:
             gain, gain_error = mixed
-            summary.update(mixed_score=round(network_score + gain, 6), mixed_by=round(gain, 6),
-                           mixed_standard_error=round(gain_error, 6))
+            summary.mixed_score, summary.mixed_by = round(network_score + gain, 6), round(gain, 6)
+            summary.mixed_standard_error = round(gain_error, 6)
             if gain > search.rules.mixed_errors * gain_error:
                 options["network+linear"] = network_score + gain
         family = (chosen.family if "family" in chosen.pinned
                   else max(options, key=lambda name: options[name]) if options else "network")
-        summary.update(chosen=family, seconds=round(time.perf_counter() - started, 3))
+        summary.chosen, summary.seconds = family, round(time.perf_counter() - started, 3)
         if family == "network":
             return keep._replace(summary=summary)
         epochs = self.epochs if self.epochs_typed else int(epoch) + 1

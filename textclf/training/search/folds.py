@@ -307,9 +307,6 @@ class Budget:
             return False
         return self.seconds is None or time.perf_counter() - self.start + seconds <= self.seconds
 
-    def summary(self) -> dict:
-        return {"budget_steps": self.steps, "budget_s": self.seconds}
-
 
 @dataclass
 class SearchContext:

@@ -31,6 +31,7 @@ How:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +53,7 @@ from textclf.training.search.family import FamilyTrial, not_tried
 from textclf.training.search.networks import NetworksTrial
 from textclf.training.search.prepare import Prepared, round_geometry, searched_corpus, searched_space
 from textclf.training.search.rules import SearchRules
+from textclf.training.search.summary import BatchForAll, KeptDefaults, SearchSummary
 
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
 # choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run (9: budgets of
@@ -63,7 +65,7 @@ SEARCH_FORMAT = 12
 @dataclass
 class SearchResult:
     settings: Settings  # the chosen settings (the input's, with the searched fields replaced)
-    summary: dict  # what ran: folds, budget, seconds, rounds, best validation accuracy, or why it was skipped
+    summary: SearchSummary  # what ran: folds, budget, seconds, rounds, best validation accuracy, or why it was skipped
     trials: list[dict] = field(default_factory=list)  # one per (candidate, fold): settings, epoch_accuracies
     leaderboard: list[dict] = field(default_factory=list)  # candidates, best first: settings, accuracy, epochs
 
@@ -78,10 +80,11 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     prepared: prepare_search's work for these documents and settings, used where made for this platform."""
     start = time.perf_counter()
     budget = Budget(settings, platform, rules)
-    summary = {**budget.summary(), "platform": platform}
+    summary = SearchSummary(platform=platform, budget_steps=budget.steps, budget_s=budget.seconds)
     space = searched_space(labels, settings, platform, rules)
     if isinstance(space, str):
-        return SearchResult(settings, {**summary, "skipped": space})
+        summary.skipped = space
+        return SearchResult(settings, summary)
     variants, optimizers, epoch_options = space
     search = SearchContext(settings, platform, rules, pool, budget, variants, optimizers)
     if prepared is not None and prepared.platform == platform:
@@ -93,7 +96,7 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     rounds = _Rounds(search, corpus, geometry)
     rounds.run(on_round)
     result = _choice(search, corpus, geometry, rounds, summary)
-    result.summary["seconds"] = round(time.perf_counter() - start, 3)
+    result.summary.seconds = round(time.perf_counter() - start, 3)
     return result
 
 
@@ -290,8 +293,8 @@ class _Rounds:
                               self.search.optimizers, self.geometry.usable)
 
 
-def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, rounds: _Rounds, summary: dict
-            ) -> SearchResult:
+def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, rounds: _Rounds,
+            summary: SearchSummary) -> SearchResult:
     """The leaderboard's winner (the defaults kept within a standard error), its epochs and near rates for all the
     documents, the networks trial, and the batch for all the documents."""
     settings, rules = search.settings, search.rules
@@ -299,7 +302,7 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
     validation_documents = sum(len(corpus.folds[f][1]) for f in shared_folds)
     kept = keep_defaults(leaderboard, search.variants[0], validation_documents, rules.default_variant_errors)
     if kept is not None:
-        summary["kept_defaults"] = {"over": dict(leaderboard[0]["settings"]), "by": leaderboard[0]["accuracy"]}
+        summary.kept_defaults = KeptDefaults(dict(leaderboard[0]["settings"]), leaderboard[0]["accuracy"])
         leaderboard.insert(0, leaderboard.pop(kept))
     for row in leaderboard:
         del row["_variant"]
@@ -312,7 +315,7 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
 
     best["epochs"] = for_all(best["epochs"])
     if corpus.subsampled and "learning_rate" not in settings.pinned:
-        summary["rate_candidates"] = rate_candidates(leaderboard, validation_documents, for_all, rules)
+        summary.rate_candidates = rate_candidates(leaderboard, validation_documents, for_all, rules)
     # min_steps 0: the epoch count was read off the validation curves; the small-corpus rule must not raise it.
     chosen = settings.replace(**best, min_steps=0)
     network_score = leaderboard[0]["accuracy"]  # the network as chosen, on the compared folds
@@ -320,8 +323,8 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
     if settings.ensemble == 0 and corpus.targets is not None:
         # label sets train one network a view (textclf/training/plan.py): no ensemble, the character view as given
         chosen = chosen.replace(ensemble=1)
-        summary["metric"] = (f"{settings.metric or 'micro-f1'} at probability 0.5 (the threshold is chosen after "
-                             "the training)")
+        summary.metric = (f"{settings.metric or 'micro-f1'} at probability 0.5 (the threshold is chosen after "
+                          "the training)")
     elif settings.ensemble == 0:
         # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
         trial = NetworksTrial(search, corpus, geometry, chosen, shared_folds)
@@ -330,7 +333,7 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
         if networks.char_epochs:  # the character network's own rate and epochs (0 in Settings: the words')
             chosen = chosen.replace(char_learning_rate=networks.char_learning_rate,
                                     char_epochs=for_all(networks.char_epochs))
-        summary["ensemble"] = networks.summary
+        summary.ensemble = networks.summary
         network_score += networks.gain  # the networks trial's choice over one network, on the same folds
         network_scores = networks.scores
     chosen = _chosen_family(search, corpus, geometry, chosen, shared_folds, (network_score, network_scores), summary,
@@ -338,26 +341,26 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
     all_batch = batch_for_all(chosen.batch_size, corpus.n_documents, rules)
     if corpus.subsampled and "batch_size" not in settings.pinned and all_batch != chosen.batch_size:
         # After the networks trial, which trained on the sample at the sample's batch.
-        summary["batch_for_all"] = {"sample": chosen.batch_size, "all": all_batch, "documents": corpus.n_documents,
-                                    "epoch_steps": rules.epoch_steps}
+        summary.batch_for_all = BatchForAll(chosen.batch_size, all_batch, corpus.n_documents, rules.epoch_steps)
         chosen = chosen.replace(batch_size=all_batch)
-    summary.update(folds=len(shared_folds), rounds=len(rounds.seconds), rounds_planned=rounds.planned,
-                   steps=search.budget.steps_done, candidates=len(leaderboard), halving=rounds.halving,
-                   best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=corpus.subsampled,
-                   documents=corpus.n_documents, searched_documents=len(corpus.texts), terms=len(corpus.terms),
-                   round_features=geometry.features)
+    summary = dataclasses.replace(
+        summary, folds=len(shared_folds), rounds=len(rounds.seconds), rounds_planned=rounds.planned,
+        steps=search.budget.steps_done, candidates=len(leaderboard), halving=rounds.halving,
+        best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=corpus.subsampled,
+        documents=corpus.n_documents, searched_documents=len(corpus.texts), terms=len(corpus.terms),
+        round_features=geometry.features)
     return SearchResult(chosen, summary, rounds.trials, leaderboard)
 
 
 # Eight arguments: the search's parts the trial reads, the chosen settings and the network's validation, the summary
 # it adds to and how a sample's epochs scale to all the documents.
 def _chosen_family(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
-                   shared_folds: list[int], network: tuple, summary: dict, for_all) -> Settings:
+                   shared_folds: list[int], network: tuple, summary: SearchSummary, for_all) -> Settings:
     """The family trial (family.py) against the network as chosen. network: (its validation score on the
     compared folds, with what the networks trial's choice gained there; its log-probabilities there or None)."""
     score, scores = network
     family = FamilyTrial(search, corpus, geometry, chosen, shared_folds, scores).choose(min(1.0, score))
-    summary["family"] = family.summary
+    summary.family = family.summary
     if family.family == "network":
         return chosen
     if family.family == "network+linear":

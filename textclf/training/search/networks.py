@@ -15,6 +15,7 @@ from textclf.training.candidates import (
     RoundData, fit_candidates, precompile_epoch, precompile_hits, precompile_scores, round_data)
 from textclf.training.search.folds import (
     RoundGeometry, SearchContext, SearchCorpus, Variant, char_fold_matrices, final_steps, fold_matrices)
+from textclf.training.search.summary import NetworksSummary
 
 
 class NetworksTrial:
@@ -59,8 +60,8 @@ class NetworksTrial:
         work = final_steps(chosen, self.corpus.n_documents)
         if search.platform == "cpu" and work > rules.cpu_trial_steps:
             return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
-                            {"members": 1, "reason": f"not tried on a CPU: {work:,} steps (batches x epochs) to "
-                                                     f"train, over {rules.cpu_trial_steps:,}"})
+                            NetworksSummary(1, reason=f"not tried on a CPU: {work:,} steps (batches x epochs) to "
+                                                      f"train, over {rules.cpu_trial_steps:,}"))
         char_epochs = searched_epochs if not self.own_settings or "epochs" in chosen.pinned else self.geometry.epochs
         ensemble_cost = self._cost(rules.ensemble_members, searched_epochs, char_epochs, unit_seconds)
         single_cost = self._cost(1, searched_epochs, char_epochs, unit_seconds)
@@ -71,9 +72,9 @@ class NetworksTrial:
                               else f"no budget left (needs ~{ensemble_cost[0]:,} network-steps)")
         if members == 1 and (not self.try_chars or not search.budget.affords(*single_cost)):
             return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
-                            {"members": 1, "ensemble_not_tried": ensemble_not_tried,
-                             "char_ngrams_not_tried": self.why_not if not self.try_chars else
-                             f"no budget left (needs ~{single_cost[0]:,} network-steps)"})
+                            NetworksSummary(1, ensemble_not_tried=ensemble_not_tried,
+                                            char_ngrams_not_tried=self.why_not if not self.try_chars else
+                                            f"no budget left (needs ~{single_cost[0]:,} network-steps)"))
         char_data = self._char_data() if self.try_chars else None
         # On a GPU the character network's programs compile while the word networks train (their results are not
         # read: a program that failed to compile here compiles when it runs, and fails there with its own error).
@@ -171,20 +172,21 @@ class NetworksTrial:
         chosen_members, char_ngrams = fewest_networks_that_win(
             np.mean(single), (np.mean(together), ensemble_gains) if members > 1 else None,
             (np.mean(paired), pair_gains) if paired else None, members, self.search.rules.networks_errors)
-        summary = {"members": chosen_members, "char_ngrams": char_ngrams or chosen.char_ngrams,
-                   "single_accuracy": float(np.mean(single)), "folds": len(self.folds)}
+        summary = NetworksSummary(chosen_members, char_ngrams=char_ngrams or chosen.char_ngrams,
+                                  single_accuracy=float(np.mean(single)), folds=len(self.folds))
         if not char_ngrams:
             char_rate, char_epoch = 0.0, 0  # no character network to train
         if members > 1:
-            summary.update(ensemble_accuracy=float(np.mean(together)),
-                           ensemble_standard_error=standard_error(ensemble_gains))
+            summary.ensemble_accuracy = float(np.mean(together))
+            summary.ensemble_standard_error = standard_error(ensemble_gains)
         else:
-            summary["ensemble_not_tried"] = ensemble_not_tried
+            summary.ensemble_not_tried = ensemble_not_tried
         if paired:
-            summary.update(char_pair_accuracy=float(np.mean(paired)), char_pair_standard_error=standard_error(
-                pair_gains), char_learning_rate=char_rate, char_epochs=char_epoch)
+            summary.char_pair_accuracy, summary.char_pair_standard_error = float(np.mean(paired)), standard_error(
+                pair_gains)
+            summary.char_learning_rate, summary.char_epochs = char_rate, char_epoch
         else:
-            summary["char_ngrams_not_tried"] = self.why_not
+            summary.char_ngrams_not_tried = self.why_not
         gain = (np.mean(together) if chosen_members > 1 else np.mean(paired) if char_ngrams else np.mean(single)) \
             - np.mean(single)
         # the chosen option's log-probabilities on each fold's validation documents: its members' mean, the views'
@@ -207,7 +209,7 @@ class Networks(NamedTuple):
     char_ngrams: bool
     char_learning_rate: float  # the character network's, as read off its curves (0: the words')
     char_epochs: int  # on the searched documents, 0: the words' (search_settings scales it to a larger corpus)
-    summary: dict
+    summary: NetworksSummary
     gain: float = 0.0  # the chosen option's mean validation accuracy over one network's (0: one network)
     # Per compared fold, the chosen option's ((validation documents, C) log-probabilities, the truth); None where
     # the trial did not train (the family trial then does not try a linear model beside the network)

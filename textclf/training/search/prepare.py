@@ -49,16 +49,34 @@ def prepare_search(texts: Sequence[str], labels: list[str], settings: Settings, 
     return Prepared(platform, corpus, round_geometry(search, corpus, epoch_options), time.perf_counter() - start)
 
 
-def searched_space(labels: list[str], settings: Settings, platform: str, rules: SearchRules
-                    ) -> tuple[list, list, list] | str:
-    """(variants, optimizers, epoch options) the search tries, or why it does not run."""
+# Why several processes training together do not search: each would search its own share, and a float that
+# rounds differently on one host would make them choose different settings and then deadlock in their collectives.
+SEVERAL_PROCESSES = "several processes train together: pass the settings a one-process search chose"
+
+
+def why_not_searched(settings: Settings, labels: Sequence[str], platform: str, rules: SearchRules,
+                     processes: int = 1) -> str | None:
+    """Why a corpus with these training labels is not searched on this platform, or None where it is: the one
+    rule, which a run asks once before any of the search's work (textclf/runs/text_data.py)."""
+    if processes > 1:
+        return SEVERAL_PROCESSES
+    if settings.search == "off":
+        return "--search off"
+    if settings.vectorizer != "tfidf":
+        return "the search chooses tfidf settings only"
     skipped = too_few(labels, rules)
     if skipped:
         return skipped
     variants, optimizers, epoch_options = candidate_space(settings, platform, rules)
     if len(variants) == 1 and len(optimizers) == 1 and len(epoch_options) == 1 and settings.ensemble:
         return "every searched setting was set explicitly"
-    return variants, optimizers, epoch_options
+    return None
+
+
+def searched_space(labels: list[str], settings: Settings, platform: str, rules: SearchRules
+                    ) -> tuple[list, list, list] | str:
+    """(variants, optimizers, epoch options) the search tries, or why it does not run (why_not_searched)."""
+    return why_not_searched(settings, labels, platform, rules) or candidate_space(settings, platform, rules)
 
 
 def searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[str]) -> SearchCorpus:

@@ -104,13 +104,13 @@ def test_the_plan_carries_the_linear_loss_to_the_linear_models_only():
     from textclf.errors import SettingsError
     from textclf.training.plan import plan_training
 
-    plan = plan_training(Settings(family="linear", ensemble=1), {}, 5000, (8000,), "xla")
+    plan = plan_training(Settings(family="linear", ensemble=1), None, 5000, (8000,), "xla")
     assert plan.views[0].loss == "log" and "(log loss)" in plan.lines()[3]
     hinge = Settings(family="linear", ensemble=1, linear_loss="squared_hinge")
-    assert plan_training(hinge, {}, 5000, (8000,), "xla").views[0].loss == "squared_hinge"
-    sets = plan_training(hinge.replace(multi_label=True), {}, 5000, (8000,), "xla")
+    assert plan_training(hinge, None, 5000, (8000,), "xla").views[0].loss == "squared_hinge"
+    sets = plan_training(hinge.replace(multi_label=True), None, 5000, (8000,), "xla")
     assert sets.views[0].loss == "squared_hinge"  # typed: kept for label sets too (one-vs-rest, each label's sign)
-    beside = plan_training(Settings(family="network+linear", linear_loss="squared_hinge"), {}, 5000, (8000,), "xla")
+    beside = plan_training(Settings(family="network+linear", linear_loss="squared_hinge"), None, 5000, (8000,), "xla")
     assert beside.views[0].loss == "log" and beside.linear.loss == "squared_hinge"  # the network's stays log
     assert "squared hinge loss), its scores added" in "\n".join(beside.lines())
     assert type(plan).from_dict(plan.to_dict()) == plan
@@ -178,7 +178,7 @@ def test_the_family_trial_is_a_rule_of_data(pool):
     def search(family_errors: float, mixed_errors: float):
         found = search_settings(texts, labels, settings, pool, "cpu",
                                 rules=rules.replace(family_errors=family_errors, mixed_errors=mixed_errors))
-        return found.settings, found.summary["family"]
+        return found.settings, found.summary.family.to_record()
 
     chosen, never = search(1e9, 1e9)
     assert chosen.family == "network" and never["chosen"] == "network"
@@ -205,30 +205,30 @@ def test_a_typed_family_is_kept(pool):
     texts, labels = question_corpus(300)
     network = search_settings(texts, labels, Settings(epochs=3, search_steps=1500, pinned=("family",)), pool, "cpu")
     assert network.settings.family == "network"
-    assert network.summary["family"] == {"chosen": "network", "linear_not_tried": "family set explicitly"}
+    assert network.summary.family.to_record() == {"chosen": "network", "linear_not_tried": "family set explicitly"}
     ensemble = search_settings(texts, labels, Settings(ensemble=3, epochs=3, search_steps=1500, pinned=("ensemble",)),
                                pool, "cpu", rules=TRIED.replace(family_errors=-1e9))
     assert ensemble.settings.family == "network" and ensemble.settings.ensemble == 3  # a typed value is kept
-    assert ensemble.summary["family"]["linear_not_tried"] == "an ensemble set explicitly"
+    assert ensemble.summary.family.linear_not_tried == "an ensemble set explicitly"
     # (a budget of one round: a typed family is tried whatever the budget left)
     linear = search_settings(texts, labels, Settings(family="linear", epochs=3, search_steps=1500, pinned=("family",)),
                              pool, "cpu", rules=RULES.replace(family_errors=1e9, cpu_linear_max_epochs=4))
-    assert linear.summary["family"]["folds"] >= 1  # tried, though under family_min_validation: it was typed
-    assert linear.settings.family == "linear" and linear.summary["family"]["chosen"] == "linear"
+    assert linear.summary.family.folds >= 1  # tried, though under family_min_validation: it was typed
+    assert linear.settings.family == "linear" and linear.summary.family.chosen == "linear"
 
 
 def test_a_linear_family_plan_trains_one_model_side_by_side_in_xla():
     from textclf.training.plan import plan_training
 
-    plan = plan_training(Settings(family="linear", ensemble=1), {}, 5000, (8000,), "pallas")
+    plan = plan_training(Settings(family="linear", ensemble=1), None, 5000, (8000,), "pallas")
     assert (plan.family, plan.networks, plan.arrangement, plan.backend) == ("linear", 1, "side_by_side", "xla")
     assert plan.lines()[0].startswith("family               linear")
-    big = plan_training(Settings(family="linear"), {}, 400_000, (32754,), "xla")
+    big = plan_training(Settings(family="linear"), None, 400_000, (32754,), "xla")
     assert big.held_out_documents == 20_000 and big.rate_choice == "none"
     from textclf.errors import SettingsError
 
     with pytest.raises(SettingsError, match="ensemble 5: the linear family trains one model; drop --ensemble"):
-        plan_training(Settings(family="linear", ensemble=5), {}, 5000, (8000,), "xla")
+        plan_training(Settings(family="linear", ensemble=5), None, 5000, (8000,), "xla")
 
 
 @pytest.mark.parametrize("multi_label", [False, True], ids=["labels", "label sets"])
@@ -313,7 +313,7 @@ def test_a_network_with_a_linear_model_trains_saves_loads_and_predicts(tmp_path)
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
     settings = Settings(search="off", family="network+linear", stop_words=None, hidden=16, learning_rate=0.01,
                         epochs=4, min_steps=0, linear_learning_rate=0.03, linear_epochs=6, pinned=("family",))
-    plan = plan_training(settings, {}, 300, (500,), "xla")
+    plan = plan_training(settings, None, 300, (500,), "xla")
     assert plan.linear is not None and (plan.linear.learning_rate, plan.linear.epochs) == (0.03, 6)
     assert any(line.startswith("linear model         on the words") for line in plan.lines())
     result = train(corpus, settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
@@ -331,4 +331,4 @@ def test_a_network_with_a_linear_model_trains_saves_loads_and_predicts(tmp_path)
     with pytest.raises(ArtifactError, match="inconsistent"):
         load_model(tmp_path / "bad.npz")
     with pytest.raises(SettingsError, match="family network\\+linear is for one label a document"):
-        plan_training(settings.replace(multi_label=True), {}, 300, (500,), "xla")
+        plan_training(settings.replace(multi_label=True), None, 300, (500,), "xla")

@@ -301,8 +301,8 @@ def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
     # (unless their first rung had stopped early); one trial a (candidate, fold), the one that went on holding its
     # whole curve.
     variants, _, _ = folds_module.candidate_space(Settings(), "cpu", rules)
-    assert len(variants) == 7 and result.summary["halving"]
-    assert result.summary["rounds"] == result.summary["rounds_planned"] and 7 <= result.summary["rounds"] <= 10
+    assert len(variants) == 7 and result.summary.halving
+    assert result.summary.rounds == result.summary.rounds_planned and 7 <= result.summary.rounds <= 10
     assert result.leaderboard[0]["accuracy"] > 0.6 > max(r["accuracy"] for r in result.leaderboard
                                                          if r["settings"]["stop_words"] == "english")
     assert len(result.trials) == 7 * 3  # x 3 learning rates
@@ -317,11 +317,11 @@ def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
     assert not set(folds[0][0]) & set(folds[0][1])
     assert len(folds_module.device_folds(y[:150], 0, rules)) == 3  # a corpus the size of the sample: 3 folds of it
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "gpu", rules=rules)
-    assert result.summary["subsampled"] and result.summary["searched_documents"] == 150
-    assert result.summary["folds"] == 1 and result.summary["halving"]
+    assert result.summary.subsampled and result.summary.searched_documents == 150
+    assert result.summary.folds == 1 and result.summary.halving
     # the trial trained a round's 6 networks side by side and judged an ensemble of 5 of them
-    networks = result.summary["ensemble"]
-    assert networks["members"] in (1, 5) and 0 < networks["ensemble_accuracy"] <= 1
+    networks = result.summary.ensemble
+    assert networks.members in (1, 5) and 0 < networks.ensemble_accuracy <= 1
 
 
 def test_a_gpu_cuts_its_round_batches_to_their_own_nonzeros_not_the_widest_views(pool, monkeypatch):
@@ -403,7 +403,7 @@ def test_a_gpu_search_halves_the_portfolio_over_folds_and_tries_weight_decays(po
     settings = Settings(epochs=3, hidden=16, search_budget=600, pinned=("epochs",))
     result = search_settings(texts, labels, settings, pool, "gpu")  # the platform decides the plan, not the device
     summary = result.summary
-    assert summary["halving"] and summary["folds"] == 3
+    assert summary.halving and summary.folds == 3
     variants, optimizers, _ = folds_module.candidate_space(settings, "gpu", RULES)
     assert len(optimizers) == len(RULES.learning_rates) * len(RULES.weight_decays)
     assert {t["settings"]["weight_decay"] for t in result.trials} == set(RULES.weight_decays)
@@ -420,7 +420,7 @@ def test_a_gpu_search_halves_the_portfolio_over_folds_and_tries_weight_decays(po
         assert len(t["epoch_accuracies"]) in (1, 3)
     going_on = sorted(variants, key=lambda v: -first[v])[:RULES.halving_keep]  # and the settings' own variant:
     going_on += [] if variants[0] in going_on else [variants[0]]  # the defaults' rule may keep it
-    assert summary["rounds"] == summary["rounds_planned"] == len(variants) + len(going_on) * 3
+    assert summary.rounds == summary.rounds_planned == len(variants) + len(going_on) * 3
     assert len(result.trials) == (len(variants) + len(going_on) * 2) * len(optimizers)
 
     went_on = {variant_of(t) for t in result.trials if t["fold"] == 2}
@@ -429,7 +429,7 @@ def test_a_gpu_search_halves_the_portfolio_over_folds_and_tries_weight_decays(po
     finalists = {variant_of({"settings": row["settings"]}) for row in result.leaderboard if row["folds"] == 3}
     assert finalists == went_on and result.leaderboard[0]["folds"] == 3
     assert result.settings.stop_words is None
-    assert summary["ensemble"]["members"] in (1, RULES.ensemble_members)
+    assert summary.ensemble.members in (1, RULES.ensemble_members)
 
 
 def test_the_candidates_are_the_settings_own_then_the_portfolio_with_the_pinned_fields_kept():
@@ -450,12 +450,12 @@ def test_the_search_is_skipped_only_when_every_searched_field_is_pinned(pool):
     fields = ("stop_words", "ngram_max", "nb_weighting", "learning_rate", "weight_decay", "epochs", "ensemble")
     settings = Settings(epochs=2, ensemble=1, search_budget=60, pinned=fields)
     result = search_settings(texts, labels, settings, pool, "cpu")
-    assert "skipped" not in result.summary  # sublinear tf and the batch size are still searched
+    assert result.summary.searched  # sublinear tf and the batch size are still searched
     assert {(t["settings"]["sublinear_tf"], t["settings"]["batch_size"]) for t in result.trials} == {
         (True, 64), (False, 64), (True, 256)}
     everything = search_settings(texts, labels, settings.replace(pinned=fields + ("sublinear_tf", "batch_size")),
                                  pool, "cpu")
-    assert everything.summary["skipped"] == "every searched setting was set explicitly"
+    assert everything.summary.skipped == "every searched setting was set explicitly"
 
 
 def test_views_join_into_one_network_whose_scores_are_the_views_mean():
@@ -482,12 +482,12 @@ def test_the_search_adds_a_character_network_where_word_endings_decide(pool, pla
     # Epochs typed: the words here are noise, so the epoch their curves peak at is chance (1 would leave the
     # character network, which takes the words' epochs on a CPU, untrained).
     result = search_settings(texts, labels, Settings(epochs=8, search_budget=300, pinned=("epochs",)), pool, platform)
-    networks, chosen = result.summary["ensemble"], result.settings
-    assert chosen.char_ngrams and networks["char_ngrams"] and chosen.ensemble == 1
-    assert networks["char_pair_accuracy"] > networks["single_accuracy"] + 0.1
+    networks, chosen = result.summary.ensemble, result.settings
+    assert chosen.char_ngrams and networks.char_ngrams and chosen.ensemble == 1
+    assert networks.char_pair_accuracy > networks.single_accuracy + 0.1
     if platform == "gpu":  # the character network's own rate and epochs, read off its own curves
         assert chosen.char_learning_rate in RULES.learning_rates and 1 <= chosen.char_epochs <= 20
-        assert (networks["char_learning_rate"], networks["char_epochs"]) == (chosen.char_learning_rate,
+        assert (networks.char_learning_rate, networks.char_epochs) == (chosen.char_learning_rate,
                                                                               chosen.char_epochs)
     else:  # the words' (0: Settings.char_view uses learning_rate and epochs)
         assert (chosen.char_learning_rate, chosen.char_epochs) == (0.0, 0)
@@ -498,14 +498,14 @@ def test_the_character_network_is_not_tried_when_pinned_or_over_the_text_limit(p
     texts, labels = suffix_corpus(400)
     pinned = search_settings(texts, labels, Settings(epochs=3, search_budget=300, pinned=("char_ngrams",)),
                              pool, "cpu")
-    assert not pinned.settings.char_ngrams and pinned.summary["ensemble"]["char_ngrams_not_tried"] == "set explicitly"
+    assert not pinned.settings.char_ngrams and pinned.summary.ensemble.char_ngrams_not_tried == "set explicitly"
     long = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu",
                            rules=RULES.replace(char_max_characters=1000))
-    assert not long.settings.char_ngrams and "over 1,000" in long.summary["ensemble"]["char_ngrams_not_tried"]
+    assert not long.settings.char_ngrams and "over 1,000" in long.summary.ensemble.char_ngrams_not_tried
     costly = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu",
                              rules=RULES.replace(char_max_characters=10**9, cpu_trial_steps=5))
-    assert not costly.settings.char_ngrams and costly.summary["ensemble"]["reason"].startswith("not tried on a CPU")
-    assert "steps (batches x epochs) to train, over 5" in costly.summary["ensemble"]["reason"]
+    assert not costly.settings.char_ngrams and costly.summary.ensemble.reason.startswith("not tried on a CPU")
+    assert "steps (batches x epochs) to train, over 5" in costly.summary.ensemble.reason
 
 
 def test_a_cpu_counts_the_final_trainings_work_in_steps_not_documents():
@@ -595,15 +595,15 @@ def test_a_searched_sample_hands_its_near_rates_to_the_final_training(pool):
     rules = cpu_split_of_a_large_corpus()  # 300 documents stand for a large corpus
     texts, labels = question_corpus(300)
     result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu", rules=rules)
-    candidates = result.summary["rate_candidates"]
+    candidates = result.summary.rate_candidates
     assert candidates[0]["learning_rate"] == result.settings.learning_rate
     assert candidates[0]["epochs"] == result.settings.epochs
     pinned = search_settings(texts, labels, Settings(epochs=7, learning_rate=0.01, pinned=("learning_rate",),
                                                      search_budget=120), pool, "cpu", rules=rules)
-    assert "rate_candidates" not in pinned.summary  # a typed rate is not chosen again
+    assert pinned.summary.rate_candidates is None  # a typed rate is not chosen again
     small = search_settings(texts[:150], labels[:150], Settings(epochs=7, search_budget=120), pool, "cpu",
                             rules=rules)
-    assert "rate_candidates" not in small.summary  # the folds validated on every document already
+    assert small.summary.rate_candidates is None  # the folds validated on every document already
 
 
 def _separable(n, seed):
@@ -778,9 +778,9 @@ def test_the_same_search_beside_busy_processes_gives_the_same_model(tmp_path, mo
             burner.kill()
             burner.wait()
     # the budget cut the search short (where a clock would have cut it elsewhere on the busy machine)
-    assert quiet.search["rounds"] < quiet.search["rounds_planned"]
-    assert quiet.search["rounds"] == busy.search["rounds"] and quiet.search["steps"] == busy.search["steps"] <= 4000
-    assert quiet.search["leaderboard"] == busy.search["leaderboard"]
+    assert quiet.search.rounds < quiet.search.rounds_planned
+    assert quiet.search.rounds == busy.search.rounds and quiet.search.steps == busy.search.steps <= 4000
+    assert quiet.search.leaderboard == busy.search.leaderboard
     assert quiet.model.settings == busy.model.settings
     for a, b in zip(quiet.model.params, busy.model.params):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
