@@ -45,7 +45,10 @@ def create_app(options: ServiceOptions) -> PlainPredict:
 
     # FastAPI's OpenTelemetry hooks off: the service exports Prometheus metrics (/metrics), and the hooks' check
     # for configured providers ran on every request (~4% of a one-document request's server CPU).
-    app = FastAPI(title="textclf", version="1", lifespan=lifespan,
+    # No /docs or /redoc pages: FastAPI's load their script from a CDN (blank offline), and the Swagger UI that a
+    # package ships (swagger-ui-bundle 1.1, Swagger UI 4) cannot render FastAPI's OpenAPI 3.1. The schema stays at
+    # /openapi.json for any OpenAPI viewer or client generator.
+    app = FastAPI(title="textclf", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
                   telemetry={"tracing": False, "metrics": False, "logs": False})
     app.state.options = options
     authorized = _scope_authorized(options) if options.require_token_everywhere else None
