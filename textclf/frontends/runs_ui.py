@@ -1,7 +1,7 @@
 """`textclf runs ui`: the run database in the browser through Datasette, read-only.
 
 Every table and column described (Datasette's metadata, from db/columns.py), canned queries (best run per
-corpus, accuracy over time, a run's epochs, a search's leaderboard), and on a run's page its epochs and its
+corpus, accuracy over time, a run's epochs, a search's leaderboard and trials), and on a run's page its epochs and its
 learning curve (an SVG drawn by matplotlib on the server, as `textclf runs plot` draws it). Binds 127.0.0.1
 unless told otherwise; beyond loopback it needs --token, as `textclf serve` does: sent as
 `Authorization: Bearer <token>`, or once as `?token=<token>`, which a browser then keeps as a cookie."""
@@ -47,10 +47,21 @@ QUERIES = {
     },
     "search_leaderboard": {
         "title": "A search's leaderboard",
-        "description": "The model search's candidates of a run, best mean fold accuracy first.",
-        "sql": "select candidate, settings, count(*) as folds, avg(json_extract(epoch_accuracies, '$[#-1]')) as "
-               "last_epoch_accuracy, sum(seconds) as seconds from search_trials where run_id = :run_id "
-               "group by candidate order by last_epoch_accuracy desc",
+        "description": "The model search's best candidates of a run in the order `textclf runs show` lists them, "
+                       "the chosen one first and marked (the settings' own kept within a standard error ranks "
+                       "first though another scored higher); accuracy: the mean validation score over the folds "
+                       "compared, epochs: the best epoch's.",
+        "sql": "select cast(board.key as integer) + 1 as rank, case when board.key = 0 then 'chosen' else '' end "
+               "as chosen, json_extract(board.value, '$.accuracy') as accuracy, "
+               "json_extract(board.value, '$.folds') as folds, json_extract(board.value, '$.settings') as settings "
+               "from runs, json_each(runs.search, '$.leaderboard') as board where runs.id = :run_id "
+               "order by board.key",
+    },
+    "search_trials": {
+        "title": "A search's trials",
+        "description": "Every (candidate, fold) a run's search trained, with its validation score after each epoch.",
+        "sql": "select candidate, fold, settings, epoch_accuracies, seconds from search_trials "
+               "where run_id = :run_id order by candidate, fold",
     },
 }
 

@@ -135,3 +135,36 @@ def test_the_canned_rankings_use_each_run_s_own_metric(tmp_path):
     rows = database.execute(QUERIES["best_run_per_corpus"]["sql"]).fetchall()
     best = {(corpus, metric): (run_id, score) for corpus, metric, run_id, score, *_ in rows}
     assert best == {("news", "accuracy"): (4, 0.93), ("tags", "micro-f1"): (1, 0.95)}
+
+
+def test_the_leaderboard_query_lists_the_candidates_as_runs_show_does_the_chosen_one_marked(tmp_path):
+    import json
+
+    from db import open_db
+    from textclf.frontends.runs_ui import QUERIES
+
+    # the settings' own variant kept within a standard error: first, though the second scored higher
+    def settings(stop_words, rate, epochs):
+        return {"stop_words": stop_words, "ngram_max": 1, "nb_weighting": True, "learning_rate": rate,
+                "weight_decay": 0.0, "epochs": epochs}
+
+    board = [{"settings": settings(None, 0.01, 4), "accuracy": 0.901, "folds": 3},
+             {"settings": settings("english", 0.003, 9), "accuracy": 0.905, "folds": 3},
+             {"settings": settings("english", 0.01, 3), "accuracy": 0.850, "folds": 1}]
+    db = open_db(tmp_path / "runs.db")
+    search = {"rounds": 9, "rounds_planned": 9, "folds": 3, "seconds": 4.2, "chosen": board[0]["settings"],
+              "leaderboard": board}
+    db["runs"].insert({"id": 7, "status": "finished", "search": json.dumps(search)})
+    db["runs"].insert({"id": 8, "status": "finished", "search": json.dumps({"skipped": "--search off"})})
+    sql = QUERIES["search_leaderboard"]["sql"]
+    rows = [dict(zip(("rank", "chosen", "accuracy", "folds", "settings"), row))
+            for row in db.execute(sql, {"run_id": 7}).fetchall()]
+    assert [(r["rank"], r["chosen"], r["accuracy"], r["folds"]) for r in rows] == [
+        (1, "chosen", 0.901, 3), (2, "", 0.905, 3), (3, "", 0.850, 1)]
+    assert [json.loads(r["settings"]) for r in rows] == [row["settings"] for row in board]
+    assert db.execute(sql, {"run_id": 8}).fetchall() == []
+    listed = CliRunner().invoke(app, ["runs", "show", "7", "--db", str(tmp_path / "runs.db")], env={"COLUMNS": "200"})
+    assert listed.exit_code == 0, listed.output
+    table = [line.split("│")[1:-1] for line in listed.output.splitlines() if line.count("│") > 5]
+    shown = [(int(cells[0]), cells[1].strip(), float(cells[-1])) for cells in table if cells[0].strip().isdigit()]
+    assert shown == [(r["rank"], r["chosen"], round(r["accuracy"], 4)) for r in rows]

@@ -177,11 +177,13 @@ def _print_search(record: dict) -> None:
     if search.rate_choice:
         typer.echo("rate choice          " + _rate_choice_line(search.rate_choice))
     board = Table(title="search leaderboard (mean validation accuracy over the folds)")
-    for column in ("rank", "stop words", "n-grams", "NB weights", "lr", "decay", "epochs", "folds", "accuracy"):
+    for column in ("rank", "", "stop words", "n-grams", "NB weights", "lr", "decay", "epochs", "folds",
+                   "accuracy"):
         board.add_column(column, justify="right")
     for rank, row in enumerate(search.leaderboard or [], 1):
         c = row["settings"]
-        board.add_row(str(rank), str(c["stop_words"]), str(c["ngram_max"]), str(c.get("nb_weighting", False)),
+        board.add_row(str(rank), "chosen" if rank == 1 else "", str(c["stop_words"]), str(c["ngram_max"]),
+                      str(c.get("nb_weighting", False)),
                       f"{c['learning_rate']:g}", f"{c.get('weight_decay', 0.0):g}", str(c["epochs"]),
                       str(row.get("folds", search.folds)), f"{row['accuracy']:.4f}")
     out.print(board)
