@@ -60,6 +60,8 @@ TABLES = {
             "eval_accuracy": "Accuracy on the test or held-out documents, when scored that epoch.",
             "seconds": "Wall time of the epoch.",
             "docs_per_s": "Training documents a second.",
+            "view": "Which of the run's models trained the epoch (word network, character network, linear model; "
+                    "empty where it trains one): the run's models train one after another.",
         },
     },
     "phases": {

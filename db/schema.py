@@ -200,10 +200,16 @@ def _v15_multi_label(db: sqlite_utils.Database) -> None:
     db["bench_results"].add_column("metric", str)
 
 
+def _v16_epoch_views(db: sqlite_utils.Database) -> None:
+    # epochs: which model of a run's several trained the epoch (word network, character network, linear model; null
+    # where the run trains one), so that a plot marks where each starts.
+    db["epochs"].add_column("view", str)
+
+
 MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
               _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache, _v10_vectorize_workers,
               _v11_plan, _v12_model_labels_as_json, _v13_job_data_root,
-              _v14_kernel_sweeps_out, _v15_multi_label]
+              _v14_kernel_sweeps_out, _v15_multi_label, _v16_epoch_views]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

@@ -1,9 +1,9 @@
 """`textclf runs ui`: the run database in the browser through Datasette, read-only.
 
 Every table and column described (Datasette's metadata, from db/columns.py), canned queries (best run per
-corpus, accuracy over time, a run's epochs, a search's leaderboard and trials), and on a run's page its epochs and its
-learning curve (an SVG drawn by matplotlib on the server, as `textclf runs plot` draws it). Binds 127.0.0.1
-unless told otherwise; beyond loopback it needs --token, as `textclf serve` does: sent as
+corpus, accuracy over time, a run's epochs, a search's leaderboard and trials), and a run's page that leads with
+its summary, learning curve (an SVG drawn by matplotlib on the server, as `textclf runs plot` draws it) and epochs,
+every recorded field (settings, search, plan: long JSON) folded below them. Binds 127.0.0.1 unless told otherwise; beyond loopback it needs --token, as `textclf serve` does: sent as
 `Authorization: Bearer <token>`, or once as `?token=<token>`, which a browser then keeps as a cookie."""
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ QUERIES = {
     },
     "run_epochs": {
         "title": "A run's epochs",
-        "description": "Loss and accuracies epoch by epoch.",
-        "sql": "select epoch, loss, train_accuracy, eval_accuracy, seconds, docs_per_s from epochs "
+        "description": "Loss and accuracies epoch by epoch, and which of the run's models trained each.",
+        "sql": "select epoch, view, loss, train_accuracy, eval_accuracy, seconds, docs_per_s from epochs "
                "where run_id = :run_id order by epoch",
     },
     "search_leaderboard": {
@@ -89,15 +89,21 @@ class _Plugin:
                 return {}
             db = datasette.get_database()
             epochs = [dict(row) for row in (await db.execute(
-                "select epoch, loss, train_accuracy, eval_accuracy, seconds from epochs where run_id = ? "
+                "select epoch, loss, train_accuracy, eval_accuracy, seconds, view from epochs where run_id = ? "
                 "order by epoch", [int(run_id)])).rows]
-            run = dict((await db.execute("select id, corpus, status, eval_kind from runs where id = ?",
-                                         [int(run_id)])).first() or {})
+            run = dict((await db.execute(
+                "select id, corpus, status, started_at, ended_at, eval_kind, eval_metric, eval_score, eval_accuracy, "
+                "n_train, n_eval, n_classes, backend, device, error, early_stopping from runs where id = ?",
+                [int(run_id)])).first() or {})
             if not run or not epochs:
-                return {"run_epochs": epochs, "run_curve": None}
+                return {"run_epochs": epochs, "run_curve": None, "run_summary": run}
+            import json
+
             from textclf.frontends.plot import curve_svg
 
-            return {"run_epochs": epochs, "run_curve": curve_svg({**run, "epochs": epochs})}
+            stopping = json.loads(run["early_stopping"]) if run.get("early_stopping") else None
+            return {"run_epochs": epochs, "run_summary": run,
+                    "run_curve": curve_svg({**run, "early_stopping": stopping, "epochs": epochs})}
 
         return run_vars
 

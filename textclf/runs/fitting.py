@@ -218,7 +218,7 @@ class _Views:
 
     def on_epoch(self, stats: EpochStats) -> None:
         view_epoch = stats.epoch
-        stats = replace(stats, epoch=len(self.history) + stats.epoch)
+        stats = replace(stats, epoch=len(self.history) + stats.epoch, view=self.current or None)
         self.record_epoch(stats)
         self.report(TrainEvent("epoch", epoch=stats, total_epochs=self.total_epochs, view=self.current,
                                view_epoch=view_epoch))
@@ -269,7 +269,7 @@ class _Views:
 
     def _add_history(self, history: list[EpochStats]) -> None:
         offset = len(self.history)  # the epochs of the views before this one
-        self.history += [replace(stats, epoch=offset + stats.epoch) for stats in history]
+        self.history += [replace(stats, epoch=offset + stats.epoch, view=self.current or None) for stats in history]
 
     def _linear(self, data, labelled: tuple, settings: Settings, early_stopping, training_rows) -> tuple:
         """The linear model beside the network(s) (plan.linear), on the words' columns; the held-out documents, if

@@ -26,3 +26,4 @@ class EpochStats:
     eval_accuracy: float | None
     seconds: float
     docs_per_s: float
+    view: str | None = None  # which model of several trained it ("character network", ...; None: the only one)

@@ -75,7 +75,14 @@ def test_a_runs_page_shows_its_epochs_and_learning_curve_in_chromium(ui):
     browser = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
     try:
         browser.get(f"{ui}/runs/runs/1")
-        assert "runs: 1" in browser.find_element(By.TAG_NAME, "h1").text
+        assert browser.find_element(By.TAG_NAME, "h1").text.startswith("run 1: ")
+        summary = browser.find_element(By.CSS_SELECTOR, "dl.run-summary").text
+        assert "validation accuracy" in summary and "finished" in summary
+        # the curve and the epochs first; every recorded field (the long JSON) folded below them
+        record = browser.find_element(By.CSS_SELECTOR, "details.run-record")
+        assert record.get_attribute("open") is None and not record.find_element(By.TAG_NAME, "table").is_displayed()
+        curve_y = browser.find_element(By.CSS_SELECTOR, ".learning-curve").location["y"]
+        assert curve_y < record.location["y"] and curve_y < 1000
         epochs = browser.find_elements(By.CSS_SELECTOR, "table.run-epochs tbody tr")
         assert [row.find_element(By.TAG_NAME, "td").text for row in epochs] == ["1", "2", "3", "4"]
         curve = browser.find_element(By.CSS_SELECTOR, ".learning-curve svg")
