@@ -16,6 +16,7 @@ import pyarrow.json as pa_json
 from pipelines.errors import CorpusError
 from pipelines.fingerprint import _label_hash, document_digest
 from pipelines.formats.base import LineFormat, ReadStats
+from pipelines.formats.records import class_name
 from pipelines.formats.lines import _placed_line_documents, _text_at
 from pipelines.formats.parquet import _placed_parquet_documents, parquet_texts
 
@@ -87,7 +88,7 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool, fmt: "L
     error) where that is not sure: a share that is not UTF-8, a line pyarrow refuses (not JSON, a key
     twice, an unpaired surrogate escape), a text or label that is missing or null, a text that is not a string,
     labels that are not all strings or all integers (a fraction or a boolean goes a line at a time, where
-    _json_label formats or refuses it), a count of lines that differs from pyarrow's rows, or texts under several
+    records.label_value formats or refuses it), a label the record contract refuses, a count of lines that differs from pyarrow's rows, or texts under several
     keys (fmt.text_keys: read a line at a time, where they are joined)."""
     fmt = fmt or LineFormat("jsonl")
     data, position = _share_data(path, start, end)
@@ -131,10 +132,19 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool, fmt: "L
                            kept_by_strip[ends[text_offsets[1:][nonempty] - 1]]) > 0
     for row in np.flatnonzero(~text_kept):
         text_kept[row] = bool(texts[int(row)].as_py().strip())
-    # _json_label's class names: a string stripped, an integer in its plain form
-    label_list = [label.strip() for label in labels.to_pylist()] if pa.types.is_large_string(labels.type) else \
-        [str(label) for label in labels.to_pylist()]
+    # the record contract's class names (formats/records.py): a string stripped and composed, an integer in its
+    # plain form; a label it refuses is read a line at a time, where its refusal names the line
+    label_list = labels.to_pylist()
+    if pa.types.is_large_string(labels.type):
+        try:
+            names = {label: class_name(label, "", 0) for label in set(label_list)}
+        except CorpusError:
+            return None
+        label_list = [names[label] for label in label_list]
+    else:
+        label_list = [str(label) for label in label_list]
     documents = [row for row in np.flatnonzero(text_kept).tolist() if label_list[row]]
+    no_label = sum(1 for label in label_list if not label)  # (skip_reason: no label before an empty text)
     # document_digest of each: the hash of a label and its separator taken once a label and copied a document
     view = memoryview(text_bytes)
     label_hashes = {label: _label_hash(label) for label in set(label_list)}
@@ -147,8 +157,8 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool, fmt: "L
     rows = np.array(documents, np.int64)
     # The texts (no copy where none was skipped), or where their lines start
     found = (texts.take(pa.array(rows)) if skipped else texts).to_pylist() if keep_texts else position + row_starts[rows]
-    return [label_list[row] for row in documents], found, b"".join(digests), {"empty": skipped} if skipped else {}, \
-        0, len(data)
+    reasons = {reason: count for reason, count in (("no_label", no_label), ("empty", skipped - no_label)) if count}
+    return [label_list[row] for row in documents], found, b"".join(digests), reasons, 0, len(data)
 
 
 def _share_data(path: str, start: int, end: int) -> tuple[bytes, int]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pipelines.documents import is_binary
 from pipelines.formats.base import ReadStats, _file_head
+from pipelines.formats.records import class_name
 from pipelines.labels import joined
 
 FASTTEXT_LABEL_PREFIX = "__label__"
@@ -43,7 +44,7 @@ def _fasttext_document(line: str, stats: ReadStats, where: str, number: int) -> 
     if not line.strip():
         return None
     labels, text = fasttext_line(line)
-    labels = [label for label in labels if label]
+    labels = [name for name in (class_name(label, where, number) for label in labels) if name]
     if not labels:
         stats.skipped["no_label"] += 1
     elif not text:

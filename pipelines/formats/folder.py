@@ -14,6 +14,7 @@ from pipelines.confine import root as confine_root
 from pipelines.documents import classify_file
 from pipelines.errors import CorpusError
 from pipelines.formats.base import FORMAT_HINT, ReadStats, _part
+from pipelines.formats.records import class_name
 
 
 def _folder_documents(root: Path, max_bytes: int, stats: ReadStats, share: tuple[int, int]
@@ -76,7 +77,9 @@ def _folder_files(root: Path, label_dirs: list[Path], max_bytes: int, stats: Rea
     by_label: list[list[Path]] = [[] for _ in label_dirs]
     for number, file in files:
         by_label[number].append(file)
-    for label_dir, label_files in zip(label_dirs, by_label):
+    names = [class_name(label_dir.name, f"corpus folder '{root}' label folder", number)
+             for number, label_dir in enumerate(label_dirs, 1)]
+    for name, label_files in zip(names, by_label):
         found = False
         for file in label_files:
             text, reason, fallback = classify_file(file, max_bytes)
@@ -85,9 +88,9 @@ def _folder_files(root: Path, label_dirs: list[Path], max_bytes: int, stats: Rea
                 continue
             stats.non_utf8 += fallback
             found = True
-            yield label_dir.name, text
+            yield name, text
         if not found:
-            stats.empty_labels.append(label_dir.name)
+            stats.empty_labels.append(name)
 
 
 def _identity(folder: Path) -> tuple[int, int]:

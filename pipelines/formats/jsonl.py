@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Iterator
 
@@ -18,7 +17,7 @@ from pipelines.formats.base import (
     ReadStats,
     _placed_lines,
 )
-from pipelines.labels import joined
+from pipelines.formats.records import joined_texts, label_value, skip_reason, text_value
 
 
 def jsonl_format(path: Path) -> "LineFormat":
@@ -52,11 +51,12 @@ def record_text_keys(record: dict) -> tuple[str, ...]:
     return tuple(key for key in record if isinstance(key, str) and key.lower() in TEXT_COLUMNS)
 
 
-def record_text(record: dict, keys: tuple[str, ...]):
-    """A JSONL record's text: its one text key's value, or the string values of several joined by spaces."""
+def record_text(record: dict, keys: tuple[str, ...], where: str = "JSONL record", number: int = 0) -> str:
+    """A JSONL record's text (the record contract, records.py): its one text key's value, a string; or the values
+    of several, each a string or null, joined by spaces."""
     if len(keys) == 1:
-        return record[keys[0]]
-    return " ".join(record[key] for key in keys if isinstance(record.get(key), str))
+        return text_value(record[keys[0]], where, number, keys[0])
+    return joined_texts({key: record.get(key) for key in keys}, where, number)
 
 
 def _jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None,
@@ -84,14 +84,11 @@ def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: i
             hint = _key_hint(record) if fmt.text_keys == ("text",) and label_key == "label" else ""
             raise CorpusError(f"{where} {number} lacks a {missing} key: write one {shape} object per line"
                               + (hint or _keys_of(record)))
-        text, label = record_text(record, text_keys), _json_label(record[label_key], where, number, label_key)
-        if not isinstance(text, str):
-            raise CorpusError(
-                f"{where} {number} has a \"{text_keys[0]}\" that is {_json_kind(text)}, not a string: "
-                "write the document's text as a JSON string"
-            )
-        if not text.strip() or not label:
-            stats.skipped["empty"] += 1
+        text = record_text(record, text_keys, where, number)
+        label = label_value(record[label_key], where, number, label_key)
+        reason = skip_reason(label, text)
+        if reason:
+            stats.skipped[reason] += 1
             continue
         yield offset, label, text
 
@@ -115,35 +112,3 @@ def _keys_of(record) -> str:
         return ""
     keys = [json.dumps(str(key), ensure_ascii=False) for key in list(record)[:8]]
     return f" (its keys: {', '.join(keys)}{', ...' if len(record) > 8 else ''})"
-
-
-def _json_kind(value) -> str:
-    if value is None:
-        return "null"
-    name = type(value).__name__
-    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
-
-
-def _json_label(value, where: str, number: int, key: str = "label") -> str:
-    """A JSONL label as the class name: strings stripped; numbers in their plain form, so that 1, "1" and 1.0
-    are one class ("1"); a list, the document's labels (pipelines/labels.py; [] none of them); null, booleans and
-    objects refused with the line number."""
-    if isinstance(value, list):
-        if any(isinstance(item, list) for item in value):
-            raise CorpusError(f"{where} {number} has a \"{key}\" list that holds a list: write the document's labels "
-                              "as one flat list of strings")
-        names = [_json_label(item, where, number, key) for item in value]
-        return joined(name for name in names if name)
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)  # any size: Python's ints are exact
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise CorpusError(f"{where} {number} has a \"{key}\" of {value!r}, not a finite number: write the label "
-                              "as a string or a finite number")
-        return str(int(value)) if value.is_integer() else repr(value)
-    raise CorpusError(
-        f"{where} {number} has a \"{key}\" that is {_json_kind(value)}: "
-        "write the label as a string or a number, or the labels as a list of them"
-    )

@@ -73,7 +73,7 @@ def _placed_line_documents(fmt: LineFormat, path: Path, stats: ReadStats, start:
             row = _line_row(fmt, line, where, number)  # (the header's line too: a field may open there)
             if offset < fmt.header_bytes:
                 continue
-            document = _table_row_document(fmt, row, stats)
+            document = _table_row_document(fmt, row, stats, where, number)
         if document is not None:
             yield offset, *document
 

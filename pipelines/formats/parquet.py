@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from pipelines.errors import CorpusError
 from pipelines.formats.base import LABEL_COLUMNS, TEXT_COLUMNS, LineFormat, ReadStats
-from pipelines.formats.jsonl import _json_kind, _json_label
+from pipelines.formats.records import class_name, joined_texts, label_value, skip_reason, text_value
 from pipelines.formats.table import table_columns
 from pipelines.labels import joined
 
@@ -140,17 +140,21 @@ def _placed_parquet_documents(fmt: "LineFormat", path: Path, stats: ReadStats, s
         batch = batch.slice(skip, min(last, row) - begin - skip)
         labels = batch.column(0).to_pylist()
         names_of = {}  # each distinct cell's class name, worked out once
+        label_key = batch.schema.names[0]
         for number, label in enumerate(labels, begin + skip + 1):  # rows counted from 1
             if isinstance(label, dict):  # (unhashable) refused with the row
-                _table_label(label, class_names, path, number)
+                _table_label(label, class_names, path, number, label_key)
             key = _cell_key(label)
             if key not in names_of:
-                names_of[key] = _table_label(label, class_names, path, number)
-        texts = [parquet_text(cells) for cells in zip(*(column.to_pylist() for column in batch.columns[1:]))]
+                names_of[key] = _table_label(label, class_names, path, number, label_key)
+        text_keys = batch.schema.names[1:]
+        texts = [_corpus_text(dict(zip(text_keys, cells)), path, number).strip() for number, cells in
+                 enumerate(zip(*(column.to_pylist() for column in batch.columns[1:])), begin + skip + 1)]
         for at, (label, text) in enumerate(zip(labels, texts), begin + skip):
             label = names_of[_cell_key(label)]
-            if not text or not label:
-                stats.skipped["empty"] += 1
+            reason = skip_reason(label, text)
+            if reason:
+                stats.skipped[reason] += 1
                 continue
             yield at, label, text
 
@@ -162,21 +166,24 @@ def _cell_key(label):
     return type(label), label
 
 
-def _table_label(value, names: list[str] | None, path: Path, row: int) -> str:
-    """A Parquet cell as the class name: strings stripped; a ClassLabel's index as its name; numbers as JSONL's
-    (_json_label); null as "" (skipped as empty)."""
-    if value is None:
-        return ""
+def _table_label(value, names: list[str] | None, path: Path, row: int, key: str = "label") -> str:
+    """A Parquet cell as the class name: a ClassLabel's index as its name; anything else as the record contract
+    reads a typed label (records.label_value: JSONL's rule)."""
     if names is not None and isinstance(value, int) and not isinstance(value, bool):
         if not 0 <= value < len(names):
             raise CorpusError(f"Parquet corpus '{path}' row {row} has label {value}, outside its {len(names)} "
                               f"class names: fix the row or the file's label names")
-        return names[value]
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (str, int, float)):
-        return _json_label(value, f"Parquet corpus '{path}' row", row)
-    if isinstance(value, (list, tuple)):  # a list column: the document's labels (pipelines/labels.py)
-        return joined(name for name in (_table_label(item, names, path, row) for item in value) if name)
-    raise CorpusError(f"Parquet corpus '{path}' row {row} has a label that is {_json_kind(value)}: store the label "
-                      f"as a string or a number, or the labels as a list of them")
+        return class_name(names[value], f"Parquet corpus '{path}' row", row, key)
+    if names is not None and isinstance(value, (list, tuple)):  # a list of ClassLabel indices
+        return joined(name for name in (_table_label(item, names, path, row, key) for item in value) if name)
+    return label_value(value, f"Parquet corpus '{path}' row", row, key)
+
+
+def _corpus_text(cells: dict, path: Path, row: int) -> str:
+    """A Parquet corpus row's text cells ({column: value}) as the record contract reads a typed text: the one
+    column's string, or several columns' strings (nulls left out) joined by spaces."""
+    where = f"Parquet corpus '{path}' row"
+    if len(cells) == 1:
+        (key, value), = cells.items()
+        return text_value(value, where, row, key)
+    return joined_texts(cells, where, row)

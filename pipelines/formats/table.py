@@ -25,6 +25,7 @@ from pipelines.formats.base import (
     ReadStats,
     _decoded_lines,
 )
+from pipelines.formats.records import class_name, skip_reason
 from pipelines.labels import joined
 
 
@@ -38,16 +39,20 @@ def _line_row(fmt: LineFormat, line: str, where: str, number: int) -> list[str]:
         raise LineBreakInField(f"{where} {number}: {exc}") from None
 
 
-def _table_row_document(fmt: LineFormat, row: list[str], stats: ReadStats) -> tuple[str, str] | None:
-    """One row of a CSV or TSV file as _csv_documents reads it, or None (counted in stats)."""
+def _table_row_document(fmt: LineFormat, row: list[str], stats: ReadStats, where: str = "table row",
+                        number: int = 0) -> tuple[str, str] | None:
+    """One row of a CSV or TSV file as _csv_documents reads it, or None (counted in stats); where, number: the
+    row's place, for a label the record contract refuses."""
     if len(row) < 2:
         stats.skipped["bad_row"] += 1
         return None
     columns = fmt.text_columns if fmt.text_columns is not None else range(1, len(row))
     body = table_text((row[i] for i in columns if i < len(row)), fmt.escapes)
-    label = _cell_label(row[fmt.label_column], fmt.label_separator) if fmt.label_column < len(row) else ""
-    if not body or not label:
-        stats.skipped["empty"] += 1
+    label = (_cell_label(row[fmt.label_column], fmt.label_separator, where, number) if fmt.label_column < len(row)
+             else "")
+    reason = skip_reason(label, body)
+    if reason:
+        stats.skipped[reason] += 1
         return None
     return label, body
 
@@ -60,12 +65,12 @@ def _label_separator(header: Sequence[str] | None, columns) -> str | None:
     return TABLE_LABEL_SEPARATOR if header[columns[0]].strip().lower() in MULTI_LABEL_COLUMNS else None
 
 
-def _cell_label(cell: str, separator: str | None) -> str:
+def _cell_label(cell: str, separator: str | None, where: str, number: int) -> str:
     """A table's label cell as the document's label string: one label, or its labels split by the separator
-    (pipelines/labels.py; an empty cell of a labels column: none of them)."""
+    (pipelines/labels.py; an empty cell of a labels column: none of them); each a class name (records.py)."""
     if separator is None:
-        return cell.strip()
-    return joined(part.strip() for part in cell.split(separator) if part.strip())
+        return class_name(cell, where, number)
+    return joined(name for name in (class_name(part, where, number) for part in cell.split(separator)) if name)
 
 
 def table_reader(lines: Iterable[str], tsv: bool):
@@ -133,6 +138,7 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
         label_col, text_cols = columns  # (a corpus's header always names its label column)
         first = None
     read = 0
+    where = f"{'TSV' if tsv else 'CSV'} corpus '{path}' row"
     for row in itertools.chain([first] if first is not None else [], rows):
         if len(row) < 2:
             stats.skipped["bad_row"] += 1
@@ -140,9 +146,10 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
         read += 1
         cols = text_cols if text_cols is not None else range(1, len(row))
         body = table_text((row[i] for i in cols if i < len(row)), escapes)
-        label = _cell_label(row[label_col], separator) if label_col < len(row) else ""
-        if not body or not label:
-            stats.skipped["empty"] += 1
+        label = _cell_label(row[label_col], separator, where, read) if label_col < len(row) else ""
+        reason = skip_reason(label, body)
+        if reason:
+            stats.skipped[reason] += 1
             continue
         yield label, body
     if not read and stats.skipped["bad_row"]:  # one column in every row: other separators (";" from a spreadsheet)

@@ -381,14 +381,14 @@ def test_jsonl_labels_of_one_value_in_several_types_are_one_class(tmp_path):
 
 
 @pytest.mark.parametrize("record, message", [
-    ({"text": "a", "label": None}, 'line 2 has a "label" that is null'),
     ({"text": "a", "label": True}, 'line 2 has a "label" that is a bool'),
     ({"text": "a", "label": [{"x": 1}]}, 'line 2 has a "label" that is a dict'),
     ({"text": "a", "label": float("nan")}, 'line 2 has a "label" of nan, not a finite number'),
     ({"text": "a", "label": float("inf")}, 'line 2 has a "label" of inf, not a finite number'),
     ({"text": "a", "label": [["x"], "y"]}, 'line 2 has a "label" list that holds a list'),
-    ({"text": None, "label": "x"}, 'line 2 has a "text" that is null, not a string'),
     ({"text": 5, "label": "x"}, 'line 2 has a "text" that is an int, not a string'),
+    ({"text": ["a"], "label": "x"}, 'line 2 has a "text" that is a list, not a string'),
+    ({"text": "a", "label": "x\u001fy"}, 'line 2 has a "label" holding the control character'),
 ])
 def test_jsonl_null_or_odd_values_are_refused_with_the_line(tmp_path, record, message):
     import json
@@ -685,7 +685,7 @@ def test_a_share_parsed_by_pyarrow_reads_as_a_line_at_a_time(tmp_path, case, kee
     if whole is not None:
         assert whole[0][0] == "h" and whole[1][0] == 0
     if case == "skipped documents":
-        assert parsed[0] == ["y", "y"] and parsed[3] == {"empty": 5}
+        assert parsed[0] == ["y", "y"] and parsed[3] == {"empty": 4, "no_label": 1}
 
 
 def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reader_sees_them(tmp_path, monkeypatch):
@@ -747,3 +747,24 @@ def test_a_bad_line_read_in_workers_is_named_from_the_top_of_the_file(tmp_path, 
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
     with WorkerPool(2) as pool, pytest.raises(CorpusError, match=r"big.jsonl' line 322 is not valid JSON"):
         read_corpus(path, pool=pool)
+
+
+def test_a_missing_text_or_label_is_skipped_and_counted_by_reason_in_every_typed_format(tmp_path):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipelines.corpus import read_corpus
+
+    rows = [("kept", "x"), (None, "x"), ("", "y"), ("no label", None), ("blank label", " "), ("kept too", "y")]
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": text, "label": label}) + "\n" for text, label in rows))
+    parquet = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"text": [t for t, _ in rows], "label": [label for _, label in rows]}), parquet)
+    csv = tmp_path / "c.csv"
+    csv.write_text("label,text\n" + "".join(f"{label or ''},{text or ''}\n" for text, label in rows))
+    for path in (jsonl, parquet, csv):
+        corpus = read_corpus(path)
+        assert (corpus.texts, corpus.labels) == (["kept", "kept too"], ["x", "y"]), path
+        assert corpus.skipped == {"empty": 2, "no_label": 2}, path
