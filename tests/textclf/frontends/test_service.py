@@ -68,6 +68,15 @@ def test_predict_matches_the_library(client, published):
     assert client.get("/openapi.json").status_code == 200
 
 
+def test_the_published_metadata_names_what_predict_answers(client):
+    signature = client.get("/v1/models/sample/metadata").json()["metadata"]["signature_def"]["signature_def"][
+        "serving_default"]
+    rows = client.post("/v1/models/sample:predict", json={"instances": ["the striker scored"]}).json()["predictions"]
+    columns = client.post("/v1/models/sample:predict", json={"inputs": ["the striker scored"]}).json()["outputs"]
+    assert set(signature["outputs"]) == set(rows[0]) == set(columns) == {"label", "top"}
+    assert list(signature["inputs"]) == ["text"]
+
+
 def test_no_api_docs_page_that_needs_a_cdn_only_the_schema(client):
     """FastAPI's /docs and /redoc load their script from a CDN (a blank page offline): off; the OpenAPI schema
     stays."""

@@ -127,12 +127,17 @@ def public(row: dict) -> dict:
 
 
 def _metadata(models: ServedModels, name: str, version: int | None) -> dict:
+    """TF Serving's metadata: the signature's outputs are the keys :predict answers each document with (its
+    "predictions" rows, its columnar "outputs"): the label, the top labels as {label, probability} records (a
+    variant: a record, not a number), and a multi-label model's labels."""
     batcher = models.batcher(name, version)
     tensor = {"dtype": "DT_STRING", "tensor_shape": {"dim": [{"size": "-1"}]}}
-    signature = {"inputs": {TEXT_INPUT: {**tensor, "name": f"{TEXT_INPUT}:0"}},
-                 "outputs": {"label": {**tensor, "name": "label:0"},
-                             "probabilities": {"dtype": "DT_FLOAT", "name": "probabilities:0", "tensor_shape": {
-                                 "dim": [{"size": "-1"}, {"size": str(len(batcher.model.labels))}]}}},
+    per_document = {"tensor_shape": {"dim": [{"size": "-1"}, {"size": "-1"}]}}
+    outputs = {"label": {**tensor, "name": "label:0"},
+               "top": {"dtype": "DT_VARIANT", **per_document, "name": "top:0"}}
+    if getattr(batcher.model, "multi_label", False):
+        outputs["labels"] = {"dtype": "DT_STRING", **per_document, "name": "labels:0"}
+    signature = {"inputs": {TEXT_INPUT: {**tensor, "name": f"{TEXT_INPUT}:0"}}, "outputs": outputs,
                  "method_name": "tensorflow/serving/predict"}
     return {"model_spec": {"name": name, "signature_name": "", "version": str(batcher.version)},
             "metadata": {"signature_def": {"signature_def": {"serving_default": signature}},
