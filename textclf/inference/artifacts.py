@@ -113,12 +113,31 @@ def _open(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise ArtifactError(f"model file '{path}' is not a textclf model: pass a file written by 'textclf train'")
     version = header.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
         raise ArtifactError(
             f"model file '{path}' has format version {version}, newer than the {FORMAT_VERSION} this textclf "
             "reads: upgrade textclf (pip install -U textclf)"
         )
+    _check_header(path, header)
     return header, arrays
+
+
+# Each header field a model file may hold and the type its value must have (the format version here too; the
+# labels have their own check, _labels): the one place a header is checked before any field is read.
+HEADER_FIELDS = {"format": str, "kind": str, "settings": dict, "vectorizer": dict, "metadata": dict,
+                 "image_shape": list}
+
+
+def _check_header(path: Path, header: dict) -> None:
+    """Every header field of the type it must have; the format version a whole number from 1 to FORMAT_VERSION
+    (a boolean is not one)."""
+    for name, kind in HEADER_FIELDS.items():
+        value = header.get(name)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise _damaged(path, f"its header's {name} is {type(value).__name__}, not {kind.__name__}")
+    version = header.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
+        raise _damaged(path, f"its format version {version!r} is not one from 1 to {FORMAT_VERSION}")
 
 
 # Every member of a model file may inflate to at most this many times the file's size (plus MEMBER_SLACK): ours
@@ -145,7 +164,12 @@ def _check_member_sizes(path: Path) -> None:
 
 
 def _check_arrays(path: Path, weights: dict[str, np.ndarray], others: dict[str, np.ndarray]) -> None:
-    """Weights exactly float32 and finite; every other numeric array finite (a NaN weight predicts NaN)."""
+    """Weights exactly float32 and finite; every other numeric array finite (a NaN weight predicts NaN); a
+    multi-label model's thresholds probabilities, from 0 to 1."""
+    thresholds = others.get("thresholds")
+    if thresholds is not None and thresholds.dtype.kind == "f" and np.isfinite(thresholds).all() and (
+            thresholds.size and (thresholds.min() < 0 or thresholds.max() > 1)):
+        raise _damaged(path, "its thresholds are not probabilities from 0 to 1")
     for name, array in weights.items():
         if array.dtype != np.float32:
             raise _damaged(path, f"weights '{name}' stored as {array.dtype}, not float32")

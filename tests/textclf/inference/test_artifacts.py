@@ -98,6 +98,32 @@ def test_a_header_whose_labels_are_not_distinct_names_is_refused(model, tmp_path
         load_model(path)
 
 
+@pytest.mark.parametrize("field, value, fragment", [
+    ("format_version", True, "its format version True is not one from 1 to"),
+    ("format_version", 0, "its format version 0 is not one from 1 to"),
+    ("format_version", "3", "its format version '3' is not one from 1 to"),
+    ("metadata", ["a"], "its header's metadata is list, not dict"),
+    ("settings", "fast", "its header's settings is str, not dict"),
+    ("kind", 3, "its header's kind is int, not str"),
+    ("vectorizer", [], "its header's vectorizer is list, not dict"),
+])
+def test_every_header_field_is_type_checked_in_one_place(model, tmp_path, field, value, fragment):
+    path = save_model(model, tmp_path / "m.npz")
+    _rewrite_header(path, lambda h: h.update({field: value}))
+    for read in (load_model, read_header):
+        with pytest.raises(ArtifactError, match=f"is damaged \\({fragment}"):
+            read(path)
+
+
+def test_thresholds_that_are_not_probabilities_are_refused(model, tmp_path):
+    path = save_model(model, tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    np.savez(path, **arrays, thresholds=np.array([0.5, 1.5], np.float32))
+    with pytest.raises(ArtifactError, match="its thresholds are not probabilities from 0 to 1"):
+        load_model(path)
+
+
 def test_newer_format_is_refused(model, tmp_path):
     path = save_model(model, tmp_path / "m.npz")
     _rewrite_header(path, lambda h: h.update(format_version=artifacts.FORMAT_VERSION + 1))
