@@ -7,6 +7,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 from typer.testing import CliRunner
 
 from db import open_db
@@ -836,3 +837,42 @@ def test_the_command_line_imports_no_heavy_library_before_a_command_needs_it():
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "", done.stdout
+
+
+NAME = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12).filter(
+    lambda name: not name.startswith("__label__"))
+
+
+def _fields(line: str, separator: str) -> list[str]:
+    """A line split at its unescaped separators, each field's backslash escapes read back."""
+    fields, field, chars = [], [], iter(line)
+    for c in chars:
+        if c == "\\":
+            nxt = next(chars)
+            field.append({"t": "\t", "n": "\n", "r": "\r", "s": " "}.get(nxt, nxt))
+        elif c == separator:
+            fields.append("".join(field))
+            field = []
+        else:
+            field.append(c)
+    return [*fields, "".join(field)]
+
+
+@given(source=NAME, labels=st.lists(NAME, min_size=2, max_size=4, unique=True), multi=st.booleans())
+def test_a_prediction_line_splits_into_its_fields_whatever_the_names_hold(source, labels, multi):
+    """Names and sources holding the output's own separators (tabs, line breaks, spaces, commas, backslashes) are
+    escaped: one line a document in every format, and each name read back from its field."""
+    from textclf.frontends.cli.classify import _prediction_line
+    from textclf.inference.predict import Prediction
+
+    top = [(label, 0.5 / (rank + 1)) for rank, label in enumerate(labels)]
+    p = Prediction(source, labels[0], top, labels[:2] if multi else None, [0.5, 0.25] if multi else None)
+    line = _prediction_line(p, "text", 3)
+    assert "\n" not in line and "\r" not in line
+    raw = line.split("\t")  # a tab inside a name is escaped: the line's tabs are its two separators
+    assert len(raw) == 3 and _fields(raw[0], "\t") == [source]
+    assert _fields(raw[1], ",") == (labels[:2] if multi else [labels[0]])
+    for output_format in ("fasttext", "fasttext-labels"):
+        words = _fields(_prediction_line(p, output_format, -1), " ")
+        names = [word[len("__label__"):] for word in words if word.startswith("__label__")]
+        assert names == (labels if not multi else labels[:2])

@@ -114,11 +114,22 @@ def _prediction_line(p, output_format: str, top_k: int) -> str:
         shown = p.top if p.labels is None else list(zip(p.labels, p.label_probabilities))
         shown = shown if top_k == ALL_LABELS else shown[:top_k]
         with_probability = output_format == "fasttext"
-        return " ".join(f"{label if label.startswith('__label__') else '__label__' + label}"
+        return " ".join(f"{label if label.startswith('__label__') else '__label__' + _escaped(label, ' ')}"
                         + (f" {prob:.6g}" if with_probability else "") for label, prob in shown)
-    others = "  ".join(f"{label} {prob:.3f}" for label, prob in p.top)
-    predicted = p.label or "" if p.labels is None else ",".join(p.labels)
-    return f"{p.source}\t{predicted}\t{others}"
+    others = "  ".join(f"{_escaped(label, ' ')} {prob:.3f}" for label, prob in p.top)
+    predicted = _escaped(p.label or "") if p.labels is None else ",".join(_escaped(label, ",") for label in p.labels)
+    return f"{_escaped(p.source)}\t{predicted}\t{others}"
+
+
+# How a name or path that holds a separator of the output line is written: a backslash escape each, so that a line
+# splits into its fields whatever the names hold (docs/usage.md, "Predicting and evaluating").
+_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", " ": "\\s", ",": "\\,"}
+
+
+def _escaped(value: str, separators: str = "") -> str:
+    """value with a backslash, a tab and a line break (and these separators) written as backslash escapes."""
+    kept = "\\\t\n\r" + separators
+    return "".join(_ESCAPES[c] if c in kept else c for c in value) if any(c in kept for c in value) else value
 
 
 def _rank_images(loaded, files: list[str], top_k: int, threshold: float):
