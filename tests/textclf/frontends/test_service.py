@@ -12,6 +12,7 @@ import httpx
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from db import jobs, open_db
 from tests.conftest import free_port, wait_until_answers
@@ -370,3 +371,44 @@ def test_a_damaged_published_version_is_not_served_and_the_previous_one_is(publi
         [pinned] = client.get("/v1/models/sample/versions/3").json()["model_version_status"]
         assert pinned["state"] == "END"
     assert sum("sample v3 cannot be loaded" in r.getMessage() for r in caplog.records) == 1
+
+
+TEXTS = st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=40)
+                 .filter(lambda text: text.strip() and "\x85" not in text), min_size=1, max_size=5)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=TEXTS)
+def test_the_cli_and_both_service_routes_answer_generated_documents_alike(client, published, texts):
+    """One contract for every face: the same documents get the same labels and probabilities from `textclf predict`,
+    TF Serving's row and columnar :predict and the Open Inference Protocol's infer."""
+    from typer.testing import CliRunner
+
+    from textclf.frontends.cli import app
+
+    path = open_db(published)["models"].get(("sample", 1))["path"]
+    rows = client.post("/v1/models/sample:predict", json={"instances": texts, "top_k": -1}).json()["predictions"]
+    columns = client.post("/v1/models/sample:predict", json={"inputs": texts, "top_k": -1}).json()["outputs"]
+    request = {"inputs": [{"name": "text", "shape": [len(texts)], "datatype": "BYTES", "data": texts}]}
+    labels, probabilities = client.post("/v2/models/sample/infer", json=request).json()["outputs"]
+    printed = CliRunner().invoke(app, ["predict", "-", "--lines", "--model", path, "--json", "-k", "-1"],
+                                 input="\n".join(texts) + "\n")
+    assert printed.exit_code == 0, printed.output
+    cli = [json.loads(line) for line in printed.stdout.splitlines()]
+    assert [r["label"] for r in rows] == columns["label"] == labels["data"] == [c["label"] for c in cli]
+    matrix = np.reshape(probabilities["data"], (len(texts), -1))
+    for row, column_top, cli_row, probs in zip(rows, columns["top"], cli, matrix):
+        assert row["top"] == column_top
+        assert [t["label"] for t in row["top"]] == [t["label"] for t in cli_row["top"]]
+        np.testing.assert_allclose([t["probability"] for t in row["top"]], [t["probability"] for t in cli_row["top"]],
+                                   atol=1e-5)
+        assert max(probs) == pytest.approx(row["top"][0]["probability"], abs=1e-5)
+
+
+def test_an_empty_document_is_refused_by_both_service_routes_alike(client):
+    texts = ["the rocket reached orbit", " "]
+    v1 = client.post("/v1/models/sample:predict", json={"instances": texts})
+    request = {"inputs": [{"name": "text", "shape": [2], "datatype": "BYTES", "data": texts}]}
+    v2 = client.post("/v2/models/sample/infer", json=request)
+    assert v1.status_code == v2.status_code == 400
+    assert v1.json()["error"] == v2.json()["error"] == "instance 1 is empty: there is nothing to classify"
