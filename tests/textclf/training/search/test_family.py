@@ -124,18 +124,20 @@ def test_a_linear_epoch_is_k_adam_runs_with_their_own_decays():
     batches = [_random_batch(rng) for _ in range(3)]
     arrays = [jnp.stack([b[i] for b in batches]) for i in range(5)]
     rates, decays = [0.05, 0.05], [0.0, 0.1]
-    # float32 products on a GPU too (its default rounds them to TF32): where a weight's gradient is near zero, the
-    # rounding decides the sign of Adam's normalised step, and the reference's products are float32
+    # float32 products on a GPU too, for the epoch and the reference alike (a GPU's default rounds them to TF32:
+    # where a weight's gradient is near zero, the rounding decides the sign of Adam's normalised step); the
+    # programs compiled earlier at the default precision are dropped first
     with jax.default_matmul_precision("highest"):
+        jax.clear_caches()
         trained, _, _ = stacked_epoch(stacked, adam().init(stacked), jnp.asarray(rates), jnp.asarray(decays),
                                       *arrays)
-    for k in range(2):
-        w, b = jnp.zeros((50, 3)), jnp.zeros(3)
-        params, state = (w, b), adam().init((w, b))
-        for indices, values, rows, labels, mask in batches:
-            grads = jax.grad(lambda p: _softmax_regression_loss(*p, indices, values, rows, labels, mask))(params)
-            params, state = adam(decays[k]).update(params, state, grads, rates[k])
-        np.testing.assert_allclose(trained.w1[:, 3 * k:3 * k + 3], params[0], rtol=2e-3, atol=2e-4)
+        for k in range(2):
+            w, b = jnp.zeros((50, 3)), jnp.zeros(3)
+            params, state = (w, b), adam().init((w, b))
+            for indices, values, rows, labels, mask in batches:
+                grads = jax.grad(lambda p: _softmax_regression_loss(*p, indices, values, rows, labels, mask))(params)
+                params, state = adam(decays[k]).update(params, state, grads, rates[k])
+            np.testing.assert_allclose(trained.w1[:, 3 * k:3 * k + 3], params[0], rtol=2e-3, atol=2e-4)
     assert not np.allclose(trained.w1[:, :3], trained.w1[:, 3:])  # the decay made a difference
 
 
