@@ -18,7 +18,8 @@ from jax.experimental import pallas as pl
 from pallas_kernels.common import next_power_of_two, pad_axis, require, require_blocks, round_up, triton_params
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Eleven arguments: a weight, its two moments and gradient, then the rate, the bias corrections and Adam's three
+# constants.
 def adam_step(w, m, v, g, lr, c1, c2, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
               weight_decay=0.0):
     """The update on loaded tiles -> (w, m, v); also used by the kernels that fuse it (input_grad, head_update,
@@ -36,7 +37,7 @@ def scalars_of(s_ref):
     return s_ref[0], s_ref[1], s_ref[2]
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Eight refs: the weight, moments, gradient and the scalars' row in; the weight and moments out.
 def _kernel(w_ref, m_ref, v_ref, g_ref, s_ref, w_out, m_out, v_out, **hyper):
     w_out[...], m_out[...], v_out[...] = adam_step(w_ref[...], m_ref[...], v_ref[...], g_ref[...], *scalars_of(s_ref),
                                                    **hyper)
@@ -50,7 +51,7 @@ class AdamUpdateBlocks:
     num_warps: int = 4
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Eleven arguments: weight, moments, gradient and scalars, Adam's constants, then the tiling and interpret flag.
 @functools.partial(jax.jit, static_argnames=("beta1", "beta2", "eps", "weight_decay", "block_sizes",
                                              "interpret"), donate_argnums=(0, 1, 2))
 def adam_update(w, m, v, g, scalars, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
@@ -78,7 +79,7 @@ def adam_update(w, m, v, g, scalars, *, beta1: float = 0.9, beta2: float = 0.999
     return tuple(o[:size].reshape(shape) for o in outs)
 
 
-# The same operands as the kernel's wrapper, for the plain-JAX reference.
+# Nine arguments: adam_update's operands and constants, without its tiling.
 def adam_update_reference(w, m, v, g, scalars, *, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
     lr, c1, c2 = scalars[0], scalars[1], scalars[2]
     g = g + weight_decay * w

@@ -78,7 +78,8 @@ def _grid_positions(ids: jax.Array, n_rows: int, height: int, width: int):
     return inside, ids, n, rest // width, rest % width
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Eighteen arguments: the image, filter, bias and output refs, then the geometry of a stride-1 padded convolution and
+# its fused ReLU/pool, all static.
 def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, cin: int, out_h: int, out_w: int, in_h: int,
                  in_w: int, n_rows: int, zero: int, block_m: int, block_k: int, relu: bool, precision: str,
                  pixel_axis: int, pool: bool):
@@ -112,7 +113,7 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, cin: int, ou
     _finish(out_ref, tap_ref, list(accs), b_ref, relu)
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Seventeen arguments: _conv_kernel's refs and static geometry, reading the unpadded rows (pad) in place.
 def _conv_rows_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, pad: int, in_h: int, in_w: int, out_h: int,
                       out_w: int, n_rows: int, block_m: int, block_k: int, relu: bool, precision: str,
                       pixel_axis: int, pool: bool):
@@ -197,7 +198,7 @@ class Conv2dForwardBlocks:
     channels_fastest: bool = True
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Nine arguments: image, filter, bias, padding, ReLU, then the tiling, precision, operand dtype and interpret flag.
 @functools.partial(jax.jit, static_argnames=("pad", "relu", "block_sizes", "precision", "operand_dtype",
                                              "interpret"))
 def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dForwardBlocks = Conv2dForwardBlocks(),
@@ -220,7 +221,7 @@ def conv2d_pool_forward(x, w, b, *, pad: int, block_sizes: Conv2dForwardBlocks =
     return _forward("conv2d_pool_forward", x, w, b, pad, True, block_sizes, precision, None, interpret, True)
 
 
-# The kernel's operands and static sizes, inside its body.
+# Eleven arguments: conv2d_forward's, its kernel's name and a fused pooling.
 def _forward(name: str, x, w, b, pad: int, relu: bool, block_sizes: Conv2dForwardBlocks, precision: str,
              operand_dtype: str | None, interpret: bool, pool: bool):
     block_m, block_n, block_k, num_warps, num_stages = (
@@ -281,7 +282,7 @@ def _forward(name: str, x, w, b, pad: int, relu: bool, block_sizes: Conv2dForwar
     return (shaped(out[0]), shaped(out[1])) if pool else shaped(out)
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Fifteen arguments: the image, output-gradient and filter-gradient refs, then the padded geometry and the row tiling.
 def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, cin: int, out_h: int, out_w: int, in_h: int,
                         in_w: int, n_rows: int, zero: int, block_m: int, block_r: int, chunks: int, precision: str):
     """dW as the transposed im2col GEMM: rows of dW = im2col columns j = (tap, input channel), reduced over the
@@ -308,7 +309,7 @@ def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, cin: int, out_h: in
     dw_ref[...] = acc.astype(dw_ref.dtype).reshape(dw_ref.shape)
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Fourteen arguments: _weight_grad_kernel's refs and geometry, reading the unpadded rows (pad) in place.
 def _weight_grad_rows_kernel(x_ref, dz_ref, dw_ref, *, size: int, pad: int, in_h: int, in_w: int, out_h: int,
                              out_w: int, n_rows: int, block_m: int, block_k: int, chunks: int, precision: str):
     """dW for Cin a multiple of 16, reading x as _conv_rows_kernel does: x_ref (N*H*W, Cin) unpadded, one pixel a

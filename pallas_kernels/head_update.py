@@ -73,7 +73,8 @@ def _call(groups, partials, scalars, rule, interpret: bool, name: str):
     )(*inputs)
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Thirteen arguments: b1, W2, b2 and their momentum, the three gradients' per-block parts, then SGD's rate, momentum
+# and decay.
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "interpret"), donate_argnums=(0, 1, 2, 3, 4, 5))
 def head_update(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *, momentum: float,
                 weight_decay: float, interpret: bool = False):
@@ -84,7 +85,7 @@ def head_update(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *
                  jnp.asarray(lr, b1.dtype).reshape(1), rule, interpret, "head_update")
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Fifteen arguments: b1, W2, b2 with both Adam moments, the gradients' per-block parts, Adam's scalars and decay.
 @functools.partial(jax.jit, static_argnames=("weight_decay", "interpret"), donate_argnums=tuple(range(9)))
 def head_adam_update(b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2, db1_parts, dw2_parts, db2_parts, scalars, *,
                      weight_decay: float, interpret: bool = False):
@@ -94,7 +95,7 @@ def head_adam_update(b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2, db1_parts, dw2_part
                  scalars.astype(b1.dtype), rule, interpret, "head_adam_update")
 
 
-# The same operands as the kernel's wrapper, for the plain-JAX reference.
+# Twelve arguments: head_update's operands and constants, without its interpret flag.
 def head_update_reference(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *, momentum: float,
                           weight_decay: float):
     """sgd_update_reference on each parameter with its partials summed."""

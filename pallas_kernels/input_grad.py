@@ -39,7 +39,8 @@ def _grad_kernel(x_ref, dpre_ref, dw_ref, *, block_m: int, precision: str):
     dw_ref[...] = _accumulate(x_ref, dpre_ref, block_m, precision, dw_ref.dtype).astype(dw_ref.dtype)
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Eleven arguments: the batch, pre-activation gradient, W1, its momentum and rate refs, W1 and momentum out, then
+# tiling and SGD constants.
 def _grad_update_kernel(x_ref, dpre_ref, w_ref, v_ref, lr_ref, w_out, v_out, *, block_m: int, precision: str,
                         momentum: float, weight_decay: float):
     w = w_ref[...]
@@ -47,7 +48,8 @@ def _grad_update_kernel(x_ref, dpre_ref, w_ref, v_ref, lr_ref, w_out, v_out, *, 
     w_out[...], v_out[...] = sgd_step(w, v_ref[...], grad, lr_ref[0], momentum=momentum, weight_decay=weight_decay)
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Twelve arguments: the batch, pre-activation gradient, W1, both moments and the scalars in; W1 and moments out; tiling
+# and decay.
 def _grad_adam_kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, s_ref, w_out, m_out, v_out, *, block_m: int,
                       precision: str, weight_decay: float):
     w = w_ref[...]
@@ -94,7 +96,8 @@ def input_grad(x, dpre, *, block_sizes: InputGradBlocks = InputGradBlocks(), pre
     )(x, dpre)
 
 
-# The kernel's operands and static sizes, inside its body.
+# Eleven arguments: the kernel to run, its batch, gradient, optimizer state and scalars, then its Triton launch
+# settings and name.
 def _fused_update(kernel, x, dpre, state, scalars, *, block_m: int, block_k: int, num_warps: int, num_stages: int,
                   interpret: bool, name: str):
     """dW1 = X^T @ dPre computed inside an optimizer step: `state` (W1 and its optimizer buffers, (K, N) each)
@@ -121,7 +124,8 @@ def _require_update(kernel: str, x, dpre, w, block_m: int, block_k: int, **state
     require_blocks(kernel, block_m=block_m, block_k=block_k)
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Ten arguments: the batch, pre-activation gradient, W1, its momentum and rate, SGD's constants, then tiling,
+# precision, interpret.
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes", "precision",
                                              "interpret"), donate_argnums=(2, 3))
 def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float,
@@ -138,7 +142,8 @@ def input_grad_update(x, dpre, w, v, lr, *, momentum: float, weight_decay: float
                          name="input_grad_update")
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Ten arguments: the batch, pre-activation gradient, W1 and both moments, Adam's scalars and decay, then tiling,
+# precision, interpret.
 @functools.partial(jax.jit, static_argnames=("weight_decay", "block_sizes", "precision",
                                              "interpret"), donate_argnums=(2, 3, 4))
 def input_grad_adam_update(x, dpre, w, m, v, scalars, *, weight_decay: float,

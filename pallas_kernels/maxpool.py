@@ -31,7 +31,7 @@ def _window_rows(block_m: int, n_rows: int, out_h: int, out_w: int, in_h: int, i
     return valid, (n * in_h + oh * size) * in_w + ow * size  # flat input row of tap (0, 0)
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Ten arguments: the input, output and argmax refs, then the window and image geometry and the row tiling.
 def _forward_kernel(x_ref, y_ref, arg_ref, *, size, out_h, out_w, in_h, in_w, n_rows, block_m):
     _, base = _window_rows(block_m, n_rows, out_h, out_w, in_h, in_w, size)
     best = x_ref[base, :]
@@ -45,7 +45,8 @@ def _forward_kernel(x_ref, y_ref, arg_ref, *, size, out_h, out_w, in_h, in_w, n_
     arg_ref[...] = best_tap
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Twelve arguments: the output gradient, argmax, a zero block and the input gradient refs, then the geometry and
+# tiling.
 def _backward_kernel(dy_ref, arg_ref, zeros_ref, dx_ref, *, size, out_h, out_w, in_h, in_w, n_rows, block_m, spare):
     del zeros_ref  # aliased to dx_ref: the rows no window covers keep its zeros
     valid, base = _window_rows(block_m, n_rows, out_h, out_w, in_h, in_w, size)

@@ -23,7 +23,7 @@ from pallas_kernels.sigmoid_bce import SigmoidBceBlocks, sigmoid_bce
 from pallas_kernels.softmax_xent import softmax_xent
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Nine arguments: the four weights, the batch with its labels and row weights, the class count and the kernels' config.
 def forward(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
     """-> (h, nll, predicted, dz): the hidden activations and everything the loss kernel produces."""
     h = hidden_forward(x, w1, b1, block_sizes=config.forward, precision=config.precision, interpret=config.interpret)
@@ -52,14 +52,14 @@ def weight_grad(x, dpre, config: KernelConfig):
     return input_grad(x, dpre, block_sizes=config.dw, precision=config.precision, interpret=config.interpret)
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Nine arguments: forward's, as custom_vjp passes them.
 @functools.partial(jax.custom_vjp, nondiff_argnums=(7, 8))
 def mlp_loss(w1, b1, w2, b2, x, labels, weight, n_classes: int, config: KernelConfig):
     _, nll, _, _ = forward(w1, b1, w2, b2, x, labels, weight, n_classes, config)
     return jnp.sum(nll * weight)
 
 
-# The kernel's operands and static sizes, inside its body.
+# Nine arguments: mlp_loss's, the custom_vjp forward rule's.
 def _mlp_loss_fwd(w1, b1, w2, b2, x, labels, weight, n_classes, config):
     h, nll, _, dz = forward(w1, b1, w2, b2, x, labels, weight, n_classes, config)
     return jnp.sum(nll * weight), (x, h, w2, dz)
@@ -76,7 +76,7 @@ def _mlp_loss_bwd(n_classes, config, residuals, g):
 mlp_loss.defvjp(_mlp_loss_fwd, _mlp_loss_bwd)
 
 
-# The same operands as the kernel's wrapper, for the plain-JAX reference.
+# Nine arguments: mlp_loss's, a precision in place of the kernels' config.
 def mlp_loss_reference(w1, b1, w2, b2, x, labels, weight, n_classes: int, precision: str = "default"):
     """Plain JAX: the same loss from dense x, differentiable by jax.grad."""
     prec = PRECISIONS[precision]

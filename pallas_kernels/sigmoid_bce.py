@@ -22,7 +22,8 @@ from pallas_kernels.common import (
 from pallas_kernels.softmax_xent import output_layer_grads, padded_classes
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Ten arguments: hidden units, W2, b2, targets and row weights in; loss, hits and dz out; the class count and
+# precision.
 def _kernel(h_ref, w_ref, b_ref, targets_ref, weight_ref, loss_ref, right_ref, dz_ref, *, n_classes: int,
             precision: str):
     # h_ref: (block_m, H)  w_ref: (H, Cp)  b_ref: (Cp,)  targets_ref: (block_m, Cp)  weight_ref: (block_m,)
@@ -48,7 +49,7 @@ class SigmoidBceBlocks:
     num_warps: int = 4
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Nine arguments: the hidden units, W2, b2, targets and row weights, then class count, tiling, precision, interpret.
 @functools.partial(jax.jit, static_argnames=("n_classes", "block_sizes", "precision", "interpret"))
 def sigmoid_bce(h, w2, b2, targets, weight, *, n_classes: int, block_sizes: SigmoidBceBlocks = SigmoidBceBlocks(),
                 precision: str = "default", interpret: bool = False):

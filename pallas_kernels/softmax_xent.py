@@ -56,7 +56,7 @@ class SoftmaxXentBlocks:
     num_warps: int = 4
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Nine arguments: the hidden units, W2, b2, labels and row weights, then class count, tiling, precision, interpret.
 @functools.partial(jax.jit, static_argnames=("n_classes", "block_sizes", "precision", "interpret"))
 def softmax_xent(h, w2, b2, labels, weight, *, n_classes: int, block_sizes: SoftmaxXentBlocks = SoftmaxXentBlocks(),
                  precision: str = "default", interpret: bool = False):

@@ -46,7 +46,7 @@ def document_offsets(rows: jax.Array, n_rows: int) -> jax.Array:
     return jnp.searchsorted(real, jnp.arange(n_rows + 1, dtype=rows.dtype), side="left").astype(jnp.int32)
 
 
-# The kernel's operands and static sizes, inside its body.
+# Eleven arguments: the sorted keys, gather, value and source refs, the segment's range and the output block's width.
 def _segment_sum_range(keys_ref, gather_ref, val_ref, source_ref, first: int, start, end, n_out: int,
                        block_n: int, precision: str, acc_dtype):
     """sum over the nonzeros j in [start, end) of value_j * source[gather_j] into output row keys_j - first:
@@ -68,7 +68,8 @@ def _segment_sum_range(keys_ref, gather_ref, val_ref, source_ref, first: int, st
     return lax.fori_loop(0, n_chunks, chunk, jnp.zeros((n_out, source_ref.shape[1]), acc_dtype))
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Ten arguments: the batch's offsets, indices, values and rows, W1 and b1 in, the hidden units out, then tiling and
+# precision.
 def _forward_kernel(offsets_ref, idx_ref, val_ref, row_ref, w1_ref, b1_ref, h_ref, *, block_b: int,
                     block_n: int, precision: str):
     first = pl.program_id(0) * block_b
@@ -96,7 +97,7 @@ class SparseForwardBlocks:
     num_stages: int = 2
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Nine arguments: the sparse batch (indices, values, rows), W1, b1 and its size, then tiling, precision, interpret.
 @functools.partial(jax.jit, static_argnames=("batch_size", "block_sizes", "precision", "interpret"))
 def sparse_hidden_forward(indices, values, rows, w1, b1, *, batch_size: int,
                           block_sizes: SparseForwardBlocks = SparseForwardBlocks(), precision: str = "default",
@@ -138,7 +139,8 @@ def _by_feature(indices, values, rows, n_features: int, block_k: int, block_n: i
     return (starts, *_pad_flat(f_idx, f_val, f_row, block_n))
 
 
-# The kernel's operands and static sizes, inside its body.
+# Nine arguments: the sorted batch's starts, indices, values and rows, the pre-activation gradient, then tiling and
+# accumulator type.
 def _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k: int, block_n: int, precision: str,
                      acc_dtype):
     block = pl.program_id(0)
@@ -149,14 +151,15 @@ def _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k: i
     return acc, end > start
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Nine arguments: _accumulate_grad's refs with dW1 out, then tiling and precision.
 def _grad_kernel(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, dw_ref, *, block_k, block_n, precision):
     acc, _ = _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k, block_n, precision,
                               accumulator_dtype(dw_ref.dtype))
     dw_ref[...] = acc.astype(dw_ref.dtype)
 
 
-# A Pallas kernel: one ref per operand and output, then its static block sizes.
+# Fifteen arguments: _grad_kernel's inputs with W1, its momentum and rate, W1 and momentum out, then tiling and SGD
+# constants.
 def _grad_update_kernel(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, w_ref, v_ref, lr_ref, w_out, v_out, *,
                         block_k, block_n, precision, momentum, weight_decay):
     grad, touched = _accumulate_grad(starts_ref, idx_ref, val_ref, row_ref, dpre_ref, block_k, block_n, precision,
@@ -217,7 +220,8 @@ def sparse_input_grad(indices, values, rows, dpre, *, n_features: int,
     )(starts, f_idx, f_val, f_row, dpre)
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Twelve arguments: the sparse batch, pre-activation gradient, W1, momentum and rate, SGD's constants, then tiling,
+# precision, interpret.
 @functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes", "precision",
                                              "interpret"), donate_argnums=(4, 5))
 def sparse_input_grad_update(indices, values, rows, dpre, w, v, lr, *, momentum: float, weight_decay: float,

@@ -126,7 +126,8 @@ class StackedInputAdamBlocks:
     columns: bool = False
 
 
-# The kernel's operands, then its static settings and interpret flag (a jitted wrapper's form).
+# Eleven arguments: the batch, pre-activation gradient, stacked W1 and moments, per-network rates and decays, scalars,
+# then tiling, precision, interpret.
 @functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"), donate_argnums=(2, 3, 4))
 def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
                        block_sizes: StackedInputAdamBlocks = StackedInputAdamBlocks(), precision: str = "default",
@@ -172,7 +173,7 @@ def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
     )(x, dpre, w, m, v, rates.astype(w.dtype), decays.astype(w.dtype), scalars.astype(w.dtype))
 
 
-# The same operands as the kernel's wrapper, for the plain-JAX reference.
+# Nine arguments: stacked_input_adam's operands and precision, without its tiling.
 def stacked_input_adam_reference(x, dpre, w, m, v, rates, decays, scalars, precision: str = "default"):
     """Plain JAX: the gradient as one product, then textclf.training.optimizers.adam's update with per-column rates."""
     grad = jnp.dot(x.astype(w.dtype).T, dpre.astype(w.dtype), precision=PRECISIONS[precision]) + decays[None, :] * w
