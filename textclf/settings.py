@@ -95,38 +95,56 @@ def spelled_out(given: dict) -> dict:
     return given
 
 
+def option(default, help_text: str, *, flag: str | None = None, kind: type | None = None):
+    """A setting the command line offers, as a field: its default, its --help text ("{default}" and "{cnn}" stand for
+    the value for text and for image models), its flag where it is not the field's name, and the type the flag
+    reads where it is not the field's (the command line's options are built from these: command_line_options)."""
+    return dataclasses.field(default=default, metadata={"help": help_text, "flag": flag, "kind": kind})
+
+
 @dataclass(frozen=True)
 class VectorizerSettings:
     """How documents become columns: the bag of words, its terms and weights, the character view."""
 
-    features: int = 32754  # width of the bag of words fed to the network
-    vectorizer: str = "tfidf"  # "tfidf": fitted vocabulary; "hashing": no vocabulary, any corpus size
+    # width of the bag of words fed to the network
+    features: int = option(32754, "Bag-of-words width (default {default}).")
+    # "tfidf": fitted vocabulary; "hashing": no vocabulary, any corpus size
+    vectorizer: str = option("tfidf", "tfidf (fitted vocabulary) or hashing (default {default}).")
     feature_selection: str = "chi2"  # how "tfidf" picks `features` terms from the full vocabulary
-    ngram_max: int = 2  # 1 = unigrams, 2 = unigrams + bigrams
-    stop_words: str | None = "english"
+    # 1 = unigrams, 2 = unigrams + bigrams
+    ngram_max: int = option(2, "Longest word n-gram (default {default}; searched).", flag='ngrams')
+    stop_words: str | None = option("english", "'english' or 'none' (default {default}; searched).")
     min_df: int = 2  # ignored (set to 1) for corpora under 200 documents, where it would empty the vocabulary
-    sublinear_tf: bool = True  # 1 + log(tf): long posts do not drown short ones
+    # 1 + log(tf): long posts do not drown short ones
+    sublinear_tf: bool = option(True, "Weigh term counts as 1 + log(tf) (default on; searched).")
     # Scale each column by its naive Bayes log-count ratio (NBSVM, pipelines.vectorize.nb_ratios). Searched; on
     # by default because the search chose it by validation on all five benchmark corpora on the GPU
     # (BENCHMARKS.md, "Accuracy"), so a budget that affords only the first candidates tries it first.
-    nb_weighting: bool = True
+    nb_weighting: bool = option(True, "Scale each column by its naive Bayes log-count ratio (default on; searched).")
     # A second network on character 2-5-grams (pipelines.vectorize.CHAR_NGRAM_RANGE, `features` columns of their
     # own, weighted as the words are), averaged with the word network(s) in one model file ("tfidf" only). Off
     # unless the search chooses it by validation (textclf/training/search/halving.py, _choose_networks) or it is typed:
     # it doubles the model and its training, and it pays where words alone are few (short sentences).
-    char_ngrams: bool = False
+    char_ngrams: bool = option(
+        False,
+        "A second network on character 2-5-grams, averaged with the words' (default: the search decides).")
     # The character network's learning rate and epochs; 0: the words' (learning_rate, epochs). The search reads
     # them off the character network's own validation curves on a GPU.
     char_learning_rate: float = 0.0
     char_epochs: int = 0
     # Every document's words open with a marker word, so that bigrams tell the first word apart
     # (pipelines.vectorize.START_TOKEN has the measurement). Not searched: it never lost by validation.
-    start_token: bool = True
+    start_token: bool = option(
+        True,
+        "Open every document with a marker word, so bigrams see its first word (default on).")
     # Each character of Chinese, Japanese, Thai, Lao, Khmer and Myanmar text is a word of its own: these scripts put
     # no spaces between words, and scikit-learn's token pattern made one token of a whole clause
     # (pipelines.word_counts.UNSPACED_RANGES has the measurements). Off: such runs stay whole, as in text already split
     # into words by a segmenter. Not searched.
-    unspaced_as_characters: bool = True
+    unspaced_as_characters: bool = option(
+        True,
+        "Each character of Chinese, Japanese, Thai, Lao, Khmer or Myanmar text a word of its own; off for text "
+        "already split into words (default on).")
 
     def _vectorizer_checks(self) -> list[tuple[bool, str]]:
         return [
@@ -152,26 +170,39 @@ class NetworkSettings:
 
     # Model: "mlp" (text: features -> hidden (sigmoid) -> classes (softmax)) or "cnn" (images:
     # textclf/models/cnn.py, conv+ReLU+pool per entry of conv_channels, then a ReLU layer of `hidden` units).
-    model: str = "mlp"
-    conv_channels: str = "32,64"  # cnn only: output channels of each conv layer, comma-separated
-    conv_kernel: int = 5  # cnn only: odd kernel size ("same" padding)
+    model: str = option("mlp", "mlp (text) or cnn (images: folder of label folders or an IDX folder).")
+    # cnn only: output channels of each conv layer, comma-separated
+    conv_channels: str = option("32,64", "cnn: channels of each conv layer (default {default}).")
+    # cnn only: odd kernel size ("same" padding)
+    conv_kernel: int = option(5, "cnn: conv kernel size, odd (default {default}).")
     # cnn only: dropout on the fully connected layer and random changes to each training image per step
     # ("shift": up to 2 px each way; "flip": mirror left-right, only for classes that look alike mirrored).
     # Chosen on Fashion-MNIST (BENCHMARKS.md); the text MLP measured no gain from dropout.
-    dropout: float = 0.25
-    augment: str = "shift"  # comma-separated AUGMENTATIONS, or "" for none
-    hidden: int = 128
-    family: str = "network"  # FAMILIES; the linear family has no hidden layer (`hidden` is then unused)
+    dropout: float = option(0.25, "cnn: dropout on the dense layer (default {default}).")
+    # comma-separated AUGMENTATIONS, or "" for none
+    augment: str = option("shift", "cnn: shift, flip, shift,flip or none (default {default}).")
+    hidden: int = option(128, "Hidden units (sigmoid) of the network family (default {default}).")
+    # FAMILIES; the linear family has no hidden layer (`hidden` is then unused)
+    family: str = option(
+        "network",
+        "network (a hidden layer), linear (features straight to classes) or network+linear (the network's scores plus"
+        " a linear model's) (default: the search chooses by validation; network when the search is off).")
     # The linear model beside the network (family "network+linear"): its learning rate, weight decay and epochs;
     # 0, None, 0: the network's. The search reads them off the linear models' validation curves.
     linear_learning_rate: float = 0.0
     linear_weight_decay: float | None = None
     linear_epochs: int = 0
-    linear_loss: str = "log"  # LINEAR_LOSSES, of the linear family's model and of the one beside a network
+    # LINEAR_LOSSES, of the linear family's model and of the one beside a network
+    linear_loss: str = option(
+        "log",
+        "A linear model's loss: log (softmax; a sigmoid a label for label sets) or squared_hinge (one-vs-rest, as "
+        "LinearSVC) (default log).")
     # Networks trained side by side on the same batches and averaged into one model file (textclf/training/
     # candidates.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
     # SearchRules.ensemble_members by validation where it is cheap (a GPU), else 1.
-    ensemble: int = 0
+    ensemble: int = option(
+        0,
+        "Networks trained side by side and averaged into one model (default: the search tries 1 and 5 on a GPU).")
 
     @property
     def units(self) -> int:
@@ -217,20 +248,25 @@ class OptimizerSettings:
     """How the network trains: the optimizer, its rates, the batches, the epochs, the seed."""
 
     # Optimizer: Adam (default) or minibatch SGD with momentum (v <- m v + g + wd w; w <- w - lr v).
-    optimizer: str = "adam"
-    batch_size: int = 64
-    epochs: int | None = None  # None: the model's default (MODEL_DEFAULTS: 10 for mlp, 20 for cnn)
+    optimizer: str = option("adam", "adam or sgd (default {default}).")
+    batch_size: int = option(64, "Minibatch size (default {default}; searched).")
+    # None: the model's default (MODEL_DEFAULTS: 10 for mlp, 20 for cnn)
+    epochs: int | None = option(None, "Passes over the training set (default {default}, searched; cnn {cnn}).")
     # Small corpora get extra epochs until training makes at least this many optimizer steps: 8 epochs of a
     # 36-document corpus would be 8 steps, far too few to learn anything. Not when "epochs" is pinned (typed).
     min_steps: int = 300
-    learning_rate: float = 0.001
+    learning_rate: float = option(0.001, "Learning rate (default {default}; searched).", flag='lr')
     # "constant", or "linear" / "cosine" decay to 0 over the run (linear best for sgd: lr 0.15, batch 16);
     # None: the model's default (constant for mlp, cosine for cnn).
-    lr_schedule: str | None = None
-    momentum: float = 0.9  # sgd only
-    init_gain: float = 1.0  # Glorot-uniform range multiplier (4 suited sgd)
-    weight_decay: float = 0.0
-    seed: int = 0
+    lr_schedule: str | None = option(None, "constant, or linear or cosine decay to 0 (default {default}; cnn {cnn}).")
+    # sgd only
+    momentum: float = option(0.9, "SGD momentum (default {default}).")
+    # Glorot-uniform range multiplier (4 suited sgd)
+    init_gain: float = option(1.0, "Glorot init range multiplier (default {default}).")
+    weight_decay: float = option(0.0, "L2 weight decay (default {default}; searched).")
+    seed: int = option(
+        0,
+        "Seed for the validation split and the model's initialisation and shuffling (default {default}).")
 
     def epochs_for(self, n_train: int) -> int:
         """Epochs actually run on n_train documents: `epochs`, raised to reach `min_steps` steps, unless the user
@@ -265,11 +301,18 @@ class DataSettings:
     # Documents with any number of labels (pipelines/labels.py): sigmoid outputs, binary cross-entropy and a
     # threshold chosen on held-out documents. None: as the corpus holds them (any document with other than one
     # label makes it multi-label); True / False as the user says (False refuses a corpus of label sets).
-    multi_label: bool | None = None
+    multi_label: bool | None = option(
+        None,
+        "Documents with any number of labels: sigmoid outputs and a threshold chosen on held-out documents (default: "
+        "when any document has other than one label; --no-multi-label refuses such a corpus).")
     # What a multi-label model is judged by: its threshold and early stopping maximise it on held-out documents.
     # None: micro-F1. Refused for a corpus of one label a document (judged by accuracy).
-    metric: str | None = None
-    max_file_mb: float = 10.0  # larger files are skipped (corpus) or refused (predict)
+    metric: str | None = option(
+        None,
+        "Multi-label: what the threshold and early stopping maximise on held-out documents: micro-f1, macro-f1 or "
+        "samples-f1 (default micro-f1).")
+    # larger files are skipped (corpus) or refused (predict)
+    max_file_mb: float = option(10.0, "Skip corpus files larger than this (default {default}).")
 
     def _data_checks(self) -> list[tuple[bool, str]]:
         return [
@@ -287,20 +330,23 @@ class DataSettings:
 class DeviceSettings:
     """Where and how it runs: the backend, the Pallas input format, the devices and how they share it."""
 
-    backend: str = "auto"  # "auto": as measured per network and batch on a GPU (training/backends.py), else xla
+    # "auto": as measured per network and batch on a GPU (training/backends.py), else xla
+    backend: str = option("auto", "auto, xla or pallas (GPU) (default {default}).")
     # Pallas input format: "dense" (X scattered into a bf16 matrix), "pieces" (fixed-width pieces of each
     # document's nonzeros, pallas_kernels/pieces_hidden.py) or "sparse" (flat nonzeros, sparse_hidden.py);
     # "auto": pieces from PIECES_MIN_BATCH documents a device batch up, dense below (textclf/training/step.py).
-    pallas_input: str = "auto"
+    pallas_input: str = option("auto", "Pallas input format: auto, dense, pieces or sparse (default {default}).")
     # Devices of this process that train one network; with several processes every process uses this many.
     # 0 ("auto"): as the training plan measured (textclf/training/plan.py, device_layout): one GPU on one host (a
     # split trained slower end to end), and with several processes the batch split only where each device gets
     # 8,192 documents.
-    devices: int = 0
+    devices: int = option(0, "Devices of this process that split each batch: N or all (default all).", kind=str)
     # How several devices share the network (textclf/training/feature_parallel.py): "data" (each device a slice of
     # every batch, W1 whole on each, its gradient summed every step), "features" (W1's rows split across one
     # process's devices, each on the whole batch; the XLA step), "auto": as the plan measured.
-    parallel: str = "auto"
+    parallel: str = option(
+        "auto",
+        "How several devices share the network: data, features (W1 split by rows) or auto (default {default}).")
 
     def _device_checks(self) -> list[tuple[bool, str]]:
         return [
@@ -323,12 +369,26 @@ class SearchSettings:
     # (0: the device's default, search.default_budget_steps), so the same corpus and seed choose alike on a busy or
     # an idle machine; search_budget: a wall-clock bound in seconds, only where the user asks for one (0: none;
     # given alone, it replaces the default work bound).
-    search: str = "auto"
-    search_steps: int = 0
-    search_budget: float = 0.0
+    search: str = option(
+        "auto",
+        "auto: choose stop words, n-grams, NB weights, sublinear tf, learning rate, weight decay, epochs, batch size,"
+        " an ensemble, a character network and the model family by validation on the training corpus (options you set"
+        " are kept), or reuse the choice a run of the same documents, settings and device recorded; fresh: search "
+        "even then; off: use the settings as given (default auto).")
+    search_steps: int = option(
+        0,
+        "Work the search may spend, in network-steps (default: 20,000 on a CPU, 2,000,000 on a GPU): the same corpus "
+        "and seed choose the same model on a busy or an idle machine.")
+    search_budget: float = option(
+        0.0,
+        "Seconds the search may take, where you want a clock to bound it (default: none; alone, it replaces the "
+        "default --search-steps).")
     # Seeds the search's folds, batches and candidate networks (the run's `seed` seeds the model it trains): runs that
     # differ only in `seed` make the same choice, so a recorded search serves them all (runs/search_cache.py).
-    search_seed: int = 0
+    search_seed: int = option(
+        0,
+        "Seed for the model search's folds and candidates (default {default}): runs that differ only in --seed share "
+        "one search.")
     # Fields the user set explicitly (the CLI fills it in from the options given): the search keeps them.
     pinned: tuple[str, ...] = ()
 
@@ -415,6 +475,33 @@ class Settings(SearchSettings, DeviceSettings, DataSettings, OptimizerSettings, 
         """A copy with `changes`; the rest keep this instance's values, model-dependent ones included (to move
         an mlp Settings to model="cnn" with the cnn defaults, build a fresh Settings(model="cnn", ...))."""
         return dataclasses.replace(self, **changes)
+
+
+class CommandLineOption(typing.NamedTuple):
+    flag: str  # --flag-name, with "-" for "_"
+    field: str  # the Settings field it sets
+    kind: type  # what typer reads (a flag left out: None)
+    help: str
+
+
+@functools.cache
+def command_line_options() -> tuple[CommandLineOption, ...]:
+    """Every setting the command line offers (the fields made with `option`), part by part: its flag, field, the
+    type typer reads and its --help text with the text and image models' defaults filled in."""
+    hints = typing.get_type_hints(Settings)
+    text, image = Settings(), Settings(model="cnn")
+    found = []
+    for part in reversed(Settings.__mro__[1:-1]):  # the parts in the order Settings lists them last to first
+        for field in dataclasses.fields(part):
+            if "help" not in field.metadata or field.name in {o.field for o in found}:
+                continue
+            kind = field.metadata["kind"] or next(
+                (t for t in typing.get_args(hints[field.name]) if t is not type(None)), hints[field.name])
+            help_text = field.metadata["help"].format(default=getattr(text, field.name),
+                                                      cnn=getattr(image, field.name))
+            found.append(CommandLineOption(field.metadata["flag"] or field.name, field.name,
+                                           typing.Optional[kind], help_text))
+    return tuple(found)
 
 
 def _user_fields() -> list[str]:

@@ -60,3 +60,21 @@ def test_every_face_reads_stop_words_none_as_no_stop_words():
         assert TextClassifier(stop_words=spelled).settings.stop_words is None
         assert settings_from_options(stop_words=spelled).stop_words is None
     assert Settings.from_user({"augment": "none"}).augment == ""
+
+
+def test_the_command_line_offers_the_settings_that_say_how_in_their_fields():
+    """Each training option's flag, type and help text live beside its field's default (settings.option), and the
+    CLI's options are built from them: every offered field has a flag, typer's type and its default in its help."""
+    import dataclasses
+
+    from textclf.frontends.cli.base import TRAINING_OPTIONS
+    from textclf.settings import Settings, command_line_options
+
+    assert TRAINING_OPTIONS == command_line_options()
+    offered = {f.name for f in dataclasses.fields(Settings) if "help" in f.metadata}
+    assert {o.field for o in TRAINING_OPTIONS} == offered and len(TRAINING_OPTIONS) == len(offered)
+    by_field = {o.field: o for o in TRAINING_OPTIONS}
+    assert by_field["learning_rate"].flag == "lr" and by_field["ngram_max"].flag == "ngrams"
+    assert "(default 0.001; searched)" in by_field["learning_rate"].help
+    assert "cnn 20" in by_field["epochs"].help and "default 10" in by_field["epochs"].help  # the text and image models'
+    assert all("{" not in o.help for o in TRAINING_OPTIONS)  # every placeholder filled

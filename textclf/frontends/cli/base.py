@@ -19,7 +19,7 @@ from rich.text import Text
 
 from textclf.errors import USER_ERRORS, SettingsError
 from textclf.paths import run_db_path
-from textclf.settings import SEARCHED_FIELDS, Settings, spelled_out
+from textclf.settings import SEARCHED_FIELDS, Settings, command_line_options, spelled_out
 from textclf.training.events import Terminated
 
 app = typer.Typer(help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True,
@@ -139,75 +139,9 @@ def _print_json(data) -> None:
 D = Settings()  # text defaults shown in --help; options left unset keep the defaults of the chosen model
 
 
-TRAINING_OPTIONS = (
-    ("features", "features", Optional[int], f"Bag-of-words width (default {D.features})."),
-    ("vectorizer", "vectorizer", Optional[str], f"tfidf (fitted vocabulary) or hashing (default {D.vectorizer})."),
-    ("ngrams", "ngram_max", Optional[int], f"Longest word n-gram (default {D.ngram_max}; searched)."),
-    ("stop_words", "stop_words", Optional[str], f"'english' or 'none' (default {D.stop_words}; searched)."),
-    ("nb_weighting", "nb_weighting", Optional[bool],
-     "Scale each column by its naive Bayes log-count ratio (default on; searched)."),
-    ("char_ngrams", "char_ngrams", Optional[bool],
-     "A second network on character 2-5-grams, averaged with the words' (default: the search decides)."),
-    ("sublinear_tf", "sublinear_tf", Optional[bool], "Weigh term counts as 1 + log(tf) (default on; searched)."),
-    ("start_token", "start_token", Optional[bool],
-     "Open every document with a marker word, so bigrams see its first word (default on)."),
-    ("unspaced_as_characters", "unspaced_as_characters", Optional[bool],
-     "Each character of Chinese, Japanese, Thai, Lao, Khmer or Myanmar text a word of its own; off for text "
-     "already split into words (default on)."),
-    ("family", "family", Optional[str],
-     "network (a hidden layer), linear (features straight to classes) or network+linear (the network's scores plus "
-     "a linear model's) (default: the search chooses by validation; network when the search is off)."),
-    ("linear_loss", "linear_loss", Optional[str],
-     "A linear model's loss: log (softmax; a sigmoid a label for label sets) or squared_hinge (one-vs-rest, as "
-     "LinearSVC) (default log)."),
-    ("hidden", "hidden", Optional[int], f"Hidden units (sigmoid) of the network family (default {D.hidden})."),
-    ("batch_size", "batch_size", Optional[int], f"Minibatch size (default {D.batch_size}; searched)."),
-    ("epochs", "epochs", Optional[int],
-     f"Passes over the training set (default {D.epochs}, searched; cnn {Settings(model='cnn').epochs})."),
-    ("optimizer", "optimizer", Optional[str], f"adam or sgd (default {D.optimizer})."),
-    ("lr", "learning_rate", Optional[float], f"Learning rate (default {D.learning_rate}; searched)."),
-    ("lr_schedule", "lr_schedule", Optional[str],
-     f"constant, or linear or cosine decay to 0 (default {D.lr_schedule}; cnn {Settings(model='cnn').lr_schedule})."),
-    ("momentum", "momentum", Optional[float], f"SGD momentum (default {D.momentum})."),
-    ("init_gain", "init_gain", Optional[float], f"Glorot init range multiplier (default {D.init_gain})."),
-    ("weight_decay", "weight_decay", Optional[float], f"L2 weight decay (default {D.weight_decay}; searched)."),
-    ("ensemble", "ensemble", Optional[int],
-     "Networks trained side by side and averaged into one model (default: the search tries 1 and 5 on a GPU)."),
-    ("multi_label", "multi_label", Optional[bool],
-     "Documents with any number of labels: sigmoid outputs and a threshold chosen on held-out documents (default: "
-     "when any document has other than one label; --no-multi-label refuses such a corpus)."),
-    ("metric", "metric", Optional[str],
-     "Multi-label: what the threshold and early stopping maximise on held-out documents: micro-f1, macro-f1 or "
-     "samples-f1 (default micro-f1)."),
-    ("seed", "seed", Optional[int],
-     f"Seed for the validation split and the model's initialisation and shuffling (default {D.seed})."),
-    ("search_seed", "search_seed", Optional[int],
-     f"Seed for the model search's folds and candidates (default {D.search_seed}): runs that differ only in --seed "
-     "share one search."),
-    ("backend", "backend", Optional[str], f"auto, xla or pallas (GPU) (default {D.backend})."),
-    ("max_file_mb", "max_file_mb", Optional[float], f"Skip corpus files larger than this (default {D.max_file_mb})."),
-    ("devices", "devices", Optional[str], "Devices of this process that split each batch: N or all (default all)."),
-    ("parallel", "parallel", Optional[str],
-     f"How several devices share the network: data, features (W1 split by rows) or auto (default {D.parallel})."),
-    ("pallas_input", "pallas_input", Optional[str],
-     f"Pallas input format: auto, dense, pieces or sparse (default {D.pallas_input})."),
-    ("model", "model", Optional[str], "mlp (text) or cnn (images: folder of label folders or an IDX folder)."),
-    ("conv_channels", "conv_channels", Optional[str], f"cnn: channels of each conv layer (default {D.conv_channels})."),
-    ("conv_kernel", "conv_kernel", Optional[int], f"cnn: conv kernel size, odd (default {D.conv_kernel})."),
-    ("dropout", "dropout", Optional[float], f"cnn: dropout on the dense layer (default {D.dropout})."),
-    ("augment", "augment", Optional[str], f"cnn: shift, flip, shift,flip or none (default {D.augment})."),
-    ("search", "search", Optional[str],
-     "auto: choose stop words, n-grams, NB weights, sublinear tf, learning rate, weight decay, epochs, batch size, "
-     "an ensemble, a character network and the model family by "
-     "validation on the training corpus (options you set are kept), or reuse the choice a run of the same documents, "
-     "settings and device recorded; fresh: search even then; off: use the settings as given (default auto)."),
-    ("search_steps", "search_steps", Optional[int],
-     "Work the search may spend, in network-steps (default: 20,000 on a CPU, 2,000,000 on a GPU): the same corpus "
-     "and seed choose the same model on a busy or an idle machine."),
-    ("search_budget", "search_budget", Optional[float],
-     "Seconds the search may take, where you want a clock to bound it (default: none; alone, it replaces the "
-     "default --search-steps)."),
-)
+# The training options, built from the Settings fields that the command line offers (settings.option: each one's
+# flag, type and help text live beside its default): (flag, field, kind, help) each.
+TRAINING_OPTIONS = command_line_options()
 
 
 IMAGE_ONLY = ("conv_channels", "conv_kernel", "dropout", "augment")
