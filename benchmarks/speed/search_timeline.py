@@ -82,14 +82,19 @@ def _trace_phases() -> None:
 
 
 def main() -> None:
-    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
-        print(__doc__)
-        return
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     usage="python -m benchmarks.speed.search_timeline train CORPUS [train options]")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="a textclf command and its options")
+    command = parser.parse_args().command
+    if not command:
+        parser.error("give a textclf command, e.g. train CORPUS --test TEST --profile")
     _trace_phases()
     sys.meta_path.insert(0, _PatchOnImport())
     from textclf.frontends.cli import main as cli
 
-    sys.argv = ["textclf", *sys.argv[1:]]
+    sys.argv = ["textclf", *command]
     cli()
 
 

