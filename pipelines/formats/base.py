@@ -76,6 +76,7 @@ class LineFormat:
     text_keys: tuple[str, ...] = ("text",)  # a JSONL file's text keys (jsonl_format), joined where several
     label_key: str = "label"  # a JSONL file's label key
     label_separator: str | None = None  # a table's label cells hold several labels split by this (MULTI_LABEL_COLUMNS)
+    header_width: int = 0  # a table's header's cells (0: no header): a row's cells past them are counted, unread
 
 
 class LineBreakInField(Exception):

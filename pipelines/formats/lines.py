@@ -50,7 +50,8 @@ def line_format(path: Path) -> LineFormat | None:
         label_column, text_columns = columns if columns is not None else (0, None)
         return LineFormat("tsv" if tsv else "csv", label_column, None if text_columns is None else tuple(text_columns),
                           newline_escapes(head), len(first_line) if columns is not None else 0,
-                          label_separator=_label_separator(first, columns))
+                          label_separator=_label_separator(first, columns),
+                          header_width=len(first) if columns is not None else 0)
     if path.is_file() and is_fasttext_file(path):
         return LineFormat("fasttext")
     return None

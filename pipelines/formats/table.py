@@ -46,6 +46,7 @@ def _table_row_document(fmt: LineFormat, row: list[str], stats: ReadStats, where
     if len(row) < 2:
         stats.skipped["bad_row"] += 1
         return None
+    _count_cells_beyond(row, fmt.header_width, stats)
     columns = fmt.text_columns if fmt.text_columns is not None else range(1, len(row))
     body = table_text((row[i] for i in columns if i < len(row)), fmt.escapes)
     label = (_cell_label(row[fmt.label_column], fmt.label_separator, where, number) if fmt.label_column < len(row)
@@ -55,6 +56,12 @@ def _table_row_document(fmt: LineFormat, row: list[str], stats: ReadStats, where
         stats.skipped[reason] += 1
         return None
     return label, body
+
+
+def _count_cells_beyond(row: list[str], header_width: int, stats: ReadStats) -> None:
+    """A row's cells past its table's header (which names no column for them): counted, as every cell not read is."""
+    if header_width and len(row) > header_width:
+        stats.skipped["cells_beyond_header"] += len(row) - header_width
 
 
 def _label_separator(header: Sequence[str] | None, columns) -> str | None:
@@ -130,13 +137,13 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
     with path.open("rb") as handle:
         escapes = newline_escapes(handle.read(TABLE_SNIFF_BYTES))
     rows = _csv_rows(path, table_reader(_decoded_lines(path, stats), tsv), "TSV" if tsv else "CSV")
-    label_col, text_cols = 0, None
+    label_col, text_cols, header_width = 0, None, 0
     first = next(rows, None)
     columns = table_columns(first, where=f"corpus '{path}'") if first is not None else None
     separator = _label_separator(first, columns)
     if columns is not None:
         label_col, text_cols = columns  # (a corpus's header always names its label column)
-        first = None
+        header_width, first = len(first), None
     read = 0
     where = f"{'TSV' if tsv else 'CSV'} corpus '{path}' row"
     for row in itertools.chain([first] if first is not None else [], rows):
@@ -144,6 +151,7 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
             stats.skipped["bad_row"] += 1
             continue
         read += 1
+        _count_cells_beyond(row, header_width, stats)
         cols = text_cols if text_cols is not None else range(1, len(row))
         body = table_text((row[i] for i in cols if i < len(row)), escapes)
         label = _cell_label(row[label_col], separator, where, read) if label_col < len(row) else ""

@@ -768,3 +768,19 @@ def test_a_missing_text_or_label_is_skipped_and_counted_by_reason_in_every_typed
         corpus = read_corpus(path)
         assert (corpus.texts, corpus.labels) == (["kept", "kept too"], ["x", "y"]), path
         assert corpus.skipped == {"empty": 2, "no_label": 2}, path
+
+
+@pytest.mark.parametrize("suffix, row", [(".tsv", "sport\tgoal\textra cell\tanother"), (".csv", "sport,goal,extra cell,another")])
+def test_a_rows_cells_past_its_tables_header_are_counted_by_both_readers(tmp_path, suffix, row):
+    from pipelines.corpus import read_corpus
+    from pipelines.formats.base import ReadStats
+    from pipelines.formats.lines import _placed_line_documents, line_format
+
+    separator = "\t" if suffix == ".tsv" else ","
+    path = tmp_path / f"c{suffix}"
+    path.write_text(f"label{separator}text\n{row}\nweather{separator}rain\n")
+    corpus = read_corpus(path)  # one reader from the top
+    assert corpus.texts == ["goal", "rain"] and corpus.skipped == {"cells_beyond_header": 2}
+    stats = ReadStats()  # the line reader a share of a large file takes
+    documents = list(_placed_line_documents(line_format(path), path, stats))
+    assert [text for _, _, text in documents] == ["goal", "rain"] and stats.skipped == {"cells_beyond_header": 2}

@@ -274,7 +274,7 @@ def test_kept_but_reported_inputs(runner, corpus_dir):
     assert data["skipped"] == {"hidden": 2, "too_large": 1, "empty": 1}
     assert data["non_utf8"] == 1 and data["n_train"] + data["n_eval"] == 38
     result = invoke(runner, "train", corpus_dir, *FAST)
-    assert "skipped files: 1 empty, 2 hidden, 1 too_large" in result.stderr
+    assert "left out of the corpus: 1 empty, 2 hidden, 1 too large" in result.stderr
     assert "1 documents were not UTF-8" in result.stderr
 
 

@@ -95,9 +95,11 @@ def _print_result(result, plan_only: bool, as_json: bool, timing) -> None:
 
 
 def _print_text(result) -> None:
-    """A trained run's outcome as text: skipped files and the search's choice on stderr, the score on stdout."""
+    """A trained run's outcome as text: what the corpus left out (files, rows, cells, by reason) and the search's
+    choice on stderr, the score on stdout."""
     if result.skipped:
-        err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(result.skipped.items())),
+        err.print("left out of the corpus: " + ", ".join(f"{n} {reason.replace('_', ' ')}"
+                                                        for reason, n in sorted(result.skipped.items())),
                   highlight=False)
     if result.non_utf8:
         err.print(f"{result.non_utf8} documents were not UTF-8 and were decoded as cp1252/Latin-1", highlight=False)
