@@ -231,15 +231,29 @@ def rank(model: Model, texts: list[str], sources: list[str], top_k: int, thresho
     if not scored:
         return predictions
     probabilities = model.predict_proba([texts[i] for i in scored])
+    for i, prediction in zip(scored, predictions_of(model, probabilities, [sources[i] for i in scored], top_k,
+                                                    threshold)):
+        predictions[i] = prediction
+    return predictions
+
+
+def predictions_of(model, probabilities: np.ndarray, sources: list[str], top_k: int, threshold: float | None = None
+                   ) -> list[Prediction]:
+    """Each scored document's prediction from its probabilities, by the one rule every face answers with
+    (`textclf predict` through rank, the service's :predict): the top_k labels (-1: every) at or above
+    `threshold`; the label the first of them (none where none reaches it), a multi-label model's labels those above
+    its thresholds or above `threshold` where given."""
     ranked = top_labels(model.labels, probabilities, top_k, threshold or 0.0)
-    sets = chosen_labels(model, probabilities, threshold) if model.multi_label else [None] * len(scored)
+    multi = getattr(model, "multi_label", False)  # (an image model has one label an image)
+    sets = chosen_labels(model, probabilities, threshold) if multi else [None] * len(ranked)
     column = {label: number for number, label in enumerate(model.labels)}
-    for i, top, names, row in zip(scored, ranked, sets, probabilities):
+    out = []
+    for source, top, names, row in zip(sources, ranked, sets, probabilities):
         chances = None if names is None else [float(row[column[name]]) for name in names]
         label = top[0][0] if top else None
-        predictions[i] = Prediction(sources[i], label if names is None else (names[0] if names else None), top,
-                                    names, chances)
-    return predictions
+        out.append(Prediction(source, label if names is None else (names[0] if names else None), top, names,
+                              chances))
+    return out
 
 
 def chosen_labels(model, probabilities: np.ndarray, threshold: float | None = None) -> list:

@@ -378,31 +378,45 @@ TEXTS = st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(texts=TEXTS)
-def test_the_cli_and_both_service_routes_answer_generated_documents_alike(client, published, texts):
-    """One contract for every face: the same documents get the same labels and probabilities from `textclf predict`,
-    TF Serving's row and columnar :predict and the Open Inference Protocol's infer."""
+@given(texts=TEXTS, threshold=st.one_of(st.none(), st.floats(0, 1)))
+def test_the_cli_and_both_service_routes_answer_generated_documents_alike(client, published, texts, threshold):
+    """One contract for every face: the same documents (and threshold, the CLI's -t) get the same labels and
+    probabilities from `textclf predict`, TF Serving's row and columnar :predict and the Open Inference Protocol's
+    infer (which answers every probability: no threshold)."""
     from typer.testing import CliRunner
 
     from textclf.frontends.cli import app
 
     path = open_db(published)["models"].get(("sample", 1))["path"]
-    rows = client.post("/v1/models/sample:predict", json={"instances": texts, "top_k": -1}).json()["predictions"]
-    columns = client.post("/v1/models/sample:predict", json={"inputs": texts, "top_k": -1}).json()["outputs"]
+    given = {"top_k": -1, **({} if threshold is None else {"threshold": threshold})}
+    rows = client.post("/v1/models/sample:predict", json={"instances": texts, **given}).json()["predictions"]
+    columns = client.post("/v1/models/sample:predict", json={"inputs": texts, **given}).json()["outputs"]
     request = {"inputs": [{"name": "text", "shape": [len(texts)], "datatype": "BYTES", "data": texts}]}
     labels, probabilities = client.post("/v2/models/sample/infer", json=request).json()["outputs"]
-    printed = CliRunner().invoke(app, ["predict", "-", "--lines", "--model", path, "--json", "-k", "-1"],
+    printed = CliRunner().invoke(app, ["predict", "-", "--lines", "--model", path, "--json", "-k", "-1",
+                                       *([] if threshold is None else ["-t", repr(threshold)])],
                                  input="\n".join(texts) + "\n")
     assert printed.exit_code == 0, printed.output
     cli = [json.loads(line) for line in printed.stdout.splitlines()]
-    assert [r["label"] for r in rows] == columns["label"] == labels["data"] == [c["label"] for c in cli]
+    assert [r["label"] for r in rows] == columns["label"] == [c["label"] for c in cli]
+    if threshold is None:
+        assert [r["label"] for r in rows] == labels["data"]
+    else:
+        assert all(t["probability"] >= threshold for r in rows for t in r["top"])
     matrix = np.reshape(probabilities["data"], (len(texts), -1))
     for row, column_top, cli_row, probs in zip(rows, columns["top"], cli, matrix):
         assert row["top"] == column_top
         assert [t["label"] for t in row["top"]] == [t["label"] for t in cli_row["top"]]
         np.testing.assert_allclose([t["probability"] for t in row["top"]], [t["probability"] for t in cli_row["top"]],
                                    atol=1e-5)
-        assert max(probs) == pytest.approx(row["top"][0]["probability"], abs=1e-5)
+        listed = sorted((p for p in probs if threshold is None or p >= threshold), reverse=True)
+        np.testing.assert_allclose([t["probability"] for t in row["top"]], listed, atol=1e-5)
+
+
+@pytest.mark.parametrize("threshold", [1.5, -0.1, True, "0.5"])
+def test_a_threshold_is_a_probability_on_the_service_as_on_the_command_line(client, threshold):
+    refused = client.post("/v1/models/sample:predict", json={"instances": ["rocket"], "threshold": threshold})
+    assert refused.status_code == 422 and "threshold" in refused.text
 
 
 def test_an_empty_document_is_refused_by_both_service_routes_alike(client):

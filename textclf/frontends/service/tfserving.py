@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 
 from textclf.errors import USER_ERRORS
 from textclf.frontends.service.serving import Batcher, ServedModels, score, too_slow
-from textclf.inference.predict import ALL_LABELS, top_labels
+from textclf.inference.predict import ALL_LABELS
 
 # A version number in a URL: 1 up to SQLite's largest integer (a larger number would overflow its query).
 VersionNumber = Annotated[int, FastPath(ge=1, le=2**63 - 1)]
@@ -32,12 +32,24 @@ def _top_k(value: int) -> int:
 TopK = Annotated[int, Strict(), AfterValidator(_top_k)]
 
 
+def _threshold(value: float) -> float:
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise ValueError(f"threshold is {value}: give a probability from 0 to 1")
+    return value
+
+
+# The CLI's -t: only labels with at least this probability (a multi-label model's labels: those above it). A number
+# (not true or "0.5"), 0 to 1; none: every label of the top_k, a multi-label model's own thresholds.
+Threshold = Annotated[float, Strict(), AfterValidator(_threshold)]
+
+
 class PredictRequest(BaseModel):
     """The row form with plain strings: the hot path's request (PlainPredict validates with it alone)."""
     model_config = ConfigDict(extra="forbid")
     signature_name: str | None = None
     instances: list[str] = Field(min_length=1)
     top_k: TopK = 3
+    threshold: Threshold | None = None
 
 
 class TFPredictRequest(BaseModel):
@@ -48,6 +60,7 @@ class TFPredictRequest(BaseModel):
     instances: list[str | dict[str, Any]] | None = None
     inputs: list[str | dict[str, Any]] | dict[str, Any] | str | None = None
     top_k: TopK = 3
+    threshold: Threshold | None = None
 
 
 def _text(value: Any, where: str) -> str:
@@ -88,23 +101,24 @@ def request_texts(body: TFPredictRequest) -> tuple[list[str], bool]:
     return texts, body.inputs is not None
 
 
-def prediction_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int) -> dict:
-    """Each document's label and top_k probabilities; a multi-label model's "labels" too (those above their
-    thresholds, most probable first; "label" the first of them, or null)."""
-    from textclf.inference.predict import chosen_labels
+def prediction_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int, threshold: float | None = None
+                      ) -> dict:
+    """Each document's label and top_k probabilities at or above `threshold`; a multi-label model's "labels" too
+    (those above their thresholds, or above `threshold`, most probable first; "label" the first of them, or null):
+    the rule `textclf predict` answers by (inference.predict.predictions_of)."""
+    from textclf.inference.predict import predictions_of
 
     model = batcher.model
-    chosen = chosen_labels(model, probabilities) if getattr(model, "multi_label", False) else None
-    predictions = [{"label": top[0][0], "top": [{"label": label, "probability": p} for label, p in top]}
-                   for top in top_labels(model.labels, probabilities, top_k)]
-    if chosen is not None:
-        predictions = [{**row, "label": labels[0] if labels else None, "labels": labels}
-                       for row, labels in zip(predictions, chosen)]
+    predictions = []
+    for p in predictions_of(model, probabilities, [""] * len(probabilities), top_k, threshold):
+        row = {"label": p.label, "top": [{"label": label, "probability": q} for label, q in p.top]}
+        predictions.append(row if p.labels is None else {**row, "labels": p.labels})
     return {"model": name, "version": batcher.version, "predictions": predictions}
 
 
-def columnar_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int) -> dict:
-    rows = prediction_answer(name, batcher, probabilities, top_k)["predictions"]
+def columnar_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int, threshold: float | None = None
+                    ) -> dict:
+    rows = prediction_answer(name, batcher, probabilities, top_k, threshold)["predictions"]
     outputs = {"label": [row["label"] for row in rows], "top": [row["top"] for row in rows]}
     if rows and "labels" in rows[0]:
         outputs["labels"] = [row["labels"] for row in rows]
@@ -164,7 +178,7 @@ def plain_answerer(models_of):
             return 504, {"error": too_slow(models.options)}
         except USER_ERRORS as exc:
             return 400, {"error": str(exc)}
-        return 200, prediction_answer(name, batcher, probabilities, body.top_k)
+        return 200, prediction_answer(name, batcher, probabilities, body.top_k, body.threshold)
 
     return answer
 
@@ -180,7 +194,7 @@ async def _predict(request: Request, name: str, version: int | None, body: TFPre
     texts, columnar = request_texts(body)
     batcher, probabilities = await score(_models(request), name, version, texts)
     answer = columnar_answer if columnar else prediction_answer
-    return answer(name, batcher, probabilities, body.top_k)
+    return answer(name, batcher, probabilities, body.top_k, body.threshold)
 
 
 @router.get("/v1/models")
