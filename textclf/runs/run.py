@@ -33,7 +33,7 @@ from textclf.runs.owner import RunHeartbeat, reap_orphaned_runs, this_owner
 from textclf.runs.record import EpochRecorder, end_run, finish_run
 from textclf.runs.results import PhaseTimer, PlannedRun, TrainEvent, TrainResult
 from textclf.training.events import Terminated, TrainingStopped
-from textclf.training.plan import Machine, TrainingPlan, plan_training
+from textclf.training.plan import Machine, TrainingPlan, draft_plan
 from textclf.training.search.rules import SearchRules
 from textclf.versions import versions
 from textclf.runs.context import RunContext, source_name
@@ -150,8 +150,10 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
     backend = record_backend(run, backend, "mlp", settings)
 
     views = data.vectorizer.view_widths if settings.char_ngrams else (data.train_x.shape[1],)
-    plan = plan_training(settings, data.search, len(data.train_labels), tuple(views), backend, _machine(data),
-                         run.rules)
+    # planned once: the draft vectorizing made, else one made now, completed with the views' widths and backend
+    draft = data.plan or draft_plan(settings, data.search, len(data.train_labels), len(views), _machine(data),
+                                    run.rules)
+    plan = draft.completed(tuple(views), backend)
     run.record(plan=plan.to_dict())
     if run.plan_only:
         return _planned(run, data, plan, settings)

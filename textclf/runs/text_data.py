@@ -30,7 +30,7 @@ from textclf.runs.context import RunContext
 from textclf.runs.search_cache import search_key
 from textclf.runs.results import TrainEvent
 from textclf.training.backends import expected_platform
-from textclf.training.plan import Machine, plan_training
+from textclf.training.plan import Machine, TrainingPlan, draft_plan
 from textclf.training.search.prepare import why_not_searched
 from textclf.training.search.rules import SearchRules
 from textclf.training.search.summary import SearchSummary
@@ -64,19 +64,16 @@ def split_validation(labels: list[str], source: str, settings: Settings):
     return train_test_split(np.arange(len(labels)), test_size=n_eval, random_state=settings.seed, stratify=labels)
 
 
-def side_by_side_with_held_out(settings: Settings, search: SearchSummary | None, n_train: int, one_view: bool,
-                                rules: SearchRules) -> bool:
-    """Whether the training matrix may go to the device as it is built (device_data.resident_from_parts): the
-    plan (training/plan.py) will train networks side by side on it in place, some of its rows held out."""
+def one_process_draft(settings: Settings, search: SearchSummary | None, n_train: int, rules: SearchRules
+                      ) -> TrainingPlan:
+    """The run's draft plan (training/plan.py, draft_plan) for one process on this machine's devices, made where
+    vectorizing needs one of its decisions; the run completes it (textclf/runs/run.py), never plans again."""
     import jax
 
     from textclf.training.candidates import stacked_is_faster
 
-    if settings.multi_label:
-        return False  # one network a view (textclf/training/plan.py)
-    widths = (1,) if one_view else (1, 1)
     machine = Machine(jax.local_device_count(), 1, stacked_is_faster())
-    return plan_training(settings, search, n_train, widths, "xla", machine, rules).rows == "device"
+    return draft_plan(settings, search, n_train, 2 if settings.char_ngrams else 1, machine, rules)
 
 
 @dataclass
@@ -95,6 +92,7 @@ class TextData:
     fingerprint: str
     search: SearchSummary | None = None  # what the model search ran and chose, or why it did not run
     search_key: str | None = None  # what its choice is recorded under (textclf/runs/search_cache.py)
+    plan: TrainingPlan | None = None  # the draft plan, where vectorizing needed one of its decisions
     rows: object = None  # several processes: data_parallel.RowShare, the training documents each one holds
     read_documents: int | None = None  # training documents this process read (several processes: its share)
 
@@ -271,7 +269,7 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
     run.record(n_features=vectorizer.n_features, vectors_cached=cached)
     data = TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
                     skipped, non_utf8, corpus.fingerprint, search, search_key=search_key,
-                    read_documents=len(corpus.texts))
+                    read_documents=len(corpus.texts), plan=steps.plan)
     return data, settings
 
 
@@ -287,6 +285,7 @@ class _TfidfSteps:
         self.fit_sample = None  # the vocabulary's fit sample (None: every text)
         self.in_file = False  # the texts left in the file (FileTexts), read by the workers when needed
         self.in_memory = None  # the training texts as a list, where they are in memory
+        self.plan = None  # the run's draft plan, where vectorizing needed it (one_process_draft)
 
     def forked(self, documents: int) -> WorkerPool:
         """The vectorizing workers for this many documents, forked on first use, then the warm-up."""
@@ -405,8 +404,10 @@ class _TfidfSteps:
         return_freed_memory()  # the sample's counts (~1 GB) before the matrix is built
         parts = vectorizer.transform_file_parts(corpus.texts, workers, self._vectorize_progress,
                                                 known=(sample_rows, sample_x))
-        on_device = test is not None and side_by_side_with_held_out(settings, search, len(self.train_labels),
-                                                                     not settings.char_ngrams, self.run.rules)
+        # the plan trains networks side by side on the matrix in place, some of its rows held out
+        self.plan = (one_process_draft(settings, search, len(self.train_labels), self.run.rules) if test is not None
+                     else None)
+        on_device = self.plan is not None and self.plan.rows == "device"
         if on_device:
             # Straight to the device a share at a time: the host never holds the whole matrix (~1.3 GB a million
             # documents); nor does the vector cache, so it is not written.

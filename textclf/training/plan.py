@@ -1,5 +1,6 @@
 """The training plan: how a run trains, decided once before any training, from the settings (after the search),
-the search's summary, the data's size and the device. Pure: no I/O, no JAX. The run records it (`textclf runs
+the search's summary, the data's size and the device: a draft before vectorizing (draft_plan), completed with the
+views' widths and the backend the run chose (TrainingPlan.completed). Pure: no I/O, no JAX. The run records it (`textclf runs
 show`), `textclf train --plan-only` prints it, and the trainer (textclf/runs/run.py) carries it out without
 deciding again.
 """
@@ -90,6 +91,16 @@ class TrainingPlan:
     # epochs without a gain on the held-out documents before they stop a multi-label training (0: none decided)
     patience: int = 0
 
+    def completed(self, view_widths: tuple[int, ...], backend: str) -> TrainingPlan:
+        """A draft plan (draft_plan: made before vectorizing) with what vectorizing and the device's start-up
+        learned: each view's columns and, where the plan leaves it to the run, the backend chosen for one device."""
+        if len(view_widths) != len(self.views):
+            raise ValueError(f"{len(view_widths)} view widths for a plan of {len(self.views)} views")
+        views = tuple(dataclasses.replace(view, columns=width) for view, width in zip(self.views, view_widths))
+        linear = None if self.linear is None else dataclasses.replace(self.linear, columns=view_widths[0])
+        return dataclasses.replace(self, views=views, linear=linear,
+                                   backend=backend if self.backend == AS_CHOSEN else self.backend)
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -149,8 +160,21 @@ def plan_training(settings: Settings, search: SearchSummary | None, n_train: int
                   backend: str, machine: Machine = Machine(1), rules: SearchRules = SearchRules()
                   ) -> TrainingPlan:
     """The plan for `n_train` training documents whose views are `view_widths` columns wide (the words', then the
-    characters' where Settings.char_ngrams), trained by `backend` (as chosen for one device) on `machine`.
-    Seven arguments: each is a separate fact about the run that the plan combines; none derives from another."""
+    characters' where Settings.char_ngrams), trained by `backend` (as chosen for one device) on `machine`: the
+    draft plan, completed. Seven arguments: each a separate fact about the run that the plan combines."""
+    return draft_plan(settings, search, n_train, len(view_widths), machine, rules).completed(view_widths, backend)
+
+
+# The backend of a draft plan where the plan leaves it to the backend the run chooses for one device (completed).
+AS_CHOSEN = "as chosen"
+
+
+def draft_plan(settings: Settings, search: SearchSummary | None, n_train: int, views: int,
+               machine: Machine = Machine(1), rules: SearchRules = SearchRules()) -> TrainingPlan:
+    """The plan decided before vectorizing, from the settings, the search, the documents' count, the number of
+    views and the machine: every decision but each view's columns and the backend the run chooses for one device
+    (TrainingPlan.completed adds them; a run plans once)."""
+    view_widths, backend = (0,) * views, AS_CHOSEN
     if settings.family == "linear":
         if machine.processes > 1:
             raise SettingsError("family linear trains in one process: drop --processes (or pass --family network)")
@@ -158,8 +182,7 @@ def plan_training(settings: Settings, search: SearchSummary | None, n_train: int
             raise SettingsError(f"ensemble {settings.ensemble}: the linear family trains one model; drop --ensemble "
                                 "(or pass --family network)")
         plan = (_multi_label_plan(settings, n_train, view_widths, backend, machine, rules) if settings.multi_label
-                else plan_training(settings.replace(family="network", ensemble=1), None, n_train, view_widths,
-                                   backend, machine, rules))
+                else draft_plan(settings.replace(family="network", ensemble=1), None, n_train, views, machine, rules))
         # one linear model a view, on the side-by-side step (K = 1); no rate candidates (they are the network's)
         return dataclasses.replace(plan, views=tuple(dataclasses.replace(v, loss=settings.linear_loss)
                                                      for v in plan.views),
@@ -205,7 +228,7 @@ def plan_training(settings: Settings, search: SearchSummary | None, n_train: int
         processes=processes, parallel=parallel, devices=devices)
 
 
-# Seven arguments: plan_training's, which this carries out for the network before adding the linear model.
+# Seven arguments: draft_plan's (its views as placeholder widths), carried out for the network before the linear model.
 def _with_linear_plan(settings: Settings, search: SearchSummary | None, n_train: int, view_widths: tuple[int, ...],
                       backend: str, machine: Machine, rules: SearchRules) -> TrainingPlan:
     """The network's plan, and the linear model beside it on the words' columns (one process, one label a
@@ -216,7 +239,7 @@ def _with_linear_plan(settings: Settings, search: SearchSummary | None, n_train:
     if settings.multi_label:
         raise SettingsError("family network+linear is for one label a document: pass --family network or linear "
                             "for label sets")
-    plan = plan_training(settings.replace(family="network"), search, n_train, view_widths, backend, machine, rules)
+    plan = draft_plan(settings.replace(family="network"), search, n_train, len(view_widths), machine, rules)
     linear = settings.linear_view()
     return dataclasses.replace(plan, family="network+linear", linear=ViewPlan(
         "words", view_widths[0], linear.learning_rate, linear.weight_decay, linear.epochs_for(plan.training_documents),

@@ -414,13 +414,22 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
                                                         for t, l in zip(texts[rows], labels[rows])))
     settings = Settings(epochs=3, ensemble=3, search_budget=60, char_ngrams=False,
                         pinned=("char_ngrams", "ensemble"))
-    streamed = []
+    import dataclasses
+
+    from textclf.runs import run as run_steps
+
+    streamed, drafts = [], []
     real = device_data.resident_from_parts
     monkeypatch.setattr(device_data, "resident_from_parts", lambda *a: streamed.append(1) or real(*a))
+    draft = plan_module.draft_plan
+    for module in (run_module, run_steps):  # every draft the run makes, wherever it makes it
+        monkeypatch.setattr(module, "draft_plan", lambda *a, **k: drafts.append(1) or draft(*a, **k))
     results = {}
     for share_by_share in (True, False):
-        if not share_by_share:
-            monkeypatch.setattr(run_module, "side_by_side_with_held_out", lambda *a: False)
+        if not share_by_share:  # the same run with the matrix on the host
+            drafted = run_module.one_process_draft
+            monkeypatch.setattr(run_module, "one_process_draft",
+                                lambda *a: dataclasses.replace(drafted(*a), rows="host"))
         home = tmp_path / f"home-{share_by_share}"
         monkeypatch.setenv("TEXTCLF_HOME", str(home))
         db = tmp_path / f"runs-{share_by_share}.db"
@@ -428,6 +437,7 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
                        rules=rules)
         results[share_by_share] = (result, runs.get_run(open_db(db), result.run_id), home)
         assert len(streamed) == 1  # the first run only
+        assert len(drafts) == (1 if share_by_share else 2)  # planned once a run: vectorizing's draft, completed
     (device, device_run, device_home), (host, host_run, host_home) = results[True], results[False]
     assert device_run["status"] == "finished" and device_run["early_stopping"] == host_run["early_stopping"]
     assert [s.loss for s in device.history] == [s.loss for s in host.history]

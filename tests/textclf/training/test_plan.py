@@ -3,6 +3,8 @@ the device; and `textclf train --plan-only`."""
 
 import json
 
+import pytest
+
 from textclf.settings import Settings
 from textclf.training.plan import (
     REFIT_HELD_OUT_FRACTION, Machine, TrainingPlan, held_out_count, plan_training)
@@ -130,3 +132,25 @@ def test_a_multi_label_plan_waits_as_many_epochs_as_make_its_steps_before_stoppi
     big = plan_training(Settings(multi_label=True, batch_size=64), SEARCHED, 7769, (32768,), "xla", CPU)
     assert big.patience == MULTI_LABEL_PATIENCE  # Reuters' training documents: 110 steps an epoch
     assert TrainingPlan.from_dict(json.loads(json.dumps(small.to_dict()))) == small
+
+
+def test_a_run_plans_once_and_completes_the_draft_with_its_widths_and_backend(tmp_path, monkeypatch, corpus_dir,
+                                                                              fast_settings):
+    """A run drafts its plan once (draft_plan), before or after vectorizing, and completes it with the views' widths
+    and the backend it chose (TrainingPlan.completed): nothing re-plans."""
+    from textclf.runs import run as run_steps
+    from textclf.runs import text_data
+    from textclf.runs.run import train
+    from textclf.training import plan as plan_module
+
+    drafts, completed = [], []
+    draft, complete = plan_module.draft_plan, TrainingPlan.completed
+    for module in (run_steps, text_data):
+        monkeypatch.setattr(module, "draft_plan", lambda *a, **k: drafts.append(a) or draft(*a, **k))
+    monkeypatch.setattr(TrainingPlan, "completed", lambda self, *a: completed.append(a) or complete(self, *a))
+    result = train(corpus_dir, fast_settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    assert len(drafts) == len(completed) == 1
+    widths, backend = completed[0]
+    assert widths == (result.model.vectorizer.n_features,) and backend in ("xla", "pallas")
+    with pytest.raises(ValueError, match="2 view widths for a plan of 1 views"):
+        draft(Settings(), None, 500, 1).completed((10, 20), "xla")
