@@ -147,9 +147,7 @@ def _placed_parquet_documents(fmt: "LineFormat", path: Path, stats: ReadStats, s
             key = _cell_key(label)
             if key not in names_of:
                 names_of[key] = _table_label(label, class_names, path, number, label_key)
-        text_keys = batch.schema.names[1:]
-        texts = [_corpus_text(dict(zip(text_keys, cells)), path, number).strip() for number, cells in
-                 enumerate(zip(*(column.to_pylist() for column in batch.columns[1:])), begin + skip + 1)]
+        texts = _corpus_texts(batch, path, begin + skip + 1)
         for at, (label, text) in enumerate(zip(labels, texts), begin + skip):
             label = names_of[_cell_key(label)]
             reason = skip_reason(label, text)
@@ -179,11 +177,14 @@ def _table_label(value, names: list[str] | None, path: Path, row: int, key: str 
     return label_value(value, f"Parquet corpus '{path}' row", row, key)
 
 
-def _corpus_text(cells: dict, path: Path, row: int) -> str:
-    """A Parquet corpus row's text cells ({column: value}) as the record contract reads a typed text: the one
-    column's string, or several columns' strings (nulls left out) joined by spaces."""
-    where = f"Parquet corpus '{path}' row"
-    if len(cells) == 1:
-        (key, value), = cells.items()
-        return text_value(value, where, row, key)
-    return joined_texts(cells, where, row)
+def _corpus_texts(batch, path: Path, first_row: int) -> list[str]:
+    """A batch's text cells (its columns after the label's) as the record contract reads typed texts, stripped: the
+    one column's strings (a string a row taken as it is, the rest through text_value), or several columns' strings,
+    nulls left out, joined by spaces. first_row: the batch's first row, counted from 1."""
+    where, keys = f"Parquet corpus '{path}' row", batch.schema.names[1:]
+    columns = [column.to_pylist() for column in batch.columns[1:]]
+    if len(columns) == 1:
+        return [(value if type(value) is str else text_value(value, where, row, keys[0])).strip()
+                for row, value in enumerate(columns[0], first_row)]
+    return [joined_texts(dict(zip(keys, cells)), where, row).strip()
+            for row, cells in enumerate(zip(*columns), first_row)]
