@@ -88,8 +88,8 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool, fmt: "L
     error) where that is not sure: a share that is not UTF-8, a line pyarrow refuses (not JSON, a key
     twice, an unpaired surrogate escape), a text or label that is missing or null, a text that is not a string,
     labels that are not all strings or all integers (a fraction or a boolean goes a line at a time, where
-    records.label_value formats or refuses it), a label the record contract refuses, a count of lines that differs from pyarrow's rows, or texts under several
-    keys (fmt.text_keys: read a line at a time, where they are joined)."""
+    records.label_value formats or refuses it), a label the record contract refuses, a count of lines that differs
+    from pyarrow's rows, or texts under several keys (fmt.text_keys: read a line at a time, where they are joined)."""
     fmt = fmt or LineFormat("jsonl")
     data, position = _share_data(path, start, end)
     if not data or len(fmt.text_keys) != 1:

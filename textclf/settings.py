@@ -330,7 +330,7 @@ class DataSettings:
 class DeviceSettings:
     """Where and how it runs: the backend, the Pallas input format, the devices and how they share it."""
 
-    # "auto": as measured per network and batch on a GPU (training/backends.py), else xla
+    # "auto": the step training/backends.py picks for the network and batch on a GPU, else xla
     backend: str = option("auto", "auto, xla or pallas (GPU) (default {default}).")
     # Pallas input format: "dense" (X scattered into a bf16 matrix), "pieces" (fixed-width pieces of each
     # document's nonzeros, pallas_kernels/pieces_hidden.py) or "sparse" (flat nonzeros, sparse_hidden.py);
@@ -491,16 +491,14 @@ def command_line_options() -> tuple[CommandLineOption, ...]:
     hints = typing.get_type_hints(Settings)
     text, image = Settings(), Settings(model="cnn")
     found = []
-    for part in reversed(Settings.__mro__[1:-1]):  # the parts in the order Settings lists them last to first
-        for field in dataclasses.fields(part):
-            if "help" not in field.metadata or field.name in {o.field for o in found}:
-                continue
-            kind = field.metadata["kind"] or next(
-                (t for t in typing.get_args(hints[field.name]) if t is not type(None)), hints[field.name])
-            help_text = field.metadata["help"].format(default=getattr(text, field.name),
-                                                      cnn=getattr(image, field.name))
-            found.append(CommandLineOption(field.metadata["flag"] or field.name, field.name,
-                                           typing.Optional[kind], help_text))
+    for field in dataclasses.fields(Settings):  # the parts' fields, part by part
+        if "help" not in field.metadata:
+            continue
+        kind = field.metadata["kind"] or next(
+            (t for t in typing.get_args(hints[field.name]) if t is not type(None)), hints[field.name])
+        help_text = field.metadata["help"].format(default=getattr(text, field.name), cnn=getattr(image, field.name))
+        found.append(CommandLineOption(field.metadata["flag"] or field.name, field.name, typing.Optional[kind],
+                                       help_text))
     return tuple(found)
 
 

@@ -1,11 +1,11 @@
 """The one record contract every corpus format reads into: a document's text is a string; its label is a non-empty
-string, or a list of them (a label set). Each reader hands the values it found to these functions with where they
-stand (the file, and its line or row): a value of another type is refused in the same words whatever the format
-(JSONL and Parquet, the formats whose values have types; a CSV, TSV or fastText file and a folder name hold only
-strings). A missing value (null, or an empty string) is no value: the reader skips the document and counts it by
-reason (skip_reason: "no_label" before "empty"). A label is stripped and put in Unicode's composed form (NFC: "é" typed as one character or as "e" and
-an accent is one class), and one that holds a control character (the project's own separator of a label set among
-them) is refused: it would print as another label or split into several.
+string, or a list of them (a label set). Each reader hands the values it found to these functions with where they stand
+(the file, and its line or row): a value of another type is refused in the same words whatever the format (JSONL and
+Parquet, the formats whose values have types; a CSV, TSV or fastText file and a folder name hold only strings). A
+missing value (null, or an empty string) is no value: the reader skips the document and counts it by reason
+(skip_reason: "no_label" before "empty"). A label is stripped and put in Unicode's composed form (NFC: "é" typed as one
+character or as "e" and an accent is one class), and one that holds a control character (the project's own separator of
+a label set among them) is refused: it would print as another label or split into several.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Every table and column described (Datasette's metadata, from db/columns.py), canned queries (best run per
 corpus, accuracy over time, a run's epochs, a search's leaderboard and trials), and a run's page that leads with
 its summary, learning curve (an SVG drawn by matplotlib on the server, as `textclf runs plot` draws it) and epochs,
-every recorded field (settings, search, plan: long JSON) folded below them. Binds 127.0.0.1 unless told otherwise; beyond loopback it needs --token, as `textclf serve` does: sent as
+every recorded field (settings, search, plan: long JSON) folded below them. Binds 127.0.0.1 unless told otherwise;
+beyond loopback it needs --token, as `textclf serve` does: sent as
 `Authorization: Bearer <token>`, or once as `?token=<token>`, which a browser then keeps as a cookie."""
 
 from __future__ import annotations

@@ -203,9 +203,10 @@ def check_top_k(top_k: int) -> int:
     return top_k
 
 
-def check_threshold(threshold: float) -> float:
+def check_threshold(threshold: float, name: str = "--threshold") -> float:
+    """A threshold every face takes (predict -t, the service's "threshold"): a probability from 0 to 1."""
     if not 0.0 <= threshold <= 1.0:  # NaN fails too
-        raise InputError(f"--threshold is {threshold}: give a probability from 0 to 1")
+        raise InputError(f"{name} is {threshold}: give a probability from 0 to 1")
     return threshold
 
 

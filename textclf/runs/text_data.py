@@ -31,7 +31,7 @@ from textclf.runs.search_cache import search_key
 from textclf.runs.results import TrainEvent
 from textclf.training.backends import expected_platform
 from textclf.training.plan import Machine, TrainingPlan, draft_plan
-from textclf.training.search.prepare import why_not_searched
+from textclf.training.search.prepare import SEVERAL_PROCESSES, why_not_searched
 from textclf.training.search.rules import SearchRules
 from textclf.training.search.summary import SearchSummary
 
@@ -203,7 +203,7 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     check_usable(corpus.source, labels, skipped, empty)
     if has_test:
         check_test_labels(set().union(*(map(str, part["test_labels"]) for part in shared)), labels, test.source)
-    search = SearchSummary.skip(why_not_searched(settings, [], "", run.rules, processes=share[1]))
+    search = SearchSummary.skip(SEVERAL_PROCESSES)  # (several processes read shares: why_not_searched's first rule)
     run.record(search=search.to_record())
     with ExitStack() as stack:
         workers = pool or stack.enter_context(vectorize_pool(len(train_texts)))

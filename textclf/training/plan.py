@@ -1,8 +1,8 @@
-"""The training plan: how a run trains, decided once before any training, from the settings (after the search),
-the search's summary, the data's size and the device: a draft before vectorizing (draft_plan), completed with the
-views' widths and the backend the run chose (TrainingPlan.completed). Pure: no I/O, no JAX. The run records it (`textclf runs
-show`), `textclf train --plan-only` prints it, and the trainer (textclf/runs/run.py) carries it out without
-deciding again.
+"""The training plan: how a run trains, decided once before any training, from the settings (after the search), the
+search's summary, the data's size and the device: a draft before vectorizing (draft_plan), completed with the views'
+widths and the backend the run chose (TrainingPlan.completed). Pure: no I/O, no JAX. The run records it (`textclf runs
+show`), `textclf train --plan-only` prints it, and the trainer (textclf/runs/run.py) carries it out without deciding
+again.
 """
 
 from __future__ import annotations
@@ -173,15 +173,14 @@ def draft_plan(settings: Settings, search: SearchSummary | None, n_train: int, v
                machine: Machine = Machine(1), rules: SearchRules = SearchRules()) -> TrainingPlan:
     """The plan decided before vectorizing, from the settings, the search, the documents' count, the number of
     views and the machine: every decision but each view's columns and the backend the run chooses for one device
-    (TrainingPlan.completed adds them; a run plans once)."""
-    view_widths, backend = (0,) * views, AS_CHOSEN
+    (TrainingPlan.completed adds them, to views of 0 columns and the backend AS_CHOSEN; a run plans once)."""
     if settings.family == "linear":
         if machine.processes > 1:
             raise SettingsError("family linear trains in one process: drop --processes (or pass --family network)")
         if settings.ensemble > 1:
             raise SettingsError(f"ensemble {settings.ensemble}: the linear family trains one model; drop --ensemble "
                                 "(or pass --family network)")
-        plan = (_multi_label_plan(settings, n_train, view_widths, backend, machine, rules) if settings.multi_label
+        plan = (_multi_label_plan(settings, n_train, views, machine, rules) if settings.multi_label
                 else draft_plan(settings.replace(family="network", ensemble=1), None, n_train, views, machine, rules))
         # one linear model a view, on the side-by-side step (K = 1); no rate candidates (they are the network's)
         return dataclasses.replace(plan, views=tuple(dataclasses.replace(v, loss=settings.linear_loss)
@@ -189,12 +188,12 @@ def draft_plan(settings: Settings, search: SearchSummary | None, n_train: int, v
                                    family="linear", networks=1, arrangement="side_by_side",
                                    rate_choice="none", rate_candidates=(), backend="xla", parallel="data", devices=1)
     if settings.family == "network+linear":
-        return _with_linear_plan(settings, search, n_train, view_widths, backend, machine, rules)
+        return _with_linear_plan(settings, search, n_train, views, machine, rules)
     if settings.multi_label:
-        return _multi_label_plan(settings, n_train, view_widths, backend, machine, rules)
+        return _multi_label_plan(settings, n_train, views, machine, rules)
     stacked_faster, processes = machine.stacked_faster, machine.processes
     networks = max(1, settings.ensemble)
-    one_view = len(view_widths) == 1
+    one_view = views == 1
     one_by_one = networks > 1 and not stacked_faster
     candidates = tuple((r["learning_rate"], r["weight_decay"], r["epochs"])
                        for r in (search.rate_candidates if search else None) or [])
@@ -211,26 +210,24 @@ def draft_plan(settings: Settings, search: SearchSummary | None, n_train: int, v
     side_by_side = several and stacked_faster
     in_place = bool(held_out) and processes == 1 and side_by_side
     training = n_train - held_out
-    views = [ViewPlan("words", view_widths[0], settings.learning_rate, settings.weight_decay,
-                      settings.epochs_for(training))]
+    planned = [ViewPlan("words", 0, settings.learning_rate, settings.weight_decay, settings.epochs_for(training))]
     if not one_view:
         chars = settings.char_view()
-        views.append(ViewPlan("characters", view_widths[1], chars.learning_rate, chars.weight_decay,
-                              chars.epochs_for(training)))
+        planned.append(ViewPlan("characters", 0, chars.learning_rate, chars.weight_decay,
+                                chars.epochs_for(training)))
     arrangement = "side_by_side" if side_by_side else "one_after_another" if several else "one"
     parallel, devices = device_layout(settings, arrangement, machine)
     return TrainingPlan(
-        views=tuple(views), networks=networks, arrangement=arrangement,
+        views=tuple(planned), networks=networks, arrangement=arrangement,
         rate_choice=rate_choice, rate_candidates=candidates if rate_choice != "none" else (),
         held_out_documents=held_out, training_documents=training,
         rows="shares" if processes > 1 else "device" if in_place else "host",
-        backend="xla" if side_by_side or parallel == "features" else backend, batch_size=settings.batch_size,
+        backend="xla" if side_by_side or parallel == "features" else AS_CHOSEN, batch_size=settings.batch_size,
         processes=processes, parallel=parallel, devices=devices)
 
 
-# Seven arguments: draft_plan's (its views as placeholder widths), carried out for the network before the linear model.
-def _with_linear_plan(settings: Settings, search: SearchSummary | None, n_train: int, view_widths: tuple[int, ...],
-                      backend: str, machine: Machine, rules: SearchRules) -> TrainingPlan:
+def _with_linear_plan(settings: Settings, search: SearchSummary | None, n_train: int, views: int, machine: Machine,
+                      rules: SearchRules) -> TrainingPlan:
     """The network's plan, and the linear model beside it on the words' columns (one process, one label a
     document: the search tries it there only)."""
     if machine.processes > 1:
@@ -239,15 +236,15 @@ def _with_linear_plan(settings: Settings, search: SearchSummary | None, n_train:
     if settings.multi_label:
         raise SettingsError("family network+linear is for one label a document: pass --family network or linear "
                             "for label sets")
-    plan = draft_plan(settings.replace(family="network"), search, n_train, len(view_widths), machine, rules)
+    plan = draft_plan(settings.replace(family="network"), search, n_train, views, machine, rules)
     linear = settings.linear_view()
     return dataclasses.replace(plan, family="network+linear", linear=ViewPlan(
-        "words", view_widths[0], linear.learning_rate, linear.weight_decay, linear.epochs_for(plan.training_documents),
+        "words", 0, linear.learning_rate, linear.weight_decay, linear.epochs_for(plan.training_documents),
         settings.linear_loss))
 
 
-def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, ...], backend: str,
-                      machine: Machine, rules: SearchRules) -> TrainingPlan:
+def _multi_label_plan(settings: Settings, n_train: int, views: int, machine: Machine, rules: SearchRules
+                      ) -> TrainingPlan:
     """One network a view on one device (the backend as chosen: either step's loss is then binary cross-entropy),
     a share of the documents held out to stop early and choose the outputs' threshold."""
     if settings.ensemble > 1:
@@ -255,15 +252,15 @@ def _multi_label_plan(settings: Settings, n_train: int, view_widths: tuple[int, 
                             "drop --ensemble")
     held_out = max(1, min(STOPPING_DOCUMENTS, int(n_train * MULTI_LABEL_HELD_OUT_FRACTION)))
     training = n_train - held_out
-    views = [ViewPlan("words", view_widths[0], settings.learning_rate, settings.weight_decay,
-                      multi_label_epochs(settings, training))]
-    if len(view_widths) > 1:
+    planned = [ViewPlan("words", 0, settings.learning_rate, settings.weight_decay,
+                        multi_label_epochs(settings, training))]
+    if views > 1:
         chars = settings.char_view()
-        views.append(ViewPlan("characters", view_widths[1], chars.learning_rate, chars.weight_decay,
-                              multi_label_epochs(chars, training)))
-    return TrainingPlan(views=tuple(views), networks=1, arrangement="one", rate_choice="none", rate_candidates=(),
+        planned.append(ViewPlan("characters", 0, chars.learning_rate, chars.weight_decay,
+                                multi_label_epochs(chars, training)))
+    return TrainingPlan(views=tuple(planned), networks=1, arrangement="one", rate_choice="none", rate_candidates=(),
                         held_out_documents=held_out, training_documents=training,
-                        rows="shares" if machine.processes > 1 else "host", backend=backend,
+                        rows="shares" if machine.processes > 1 else "host", backend=AS_CHOSEN,
                         batch_size=settings.batch_size, processes=machine.processes, multi_label=True,
                         patience=multi_label_patience(training, settings.batch_size, rules))
 

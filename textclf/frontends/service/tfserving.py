@@ -13,9 +13,9 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi import Path as FastPath
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 
-from textclf.errors import USER_ERRORS
+from textclf.errors import USER_ERRORS, InputError
 from textclf.frontends.service.serving import Batcher, ServedModels, score, too_slow
-from textclf.inference.predict import ALL_LABELS
+from textclf.inference.predict import ALL_LABELS, check_threshold
 
 # A version number in a URL: 1 up to SQLite's largest integer (a larger number would overflow its query).
 VersionNumber = Annotated[int, FastPath(ge=1, le=2**63 - 1)]
@@ -33,9 +33,10 @@ TopK = Annotated[int, Strict(), AfterValidator(_top_k)]
 
 
 def _threshold(value: float) -> float:
-    if not 0.0 <= value <= 1.0:  # NaN fails too
-        raise ValueError(f"threshold is {value}: give a probability from 0 to 1")
-    return value
+    try:
+        return check_threshold(value, "threshold")  # the CLI's rule, as a validation error
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
 
 
 # The CLI's -t: only labels with at least this probability (a multi-label model's labels: those above it). A number

@@ -58,6 +58,13 @@ def why_not_searched(settings: Settings, labels: Sequence[str], platform: str, r
                      processes: int = 1) -> str | None:
     """Why a corpus with these training labels is not searched on this platform, or None where it is: the one
     rule, which a run asks once before any of the search's work (textclf/runs/text_data.py)."""
+    space = searched_space(labels, settings, platform, rules, processes)
+    return space if isinstance(space, str) else None
+
+
+def searched_space(labels: Sequence[str], settings: Settings, platform: str, rules: SearchRules, processes: int = 1
+                   ) -> tuple[list, list, list] | str:
+    """(variants, optimizers, epoch options) the search tries, or why it does not run (why_not_searched)."""
     if processes > 1:
         return SEVERAL_PROCESSES
     if settings.search == "off":
@@ -70,13 +77,7 @@ def why_not_searched(settings: Settings, labels: Sequence[str], platform: str, r
     variants, optimizers, epoch_options = candidate_space(settings, platform, rules)
     if len(variants) == 1 and len(optimizers) == 1 and len(epoch_options) == 1 and settings.ensemble:
         return "every searched setting was set explicitly"
-    return None
-
-
-def searched_space(labels: list[str], settings: Settings, platform: str, rules: SearchRules
-                    ) -> tuple[list, list, list] | str:
-    """(variants, optimizers, epoch options) the search tries, or why it does not run (why_not_searched)."""
-    return why_not_searched(settings, labels, platform, rules) or candidate_space(settings, platform, rules)
+    return variants, optimizers, epoch_options
 
 
 def searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[str]) -> SearchCorpus:
@@ -127,8 +128,8 @@ def round_geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: l
                   for batch in batch_sizes}
         val_shape = batch_shape([counts[val] for _, val in folds], score_batch, buckets=buckets)
     else:
-        # A GPU's step works on every slot of a batch, padding included, and the widest view holds ~10x the
-        # nonzeros of a variant's columns; so the cap is that of the first rung's own rows (every variant on fold 0,
+        # A GPU's step works on every slot of a batch, padding included, and the widest view holds many more
+        # nonzeros than a variant's columns; so the cap is that of the first rung's own rows (every variant on fold 0,
         # built here, ahead of their rounds), with rules.round_cap_headroom for the other folds' batches; a batch
         # wider still widens it (round_data: one more compilation).
         with ThreadPoolExecutor(min(8, len(search.variants))) as builders:
