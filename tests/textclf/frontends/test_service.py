@@ -382,7 +382,7 @@ TEXTS = st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "
 def test_the_cli_and_both_service_routes_answer_generated_documents_alike(client, published, texts, threshold):
     """One contract for every face: the same documents (and threshold, the CLI's -t) get the same labels and
     probabilities from `textclf predict`, TF Serving's row and columnar :predict and the Open Inference Protocol's
-    infer (which answers every probability: no threshold)."""
+    infer (its parameters.threshold; its "label" "" where the v1 routes' is null)."""
     from typer.testing import CliRunner
 
     from textclf.frontends.cli import app
@@ -391,7 +391,8 @@ def test_the_cli_and_both_service_routes_answer_generated_documents_alike(client
     given = {"top_k": -1, **({} if threshold is None else {"threshold": threshold})}
     rows = client.post("/v1/models/sample:predict", json={"instances": texts, **given}).json()["predictions"]
     columns = client.post("/v1/models/sample:predict", json={"inputs": texts, **given}).json()["outputs"]
-    request = {"inputs": [{"name": "text", "shape": [len(texts)], "datatype": "BYTES", "data": texts}]}
+    request = {"inputs": [{"name": "text", "shape": [len(texts)], "datatype": "BYTES", "data": texts}],
+               **({} if threshold is None else {"parameters": {"threshold": threshold}})}
     labels, probabilities = client.post("/v2/models/sample/infer", json=request).json()["outputs"]
     printed = CliRunner().invoke(app, ["predict", "-", "--lines", "--model", path, "--json", "-k", "-1",
                                        *([] if threshold is None else ["-t", repr(threshold)])],
@@ -399,9 +400,8 @@ def test_the_cli_and_both_service_routes_answer_generated_documents_alike(client
     assert printed.exit_code == 0, printed.output
     cli = [json.loads(line) for line in printed.stdout.splitlines()]
     assert [r["label"] for r in rows] == columns["label"] == [c["label"] for c in cli]
-    if threshold is None:
-        assert [r["label"] for r in rows] == labels["data"]
-    else:
+    assert [r["label"] or "" for r in rows] == labels["data"]
+    if threshold is not None:
         assert all(t["probability"] >= threshold for r in rows for t in r["top"])
     matrix = np.reshape(probabilities["data"], (len(texts), -1))
     for row, column_top, cli_row, probs in zip(rows, columns["top"], cli, matrix):
@@ -417,6 +417,11 @@ def test_the_cli_and_both_service_routes_answer_generated_documents_alike(client
 def test_a_threshold_is_a_probability_on_the_service_as_on_the_command_line(client, threshold):
     refused = client.post("/v1/models/sample:predict", json={"instances": ["rocket"], "threshold": threshold})
     assert refused.status_code == 422 and "threshold" in refused.text
+    request = {"inputs": [{"name": "text", "shape": [1], "datatype": "BYTES", "data": ["rocket"]}],
+               "parameters": {"threshold": threshold}}
+    refused = client.post("/v2/models/sample/infer", json=request)
+    assert refused.status_code == 400 and "parameters.threshold is" in refused.json()["error"]
+    assert "give a probability from 0 to 1" in refused.json()["error"]
 
 
 def test_an_empty_document_is_refused_by_both_service_routes_alike(client):

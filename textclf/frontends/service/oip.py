@@ -2,7 +2,8 @@
 model metadata, Triton's model configuration, liveness and readiness (with and without a version), and infer with one BYTES input of texts
 (base64 image files for an image model), in JSON or with the binary tensor data extension (the clients'
 default), any or no content type. Outputs: "label" (BYTES, one a document) and "probabilities" (FP32,
-documents x classes, in the order of the metadata's parameters.labels); requested outputs are honoured.
+documents x classes, in the order of the metadata's parameters.labels); requested outputs are honoured; the
+request's parameters.threshold (a probability) leaves out labels under it, as `textclf predict -t` does.
 Errors are `{"error": "..."}`. https://kserve.github.io/website/docs/concepts/architecture/data-plane/v2-protocol"""
 
 from __future__ import annotations
@@ -159,13 +160,37 @@ def _encoded(name: str, values: Any) -> bytes:
     return np.ascontiguousarray(values, dtype="<f4").tobytes()
 
 
-def infer_answer(request: InferRequest, name: str, version: int, model, probabilities: np.ndarray) -> Response:
-    """The requested outputs. A multi-label model's "label" of a document: its labels above their thresholds,
-    joined by commas ("" for none: a BYTES tensor holds one string a document); "probabilities" each label's own."""
-    from textclf.inference.predict import chosen_labels
+def request_threshold(request: InferRequest) -> float | None:
+    """The request's parameters.threshold: a probability 0 to 1 (as `predict -t` and :predict's "threshold"), or
+    None where not given."""
+    from textclf.inference.predict import check_threshold
 
-    chosen = chosen_labels(model, probabilities)
-    values = {"label": [",".join(c) if isinstance(c, list) else c for c in chosen], "probabilities": probabilities}
+    value = (request.parameters or {}).get("threshold")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise HTTPException(400, f"parameters.threshold is {json.dumps(value)}: give a probability from 0 to 1 "
+                                 "(a number)")
+    try:
+        return check_threshold(float(value), "parameters.threshold")
+    except USER_ERRORS as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
+def _label_values(model, probabilities: np.ndarray, threshold: float | None) -> list[str]:
+    """Each document's "label" by the rule every face answers with (predictions_of): the most probable label ("" where
+    it is under `threshold`); a multi-label model's labels above their thresholds or above `threshold`, most probable
+    first, joined by commas ("" for none: a BYTES tensor holds one string a document)."""
+    from textclf.inference.predict import predictions_of
+
+    predictions = predictions_of(model, probabilities, [""] * len(probabilities), 1, threshold)
+    return [",".join(p.labels) if p.labels is not None else (p.label or "") for p in predictions]
+
+
+def infer_answer(request: InferRequest, name: str, version: int, model, probabilities: np.ndarray,
+                 threshold: float | None = None) -> Response:
+    """The requested outputs: "label" (_label_values) and "probabilities", each label's own."""
+    values = {"label": _label_values(model, probabilities, threshold), "probabilities": probabilities}
     shapes = {"label": [len(probabilities)], "probabilities": list(probabilities.shape)}
     outputs, binary = [], []
     for output, as_binary in _outputs_wanted(request):
@@ -271,10 +296,11 @@ async def version_ready(request: Request, name: str, version: VersionNumber) -> 
 async def _infer(request: Request, name: str, version: int | None) -> Response:
     models = _models(request)
     parsed, binary = parse_infer(await request.body(), request.headers, models.options.max_body_bytes)
+    threshold = request_threshold(parsed)
     batcher = models.batcher(name, version)
     texts = request_texts(parsed, binary, batcher.score.images)
     batcher, probabilities = await score(models, name, version, texts)
-    return infer_answer(parsed, name, batcher.version, batcher.model, probabilities)
+    return infer_answer(parsed, name, batcher.version, batcher.model, probabilities, threshold)
 
 
 @router.post("/v2/models/{name}/infer")
