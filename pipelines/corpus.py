@@ -242,9 +242,10 @@ def check_usable(source: str, labels: list[str], skipped: dict[str, int], empty_
         reasons = ", ".join(f"{n} {r}" for r, n in sorted(skipped.items()) if n) or "no documents"
         raise CorpusError(f"{where} has no usable document ({reasons}): add non-empty text documents")
     if empty_labels:
+        reasons = ", ".join(f"{n} {r}" for r, n in sorted(skipped.items()) if n) or "no files"
         raise CorpusError(
-            f"label '{empty_labels[0]}' in {where} has no usable document (all files empty, binary, too large or "
-            f"unreadable): add text documents to it or remove the folder"
+            f"label '{empty_labels[0]}' in {where} has no usable document (the corpus left out: {reasons}): add "
+            f"text documents to it or remove the folder"
         )
     if len(set(labels)) < 2:
         raise CorpusError(f"{where} has {_only_label(labels[0])}: a classifier needs at least 2 labels")

@@ -1,4 +1,4 @@
-"""fastText's format (any other text file whose first non-blank line starts with "__label__", e.g. fastText's
+"""fastText's format (any other text file whose first non-blank line holds a "__label__" word, e.g. fastText's
 `cooking.train` or Kaggle's `train.ft.txt`): one document a line, "__label__<label> <text>". As fastText reads it,
 every word that starts with "__label__" is a label, wherever it stands; the label is the word without the prefix.
 A line of several labels is a document of those labels (pipelines/labels.py); a line without a label is skipped
@@ -17,12 +17,13 @@ FASTTEXT_LABEL_PREFIX = "__label__"
 
 
 def is_fasttext_file(path: str | Path) -> bool:
-    """Whether a file is in fastText's format: text whose first non-blank line starts with "__label__" (within
-    the first BINARY_SNIFF_BYTES)."""
+    """Whether a file is in fastText's format: text whose first non-blank line (within the first
+    BINARY_SNIFF_BYTES) holds a word starting with "__label__", first or anywhere else, as fastText reads labels."""
     head = _file_head(path)
     if is_binary(head):
         return False
-    return head.lstrip().lstrip(b"\xef\xbb\xbf").startswith(FASTTEXT_LABEL_PREFIX.encode())
+    first = head.lstrip(b"\xef\xbb\xbf").lstrip().split(b"\n", 1)[0]
+    return any(word.startswith(FASTTEXT_LABEL_PREFIX.encode()) for word in first.split())
 
 
 def fasttext_line(line: str) -> tuple[list[str], str]:

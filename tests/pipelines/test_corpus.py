@@ -165,6 +165,17 @@ def test_fasttext_format_reads_its_labels_as_fasttext_does(tmp_path):
     assert corpus.skipped == {"no_label": 1, "empty": 1}
 
 
+def test_a_fasttext_file_whose_labels_end_its_lines_is_read_as_fasttext_reads_it(tmp_path):
+    path = tmp_path / "reviews.txt"
+    path.write_text("a quiet charming film __label__pos\n\ndull and long __label__neg\n")
+    corpus = read_corpus(path)
+    assert corpus.format == "fasttext"
+    assert (corpus.texts, corpus.labels) == (["a quiet charming film", "dull and long"], ["pos", "neg"])
+    path.write_text("a title line\nsome text __label__pos\n")  # the prefix below a first line without it
+    with pytest.raises(CorpusError, match="reads as fastText's format but its first line holds no"):
+        read_corpus(path)
+
+
 def test_fasttext_lines_with_several_labels_are_label_sets(tmp_path):
     """Several __label__s at the start or at the end of a line, as fastText reads them: one document of several
     labels (pipelines/labels.py), the corpus multi-label."""

@@ -54,6 +54,16 @@ def test_links_out_of_the_data_root_are_not_read(corpus_dir, tmp_path):
     assert any("nologin" in text for text in read_corpus(corpus_dir).texts)  # unconfined: the user's own read
 
 
+def test_a_label_folder_that_links_out_of_the_data_root_is_refused_for_that_reason(corpus_dir, tmp_path):
+    secret = tmp_path.parent / f"{tmp_path.name}-label"
+    secret.mkdir()
+    (secret / "1.txt").write_text("root nologin shadow bin bash")
+    (corpus_dir / "secrets").symlink_to(secret, target_is_directory=True)
+    with confined_to(corpus_dir.parent), pytest.raises(CorpusError, match=r"label 'secrets' .* has no usable "
+                                                                          r"document \(the corpus left out: 1 outside the data root\)"):
+        read_corpus(corpus_dir)
+
+
 def test_a_job_over_http_trains_only_on_files_under_the_data_root(corpus_dir, tmp_path, db_path):
     secret = tmp_path.parent / f"{tmp_path.name}-etc"
     secret.mkdir()

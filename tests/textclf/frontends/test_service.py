@@ -105,6 +105,8 @@ def _series(exposed: str, name: str) -> float:
 def test_bad_requests_get_4xx_json_and_the_service_keeps_serving(client, kwargs, status):
     response = client.post("/v1/models/sample:predict", **kwargs)
     assert response.status_code == status and "error" in response.json()
+    if kwargs.get("content", b"").startswith(b"{not"):
+        assert response.json()["error"] == "the body is not valid JSON (at character 1): send one JSON object"
     assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200
 
 

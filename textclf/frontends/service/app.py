@@ -109,8 +109,12 @@ def _answer_errors_as_json(app: FastAPI) -> None:
         problems = "; ".join(f"{'.'.join(str(p) for p in error.get('loc', ()))}: {error.get('msg', '')}"
                              for error in exc.errors())
         # a body that is not JSON at all: 400, as TF Serving answers it; a JSON body of the wrong shape: 422
-        malformed = any(error.get("type") == "json_invalid" for error in exc.errors())
-        return JSONResponse({"error": f"invalid request: {problems}"}, status_code=400 if malformed else 422)
+        malformed = next((e for e in exc.errors() if e.get("type") == "json_invalid"), None)
+        if malformed is not None:
+            at = malformed.get("loc", ("body", "?"))[-1]
+            return JSONResponse({"error": f"the body is not valid JSON (at character {at}): send one JSON object"},
+                                status_code=400)
+        return JSONResponse({"error": f"invalid request: {problems}"}, status_code=422)
 
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, invalid_body)
