@@ -348,6 +348,8 @@ def row_counts(docs: np.ndarray, columns: np.ndarray, n_docs: int, width: int) -
     receives its columns in order, repeats side by side), and the repeats added. On a 16 MB share of synthetic
     posts (2.5M unigram occurrences, one core) 0.05 s where scipy's sort within each row took 0.08 s; one sort of
     every (document, column) pair packed in an int64 (_pair_counts) took 1.4-2.1 s on a 57 MB share."""
+    if len(columns) <= SMALL_OCCURRENCES:
+        return _small_row_counts(docs, columns, n_docs, width)
     if len(docs) > 1 and not bool(np.all(docs[1:] >= docs[:-1])):
         order = np.argsort(docs, kind="stable")
         docs, columns = docs[order], columns[order]
@@ -356,6 +358,23 @@ def row_counts(docs: np.ndarray, columns: np.ndarray, n_docs: int, width: int) -
     counts = sp.csr_matrix((np.ones(len(columns), np.float32), columns, indptr), shape=(n_docs, width)).tocsc().tocsr()
     counts.sum_duplicates()  # (the rows' columns already in order: no sort, the repeats added)
     return counts
+
+
+# Up to this many occurrences (a service's few documents a call), row_counts sorts the (document, column) pairs
+# packed in an int64 and builds one matrix: the conversions below cost a few scipy constructions a call, most of
+# a one-document transform.
+SMALL_OCCURRENCES = 1 << 14
+
+
+def _small_row_counts(docs: np.ndarray, columns: np.ndarray, n_docs: int, width: int) -> sp.csr_matrix:
+    """row_counts of a few occurrences: the same matrix (columns sorted within rows, repeats added)."""
+    keys, counts = np.unique(docs.astype(np.int64) * width + columns, return_counts=True)
+    rows, columns = np.divmod(keys, width)
+    indptr = np.zeros(n_docs + 1, np.int32)
+    np.cumsum(np.bincount(rows, minlength=n_docs), out=indptr[1:])
+    matrix = sp.csr_matrix((counts.astype(np.float32), columns.astype(np.int32), indptr), shape=(n_docs, width))
+    matrix.has_sorted_indices = True  # (np.unique sorted them, and added the repeats)
+    return matrix
 
 
 def _changes(ordered: np.ndarray) -> np.ndarray:
@@ -635,11 +654,18 @@ class WordCounter:
         """Lowercased texts (_lowered; small: _small of them, else ASCII texts may come as they are) -> (each
         token's word number in the vocabulary, -1 for a word it lacks; its document), (T,) int64 each, stop words
         left out."""
-        if small:
-            found = _python_tokens(lowered, self.stop_words, self.unspaced)
-            chunk_words = found.words.to_pylist()
-            known = np.fromiter(map(self.number.get, chunk_words, itertools.repeat(-1)), np.int64, len(chunk_words))
-            return known[found.ids], found.docs
+        if small:  # each token looked up as it is found (_python_tokens' pattern and stop words)
+            pattern = UNSPACED_WORD_TOKEN if self.unspaced else WORD_TOKEN
+            stop, lookup = self.stop_words, self.number.get
+            ids: list[int] = []
+            docs: list[int] = []
+            for doc, text in enumerate(lowered.to_pylist() if isinstance(lowered, pa.Array) else lowered):
+                tokens = pattern.findall(text)
+                if stop:
+                    tokens = [token for token in tokens if token not in stop]
+                ids.extend([lookup(token, -1) for token in tokens])
+                docs.extend([doc] * len(tokens))
+            return np.array(ids, np.int64), np.array(docs, np.int64)
         # Each token looked up in the vocabulary's words at once, where the chunk's own words were dictionary-encoded
         # and then looked up one by one: on a 16 MB share's tokens (one core, one process) the encoding alone took
         # 0.33 s, this lookup 0.14 s.

@@ -37,6 +37,8 @@ def _weight(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool, copy: bool 
 
 def _entry_spans(entries: int) -> list[slice]:
     """A matrix's entries cut into a span a core (one span below THREADED_ENTRIES)."""
+    if entries < 2 * THREADED_ENTRIES:
+        return [slice(0, entries)]
     parts = min(os.cpu_count() or 1, max(1, entries // THREADED_ENTRIES))
     bounds = np.linspace(0, entries, parts + 1).astype(np.int64)
     return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]

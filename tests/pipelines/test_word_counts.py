@@ -258,3 +258,20 @@ def test_runs_ranked_a_range_a_thread_are_ranked_as_one_sort_ranks_them(workers)
     assert np.concatenate(ranks).tolist() == inverse.tolist()
     assert totals.dtype == np.int64
     assert totals.tolist() == np.bincount(inverse, weights=np.concatenate([w for _, w in runs])).astype(int).tolist()
+
+
+@hypothesis_settings(deadline=None, max_examples=60)
+@given(pairs=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 40)), max_size=200), extra=st.integers(0, 3))
+def test_row_counts_of_a_few_occurrences_is_the_matrix_of_many(pairs, extra):
+    """The small path (one sort of packed pairs) and the conversions through CSC give the same matrix: columns
+    sorted within rows, repeats added, empty rows kept, the same index types."""
+    pairs.sort(key=lambda pair: pair[0])  # the tokens come grouped by document
+    docs = np.array([d for d, _ in pairs], np.int64)
+    columns = np.array([c for _, c in pairs], np.int32)
+    small = word_counts.row_counts(docs, columns, 6 + extra, 41)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(word_counts, "SMALL_OCCURRENCES", -1)
+        large = word_counts.row_counts(docs, columns, 6 + extra, 41)
+    for a, b in ((small.indptr, large.indptr), (small.indices, large.indices), (small.data, large.data)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert small.shape == large.shape and small.has_sorted_indices
