@@ -97,12 +97,14 @@ def serve(
                                      model_paths=[str(path) for path in models or []])
     _check_model_files(options.model_paths)
     _check_port_free(host, port)
+    # No access log (its line was formatted for every request, then dropped at this level) and no proxy headers
+    # (no route reads the client's address): work a request did for nothing.
+    server = dict(host=host, port=port, log_level="warning", access_log=False, proxy_headers=False)
     if workers == 1:
-        uvicorn.run(create_app(options), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(options), **server)
     else:  # the scoring is single-threaded Python: more processes, more documents per second
         os.environ[OPTIONS_ENV] = options_to_env(options)
-        uvicorn.run("textclf.frontends.service:app_from_env", factory=True, workers=workers, host=host, port=port,
-                    log_level="warning")
+        uvicorn.run("textclf.frontends.service:app_from_env", factory=True, workers=workers, **server)
 
 
 def _check_model_files(paths: list[str]) -> None:

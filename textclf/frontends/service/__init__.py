@@ -1,4 +1,4 @@
-"""`textclf serve`: predictions and job submission over HTTP (FastAPI on uvicorn). OpenAPI docs at /docs.
+"""`textclf serve`: predictions and job submission over HTTP (FastAPI on uvicorn). The OpenAPI schema at /openapi.json.
 
   tfserving.py  TF Serving's REST API: POST /v1/models/{name}[/versions/{v}]:predict in the row ("instances")
                 and columnar ("inputs") forms, plus "top_k"; GET /v1/models, /v1/models/{name}[/versions/{v}]
