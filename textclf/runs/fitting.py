@@ -194,6 +194,11 @@ def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settin
     return train_x, train_y, training_rows, early_stopping
 
 
+# How a run's record names the K-network step side_by_side_backend picked.
+_STEP_KIND = {"pallas": "the K-network step, W1's update the fused Pallas kernel",
+              "xla": "the K-network step in XLA"}
+
+
 class _Views:
     """The plan's views trained one after another, each on its own columns, joined into one network whose scores
     are their mean (textclf.models.stacked.joined_views); their epochs recorded and reported numbered on from one view
@@ -299,12 +304,13 @@ class _Views:
         -> (parameters, EpochStats, backend, compile seconds, train seconds, settings)."""
         import jax
 
-        from textclf.training.candidates import fit_rates, stacked_is_faster
+        from textclf.training.candidates import fit_rates, side_by_side_backend
 
         rates = self.rates
+        side_by_side = self.plan.arrangement == "side_by_side"
         choice = fit_rates(rows, settings, backend,
                            [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], (judge.x, judge.y),
-                           Watch(self.on_epoch, run.stop_requested), judge.patience)
+                           Watch(self.on_epoch, run.stop_requested), judge.patience, side_by_side=side_by_side)
         settings = _with_choice(settings, rates, choice)
         data.search.rate_choice = RateChoice(rates, choice.chosen, choice.held_out)
         run.record(search=data.search.to_record(), settings=settings.to_dict(), early_stopping={
@@ -312,10 +318,10 @@ class _Views:
             "accuracies": choice.held_out[choice.chosen], "best_epoch": choice.best_epoch,
             "rates": [[r["learning_rate"], r["weight_decay"]] for r in rates], "rate_accuracies": choice.held_out,
             "chosen_rate": choice.chosen})
-        if stacked_is_faster():
-            backend = "xla"
+        if side_by_side:
+            backend = side_by_side_backend(settings.batch_size, rows.x.shape[1], settings.units, len(rates))
             run.record(backend=backend, devices=1, processes=jax.process_count(),
-                                   backend_reason="networks at several rates train side by side in XLA")
+                       backend_reason=f"networks at several rates train side by side ({_STEP_KIND[backend]})")
         else:
             run.record(devices=1, processes=jax.process_count())
         return choice.params, choice.history, backend, choice.compile_seconds, choice.train_seconds, settings
@@ -331,7 +337,7 @@ class _Views:
         -> (parameters, EpochStats of each epoch, backend that trained them, compile seconds, train seconds)."""
         import jax
 
-        from textclf.training.candidates import fit_ensemble, fit_members
+        from textclf.training.candidates import fit_ensemble, fit_members, side_by_side_backend
         from textclf.training.loop import fit_network
 
         if self.plan.arrangement == "one_after_another":
@@ -345,8 +351,11 @@ class _Views:
             watch = Watch(self.on_epoch, early_stopping=early_stopping)
             params, history, compile_s, train_s = fit_ensemble(rows, settings, watch, loss)
             what = "a linear model trains" if self.plan.family == "linear" else "an ensemble trains side by side"
-            run.record(backend="xla", devices=1, processes=jax.process_count(), backend_reason=f"{what} in XLA")
-            return params, history, "xla", compile_s, train_s
+            backend = side_by_side_backend(settings.batch_size, rows.x.shape[1], settings.units,
+                                           max(1, settings.ensemble), loss)
+            run.record(backend=backend, devices=1, processes=jax.process_count(),
+                       backend_reason=f"{what} ({_STEP_KIND[backend]})")
+            return params, history, backend, compile_s, train_s
         network = fit_network(rows, settings, backend,
                               Watch(self.on_epoch, run.stop_requested, checkpointer, early_stopping), shares=shares)
         run.record(devices=network.devices, processes=jax.process_count())

@@ -153,7 +153,7 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
     # planned once: the draft vectorizing made, else one made now, completed with the views' widths and backend
     draft = data.plan or draft_plan(settings, data.search, len(data.train_labels), len(views), _machine(data),
                                     run.rules)
-    plan = draft.completed(tuple(views), backend)
+    plan = draft.completed(tuple(views), backend, _stacked_backend(draft, settings, views[0]))
     run.record(plan=plan.to_dict())
     if run.plan_only:
         return _planned(run, data, plan, settings)
@@ -165,6 +165,14 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
         # chose another count: the record says what ran.
         run.record(settings=fitted.settings.replace(epochs=ran).to_dict())
     return _evaluated_and_saved(run, data, fitted, source_name(corpus_path), model_path, record_epoch)
+
+
+def _stacked_backend(draft, settings: Settings, columns: int) -> str:
+    """The K-network step's backend where the draft trains networks side by side (the search's rule)."""
+    from textclf.training.candidates import side_by_side_backend
+
+    models = len(draft.rate_candidates) if draft.rate_choice == "held_out" else draft.networks
+    return side_by_side_backend(draft.batch_size, columns, settings.units, models, draft.views[0].loss)
 
 
 def _machine(data: TextData) -> Machine:

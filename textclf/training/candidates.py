@@ -69,7 +69,7 @@ class StackedEpochs:
         # (textclf/training/device_data.py: the batches make_batches would cut, nonzero for nonzero), not cut on
         # the host, where each epoch's padded arrays held 11 GB of a million-document run's 18 GB peak.
         self.resident = on_device(train_x, rows.y)
-        self.step = StackedStep("flat", len(rates), dense_default(), loss=loss)
+        self.step = side_by_side_step(batch_size, self.columns, settings.units, len(rates), loss)
         self.run_step = self.step.epoch()
         self.segment = segment_steps(bucket(self.steps), 12 * self.cap)  # (the last may be shorter)
 
@@ -191,6 +191,17 @@ def device_scoring(x: sp.csr_matrix, y: np.ndarray, batch_size: int, dense: bool
     return hits
 
 
+def side_by_side_step(batch_size: int, columns: int, hidden: int, models: int, loss: str = "log") -> StackedStep:
+    """The step K networks side by side train with (an ensemble, rate candidates, a linear model): the one rule the
+    search's rounds take theirs by (StackedStep.for_batch), W1's rows in their bucket as they train."""
+    return StackedStep.for_batch(batch_size, bucket(columns), hidden, models, loss)
+
+
+def side_by_side_backend(batch_size: int, columns: int, hidden: int, models: int, loss: str = "log") -> str:
+    """What a run records of side_by_side_step: "pallas" where W1's update is the fused kernel, else "xla"."""
+    return "pallas" if side_by_side_step(batch_size, columns, hidden, models, loss).fused else "xla"
+
+
 def stacked_is_faster() -> bool:
     """Whether an ensemble trains faster stacked (fit_ensemble) than one member after another (fit_members) on
     this process's default device. Stacked on a GPU (one K-wide step costs little more than one network's);
@@ -255,7 +266,8 @@ class RateChoice(NamedTuple):
 
 
 def fit_rates(rows: TrainingRows, settings: Settings, backend: str, candidates: list[tuple[float, float, int]],
-              held: tuple, watch: Watch = Watch(), patience: int = 1) -> RateChoice:
+              held: tuple, watch: Watch = Watch(), patience: int = 1, side_by_side: bool | None = None
+              ) -> RateChoice:
     """One network per candidate (learning rate, weight decay, epochs at most), the held-out documents
     (held: (x, y), training documents none of them trains on) picking one network and its epoch: the best
     held-out accuracy, a tie going to the earlier candidate and the earlier epoch. Why: a corpus larger than the
@@ -267,8 +279,10 @@ def fit_rates(rows: TrainingRows, settings: Settings, backend: str, candidates: 
     textclf.training.events.TrainingStopped is raised and the training starts over when resumed.
     After each epoch the leading network is scored on rows.eval_x if given, for the run's record. Side by side
     trains rows.training_rows in place (StackedEpochs); rows.x already on the device (ResidentRows) trains side
-    by side only."""
-    if stacked_is_faster() or isinstance(rows.x, ResidentRows):
+    by side only. side_by_side: the plan's arrangement (TrainingPlan.arrangement)."""
+    if side_by_side is None:  # (a caller without a plan: the device's rule)
+        side_by_side = stacked_is_faster()
+    if side_by_side or isinstance(rows.x, ResidentRows):
         return _rates_side_by_side(rows, settings, candidates, held, watch, patience)
     return _rates_one_by_one(rows.only_training(), settings, backend, candidates, held, watch, patience)
 

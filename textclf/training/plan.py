@@ -91,15 +91,18 @@ class TrainingPlan:
     # epochs without a gain on the held-out documents before they stop a multi-label training (0: none decided)
     patience: int = 0
 
-    def completed(self, view_widths: tuple[int, ...], backend: str) -> TrainingPlan:
+    def completed(self, view_widths: tuple[int, ...], backend: str, stacked_backend: str = "xla") -> TrainingPlan:
         """A draft plan (draft_plan: made before vectorizing) with what vectorizing and the device's start-up
-        learned: each view's columns and, where the plan leaves it to the run, the backend chosen for one device."""
+        learned: each view's columns and, where the plan leaves it to the run, the backend chosen for one device
+        (`backend`) or the K-network step's where networks train side by side (`stacked_backend`: "pallas" where
+        W1's update is the fused kernel, training.candidates.side_by_side_backend, the search's rule)."""
         if len(view_widths) != len(self.views):
             raise ValueError(f"{len(view_widths)} view widths for a plan of {len(self.views)} views")
         views = tuple(dataclasses.replace(view, columns=width) for view, width in zip(self.views, view_widths))
         linear = None if self.linear is None else dataclasses.replace(self.linear, columns=view_widths[0])
         return dataclasses.replace(self, views=views, linear=linear,
-                                   backend=backend if self.backend == AS_CHOSEN else self.backend)
+                                   backend={AS_CHOSEN: backend, SIDE_BY_SIDE: stacked_backend}.get(self.backend,
+                                                                                                   self.backend))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -165,8 +168,10 @@ def plan_training(settings: Settings, search: SearchSummary | None, n_train: int
     return draft_plan(settings, search, n_train, len(view_widths), machine, rules).completed(view_widths, backend)
 
 
-# The backend of a draft plan where the plan leaves it to the backend the run chooses for one device (completed).
+# The backend of a draft plan where the plan leaves it to the backend the run chooses for one device, or to the
+# K-network step's (TrainingPlan.completed).
 AS_CHOSEN = "as chosen"
+SIDE_BY_SIDE = "the K-network step's"
 
 
 def draft_plan(settings: Settings, search: SearchSummary | None, n_train: int, views: int,
@@ -222,7 +227,8 @@ def draft_plan(settings: Settings, search: SearchSummary | None, n_train: int, v
         rate_choice=rate_choice, rate_candidates=candidates if rate_choice != "none" else (),
         held_out_documents=held_out, training_documents=training,
         rows="shares" if processes > 1 else "device" if in_place else "host",
-        backend="xla" if side_by_side or parallel == "features" else AS_CHOSEN, batch_size=settings.batch_size,
+        backend=SIDE_BY_SIDE if side_by_side else "xla" if parallel == "features" else AS_CHOSEN,
+        batch_size=settings.batch_size,
         processes=processes, parallel=parallel, devices=devices)
 
 

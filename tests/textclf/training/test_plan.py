@@ -3,11 +3,12 @@ the device; and `textclf train --plan-only`."""
 
 import json
 
+import jax
 import pytest
 
 from textclf.settings import Settings
 from textclf.training.plan import (
-    REFIT_HELD_OUT_FRACTION, Machine, TrainingPlan, held_out_count, plan_training)
+    REFIT_HELD_OUT_FRACTION, Machine, TrainingPlan, draft_plan, held_out_count, plan_training)
 from textclf.training.search.rules import SearchRules
 from textclf.training.search.summary import SearchSummary
 
@@ -150,7 +151,19 @@ def test_a_run_plans_once_and_completes_the_draft_with_its_widths_and_backend(tm
     monkeypatch.setattr(TrainingPlan, "completed", lambda self, *a: completed.append(a) or complete(self, *a))
     result = train(corpus_dir, fast_settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
     assert len(drafts) == len(completed) == 1
-    widths, backend = completed[0]
+    widths, backend, stacked_backend = completed[0]
     assert widths == (result.model.vectorizer.n_features,) and backend in ("xla", "pallas")
+    assert stacked_backend == ("pallas" if jax.default_backend() == "gpu" else "xla")
     with pytest.raises(ValueError, match="2 view widths for a plan of 1 views"):
         draft(Settings(), None, 500, 1).completed((10, 20), "xla")
+
+
+def test_networks_side_by_side_take_the_k_network_steps_backend_as_the_search_picks_it():
+    """One rule for the K-network step: a side-by-side plan's backend is the one completed() is given (what
+    training.candidates.side_by_side_backend says, the search's StackedStep.for_batch), a single network's the
+    run's, the W1-split layout XLA."""
+    ensemble = draft_plan(Settings(ensemble=5), None, 5000, 1, GPU)
+    assert ensemble.arrangement == "side_by_side"
+    assert ensemble.completed((32754,), "xla", "pallas").backend == "pallas"
+    assert ensemble.completed((32754,), "pallas", "xla").backend == "xla"
+    assert draft_plan(Settings(), None, 5000, 1, GPU).completed((32754,), "pallas", "xla").backend == "pallas"
