@@ -16,8 +16,11 @@ demo: setup
 	.venv/bin/textclf predict examples/match_report.txt examples/recipe.txt
 	.venv/bin/textclf runs list --limit 5
 
-# --durations: the slowest tests named at the end of every run, where the suite's time goes.
+# ruff: the lint rules and the format pyproject.toml configures (`.venv/bin/ruff format .` writes it); --durations: the
+# slowest tests named at the end of every run, where the suite's time goes.
 test: setup
+	.venv/bin/ruff check --quiet .
+	.venv/bin/ruff format --check --quiet .
 	.venv/bin/python -m pytest -q -n auto --dist worksteal --durations=15
 
 # news4 and agnews7600 accuracy (needs ../shared/data); see BENCHMARKS.md.

@@ -31,7 +31,7 @@ def main() -> None:
         decode = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")  # noqa: E731
         status, out, err = "timeout", decode(stopped.stdout), decode(stopped.stderr)
     wall = time.perf_counter() - start
-    print("\n".join(out.strip().splitlines()[-args.lines:]))
+    print("\n".join(out.strip().splitlines()[-args.lines :]))
     if status != 0:
         print("\n".join(err.strip().splitlines()[-8:]))
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20

@@ -42,12 +42,24 @@ def gpu_kernel_events(trace_dir: str) -> list[tuple[str, float]]:
         return []
     with gzip.open(files[0]) as handle:
         events = json.load(handle)["traceEvents"]
-    gpu_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
-                and "GPU" in str(e.get("args", {}).get("name", ""))}
-    stream_threads = {(e["pid"], e["tid"]) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
-                      and e["pid"] in gpu_pids and str(e.get("args", {}).get("name", "")).startswith("Stream")}
-    return [(e.get("name", "?"), e.get("dur", 0)) for e in events
-            if e.get("ph") == "X" and (e.get("pid"), e.get("tid")) in stream_threads]
+    gpu_pids = {
+        e["pid"]
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "process_name" and "GPU" in str(e.get("args", {}).get("name", ""))
+    }
+    stream_threads = {
+        (e["pid"], e["tid"])
+        for e in events
+        if e.get("ph") == "M"
+        and e.get("name") == "thread_name"
+        and e["pid"] in gpu_pids
+        and str(e.get("args", {}).get("name", "")).startswith("Stream")
+    }
+    return [
+        (e.get("name", "?"), e.get("dur", 0))
+        for e in events
+        if e.get("ph") == "X" and (e.get("pid"), e.get("tid")) in stream_threads
+    ]
 
 
 def kernel_totals(events: list[tuple[str, float]], width: int = 70) -> tuple[dict, dict]:

@@ -61,13 +61,12 @@ TABLES = {
             "seconds": "Wall time of the epoch.",
             "docs_per_s": "Training documents a second.",
             "view": "Which of the run's models trained the epoch (word network, character network, linear model; "
-                    "empty where it trains one): the run's models train one after another.",
+            "empty where it trains one): the run's models train one after another.",
         },
     },
     "phases": {
         "description": "Where a run's time went: one row a phase (read, search, vectorize, compile, train, ...).",
-        "columns": {"run_id": "The run (runs.id).", "phase": "The phase's name.",
-                    "seconds": "Wall time of the phase."},
+        "columns": {"run_id": "The run (runs.id).", "phase": "The phase's name.", "seconds": "Wall time of the phase."},
     },
     "search_trials": {
         "description": "The model search: one row a candidate trained on one fold.",
@@ -155,9 +154,14 @@ TABLES = {
 
 def markdown() -> str:
     """The tables and columns as the Markdown of docs/runs-database.md."""
-    lines = ["# The run database", "", "Every table and column of the SQLite run database (`textclf runs path`",
-             "prints where it is; `textclf runs ui` browses it). Written by `python -m db.columns` from",
-             "db/columns.py.", ""]
+    lines = [
+        "# The run database",
+        "",
+        "Every table and column of the SQLite run database (`textclf runs path`",
+        "prints where it is; `textclf runs ui` browses it). Written by `python -m db.columns` from",
+        "db/columns.py.",
+        "",
+    ]
     for name, table in TABLES.items():
         lines += [f"## {name}", "", table["description"], "", "| column | holds |", "| --- | --- |"]
         lines += [f"| {column} | {text} |" for column, text in table["columns"].items()]

@@ -27,17 +27,33 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 def check_name(name: object) -> str:
     """`name` if it is a safe model name, else InvalidName naming it and the rule."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        raise InvalidName(f"model name {name!r} is not allowed: use 1-64 letters, digits, '.', '_' or '-', "
-                          "starting with a letter or digit")
+        raise InvalidName(
+            f"model name {name!r} is not allowed: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
     return name
 
 
-def submit(db: sqlite_utils.Database, corpus: str, settings: dict, name: str, test_corpus: str | None = None,
-           max_attempts: int = 3, data_root: str | None = None) -> int:
+def submit(
+    db: sqlite_utils.Database,
+    corpus: str,
+    settings: dict,
+    name: str,
+    test_corpus: str | None = None,
+    max_attempts: int = 3,
+    data_root: str | None = None,
+) -> int:
     """Queue a job; data_root: the folder its corpora must be read from (every link resolved), if any."""
-    record = {"status": "queued", "name": check_name(name), "corpus": corpus, "test_corpus": test_corpus,
-              "settings": json.dumps(settings), "max_attempts": max_attempts, "created_at": now(),
-              "data_root": data_root}
+    record = {
+        "status": "queued",
+        "name": check_name(name),
+        "corpus": corpus,
+        "test_corpus": test_corpus,
+        "settings": json.dumps(settings),
+        "max_attempts": max_attempts,
+        "created_at": now(),
+        "data_root": data_root,
+    }
     return write_transaction(db, lambda: db["jobs"].insert(record).last_pk)
 
 
@@ -62,6 +78,7 @@ def list_jobs(db: sqlite_utils.Database, limit: int = 20, status: str | None = N
 
 def cancel(db: sqlite_utils.Database, job_id: int) -> str:
     """Cancel a queued job at once, ask a running one to stop after its current epoch. Returns the new state."""
+
     def change():
         job = get(db, job_id)
         if job["status"] == "queued":
@@ -77,12 +94,15 @@ def cancel(db: sqlite_utils.Database, job_id: int) -> str:
 
 def claim(db: sqlite_utils.Database, worker: str, stale_after: float) -> dict | None:
     """Take the oldest queued job, or a running job whose holder stopped heartbeating; None if none."""
+
     def take():
         cutoff = time.time() - stale_after
         while True:
             rows = db.execute(
                 "select id, attempts, max_attempts, status from jobs where status = 'queued' "
-                "or (status = 'running' and heartbeat < ?) order by id limit 1", [cutoff]).fetchall()
+                "or (status = 'running' and heartbeat < ?) order by id limit 1",
+                [cutoff],
+            ).fetchall()
             if not rows:
                 return None
             job_id, attempts, max_attempts, status = rows[0]
@@ -90,12 +110,26 @@ def claim(db: sqlite_utils.Database, worker: str, stale_after: float) -> dict | 
             # handed out however often its daemons died, never failed with its model written.
             trained = db.execute("select 1 from runs where job_id = ? and status = 'finished'", [job_id]).fetchone()
             if status == "running" and attempts >= max_attempts and not trained:
-                db["jobs"].update(job_id, {"status": "failed", "ended_at": now(),
-                                           "error": f"its daemon stopped heartbeating {attempts} times "
-                                                    f"(max_attempts {max_attempts}); last holder gone"})
+                db["jobs"].update(
+                    job_id,
+                    {
+                        "status": "failed",
+                        "ended_at": now(),
+                        "error": f"its daemon stopped heartbeating {attempts} times "
+                        f"(max_attempts {max_attempts}); last holder gone",
+                    },
+                )
                 continue
-            db["jobs"].update(job_id, {"status": "running", "worker": worker, "heartbeat": time.time(),
-                                       "attempts": attempts + 1, "started_at": now()})
+            db["jobs"].update(
+                job_id,
+                {
+                    "status": "running",
+                    "worker": worker,
+                    "heartbeat": time.time(),
+                    "attempts": attempts + 1,
+                    "started_at": now(),
+                },
+            )
             return get(db, job_id)
 
     return write_transaction(db, take)
@@ -103,8 +137,10 @@ def claim(db: sqlite_utils.Database, worker: str, stale_after: float) -> dict | 
 
 def heartbeat(db: sqlite_utils.Database, job_id: int, worker: str) -> bool:
     """Refresh the job's heartbeat if this worker still holds it; False if it lost the job."""
-    cursor = db.execute("update jobs set heartbeat = ? where id = ? and worker = ? and status = 'running'",
-                        [time.time(), job_id, worker])
+    cursor = db.execute(
+        "update jobs set heartbeat = ? where id = ? and worker = ? and status = 'running'",
+        [time.time(), job_id, worker],
+    )
     return cursor.rowcount == 1
 
 
@@ -120,13 +156,19 @@ def finish(db: sqlite_utils.Database, job_id: int, status: str, **fields: Any) -
 
 def requeue(db: sqlite_utils.Database, job_id: int) -> None:
     """Give a job back (daemon shutting down): its attempt does not count."""
-    write_transaction(db, lambda: db.execute(
-        "update jobs set status = 'queued', worker = null, heartbeat = null, attempts = max(attempts - 1, 0) "
-        "where id = ?", [job_id]))
+    write_transaction(
+        db,
+        lambda: db.execute(
+            "update jobs set status = 'queued', worker = null, heartbeat = null, attempts = max(attempts - 1, 0) "
+            "where id = ?",
+            [job_id],
+        ),
+    )
 
 
 def publish_model(db: sqlite_utils.Database, name: str, **fields: Any) -> int:
     """Add the next version of model `name`; returns the version number."""
+
     def insert():
         latest = db.execute("select coalesce(max(version), 0) from models where name = ?", [name]).fetchone()[0]
         db["models"].insert({"name": name, "version": latest + 1, "created_at": now(), **fields})

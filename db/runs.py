@@ -29,11 +29,14 @@ def start_run(db: sqlite_utils.Database, **fields: Any) -> int:
 
     def insert() -> int:
         if fields.get("model_path"):
-            holder = db.execute("select id from runs where status = 'running' and model_path = ?",
-                                [fields["model_path"]]).fetchone()
+            holder = db.execute(
+                "select id from runs where status = 'running' and model_path = ?", [fields["model_path"]]
+            ).fetchone()
             if holder:
-                raise PathClaimed(f"--out '{fields['model_path']}' is being written by run {holder[0]}, still "
-                                  "running: name another file, or wait for it to end")
+                raise PathClaimed(
+                    f"--out '{fields['model_path']}' is being written by run {holder[0]}, still "
+                    "running: name another file, or wait for it to end"
+                )
         return db["runs"].insert(record).last_pk
 
     return write_transaction(db, insert)
@@ -100,35 +103,54 @@ def get_run(db: sqlite_utils.Database, run_id: int) -> dict:
 
 def add_search_trials(db: sqlite_utils.Database, run_id: int, trials: list[dict[str, Any]]) -> None:
     """trials: {candidate, fold, settings (dict), epoch_accuracies (list), seconds} each."""
-    rows = [{"run_id": run_id, **t, "settings": json.dumps(t["settings"]),
-             "epoch_accuracies": json.dumps(t["epoch_accuracies"])} for t in trials]
+    rows = [
+        {
+            "run_id": run_id,
+            **t,
+            "settings": json.dumps(t["settings"]),
+            "epoch_accuracies": json.dumps(t["epoch_accuracies"]),
+        }
+        for t in trials
+    ]
     write_transaction(db, lambda: db["search_trials"].insert_all(rows))
 
 
 def search_trials(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]]:
     rows = db["search_trials"].rows_where("run_id = ?", [run_id], order_by="candidate, fold")
-    return [{**r, "settings": json.loads(r["settings"]), "epoch_accuracies": json.loads(r["epoch_accuracies"])}
-            for r in rows]
+    return [
+        {**r, "settings": json.loads(r["settings"]), "epoch_accuracies": json.loads(r["epoch_accuracies"])}
+        for r in rows
+    ]
 
 
-def save_search(db: sqlite_utils.Database, key: str, run_id: int, settings: dict[str, Any],
-                summary: dict[str, Any]) -> None:
+def save_search(
+    db: sqlite_utils.Database, key: str, run_id: int, settings: dict[str, Any], summary: dict[str, Any]
+) -> None:
     """Record a finished search's choice under its key (replacing an older one of the same key)."""
-    row = {"key": key, "run_id": run_id, "created_at": now(), "settings": json.dumps(settings),
-           "summary": json.dumps(summary)}
+    row = {
+        "key": key,
+        "run_id": run_id,
+        "created_at": now(),
+        "settings": json.dumps(settings),
+        "summary": json.dumps(summary),
+    }
     write_transaction(db, lambda: db["searches"].insert(row, replace=True))
 
 
-def record_rate_choice(db: sqlite_utils.Database, key: str, settings: dict[str, Any], rate_choice: dict[str, Any]
-                       ) -> None:
+def record_rate_choice(
+    db: sqlite_utils.Database, key: str, settings: dict[str, Any], rate_choice: dict[str, Any]
+) -> None:
     """The final training's choice among a recorded search's rate candidates: its settings become the recorded
     choice, and the candidates give way to the choice (a run reusing it has nothing left to choose)."""
+
     def update() -> None:
         rows = list(db["searches"].rows_where("key = ?", [key]))
         if rows:
             summary = {k: v for k, v in json.loads(rows[0]["summary"]).items() if k != "rate_candidates"}
-            db["searches"].update(key, {"settings": json.dumps(settings),
-                                        "summary": json.dumps({**summary, "rate_choice": rate_choice})})
+            db["searches"].update(
+                key, {"settings": json.dumps(settings), "summary": json.dumps({**summary, "rate_choice": rate_choice})}
+            )
+
     write_transaction(db, update)
 
 
@@ -147,8 +169,12 @@ def latest_model_path(db: sqlite_utils.Database) -> str | None:
 
 def add_bench_result(db: sqlite_utils.Database, bench_id: str, result: dict[str, Any]) -> None:
     """One (task, tool) row of a `textclf bench` invocation."""
-    row = {"bench_id": bench_id, "created_at": now(), **{k: v for k, v in result.items() if k != "notes"},
-           "settings": json.dumps({"notes": result.get("notes", "")})}
+    row = {
+        "bench_id": bench_id,
+        "created_at": now(),
+        **{k: v for k, v in result.items() if k != "notes"},
+        "settings": json.dumps({"notes": result.get("notes", "")}),
+    }
     write_transaction(db, lambda: db["bench_results"].insert(row))
 
 

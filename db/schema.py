@@ -45,23 +45,36 @@ def _v1_runs(db: sqlite_utils.Database) -> None:
     )
     db["runs"].create_index(["status"])
     db["epochs"].create(
-        {"run_id": int, "epoch": int, "loss": float, "train_accuracy": float, "eval_accuracy": float,
-         "seconds": float, "docs_per_s": float},
+        {
+            "run_id": int,
+            "epoch": int,
+            "loss": float,
+            "train_accuracy": float,
+            "eval_accuracy": float,
+            "seconds": float,
+            "docs_per_s": float,
+        },
         pk=("run_id", "epoch"),
         foreign_keys=[("run_id", "runs", "id")],
     )
     db["phases"].create(
-        {"run_id": int, "phase": str, "seconds": float},
-        pk=("run_id", "phase"),
-        foreign_keys=[("run_id", "runs", "id")],
+        {"run_id": int, "phase": str, "seconds": float}, pk=("run_id", "phase"), foreign_keys=[("run_id", "runs", "id")]
     )
 
 
 def _v2_kernel_sweeps(db: sqlite_utils.Database) -> None:
     """Block-size sweeps of the Pallas kernels (benchmarks/kernels/mlp.py --sweep): one row per configuration."""
     db["kernel_sweeps"].create(
-        {"id": int, "created_at": str, "device": str, "kernel": str, "batch_size": int, "config": str,
-         "seconds": float, "error": str},
+        {
+            "id": int,
+            "created_at": str,
+            "device": str,
+            "kernel": str,
+            "batch_size": int,
+            "config": str,
+            "seconds": float,
+            "error": str,
+        },
         pk="id",
     )
 
@@ -93,8 +106,17 @@ def _v3_jobs_and_models(db: sqlite_utils.Database) -> None:
     )
     db["jobs"].create_index(["status"])
     db["models"].create(
-        {"name": str, "version": int, "path": str, "run_id": int, "job_id": int, "eval_accuracy": float,
-         "eval_kind": str, "labels": str, "created_at": str},
+        {
+            "name": str,
+            "version": int,
+            "path": str,
+            "run_id": int,
+            "job_id": int,
+            "eval_accuracy": float,
+            "eval_kind": str,
+            "labels": str,
+            "created_at": str,
+        },
         pk=("name", "version"),
     )
 
@@ -106,9 +128,24 @@ def _v4_parallel_cache_bench(db: sqlite_utils.Database) -> None:
     db["runs"].add_column("vectors_cached", int)
     # `textclf bench`: one row per (task, tool) measured side by side in one invocation.
     db["bench_results"].create(
-        {"id": int, "bench_id": str, "created_at": str, "task": str, "tool": str, "accuracy": float,
-         "wall_s": float, "train_s": float, "docs_per_s": float, "peak_host_mb": float, "peak_gpu_mb": float,
-         "n_train": int, "n_test": int, "device": str, "settings": str, "error": str},
+        {
+            "id": int,
+            "bench_id": str,
+            "created_at": str,
+            "task": str,
+            "tool": str,
+            "accuracy": float,
+            "wall_s": float,
+            "train_s": float,
+            "docs_per_s": float,
+            "peak_host_mb": float,
+            "peak_gpu_mb": float,
+            "n_train": int,
+            "n_test": int,
+            "device": str,
+            "settings": str,
+            "error": str,
+        },
         pk="id",
     )
     db["bench_results"].create_index(["bench_id"])
@@ -117,8 +154,15 @@ def _v4_parallel_cache_bench(db: sqlite_utils.Database) -> None:
 def _v5_search_trials(db: sqlite_utils.Database) -> None:
     # The model search: one row per (candidate, fold) trained, with its validation accuracy after every epoch.
     db["search_trials"].create(
-        {"id": int, "run_id": int, "candidate": int, "fold": int, "settings": str, "epoch_accuracies": str,
-         "seconds": float},
+        {
+            "id": int,
+            "run_id": int,
+            "candidate": int,
+            "fold": int,
+            "settings": str,
+            "epoch_accuracies": str,
+            "seconds": float,
+        },
         pk="id",
     )
     db["search_trials"].create_index(["run_id"])
@@ -130,8 +174,15 @@ def _v6_run_owners(db: sqlite_utils.Database) -> None:
     # runs: the process that owns a running run (host, pid, the process's start time: a pid is reused) and
     # its last sign of life, so a run whose process is gone can be marked interrupted; the daemon job it
     # trains, the run of that job it resumes after a crash, and whether the daemon published its model (why not).
-    for column, kind in (("owner_host", str), ("owner_pid", int), ("owner_started", str), ("heartbeat_at", str),
-                         ("job_id", int), ("resumes_run", int), ("publish_decision", str)):
+    for column, kind in (
+        ("owner_host", str),
+        ("owner_pid", int),
+        ("owner_started", str),
+        ("heartbeat_at", str),
+        ("job_id", int),
+        ("resumes_run", int),
+        ("publish_decision", str),
+    ):
         db["runs"].add_column(column, kind)
 
 
@@ -150,10 +201,7 @@ def _v9_search_cache(db: sqlite_utils.Database) -> None:
     # The model search's choices by what decides them (textclf/runs/search_cache.py: the training documents, the
     # settings it starts from, the device, the versions): a run with the same key takes the recorded choice instead
     # of searching again. settings: JSON of the chosen Settings; summary: JSON of the search as its run recorded it.
-    db["searches"].create(
-        {"key": str, "run_id": int, "created_at": str, "settings": str, "summary": str},
-        pk="key",
-    )
+    db["searches"].create({"key": str, "run_id": int, "created_at": str, "settings": str, "summary": str}, pk="key")
 
 
 def _v10_vectorize_workers(db: sqlite_utils.Database) -> None:
@@ -172,8 +220,10 @@ def _v12_model_labels_as_json(db: sqlite_utils.Database) -> None:
     # models.labels: a JSON list, as runs.labels (it was the labels joined by commas).
     for name, version, labels in db.execute("select name, version, labels from models").fetchall():
         if labels and not labels.startswith("["):
-            db.execute("update models set labels = ? where name = ? and version = ?",
-                       [json.dumps(labels.split(",")), name, version])
+            db.execute(
+                "update models set labels = ? where name = ? and version = ?",
+                [json.dumps(labels.split(",")), name, version],
+            )
 
 
 def _v13_job_data_root(db: sqlite_utils.Database) -> None:
@@ -183,7 +233,8 @@ def _v13_job_data_root(db: sqlite_utils.Database) -> None:
 
 
 def _v14_kernel_sweeps_out(db: sqlite_utils.Database) -> None:
-    # kernel_sweeps moved to the kernel benchmark's own file (benchmarks/kernels/sweeps.py): dropped where it holds no rows;
+    # kernel_sweeps moved to the kernel benchmark's own file (benchmarks/kernels/sweeps.py): dropped where it holds no
+    # rows;
     # a database that holds sweeps keeps them.
     if "kernel_sweeps" in db.table_names() and db["kernel_sweeps"].count == 0:
         db["kernel_sweeps"].drop()
@@ -206,10 +257,24 @@ def _v16_epoch_views(db: sqlite_utils.Database) -> None:
     db["epochs"].add_column("view", str)
 
 
-MIGRATIONS = [_v1_runs, _v2_kernel_sweeps, _v3_jobs_and_models, _v4_parallel_cache_bench, _v5_search_trials,
-              _v6_run_owners, _v7_backend_reason, _v8_early_stopping, _v9_search_cache, _v10_vectorize_workers,
-              _v11_plan, _v12_model_labels_as_json, _v13_job_data_root,
-              _v14_kernel_sweeps_out, _v15_multi_label, _v16_epoch_views]
+MIGRATIONS = [
+    _v1_runs,
+    _v2_kernel_sweeps,
+    _v3_jobs_and_models,
+    _v4_parallel_cache_bench,
+    _v5_search_trials,
+    _v6_run_owners,
+    _v7_backend_reason,
+    _v8_early_stopping,
+    _v9_search_cache,
+    _v10_vectorize_workers,
+    _v11_plan,
+    _v12_model_labels_as_json,
+    _v13_job_data_root,
+    _v14_kernel_sweeps_out,
+    _v15_multi_label,
+    _v16_epoch_views,
+]
 
 
 def migrate(db: sqlite_utils.Database) -> None:

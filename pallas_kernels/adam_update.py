@@ -20,8 +20,7 @@ from pallas_kernels.common import next_power_of_two, pad_axis, require, require_
 
 # Eleven arguments: a weight, its two moments and gradient, then the rate, the bias corrections and Adam's three
 # constants.
-def adam_step(w, m, v, g, lr, c1, c2, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
-              weight_decay=0.0):
+def adam_step(w, m, v, g, lr, c1, c2, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8, weight_decay=0.0):
     """The update on loaded tiles -> (w, m, v); also used by the kernels that fuse it (input_grad, head_update,
     stacked_input_adam). lr and weight_decay: scalars, or arrays that broadcast against w (one value per
     column's network in stacked_input_adam); c1, c2: the bias corrections."""
@@ -39,8 +38,9 @@ def scalars_of(s_ref):
 
 # Eight refs: the weight, moments, gradient and the scalars' row in; the weight and moments out.
 def _kernel(w_ref, m_ref, v_ref, g_ref, s_ref, w_out, m_out, v_out, **hyper):
-    w_out[...], m_out[...], v_out[...] = adam_step(w_ref[...], m_ref[...], v_ref[...], g_ref[...], *scalars_of(s_ref),
-                                                   **hyper)
+    w_out[...], m_out[...], v_out[...] = adam_step(
+        w_ref[...], m_ref[...], v_ref[...], g_ref[...], *scalars_of(s_ref), **hyper
+    )
 
 
 @dataclass(frozen=True)
@@ -52,15 +52,37 @@ class AdamUpdateBlocks:
 
 
 # Eleven arguments: weight, moments, gradient and scalars, Adam's constants, then the tiling and interpret flag.
-@functools.partial(jax.jit, static_argnames=("beta1", "beta2", "eps", "weight_decay", "block_sizes",
-                                             "interpret"), donate_argnums=(0, 1, 2))
-def adam_update(w, m, v, g, scalars, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
-                weight_decay: float = 0.0, block_sizes: AdamUpdateBlocks = AdamUpdateBlocks(),
-                interpret: bool = False):
+@functools.partial(
+    jax.jit,
+    static_argnames=("beta1", "beta2", "eps", "weight_decay", "block_sizes", "interpret"),
+    donate_argnums=(0, 1, 2),
+)
+def adam_update(
+    w,
+    m,
+    v,
+    g,
+    scalars,
+    *,
+    beta1: float = 0.9,
+    beta2: float = 0.999,
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+    block_sizes: AdamUpdateBlocks = AdamUpdateBlocks(),
+    interpret: bool = False,
+):
     """-> (new w, new m, new v), written over w, m and v (donated). scalars: (4,) [lr, c1, c2, unused]."""
     block, num_warps = block_sizes.block, block_sizes.num_warps
-    require("adam_update", w.shape == m.shape == v.shape == g.shape and scalars.shape == (4,),
-            "w, m, v, g of one shape and scalars (4,)", w=w, m=m, v=v, g=g, scalars=scalars)
+    require(
+        "adam_update",
+        w.shape == m.shape == v.shape == g.shape and scalars.shape == (4,),
+        "w, m, v, g of one shape and scalars (4,)",
+        w=w,
+        m=m,
+        v=v,
+        g=g,
+        scalars=scalars,
+    )
     require_blocks("adam_update", block=block)
     shape, size = w.shape, w.size
     block = min(block, next_power_of_two(size))
@@ -74,7 +96,9 @@ def adam_update(w, m, v, g, scalars, *, beta1: float = 0.9, beta2: float = 0.999
         in_specs=[spec, spec, spec, spec, pl.BlockSpec((4,), lambda i: (0,))],
         out_specs=(spec, spec, spec),
         input_output_aliases={0: 0, 1: 1, 2: 2},
-        compiler_params=triton_params(num_warps, 1), interpret=interpret, name="adam_update",
+        compiler_params=triton_params(num_warps, 1),
+        interpret=interpret,
+        name="adam_update",
     )(flat(w), flat(m), flat(v), flat(g), scalars.astype(w.dtype))
     return tuple(o[:size].reshape(shape) for o in outs)
 

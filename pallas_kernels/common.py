@@ -52,8 +52,9 @@ def dot(a: jax.Array, b: jax.Array, precision: str, contract=((1,), (0,))) -> ja
         narrow = a.dtype if jnp.finfo(a.dtype).bits < jnp.finfo(b.dtype).bits else b.dtype
         a, b = a.astype(narrow), b.astype(narrow)
     accumulate = accumulator_dtype(a.dtype)
-    return lax.dot_general(a, b, (contract, ((), ())), precision=PRECISIONS[precision],
-                           preferred_element_type=accumulate)
+    return lax.dot_general(
+        a, b, (contract, ((), ())), precision=PRECISIONS[precision], preferred_element_type=accumulate
+    )
 
 
 class KernelShapeError(ValueError):
@@ -63,7 +64,7 @@ class KernelShapeError(ValueError):
 
 
 def describe(**arrays) -> str:
-    """"x (64, 32768), w1 (32768, 128)": the shapes a KernelShapeError names."""
+    """ "x (64, 32768), w1 (32768, 128)": the shapes a KernelShapeError names."""
     return ", ".join(f"{name} {tuple(a.shape)}" for name, a in arrays.items())
 
 

@@ -89,5 +89,4 @@ def tuned(batch_size: int, device_name: str) -> KernelConfig:
     best = min(entries, key=lambda e: abs(math.log2(e["batch_size"]) - math.log2(max(batch_size, 1))))
     config = KernelConfig.from_dict(best["config"])
     rows = max(16, 1 << max(0, (batch_size - 1).bit_length()))  # Triton's smallest dot is 16 rows
-    return config.replace(**{name: {"block_m": min(getattr(config, name).block_m, rows)}
-                             for name in ROW_BLOCKS})
+    return config.replace(**{name: {"block_m": min(getattr(config, name).block_m, rows)} for name in ROW_BLOCKS})

@@ -35,7 +35,15 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pltriton
 
 from pallas_kernels.common import (
-    accumulator_dtype, dot, next_power_of_two, pad_axis, require, require_blocks, round_up, triton_params)
+    accumulator_dtype,
+    dot,
+    next_power_of_two,
+    pad_axis,
+    require,
+    require_blocks,
+    round_up,
+    triton_params,
+)
 from pallas_kernels.maxpool import maxpool_backward
 
 
@@ -80,9 +88,27 @@ def _grid_positions(ids: jax.Array, n_rows: int, height: int, width: int):
 
 # Eighteen arguments: the image, filter, bias and output refs, then the geometry of a stride-1 padded convolution and
 # its fused ReLU/pool, all static.
-def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, cin: int, out_h: int, out_w: int, in_h: int,
-                 in_w: int, n_rows: int, zero: int, block_m: int, block_k: int, relu: bool, precision: str,
-                 pixel_axis: int, pool: bool):
+def _conv_kernel(
+    x_ref,
+    w_ref,
+    b_ref,
+    out_ref,
+    *tap_ref,
+    size: int,
+    cin: int,
+    out_h: int,
+    out_w: int,
+    in_h: int,
+    in_w: int,
+    n_rows: int,
+    zero: int,
+    block_m: int,
+    block_k: int,
+    relu: bool,
+    precision: str,
+    pixel_axis: int,
+    pool: bool,
+):
     """Few input channels (Cin not a multiple of 16: an image's 1-3, LeNet's 4): im2col columns gathered from
     the padded input flattened to single elements (x_ref, + a zero at index `zero`); w_ref (KKC_p, block_n).
     pool: the program's rows are 2x2 windows; tap_ref receives which of each window's pixels was largest."""
@@ -91,9 +117,13 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, cin: int, ou
     column = lax.broadcasted_iota(jnp.int32, (block_m, block_k), 1)
     # per pool tap (one without pool): the element offset of each output pixel's kernel tap (0, 0). Rows past the
     # last pixel read pixel 0's (_pixels clamps them) into output rows the wrapper drops: no mask to compute.
-    starts = [((n * in_h + oh) * in_w + ow) * cin
-              for n, oh, ow in (_pixels(block, block_m, n_rows, out_h, out_w, pool, tap, (block_m, block_k))[1:]
-                                for tap in range(4 if pool else 1))]
+    starts = [
+        ((n * in_h + oh) * in_w + ow) * cin
+        for n, oh, ow in (
+            _pixels(block, block_m, n_rows, out_h, out_w, pool, tap, (block_m, block_k))[1:]
+            for tap in range(4 if pool else 1)
+        )
+    ]
 
     def k_block(k0, accs):
         # Column j of the unrolled patch matrix is (tap, input channel) = (j // cin, j % cin): one gather
@@ -103,20 +133,43 @@ def _conv_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, cin: int, ou
         kernel_tap, channel = j // cin, j % cin
         offset = ((kernel_tap // size) * in_w + kernel_tap % size) * cin + channel
         weights = w_ref[pl.ds(k0, block_k), :]
-        return tuple(acc + dot(x_ref[jnp.where(j < size * size * cin, row_start + offset, zero)], weights, precision)
-                     for acc, row_start in zip(accs, starts))
+        return tuple(
+            acc + dot(x_ref[jnp.where(j < size * size * cin, row_start + offset, zero)], weights, precision)
+            for acc, row_start in zip(accs, starts)
+        )
 
     steps = w_ref.shape[0] // block_k
     zeros = jnp.zeros((block_m, block_n), accumulator_dtype(out_ref.dtype))
-    accs = _repeat(steps, lambda step, accs: k_block(step * block_k, accs), (zeros,) * len(starts),
-                   unroll=steps <= MAX_UNROLLED_K_STEPS)
+    accs = _repeat(
+        steps,
+        lambda step, accs: k_block(step * block_k, accs),
+        (zeros,) * len(starts),
+        unroll=steps <= MAX_UNROLLED_K_STEPS,
+    )
     _finish(out_ref, tap_ref, list(accs), b_ref, relu)
 
 
 # Seventeen arguments: _conv_kernel's refs and static geometry, reading the unpadded rows (pad) in place.
-def _conv_rows_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, pad: int, in_h: int, in_w: int, out_h: int,
-                      out_w: int, n_rows: int, block_m: int, block_k: int, relu: bool, precision: str,
-                      pixel_axis: int, pool: bool):
+def _conv_rows_kernel(
+    x_ref,
+    w_ref,
+    b_ref,
+    out_ref,
+    *tap_ref,
+    size: int,
+    pad: int,
+    in_h: int,
+    in_w: int,
+    out_h: int,
+    out_w: int,
+    n_rows: int,
+    block_m: int,
+    block_k: int,
+    relu: bool,
+    precision: str,
+    pixel_axis: int,
+    pool: bool,
+):
     """Many input channels (Cin a multiple of 16): the implicit GEMM over (taps x channel blocks) reading the
     unpadded input, one pixel a row: x_ref (N*H*W, Cin). Each step loads, for block_m output pixels, the
     block_k channels of one tap: whole rows of x, contiguous and aligned, so the loads vectorise and Triton
@@ -149,8 +202,11 @@ def _conv_rows_kernel(x_ref, w_ref, b_ref, out_ref, *tap_ref, size: int, pad: in
             source = jnp.where(valid, corner + kh * in_w + kw, 0)
             # A masked load (zero where the tap lies in the padding) rather than a select after it: the tile goes
             # from memory to the dot's operand buffer untouched, which Triton's pipeliner needs to overlap it.
-            patch = pltriton.load(x_ref.at[source[:, None], pl.multiple_of(channel0, block_k) + channel[None, :]],
-                                  mask=jnp.broadcast_to(valid[:, None], (block_m, block_k)), other=0)
+            patch = pltriton.load(
+                x_ref.at[source[:, None], pl.multiple_of(channel0, block_k) + channel[None, :]],
+                mask=jnp.broadcast_to(valid[:, None], (block_m, block_k)),
+                other=0,
+            )
             new.append(acc + dot(patch, weights, precision))
         return tuple(new)
 
@@ -199,10 +255,19 @@ class Conv2dForwardBlocks:
 
 
 # Nine arguments: image, filter, bias, padding, ReLU, then the tiling, precision, operand dtype and interpret flag.
-@functools.partial(jax.jit, static_argnames=("pad", "relu", "block_sizes", "precision", "operand_dtype",
-                                             "interpret"))
-def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dForwardBlocks = Conv2dForwardBlocks(),
-                   precision: str = "default", operand_dtype: str | None = None, interpret: bool = False) -> jax.Array:
+@functools.partial(jax.jit, static_argnames=("pad", "relu", "block_sizes", "precision", "operand_dtype", "interpret"))
+def conv2d_forward(
+    x,
+    w,
+    b,
+    *,
+    pad: int,
+    relu: bool = True,
+    block_sizes: Conv2dForwardBlocks = Conv2dForwardBlocks(),
+    precision: str = "default",
+    operand_dtype: str | None = None,
+    interpret: bool = False,
+) -> jax.Array:
     """x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,) -> relu(conv(x, w) + b) (N, OH, OW, Cout), x's dtype.
     operand_dtype: the dots' operand type ("bfloat16": bf16 tensor-core products, fp32 accumulation; None: x's
     dtype, TF32 for fp32 under precision "default"). Cin a multiple of 16 takes the row-gather implicit GEMM
@@ -212,8 +277,16 @@ def conv2d_forward(x, w, b, *, pad: int, relu: bool = True, block_sizes: Conv2dF
 
 
 @functools.partial(jax.jit, static_argnames=("pad", "block_sizes", "precision", "interpret"))
-def conv2d_pool_forward(x, w, b, *, pad: int, block_sizes: Conv2dForwardBlocks = Conv2dForwardBlocks(),
-                        precision: str = "default", interpret: bool = False) -> tuple[jax.Array, jax.Array]:
+def conv2d_pool_forward(
+    x,
+    w,
+    b,
+    *,
+    pad: int,
+    block_sizes: Conv2dForwardBlocks = Conv2dForwardBlocks(),
+    precision: str = "default",
+    interpret: bool = False,
+) -> tuple[jax.Array, jax.Array]:
     """conv + bias + ReLU, then a 2x2 max pool, in one kernel: x (N, H, W, Cin) -> (pooled (N, OH // 2, OW // 2,
     Cout), which (same shape, int32: the window's largest pixel, 0 (0, 0) .. 3 (1, 1), the first on ties)). The
     convolution's output is never written: each program accumulates the 4 pixels of block_m windows and keeps
@@ -222,13 +295,39 @@ def conv2d_pool_forward(x, w, b, *, pad: int, block_sizes: Conv2dForwardBlocks =
 
 
 # Eleven arguments: conv2d_forward's, its kernel's name and a fused pooling.
-def _forward(name: str, x, w, b, pad: int, relu: bool, block_sizes: Conv2dForwardBlocks, precision: str,
-             operand_dtype: str | None, interpret: bool, pool: bool):
+def _forward(
+    name: str,
+    x,
+    w,
+    b,
+    pad: int,
+    relu: bool,
+    block_sizes: Conv2dForwardBlocks,
+    precision: str,
+    operand_dtype: str | None,
+    interpret: bool,
+    pool: bool,
+):
     block_m, block_n, block_k, num_warps, num_stages = (
-        block_sizes.block_m, block_sizes.block_n, block_sizes.block_k, block_sizes.num_warps, block_sizes.num_stages)
-    require(name, x.ndim == 4 and w.ndim == 4 and w.shape[0] == w.shape[1] and w.shape[2] == x.shape[3]
-            and b.shape == (w.shape[3],) and pad >= 0, "x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,), pad >= 0",
-            x=x, w=w, b=b)
+        block_sizes.block_m,
+        block_sizes.block_n,
+        block_sizes.block_k,
+        block_sizes.num_warps,
+        block_sizes.num_stages,
+    )
+    require(
+        name,
+        x.ndim == 4
+        and w.ndim == 4
+        and w.shape[0] == w.shape[1]
+        and w.shape[2] == x.shape[3]
+        and b.shape == (w.shape[3],)
+        and pad >= 0,
+        "x (N, H, W, Cin), w (K, K, Cin, Cout), b (Cout,), pad >= 0",
+        x=x,
+        w=w,
+        b=b,
+    )
     require_blocks(name, block_m=block_m, block_n=block_n, block_k=block_k)
     n, h, width, cin = x.shape
     size, cout = w.shape[0], w.shape[3]
@@ -244,10 +343,14 @@ def _forward(name: str, x, w, b, pad: int, relu: bool, block_sizes: Conv2dForwar
     blocks = (lambda a, b: (b, a)) if fastest else (lambda a, b: (a, b))  # grid ids -> (pixel, channel) block
     out_shape = jax.ShapeDtypeStruct((round_up(m, block_m), cout_p), x.dtype)
     out_spec = pl.BlockSpec((block_m, block_n), blocks)
-    common = dict(out_shape=(out_shape, jax.ShapeDtypeStruct(out_shape.shape, jnp.int32)) if pool else out_shape,
-                  grid=(channel_blocks, pixel_blocks) if fastest else (pixel_blocks, channel_blocks),
-                  out_specs=(out_spec, out_spec) if pool else out_spec,
-                  compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name=name)
+    common = dict(
+        out_shape=(out_shape, jax.ShapeDtypeStruct(out_shape.shape, jnp.int32)) if pool else out_shape,
+        grid=(channel_blocks, pixel_blocks) if fastest else (pixel_blocks, channel_blocks),
+        out_specs=(out_spec, out_spec) if pool else out_spec,
+        compiler_params=triton_params(num_warps, num_stages),
+        interpret=interpret,
+        name=name,
+    )
     weight_spec = lambda rows: pl.BlockSpec((rows, block_n), lambda a, b: (0, blocks(a, b)[1]))
     bias_spec = pl.BlockSpec((block_n,), lambda a, b: (blocks(a, b)[1],))
     if cin % 16 == 0:
@@ -257,9 +360,22 @@ def _forward(name: str, x, w, b, pad: int, relu: bool, block_sizes: Conv2dForwar
         rows = x.reshape(n * h * width, cin)
         weights = pad_axis(w.reshape(size * size * cin, cout), 1, cout_p).astype(operands)
         out = pl.pallas_call(
-            functools.partial(_conv_rows_kernel, size=size, pad=pad, in_h=h, in_w=width, out_h=out_h, out_w=out_w,
-                              n_rows=m, block_m=block_m, block_k=block_k, relu=relu, precision=precision,
-                              pixel_axis=int(fastest), pool=pool),
+            functools.partial(
+                _conv_rows_kernel,
+                size=size,
+                pad=pad,
+                in_h=h,
+                in_w=width,
+                out_h=out_h,
+                out_w=out_w,
+                n_rows=m,
+                block_m=block_m,
+                block_k=block_k,
+                relu=relu,
+                precision=precision,
+                pixel_axis=int(fastest),
+                pool=pool,
+            ),
             in_specs=[pl.BlockSpec(rows.shape, lambda a, b: (0, 0)), weight_spec(weights.shape[0]), bias_spec],
             **common,
         )(rows, weights, bias)
@@ -269,12 +385,27 @@ def _forward(name: str, x, w, b, pad: int, relu: bool, block_sizes: Conv2dForwar
         padded = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0))).astype(operands)
         zero = padded.size  # index of an appended zero: where the padded im2col columns read
         flat = pad_axis(padded.reshape(-1), 0, next_power_of_two(zero + 1))
-        weights = pad_axis(pad_axis(w.reshape(unrolled, cout), 0, round_up(unrolled, block_k)), 1,
-                           cout_p).astype(operands)
+        weights = pad_axis(pad_axis(w.reshape(unrolled, cout), 0, round_up(unrolled, block_k)), 1, cout_p).astype(
+            operands
+        )
         out = pl.pallas_call(
-            functools.partial(_conv_kernel, size=size, cin=cin, out_h=out_h, out_w=out_w, in_h=padded.shape[1],
-                              in_w=padded.shape[2], n_rows=m, zero=zero, block_m=block_m, block_k=block_k, relu=relu,
-                              precision=precision, pixel_axis=int(fastest), pool=pool),
+            functools.partial(
+                _conv_kernel,
+                size=size,
+                cin=cin,
+                out_h=out_h,
+                out_w=out_w,
+                in_h=padded.shape[1],
+                in_w=padded.shape[2],
+                n_rows=m,
+                zero=zero,
+                block_m=block_m,
+                block_k=block_k,
+                relu=relu,
+                precision=precision,
+                pixel_axis=int(fastest),
+                pool=pool,
+            ),
             in_specs=[pl.BlockSpec(flat.shape, lambda a, b: (0,)), weight_spec(weights.shape[0]), bias_spec],
             **common,
         )(flat, weights, bias)
@@ -283,8 +414,24 @@ def _forward(name: str, x, w, b, pad: int, relu: bool, block_sizes: Conv2dForwar
 
 
 # Fifteen arguments: the image, output-gradient and filter-gradient refs, then the padded geometry and the row tiling.
-def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, cin: int, out_h: int, out_w: int, in_h: int,
-                        in_w: int, n_rows: int, zero: int, block_m: int, block_r: int, chunks: int, precision: str):
+def _weight_grad_kernel(
+    x_ref,
+    dz_ref,
+    dw_ref,
+    *,
+    size: int,
+    cin: int,
+    out_h: int,
+    out_w: int,
+    in_h: int,
+    in_w: int,
+    n_rows: int,
+    zero: int,
+    block_m: int,
+    block_r: int,
+    chunks: int,
+    precision: str,
+):
     """dW as the transposed im2col GEMM: rows of dW = im2col columns j = (tap, input channel), reduced over the
     output pixels. Program (r, s): block_r columns, the s-th share of the pixels, block_m pixels a step:
     acc (block_r, Cout_p) += patch (block_m, block_r)^T @ dZ (block_m, Cout_p). x_ref: the padded input
@@ -301,8 +448,11 @@ def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, cin: int, out_h: in
         valid, rows, n, oh, ow = _grid_positions((first_chunk + i) * block_m + pixel, n_rows, out_h, out_w)
         row_start = ((n * in_h + oh) * in_w + ow) * cin
         patch = x_ref[jnp.where(valid & real_column, row_start + column_offset, zero)]  # (block_m, block_r)
-        dz = pltriton.load(dz_ref.at[rows, lax.broadcasted_iota(jnp.int32, (1, dz_ref.shape[1]), 1)],
-                           mask=jnp.broadcast_to(valid, (block_m, dz_ref.shape[1])), other=0)
+        dz = pltriton.load(
+            dz_ref.at[rows, lax.broadcasted_iota(jnp.int32, (1, dz_ref.shape[1]), 1)],
+            mask=jnp.broadcast_to(valid, (block_m, dz_ref.shape[1])),
+            other=0,
+        )
         return acc + dot(patch, dz, precision, contract=((0,), (0,)))
 
     acc = lax.fori_loop(0, chunks, chunk, jnp.zeros(dw_ref.shape[1:], accumulator_dtype(dw_ref.dtype)))
@@ -310,8 +460,23 @@ def _weight_grad_kernel(x_ref, dz_ref, dw_ref, *, size: int, cin: int, out_h: in
 
 
 # Fourteen arguments: _weight_grad_kernel's refs and geometry, reading the unpadded rows (pad) in place.
-def _weight_grad_rows_kernel(x_ref, dz_ref, dw_ref, *, size: int, pad: int, in_h: int, in_w: int, out_h: int,
-                             out_w: int, n_rows: int, block_m: int, block_k: int, chunks: int, precision: str):
+def _weight_grad_rows_kernel(
+    x_ref,
+    dz_ref,
+    dw_ref,
+    *,
+    size: int,
+    pad: int,
+    in_h: int,
+    in_w: int,
+    out_h: int,
+    out_w: int,
+    n_rows: int,
+    block_m: int,
+    block_k: int,
+    chunks: int,
+    precision: str,
+):
     """dW for Cin a multiple of 16, reading x as _conv_rows_kernel does: x_ref (N*H*W, Cin) unpadded, one pixel a
     row; dz_ref (M, Cout_p). Program (r, s): dW's rows r*block_k .. (one tap's block of block_k channels), the
     s-th share of the output pixels, block_m pixels a step: acc (block_k, Cout_p) += patch (block_m, block_k)^T
@@ -340,10 +505,16 @@ def _weight_grad_rows_kernel(x_ref, dz_ref, dw_ref, *, size: int, pad: int, in_h
         h, w = oh - pad + kh, ow - pad + kw  # the input pixel under this tap
         valid = inside & (h >= 0) & (h < in_h) & (w >= 0) & (w < in_w)
         source = jnp.where(valid, (n * in_h + h) * in_w + w, 0)
-        patch = pltriton.load(x_ref.at[source[:, None], channel0 + channel[None, :]],
-                              mask=jnp.broadcast_to(valid[:, None], (block_m, block_k)), other=0)
-        dz = pltriton.load(dz_ref.at[rows[:, None], column[None, :]],
-                           mask=jnp.broadcast_to(inside[:, None], (block_m, dz_ref.shape[1])), other=0)
+        patch = pltriton.load(
+            x_ref.at[source[:, None], channel0 + channel[None, :]],
+            mask=jnp.broadcast_to(valid[:, None], (block_m, block_k)),
+            other=0,
+        )
+        dz = pltriton.load(
+            dz_ref.at[rows[:, None], column[None, :]],
+            mask=jnp.broadcast_to(inside[:, None], (block_m, dz_ref.shape[1])),
+            other=0,
+        )
         return acc + dot(patch, dz, precision, contract=((0,), (0,)))
 
     acc = lax.fori_loop(0, chunks, chunk, jnp.zeros(dw_ref.shape[1:], accumulator_dtype(dw_ref.dtype)))
@@ -366,17 +537,35 @@ class Conv2dWeightGradBlocks:
 
 
 @functools.partial(jax.jit, static_argnames=("size", "pad", "block_sizes", "precision", "interpret"))
-def conv2d_weight_grad(x, dz, *, size: int, pad: int, block_sizes: Conv2dWeightGradBlocks = Conv2dWeightGradBlocks(),
-                       precision: str = "default", interpret: bool = False) -> jax.Array:
+def conv2d_weight_grad(
+    x,
+    dz,
+    *,
+    size: int,
+    pad: int,
+    block_sizes: Conv2dWeightGradBlocks = Conv2dWeightGradBlocks(),
+    precision: str = "default",
+    interpret: bool = False,
+) -> jax.Array:
     """x (N, H, W, Cin), dZ (N, OH, OW, Cout) -> dW (K, K, Cin, Cout) = sum over pixels of x_tap^T dZ.
     Grid (dW row blocks, pixel shares): every tap of a 1-channel image layer is one 32-row block, so its
     programs split only the pixels, and none loops over thousands of pixels alone (the previous layout, one
     program per tap and share, took half the Pallas CNN's step on an H100: BENCHMARKS.md)."""
     block_r, block_m, programs, num_warps, num_stages = (
-        block_sizes.block_r, block_sizes.block_m, block_sizes.programs, block_sizes.num_warps, block_sizes.num_stages)
+        block_sizes.block_r,
+        block_sizes.block_m,
+        block_sizes.programs,
+        block_sizes.num_warps,
+        block_sizes.num_stages,
+    )
     out_h, out_w = x.shape[1] + 2 * pad - size + 1, x.shape[2] + 2 * pad - size + 1
-    require("conv2d_weight_grad", x.ndim == 4 and dz.ndim == 4 and dz.shape[:3] == (x.shape[0], out_h, out_w),
-            f"x (N, H, W, Cin), dz (N, H + 2 * {pad} - {size} + 1, W + 2 * {pad} - {size} + 1, Cout)", x=x, dz=dz)
+    require(
+        "conv2d_weight_grad",
+        x.ndim == 4 and dz.ndim == 4 and dz.shape[:3] == (x.shape[0], out_h, out_w),
+        f"x (N, H, W, Cin), dz (N, H + 2 * {pad} - {size} + 1, W + 2 * {pad} - {size} + 1, Cout)",
+        x=x,
+        dz=dz,
+    )
     require_blocks("conv2d_weight_grad", block_r=block_r, block_m=block_m)
     n, h, width, cin = x.shape
     cout = dz.shape[3]
@@ -395,21 +584,33 @@ def conv2d_weight_grad(x, dz, *, size: int, pad: int, block_sizes: Conv2dWeightG
         padded = jnp.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)))
         zero = padded.size
         source = pad_axis(padded.reshape(-1), 0, next_power_of_two(zero + 1))
-        kernel = functools.partial(_weight_grad_kernel, size=size, cin=cin, in_h=padded.shape[1],
-                                   in_w=padded.shape[2], zero=zero, block_r=block)
+        kernel = functools.partial(
+            _weight_grad_kernel,
+            size=size,
+            cin=cin,
+            in_h=padded.shape[1],
+            in_w=padded.shape[2],
+            zero=zero,
+            block_r=block,
+        )
         name = "conv2d_weight_grad"
     row_blocks = round_up(unrolled, block) // block
     splits = max(1, min(total_chunks, programs // row_blocks))
     chunks = -(-total_chunks // splits)
     partial = pl.pallas_call(
-        functools.partial(kernel, out_h=out_h, out_w=out_w, n_rows=m, block_m=block_m, chunks=chunks,
-                          precision=precision),
+        functools.partial(
+            kernel, out_h=out_h, out_w=out_w, n_rows=m, block_m=block_m, chunks=chunks, precision=precision
+        ),
         out_shape=jax.ShapeDtypeStruct((splits, row_blocks * block, cout_p), x.dtype),
         grid=(row_blocks, splits),
-        in_specs=[pl.BlockSpec(source.shape, lambda r, s: (0,) * source.ndim),
-                  pl.BlockSpec(dz_rows.shape, lambda r, s: (0, 0))],
+        in_specs=[
+            pl.BlockSpec(source.shape, lambda r, s: (0,) * source.ndim),
+            pl.BlockSpec(dz_rows.shape, lambda r, s: (0, 0)),
+        ],
         out_specs=pl.BlockSpec((1, block, cout_p), lambda r, s: (s, r, 0)),
-        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name=name,
+        compiler_params=triton_params(num_warps, num_stages),
+        interpret=interpret,
+        name=name,
     )(source, dz_rows)
     return partial.sum(axis=0)[:unrolled, :cout].reshape(size, size, cin, cout)
 
@@ -439,10 +640,19 @@ def _conv_grads(x, w, dz, pad: int, kernel: tuple):
     input_grad_blocks = kernel[4] if len(kernel) > 4 else forward_blocks
     size = w.shape[0]
     flipped = jnp.transpose(w[::-1, ::-1], (0, 1, 3, 2))  # (K, K, Cout, Cin)
-    dx = conv2d_forward(dz, flipped, jnp.zeros((x.shape[3],), x.dtype), pad=size - 1 - pad, relu=False,
-                        block_sizes=input_grad_blocks, precision=precision, interpret=interpret)
-    dw = conv2d_weight_grad(x, dz, size=size, pad=pad, block_sizes=grad_blocks, precision=precision,
-                            interpret=interpret)
+    dx = conv2d_forward(
+        dz,
+        flipped,
+        jnp.zeros((x.shape[3],), x.dtype),
+        pad=size - 1 - pad,
+        relu=False,
+        block_sizes=input_grad_blocks,
+        precision=precision,
+        interpret=interpret,
+    )
+    dw = conv2d_weight_grad(
+        x, dz, size=size, pad=pad, block_sizes=grad_blocks, precision=precision, interpret=interpret
+    )
     return dx, dw, jnp.sum(dz, axis=(0, 1, 2))
 
 
@@ -460,8 +670,9 @@ def conv2d_pool(x, w, b, pad: int, kernel: tuple = (Conv2dForwardBlocks(), Conv2
 
 def _conv2d_pool_fwd(x, w, b, pad, kernel):
     forward_blocks, _, precision, interpret = kernel[:4]
-    pooled, which = conv2d_pool_forward(x, w, b, pad=pad, block_sizes=forward_blocks, precision=precision,
-                                        interpret=interpret)
+    pooled, which = conv2d_pool_forward(
+        x, w, b, pad=pad, block_sizes=forward_blocks, precision=precision, interpret=interpret
+    )
     return pooled, (x, w, pooled, which)
 
 
@@ -481,6 +692,12 @@ def conv2d_reference(x, w, b, pad: int, precision: str = "default"):
     """Plain JAX (XLA, cuDNN on a GPU): the same conv + bias + ReLU, differentiable by jax.grad."""
     from pallas_kernels.common import PRECISIONS
 
-    y = lax.conv_general_dilated(x, w, (1, 1), [(pad, pad), (pad, pad)],
-                                 dimension_numbers=("NHWC", "HWIO", "NHWC"), precision=PRECISIONS[precision])
+    y = lax.conv_general_dilated(
+        x,
+        w,
+        (1, 1),
+        [(pad, pad), (pad, pad)],
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        precision=PRECISIONS[precision],
+    )
     return jax.nn.relu(y + b)

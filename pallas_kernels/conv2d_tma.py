@@ -73,8 +73,16 @@ def supports_tma(x, w) -> bool:
     Cout multiples of 64, a square kernel, on a GPU of compute capability 9 (Hopper: TMA and wgmma)."""
     device = jax.devices()[0]
     hopper = device.platform == "gpu" and getattr(device, "compute_capability", "").startswith("9")
-    return bool(hopper and x.dtype == jnp.bfloat16 and x.ndim == 4 and w.ndim == 4 and w.shape[0] == w.shape[1]
-                and x.shape[0] % 8 == 0 and x.shape[3] % CHANNEL_BLOCK == 0 and w.shape[3] % CHANNEL_BLOCK == 0)
+    return bool(
+        hopper
+        and x.dtype == jnp.bfloat16
+        and x.ndim == 4
+        and w.ndim == 4
+        and w.shape[0] == w.shape[1]
+        and x.shape[0] % 8 == 0
+        and x.shape[3] % CHANNEL_BLOCK == 0
+        and w.shape[3] % CHANNEL_BLOCK == 0
+    )
 
 
 def to_blocked(x: jax.Array) -> jax.Array:
@@ -96,16 +104,28 @@ def _programs() -> int:
 
 # Over 80 lines: the TMA descriptors, the pipelined body and its launch share their block sizes; see the module.
 @functools.partial(jax.jit, static_argnames=("pad", "relu", "blocks", "interpret"))
-def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv2dTmaBlocks | None = None,
-                           interpret: bool = False) -> jax.Array:
+def conv2d_blocked_forward(
+    x, w, b, *, pad: int, relu: bool = True, blocks: Conv2dTmaBlocks | None = None, interpret: bool = False
+) -> jax.Array:
     """x (H, W, Cin / 64, N, 64), w (K, K, Cin, Cout), b (Cout,) -> relu(conv(x, w) + b) (OH, OW, Cout / 64, N,
     64): bf16 operands and output, fp32 accumulation. N a multiple of blocks.tile_n (a multiple of 8); Cout a
     multiple of block_n (a multiple of 64, at most 256), or smaller than it. blocks None: default_blocks.
     (Over 80 lines: the kernel body is a closure over the tiling it is launched with, as Pallas kernels are.)"""
-    require("conv2d_blocked_forward", x.ndim == 5 and x.shape[4] == CHANNEL_BLOCK and w.ndim == 4
-            and w.shape[0] == w.shape[1] and w.shape[2] == x.shape[2] * CHANNEL_BLOCK and b.shape == (w.shape[3],)
-            and pad >= 0 and w.shape[3] % CHANNEL_BLOCK == 0,
-            "x (H, W, Cin / 64, N, 64), w (K, K, Cin, Cout), b (Cout,), Cout a multiple of 64", x=x, w=w, b=b)
+    require(
+        "conv2d_blocked_forward",
+        x.ndim == 5
+        and x.shape[4] == CHANNEL_BLOCK
+        and w.ndim == 4
+        and w.shape[0] == w.shape[1]
+        and w.shape[2] == x.shape[2] * CHANNEL_BLOCK
+        and b.shape == (w.shape[3],)
+        and pad >= 0
+        and w.shape[3] % CHANNEL_BLOCK == 0,
+        "x (H, W, Cin / 64, N, 64), w (K, K, Cin, Cout), b (Cout,), Cout a multiple of 64",
+        x=x,
+        w=w,
+        b=b,
+    )
     h, width, chunks, n_images, _ = x.shape
     cin = chunks * CHANNEL_BLOCK
     size, cout = w.shape[0], w.shape[3]
@@ -113,12 +133,24 @@ def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv
     blocks = blocks or default_blocks(n_images, cout)
     tile_h, tile_w, tile_n, stages = blocks.tile_h, blocks.tile_w, blocks.tile_n, blocks.stages
     block_n = min(blocks.block_n, cout)
-    require("conv2d_blocked_forward", tile_n % 8 == 0 and n_images % tile_n == 0,
-            f"N a multiple of tile_n {tile_n}, itself a multiple of 8", x=x)
-    require("conv2d_blocked_forward", tile_h * tile_w * tile_n % 64 == 0,
-            f"tile_h * tile_w * tile_n a multiple of 64 (a wgmma's rows), not {tile_h * tile_w * tile_n}", x=x)
-    require("conv2d_blocked_forward", cout % block_n == 0 and block_n % CHANNEL_BLOCK == 0 and block_n <= 256,
-            f"Cout a multiple of block_n {block_n}, itself a multiple of 64 and at most 256", w=w)
+    require(
+        "conv2d_blocked_forward",
+        tile_n % 8 == 0 and n_images % tile_n == 0,
+        f"N a multiple of tile_n {tile_n}, itself a multiple of 8",
+        x=x,
+    )
+    require(
+        "conv2d_blocked_forward",
+        tile_h * tile_w * tile_n % 64 == 0,
+        f"tile_h * tile_w * tile_n a multiple of 64 (a wgmma's rows), not {tile_h * tile_w * tile_n}",
+        x=x,
+    )
+    require(
+        "conv2d_blocked_forward",
+        cout % block_n == 0 and block_n % CHANNEL_BLOCK == 0 and block_n <= 256,
+        f"Cout a multiple of block_n {block_n}, itself a multiple of 64 and at most 256",
+        w=w,
+    )
     sub_blocks = block_n // CHANNEL_BLOCK  # 64-channel blocks of the output a tile stores
     out_h, out_w = h + 2 * pad - size + 1, width + 2 * pad - size + 1
     tiles_h, tiles_w, tiles_n, tiles_c = -(-out_h // tile_h), -(-out_w // tile_w), n_images // tile_n, cout // block_n
@@ -161,11 +193,19 @@ def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv
                 chunk = lax.rem(within, chunks)
                 for p in range(pixels):
                     plgpu.copy_gmem_to_smem(
-                        x_gmem.at[h0 + p // tile_w + kh - pad, w0 + p % tile_w + kw - pad,
-                                  pl.ds(chunk * n_images + n0, tile_n)],
-                        x_smem.at[slot, pl.ds(p * tile_n, tile_n)], loaded.at[slot])
-                plgpu.copy_gmem_to_smem(w_gmem.at[channel_block, pl.ds(within * CHANNEL_BLOCK, CHANNEL_BLOCK)],
-                                        w_smem.at[slot], loaded.at[slot])
+                        x_gmem.at[
+                            h0 + p // tile_w + kh - pad,
+                            w0 + p % tile_w + kw - pad,
+                            pl.ds(chunk * n_images + n0, tile_n),
+                        ],
+                        x_smem.at[slot, pl.ds(p * tile_n, tile_n)],
+                        loaded.at[slot],
+                    )
+                plgpu.copy_gmem_to_smem(
+                    w_gmem.at[channel_block, pl.ds(within * CHANNEL_BLOCK, CHANNEL_BLOCK)],
+                    w_smem.at[slot],
+                    loaded.at[slot],
+                )
 
             def finish(acc, step):
                 # After a tile's last step: bias, ReLU, and its store (once the previous tile's store has read o_smem).
@@ -176,14 +216,18 @@ def conv2d_blocked_forward(x, w, b, *, pad: int, relu: bool = True, blocks: Conv
                 result = result.astype(jnp.bfloat16)
                 plgpu.wait_smem_to_gmem(0, wait_read_only=True)
                 for j in range(sub_blocks):
-                    o_smem[j] = result[:, j * CHANNEL_BLOCK:(j + 1) * CHANNEL_BLOCK]
+                    o_smem[j] = result[:, j * CHANNEL_BLOCK : (j + 1) * CHANNEL_BLOCK]
                 plgpu.commit_smem()
                 for j in range(sub_blocks):
                     for p in range(pixels):
-                        plgpu.copy_smem_to_gmem(o_smem.at[j, pl.ds(p * tile_n, tile_n)],
-                                                o_gmem.at[h0 + p // tile_w, w0 + p % tile_w,
-                                                          pl.ds((channel_block * sub_blocks + j) * n_images + n0,
-                                                                tile_n)])
+                        plgpu.copy_smem_to_gmem(
+                            o_smem.at[j, pl.ds(p * tile_n, tile_n)],
+                            o_gmem.at[
+                                h0 + p // tile_w,
+                                w0 + p % tile_w,
+                                pl.ds((channel_block * sub_blocks + j) * n_images + n0, tile_n),
+                            ],
+                        )
 
             def tile_steps(first, acc_ref):
                 @pl.loop(first, first + steps)
@@ -251,8 +295,9 @@ def _conv2d_blocked_bwd(pad, blocks, interpret, residuals, dy):
     size, cin = w.shape[0], w.shape[2]
     dz = jnp.where(y > 0, dy, jnp.zeros((), dy.dtype))  # (OH, OW, Cout / 64, N, 64)
     flipped = jnp.transpose(w[::-1, ::-1], (0, 1, 3, 2))  # (K, K, Cout, Cin)
-    dx = conv2d_blocked_forward(dz, flipped, jnp.zeros((cin,), jnp.float32), pad=size - 1 - pad, relu=False,
-                                blocks=blocks, interpret=interpret)
+    dx = conv2d_blocked_forward(
+        dz, flipped, jnp.zeros((cin,), jnp.float32), pad=size - 1 - pad, relu=False, blocks=blocks, interpret=interpret
+    )
     _, weight_vjp = jax.vjp(lambda w_: _convolution(from_blocked(x), w_, pad), w)
     dw = weight_vjp(from_blocked(dz).astype(jnp.float32))[0]
     db = jnp.sum(dz.astype(jnp.float32), axis=(0, 1, 3)).reshape(-1)
@@ -264,8 +309,14 @@ conv2d_blocked.defvjp(_conv2d_blocked_fwd, _conv2d_blocked_bwd)
 
 def _convolution(x_nhwc, w, pad: int):
     """Plain JAX, fp32: NHWC x, (K, K, Cin, Cout) w -> NHWC."""
-    return lax.conv_general_dilated(x_nhwc.astype(jnp.float32), w.astype(jnp.float32), (1, 1), [(pad, pad)] * 2,
-                                    dimension_numbers=("NHWC", "HWIO", "NHWC"), precision="highest")
+    return lax.conv_general_dilated(
+        x_nhwc.astype(jnp.float32),
+        w.astype(jnp.float32),
+        (1, 1),
+        [(pad, pad)] * 2,
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        precision="highest",
+    )
 
 
 def conv2d_blocked_reference(x, w, b, pad: int, relu: bool = True):

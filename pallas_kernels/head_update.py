@@ -25,8 +25,9 @@ from pallas_kernels.sgd_update import sgd_step, sgd_update_reference
 
 
 def _summed(parts_ref, like):
-    return lax.fori_loop(0, parts_ref.shape[0], lambda p, acc: acc + parts_ref[p].astype(like.dtype),
-                         jnp.zeros(like.shape, like.dtype))
+    return lax.fori_loop(
+        0, parts_ref.shape[0], lambda p, acc: acc + parts_ref[p].astype(like.dtype), jnp.zeros(like.shape, like.dtype)
+    )
 
 
 def _sgd(w, state, grad, s_ref, *, momentum: float, weight_decay: float):
@@ -42,12 +43,17 @@ def _adam(w, state, grad, s_ref, *, weight_decay: float):
 def _kernel(*refs, n_state: int, rule):
     # refs: 3 groups (w, *state) in, 3 partials, scalars; then the 3 groups out.
     group = 1 + n_state
-    ins, parts, s_ref, outs = refs[:3 * group], refs[3 * group:3 * group + 3], refs[3 * group + 3], refs[-3 * group:]
+    ins, parts, s_ref, outs = (
+        refs[: 3 * group],
+        refs[3 * group : 3 * group + 3],
+        refs[3 * group + 3],
+        refs[-3 * group :],
+    )
     for i in range(3):
         w = ins[i * group][...]
-        state = [ref[...] for ref in ins[i * group + 1:(i + 1) * group]]
+        state = [ref[...] for ref in ins[i * group + 1 : (i + 1) * group]]
         w, state = rule(w, state, _summed(parts[i], w), s_ref)
-        for ref, value in zip(outs[i * group:(i + 1) * group], (w, *state)):
+        for ref, value in zip(outs[i * group : (i + 1) * group], (w, *state)):
             ref[...] = value
 
 
@@ -56,49 +62,112 @@ def _call(groups, partials, scalars, rule, interpret: bool, name: str):
     db1_parts, dw2_parts, db2_parts = partials
     hidden, classes = w2.shape if w2.ndim == 2 else (-1, -1)
     parts = db1_parts.shape[0] if db1_parts.ndim == 2 else -1
-    require(name, w2.ndim == 2 and all(a.shape == g[0].shape for g in groups for a in g)
-            and b1.shape == (hidden,) and b2.shape == (classes,) and db1_parts.shape == (parts, hidden)
-            and dw2_parts.shape == (parts, hidden, classes) and db2_parts.shape == (parts, classes),
-            "b1 (N,), w2 (N, C), b2 (C,) with their optimizer state alike, partials (P, N), (P, N, C), (P, C)",
-            b1=b1, w2=w2, b2=b2, db1_parts=db1_parts, dw2_parts=dw2_parts, db2_parts=db2_parts)
+    require(
+        name,
+        w2.ndim == 2
+        and all(a.shape == g[0].shape for g in groups for a in g)
+        and b1.shape == (hidden,)
+        and b2.shape == (classes,)
+        and db1_parts.shape == (parts, hidden)
+        and dw2_parts.shape == (parts, hidden, classes)
+        and db2_parts.shape == (parts, classes),
+        "b1 (N,), w2 (N, C), b2 (C,) with their optimizer state alike, partials (P, N), (P, N, C), (P, C)",
+        b1=b1,
+        w2=w2,
+        b2=b2,
+        db1_parts=db1_parts,
+        dw2_parts=dw2_parts,
+        db2_parts=db2_parts,
+    )
     flat = [a for g in groups for a in g]
     whole = lambda a: pl.BlockSpec(a.shape, lambda i: (0,) * a.ndim)
     inputs = flat + list(partials) + [scalars]
     return pl.pallas_call(
         functools.partial(_kernel, n_state=len(groups[0]) - 1, rule=rule),
         out_shape=tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in flat),
-        grid=(1,), in_specs=[whole(a) for a in inputs], out_specs=tuple(whole(a) for a in flat),
+        grid=(1,),
+        in_specs=[whole(a) for a in inputs],
+        out_specs=tuple(whole(a) for a in flat),
         input_output_aliases={i: i for i in range(len(flat))},
-        compiler_params=triton_params(4, 1), interpret=interpret, name=name,
+        compiler_params=triton_params(4, 1),
+        interpret=interpret,
+        name=name,
     )(*inputs)
 
 
 # Thirteen arguments: b1, W2, b2 and their momentum, the three gradients' per-block parts, then SGD's rate, momentum
 # and decay.
-@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "interpret"), donate_argnums=(0, 1, 2, 3, 4, 5))
-def head_update(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *, momentum: float,
-                weight_decay: float, interpret: bool = False):
+@functools.partial(
+    jax.jit, static_argnames=("momentum", "weight_decay", "interpret"), donate_argnums=(0, 1, 2, 3, 4, 5)
+)
+def head_update(
+    b1,
+    vb1,
+    w2,
+    v2,
+    b2,
+    vb2,
+    db1_parts,
+    dw2_parts,
+    db2_parts,
+    lr,
+    *,
+    momentum: float,
+    weight_decay: float,
+    interpret: bool = False,
+):
     """SGD with momentum -> (b1, vb1, w2, v2, b2, vb2), written over the (donated) inputs. lr: scalar or (1,).
     Every shape but the partials' leading P must be a power of two (the product's are: N = 128, Cp)."""
     rule = functools.partial(_sgd, momentum=momentum, weight_decay=weight_decay)
-    return _call(((b1, vb1), (w2, v2), (b2, vb2)), (db1_parts, dw2_parts, db2_parts),
-                 jnp.asarray(lr, b1.dtype).reshape(1), rule, interpret, "head_update")
+    return _call(
+        ((b1, vb1), (w2, v2), (b2, vb2)),
+        (db1_parts, dw2_parts, db2_parts),
+        jnp.asarray(lr, b1.dtype).reshape(1),
+        rule,
+        interpret,
+        "head_update",
+    )
 
 
 # Fifteen arguments: b1, W2, b2 with both Adam moments, the gradients' per-block parts, Adam's scalars and decay.
 @functools.partial(jax.jit, static_argnames=("weight_decay", "interpret"), donate_argnums=tuple(range(9)))
-def head_adam_update(b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2, db1_parts, dw2_parts, db2_parts, scalars, *,
-                     weight_decay: float, interpret: bool = False):
+def head_adam_update(
+    b1,
+    mb1,
+    vb1,
+    w2,
+    m2,
+    v2,
+    b2,
+    mb2,
+    vb2,
+    db1_parts,
+    dw2_parts,
+    db2_parts,
+    scalars,
+    *,
+    weight_decay: float,
+    interpret: bool = False,
+):
     """Adam -> (b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2), in place. scalars: (4,) [lr, c1, c2, 0]."""
     rule = functools.partial(_adam, weight_decay=weight_decay)
-    return _call(((b1, mb1, vb1), (w2, m2, v2), (b2, mb2, vb2)), (db1_parts, dw2_parts, db2_parts),
-                 scalars.astype(b1.dtype), rule, interpret, "head_adam_update")
+    return _call(
+        ((b1, mb1, vb1), (w2, m2, v2), (b2, mb2, vb2)),
+        (db1_parts, dw2_parts, db2_parts),
+        scalars.astype(b1.dtype),
+        rule,
+        interpret,
+        "head_adam_update",
+    )
 
 
 # Twelve arguments: head_update's operands and constants, without its interpret flag.
-def head_update_reference(b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *, momentum: float,
-                          weight_decay: float):
+def head_update_reference(
+    b1, vb1, w2, v2, b2, vb2, db1_parts, dw2_parts, db2_parts, lr, *, momentum: float, weight_decay: float
+):
     """sgd_update_reference on each parameter with its partials summed."""
-    return tuple(a for w, v, parts in ((b1, vb1, db1_parts), (w2, v2, dw2_parts), (b2, vb2, db2_parts))
-                 for a in sgd_update_reference(w, v, parts.sum(axis=0), lr, momentum=momentum,
-                                               weight_decay=weight_decay))
+    return tuple(
+        a
+        for w, v, parts in ((b1, vb1, db1_parts), (w2, v2, dw2_parts), (b2, vb2, db2_parts))
+        for a in sgd_update_reference(w, v, parts.sum(axis=0), lr, momentum=momentum, weight_decay=weight_decay)
+    )

@@ -41,14 +41,27 @@ class HiddenBackwardBlocks:
 
 
 @functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"))
-def hidden_backward_partials(dz, w2, h, *, block_sizes: HiddenBackwardBlocks = HiddenBackwardBlocks(),
-                             precision: str = "default", interpret: bool = False):
+def hidden_backward_partials(
+    dz,
+    w2,
+    h,
+    *,
+    block_sizes: HiddenBackwardBlocks = HiddenBackwardBlocks(),
+    precision: str = "default",
+    interpret: bool = False,
+):
     """-> (dPre (M, N), dW2 partials (P, N, Cp), db2 partials (P, Cp), db1 partials (P, N)), one partial per
     block of block_m rows (P = ceil(M / block_m)): their sums are the gradients. pallas_kernels/head_update.py
     adds them inside the update of b1, W2, b2, which saves three reductions."""
     block_m, num_warps = block_sizes.block_m, block_sizes.num_warps
-    require("hidden_backward_partials", dz.ndim == 2 and h.ndim == 2 and dz.shape[0] == h.shape[0]
-            and w2.shape == (h.shape[1], dz.shape[1]), "dz (M, C), w2 (N, C), h (M, N)", dz=dz, w2=w2, h=h)
+    require(
+        "hidden_backward_partials",
+        dz.ndim == 2 and h.ndim == 2 and dz.shape[0] == h.shape[0] and w2.shape == (h.shape[1], dz.shape[1]),
+        "dz (M, C), w2 (N, C), h (M, N)",
+        dz=dz,
+        w2=w2,
+        h=h,
+    )
     require_blocks("hidden_backward_partials", block_m=block_m)
     m, n = h.shape
     classes = dz.shape[1]
@@ -58,23 +71,44 @@ def hidden_backward_partials(dz, w2, h, *, block_sizes: HiddenBackwardBlocks = H
     dtype = h.dtype
     dpre, dw2, db2, db1 = pl.pallas_call(
         functools.partial(_kernel, precision=precision),
-        out_shape=(jax.ShapeDtypeStruct((padded_m, n), dtype), jax.ShapeDtypeStruct((blocks, n, classes), dtype),
-                   jax.ShapeDtypeStruct((blocks, classes), dtype), jax.ShapeDtypeStruct((blocks, n), dtype)),
+        out_shape=(
+            jax.ShapeDtypeStruct((padded_m, n), dtype),
+            jax.ShapeDtypeStruct((blocks, n, classes), dtype),
+            jax.ShapeDtypeStruct((blocks, classes), dtype),
+            jax.ShapeDtypeStruct((blocks, n), dtype),
+        ),
         grid=(blocks,),
-        in_specs=[pl.BlockSpec((block_m, classes), lambda i: (i, 0)), pl.BlockSpec((n, classes), lambda i: (0, 0)),
-                  pl.BlockSpec((block_m, n), lambda i: (i, 0))],
-        out_specs=(pl.BlockSpec((block_m, n), lambda i: (i, 0)), pl.BlockSpec((None, n, classes), lambda i: (i, 0, 0)),
-                   pl.BlockSpec((None, classes), lambda i: (i, 0)), pl.BlockSpec((None, n), lambda i: (i, 0))),
-        compiler_params=triton_params(num_warps, 1), interpret=interpret, name="hidden_backward",
+        in_specs=[
+            pl.BlockSpec((block_m, classes), lambda i: (i, 0)),
+            pl.BlockSpec((n, classes), lambda i: (0, 0)),
+            pl.BlockSpec((block_m, n), lambda i: (i, 0)),
+        ],
+        out_specs=(
+            pl.BlockSpec((block_m, n), lambda i: (i, 0)),
+            pl.BlockSpec((None, n, classes), lambda i: (i, 0, 0)),
+            pl.BlockSpec((None, classes), lambda i: (i, 0)),
+            pl.BlockSpec((None, n), lambda i: (i, 0)),
+        ),
+        compiler_params=triton_params(num_warps, 1),
+        interpret=interpret,
+        name="hidden_backward",
     )(dz, pad_axis(w2, 1, classes), h)
     return dpre[:m], dw2, db2, db1
 
 
-def hidden_backward(dz, w2, h, *, block_sizes: HiddenBackwardBlocks = HiddenBackwardBlocks(),
-                    precision: str = "default", interpret: bool = False):
+def hidden_backward(
+    dz,
+    w2,
+    h,
+    *,
+    block_sizes: HiddenBackwardBlocks = HiddenBackwardBlocks(),
+    precision: str = "default",
+    interpret: bool = False,
+):
     """-> (dPre (M, N), dW2 (N, Cp), db2 (Cp,), db1 (N,)). dz and w2 share the padded class count Cp."""
-    dpre, dw2, db2, db1 = hidden_backward_partials(dz, w2, h, block_sizes=block_sizes, precision=precision,
-                                                   interpret=interpret)
+    dpre, dw2, db2, db1 = hidden_backward_partials(
+        dz, w2, h, block_sizes=block_sizes, precision=precision, interpret=interpret
+    )
     return dpre, dw2.sum(axis=0), db2.sum(axis=0), db1.sum(axis=0)
 
 

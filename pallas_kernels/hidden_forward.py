@@ -21,7 +21,16 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from pallas_kernels.common import (
-    PRECISIONS, accumulator_dtype, dot, narrowed, pad_axis, require, require_blocks, round_up, triton_params)
+    PRECISIONS,
+    accumulator_dtype,
+    dot,
+    narrowed,
+    pad_axis,
+    require,
+    require_blocks,
+    round_up,
+    triton_params,
+)
 
 # With bf16 X and fp32 W1, each of the r row blocks reads all of W1. Read as fp32: 4r bytes per weight. Cast
 # once to bf16 first: 4 (read) + 2 (write) + 2r. Casting pays from r = 4 on; with one or two row blocks
@@ -76,13 +85,31 @@ class HiddenForwardBlocks:
 
 
 @functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"))
-def hidden_forward(x, w1, b1, *, block_sizes: HiddenForwardBlocks = HiddenForwardBlocks(), precision: str = "default",
-                   interpret: bool = False) -> jax.Array:
+def hidden_forward(
+    x,
+    w1,
+    b1,
+    *,
+    block_sizes: HiddenForwardBlocks = HiddenForwardBlocks(),
+    precision: str = "default",
+    interpret: bool = False,
+) -> jax.Array:
     """sigmoid(x @ w1 + b1) -> (M, N) in w1's dtype. Rows are padded to block_m and K to block_k * split_k."""
     block_m, block_k, split_k, num_warps, num_stages = (
-        block_sizes.block_m, block_sizes.block_k, block_sizes.split_k, block_sizes.num_warps, block_sizes.num_stages)
-    require("hidden_forward", x.ndim == 2 and w1.ndim == 2 and x.shape[1] == w1.shape[0] and b1.shape == (w1.shape[1],),
-            "x (M, K), w1 (K, N), b1 (N,)", x=x, w1=w1, b1=b1)
+        block_sizes.block_m,
+        block_sizes.block_k,
+        block_sizes.split_k,
+        block_sizes.num_warps,
+        block_sizes.num_stages,
+    )
+    require(
+        "hidden_forward",
+        x.ndim == 2 and w1.ndim == 2 and x.shape[1] == w1.shape[0] and b1.shape == (w1.shape[1],),
+        "x (M, K), w1 (K, N), b1 (N,)",
+        x=x,
+        w1=w1,
+        b1=b1,
+    )
     require_blocks("hidden_forward", block_m=block_m, block_k=block_k)
     m, k = x.shape
     n = w1.shape[1]
@@ -93,7 +120,9 @@ def hidden_forward(x, w1, b1, *, block_sizes: HiddenForwardBlocks = HiddenForwar
     out_dtype = w1.dtype
     row_blocks = padded_m // block_m
     if row_blocks >= NARROW_MIN_ROW_BLOCKS:
-        w1 = narrowed(w1, x)  # bf16 X: W1 read as bf16 by every row block (BENCHMARKS.md, "Pallas kernels vs XLA vs PyTorch")
+        w1 = narrowed(
+            w1, x
+        )  # bf16 X: W1 read as bf16 by every row block (BENCHMARKS.md, "Pallas kernels vs XLA vs PyTorch")
     grid = (row_blocks, split_k)
     in_specs = [
         pl.BlockSpec((block_m, k_part), lambda i, s: (i, s)),
@@ -104,25 +133,36 @@ def hidden_forward(x, w1, b1, *, block_sizes: HiddenForwardBlocks = HiddenForwar
     if split_k == 1:
         out = pl.pallas_call(
             functools.partial(_matmul_kernel, block_k=block_k, fuse_sigmoid=True, precision=precision),
-            out_shape=jax.ShapeDtypeStruct((padded_m, n), out_dtype), grid=grid, in_specs=in_specs,
+            out_shape=jax.ShapeDtypeStruct((padded_m, n), out_dtype),
+            grid=grid,
+            in_specs=in_specs,
             out_specs=pl.BlockSpec((block_m, n), lambda i, s: (i, 0)),
-            compiler_params=params, interpret=interpret, name="hidden_forward",
+            compiler_params=params,
+            interpret=interpret,
+            name="hidden_forward",
         )(x, w1, b1)
         return out[:m]
     acc_dtype = accumulator_dtype(out_dtype)
     partial = pl.pallas_call(
         functools.partial(_matmul_kernel, block_k=block_k, fuse_sigmoid=False, precision=precision),
-        out_shape=jax.ShapeDtypeStruct((split_k, padded_m, n), acc_dtype), grid=grid, in_specs=in_specs,
+        out_shape=jax.ShapeDtypeStruct((split_k, padded_m, n), acc_dtype),
+        grid=grid,
+        in_specs=in_specs,
         out_specs=pl.BlockSpec((None, block_m, n), lambda i, s: (s, i, 0)),
-        compiler_params=params, interpret=interpret, name="hidden_forward_split",
+        compiler_params=params,
+        interpret=interpret,
+        name="hidden_forward_split",
     )(x, w1, b1)
     finish_m = finish_rows(padded_m, block_m)
     out = pl.pallas_call(
         _finish_kernel,
-        out_shape=jax.ShapeDtypeStruct((padded_m, n), out_dtype), grid=(padded_m // finish_m,),
+        out_shape=jax.ShapeDtypeStruct((padded_m, n), out_dtype),
+        grid=(padded_m // finish_m,),
         in_specs=[pl.BlockSpec((split_k, finish_m, n), lambda i: (0, i, 0)), pl.BlockSpec((n,), lambda i: (0,))],
         out_specs=pl.BlockSpec((finish_m, n), lambda i: (i, 0)),
-        compiler_params=triton_params(4, 3), interpret=interpret, name="hidden_forward_finish",
+        compiler_params=triton_params(4, 3),
+        interpret=interpret,
+        name="hidden_forward_finish",
     )(partial, b1)
     return out[:m]
 

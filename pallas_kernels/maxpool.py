@@ -91,19 +91,34 @@ def maxpool_forward(x, *, size: int = 2, block_sizes: MaxpoolBlocks = MaxpoolBlo
         grid=(out_rows // block_m,),
         in_specs=[pl.BlockSpec(flat.shape, lambda i: (0, 0))],
         out_specs=(pl.BlockSpec((block_m, c_p), lambda i: (i, 0)), pl.BlockSpec((block_m, c_p), lambda i: (i, 0))),
-        compiler_params=triton_params(num_warps, 1), interpret=interpret, name="maxpool_forward",
+        compiler_params=triton_params(num_warps, 1),
+        interpret=interpret,
+        name="maxpool_forward",
     )(flat)
     shape = (n, out_h, out_w, c)
     return y[:m, :c].reshape(shape), arg[:m, :c].reshape(shape)
 
 
 @functools.partial(jax.jit, static_argnames=("size", "height", "width", "block_sizes", "interpret"))
-def maxpool_backward(dy, arg, *, size: int, height: int, width: int,
-                     block_sizes: MaxpoolBlocks = MaxpoolBlocks(), interpret: bool = False) -> jax.Array:
+def maxpool_backward(
+    dy,
+    arg,
+    *,
+    size: int,
+    height: int,
+    width: int,
+    block_sizes: MaxpoolBlocks = MaxpoolBlocks(),
+    interpret: bool = False,
+) -> jax.Array:
     """dY and the winning taps (N, OH, OW, C) -> dX (N, height, width, C)."""
     block_m, num_warps = block_sizes.block_m, block_sizes.num_warps
-    require("maxpool_backward", dy.ndim == 4 and arg.shape == dy.shape and dy.shape[1] == height // size
-            and dy.shape[2] == width // size, f"dy and arg (N, {height} // {size}, {width} // {size}, C)", dy=dy, arg=arg)
+    require(
+        "maxpool_backward",
+        dy.ndim == 4 and arg.shape == dy.shape and dy.shape[1] == height // size and dy.shape[2] == width // size,
+        f"dy and arg (N, {height} // {size}, {width} // {size}, C)",
+        dy=dy,
+        arg=arg,
+    )
     require_blocks("maxpool_backward", block_m=block_m)
     n, out_h, out_w, c = dy.shape
     c_p = next_power_of_two(c)
@@ -114,17 +129,21 @@ def maxpool_backward(dy, arg, *, size: int, height: int, width: int,
     spare = n * height * width  # the first row past the image rows
     rows = next_power_of_two(spare + 1)
     zeros = jnp.zeros((rows, c_p), dy.dtype)
-    common = dict(size=size, out_h=out_h, out_w=out_w, in_h=height, in_w=width, n_rows=m, block_m=block_m,
-                  spare=spare)
+    common = dict(size=size, out_h=out_h, out_w=out_w, in_h=height, in_w=width, n_rows=m, block_m=block_m, spare=spare)
     dx = pl.pallas_call(
         functools.partial(_backward_kernel, **common),
         out_shape=jax.ShapeDtypeStruct((rows, c_p), dy.dtype),
         grid=(out_rows // block_m,),
-        in_specs=[pl.BlockSpec((block_m, c_p), lambda i: (i, 0)), pl.BlockSpec((block_m, c_p), lambda i: (i, 0)),
-                  pl.BlockSpec((rows, c_p), lambda i: (0, 0))],
+        in_specs=[
+            pl.BlockSpec((block_m, c_p), lambda i: (i, 0)),
+            pl.BlockSpec((block_m, c_p), lambda i: (i, 0)),
+            pl.BlockSpec((rows, c_p), lambda i: (0, 0)),
+        ],
         out_specs=pl.BlockSpec((rows, c_p), lambda i: (0, 0)),
         input_output_aliases={2: 0},
-        compiler_params=triton_params(num_warps, 1), interpret=interpret, name="maxpool_backward",
+        compiler_params=triton_params(num_warps, 1),
+        interpret=interpret,
+        name="maxpool_backward",
     )(dy_flat, arg_flat, zeros)
     return dx[: n * height * width, :c].reshape(n, height, width, c)
 

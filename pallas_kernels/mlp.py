@@ -42,8 +42,9 @@ def output_loss(h, w2, b2, labels, weight, n_classes: int, config: KernelConfig)
 
 def backward_to_hidden(dz, w2, h, config: KernelConfig):
     """-> (dPre, dW2, db2, db1) from the loss gradient dz."""
-    dpre, dw2, db2, db1 = hidden_backward(dz, w2, h, block_sizes=config.backward, precision=config.precision,
-                                          interpret=config.interpret)
+    dpre, dw2, db2, db1 = hidden_backward(
+        dz, w2, h, block_sizes=config.backward, precision=config.precision, interpret=config.interpret
+    )
     return dpre, dw2[:, : w2.shape[1]], db2[: w2.shape[1]], db1
 
 

@@ -49,13 +49,20 @@ class PiecesBlocks:
 
 
 @functools.partial(jax.jit, static_argnames=("block_sizes", "interpret"))
-def pieces_gather_sum(indices, values, w1, *, block_sizes: PiecesBlocks = PiecesBlocks(),
-                      interpret: bool = False) -> jax.Array:
+def pieces_gather_sum(
+    indices, values, w1, *, block_sizes: PiecesBlocks = PiecesBlocks(), interpret: bool = False
+) -> jax.Array:
     """(cap, width) indices and values, (F, H) W1 -> (cap, H) per-piece sums of value * W1[index], in the
     accumulator dtype (fp32; fp64 for fp64 inputs). cap is padded to a multiple of block_p (power of two)."""
     block_p, num_warps, num_stages = block_sizes.block_p, block_sizes.num_warps, block_sizes.num_stages
-    require("pieces_gather_sum", indices.ndim == 2 and values.shape == indices.shape and w1.ndim == 2,
-            "indices and values (cap, width), w1 (F, H)", indices=indices, values=values, w1=w1)
+    require(
+        "pieces_gather_sum",
+        indices.ndim == 2 and values.shape == indices.shape and w1.ndim == 2,
+        "indices and values (cap, width), w1 (F, H)",
+        indices=indices,
+        values=values,
+        w1=w1,
+    )
     require_blocks("pieces_gather_sum", block_p=block_p)
     cap, width = indices.shape
     padded = round_up(cap, block_p)
@@ -67,10 +74,15 @@ def pieces_gather_sum(indices, values, w1, *, block_sizes: PiecesBlocks = Pieces
         functools.partial(_gather_sum_kernel, width=width),
         out_shape=jax.ShapeDtypeStruct((padded, hidden), accumulator_dtype(w1.dtype)),
         grid=(padded // block_p,),
-        in_specs=[pl.BlockSpec((width, block_p), lambda p: (0, p)), pl.BlockSpec((width, block_p), lambda p: (0, p)),
-                  pl.BlockSpec(w1.shape, lambda p: (0, 0))],
+        in_specs=[
+            pl.BlockSpec((width, block_p), lambda p: (0, p)),
+            pl.BlockSpec((width, block_p), lambda p: (0, p)),
+            pl.BlockSpec(w1.shape, lambda p: (0, 0)),
+        ],
         out_specs=pl.BlockSpec((block_p, hidden), lambda p: (p, 0)),
-        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="pieces_gather_sum",
+        compiler_params=triton_params(num_warps, num_stages),
+        interpret=interpret,
+        name="pieces_gather_sum",
     )(idx_t, val_t, w1)
     return out[:cap]
 

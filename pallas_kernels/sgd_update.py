@@ -26,8 +26,9 @@ def sgd_step(w, v, g, lr, *, momentum: float, weight_decay: float):
 
 def _kernel(w_ref, v_ref, g_ref, lr_ref, w_out, v_out, *, momentum: float, weight_decay: float):
     # One (block,) slice of the flattened parameter, its momentum buffer and its gradient.
-    w_out[...], v_out[...] = sgd_step(w_ref[...], v_ref[...], g_ref[...], lr_ref[0], momentum=momentum,
-                                      weight_decay=weight_decay)
+    w_out[...], v_out[...] = sgd_step(
+        w_ref[...], v_ref[...], g_ref[...], lr_ref[0], momentum=momentum, weight_decay=weight_decay
+    )
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,20 @@ class SgdUpdateBlocks:
     num_warps: int = 4
 
 
-@functools.partial(jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes",
-                                             "interpret"),
-                   donate_argnums=(0, 1))
-def sgd_update(w, v, g, lr, *, momentum: float, weight_decay: float, block_sizes: SgdUpdateBlocks = SgdUpdateBlocks(),
-               interpret: bool = False):
+@functools.partial(
+    jax.jit, static_argnames=("momentum", "weight_decay", "block_sizes", "interpret"), donate_argnums=(0, 1)
+)
+def sgd_update(
+    w,
+    v,
+    g,
+    lr,
+    *,
+    momentum: float,
+    weight_decay: float,
+    block_sizes: SgdUpdateBlocks = SgdUpdateBlocks(),
+    interpret: bool = False,
+):
     """-> (new w, new v), written over w and v (donated). lr: scalar or (1,) array.
 
     Triton needs power-of-two shapes, so the flattened parameter is cut into power-of-two blocks; a size that
@@ -63,7 +73,9 @@ def sgd_update(w, v, g, lr, *, momentum: float, weight_decay: float, block_sizes
         in_specs=[spec, spec, spec, pl.BlockSpec((1,), lambda i: (0,))],
         out_specs=(spec, spec),
         input_output_aliases={0: 0, 1: 1},
-        compiler_params=triton_params(num_warps, 1), interpret=interpret, name="sgd_update",
+        compiler_params=triton_params(num_warps, 1),
+        interpret=interpret,
+        name="sgd_update",
     )(flat(w), flat(v), flat(g), lr)
     return w_new[:size].reshape(shape), v_new[:size].reshape(shape)
 

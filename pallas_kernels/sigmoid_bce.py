@@ -18,14 +18,23 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from pallas_kernels.common import (
-    PRECISIONS, accumulator_dtype, dot, pad_axis, require, require_blocks, round_up, triton_params)
+    PRECISIONS,
+    accumulator_dtype,
+    dot,
+    pad_axis,
+    require,
+    require_blocks,
+    round_up,
+    triton_params,
+)
 from pallas_kernels.softmax_xent import output_layer_grads, padded_classes
 
 
 # Ten arguments: hidden units, W2, b2, targets and row weights in; loss, hits and dz out; the class count and
 # precision.
-def _kernel(h_ref, w_ref, b_ref, targets_ref, weight_ref, loss_ref, right_ref, dz_ref, *, n_classes: int,
-            precision: str):
+def _kernel(
+    h_ref, w_ref, b_ref, targets_ref, weight_ref, loss_ref, right_ref, dz_ref, *, n_classes: int, precision: str
+):
     # h_ref: (block_m, H)  w_ref: (H, Cp)  b_ref: (Cp,)  targets_ref: (block_m, Cp)  weight_ref: (block_m,)
     # outputs: loss_ref (block_m,), right_ref (block_m,) int32, dz_ref (block_m, Cp)
     block_m, classes = dz_ref.shape
@@ -51,16 +60,38 @@ class SigmoidBceBlocks:
 
 # Nine arguments: the hidden units, W2, b2, targets and row weights, then class count, tiling, precision, interpret.
 @functools.partial(jax.jit, static_argnames=("n_classes", "block_sizes", "precision", "interpret"))
-def sigmoid_bce(h, w2, b2, targets, weight, *, n_classes: int, block_sizes: SigmoidBceBlocks = SigmoidBceBlocks(),
-                precision: str = "default", interpret: bool = False):
+def sigmoid_bce(
+    h,
+    w2,
+    b2,
+    targets,
+    weight,
+    *,
+    n_classes: int,
+    block_sizes: SigmoidBceBlocks = SigmoidBceBlocks(),
+    precision: str = "default",
+    interpret: bool = False,
+):
     """-> (loss (M,), every output right (M,) int32, dZ (M, Cp)). targets (M, C) 0/1 (any dtype); w2 (H, Cp),
     b2 (Cp,) and targets may already be padded; columns at or past n_classes are ignored."""
     block_m, num_warps = block_sizes.block_m, block_sizes.num_warps
-    require("sigmoid_bce", h.ndim == 2 and w2.ndim == 2 and w2.shape[0] == h.shape[1] and b2.shape == (w2.shape[1],)
-            and targets.ndim == 2 and targets.shape[0] == h.shape[0] == weight.shape[0] and weight.ndim == 1
-            and 0 < n_classes <= min(w2.shape[1], targets.shape[1]),
-            f"h (M, H), w2 (H, C), b2 (C,), targets (M, C), weight (M,) with n_classes ({n_classes}) <= C",
-            h=h, w2=w2, b2=b2, targets=targets, weight=weight)
+    require(
+        "sigmoid_bce",
+        h.ndim == 2
+        and w2.ndim == 2
+        and w2.shape[0] == h.shape[1]
+        and b2.shape == (w2.shape[1],)
+        and targets.ndim == 2
+        and targets.shape[0] == h.shape[0] == weight.shape[0]
+        and weight.ndim == 1
+        and 0 < n_classes <= min(w2.shape[1], targets.shape[1]),
+        f"h (M, H), w2 (H, C), b2 (C,), targets (M, C), weight (M,) with n_classes ({n_classes}) <= C",
+        h=h,
+        w2=w2,
+        b2=b2,
+        targets=targets,
+        weight=weight,
+    )
     require_blocks("sigmoid_bce", block_m=block_m)
     m, hidden = h.shape
     classes = padded_classes(max(n_classes, w2.shape[1]))
@@ -74,13 +105,23 @@ def sigmoid_bce(h, w2, b2, targets, weight, *, n_classes: int, block_sizes: Sigm
     wide = pl.BlockSpec((block_m, classes), lambda i: (i, 0))
     loss, right, dz = pl.pallas_call(
         functools.partial(_kernel, n_classes=n_classes, precision=precision),
-        out_shape=(jax.ShapeDtypeStruct((padded_m,), dtype), jax.ShapeDtypeStruct((padded_m,), jnp.int32),
-                   jax.ShapeDtypeStruct((padded_m, classes), dtype)),
+        out_shape=(
+            jax.ShapeDtypeStruct((padded_m,), dtype),
+            jax.ShapeDtypeStruct((padded_m,), jnp.int32),
+            jax.ShapeDtypeStruct((padded_m, classes), dtype),
+        ),
         grid=(padded_m // block_m,),
-        in_specs=[pl.BlockSpec((block_m, hidden), lambda i: (i, 0)), pl.BlockSpec((hidden, classes), lambda i: (0, 0)),
-                  pl.BlockSpec((classes,), lambda i: (0,)), wide, row],
+        in_specs=[
+            pl.BlockSpec((block_m, hidden), lambda i: (i, 0)),
+            pl.BlockSpec((hidden, classes), lambda i: (0, 0)),
+            pl.BlockSpec((classes,), lambda i: (0,)),
+            wide,
+            row,
+        ],
         out_specs=(row, row, wide),
-        compiler_params=triton_params(num_warps, 1), interpret=interpret, name="sigmoid_bce",
+        compiler_params=triton_params(num_warps, 1),
+        interpret=interpret,
+        name="sigmoid_bce",
     )(h, w2, b2, targets, weight)
     return loss[:m], right[:m], dz[:m]
 
@@ -95,8 +136,7 @@ def sigmoid_bce_reference(h, w2, b2, targets, weight, *, n_classes: int, precisi
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
-def sigmoid_bce_loss(h, w2, b2, targets, weight, n_classes: int, precision: str = "default",
-                     interpret: bool = False):
+def sigmoid_bce_loss(h, w2, b2, targets, weight, n_classes: int, precision: str = "default", interpret: bool = False):
     """Differentiable (sum of weight * loss, rows all right) through the kernel: h (M, H), w2 (H, C), b2 (C,),
     targets (M, C) 0/1, weight (M,). The backward reuses the forward's dZ (scaled by the incoming cotangent) and
     adds dH = dZ W2^T, dW2 = H^T dZ, db2 = sum dZ."""
@@ -104,9 +144,10 @@ def sigmoid_bce_loss(h, w2, b2, targets, weight, n_classes: int, precision: str 
 
 
 def _sigmoid_bce_loss_fwd(h, w2, b2, targets, weight, n_classes, precision, interpret):
-    loss, right, dz = sigmoid_bce(h, w2, b2, targets, weight, n_classes=n_classes, precision=precision,
-                                  interpret=interpret)
-    return (jnp.sum(loss * weight), right), (h, w2, loss, dz[:, :w2.shape[1]])
+    loss, right, dz = sigmoid_bce(
+        h, w2, b2, targets, weight, n_classes=n_classes, precision=precision, interpret=interpret
+    )
+    return (jnp.sum(loss * weight), right), (h, w2, loss, dz[:, : w2.shape[1]])
 
 
 def _sigmoid_bce_loss_bwd(n_classes, precision, interpret, residuals, cotangents):

@@ -19,8 +19,16 @@ from jax import lax
 from jax.experimental import pallas as pl
 
 from pallas_kernels.common import (
-    PRECISIONS, accumulator_dtype, dot, next_power_of_two, pad_axis, require, require_blocks, round_up,
-    triton_params)
+    PRECISIONS,
+    accumulator_dtype,
+    dot,
+    next_power_of_two,
+    pad_axis,
+    require,
+    require_blocks,
+    round_up,
+    triton_params,
+)
 
 MIN_CLASSES = 16
 
@@ -58,15 +66,36 @@ class SoftmaxXentBlocks:
 
 # Nine arguments: the hidden units, W2, b2, labels and row weights, then class count, tiling, precision, interpret.
 @functools.partial(jax.jit, static_argnames=("n_classes", "block_sizes", "precision", "interpret"))
-def softmax_xent(h, w2, b2, labels, weight, *, n_classes: int, block_sizes: SoftmaxXentBlocks = SoftmaxXentBlocks(),
-                 precision: str = "default", interpret: bool = False):
+def softmax_xent(
+    h,
+    w2,
+    b2,
+    labels,
+    weight,
+    *,
+    n_classes: int,
+    block_sizes: SoftmaxXentBlocks = SoftmaxXentBlocks(),
+    precision: str = "default",
+    interpret: bool = False,
+):
     """-> (nll (M,), predicted class (M,) int32, dZ (M, Cp)). w2 (H, Cp) and b2 (Cp,) may already be padded;
     columns at or past n_classes are ignored."""
     block_m, num_warps = block_sizes.block_m, block_sizes.num_warps
-    require("softmax_xent", h.ndim == 2 and w2.ndim == 2 and w2.shape[0] == h.shape[1] and b2.shape == (w2.shape[1],)
-            and labels.shape == weight.shape == (h.shape[0],) and 0 < n_classes <= w2.shape[1],
-            f"h (M, H), w2 (H, C), b2 (C,), labels (M,), weight (M,) with n_classes ({n_classes}) <= C",
-            h=h, w2=w2, b2=b2, labels=labels, weight=weight)
+    require(
+        "softmax_xent",
+        h.ndim == 2
+        and w2.ndim == 2
+        and w2.shape[0] == h.shape[1]
+        and b2.shape == (w2.shape[1],)
+        and labels.shape == weight.shape == (h.shape[0],)
+        and 0 < n_classes <= w2.shape[1],
+        f"h (M, H), w2 (H, C), b2 (C,), labels (M,), weight (M,) with n_classes ({n_classes}) <= C",
+        h=h,
+        w2=w2,
+        b2=b2,
+        labels=labels,
+        weight=weight,
+    )
     require_blocks("softmax_xent", block_m=block_m)
     m, hidden = h.shape
     classes = padded_classes(max(n_classes, w2.shape[1]))
@@ -79,13 +108,23 @@ def softmax_xent(h, w2, b2, labels, weight, *, n_classes: int, block_sizes: Soft
     row = pl.BlockSpec((block_m,), lambda i: (i,))
     nll, pred, dz = pl.pallas_call(
         functools.partial(_kernel, n_classes=n_classes, precision=precision),
-        out_shape=(jax.ShapeDtypeStruct((padded_m,), dtype), jax.ShapeDtypeStruct((padded_m,), jnp.int32),
-                   jax.ShapeDtypeStruct((padded_m, classes), dtype)),
+        out_shape=(
+            jax.ShapeDtypeStruct((padded_m,), dtype),
+            jax.ShapeDtypeStruct((padded_m,), jnp.int32),
+            jax.ShapeDtypeStruct((padded_m, classes), dtype),
+        ),
         grid=(padded_m // block_m,),
-        in_specs=[pl.BlockSpec((block_m, hidden), lambda i: (i, 0)), pl.BlockSpec((hidden, classes), lambda i: (0, 0)),
-                  pl.BlockSpec((classes,), lambda i: (0,)), row, row],
+        in_specs=[
+            pl.BlockSpec((block_m, hidden), lambda i: (i, 0)),
+            pl.BlockSpec((hidden, classes), lambda i: (0, 0)),
+            pl.BlockSpec((classes,), lambda i: (0,)),
+            row,
+            row,
+        ],
         out_specs=(row, row, pl.BlockSpec((block_m, classes), lambda i: (i, 0))),
-        compiler_params=triton_params(num_warps, 1), interpret=interpret, name="softmax_xent",
+        compiler_params=triton_params(num_warps, 1),
+        interpret=interpret,
+        name="softmax_xent",
     )(h, w2, b2, labels, weight)
     return nll[:m], pred[:m], dz[:m]
 
@@ -100,8 +139,7 @@ def softmax_xent_reference(h, w2, b2, labels, weight, *, n_classes: int, precisi
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
-def softmax_xent_loss(h, w2, b2, labels, weight, n_classes: int, precision: str = "default",
-                      interpret: bool = False):
+def softmax_xent_loss(h, w2, b2, labels, weight, n_classes: int, precision: str = "default", interpret: bool = False):
     """Differentiable (sum of weight * nll, predicted classes) through the kernel: h (M, H), w2 (H, C), b2 (C,),
     labels (M,) int, weight (M,). The backward reuses the dZ the forward kernel already wrote (scaled by the
     incoming cotangent) and adds dH = dZ W2^T, dW2 = H^T dZ, db2 = sum dZ; used by the CNN's output layer."""
@@ -109,9 +147,10 @@ def softmax_xent_loss(h, w2, b2, labels, weight, n_classes: int, precision: str 
 
 
 def _softmax_xent_loss_fwd(h, w2, b2, labels, weight, n_classes, precision, interpret):
-    nll, predicted, dz = softmax_xent(h, w2, b2, labels, weight, n_classes=n_classes, precision=precision,
-                                      interpret=interpret)
-    return (jnp.sum(nll * weight), predicted), (h, w2, nll, dz[:, :w2.shape[1]])
+    nll, predicted, dz = softmax_xent(
+        h, w2, b2, labels, weight, n_classes=n_classes, precision=precision, interpret=interpret
+    )
+    return (jnp.sum(nll * weight), predicted), (h, w2, nll, dz[:, : w2.shape[1]])
 
 
 def _softmax_xent_loss_bwd(n_classes, precision, interpret, residuals, cotangents):

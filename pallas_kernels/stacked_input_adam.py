@@ -21,7 +21,8 @@ pipelines num_stages deep (the next tile's W1, m and v read while this one is co
 loop order, every tile's gradient accumulated chunk by chunk (each chunk's dPre read once for all of them), then
 the tiles updated one by one. The batch may be read as columns (`columns`: the wrapper hands the kernel x^T
 (F, M) and dpre^T (N, M)): the gradient's product then contracts two operands that both run along the rows, the
-order TF32 tensor-core products take; as rows, Triton's product of two row-major operands contracted over their rows was the slowest part (on an H200, K = 8,
+order TF32 tensor-core products take; as rows, Triton's product of two row-major operands contracted over their rows was
+the slowest part (on an H200, K = 8,
 F = 8,192: the step at B = 256 1.12x -> 0.87x XLA's, at 1,024 1.55x -> 1.18x, one call; at B = 64 the rows stay
 faster). At 1,024 the step is still above XLA's (textclf/training/stacked_step.py FUSED_MAX_BATCH). W1's
 and its moments' loads and stores may be marked evict-first (each byte is used once) so that L2 keeps X and dPre,
@@ -44,13 +45,39 @@ from jax.experimental.pallas import triton as pltriton
 
 from pallas_kernels.adam_update import adam_step
 from pallas_kernels.common import (
-    PRECISIONS, accumulator_dtype, dot, narrowed, pad_axis, require, require_blocks, round_up, triton_params)
+    PRECISIONS,
+    accumulator_dtype,
+    dot,
+    narrowed,
+    pad_axis,
+    require,
+    require_blocks,
+    round_up,
+    triton_params,
+)
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8  # textclf.models.mlp's Adam constants
 
 
-def _kernel(x_ref, dpre_ref, w_ref, m_ref, v_ref, rate_ref, decay_ref, s_ref, w_out, m_out, v_out, *, block_m: int,
-            block_f: int, precision: str, stream: str | None, columns: bool):
+def _kernel(
+    x_ref,
+    dpre_ref,
+    w_ref,
+    m_ref,
+    v_ref,
+    rate_ref,
+    decay_ref,
+    s_ref,
+    w_out,
+    m_out,
+    v_out,
+    *,
+    block_m: int,
+    block_f: int,
+    precision: str,
+    stream: str | None,
+    columns: bool,
+):
     # x_ref: (M, S*block_f)  dpre_ref: (M, block_n), or as columns (S*block_f, M) and (block_n, M)
     # w/m/v: (S*block_f, block_n)  rate/decay: (block_n,)  s_ref: (4,)
     # The program updates S sub-tiles of (block_f, block_n); each one's W1, m and v are read and written once
@@ -129,26 +156,55 @@ class StackedInputAdamBlocks:
 # Eleven arguments: the batch, pre-activation gradient, stacked W1 and moments, per-network rates and decays, scalars,
 # then tiling, precision, interpret.
 @functools.partial(jax.jit, static_argnames=("block_sizes", "precision", "interpret"), donate_argnums=(2, 3, 4))
-def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
-                       block_sizes: StackedInputAdamBlocks = StackedInputAdamBlocks(), precision: str = "default",
-                       interpret: bool = False):
+def stacked_input_adam(
+    x,
+    dpre,
+    w,
+    m,
+    v,
+    rates,
+    decays,
+    scalars,
+    *,
+    block_sizes: StackedInputAdamBlocks = StackedInputAdamBlocks(),
+    precision: str = "default",
+    interpret: bool = False,
+):
     """One Adam step of the stacked first layer with dW1 = x^T @ dpre computed on the fly -> (new w, new m, new v),
     written over w, m and v (donated). x (M, F), dpre (M, N); F must be a multiple of block_f x sub_tiles and N of
     block_n; M is padded to block_m (zero rows add nothing to the product). With block_sizes.columns the kernel is
     handed both transposed (XLA transposes them inside the caller's program)."""
     block_m, block_f, block_n, num_warps, num_stages, sub_tiles = (
-        block_sizes.block_m, block_sizes.block_f, block_sizes.block_n, block_sizes.num_warps, block_sizes.num_stages,
-        block_sizes.sub_tiles)
+        block_sizes.block_m,
+        block_sizes.block_f,
+        block_sizes.block_n,
+        block_sizes.num_warps,
+        block_sizes.num_stages,
+        block_sizes.sub_tiles,
+    )
     columns = block_sizes.columns
     rows_per_program = block_f * sub_tiles
-    require("stacked_input_adam",
-            x.ndim == 2 and dpre.ndim == 2 and x.shape[0] == dpre.shape[0]
-            and w.shape == m.shape == v.shape == (x.shape[1], dpre.shape[1])
-            and rates.shape == decays.shape == (dpre.shape[1],) and scalars.shape == (4,)
-            and x.shape[1] % rows_per_program == 0 and dpre.shape[1] % block_n == 0,
-            f"x (M, F) with F a multiple of block_f x sub_tiles ({rows_per_program}), dpre (M, N) with N a multiple "
-            f"of block_n ({block_n}), w, m, v (F, N), rates and decays (N,), scalars (4,)",
-            x=x, dpre=dpre, w=w, m=m, v=v, rates=rates, decays=decays, scalars=scalars)
+    require(
+        "stacked_input_adam",
+        x.ndim == 2
+        and dpre.ndim == 2
+        and x.shape[0] == dpre.shape[0]
+        and w.shape == m.shape == v.shape == (x.shape[1], dpre.shape[1])
+        and rates.shape == decays.shape == (dpre.shape[1],)
+        and scalars.shape == (4,)
+        and x.shape[1] % rows_per_program == 0
+        and dpre.shape[1] % block_n == 0,
+        f"x (M, F) with F a multiple of block_f x sub_tiles ({rows_per_program}), dpre (M, N) with N a multiple "
+        f"of block_n ({block_n}), w, m, v (F, N), rates and decays (N,), scalars (4,)",
+        x=x,
+        dpre=dpre,
+        w=w,
+        m=m,
+        v=v,
+        rates=rates,
+        decays=decays,
+        scalars=scalars,
+    )
     require_blocks("stacked_input_adam", block_m=block_m, block_f=block_f, block_n=block_n)
     features, n = w.shape
     padded_m = round_up(x.shape[0], block_m)
@@ -163,13 +219,17 @@ def stacked_input_adam(x, dpre, w, m, v, rates, decays, scalars, *,
         x_spec = pl.BlockSpec((padded_m, rows_per_program), lambda j, i: (0, i))
         dpre_spec = pl.BlockSpec((padded_m, block_n), lambda j, i: (0, j))
     return pl.pallas_call(
-        functools.partial(_kernel, block_m=block_m, block_f=block_f, precision=precision, stream=block_sizes.stream,
-                          columns=columns),
+        functools.partial(
+            _kernel, block_m=block_m, block_f=block_f, precision=precision, stream=block_sizes.stream, columns=columns
+        ),
         out_shape=tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in (w, m, v)),
         grid=(n // block_n, features // rows_per_program),
         in_specs=[x_spec, dpre_spec, tile, tile, tile, column, column, pl.BlockSpec((4,), lambda j, i: (0,))],
-        out_specs=(tile, tile, tile), input_output_aliases={2: 0, 3: 1, 4: 2},
-        compiler_params=triton_params(num_warps, num_stages), interpret=interpret, name="stacked_input_adam",
+        out_specs=(tile, tile, tile),
+        input_output_aliases={2: 0, 3: 1, 4: 2},
+        compiler_params=triton_params(num_warps, num_stages),
+        interpret=interpret,
+        name="stacked_input_adam",
     )(x, dpre, w, m, v, rates.astype(w.dtype), decays.astype(w.dtype), scalars.astype(w.dtype))
 
 

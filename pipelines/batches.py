@@ -53,6 +53,7 @@ def shape_bucket(n: int, per_octave: int = 8) -> int:
     step = max(1, (1 << (n.bit_length() - 1)) // per_octave)
     return -(-n // step) * step
 
+
 @dataclass(frozen=True)
 class ShapeBuckets:
     """How the shapes that follow a corpus are rounded before they reach a compiled program (shape_bucket), so that
@@ -89,8 +90,12 @@ def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
     return rng.permutation(n_rows), rng
 
 
-def batch_shape(matrices: list[sp.csr_matrix], batch_size: int, orders: list[np.ndarray] | None = None,
-                buckets: ShapeBuckets = SHAPE_BUCKETS["cpu"]) -> tuple[int, int]:
+def batch_shape(
+    matrices: list[sp.csr_matrix],
+    batch_size: int,
+    orders: list[np.ndarray] | None = None,
+    buckets: ShapeBuckets = SHAPE_BUCKETS["cpu"],
+) -> tuple[int, int]:
     """(steps, cap) that fits the batches of every matrix cut in its order (orders[i]: a permutation of matrix
     i's rows; default: as stored): steps of the longest, cap of the densest batch, rounded up to a power of
     two and to the platform's floor (buckets.cap). A matrix with a subset of another's columns (a search variant of
@@ -119,7 +124,9 @@ def padded_batches(arrays: tuple[np.ndarray, ...], steps: int, cap: int) -> tupl
     return tuple(out)
 
 
-def make_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray | None = None) -> SparseBatches:
+def make_batches(
+    matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray | None = None
+) -> SparseBatches:
     """Cut the rows of `matrix` (in `order`, default as stored) into minibatches of `batch_size` documents."""
     n = matrix.shape[0]
     order = np.arange(n) if order is None else order
@@ -151,6 +158,6 @@ def make_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, ord
     rows[batch_of_nz, slot] = row_of_nz % batch_size
     labels = np.asarray(labels)  # (n,) class numbers, or (n, C) 0/1 label sets
     batch_labels = labels.astype(np.uint8 if labels.ndim == 2 else np.int32)[take].reshape(
-        steps, batch_size, *labels.shape[1:])
+        steps, batch_size, *labels.shape[1:]
+    )
     return SparseBatches(indices, values, rows, batch_labels, mask.reshape(steps, batch_size))
-

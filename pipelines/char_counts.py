@@ -66,8 +66,9 @@ def count_chunk(texts: Sequence[str], ngram_range: tuple[int, int]) -> word_coun
     for n in range(1, high + 1):
         at = np.flatnonzero(room >= n)  # the n-grams' starts (n characters left in the word)
         if n > 1:
-            distinct, first, numbers_here = np.unique(numbers[at] * n_ranks + ranks[at + n - 1], return_index=True,
-                                                      return_inverse=True)
+            distinct, first, numbers_here = np.unique(
+                numbers[at] * n_ranks + ranks[at + n - 1], return_index=True, return_inverse=True
+            )
             numbers = np.full(len(padded), -1, np.int64)
             numbers[at] = numbers_here.reshape(-1)
             count = len(distinct)
@@ -83,14 +84,18 @@ def count_chunk(texts: Sequence[str], ngram_range: tuple[int, int]) -> word_coun
             lengths.append(np.full(len(first), n, np.int64))
             offset += count
     if not keys:
-        return word_counts.ChunkCounts(pa.array([], pa.large_string()), np.zeros(0, np.int64),
-                                       sp.csr_matrix((len(texts), 0), dtype=np.float32))
+        return word_counts.ChunkCounts(
+            pa.array([], pa.large_string()), np.zeros(0, np.int64), sp.csr_matrix((len(texts), 0), dtype=np.float32)
+        )
     distinct_keys, counts = word_counts.count_keys(np.concatenate(keys), np.concatenate(docs), len(texts))
     # Each level's keys are offset + 0..count-1 in order, so key k's text starts at starts[k], lengths[k] long;
     # every key of a level occurs (numbered by np.unique), so distinct_keys is 0..offset-1.
     starts, lengths = np.concatenate(starts), np.concatenate(lengths)
-    return word_counts.ChunkCounts(_texts_at(padded, starts[distinct_keys], lengths[distinct_keys]),
-                                   np.arange(len(distinct_keys), dtype=np.int64), counts)
+    return word_counts.ChunkCounts(
+        _texts_at(padded, starts[distinct_keys], lengths[distinct_keys]),
+        np.arange(len(distinct_keys), dtype=np.int64),
+        counts,
+    )
 
 
 def _padded_words(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -159,8 +164,10 @@ class CharCounter:
                     columns.append(column)
                     values.append(count)
             indptr.append(len(columns))
-        counts = sp.csr_matrix((np.array(values, np.float32), np.array(columns, np.int32), np.array(indptr, np.int64)),
-                               shape=(len(texts), len(self.terms)))
+        counts = sp.csr_matrix(
+            (np.array(values, np.float32), np.array(columns, np.int32), np.array(indptr, np.int64)),
+            shape=(len(texts), len(self.terms)),
+        )
         counts.sort_indices()
         return counts
 
@@ -175,10 +182,10 @@ def _small_ngrams(text: str, low: int, high: int) -> list[str]:
         word = " " + word + " "
         for n in range(low, high + 1):
             offset = 0
-            ngrams.append(word[offset:offset + n])
+            ngrams.append(word[offset : offset + n])
             while offset + n < len(word):
                 offset += 1
-                ngrams.append(word[offset:offset + n])
+                ngrams.append(word[offset : offset + n])
             if offset == 0:  # a word shorter than n: counted once
                 break
     return ngrams

@@ -69,8 +69,9 @@ class Corpus:
         return len(self.texts)
 
 
-def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int, int] = (0, 1)
-                   ) -> tuple[str, ReadStats, Iterator[tuple[str, str]]]:
+def open_documents(
+    path: str | Path, max_file_mb: float = 10.0, share: tuple[int, int] = (0, 1)
+) -> tuple[str, ReadStats, Iterator[tuple[str, str]]]:
     """-> (format, stats, iterator of (label, text) in reading order). The path's kind, a folder's label folders
     and a file's first bytes are checked now; the documents are read one at a time as the iterator is
     consumed (so a corpus larger than memory can be streamed), and stats are complete once it is exhausted.
@@ -106,12 +107,16 @@ def open_documents(path: str | Path, max_file_mb: float = 10.0, share: tuple[int
         return "fasttext", stats, _fasttext_documents(path, stats, start, end)
     kind = f"unknown type '{path.suffix}'" if path.suffix else "no known type (no suffix, no \"__label__\" first line)"
     if FASTTEXT_LABEL_PREFIX.encode() in _file_head(path) and not is_binary(_file_head(path)):
-        raise CorpusError(f"corpus path '{path}' reads as fastText's format but its first line holds no "
-                          f"\"{FASTTEXT_LABEL_PREFIX}\": give every line a \"{FASTTEXT_LABEL_PREFIX}<label>\" (or remove the "
-                          "first line if it is a header)")
+        raise CorpusError(
+            f"corpus path '{path}' reads as fastText's format but its first line holds no "
+            f"\"{FASTTEXT_LABEL_PREFIX}\": give every line a \"{FASTTEXT_LABEL_PREFIX}<label>\" (or remove the "
+            "first line if it is a header)"
+        )
     if _first_line_has_tab(path):  # e.g. Reuters R8/R52's "r8-train-all-terms.txt": label, a tab, the text
-        raise CorpusError(f"corpus path '{path}' is a file of {kind}: its lines hold tabs; if each is a label, a tab "
-                          f"and its text, name the file .tsv (e.g. '{path.with_suffix('.tsv').name}')")
+        raise CorpusError(
+            f"corpus path '{path}' is a file of {kind}: its lines hold tabs; if each is a label, a tab "
+            f"and its text, name the file .tsv (e.g. '{path.with_suffix('.tsv').name}')"
+        )
     raise CorpusError(f"corpus path '{path}' is a file of {kind}: {FORMAT_HINT}")
 
 
@@ -135,9 +140,14 @@ PARALLEL_READ_BYTES = 64 * 1024 * 1024
 SHARE_BYTES = 16 * 1024 * 1024
 
 
-def read_corpus(path: str | Path, max_file_mb: float = 10.0,
-                on_progress: Callable[[int, ReadStats], None] | None = None, share: tuple[int, int] = (0, 1),
-                pool: "WorkerPool | None" = None, keep_texts: bool = True) -> Corpus:
+def read_corpus(
+    path: str | Path,
+    max_file_mb: float = 10.0,
+    on_progress: Callable[[int, ReadStats], None] | None = None,
+    share: tuple[int, int] = (0, 1),
+    pool: "WorkerPool | None" = None,
+    keep_texts: bool = True,
+) -> Corpus:
     """Read a corpus in any supported format and check it can be trained on (>= 2 labels, none empty).
     on_progress(documents read, stats) every PROGRESS_DOCUMENTS documents and at the end: stats.bytes_read of
     stats.bytes_total for a file. share (index, count): read only that part (module docstring), unchecked: the
@@ -147,8 +157,7 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0,
     corpora's are read whole)."""
     check_corpus_path(Path(path))
     if pool is not None and pool.processes > 1 and share == (0, 1) and parallel_read(path):
-        return _read_lines_in_workers(Path(path), line_format(Path(path)), max_file_mb, on_progress, pool,
-                                      keep_texts)
+        return _read_lines_in_workers(Path(path), line_format(Path(path)), max_file_mb, on_progress, pool, keep_texts)
     fmt, stats, documents = open_documents(path, max_file_mb, share)
     labels, texts, fingerprint = [], [], Fingerprint()
     # (A file read here is read a line at a time, telling its progress every PROGRESS_DOCUMENTS documents; pyarrow's
@@ -161,8 +170,16 @@ def read_corpus(path: str | Path, max_file_mb: float = 10.0,
             on_progress(len(texts), stats)
     if on_progress is not None:
         on_progress(len(texts), stats)
-    corpus = Corpus(texts, labels, str(path), fmt, {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8,
-                    fingerprint=fingerprint.hexdigest(), empty_labels=list(stats.empty_labels))
+    corpus = Corpus(
+        texts,
+        labels,
+        str(path),
+        fmt,
+        {k: v for k, v in stats.skipped.items() if v},
+        stats.non_utf8,
+        fingerprint=fingerprint.hexdigest(),
+        empty_labels=list(stats.empty_labels),
+    )
     if share[1] == 1:
         check_usable(str(path), labels, stats.skipped, stats.empty_labels)
         check_table_labels(str(path), fmt, labels)
@@ -193,8 +210,9 @@ def _share_count(path: Path, pool: "WorkerPool") -> int:
     return pool.processes * rounds
 
 
-def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_progress, pool: "WorkerPool",
-                           keep_texts: bool = True) -> Corpus:
+def _read_lines_in_workers(
+    path: Path, fmt: LineFormat, max_file_mb: float, on_progress, pool: "WorkerPool", keep_texts: bool = True
+) -> Corpus:
     """read_corpus of a file of one document a line (or a row), its shares parsed in the pool's workers and joined in
     order as they arrive: the documents one reader sees, in its order, so the same fingerprint. Without keep_texts
     the texts stay in the file (Corpus.texts is a FileTexts). Where a share cannot be parsed, or a CSV's quoted field
@@ -210,7 +228,8 @@ def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_p
     labels, texts, offsets, fingerprint, first_rows = [], [], [], Fingerprint(), [0]
     try:
         for part_labels, texts_or_offsets, digests, skipped, non_utf8, bytes_read in pool.imap(
-                _read_share, list(range(count)), str(path), count, keep_texts, fmt):
+            _read_share, list(range(count)), str(path), count, keep_texts, fmt
+        ):
             fingerprint.add_digests(digests)
             labels += part_labels
             first_rows.append(len(labels))
@@ -229,10 +248,20 @@ def _read_lines_in_workers(path: Path, fmt: LineFormat, max_file_mb: float, on_p
         return read_corpus(path, max_file_mb, on_progress)
     check_usable(str(path), labels, stats.skipped, stats.empty_labels)
     check_table_labels(str(path), fmt.kind, labels)
-    left = None if keep_texts else FileTexts(path, first_rows, np.concatenate(offsets),
-                                             (status.st_size, status.st_mtime_ns), fmt)
-    return Corpus(texts if keep_texts else left, labels, str(path), fmt.kind,
-                  {k: v for k, v in stats.skipped.items() if v}, stats.non_utf8, fingerprint=fingerprint.hexdigest())
+    left = (
+        None
+        if keep_texts
+        else FileTexts(path, first_rows, np.concatenate(offsets), (status.st_size, status.st_mtime_ns), fmt)
+    )
+    return Corpus(
+        texts if keep_texts else left,
+        labels,
+        str(path),
+        fmt.kind,
+        {k: v for k, v in stats.skipped.items() if v},
+        stats.non_utf8,
+        fingerprint=fingerprint.hexdigest(),
+    )
 
 
 def check_usable(source: str, labels: list[str], skipped: dict[str, int], empty_labels: list[str]) -> None:

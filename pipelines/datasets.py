@@ -77,8 +77,10 @@ def _synthetic(source: Path, out_dir: Path, n_docs: int) -> dict[str, Path]:
     else:
         corpus = read_corpus(source)
         texts, labels = corpus.texts, corpus.labels
-    return {"train": write_synthetic(texts, labels, out_dir / "train.jsonl", n_docs, seed=0),
-            "test": write_synthetic(texts, labels, out_dir / "test.jsonl", max(1, n_docs // 10), seed=1)}
+    return {
+        "train": write_synthetic(texts, labels, out_dir / "train.jsonl", n_docs, seed=0),
+        "test": write_synthetic(texts, labels, out_dir / "test.jsonl", max(1, n_docs // 10), seed=1),
+    }
 
 
 def build_dataset(name: str, source: str | Path, out_dir: str | Path, n_docs: int = 1_000_000) -> dict[str, Path]:

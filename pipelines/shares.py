@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 FETCH_GROUPS_PER_WORKER = 4
 
 
-def _read_share(index: int, path: str, count: int, keep_texts: bool, fmt: LineFormat
-                ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
+def _read_share(
+    index: int, path: str, count: int, keep_texts: bool, fmt: LineFormat
+) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
     """A worker's part of _read_lines_in_workers: share `index` of `count` -> (labels, texts or, without
     keep_texts, the byte offsets their lines start at (documents,) int64, the documents' digests joined, skipped,
     non_utf8, bytes read). A JSONL share is parsed by pyarrow where it can be (_read_share_arrow)."""
@@ -41,25 +42,29 @@ def _read_share(index: int, path: str, count: int, keep_texts: bool, fmt: LineFo
     return _read_share_lines(path, start, end, keep_texts, ReadStats(), fmt) if parsed is None else parsed
 
 
-def _read_parquet_share(path: str, index: int, count: int, keep_texts: bool, fmt: LineFormat
-                        ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
+def _read_parquet_share(
+    path: str, index: int, count: int, keep_texts: bool, fmt: LineFormat
+) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
     """_read_share of a Parquet file's row groups share `index` of `count`: its texts, or without keep_texts the
     rows they are in (documents,) int64."""
     stats = ReadStats()
     size = Path(path).stat().st_size
     stats.bytes_read = size * (index + 1) // count - size * index // count
     return _collected_share(
-        _placed_parquet_documents(fmt, Path(path), stats, (index, count), by_groups=True), keep_texts, stats)
+        _placed_parquet_documents(fmt, Path(path), stats, (index, count), by_groups=True), keep_texts, stats
+    )
 
 
-def _read_share_lines(path: str, start: int, end: int, keep_texts: bool, stats: ReadStats, fmt: LineFormat
-                      ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
+def _read_share_lines(
+    path: str, start: int, end: int, keep_texts: bool, stats: ReadStats, fmt: LineFormat
+) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
     """_read_share of the lines that start in bytes [start, end), a line at a time."""
     return _collected_share(_placed_line_documents(fmt, Path(path), stats, start, end), keep_texts, stats)
 
 
-def _collected_share(documents: Iterator[tuple[int, str, str]], keep_texts: bool, stats: ReadStats
-                     ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
+def _collected_share(
+    documents: Iterator[tuple[int, str, str]], keep_texts: bool, stats: ReadStats
+) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
     """A share's (place, label, text) documents as _read_share returns them: (labels, texts or, without keep_texts,
     their places (documents,) int64, the digests joined, skipped, non_utf8, bytes read); stats once they are read."""
     labels, texts, places, digests = [], [], [], []
@@ -70,8 +75,14 @@ def _collected_share(documents: Iterator[tuple[int, str, str]], keep_texts: bool
             texts.append(text)
         else:
             places.append(place)
-    return labels, texts if keep_texts else np.array(places, np.int64), b"".join(digests), dict(stats.skipped), \
-        stats.non_utf8, stats.bytes_read
+    return (
+        labels,
+        texts if keep_texts else np.array(places, np.int64),
+        b"".join(digests),
+        dict(stats.skipped),
+        stats.non_utf8,
+        stats.bytes_read,
+    )
 
 
 # Bytes -> 1 for an ASCII character that Python's str.strip keeps (str.isspace is False): a text that opens or ends
@@ -80,8 +91,10 @@ def _collected_share(documents: Iterator[tuple[int, str, str]], keep_texts: bool
 _KEPT_BY_STRIP = bytes(1 if byte < 128 and not chr(byte).isspace() else 0 for byte in range(256))
 
 
-def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool, fmt: "LineFormat | None" = None
-                      ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int] | None:
+# Over 80 lines as formatted: pyarrow's parse and each check that hands the share back to the line reader.
+def _read_share_arrow(
+    path: str, start: int, end: int, keep_texts: bool, fmt: "LineFormat | None" = None
+) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int] | None:
     """_read_share of the lines that start in bytes [start, end), parsed by pyarrow's JSON reader (compiled: a 14
     MB share of synthetic posts in ~50 ms on one core, where _read_share_lines took ~85 ms); the same labels,
     offsets or texts, digests, skip counts and bytes. None (then _read_share_lines reads the share, and words any
@@ -112,7 +125,7 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool, fmt: "L
     line_ends = np.append(row_starts[1:], len(data))
     written = raw[row_starts] == ord("{")
     for line in np.flatnonzero(~written):
-        written[line] = bool(data[row_starts[line]:line_ends[line]].strip(b" \t\r\n"))
+        written[line] = bool(data[row_starts[line] : line_ends[line]].strip(b" \t\r\n"))
     row_starts = row_starts[written]
     if len(row_starts) != len(texts):
         return None
@@ -128,8 +141,9 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool, fmt: "L
     kept_by_strip = np.frombuffer(_KEPT_BY_STRIP, np.uint8)
     nonempty = text_offsets[1:] > text_offsets[:-1]
     text_kept = np.zeros(len(texts), bool)
-    text_kept[nonempty] = (kept_by_strip[ends[text_offsets[:-1][nonempty]]] |
-                           kept_by_strip[ends[text_offsets[1:][nonempty] - 1]]) > 0
+    text_kept[nonempty] = (
+        kept_by_strip[ends[text_offsets[:-1][nonempty]]] | kept_by_strip[ends[text_offsets[1:][nonempty] - 1]]
+    ) > 0
     for row in np.flatnonzero(~text_kept):
         text_kept[row] = bool(texts[int(row)].as_py().strip())
     # the record contract's class names (formats/records.py): a string stripped and composed, an integer in its
@@ -151,12 +165,14 @@ def _read_share_arrow(path: str, start: int, end: int, keep_texts: bool, fmt: "L
     digests = []
     for row in documents:
         digest = label_hashes[label_list[row]].copy()
-        digest.update(view[text_offsets[row]:text_offsets[row + 1]])
+        digest.update(view[text_offsets[row] : text_offsets[row + 1]])
         digests.append(digest.digest())
     skipped = len(texts) - len(documents)
     rows = np.array(documents, np.int64)
     # The texts (no copy where none was skipped), or where their lines start
-    found = (texts.take(pa.array(rows)) if skipped else texts).to_pylist() if keep_texts else position + row_starts[rows]
+    found = (
+        (texts.take(pa.array(rows)) if skipped else texts).to_pylist() if keep_texts else position + row_starts[rows]
+    )
     reasons = {reason: count for reason, count in (("no_label", no_label), ("empty", skipped - no_label)) if count}
     return [label_list[row] for row in documents], found, b"".join(digests), reasons, 0, len(data)
 
@@ -186,9 +202,12 @@ def _parse_jsonl(data: bytes, **columns: pa.DataType) -> pa.Table | None:
             return None
     try:
         return pa_json.read_json(
-            pa.BufferReader(data), read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
-            parse_options=pa_json.ParseOptions(explicit_schema=pa.schema(list(columns.items())),
-                                               unexpected_field_behavior="ignore"))
+            pa.BufferReader(data),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
+            parse_options=pa_json.ParseOptions(
+                explicit_schema=pa.schema(list(columns.items())), unexpected_field_behavior="ignore"
+            ),
+        )
     except pa.ArrowException:  # (what a line it refuses raises: ArrowInvalid)
         return None
 
@@ -220,8 +239,10 @@ class FileTexts:
         other documents' labels."""
         status = self.path.stat()
         if (status.st_size, status.st_mtime_ns) != self.stamp:
-            raise CorpusError(f"corpus file '{self.path}' changed while it was being read for training: train "
-                              "again once it is written")
+            raise CorpusError(
+                f"corpus file '{self.path}' changed while it was being read for training: train "
+                "again once it is written"
+            )
 
     def __len__(self) -> int:
         return self.first_rows[-1]
@@ -242,29 +263,46 @@ class FileTexts:
         self._check_unchanged()
         rows = np.asarray(rows, dtype=np.int64)
         if self.format.kind == "parquet":  # a row's bytes: the file's share of a document (what sizes a chunk)
-            return LineTexts(str(self.path), self.offsets[rows],
-                             np.full(len(rows), max(1, self.stamp[0] // max(1, len(self))), np.int64), self.format)
+            return LineTexts(
+                str(self.path),
+                self.offsets[rows],
+                np.full(len(rows), max(1, self.stamp[0] // max(1, len(self))), np.int64),
+                self.format,
+            )
         ends = np.append(self.offsets[1:], self.stamp[0])  # a line's end: the next document's start at most
         return LineTexts(str(self.path), self.offsets[rows], ends[rows] - self.offsets[rows], self.format)
 
-    def map_shares(self, pool: "WorkerPool", fn: Callable, *args,
-                   on_progress: Callable[[int, int], None] | None = None, arrow: bool = False) -> list:
+    def map_shares(
+        self,
+        pool: "WorkerPool",
+        fn: Callable,
+        *args,
+        on_progress: Callable[[int, int], None] | None = None,
+        arrow: bool = False,
+    ) -> list:
         """[fn(the texts of share i, *args) for every share], computed by the pool's workers, in share order; fn
         a module-level function (the workers import it). on_progress(documents done, of all) as shares finish.
         arrow: fn takes the texts as a list of str or as a pyarrow string array (share_texts_arrow), which a share
         is handed where pyarrow's JSON reader parses it to the documents reading found."""
         return list(self.imap_shares(pool, fn, *args, on_progress=on_progress, arrow=arrow))
 
-    def imap_shares(self, pool: "WorkerPool", fn: Callable, *args,
-                    on_progress: Callable[[int, int], None] | None = None, arrow: bool = False,
-                    share_args: Sequence | None = None) -> Iterator:
+    def imap_shares(
+        self,
+        pool: "WorkerPool",
+        fn: Callable,
+        *args,
+        on_progress: Callable[[int, int], None] | None = None,
+        arrow: bool = False,
+        share_args: Sequence | None = None,
+    ) -> Iterator:
         """map_shares, each share's result yielded as it arrives (in share order), so that a caller can use and
         drop it before the next. share_args: one argument more for each share, passed after its texts."""
         self._check_unchanged()
         arrow = arrow and self.format.kind == "jsonl"  # (pyarrow parses JSON lines only)
         items = list(range(self.shares)) if share_args is None else list(zip(range(self.shares), share_args))
-        results = pool.imap(_share_apply, items, str(self.path), self.shares, self.format,
-                            fn, args, self.first_rows if arrow else None)
+        results = pool.imap(
+            _share_apply, items, str(self.path), self.shares, self.format, fn, args, self.first_rows if arrow else None
+        )
         for share, result in enumerate(results):
             if on_progress is not None:
                 on_progress(self.first_rows[share + 1], len(self))
@@ -304,8 +342,7 @@ class LineTexts(Sequence):
     a document): a fit sample sent to the workers in chunks is read there, where sending its texts cost the parent
     pickling and writing them after reading them (200,000 documents of a million: ~230 MB each way)."""
 
-    def __init__(self, path: str, offsets: np.ndarray, line_bytes: np.ndarray,
-                 fmt: LineFormat = LineFormat("jsonl")):
+    def __init__(self, path: str, offsets: np.ndarray, line_bytes: np.ndarray, fmt: LineFormat = LineFormat("jsonl")):
         self.path, self.offsets, self.line_bytes, self.format = path, offsets, line_bytes, fmt
 
     def __len__(self) -> int:
@@ -315,7 +352,7 @@ class LineTexts(Sequence):
         if isinstance(index, slice):
             return LineTexts(self.path, self.offsets[index], self.line_bytes[index], self.format)
         if self.format.kind == "parquet":
-            return parquet_texts(self.path, self.format, self.offsets[index:index + 1])[0]
+            return parquet_texts(self.path, self.format, self.offsets[index : index + 1])[0]
         with open(self.path, "rb") as handle:
             return _text_at(handle, int(self.offsets[index]), self.format)
 
@@ -340,20 +377,29 @@ class LineTexts(Sequence):
             return None
         with open(self.path, "rb") as handle:
             descriptor = handle.fileno()
-            data = b"".join([os.pread(descriptor, int(size), int(offset))
-                             for offset, size in zip(self.offsets, self.line_bytes)])
+            data = b"".join(
+                [os.pread(descriptor, int(size), int(offset)) for offset, size in zip(self.offsets, self.line_bytes)]
+            )
         return _arrow_texts(data, len(self), self.format)
 
 
-def _share_apply(item: int | tuple[int, object], path: str, count: int, fmt: LineFormat, fn: Callable, args: tuple,
-                 first_rows: list[int] | None = None):
+def _share_apply(
+    item: int | tuple[int, object],
+    path: str,
+    count: int,
+    fmt: LineFormat,
+    fn: Callable,
+    args: tuple,
+    first_rows: list[int] | None = None,
+):
     """A worker's part of FileTexts.map_shares: item, the share's index, or (its index, its own argument);
     first_rows given (its `arrow`): the share's texts as share_texts_arrow parses them where it can."""
     index, own = (item, ()) if isinstance(item, int) else (item[0], (item[1],))
     texts = None
     if first_rows is not None:
-        texts = share_texts_arrow(path, *_share_bounds(path, index, count), first_rows[index + 1] - first_rows[index],
-                                  fmt)
+        texts = share_texts_arrow(
+            path, *_share_bounds(path, index, count), first_rows[index + 1] - first_rows[index], fmt
+        )
     return fn(_share_texts(index, path, count, fmt) if texts is None else texts, *own, *args)
 
 
@@ -363,8 +409,9 @@ def _share_bounds(path: str | Path, index: int, count: int) -> tuple[int, int]:
     return size * index // count, size * (index + 1) // count
 
 
-def share_texts_arrow(path: str, start: int, end: int, documents: int, fmt: "LineFormat | None" = None
-                      ) -> pa.Array | None:
+def share_texts_arrow(
+    path: str, start: int, end: int, documents: int, fmt: "LineFormat | None" = None
+) -> pa.Array | None:
     """The texts of the JSONL lines that start in bytes [start, end) of a file that reading found to hold
     `documents` documents there, as one pyarrow large_string array (_arrow_texts); None where pyarrow's parse is
     not sure to be what reading found (then the share is read line by line)."""

@@ -56,8 +56,9 @@ def _hash_chunk(texts: list[str], hasher: HashingVectorizer) -> tuple[np.ndarray
     return counts.data, counts.indices, np.diff(counts.indptr)
 
 
-def hash_corpus(path: str | Path, settings: WordSettings, workers: int | None = None,
-                chunk_docs: int = CHUNK_DOCS) -> HashedCorpus:
+def hash_corpus(
+    path: str | Path, settings: WordSettings, workers: int | None = None, chunk_docs: int = CHUNK_DOCS
+) -> HashedCorpus:
     """Read and hash a corpus in one streaming pass; refuses unusable corpora like read_corpus does."""
     fmt, stats, documents = open_documents(path, settings.max_file_mb)
     labels: list[str] = []
@@ -81,8 +82,13 @@ def hash_corpus(path: str | Path, settings: WordSettings, workers: int | None = 
         except Exception as exc:
             failure.append(exc)
 
-    hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token,
-                             settings.unspaced_as_characters)
+    hasher = hashing_counter(
+        settings.features,
+        settings.ngram_max,
+        settings.stop_words,
+        settings.start_token,
+        settings.unspaced_as_characters,
+    )
     texts = chunks()
     first = next(texts, None)
     second = next(texts, None) if first is not None else None
@@ -93,8 +99,11 @@ def hash_corpus(path: str | Path, settings: WordSettings, workers: int | None = 
     else:
         from joblib import Parallel, delayed
 
-        parts = list(Parallel(n_jobs=workers, return_as="generator", pre_dispatch="2*n_jobs")(
-            delayed(_hash_chunk)(chunk, hasher) for chunk in pending))
+        parts = list(
+            Parallel(n_jobs=workers, return_as="generator", pre_dispatch="2*n_jobs")(
+                delayed(_hash_chunk)(chunk, hasher) for chunk in pending
+            )
+        )
     if failure:
         raise failure[0]
     check_usable(str(path), labels, stats.skipped, stats.empty_labels)

@@ -36,8 +36,9 @@ def write_synthetic(texts: list[str], labels: list[str], out_path: str | Path, n
     words = counter.get_feature_names_out().astype(object)
     lengths = np.minimum(np.asarray(counts.sum(axis=1)).ravel(), MAX_WORDS)
     overall = np.asarray(counts.sum(axis=0)).ravel().astype(np.float64)
-    per_label = [np.asarray(counts[label_index == c].sum(axis=0)).ravel().astype(np.float64)
-                 for c in range(len(classes))]
+    per_label = [
+        np.asarray(counts[label_index == c].sum(axis=0)).ravel().astype(np.float64) for c in range(len(classes))
+    ]
     cumulative = [np.cumsum(d / d.sum()) for d in per_label] + [np.cumsum(overall / overall.sum())]
     label_freq = np.bincount(label_index, minlength=len(classes)) / len(labels)
     model = (classes, words, cumulative, [lengths[label_index == c] for c in range(len(classes))], label_freq)
@@ -51,7 +52,8 @@ def write_synthetic(texts: list[str], labels: list[str], out_path: str | Path, n
     # they arrive, so the output does not depend on the number of cores and memory holds a few chunks at most.
     jobs = 1 if len(sizes) == 1 else -1
     chunks = Parallel(n_jobs=jobs, return_as="generator")(
-        delayed(_sample_chunk)(model, size, np.random.SeedSequence([seed, number])) for number, size in enumerate(sizes))
+        delayed(_sample_chunk)(model, size, np.random.SeedSequence([seed, number])) for number, size in enumerate(sizes)
+    )
     try:
         with tmp.open("w", encoding="utf-8") as out:
             for lines in chunks:
@@ -76,11 +78,12 @@ def _sample_chunk(model, size: int, seed_sequence) -> str:
         total = int(doc_lengths.sum())
         own = rng.random(total) < LABEL_SHARE
         draws = rng.random(total)
-        ids = np.where(own, np.searchsorted(cumulative[c], draws),
-                       np.searchsorted(cumulative[-1], draws)).clip(0, len(words) - 1)
+        ids = np.where(own, np.searchsorted(cumulative[c], draws), np.searchsorted(cumulative[-1], draws)).clip(
+            0, len(words) - 1
+        )
         text_words = words[ids]
         bounds = np.concatenate([[0], np.cumsum(doc_lengths)])
         for i in range(rows.size):
-            lines.append(json.dumps({"text": " ".join(text_words[bounds[i]:bounds[i + 1]]), "label": classes[c]}))
+            lines.append(json.dumps({"text": " ".join(text_words[bounds[i] : bounds[i + 1]]), "label": classes[c]}))
     rng.shuffle(lines)
     return "\n".join(lines) + "\n"

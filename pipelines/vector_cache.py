@@ -33,30 +33,59 @@ class CacheSettings(WordSettings, Protocol):
     validation_fraction: float
 
 
-WORD_SETTINGS = ("features", "vectorizer", "feature_selection", "ngram_max", "stop_words", "min_df", "sublinear_tf",
-                 "nb_weighting", "char_ngrams", "start_token", "unspaced_as_characters")
+WORD_SETTINGS = (
+    "features",
+    "vectorizer",
+    "feature_selection",
+    "ngram_max",
+    "stop_words",
+    "min_df",
+    "sublinear_tf",
+    "nb_weighting",
+    "char_ngrams",
+    "start_token",
+    "unspaced_as_characters",
+)
 
 
-def cache_key(train_fingerprint: str, test_fingerprint: str | None, settings: CacheSettings,
-              train_labels: list[str], eval_labels: list[str]) -> str:
-    split = {"test": test_fingerprint} if test_fingerprint else {
-        "seed": settings.seed, "validation_fraction": settings.validation_fraction}
-    description = {"format": FORMAT, "train": train_fingerprint, "split": split,
-                   "settings": {name: getattr(settings, name) for name in WORD_SETTINGS},
-                   "labels": hashlib.sha256(json.dumps([train_labels, eval_labels]).encode()).hexdigest()}
+def cache_key(
+    train_fingerprint: str,
+    test_fingerprint: str | None,
+    settings: CacheSettings,
+    train_labels: list[str],
+    eval_labels: list[str],
+) -> str:
+    split = (
+        {"test": test_fingerprint}
+        if test_fingerprint
+        else {"seed": settings.seed, "validation_fraction": settings.validation_fraction}
+    )
+    description = {
+        "format": FORMAT,
+        "train": train_fingerprint,
+        "split": split,
+        "settings": {name: getattr(settings, name) for name in WORD_SETTINGS},
+        "labels": hashlib.sha256(json.dumps([train_labels, eval_labels]).encode()).hexdigest(),
+    }
     return hashlib.sha256(json.dumps(description, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def _matrix_arrays(prefix: str, matrix: sp.csr_matrix) -> dict[str, np.ndarray]:
-    return {f"{prefix}.data": matrix.data, f"{prefix}.indices": matrix.indices, f"{prefix}.indptr": matrix.indptr,
-            f"{prefix}.shape": np.array(matrix.shape)}
+    return {
+        f"{prefix}.data": matrix.data,
+        f"{prefix}.indices": matrix.indices,
+        f"{prefix}.indptr": matrix.indptr,
+        f"{prefix}.shape": np.array(matrix.shape),
+    }
 
 
 def _matrix(prefix: str, arrays, width: int) -> sp.csr_matrix:
     """A cached matrix, checked whole before use (column indices within its width, row pointers in order, finite
     values, the vectorizer's width): a valid file with wrong numbers is a damaged entry, not vectors. ValueError."""
-    matrix = sp.csr_matrix((arrays[f"{prefix}.data"], arrays[f"{prefix}.indices"], arrays[f"{prefix}.indptr"]),
-                           shape=tuple(int(n) for n in arrays[f"{prefix}.shape"]))
+    matrix = sp.csr_matrix(
+        (arrays[f"{prefix}.data"], arrays[f"{prefix}.indices"], arrays[f"{prefix}.indptr"]),
+        shape=tuple(int(n) for n in arrays[f"{prefix}.shape"]),
+    )
     matrix.check_format(full_check=True)
     if matrix.shape[1] != width or not np.isfinite(matrix.data).all():
         raise ValueError(f"{prefix} vectors of width {matrix.shape[1]} (the vectorizer's: {width}) or not finite")
@@ -74,8 +103,9 @@ def load(folder: Path, key: str) -> tuple[Vectorizer, sp.csr_matrix, sp.csr_matr
     try:
         with np.load(path, allow_pickle=False) as arrays:
             config = json.loads(str(arrays["config"]))
-            vectorizer = Vectorizer.from_arrays(config, {k[len("vectorizer."):]: arrays[k] for k in arrays.files
-                                                         if k.startswith("vectorizer.")})
+            vectorizer = Vectorizer.from_arrays(
+                config, {k[len("vectorizer.") :]: arrays[k] for k in arrays.files if k.startswith("vectorizer.")}
+            )
             width = vectorizer.n_features
             result = vectorizer, _matrix("train", arrays, width), _matrix("eval", arrays, width)
     except (OSError, ValueError, TypeError, KeyError, EOFError, zipfile.BadZipFile):

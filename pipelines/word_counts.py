@@ -5,7 +5,8 @@ small-input path all work on one term numbering, which a split would pass betwee
 
 Why: scikit-learn's analyzer builds a Python string per token and per bigram, and counting them through dicts cost
 ~300 ns a term: fitting a vocabulary on 100,000 synthetic documents (117 MB) took 25.6 s on 2 cores, 4.6 MB/s (11.0
-s with this module; `benchmarks.vectorizing.vectorize_workers`, docs/decisions.md "Vectorizing in compiled code"). Here the texts
+s with this module; `benchmarks.vectorizing.vectorize_workers`, docs/decisions.md "Vectorizing in compiled code"). Here
+the texts
 are split by pyarrow's string kernels (ASCII documents on whitespace after a byte translation, the others by
 RE2, in C++), each distinct word becomes a number once per chunk (pyarrow's
 dictionary encoding), a bigram is a pair of word numbers packed in one int64, and the (document, term) counts are
@@ -16,7 +17,8 @@ file's share, parsed by pyarrow: pipelines/shares.py), which is lowercased and s
 Same terms and counts as CountVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w\\w+\\b", ngram_range=(1, n),
 stop_words) for n <= 2, or with `unspaced` as token_pattern=UNSPACED_TOKEN_PATTERN, each character of a script
 written without spaces a word (tests/pipelines/test_word_counts.py checks it on trec, mr, AG News and 20 Newsgroups
-posts, and on random Unicode): lowercasing is Python's own str.lower (so the Unicode special cases, such as a final sigma, come out as
+posts, and on random Unicode): lowercasing is Python's own str.lower (so the Unicode special cases, such as a final
+sigma, come out as
 scikit-learn's), and a token is a maximal run of word characters, Python's \\w being [\\p{L}\\p{N}_] (letters,
 numbers, the underscore), which is how the RE2 pattern splits (and, on ASCII, the byte table).
 Longer n-grams, the character analyzer and hashing stay with scikit-learn (pipelines/vectorize/terms.py decides).
@@ -31,7 +33,6 @@ term keys: a unigram is its word number w (< W), a bigram W + w1 * W + w2.
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -68,9 +69,19 @@ TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # CountVectorizer's token_pattern
 # the ideographic zero, Hiragana, Katakana (and its phonetic extensions and half-width forms), the CJK Unified
 # Ideographs with extension A, the compatibility ideographs, and planes 2 and 3 (the further extensions). Hangul is
 # left out: Korean puts spaces between its words.
-UNSPACED_RANGES = ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x3005, 0x3007), (0x3040, 0x30FF),
-                   (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFF66, 0xFF9F),
-                   (0x20000, 0x3FFFF))
+UNSPACED_RANGES = (
+    (0x0E00, 0x0EFF),
+    (0x1000, 0x109F),
+    (0x1780, 0x17FF),
+    (0x3005, 0x3007),
+    (0x3040, 0x30FF),
+    (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFF9F),
+    (0x20000, 0x3FFFF),
+)
 # The ranges as the inside of a character class of Python's re (of RE2, below).
 UNSPACED_CLASS = "".join(f"{chr(first)}-{chr(last)}" for first, last in UNSPACED_RANGES)
 _UNSPACED_CLASS_RE2 = "".join(f"\\x{{{first:x}}}-\\x{{{last:x}}}" for first, last in UNSPACED_RANGES)
@@ -109,9 +120,12 @@ class Tokens:
     docs: np.ndarray  # (T,) int64: each document's tokens next to each other, in the document's order
 
 
-def tokens(texts: Texts, stop_words: frozenset[str] | None, prefix: str | None = None, unspaced: bool = False) -> Tokens:
+def tokens(
+    texts: Texts, stop_words: frozenset[str] | None, prefix: str | None = None, unspaced: bool = False
+) -> Tokens:
     """texts -> Tokens, lowercased as scikit-learn does, stop words left out; prefix: a word put in front of each
-    text (before lowercasing, as a preprocessor would); unspaced: each character of a script written without spaces a word (UNSPACED_RANGES)."""
+    text (before lowercasing, as a preprocessor would); unspaced: each character of a script written without spaces a
+    word (UNSPACED_RANGES)."""
     small = _small(texts)
     lowered = _lowered(texts, prefix, ascii_lowered=small)
     return (_python_tokens if small else _arrow_tokens)(lowered, stop_words, unspaced)
@@ -137,14 +151,16 @@ def _lowered_array(texts: pa.Array, prefix: str | None, ascii_lowered: bool = Tr
     special cases)."""
     texts = texts.cast(pa.large_string())
     if prefix:
-        texts = pc.binary_join_element_wise(pa.scalar(prefix, pa.large_string()), texts,
-                                            pa.scalar(" ", pa.large_string()))
+        texts = pc.binary_join_element_wise(
+            pa.scalar(prefix, pa.large_string()), texts, pa.scalar(" ", pa.large_string())
+        )
     ascii_texts = pc.string_is_ascii(texts)
     lowered = pc.ascii_lower(texts) if ascii_lowered else texts
     if not pc.all(ascii_texts).as_py():
         others = pc.invert(ascii_texts)
-        lowered = pc.replace_with_mask(lowered, others, pa.array(
-            [text.lower() for text in texts.filter(others).to_pylist()], pa.large_string()))
+        lowered = pc.replace_with_mask(
+            lowered, others, pa.array([text.lower() for text in texts.filter(others).to_pylist()], pa.large_string())
+        )
     return lowered
 
 
@@ -201,8 +217,9 @@ def _arrow_split(lowered: list[str] | pa.Array, unspaced: bool = False) -> tuple
             parts.append(split(lowered))
         elif which.any():
             numbers = np.flatnonzero(which)
-            flat, docs = split(lowered.filter(pa.array(which)) if isinstance(lowered, pa.Array)
-                               else [lowered[i] for i in numbers])
+            flat, docs = split(
+                lowered.filter(pa.array(which)) if isinstance(lowered, pa.Array) else [lowered[i] for i in numbers]
+            )
             parts.append((flat, numbers[docs]))
     if len(parts) == 1:
         return parts[0]
@@ -215,8 +232,9 @@ def _regex_split(lowered: list[str] | pa.Array, unspaced: bool = False) -> tuple
     texts = lowered if isinstance(lowered, pa.Array) else pa.array(lowered, pa.large_string())
     if unspaced:
         texts = pc.replace_substring_regex(texts, f"[{_UNSPACED_CLASS_RE2}]", " \\0 ")
-    return _long_pieces(pc.split_pattern_regex(texts, NOT_WORD_OR_UNSPACED if unspaced else NOT_WORD), pc.utf8_length,
-                        unspaced)
+    return _long_pieces(
+        pc.split_pattern_regex(texts, NOT_WORD_OR_UNSPACED if unspaced else NOT_WORD), pc.utf8_length, unspaced
+    )
 
 
 def _long_pieces(pieces: pa.ListArray, length, unspaced: bool = False) -> tuple[pa.Array, np.ndarray]:
@@ -240,8 +258,8 @@ def _long_pieces(pieces: pa.ListArray, length, unspaced: bool = False) -> tuple[
 # own (_lowered's ascii_lowered): a 16 MB share's pyarrow ascii_lower took 11 of its ~300 ms (one core).
 _WORD_OR_SPACE = np.full(256, ord(" "), np.uint8)
 for _first, _last in ("az", "09", "__"):
-    _WORD_OR_SPACE[ord(_first):ord(_last) + 1] = np.arange(ord(_first), ord(_last) + 1)
-_WORD_OR_SPACE[ord("A"):ord("Z") + 1] = np.arange(ord("a"), ord("z") + 1)
+    _WORD_OR_SPACE[ord(_first) : ord(_last) + 1] = np.arange(ord(_first), ord(_last) + 1)
+_WORD_OR_SPACE[ord("A") : ord("Z") + 1] = np.arange(ord("a"), ord("z") + 1)
 # The table as bytes.translate takes it: a byte-to-byte loop, where numpy's indexing by a uint8 array widened the
 # indices to int64 first (a 14 MB share: 6 ms against 19, one core).
 _WORD_OR_SPACE_BYTES = _WORD_OR_SPACE.tobytes()
@@ -255,7 +273,7 @@ def _ascii_split(lowered: list[str] | pa.Array) -> tuple[pa.Array, np.ndarray]:
     compiled code")."""
     if isinstance(lowered, pa.Array):  # a large_string array's bytes and offsets as they lie
         offsets = string_offsets(lowered)
-        data = memoryview(lowered.buffers()[2])[offsets[0]:offsets[-1]].tobytes().translate(_WORD_OR_SPACE_BYTES)
+        data = memoryview(lowered.buffers()[2])[offsets[0] : offsets[-1]].tobytes().translate(_WORD_OR_SPACE_BYTES)
         offsets = offsets - offsets[0]
     else:
         data = "".join(lowered).encode("ascii").translate(_WORD_OR_SPACE_BYTES)
@@ -266,7 +284,8 @@ def _ascii_split(lowered: list[str] | pa.Array) -> tuple[pa.Array, np.ndarray]:
 
 
 def _python_tokens(lowered: list[str] | pa.Array, stop_words: frozenset[str] | None, unspaced: bool = False) -> Tokens:
-    """tokens() of a small input, by scikit-learn's own token pattern in Python's re (UNSPACED_TOKEN_PATTERN with unspaced)."""
+    """tokens() of a small input, by scikit-learn's own token pattern in Python's re (UNSPACED_TOKEN_PATTERN with
+    unspaced)."""
     if isinstance(lowered, pa.Array):
         lowered = lowered.to_pylist()
     number: dict[str, int] = {}
@@ -319,13 +338,13 @@ def count_keys(keys: np.ndarray, docs: np.ndarray, n_docs: int) -> tuple[np.ndar
         return distinct, counts
     key, doc, counts = _pair_counts(keys, docs, n)
     new_key = _changes(key)
-    by_key = sp.csc_matrix((counts, doc.astype(np.int32), np.append(np.flatnonzero(new_key), len(key))),
-                           shape=(n_docs, int(new_key.sum())))
+    by_key = sp.csc_matrix(
+        (counts, doc.astype(np.int32), np.append(np.flatnonzero(new_key), len(key))), shape=(n_docs, int(new_key.sum()))
+    )
     return key[new_key], by_key.tocsr()
 
 
-def _pair_counts(major: np.ndarray, minor: np.ndarray, n_minor: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _pair_counts(major: np.ndarray, minor: np.ndarray, n_minor: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Occurrences of (major, minor) pairs, minor < n_minor -> (major, minor, float32 count) of each distinct pair,
     sorted by major then minor: one sort of the pairs packed in an int64."""
     packed = major * n_minor
@@ -399,8 +418,9 @@ def _ranks(keys: np.ndarray, runs: bool = False) -> tuple[np.ndarray, np.ndarray
     return distinct, ranks
 
 
-def _ranks_of_runs(runs: list[tuple[np.ndarray, np.ndarray]], threads: ThreadPoolExecutor, workers: int
-                   ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+def _ranks_of_runs(
+    runs: list[tuple[np.ndarray, np.ndarray]], threads: ThreadPoolExecutor, workers: int
+) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     """Sorted arrays, each of distinct keys, with a whole-number weight each -> (the distinct keys of all of them
     sorted (N,); each array's keys' ranks among them, int64; each distinct key's weights summed (N,) int64). The
     keys are cut into ranges at values of the longest array's (a key falls in one range in every array), and each
@@ -423,11 +443,20 @@ def _ranks_of_runs(runs: list[tuple[np.ndarray, np.ndarray]], threads: ThreadPoo
     # (arrays, pieces) lengths of its pieces.
     lengths = np.diff(np.stack(bounds), axis=1)
     starts = np.concatenate([np.zeros((1, pieces), np.int64), np.cumsum(lengths, axis=0)])
-    ranks = [np.concatenate([piece_ranks[starts[index, piece]:starts[index + 1, piece]] + first_rank[piece]
-                             for piece, (_, piece_ranks, _) in enumerate(ranked)])
-             for index in range(len(runs))]
-    return (np.concatenate([distinct for distinct, _, _ in ranked]), ranks,
-            np.concatenate([totals for _, _, totals in ranked]))
+    ranks = [
+        np.concatenate(
+            [
+                piece_ranks[starts[index, piece] : starts[index + 1, piece]] + first_rank[piece]
+                for piece, (_, piece_ranks, _) in enumerate(ranked)
+            ]
+        )
+        for index in range(len(runs))
+    ]
+    return (
+        np.concatenate([distinct for distinct, _, _ in ranked]),
+        ranks,
+        np.concatenate([totals for _, _, totals in ranked]),
+    )
 
 
 @dataclass
@@ -439,8 +468,9 @@ class ChunkCounts:
     counts: sp.csr_matrix
 
 
-def count_chunk(texts: Texts, ngram_max: int, stop_words: frozenset[str] | None,
-                prefix: str | None = None, unspaced: bool = False) -> ChunkCounts:
+def count_chunk(
+    texts: Texts, ngram_max: int, stop_words: frozenset[str] | None, prefix: str | None = None, unspaced: bool = False
+) -> ChunkCounts:
     """One chunk's terms and counts, in its own numbering (merge joins chunks)."""
     found = tokens(texts, stop_words, prefix, unspaced)
     keys, docs = term_keys(found, ngram_max)
@@ -490,7 +520,7 @@ def merge_terms(parts: list[ChunkCounts], min_df: int, leave_out: str | None = N
         its own numbering, not in the shared one); and each one's document frequency in the chunk, in that order."""
         part = parts[index]
         first, second = _split_keys(part.keys, len(part.words))
-        mapped = numbers[offsets[index]:offsets[index + 1]]
+        mapped = numbers[offsets[index] : offsets[index + 1]]
         keys = _global_keys(mapped[first], np.where(second < 0, -1, mapped[second]), n_words)
         order = np.argsort(keys)
         return keys[order], order, np.bincount(part.counts.indices, minlength=len(part.keys))[order]
@@ -516,12 +546,17 @@ def merge_terms(parts: list[ChunkCounts], min_df: int, leave_out: str | None = N
     # one core).
     word_rank = np.empty(n_words, np.int64)
     word_rank[pc.array_sort_indices(words).to_numpy()] = np.arange(n_words)
-    alphabetical = np.argsort(word_rank[first] * (n_words + 1) + np.where(second < 0, 0,
-                                                                          word_rank[np.maximum(second, 0)] + 1))
+    alphabetical = np.argsort(
+        word_rank[first] * (n_words + 1) + np.where(second < 0, 0, word_rank[np.maximum(second, 0)] + 1)
+    )
     first, second = first[alphabetical], second[alphabetical]
-    terms = pc.if_else(pa.array(second < 0), words.take(pa.array(first)), pc.binary_join_element_wise(
-        words.take(pa.array(first)), words.take(pa.array(np.maximum(second, 0))),
-        pa.scalar(" ", pa.large_string())))
+    terms = pc.if_else(
+        pa.array(second < 0),
+        words.take(pa.array(first)),
+        pc.binary_join_element_wise(
+            words.take(pa.array(first)), words.take(pa.array(np.maximum(second, 0))), pa.scalar(" ", pa.large_string())
+        ),
+    )
     column = np.full(len(distinct), -1, np.int64)  # distinct key -> its column, -1: dropped
     column[kept[alphabetical]] = np.arange(len(kept))
 
@@ -567,8 +602,10 @@ def move_columns(counts: sp.csr_matrix, new_column: np.ndarray, width: int) -> s
     -1 dropped."""
     columns = new_column[counts.indices]
     keep = columns >= 0
-    return sp.csr_matrix((counts.data[keep], columns[keep].astype(np.int32), kept_indptr(counts.indptr, keep)),
-                         shape=(counts.shape[0], width))
+    return sp.csr_matrix(
+        (counts.data[keep], columns[keep].astype(np.int32), kept_indptr(counts.indptr, keep)),
+        shape=(counts.shape[0], width),
+    )
 
 
 def stack_rows(parts: list[sp.csr_matrix]) -> sp.csr_matrix:
@@ -586,8 +623,8 @@ def stack_rows(parts: list[sp.csr_matrix]) -> sp.csr_matrix:
     indptr[0] = at = row = 0
     while parts:
         part = parts.pop(0)
-        data[at:at + part.nnz], indices[at:at + part.nnz] = part.data, part.indices
-        indptr[row + 1:row + 1 + part.shape[0]] = part.indptr[1:] + at
+        data[at : at + part.nnz], indices[at : at + part.nnz] = part.data, part.indices
+        indptr[row + 1 : row + 1 + part.shape[0]] = part.indptr[1:] + at
         at, row = at + part.nnz, row + part.shape[0]
         del part
         return_freed_memory()
@@ -607,8 +644,14 @@ class WordCounter:
     (documents, len(terms)) CSR float32, columns in the terms' order. It pickles to worker processes with its
     vocabulary's words (a dict) and lookup arrays."""
 
-    def __init__(self, terms: Sequence[str], ngram_max: int, stop_words: frozenset[str] | None,
-                 prefix: str | None = None, unspaced: bool = False):
+    def __init__(
+        self,
+        terms: Sequence[str],
+        ngram_max: int,
+        stop_words: frozenset[str] | None,
+        prefix: str | None = None,
+        unspaced: bool = False,
+    ):
         if not supports(ngram_max):
             raise ValueError(f"word counting supports n-grams up to {MAX_NGRAM}, not {ngram_max}")
         self.ngram_max, self.stop_words, self.prefix, self.unspaced = ngram_max, stop_words, prefix, unspaced

@@ -21,7 +21,8 @@ Decision: fork the workers when that is safe, else start fresh ones with loky.
   hash() of a string is the same in every worker of the pool.
 - Large results come back through shared memory, not the executor's pipe (SharedResults): the pipe is read by one
   thread of this process, 254-269 MB/s against shared memory's 925-1,420 MB/s on 2 cores
-  (benchmarks/vectorizing/result_transport.py, docs/decisions.md "A large file's vectorizing"), where a transformed million
+  (benchmarks/vectorizing/result_transport.py, docs/decisions.md "A large file's vectorizing"), where a transformed
+  million
   documents is 1.1 GB of arrays.
 """
 
@@ -49,8 +50,9 @@ def fork_refusal() -> str | None:
     if sys.platform != "linux":
         return f"{sys.platform} is not Linux"
     if threading.active_count() != 1:
-        return f"{threading.active_count() - 1} other thread(s) running: " + \
-            ", ".join(t.name for t in threading.enumerate() if t is not threading.current_thread())
+        return f"{threading.active_count() - 1} other thread(s) running: " + ", ".join(
+            t.name for t in threading.enumerate() if t is not threading.current_thread()
+        )
     if "jax" in sys.modules:
         return "JAX is imported"
     return None
@@ -88,7 +90,8 @@ class WorkerPool:
     everything runs here. Use as a context manager (the workers exit with it)."""
 
     def __init__(self, processes: int, shared_results: bool = True):
-        """shared_results=False: every result through the executor's pipe (benchmarks/vectorizing/result_transport.py compares)."""
+        """shared_results=False: every result through the executor's pipe (benchmarks/vectorizing/result_transport.py
+        compares)."""
         self.processes = max(1, processes)
         refusal = fork_refusal() if self.processes > 1 else None
         self.forked = self.processes > 1 and refusal is None
@@ -108,8 +111,9 @@ class WorkerPool:
             import sklearn.feature_extraction.text  # noqa: F401
 
             context = multiprocessing.get_context("fork")
-            self._executor = ProcessPoolExecutor(self.processes, mp_context=context, initializer=_die_with_parent,
-                                                 initargs=(os.getpid(),))
+            self._executor = ProcessPoolExecutor(
+                self.processes, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
+            )
             # Fork every worker now: a fork-based executor does so on its first submit, before its manager
             # thread starts.
             list(self._executor.map(int, range(self.processes)))
@@ -119,8 +123,9 @@ class WorkerPool:
             # One hash seed for all of this pool's workers (a fork shares this process's): hash() values of the
             # same string then agree across chunks, which the vocabulary merge relies on (pipelines/vectorize/terms.py).
             seed = str(random.SystemRandom().randrange(1, 2**32))
-            self._executor = LokyExecutor(self.processes, env={"PYTHONHASHSEED": seed}, initializer=_die_with_parent,
-                                          initargs=(os.getpid(),))
+            self._executor = LokyExecutor(
+                self.processes, env={"PYTHONHASHSEED": seed}, initializer=_die_with_parent, initargs=(os.getpid(),)
+            )
 
     def map(self, fn: Callable, chunks: Sequence, *args, on_done: Callable[[int], None] | None = None) -> list:
         """[fn(chunk, *args) for chunk in chunks], computed by the workers; on_done(i) as result i arrives
@@ -138,8 +143,11 @@ class WorkerPool:
             return (fn(chunk, *args) for chunk in chunks)
         if self._shared is None:
             return self._executor.map(fn, chunks, *(itertools.repeat(a, len(chunks)) for a in args))
-        sent = self._executor.map(functools.partial(_call_sharing, self._shared, fn), chunks,
-                                  *(itertools.repeat(a, len(chunks)) for a in args))
+        sent = self._executor.map(
+            functools.partial(_call_sharing, self._shared, fn),
+            chunks,
+            *(itertools.repeat(a, len(chunks)) for a in args),
+        )
         return map(SharedResults.received, sent)
 
     def close(self) -> None:
@@ -225,7 +233,7 @@ class SharedResults:
         os.unlink(result.path)
         whole, views, at = memoryview(mapped), [], 0
         for size in result.sizes:
-            views.append(whole[at:at + size])
+            views.append(whole[at : at + size])
             at += size + (-size % 64)
         return pickle.loads(result.data, buffers=views)
 

@@ -96,8 +96,9 @@ def db_path(tmp_path) -> Path:
 def fast_settings() -> Settings:
     """Small enough to train in well under a second after compilation."""
     # search off: the model search has its own tests (tests/textclf/training/search/test_halving.py)
-    return Settings(epochs=2, min_steps=60, batch_size=8, hidden=16, optimizer="sgd", learning_rate=0.5, init_gain=4.0,
-                    search="off")
+    return Settings(
+        epochs=2, min_steps=60, batch_size=8, hidden=16, optimizer="sgd", learning_rate=0.5, init_gain=4.0, search="off"
+    )
 
 
 def shared_path(*parts: str) -> Path:

@@ -19,8 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-BLOCK = re.compile(r"(<!-- docs-test: skip: (?P<reason>[^>]+?) -->\n)?```(?P<lang>bash|python)\n(?P<code>.*?)```",
-                   re.S)
+BLOCK = re.compile(r"(<!-- docs-test: skip: (?P<reason>[^>]+?) -->\n)?```(?P<lang>bash|python)\n(?P<code>.*?)```", re.S)
 
 
 def blocks(path: Path) -> list[tuple[str, str, str | None]]:
@@ -31,8 +30,10 @@ def blocks(path: Path) -> list[tuple[str, str, str | None]]:
 def _workspace(folder: Path) -> None:
     shutil.copytree(REPO / "textclf" / "sample_corpus", folder / "textclf" / "sample_corpus")
     shutil.copytree(REPO / "examples", folder / "examples")
-    records = [{"text": f.read_text(encoding="utf-8"), "label": f.parent.name}
-               for f in sorted((REPO / "textclf" / "sample_corpus").glob("*/*"))]
+    records = [
+        {"text": f.read_text(encoding="utf-8"), "label": f.parent.name}
+        for f in sorted((REPO / "textclf" / "sample_corpus").glob("*/*"))
+    ]
     for name, rows in (("train.jsonl", records[0::3] + records[1::3]), ("test.jsonl", records[2::3])):
         (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
@@ -51,12 +52,18 @@ def test_the_blocks_of_a_doc_run(path, tmp_path):
     if not runnable:
         pytest.skip(f"{path.name}: every block needs what this machine lacks (see its skip reasons)")
     _workspace(tmp_path)
-    env = {**os.environ, "TEXTCLF_HOME": str(tmp_path / "home"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(REPO), "TEXTCLF_DB_TIMEOUT": "10"}
+    env = {
+        **os.environ,
+        "TEXTCLF_HOME": str(tmp_path / "home"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(REPO),
+        "TEXTCLF_DB_TIMEOUT": "10",
+    }
     env.pop("TEXTCLF_DB", None)
     for number, (lang, code) in enumerate(runnable, 1):
         command = ["bash", "-euo", "pipefail", "-c", code] if lang == "bash" else [sys.executable, "-c", code]
         done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, (f"{path.name}, block {number} ({lang}) failed with {done.returncode}:\n"
-                                      f"{code}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}")
+        assert done.returncode == 0, (
+            f"{path.name}, block {number} ({lang}) failed with {done.returncode}:\n"
+            f"{code}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+        )

@@ -24,17 +24,27 @@ from textclf.settings import Settings
 # The suite runs a fixed set of 60 examples per test (derandomize), so a check passes or fails the same way on
 # every machine (tests/conftest.py); `HYPOTHESIS_PROFILE=deep pytest tests/test_fuzz.py` searches fresh inputs.
 FUZZ = hypothesis_settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                        max_size=3), max_leaves=8)
-LINES = st.lists(st.one_of(
-    st.binary(max_size=60),  # anything at all
-    st.builds(lambda text, label: json.dumps({"text": text, "label": label}).encode(), JSON_VALUES, JSON_VALUES),
-    st.builds(lambda record: json.dumps(record).encode(), st.dictionaries(st.sampled_from(["text", "label", "x"]),
-                                                                          JSON_VALUES, max_size=3)),
-    st.builds(lambda labels, text: b" ".join(b"__label__" + label for label in labels) + b" " + text,  # fastText's
-              st.lists(st.binary(max_size=6), max_size=3), st.binary(max_size=30)),
-), max_size=12)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+LINES = st.lists(
+    st.one_of(
+        st.binary(max_size=60),  # anything at all
+        st.builds(lambda text, label: json.dumps({"text": text, "label": label}).encode(), JSON_VALUES, JSON_VALUES),
+        st.builds(
+            lambda record: json.dumps(record).encode(),
+            st.dictionaries(st.sampled_from(["text", "label", "x"]), JSON_VALUES, max_size=3),
+        ),
+        st.builds(
+            lambda labels, text: b" ".join(b"__label__" + label for label in labels) + b" " + text,  # fastText's
+            st.lists(st.binary(max_size=6), max_size=3),
+            st.binary(max_size=30),
+        ),
+    ),
+    max_size=12,
+)
 
 
 def _either_result_or_user_error(fn):
@@ -67,18 +77,26 @@ def two_workers():
         yield pool
 
 
-CELLS = st.one_of(st.text(st.sampled_from('aab b,"\t\\\u00e9'), max_size=8),
-                  st.sampled_from(["x\ny", '"\n"', "\r", "a\r\n"]))  # line breaks, now and then
+CELLS = st.one_of(
+    st.text(st.sampled_from('aab b,"\t\\\u00e9'), max_size=8), st.sampled_from(["x\ny", '"\n"', "\r", "a\r\n"])
+)  # line breaks, now and then
 LABELS = st.sampled_from(["a", "b", '"b"', ""])
-TABLE_LINES = st.lists(st.one_of(
-    st.binary(max_size=30),  # anything at all
-    st.builds(lambda label, cells: ",".join([label, *cells]).encode(), LABELS, st.lists(CELLS, max_size=2)),
-    st.builds(lambda label, cells: ",".join([label, *('"' + c.replace('"', '""') + '"' for c in cells)]).encode(),
-              LABELS, st.lists(CELLS, max_size=2)),  # quoted cells, maybe holding line breaks
-    st.builds(lambda label, text: "\t".join([text, label]).encode(), LABELS, CELLS),  # a TSV row
-    st.builds(lambda label, text: f"__label__{label} {text}".encode(), LABELS, CELLS),  # fastText's
-    st.sampled_from([b"label,text", b"text\tlabel", b"__label__a x", b""]),  # headers, a blank line
-), min_size=3, max_size=25)
+TABLE_LINES = st.lists(
+    st.one_of(
+        st.binary(max_size=30),  # anything at all
+        st.builds(lambda label, cells: ",".join([label, *cells]).encode(), LABELS, st.lists(CELLS, max_size=2)),
+        st.builds(
+            lambda label, cells: ",".join([label, *('"' + c.replace('"', '""') + '"' for c in cells)]).encode(),
+            LABELS,
+            st.lists(CELLS, max_size=2),
+        ),  # quoted cells, maybe holding line breaks
+        st.builds(lambda label, text: "\t".join([text, label]).encode(), LABELS, CELLS),  # a TSV row
+        st.builds(lambda label, text: f"__label__{label} {text}".encode(), LABELS, CELLS),  # fastText's
+        st.sampled_from([b"label,text", b"text\tlabel", b"__label__a x", b""]),  # headers, a blank line
+    ),
+    min_size=3,
+    max_size=25,
+)
 
 
 def _outcome(read, pool=None):
@@ -97,8 +115,7 @@ def _outcome(read, pool=None):
 
 @FUZZ
 @given(lines=TABLE_LINES, suffix=st.sampled_from([".csv", ".tsv", ".txt"]))
-def test_a_large_file_read_by_the_workers_is_what_one_reader_sees(tmp_path, monkeypatch, two_workers, lines,
-                                                                    suffix):
+def test_a_large_file_read_by_the_workers_is_what_one_reader_sees(tmp_path, monkeypatch, two_workers, lines, suffix):
     from pipelines import corpus as corpus_module
 
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1)  # every file is large
@@ -125,8 +142,13 @@ def test_documents_to_predict_give_documents_or_a_one_line_error(tmp_path, lines
 
 
 @FUZZ
-@given(lines=st.lists(st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\n\r\ufeff"), max_size=20),
-                      min_size=1, max_size=12))
+@given(
+    lines=st.lists(
+        st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\n\r\ufeff"), max_size=20),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_every_line_read_to_predict_is_one_document_in_order_a_blank_one_empty(lines):
     """The output contract's reading side: standard input gives one (source, text) a line, numbered in order, so
     `predict -` prints a line for every line it read; a line of no text is a document with no text."""
@@ -139,9 +161,26 @@ def test_every_line_read_to_predict_is_one_document_in_order_a_blank_one_empty(l
 
 
 @FUZZ
-@given(data=st.dictionaries(st.sampled_from(["epochs", "learning_rate", "stop_words", "batch_size", "search",
-                                             "nb_weighting", "features", "epochz", "pinned", "devices"]),
-                            JSON_VALUES, max_size=4))
+@given(
+    data=st.dictionaries(
+        st.sampled_from(
+            [
+                "epochs",
+                "learning_rate",
+                "stop_words",
+                "batch_size",
+                "search",
+                "nb_weighting",
+                "features",
+                "epochz",
+                "pinned",
+                "devices",
+            ]
+        ),
+        JSON_VALUES,
+        max_size=4,
+    )
+)
 def test_settings_from_json_give_settings_or_a_one_line_error(data):
     settings = _either_result_or_user_error(lambda: Settings.from_user(data))
     if settings is not None:
@@ -167,7 +206,7 @@ def test_damaged_model_files_load_or_give_a_one_line_error(tmp_path, model_bytes
     if cut:
         data = data[:at]
     else:
-        data[at:at + len(flips)] = flips
+        data[at : at + len(flips)] = flips
     path = tmp_path / "damaged.npz"
     path.write_bytes(bytes(data))
     model = _either_result_or_user_error(lambda: load_model(path))
@@ -176,8 +215,13 @@ def test_damaged_model_files_load_or_give_a_one_line_error(tmp_path, model_bytes
 
 
 @FUZZ
-@given(members=st.dictionaries(st.sampled_from(["header.npy", "w1.npy", "b1.npy", "w2.npy", "b2.npy", "x.npy"]),
-                               st.binary(max_size=200), max_size=5))
+@given(
+    members=st.dictionaries(
+        st.sampled_from(["header.npy", "w1.npy", "b1.npy", "w2.npy", "b2.npy", "x.npy"]),
+        st.binary(max_size=200),
+        max_size=5,
+    )
+)
 def test_foreign_archives_give_a_one_line_error(tmp_path, members):
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -215,21 +259,34 @@ def service(tmp_path_factory):
             yield client
 
 
-ROUTES = ["/v1/models/sample:predict", "/v1/models/sample/versions/1:predict", "/v1/models/sample/versions/9:predict",
-          "/v1/models/nosuch:predict", "/v2/models/sample/infer", "/v2/models/sample/versions/1/infer", "/v1/jobs"]
+ROUTES = [
+    "/v1/models/sample:predict",
+    "/v1/models/sample/versions/1:predict",
+    "/v1/models/sample/versions/9:predict",
+    "/v1/models/nosuch:predict",
+    "/v2/models/sample/infer",
+    "/v2/models/sample/versions/1/infer",
+    "/v1/jobs",
+]
 BODIES = st.one_of(
     st.binary(max_size=120),  # not JSON at all, or JSON by chance
     JSON_VALUES,
-    st.dictionaries(st.sampled_from(["instances", "top_k", "inputs", "corpus", "name", "settings", "id"]),
-                    JSON_VALUES, max_size=4),
-    st.builds(lambda data: {"inputs": [{"name": "text", "shape": [1], "datatype": "BYTES", "data": data}]},
-              JSON_VALUES),
+    st.dictionaries(
+        st.sampled_from(["instances", "top_k", "inputs", "corpus", "name", "settings", "id"]), JSON_VALUES, max_size=4
+    ),
+    st.builds(
+        lambda data: {"inputs": [{"name": "text", "shape": [1], "datatype": "BYTES", "data": data}]}, JSON_VALUES
+    ),
 )
 
 
 @FUZZ
-@given(route=st.sampled_from(ROUTES), body=BODIES, with_token=st.booleans(),
-       content_type=st.sampled_from(["application/json", None, "application/x-www-form-urlencoded"]))
+@given(
+    route=st.sampled_from(ROUTES),
+    body=BODIES,
+    with_token=st.booleans(),
+    content_type=st.sampled_from(["application/json", None, "application/x-www-form-urlencoded"]),
+)
 @example(route=ROUTES[0], body={"instances": float("inf")}, with_token=True, content_type="application/json")
 def test_http_bodies_get_an_answer_or_a_4xx(service, route, body, with_token, content_type):
     # (the example: FastAPI echoed inf back, a 500; no content type or a form's, as curl -d sends, is read as JSON)

@@ -125,7 +125,11 @@ def test_no_import_cycles():
 
 
 def test_the_checks_catch_an_upward_import_and_a_cycle():
-    edges = {("pipelines.corpus", "textclf.errors"), ("textclf.models.mlp", "textclf.training.loop"),
-             ("textclf.training.loop", "textclf.models.mlp"), ("db.runs", "pipelines.corpus")}
+    edges = {
+        ("pipelines.corpus", "textclf.errors"),
+        ("textclf.models.mlp", "textclf.training.loop"),
+        ("textclf.training.loop", "textclf.models.mlp"),
+        ("db.runs", "pipelines.corpus"),
+    }
     assert len(layer_violations(edges)) == 3
     assert cycles(edges) == [["textclf.models.mlp", "textclf.training.loop"]]

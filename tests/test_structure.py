@@ -22,11 +22,14 @@ def _says_why(node: ast.FunctionDef, lines: list[str]) -> bool:
     """A comment on the signature's lines, on the line above the def (or its decorators), or between the signature
     and the first statement after the docstring."""
     first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-    body = node.body[1] if len(node.body) > 1 and isinstance(node.body[0], ast.Expr) and \
-        isinstance(node.body[0].value, ast.Constant) else node.body[0]
-    signature = lines[node.lineno - 1: node.body[0].lineno - 1]
+    body = (
+        node.body[1]
+        if len(node.body) > 1 and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+        else node.body[0]
+    )
+    signature = lines[node.lineno - 1 : node.body[0].lineno - 1]
     nearby = [lines[first - 2]] if first > 1 else []
-    nearby += signature + lines[node.body[0].lineno - 1: body.lineno - 1]
+    nearby += signature + lines[node.body[0].lineno - 1 : body.lineno - 1]
     return any("#" in line for line in nearby)
 
 
@@ -43,7 +46,9 @@ def _oversized():
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_large_functions_say_why(package):
-    silent = [f"{path}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines, "
-              f"{_parameters(node)} parameters)"
-              for path, node, lines in _oversized() if path.parts[0] == package and not _says_why(node, lines)]
+    silent = [
+        f"{path}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines, {_parameters(node)} parameters)"
+        for path, node, lines in _oversized()
+        if path.parts[0] == package and not _says_why(node, lines)
+    ]
     assert not silent, "functions over 80 lines or 8 parameters without a reason beside them:\n" + "\n".join(silent)

@@ -8,7 +8,6 @@ Each message names the thing that is wrong and the fix, e.g.
 "corpus path 'x/' does not exist: pass a folder with one sub-folder per label, a .csv, .tsv or .jsonl file".
 """
 
-
 from db.errors import DatabaseError, InvalidName, StateError
 from pipelines.errors import CorpusError
 

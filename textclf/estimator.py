@@ -24,8 +24,17 @@ from textclf.settings import SEARCHED_FIELDS, Settings, spelled_out
 # Settings that are not the estimator's: the image CNN's, reading files, the validation split (fit trains on every
 # document it is given, as `textclf train --test` does), and the pins (a searched parameter left None is searched,
 # one given a value is kept).
-NOT_PARAMETERS = ("model", "conv_channels", "conv_kernel", "dropout", "augment", "max_file_mb", "validation_fraction",
-                  "pinned", "seed")
+NOT_PARAMETERS = (
+    "model",
+    "conv_channels",
+    "conv_kernel",
+    "dropout",
+    "augment",
+    "max_file_mb",
+    "validation_fraction",
+    "pinned",
+    "seed",
+)
 
 
 class TextClassifier(ClassifierMixin, BaseEstimator):
@@ -46,23 +55,50 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
     random_state make the same choice.
     """
 
-    def __init__(self, *, search: str = "auto", search_steps: int = 0, search_budget: float = 0.0,
-                 search_seed: int = 0, stop_words: str | None = None, ngram_max: int | None = None,
-                 nb_weighting: bool | None = None,
-                 sublinear_tf: bool | None = None, learning_rate: float | None = None,
-                 weight_decay: float | None = None, epochs: int | None = None, batch_size: int | None = None,
-                 ensemble: int | None = None, char_ngrams: bool | None = None,
-                 char_learning_rate: float | None = None, char_epochs: int | None = None,
-                 family: str | None = None, linear_learning_rate: float | None = None,
-                 linear_weight_decay: float | None = None, linear_epochs: int | None = None,
-                 linear_loss: str = "log",
-                 features: int = 32754, vectorizer: str = "tfidf",
-                 feature_selection: str = "chi2", min_df: int = 2,
-                 start_token: bool = True, unspaced_as_characters: bool = True, hidden: int = 128,
-                 optimizer: str = "adam", min_steps: int = 300, lr_schedule: str | None = None,
-                 momentum: float = 0.9, init_gain: float = 1.0, backend: str = "auto", pallas_input: str = "auto",
-                 devices: int = 0, parallel: str = "auto", multi_label: bool | None = None, metric: str | None = None,
-                 random_state: int = 0):
+    def __init__(
+        self,
+        *,
+        search: str = "auto",
+        search_steps: int = 0,
+        search_budget: float = 0.0,
+        search_seed: int = 0,
+        stop_words: str | None = None,
+        ngram_max: int | None = None,
+        nb_weighting: bool | None = None,
+        sublinear_tf: bool | None = None,
+        learning_rate: float | None = None,
+        weight_decay: float | None = None,
+        epochs: int | None = None,
+        batch_size: int | None = None,
+        ensemble: int | None = None,
+        char_ngrams: bool | None = None,
+        char_learning_rate: float | None = None,
+        char_epochs: int | None = None,
+        family: str | None = None,
+        linear_learning_rate: float | None = None,
+        linear_weight_decay: float | None = None,
+        linear_epochs: int | None = None,
+        linear_loss: str = "log",
+        features: int = 32754,
+        vectorizer: str = "tfidf",
+        feature_selection: str = "chi2",
+        min_df: int = 2,
+        start_token: bool = True,
+        unspaced_as_characters: bool = True,
+        hidden: int = 128,
+        optimizer: str = "adam",
+        min_steps: int = 300,
+        lr_schedule: str | None = None,
+        momentum: float = 0.9,
+        init_gain: float = 1.0,
+        backend: str = "auto",
+        pallas_input: str = "auto",
+        devices: int = 0,
+        parallel: str = "auto",
+        multi_label: bool | None = None,
+        metric: str | None = None,
+        random_state: int = 0,
+    ):
         # One parameter a setting: scikit-learn reads them from this signature (get_params, clone).
         # Stored as given, nothing else (scikit-learn's rule): checked in fit.
         self.search = search
@@ -140,8 +176,11 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         none = Corpus([], [], "TextClassifier.fit (no test documents)", "memory")
         settings = self.settings if targets.form == "labels" else self.settings.replace(multi_label=True)
         result = train(corpus, settings, test_path=none, db_path=":memory:", keep_files=False)
-        result.model.metadata = {**(result.model.metadata or {}), "estimator_targets": targets.form,
-                                 "estimator_labels": [_plain(originals[c]) for c in result.model.labels]}
+        result.model.metadata = {
+            **(result.model.metadata or {}),
+            "estimator_targets": targets.form,
+            "estimator_labels": [_plain(originals[c]) for c in result.model.labels],
+        }
         classes = result.model.labels
         self.model_ = result.model
         self.classes_ = np.array([originals[c] for c in classes])
@@ -255,8 +294,10 @@ def _texts(X, name: str) -> list[str]:
         raise ValueError(f"{name} must be a list of documents (strings), got {type(X).__name__}") from None
     bad = next((t for t in texts if not isinstance(t, str)), None)
     if bad is not None:
-        raise ValueError(f"{name} must hold documents as strings, found {type(bad).__name__} {bad!r}: "
-                         "convert the column to text first")
+        raise ValueError(
+            f"{name} must hold documents as strings, found {type(bad).__name__} {bad!r}: "
+            "convert the column to text first"
+        )
     return texts
 
 
@@ -297,12 +338,15 @@ def _targets(y, n: int, multi_label: bool | None) -> _Targets:
             if array.shape[0] != n:
                 raise ValueError(f"X has {n} documents but y has {array.shape[0]} rows: pass one row a document")
             if not np.isin(array, (0, 1)).all():
-                raise ValueError("y is a matrix of other values than 0 and 1: pass a 0/1 label indicator matrix "
-                                 "(as MultiLabelBinarizer makes) or one label a document")
+                raise ValueError(
+                    "y is a matrix of other values than 0 and 1: pass a 0/1 label indicator matrix "
+                    "(as MultiLabelBinarizer makes) or one label a document"
+                )
             never = np.flatnonzero(array.sum(axis=0) == 0)
             if len(never):
-                raise ValueError(f"column {int(never[0])} of y is 0 for every document: drop the labels no "
-                                 "document has")
+                raise ValueError(
+                    f"column {int(never[0])} of y is 0 for every document: drop the labels no document has"
+                )
             width = len(str(array.shape[1] - 1))
             columns = [f"{c:0{width}d}" for c in range(array.shape[1])]
             names = [as_set(columns[c] for c in np.flatnonzero(row)) for row in array]
@@ -321,10 +365,17 @@ def _is_matrix(y) -> bool:
     items = list(y) if isinstance(y, Sequence) else []
     # rows as lists, tuples or 1-D arrays of 0/1 integers, all as long (a list of indicator rows)
     items = [list(item) if isinstance(item, np.ndarray) and item.ndim == 1 else item for item in items]
-    return bool(items) and all(isinstance(item, (list, tuple)) and item and
-                               all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in item)
-                               for item in items) and len({len(item) for item in items}) == 1 and \
-        all(v in (0, 1) for item in items for v in item)
+    return (
+        bool(items)
+        and all(
+            isinstance(item, (list, tuple))
+            and item
+            and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in item)
+            for item in items
+        )
+        and len({len(item) for item in items}) == 1
+        and all(v in (0, 1) for item in items for v in item)
+    )
 
 
 def _plain(label):

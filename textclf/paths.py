@@ -13,8 +13,9 @@ from textclf.errors import SettingsError
 def _folder(path: Path, variable: str) -> Path:
     """A folder a variable names: refused by that name where it is something else (a file, a device)."""
     if path.exists() and not path.is_dir():
-        raise SettingsError(f"{variable} is '{path}', which is not a folder: point it at a folder (it is made if "
-                            "missing)")
+        raise SettingsError(
+            f"{variable} is '{path}', which is not a folder: point it at a folder (it is made if missing)"
+        )
     return path
 
 
@@ -38,8 +39,9 @@ def compile_cache_dir() -> Path:
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return _folder(Path(os.environ["JAX_COMPILATION_CACHE_DIR"]), "JAX_COMPILATION_CACHE_DIR")
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return _folder(Path(base) / "textclf" / "jax",
-                   "the compilation cache ($XDG_CACHE_HOME/textclf/jax or ~/.cache/textclf/jax)")
+    return _folder(
+        Path(base) / "textclf" / "jax", "the compilation cache ($XDG_CACHE_HOME/textclf/jax or ~/.cache/textclf/jax)"
+    )
 
 
 def vector_cache_dir() -> Path:

@@ -33,12 +33,28 @@ OPTIMIZERS = ("adam", "sgd")
 PALLAS_INPUTS = ("auto", "dense", "sparse", "pieces")
 SEARCHES = ("auto", "fresh", "off")
 PARALLELS = ("auto", "data", "features")
-FEATURES_NEED_XLA = ("--parallel features trains with the XLA step: pass --backend xla (or --parallel data for "
-                     "the Pallas kernels)")
+FEATURES_NEED_XLA = (
+    "--parallel features trains with the XLA step: pass --backend xla (or --parallel data for the Pallas kernels)"
+)
 # The fields the model search (textclf/training/search/) may choose; a field named in `pinned` keeps its value.
-SEARCHED_FIELDS = ("stop_words", "ngram_max", "nb_weighting", "sublinear_tf", "learning_rate", "weight_decay", "epochs",
-                   "batch_size", "ensemble", "char_ngrams", "char_learning_rate", "char_epochs", "family",
-                   "linear_learning_rate", "linear_weight_decay", "linear_epochs")
+SEARCHED_FIELDS = (
+    "stop_words",
+    "ngram_max",
+    "nb_weighting",
+    "sublinear_tf",
+    "learning_rate",
+    "weight_decay",
+    "epochs",
+    "batch_size",
+    "ensemble",
+    "char_ngrams",
+    "char_learning_rate",
+    "char_epochs",
+    "family",
+    "linear_learning_rate",
+    "linear_weight_decay",
+    "linear_epochs",
+)
 MODELS = ("mlp", "cnn")
 # The text model's families: "network" (features -> hidden (sigmoid) -> classes), "linear" (features -> classes,
 # trained on LINEAR_LOSSES) or "network+linear" (the network's scores plus a linear model's on the words,
@@ -54,10 +70,7 @@ MULTI_LABEL_METRICS = ("micro-f1", "macro-f1", "samples-f1")
 # Settings whose default depends on the model, filled in when left at None (Settings.__post_init__). Measured:
 # the text MLP peaks within 10 epochs at a constant rate; the CNN reached Fashion-MNIST test accuracy 0.9294
 # with 20 epochs, cosine decay, dropout 0.25 and shifts, but 0.909-0.917 with 10 epochs (BENCHMARKS.md).
-MODEL_DEFAULTS = {
-    "mlp": {"epochs": 10, "lr_schedule": "constant"},
-    "cnn": {"epochs": 20, "lr_schedule": "cosine"},
-}
+MODEL_DEFAULTS = {"mlp": {"epochs": 10, "lr_schedule": "constant"}, "cnn": {"epochs": 20, "lr_schedule": "cosine"}}
 
 
 def _channel_list_ok(text: str) -> bool:
@@ -69,11 +82,25 @@ def _channel_list_ok(text: str) -> bool:
 # run that fits a machine, low enough that a typo (epochs 10**30, hidden 10**9) is refused by name instead of
 # holding the job queue for good or failing inside JAX.
 MAX = {
-    "features": 2**22, "hidden": 16_384, "weights": 2**30,  # weights: features x hidden, 4 GiB of float32
-    "epochs": 10_000, "batch_size": 2**20, "min_steps": 10**8, "min_df": 10**9, "ensemble": 64,
-    "search_steps": 10**12, "search_budget": 7 * 86_400.0, "max_file_mb": 2.0**20, "devices": 4_096,
-    "seed": 2**32 - 1, "conv_kernel": 31, "conv_layers": 16, "channels": 4_096, "learning_rate": 100.0,
-    "init_gain": 100.0, "weight_decay": 100.0,
+    "features": 2**22,
+    "hidden": 16_384,
+    "weights": 2**30,  # weights: features x hidden, 4 GiB of float32
+    "epochs": 10_000,
+    "batch_size": 2**20,
+    "min_steps": 10**8,
+    "min_df": 10**9,
+    "ensemble": 64,
+    "search_steps": 10**12,
+    "search_budget": 7 * 86_400.0,
+    "max_file_mb": 2.0**20,
+    "devices": 4_096,
+    "seed": 2**32 - 1,
+    "conv_kernel": 31,
+    "conv_layers": 16,
+    "channels": 4_096,
+    "learning_rate": 100.0,
+    "init_gain": 100.0,
+    "weight_decay": 100.0,
 }
 
 
@@ -126,8 +153,8 @@ class VectorizerSettings:
     # unless the search chooses it by validation (textclf/training/search/halving.py, _choose_networks) or it is typed:
     # it doubles the model and its training, and it pays where words alone are few (short sentences).
     char_ngrams: bool = option(
-        False,
-        "A second network on character 2-5-grams, averaged with the words' (default: the search decides).")
+        False, "A second network on character 2-5-grams, averaged with the words' (default: the search decides)."
+    )
     # The character network's learning rate and epochs; 0: the words' (learning_rate, epochs). The search reads
     # them off the character network's own validation curves on a GPU.
     char_learning_rate: float = 0.0
@@ -135,8 +162,8 @@ class VectorizerSettings:
     # Every document's words open with a marker word, so that bigrams tell the first word apart
     # (pipelines.vectorize.START_TOKEN has the measurement). Not searched: it never lost by validation.
     start_token: bool = option(
-        True,
-        "Open every document with a marker word, so bigrams see its first word (default on).")
+        True, "Open every document with a marker word, so bigrams see its first word (default on)."
+    )
     # Each character of Chinese, Japanese, Thai, Lao, Khmer and Myanmar text is a word of its own: these scripts put
     # no spaces between words, and scikit-learn's token pattern made one token of a whole clause
     # (pipelines.word_counts.UNSPACED_RANGES has the measurements). Off: such runs stay whole, as in text already split
@@ -144,23 +171,33 @@ class VectorizerSettings:
     unspaced_as_characters: bool = option(
         True,
         "Each character of Chinese, Japanese, Thai, Lao, Khmer or Myanmar text a word of its own; off for text "
-        "already split into words (default on).")
+        "already split into words (default on).",
+    )
 
     def _vectorizer_checks(self) -> list[tuple[bool, str]]:
         return [
             (_within(self.features, 2, MAX["features"]), f"features must be 2 to {MAX['features']:,}"),
             (self.vectorizer in VECTORIZERS, f"vectorizer must be one of {', '.join(VECTORIZERS)}"),
-            (self.feature_selection in FEATURE_SELECTIONS,
-             f"feature_selection must be one of {', '.join(FEATURE_SELECTIONS)}"),
+            (
+                self.feature_selection in FEATURE_SELECTIONS,
+                f"feature_selection must be one of {', '.join(FEATURE_SELECTIONS)}",
+            ),
             (self.ngram_max in (1, 2, 3), "ngram_max must be 1, 2 or 3"),
-            (self.stop_words in (None, "english"), "stop_words must be 'english' or 'none' (English is the list "
-                                                   "shipped; for another language pass 'none')"),
+            (
+                self.stop_words in (None, "english"),
+                "stop_words must be 'english' or 'none' (English is the list "
+                "shipped; for another language pass 'none')",
+            ),
             (_within(self.min_df, 1, MAX["min_df"]), f"min_df must be 1 to {MAX['min_df']:,}"),
-            (_within(self.char_learning_rate, 0, MAX["learning_rate"]),
-             f"char_learning_rate must be 0 (the learning rate's) to {MAX['learning_rate']:g}"),
+            (
+                _within(self.char_learning_rate, 0, MAX["learning_rate"]),
+                f"char_learning_rate must be 0 (the learning rate's) to {MAX['learning_rate']:g}",
+            ),
             (_within(self.char_epochs, 0, MAX["epochs"]), f"char_epochs must be 0 (the epochs') to {MAX['epochs']:,}"),
-            (not (self.char_ngrams and self.vectorizer != "tfidf"),
-             "char_ngrams needs the tfidf vectorizer: pass --vectorizer tfidf or --no-char-ngrams"),
+            (
+                not (self.char_ngrams and self.vectorizer != "tfidf"),
+                "char_ngrams needs the tfidf vectorizer: pass --vectorizer tfidf or --no-char-ngrams",
+            ),
         ]
 
 
@@ -186,7 +223,8 @@ class NetworkSettings:
     family: str = option(
         "network",
         "network (a hidden layer), linear (features straight to classes) or network+linear (the network's scores plus"
-        " a linear model's) (default: the search chooses by validation; network when the search is off).")
+        " a linear model's) (default: the search chooses by validation; network when the search is off).",
+    )
     # The linear model beside the network (family "network+linear"): its learning rate, weight decay and epochs;
     # 0, None, 0: the network's. The search reads them off the linear models' validation curves.
     linear_learning_rate: float = 0.0
@@ -196,13 +234,14 @@ class NetworkSettings:
     linear_loss: str = option(
         "log",
         "A linear model's loss: log (softmax; a sigmoid a label for label sets) or squared_hinge (one-vs-rest, as "
-        "LinearSVC) (default log).")
+        "LinearSVC) (default log).",
+    )
     # Networks trained side by side on the same batches and averaged into one model file (textclf/training/
     # candidates.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
     # SearchRules.ensemble_members by validation where it is cheap (a GPU), else 1.
     ensemble: int = option(
-        0,
-        "Networks trained side by side and averaged into one model (default: the search tries 1 and 5 on a GPU).")
+        0, "Networks trained side by side and averaged into one model (default: the search tries 1 and 5 on a GPU)."
+    )
 
     @property
     def units(self) -> int:
@@ -222,23 +261,37 @@ class NetworkSettings:
             (_within(self.hidden, 1, MAX["hidden"]), f"hidden must be 1 to {MAX['hidden']:,}"),
             (self.model in MODELS, f"model must be one of {', '.join(MODELS)}"),
             (self.family in FAMILIES, f"family must be one of {', '.join(FAMILIES)}"),
-            (not (self.family != "network" and self.model == "cnn"),
-             f"family {self.family} is a text model: drop --family for --model cnn"),
-            (_within(self.linear_learning_rate, 0, MAX["learning_rate"]),
-             f"linear_learning_rate must be 0 (the learning rate's) to {MAX['learning_rate']:g}"),
-            (self.linear_weight_decay is None or _within(self.linear_weight_decay, 0, MAX["weight_decay"]),
-             f"linear_weight_decay must be none (the weight decay's) or 0 to {MAX['weight_decay']:g}"),
-            (_within(self.linear_epochs, 0, MAX["epochs"]),
-             f"linear_epochs must be 0 (the epochs') to {MAX['epochs']:,}"),
-            (self.linear_loss in LINEAR_LOSSES,
-             f"linear_loss must be one of {', '.join(LINEAR_LOSSES)}"),
-            (_within(self.conv_kernel, 1, MAX["conv_kernel"]) and self.conv_kernel % 2 == 1,
-             f"conv_kernel must be odd, 1 to {MAX['conv_kernel']}"),
-            (_channel_list_ok(self.conv_channels),
-             f"conv_channels must be 1 to {MAX['conv_layers']} comma-separated whole numbers, 1 to {MAX['channels']:,}"),
+            (
+                not (self.family != "network" and self.model == "cnn"),
+                f"family {self.family} is a text model: drop --family for --model cnn",
+            ),
+            (
+                _within(self.linear_learning_rate, 0, MAX["learning_rate"]),
+                f"linear_learning_rate must be 0 (the learning rate's) to {MAX['learning_rate']:g}",
+            ),
+            (
+                self.linear_weight_decay is None or _within(self.linear_weight_decay, 0, MAX["weight_decay"]),
+                f"linear_weight_decay must be none (the weight decay's) or 0 to {MAX['weight_decay']:g}",
+            ),
+            (
+                _within(self.linear_epochs, 0, MAX["epochs"]),
+                f"linear_epochs must be 0 (the epochs') to {MAX['epochs']:,}",
+            ),
+            (self.linear_loss in LINEAR_LOSSES, f"linear_loss must be one of {', '.join(LINEAR_LOSSES)}"),
+            (
+                _within(self.conv_kernel, 1, MAX["conv_kernel"]) and self.conv_kernel % 2 == 1,
+                f"conv_kernel must be odd, 1 to {MAX['conv_kernel']}",
+            ),
+            (
+                _channel_list_ok(self.conv_channels),
+                f"conv_channels must be 1 to {MAX['conv_layers']} comma-separated whole numbers, 1 to "
+                f"{MAX['channels']:,}",
+            ),
             (_within(self.dropout, 0, 1) and self.dropout < 1, "dropout must be in [0, 1)"),
-            (all(a in AUGMENTATIONS for a in self.augmentations),
-             f"augment must be comma-separated names from {', '.join(AUGMENTATIONS)} (or empty)"),
+            (
+                all(a in AUGMENTATIONS for a in self.augmentations),
+                f"augment must be comma-separated names from {', '.join(AUGMENTATIONS)} (or empty)",
+            ),
             (_within(self.ensemble, 0, MAX["ensemble"]), "ensemble must be 0 (chosen by the search) to 64 networks"),
         ]
 
@@ -265,8 +318,8 @@ class OptimizerSettings:
     init_gain: float = option(1.0, "Glorot init range multiplier (default {default}).")
     weight_decay: float = option(0.0, "L2 weight decay (default {default}; searched).")
     seed: int = option(
-        0,
-        "Seed for the validation split and the model's initialisation and shuffling (default {default}).")
+        0, "Seed for the validation split and the model's initialisation and shuffling (default {default})."
+    )
 
     def epochs_for(self, n_train: int) -> int:
         """Epochs actually run on n_train documents: `epochs`, raised to reach `min_steps` steps, unless the user
@@ -281,12 +334,16 @@ class OptimizerSettings:
             (_within(self.batch_size, 1, MAX["batch_size"]), f"batch_size must be 1 to {MAX['batch_size']:,}"),
             (_within(self.epochs, 1, MAX["epochs"]), f"epochs must be 1 to {MAX['epochs']:,}"),
             (_within(self.min_steps, 0, MAX["min_steps"]), f"min_steps must be 0 to {MAX['min_steps']:,}"),
-            (_within(self.learning_rate, 0, MAX["learning_rate"], inclusive_low=False),
-             f"learning_rate must be > 0 and at most {MAX['learning_rate']:g}"),
+            (
+                _within(self.learning_rate, 0, MAX["learning_rate"], inclusive_low=False),
+                f"learning_rate must be > 0 and at most {MAX['learning_rate']:g}",
+            ),
             (self.lr_schedule in LR_SCHEDULES, f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}"),
             (self.optimizer in OPTIMIZERS, f"optimizer must be one of {', '.join(OPTIMIZERS)}"),
-            (_within(self.init_gain, 0, MAX["init_gain"], inclusive_low=False),
-             f"init_gain must be > 0 and at most {MAX['init_gain']:g}"),
+            (
+                _within(self.init_gain, 0, MAX["init_gain"], inclusive_low=False),
+                f"init_gain must be > 0 and at most {MAX['init_gain']:g}",
+            ),
             (_within(self.momentum, 0, 1) and self.momentum < 1, "momentum must be in [0, 1)"),
             (_within(self.weight_decay, 0, MAX["weight_decay"]), f"weight_decay must be 0 to {MAX['weight_decay']:g}"),
             (_within(self.seed, 0, MAX["seed"]), f"seed must be 0 to {MAX['seed']:,}"),
@@ -304,25 +361,30 @@ class DataSettings:
     multi_label: bool | None = option(
         None,
         "Documents with any number of labels: sigmoid outputs and a threshold chosen on held-out documents (default: "
-        "when any document has other than one label; --no-multi-label refuses such a corpus).")
+        "when any document has other than one label; --no-multi-label refuses such a corpus).",
+    )
     # What a multi-label model is judged by: its threshold and early stopping maximise it on held-out documents.
     # None: micro-F1. Refused for a corpus of one label a document (judged by accuracy).
     metric: str | None = option(
         None,
         "Multi-label: what the threshold and early stopping maximise on held-out documents: micro-f1, macro-f1 or "
-        "samples-f1 (default micro-f1).")
+        "samples-f1 (default micro-f1).",
+    )
     # larger files are skipped (corpus) or refused (predict)
     max_file_mb: float = option(10.0, "Skip corpus files larger than this (default {default}).")
 
     def _data_checks(self) -> list[tuple[bool, str]]:
         return [
             (self.multi_label in (None, True, False), "multi_label must be true, false or none (from the corpus)"),
-            (self.metric in (None, *MULTI_LABEL_METRICS),
-             f"metric must be one of {', '.join(MULTI_LABEL_METRICS)}"),
-            (_within(self.validation_fraction, 0, 1, inclusive_low=False) and self.validation_fraction < 1,
-             "validation_fraction must be in (0, 1)"),
-            (_within(self.max_file_mb, 0, MAX["max_file_mb"], inclusive_low=False),
-             f"max_file_mb must be > 0 and at most {MAX['max_file_mb']:,.0f}"),
+            (self.metric in (None, *MULTI_LABEL_METRICS), f"metric must be one of {', '.join(MULTI_LABEL_METRICS)}"),
+            (
+                _within(self.validation_fraction, 0, 1, inclusive_low=False) and self.validation_fraction < 1,
+                "validation_fraction must be in (0, 1)",
+            ),
+            (
+                _within(self.max_file_mb, 0, MAX["max_file_mb"], inclusive_low=False),
+                f"max_file_mb must be > 0 and at most {MAX['max_file_mb']:,.0f}",
+            ),
         ]
 
 
@@ -345,13 +407,16 @@ class DeviceSettings:
     # every batch, W1 whole on each, its gradient summed every step), "features" (W1's rows split across one
     # process's devices, each on the whole batch; the XLA step), "auto": as the plan measured.
     parallel: str = option(
-        "auto",
-        "How several devices share the network: data, features (W1 split by rows) or auto (default {default}).")
+        "auto", "How several devices share the network: data, features (W1 split by rows) or auto (default {default})."
+    )
 
     def _device_checks(self) -> list[tuple[bool, str]]:
         return [
             (self.backend in BACKENDS, f"backend must be one of {', '.join(BACKENDS)}"),
-            (_within(self.devices, 0, MAX["devices"]), f"devices must be 0 (as the plan measured) to {MAX['devices']:,}"),
+            (
+                _within(self.devices, 0, MAX["devices"]),
+                f"devices must be 0 (as the plan measured) to {MAX['devices']:,}",
+            ),
             (self.parallel in PARALLELS, f"parallel must be one of {', '.join(PARALLELS)}"),
             (not (self.parallel == "features" and self.backend == "pallas"), FEATURES_NEED_XLA),
             (self.pallas_input in PALLAS_INPUTS, f"pallas_input must be one of {', '.join(PALLAS_INPUTS)}"),
@@ -374,34 +439,44 @@ class SearchSettings:
         "auto: choose stop words, n-grams, NB weights, sublinear tf, learning rate, weight decay, epochs, batch size,"
         " an ensemble, a character network and the model family by validation on the training corpus (options you set"
         " are kept), or reuse the choice a run of the same documents, settings and device recorded; fresh: search "
-        "even then; off: use the settings as given (default auto).")
+        "even then; off: use the settings as given (default auto).",
+    )
     search_steps: int = option(
         0,
         "Work the search may spend, in network-steps (default: 20,000 on a CPU, 2,000,000 on a GPU): the same corpus "
-        "and seed choose the same model on a busy or an idle machine.")
+        "and seed choose the same model on a busy or an idle machine.",
+    )
     search_budget: float = option(
         0.0,
         "Seconds the search may take, where you want a clock to bound it (default: none; alone, it replaces the "
-        "default --search-steps).")
+        "default --search-steps).",
+    )
     # Seeds the search's folds, batches and candidate networks (the run's `seed` seeds the model it trains): runs that
     # differ only in `seed` make the same choice, so a recorded search serves them all (runs/search_cache.py).
     search_seed: int = option(
         0,
         "Seed for the model search's folds and candidates (default {default}): runs that differ only in --seed share "
-        "one search.")
+        "one search.",
+    )
     # Fields the user set explicitly (the CLI fills it in from the options given): the search keeps them.
     pinned: tuple[str, ...] = ()
 
     def _search_checks(self) -> list[tuple[bool, str]]:
         return [
             (self.search in SEARCHES, f"search must be one of {', '.join(SEARCHES)}"),
-            (_within(self.search_steps, 0, MAX["search_steps"]),
-             f"search_steps must be 0 (the device's default) to {MAX['search_steps']:,} network-steps"),
-            (_within(self.search_budget, 0, MAX["search_budget"]),
-             f"search_budget must be 0 (no clock limit) to {MAX['search_budget']:,.0f} seconds"),
+            (
+                _within(self.search_steps, 0, MAX["search_steps"]),
+                f"search_steps must be 0 (the device's default) to {MAX['search_steps']:,} network-steps",
+            ),
+            (
+                _within(self.search_budget, 0, MAX["search_budget"]),
+                f"search_budget must be 0 (no clock limit) to {MAX['search_budget']:,.0f} seconds",
+            ),
             (_within(self.search_seed, 0, MAX["seed"]), f"search_seed must be 0 to {MAX['seed']:,}"),
-            (all(p in SEARCHED_FIELDS for p in self.pinned),
-             f"pinned must name fields among {', '.join(SEARCHED_FIELDS)}"),
+            (
+                all(p in SEARCHED_FIELDS for p in self.pinned),
+                f"pinned must name fields among {', '.join(SEARCHED_FIELDS)}",
+            ),
         ]
 
 
@@ -416,10 +491,19 @@ class Settings(SearchSettings, DeviceSettings, DataSettings, OptimizerSettings, 
         for name, value in MODEL_DEFAULTS.get(self.model, {}).items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)  # frozen: the one place a field is filled in
-        weights = (self.features * self.hidden <= MAX["weights"],  # the one check across two parts
-                   f"features x hidden must be at most {MAX['weights']:,} weights (4 GiB): lower --features or --hidden")
-        checks = [*self._vectorizer_checks(), *self._network_checks(), weights, *self._optimizer_checks(),
-                  *self._data_checks(), *self._device_checks(), *self._search_checks()]
+        weights = (
+            self.features * self.hidden <= MAX["weights"],  # the one check across two parts
+            f"features x hidden must be at most {MAX['weights']:,} weights (4 GiB): lower --features or --hidden",
+        )
+        checks = [
+            *self._vectorizer_checks(),
+            *self._network_checks(),
+            weights,
+            *self._optimizer_checks(),
+            *self._data_checks(),
+            *self._device_checks(),
+            *self._search_checks(),
+        ]
         for ok, message in checks:
             if not ok:
                 raise SettingsError(f"invalid setting: {message}")
@@ -453,23 +537,30 @@ class Settings(SearchSettings, DeviceSettings, DataSettings, OptimizerSettings, 
             key = ".".join(str(part) for part in first["loc"])
             raise SettingsError(f"setting '{key}': {first['msg'].lower()} (got {first.get('input')!r})") from None
         # null epochs / lr_schedule mean "the model's default", not a typed value; null stop_words means none.
-        pinned = tuple(name for name in SEARCHED_FIELDS
-                       if name in given and (given[name] is not None or name == "stop_words"))
+        pinned = tuple(
+            name for name in SEARCHED_FIELDS if name in given and (given[name] is not None or name == "stop_words")
+        )
         return cls(**given, pinned=pinned)
 
     def char_view(self) -> "Settings":
         """The settings the character network trains with (char_ngrams): its own learning rate and epochs where
         set, else the words'."""
-        return self.replace(learning_rate=self.char_learning_rate or self.learning_rate,
-                            epochs=self.char_epochs or self.epochs)
+        return self.replace(
+            learning_rate=self.char_learning_rate or self.learning_rate, epochs=self.char_epochs or self.epochs
+        )
 
     def linear_view(self) -> "Settings":
         """The settings the linear model beside the network trains with (family "network+linear"): one linear
         model on the words, its own learning rate, weight decay and epochs where set, else the network's."""
         decay = self.weight_decay if self.linear_weight_decay is None else self.linear_weight_decay
-        return self.replace(family="linear", learning_rate=self.linear_learning_rate or self.learning_rate,
-                            weight_decay=decay, epochs=self.linear_epochs or self.epochs, ensemble=1,
-                            char_ngrams=False)
+        return self.replace(
+            family="linear",
+            learning_rate=self.linear_learning_rate or self.learning_rate,
+            weight_decay=decay,
+            epochs=self.linear_epochs or self.epochs,
+            ensemble=1,
+            char_ngrams=False,
+        )
 
     def replace(self, **changes: Any) -> "Settings":
         """A copy with `changes`; the rest keep this instance's values, model-dependent ones included (to move
@@ -495,10 +586,12 @@ def command_line_options() -> tuple[CommandLineOption, ...]:
         if "help" not in field.metadata:
             continue
         kind = field.metadata["kind"] or next(
-            (t for t in typing.get_args(hints[field.name]) if t is not type(None)), hints[field.name])
+            (t for t in typing.get_args(hints[field.name]) if t is not type(None)), hints[field.name]
+        )
         help_text = field.metadata["help"].format(default=getattr(text, field.name), cnn=getattr(image, field.name))
-        found.append(CommandLineOption(field.metadata["flag"] or field.name, field.name, typing.Optional[kind],
-                                       help_text))
+        found.append(
+            CommandLineOption(field.metadata["flag"] or field.name, field.name, typing.Optional[kind], help_text)
+        )
     return tuple(found)
 
 

@@ -14,8 +14,14 @@ def _version(package: str) -> str | None:
 
 
 def versions() -> dict[str, str | None]:
-    names = {"textclf": "textclf", "jax": "jax", "jaxlib": "jaxlib", "sklearn": "scikit-learn", "numpy": "numpy",
-             "scipy": "scipy"}
+    names = {
+        "textclf": "textclf",
+        "jax": "jax",
+        "jaxlib": "jaxlib",
+        "sklearn": "scikit-learn",
+        "numpy": "numpy",
+        "scipy": "scipy",
+    }
     found = {key: _version(package) for key, package in names.items()}
     found["python"] = platform.python_version()
     return found

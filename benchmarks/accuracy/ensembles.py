@@ -1,7 +1,8 @@
 """Two ensembles the model search does not build, judged on a training file alone (the test file is not read):
 
     python -m benchmarks.accuracy.ensembles TRAIN.jsonl --kind rates [--stop-words none] [--ngrams 2]
-    python -m benchmarks.accuracy.ensembles TRAIN.jsonl --kind folds --lr 0.003 --weight-decay 0 --epochs 17 [--seeds 0,1]
+    python -m benchmarks.accuracy.ensembles TRAIN.jsonl --kind folds --lr 0.003 --weight-decay 0 --epochs 17 [--seeds
+    0,1]
 
 --kind rates: 3-fold cross-validation of a search round's 6 networks (3 learning rates x 2 weight decays, side by
 side, 20 epochs); one network is the best (network, epoch) of the folds' mean curve, an ensemble of the top m sums
@@ -46,8 +47,9 @@ def main() -> None:
     def scores(train_x, train_y, val_x, val_y, rates, decays, epochs, seed, scores_from):
         """(epochs scored, validation documents, networks, C) log-probabilities, and the (epochs, networks) curve."""
         data = round_of(train_x, train_y, val_x, val_y, settings.batch_size, seed)
-        curve, fold_scores = fit_candidates(data, len(classes), rates, decays, epochs, settings.hidden, seed,
-                                            scores_from=scores_from)
+        curve, fold_scores = fit_candidates(
+            data, len(classes), rates, decays, epochs, settings.hidden, seed, scores_from=scores_from
+        )
         return fold_scores, curve
 
     def row(name: str, right: np.ndarray, single: np.ndarray) -> str:
@@ -68,8 +70,11 @@ def main() -> None:
         def right(members, around: int = 0) -> np.ndarray:
             hits = []
             for (fold_scores, _), (_, val) in zip(runs, folds):
-                summed = sum(fold_scores[min(max(best_epoch[k] + d, 0), args.epochs - 1), :, k]
-                             for k in members for d in range(-around, around + 1))
+                summed = sum(
+                    fold_scores[min(max(best_epoch[k] + d, 0), args.epochs - 1), :, k]
+                    for k in members
+                    for d in range(-around, around + 1)
+                )
                 hits.append(np.argmax(summed, axis=-1) == y[val])
             return np.concatenate(hits)
 
@@ -77,8 +82,10 @@ def main() -> None:
         best = ranked[0]
         parts = [row(f"top {m}", right(ranked[:m]), single) for m in (2, 3, 4, 6)]
         parts += [row(f"snapshots +-{a}", right(ranked[:1], a), single) for a in (1, 2)]
-        print(f"| {args.train} | lr {rates[best]:g}, wd {decays[best]:g}, {best_epoch[best] + 1} epochs: "
-              f"{single.mean():.4f} | " + " | ".join(parts) + f" | {time.perf_counter() - start:.0f} s |")
+        print(
+            f"| {args.train} | lr {rates[best]:g}, wd {decays[best]:g}, {best_epoch[best] + 1} epochs: "
+            f"{single.mean():.4f} | " + " | ".join(parts) + f" | {time.perf_counter() - start:.0f} s |"
+        )
         return
     for seed in (int(s) for s in args.seeds.split(",")):
         rest, aside = train_test_split(np.arange(len(y)), test_size=0.25, random_state=seed, stratify=y)
@@ -87,18 +94,32 @@ def main() -> None:
         truth = y[aside]
 
         def trained(rows: np.ndarray, networks: int, network_seed: int) -> np.ndarray:
-            fold_scores, _ = scores(rest_x[rows], y[rest][rows], aside_x, truth, [args.lr] * networks,
-                                    [args.weight_decay] * networks, args.epochs, network_seed, args.epochs)
+            fold_scores, _ = scores(
+                rest_x[rows],
+                y[rest][rows],
+                aside_x,
+                truth,
+                [args.lr] * networks,
+                [args.weight_decay] * networks,
+                args.epochs,
+                network_seed,
+                args.epochs,
+            )
             return fold_scores[-1]  # (documents, networks, C)
 
         full = trained(np.arange(len(rest)), 5, 10 + seed)
         bags = sum(trained(train, 1, 20 + seed + f)[:, 0] for f, (train, _) in enumerate(_folds(y[rest], 3, seed)))
         single = np.argmax(full[:, 0], axis=-1) == truth
-        parts = [row("5 networks", np.argmax(full.sum(axis=1), axis=-1) == truth, single),
-                 row("bagging 3", np.argmax(bags, axis=-1) == truth, single),
-                 row("one + bagging 3", np.argmax(full[:, 0] + bags, axis=-1) == truth, single)]
-        print(f"| {args.train} | {seed} | {single.mean():.4f} | " + " | ".join(parts)
-              + f" | {time.perf_counter() - start:.0f} s |")
+        parts = [
+            row("5 networks", np.argmax(full.sum(axis=1), axis=-1) == truth, single),
+            row("bagging 3", np.argmax(bags, axis=-1) == truth, single),
+            row("one + bagging 3", np.argmax(full[:, 0] + bags, axis=-1) == truth, single),
+        ]
+        print(
+            f"| {args.train} | {seed} | {single.mean():.4f} | "
+            + " | ".join(parts)
+            + f" | {time.perf_counter() - start:.0f} s |"
+        )
 
 
 if __name__ == "__main__":

@@ -43,8 +43,20 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as home:
             os.environ["TEXTCLF_HOME"] = home
             start = time.perf_counter()
-            done = CliRunner().invoke(app, ["train", str(train), "--test", str(test), "--seed", str(args.seed),
-                                            "--out", str(Path(home) / "m.npz"), "--json"])
+            done = CliRunner().invoke(
+                app,
+                [
+                    "train",
+                    str(train),
+                    "--test",
+                    str(test),
+                    "--seed",
+                    str(args.seed),
+                    "--out",
+                    str(Path(home) / "m.npz"),
+                    "--json",
+                ],
+            )
             cli_s = time.perf_counter() - start
             if done.exit_code:
                 raise SystemExit(f"{name}: exit {done.exit_code}: {done.output}")
@@ -59,10 +71,15 @@ def main() -> None:
             accuracy = fitted.score(test_texts, test_labels)
             estimator_s = time.perf_counter() - start
         same = fitted.model_.settings == model.settings
-        diff = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) if np.shape(a) == np.shape(b) else float("inf")
-                   for a, b in zip(fitted.model_.params, model.params))
-        print(f"| {name} | {cli['eval_accuracy']:.4f} | {accuracy:.4f} | {'yes' if same else 'no'} | {diff:.1e} | "
-              f"{cli_s:.1f} | {estimator_s:.1f} |", flush=True)
+        diff = max(
+            float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) if np.shape(a) == np.shape(b) else float("inf")
+            for a, b in zip(fitted.model_.params, model.params)
+        )
+        print(
+            f"| {name} | {cli['eval_accuracy']:.4f} | {accuracy:.4f} | {'yes' if same else 'no'} | {diff:.1e} | "
+            f"{cli_s:.1f} | {estimator_s:.1f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -33,13 +33,15 @@ def main() -> None:
     corpus, test = read_corpus(args.train), read_corpus(args.test)
     rows = np.random.default_rng(1).permutation(len(corpus.texts))
     held = rows[: len(rows) // 10]
-    kept = np.sort(rows[len(rows) // 10:])
+    kept = np.sort(rows[len(rows) // 10 :])
     texts, labels = [corpus.texts[i] for i in kept], [corpus.labels[i] for i in kept]
     classes = sorted(set(labels))
     settings = Settings(search="off", epochs=args.epochs, pinned=("epochs",))
     full_terms = None
-    print(f"{len(texts):,} training documents ({len(held):,} held out for validation), {len(test.texts):,} test; "
-          f"{args.epochs} epochs")
+    print(
+        f"{len(texts):,} training documents ({len(held):,} held out for validation), {len(test.texts):,} test; "
+        f"{args.epochs} epochs"
+    )
     print("| fitted on | fit + transform s | selected terms shared with the full fit | validation | test |")
     print("|---:|---:|---:|---:|---:|")
     with vectorize_pool(len(texts)) as pool:
@@ -51,13 +53,17 @@ def main() -> None:
             held_x = vec.transform([corpus.texts[i] for i in held], pool=pool)
             test_x = vec.transform(test.texts, pool=pool)
             held_y = encode_labels([corpus.labels[i] for i in held], classes)
-            result = fit_network(TrainingRows(train_x, encode_labels(labels, classes), len(classes), held_x, held_y),
-                                 settings, "xla")
+            result = fit_network(
+                TrainingRows(train_x, encode_labels(labels, classes), len(classes), held_x, held_y), settings, "xla"
+            )
             scores = Model(vec, result.params, labels=classes, settings=settings).scores(test_x)
             test_accuracy = float((scores.argmax(axis=1) == encode_labels(test.labels, classes)).mean())
             shared = len(full_terms & set(vec.terms)) / len(full_terms)
-            print(f"| {documents:,} | {seconds:.1f} | {shared:.1%} | {result.history[-1].eval_accuracy:.4f} | "
-                  f"{test_accuracy:.4f} |", flush=True)
+            print(
+                f"| {documents:,} | {seconds:.1f} | {shared:.1%} | {result.history[-1].eval_accuracy:.4f} | "
+                f"{test_accuracy:.4f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

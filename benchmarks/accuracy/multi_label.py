@@ -34,10 +34,12 @@ from pipelines.labels import label_set
 
 
 def scores(truth: np.ndarray, predicted: np.ndarray) -> dict:
-    return {"micro-F1": f1_score(truth, predicted, average="micro", zero_division=0),
-            "macro-F1": f1_score(truth, predicted, average="macro", zero_division=0),
-            "samples-F1": f1_score(truth, predicted, average="samples", zero_division=1),  # (as textclf's eval)
-            "subset acc": float((truth == predicted).all(axis=1).mean())}
+    return {
+        "micro-F1": f1_score(truth, predicted, average="micro", zero_division=0),
+        "macro-F1": f1_score(truth, predicted, average="macro", zero_division=0),
+        "samples-F1": f1_score(truth, predicted, average="samples", zero_division=1),  # (as textclf's eval)
+        "subset acc": float((truth == predicted).all(axis=1).mean()),
+    }
 
 
 def sklearn_peer(make, train, test, binarizer) -> np.ndarray:
@@ -55,21 +57,40 @@ def fasttext_peer(train, test, binarizer) -> np.ndarray:
         for text, labels in zip(*train):
             handle.write(" ".join(fasttext_label(label) for label in labels) + f" {fasttext_text(text)}\n")
         handle.flush()
-        model = fasttext.train_supervised(handle.name, lr=0.5, epoch=25, wordNgrams=2, loss="ova",
-                                          thread=os.cpu_count() or 1, verbose=0)
+        model = fasttext.train_supervised(
+            handle.name, lr=0.5, epoch=25, wordNgrams=2, loss="ova", thread=os.cpu_count() or 1, verbose=0
+        )
     # a list of texts: fastText's one-text predict builds its probabilities with NumPy 1's copy=False
     found, _ = model.predict([fasttext_text(text) for text in test[0]], k=-1, threshold=0.5)
-    predicted = [[label[len("__label__"):] for label in labels] for labels in found]
-    names = {fasttext_label(c)[len("__label__"):]: c for c in binarizer.classes_}
+    predicted = [[label[len("__label__") :] for label in labels] for labels in found]
+    names = {fasttext_label(c)[len("__label__") :]: c for c in binarizer.classes_}
     return binarizer.transform([[names[p] for p in labels if p in names] for labels in predicted])
 
 
 def textclf_model(train_path: Path, test_path: Path, extra: list[str], binarizer, texts, seed: int) -> np.ndarray:
     with tempfile.TemporaryDirectory() as folder:
         model = Path(folder) / "m.npz"
-        subprocess.run([sys.executable, "-m", "textclf", "train", str(train_path), "--test", str(test_path), "--out",
-                        str(model), "--db", str(Path(folder) / "runs.db"), "--seed", str(seed), *extra], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "textclf",
+                "train",
+                str(train_path),
+                "--test",
+                str(test_path),
+                "--out",
+                str(model),
+                "--db",
+                str(Path(folder) / "runs.db"),
+                "--seed",
+                str(seed),
+                *extra,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         from textclf.inference.artifacts import load_model
 
         loaded = load_model(model)
@@ -104,27 +125,34 @@ def main() -> None:
             paths = []
             for name, (part_texts, part_sets) in (("train", train), ("test", test)):
                 path = Path(folder) / f"{name}.jsonl"
-                path.write_text("".join(json.dumps({"text": t, "labels": s}) + "\n"
-                                        for t, s in zip(part_texts, part_sets)))
+                path.write_text(
+                    "".join(json.dumps({"text": t, "labels": s}) + "\n" for t, s in zip(part_texts, part_sets))
+                )
                 paths.append(path)
             binarizer = MultiLabelBinarizer().fit(train[1] + test[1])
             truth = binarizer.transform(test[1])
-            models = {"textclf": lambda: textclf_model(*paths, shlex.split(args.textclf_args), binarizer, test[0],
-                                                       seed)}
+            models = {
+                "textclf": lambda: textclf_model(*paths, shlex.split(args.textclf_args), binarizer, test[0], seed)
+            }
             peers = args.peers.split(",")
             if "linearsvc" in peers:
                 models["TF-IDF + OvR LinearSVC"] = lambda: sklearn_peer(LinearSVC, train, test, binarizer)
             if "logreg" in peers:
                 models["TF-IDF + OvR LogisticRegression"] = lambda: sklearn_peer(
-                    lambda: LogisticRegression(max_iter=1000), train, test, binarizer)
+                    lambda: LogisticRegression(max_iter=1000), train, test, binarizer
+                )
             if "fasttext" in peers:
                 models["fastText -loss ova"] = lambda: fasttext_peer(train, test, binarizer)
             for name, run in models.items():
                 start = time.perf_counter()
                 predicted = run()
                 row = scores(truth, predicted)
-                print(f"| {name} | {seed} | " + " | ".join(f"{v:.4f}" for v in row.values())
-                      + f" | {time.perf_counter() - start:.1f} |", flush=True)
+                print(
+                    f"| {name} | {seed} | "
+                    + " | ".join(f"{v:.4f}" for v in row.values())
+                    + f" | {time.perf_counter() - start:.1f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

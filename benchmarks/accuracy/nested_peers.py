@@ -1,4 +1,5 @@
-"""The peers on benchmarks.accuracy.nested_rule's splits: `python -m benchmarks.accuracy.nested_peers TRAIN.jsonl [...] [--seeds 0,1]
+"""The peers on benchmarks.accuracy.nested_rule's splits: `python -m benchmarks.accuracy.nested_peers TRAIN.jsonl [...]
+[--seeds 0,1]
 [--held-out 0.25] [--tools sklearn-cnb,sklearn-svm,sklearn-sgd,fasttext]`.
 
 For each training file and seed, the same stratified split nested_rule makes (a --held-out share set aside); each

@@ -4,7 +4,8 @@ benchmarks.accuracy.nested_rule TRAIN.jsonl [...] (--rule default_variant_errors
 
 For each training file and seed, a stratified `--held-out` share of the training documents is set aside; then,
 for each value of the rule (a field of textclf.training.search.rules.SearchRules, passed to train as
-`replace(SearchRules(), field=value)`) or of the Settings field (given as a default, not pinned: the search still searches what it searches), a
+`replace(SearchRules(), field=value)`) or of the Settings field (given as a default, not pinned: the search still
+searches what it searches), a
 no-flags `textclf train` (textclf.runs.run.train, with its own empty run database, so that no recorded search is
 reused) trains on the rest and is scored on the set-aside documents. The test file is never read: this is how a
 rule is chosen "by validation on the training data". Prints one markdown row per (file, seed, value): the
@@ -33,15 +34,16 @@ def _split(path: str, share: float, seed: int, into: Path, documents: int | None
     from pipelines.corpus import read_corpus
 
     corpus = read_corpus(path)
-    rest, aside = train_test_split(list(range(len(corpus.labels))), test_size=share, random_state=seed,
-                                   stratify=corpus.labels)
+    rest, aside = train_test_split(
+        list(range(len(corpus.labels))), test_size=share, random_state=seed, stratify=corpus.labels
+    )
     if documents and documents < len(rest):
-        rest, _ = train_test_split(rest, train_size=documents, random_state=seed,
-                                   stratify=[corpus.labels[i] for i in rest])
+        rest, _ = train_test_split(
+            rest, train_size=documents, random_state=seed, stratify=[corpus.labels[i] for i in rest]
+        )
     paths = into / "rest.jsonl", into / "aside.jsonl"
     for part, out in zip((rest, aside), paths):
-        out.write_text("".join(json.dumps({"text": corpus.texts[i], "label": corpus.labels[i]}) + "\n"
-                               for i in part))
+        out.write_text("".join(json.dumps({"text": corpus.texts[i], "label": corpus.labels[i]}) + "\n" for i in part))
     return paths[0], paths[1], len(aside)
 
 
@@ -102,23 +104,39 @@ def main() -> None:
                 for value in args.values.split(","):
                     settings, rules = Settings(seed=seed), SearchRules()
                     if args.rule:  # of the rule's own type (an int stays an int: a width, a count)
-                        rules = rules.replace(**{field: _rule_value(getattr(rules, field), part)
-                                                 for field, part in zip(fields, value.split("/"), strict=True)})
+                        rules = rules.replace(
+                            **{
+                                field: _rule_value(getattr(rules, field), part)
+                                for field, part in zip(fields, value.split("/"), strict=True)
+                            }
+                        )
                     else:  # as a default: replace() records no pin, as the Settings default would
                         settings = settings.replace(**{name: _setting_value(getattr(settings, name), value)})
                     start = time.perf_counter()
-                    result = train(rest, settings, test_path=aside, db_path=Path(work) / f"{value}.db",
-                                   model_path=Path(work) / f"{value}.npz", rules=rules)
+                    result = train(
+                        rest,
+                        settings,
+                        test_path=aside,
+                        db_path=Path(work) / f"{value}.db",
+                        model_path=Path(work) / f"{value}.npz",
+                        rules=rules,
+                    )
                     s = result.model.settings
                     family = result.search.family.to_record() if result.search and result.search.family else {}
-                    chose = (f"stop words {s.stop_words}, n-grams {s.ngram_max}, NB {s.nb_weighting}, sublinear tf "
-                             f"{s.sublinear_tf}, batch {s.batch_size}, lr {s.learning_rate:g}, wd "
-                             f"{s.weight_decay:g}, {s.epochs} epochs, {s.ensemble} network(s)"
-                             + (" + characters" if s.char_ngrams else "") + f", family {s.family}"
-                             + (f" ({family.get('linear_loss', '')} loss)" if s.family != "network" else "")
-                             + _beside(family))
-                    print(f"| {path} | {seed} | {value} | {result.eval_accuracy:.4f} | {n_aside} | "
-                          f"{time.perf_counter() - start:.1f} | {chose} |", flush=True)
+                    chose = (
+                        f"stop words {s.stop_words}, n-grams {s.ngram_max}, NB {s.nb_weighting}, sublinear tf "
+                        f"{s.sublinear_tf}, batch {s.batch_size}, lr {s.learning_rate:g}, wd "
+                        f"{s.weight_decay:g}, {s.epochs} epochs, {s.ensemble} network(s)"
+                        + (" + characters" if s.char_ngrams else "")
+                        + f", family {s.family}"
+                        + (f" ({family.get('linear_loss', '')} loss)" if s.family != "network" else "")
+                        + _beside(family)
+                    )
+                    print(
+                        f"| {path} | {seed} | {value} | {result.eval_accuracy:.4f} | {n_aside} | "
+                        f"{time.perf_counter() - start:.1f} | {chose} |",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ def main() -> None:
     models = {"TF-IDF + SGDClassifier": lambda: SGDClassifier(random_state=0)}
     if args.mlp:
         models["TF-IDF + MLPClassifier(128, logistic)"] = lambda: MLPClassifier(
-            hidden_layer_sizes=(128,), activation="logistic", max_iter=30, random_state=0)
+            hidden_layer_sizes=(128,), activation="logistic", max_iter=30, random_state=0
+        )
     print("| peer | test accuracy | wall s |")
     print("|---|---:|---:|")
     for name, make in models.items():

@@ -36,35 +36,51 @@ def main() -> None:
         from textclf.training.search import search_settings
 
         print(f"device: {jax.devices()[0].device_kind}")
-        print("| training file | seed | s | chose | best round | one network | ensemble (SE) | character pair (SE) | "
-              "fold 0: winner / NB off / raw tf / batch 256 |")
+        print(
+            "| training file | seed | s | chose | best round | one network | ensemble (SE) | character pair (SE) | "
+            "fold 0: winner / NB off / raw tf / batch 256 |"
+        )
         print("|---|---:|---:|---|---:|---:|---:|---:|---|")
         for path in args.corpora:
             corpus = read_corpus(path)
             for seed in (int(s) for s in args.seeds.split(",")):
                 start = time.perf_counter()
-                result = search_settings(list(corpus.texts), list(corpus.labels),
-                                         Settings(seed=seed, search_budget=args.budget), pool, jax.default_backend())
+                result = search_settings(
+                    list(corpus.texts),
+                    list(corpus.labels),
+                    Settings(seed=seed, search_budget=args.budget),
+                    pool,
+                    jax.default_backend(),
+                )
                 s, networks = result.settings, (result.summary.ensemble.to_record() if result.summary.ensemble else {})
                 best = result.leaderboard[0]["accuracy"] if result.leaderboard else float("nan")
 
                 def value(name: str, error: str) -> str:
                     if name not in networks:
                         return "-"
-                    return f"{networks[name]:.4f} ({networks[error]:.4f})" if error in networks else \
-                        f"{networks[name]:.4f}"
+                    return (
+                        f"{networks[name]:.4f} ({networks[error]:.4f})"
+                        if error in networks
+                        else f"{networks[name]:.4f}"
+                    )
 
-                chose = (f"stop words {s.stop_words}, n-grams {s.ngram_max}, NB {s.nb_weighting}, sublinear tf "
-                         f"{s.sublinear_tf}, batch {s.batch_size}, lr {s.learning_rate:g}, wd {s.weight_decay:g}, "
-                         f"{s.epochs} epochs, {s.ensemble} network(s)" + (" + characters" if s.char_ngrams else ""))
-                print(f"| {path} | {seed} | {time.perf_counter() - start:.1f} | {chose} | {best:.4f} | "
-                      f"{value('single_accuracy', '')} | {value('ensemble_accuracy', 'ensemble_standard_error')} | "
-                      f"{value('char_pair_accuracy', 'char_pair_standard_error')} | {refinements(result)} |",
-                      flush=True)
+                chose = (
+                    f"stop words {s.stop_words}, n-grams {s.ngram_max}, NB {s.nb_weighting}, sublinear tf "
+                    f"{s.sublinear_tf}, batch {s.batch_size}, lr {s.learning_rate:g}, wd {s.weight_decay:g}, "
+                    f"{s.epochs} epochs, {s.ensemble} network(s)" + (" + characters" if s.char_ngrams else "")
+                )
+                print(
+                    f"| {path} | {seed} | {time.perf_counter() - start:.1f} | {chose} | {best:.4f} | "
+                    f"{value('single_accuracy', '')} | {value('ensemble_accuracy', 'ensemble_standard_error')} | "
+                    f"{value('char_pair_accuracy', 'char_pair_standard_error')} | {refinements(result)} |",
+                    flush=True,
+                )
                 races.append((path, seed, result))
         if args.race:
-            print("\n| training file | seed | variant (stop words, n-grams, NB, sublinear tf, batch) | fold 0 | "
-                  "folds | mean over them |")
+            print(
+                "\n| training file | seed | variant (stop words, n-grams, NB, sublinear tf, batch) | fold 0 | "
+                "folds | mean over them |"
+            )
             print("|---|---:|---|---:|---:|---:|")
             for path, seed, result in races:
                 for variant, fold0, folds, mean in race(result):
@@ -106,10 +122,14 @@ def refinements(result) -> str:
     chosen = result.leaderboard[0]["settings"]
 
     def best(nb: bool, sublinear: bool, batch: int) -> str:
-        curves = [max(t["epoch_accuracies"]) for t in result.trials if t["fold"] == 0
-                  and all(t["settings"][k] == chosen[k] for k in ("stop_words", "ngram_max"))
-                  and (t["settings"]["nb_weighting"], t["settings"]["sublinear_tf"], t["settings"]["batch_size"])
-                  == (nb, sublinear, batch)]
+        curves = [
+            max(t["epoch_accuracies"])
+            for t in result.trials
+            if t["fold"] == 0
+            and all(t["settings"][k] == chosen[k] for k in ("stop_words", "ngram_max"))
+            and (t["settings"]["nb_weighting"], t["settings"]["sublinear_tf"], t["settings"]["batch_size"])
+            == (nb, sublinear, batch)
+        ]
         return f"{max(curves):.4f}" if curves else "-"
 
     return f"{best(True, True, 64)} / {best(False, True, 64)} / {best(True, False, 64)} / {best(True, True, 256)}"

@@ -31,8 +31,17 @@ def cross_validated(view, seed: int, epochs: int) -> float:
     for fold, (train, val) in enumerate(_folds(y, 3, seed)):
         train_x, val_x = fold_matrices(view, train, val)
         data = round_of(train_x, y[train], val_x, y[val], view.settings.batch_size, fold)
-        curves.append(fit_candidates(data, int(y.max()) + 1, list(LEARNING_RATES), [0.0] * len(LEARNING_RATES),
-                                     epochs, view.settings.hidden, fold))
+        curves.append(
+            fit_candidates(
+                data,
+                int(y.max()) + 1,
+                list(LEARNING_RATES),
+                [0.0] * len(LEARNING_RATES),
+                epochs,
+                view.settings.hidden,
+                fold,
+            )
+        )
     return float(np.mean(curves, axis=0).max())
 
 
@@ -58,9 +67,11 @@ def main() -> None:
         scores[start_token] = [cross_validated(view, seed, args.epochs) for seed in seeds]
     print("| training file | word variant | without (per seed) | with (per seed) | difference (points) |")
     print("|---|---|---:|---:|---:|")
-    print(f"| {args.train} | stop words {args.stop_words}, n-grams 1-{args.ngrams} | "
-          + " | ".join(" / ".join(f"{v:.4f}" for v in scores[on]) for on in (False, True))
-          + f" | {100 * (np.mean(scores[True]) - np.mean(scores[False])):+.2f} |")
+    print(
+        f"| {args.train} | stop words {args.stop_words}, n-grams 1-{args.ngrams} | "
+        + " | ".join(" / ".join(f"{v:.4f}" for v in scores[on]) for on in (False, True))
+        + f" | {100 * (np.mean(scores[True]) - np.mean(scores[False])):+.2f} |"
+    )
 
 
 if __name__ == "__main__":

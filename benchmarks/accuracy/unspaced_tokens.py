@@ -38,15 +38,20 @@ def main() -> None:
     for name in args.names:
         train = read_corpus(args.data / name / "train.jsonl")
         test = read_corpus(args.data / name / f"{args.split}.jsonl")
-        for label, pattern in (("runs whole (scikit-learn's)", TOKEN_PATTERN), ("characters", UNSPACED_TOKEN_PATTERN),
-                               ("word characters only", LETTERS_ONLY_PATTERN)):
+        for label, pattern in (
+            ("runs whole (scikit-learn's)", TOKEN_PATTERN),
+            ("characters", UNSPACED_TOKEN_PATTERN),
+            ("word characters only", LETTERS_ONLY_PATTERN),
+        ):
             start = time.perf_counter()
             vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, token_pattern=pattern)
             x = vectorizer.fit_transform(train.texts)
             model = LinearSVC(random_state=0).fit(x, train.labels)
             accuracy = (model.predict(vectorizer.transform(test.texts)) == test.labels).mean()
-            print(f"| {name} | {label} | {x.shape[1]:,} | {accuracy:.4f} | {time.perf_counter() - start:.1f} |",
-                  flush=True)
+            print(
+                f"| {name} | {label} | {x.shape[1]:,} | {accuracy:.4f} | {time.perf_counter() - start:.1f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

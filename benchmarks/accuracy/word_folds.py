@@ -25,8 +25,9 @@ def class_numbers(labels: list[str]) -> tuple[list[str], np.ndarray]:
     return classes, np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)
 
 
-def word_view(texts, labels: list[str], stop_words: str, ngrams: int, pool, start_token: bool | None = None
-              ) -> WordView:
+def word_view(
+    texts, labels: list[str], stop_words: str, ngrams: int, pool, start_token: bool | None = None
+) -> WordView:
     """The search's widest view of these texts (counted on `pool`) and the variant of `stop_words` ("english" or
     "none") and `ngrams`, NB weights and sublinear tf as the defaults; start_token: the default where None."""
     from pipelines.vectorize import count_terms, term_mask
@@ -35,11 +36,21 @@ def word_view(texts, labels: list[str], stop_words: str, ngrams: int, pool, star
     from textclf.training.search.rules import SearchRules
 
     classes, y = class_numbers(labels)
-    settings = Settings(stop_words=None if stop_words == "none" else "english", ngram_max=ngrams,
-                        **({} if start_token is None else {"start_token": start_token}))
+    settings = Settings(
+        stop_words=None if stop_words == "none" else "english",
+        ngram_max=ngrams,
+        **({} if start_token is None else {"start_token": start_token}),
+    )
     variant = Variant(settings.stop_words, settings.ngram_max, settings.nb_weighting, True, settings.batch_size)
-    terms, counts = count_terms(texts, settings.ngram_max, None, settings.min_df, pool, settings.start_token,
-                                unspaced_as_characters=settings.unspaced_as_characters)
+    terms, counts = count_terms(
+        texts,
+        settings.ngram_max,
+        None,
+        settings.min_df,
+        pool,
+        settings.start_token,
+        unspaced_as_characters=settings.unspaced_as_characters,
+    )
     mask = np.flatnonzero(term_mask(terms, settings.ngram_max, settings.stop_words))
     features = SearchRules().round_features
     width = min(features, 1 << int(np.ceil(np.log2(min(features, len(mask))))))
@@ -73,8 +84,17 @@ def fold_matrices(view: WordView, train: np.ndarray, val: np.ndarray):
     from textclf.training.search.folds import fold_matrices as _fold_matrices
     from textclf.training.search.rules import SearchRules
 
-    return _fold_matrices(view.counts, view.y, view.mask, train, val, view.settings, SearchRules().round_features, view.width,
-                          view.variant)
+    return _fold_matrices(
+        view.counts,
+        view.y,
+        view.mask,
+        train,
+        val,
+        view.settings,
+        SearchRules().round_features,
+        view.width,
+        view.variant,
+    )
 
 
 def round_of(train_x, train_y: np.ndarray, val_x, val_y: np.ndarray, batch_size: int, seed: int):
@@ -83,5 +103,14 @@ def round_of(train_x, train_y: np.ndarray, val_x, val_y: np.ndarray, batch_size:
     from textclf.training.candidates import batch_shape, cut_order, round_data
 
     cut, _ = cut_order(seed, train_x.shape[0])
-    return round_data(train_x, train_y, val_x, val_y, batch_size, seed,
-                      batch_shape([train_x], batch_size, [cut]), batch_shape([val_x], 1024), 1024)
+    return round_data(
+        train_x,
+        train_y,
+        val_x,
+        val_y,
+        batch_size,
+        seed,
+        batch_shape([train_x], batch_size, [cut]),
+        batch_shape([val_x], 1024),
+        1024,
+    )

@@ -41,8 +41,7 @@ def synthetic_epoch_inputs(images_count: int, settings: Settings) -> tuple:
 
 def timed_epoch(epoch, settings: Settings, inputs: tuple) -> float:
     """Seconds of one call of an epoch function (textclf.training.cnn._epoch_fn) from fresh weights."""
-    params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings.channels, settings.conv_kernel,
-                      settings.hidden)
+    params = init_cnn(jax.random.PRNGKey(0), (28, 28, 1), 10, settings.channels, settings.conv_kernel, settings.hidden)
     state = adam().init(params)
     start = time.perf_counter()
     jax.block_until_ready(epoch(params, state, *inputs, jax.random.PRNGKey(1)))
@@ -55,15 +54,29 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--modes", default="scanned,stepwise", help="comma-separated: scanned, stepwise")
     parser.add_argument("--backends", default="xla", help="comma-separated: xla, pallas (GPU)")
-    parser.add_argument("--profile", type=int, default=0, metavar="TOP",
-                        help="then trace one more epoch a mode and print its TOP kernels by GPU time")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="TOP",
+        help="then trace one more epoch a mode and print its TOP kernels by GPU time",
+    )
     args = parser.parse_args()
     settings = Settings(model="cnn")
     inputs = synthetic_epoch_inputs(args.images, settings)
     steps = inputs[2].shape[0]
-    epochs = {f"{backend} {mode}": _epoch_fn(backend, False, settings.dropout, settings.augmentations,
-                                             settings.weight_decay, stepwise=(mode == "stepwise"))
-              for backend in args.backends.split(",") for mode in args.modes.split(",")}
+    epochs = {
+        f"{backend} {mode}": _epoch_fn(
+            backend,
+            False,
+            settings.dropout,
+            settings.augmentations,
+            settings.weight_decay,
+            stepwise=(mode == "stepwise"),
+        )
+        for backend in args.backends.split(",")
+        for mode in args.modes.split(",")
+    }
 
     def run(mode: str) -> float:
         return timed_epoch(epochs[mode], settings, inputs)
@@ -74,8 +87,10 @@ def main() -> None:
     for _ in range(args.repeat):
         for mode in epochs:
             seconds[mode].append(run(mode))
-    print(f"device: {jax.devices()[0].device_kind}, {args.images} images, batch {settings.batch_size}, "
-          f"{args.repeat} epochs a mode")
+    print(
+        f"device: {jax.devices()[0].device_kind}, {args.images} images, batch {settings.batch_size}, "
+        f"{args.repeat} epochs a mode"
+    )
     print("| backend, mode | epoch s (median) | images/s |")
     print("|---|---:|---:|")
     for mode, values in seconds.items():
@@ -95,8 +110,10 @@ def main() -> None:
             totals[name[:70]] += duration
             calls[name[:70]] += 1
         kernel_us = sum(totals.values()) or 1.0
-        print(f"\n{mode}: GPU kernels {kernel_us / steps:.1f} us/step\n\n| kernel | calls/step | us/step | share |\n"
-              "|---|---:|---:|---:|")
+        print(
+            f"\n{mode}: GPU kernels {kernel_us / steps:.1f} us/step\n\n| kernel | calls/step | us/step | share |\n"
+            "|---|---:|---:|---:|"
+        )
         for name, total in totals.most_common(args.profile):
             print(f"| `{name}` | {calls[name] / steps:.2f} | {total / steps:.1f} | {100 * total / kernel_us:.0f}% |")
 

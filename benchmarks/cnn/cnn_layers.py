@@ -6,7 +6,8 @@ Layers of textclf's default image network (textclf/models/cnn.py): 28x28x1 -> 32
 "same" padding, bias + ReLU, then a 2x2 max pool; fp32 (TF32 products). For each layer, forward + backward as
 training runs it (jax.grad: dW and db, and dX for the second layer; the first layer's input is the image, whose
 gradient nothing needs): XLA's conv and fused pool, the Pallas convolution then its pool kernels, and the Pallas
-convolution with the pool fused in (conv2d_pool; textclf.models.cnn.PALLAS_CONV says which the product runs); then each Pallas kernel alone (forward, dX, dW,
+convolution with the pool fused in (conv2d_pool; textclf.models.cnn.PALLAS_CONV says which the product runs); then each
+Pallas kernel alone (forward, dX, dW,
 the fused forward) under the product's blocks and, with --sweep, others. Profiler kernel time
 (benchmarks.timing.kernel_time), microseconds per call. --epoch-variants: then the product's training epoch
 (60,000 synthetic images, as benchmarks.cnn.cnn_epoch) with each of EPOCH_VARIANTS, beside XLA's epoch, 3 epochs each,
@@ -23,8 +24,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.timing import kernel_time
-from pallas_kernels.conv2d import (Conv2dForwardBlocks, Conv2dWeightGradBlocks, conv2d, conv2d_forward, conv2d_pool,
-                                   conv2d_pool_forward, conv2d_reference, conv2d_weight_grad)
+from pallas_kernels.conv2d import (
+    Conv2dForwardBlocks,
+    Conv2dWeightGradBlocks,
+    conv2d,
+    conv2d_forward,
+    conv2d_pool,
+    conv2d_pool_forward,
+    conv2d_reference,
+    conv2d_weight_grad,
+)
 from pallas_kernels.maxpool import maxpool2d
 from textclf.models.cnn import ConvKernels, conv_blocks, max_pool
 
@@ -49,8 +58,10 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"device: {jax.devices()[0].device_kind}, batch {args.batch}")
-    print("| layer | XLA train us | Pallas, conv then pool | Pallas, pool fused | fused / XLA | forward | "
-          "fused forward | dX | dW |")
+    print(
+        "| layer | XLA train us | Pallas, conv then pool | Pallas, pool fused | fused / XLA | forward | "
+        "fused forward | dX | dW |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     sweeps = []
     for name, size, cin, cout, needs_dx in LAYERS:
@@ -64,18 +75,29 @@ def main() -> None:
         xla = train(lambda x, w, b: max_pool(conv2d_reference(x, w, b, 2)))
         unfused = train(lambda x, w, b: maxpool2d(conv2d(x, w, b, 2, kernel)))
         fused = train(lambda x, w, b: conv2d_pool(x, w, b, 2, pooled_kernel))
-        forward = lambda blocks: kernel_time(lambda x, w, b: conv2d_forward(x, w, b, pad=2, block_sizes=blocks), (x, w, b))
+        forward = lambda blocks: kernel_time(
+            lambda x, w, b: conv2d_forward(x, w, b, pad=2, block_sizes=blocks), (x, w, b)
+        )
         pool_forward = lambda blocks: kernel_time(
-            lambda x, w, b: conv2d_pool_forward(x, w, b, pad=2, block_sizes=blocks), (x, w, b))
+            lambda x, w, b: conv2d_pool_forward(x, w, b, pad=2, block_sizes=blocks), (x, w, b)
+        )
         flipped = jnp.transpose(w[::-1, ::-1], (0, 1, 3, 2))
         dz = jnp.maximum(jnp.asarray(rng.normal(size=(args.batch, size, size, cout)), jnp.float32), 0)
-        input_grad = lambda blocks: kernel_time(lambda dz, wf: conv2d_forward(
-            dz, wf, jnp.zeros((cin,), jnp.float32), pad=2, relu=False, block_sizes=blocks), (dz, flipped))
+        input_grad = lambda blocks: kernel_time(
+            lambda dz, wf: conv2d_forward(
+                dz, wf, jnp.zeros((cin,), jnp.float32), pad=2, relu=False, block_sizes=blocks
+            ),
+            (dz, flipped),
+        )
         weight_grad = lambda blocks: kernel_time(
-            lambda x, dz: conv2d_weight_grad(x, dz, size=5, pad=2, block_sizes=blocks), (x, dz))
-        print(f"| {name} | {us(xla)} | {us(unfused)} | {us(fused)} | {fused / xla:.2f}x | {us(forward(kernel[0]))} | "
-              f"{us(pool_forward(pooled_kernel[0]))} | {us(input_grad(kernel[4])) if needs_dx else ''} | "
-              f"{us(weight_grad(kernel[1]))} |", flush=True)
+            lambda x, dz: conv2d_weight_grad(x, dz, size=5, pad=2, block_sizes=blocks), (x, dz)
+        )
+        print(
+            f"| {name} | {us(xla)} | {us(unfused)} | {us(fused)} | {fused / xla:.2f}x | {us(forward(kernel[0]))} | "
+            f"{us(pool_forward(pooled_kernel[0]))} | {us(input_grad(kernel[4])) if needs_dx else ''} | "
+            f"{us(weight_grad(kernel[1]))} |",
+            flush=True,
+        )
         if not args.sweep:
             continue
         for block_m, block_n, block_k, stages in itertools.product((32, 64, 128), (32, 64), (32, 64), (2, 3)):
@@ -89,11 +111,15 @@ def main() -> None:
                     half_blocks = Conv2dForwardBlocks(block_m=half, block_n=block_n, num_stages=stages)
                     sweeps.append((name, "fused forward", half_blocks, pool_forward(half_blocks)))
                 sweeps.append((name, "fused forward", blocks, pool_forward(blocks)))
-        weight_grad_blocks = [Conv2dWeightGradBlocks(block_m=block_m, programs=programs, num_warps=warps)
-                              for block_m, programs, warps in itertools.product((32, 64, 128), (128, 256, 512), (4, 8))]
+        weight_grad_blocks = [
+            Conv2dWeightGradBlocks(block_m=block_m, programs=programs, num_warps=warps)
+            for block_m, programs, warps in itertools.product((32, 64, 128), (128, 256, 512), (4, 8))
+        ]
         if cin % 16 == 0:  # the im2col gather, which these channels took before the rows kernel
-            weight_grad_blocks += [Conv2dWeightGradBlocks(block_m=block_m, programs=programs, rows=False)
-                                   for block_m, programs in itertools.product((64, 128), (256, 512))]
+            weight_grad_blocks += [
+                Conv2dWeightGradBlocks(block_m=block_m, programs=programs, rows=False)
+                for block_m, programs in itertools.product((64, 128), (256, 512))
+            ]
         for blocks in weight_grad_blocks:
             sweeps.append((name, "dW", blocks, weight_grad(blocks)))
     if sweeps:
@@ -118,9 +144,15 @@ def epoch_variants(images_count: int = 60000, repeat: int = 3) -> None:
     inputs = synthetic_epoch_inputs(images_count, settings)
     epochs = {}
     for name, variant in [*EPOCH_VARIANTS.items(), ("XLA (cuDNN)", None)]:
-        epochs[name] = training._epoch_fn("pallas" if variant else "xla", False, settings.dropout,
-                                          settings.augmentations, settings.weight_decay, stepwise=False,
-                                          kernels=variant or cnn.PALLAS_CONV)
+        epochs[name] = training._epoch_fn(
+            "pallas" if variant else "xla",
+            False,
+            settings.dropout,
+            settings.augmentations,
+            settings.weight_decay,
+            stepwise=False,
+            kernels=variant or cnn.PALLAS_CONV,
+        )
         timed_epoch(epochs[name], settings, inputs)  # compiles
     seconds = {name: [] for name in epochs}
     for _ in range(repeat):

@@ -4,7 +4,8 @@
 
 Same network and training as textclf/models/cnn.py with --dropout 0 --augment none (conv 5x5 same 32 -> ReLU ->
 pool 2, conv 5x5 64 -> ReLU -> pool 2, dense 128 ReLU, dense 10; Adam lr 1e-3, a fresh random order each
-epoch) except the batch: 128 by default (--batch-size; textclf's default is 64, BENCHMARKS.md says which ran), images resident on the GPU as uint8 and scaled per batch, cuDNN autotuning on. Eager
+epoch) except the batch: 128 by default (--batch-size; textclf's default is 64, BENCHMARKS.md says which ran), images
+resident on the GPU as uint8 and scaled per batch, cuDNN autotuning on. Eager
 mode, or torch.compile (--compile). images/s: median over epochs 2+, CUDA-synchronised wall time.
 """
 
@@ -37,9 +38,18 @@ def main() -> None:
     y_train = torch.from_numpy(encode_labels(train.labels, classes).astype(np.int64)).cuda()
     y_test = torch.from_numpy(encode_labels(test.labels, classes).astype(np.int64)).cuda()
     torch.manual_seed(0)
-    net = nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                        nn.Linear(7 * 7 * 64, 128), nn.ReLU(), nn.Linear(128, len(classes))).cuda()
+    net = nn.Sequential(
+        nn.Conv2d(1, 32, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(7 * 7 * 64, 128),
+        nn.ReLU(),
+        nn.Linear(128, len(classes)),
+    ).cuda()
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
 
@@ -53,21 +63,25 @@ def main() -> None:
     if args.compile:
         step = torch.compile(step)
     n = len(y_train)
-    print(f"device {torch.cuda.get_device_name()}, PyTorch {torch.__version__}, "
-          f"{'torch.compile' if args.compile else 'eager'}, batch {args.batch_size}")
+    print(
+        f"device {torch.cuda.get_device_name()}, PyTorch {torch.__version__}, "
+        f"{'torch.compile' if args.compile else 'eager'}, batch {args.batch_size}"
+    )
     rates = []
     for epoch in range(1, args.epochs + 1):
         torch.cuda.synchronize()
         start = time.perf_counter()
         order = torch.randperm(n, device="cuda")
         for i in range(0, n, args.batch_size):
-            rows = order[i:i + args.batch_size]
+            rows = order[i : i + args.batch_size]
             step(x_train[rows], y_train[rows])
         torch.cuda.synchronize()
         seconds = time.perf_counter() - start
         rates.append(n / seconds)
         with torch.no_grad():
-            predicted = torch.cat([net(x_test[i:i + 1000].float() / 255.0).argmax(1) for i in range(0, len(y_test), 1000)])
+            predicted = torch.cat(
+                [net(x_test[i : i + 1000].float() / 255.0).argmax(1) for i in range(0, len(y_test), 1000)]
+            )
         accuracy = (predicted == y_test).float().mean().item()
         print(f"epoch {epoch}: {seconds:.2f} s, {n / seconds:,.0f} images/s, test accuracy {accuracy:.4f}", flush=True)
     steady = sorted(rates[1:] or rates)

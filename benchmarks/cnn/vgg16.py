@@ -72,9 +72,15 @@ def pallas_layer(kind, params, config=(64, 32, 32, 4), relu=True):
         return lambda x: maxpool_forward(x, size=2)[0]
     w, b = params
     pad = 1 if kind == "conv" else 0
-    stages, fastest = (rest + [Conv2dForwardBlocks.num_stages, 1][len(rest):])[:2]
-    blocks = Conv2dForwardBlocks(block_m=block_m, block_n=block_n, block_k=block_k, num_warps=warps,
-                                 num_stages=stages, channels_fastest=bool(fastest))
+    stages, fastest = (rest + [Conv2dForwardBlocks.num_stages, 1][len(rest) :])[:2]
+    blocks = Conv2dForwardBlocks(
+        block_m=block_m,
+        block_n=block_n,
+        block_k=block_k,
+        num_warps=warps,
+        num_stages=stages,
+        channels_fastest=bool(fastest),
+    )
     return lambda x: conv2d_forward(x, w, b, pad=pad, relu=relu, block_sizes=blocks, operand_dtype=w.dtype.name)
 
 
@@ -116,14 +122,20 @@ def main() -> None:
     parser.add_argument("--configs", default="128x64x64x4x3,128x128x64x8x3")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     parser.add_argument("--convs-only", action="store_true")
-    parser.add_argument("--tma-configs", default="",
-                        help="also the TMA kernel (conv2d_tma, bf16, Cin a multiple of 64, on Hopper): tile_h x tile_w x "
-                             "tile_n x block_n x stages, comma-separated")
+    parser.add_argument(
+        "--tma-configs",
+        default="",
+        help="also the TMA kernel (conv2d_tma, bf16, Cin a multiple of 64, on Hopper): tile_h x tile_w x "
+        "tile_n x block_n x stages, comma-separated",
+    )
     parser.add_argument("--only", default="", help="comma-separated layer names (e.g. conv1_2,conv2_1)")
-    parser.add_argument("--blocked-network", action="store_true",
-                        help="only the 13 convolutions and 5 pools as one jitted forward pass each side: Pallas with "
-                             "conv1_1 on the Triton kernel, then the blocked layout through the TMA kernel (default "
-                             "tilings) and XLA's pools, back to NHWC at the end; XLA: cuDNN and XLA's pools on NHWC")
+    parser.add_argument(
+        "--blocked-network",
+        action="store_true",
+        help="only the 13 convolutions and 5 pools as one jitted forward pass each side: Pallas with "
+        "conv1_1 on the Triton kernel, then the blocked layout through the TMA kernel (default "
+        "tilings) and XLA's pools, back to NHWC at the end; XLA: cuDNN and XLA's pools on NHWC",
+    )
     args = parser.parse_args()
     configs = [tuple(int(v) for v in c.split("x")) for c in args.configs.split(",")]
     tma_configs = [tuple(int(v) for v in c.split("x")) for c in args.tma_configs.split(",") if c]
@@ -147,8 +159,10 @@ def main() -> None:
                 continue
             x = jnp.asarray(rng.random((batch, *shape)), dtype)
             relu = name != "fc3"
-            tried = {config: _timed(pallas_layer(kind, p, config, relu), x)
-                     for config in (configs if kind != "pool" else configs[:1])}
+            tried = {
+                config: _timed(pallas_layer(kind, p, config, relu), x)
+                for config in (configs if kind != "pool" else configs[:1])
+            }
             config, pallas = min(tried.items(), key=lambda item: item[1] or float("inf"))
             tma_cells = ""
             if tma_configs:
@@ -160,23 +174,37 @@ def main() -> None:
                     if tma is not None:
                         got = from_blocked(tma_layer(p, tma_config, relu)(x_blocked)).astype(jnp.float32)
                         want = xla_layer(kind, p, relu)(x).astype(jnp.float32)
-                        print(f"  ({name}: TMA {'x'.join(map(str, tma_config))} max |TMA - XLA| "
-                              f"{float(jnp.max(jnp.abs(got - want))):.3g}, max |XLA| {float(jnp.max(jnp.abs(want))):.3g})",
-                              flush=True)
+                        print(
+                            f"  ({name}: TMA {'x'.join(map(str, tma_config))} max |TMA - XLA| "
+                            f"{float(jnp.max(jnp.abs(got - want))):.3g}, max |XLA| "
+                            f"{float(jnp.max(jnp.abs(want))):.3g})",
+                            flush=True,
+                        )
                     if tma is not None and (pallas is None or tma < pallas):
                         config, pallas = ("tma", *tma_config), tma
-                tma_cells = (f" {triton * 1e3:.3f} | {'' if tma is None else f'{tma * 1e3:.3f}'} | "
-                             f"{'' if tma_config is None else 'x'.join(map(str, tma_config))} |")
+                tma_cells = (
+                    f" {triton * 1e3:.3f} | {'' if tma is None else f'{tma * 1e3:.3f}'} | "
+                    f"{'' if tma_config is None else 'x'.join(map(str, tma_config))} |"
+                )
             best_configs.append(config)
             xla = kernel_time(xla_layer(kind, p, relu), (x,))
             totals[0] += pallas or 0.0
             totals[1] += xla or 0.0
-            label = "" if kind == "pool" else ("tma " if config[0] == "tma" else "") + "x".join(
-                str(v) for v in config if v != "tma")
-            print(f"| {name} | {'x'.join(map(str, shape))}x{units if kind != 'pool' else ''} | {pallas * 1e3:.3f} | "
-                  f"{label} |{tma_cells} {xla * 1e3:.3f} | {pallas / xla:.2f}x |", flush=True)
-        print(f"| **sum of layers** | | {totals[0] * 1e3:.3f} | |{' | | |' if tma_configs else ''} {totals[1] * 1e3:.3f} | "
-              f"{totals[0] / totals[1]:.2f}x |")
+            label = (
+                ""
+                if kind == "pool"
+                else ("tma " if config[0] == "tma" else "") + "x".join(str(v) for v in config if v != "tma")
+            )
+            print(
+                f"| {name} | {'x'.join(map(str, shape))}x{units if kind != 'pool' else ''} | {pallas * 1e3:.3f} | "
+                f"{label} |{tma_cells} {xla * 1e3:.3f} | {pallas / xla:.2f}x |",
+                flush=True,
+            )
+        print(
+            f"| **sum of layers** | | {totals[0] * 1e3:.3f} | |{' | | |' if tma_configs else ''} "
+            f"{totals[1] * 1e3:.3f} | "
+            f"{totals[0] / totals[1]:.2f}x |"
+        )
         if args.convs_only or args.only:
             continue
 
@@ -185,19 +213,27 @@ def main() -> None:
                 for fn, (_, kind, shape, _) in zip(layer_fns, net):
                     x = fn(x.reshape(x.shape[0], *shape) if kind == "dense" else x)
                 return x
+
             return forward
 
         # (one layout for the whole network: the TMA kernel's blocked layers are not mixed in here; --blocked-network)
-        pallas_fns = [pallas_layer(kind, p, configs[0] if c[0] == "tma" else c, name != "fc3")
-                      for (name, kind, _, _), p, c in zip(net, params, best_configs)]
+        pallas_fns = [
+            pallas_layer(kind, p, configs[0] if c[0] == "tma" else c, name != "fc3")
+            for (name, kind, _, _), p, c in zip(net, params, best_configs)
+        ]
         xla_fns = [xla_layer(kind, p, name != "fc3") for (name, kind, _, _), p in zip(net, params)]
         x = jnp.asarray(rng.random((batch, 224, 224, 3)), dtype)
         pallas_out, xla_out = jax.jit(whole(pallas_fns))(x), jax.jit(whole(xla_fns))(x)
         diff = float(jnp.max(jnp.abs(pallas_out.reshape(batch, -1) - xla_out.reshape(batch, -1))))
         scale = float(jnp.max(jnp.abs(xla_out)))
-        whole_pallas, whole_xla = kernel_time(whole(pallas_fns), (x,), reps=5), kernel_time(whole(xla_fns), (x,), reps=5)
-        print(f"| **whole network, one jit** | 224x224x3 | {whole_pallas * 1e3:.3f} | | {whole_xla * 1e3:.3f} | "
-              f"{whole_pallas / whole_xla:.2f}x |")
+        whole_pallas, whole_xla = (
+            kernel_time(whole(pallas_fns), (x,), reps=5),
+            kernel_time(whole(xla_fns), (x,), reps=5),
+        )
+        print(
+            f"| **whole network, one jit** | 224x224x3 | {whole_pallas * 1e3:.3f} | | {whole_xla * 1e3:.3f} | "
+            f"{whole_pallas / whole_xla:.2f}x |"
+        )
         print(f"\nlogits max |Pallas - XLA| = {diff:.3g} (max |logit| {scale:.3g}; {args.dtype} operands)")
 
 
@@ -228,9 +264,11 @@ def _blocked_network(net, params, batch, dtype, first_config, rng) -> None:
     scale = float(jnp.max(jnp.abs(want)))
     relative = float(jnp.max(jnp.abs(got - want))) / scale
     pallas_s, xla_s = kernel_time(pallas, (x,), reps=5), kernel_time(xla, (x,), reps=5)
-    print(f"\nVGG-16 features (13 convolutions, 5 pools), batch {batch}, {dtype.name}, one jit a side: Pallas "
-          f"{pallas_s * 1e3:.3f} ms, XLA {xla_s * 1e3:.3f} ms, Pallas / XLA {pallas_s / xla_s:.2f}x; max |Pallas - XLA| "
-          f"/ max |XLA| = {relative:.3g}")
+    print(
+        f"\nVGG-16 features (13 convolutions, 5 pools), batch {batch}, {dtype.name}, one jit a side: Pallas "
+        f"{pallas_s * 1e3:.3f} ms, XLA {xla_s * 1e3:.3f} ms, Pallas / XLA {pallas_s / xla_s:.2f}x; max |Pallas - XLA| "
+        f"/ max |XLA| = {relative:.3g}"
+    )
 
 
 if __name__ == "__main__":

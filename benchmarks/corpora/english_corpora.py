@@ -33,7 +33,7 @@ from benchmarks.corpora.corpus_pairs import shuffled_split, write_pairs
 
 
 def _rows(path: Path, encoding: str = "utf-8") -> list[tuple[str, str]]:
-    """"LABEL sentence" lines -> (label, sentence); split on newlines only (subj holds other line-break bytes)."""
+    """ "LABEL sentence" lines -> (label, sentence); split on newlines only (subj holds other line-break bytes)."""
     rows = []
     for line in path.read_bytes().decode(encoding).split("\n"):
         label, _, text = line.strip().partition(" ")
@@ -69,11 +69,21 @@ def main() -> None:
     if args.sentences:
         data = args.sentences / "data"
         for name, prefix in (("sst2", "stsa.binary"), ("sst5", "stsa.fine")):
-            write_pairs(args.out, args.gzip, name, {"train": _rows(data / f"{prefix}.train"),
-                                                    "test": _rows(data / f"{prefix}.test"),
-                                                    "valid": _rows(data / f"{prefix}.dev")})
-        for name, file, encoding in (("subj", "subj.all", "cp1252"), ("cr", "custrev.all", "utf-8"),
-                                     ("mpqa", "mpqa.all", "utf-8")):
+            write_pairs(
+                args.out,
+                args.gzip,
+                name,
+                {
+                    "train": _rows(data / f"{prefix}.train"),
+                    "test": _rows(data / f"{prefix}.test"),
+                    "valid": _rows(data / f"{prefix}.dev"),
+                },
+            )
+        for name, file, encoding in (
+            ("subj", "subj.all", "cp1252"),
+            ("cr", "custrev.all", "utf-8"),
+            ("mpqa", "mpqa.all", "utf-8"),
+        ):
             write_pairs(args.out, args.gzip, name, shuffled_split(_rows(data / file, encoding)))
     if args.documents:
         write_pairs(args.out, args.gzip, "r8", _split_documents(args.documents, "R8.txt", "R8.clean.txt"))

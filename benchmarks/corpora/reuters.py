@@ -55,8 +55,9 @@ def documents(folder: Path):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Reuters-21578 (ModApte) SGML files -> train.jsonl and test.jsonl "
-                                     "of label sets")
+    parser = argparse.ArgumentParser(
+        description="Reuters-21578 (ModApte) SGML files -> train.jsonl and test.jsonl of label sets"
+    )
     parser.add_argument("source", type=Path, help="folder of the reut2-*.sgm files")
     parser.add_argument("out", type=Path, help="folder to write train.jsonl and test.jsonl into")
     args = parser.parse_args()

@@ -38,16 +38,24 @@ def _chinese_rows(checkout: Path, name: str) -> list[tuple[str, str]]:
         file = {"htl": "ChnSentiCorp_htl_all/ChnSentiCorp_htl_all.csv", "waimai": "waimai_10k/waimai_10k.csv"}[name]
         text = (datasets / file).read_text(encoding="utf-8")
         label_key = "label"
-    return [(row[label_key], row["review"].lstrip("\ufeff")) for row in csv.DictReader(io.StringIO(text))
-            if row["review"] and row["review"].strip()]
+    return [
+        (row[label_key], row["review"].lstrip("\ufeff"))
+        for row in csv.DictReader(io.StringIO(text))
+        if row["review"] and row["review"].strip()
+    ]
 
 
 def _thai_splits(checkout: Path) -> dict[str, list[tuple[str, str]]]:
     """wisesight's Hugging Face splits -> {split: [(label, text)]}."""
     with zipfile.ZipFile(checkout / "huggingface" / "data.zip") as archive:
-        return {split: [(record["category"], record["texts"]) for record in map(json.loads, archive.read(
-            f"data/{split}.jsonl").decode("utf-8").splitlines()) if record["texts"].strip()]
-            for split in ("train", "valid", "test")}
+        return {
+            split: [
+                (record["category"], record["texts"])
+                for record in map(json.loads, archive.read(f"data/{split}.jsonl").decode("utf-8").splitlines())
+                if record["texts"].strip()
+            ]
+            for split in ("train", "valid", "test")
+        }
 
 
 def main() -> None:

@@ -30,8 +30,9 @@ VARIANTS = (True, False)  # fused Adam dW1
 
 def step_time(x, y, n_classes: int, batch: int, optimizer: str, fuse: bool):
     """-> (us per step, docs/s, final loss) of 3 epochs with this option."""
-    settings = Settings(epochs=3, min_steps=0, batch_size=batch, backend="pallas", pallas_input="dense",
-                        optimizer=optimizer)
+    settings = Settings(
+        epochs=3, min_steps=0, batch_size=batch, backend="pallas", pallas_input="dense", optimizer=optimizer
+    )
     config = kernel_config_for(settings).replace(input_format="dense", adam_fused_dw1=fuse)
     result = loop.fit_network(loop.TrainingRows(x, y, n_classes), settings, "pallas", kernel_config=config)
     seconds = float(np.median([e.seconds for e in result.history[1:]]))
@@ -43,10 +44,19 @@ def buffer_copies(optimizer: str, batch: int = 4096) -> list[str]:
     config = kernel_config_for(Settings(batch_size=batch))
     params = pallas_training.pad_params(init_params(jax.random.PRNGKey(0), 32754, 128, 4), config)
     steps, cap = 4, 2**19
-    args = (jnp.zeros((steps, cap), jnp.int32), jnp.zeros((steps, cap)), jnp.zeros((steps, cap), jnp.int32),
-            jnp.zeros((steps, batch), jnp.int32), jnp.ones((steps, batch)), jnp.full((steps,), 0.1))
-    epoch = jax.jit(lambda p, o, *a: pallas_training.pallas_epoch(p, o, *a, n_classes=4, momentum=0.9, weight_decay=0.0,
-                                                              config=config, optimizer=optimizer))
+    args = (
+        jnp.zeros((steps, cap), jnp.int32),
+        jnp.zeros((steps, cap)),
+        jnp.zeros((steps, cap), jnp.int32),
+        jnp.zeros((steps, batch), jnp.int32),
+        jnp.ones((steps, batch)),
+        jnp.full((steps,), 0.1),
+    )
+    epoch = jax.jit(
+        lambda p, o, *a: pallas_training.pallas_epoch(
+            p, o, *a, n_classes=4, momentum=0.9, weight_decay=0.0, config=config, optimizer=optimizer
+        )
+    )
     hlo = epoch.lower(params, make_optimizer(optimizer).init(params), *args).compile().as_text()
     shape = f"[{batch},{params.w1.shape[0]}]"
     return [line.strip()[:160] for line in hlo.splitlines() if re.search(r"\bcopy(-start)?\(", line) and shape in line]
@@ -61,8 +71,11 @@ def main() -> None:
                 if optimizer == "sgd" and not fuse:  # the Adam option: one sgd run
                     continue
                 us, docs, loss = step_time(x, y, n_classes, batch, optimizer, fuse)
-                print(f"{path.split('/')[1]} B={batch} {optimizer} fuse_adam={fuse}: {us:.1f} us/step, "
-                      f"{docs:,.0f} docs/s, loss {loss:.4f}", flush=True)
+                print(
+                    f"{path.split('/')[1]} B={batch} {optimizer} fuse_adam={fuse}: {us:.1f} us/step, "
+                    f"{docs:,.0f} docs/s, loss {loss:.4f}",
+                    flush=True,
+                )
     for optimizer in ("adam", "sgd"):
         copies = buffer_copies(optimizer)
         print(optimizer, "copies of the dense buffer:", len(copies), *copies, sep="\n  ")

@@ -48,8 +48,9 @@ def time_epoch(x, y, classes: int, models: int, batch: int, dense: bool, fused: 
     seconds = []
     for _ in range(6):
         start = time.perf_counter()
-        params, state, losses = stacked_step.stacked_epoch(params, state, rates, decays, *batches, dense=dense,
-                                                           fused=fused)
+        params, state, losses = stacked_step.stacked_epoch(
+            params, state, rates, decays, *batches, dense=dense, fused=fused
+        )
         losses.block_until_ready()
         seconds.append(time.perf_counter() - start)
     return float(np.median(seconds[1:]))
@@ -62,15 +63,18 @@ def profile_epoch(x, y, classes: int, models: int, batch: int, fused: bool, top:
     losses.block_until_ready()  # compiled outside the trace
     with tempfile.TemporaryDirectory() as trace_dir:
         with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
-            params, state, losses = stacked_step.stacked_epoch(params, state, rates, decays, *batches, dense=True,
-                                                      fused=fused)
+            params, state, losses = stacked_step.stacked_epoch(
+                params, state, rates, decays, *batches, dense=True, fused=fused
+            )
             losses.block_until_ready()
         events = gpu_kernel_events(trace_dir)
     steps = batches[0].shape[0]
     totals, calls = kernel_totals(events, 60)
-    print(f"  {'fused' if fused else 'dense'}: kernels {sum(totals.values()) / steps:,.1f} us a step; "
-          + "; ".join(f"{name} {us / steps:.1f} ({calls[name] / steps:.0f}x)" for name, us in totals.most_common(top)),
-          flush=True)
+    print(
+        f"  {'fused' if fused else 'dense'}: kernels {sum(totals.values()) / steps:,.1f} us a step; "
+        + "; ".join(f"{name} {us / steps:.1f} ({calls[name] / steps:.0f}x)" for name, us in totals.most_common(top)),
+        flush=True,
+    )
 
 
 def widest_columns(x, width: int):
@@ -96,10 +100,14 @@ def main() -> None:
     full, y, classes = load_problem(args.train)
     on_gpu = jax.default_backend() == "gpu"
     blocks = [_tiling(b) for b in args.blocks.split(",")]
-    print(f"device: {jax.devices()[0].device_kind}; {args.train}: {full.shape[0]} documents, {full.shape[1]} "
-          f"columns, {full.nnz / full.shape[0]:.0f} nonzeros a document")
-    print("| F | K | B | nonzeros/doc | sparse us/step | dense us/step | fused us/step | sparse / dense | "
-          "fused / dense | fused tiling |")
+    print(
+        f"device: {jax.devices()[0].device_kind}; {args.train}: {full.shape[0]} documents, {full.shape[1]} "
+        f"columns, {full.nnz / full.shape[0]:.0f} nonzeros a document"
+    )
+    print(
+        "| F | K | B | nonzeros/doc | sparse us/step | dense us/step | fused us/step | sparse / dense | "
+        "fused / dense | fused tiling |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for width in map(int, args.widths.split(",")):
         x = widest_columns(full, width)
@@ -119,15 +127,21 @@ def main() -> None:
                             print(f"  {_named(candidate)}: failed ({type(error).__name__}: {str(error)[:120]})")
                             continue
                         if args.all:
-                            print(f"  {_named(candidate)}: {tried[number] / steps * 1e6:,.0f} us/step "
-                                  f"({tried[number] / dense:.2f}x dense)", flush=True)
+                            print(
+                                f"  {_named(candidate)}: {tried[number] / steps * 1e6:,.0f} us/step "
+                                f"({tried[number] / dense:.2f}x dense)",
+                                flush=True,
+                            )
                     if tried:
                         fastest = min(tried, key=tried.get)
                         tiling, fused = _named(blocks[fastest]), tried[fastest]
                         _configure(blocks[fastest])  # (what --profile then traces)
-                print(f"| {width} | {models} | {batch} | {x.nnz / x.shape[0]:.0f} | {sparse / steps * 1e6:,.0f} | "
-                      f"{dense / steps * 1e6:,.0f} | {fused / steps * 1e6:,.0f} | {sparse / dense:.2f}x | "
-                      f"{fused / dense:.2f}x | {tiling} |", flush=True)
+                print(
+                    f"| {width} | {models} | {batch} | {x.nnz / x.shape[0]:.0f} | {sparse / steps * 1e6:,.0f} | "
+                    f"{dense / steps * 1e6:,.0f} | {fused / steps * 1e6:,.0f} | {sparse / dense:.2f}x | "
+                    f"{fused / dense:.2f}x | {tiling} |",
+                    flush=True,
+                )
                 if on_gpu and args.profile:
                     for fused_step in (False, True):
                         profile_epoch(x, y, classes, models, batch, fused_step, args.profile)
@@ -136,25 +150,35 @@ def main() -> None:
 
 
 def _tiling(text: str) -> dict:
-    """"32x128x4x2[x4[x64]][xe][xc]" -> the fused kernel's block_f, block_n, warps, stages, sub-tiles a program,
+    """ "32x128x4x2[x4[x64]][xe][xc]" -> the fused kernel's block_f, block_n, warps, stages, sub-tiles a program,
     batch rows a chunk (default 64), with "e" W1's loads and stores marked evict-first, with "c" the batch handed
     over as columns (x (F, B), dpre (N, B))."""
     if text == "product":
         return {}
     parts = text.split("x")
     numbers = [int(p) for p in parts if p not in ("e", "c")]
-    return dict(block_f=numbers[0], block_n=numbers[1], num_warps=numbers[2], num_stages=numbers[3],
-                sub_tiles=numbers[4] if len(numbers) > 4 else 1, block_m=numbers[5] if len(numbers) > 5 else 64,
-                stream="evict_first" if "e" in parts else None, columns="c" in parts)
+    return dict(
+        block_f=numbers[0],
+        block_n=numbers[1],
+        num_warps=numbers[2],
+        num_stages=numbers[3],
+        sub_tiles=numbers[4] if len(numbers) > 4 else 1,
+        block_m=numbers[5] if len(numbers) > 5 else 64,
+        stream="evict_first" if "e" in parts else None,
+        columns="c" in parts,
+    )
 
 
 def _named(tiling: dict) -> str:
     if not tiling:
         return "the product's"
-    return (f"{tiling['block_f']}x{tiling['block_n']}, {tiling['num_warps']} warps, {tiling['num_stages']} stages"
-            + (f", {tiling['sub_tiles']} sub-tiles" if tiling["sub_tiles"] > 1 else "")
-            + (f", {tiling['block_m']} rows a chunk" if tiling["block_m"] != 64 else "")
-            + (", evict-first" if tiling["stream"] else "") + (", the batch as columns" if tiling["columns"] else ""))
+    return (
+        f"{tiling['block_f']}x{tiling['block_n']}, {tiling['num_warps']} warps, {tiling['num_stages']} stages"
+        + (f", {tiling['sub_tiles']} sub-tiles" if tiling["sub_tiles"] > 1 else "")
+        + (f", {tiling['block_m']} rows a chunk" if tiling["block_m"] != 64 else "")
+        + (", evict-first" if tiling["stream"] else "")
+        + (", the batch as columns" if tiling["columns"] else "")
+    )
 
 
 def _configure(tiling: dict) -> None:

@@ -80,6 +80,7 @@ def real_batch(matrix, labels, batch: int):
 
 def xla_step_dense(params, velocity, x, labels, mask, lr, optimizer: str = "sgd"):
     """The same step in plain JAX on the dense bf16 batch (XLA's best dense formulation)."""
+
     def loss_fn(p):
         h = jax.nn.sigmoid(jnp.dot(x, p.w1.astype(BF16), preferred_element_type=jnp.float32) + p.b1)
         return masked_loss(h @ p.w2 + p.b2, labels, mask)
@@ -148,55 +149,106 @@ def bench_batch(matrix, labels, n_classes, batch, config: KernelConfig, with_tor
     def add(name, pallas_s, xla_s, nbytes, flops):
         ops.append((name, pallas_s, xla_s, nbytes, flops))
 
-    add("hidden_forward (XW1+b, sigmoid)",
+    add(
+        "hidden_forward (XW1+b, sigmoid)",
         timed(lambda x, w, b: hidden_forward(x, w, b, **fw, **cfg), (x, params.w1, params.b1)),
-        timed(lambda x, w, b: jax.nn.sigmoid(jnp.dot(x, w.astype(BF16), preferred_element_type=jnp.float32) + b),
-                    (x, params.w1, params.b1)),
-        x.nbytes + params.w1.nbytes + batch * n * 4, 2 * batch * k * n)
-    add("softmax_xent (HW2+b, softmax, loss, dZ)",
+        timed(
+            lambda x, w, b: jax.nn.sigmoid(jnp.dot(x, w.astype(BF16), preferred_element_type=jnp.float32) + b),
+            (x, params.w1, params.b1),
+        ),
+        x.nbytes + params.w1.nbytes + batch * n * 4,
+        2 * batch * k * n,
+    )
+    add(
+        "softmax_xent (HW2+b, softmax, loss, dZ)",
         timed(lambda h, w, b: softmax_xent(h, w, b, y, weight, n_classes=n_classes, **cfg), (h, params.w2, params.b2)),
-        timed(lambda h, w, b: softmax_xent_reference(h, w, b, y, weight, n_classes=n_classes), (h, params.w2, params.b2)),
-        h.nbytes + batch * cp * 4 * 2, 2 * batch * n * cp)
-    add("hidden_backward (dPre, dW2, db2, db1)",
+        timed(
+            lambda h, w, b: softmax_xent_reference(h, w, b, y, weight, n_classes=n_classes), (h, params.w2, params.b2)
+        ),
+        h.nbytes + batch * cp * 4 * 2,
+        2 * batch * n * cp,
+    )
+    add(
+        "hidden_backward (dPre, dW2, db2, db1)",
         timed(lambda d, w, hh: hidden_backward(d, w, hh, **cfg), (dz, params.w2, h)),
         timed(lambda d, w, hh: hidden_backward_reference(d, w, hh), (dz, params.w2, h)),
-        dz.nbytes + 2 * h.nbytes, 4 * batch * n * cp)
-    add("input_grad (dW1 = X^T dPre)",
+        dz.nbytes + 2 * h.nbytes,
+        4 * batch * n * cp,
+    )
+    add(
+        "input_grad (dW1 = X^T dPre)",
         timed(lambda xx, d: input_grad(xx, d, **dw, **cfg), (x, dpre)),
         timed(lambda xx, d: jnp.dot(xx.T, d.astype(BF16), preferred_element_type=jnp.float32), (x, dpre)),
-        x.nbytes + dpre.nbytes + params.w1.nbytes, 2 * batch * k * n)
+        x.nbytes + dpre.nbytes + params.w1.nbytes,
+        2 * batch * k * n,
+    )
     g = jnp.full_like(params.w1, 1e-3)
     update = dict(momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)
-    add("sgd_update (W1, in place)",
+    add(
+        "sgd_update (W1, in place)",
         carried_time(lambda w, v, gg, l: sgd_update(w, v, gg, l, **update, **cfg), (params.w1, velocity.w1), (g, lr)),
-        carried_time(lambda w, v, gg, l: sgd_update_reference(w, v, gg, l, **update), (params.w1, velocity.w1), (g, lr)),
-        5 * params.w1.nbytes, 4 * params.w1.size)
-    add("input_grad_update (dW1 + update fused)",
-        carried_time(lambda w, v, xx, d, l: input_grad_update(xx, d, w, v, l, **update, **gw, **cfg),
-                     (params.w1, velocity.w1), (x, dpre, lr)),
-        carried_time(lambda w, v, xx, d, l: sgd_update_reference(
-            w, v, jnp.dot(xx.T, d.astype(BF16), preferred_element_type=jnp.float32), l, **update),
-            (params.w1, velocity.w1), (x, dpre, lr)),
-        x.nbytes + dpre.nbytes + 4 * params.w1.nbytes, 2 * batch * k * n)
+        carried_time(
+            lambda w, v, gg, l: sgd_update_reference(w, v, gg, l, **update), (params.w1, velocity.w1), (g, lr)
+        ),
+        5 * params.w1.nbytes,
+        4 * params.w1.size,
+    )
+    add(
+        "input_grad_update (dW1 + update fused)",
+        carried_time(
+            lambda w, v, xx, d, l: input_grad_update(xx, d, w, v, l, **update, **gw, **cfg),
+            (params.w1, velocity.w1),
+            (x, dpre, lr),
+        ),
+        carried_time(
+            lambda w, v, xx, d, l: sgd_update_reference(
+                w, v, jnp.dot(xx.T, d.astype(BF16), preferred_element_type=jnp.float32), l, **update
+            ),
+            (params.w1, velocity.w1),
+            (x, dpre, lr),
+        ),
+        x.nbytes + dpre.nbytes + 4 * params.w1.nbytes,
+        2 * batch * k * n,
+    )
     step_kw = dict(n_classes=n_classes, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY, config=config)
-    pallas_step = carried_time(lambda p, v, xx, yy, mm, l: pallas_train_step(p, v, xx, yy, mm, l[0], **step_kw),
-                               (params, velocity), (x, y, m, lr))
+    pallas_step = carried_time(
+        lambda p, v, xx, yy, mm, l: pallas_train_step(p, v, xx, yy, mm, l[0], **step_kw),
+        (params, velocity),
+        (x, y, m, lr),
+    )
     plain = Params(params.w1[: matrix.shape[1]], params.b1, params.w2[:, :n_classes], params.b2[:n_classes])
     plain_v = jax.tree.map(jnp.zeros_like, plain)
-    dense_step = carried_time(lambda p, v, xx, yy, mm, l: xla_step_dense(p, v, xx, yy, mm, l[0]),
-                              (plain, plain_v), (x[:, : matrix.shape[1]], y, m, lr))
-    sparse_step = carried_time(lambda p, v, i, va, r, yy, mm, l: xla_step_sparse(p, v, i, va, r, yy, mm, l[0]),
-                               (plain, plain_v), (idx, val, row, y, m, lr))
+    dense_step = carried_time(
+        lambda p, v, xx, yy, mm, l: xla_step_dense(p, v, xx, yy, mm, l[0]),
+        (plain, plain_v),
+        (x[:, : matrix.shape[1]], y, m, lr),
+    )
+    sparse_step = carried_time(
+        lambda p, v, i, va, r, yy, mm, l: xla_step_sparse(p, v, i, va, r, yy, mm, l[0]),
+        (plain, plain_v),
+        (idx, val, row, y, m, lr),
+    )
     step_bytes = 2 * x.nbytes + 4 * params.w1.nbytes
     add("training step (dense bf16 X) vs XLA dense", pallas_step, dense_step, step_bytes, 4 * batch * k * n)
     # Adam, the product's default optimizer (same rows; the state carries two moment buffers).
     adam_kw = dict(step_kw, optimizer="adam")
-    pallas_adam = carried_time(lambda p, s, xx, yy, mm, l: pallas_train_step(p, s, xx, yy, mm, l[0], **adam_kw),
-                               (params, adam().init(params)), (x, y, m, lr))
-    xla_adam = carried_time(lambda p, s, xx, yy, mm, l: xla_step_dense(p, s, xx, yy, mm, l[0], "adam"),
-                            (plain, adam().init(plain)), (x[:, : matrix.shape[1]], y, m, lr))
-    add("training step, adam (the product default) vs XLA dense", pallas_adam, xla_adam,
-        2 * x.nbytes + 6 * params.w1.nbytes, 4 * batch * k * n)
+    pallas_adam = carried_time(
+        lambda p, s, xx, yy, mm, l: pallas_train_step(p, s, xx, yy, mm, l[0], **adam_kw),
+        (params, adam().init(params)),
+        (x, y, m, lr),
+    )
+    xla_adam = carried_time(
+        lambda p, s, xx, yy, mm, l: xla_step_dense(p, s, xx, yy, mm, l[0], "adam"),
+        (plain, adam().init(plain)),
+        (x[:, : matrix.shape[1]], y, m, lr),
+    )
+    add(
+        "training step, adam (the product default) vs XLA dense",
+        pallas_adam,
+        xla_adam,
+        2 * x.nbytes + 6 * params.w1.nbytes,
+        4 * batch * k * n,
+    )
     torch_times = torch_bench(matrix, labels, n_classes, batch, sparse) if with_torch else {}
     return ops, sparse_step, torch_times
 
@@ -297,24 +349,42 @@ def sweep(matrix, labels, n_classes, batch, device: str, db=None, finalists: int
             record_kernel_sweep(db, device, kernel, batch, {k: asdict(v) for k, v in config.items()}, seconds, error)
         if seconds is not None:
             timings.setdefault(kernel, []).append((seconds, config))
-        print(f"  sweep B={batch} {kernel} {config} -> {'%.1f us' % (seconds * 1e6) if seconds else error}",
-              file=sys.stderr, flush=True)
+        print(
+            f"  sweep B={batch} {kernel} {config} -> {'%.1f us' % (seconds * 1e6) if seconds else error}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     for bm, bk, split, warps, stages in _forward_space(batch):
         blocks = HiddenForwardBlocks(block_m=bm, block_k=bk, split_k=split, num_warps=warps, num_stages=stages)
-        record("hidden_forward", {"forward": blocks}, lambda: kernel_or_device_time(
-            lambda xx, w, b: hidden_forward(xx, w, b, block_sizes=blocks), (x, w1, b1)))
+        record(
+            "hidden_forward",
+            {"forward": blocks},
+            lambda: kernel_or_device_time(lambda xx, w, b: hidden_forward(xx, w, b, block_sizes=blocks), (x, w1, b1)),
+        )
     grad_space = [(bm, bk, warps, stages) for bm, bk, warps, stages in GRAD_SPACE if bm <= max(32, batch)]
     for bm, bk, warps, stages in grad_space:
         blocks = InputGradBlocks(block_m=bm, block_k=bk, num_warps=warps, num_stages=stages)
-        record("input_grad_update", {"grad": blocks}, lambda: carried_time(
-            lambda w, v, xx, d, l: input_grad_update(xx, d, w, v, l, momentum=0.9, weight_decay=0.0,
-                                                     block_sizes=blocks),
-            (w1, jnp.zeros_like(w1)), (x, dpre, lr), reps=10, trials=3))
+        record(
+            "input_grad_update",
+            {"grad": blocks},
+            lambda: carried_time(
+                lambda w, v, xx, d, l: input_grad_update(
+                    xx, d, w, v, l, momentum=0.9, weight_decay=0.0, block_sizes=blocks
+                ),
+                (w1, jnp.zeros_like(w1)),
+                (x, dpre, lr),
+                reps=10,
+                trials=3,
+            ),
+        )
     for bm, bk, warps, stages in grad_space:  # dW1 alone (the `dw` blocks), by its own kernel time
         blocks = InputGradBlocks(block_m=bm, block_k=bk, num_warps=warps, num_stages=stages)
-        record("input_grad", {"dw": blocks}, lambda: kernel_or_device_time(
-            lambda xx, d: input_grad(xx, d, block_sizes=blocks), (x, dpre)))
+        record(
+            "input_grad",
+            {"dw": blocks},
+            lambda: kernel_or_device_time(lambda xx, d: input_grad(xx, d, block_sizes=blocks), (x, dpre)),
+        )
 
     def fastest(kernel, count=1):
         return [config for _, config in sorted(timings.get(kernel, []), key=lambda t: t[0])[:count]]
@@ -326,9 +396,15 @@ def sweep(matrix, labels, n_classes, batch, device: str, db=None, finalists: int
     for forward, grad in pairs:
         config = base.replace(**forward, **grad)
         step_kw = dict(n_classes=n_classes, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY, config=config)
-        record("training_step", {**forward, **grad}, lambda: carried_time(
-            lambda p, v, xx, yy, mm, l: pallas_train_step(p, v, xx, yy, mm, l[0], **step_kw),
-            (params, velocity), (x, y, m, lr)))
+        record(
+            "training_step",
+            {**forward, **grad},
+            lambda: carried_time(
+                lambda p, v, xx, yy, mm, l: pallas_train_step(p, v, xx, yy, mm, l[0], **step_kw),
+                (params, velocity),
+                (x, y, m, lr),
+            ),
+        )
     return base.replace(**next(iter(fastest("training_step")), {}))
 
 
@@ -346,7 +422,10 @@ def main() -> None:
     device = device_description()
     matrix, labels, n_classes = load_problem(args.corpus)
     bandwidth, matmul_rate = ceilings()
-    print(f"device {device}; measured copy bandwidth {bandwidth / 1e12:.2f} TB/s, bf16 matmul {matmul_rate / 1e12:.0f} TFLOP/s")
+    print(
+        f"device {device}; measured copy bandwidth {bandwidth / 1e12:.2f} TB/s, bf16 matmul {matmul_rate / 1e12:.0f} "
+        f"TFLOP/s"
+    )
     database = None
     if args.db:
         from benchmarks.kernels.sweeps import open_sweep_db
@@ -357,19 +436,28 @@ def main() -> None:
         config = sweep(matrix, labels, n_classes, batch, device, database) if args.sweep else tuned(batch, device)
         chosen.append({"device": device, "batch_size": batch, "config": asdict(config)})
         ops, sparse_step, torch_times = bench_batch(matrix, labels, n_classes, batch, config, args.torch)
-        print(f"\n### B = {batch} (news4 rows, {matrix.shape[1]} features -> 128 -> {n_classes}); config {asdict(config)}\n")
+        print(
+            f"\n### B = {batch} (news4 rows, {matrix.shape[1]} features -> 128 -> {n_classes}); config "
+            f"{asdict(config)}\n"
+        )
         print("| op | Pallas us | XLA us | Pallas/XLA | Pallas GB/s | % copy BW | Pallas TFLOP/s | % bf16 peak |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for name, p, x, nbytes, flops in ops:
-            print(f"| {name} | {p * 1e6:.1f} | {x * 1e6:.1f} | {p / x:.2f} | {nbytes / p / 1e9:.0f} | "
-                  f"{100 * nbytes / p / bandwidth:.0f}% | {flops / p / 1e12:.1f} | {100 * flops / p / matmul_rate:.1f}% |")
+            print(
+                f"| {name} | {p * 1e6:.1f} | {x * 1e6:.1f} | {p / x:.2f} | {nbytes / p / 1e9:.0f} | "
+                f"{100 * nbytes / p / bandwidth:.0f}% | {flops / p / 1e12:.1f} | {100 * flops / p / matmul_rate:.1f}% |"
+            )
         pallas_step = ops[-2][1]
-        print(f"| training step: XLA sparse gather/segment-sum (the xla backend) | | {sparse_step * 1e6:.1f} | "
-              f"{pallas_step / sparse_step:.2f} | | | | |")
+        print(
+            f"| training step: XLA sparse gather/segment-sum (the xla backend) | | {sparse_step * 1e6:.1f} | "
+            f"{pallas_step / sparse_step:.2f} | | | | |"
+        )
         if torch_times:
-            print(f"| PyTorch CUDA graph: forward {torch_times['forward'] * 1e6:.1f} us "
-                  f"(Pallas/torch {ops[0][1] / torch_times['forward']:.2f}); step {torch_times['step'] * 1e6:.1f} us "
-                  f"(Pallas/torch {pallas_step / torch_times['step']:.2f}) | | | | | | | |")
+            print(
+                f"| PyTorch CUDA graph: forward {torch_times['forward'] * 1e6:.1f} us "
+                f"(Pallas/torch {ops[0][1] / torch_times['forward']:.2f}); step {torch_times['step'] * 1e6:.1f} us "
+                f"(Pallas/torch {pallas_step / torch_times['step']:.2f}) | | | | | | | |"
+            )
         sys.stdout.flush()
         if args.tuned_out:  # after every batch size, so a run cut short keeps what it measured
             with open(args.tuned_out, "w") as handle:

@@ -38,12 +38,19 @@ def gradient_check(matrix, labels, n_classes: int, batch: int = 256) -> None:
     config = KernelConfig().replace(precision="highest", x_dtype="float32")
     params = pad_params(init_params(jax.random.PRNGKey(0), matrix.shape[1], 128, n_classes), config)
     b = make_batches(matrix, labels, batch)
-    x = dense_batch(jnp.asarray(b.indices[0]), jnp.asarray(b.values[0]), jnp.asarray(b.rows[0]), batch,
-                    params.w1.shape[0], jnp.float32)
+    x = dense_batch(
+        jnp.asarray(b.indices[0]),
+        jnp.asarray(b.values[0]),
+        jnp.asarray(b.rows[0]),
+        batch,
+        params.w1.shape[0],
+        jnp.float32,
+    )
     y, weight = jnp.asarray(b.labels[0]), jnp.asarray(b.mask[0]) / batch
     kernel = jax.grad(lambda *p: mlp_loss(*p, x, y, weight, n_classes, config), argnums=(0, 1, 2, 3))(*params)
-    reference = jax.grad(lambda *p: mlp_loss_reference(*p, x, y, weight, n_classes, "highest"),
-                         argnums=(0, 1, 2, 3))(*params)
+    reference = jax.grad(lambda *p: mlp_loss_reference(*p, x, y, weight, n_classes, "highest"), argnums=(0, 1, 2, 3))(
+        *params
+    )
     print(f"Gradients on one news4 minibatch (B={batch}) at the initial weights, Pallas vs jax.grad(reference):\n")
     print("| gradient | max abs diff | max abs value | relative |")
     print("|---|---:|---:|---:|")
@@ -65,6 +72,7 @@ def main() -> None:
     test_x = vectorizer.transform(test.texts)
     classes = sorted(set(train.labels))
     train_y, test_y = encode_labels(train.labels, classes), encode_labels(test.labels, classes)
+
     def accuracy(params) -> float:
         model = Model(vectorizer, Params(*params), labels=classes, settings=settings)
         return float((model.scores(test_x).argmax(axis=1) == test_y).mean())
@@ -72,8 +80,10 @@ def main() -> None:
     gradient_check(train_x, train_y, len(classes))
     order = np.random.default_rng(0).permutation(train_x.shape[0])[: args.docs]
     short_x, short_y = train_x[order], train_y[order]
-    print(f"\nShort run: {short_x.shape[0]} documents, {args.epochs} epoch(s), batch {settings.batch_size}, "
-          f"IEEE fp32 (highest) on both sides, same initial weights and batches:\n")
+    print(
+        f"\nShort run: {short_x.shape[0]} documents, {args.epochs} epoch(s), batch {settings.batch_size}, "
+        f"IEEE fp32 (highest) on both sides, same initial weights and batches:\n"
+    )
     print("| param | max abs diff | max abs value | max-relative | norm-relative |")
     print("|---|---:|---:|---:|---:|")
     with jax.default_matmul_precision("highest"):

@@ -14,13 +14,39 @@ import sqlite_utils
 def open_sweep_db(path: str | Path) -> sqlite_utils.Database:
     db = sqlite_utils.Database(path)
     if "kernel_sweeps" not in db.table_names():
-        db["kernel_sweeps"].create({"id": int, "created_at": str, "device": str, "kernel": str, "batch_size": int,
-                                    "config": str, "seconds": float, "error": str}, pk="id")
+        db["kernel_sweeps"].create(
+            {
+                "id": int,
+                "created_at": str,
+                "device": str,
+                "kernel": str,
+                "batch_size": int,
+                "config": str,
+                "seconds": float,
+                "error": str,
+            },
+            pk="id",
+        )
     return db
 
 
-def record_kernel_sweep(db: sqlite_utils.Database, device: str, kernel: str, batch_size: int, config: dict,
-                        seconds: float | None, error: str | None) -> None:
-    db["kernel_sweeps"].insert({"created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                                "device": device, "kernel": kernel, "batch_size": batch_size,
-                                "config": json.dumps(config), "seconds": seconds, "error": error})
+def record_kernel_sweep(
+    db: sqlite_utils.Database,
+    device: str,
+    kernel: str,
+    batch_size: int,
+    config: dict,
+    seconds: float | None,
+    error: str | None,
+) -> None:
+    db["kernel_sweeps"].insert(
+        {
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "device": device,
+            "kernel": kernel,
+            "batch_size": batch_size,
+            "config": json.dumps(config),
+            "seconds": seconds,
+            "error": error,
+        }
+    )

@@ -39,17 +39,19 @@ def pieces_batch(rng: np.random.Generator):
     for document, n in enumerate(lengths):
         features = np.sort(ids[rng.choice(F, n, replace=False, p=weights)])
         for start in range(0, len(features), W):
-            chunk = features[start:start + W]
+            chunk = features[start : start + W]
             piece_idx, piece_val = np.full(W, F, np.int32), np.zeros(W, np.float32)
-            piece_idx[:len(chunk)], piece_val[:len(chunk)] = chunk, rng.uniform(0.05, 0.3, len(chunk))
+            piece_idx[: len(chunk)], piece_val[: len(chunk)] = chunk, rng.uniform(0.05, 0.3, len(chunk))
             idx.append(piece_idx)
             val.append(piece_val)
             rows.append(document)
     pad = -len(idx) % (R // W)
     print(f"{lengths.sum():,} nonzeros, {len(idx) + pad:,} pieces, {(len(idx) + pad) * W:,} slots", flush=True)
-    return (np.concatenate([np.stack(idx), np.full((pad, W), F, np.int32)]),
-            np.concatenate([np.stack(val), np.zeros((pad, W), np.float32)]),
-            np.concatenate([np.array(rows, np.int32), np.full(pad, B - 1, np.int32)]))
+    return (
+        np.concatenate([np.stack(idx), np.full((pad, W), F, np.int32)]),
+        np.concatenate([np.stack(val), np.zeros((pad, W), np.float32)]),
+        np.concatenate([np.array(rows, np.int32), np.full(pad, B - 1, np.int32)]),
+    )
 
 
 def _reduce_adds(idx_gmem, src_gmem, _, out_gmem, idx_smem, src_smem, loaded):
@@ -60,8 +62,9 @@ def _reduce_adds(idx_gmem, src_gmem, _, out_gmem, idx_smem, src_smem, loaded):
 
     @pl.loop(0, R)
     def _(slot):
-        plgpu.copy_smem_to_gmem(src_smem.at[pl.ds(jax.lax.rem(slot, 16), 1)], out_gmem.at[pl.ds(idx_smem[slot], 1)],
-                                reduction_op="add")
+        plgpu.copy_smem_to_gmem(
+            src_smem.at[pl.ds(jax.lax.rem(slot, 16), 1)], out_gmem.at[pl.ds(idx_smem[slot], 1)], reduction_op="add"
+        )
 
     plgpu.wait_smem_to_gmem(0)
 
@@ -71,13 +74,20 @@ def tma_reduce_adds(flat_idx, src, out):
     # plgpu.kernel takes no input_output_aliases in jax 0.11.2, and the reduce-adds must sum into `out`.
     from jax._src.pallas.mpmd import _mpmd_map
 
-    scratch = [plgpu.SMEM((R,), jnp.int32), plgpu.SMEM((16, H), jnp.float32),
-               plgpu.Barrier(num_arrivals=2, num_barriers=1)]
+    scratch = [
+        plgpu.SMEM((R,), jnp.int32),
+        plgpu.SMEM((16, H), jnp.float32),
+        plgpu.Barrier(num_arrivals=2, num_barriers=1),
+    ]
     mesh = plgpu.Mesh(grid=(flat_idx.shape[0] // R,), grid_names=("programs",))
     body = lambda *refs: pl.run_scoped(functools.partial(_reduce_adds, *refs), *scratch)
-    return _mpmd_map([(mesh, body)], (jax.ShapeDtypeStruct((F, H), jnp.float32),), input_output_aliases={2: 0},
-                     compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane),
-                     name="tma_reduce_adds")(flat_idx, src, out)[0]
+    return _mpmd_map(
+        [(mesh, body)],
+        (jax.ShapeDtypeStruct((F, H), jnp.float32),),
+        input_output_aliases={2: 0},
+        compiler_params=plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Lane),
+        name="tma_reduce_adds",
+    )(flat_idx, src, out)[0]
 
 
 def _per_call_us(fn, repeat: int = 20) -> float:
@@ -104,16 +114,24 @@ def main() -> None:
             scaled = dpre * (1 + i.astype(jnp.float32) * 1e-3)
             per_slot = val[..., None] * scaled[rows][:, None, :]
             return out.at[jnp.where(val != 0, idx, F)].add(per_slot, mode="drop")
+
         return jax.lax.fori_loop(0, LOOPS, one, jnp.zeros((F, H), jnp.float32))
 
     @jax.jit
     def tma_loop():
-        return jax.lax.fori_loop(0, LOOPS, lambda i, out: tma_reduce_adds(flat_idx, src * i.astype(jnp.float32), out),
-                                 jnp.zeros((F, H), jnp.float32))
+        return jax.lax.fori_loop(
+            0,
+            LOOPS,
+            lambda i, out: tma_reduce_adds(flat_idx, src * i.astype(jnp.float32), out),
+            jnp.zeros((F, H), jnp.float32),
+        )
 
     for _ in range(2):
-        print(f"XLA gather-scale-scatter {_per_call_us(xla_loop):.1f} us; TMA reduce-adds of rows already in shared "
-              f"memory, the same slots {_per_call_us(tma_loop):.1f} us", flush=True)
+        print(
+            f"XLA gather-scale-scatter {_per_call_us(xla_loop):.1f} us; TMA reduce-adds of rows already in shared "
+            f"memory, the same slots {_per_call_us(tma_loop):.1f} us",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

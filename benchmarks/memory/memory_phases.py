@@ -45,8 +45,14 @@ def main() -> None:
 
     def new_phase(name: str) -> dict:
         now, anonymous = resident_bytes(), anonymous_bytes()
-        return {"name": name, "at": time.perf_counter(), "start": now, "start_anon": anonymous, "peak": now,
-                "peak_anon": anonymous}
+        return {
+            "name": name,
+            "at": time.perf_counter(),
+            "start": now,
+            "start_anon": anonymous,
+            "peak": now,
+            "peak_anon": anonymous,
+        }
 
     def note(phase: dict) -> None:
         now = resident_bytes()
@@ -68,8 +74,13 @@ def main() -> None:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     with tempfile.TemporaryDirectory() as home:
-        result = train(args.train, test_path=args.test, db_path=Path(home) / "runs.db",
-                       model_path=Path(home) / "model.npz", on_event=on_event)
+        result = train(
+            args.train,
+            test_path=args.test,
+            db_path=Path(home) / "runs.db",
+            model_path=Path(home) / "model.npz",
+            on_event=on_event,
+        )
     done.set()
     sampler.join()
     note(phases[-1])
@@ -78,8 +89,10 @@ def main() -> None:
     print("| phase | s | resident at start MB (anonymous) | peak in phase MB (anonymous) |")
     print("|---|---:|---:|---:|")
     for phase, end in zip(phases, ends):
-        print(f"| {phase['name']} | {end - phase['at']:.1f} | {phase['start'] / 2**20:,.0f} "
-              f"({phase['start_anon'] / 2**20:,.0f}) | {phase['peak'] / 2**20:,.0f} ({phase['peak_anon'] / 2**20:,.0f}) |")
+        print(
+            f"| {phase['name']} | {end - phase['at']:.1f} | {phase['start'] / 2**20:,.0f} "
+            f"({phase['start_anon'] / 2**20:,.0f}) | {phase['peak'] / 2**20:,.0f} ({phase['peak_anon'] / 2**20:,.0f}) |"
+        )
 
 
 if __name__ == "__main__":

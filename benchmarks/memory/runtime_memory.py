@@ -55,8 +55,10 @@ def main() -> None:
             print(f"| {variant or 'as is'} | failed: {done.stderr.strip().splitlines()[-1:]} | | | |")
             continue
         for stage, values in json.loads(done.stdout.strip().splitlines()[-1]):
-            print(f"| {variant or 'as is'} | {stage} | {values['VmRSS']:,.0f} | {values['RssAnon']:,.0f} | "
-                  f"{values['RssFile']:,.0f} |")
+            print(
+                f"| {variant or 'as is'} | {stage} | {values['VmRSS']:,.0f} | {values['RssAnon']:,.0f} | "
+                f"{values['RssFile']:,.0f} |"
+            )
 
 
 if __name__ == "__main__":

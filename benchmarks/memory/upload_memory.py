@@ -58,12 +58,18 @@ def main() -> None:
     print("| pieces put | upload s | resident before MB | after MB | host matrix freed MB (anonymous) |")
     print("|---|---:|---:|---:|---:|")
     for way in ("all at once", "one at a time"):
-        done = subprocess.run([sys.executable, "-c", PROBE, way, str(args.documents), str(args.nonzeros)],
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, way, str(args.documents), str(args.nonzeros)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         row = json.loads(done.stdout.strip().splitlines()[-1])
         mb = {key: row[key] / 2**20 for key in ("before", "after", "freed", "anonymous")}
-        print(f"| {way} | {row['seconds']:.2f} | {mb['before']:,.0f} | {mb['after']:,.0f} | {mb['freed']:,.0f} "
-              f"({mb['anonymous']:,.0f}) |")
+        print(
+            f"| {way} | {row['seconds']:.2f} | {mb['before']:,.0f} | {mb['after']:,.0f} | {mb['freed']:,.0f} "
+            f"({mb['anonymous']:,.0f}) |"
+        )
 
 
 if __name__ == "__main__":

@@ -34,8 +34,13 @@ from pipelines.workers import WorkerPool
 
 PORTFOLIO_FILE = Path(__file__).resolve().parents[2] / "textclf" / "training" / "portfolio.json"
 # Each field's first value is Settings' default: the portfolio starts from the defaults.
-GRID = {"stop_words": ("english", None), "ngram_max": (2, 1), "nb_weighting": (True, False),
-        "sublinear_tf": (True, False), "batch_size": (64, 256)}
+GRID = {
+    "stop_words": ("english", None),
+    "ngram_max": (2, 1),
+    "nb_weighting": (True, False),
+    "sublinear_tf": (True, False),
+    "batch_size": (64, 256),
+}
 FIELDS = tuple(GRID)
 
 
@@ -64,15 +69,25 @@ def curves(paths: list[str], out: Path, seeds: list[int]) -> None:
             name = Path(path).parent.name
             for seed in seeds:
                 start = time.perf_counter()
-                results, folds, optimizers = search_curves(list(corpus.texts), list(corpus.labels),
-                                                           Settings(seed=seed), pool, platform, variants)
-                record = {"corpus": name, "seed": seed, "platform": platform, "documents": len(corpus.texts),
-                          "validation": [len(val) for _, val in folds], "optimizers": optimizers,
-                          "variants": [v._asdict() for v in variants],
-                          "curves": [[results[(v, f)].tolist() for f in range(len(folds))] for v in variants]}
+                results, folds, optimizers = search_curves(
+                    list(corpus.texts), list(corpus.labels), Settings(seed=seed), pool, platform, variants
+                )
+                record = {
+                    "corpus": name,
+                    "seed": seed,
+                    "platform": platform,
+                    "documents": len(corpus.texts),
+                    "validation": [len(val) for _, val in folds],
+                    "optimizers": optimizers,
+                    "variants": [v._asdict() for v in variants],
+                    "curves": [[results[(v, f)].tolist() for f in range(len(folds))] for v in variants],
+                }
                 (out / f"{name}-{seed}.json").write_text(json.dumps(record))
-                print(f"{name} seed {seed}: {len(variants)} variants x {len(folds)} folds in "
-                      f"{time.perf_counter() - start:.1f} s", flush=True)
+                print(
+                    f"{name} seed {seed}: {len(variants)} variants x {len(folds)} folds in "
+                    f"{time.perf_counter() - start:.1f} s",
+                    flush=True,
+                )
 
 
 class Study:
@@ -83,11 +98,10 @@ class Study:
         self.corpus = record["corpus"]
         self.variants = [tuple(v[f] for f in FIELDS) for v in record["variants"]]
         longest = max(len(c) for per_variant in record["curves"] for c in per_variant)
-        self.curves = np.zeros((len(self.variants), len(record["curves"][0]), longest,
-                                len(record["optimizers"])))
+        self.curves = np.zeros((len(self.variants), len(record["curves"][0]), longest, len(record["optimizers"])))
         for i, per_variant in enumerate(record["curves"]):
             for f, curve in enumerate(per_variant):
-                self.curves[i, f, :len(curve)] = curve
+                self.curves[i, f, : len(curve)] = curve
         self.score = self.curves.mean(axis=1).max(axis=(1, 2))  # (variants,) the best of the fold mean
         self.regret = self.score.max() - self.score
 
@@ -103,7 +117,7 @@ class Study:
         rules = SearchRules()
         rows = [self.index(v) for v in portfolio]
         rung = max(1, math.ceil(self.curves.shape[2] * rules.first_rung))
-        alive = sorted(rows, key=lambda i: -self.curves[i, 0, :rung].max())[:rules.halving_keep]  # (a stable sort)
+        alive = sorted(rows, key=lambda i: -self.curves[i, 0, :rung].max())[: rules.halving_keep]  # (a stable sort)
         alive += [] if rows[0] in alive else [rows[0]]  # the defaults go on too
         return self.variants[max(alive, key=lambda i: self.score[i])]
 
@@ -114,8 +128,7 @@ class Study:
         alive = sorted(race, key=lambda v: -self.curves[self.index(v), 0].max())[:3]
         winner = max(alive, key=lambda v: self.score[self.index(v)])
         fold0 = self.curves[self.index(winner), 0].max()
-        refined = [v for v in _refined(winner) if v in self.variants
-                   and self.curves[self.index(v), 0].max() >= fold0]
+        refined = [v for v in _refined(winner) if v in self.variants and self.curves[self.index(v), 0].max() >= fold0]
         return max(alive + refined, key=lambda v: self.score[self.index(v)])
 
 
@@ -123,6 +136,7 @@ def _greedy(studies: list[Study], size: int, first: tuple) -> list[tuple]:
     portfolio = [first]
     candidates = studies[0].variants
     while len(portfolio) < size:
+
         def mean_regret(extra):
             chosen = portfolio + [extra]
             return np.mean([min(s.regret[s.index(v)] for v in chosen) for s in studies])
@@ -135,23 +149,28 @@ def _today(default: tuple, study: Study) -> list[tuple]:
     """The search's space before the portfolio, for a corpus: the race (stop words x n-grams) and its winner's
     one-field changes (those the grid holds: its batch 256 only with NB weights off)."""
     d = dict(zip(FIELDS, default))
-    race = [tuple({**d, "stop_words": s, "ngram_max": n}[f] for f in FIELDS) for n in (2, 1)
-            for s in ("english", None)]
+    race = [tuple({**d, "stop_words": s, "ngram_max": n}[f] for f in FIELDS) for n in (2, 1) for s in ("english", None)]
     winner = max(race, key=lambda v: study.score[study.index(v)])
     return race + [v for v in _refined(winner) if v in study.variants]
 
 
 def _refined(winner: tuple) -> list[tuple]:
     w = dict(zip(FIELDS, winner))
-    return [tuple({**w, field: value}[f] for f in FIELDS) for field in ("nb_weighting", "sublinear_tf", "batch_size")
-            for value in GRID[field] if value != w[field]]
+    return [
+        tuple({**w, field: value}[f] for f in FIELDS)
+        for field in ("nb_weighting", "sublinear_tf", "batch_size")
+        for value in GRID[field]
+        if value != w[field]
+    ]
 
 
 def build(folder: Path, size: int, write: bool) -> None:
     studies = [Study(json.loads(p.read_text())) for p in sorted(folder.glob("*.json"))]
     default = tuple(GRID[f][0] for f in FIELDS)
-    print("| corpus (seed) | best variant | the race's space, oracle: regret | the race as it chose | "
-          "portfolio without it, oracle | portfolio without it, halving |")
+    print(
+        "| corpus (seed) | best variant | the race's space, oracle: regret | the race as it chose | "
+        "portfolio without it, oracle | portfolio without it, halving |"
+    )
     print("|---|---|---:|---:|---:|---:|")
     rows = []
     for study in studies:
@@ -162,16 +181,20 @@ def build(folder: Path, size: int, write: bool) -> None:
         halving = study.regret[study.index(study.halving(portfolio))]
         raced = study.regret[study.index(study.race(default))]
         rows.append((today, raced, oracle, halving))
-        print(f"| {study.name} | {dict(zip(FIELDS, study.variants[int(study.score.argmax())]))} | "
-              + " | ".join(f"{100 * r:.2f}" for r in rows[-1]) + " |")
+        print(
+            f"| {study.name} | {dict(zip(FIELDS, study.variants[int(study.score.argmax())]))} | "
+            + " | ".join(f"{100 * r:.2f}" for r in rows[-1])
+            + " |"
+        )
     print("| mean (points) | | " + " | ".join(f"{m:.2f}" for m in np.mean(rows, axis=0) * 100) + " |")
     portfolio = _greedy(studies, size, default)
     print("portfolio from every corpus:", [dict(zip(FIELDS, v)) for v in portfolio])
     if write:
         lines = ",\n".join(f"  {json.dumps(list(v))}" for v in portfolio)
         corpora = json.dumps(sorted({s.corpus for s in studies}))
-        PORTFOLIO_FILE.write_text(f'{{"fields": {json.dumps(list(FIELDS))},\n "corpora": {corpora},\n'
-                                  f' "variants": [\n{lines}\n ]}}\n')
+        PORTFOLIO_FILE.write_text(
+            f'{{"fields": {json.dumps(list(FIELDS))},\n "corpora": {corpora},\n "variants": [\n{lines}\n ]}}\n'
+        )
         print(f"wrote {PORTFOLIO_FILE}")
 
 

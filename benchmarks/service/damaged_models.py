@@ -30,8 +30,10 @@ def _variants(good: Path, folder: Path, gib: int, random_mb: int) -> dict[str, P
     with np.load(good, allow_pickle=False) as archive:
         arrays = {name: archive[name] for name in archive.files}
     out = {}
-    for name, change in (("NaN weights", {"w2": np.full_like(arrays["w2"], np.nan)}),
-                         ("int64 weights", {"w1": arrays["w1"].astype(np.int64)})):
+    for name, change in (
+        ("NaN weights", {"w2": np.full_like(arrays["w2"], np.nan)}),
+        ("int64 weights", {"w1": arrays["w1"].astype(np.int64)}),
+    ):
         out[name] = folder / f"{name.split()[0]}.npz"
         np.savez(out[name], **{**arrays, **change})
     bomb = folder / "bomb.npz"
@@ -75,8 +77,10 @@ def main() -> None:
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
-            print(f"| {name} | {path.stat().st_size / 2**20:,.1f} | {seconds:.3f} | {peak / 2**20:.1f} | {grown:.0f} | "
-                  f"{message} |")
+            print(
+                f"| {name} | {path.stat().st_size / 2**20:,.1f} | {seconds:.3f} | {peak / 2**20:.1f} | {grown:.0f} | "
+                f"{message} |"
+            )
 
 
 if __name__ == "__main__":

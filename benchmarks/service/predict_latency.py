@@ -42,17 +42,37 @@ def main() -> None:
     trees = [(name, (REPO / path).resolve()) for name, path in (item.split("=") for item in args.trees.split(","))]
     with tempfile.TemporaryDirectory() as home:
         env = {**os.environ, "TEXTCLF_HOME": home}
-        subprocess.run([sys.executable, "-m", "textclf", "train", str(REPO / "textclf" / "sample_corpus"), "--search",
-                        "off", "--stop-words", args.stop_words, *args.train_flags.split()], cwd=trees[-1][1],
-                       env={**env, "PYTHONPATH": str(trees[-1][1])}, check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "textclf",
+                "train",
+                str(REPO / "textclf" / "sample_corpus"),
+                "--search",
+                "off",
+                "--stop-words",
+                args.stop_words,
+                *args.train_flags.split(),
+            ],
+            cwd=trees[-1][1],
+            env={**env, "PYTHONPATH": str(trees[-1][1])},
+            check=True,
+            capture_output=True,
+        )
         seconds: dict[str, list[float]] = {name: [] for name, _ in trees}
         imported: dict[str, str] = {}
         for _ in range(args.repeat):
             for name, tree in trees:
                 start = time.perf_counter()
-                done = subprocess.run([sys.executable, "-c", IMPORTS_SKLEARN, "predict",
-                                       str(REPO / "examples" / "recipe.txt")], cwd=tree,
-                                      env={**env, "PYTHONPATH": str(tree)}, capture_output=True, text=True, check=True)
+                done = subprocess.run(
+                    [sys.executable, "-c", IMPORTS_SKLEARN, "predict", str(REPO / "examples" / "recipe.txt")],
+                    cwd=tree,
+                    env={**env, "PYTHONPATH": str(tree)},
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 seconds[name].append(time.perf_counter() - start)
                 imported[name] = done.stderr.strip().splitlines()[-1]
     print("| tree | seconds | median | imported scikit-learn |")

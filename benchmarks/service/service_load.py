@@ -56,11 +56,12 @@ async def _client_loops(base, model, texts, clients, requests, per_request, firs
     async def one_client(offset: int) -> None:
         nonlocal errors
         # One connection per client, kept alive across its requests, as a client library would.
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1),
-                                         timeout=aiohttp.ClientTimeout(total=60)) as session:
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=1), timeout=aiohttp.ClientTimeout(total=60)
+        ) as session:
             for i in range(requests):
                 start = (offset * requests + i) * per_request % max(1, len(texts) - per_request)
-                body = json.dumps({"instances": texts[start:start + per_request]})
+                body = json.dumps({"instances": texts[start : start + per_request]})
                 began = time.perf_counter()
                 async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as response:
                     answer = await response.read()
@@ -117,8 +118,18 @@ def _new_version(db_path: str, name: str):
     return publish
 
 
-def _run(base, model, texts, clients, requests, per_request, processes, server: psutil.Process | None = None,
-         at_start=None, delay_s: float = 0.0):
+def _run(
+    base,
+    model,
+    texts,
+    clients,
+    requests,
+    per_request,
+    processes,
+    server: psutil.Process | None = None,
+    at_start=None,
+    delay_s: float = 0.0,
+):
     """clients spread over `processes` client processes (one Python client process alone would measure the
     client instead of the service); at_start() runs in a thread delay_s after the clients begin and returns when
     it ended."""
@@ -126,12 +137,17 @@ def _run(base, model, texts, clients, requests, per_request, processes, server: 
     shares = [clients // processes + (i < clients % processes) for i in range(processes)]
     firsts = [sum(shares[:i]) for i in range(processes)]
     start_at = time.time() + 1.0
-    jobs = [(start_at, (base, model, texts, share, requests, per_request, first)) for share, first in zip(shares, firsts)]
+    jobs = [
+        (start_at, (base, model, texts, share, requests, per_request, first)) for share, first in zip(shares, firsts)
+    ]
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
         server_cpu = _cpu_seconds(server) if server else 0.0
         ended: list[float] = []
-        timer = (threading.Timer(max(0.0, start_at + delay_s - time.time()), lambda: ended.append(at_start()))
-                 if at_start else None)
+        timer = (
+            threading.Timer(max(0.0, start_at + delay_s - time.time()), lambda: ended.append(at_start()))
+            if at_start
+            else None
+        )
         if timer:
             timer.start()
         results = pool.map(_process, jobs)
@@ -143,14 +159,21 @@ def _run(base, model, texts, clients, requests, per_request, processes, server: 
     start = min(r[2] for r in results)
     wall = max(r[3] for r in results) - start
     count = max(1, len(latencies))
-    return {"docs_per_s": clients * requests * per_request / wall, "requests": len(latencies), "errors": errors,
-            "p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
-            "server_cpu_ms": 1000 * server_cpu / count, "client_cpu_ms": 1000 * sum(r[4] for r in results) / count,
-            "versions": sum((r[5] for r in results), Counter()),
-            # seconds from the clients' start: the publish done, each version's first answer
-            "published_s": ended[0] - start if at_start and ended else None,
-            "first_answer_s": {v: min(r[6][v] for r in results if v in r[6]) - start
-                               for v in set().union(*(r[6] for r in results))}}
+    return {
+        "docs_per_s": clients * requests * per_request / wall,
+        "requests": len(latencies),
+        "errors": errors,
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))],
+        "server_cpu_ms": 1000 * server_cpu / count,
+        "client_cpu_ms": 1000 * sum(r[4] for r in results) / count,
+        "versions": sum((r[5] for r in results), Counter()),
+        # seconds from the clients' start: the publish done, each version's first answer
+        "published_s": ended[0] - start if at_start and ended else None,
+        "first_answer_s": {
+            v: min(r[6][v] for r in results if v in r[6]) - start for v in set().union(*(r[6] for r in results))
+        },
+    }
 
 
 def main() -> None:
@@ -161,19 +184,41 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--workers", type=int, default=1, help="textclf serve --workers")
-    parser.add_argument("--processes", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)),
-                        help="client processes (default: half the cores, at most 8)")
-    parser.add_argument("--publish-during", action="store_true",
-                        help="publish a new version of the model during the many-clients case")
-    parser.add_argument("--publish-after", type=float, default=0.3,
-                        help="seconds into the many-clients case to publish (default 0.3: that case lasts ~1 s at "
-                             "10,000 requests/s)")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=max(1, min(8, (os.cpu_count() or 2) // 2)),
+        help="client processes (default: half the cores, at most 8)",
+    )
+    parser.add_argument(
+        "--publish-during", action="store_true", help="publish a new version of the model during the many-clients case"
+    )
+    parser.add_argument(
+        "--publish-after",
+        type=float,
+        default=0.3,
+        help="seconds into the many-clients case to publish (default 0.3: that case lasts ~1 s at 10,000 requests/s)",
+    )
     args = parser.parse_args()
     texts = [json.loads(line)["text"][:200] for line in open(args.texts, encoding="utf-8")]
     port = _port()
     reload = ["--reload-seconds", "0.25"] if args.publish_during else []
-    service = subprocess.Popen([sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", args.db,
-                                "--workers", str(args.workers), *reload], env=os.environ.copy())
+    service = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "textclf",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            args.db,
+            "--workers",
+            str(args.workers),
+            *reload,
+        ],
+        env=os.environ.copy(),
+    )
     base = f"http://127.0.0.1:{port}"
     server = psutil.Process(service.pid)
     try:
@@ -184,24 +229,44 @@ def main() -> None:
             except httpx.TransportError:
                 time.sleep(0.1)
         _run(base, args.model, texts, 4 * args.workers, 20, 1, 1)  # warm up: every worker loads the model
-        cases = [("1 client, 1 doc per request", 1, 500, 1),
-                 (f"{args.clients} clients x {args.requests} requests, 1 doc each", args.clients, args.requests, 1),
-                 ("8 clients, 256 docs per request", 8, 20, 256)]
-        print("| case | requests | errors | docs/s | p50 ms | p99 ms | server CPU ms/request | client CPU ms/request "
-              "| answers by version |")
+        cases = [
+            ("1 client, 1 doc per request", 1, 500, 1),
+            (f"{args.clients} clients x {args.requests} requests, 1 doc each", args.clients, args.requests, 1),
+            ("8 clients, 256 docs per request", 8, 20, 256),
+        ]
+        print(
+            "| case | requests | errors | docs/s | p50 ms | p99 ms | server CPU ms/request | client CPU ms/request "
+            "| answers by version |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
         failed = 0
         for number, (name, clients, requests, per_request) in enumerate(cases):
             publish = _new_version(args.db, args.model) if args.publish_during and number == 1 else None
-            r = _run(base, args.model, texts, clients, requests, per_request, args.processes, server, publish,
-                     args.publish_after)
+            r = _run(
+                base,
+                args.model,
+                texts,
+                clients,
+                requests,
+                per_request,
+                args.processes,
+                server,
+                publish,
+                args.publish_after,
+            )
             failed += r["errors"]
-            answers = ", ".join(f"v{v}: {n:,} (first at {r['first_answer_s'][v]:.2f} s)"
-                                for v, n in sorted(r["versions"].items()))
+            answers = ", ".join(
+                f"v{v}: {n:,} (first at {r['first_answer_s'][v]:.2f} s)" for v, n in sorted(r["versions"].items())
+            )
             if r["published_s"] is not None:
-                answers += f"; published at {r['published_s']:.2f} s of {r['requests'] / r['docs_per_s'] * per_request:.2f} s"
-            print(f"| {name} | {r['requests']} | {r['errors']} | {r['docs_per_s']:,.0f} | {r['p50_ms']:.2f} | "
-                  f"{r['p99_ms']:.2f} | {r['server_cpu_ms']:.3f} | {r['client_cpu_ms']:.3f} | {answers} |", flush=True)
+                answers += (
+                    f"; published at {r['published_s']:.2f} s of {r['requests'] / r['docs_per_s'] * per_request:.2f} s"
+                )
+            print(
+                f"| {name} | {r['requests']} | {r['errors']} | {r['docs_per_s']:,.0f} | {r['p50_ms']:.2f} | "
+                f"{r['p99_ms']:.2f} | {r['server_cpu_ms']:.3f} | {r['client_cpu_ms']:.3f} | {answers} |",
+                flush=True,
+            )
     finally:
         service.terminate()
         service.wait(timeout=30)

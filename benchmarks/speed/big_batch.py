@@ -55,8 +55,10 @@ def main() -> None:
     networks = chosen.ensemble or 1
     # The run's settings record the epoch early stopping kept; the cap it trained under is the search's choice.
     cap = max(chosen.epochs, int(run["search"]["chosen"].get("epochs", chosen.epochs)))
-    print(f"device: {jax.devices()[0].device_kind}; {networks} network(s), lr {chosen.learning_rate:g}, wd "
-          f"{chosen.weight_decay:g}, at most {cap} epochs; {train_x.shape[0]:,} x {train_x.shape[1]:,} training rows")
+    print(
+        f"device: {jax.devices()[0].device_kind}; {networks} network(s), lr {chosen.learning_rate:g}, wd "
+        f"{chosen.weight_decay:g}, at most {cap} epochs; {train_x.shape[0]:,} x {train_x.shape[1]:,} training rows"
+    )
     print("| batch | held-out accuracy per epoch | kept epoch | first epoch s | other epochs s | test accuracy |")
     print("|---:|---|---:|---:|---:|---:|")
     for batch in (int(b) for b in args.batches.split(",")):
@@ -67,16 +69,24 @@ def main() -> None:
             params, _, compile_s, train_s = fit_ensemble(
                 TrainingRows(train_x, train_y, len(classes), training_rows=kept),
                 settings.replace(ensemble=networks, epochs=cap, batch_size=batch, pinned=("epochs",)),
-                Watch(early_stopping=stopping))
+                Watch(early_stopping=stopping),
+            )
         else:
-            result = fit_network(TrainingRows(train_x[kept], train_y[kept], len(classes)),
-                                 settings.replace(ensemble=1), "xla", Watch(early_stopping=stopping))
+            result = fit_network(
+                TrainingRows(train_x[kept], train_y[kept], len(classes)),
+                settings.replace(ensemble=1),
+                "xla",
+                Watch(early_stopping=stopping),
+            )
             params, compile_s, train_s = result.params, result.compile_seconds, result.train_seconds
         wall = time.perf_counter() - start
         test = float((host_scores(params, test_x).argmax(axis=1) == test_y).mean())
         curve = " / ".join(f"{a:.4f}" for a in stopping.accuracies)
-        print(f"| {batch:,} | {curve} | {stopping.best_epoch} | {compile_s:.2f} | {train_s:.2f} (wall {wall:.1f}) "
-              f"| {test:.4f} |", flush=True)
+        print(
+            f"| {batch:,} | {curve} | {stopping.best_epoch} | {compile_s:.2f} | {train_s:.2f} (wall {wall:.1f}) "
+            f"| {test:.4f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

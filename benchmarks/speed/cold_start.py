@@ -24,8 +24,11 @@ PHASES = ("read", "warmup", "search", "vectorize", "rates", "compile", "train", 
 
 def run_once(source: Path, home: Path, train: str, test: str | None, extra: list[str]) -> dict:
     """One `python -m textclf train ... --json` from the source tree `source`; -> its JSON plus wall_s."""
-    env = {**os.environ, "TEXTCLF_HOME": str(home),
-           "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "TEXTCLF_HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")]),
+    }
     command = [sys.executable, "-m", "textclf", "train", str(Path(train).resolve()), "--json", *extra]
     if test:
         command += ["--test", str(Path(test).resolve())]
@@ -41,8 +44,11 @@ def row(variant: str, repeat: int, caches: str, result: dict) -> str:
     phases = result["phases"]
     cells = [f"{phases[p]:.2f}" if p in phases else "" for p in PHASES]
     other = result["wall_s"] - sum(phases.values())
-    return (f"| {variant} | {repeat} | {caches} | **{result['wall_s']:.2f}** | " + " | ".join(cells)
-            + f" | {other:.2f} | {result['eval_accuracy']:.4f} |")
+    return (
+        f"| {variant} | {repeat} | {caches} | **{result['wall_s']:.2f}** | "
+        + " | ".join(cells)
+        + f" | {other:.2f} | {result['eval_accuracy']:.4f} |"
+    )
 
 
 def main() -> None:

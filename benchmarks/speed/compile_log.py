@@ -10,8 +10,11 @@ import argparse
 import re
 from pathlib import Path
 
-_PROGRAM = re.compile(r"Compiling (jit\([^)]*\)) with global shapes and types \((.*?)\)\. Argument mapping.*?\n(.*?)"
-                      r"Finished XLA compilation of jit\([^)]*\) in ([0-9.]+)", re.S)
+_PROGRAM = re.compile(
+    r"Compiling (jit\([^)]*\)) with global shapes and types \((.*?)\)\. Argument mapping.*?\n(.*?)"
+    r"Finished XLA compilation of jit\([^)]*\) in ([0-9.]+)",
+    re.S,
+)
 
 
 def programs(text: str) -> list[tuple[str, bool, float, str]]:
@@ -36,8 +39,10 @@ def main(argv: list[str] | None = None) -> None:
             if args.all or (not hit and seconds >= 0.05):
                 print(f"| {log.name} | {name} | {'hit' if hit else 'miss'} | {seconds:.2f} | {shapes[:160]} |")
         misses = [s for _, hit, s, _ in found if not hit]
-        totals.append(f"| {log.name} | {len(found)} programs | {len(found) - len(misses)} hits, {len(misses)} "
-                      f"compiled | {sum(misses):.2f} |  |")
+        totals.append(
+            f"| {log.name} | {len(found)} programs | {len(found) - len(misses)} hits, {len(misses)} "
+            f"compiled | {sum(misses):.2f} |  |"
+        )
     print("\n".join(totals))
 
 

@@ -33,9 +33,11 @@ def profile(x, y, n_classes: int, settings: Settings, backend: str, top: int) ->
     wall = sum(e.seconds for e in result.history)
     totals, calls = kernel_totals(events)
     kernel_us = sum(totals.values())
-    print(f"\n#### {settings.backend}{'-' + settings.pallas_input if backend == 'pallas' else ''}, batch "
-          f"{settings.batch_size:,}: {steps} steps, wall {wall / steps * 1e6:.1f} us/step "
-          f"({x.shape[0] * settings.epochs / wall:,.0f} docs/s), GPU kernels {kernel_us / steps:.1f} us/step\n")
+    print(
+        f"\n#### {settings.backend}{'-' + settings.pallas_input if backend == 'pallas' else ''}, batch "
+        f"{settings.batch_size:,}: {steps} steps, wall {wall / steps * 1e6:.1f} us/step "
+        f"({x.shape[0] * settings.epochs / wall:,.0f} docs/s), GPU kernels {kernel_us / steps:.1f} us/step\n"
+    )
     if not kernel_us:
         print("(no GPU kernel events in the trace: no GPU, or no CUPTI)")
         return

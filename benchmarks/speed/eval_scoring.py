@@ -43,9 +43,12 @@ def main() -> None:
         matrix = vectorizer.transform(test.texts[:docs])
         for networks in (int(n) for n in args.networks.split(",")):
             hidden = 128 * networks
-            params = Params(rng.normal(0, 0.05, (matrix.shape[1], hidden)).astype(np.float32),
-                            np.zeros(hidden, np.float32), rng.normal(0, 0.2, (hidden, classes)).astype(np.float32),
-                            np.zeros(classes, np.float32))
+            params = Params(
+                rng.normal(0, 0.05, (matrix.shape[1], hidden)).astype(np.float32),
+                np.zeros(hidden, np.float32),
+                rng.normal(0, 0.2, (hidden, classes)).astype(np.float32),
+                np.zeros(classes, np.float32),
+            )
             start = time.perf_counter()
             host = host_scores(params, matrix)
             host_s = time.perf_counter() - start
@@ -56,8 +59,9 @@ def main() -> None:
                 device = predict_scores_device(Params(*jax.device_put(tuple(params))), matrix, compiled)
                 seconds.append(time.perf_counter() - start)
             same = bool((host.argmax(axis=1) == device.argmax(axis=1)).mean() > 0.999)
-            print(f"| {docs:,} | {networks} | {host_s:.3f} | {seconds[0]:.3f} | {seconds[1]:.3f} | {same} |",
-                  flush=True)
+            print(
+                f"| {docs:,} | {networks} | {host_s:.3f} | {seconds[0]:.3f} | {seconds[1]:.3f} | {same} |", flush=True
+            )
 
 
 if __name__ == "__main__":

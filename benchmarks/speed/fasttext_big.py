@@ -71,8 +71,11 @@ def main() -> None:
     peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     print("| documents | epochs | threads | write s | train s | score s | total s | test accuracy | peak host MB |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| {documents:,} | {args.epochs} | {threads} | {written - start:.1f} | {trained - written:.1f} | "
-          f"{scored - trained:.1f} | {scored - start:.1f} | {right / total:.4f} | {peak / 1024:,.0f} |", flush=True)
+    print(
+        f"| {documents:,} | {args.epochs} | {threads} | {written - start:.1f} | {trained - written:.1f} | "
+        f"{scored - trained:.1f} | {scored - start:.1f} | {right / total:.4f} | {peak / 1024:,.0f} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

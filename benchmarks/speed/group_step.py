@@ -30,7 +30,7 @@ def batches(rng: np.random.Generator, features: int) -> list[jax.Array]:
     """One round's (STEPS, ...) batches: indices, values, rows (CAP wide), labels, mask (BATCH wide)."""
     indices = rng.integers(0, features, (STEPS, CAP)).astype(np.int32)
     values = rng.random((STEPS, CAP)).astype(np.float32)
-    values[:, BATCH * NONZEROS:] = 0  # the rest of each batch is padding
+    values[:, BATCH * NONZEROS :] = 0  # the rest of each batch is padding
     rows = np.minimum(np.arange(CAP) // NONZEROS, BATCH - 1).astype(np.int32)[None].repeat(STEPS, 0)
     labels = rng.integers(0, CLASSES, (STEPS, BATCH)).astype(np.int32)
     mask = np.ones((STEPS, BATCH), np.float32)
@@ -58,23 +58,30 @@ def main() -> None:
     epoch = stacked_step.stacked_epoch.__wrapped__  # the undecorated epoch, to jit and vmap here
     dense = jax.default_backend() == "gpu"
     order, visited = jnp.arange(STEPS, dtype=jnp.int32), jnp.asarray(VISITED, jnp.int32)
-    for fused in ([False, True] if dense else [False]):
+    for fused in [False, True] if dense else [False]:
         params = stacked_step.init_stack(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K)
         run = jax.jit(lambda p, s, *a: epoch(p, s, RATES, DECAYS, *a, dense=dense, fused=fused))
         t = seconds(run, params, adam().init(params), *batches(rng, features), order, visited)
         print(f"G=1 fused={fused}: {1e6 * t / VISITED:.0f} us/step", flush=True)
     for groups in [int(g) for g in args.groups.split(",") if g]:
-        params = jax.tree.map(lambda a: jnp.stack([a] * groups),
-                              stacked_step.init_stack(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K))
+        params = jax.tree.map(
+            lambda a: jnp.stack([a] * groups),
+            stacked_step.init_stack(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K),
+        )
         state = jax.vmap(adam().init)(params)
         data = [jnp.stack([a] * groups) for a in batches(rng, features)]
         orders = jnp.stack([order] * groups)
-        run = jax.jit(jax.vmap(lambda p, s, i, v, r, y, m, o, n: epoch(p, s, RATES, DECAYS, i, v, r, y, m, o, n,
-                                                                        dense=dense),
-                               in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None)))
+        run = jax.jit(
+            jax.vmap(
+                lambda p, s, i, v, r, y, m, o, n: epoch(p, s, RATES, DECAYS, i, v, r, y, m, o, n, dense=dense),
+                in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None),
+            )
+        )
         t = seconds(run, params, state, *data, orders, visited)
-        print(f"G={groups} vmapped: {1e6 * t / VISITED:.0f} us/step, {1e6 * t / VISITED / groups:.0f} us/step/group",
-              flush=True)
+        print(
+            f"G={groups} vmapped: {1e6 * t / VISITED:.0f} us/step, {1e6 * t / VISITED / groups:.0f} us/step/group",
+            flush=True,
+        )
     if not args.groups:
         return
     params = stacked_step.init_stack(jax.random.PRNGKey(0), features, HIDDEN, CLASSES, K * 8)

@@ -22,9 +22,10 @@ from textclf.training import stacked_step, step
 
 def _programs(features: int, models: int, hidden: int, classes: int):
     """name -> (the function under the product's jit, its arguments; all but the first static)."""
-    return {"stacked (init_stack)": (stacked_step.init_stack,
-                                       (jax.random.PRNGKey(0), features, hidden, classes, models)),
-            "one network (_start_state)": (step._start_state, (0, features, hidden, classes, 1.0, "adam", None))}
+    return {
+        "stacked (init_stack)": (stacked_step.init_stack, (jax.random.PRNGKey(0), features, hidden, classes, models)),
+        "one network (_start_state)": (step._start_state, (0, features, hidden, classes, 1.0, "adam", None)),
+    }
 
 
 def main() -> None:
@@ -41,8 +42,11 @@ def main() -> None:
         for name, (jitted, call) in _programs(features, args.models, args.hidden, args.classes).items():
             compile_s, run_s, outputs = {}, {}, {}
             for level in (3, 1):
-                program = jax.jit(jitted.__wrapped__, static_argnums=tuple(range(1, len(call))),
-                                  compiler_options={"xla_backend_optimization_level": level})
+                program = jax.jit(
+                    jitted.__wrapped__,
+                    static_argnums=tuple(range(1, len(call))),
+                    compiler_options={"xla_backend_optimization_level": level},
+                )
                 start = time.perf_counter()
                 compiled = program.lower(*call).compile()
                 compile_s[level] = time.perf_counter() - start
@@ -50,10 +54,14 @@ def main() -> None:
                 start = time.perf_counter()
                 outputs[level] = jax.block_until_ready(compiled(call[0]))
                 run_s[level] = time.perf_counter() - start
-            same = all(np.array_equal(np.asarray(a), np.asarray(b))
-                       for a, b in zip(jax.tree.leaves(outputs[3]), jax.tree.leaves(outputs[1]), strict=True))
-            print(f"| {name} | {features:,} | {compile_s[3]:.2f} | {compile_s[1]:.2f} | {run_s[3]:.3f} | "
-                  f"{run_s[1]:.3f} | {'yes' if same else 'no'} |")
+            same = all(
+                np.array_equal(np.asarray(a), np.asarray(b))
+                for a, b in zip(jax.tree.leaves(outputs[3]), jax.tree.leaves(outputs[1]), strict=True)
+            )
+            print(
+                f"| {name} | {features:,} | {compile_s[3]:.2f} | {compile_s[1]:.2f} | {run_s[3]:.3f} | "
+                f"{run_s[1]:.3f} | {'yes' if same else 'no'} |"
+            )
 
 
 if __name__ == "__main__":

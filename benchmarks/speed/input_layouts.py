@@ -26,8 +26,15 @@ from pipelines.corpus import read_corpus
 from pipelines.vectorize import fit_vectorizer
 from textclf.inference.text_model import encode_labels
 from textclf.settings import Settings
-from textclf.training.device_data import (batch_nnz_max, epoch_order, gather_batches, gather_piece_batches,
-                                 host_csr, host_pieces, pieces_cap)
+from textclf.training.device_data import (
+    batch_nnz_max,
+    epoch_order,
+    gather_batches,
+    gather_piece_batches,
+    host_csr,
+    host_pieces,
+    pieces_cap,
+)
 from textclf.models.mlp import init_params
 from textclf.training.optimizers import make_optimizer
 from pipelines.batches import next_power_of_two
@@ -82,8 +89,10 @@ def main() -> None:
     y = encode_labels(corpus.labels, classes)
     x, y = sp.vstack([x] * args.repeat, format="csr"), np.tile(y, args.repeat)
     n, n_features = x.shape
-    print(f"{n:,} documents, {x.nnz / n:.1f} nonzeros each, {len(classes)} classes, optimizer {args.optimizer}; "
-          f"{jax.devices()[0].device_kind}")
+    print(
+        f"{n:,} documents, {x.nnz / n:.1f} nonzeros each, {len(classes)} classes, optimizer {args.optimizer}; "
+        f"{jax.devices()[0].device_kind}"
+    )
     flat = jax.device_put(host_csr(x, y))
     widths = [int(w) for w in args.widths.split(",")]
     pieces = {w: host_pieces(x, y, w) for w in widths}
@@ -97,7 +106,7 @@ def main() -> None:
         lrs = jnp.full((steps,), run.learning_rate, jnp.float32)
         tuned = kernel_config_for(run, batch)
         for name in args.variants.split(","):
-            for width in (widths if "pieces" in name else [None]):
+            for width in widths if "pieces" in name else [None]:
                 if width:
                     data, cap = uploaded[width], max(batch_nnz_max(pieces[width].piece_ptr, o) for o in orders)
                 else:
@@ -113,7 +122,9 @@ def main() -> None:
                 fn = _epoch_fn(name, run, len(classes), n_features, cap, config)
                 seconds, loss = _time_epochs(fn, params, opt_state, data, [jax.device_put(o) for o in orders], lrs)
                 label = f"{name}-{width}" if width else name
-                print(f"| {label} | {batch:,} | {cap:,} | {seconds:.4f} | {n / seconds:,.0f} | {loss:.4f} |", flush=True)
+                print(
+                    f"| {label} | {batch:,} | {cap:,} | {seconds:.4f} | {n / seconds:,.0f} | {loss:.4f} |", flush=True
+                )
     if args.kernels:
         _kernel_table(x, y, widths, n_features)
 
@@ -121,8 +132,13 @@ def main() -> None:
 def _kernel_table(x, y, widths, n_features, batch: int = 4096) -> None:
     """Profiler kernel times (ms) of the hidden layer's forward and dW1 for one batch, per formulation."""
     from benchmarks.timing import kernel_time
-    from pallas_kernels.pieces_hidden import (PiecesBlocks, finish_hidden, pieces_gather_sum, pieces_hidden_reference,
-                                          pieces_input_grad)
+    from pallas_kernels.pieces_hidden import (
+        PiecesBlocks,
+        finish_hidden,
+        pieces_gather_sum,
+        pieces_hidden_reference,
+        pieces_input_grad,
+    )
     from textclf.models.mlp import Params, hidden_layer
 
     rng = np.random.default_rng(0)
@@ -147,17 +163,25 @@ def _kernel_table(x, y, widths, n_features, batch: int = 4096) -> None:
         ref = lambda w, i, v, r: pieces_hidden_reference(w, b1, i, v, r, batch)
         rgrad = jax.grad(lambda w, i, v, r, d: jnp.sum(ref(w, i, v, r) * d))
         print(f"| xla pieces {width} | {ms(ref, w1, pi, pv, pr):.3f} | {ms(rgrad, w1, pi, pv, pr, dpre):.3f} |")
-        print(f"| scatter dW1 alone, pieces {width} | | "
-              f"{ms(lambda i, v, r, d: pieces_input_grad(i, v, r, d, n_features), pi, pv, pr, dpre):.3f} |")
+        print(
+            f"| scatter dW1 alone, pieces {width} | | "
+            f"{ms(lambda i, v, r, d: pieces_input_grad(i, v, r, d, n_features), pi, pv, pr, dpre):.3f} |"
+        )
         for block_p in (32, 64, 128):
             for warps in (4, 8):
                 for gather_dtype in (jnp.float32, jnp.bfloat16):
+
                     def pallas_fwd(w, i, v, r, block_p=block_p, warps=warps, dt=gather_dtype):
-                        per_piece = pieces_gather_sum(i, v, w.astype(dt),
-                                                      block_sizes=PiecesBlocks(block_p=block_p, num_warps=warps))
+                        per_piece = pieces_gather_sum(
+                            i, v, w.astype(dt), block_sizes=PiecesBlocks(block_p=block_p, num_warps=warps)
+                        )
                         return finish_hidden(per_piece, b1, r, batch)
-                    print(f"| pallas pieces {width}, block {block_p}, {warps} warps, {jnp.dtype(gather_dtype).name} "
-                          f"| {ms(pallas_fwd, w1, pi, pv, pr):.3f} | |", flush=True)
+
+                    print(
+                        f"| pallas pieces {width}, block {block_p}, {warps} warps, {jnp.dtype(gather_dtype).name} "
+                        f"| {ms(pallas_fwd, w1, pi, pv, pr):.3f} | |",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

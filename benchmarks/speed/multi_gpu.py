@@ -53,8 +53,10 @@ def main() -> None:
         import scipy.sparse as sp
 
         x, y = sp.vstack([x] * args.repeat, format="csr"), np.tile(y, args.repeat)
-    print(f"{x.shape[0]:,} documents, {x.nnz / x.shape[0]:.0f} nonzeros each, {len(classes)} classes; "
-          f"read {read_s:.1f} s, vectorize ({args.vectorizer}) {vectorize_s:.1f} s; devices: {jax.devices()}")
+    print(
+        f"{x.shape[0]:,} documents, {x.nnz / x.shape[0]:.0f} nonzeros each, {len(classes)} classes; "
+        f"read {read_s:.1f} s, vectorize ({args.vectorizer}) {vectorize_s:.1f} s; devices: {jax.devices()}"
+    )
     print("| backend | global batch | devices | docs/s | speed-up | max abs param diff vs 1 device | final loss |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name in args.backends.split(","):
@@ -64,16 +66,20 @@ def main() -> None:
         for batch in (int(b) for b in args.batches.split(",")):
             baseline = None
             for devices in (int(d) for d in args.devices.split(",")):
-                run = settings.replace(batch_size=batch, devices=devices, backend=backend,
-                                       pallas_input=pallas_input, parallel=layout)
+                run = settings.replace(
+                    batch_size=batch, devices=devices, backend=backend, pallas_input=pallas_input, parallel=layout
+                )
                 result = fit_network(TrainingRows(x, y, len(classes)), run, backend)
                 times = [e.seconds for e in result.history[1:]] or [result.history[0].seconds]
                 docs_per_s = x.shape[0] / float(np.median(times))
                 if baseline is None:
                     baseline = (docs_per_s, result.params)
                 diff = max(float(np.abs(a - b).max()) for a, b in zip(result.params, baseline[1]))
-                print(f"| {name} | {batch:,} | {devices} | {docs_per_s:,.0f} | {docs_per_s / baseline[0]:.2f}x | "
-                      f"{diff:.2e} | {result.history[-1].loss:.4f} |", flush=True)
+                print(
+                    f"| {name} | {batch:,} | {devices} | {docs_per_s:,.0f} | {docs_per_s / baseline[0]:.2f}x | "
+                    f"{diff:.2e} | {result.history[-1].loss:.4f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

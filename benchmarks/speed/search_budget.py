@@ -28,8 +28,9 @@ def _run(train: Path, test: Path, options: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as home:
         os.environ["TEXTCLF_HOME"] = home
         start = time.perf_counter()
-        done = CliRunner().invoke(app, ["train", str(train), "--test", str(test), *options, "--out",
-                                        str(Path(home) / "model.npz")])
+        done = CliRunner().invoke(
+            app, ["train", str(train), "--test", str(test), *options, "--out", str(Path(home) / "model.npz")]
+        )
         wall = time.perf_counter() - start
         if done.exit_code:
             raise SystemExit(f"{train}: exit {done.exit_code}: {done.output}")
@@ -52,13 +53,22 @@ def main() -> None:
             result = _run(args.data / name / "train.jsonl", args.data / name / "test.jsonl", args.option)
             search = result["search"]
             family = search.get("family", {})
-            chosen = {**search.get("chosen", {}), "ensemble": search.get("ensemble", {}).get("members"),
-                      "char_ngrams": search.get("ensemble", {}).get("char_ngrams"),
-                      **({"family": family["chosen"], "family_by": family.get("by"),
-                          "family_seconds": family.get("seconds")} if family else {})}
-            print(f"| {name} | {search.get('rounds')}/{search.get('rounds_planned')} | {search.get('steps', 0):,} | "
-                  f"{search.get('seconds', 0):.1f} | {result['wall']:.1f} | {json.dumps(chosen)} | "
-                  f"{result['accuracy']:.4f} |", flush=True)
+            chosen = {
+                **search.get("chosen", {}),
+                "ensemble": search.get("ensemble", {}).get("members"),
+                "char_ngrams": search.get("ensemble", {}).get("char_ngrams"),
+                **(
+                    {"family": family["chosen"], "family_by": family.get("by"), "family_seconds": family.get("seconds")}
+                    if family
+                    else {}
+                ),
+            }
+            print(
+                f"| {name} | {search.get('rounds')}/{search.get('rounds_planned')} | {search.get('steps', 0):,} | "
+                f"{search.get('seconds', 0):.1f} | {result['wall']:.1f} | {json.dumps(chosen)} | "
+                f"{result['accuracy']:.4f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -95,11 +95,24 @@ def _profile(args, pool: WorkerPool) -> None:
 
     jax.monitoring.register_event_duration_secs_listener(compiled)
     platform = jax.default_backend()
-    columns = ["tokenise", "masks", "matrices", "matrices (prefetch)", "batches", "batches (prefetch)", "rounds",
-               "networks trial", "family trial", "compile"]
+    columns = [
+        "tokenise",
+        "masks",
+        "matrices",
+        "matrices (prefetch)",
+        "batches",
+        "batches (prefetch)",
+        "rounds",
+        "networks trial",
+        "family trial",
+        "compile",
+    ]
     print(f"device: {jax.devices()[0].device_kind}, platform {platform}")
-    print("| corpus | search s | rounds | network-steps | " + " | ".join(f"{c} s" for c in columns)
-          + " | other s | best val acc |")
+    print(
+        "| corpus | search s | rounds | network-steps | "
+        + " | ".join(f"{c} s" for c in columns)
+        + " | other s | best val acc |"
+    )
     print("|---|---:|---:|---:|" + "---:|" * len(columns) + "---:|---:|")
     for path in args.corpora:
         rows = [json.loads(line) for line in open(path, encoding="utf-8")]
@@ -112,13 +125,17 @@ def _profile(args, pool: WorkerPool) -> None:
             total = time.perf_counter() - start
             # other: the search thread's time in none of the timed parts (the matrices and batches in the
             # trials are in their own "(trial)" keys, counted within the trials' columns)
-            main_thread = sum(SECONDS[c] for c in ("tokenise", "masks", "matrices", "batches", "rounds",
-                                                   "networks trial", "family trial"))
+            main_thread = sum(
+                SECONDS[c]
+                for c in ("tokenise", "masks", "matrices", "batches", "rounds", "networks trial", "family trial")
+            )
             summary = result.summary.to_record()
-            print(f"| {path} | {total:.1f} | {summary.get('rounds')} | {summary.get('steps')} | "
-                  + " | ".join(f"{SECONDS.get(c, 0.0):.2f}" for c in columns)
-                  + f" | {total - main_thread:.2f} | {summary.get('best_accuracy', 0):.4f} |",
-                  flush=True)
+            print(
+                f"| {path} | {total:.1f} | {summary.get('rounds')} | {summary.get('steps')} | "
+                + " | ".join(f"{SECONDS.get(c, 0.0):.2f}" for c in columns)
+                + f" | {total - main_thread:.2f} | {summary.get('best_accuracy', 0):.4f} |",
+                flush=True,
+            )
             if args.compiles:
                 small = [seconds for _, seconds, _, _ in compiles if seconds < 0.05]
                 for end, seconds, thread, name in compiles:

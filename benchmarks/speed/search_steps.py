@@ -71,8 +71,12 @@ def _measure(args, pool: WorkerPool) -> None:
         seconds["round_data s" + where] += time.perf_counter() - start
         return result
 
-    stacked_step.stacked_epoch, stacked_step.stacked_hits, search.CandidateRound.run, search.round_data = \
-        timed_epoch, timed_hits, timed_fit, timed_cut
+    stacked_step.stacked_epoch, stacked_step.stacked_hits, search.CandidateRound.run, search.round_data = (
+        timed_epoch,
+        timed_hits,
+        timed_fit,
+        timed_cut,
+    )
     print("device", jax.devices()[0].device_kind)
     for path in args.corpora:
         rows = [json.loads(line) for line in open(path, encoding="utf-8")]
@@ -84,8 +88,16 @@ def _measure(args, pool: WorkerPool) -> None:
             result = search.search_settings(texts, labels, Settings(), pool, jax.default_backend())
             total = time.perf_counter() - start
             per_step = 1e6 * seconds["epoch s"] / max(1, counts["steps"])
-            print(path, f"search {total:.2f}s", {k: round(v, 2) for k, v in seconds.items()}, dict(counts),
-                  f"{per_step:.0f} us/step", "chosen", result.summary.chosen, flush=True)
+            print(
+                path,
+                f"search {total:.2f}s",
+                {k: round(v, 2) for k, v in seconds.items()},
+                dict(counts),
+                f"{per_step:.0f} us/step",
+                "chosen",
+                result.summary.chosen,
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

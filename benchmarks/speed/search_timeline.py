@@ -84,8 +84,10 @@ def _trace_phases() -> None:
 def main() -> None:
     import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     usage="python -m benchmarks.speed.search_timeline train CORPUS [train options]")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        usage="python -m benchmarks.speed.search_timeline train CORPUS [train options]",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="a textclf command and its options")
     command = parser.parse_args().command
     if not command:

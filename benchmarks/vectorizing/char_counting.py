@@ -20,9 +20,15 @@ from pipelines.corpus import read_corpus
 
 
 def _scikit_learn(texts, pool):
-    return vectorize.terms._counted(texts, 2, pool, vectorize.terms._count_chunk, vectorize.terms._merge_counts, None,
-                              dict(analyzer=vectorize.CHAR_ANALYZER, ngram_range=vectorize.CHAR_NGRAM_RANGE,
-                                   dtype=np.float32))
+    return vectorize.terms._counted(
+        texts,
+        2,
+        pool,
+        vectorize.terms._count_chunk,
+        vectorize.terms._merge_counts,
+        None,
+        dict(analyzer=vectorize.CHAR_ANALYZER, ngram_range=vectorize.CHAR_NGRAM_RANGE, dtype=np.float32),
+    )
 
 
 def main() -> None:
@@ -45,8 +51,11 @@ def main() -> None:
                 ours = vectorize.count_chars(texts, 2, pool)
                 ours_s.append(time.perf_counter() - start)
         same = list(theirs[0]) == list(ours[0]) and (theirs[1] != ours[1]).nnz == 0
-        print(f"| {path} | {len(texts):,} | {sum(map(len, texts)):,} | {' / '.join(f'{s:.2f}' for s in theirs_s)} | "
-              f"{' / '.join(f'{s:.2f}' for s in ours_s)} | {len(ours[0]):,} | {same} |", flush=True)
+        print(
+            f"| {path} | {len(texts):,} | {sum(map(len, texts)):,} | {' / '.join(f'{s:.2f}' for s in theirs_s)} | "
+            f"{' / '.join(f'{s:.2f}' for s in ours_s)} | {len(ours[0]):,} | {same} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ once sums their times, so it can exceed the fit's).
 
     python -m benchmarks.vectorizing.fit_steps TRAIN.jsonl [--repeat 2] [--workers N]
 
-Prints one markdown row a fit: the settings of benchmarks.vectorizing.vectorize_file (unigrams, no stop words, no weights:
+Prints one markdown row a fit: the settings of benchmarks.vectorizing.vectorize_file (unigrams, no stop words, no
+weights:
 what the search chooses for the synthetic corpus) `repeat` times, then the defaults (bigrams, English stop words, NB
 weights, sublinear tf) once; the fit's seconds; the workers' counting (_map_chunks: the parent waits for it); the
 terms' merge (merge_terms, of it the keys' ranking _ranks_of_runs); the rows' weighting and the selection
@@ -25,9 +26,16 @@ from pipelines import vectorize, word_counts
 from pipelines.corpus import read_corpus
 from textclf.settings import Settings
 
-STEPS = ((vectorize, "_map_chunks"), (word_counts, "merge_terms"), (word_counts, "_ranks_of_runs"),
-         (vectorize, "_view_from_chunks"), (vectorize, "chi2_scores"), (vectorize, "nb_ratios"),
-         (vectorize, "_weight"), (word_counts, "move_columns"))
+STEPS = (
+    (vectorize, "_map_chunks"),
+    (word_counts, "merge_terms"),
+    (word_counts, "_ranks_of_runs"),
+    (vectorize, "_view_from_chunks"),
+    (vectorize, "chi2_scores"),
+    (vectorize, "nb_ratios"),
+    (vectorize, "_weight"),
+    (word_counts, "move_columns"),
+)
 
 
 def _timed(wall: dict[str, float], module, name: str) -> None:
@@ -69,8 +77,10 @@ def main() -> None:
             start = time.perf_counter()
             vectorize.fit_vectorizer(corpus.texts.lines(sample), labels, settings, pool=pool)  # (and its rows)
             seconds = time.perf_counter() - start
-        print(f"| {label} | {seconds:.2f} | " + " | ".join(f"{wall.get(name, 0.0):.2f}" for _, name in STEPS) + " |",
-              flush=True)
+        print(
+            f"| {label} | {seconds:.2f} | " + " | ".join(f"{wall.get(name, 0.0):.2f}" for _, name in STEPS) + " |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

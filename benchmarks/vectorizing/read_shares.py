@@ -49,9 +49,12 @@ def main() -> None:
             wall = time.time() - start
         inside = [end - begin for begin, end in spans]
         last = max(end for _, end in spans) - start
-        print(f"repeat {repeat}: wall {wall:.2f} s, {read.texts.shares} shares on {pool.processes} workers, "
-              f"{sum(inside):.2f} s in the workers (a share: median {np.median(inside) * 1000:.0f} ms, largest "
-              f"{max(inside) * 1000:.0f}), {wall - last:.2f} s after the last share", flush=True)
+        print(
+            f"repeat {repeat}: wall {wall:.2f} s, {read.texts.shares} shares on {pool.processes} workers, "
+            f"{sum(inside):.2f} s in the workers (a share: median {np.median(inside) * 1000:.0f} ms, largest "
+            f"{max(inside) * 1000:.0f}), {wall - last:.2f} s after the last share",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,9 @@ def main() -> None:
                     assert values.sum(dtype=np.float64) == index * entries and columns.max() == index
                     received += values.nbytes + columns.nbytes
                 seconds = time.perf_counter() - start
-                print(f"| {name} | {received / 1e6:,.0f} | {seconds:.2f} | {received / 1e6 / seconds:,.0f} |",
-                      flush=True)
+                print(
+                    f"| {name} | {received / 1e6:,.0f} | {seconds:.2f} | {received / 1e6 / seconds:,.0f} |", flush=True
+                )
 
 
 if __name__ == "__main__":

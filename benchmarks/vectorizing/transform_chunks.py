@@ -27,8 +27,14 @@ def _timed(chunk, fn, *args):
 
 def _transform(vec, texts, pool, condition: str, chunks: int) -> None:
     start = time.perf_counter()
-    parts = pool.map(_timed, vectorize.chunks._chunks(texts, chunks), vectorize.vectorizer._transform_weighted, vec._counter(), vec.idf,
-                     vec.sublinear_tf)
+    parts = pool.map(
+        _timed,
+        vectorize.chunks._chunks(texts, chunks),
+        vectorize.vectorizer._transform_weighted,
+        vec._counter(),
+        vec.idf,
+        vec.sublinear_tf,
+    )
     wall = time.perf_counter() - start
     seconds = [s for _, s in parts]
     print(f"| {condition} | {chunks} | {wall:.2f} | {sum(seconds):.1f} | {max(seconds):.2f} |", flush=True)
@@ -43,8 +49,10 @@ def main() -> None:
     with vectorize.vectorize_pool(10**7, None) as pool:  # every core, forked before anything else
         start = time.perf_counter()
         train = read_corpus(args.train, pool=pool)
-        print(f"{os.cpu_count()} cores, workers forked: {pool.forked}; {len(train.texts):,} documents read by the "
-              f"workers in {time.perf_counter() - start:.2f} s")
+        print(
+            f"{os.cpu_count()} cores, workers forked: {pool.forked}; {len(train.texts):,} documents read by the "
+            f"workers in {time.perf_counter() - start:.2f} s"
+        )
         settings = Settings(ngram_max=1, stop_words=None, nb_weighting=False, sublinear_tf=False)
         vec, _ = vectorize.fit_vectorizer(train.texts[:200_000], train.labels[:200_000], settings, pool=pool)
         print("| condition | chunks | wall s | workers' s | slowest chunk s |")

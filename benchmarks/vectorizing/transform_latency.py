@@ -36,8 +36,12 @@ def main() -> None:
     corpus = read_corpus(args.train)
     vectorizer, _ = vectorize.fit_vectorizer(corpus.texts, corpus.labels, Settings(), workers=1)
     ours = vectorizer._counter()
-    theirs = CountVectorizer(vocabulary=vectorizer.terms, **vectorize.word_counter_params(
-        vectorizer.ngram_max, vectorizer.stop_words, vectorizer.start_token, vectorizer.unspaced_as_characters))
+    theirs = CountVectorizer(
+        vocabulary=vectorizer.terms,
+        **vectorize.word_counter_params(
+            vectorizer.ngram_max, vectorizer.stop_words, vectorizer.start_token, vectorizer.unspaced_as_characters
+        ),
+    )
     print("| documents | word_counts us | CountVectorizer us | ratio | same counts |")
     print("|---:|---:|---:|---:|---|")
     for size in (int(s) for s in args.sizes.split(",")):

@@ -3,7 +3,8 @@
 FIT_DOCUMENTS of the documents (which gives the sample's rows too), then every share's other documents are
 transformed where it is parsed; the rows are consumed as they arrive (as the device upload does), not stacked.
 
-    python -m benchmarks.vectorizing.vectorize_file TRAIN.jsonl [--ngrams 1] [--stop-words none] [--no-weights] [--workers N]
+    python -m benchmarks.vectorizing.vectorize_file TRAIN.jsonl [--ngrams 1] [--stop-words none] [--no-weights]
+    [--workers N]
         [--repeat R] [--label NAME] [--profile]
 
 Settings: Settings()'s word view with these n-grams and stop words (NB weights and sublinear tf on unless
@@ -45,8 +46,9 @@ def fit(corpus, sample: np.ndarray, settings: Settings, pool) -> tuple[vectorize
     return vec, (sample, rows) if matrix else None
 
 
-def one_pass(path: str, settings: Settings, workers: int | None, profile: cProfile.Profile | None = None
-             ) -> dict[str, float]:
+def one_pass(
+    path: str, settings: Settings, workers: int | None, profile: cProfile.Profile | None = None
+) -> dict[str, float]:
     size = Path(path).stat().st_size
     with vectorize.vectorize_pool(size // 100, workers) as pool:
         start = time.perf_counter()
@@ -60,12 +62,21 @@ def one_pass(path: str, settings: Settings, workers: int | None, profile: cProfi
         if profile is not None:
             profile.disable()
         fitted = time.perf_counter()
-        parts = vec.transform_file_parts(corpus.texts, pool, known=known) if known is not None else \
-            vec.transform_file_parts(corpus.texts, pool)
+        parts = (
+            vec.transform_file_parts(corpus.texts, pool, known=known)
+            if known is not None
+            else vec.transform_file_parts(corpus.texts, pool)
+        )
         nonzeros = sum(part.nnz for part in parts)
         done = time.perf_counter()
-    return {"read": read - start, "fit": fitted - read, "transform": done - fitted, "total": done - start,
-            "mb_s": size / 1e6 / (done - start), "nonzeros": nonzeros}
+    return {
+        "read": read - start,
+        "fit": fitted - read,
+        "transform": done - fitted,
+        "total": done - start,
+        "mb_s": size / 1e6 / (done - start),
+        "nonzeros": nonzeros,
+    }
 
 
 def main() -> None:
@@ -81,6 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     import sklearn.feature_extraction.text  # noqa: F401  (textclf train's start: see the docstring)
+
     print(f"scikit-learn's text module imported in {time.perf_counter() - start:.2f} s, before the clock", flush=True)
     settings = Settings(ngram_max=args.ngrams, stop_words=None if args.stop_words == "none" else args.stop_words)
     if args.no_weights:
@@ -90,8 +102,11 @@ def main() -> None:
         if profile is not None:
             profile = cProfile.Profile()  # the last repeat's only
         r = one_pass(args.train, settings, args.workers, profile)
-        print(f"| {args.label} | {args.ngrams} | {args.stop_words} | {r['read']:.2f} | {r['fit']:.2f} | "
-              f"{r['transform']:.2f} | **{r['total']:.2f}** | {r['mb_s']:.0f} | {r['nonzeros']} |", flush=True)
+        print(
+            f"| {args.label} | {args.ngrams} | {args.stop_words} | {r['read']:.2f} | {r['fit']:.2f} | "
+            f"{r['transform']:.2f} | **{r['total']:.2f}** | {r['mb_s']:.0f} | {r['nonzeros']} |",
+            flush=True,
+        )
     if profile is not None:
         pstats.Stats(profile).sort_stats("tottime").print_stats(25)
 

@@ -47,12 +47,19 @@ def main() -> None:
     print("|---:|---:|---|---:|---:|---:|---:|---|")
     reference = None
     for workers in (int(w) for w in args.workers.split(",")):
-        done = subprocess.run([sys.executable, "-c", ONE_RUN, args.train, args.test, str(workers)],
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", ONE_RUN, args.train, args.test, str(workers)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         r = json.loads(done.stdout.strip().splitlines()[-1])
         reference = reference or r["digest"]
-        print(f"| {workers} | {r['processes']} | {r['forked']} | {r['pool_s']:.2f} | {r['fit_s']:.2f} | "
-              f"{r['transform_s']:.2f} | **{r['total_s']:.2f}** | {r['digest'] == reference} |", flush=True)
+        print(
+            f"| {workers} | {r['processes']} | {r['forked']} | {r['pool_s']:.2f} | {r['fit_s']:.2f} | "
+            f"{r['transform_s']:.2f} | **{r['total_s']:.2f}** | {r['digest'] == reference} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ each worker parses its byte shares and counts them) with 1, 4, 8 ... workers.
 Prints two markdown tables. The first: each probe's median seconds a process alone and with N at once, and their
 ratio (1.0: N processes ran as fast as one; N: they shared one core). The second: the transform's seconds, MB/s
 and MB/s a worker for each worker count. The vocabulary is fitted first (on FIT_DOCUMENTS of the documents, as
-`textclf train` fits it), with the settings of benchmarks.vectorizing.vectorize_file (--ngrams 1: unigrams, no stop words, no
+`textclf train` fits it), with the settings of benchmarks.vectorizing.vectorize_file (--ngrams 1: unigrams, no stop
+words, no
 weights, what the search chooses for the synthetic corpus; 2: the defaults).
 """
 
@@ -67,23 +68,30 @@ def main() -> None:
             together = float(np.median(pool.map(probe, range(counts[-1]))))
         print(f"| {probe.__name__} | {alone:.3f} | {together:.3f} | {together / alone:.2f} |", flush=True)
 
-    settings = Settings(ngram_max=1, stop_words=None).replace(nb_weighting=False, sublinear_tf=False) \
-        if args.ngrams == 1 else Settings()
+    settings = (
+        Settings(ngram_max=1, stop_words=None).replace(nb_weighting=False, sublinear_tf=False)
+        if args.ngrams == 1
+        else Settings()
+    )
     size = os.path.getsize(args.train)
     with vectorize.vectorize_pool(size // 100, counts[-1]) as pool:
         corpus = read_corpus(args.train, pool=pool, keep_texts=False)
         sample = vectorize.fit_rows(len(corpus.labels), settings)
         sample = np.arange(len(corpus.labels)) if sample is None else sample
-        vec, _ = vectorize.fit_vectorizer(corpus.texts.lines(sample), [corpus.labels[i] for i in sample], settings,
-                                          pool=pool, matrix=False)
+        vec, _ = vectorize.fit_vectorizer(
+            corpus.texts.lines(sample), [corpus.labels[i] for i in sample], settings, pool=pool, matrix=False
+        )
     print("\n| workers | transform s | MB/s | MB/s a worker | nonzeros |\n|---:|---:|---:|---:|---:|")
     for workers in counts:
         with vectorize.vectorize_pool(size // 100, workers) as pool:
             start = time.perf_counter()
             nonzeros = sum(part.nnz for part in vec.transform_file_parts(corpus.texts, pool))
             seconds = time.perf_counter() - start
-        print(f"| {workers} | {seconds:.2f} | {size / 1e6 / seconds:.0f} | {size / 1e6 / seconds / workers:.1f} | "
-              f"{nonzeros} |", flush=True)
+        print(
+            f"| {workers} | {seconds:.2f} | {size / 1e6 / seconds:.0f} | {size / 1e6 / seconds / workers:.1f} | "
+            f"{nonzeros} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

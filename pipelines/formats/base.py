@@ -11,8 +11,10 @@ from typing import Iterator
 from pipelines.documents import BINARY_SNIFF_BYTES, decode_text, is_binary
 from pipelines.errors import CorpusError
 
-FORMAT_HINT = ("pass a folder with one sub-folder per label, a .csv, .tsv, .jsonl or .parquet file, or a fastText "
-               "file (\"__label__<label> <text>\" a line)")
+FORMAT_HINT = (
+    "pass a folder with one sub-folder per label, a .csv, .tsv, .jsonl or .parquet file, or a fastText "
+    "file (\"__label__<label> <text>\" a line)"
+)
 
 
 TSV_SUFFIXES = (".tsv", ".tab")
@@ -28,12 +30,35 @@ MULTI_LABEL_COLUMNS = ("labels", "tags", "topics", "categories")
 TABLE_LABEL_SEPARATOR = ","
 
 
-LABEL_COLUMNS = ("label", "labels", "class", "category", "sentiment", "target", "topic", "intent", "tags", "topics",
-                 "categories")
+LABEL_COLUMNS = (
+    "label",
+    "labels",
+    "class",
+    "category",
+    "sentiment",
+    "target",
+    "topic",
+    "intent",
+    "tags",
+    "topics",
+    "categories",
+)
 
 
-TEXT_COLUMNS = ("text", "sentence", "review", "content", "body", "title", "description", "document", "question",
-                "message", "comment", "tweet")
+TEXT_COLUMNS = (
+    "text",
+    "sentence",
+    "review",
+    "content",
+    "body",
+    "title",
+    "description",
+    "document",
+    "question",
+    "message",
+    "comment",
+    "tweet",
+)
 
 
 @dataclass
@@ -58,7 +83,7 @@ def _file_head(path: str | Path) -> bytes:
 
 def _part(items: list, index: int, count: int) -> list:
     """Share `index` of `count` of a list: its contiguous [index L / count, (index + 1) L / count) part."""
-    return items[len(items) * index // count: len(items) * (index + 1) // count]
+    return items[len(items) * index // count : len(items) * (index + 1) // count]
 
 
 @dataclass(frozen=True)

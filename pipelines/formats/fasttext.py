@@ -33,9 +33,9 @@ def fasttext_line(line: str) -> tuple[list[str], str]:
     line = line.replace("\t", " ")  # (fastText splits words on tabs too)
     head, _, rest = line.strip().partition(" ")
     if head.startswith(FASTTEXT_LABEL_PREFIX) and FASTTEXT_LABEL_PREFIX not in rest:
-        return [head[len(FASTTEXT_LABEL_PREFIX):]], rest.strip()
+        return [head[len(FASTTEXT_LABEL_PREFIX) :]], rest.strip()
     words = line.split()
-    labels = [word[len(FASTTEXT_LABEL_PREFIX):] for word in words if word.startswith(FASTTEXT_LABEL_PREFIX)]
+    labels = [word[len(FASTTEXT_LABEL_PREFIX) :] for word in words if word.startswith(FASTTEXT_LABEL_PREFIX)]
     return labels, " ".join(word for word in words if not word.startswith(FASTTEXT_LABEL_PREFIX))
 
 

@@ -17,8 +17,9 @@ from pipelines.formats.base import FORMAT_HINT, ReadStats, _part
 from pipelines.formats.records import class_name
 
 
-def _folder_documents(root: Path, max_bytes: int, stats: ReadStats, share: tuple[int, int]
-                      ) -> Iterator[tuple[str, str]]:
+def _folder_documents(
+    root: Path, max_bytes: int, stats: ReadStats, share: tuple[int, int]
+) -> Iterator[tuple[str, str]]:
     label_dirs = []
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
@@ -62,23 +63,29 @@ def _refuse_split_layout(root: Path, label_dirs: list[Path]) -> None:
         )
 
 
-def _folder_files(root: Path, label_dirs: list[Path], max_bytes: int, stats: ReadStats, share: tuple[int, int]
-                  ) -> Iterator[tuple[str, str]]:
+def _folder_files(
+    root: Path, label_dirs: list[Path], max_bytes: int, stats: ReadStats, share: tuple[int, int]
+) -> Iterator[tuple[str, str]]:
     # Each real folder is walked once: a link back to the corpus (comp/loop -> ..) or into another label's
     # folder would otherwise read documents again, under the wrong label, or forever.
     seen = {_identity(root)} | {_identity(d) for d in label_dirs}
     # Names only: cheap beside reading the files. Every share walks all the folders, and share 0 alone counts
     # what the walk skips (hidden entries, links), so that the shares' counts add up to one reader's.
     walk_skipped = stats.skipped if share[0] == 0 else Counter()
-    files = [(number, file) for number, label_dir in enumerate(label_dirs)
-             for file in _walk_files(label_dir, walk_skipped, seen)]
+    files = [
+        (number, file)
+        for number, label_dir in enumerate(label_dirs)
+        for file in _walk_files(label_dir, walk_skipped, seen)
+    ]
     if share[1] > 1:
         files = _part(files, *share)
     by_label: list[list[Path]] = [[] for _ in label_dirs]
     for number, file in files:
         by_label[number].append(file)
-    names = [class_name(label_dir.name, f"corpus folder '{root}' label folder", number)
-             for number, label_dir in enumerate(label_dirs, 1)]
+    names = [
+        class_name(label_dir.name, f"corpus folder '{root}' label folder", number)
+        for number, label_dir in enumerate(label_dirs, 1)
+    ]
     for name, label_files in zip(names, by_label):
         found = False
         for file in label_files:
@@ -104,11 +111,14 @@ def check_corpus_path(path: Path) -> None:
     if not path.exists():
         raise CorpusError(f"corpus path '{path}' does not exist: {FORMAT_HINT}")
     if outside(path):
-        raise CorpusError(f"corpus '{path}' resolves to '{path.resolve()}', outside the data root '{confine_root()}': "
-                          "put the corpus under it")
+        raise CorpusError(
+            f"corpus '{path}' resolves to '{path.resolve()}', outside the data root '{confine_root()}': "
+            "put the corpus under it"
+        )
     if not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
-        raise CorpusError(f"corpus path '{path}' is not a regular file or a folder (a FIFO, device or socket): "
-                          f"{FORMAT_HINT}")
+        raise CorpusError(
+            f"corpus path '{path}' is not a regular file or a folder (a FIFO, device or socket): {FORMAT_HINT}"
+        )
 
 
 def folder_files(folder: Path) -> tuple[list[Path], Counter]:

@@ -10,13 +10,7 @@ from typing import Iterator
 
 from pipelines.documents import decode_text
 from pipelines.errors import CorpusError
-from pipelines.formats.base import (
-    LABEL_COLUMNS,
-    TEXT_COLUMNS,
-    LineFormat,
-    ReadStats,
-    _placed_lines,
-)
+from pipelines.formats.base import LABEL_COLUMNS, TEXT_COLUMNS, LineFormat, ReadStats, _placed_lines
 from pipelines.formats.records import joined_texts, label_value, skip_reason, text_value
 
 
@@ -38,8 +32,11 @@ def jsonl_format(path: Path) -> "LineFormat":
     if not isinstance(record, dict):
         return LineFormat("jsonl")
     keys = [key for key in record if isinstance(key, str)]
-    label = "label" if "label" in record else next(
-        (key for name in LABEL_COLUMNS for key in keys if key.lower() == name), "label")
+    label = (
+        "label"
+        if "label" in record
+        else next((key for name in LABEL_COLUMNS for key in keys if key.lower() == name), "label")
+    )
     return LineFormat("jsonl", text_keys=record_text_keys(record) or ("text",), label_key=label)
 
 
@@ -59,13 +56,15 @@ def record_text(record: dict, keys: tuple[str, ...], where: str = "JSONL record"
     return joined_texts({key: record.get(key) for key in keys}, where, number)
 
 
-def _jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None,
-                     fmt: "LineFormat | None" = None) -> Iterator[tuple[str, str]]:
+def _jsonl_documents(
+    path: Path, stats: ReadStats, start: int = 0, end: int | None = None, fmt: "LineFormat | None" = None
+) -> Iterator[tuple[str, str]]:
     return ((label, text) for _, label, text in _placed_jsonl_documents(path, stats, start, end, fmt))
 
 
-def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None,
-                            fmt: "LineFormat | None" = None) -> Iterator[tuple[int, str, str]]:
+def _placed_jsonl_documents(
+    path: Path, stats: ReadStats, start: int = 0, end: int | None = None, fmt: "LineFormat | None" = None
+) -> Iterator[tuple[int, str, str]]:
     """_jsonl_documents, each as (the byte offset its line starts at, label, text); fmt: its keys (jsonl_format)."""
     fmt = fmt or LineFormat("jsonl")
     text_keys, label_key = fmt.text_keys, fmt.label_key
@@ -77,13 +76,16 @@ def _placed_jsonl_documents(path: Path, stats: ReadStats, start: int = 0, end: i
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CorpusError(f"{where} {number} is not valid JSON ({exc.msg}): write one {shape} object per line"
-                              ) from None
+            raise CorpusError(
+                f"{where} {number} is not valid JSON ({exc.msg}): write one {shape} object per line"
+            ) from None
         if not isinstance(record, dict) or label_key not in record or not all(key in record for key in text_keys):
             missing = " or ".join(f'"{key}"' for key in (*text_keys, label_key))
             hint = _key_hint(record) if fmt.text_keys == ("text",) and label_key == "label" else ""
-            raise CorpusError(f"{where} {number} lacks a {missing} key: write one {shape} object per line"
-                              + (hint or _keys_of(record)))
+            raise CorpusError(
+                f"{where} {number} lacks a {missing} key: write one {shape} object per line"
+                + (hint or _keys_of(record))
+            )
         text = record_text(record, text_keys, where, number)
         label = label_value(record[label_key], where, number, label_key)
         reason = skip_reason(label, text)

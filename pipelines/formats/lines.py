@@ -11,11 +11,7 @@ from typing import Iterator
 
 from pipelines.documents import decode_text
 from pipelines.formats.base import TSV_SUFFIXES, LineFormat, ReadStats, _placed_lines
-from pipelines.formats.fasttext import (
-    _fasttext_document,
-    fasttext_line,
-    is_fasttext_file,
-)
+from pipelines.formats.fasttext import _fasttext_document, fasttext_line, is_fasttext_file
 from pipelines.formats.jsonl import _placed_jsonl_documents, jsonl_format, record_text
 from pipelines.formats.parquet import parquet_format
 from pipelines.formats.table import (
@@ -48,25 +44,32 @@ def line_format(path: Path) -> LineFormat | None:
             return None
         columns = table_columns(first, where=f"corpus '{path}'") if first is not None else None
         label_column, text_columns = columns if columns is not None else (0, None)
-        return LineFormat("tsv" if tsv else "csv", label_column, None if text_columns is None else tuple(text_columns),
-                          newline_escapes(head), len(first_line) if columns is not None else 0,
-                          label_separator=_label_separator(first, columns),
-                          header_width=len(first) if columns is not None else 0)
+        return LineFormat(
+            "tsv" if tsv else "csv",
+            label_column,
+            None if text_columns is None else tuple(text_columns),
+            newline_escapes(head),
+            len(first_line) if columns is not None else 0,
+            label_separator=_label_separator(first, columns),
+            header_width=len(first) if columns is not None else 0,
+        )
     if path.is_file() and is_fasttext_file(path):
         return LineFormat("fasttext")
     return None
 
 
-def _placed_line_documents(fmt: LineFormat, path: Path, stats: ReadStats, start: int = 0, end: int | None = None
-                           ) -> Iterator[tuple[int, str, str]]:
+def _placed_line_documents(
+    fmt: LineFormat, path: Path, stats: ReadStats, start: int = 0, end: int | None = None
+) -> Iterator[tuple[int, str, str]]:
     """(the byte its line starts at, label, text) of each document whose line starts in bytes [start, end), read
     as one reader of the whole file reads it (its skips counted in stats). A table line that is not a row of whole
     fields raises LineBreakInField (_line_row)."""
     if fmt.kind == "jsonl":
         yield from _placed_jsonl_documents(path, stats, start, end, fmt)
         return
-    where = f"{'fastText' if fmt.kind == 'fasttext' else fmt.kind.upper()} corpus '{path}'" + \
-        (" line" if start == 0 else f" (from byte {start}) line")
+    where = f"{'fastText' if fmt.kind == 'fasttext' else fmt.kind.upper()} corpus '{path}'" + (
+        " line" if start == 0 else f" (from byte {start}) line"
+    )
     for number, (offset, line) in enumerate(_placed_lines(path, stats, start, end), 1):
         if fmt.kind == "fasttext":
             document = _fasttext_document(line, stats, where, number)
@@ -90,10 +93,10 @@ def _line_text(fmt: LineFormat, line: str) -> str:
     return table_text((row[i] for i in columns if i < len(row)), fmt.escapes)
 
 
-def _fasttext_documents(path: Path, stats: ReadStats, start: int = 0, end: int | None = None
-                        ) -> Iterator[tuple[str, str]]:
-    return ((label, text) for _, label, text in _placed_line_documents(LineFormat("fasttext"), path, stats, start,
-                                                                       end))
+def _fasttext_documents(
+    path: Path, stats: ReadStats, start: int = 0, end: int | None = None
+) -> Iterator[tuple[str, str]]:
+    return ((label, text) for _, label, text in _placed_line_documents(LineFormat("fasttext"), path, stats, start, end))
 
 
 def _text_at(handle, offset: int, fmt: LineFormat = LineFormat("jsonl")) -> str:

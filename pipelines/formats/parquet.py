@@ -56,30 +56,40 @@ def open_parquet(path: Path, kind: str = "Parquet corpus"):
     try:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
-        raise CorpusError(f"{kind} '{path}' cannot be read as Parquet ({str(exc).splitlines()[0]}): pass a .parquet "
-                          f"file as pyarrow or pandas write it") from None
+        raise CorpusError(
+            f"{kind} '{path}' cannot be read as Parquet ({str(exc).splitlines()[0]}): pass a .parquet "
+            f"file as pyarrow or pandas write it"
+        ) from None
 
 
-def parquet_columns(path: Path, schema: pa.Schema, labelled: bool = True,
-                    kind: str = "Parquet corpus") -> tuple[int | None, list[int]]:
+def parquet_columns(
+    path: Path, schema: pa.Schema, labelled: bool = True, kind: str = "Parquet corpus"
+) -> tuple[int | None, list[int]]:
     """(the label column, the text columns) of a Parquet file, named as a table's header names them
     (table_columns); where it names no text column, the other string columns. Refused where it names no label
     column (labelled) or no text can be found."""
     names = list(schema.names)
     columns = table_columns(names, labelled, where=f"{kind} '{path}'")
-    text_like = [i for i, name in enumerate(names) if pa.types.is_string(schema.field(name).type)
-                 or pa.types.is_large_string(schema.field(name).type)]
+    text_like = [
+        i
+        for i, name in enumerate(names)
+        if pa.types.is_string(schema.field(name).type) or pa.types.is_large_string(schema.field(name).type)
+    ]
     if columns is None and not labelled:
         columns = (None, text_like)
     if columns is None:
-        raise CorpusError(f"{kind} '{path}' names no label column (its columns: {', '.join(names)}): name the "
-                          f"label column one of {', '.join(LABEL_COLUMNS[:5])}, ...")
+        raise CorpusError(
+            f"{kind} '{path}' names no label column (its columns: {', '.join(names)}): name the "
+            f"label column one of {', '.join(LABEL_COLUMNS[:5])}, ..."
+        )
     label, text = columns
     if not any(names[i].strip().lower() in TEXT_COLUMNS for i in text):  # every other column: its strings only
         text = [i for i in text if i in text_like]
     if not text:
-        raise CorpusError(f"{kind} '{path}' has no text column (its columns: {', '.join(names)}): name the text "
-                          f"column one of {', '.join(TEXT_COLUMNS[:5])}, ...")
+        raise CorpusError(
+            f"{kind} '{path}' has no text column (its columns: {', '.join(names)}): name the text "
+            f"column one of {', '.join(TEXT_COLUMNS[:5])}, ..."
+        )
     return label, text
 
 
@@ -95,8 +105,7 @@ def class_label_names(schema: pa.Schema, column: str) -> list[str] | None:
     return [str(name) for name in names] if isinstance(names, list) and names else None
 
 
-def _parquet_documents(path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1)
-                       ) -> Iterator[tuple[str, str]]:
+def _parquet_documents(path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1)) -> Iterator[tuple[str, str]]:
     for _, label, text in _placed_parquet_documents(parquet_format(path), path, stats, share):
         yield label, text
     stats.bytes_read = stats.bytes_total
@@ -108,12 +117,12 @@ def parquet_format(path: Path) -> "LineFormat":
     schema = open_parquet(path).schema_arrow
     label_column, text_columns = parquet_columns(path, schema)
     names = class_label_names(schema, schema.names[label_column])
-    return LineFormat("parquet", label_column, tuple(text_columns), class_names=None if names is None else
-                      tuple(names))
+    return LineFormat("parquet", label_column, tuple(text_columns), class_names=None if names is None else tuple(names))
 
 
-def _placed_parquet_documents(fmt: "LineFormat", path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1),
-                              by_groups: bool = False) -> Iterator[tuple[int, str, str]]:
+def _placed_parquet_documents(
+    fmt: "LineFormat", path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1), by_groups: bool = False
+) -> Iterator[tuple[int, str, str]]:
     """(row, label, text) of each document of rows [i N / n, (i + 1) N / n) of a Parquet corpus's N (share (i, n));
     by_groups: of its row groups [i G / n, (i + 1) G / n) instead (so that no group is decoded by two shares). Only
     the row groups that hold them are read. Rows are counted from 0; an error names them from 1."""
@@ -169,8 +178,10 @@ def _table_label(value, names: list[str] | None, path: Path, row: int, key: str 
     reads a typed label (records.label_value: JSONL's rule)."""
     if names is not None and isinstance(value, int) and not isinstance(value, bool):
         if not 0 <= value < len(names):
-            raise CorpusError(f"Parquet corpus '{path}' row {row} has label {value}, outside its {len(names)} "
-                              f"class names: fix the row or the file's label names")
+            raise CorpusError(
+                f"Parquet corpus '{path}' row {row} has label {value}, outside its {len(names)} "
+                f"class names: fix the row or the file's label names"
+            )
         return class_name(names[value], f"Parquet corpus '{path}' row", row, key)
     if names is not None and isinstance(value, (list, tuple)):  # a list of ClassLabel indices
         return joined(name for name in (_table_label(item, names, path, row, key) for item in value) if name)
@@ -184,7 +195,10 @@ def _corpus_texts(batch, path: Path, first_row: int) -> list[str]:
     where, keys = f"Parquet corpus '{path}' row", batch.schema.names[1:]
     columns = [column.to_pylist() for column in batch.columns[1:]]
     if len(columns) == 1:
-        return [(value if type(value) is str else text_value(value, where, row, keys[0])).strip()
-                for row, value in enumerate(columns[0], first_row)]
-    return [joined_texts(dict(zip(keys, cells)), where, row).strip()
-            for row, cells in enumerate(zip(*columns), first_row)]
+        return [
+            (value if type(value) is str else text_value(value, where, row, keys[0])).strip()
+            for row, value in enumerate(columns[0], first_row)
+        ]
+    return [
+        joined_texts(dict(zip(keys, cells)), where, row).strip() for row, cells in enumerate(zip(*columns), first_row)
+    ]

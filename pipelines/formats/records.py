@@ -32,8 +32,9 @@ def class_name(label: str, where: str, number: int, key: str = "label") -> str:
         name = unicodedata.normalize("NFC", name)
     control = next((c for c in name if unicodedata.category(c) == "Cc"), None) if not name.isprintable() else None
     if control is not None:
-        raise CorpusError(f"{where} {number} has a \"{key}\" holding the control character {ascii(control)}: "
-                          "remove it from the label")
+        raise CorpusError(
+            f"{where} {number} has a \"{key}\" holding the control character {ascii(control)}: remove it from the label"
+        )
     return name
 
 
@@ -48,18 +49,24 @@ def label_value(value, where: str, number: int, key: str = "label") -> str:
         return class_name(value, where, number, key)
     if isinstance(value, (list, tuple)):
         if any(isinstance(item, (list, tuple)) for item in value):
-            raise CorpusError(f"{where} {number} has a \"{key}\" list that holds a list: write the document's labels "
-                              "as one flat list of strings")
+            raise CorpusError(
+                f"{where} {number} has a \"{key}\" list that holds a list: write the document's labels "
+                "as one flat list of strings"
+            )
         return joined(name for name in (label_value(item, where, number, key) for item in value) if name)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)  # any size: Python's ints are exact
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise CorpusError(f"{where} {number} has a \"{key}\" of {value!r}, not a finite number: write the label "
-                              "as a string or a finite number")
+            raise CorpusError(
+                f"{where} {number} has a \"{key}\" of {value!r}, not a finite number: write the label "
+                "as a string or a finite number"
+            )
         return str(int(value)) if value.is_integer() else repr(value)
-    raise CorpusError(f"{where} {number} has a \"{key}\" that is {kind_of(value)}: write the label as a string or a "
-                      "number, or the labels as a list of them")
+    raise CorpusError(
+        f"{where} {number} has a \"{key}\" that is {kind_of(value)}: write the label as a string or a "
+        "number, or the labels as a list of them"
+    )
 
 
 def text_value(value, where: str, number: int, key: str = "text") -> str:
@@ -69,8 +76,10 @@ def text_value(value, where: str, number: int, key: str = "text") -> str:
         return ""
     if isinstance(value, str):
         return value
-    raise CorpusError(f"{where} {number} has a \"{key}\" that is {kind_of(value)}, not a string: write the "
-                      "document's text as a string")
+    raise CorpusError(
+        f"{where} {number} has a \"{key}\" that is {kind_of(value)}, not a string: write the "
+        "document's text as a string"
+    )
 
 
 def joined_texts(values: dict, where: str, number: int) -> str:

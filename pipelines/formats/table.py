@@ -39,8 +39,9 @@ def _line_row(fmt: LineFormat, line: str, where: str, number: int) -> list[str]:
         raise LineBreakInField(f"{where} {number}: {exc}") from None
 
 
-def _table_row_document(fmt: LineFormat, row: list[str], stats: ReadStats, where: str = "table row",
-                        number: int = 0) -> tuple[str, str] | None:
+def _table_row_document(
+    fmt: LineFormat, row: list[str], stats: ReadStats, where: str = "table row", number: int = 0
+) -> tuple[str, str] | None:
     """One row of a CSV or TSV file as _csv_documents reads it, or None (counted in stats); where, number: the
     row's place, for a label the record contract refuses."""
     if len(row) < 2:
@@ -49,8 +50,9 @@ def _table_row_document(fmt: LineFormat, row: list[str], stats: ReadStats, where
     _count_cells_beyond(row, fmt.header_width, stats)
     columns = fmt.text_columns if fmt.text_columns is not None else range(1, len(row))
     body = table_text((row[i] for i in columns if i < len(row)), fmt.escapes)
-    label = (_cell_label(row[fmt.label_column], fmt.label_separator, where, number) if fmt.label_column < len(row)
-             else "")
+    label = (
+        _cell_label(row[fmt.label_column], fmt.label_separator, where, number) if fmt.label_column < len(row) else ""
+    )
     reason = skip_reason(label, body)
     if reason:
         stats.skipped[reason] += 1
@@ -85,8 +87,9 @@ def table_reader(lines: Iterable[str], tsv: bool):
     return csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE) if tsv else csv.reader(lines)
 
 
-def table_columns(first_row: Sequence[str], labelled: bool = True, where: str = "the table"
-                  ) -> tuple[int | None, list[int]] | None:
+def table_columns(
+    first_row: Sequence[str], labelled: bool = True, where: str = "the table"
+) -> tuple[int | None, list[int]] | None:
     """A CSV or TSV file's first row -> (the label column, the text columns) where it is a header row, None where
     it is not (then it is a document: in a corpus, column 1 its label and the others its text). A header row names
     a label column (LABEL_COLUMNS), or with labelled=False (documents to classify) a label or a text column
@@ -97,8 +100,10 @@ def table_columns(first_row: Sequence[str], labelled: bool = True, where: str = 
     label = next((header.index(name) for name in LABEL_COLUMNS if name in header), None)
     if label is not None and header.count(header[label]) > 1:
         second = header.index(header[label], label + 1)
-        raise CorpusError(f"the header of {where} names the label column '{first_row[label].strip()}' twice (columns "
-                          f"{label + 1} and {second + 1}): rename or drop one of them")
+        raise CorpusError(
+            f"the header of {where} names the label column '{first_row[label].strip()}' twice (columns "
+            f"{label + 1} and {second + 1}): rename or drop one of them"
+        )
     named = [i for i, name in enumerate(header) if name in TEXT_COLUMNS and i != label]
     if label is None and (labelled or not named):
         return None
@@ -162,9 +167,11 @@ def _csv_documents(path: Path, stats: ReadStats, tsv: bool = False) -> Iterator[
         yield label, body
     if not read and stats.skipped["bad_row"]:  # one column in every row: other separators (";" from a spreadsheet)
         separator = "tabs" if tsv else "commas (or, tab-separated, as a .tsv file)"
-        raise CorpusError(f"{'TSV' if tsv else 'CSV'} corpus '{path}' has one column in each of its "
-                          f"{stats.skipped['bad_row']:,} rows: a row is the label, then the text, separated by "
-                          f"{separator}; save it so")
+        raise CorpusError(
+            f"{'TSV' if tsv else 'CSV'} corpus '{path}' has one column in each of its "
+            f"{stats.skipped['bad_row']:,} rows: a row is the label, then the text, separated by "
+            f"{separator}; save it so"
+        )
 
 
 def _csv_rows(path: Path, reader, kind: str = "CSV") -> Iterator[list[str]]:
@@ -176,13 +183,19 @@ def _csv_rows(path: Path, reader, kind: str = "CSV") -> Iterator[list[str]]:
         except StopIteration:
             return
         except csv.Error as exc:
-            fix = "save it as UTF-8 text without NUL bytes" if kind == "TSV" else \
-                "quote fields that hold line breaks and save the file with \\n line endings"
+            fix = (
+                "save it as UTF-8 text without NUL bytes"
+                if kind == "TSV"
+                else "quote fields that hold line breaks and save the file with \\n line endings"
+            )
             if "field larger than field limit" in str(exc):
-                fix = (f"a field is over {csv.field_size_limit():,} characters: split the document, or close a quote "
-                       "left open (a stray \" makes the rest of the file one field)")
+                fix = (
+                    f"a field is over {csv.field_size_limit():,} characters: split the document, or close a quote "
+                    "left open (a stray \" makes the rest of the file one field)"
+                )
             raise CorpusError(
-                f"{kind} corpus '{path}' line {reader.line_num} cannot be parsed ({exc}): {fix}") from None
+                f"{kind} corpus '{path}' line {reader.line_num} cannot be parsed ({exc}): {fix}"
+            ) from None
         yield row
 
 
@@ -199,9 +212,13 @@ TEXT_LIKE_LABEL_SHARE = 0.9
 def check_table_labels(source: str, fmt: str, labels: Sequence[str]) -> None:
     """Refuse a CSV or TSV file whose labels look like texts (TEXT_LIKE_LABEL_SHARE says why), naming the fix."""
     distinct = len(set(labels))
-    if fmt in ("csv", "tsv") and len(labels) >= TEXT_LIKE_MIN_DOCUMENTS and \
-            distinct >= len(labels) * TEXT_LIKE_LABEL_SHARE:
+    if (
+        fmt in ("csv", "tsv")
+        and len(labels) >= TEXT_LIKE_MIN_DOCUMENTS
+        and distinct >= len(labels) * TEXT_LIKE_LABEL_SHARE
+    ):
         raise CorpusError(
             f"corpus '{source}' has {distinct:,} distinct labels among {len(labels):,} documents, so its labels look "
             f"like texts: a .{fmt} file takes column 1 as the label unless a header row names the label column "
-            f"({', '.join(LABEL_COLUMNS[:5])}, ...); add such a header or put the label first")
+            f"({', '.join(LABEL_COLUMNS[:5])}, ...); add such a header or put the label first"
+        )

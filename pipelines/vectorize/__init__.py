@@ -18,7 +18,8 @@ rows normalised on their own), so that a model can hold one network per view (te
 joined_views).
 
 Word unigrams and bigrams are tokenised and counted in compiled code (pipelines/word_counts.py: the same terms and
-counts as CountVectorizer; a whole file's transform in 0.36-0.38x its time, benchmarks/vectorizing/transform_latency), and so are
+counts as CountVectorizer; a whole file's transform in 0.36-0.38x its time, benchmarks/vectorizing/transform_latency),
+and so are
 the character view's n-grams (pipelines/char_counts.py); word trigrams and "hashing" go through scikit-learn's own
 analyzers (_count_chunk).
 Corpora of PARALLEL_MIN_DOCS documents or more are counted on all CPU cores (pipelines/workers.py: forked

@@ -22,7 +22,8 @@ DOCS_PER_WORKER = 500
 # per document than a big one (its temporary arrays are reused, not fresh pages), and a transform's progress moves
 # on a big corpus. On this project's 2-core CPU, 100,000 synthetic documents (117M characters) transformed in 2
 # chunks in 2.9-3.8 s, 4 chunks 2.1-2.9 s, 8 chunks 1.9 s, 16 chunks 1.8 s, 32 chunks 1.9-2.0 s
-# (benchmarks/vectorizing/transform_chunks.py); 50,000 of them (58M characters) counted with bigrams in one chunk in 3.4-4.0 s,
+# (benchmarks/vectorizing/transform_chunks.py); 50,000 of them (58M characters) counted with bigrams in one chunk in
+# 3.4-4.0 s,
 # in 2 chunks 1.8 s, in 4 1.5-1.6 s (the chunks' merge then 0.9 -> 1.1 -> 1.3-1.4 s).
 CHUNK_CHARACTERS = 16_000_000
 
@@ -48,8 +49,9 @@ def _chunk_count(texts: Sequence[str], pool: WorkerPool) -> int:
     return max(1, min(len(texts), workers * rounds))
 
 
-def _map_chunks(pool: WorkerPool, fn: Callable, texts: Sequence[str],
-                on_progress: Callable[[int, int], None] | None, *args) -> list:
+def _map_chunks(
+    pool: WorkerPool, fn: Callable, texts: Sequence[str], on_progress: Callable[[int, int], None] | None, *args
+) -> list:
     """[fn(chunk, *args) for the pool's contiguous chunks of texts (_chunk_count)], computed by its workers;
     on_progress(documents done, of total) as each chunk's result arrives."""
     chunks = _chunks(texts, _chunk_count(texts, pool))

@@ -13,18 +13,8 @@ import scipy.sparse as sp
 
 from pipelines import word_counts
 from pipelines.errors import CorpusError
-from pipelines.vectorize.chunks import (
-    _chunks,
-    _map_chunks,
-    _worker_count,
-    vectorize_pool,
-)
-from pipelines.vectorize.selection import (
-    _select,
-    _top_columns,
-    most_tied_columns,
-    nb_ratios,
-)
+from pipelines.vectorize.chunks import _chunks, _map_chunks, _worker_count, vectorize_pool
+from pipelines.vectorize.selection import _select, _top_columns, most_tied_columns, nb_ratios
 from pipelines.vectorize.terms import (
     CHAR_ANALYZER,
     CHAR_NGRAM_RANGE,
@@ -60,10 +50,16 @@ def fit_rows(n_texts: int, settings: WordSettings, fit_documents: int | None = N
     return None
 
 
-def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSettings, workers: int | None = None,
-                   pool: WorkerPool | None = None, fit_documents: int | None = None,
-                   on_progress: Callable[[int, int], None] | None = None, matrix: bool = True
-                   ) -> tuple[Vectorizer, sp.csr_matrix | None]:
+def fit_vectorizer(
+    texts: Sequence[str],
+    labels: Sequence[str],
+    settings: WordSettings,
+    workers: int | None = None,
+    pool: WorkerPool | None = None,
+    fit_documents: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    matrix: bool = True,
+) -> tuple[Vectorizer, sp.csr_matrix | None]:
     """Fit on the training texts; return the vectorizer and the training matrix it produces.
     workers: processes for counting (None = all cores; one below PARALLEL_MIN_DOCS documents); pool: use these.
     fit_documents: "tfidf" fits its vocabulary, selection and weights on a random sample of at most this many of
@@ -73,16 +69,29 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     itself (a file left in place, share by share): (the vectorizer, None), the matrix neither weighed nor built."""
     if pool is None:
         with vectorize_pool(len(texts), workers) as own:
-            return fit_vectorizer(texts, labels, settings, pool=own, fit_documents=fit_documents,
-                                  on_progress=on_progress, matrix=matrix)
+            return fit_vectorizer(
+                texts, labels, settings, pool=own, fit_documents=fit_documents, on_progress=on_progress, matrix=matrix
+            )
     rows = fit_rows(len(texts), settings, fit_documents)
     if rows is not None:
-        vec, _ = fit_vectorizer([texts[i] for i in rows], [labels[i] for i in rows], settings, pool=pool,
-                                fit_documents=fit_documents, on_progress=on_progress, matrix=False)
+        vec, _ = fit_vectorizer(
+            [texts[i] for i in rows],
+            [labels[i] for i in rows],
+            settings,
+            pool=pool,
+            fit_documents=fit_documents,
+            on_progress=on_progress,
+            matrix=False,
+        )
         return vec, vec.transform(texts, pool=pool, on_progress=on_progress) if matrix else None
     if settings.vectorizer == "hashing":
-        hasher = hashing_counter(settings.features, settings.ngram_max, settings.stop_words, settings.start_token,
-                                 settings.unspaced_as_characters)
+        hasher = hashing_counter(
+            settings.features,
+            settings.ngram_max,
+            settings.stop_words,
+            settings.start_token,
+            settings.unspaced_as_characters,
+        )
         chunks = _chunks(texts, _worker_count(len(texts), pool.processes))
         counts = word_counts.stack_rows(pool.map(_transform_chunk, chunks, hasher))
         vec = fit_hashing_idf(counts, settings)
@@ -91,24 +100,50 @@ def fit_vectorizer(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     if word_counts.supports(settings.ngram_max):
         vec, words = _fit_by_chunks(texts, labels, settings, pool, on_progress, matrix)
     else:
-        terms, counts = count_terms(texts, settings.ngram_max, settings.stop_words, settings.min_df, pool,
-                                    settings.start_token, on_progress,
-                                    unspaced_as_characters=settings.unspaced_as_characters)
-        vec, words = _fitted_view(terms, counts, labels, settings, matrix, settings.ngram_max, settings.stop_words,
-                                  settings.start_token, settings.unspaced_as_characters)
+        terms, counts = count_terms(
+            texts,
+            settings.ngram_max,
+            settings.stop_words,
+            settings.min_df,
+            pool,
+            settings.start_token,
+            on_progress,
+            unspaced_as_characters=settings.unspaced_as_characters,
+        )
+        vec, words = _fitted_view(
+            terms,
+            counts,
+            labels,
+            settings,
+            matrix,
+            settings.ngram_max,
+            settings.stop_words,
+            settings.start_token,
+            settings.unspaced_as_characters,
+        )
         del counts
     if not settings.char_ngrams:
         return vec, words
     terms, counts = count_chars(texts, settings.min_df, pool)
-    vec.chars, chars = _fitted_view(terms, counts, labels, settings, matrix, CHAR_NGRAM_RANGE[1], None, False,
-                                    False, CHAR_ANALYZER)
+    vec.chars, chars = _fitted_view(
+        terms, counts, labels, settings, matrix, CHAR_NGRAM_RANGE[1], None, False, False, CHAR_ANALYZER
+    )
     return vec, sp.hstack([words, chars], format="csr") if matrix else None
 
 
 # Ten arguments: the view's counts, labels and the word settings it was handed, each a step of the fit before it.
-def _fitted_view(terms: np.ndarray, counts: sp.csr_matrix, labels, settings: WordSettings, matrix: bool,
-                 ngram_max: int, stop_words: str | None, start_token: bool, unspaced_as_characters: bool,
-                 analyzer: str = "word") -> tuple[Vectorizer, sp.csr_matrix | None]:
+def _fitted_view(
+    terms: np.ndarray,
+    counts: sp.csr_matrix,
+    labels,
+    settings: WordSettings,
+    matrix: bool,
+    ngram_max: int,
+    stop_words: str | None,
+    start_token: bool,
+    unspaced_as_characters: bool,
+    analyzer: str = "word",
+) -> tuple[Vectorizer, sp.csr_matrix | None]:
     """One view of fit_vectorizer from its full vocabulary's counts: `features` columns selected, IDF (and NB
     weights) over them -> (the view's Vectorizer, its weighted rows, or None without `matrix`)."""
     keep, idf = _select(counts, labels, settings.features, settings)
@@ -121,14 +156,28 @@ def _fitted_view(terms: np.ndarray, counts: sp.csr_matrix, labels, settings: Wor
         counts = counts[:, keep] if matrix else None
     if nb_weights is not None:
         idf = idf * nb_weights
-    vec = Vectorizer("tfidf", [str(t) for t in terms], idf, ngram_max, stop_words, settings.sublinear_tf,
-                     start_token, unspaced_as_characters, analyzer=analyzer)
+    vec = Vectorizer(
+        "tfidf",
+        [str(t) for t in terms],
+        idf,
+        ngram_max,
+        stop_words,
+        settings.sublinear_tf,
+        start_token,
+        unspaced_as_characters,
+        analyzer=analyzer,
+    )
     return vec, _weight(counts, idf, settings.sublinear_tf) if matrix else None
 
 
-def _fit_by_chunks(texts: Sequence[str], labels: Sequence[str], settings: WordSettings, pool: WorkerPool,
-                   on_progress: Callable[[int, int], None] | None, matrix: bool
-                   ) -> tuple[Vectorizer, sp.csr_matrix | None]:
+def _fit_by_chunks(
+    texts: Sequence[str],
+    labels: Sequence[str],
+    settings: WordSettings,
+    pool: WorkerPool,
+    on_progress: Callable[[int, int], None] | None,
+    matrix: bool,
+) -> tuple[Vectorizer, sp.csr_matrix | None]:
     """fit_vectorizer's word view for n-grams up to word_counts.MAX_NGRAM: the chunks the workers counted are not merged
     into one matrix of counts. Their terms are (word_counts.merge_terms), and where the rows are needed (a
     chi-squared selection, NB weights, the matrix) each chunk's are moved to the shared columns and weighted on a
@@ -140,20 +189,37 @@ def _fit_by_chunks(texts: Sequence[str], labels: Sequence[str], settings: WordSe
     beside their weighted copy (docs/decisions.md, "The vocabulary's fit by chunks"). Its rows (`matrix`) cost
     0.2-0.4 s more, and spare the transform of a large file those documents (Vectorizer.transform_file_parts'
     `known`: 0.7-0.9 s less there)."""
-    parts = _map_chunks(pool, _count_word_chunk, texts, on_progress, settings.ngram_max,
-                        _stop_word_set(settings.stop_words), START_TOKEN if settings.start_token else None,
-                        settings.unspaced_as_characters)
-    merged = word_counts.merge_terms(parts, settings.min_df if len(texts) >= SMALL_CORPUS_DOCS else 1,
-                                     START_TOKEN if settings.start_token else None)
+    parts = _map_chunks(
+        pool,
+        _count_word_chunk,
+        texts,
+        on_progress,
+        settings.ngram_max,
+        _stop_word_set(settings.stop_words),
+        START_TOKEN if settings.start_token else None,
+        settings.unspaced_as_characters,
+    )
+    merged = word_counts.merge_terms(
+        parts, settings.min_df if len(texts) >= SMALL_CORPUS_DOCS else 1, START_TOKEN if settings.start_token else None
+    )
     if not len(merged.terms):
-        raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
-                          "add real text or pass --stop-words none")
+        raise CorpusError(
+            "no words to learn from: the documents hold only stop words or symbols; "
+            "add real text or pass --stop-words none"
+        )
     return _view_from_chunks(merged, parts, np.asarray(labels), settings, matrix)
 
 
-def _view_from_chunks(merged: word_counts.MergedTerms, parts: list[word_counts.ChunkCounts], labels: np.ndarray,
-                      settings: WordSettings, matrix: bool) -> tuple[Vectorizer, sp.csr_matrix | None]:
-    """The word view's _fitted_view from the chunks' own counts and merge_terms' columns (_fit_by_chunks says why), bit for bit:
+# Over 80 lines as formatted: the chunks' counts made into the one-pass fit's view bit for bit, step by step.
+def _view_from_chunks(
+    merged: word_counts.MergedTerms,
+    parts: list[word_counts.ChunkCounts],
+    labels: np.ndarray,
+    settings: WordSettings,
+    matrix: bool,
+) -> tuple[Vectorizer, sp.csr_matrix | None]:
+    """The word view's _fitted_view from the chunks' own counts and merge_terms' columns (_fit_by_chunks says why), bit
+    for bit:
     the IDF from the merged document frequencies; where a chi-squared selection or NB weights need the rows, each
     chunk's rows moved to the shared columns and weighted on a thread of their own, then stacked (the counts
     themselves never are); `matrix`: each chunk's rows then moved to the kept columns and weighted as the
@@ -181,15 +247,26 @@ def _view_from_chunks(merged: word_counts.MergedTerms, parts: list[word_counts.C
             weighted = word_counts.stack_rows(list(threads.map(weighted_rows, range(len(parts)))))
     keep = None
     if width > settings.features:
-        keep = most_tied_columns(weighted, labels, settings.features) if chi2 else \
-            _top_columns(merged.df.astype(np.float64), settings.features)
+        keep = (
+            most_tied_columns(weighted, labels, settings.features)
+            if chi2
+            else _top_columns(merged.df.astype(np.float64), settings.features)
+        )
     terms, idf = (merged.terms, idf) if keep is None else (merged.terms.take(pa.array(keep)), idf[keep])
     if settings.nb_weighting:  # (presence counts stored entries, and the weighted rows hold the counts' entries)
         idf = idf * nb_ratios(weighted, labels, columns=keep)
     rows_weighted = weighted is not None  # (then in_shared_columns holds what the matrix needs)
     del weighted
-    vec = Vectorizer("tfidf", terms.to_pylist(), idf, settings.ngram_max, settings.stop_words, settings.sublinear_tf,
-                     settings.start_token, settings.unspaced_as_characters)
+    vec = Vectorizer(
+        "tfidf",
+        terms.to_pylist(),
+        idf,
+        settings.ngram_max,
+        settings.stop_words,
+        settings.sublinear_tf,
+        settings.start_token,
+        settings.unspaced_as_characters,
+    )
     if not matrix:
         parts.clear()
         return vec, None

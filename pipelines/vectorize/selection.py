@@ -15,13 +15,13 @@ from pipelines.vectorize.weights import _idf, _in_threads, _weight
 # The class sums (_class_sums) on at most this many threads, a trade of memory for time: each thread holds a mask of
 # all the entries and its class's entries in float64, ~1 + 16 / classes bytes an entry. On 200,000 synthetic
 # documents (32M entries, 4 classes, 2-core CPU), 2 threads raised the fit's peak host memory 971 -> 1,156-1,181 MB
-# (one thread: 973-1,002 MB); on a million documents (16 cores, 4 threads) `textclf train` peaked at 3.4 GiB where it had
+# (one thread: 973-1,002 MB); on a million documents (16 cores, 4 threads) `textclf train` peaked at 3.4 GiB where it
+# had
 # 2.8-2.9 (docs/decisions.md, "A large file's vectorizing").
 CLASS_SUM_THREADS = 4
 
 
-def _select(counts: sp.csr_matrix, labels, budget: int, settings: WordSettings
-            ) -> tuple[np.ndarray | None, np.ndarray]:
+def _select(counts: sp.csr_matrix, labels, budget: int, settings: WordSettings) -> tuple[np.ndarray | None, np.ndarray]:
     """Keep at most `budget` columns: those a chi-squared test ties most to the labels, or the most frequent.
     -> (the kept columns, ascending, or None where all are kept; the IDF of every column)."""
     idf = _idf(counts)
@@ -79,15 +79,17 @@ def _class_sums(matrix: sp.csr_matrix, codes: np.ndarray, classes: int, weights:
 
     def class_sum(code: int) -> None:
         mine = entry_class == code
-        sums[code] = np.bincount(matrix.indices[mine], weights=matrix.data[mine] if weights else None,
-                                 minlength=matrix.shape[1])
+        sums[code] = np.bincount(
+            matrix.indices[mine], weights=matrix.data[mine] if weights else None, minlength=matrix.shape[1]
+        )
 
     _in_threads(class_sum, range(classes), threaded=matrix.nnz >= weighting.THREADED_ENTRIES, at_most=CLASS_SUM_THREADS)
     return sums
 
 
-def select_and_weigh(counts: sp.csr_matrix, labels: np.ndarray, columns: np.ndarray, budget: int,
-                     feature_selection: str, sublinear: bool) -> tuple[np.ndarray, np.ndarray]:
+def select_and_weigh(
+    counts: sp.csr_matrix, labels: np.ndarray, columns: np.ndarray, budget: int, feature_selection: str, sublinear: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Feature selection as fit_vectorizer does it, on these rows only (one fold's training documents): of the
     candidate `columns` of `counts`, keep at most `budget` -> (kept columns of `counts`, their IDF over these
     rows). Weigh any rows with `weigh_counts(counts[rows][:, kept], idf, sublinear)`."""
@@ -106,8 +108,9 @@ def weigh_counts(counts: sp.csr_matrix, idf: np.ndarray, sublinear: bool) -> sp.
     return _weight(counts, idf, sublinear)
 
 
-def nb_ratios(counts: sp.csr_matrix, labels: np.ndarray, alpha: float = 1.0, columns: np.ndarray | None = None
-              ) -> np.ndarray:
+def nb_ratios(
+    counts: sp.csr_matrix, labels: np.ndarray, alpha: float = 1.0, columns: np.ndarray | None = None
+) -> np.ndarray:
     """(documents, terms) counts and their labels -> (terms,) float32 column weights: the naive Bayes log-count
     ratio of Wang & Manning's NBSVM (2012), log((p_c / |p_c|) / (q_c / |q_c|)) with p_c (q_c) the smoothed
     presence counts of the term in class c's documents (in the others'), as its largest magnitude over the

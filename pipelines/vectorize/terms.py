@@ -56,7 +56,8 @@ CHAR_NGRAM_RANGE = (2, 5)
 
 # A word that opens every document (start_token): with bigrams, "__start__ what" tells a question's first word from
 # the same word further on, which decides a question's type ("how many" opening a question, not inside it). By
-# 3-fold cross-validation on the training files (benchmarks/accuracy/start_token.py, docs/decisions.md "The start token"), in
+# 3-fold cross-validation on the training files (benchmarks/accuracy/start_token.py, docs/decisions.md "The start
+# token"), in
 # points of validation accuracy: trec +0.24 / +0.34 (fold seeds 0-1 / 2-4; higher for all 5), mr +0.06 / +0.10,
 # agnews7600 +0.07, news4 (unigrams: no column) 0. Not a word of the token pattern's (\w\w+) that real text is
 # likely to hold. Alone it is in every document and tells nothing: fitted vocabularies leave it out
@@ -83,26 +84,40 @@ class StartMarkedWords:
 def _word_analyzer(ngram_max: int, stop_words: str | None, unspaced_as_characters: bool) -> Callable[[str], list[str]]:
     from sklearn.feature_extraction.text import CountVectorizer
 
-    return CountVectorizer(ngram_range=(1, ngram_max), stop_words=stop_words,
-                           token_pattern=word_counts.token_pattern(unspaced_as_characters)).build_analyzer()
+    return CountVectorizer(
+        ngram_range=(1, ngram_max),
+        stop_words=stop_words,
+        token_pattern=word_counts.token_pattern(unspaced_as_characters),
+    ).build_analyzer()
 
 
-def word_counter_params(ngram_max: int, stop_words: str | None, start_token: bool, unspaced_as_characters: bool) -> dict:
+def word_counter_params(
+    ngram_max: int, stop_words: str | None, start_token: bool, unspaced_as_characters: bool
+) -> dict:
     """The keyword arguments of every word CountVectorizer / HashingVectorizer here (fitting, the search's widest
     view and transforming build the same analyzer from them)."""
     if start_token:
         return dict(analyzer=StartMarkedWords(ngram_max, stop_words, unspaced_as_characters), dtype=np.float32)
-    return dict(ngram_range=(1, ngram_max), stop_words=stop_words, dtype=np.float32,
-                token_pattern=word_counts.token_pattern(unspaced_as_characters))
+    return dict(
+        ngram_range=(1, ngram_max),
+        stop_words=stop_words,
+        dtype=np.float32,
+        token_pattern=word_counts.token_pattern(unspaced_as_characters),
+    )
 
 
-def hashing_counter(n_features: int, ngram_max: int, stop_words: str | None, start_token: bool,
-                    unspaced_as_characters: bool) -> "HashingVectorizer":
+def hashing_counter(
+    n_features: int, ngram_max: int, stop_words: str | None, start_token: bool, unspaced_as_characters: bool
+) -> "HashingVectorizer":
     """Raw term counts hashed into n_features columns (no sign flipping, no normalisation: _weight does that)."""
     from sklearn.feature_extraction.text import HashingVectorizer
 
-    return HashingVectorizer(n_features=n_features, alternate_sign=False, norm=None,
-                             **word_counter_params(ngram_max, stop_words, start_token, unspaced_as_characters))
+    return HashingVectorizer(
+        n_features=n_features,
+        alternate_sign=False,
+        norm=None,
+        **word_counter_params(ngram_max, stop_words, start_token, unspaced_as_characters),
+    )
 
 
 def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[bytes, sp.csr_matrix, np.ndarray]:
@@ -131,11 +146,16 @@ def _count_chunk(texts: Sequence[str], counter_params: dict) -> tuple[bytes, sp.
         columns.extend(map(vocabulary.__getitem__, counts))
         values.extend(counts.values())
         indptr.append(len(columns))
-    matrix = sp.csr_matrix((np.array(values, np.float32), np.array(columns, np.int32), np.array(indptr, np.int64)),
-                           shape=(len(texts), len(vocabulary)))
+    matrix = sp.csr_matrix(
+        (np.array(values, np.float32), np.array(columns, np.int32), np.array(indptr, np.int64)),
+        shape=(len(texts), len(vocabulary)),
+    )
     terms = list(vocabulary)
-    return "\n".join(terms).encode("utf-8", "surrogatepass"), matrix, np.fromiter(map(hash, terms), np.int64,
-                                                                                   len(terms))
+    return (
+        "\n".join(terms).encode("utf-8", "surrogatepass"),
+        matrix,
+        np.fromiter(map(hash, terms), np.int64, len(terms)),
+    )
 
 
 def _chunk_terms(blob: bytes) -> list[str]:
@@ -143,8 +163,9 @@ def _chunk_terms(blob: bytes) -> list[str]:
     return blob.decode("utf-8", "surrogatepass").split("\n") if blob else []
 
 
-def _merge_counts(parts: list[tuple[bytes, sp.csr_matrix, np.ndarray]], min_df: int
-                  ) -> tuple[np.ndarray, sp.csr_matrix]:
+def _merge_counts(
+    parts: list[tuple[bytes, sp.csr_matrix, np.ndarray]], min_df: int
+) -> tuple[np.ndarray, sp.csr_matrix]:
     """Chunk vocabularies, counts and term hashes (_count_chunk) -> the terms in at least min_df documents over
     all chunks, sorted (the order CountVectorizer uses), and the counts with their columns remapped to them,
     stacked: the matrix one CountVectorizer(min_df) would give.
@@ -180,8 +201,10 @@ def _merge_counts(parts: list[tuple[bytes, sp.csr_matrix, np.ndarray]], min_df: 
     order = sorted(range(len(kept_terms)), key=kept_terms.__getitem__)
     column = np.full(len(union) + 1, -1, np.int64)
     column[kept[order]] = np.arange(len(kept))
-    counts = sp.vstack([word_counts.move_columns(counts, column[ids], len(kept))
-                        for ids, (_, counts, _) in zip(chunk_ids, parts)], format="csr")
+    counts = sp.vstack(
+        [word_counts.move_columns(counts, column[ids], len(kept)) for ids, (_, counts, _) in zip(chunk_ids, parts)],
+        format="csr",
+    )
     counts.sort_indices()
     return np.array([kept_terms[i] for i in order], dtype=object), counts
 
@@ -194,30 +217,60 @@ def _among(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     return sorted_set[at] == values
 
 
-def count_terms(texts: Sequence[str], ngram_max: int, stop_words: str | None, min_df: int,
-                pool: WorkerPool, start_token: bool, on_progress: Callable[[int, int], None] | None = None, *,
-                unspaced_as_characters: bool) -> tuple[np.ndarray, sp.csr_matrix]:
+def count_terms(
+    texts: Sequence[str],
+    ngram_max: int,
+    stop_words: str | None,
+    min_df: int,
+    pool: WorkerPool,
+    start_token: bool,
+    on_progress: Callable[[int, int], None] | None = None,
+    *,
+    unspaced_as_characters: bool,
+) -> tuple[np.ndarray, sp.csr_matrix]:
     """The full vocabulary's raw counts, nothing selected or weighted: (terms sorted, (documents, terms) CSR
     float32) -> the widest view that the model search derives its vectorizer variants from (column masks and
     re-weightings, see `term_mask` and `select_and_weigh`), so the texts are tokenised once. on_progress(documents
     counted, of total) as chunks finish."""
     if word_counts.supports(ngram_max):
-        counted = _counted(texts, min_df, pool, _count_word_chunk,
-                           functools.partial(word_counts.merge, leave_out=START_TOKEN if start_token else None),
-                           on_progress, ngram_max, _stop_word_set(stop_words), START_TOKEN if start_token else None,
-                           unspaced_as_characters)
+        counted = _counted(
+            texts,
+            min_df,
+            pool,
+            _count_word_chunk,
+            functools.partial(word_counts.merge, leave_out=START_TOKEN if start_token else None),
+            on_progress,
+            ngram_max,
+            _stop_word_set(stop_words),
+            START_TOKEN if start_token else None,
+            unspaced_as_characters,
+        )
     else:
-        counted = _counted(texts, min_df, pool, _count_chunk, _merge_counts, on_progress,
-                           word_counter_params(ngram_max, stop_words, start_token, unspaced_as_characters))
+        counted = _counted(
+            texts,
+            min_df,
+            pool,
+            _count_chunk,
+            _merge_counts,
+            on_progress,
+            word_counter_params(ngram_max, stop_words, start_token, unspaced_as_characters),
+        )
     terms, counts = _without_start_token(*counted)
     if not len(terms):
-        raise CorpusError("no words to learn from: the documents hold only stop words or symbols; "
-                          "add real text or pass --stop-words none")
+        raise CorpusError(
+            "no words to learn from: the documents hold only stop words or symbols; "
+            "add real text or pass --stop-words none"
+        )
     return terms, counts
 
 
-def _count_word_chunk(texts: Sequence[str], ngram_max: int, stop_words: frozenset[str] | None,
-                      prefix: str | None, unspaced_as_characters: bool) -> word_counts.ChunkCounts:
+def _count_word_chunk(
+    texts: Sequence[str],
+    ngram_max: int,
+    stop_words: frozenset[str] | None,
+    prefix: str | None,
+    unspaced_as_characters: bool,
+) -> word_counts.ChunkCounts:
     """word_counts.count_chunk in a worker; texts left in their file (a fit's sample: LineTexts) parsed by pyarrow
     where it can (a 14 MB chunk's lines in ~55 ms where reading them one by one took ~100, one core)."""
     if isinstance(texts, LineTexts):
@@ -240,8 +293,9 @@ def count_chars(texts: Sequence[str], min_df: int, pool: WorkerPool) -> tuple[np
     """count_terms for the character view: (CHAR_NGRAM_RANGE character n-grams sorted, their raw counts)."""
     terms, counts = _counted(texts, min_df, pool, _count_char_chunk, word_counts.merge, None, CHAR_NGRAM_RANGE)
     if not len(terms):
-        raise CorpusError("no character n-grams to learn from: the documents are empty; add real text or pass "
-                          "--no-char-ngrams")
+        raise CorpusError(
+            "no character n-grams to learn from: the documents are empty; add real text or pass --no-char-ngrams"
+        )
     return terms, counts
 
 
@@ -250,8 +304,15 @@ def _count_char_chunk(texts: Sequence[str], ngram_range: tuple[int, int]) -> wor
     return char_counts.count_chunk(list(texts), ngram_range)
 
 
-def _counted(texts: Sequence[str], min_df: int, pool: WorkerPool, count: Callable, merge: Callable,
-             on_progress: Callable[[int, int], None] | None, *args) -> tuple[np.ndarray, sp.csr_matrix]:
+def _counted(
+    texts: Sequence[str],
+    min_df: int,
+    pool: WorkerPool,
+    count: Callable,
+    merge: Callable,
+    on_progress: Callable[[int, int], None] | None,
+    *args,
+) -> tuple[np.ndarray, sp.csr_matrix]:
     """count(chunk, *args) on the pool's workers, contiguous chunks of the texts (_chunk_count), then merge(parts,
     min_df) (_count_chunk and _merge_counts, or word_counts' count_chunk and merge): (terms sorted, counts).
     min_df is 1 for a corpus under SMALL_CORPUS_DOCS. on_progress(documents counted, of total) as chunks finish."""
@@ -273,8 +334,9 @@ def term_mask(terms: np.ndarray, ngram_max: int, stop_words: str | None) -> np.n
     return term_masks(terms, [(stop_words, ngram_max)])[stop_words, ngram_max]
 
 
-def term_masks(terms: np.ndarray, variants: Iterable[tuple[str | None, int]]
-               ) -> dict[tuple[str | None, int], np.ndarray]:
+def term_masks(
+    terms: np.ndarray, variants: Iterable[tuple[str | None, int]]
+) -> dict[tuple[str | None, int], np.ndarray]:
     """term_mask for each (stop_words, ngram_max) of `variants`, the terms split into their words once and each
     stop-word list tested once. In Arrow's compiled kernels (split_pattern, is_in): both masks of news4's 343k
     terms took 0.95-1.07 s with a Python set test per word and numpy's string functions (2 cores), 0.11-0.16 s so."""

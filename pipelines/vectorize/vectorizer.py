@@ -62,20 +62,33 @@ class Vectorizer:
 
     def _build_counter(self):
         if self.kind == "hashing":
-            return hashing_counter(self.n_features, self.ngram_max, self.stop_words, self.start_token,
-                                   self.unspaced_as_characters)
+            return hashing_counter(
+                self.n_features, self.ngram_max, self.stop_words, self.start_token, self.unspaced_as_characters
+            )
         if self.analyzer != CHAR_ANALYZER and word_counts.supports(self.ngram_max):
-            return word_counts.WordCounter(self.terms, self.ngram_max, _stop_word_set(self.stop_words),
-                                           START_TOKEN if self.start_token else None, self.unspaced_as_characters)
+            return word_counts.WordCounter(
+                self.terms,
+                self.ngram_max,
+                _stop_word_set(self.stop_words),
+                START_TOKEN if self.start_token else None,
+                self.unspaced_as_characters,
+            )
         if self.analyzer == CHAR_ANALYZER:
             return char_counts.CharCounter(self.terms, CHAR_NGRAM_RANGE)
         from sklearn.feature_extraction.text import CountVectorizer
 
-        return CountVectorizer(vocabulary=self.terms, **word_counter_params(self.ngram_max, self.stop_words,
-                                                                            self.start_token, self.unspaced_as_characters))
+        return CountVectorizer(
+            vocabulary=self.terms,
+            **word_counter_params(self.ngram_max, self.stop_words, self.start_token, self.unspaced_as_characters),
+        )
 
-    def transform(self, texts: Sequence[str], workers: int | None = 1, pool: WorkerPool | None = None,
-                  on_progress: Callable[[int, int], None] | None = None) -> sp.csr_matrix:
+    def transform(
+        self,
+        texts: Sequence[str],
+        workers: int | None = 1,
+        pool: WorkerPool | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> sp.csr_matrix:
         """texts -> (len(texts), n_features) CSR float32, rows L2-normalised (all-zero rows stay zero).
         workers: processes for large inputs (None = all cores; see PARALLEL_MIN_DOCS); pool: use these;
         on_progress(documents done, of total) as chunks of ~CHUNK_CHARACTERS finish (of the words; the
@@ -87,8 +100,13 @@ class Vectorizer:
             return words
         return sp.hstack([words, self.chars._transform_view(texts, workers, pool, None)], format="csr")
 
-    def _transform_view(self, texts: Sequence[str], workers: int | None, pool: WorkerPool | None,
-                        on_progress: Callable[[int, int], None] | None) -> sp.csr_matrix:
+    def _transform_view(
+        self,
+        texts: Sequence[str],
+        workers: int | None,
+        pool: WorkerPool | None,
+        on_progress: Callable[[int, int], None] | None,
+    ) -> sp.csr_matrix:
         """This view's columns only (transform's arguments)."""
         if pool is None and on_progress is None and _worker_count(len(texts), workers) == 1:
             # In this process, without a pool: a service scores a few documents a call, and the pool's set-up
@@ -100,18 +118,24 @@ class Vectorizer:
         # Rows are weighted independently: any chunking gives the same matrix. The counter pickled once, not once a
         # chunk (a 32,768-term vocabulary: ~30 ms each time).
         counter = pickle.dumps(self._counter(), protocol=pickle.HIGHEST_PROTOCOL)
-        return word_counts.stack_rows(_map_chunks(pool, _transform_pickled, texts, on_progress, counter, self.idf,
-                                                  self.sublinear_tf))
+        return word_counts.stack_rows(
+            _map_chunks(pool, _transform_pickled, texts, on_progress, counter, self.idf, self.sublinear_tf)
+        )
 
-    def transform_file(self, texts: FileTexts, pool: WorkerPool,
-                       on_progress: Callable[[int, int], None] | None = None) -> sp.csr_matrix:
+    def transform_file(
+        self, texts: FileTexts, pool: WorkerPool, on_progress: Callable[[int, int], None] | None = None
+    ) -> sp.csr_matrix:
         """transform of texts left in their file: each worker parses its byte shares and transforms them, so the
         texts never come to this process (FileTexts says why)."""
         return word_counts.stack_rows(list(self.transform_file_parts(texts, pool, on_progress)))
 
-    def transform_file_parts(self, texts: FileTexts, pool: WorkerPool,
-                             on_progress: Callable[[int, int], None] | None = None,
-                             known: tuple[np.ndarray, sp.csr_matrix] | None = None) -> Iterator[sp.csr_matrix]:
+    def transform_file_parts(
+        self,
+        texts: FileTexts,
+        pool: WorkerPool,
+        on_progress: Callable[[int, int], None] | None = None,
+        known: tuple[np.ndarray, sp.csr_matrix] | None = None,
+    ) -> Iterator[sp.csr_matrix]:
         """transform_file's rows a share at a time, as the workers finish them (in order): a caller that puts each
         share somewhere else (a device) never holds the whole matrix. known: (rows (R,) distinct, their rows of
         this transform (R, n_features)), which the workers then skip and this process puts in their places: the
@@ -125,10 +149,11 @@ class Vectorizer:
             rows, matrix = rows[order], matrix[order]
         first_rows = np.asarray(texts.first_rows)
         bounds = np.searchsorted(rows, first_rows)  # share i's known rows: rows[bounds[i]:bounds[i + 1]]
-        skipped = [rows[bounds[i]:bounds[i + 1]] - first_rows[i] for i in range(texts.shares)]  # within the share
-        parts = texts.imap_shares(pool, _transform_skipping, pickled, on_progress=on_progress, arrow=True,
-                                  share_args=skipped)
-        return (_interleave(part, matrix[bounds[i]:bounds[i + 1]], skipped[i]) for i, part in enumerate(parts))
+        skipped = [rows[bounds[i] : bounds[i + 1]] - first_rows[i] for i in range(texts.shares)]  # within the share
+        parts = texts.imap_shares(
+            pool, _transform_skipping, pickled, on_progress=on_progress, arrow=True, share_args=skipped
+        )
+        return (_interleave(part, matrix[bounds[i] : bounds[i + 1]], skipped[i]) for i, part in enumerate(parts))
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {"idf": self.idf}
@@ -139,8 +164,12 @@ class Vectorizer:
         return arrays
 
     def config(self) -> dict:
-        config = {"kind": self.kind, "ngram_max": self.ngram_max, "stop_words": self.stop_words,
-                  "sublinear_tf": self.sublinear_tf}
+        config = {
+            "kind": self.kind,
+            "ngram_max": self.ngram_max,
+            "stop_words": self.stop_words,
+            "sublinear_tf": self.sublinear_tf,
+        }
         if self.start_token:
             config["start_token"] = True  # absent from older files, which a reader takes as no start token
         if self.unspaced_as_characters:
@@ -156,8 +185,11 @@ class Vectorizer:
         idf = arrays["idf"]
         if config["kind"] not in ("tfidf", "hashing") or idf.ndim != 1:
             raise ValueError(f"vectorizer kind {config['kind']!r} with IDF shape {idf.shape}")
-        if type(config["ngram_max"]) is not int or config["ngram_max"] < 1 or config["stop_words"] not in (None,
-                                                                                                         "english"):
+        if (
+            type(config["ngram_max"]) is not int
+            or config["ngram_max"] < 1
+            or config["stop_words"] not in (None, "english")
+        ):
             raise ValueError(f"vectorizer n-grams {config['ngram_max']!r}, stop words {config['stop_words']!r}")
         if config["kind"] == "tfidf" and (terms is None or len(terms) != len(idf) or len(set(terms)) != len(terms)):
             raise ValueError("vectorizer terms that do not match its IDF")
@@ -167,22 +199,47 @@ class Vectorizer:
             raise ValueError(f"vectorizer unspaced-script characters {config['unspaced_as_characters']!r}")
         chars = None
         if config.get("chars") is not None:
-            if config["kind"] != "tfidf" or config["chars"] != {"analyzer": CHAR_ANALYZER,
-                                                                "ngram_range": list(CHAR_NGRAM_RANGE)}:
+            if config["kind"] != "tfidf" or config["chars"] != {
+                "analyzer": CHAR_ANALYZER,
+                "ngram_range": list(CHAR_NGRAM_RANGE),
+            }:
                 raise ValueError(f"character view {config['chars']!r} of a {config['kind']!r} vectorizer")
-            own = {name[len("char_"):]: array for name, array in arrays.items() if name.startswith("char_")}
-            chars = cls.from_arrays({"kind": "tfidf", "ngram_max": CHAR_NGRAM_RANGE[1], "stop_words": None,
-                                     "sublinear_tf": config.get("sublinear_tf", True)}, own)
+            own = {name[len("char_") :]: array for name, array in arrays.items() if name.startswith("char_")}
+            chars = cls.from_arrays(
+                {
+                    "kind": "tfidf",
+                    "ngram_max": CHAR_NGRAM_RANGE[1],
+                    "stop_words": None,
+                    "sublinear_tf": config.get("sublinear_tf", True),
+                },
+                own,
+            )
             chars.analyzer = CHAR_ANALYZER
-        return cls(config["kind"], terms, arrays["idf"].astype(np.float32), config["ngram_max"], config["stop_words"],
-                   config.get("sublinear_tf", True), config.get("start_token", False),
-                   config.get("unspaced_as_characters", False), chars=chars)
+        return cls(
+            config["kind"],
+            terms,
+            arrays["idf"].astype(np.float32),
+            config["ngram_max"],
+            config["stop_words"],
+            config.get("sublinear_tf", True),
+            config.get("start_token", False),
+            config.get("unspaced_as_characters", False),
+            chars=chars,
+        )
 
 
 def fit_hashing_idf(counts: sp.csr_matrix, settings: WordSettings) -> Vectorizer:
     """The "hashing" Vectorizer whose IDF comes from these raw training counts."""
-    return Vectorizer("hashing", None, _idf(counts), settings.ngram_max, settings.stop_words, settings.sublinear_tf,
-                      settings.start_token, settings.unspaced_as_characters)
+    return Vectorizer(
+        "hashing",
+        None,
+        _idf(counts),
+        settings.ngram_max,
+        settings.stop_words,
+        settings.sublinear_tf,
+        settings.start_token,
+        settings.unspaced_as_characters,
+    )
 
 
 def _transform_chunk(texts: Sequence[str], counter) -> sp.csr_matrix:
@@ -221,8 +278,11 @@ def _transform_skipping(texts: word_counts.Texts, skipped: np.ndarray, vectorize
     if len(skipped):
         kept = np.ones(len(texts), bool)
         kept[skipped] = False
-        texts = texts.filter(pa.array(kept)) if isinstance(texts, pa.Array) else \
-            [text for text, keep in zip(texts, kept) if keep]
+        texts = (
+            texts.filter(pa.array(kept))
+            if isinstance(texts, pa.Array)
+            else [text for text, keep in zip(texts, kept) if keep]
+        )
     return _transform_unpickled(texts, vectorizer)
 
 

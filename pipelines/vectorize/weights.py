@@ -78,6 +78,10 @@ NORMALIZE_COMPILED_NONZEROS = 100_000
 def _idf(counts: sp.csr_matrix) -> np.ndarray:
     """Smoothed IDF as scikit-learn computes it: ln((1 + n) / (1 + df)) + 1."""
     n = counts.shape[0]
-    df = np.sum(_in_threads(lambda entries: np.bincount(counts.indices[entries], minlength=counts.shape[1]),
-                            _entry_spans(counts.nnz)), axis=0)  # whole numbers: exact in any order
+    df = np.sum(
+        _in_threads(
+            lambda entries: np.bincount(counts.indices[entries], minlength=counts.shape[1]), _entry_spans(counts.nnz)
+        ),
+        axis=0,
+    )  # whole numbers: exact in any order
     return (np.log((1.0 + n) / (1.0 + df)) + 1.0).astype(np.float32)

@@ -59,8 +59,11 @@ def _missing(module: str, name: str | None) -> str | None:
 
 @pytest.mark.parametrize("path", MODULES, ids=_module_name)
 def test_every_name_a_benchmark_imports_from_the_project_exists(path):
-    wrong = [f"line {line}: {problem}" for module, name, line in _imports(path)
-             if module.startswith(PROJECT) and (problem := _missing(module, name))]
+    wrong = [
+        f"line {line}: {problem}"
+        for module, name, line in _imports(path)
+        if module.startswith(PROJECT) and (problem := _missing(module, name))
+    ]
     assert not wrong, f"{path.relative_to(REPO)}: " + "; ".join(wrong)
 
 
@@ -87,8 +90,9 @@ def test_every_benchmark_command_answers_help(path, monkeypatch):
 def test_the_import_reader_finds_nested_and_relative_imports(tmp_path):
     """The check above can fail: a nested import of a name the project lacks is reported."""
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from textclf.frontends.daemon import no_such_function\n"
-                     "    from .peers import main\n")
+    probe.write_text(
+        "def f():\n    from textclf.frontends.daemon import no_such_function\n    from .peers import main\n"
+    )
     found = _imports(probe, "benchmarks.accuracy")
     assert found == [("textclf.frontends.daemon", "no_such_function", 2), ("benchmarks.accuracy.peers", "main", 3)]
     assert _missing(*found[0][:2]) == "textclf.frontends.daemon has no no_such_function"

@@ -10,8 +10,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "runs-database.md"
 
 def test_every_table_and_column_of_the_schema_is_described(tmp_path):
     db = open_db(tmp_path / "fresh.db")
-    assert {t: [c.name for c in db[t].columns] for t in db.table_names()} == \
-        {t: list(table["columns"]) for t, table in TABLES.items()}
+    assert {t: [c.name for c in db[t].columns] for t in db.table_names()} == {
+        t: list(table["columns"]) for t, table in TABLES.items()
+    }
     assert all(text.strip() for table in TABLES.values() for text in [table["description"], *table["columns"].values()])
 
 

@@ -12,7 +12,15 @@ def test_matches_reference(env, rng, shape, weight_decay):
     v = env.array(rng, shape, kind="uniform")
     scalars = jnp.asarray([1e-3, 1 - 0.9**3, 1 - 0.999**3, 0.0], env.dtype)
     expected = adam_update_reference(w, m, v, g, scalars, weight_decay=weight_decay)
-    got = adam_update(jnp.copy(w), jnp.copy(m), jnp.copy(v), g, scalars, weight_decay=weight_decay,
-                      block_sizes=AdamUpdateBlocks(block=256), interpret=env.interpret)
+    got = adam_update(
+        jnp.copy(w),
+        jnp.copy(m),
+        jnp.copy(v),
+        g,
+        scalars,
+        weight_decay=weight_decay,
+        block_sizes=AdamUpdateBlocks(block=256),
+        interpret=env.interpret,
+    )
     for name, a, b in zip("wmv", got, expected):
         assert_close(a, b, env, name)

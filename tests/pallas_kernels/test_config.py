@@ -5,10 +5,12 @@ from pallas_kernels.config import KernelConfig, tuned
 
 
 def test_tuned_picks_nearest_batch_and_caps_row_blocks(tmp_path, monkeypatch):
-    table = {"configs": [
-        {"device": "gpu:A", "batch_size": 32, "config": {"forward": {"split_k": 64}, "grad": {"block_m": 32}}},
-        {"device": "gpu:A", "batch_size": 4096, "config": {"forward": {"split_k": 4, "block_m": 128}}},
-    ]}
+    table = {
+        "configs": [
+            {"device": "gpu:A", "batch_size": 32, "config": {"forward": {"split_k": 64}, "grad": {"block_m": 32}}},
+            {"device": "gpu:A", "batch_size": 4096, "config": {"forward": {"split_k": 4, "block_m": 128}}},
+        ]
+    }
     path = tmp_path / "tuned.json"
     path.write_text(json.dumps(table))
     monkeypatch.setattr(config_module, "TUNED_FILE", path)

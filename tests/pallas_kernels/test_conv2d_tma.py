@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 from pallas_kernels.conv2d_tma import (
-    Conv2dTmaBlocks, conv2d_blocked, conv2d_blocked_forward, conv2d_blocked_reference, default_blocks, from_blocked,
-    supports_tma, to_blocked)
+    Conv2dTmaBlocks,
+    conv2d_blocked,
+    conv2d_blocked_forward,
+    conv2d_blocked_reference,
+    default_blocks,
+    from_blocked,
+    supports_tma,
+    to_blocked,
+)
 
 
 def _reference(x, w, b, pad, relu):
@@ -25,13 +32,14 @@ def _check_gradients(x, w, b, pad, blocks, interpret):
         return lambda x_, w_, b_: jnp.sum(f(x_, w_, b_).astype(jnp.float32) * cotangent)
 
     got = jax.grad(loss(lambda x_, w_, b_: conv2d_blocked(x_, w_, b_, pad, blocks, interpret)), argnums=(0, 1, 2))(
-        x_blocked, w, b)
+        x_blocked, w, b
+    )
     want = jax.grad(loss(lambda x_, w_, b_: conv2d_blocked_reference(x_, w_, b_, pad)), argnums=(0, 1, 2))(
-        x_blocked.astype(jnp.float32), w.astype(jnp.float32), b)
+        x_blocked.astype(jnp.float32), w.astype(jnp.float32), b
+    )
     for name, g, e in zip(("dx", "dw", "db"), got, want):
         scale = float(jnp.max(jnp.abs(e)))
-        np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(e), atol=0.02 * scale, rtol=0.02,
-                                   err_msg=name)
+        np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(e), atol=0.02 * scale, rtol=0.02, err_msg=name)
 
 
 def _case(seed, shape, size, cout):
@@ -45,11 +53,14 @@ def _case(seed, shape, size, cout):
 # Interpret mode (jax 0.11.2) zero-fills a TMA box that overhangs the far end of an array but not one that starts
 # before it, which the hardware also zero-fills: the "same" padding's boxes start at -pad, so the padded cases run
 # on the GPU only; on a CPU the valid (pad 0) ones cover the tiling, the pipeline and the tiles that overhang.
-@pytest.mark.parametrize("shape, size, cout, blocks, relu", [
-    ((16, 6, 7, 128), 3, 128, Conv2dTmaBlocks(tile_h=2, tile_w=2, tile_n=16, block_n=64, stages=3), True),
-    ((16, 5, 6, 64), 3, 256, Conv2dTmaBlocks(tile_h=1, tile_w=4, tile_n=16, block_n=128, stages=2), False),
-    ((8, 4, 5, 64), 1, 64, Conv2dTmaBlocks(tile_h=2, tile_w=4, tile_n=8, block_n=64, stages=4), True),
-])
+@pytest.mark.parametrize(
+    "shape, size, cout, blocks, relu",
+    [
+        ((16, 6, 7, 128), 3, 128, Conv2dTmaBlocks(tile_h=2, tile_w=2, tile_n=16, block_n=64, stages=3), True),
+        ((16, 5, 6, 64), 3, 256, Conv2dTmaBlocks(tile_h=1, tile_w=4, tile_n=16, block_n=128, stages=2), False),
+        ((8, 4, 5, 64), 1, 64, Conv2dTmaBlocks(tile_h=2, tile_w=4, tile_n=8, block_n=64, stages=4), True),
+    ],
+)
 def test_valid_convolution_in_interpret_mode(shape, size, cout, blocks, relu):
     x, w, b = _case(0, shape, size, cout)
     out = from_blocked(conv2d_blocked_forward(to_blocked(x), w, b, pad=0, relu=relu, blocks=blocks, interpret=True))
@@ -70,8 +81,9 @@ def test_default_blocks_fit_one_warpgroup(images, cout):
 def test_default_blocks_in_interpret_mode():
     x, w, b = _case(5, (8, 3, 5, 64), 1, 128)
     out = from_blocked(conv2d_blocked_forward(to_blocked(x), w, b, pad=0, interpret=True))
-    np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(_reference(x, w, b, 0, True)), atol=0.05,
-                               rtol=0.02)
+    np.testing.assert_allclose(
+        np.asarray(out, np.float32), np.asarray(_reference(x, w, b, 0, True)), atol=0.05, rtol=0.02
+    )
 
 
 def test_gradients_in_interpret_mode():
@@ -80,13 +92,19 @@ def test_gradients_in_interpret_mode():
     _check_gradients(x, w, b, 0, Conv2dTmaBlocks(tile_h=2, tile_w=2, tile_n=16, block_n=64, stages=3), True)
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(cout=96), "Cout a multiple of 64"),
-    (dict(cout=192), "multiple of block_n"),
-    (dict(images=12), "N a multiple of 8"),
-    (dict(images=16, blocks=Conv2dTmaBlocks(tile_n=32)), "multiple of tile_n 32"),
-    (dict(images=16, blocks=Conv2dTmaBlocks(tile_h=1, tile_w=2, tile_n=16)), "multiple of 64 .a wgmma's rows., not 32"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(cout=96), "Cout a multiple of 64"),
+        (dict(cout=192), "multiple of block_n"),
+        (dict(images=12), "N a multiple of 8"),
+        (dict(images=16, blocks=Conv2dTmaBlocks(tile_n=32)), "multiple of tile_n 32"),
+        (
+            dict(images=16, blocks=Conv2dTmaBlocks(tile_h=1, tile_w=2, tile_n=16)),
+            "multiple of 64 .a wgmma's rows., not 32",
+        ),
+    ],
+)
 def test_rejects_shapes_it_cannot_tile(bad, match):
     cout, images = bad.get("cout", 128), bad.get("images", 32)
     x, w, b = _case(0, (images, 8, 8, 64), 3, cout)
@@ -102,17 +120,22 @@ def test_blocked_layout_round_trip():
     np.testing.assert_array_equal(from_blocked(blocked), x)
 
 
-hopper = pytest.mark.skipif(not any(d.platform == "gpu" and getattr(d, "compute_capability", "").startswith("9")
-                                    for d in jax.devices()), reason="needs a Hopper GPU (TMA and wgmma)")
+hopper = pytest.mark.skipif(
+    not any(d.platform == "gpu" and getattr(d, "compute_capability", "").startswith("9") for d in jax.devices()),
+    reason="needs a Hopper GPU (TMA and wgmma)",
+)
 
 
 @hopper
-@pytest.mark.parametrize("shape, size, cout, blocks", [
-    ((32, 32, 48, 64), 3, 64, Conv2dTmaBlocks(tile_h=2, tile_w=2, tile_n=32, block_n=64, stages=4)),
-    ((24, 14, 14, 128), 3, 256, Conv2dTmaBlocks(tile_h=4, tile_w=4, tile_n=8, block_n=128, stages=4)),
-    ((16, 13, 11, 64), 3, 128, Conv2dTmaBlocks(tile_h=2, tile_w=4, tile_n=16, block_n=128, stages=3)),
-    ((16, 7, 9, 256), 5, 512, Conv2dTmaBlocks(tile_h=1, tile_w=4, tile_n=16, block_n=256, stages=4)),
-])
+@pytest.mark.parametrize(
+    "shape, size, cout, blocks",
+    [
+        ((32, 32, 48, 64), 3, 64, Conv2dTmaBlocks(tile_h=2, tile_w=2, tile_n=32, block_n=64, stages=4)),
+        ((24, 14, 14, 128), 3, 256, Conv2dTmaBlocks(tile_h=4, tile_w=4, tile_n=8, block_n=128, stages=4)),
+        ((16, 13, 11, 64), 3, 128, Conv2dTmaBlocks(tile_h=2, tile_w=4, tile_n=16, block_n=128, stages=3)),
+        ((16, 7, 9, 256), 5, 512, Conv2dTmaBlocks(tile_h=1, tile_w=4, tile_n=16, block_n=256, stages=4)),
+    ],
+)
 def test_same_padding_on_the_gpu(shape, size, cout, blocks):
     x, w, b = _case(1, shape, size, cout)
     assert supports_tma(x, w)
@@ -120,8 +143,9 @@ def test_same_padding_on_the_gpu(shape, size, cout, blocks):
     poison = jnp.full((4, *shape[:3], cout), jnp.nan, jnp.bfloat16).block_until_ready()
     del poison
     out = from_blocked(conv2d_blocked_forward(to_blocked(x), w, b, pad=size // 2, blocks=blocks))
-    np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(_reference(x, w, b, size // 2, True)),
-                               atol=0.05, rtol=0.02)
+    np.testing.assert_allclose(
+        np.asarray(out, np.float32), np.asarray(_reference(x, w, b, size // 2, True)), atol=0.05, rtol=0.02
+    )
 
 
 @hopper
@@ -135,5 +159,6 @@ def test_gradients_on_the_gpu():
 def test_default_blocks_on_the_gpu(shape, cout):
     x, w, b = _case(6, shape, 3, cout)
     out = from_blocked(conv2d_blocked_forward(to_blocked(x), w, b, pad=1))
-    np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(_reference(x, w, b, 1, True)),
-                               atol=0.05, rtol=0.02)
+    np.testing.assert_allclose(
+        np.asarray(out, np.float32), np.asarray(_reference(x, w, b, 1, True)), atol=0.05, rtol=0.02
+    )

@@ -10,8 +10,14 @@ def test_matches_reference(env, rng, m, k, split_k):
     w1 = env.array(rng, (k, 128), scale=0.1)
     b1 = env.array(rng, (128,))
     poison_device_memory()
-    out = hidden_forward(x, w1, b1, block_sizes=HiddenForwardBlocks(block_m=16, block_k=32, split_k=split_k),
-                         precision=env.precision, interpret=env.interpret)
+    out = hidden_forward(
+        x,
+        w1,
+        b1,
+        block_sizes=HiddenForwardBlocks(block_m=16, block_k=32, split_k=split_k),
+        precision=env.precision,
+        interpret=env.interpret,
+    )
     assert_close(out, hidden_forward_reference(x, w1, b1, precision="highest"), env)
 
 
@@ -38,8 +44,13 @@ def test_bf16_input_with_fp32_weights_keeps_fp32_output(env, rng, split_k, m, bl
     x = env.array(rng, (m, 512), kind="uniform").astype(jnp.bfloat16)
     w1 = env.array(rng, (512, 128), scale=0.1).astype(jnp.float32)
     b1 = env.array(rng, (128,)).astype(jnp.float32)
-    out = hidden_forward(x, w1, b1, block_sizes=HiddenForwardBlocks(block_m=block_m, block_k=32, split_k=split_k),
-                         interpret=env.interpret)
+    out = hidden_forward(
+        x,
+        w1,
+        b1,
+        block_sizes=HiddenForwardBlocks(block_m=block_m, block_k=32, split_k=split_k),
+        interpret=env.interpret,
+    )
     assert out.dtype == jnp.float32
     ref = hidden_forward_reference(x.astype(jnp.float32), w1.astype(jnp.bfloat16).astype(jnp.float32), b1, "highest")
     assert float(jnp.abs(out - ref).max()) < 1e-5

@@ -2,8 +2,13 @@ import jax.numpy as jnp
 import pytest
 
 from pallas_kernels.adam_update import adam_update_reference
-from pallas_kernels.input_grad import (InputGradBlocks, input_grad, input_grad_adam_update, input_grad_reference,
-                                       input_grad_update)
+from pallas_kernels.input_grad import (
+    InputGradBlocks,
+    input_grad,
+    input_grad_adam_update,
+    input_grad_reference,
+    input_grad_update,
+)
 from pallas_kernels.sgd_update import sgd_update_reference
 from tests.pallas_kernels.conftest import assert_close, gpu_only, poison_device_memory
 
@@ -13,8 +18,9 @@ def test_matches_reference(env, rng, m, k):
     x = env.array(rng, (m, k), kind="uniform")
     dpre = env.array(rng, (m, 128))
     poison_device_memory()
-    got = input_grad(x, dpre, block_sizes=InputGradBlocks(block_m=16, block_k=64), precision=env.precision,
-                     interpret=env.interpret)
+    got = input_grad(
+        x, dpre, block_sizes=InputGradBlocks(block_m=16, block_k=64), precision=env.precision, interpret=env.interpret
+    )
     assert_close(got, input_grad_reference(x, dpre, "highest"), env)
 
 
@@ -23,11 +29,21 @@ def test_fused_update_matches_grad_then_update(env, rng, m, k):
     x = env.array(rng, (m, k), kind="uniform")
     dpre = env.array(rng, (m, 128))
     w, v = env.array(rng, (k, 128)), env.array(rng, (k, 128))
-    expected_w, expected_v = sgd_update_reference(w, v, input_grad_reference(x, dpre, "highest"), 0.1,
-                                                  momentum=0.9, weight_decay=1e-3)
-    got_w, got_v = input_grad_update(x, dpre, jnp.copy(w), jnp.copy(v), 0.1, momentum=0.9, weight_decay=1e-3,
-                                     block_sizes=InputGradBlocks(block_m=16, block_k=64), precision=env.precision,
-                                     interpret=env.interpret)
+    expected_w, expected_v = sgd_update_reference(
+        w, v, input_grad_reference(x, dpre, "highest"), 0.1, momentum=0.9, weight_decay=1e-3
+    )
+    got_w, got_v = input_grad_update(
+        x,
+        dpre,
+        jnp.copy(w),
+        jnp.copy(v),
+        0.1,
+        momentum=0.9,
+        weight_decay=1e-3,
+        block_sizes=InputGradBlocks(block_m=16, block_k=64),
+        precision=env.precision,
+        interpret=env.interpret,
+    )
     assert_close(got_w, expected_w, env, "w")
     assert_close(got_v, expected_v, env, "v")
 
@@ -40,9 +56,18 @@ def test_fused_adam_update_matches_grad_then_adam(env, rng, m, k):
     scalars = jnp.asarray([0.01, 0.19, 0.002, 0.0], env.dtype)
     expected = adam_update_reference(w, mom, v, input_grad_reference(x, dpre, "highest"), scalars, weight_decay=1e-3)
     poison_device_memory()
-    got = input_grad_adam_update(x, dpre, jnp.copy(w), jnp.copy(mom), jnp.copy(v), scalars, weight_decay=1e-3,
-                                 block_sizes=InputGradBlocks(block_m=16, block_k=64), precision=env.precision,
-                                 interpret=env.interpret)
+    got = input_grad_adam_update(
+        x,
+        dpre,
+        jnp.copy(w),
+        jnp.copy(mom),
+        jnp.copy(v),
+        scalars,
+        weight_decay=1e-3,
+        block_sizes=InputGradBlocks(block_m=16, block_k=64),
+        precision=env.precision,
+        interpret=env.interpret,
+    )
     for name, a, b in zip("wmv", got, expected):
         assert_close(a, b, env, name)
 

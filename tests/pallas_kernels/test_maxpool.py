@@ -39,8 +39,9 @@ def test_ties_send_the_gradient_to_the_first_largest_tap_in_kernel_and_reference
 def test_backward_routes_to_the_recorded_tap(env, rng):
     dy = env.array(rng, (1, 2, 2, 4))
     arg = jnp.full((1, 2, 2, 4), 3, jnp.int32)  # bottom-right of every 2x2 window
-    dx = maxpool_backward(dy, arg, size=2, height=5, width=5, block_sizes=MaxpoolBlocks(block_m=16),
-                          interpret=env.interpret)
+    dx = maxpool_backward(
+        dy, arg, size=2, height=5, width=5, block_sizes=MaxpoolBlocks(block_m=16), interpret=env.interpret
+    )
     assert_close(dx[:, 1:4:2, 1:4:2], dy, env)
     assert float(jnp.abs(dx).sum()) == pytest.approx(float(jnp.abs(dy).sum()))
     assert float(jnp.abs(dx[:, 4]).sum()) == 0 and float(jnp.abs(dx[:, :, 4]).sum()) == 0  # uncovered

@@ -20,12 +20,18 @@ from tests.pallas_kernels.conftest import assert_close
 
 
 def small_config(env) -> KernelConfig:
-    return KernelConfig().replace(forward={"block_m": 16, "block_k": 32}, loss={"block_m": 16},
-                                  backward={"block_m": 16}, grad={"block_m": 16, "block_k": 32},
-                                  dw={"block_m": 16, "block_k": 32},
-                                  adam_update={"block": 512}, sgd_update={"block": 512}, precision="highest",
-                                  x_dtype="float64" if env.dtype == jnp.float64 else "float32",
-                                  interpret=env.interpret)
+    return KernelConfig().replace(
+        forward={"block_m": 16, "block_k": 32},
+        loss={"block_m": 16},
+        backward={"block_m": 16},
+        grad={"block_m": 16, "block_k": 32},
+        dw={"block_m": 16, "block_k": 32},
+        adam_update={"block": 512},
+        sgd_update={"block": 512},
+        precision="highest",
+        x_dtype="float64" if env.dtype == jnp.float64 else "float32",
+        interpret=env.interpret,
+    )
 
 
 @pytest.mark.parametrize("m, n_classes", [(37, 3), (16, 2), (50, 20)])
@@ -69,14 +75,21 @@ def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
     labels = rng.integers(0, n_classes, n).astype(np.int32)
     settings = Settings(batch_size=16, momentum=0.9, weight_decay=1e-3)
     params = jax.tree.map(lambda a: a.astype(env.dtype), init_params(jax.random.PRNGKey(0), features, 128, n_classes))
-    config = small_config(env).replace(input_format=input_format, sparse_forward={"block_n": 16},
-                                       sparse_grad={"block_n": 16}, adam_fused_dw1=fused_adam)
+    config = small_config(env).replace(
+        input_format=input_format,
+        sparse_forward={"block_n": 16},
+        sparse_grad={"block_n": 16},
+        adam_fused_dw1=fused_adam,
+    )
     xla_params, pallas_params = params, pad_params(params, config)
     xla_velocity = make_optimizer(optimizer).init(xla_params)
     pallas_velocity = make_optimizer(optimizer).init(pallas_params)
     xla_epoch = jax.jit(lambda *a: _xla_epoch(*a, momentum=0.9, weight_decay=1e-3, optimizer=optimizer))
-    pallas = jax.jit(lambda *a: pallas_epoch(*a, n_classes=n_classes, momentum=0.9, weight_decay=1e-3, config=config,
-                                             optimizer=optimizer))
+    pallas = jax.jit(
+        lambda *a: pallas_epoch(
+            *a, n_classes=n_classes, momentum=0.9, weight_decay=1e-3, config=config, optimizer=optimizer
+        )
+    )
     resident = jax.device_put(host_pieces(matrix.astype(np.float32), labels, 4))
     for epoch in range(2):
         permutation = rng.permutation(n)

@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
-from pallas_kernels.pieces_hidden import (PiecesBlocks, pieces_gather_sum, pieces_gather_sum_reference, pieces_hidden,
-                                          pieces_hidden_reference, pieces_input_grad)
+from pallas_kernels.pieces_hidden import (
+    PiecesBlocks,
+    pieces_gather_sum,
+    pieces_gather_sum_reference,
+    pieces_hidden,
+    pieces_hidden_reference,
+    pieces_input_grad,
+)
 from tests.pallas_kernels.conftest import ON_GPU, assert_close, gpu_only, poison_device_memory
 
 
@@ -71,8 +77,9 @@ def test_production_shapes_on_gpu(env, rng, block_p, warps):
     w1 = env.array(rng, (32768, 128), scale=0.05)
     for dtype, tolerance in ((jnp.float32, 1e-5), (jnp.bfloat16, 1e-2)):
         poison_device_memory()
-        got = pieces_gather_sum(indices, values, w1.astype(dtype),
-                                block_sizes=PiecesBlocks(block_p=block_p, num_warps=warps))
+        got = pieces_gather_sum(
+            indices, values, w1.astype(dtype), block_sizes=PiecesBlocks(block_p=block_p, num_warps=warps)
+        )
         want = pieces_gather_sum_reference(indices, values.astype(jnp.float32), w1.astype(dtype).astype(jnp.float32))
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=tolerance, atol=tolerance)
     assert ON_GPU

@@ -20,11 +20,20 @@ def test_matches_reference(env, rng, m, n_classes):
     targets = _targets(rng, m, n_classes)
     weight = env.array(rng, (m,), kind="uniform")
     poison_device_memory()
-    loss, right, dz = sigmoid_bce(h, w2, b2, targets, weight, n_classes=n_classes,
-                                  block_sizes=SigmoidBceBlocks(block_m=16), precision=env.precision,
-                                  interpret=env.interpret)
-    ref_loss, ref_right, ref_dz = sigmoid_bce_reference(h, w2, b2, targets, weight, n_classes=n_classes,
-                                                        precision="highest")
+    loss, right, dz = sigmoid_bce(
+        h,
+        w2,
+        b2,
+        targets,
+        weight,
+        n_classes=n_classes,
+        block_sizes=SigmoidBceBlocks(block_m=16),
+        precision=env.precision,
+        interpret=env.interpret,
+    )
+    ref_loss, ref_right, ref_dz = sigmoid_bce_reference(
+        h, w2, b2, targets, weight, n_classes=n_classes, precision="highest"
+    )
     assert dz.shape == (m, padded_classes(n_classes))
     assert_close(loss, ref_loss, env, "loss")
     assert_close(dz[:, :n_classes], ref_dz, env, "dz")
@@ -40,9 +49,17 @@ def test_large_scores_stay_finite(env, rng):
     h = jnp.ones((16, 128), env.dtype)
     w2 = jnp.concatenate([jnp.full((128, 1), 50.0, env.dtype), jnp.full((128, 1), -50.0, env.dtype)], axis=1)
     targets = jnp.asarray([[0, 1]] * 16, jnp.uint8)
-    loss, right, dz = sigmoid_bce(h, w2, jnp.zeros(2, env.dtype), targets, jnp.ones(16, env.dtype), n_classes=2,
-                                  block_sizes=SigmoidBceBlocks(block_m=16), precision=env.precision,
-                                  interpret=env.interpret)
+    loss, right, dz = sigmoid_bce(
+        h,
+        w2,
+        jnp.zeros(2, env.dtype),
+        targets,
+        jnp.ones(16, env.dtype),
+        n_classes=2,
+        block_sizes=SigmoidBceBlocks(block_m=16),
+        precision=env.precision,
+        interpret=env.interpret,
+    )
     assert np.isfinite(np.asarray(loss)).all() and np.isfinite(np.asarray(dz)).all()
     assert float(loss[0]) == pytest.approx(2 * 6400.0, rel=1e-5)  # both outputs 6400 logits wrong
     assert int(right[0]) == 0
@@ -59,8 +76,9 @@ def test_loss_and_gradients_match_reference(env, rng, m, n_classes):
         loss, _, _ = sigmoid_bce_reference(h, w2, b2, targets, weight, n_classes=n_classes, precision="highest")
         return jnp.sum(loss * weight)
 
-    kernel = lambda h, w2, b2, weight: sigmoid_bce_loss(h, w2, b2, targets, weight, n_classes, env.precision,
-                                                        env.interpret)[0]
+    kernel = lambda h, w2, b2, weight: sigmoid_bce_loss(
+        h, w2, b2, targets, weight, n_classes, env.precision, env.interpret
+    )[0]
     assert_close(kernel(h, w2, b2, weight), reference(h, w2, b2, weight), env, "loss")
     grads = jax.grad(kernel, argnums=(0, 1, 2, 3))(h, w2, b2, weight)
     expected = jax.grad(reference, argnums=(0, 1, 2, 3))(h, w2, b2, weight)

@@ -15,11 +15,20 @@ def test_matches_reference(env, rng, m, n_classes):
     labels = jnp.asarray(rng.integers(0, n_classes, m), jnp.int32)
     weight = env.array(rng, (m,), kind="uniform")
     poison_device_memory()
-    nll, predicted, dz = softmax_xent(h, w2, b2, labels, weight, n_classes=n_classes,
-                                      block_sizes=SoftmaxXentBlocks(block_m=16), precision=env.precision,
-                                      interpret=env.interpret)
-    ref_nll, ref_predicted, ref_dz = softmax_xent_reference(h, w2, b2, labels, weight, n_classes=n_classes,
-                                                             precision="highest")
+    nll, predicted, dz = softmax_xent(
+        h,
+        w2,
+        b2,
+        labels,
+        weight,
+        n_classes=n_classes,
+        block_sizes=SoftmaxXentBlocks(block_m=16),
+        precision=env.precision,
+        interpret=env.interpret,
+    )
+    ref_nll, ref_predicted, ref_dz = softmax_xent_reference(
+        h, w2, b2, labels, weight, n_classes=n_classes, precision="highest"
+    )
     assert dz.shape == (m, padded_classes(n_classes))
     assert_close(nll, ref_nll, env, "nll")
     assert_close(dz[:, :n_classes], ref_dz, env, "dz")
@@ -32,9 +41,17 @@ def test_large_scores_stay_finite(env, rng):
     h = jnp.ones((16, 128), env.dtype)
     w2 = jnp.concatenate([jnp.full((128, 1), 50.0, env.dtype), jnp.zeros((128, 2), env.dtype)], axis=1)
     labels = jnp.array([0, 1] * 8, jnp.int32)
-    nll, _, dz = softmax_xent(h, w2, jnp.zeros(3, env.dtype), labels, jnp.ones(16, env.dtype), n_classes=3,
-                              block_sizes=SoftmaxXentBlocks(block_m=16), precision=env.precision,
-                              interpret=env.interpret)
+    nll, _, dz = softmax_xent(
+        h,
+        w2,
+        jnp.zeros(3, env.dtype),
+        labels,
+        jnp.ones(16, env.dtype),
+        n_classes=3,
+        block_sizes=SoftmaxXentBlocks(block_m=16),
+        precision=env.precision,
+        interpret=env.interpret,
+    )
     assert np.isfinite(np.asarray(nll)).all() and np.isfinite(np.asarray(dz)).all()
     assert float(nll[1]) == pytest.approx(6400.0, rel=1e-6)  # 128 * 50 logits apart
 
@@ -56,12 +73,12 @@ def test_loss_and_gradients_match_reference(env, rng, m, n_classes):
         nll, _, _ = softmax_xent_reference(h, w2, b2, labels, weight, n_classes=n_classes, precision="highest")
         return jnp.sum(nll * weight)
 
-    kernel = lambda h, w2, b2, weight: softmax_xent_loss(h, w2, b2, labels, weight, n_classes, env.precision,
-                                                         env.interpret)
+    kernel = lambda h, w2, b2, weight: softmax_xent_loss(
+        h, w2, b2, labels, weight, n_classes, env.precision, env.interpret
+    )
     loss, predicted = kernel(h, w2, b2, weight)
     assert_close(loss, reference(h, w2, b2, weight), env, "loss")
-    np.testing.assert_array_equal(predicted, softmax_xent_reference(h, w2, b2, labels, weight,
-                                                                    n_classes=n_classes)[1])
+    np.testing.assert_array_equal(predicted, softmax_xent_reference(h, w2, b2, labels, weight, n_classes=n_classes)[1])
     grads = jax.grad(lambda *a: 3.0 * kernel(*a)[0], argnums=(0, 1, 2, 3))(h, w2, b2, weight)
     ref_grads = jax.grad(lambda *a: 3.0 * reference(*a), argnums=(0, 1, 2, 3))(h, w2, b2, weight)
     for name, got, want in zip(("dh", "dw2", "db2", "dweight"), grads, ref_grads):

@@ -5,9 +5,17 @@ import pytest
 import scipy.sparse as sp
 from jax.test_util import check_grads
 
-from pallas_kernels.sparse_hidden import (SparseForwardBlocks, SparseGradBlocks, document_offsets, sparse_hidden,
-                                          sparse_hidden_forward, sparse_hidden_reference, sparse_input_grad,
-                                          sparse_input_grad_reference, sparse_input_grad_update)
+from pallas_kernels.sparse_hidden import (
+    SparseForwardBlocks,
+    SparseGradBlocks,
+    document_offsets,
+    sparse_hidden,
+    sparse_hidden_forward,
+    sparse_hidden_reference,
+    sparse_input_grad,
+    sparse_input_grad_reference,
+    sparse_input_grad_update,
+)
 from pallas_kernels.sgd_update import sgd_update_reference
 from pipelines.batches import make_batches
 from tests.pallas_kernels.conftest import ON_GPU, assert_close, gpu_only, poison_device_memory
@@ -40,9 +48,17 @@ def test_forward_matches_reference(env, rng, batch_size, n_features):
     (indices, values, rows), _ = _batch(env, rng, batch_size, n_features)
     w1, b1 = env.array(rng, (n_features, 128)), env.array(rng, (128,))
     poison_device_memory()
-    got = sparse_hidden_forward(indices, values, rows, w1, b1, batch_size=batch_size,
-                                block_sizes=SparseForwardBlocks(block_b=16, block_n=CHUNK), precision=env.precision,
-                                interpret=env.interpret)
+    got = sparse_hidden_forward(
+        indices,
+        values,
+        rows,
+        w1,
+        b1,
+        batch_size=batch_size,
+        block_sizes=SparseForwardBlocks(block_b=16, block_n=CHUNK),
+        precision=env.precision,
+        interpret=env.interpret,
+    )
     assert_close(got, sparse_hidden_reference(w1, b1, indices, values, rows, batch_size), env)
 
 
@@ -51,9 +67,16 @@ def test_input_grad_matches_reference(env, rng, batch_size, n_features, block_k)
     (indices, values, rows), _ = _batch(env, rng, batch_size, n_features)
     dpre = env.array(rng, (batch_size, 128))
     poison_device_memory()
-    got = sparse_input_grad(indices, values, rows, dpre, n_features=n_features,
-                            block_sizes=SparseGradBlocks(block_k=block_k, block_n=CHUNK), precision=env.precision,
-                            interpret=env.interpret)
+    got = sparse_input_grad(
+        indices,
+        values,
+        rows,
+        dpre,
+        n_features=n_features,
+        block_sizes=SparseGradBlocks(block_k=block_k, block_n=CHUNK),
+        precision=env.precision,
+        interpret=env.interpret,
+    )
     assert_close(got, sparse_input_grad_reference(indices, values, rows, dpre, n_features, "highest"), env)
 
 
@@ -64,10 +87,20 @@ def test_fused_update_matches_grad_then_update(env, rng, momentum, weight_decay)
     w, v = env.array(rng, (256, 128)), env.array(rng, (256, 128))
     grad = sparse_input_grad_reference(indices, values, rows, dpre, 256, "highest")
     expected_w, expected_v = sgd_update_reference(w, v, grad, 0.1, momentum=momentum, weight_decay=weight_decay)
-    got_w, got_v = sparse_input_grad_update(indices, values, rows, dpre, jnp.copy(w), jnp.copy(v), 0.1,
-                                            momentum=momentum, weight_decay=weight_decay,
-                                            block_sizes=SparseGradBlocks(block_k=32, block_n=CHUNK),
-                                            precision=env.precision, interpret=env.interpret)
+    got_w, got_v = sparse_input_grad_update(
+        indices,
+        values,
+        rows,
+        dpre,
+        jnp.copy(w),
+        jnp.copy(v),
+        0.1,
+        momentum=momentum,
+        weight_decay=weight_decay,
+        block_sizes=SparseGradBlocks(block_k=32, block_n=CHUNK),
+        precision=env.precision,
+        interpret=env.interpret,
+    )
     assert_close(got_w, expected_w, env, "w")
     assert_close(got_v, expected_v, env, "v")
 
@@ -75,8 +108,12 @@ def test_fused_update_matches_grad_then_update(env, rng, momentum, weight_decay)
 def test_gradients_match_reference(env, rng):
     (indices, values, rows), _ = _batch(env, rng, 19, 128)
     w1, b1 = env.array(rng, (128, 128), scale=0.3), env.array(rng, (128,))
-    kernel = (SparseForwardBlocks(block_b=16, block_n=16), SparseGradBlocks(block_k=32, block_n=16), env.precision,
-              env.interpret)
+    kernel = (
+        SparseForwardBlocks(block_b=16, block_n=16),
+        SparseGradBlocks(block_k=32, block_n=16),
+        env.precision,
+        env.interpret,
+    )
     probe = env.array(rng, (19, 128))
 
     def loss(w1, b1):

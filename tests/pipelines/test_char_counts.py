@@ -60,8 +60,10 @@ def test_a_first_n_of_four_or_more_is_refused():
 
 
 @hypothesis_settings(max_examples=150, deadline=None)
-@given(st.lists(st.text(alphabet=ALPHABET + SPACES, max_size=40), min_size=1, max_size=6),
-       st.integers(min_value=1, max_value=3))
+@given(
+    st.lists(st.text(alphabet=ALPHABET + SPACES, max_size=40), min_size=1, max_size=6),
+    st.integers(min_value=1, max_value=3),
+)
 def test_random_unicode_counts_as_scikit_learn_does(texts, chunks):
     _assert_same(texts, chunks=min(chunks, len(texts)))
 

@@ -56,12 +56,17 @@ def test_csv_without_header_is_ag_news_style(tmp_path):
 
 def test_csv_line_breaks_written_as_backslash_n_or_a_backslash_become_spaces(tmp_path):
     yelp = tmp_path / "yelp.csv"  # Zhang et al.'s corpora: "\\n" is a line break
-    yelp.write_text("".join(f'"{1 + i % 2}","Great food.\\n\\nThe service was slow\\nbut kind {i}."\n'
-                            for i in range(6)))
+    yelp.write_text(
+        "".join(f'"{1 + i % 2}","Great food.\\n\\nThe service was slow\\nbut kind {i}."\n' for i in range(6))
+    )
     assert read_corpus(yelp).texts[0] == "Great food.  The service was slow but kind 0."
     ag = tmp_path / "ag.csv"  # AG News: a backslash alone, and a word after it may start with an n
-    ag.write_text("".join(f'"{1 + i % 2}","Title {i}","Wall Street\'s dwindling\\band of ultra-cynics\\news of it"\n'
-                          for i in range(6)))
+    ag.write_text(
+        "".join(
+            f'"{1 + i % 2}","Title {i}","Wall Street\'s dwindling\\band of ultra-cynics\\news of it"\n'
+            for i in range(6)
+        )
+    )
     assert read_corpus(ag).texts[0] == "Title 0 Wall Street's dwindling band of ultra-cynics news of it"
 
 
@@ -101,8 +106,11 @@ def test_tsv_is_read_unquoted_with_glue_headers(tmp_path):
 def test_a_table_of_one_column_a_row_is_refused_naming_the_separator(tmp_path):
     path = tmp_path / "spreadsheet.csv"  # a spreadsheet's export with semicolons
     path.write_text("label;text\npos;good film\nneg;bad film\n")
-    with pytest.raises(CorpusError, match=r"one column in each of its 3 rows: .* separated by commas \(or, "
-                                          r"tab-separated, as a \.tsv file\); save it so$"):
+    with pytest.raises(
+        CorpusError,
+        match=r"one column in each of its 3 rows: .* separated by commas \(or, "
+        r"tab-separated, as a \.tsv file\); save it so$",
+    ):
         read_corpus(path)
 
 
@@ -119,29 +127,46 @@ def test_a_table_whose_labels_look_like_texts_is_refused_with_the_fix(tmp_path):
 
 def test_jsonl_keys_named_as_a_table_names_its_columns_are_read_so(tmp_path):
     glue = tmp_path / "sst2.jsonl"  # GLUE's SST-2 as Hugging Face writes it: an index that is not text
-    glue.write_text("".join(json.dumps({"idx": i, "sentence": f"a charming journey {i}", "Category": i % 2}) + "\n"
-                            for i in range(4)))
+    glue.write_text(
+        "".join(
+            json.dumps({"idx": i, "sentence": f"a charming journey {i}", "Category": i % 2}) + "\n" for i in range(4)
+        )
+    )
     corpus = read_corpus(glue)
     assert corpus.labels == ["0", "1", "0", "1"] and corpus.texts[1] == "a charming journey 1"
     dbpedia = tmp_path / "dbpedia.jsonl"  # several text keys: joined in the record's order
-    dbpedia.write_text(json.dumps({"label": 3, "title": "Leipzig", "content": "a city in Saxony"}) + "\n"
-                       + json.dumps({"label": 5, "title": "Elbe", "content": None}) + "\n")
+    dbpedia.write_text(
+        json.dumps({"label": 3, "title": "Leipzig", "content": "a city in Saxony"})
+        + "\n"
+        + json.dumps({"label": 5, "title": "Elbe", "content": None})
+        + "\n"
+    )
     corpus = read_corpus(dbpedia)
     assert corpus.texts == ["Leipzig a city in Saxony", "Elbe"] and corpus.labels == ["3", "5"]
     later = tmp_path / "later.jsonl"  # every record holds the first record's keys
     later.write_text(json.dumps({"sentence": "x", "label": 1}) + "\n" + json.dumps({"text": "y", "label": 0}) + "\n")
-    with pytest.raises(CorpusError, match=r'line 2 lacks a "sentence" or "label" key: write one '
-                                          r'\{"sentence": \.\.\., "label": \.\.\.\} object per line '
-                                          r'\(its keys: "text", "label"\)$'):
+    with pytest.raises(
+        CorpusError,
+        match=r'line 2 lacks a "sentence" or "label" key: write one '
+        r'\{"sentence": \.\.\., "label": \.\.\.\} object per line '
+        r'\(its keys: "text", "label"\)$',
+    ):
         read_corpus(later)
 
 
 def test_jsonl_keys_no_table_names_get_the_renames_in_the_error(tmp_path):
     path = tmp_path / "mixed.jsonl"  # a first record of "text" and "label", then one named otherwise
-    path.write_text(json.dumps({"text": "a", "label": 1}) + "\n"
-                    + json.dumps({"idx": 0, "sentence": "a charming journey", "category": 1}) + "\n")
-    with pytest.raises(CorpusError, match=r'line 2 lacks a "text" or "label" key: .* \(rename "sentence" to "text" '
-                                          r'and "category" to "label"\)$'):
+    path.write_text(
+        json.dumps({"text": "a", "label": 1})
+        + "\n"
+        + json.dumps({"idx": 0, "sentence": "a charming journey", "category": 1})
+        + "\n"
+    )
+    with pytest.raises(
+        CorpusError,
+        match=r'line 2 lacks a "text" or "label" key: .* \(rename "sentence" to "text" '
+        r'and "category" to "label"\)$',
+    ):
         read_corpus(path)
     path.write_text(json.dumps({"text": "a charming journey", "stars": 1}) + "\n")  # no rename: its keys said
     with pytest.raises(CorpusError, match=r'object per line \(its keys: "text", "stars"\)$'):
@@ -150,18 +175,24 @@ def test_jsonl_keys_no_table_names_get_the_renames_in_the_error(tmp_path):
 
 def test_fasttext_format_reads_its_labels_as_fasttext_does(tmp_path):
     path = tmp_path / "cooking.train"  # fastText's own files: any name, recognised by the first line
-    path.write_text("__label__baking How long to bake bread?\n"
-                    "__label__knives\tWhich steel keeps an edge ?\n"
-                    "\n"
-                    "a line without a label\n"
-                    "why does toast burn __label__baking\n"  # a label anywhere in the line, as fastText reads it
-                    "__label__knives\n"
-                    "the prefix inside foo__label__bar a word is text __label__baking\n")
+    path.write_text(
+        "__label__baking How long to bake bread?\n"
+        "__label__knives\tWhich steel keeps an edge ?\n"
+        "\n"
+        "a line without a label\n"
+        "why does toast burn __label__baking\n"  # a label anywhere in the line, as fastText reads it
+        "__label__knives\n"
+        "the prefix inside foo__label__bar a word is text __label__baking\n"
+    )
     corpus = read_corpus(path)
     assert corpus.format == "fasttext"
     assert corpus.labels == ["baking", "knives", "baking", "baking"]
-    assert corpus.texts == ["How long to bake bread?", "Which steel keeps an edge ?", "why does toast burn",
-                            "the prefix inside foo__label__bar a word is text"]
+    assert corpus.texts == [
+        "How long to bake bread?",
+        "Which steel keeps an edge ?",
+        "why does toast burn",
+        "the prefix inside foo__label__bar a word is text",
+    ]
     assert corpus.skipped == {"no_label": 1, "empty": 1}
 
 
@@ -182,8 +213,10 @@ def test_fasttext_lines_with_several_labels_are_label_sets(tmp_path):
     from pipelines.labels import is_multi_label, label_set
 
     path = tmp_path / "cooking.stackexchange.txt"
-    path.write_text("__label__baking bread\n__label__sauce __label__cheese mac and cheese\n"
-                    "what oven for pizza __label__oven __label__pizza\n")
+    path.write_text(
+        "__label__baking bread\n__label__sauce __label__cheese mac and cheese\n"
+        "what oven for pizza __label__oven __label__pizza\n"
+    )
     corpus = read_corpus(path)
     assert [label_set(label) for label in corpus.labels] == [["baking"], ["cheese", "sauce"], ["oven", "pizza"]]
     assert corpus.texts == ["bread", "mac and cheese", "what oven for pizza"] and is_multi_label(corpus.labels)
@@ -199,8 +232,12 @@ def test_label_lists_in_jsonl_csv_and_parquet_are_label_sets(tmp_path):
     jsonl = tmp_path / "c.jsonl"
     jsonl.write_text("".join(json.dumps({"text": t, "labels": l}) + "\n" for t, l in rows))
     under_label = tmp_path / "label.jsonl"
-    under_label.write_text(json.dumps({"text": "a list under label", "label": ["b", "a", "b"]}) + "\n"
-                           + json.dumps({"text": "one", "label": "a"}) + "\n")
+    under_label.write_text(
+        json.dumps({"text": "a list under label", "label": ["b", "a", "b"]})
+        + "\n"
+        + json.dumps({"text": "one", "label": "a"})
+        + "\n"
+    )
     table = tmp_path / "c.csv"
     table.write_text("text,labels\n" + "".join(f'"{t}","{",".join(l)}"\n' for t, l in rows))
     parquet = tmp_path / "c.parquet"
@@ -227,9 +264,11 @@ def test_fasttext_and_parquet_shares_add_up_to_the_corpus(tmp_path):
     fasttext = tmp_path / "data.txt"
     fasttext.write_text("\n".join(lines) + "\n")
     parquet = tmp_path / "data.parquet"
-    pq.write_table(pa.table({"text": [f"document number {i}" for i in range(23)], "label": ["ab"[i % 2] for i in
-                                                                                           range(23)]}),
-                   parquet, row_group_size=5)
+    pq.write_table(
+        pa.table({"text": [f"document number {i}" for i in range(23)], "label": ["ab"[i % 2] for i in range(23)]}),
+        parquet,
+        row_group_size=5,
+    )
     for path in (fasttext, parquet):
         whole = list(open_documents(path)[2])
         assert len(whole) == 23
@@ -243,8 +282,7 @@ def _hugging_face_parquet(path, columns: dict, names: list[str]):
 
     features = {"label": {"names": names, "_type": "ClassLabel"}, "text": {"dtype": "string", "_type": "Value"}}
     table = pa.table(columns)
-    pq.write_table(table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}})}),
-                   path)
+    pq.write_table(table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}})}), path)
     return path
 
 
@@ -252,9 +290,11 @@ def test_parquet_of_a_hugging_face_dataset_takes_its_class_names(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    imdb = _hugging_face_parquet(tmp_path / "train-00000-of-00001.parquet",
-                                 {"text": ["a fine film", "dull and long", None, "moving"], "label": [1, 0, 1, 1]},
-                                 ["neg", "pos"])
+    imdb = _hugging_face_parquet(
+        tmp_path / "train-00000-of-00001.parquet",
+        {"text": ["a fine film", "dull and long", None, "moving"], "label": [1, 0, 1, 1]},
+        ["neg", "pos"],
+    )
     corpus = read_corpus(imdb)
     assert corpus.format == "parquet"
     assert corpus.labels == ["pos", "neg", "pos"] and corpus.texts == ["a fine film", "dull and long", "moving"]
@@ -264,16 +304,31 @@ def test_parquet_of_a_hugging_face_dataset_takes_its_class_names(tmp_path):
     corpus = read_corpus(glue)
     assert corpus.labels == ["1", "0"] and corpus.texts == ["a charming journey", "hide"]
     unnamed = tmp_path / "unnamed.parquet"  # no text column named: the other string columns, not the numbers
-    pq.write_table(pa.table({"id": [7, 8], "headline": ["rates rise", "team wins"], "lede": ["banks", "late goal"],
-                             "category": ["business", "sport"]}), unnamed)
+    pq.write_table(
+        pa.table(
+            {
+                "id": [7, 8],
+                "headline": ["rates rise", "team wins"],
+                "lede": ["banks", "late goal"],
+                "category": ["business", "sport"],
+            }
+        ),
+        unnamed,
+    )
     assert read_corpus(unnamed).texts == ["rates rise banks", "team wins late goal"]
 
 
-@pytest.mark.parametrize("columns, message", [
-    ({"body": ["a", "b"], "stars": [1, 2]}, r"names no label column \(its columns: body, stars\): name the label "
-                                            r"column one of label, labels, class"),
-    ({"label": ["a", "b"], "score": [1.0, 2.0]}, r"has no text column \(its columns: label, score\)"),
-])
+@pytest.mark.parametrize(
+    "columns, message",
+    [
+        (
+            {"body": ["a", "b"], "stars": [1, 2]},
+            r"names no label column \(its columns: body, stars\): name the label "
+            r"column one of label, labels, class",
+        ),
+        ({"label": ["a", "b"], "score": [1.0, 2.0]}, r"has no text column \(its columns: label, score\)"),
+    ],
+)
 def test_parquet_without_a_label_or_text_column_is_refused_naming_its_columns(tmp_path, columns, message):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -318,28 +373,46 @@ def test_jsonl(tmp_path):
         (lambda d: d / "missing", "does not exist"),
         (lambda d: _mkdir(d / "empty"), "has no label folders"),
         (lambda d: _files(d / "one", {"a/1.txt": "text"}), "only one label"),
-        (lambda d: _files(d, {"none.jsonl": '{"text": "x", "labels": []}\n{"text": "y", "labels": []}\n'})
-         / "none.jsonl", r"has no label on any document: a classifier needs at least 2 labels$"),
-        (lambda d: _files(d, {"same.jsonl": '{"text": "x", "labels": ["a", "b"]}\n'
-                                            '{"text": "y", "labels": ["b", "a"]}\n'}) / "same.jsonl",
-         r"has the same labels on every document \(a, b\)"),
+        (
+            lambda d: (
+                _files(d, {"none.jsonl": '{"text": "x", "labels": []}\n{"text": "y", "labels": []}\n'}) / "none.jsonl"
+            ),
+            r"has no label on any document: a classifier needs at least 2 labels$",
+        ),
+        (
+            lambda d: (
+                _files(d, {"same.jsonl": '{"text": "x", "labels": ["a", "b"]}\n{"text": "y", "labels": ["b", "a"]}\n'})
+                / "same.jsonl"
+            ),
+            r"has the same labels on every document \(a, b\)",
+        ),
         (lambda d: _files(d / "hollow", {"a/1.txt": "text", "b/1.txt": ""}), "label 'b'"),
         (lambda d: _files(d / "allbad", {"a/1.txt": "", "b/1.bin": b"\x00\x01"}), "has no usable document"),
         (lambda d: _files(d, {"x.txt": "not a corpus"}) / "x.txt", "unknown type"),
-        (lambda d: _files(d, {"r8-train-all-terms.txt": "earn\tprofit up\nacq\tmerger\n"}) / "r8-train-all-terms.txt",
-         r"unknown type '.txt': its lines hold tabs; if each is a label, a tab and its text, name the file .tsv "
-         r"\(e.g. 'r8-train-all-terms.tsv'\)"),
+        (
+            lambda d: (
+                _files(d, {"r8-train-all-terms.txt": "earn\tprofit up\nacq\tmerger\n"}) / "r8-train-all-terms.txt"
+            ),
+            r"unknown type '.txt': its lines hold tabs; if each is a label, a tab and its text, name the file .tsv "
+            r"\(e.g. 'r8-train-all-terms.tsv'\)",
+        ),
         (lambda d: _files(d, {"notes": "not a corpus"}) / "notes", r"no known type \(no suffix, no \"__label__\""),
         (lambda d: _files(d, {"bad.jsonl": "{not json"}) / "bad.jsonl", "line 1 is not valid JSON"),
         (lambda d: _files(d, {"keys.jsonl": '{"body": "x"}'}) / "keys.jsonl", 'lacks a "body" or "label"'),
         (lambda d: _files(d, {"keys.jsonl": '{"stars": "x"}'}) / "keys.jsonl", 'lacks a "text" or "label"'),
-        (lambda d: _files(d, {"ws.jsonl": '{"category": "pos", "texts": "x"}'}) / "ws.jsonl",
-         r'lacks a "text" or "category" key: .* \(its keys: "category", "texts"\)'),
+        (
+            lambda d: _files(d, {"ws.jsonl": '{"category": "pos", "texts": "x"}'}) / "ws.jsonl",
+            r'lacks a "text" or "category" key: .* \(its keys: "category", "texts"\)',
+        ),
         (lambda d: _files(d, {"e.csv": ""}) / "e.csv", "is empty"),
-        (lambda d: _files(d, {"two.csv": "label,text,Label\na,x,b\nb,y,a\n"}) / "two.csv",
-         r"the header of corpus '.*two.csv' names the label column 'label' twice \(columns 1 and 3\): rename"),
-        (lambda d: _files(d, {"two.tsv": "text\tlabel\tlabel\nx\ta\tb\ny\tb\ta\n"}) / "two.tsv",
-         r"names the label column 'label' twice \(columns 2 and 3\)"),
+        (
+            lambda d: _files(d, {"two.csv": "label,text,Label\na,x,b\nb,y,a\n"}) / "two.csv",
+            r"the header of corpus '.*two.csv' names the label column 'label' twice \(columns 1 and 3\): rename",
+        ),
+        (
+            lambda d: _files(d, {"two.tsv": "text\tlabel\tlabel\nx\ta\tb\ny\tb\ta\n"}) / "two.tsv",
+            r"names the label column 'label' twice \(columns 2 and 3\)",
+        ),
     ],
 )
 def test_unusable_corpora_are_refused(tmp_path, make, message):
@@ -382,25 +455,33 @@ def test_jsonl_labels_of_one_value_in_several_types_are_one_class(tmp_path):
     from pipelines.corpus import read_corpus
 
     path = tmp_path / "c.jsonl"
-    rows = [{"text": "a", "label": 1}, {"text": "b", "label": "1"}, {"text": "c", "label": 1.0},
-            {"text": "d", "label": " 2 "}, {"text": "e", "label": 2.5}]
+    rows = [
+        {"text": "a", "label": 1},
+        {"text": "b", "label": "1"},
+        {"text": "c", "label": 1.0},
+        {"text": "d", "label": " 2 "},
+        {"text": "e", "label": 2.5},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert read_corpus(path).labels == ["1", "1", "1", "2", "2.5"]
-    huge = 10 ** 400  # beyond a float: kept exact, never converted
+    huge = 10**400  # beyond a float: kept exact, never converted
     path.write_text("".join(json.dumps({"text": t, "label": label}) + "\n" for t, label in (("a", huge), ("b", 1))))
     assert read_corpus(path).labels == [str(huge), "1"]
 
 
-@pytest.mark.parametrize("record, message", [
-    ({"text": "a", "label": True}, 'line 2 has a "label" that is a bool'),
-    ({"text": "a", "label": [{"x": 1}]}, 'line 2 has a "label" that is a dict'),
-    ({"text": "a", "label": float("nan")}, 'line 2 has a "label" of nan, not a finite number'),
-    ({"text": "a", "label": float("inf")}, 'line 2 has a "label" of inf, not a finite number'),
-    ({"text": "a", "label": [["x"], "y"]}, 'line 2 has a "label" list that holds a list'),
-    ({"text": 5, "label": "x"}, 'line 2 has a "text" that is an int, not a string'),
-    ({"text": ["a"], "label": "x"}, 'line 2 has a "text" that is a list, not a string'),
-    ({"text": "a", "label": "x\u001fy"}, 'line 2 has a "label" holding the control character'),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({"text": "a", "label": True}, 'line 2 has a "label" that is a bool'),
+        ({"text": "a", "label": [{"x": 1}]}, 'line 2 has a "label" that is a dict'),
+        ({"text": "a", "label": float("nan")}, 'line 2 has a "label" of nan, not a finite number'),
+        ({"text": "a", "label": float("inf")}, 'line 2 has a "label" of inf, not a finite number'),
+        ({"text": "a", "label": [["x"], "y"]}, 'line 2 has a "label" list that holds a list'),
+        ({"text": 5, "label": "x"}, 'line 2 has a "text" that is an int, not a string'),
+        ({"text": ["a"], "label": "x"}, 'line 2 has a "text" that is a list, not a string'),
+        ({"text": "a", "label": "x\u001fy"}, 'line 2 has a "label" holding the control character'),
+    ],
+)
 def test_jsonl_null_or_odd_values_are_refused_with_the_line(tmp_path, record, message):
     import json
 
@@ -470,16 +551,20 @@ def test_a_large_jsonl_file_parsed_in_workers_is_the_corpus_one_reader_sees(tmp_
         elif i % 83 == 0:
             lines.append('{"text": "caf\u00e9 latin-1", "label": "b"}\n'.encode("latin-1"))  # decoded by fallback
         else:
-            lines.append(json.dumps({"text": f"document {i} " + "word " * (i % 13), "label": "ab"[i % 2]}).encode()
-                         + b"\n")
+            lines.append(
+                json.dumps({"text": f"document {i} " + "word " * (i % 13), "label": "ab"[i % 2]}).encode() + b"\n"
+            )
     path = tmp_path / "big.jsonl"
     path.write_bytes(b"".join(lines))
     alone = read_corpus(path)
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
     seen = []
     with WorkerPool(2) as pool:
-        parallel = read_corpus(path, pool=pool, on_progress=lambda documents, stats: seen.append(
-            (documents, stats.bytes_read, stats.bytes_total)))
+        parallel = read_corpus(
+            path,
+            pool=pool,
+            on_progress=lambda documents, stats: seen.append((documents, stats.bytes_read, stats.bytes_total)),
+        )
     assert (parallel.texts, parallel.labels, parallel.fingerprint) == (alone.texts, alone.labels, alone.fingerprint)
     assert parallel.skipped == alone.skipped == {"empty": 10} and parallel.non_utf8 == alone.non_utf8 > 0
     assert len(seen) == 4 and seen[-1] == (len(alone), path.stat().st_size, path.stat().st_size)  # 2 shares a worker
@@ -493,8 +578,9 @@ def _line_files(folder, rows: list[tuple[str, str]]) -> dict:
     import io
 
     files = {}
-    fasttext = "".join(f"__label__{label} {text}\n" if i % 50 else f"__label__{label}  \n"
-                       for i, (label, text) in enumerate(rows))
+    fasttext = "".join(
+        f"__label__{label} {text}\n" if i % 50 else f"__label__{label}  \n" for i, (label, text) in enumerate(rows)
+    )
     files["fasttext"] = folder / "big.train"
     files["fasttext"].write_bytes(fasttext.encode() + "__label__b caf\u00e9 latin\n".encode("latin-1") + b"\n\n")
     for name, header in (("yelp.csv", None), ("named.csv", ["id", "text", "label"])):
@@ -508,14 +594,20 @@ def _line_files(folder, rows: list[tuple[str, str]]) -> dict:
         files[name] = folder / name
         files[name].write_text(out.getvalue() + ("\n" if header is None else "only-one-column\n"))
     files["sentence.jsonl"] = folder / "sentence.jsonl"  # a text key named otherwise: pyarrow's parse by its name
-    files["sentence.jsonl"].write_text("".join(json.dumps({"idx": i, "sentence": text, "label": label}) + "\n"
-                                               for i, (label, text) in enumerate(rows)))
+    files["sentence.jsonl"].write_text(
+        "".join(json.dumps({"idx": i, "sentence": text, "label": label}) + "\n" for i, (label, text) in enumerate(rows))
+    )
     files["dbpedia.jsonl"] = folder / "dbpedia.jsonl"  # two text keys: joined a line at a time
-    files["dbpedia.jsonl"].write_text("".join(json.dumps({"label": label, "title": f"t{i}", "content": text}) + "\n"
-                                              for i, (label, text) in enumerate(rows)))
+    files["dbpedia.jsonl"].write_text(
+        "".join(
+            json.dumps({"label": label, "title": f"t{i}", "content": text}) + "\n"
+            for i, (label, text) in enumerate(rows)
+        )
+    )
     files["tsv"] = folder / "big.tsv"
-    files["tsv"].write_text("sentence\tlabel\n" + "".join(f'"{text}\t{label}\n' for label, text in rows) +
-                            "a line of one column\n")  # a quote mark is text in a TSV
+    files["tsv"].write_text(
+        "sentence\tlabel\n" + "".join(f'"{text}\t{label}\n' for label, text in rows) + "a line of one column\n"
+    )  # a quote mark is text in a TSV
     return files
 
 
@@ -535,9 +627,14 @@ def test_fasttext_csv_and_tsv_files_read_in_workers_are_the_corpus_one_reader_se
     assert parallel_read(path)
     with WorkerPool(2) as pool:
         parallel = read_corpus(path, pool=pool)
-        assert (parallel.texts, parallel.labels, parallel.fingerprint, parallel.skipped, parallel.non_utf8,
-                parallel.format) == (alone.texts, alone.labels, alone.fingerprint, alone.skipped, alone.non_utf8,
-                                     alone.format)
+        assert (
+            parallel.texts,
+            parallel.labels,
+            parallel.fingerprint,
+            parallel.skipped,
+            parallel.non_utf8,
+            parallel.format,
+        ) == (alone.texts, alone.labels, alone.fingerprint, alone.skipped, alone.non_utf8, alone.format)
         left = read_corpus(path, pool=pool, keep_texts=False)
         assert isinstance(left.texts, FileTexts) and left.texts.shares > 4
         assert (left.labels, left.fingerprint) == (alone.labels, alone.fingerprint)
@@ -555,8 +652,11 @@ def test_a_parquet_file_read_in_workers_is_the_corpus_one_reader_sees(tmp_path, 
     from pipelines.workers import WorkerPool
 
     texts = [None if i % 97 == 5 else f"document {i} " + "word " * (i % 13) for i in range(900)]
-    path = _hugging_face_parquet(tmp_path / "train-00000-of-00001.parquet",
-                                 {"text": texts, "label": [i % 3 for i in range(900)]}, ["neg", "neutral", "pos"])
+    path = _hugging_face_parquet(
+        tmp_path / "train-00000-of-00001.parquet",
+        {"text": texts, "label": [i % 3 for i in range(900)]},
+        ["neg", "neutral", "pos"],
+    )
     import pyarrow.parquet as pq
 
     pq.write_table(pq.read_table(path), path, row_group_size=64)  # many row groups (the metadata kept)
@@ -573,7 +673,12 @@ def test_a_parquet_file_read_in_workers_is_the_corpus_one_reader_sees(tmp_path, 
     with WorkerPool(2) as pool:
         parallel = read_corpus(path, pool=pool)
         assert (parallel.texts, parallel.labels, parallel.fingerprint, parallel.skipped, parallel.format) == (
-            alone.texts, alone.labels, alone.fingerprint, alone.skipped, "parquet")
+            alone.texts,
+            alone.labels,
+            alone.fingerprint,
+            alone.skipped,
+            "parquet",
+        )
         left = read_corpus(path, pool=pool, keep_texts=False)  # the texts left in the file, by their rows
         assert isinstance(left.texts, FileTexts) and left.texts.shares > 4
         assert (left.labels, left.fingerprint) == (alone.labels, alone.fingerprint)
@@ -615,16 +720,22 @@ def _kind_and_texts(texts) -> tuple[str, list[str]]:
     return ("array", texts.to_pylist()) if isinstance(texts, pa.Array) else ("list", list(texts))
 
 
-@pytest.mark.parametrize("case, lines", [
-    ("plain", [b'{"text": "a b", "label": "x"}', b'{"label": 1, "text": "c", "more": {"k": [1]}}']),
-    ("blank lines, CRLF, spaces", [b'{"text": "a", "label": "x"}\r', b"", b"   ", b' {"text": "c\\n\\u00e9", "label": "y"} ']),
-    ("escaped pair", [b'{"text": "a\\ud83d\\ude00b", "label": "x"}']),
-    ("UTF-8", ['{"text": "caf\u00e9 \u2028 \u03a3", "label": "x"}'.encode()]),
-    ("a key twice", [b'{"text": "a", "text": "b", "label": "x"}']),
-    ("unpaired surrogate", [b'{"text": "a\\ud800b", "label": "x"}']),
-    ("not UTF-8", [b'{"text": "caf\xe9", "label": "x"}']),
-    ("an empty text, skipped", [b'{"text": " ", "label": "x"}', b'{"text": "b", "label": "y"}']),
-])
+@pytest.mark.parametrize(
+    "case, lines",
+    [
+        ("plain", [b'{"text": "a b", "label": "x"}', b'{"label": 1, "text": "c", "more": {"k": [1]}}']),
+        (
+            "blank lines, CRLF, spaces",
+            [b'{"text": "a", "label": "x"}\r', b"", b"   ", b' {"text": "c\\n\\u00e9", "label": "y"} '],
+        ),
+        ("escaped pair", [b'{"text": "a\\ud83d\\ude00b", "label": "x"}']),
+        ("UTF-8", ['{"text": "caf\u00e9 \u2028 \u03a3", "label": "x"}'.encode()]),
+        ("a key twice", [b'{"text": "a", "text": "b", "label": "x"}']),
+        ("unpaired surrogate", [b'{"text": "a\\ud800b", "label": "x"}']),
+        ("not UTF-8", [b'{"text": "caf\xe9", "label": "x"}']),
+        ("an empty text, skipped", [b'{"text": " ", "label": "x"}', b'{"text": "b", "label": "y"}']),
+    ],
+)
 def test_share_texts_arrow_gives_what_reading_found_or_none(tmp_path, case, lines):
     """pyarrow's parse of a share is the texts reading found, in order, or None (then the share is read line by
     line): never other texts."""
@@ -647,16 +758,28 @@ def test_share_texts_arrow_gives_what_reading_found_or_none(tmp_path, case, line
 
 PARSED_BY_ARROW = {  # lines (after a first line that starts before the share) -> whether pyarrow must read them
     "plain": ([b'{"text": "a b", "label": "x"}', b'{"label": " y ", "text": "c", "more": {"k": [1]}}'], True),
-    "blank lines, CRLF": ([b'{"text": "a", "label": "x"}\r', b"", b" \t ", b'{"text": "c\\u00e9", "label": "y"}'],
-                          True),
-    "skipped documents": ([b'{"text": " \\t ", "label": "x"}', b'{"text": "\\u001c", "label": "x"}',
-                           b'{"text": "\\u00a0\\u2003", "label": "x"}', b'{"text": "", "label": "x"}',
-                           b'{"text": "kept", "label": "  "}', b'{"text": " \\u00e9 ", "label": "y"}',
-                           b'{"text": "\\u001ckept", "label": "y"}'], True),
+    "blank lines, CRLF": (
+        [b'{"text": "a", "label": "x"}\r', b"", b" \t ", b'{"text": "c\\u00e9", "label": "y"}'],
+        True,
+    ),
+    "skipped documents": (
+        [
+            b'{"text": " \\t ", "label": "x"}',
+            b'{"text": "\\u001c", "label": "x"}',
+            b'{"text": "\\u00a0\\u2003", "label": "x"}',
+            b'{"text": "", "label": "x"}',
+            b'{"text": "kept", "label": "  "}',
+            b'{"text": " \\u00e9 ", "label": "y"}',
+            b'{"text": "\\u001ckept", "label": "y"}',
+        ],
+        True,
+    ),
     "UTF-8": (['{"text": "caf\u00e9 \u03a3", "label": "\u00e9t\u00e9"}'.encode()], True),
     "no newline at the end": ([b'{"text": "a", "label": "x"}', b'{"text": "b", "label": "y"}  '], True),
-    "integers as labels": ([b'{"text": "a", "label": 1}', b'{"text": "b", "label": -20}', b'{"text": "c", "label": 0}'],
-                           True),
+    "integers as labels": (
+        [b'{"text": "a", "label": 1}', b'{"text": "b", "label": -20}', b'{"text": "c", "label": 0}'],
+        True,
+    ),
     "a fraction as a label": ([b'{"text": "a", "label": 1}', b'{"text": "b", "label": 2.5}'], False),
     "an integer among string labels": ([b'{"text": "a", "label": "x"}', b'{"text": "b", "label": 2}'], False),
     "a boolean as a label": ([b'{"text": "a", "label": true}'], False),
@@ -686,8 +809,9 @@ def test_a_share_parsed_by_pyarrow_reads_as_a_line_at_a_time(tmp_path, case, kee
     if by_arrow is not None:
         assert (parsed is not None) == by_arrow
     if parsed is not None:
-        expected = shares_module._read_share_lines(str(path), 5, path.stat().st_size, keep_texts,
-                                                   shares_module.ReadStats(), shares_module.LineFormat("jsonl"))
+        expected = shares_module._read_share_lines(
+            str(path), 5, path.stat().st_size, keep_texts, shares_module.ReadStats(), shares_module.LineFormat("jsonl")
+        )
         assert parsed[0] == expected[0] and parsed[2:] == expected[2:]
         assert parsed[1] == expected[1] if keep_texts else np.array_equal(parsed[1], expected[1])
     whole = shares_module._read_share_arrow(str(path), 0, path.stat().st_size, False)  # the BOM's line too
@@ -720,7 +844,11 @@ def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reade
         left = read_corpus(path, pool=pool, keep_texts=False)
         assert isinstance(left.texts, FileTexts) and left.texts.shares > 4
         assert (len(left), left.labels, left.fingerprint, left.skipped) == (
-            len(alone), alone.labels, alone.fingerprint, alone.skipped)
+            len(alone),
+            alone.labels,
+            alone.fingerprint,
+            alone.skipped,
+        )
         rows = np.append(np.random.default_rng(0).choice(len(alone), 50, replace=False), [8, 298, 299])
         fetched = left.texts.fetch(rows, pool)
         assert len(fetched) == len(alone) and [fetched[i] for i in rows] == [alone.texts[i] for i in rows]
@@ -729,9 +857,14 @@ def test_texts_left_in_a_large_file_are_fetched_and_mapped_by_share_as_one_reade
         lines = left.texts.lines(rows)  # read where iterated; a slice pickles as offsets, not texts
         assert list(lines) == [alone.texts[i] for i in rows] and lines[3] == alone.texts[rows[3]]
         part = pickle.loads(pickle.dumps(lines[10:20]))
-        assert list(part) == [alone.texts[i] for i in rows[10:20]] and len(pickle.dumps(part)) - len(pickle.dumps(part.format)) < 600
-        assert pool.map(list, [lines[:5], lines[5:]]) == [[alone.texts[i] for i in rows[:5]],
-                                                          [alone.texts[i] for i in rows[5:]]]
+        assert (
+            list(part) == [alone.texts[i] for i in rows[10:20]]
+            and len(pickle.dumps(part)) - len(pickle.dumps(part.format)) < 600
+        )
+        assert pool.map(list, [lines[:5], lines[5:]]) == [
+            [alone.texts[i] for i in rows[:5]],
+            [alone.texts[i] for i in rows[5:]],
+        ]
         assert 0 < sum(map(len, lines)) <= lines.characters()
         assert left.texts.lines(np.arange(20, 60)).arrow().to_pylist() == alone.texts[20:60]  # parsed at once
         assert left.texts.lines(np.array([4])).arrow() is None  # its bytes run over the skipped line after it
@@ -781,7 +914,9 @@ def test_a_missing_text_or_label_is_skipped_and_counted_by_reason_in_every_typed
         assert corpus.skipped == {"empty": 2, "no_label": 2}, path
 
 
-@pytest.mark.parametrize("suffix, row", [(".tsv", "sport\tgoal\textra cell\tanother"), (".csv", "sport,goal,extra cell,another")])
+@pytest.mark.parametrize(
+    "suffix, row", [(".tsv", "sport\tgoal\textra cell\tanother"), (".csv", "sport,goal,extra cell,another")]
+)
 def test_a_rows_cells_past_its_tables_header_are_counted_by_both_readers(tmp_path, suffix, row):
     from pipelines.corpus import read_corpus
     from pipelines.formats.base import ReadStats

@@ -62,6 +62,7 @@ def test_peak_memory_stays_far_below_the_corpus_text(tmp_path):
             handle.write(json.dumps({"text": text, "label": "ab"[i % 2]}) + "\n")
     text_bytes = path.stat().st_size
     settings = Settings(vectorizer="hashing", features=4096, ngram_max=1, stop_words=None)
+
     def peak_of(fn):
         tracemalloc.start()
         try:
@@ -73,5 +74,6 @@ def test_peak_memory_stays_far_below_the_corpus_text(tmp_path):
     streamed, peak = peak_of(lambda: hash_corpus(path, settings, workers=1, chunk_docs=200))
     _, read_peak = peak_of(lambda: read_corpus(path))
     assert len(streamed) == 3_000 and text_bytes > 19e6
-    assert peak < text_bytes / 2 and peak < read_peak / 3, \
+    assert peak < text_bytes / 2 and peak < read_peak / 3, (
         f"peak {peak / 1e6:.1f} MB (reading whole: {read_peak / 1e6:.1f} MB) for {text_bytes / 1e6:.1f} MB of text"
+    )

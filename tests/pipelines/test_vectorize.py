@@ -101,13 +101,24 @@ def test_the_fit_tells_its_counting_progress_then_the_transforms(corpus, monkeyp
     texts, labels = corpus.texts * 2, corpus.labels * 2
     progress = []
     with WorkerPool(2) as pool:
-        fit_vectorizer(texts, labels, Settings(features=300), pool=pool,
-                       on_progress=lambda done, total: progress.append((done, total)))
+        fit_vectorizer(
+            texts,
+            labels,
+            Settings(features=300),
+            pool=pool,
+            on_progress=lambda done, total: progress.append((done, total)),
+        )
         assert len(progress) > 2 and [t for _, t in progress] == [len(texts)] * len(progress)
         assert [d for d, _ in progress] == sorted(d for d, _ in progress) and progress[-1][0] == len(texts)
         progress.clear()  # a corpus larger than the fit's sample: the sample's counting, then all transformed
-        fit_vectorizer(texts, labels, Settings(features=300), pool=pool, fit_documents=40,
-                       on_progress=lambda done, total: progress.append((done, total)))
+        fit_vectorizer(
+            texts,
+            labels,
+            Settings(features=300),
+            pool=pool,
+            fit_documents=40,
+            on_progress=lambda done, total: progress.append((done, total)),
+        )
     totals = [t for _, t in progress]
     assert totals[0] == 40 and totals[-1] == len(texts) and totals == sorted(totals)
     assert progress[-1][0] == len(texts) and (40, 40) in progress
@@ -136,8 +147,7 @@ def test_a_file_transformed_share_by_share_is_the_matrix_of_its_texts(corpus_dir
 
 
 @pytest.mark.parametrize("known_rows", ["some", "none", "all", "a whole share", "out of order"])
-def test_a_file_transformed_around_known_rows_is_the_matrix_of_its_texts(corpus_dir, tmp_path, monkeypatch,
-                                                                        known_rows):
+def test_a_file_transformed_around_known_rows_is_the_matrix_of_its_texts(corpus_dir, tmp_path, monkeypatch, known_rows):
     """transform_file_parts with known rows (the fit's sample): the workers skip them and each share's rows come
     back in their places, the known ones as given: the same rows as the whole transform, in order."""
     import json
@@ -155,9 +165,13 @@ def test_a_file_transformed_around_known_rows_is_the_matrix_of_its_texts(corpus_
     with WorkerPool(2) as pool:
         left = read_corpus(path, pool=pool, keep_texts=False)
         first = left.texts.first_rows
-        rows = {"some": np.array([0, 3, 4, 17, len(corpus) - 1]), "none": np.zeros(0, np.int64),
-                "all": np.arange(len(corpus)), "a whole share": np.arange(first[1], first[2]),
-                "out of order": np.array([17, 3, len(corpus) - 1, 0])}[known_rows]
+        rows = {
+            "some": np.array([0, 3, 4, 17, len(corpus) - 1]),
+            "none": np.zeros(0, np.int64),
+            "all": np.arange(len(corpus)),
+            "a whole share": np.arange(first[1], first[2]),
+            "out of order": np.array([17, 3, len(corpus) - 1, 0]),
+        }[known_rows]
         # The known rows as given, marked, so that a transformed row in their place would show.
         known = expected[rows].copy()
         known.data[:] = 7.0
@@ -227,7 +241,9 @@ def test_terms_once_in_each_of_two_chunks_are_kept_when_counted_by_separate_work
     workers' hash() must agree (fresh loky workers here: one hash seed set for the pool)."""
     from pipelines import workers
 
-    monkeypatch.setattr(workers, "fork_refusal", lambda: "refused here")  # forked workers share this process's seed anyway
+    monkeypatch.setattr(
+        workers, "fork_refusal", lambda: "refused here"
+    )  # forked workers share this process's seed anyway
     texts = [f"word{i % 150} filler{i % 7} common" for i in range(300)]
     labels = [str(i % 3) for i in range(300)]
     settings = Settings(features=1000, min_df=2, ngram_max=1, stop_words=None)
@@ -315,8 +331,9 @@ def test_a_large_corpus_is_fitted_on_a_sample_and_transformed_whole(corpus):
     settings = Settings(features=50)
     vec, matrix = fit_vectorizer(corpus.texts, corpus.labels, settings, workers=1, fit_documents=20)
     rows = np.sort(np.random.default_rng(0).choice(len(corpus.texts), 20, replace=False))
-    on_sample, _ = fit_vectorizer([corpus.texts[i] for i in rows], [corpus.labels[i] for i in rows], settings,
-                                  workers=1)
+    on_sample, _ = fit_vectorizer(
+        [corpus.texts[i] for i in rows], [corpus.labels[i] for i in rows], settings, workers=1
+    )
     assert vec.terms == on_sample.terms and np.array_equal(vec.idf, on_sample.idf)
     assert matrix.shape[0] == len(corpus.texts)
     assert (matrix != vec.transform(corpus.texts)).nnz == 0
@@ -324,8 +341,10 @@ def test_a_large_corpus_is_fitted_on_a_sample_and_transformed_whole(corpus):
     assert whole.terms != vec.terms  # the default fits this small corpus whole
 
 
-@pytest.mark.parametrize("nb_weighting,char_ngrams,features", [(True, False, 50), (False, False, 50),
-                                                                 (False, True, 40), (False, False, 100_000)])
+@pytest.mark.parametrize(
+    "nb_weighting,char_ngrams,features",
+    [(True, False, 50), (False, False, 50), (False, True, 40), (False, False, 100_000)],
+)
 def test_a_fit_without_its_matrix_gives_the_same_vectorizer(corpus, nb_weighting, char_ngrams, features):
     """matrix=False (a file transformed share by share afterwards) skips the weighting and, without NB weights, the
     kept columns' copy: the same terms and weights of every view (100,000 features: nothing selected)."""
@@ -348,8 +367,9 @@ def _fit_in_chunks(monkeypatch, texts, labels, settings, chunk_characters, matri
     joined = []
     merge_terms = word_counts.merge_terms
     monkeypatch.setattr("pipelines.vectorize.chunks.CHUNK_CHARACTERS", chunk_characters)
-    monkeypatch.setattr(word_counts, "merge_terms", lambda parts, *a, **k: joined.append(len(parts)) or
-                        merge_terms(parts, *a, **k))
+    monkeypatch.setattr(
+        word_counts, "merge_terms", lambda parts, *a, **k: joined.append(len(parts)) or merge_terms(parts, *a, **k)
+    )
     vec, rows = fit_vectorizer(texts, labels, settings, workers=1, matrix=matrix)
     assert (rows is None) != matrix
     return vec, rows, joined
@@ -362,11 +382,26 @@ def _whole_matrix_fit(texts, labels, settings):
     from pipelines.workers import WorkerPool
 
     with WorkerPool(1) as pool:
-        terms, counts = vectorize.count_terms(texts, settings.ngram_max, settings.stop_words, settings.min_df, pool,
-                                              settings.start_token,
-                                              unspaced_as_characters=settings.unspaced_as_characters)
-    return vectorize.fit._fitted_view(terms, counts, labels, settings, True, settings.ngram_max, settings.stop_words,
-                                  settings.start_token, settings.unspaced_as_characters)
+        terms, counts = vectorize.count_terms(
+            texts,
+            settings.ngram_max,
+            settings.stop_words,
+            settings.min_df,
+            pool,
+            settings.start_token,
+            unspaced_as_characters=settings.unspaced_as_characters,
+        )
+    return vectorize.fit._fitted_view(
+        terms,
+        counts,
+        labels,
+        settings,
+        True,
+        settings.ngram_max,
+        settings.stop_words,
+        settings.start_token,
+        settings.unspaced_as_characters,
+    )
 
 
 def _same_fit(chunked, rows, whole, whole_rows):
@@ -381,16 +416,24 @@ def _same_fit(chunked, rows, whole, whole_rows):
 
 
 @pytest.mark.parametrize("matrix", [False, True])
-@pytest.mark.parametrize("nb_weighting,features,ngram_max,stop_words,sublinear",
-                         [(True, 50, 2, "english", True), (False, 50, 1, None, False), (True, 100_000, 2, None, True),
-                          (False, 30, 2, "english", True)])
-def test_a_fit_in_chunks_is_the_whole_matrixs_fit(corpus, monkeypatch, matrix, nb_weighting, features, ngram_max,
-                                                  stop_words, sublinear):
+@pytest.mark.parametrize(
+    "nb_weighting,features,ngram_max,stop_words,sublinear",
+    [
+        (True, 50, 2, "english", True),
+        (False, 50, 1, None, False),
+        (True, 100_000, 2, None, True),
+        (False, 30, 2, "english", True),
+    ],
+)
+def test_a_fit_in_chunks_is_the_whole_matrixs_fit(
+    corpus, monkeypatch, matrix, nb_weighting, features, ngram_max, stop_words, sublinear
+):
     """fit_vectorizer over several chunks merges their terms alone and weighs each chunk's rows on its own
     (_fit_by_chunks): the vectorizer and rows of the fit over one matrix of all the counts (100,000 features:
     nothing selected)."""
-    settings = Settings(features=features, nb_weighting=nb_weighting, ngram_max=ngram_max, stop_words=stop_words,
-                        sublinear_tf=sublinear)
+    settings = Settings(
+        features=features, nb_weighting=nb_weighting, ngram_max=ngram_max, stop_words=stop_words, sublinear_tf=sublinear
+    )
     chunked, rows, joined = _fit_in_chunks(monkeypatch, corpus.texts, corpus.labels, settings, 300, matrix)
     assert joined and joined[0] >= 3  # several chunks, merged by their terms only
     _same_fit(chunked, rows, *_whole_matrix_fit(corpus.texts, corpus.labels, settings))
@@ -405,8 +448,9 @@ def test_a_fit_in_chunks_of_real_questions_is_the_whole_matrixs_fit(monkeypatch,
     rows = [json.loads(line) for line in shared_path("trec", "train.jsonl").open()]
     texts, labels = [row["text"] for row in rows], [row["label"] for row in rows]
     settings = Settings(features=features, nb_weighting=nb_weighting, start_token=True)
-    chunked, matrix_rows, joined = _fit_in_chunks(monkeypatch, texts, labels, settings, sum(map(len, texts)) // 16,
-                                                  matrix)
+    chunked, matrix_rows, joined = _fit_in_chunks(
+        monkeypatch, texts, labels, settings, sum(map(len, texts)) // 16, matrix
+    )
     assert joined and joined[0] >= 8
     _same_fit(chunked, matrix_rows, *_whole_matrix_fit(texts, labels, settings))
 
@@ -428,15 +472,18 @@ def test_predicting_with_a_fitted_word_model_imports_no_scikit_learn(corpus_dir,
     import sys
 
     corpus = read_corpus(corpus_dir)
-    vectorizer, _ = fit_vectorizer(corpus.texts, corpus.labels, Settings(features=64, stop_words="english",
-                                                                         char_ngrams=char_ngrams))
+    vectorizer, _ = fit_vectorizer(
+        corpus.texts, corpus.labels, Settings(features=64, stop_words="english", char_ngrams=char_ngrams)
+    )
     assert (vectorizer.chars is not None) == char_ngrams
     np.savez(tmp_path / "vec.npz", **vectorizer.to_arrays())
-    code = ("import json, sys, numpy as np; from pipelines.vectorize import Vectorizer; "
-            f"arrays = dict(np.load({str(tmp_path / 'vec.npz')!r})); "
-            f"v = Vectorizer.from_arrays(json.loads({json.dumps(vectorizer.config())!r}), arrays); "
-            "m = v.transform(['the oven was hot', 'a goal in the last minute']); "
-            "print(m.nnz > 0, any(name.startswith('sklearn') for name in sys.modules))")
+    code = (
+        "import json, sys, numpy as np; from pipelines.vectorize import Vectorizer; "
+        f"arrays = dict(np.load({str(tmp_path / 'vec.npz')!r})); "
+        f"v = Vectorizer.from_arrays(json.loads({json.dumps(vectorizer.config())!r}), arrays); "
+        "m = v.transform(['the oven was hot', 'a goal in the last minute']); "
+        "print(m.nnz > 0, any(name.startswith('sklearn') for name in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "False"]
 
@@ -493,13 +540,15 @@ def _threads_exchange(parts: int):
             slots[index] = {k: np.array(v) for k, v in arrays.items()}
             barrier.wait()
             return list(slots)
+
         return exchange
 
     return make
 
 
-@pytest.mark.parametrize("kind,features,parts", [("tfidf", 32754, 2), ("tfidf", 32754, 3), ("tfidf", 60, 2),
-                                                 ("hashing", 512, 3)])
+@pytest.mark.parametrize(
+    "kind,features,parts", [("tfidf", 32754, 2), ("tfidf", 32754, 3), ("tfidf", 60, 2), ("hashing", 512, 3)]
+)
 def test_shared_fit_is_the_one_process_fit(corpus, kind, features, parts):
     """Each share counts only its documents, the shares exchange counts and sums, and they agree on the
     one-process vectorizer: the same terms, IDF and NB weights, and their matrices stacked are its matrix
@@ -514,10 +563,18 @@ def test_shared_fit_is_the_one_process_fit(corpus, kind, features, parts):
     bounds = np.linspace(0, len(corpus.texts), parts + 1).astype(int)
     exchange = _threads_exchange(parts)
     with WorkerPool(1) as pool, ThreadPoolExecutor(parts) as threads:
-        results = list(threads.map(
-            lambda i: fit_vectorizer_shared(corpus.texts[bounds[i]:bounds[i + 1]],
-                                            corpus.labels[bounds[i]:bounds[i + 1]], settings, exchange(i), pool),
-            range(parts)))
+        results = list(
+            threads.map(
+                lambda i: fit_vectorizer_shared(
+                    corpus.texts[bounds[i] : bounds[i + 1]],
+                    corpus.labels[bounds[i] : bounds[i + 1]],
+                    settings,
+                    exchange(i),
+                    pool,
+                ),
+                range(parts),
+            )
+        )
     for vec, _, classes in results:
         assert vec.terms == whole_vec.terms
         np.testing.assert_allclose(vec.idf, whole_vec.idf, rtol=1e-6)
@@ -560,8 +617,9 @@ def test_the_character_view_follows_the_words_and_reloads(corpus):
     unseen = again.transform([known + "zzqx"])
     assert unseen[:, :n_words].nnz == 0 and unseen[:, n_words:].nnz > 0
     with pytest.raises(ValueError):
-        Vectorizer.from_arrays({**both.config(), "chars": {"analyzer": "char", "ngram_range": [1, 9]}},
-                               both.to_arrays())
+        Vectorizer.from_arrays(
+            {**both.config(), "chars": {"analyzer": "char", "ngram_range": [1, 9]}}, both.to_arrays()
+        )
 
 
 def test_term_mask_keeps_short_enough_terms_without_a_stop_word():
@@ -573,8 +631,9 @@ def test_term_mask_keeps_short_enough_terms_without_a_stop_word():
     vocabulary = ["what", "is", "the", "cat", "sat", "__start__", "mat", "who", "zebra", "x"]
     terms = np.array([" ".join(rng.choice(vocabulary, rng.integers(1, 4))) for _ in range(500)], dtype=object)
     for ngram_max in (1, 2, 3):
-        expected = [len(t.split(" ")) <= ngram_max and not any(w in ENGLISH_STOP_WORDS for w in t.split(" "))
-                    for t in terms]
+        expected = [
+            len(t.split(" ")) <= ngram_max and not any(w in ENGLISH_STOP_WORDS for w in t.split(" ")) for t in terms
+        ]
         assert term_mask(terms, ngram_max, "english").tolist() == expected
         assert term_mask(terms, ngram_max, None).tolist() == [len(t.split(" ")) <= ngram_max for t in terms]
     assert term_mask(np.array(["the cat", "cat sat"], dtype=object), 2, "english").tolist() == [False, True]

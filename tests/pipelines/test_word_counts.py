@@ -42,14 +42,23 @@ def _sklearn(ngram_max: int, stop_words, start: bool, unspaced: bool = False, **
     spaces a word."""
     if start:
         return CountVectorizer(analyzer=StartMarkedWords(ngram_max, stop_words, unspaced), dtype=np.float32, **extra)
-    return CountVectorizer(ngram_range=(1, ngram_max), stop_words=stop_words, dtype=np.float32,
-                           token_pattern=word_counts.token_pattern(unspaced), **extra)
+    return CountVectorizer(
+        ngram_range=(1, ngram_max),
+        stop_words=stop_words,
+        dtype=np.float32,
+        token_pattern=word_counts.token_pattern(unspaced),
+        **extra,
+    )
 
 
 def _fit(texts, ngram_max, stop_words, start, chunks: int, min_df: int = 1, unspaced: bool = False):
     bounds = np.linspace(0, len(texts), chunks + 1).astype(int)
-    parts = [word_counts.count_chunk(texts[a:b], ngram_max, ENGLISH_STOP_WORDS if stop_words else None,
-                                     START_TOKEN if start else None, unspaced) for a, b in zip(bounds[:-1], bounds[1:])]
+    parts = [
+        word_counts.count_chunk(
+            texts[a:b], ngram_max, ENGLISH_STOP_WORDS if stop_words else None, START_TOKEN if start else None, unspaced
+        )
+        for a, b in zip(bounds[:-1], bounds[1:])
+    ]
     return word_counts.merge(parts, min_df)
 
 
@@ -77,9 +86,31 @@ def test_characters_of_unspaced_scripts_are_words_of_their_own(tokeniser):
     characters cut where one stands; Hangul and other scripts' non-word characters as before."""
     found = word_counts.tokens(["iPhone手机很好用，カナ・ひらがなー 한국어 人々 a中b ไม่ดี"], None, unspaced=True)
     words = found.words.to_pylist()
-    assert [words[i] for i in found.ids] == ["iphone", "手", "机", "很", "好", "用", "カ", "ナ", "・", "ひ", "ら",
-                                             "が", "な", "ー", "한국어", "人", "々", "中", "ไ", "ม", "\u0e48", "ด",
-                                             "\u0e35"]
+    assert [words[i] for i in found.ids] == [
+        "iphone",
+        "手",
+        "机",
+        "很",
+        "好",
+        "用",
+        "カ",
+        "ナ",
+        "・",
+        "ひ",
+        "ら",
+        "が",
+        "な",
+        "ー",
+        "한국어",
+        "人",
+        "々",
+        "中",
+        "ไ",
+        "ม",
+        "\u0e48",
+        "ด",
+        "\u0e35",
+    ]
     found = word_counts.tokens(["iPhone手机很好用"], None)
     assert found.words.to_pylist() == ["iphone手机很好用"]
 
@@ -99,8 +130,9 @@ def test_a_word_left_out_of_the_merge_loses_its_unigram_only(chunks, tokeniser):
     assert list(terms) == [names[i] for i in kept]
     assert (counts != expected_counts[:, kept].tocsr()).nnz == 0 and counts.has_sorted_indices
     parts = [word_counts.count_chunk(TEXTS, 2, None)]  # no document holds the word: nothing left out
-    assert len(word_counts.merge(parts, 1, leave_out=START_TOKEN)[0]) == len(_sklearn(2, None, False).fit(
-        TEXTS).get_feature_names_out())
+    assert len(word_counts.merge(parts, 1, leave_out=START_TOKEN)[0]) == len(
+        _sklearn(2, None, False).fit(TEXTS).get_feature_names_out()
+    )
 
 
 @pytest.mark.parametrize("chunks", [1, 2, 4])
@@ -113,12 +145,30 @@ def test_min_df_counts_documents_over_every_chunk(chunks, tokeniser):
 @pytest.mark.parametrize("stop_words", [None, "english"])
 @pytest.mark.parametrize("unspaced", [False, True])
 def test_transform_counts_only_the_vocabulary(ngram_max, stop_words, unspaced, tokeniser):
-    vocabulary = ["cat", "the cat", "sat", "cat sat", "zebra", "how many", "many cats", "straße", "οδος", "__start__ the",
-                  "手", "手 机", "iphone", "iphone 手", "カ ナ", "漢字", "漢"]
+    vocabulary = [
+        "cat",
+        "the cat",
+        "sat",
+        "cat sat",
+        "zebra",
+        "how many",
+        "many cats",
+        "straße",
+        "οδος",
+        "__start__ the",
+        "手",
+        "手 机",
+        "iphone",
+        "iphone 手",
+        "カ ナ",
+        "漢字",
+        "漢",
+    ]
     vocabulary = [t for t in vocabulary if len(t.split(" ")) <= ngram_max]
     start = True
-    ours = word_counts.WordCounter(vocabulary, ngram_max, ENGLISH_STOP_WORDS if stop_words else None, START_TOKEN,
-                                   unspaced)
+    ours = word_counts.WordCounter(
+        vocabulary, ngram_max, ENGLISH_STOP_WORDS if stop_words else None, START_TOKEN, unspaced
+    )
     expected = _sklearn(ngram_max, stop_words, start, unspaced, vocabulary=vocabulary).transform(TEXTS)
     counts = ours.transform(TEXTS)
     assert counts.shape == (len(TEXTS), len(vocabulary)) and counts.dtype == np.float32
@@ -137,8 +187,10 @@ def test_texts_as_a_pyarrow_array_count_as_the_list_does(ngram_max, stop_words, 
     texts = TEXTS * 3
     as_array = pa.array(["padding"] + texts + ["more padding"], pa.large_string()).slice(1, len(texts))
     for as_given in (as_array, pa.array(texts, pa.string())):
-        listed, arrayed = word_counts.count_chunk(texts, ngram_max, stop, prefix, unspaced), \
-            word_counts.count_chunk(as_given, ngram_max, stop, prefix, unspaced)
+        listed, arrayed = (
+            word_counts.count_chunk(texts, ngram_max, stop, prefix, unspaced),
+            word_counts.count_chunk(as_given, ngram_max, stop, prefix, unspaced),
+        )
         assert listed.words.to_pylist() == arrayed.words.to_pylist()
         assert np.array_equal(listed.keys, arrayed.keys) and (listed.counts != arrayed.counts).nnz == 0
     terms, _ = _fit(texts, ngram_max, stop_words, start, chunks=1, unspaced=unspaced)
@@ -162,7 +214,10 @@ def test_the_rank_path_for_keys_too_large_to_pack_counts_alike():
 
 # Letters, marks, numbers, punctuation, separators and symbols of many scripts, and the characters whose
 # lowercase is special (İ, final sigma).
-ALPHABET = "aZ_09 .,;'-!?\t\n\u00a0\u2003éÉßİıΣσςΟΔ\u0301\u0308漢かカ한١٢٣ⅫΩ½²€™🙂\u200d字ー・々\u3099ｶ𠀀。ก\u0e48\u0e31า๏\u0e3bລ"
+ALPHABET = (
+    "aZ_09 .,;'-!?\t\n\u00a0\u2003éÉßİıΣσςΟΔ\u0301\u0308漢かカ한١٢٣ⅫΩ½²€™🙂"
+    "\u200d字ー・々\u3099ｶ𠀀。ก\u0e48\u0e31า๏\u0e3bລ"
+)
 
 
 @hypothesis_settings(max_examples=200, deadline=None)
@@ -172,7 +227,9 @@ def test_random_unicode_is_tokenised_as_scikit_learn_does(texts):
     assert word_counts._lowered(pa.array(texts), None).to_pylist() == lowered  # Python's lowercasing, as an array
     assert word_counts._lowered(pa.array(texts), "Σa").to_pylist() == word_counts._lowered(texts, "Σa")
     for unspaced in (False, True):
-        analyze = CountVectorizer(ngram_range=(1, 2), token_pattern=word_counts.token_pattern(unspaced)).build_analyzer()
+        analyze = CountVectorizer(
+            ngram_range=(1, 2), token_pattern=word_counts.token_pattern(unspaced)
+        ).build_analyzer()
         expected = [[t for t in analyze(text) if " " not in t] for text in texts]
         for split in (word_counts._python_tokens, word_counts._arrow_tokens):
             found = split(lowered, None, unspaced)
@@ -191,8 +248,11 @@ def _shared_texts(name: str) -> list[str]:
             return [" ".join(row[1:]) for row in csv.reader(rows)]
     # 20 Newsgroups posts as they are (headers, quotes, signatures), three groups of the training half
     folder = shared_path("20news-bydate", "20news-bydate-train")
-    return [path.read_text(encoding="latin-1") for group in ("comp.graphics", "rec.autos", "sci.space")
-            for path in sorted((folder / group).iterdir())]
+    return [
+        path.read_text(encoding="latin-1")
+        for group in ("comp.graphics", "rec.autos", "sci.space")
+        for path in sorted((folder / group).iterdir())
+    ]
 
 
 @pytest.mark.parametrize("name", ["trec", "mr", "ag_news", "20news"])

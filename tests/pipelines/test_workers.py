@@ -38,7 +38,7 @@ def test_results_come_back_in_chunk_order_with_the_extra_arguments(monkeypatch):
     monkeypatch.setattr(workers, "fork_refusal", lambda: "refused here")  # loky here; fork: the test below
     with WorkerPool(2) as pool:
         assert not pool.forked
-        assert pool.map(pow, list(range(7)), 3) == [x ** 3 for x in range(7)]
+        assert pool.map(pow, list(range(7)), 3) == [x**3 for x in range(7)]
     with WorkerPool(1) as alone:
         assert alone.map(pow, [3], 2) == [9]
 
@@ -102,8 +102,14 @@ def test_a_script_without_a_main_guard_can_vectorize_in_workers_after_importing_
     """No fork (JAX is imported): the fresh workers must not re-run the caller's script."""
     script = tmp_path / "user_script.py"  # a file, as `python script.py` runs it (no __name__ guard)
     script.write_text(UNGUARDED_SCRIPT)
-    done = subprocess.run([sys.executable, str(script), str(corpus_dir)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    done = subprocess.run(
+        [sys.executable, str(script), str(corpus_dir)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["300", "36"]
 
@@ -158,8 +164,11 @@ def _our_files(shared) -> list:
 def test_large_results_come_back_through_shared_memory_and_leave_no_file(monkeypatch):
     received = []
     original = workers.SharedResults.received
-    monkeypatch.setattr(workers.SharedResults, "received",
-                        staticmethod(lambda result: received.append(type(result).__name__) or original(result)))
+    monkeypatch.setattr(
+        workers.SharedResults,
+        "received",
+        staticmethod(lambda result: received.append(type(result).__name__) or original(result)),
+    )
     with WorkerPool(2) as pool:
         results = pool.map(_pieces, list(range(5)))
         assert not _our_files(pool._shared)  # each file unlinked once mapped

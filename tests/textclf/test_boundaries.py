@@ -41,8 +41,9 @@ def test_links_out_of_the_data_root_are_not_read(corpus_dir, tmp_path):
     (secret / "passwd.txt").write_text("root nologin shadow bin bash " * 20)
     (corpus_dir / "sports" / "passwd.txt").symlink_to(secret / "passwd.txt")
     (corpus_dir / "space" / "etc").symlink_to(secret, target_is_directory=True)
-    (corpus_dir / "cooking" / "inside.txt").symlink_to(corpus_dir / "cooking" / sorted(
-        p.name for p in (corpus_dir / "cooking").iterdir())[0])  # a link that stays inside is fine
+    (corpus_dir / "cooking" / "inside.txt").symlink_to(
+        corpus_dir / "cooking" / sorted(p.name for p in (corpus_dir / "cooking").iterdir())[0]
+    )  # a link that stays inside is fine
     with confined_to(root):
         corpus = read_corpus(corpus_dir)
         assert corpus.skipped["outside the data root"] == 2
@@ -59,8 +60,14 @@ def test_a_label_folder_that_links_out_of_the_data_root_is_refused_for_that_reas
     secret.mkdir()
     (secret / "1.txt").write_text("root nologin shadow bin bash")
     (corpus_dir / "secrets").symlink_to(secret, target_is_directory=True)
-    with confined_to(corpus_dir.parent), pytest.raises(CorpusError, match=r"label 'secrets' .* has no usable "
-                                                                          r"document \(the corpus left out: 1 outside the data root\)"):
+    with (
+        confined_to(corpus_dir.parent),
+        pytest.raises(
+            CorpusError,
+            match=r"label 'secrets' .* has no usable "
+            r"document \(the corpus left out: 1 outside the data root\)",
+        ),
+    ):
         read_corpus(corpus_dir)
 
 
@@ -72,8 +79,11 @@ def test_a_job_over_http_trains_only_on_files_under_the_data_root(corpus_dir, tm
         (corpus_dir / label / "leak.txt").symlink_to(secret / "shadow")
     options = ServiceOptions(db_path=db_path, token="t", data_root=corpus_dir.parent)
     with TestClient(create_app(options)) as client:
-        created = client.post("/v1/jobs", headers={"Authorization": "Bearer t"}, json={
-            "corpus": str(corpus_dir), "name": "leak", "settings": {"search": "off", "epochs": 2, "hidden": 16}})
+        created = client.post(
+            "/v1/jobs",
+            headers={"Authorization": "Bearer t"},
+            json={"corpus": str(corpus_dir), "name": "leak", "settings": {"search": "off", "epochs": 2, "hidden": 16}},
+        )
         assert created.status_code == 201, created.text
     assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 1
     model = load_model(open_db(db_path)["models"].get(("leak", 1))["path"])
@@ -84,11 +94,14 @@ def test_files_that_never_end_are_refused_before_they_are_opened(tmp_path):
     fifo = tmp_path / "corpus.jsonl"
     os.mkfifo(fifo)
     # In a subprocess with a deadline: a regression would block in open(), not fail.
-    for args, fragment in ((["train", fifo], "not a regular file or a folder"),
-                           (["predict", fifo, "--model", fifo], "not a regular file"),
-                           (["predict", "/dev/zero", "--model", fifo], "not a regular file")):
-        done = subprocess.run([sys.executable, "-m", "textclf", *map(str, args)], cwd=REPO, capture_output=True,
-                              text=True, timeout=60)
+    for args, fragment in (
+        (["train", fifo], "not a regular file or a folder"),
+        (["predict", fifo, "--model", fifo], "not a regular file"),
+        (["predict", "/dev/zero", "--model", fifo], "not a regular file"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "textclf", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=60
+        )
         assert done.returncode == 1 and fragment in done.stderr and "Traceback" not in done.stderr, done.stderr
     with pytest.raises(ArtifactError, match="not a regular file"):
         load_model(fifo)
@@ -98,8 +111,12 @@ def test_out_never_writes_over_what_the_user_did_not_name(corpus_dir, tmp_path):
     jsonl = tmp_path / "corpus.jsonl"
     jsonl.write_text("".join(f'{{"text": "{w} {w} words", "label": "{w}"}}\n' for w in ["a", "b"] * 30))
     before = jsonl.read_bytes()
-    for out, fragment in ((jsonl, "would write over the corpus"), (corpus_dir / "sports" / "m.npz", "over the corpus"),
-                          (f"{tmp_path / 'newdir'}/", "is a folder"), ("/dev/null", "not a regular file")):
+    for out, fragment in (
+        (jsonl, "would write over the corpus"),
+        (corpus_dir / "sports" / "m.npz", "over the corpus"),
+        (f"{tmp_path / 'newdir'}/", "is a folder"),
+        ("/dev/null", "not a regular file"),
+    ):
         source = jsonl if out == jsonl else corpus_dir
         result = invoke("train", source, "--out", out, *FAST)
         assert result.exit_code == 1 and fragment in result.output, (out, result.output)
@@ -112,8 +129,14 @@ def test_an_out_another_running_training_claims_is_refused(corpus_dir, tmp_path,
 
     out = (tmp_path / "m.npz").resolve()
     db = open_db(db_path)
-    holder = runs.start_run(db, corpus="elsewhere", model_path=str(out), owner_host=os.uname().nodename,
-                            owner_pid=os.getpid(), owner_started=None)
+    holder = runs.start_run(
+        db,
+        corpus="elsewhere",
+        model_path=str(out),
+        owner_host=os.uname().nodename,
+        owner_pid=os.getpid(),
+        owner_started=None,
+    )
     result = invoke("train", corpus_dir, "--out", out, "--db", db_path, *FAST)
     assert result.exit_code == 1 and f"being written by run {holder}" in result.output
     assert [run["id"] for run in runs.running_runs(db)] == [holder]  # the refused training left no run behind
@@ -163,10 +186,12 @@ def test_damaged_model_files_are_refused_in_the_cli_and_the_service(model_file, 
 
 
 def test_settings_past_their_bounds_are_refused_by_name_everywhere(corpus_dir, db_path):
-    for field, value, fragment in (("epochs", 10**30, "epochs must be 1 to 10,000"),
-                                   ("hidden", 10**9, "hidden must be 1 to 16,384"),
-                                   ("batch_size", 2**40, "batch_size must be 1 to"),
-                                   ("learning_rate", float("inf"), "learning_rate must be > 0")):
+    for field, value, fragment in (
+        ("epochs", 10**30, "epochs must be 1 to 10,000"),
+        ("hidden", 10**9, "hidden must be 1 to 16,384"),
+        ("batch_size", 2**40, "batch_size must be 1 to"),
+        ("learning_rate", float("inf"), "learning_rate must be > 0"),
+    ):
         with pytest.raises(SettingsError, match=fragment):
             Settings(**{field: value})
         if value != float("inf"):
@@ -177,8 +202,11 @@ def test_settings_past_their_bounds_are_refused_by_name_everywhere(corpus_dir, d
     with pytest.raises(SettingsError, match="hidden must be 1 to 16,384"):
         TextClassifier(hidden=10**9, search="off").fit(["a b", "c d", "a a", "c c"], ["x", "y", "x", "y"])
     with TestClient(create_app(ServiceOptions(db_path=db_path, token="t", data_root=corpus_dir.parent))) as client:
-        refused = client.post("/v1/jobs", headers={"Authorization": "Bearer t"},
-                              json={"corpus": str(corpus_dir), "settings": {"epochs": 10**30}})
+        refused = client.post(
+            "/v1/jobs",
+            headers={"Authorization": "Bearer t"},
+            json={"corpus": str(corpus_dir), "settings": {"epochs": 10**30}},
+        )
         assert refused.status_code in (400, 422) and "epochs" in refused.json()["error"]
         assert jobs.list_jobs(open_db(db_path)) == []
 
@@ -189,8 +217,9 @@ def test_the_service_refuses_an_empty_document_as_predict_does(model_file, db_pa
         for body in ({"instances": [""]}, {"instances": ["ok", "   "]}):
             refused = client.post("/v1/models/m:predict", json=body)
             assert refused.status_code == 400 and "is empty" in refused.json()["error"]
-        infer = client.post("/v2/models/m/infer", json={
-            "inputs": [{"name": "text", "shape": [1], "datatype": "BYTES", "data": [""]}]})
+        infer = client.post(
+            "/v2/models/m/infer", json={"inputs": [{"name": "text", "shape": [1], "datatype": "BYTES", "data": [""]}]}
+        )
         assert infer.status_code == 400 and "is empty" in infer.json()["error"]
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n")
@@ -199,15 +228,25 @@ def test_the_service_refuses_an_empty_document_as_predict_does(model_file, db_pa
 
 
 def test_out_of_range_ids_ports_and_closed_input_get_one_line():
-    for args, fragment in ((["runs", "show", 10**20], "does not exist"), (["jobs", "show", 10**20], "does not exist"),
-                           (["serve", "--port", 99999], "not a TCP port")):
+    for args, fragment in (
+        (["runs", "show", 10**20], "does not exist"),
+        (["jobs", "show", 10**20], "does not exist"),
+        (["serve", "--port", 99999], "not a TCP port"),
+    ):
         result = invoke(*args)
         assert result.exit_code == 1 and fragment in result.output, (args, result.output)
-    closed = subprocess.run([sys.executable, "-m", "textclf", "predict", "-"], cwd=REPO, stdin=subprocess.DEVNULL,
-                            capture_output=True, text=True, timeout=60)
+    closed = subprocess.run(
+        [sys.executable, "-m", "textclf", "predict", "-"],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert closed.returncode == 1 and "Traceback" not in closed.stderr
-    shut = subprocess.run(f"{sys.executable} -m textclf predict - <&-", shell=True, cwd=REPO, capture_output=True,
-                          text=True, timeout=60)
+    shut = subprocess.run(
+        f"{sys.executable} -m textclf predict - <&-", shell=True, cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert shut.returncode == 1 and "standard input is closed" in shut.stderr, shut.stderr
 
 
@@ -244,7 +283,11 @@ def test_a_full_disk_is_one_line_and_loses_nothing_recorded(corpus_dir, tmp_path
 
 def test_the_run_records_the_epochs_that_ran(corpus_dir, tmp_path, db_path):
     # 36 documents: the small-corpus rule (min_steps) runs more epochs than the default 10; the record says so
-    assert invoke("train", corpus_dir, "--out", tmp_path / "m.npz", "--db", db_path, "--search", "off",
-                  "--hidden", "16").exit_code == 0
+    assert (
+        invoke(
+            "train", corpus_dir, "--out", tmp_path / "m.npz", "--db", db_path, "--search", "off", "--hidden", "16"
+        ).exit_code
+        == 0
+    )
     run = json.loads(invoke("runs", "show", 1, "--db", db_path, "--json").stdout)
     assert run["settings"]["epochs"] == len(run["epochs"]) > 10

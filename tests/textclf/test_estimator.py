@@ -19,8 +19,7 @@ from textclf.errors import SettingsError
 from textclf.estimator import TextClassifier, parameter_names
 from textclf.settings import SEARCHED_FIELDS, Settings
 
-FAST = dict(search="off", epochs=15, batch_size=8, hidden=16, optimizer="sgd", learning_rate=0.5,
-            init_gain=4.0)
+FAST = dict(search="off", epochs=15, batch_size=8, hidden=16, optimizer="sgd", learning_rate=0.5, init_gain=4.0)
 
 
 def _corpus(n=60):
@@ -82,8 +81,11 @@ def test_every_setting_is_an_explicit_parameter_and_nothing_else_is_set_in_init(
 def test_an_unfitted_estimator_says_so():
     estimator = TextClassifier()
     assert not hasattr(estimator, "classes_")
-    for call in (lambda: estimator.predict(["x"]), lambda: estimator.predict_proba(["x"]),
-                 lambda: estimator.save("m.npz")):
+    for call in (
+        lambda: estimator.predict(["x"]),
+        lambda: estimator.predict_proba(["x"]),
+        lambda: estimator.save("m.npz"),
+    ):
         with pytest.raises(NotFittedError):
             call()
 
@@ -160,11 +162,25 @@ def test_the_estimator_searches_and_trains_the_model_textclf_train_trains(tmp_pa
     texts, labels = question_corpus(300)
     test_texts, test_labels = question_corpus(90, seed=1)
     for name, (x, y) in (("train", (texts, labels)), ("test", (test_texts, test_labels))):
-        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t, "label": lab}) + "\n"
-                                                        for t, lab in zip(x, y)))
-    done = CliRunner().invoke(app, ["train", str(tmp_path / "train.jsonl"), "--test", str(tmp_path / "test.jsonl"),
-                                    "--db", str(tmp_path / "runs.db"), "--out", str(tmp_path / "m.npz"),
-                                    "--search-steps", "1500", "--json"])
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join(json.dumps({"text": t, "label": lab}) + "\n" for t, lab in zip(x, y))
+        )
+    done = CliRunner().invoke(
+        app,
+        [
+            "train",
+            str(tmp_path / "train.jsonl"),
+            "--test",
+            str(tmp_path / "test.jsonl"),
+            "--db",
+            str(tmp_path / "runs.db"),
+            "--out",
+            str(tmp_path / "m.npz"),
+            "--search-steps",
+            "1500",
+            "--json",
+        ],
+    )
     assert done.exit_code == 0, done.output
     cli = json.loads(done.stdout)
     fitted = TextClassifier(search_steps=1500).fit(texts, labels)

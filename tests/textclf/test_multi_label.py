@@ -80,8 +80,13 @@ def test_the_model_file_keeps_the_thresholds_and_runs_record_the_metric(tmp_path
     from textclf.settings import Settings
 
     train, test = corpora
-    result = train_run(train, Settings(search="off", hidden=16, learning_rate=0.01), test_path=test,
-                       db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    result = train_run(
+        train,
+        Settings(search="off", hidden=16, learning_rate=0.01),
+        test_path=test,
+        db_path=tmp_path / "runs.db",
+        model_path=tmp_path / "m.npz",
+    )
     model = load_model(tmp_path / "m.npz")
     assert model.multi_label and model.thresholds.shape == (len(LABELS),)
     assert read_header(tmp_path / "m.npz")["format_version"] == 5
@@ -95,14 +100,16 @@ def test_the_model_file_keeps_the_thresholds_and_runs_record_the_metric(tmp_path
 def test_fasttext_lines_of_several_labels_train_and_single_label_is_refused_by_name(tmp_path):
     texts, sets = label_sets(300, 2)
     path = tmp_path / "train.txt"
-    path.write_text("".join(" ".join(f"__label__{label}" for label in s) + " " + t + "\n"
-                            for t, s in zip(texts, sets) if s))
+    path.write_text(
+        "".join(" ".join(f"__label__{label}" for label in s) + " " + t + "\n" for t, s in zip(texts, sets) if s)
+    )
     runner = CliRunner()
     refused = runner.invoke(app, ["train", str(path), "--no-multi-label", "--db", str(tmp_path / "r.db"), *FAST])
     assert refused.exit_code == 1
     assert "has documents with other than one label" in refused.output and "--no-multi-label" in refused.output
-    trained = runner.invoke(app, ["train", str(path), "--db", str(tmp_path / "r.db"), "--out",
-                                  str(tmp_path / "m.npz"), *FAST])
+    trained = runner.invoke(
+        app, ["train", str(path), "--db", str(tmp_path / "r.db"), "--out", str(tmp_path / "m.npz"), *FAST]
+    )
     assert trained.exit_code == 0, trained.output
     assert "validation micro-f1" in trained.output
     planned = runner.invoke(app, ["train", str(path), "--plan-only", "--db", str(tmp_path / "r.db"), *FAST])
@@ -189,8 +196,7 @@ def test_label_sets_train_alike_through_the_xla_and_the_pallas_steps(monkeypatch
     if layout == "flat" and jax.default_backend() == "cpu":
         from textclf.training.step import kernel_config_for
 
-        config = kernel_config_for(settings, 16).replace(input_format="dense", precision="highest",
-                                                         x_dtype="float32")
+        config = kernel_config_for(settings, 16).replace(input_format="dense", precision="highest", x_dtype="float32")
         pallas = fit_network(rows, settings, "pallas", kernel_config=config)
         for name, a, b in zip(("w1", "b1", "w2", "b2"), pallas.params, xla.params):
             np.testing.assert_allclose(a, b, atol=2e-4, err_msg=name)
@@ -206,8 +212,19 @@ def test_bench_scores_a_task_of_label_sets_by_micro_f1(tmp_path, db_path):
     write_jsonl(task / "test.jsonl", *label_sets(80, 1))
     # (textclf's own tool, a cold process that trains for ~13 s here, is run by tests/textclf/frontends/test_bench.py;
     # its label-set score is the run's eval_score, tested above)
-    result = CliRunner().invoke(app, ["bench", "tags", "--data", str(tmp_path / "datasets"), "--tools",
-                                      "sklearn-svm,sklearn-cnb,fasttext", "--db", str(db_path)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "tags",
+            "--data",
+            str(tmp_path / "datasets"),
+            "--tools",
+            "sklearn-svm,sklearn-cnb,fasttext",
+            "--db",
+            str(db_path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = {r["tool"]: r for r in open_db(db_path)["bench_results"].rows}
     for tool in ("sklearn-svm", "sklearn-cnb", "fasttext"):
@@ -225,8 +242,10 @@ def test_a_folder_corpus_with_multi_label_reads_a_document_in_several_label_fold
             (root / label).mkdir(parents=True, exist_ok=True)
             (root / label / f"{number}.txt").write_text(text)
     runner = CliRunner()
-    trained = runner.invoke(app, ["train", str(root), "--multi-label", "--out", str(tmp_path / "m.npz"), "--db",
-                                  str(tmp_path / "r.db"), *FAST])
+    trained = runner.invoke(
+        app,
+        ["train", str(root), "--multi-label", "--out", str(tmp_path / "m.npz"), "--db", str(tmp_path / "r.db"), *FAST],
+    )
     assert trained.exit_code == 0, trained.output
     assert "validation micro-f1" in trained.output
     model = load_model(tmp_path / "m.npz")
@@ -241,8 +260,13 @@ def test_label_sets_train_with_the_character_view_too(tmp_path, corpora):
     from textclf.settings import Settings
 
     train, test = corpora
-    result = train_run(train, Settings(search="off", hidden=16, learning_rate=0.01, char_ngrams=True),
-                       test_path=test, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    result = train_run(
+        train,
+        Settings(search="off", hidden=16, learning_rate=0.01, char_ngrams=True),
+        test_path=test,
+        db_path=tmp_path / "runs.db",
+        model_path=tmp_path / "m.npz",
+    )
     assert result.model.multi_label and result.model.vectorizer.chars is not None
     assert result.model.metadata["eval_score"] > 0.9
 
@@ -254,8 +278,13 @@ def test_the_model_search_chooses_for_label_sets_by_micro_f1(tmp_path, corpora):
     from textclf.settings import Settings
 
     train, test = corpora
-    result = train_run(train, Settings(hidden=16, search_steps=4000), test_path=test, db_path=tmp_path / "runs.db",
-                       model_path=tmp_path / "m.npz")
+    result = train_run(
+        train,
+        Settings(hidden=16, search_steps=4000),
+        test_path=test,
+        db_path=tmp_path / "runs.db",
+        model_path=tmp_path / "m.npz",
+    )
     assert result.search.metric.startswith("micro-f1") and 0.8 < result.search.best_accuracy <= 1.0
     assert result.model.multi_label and result.model.settings.ensemble == 1
     assert result.model.metadata["eval_score"] > 0.9
@@ -281,8 +310,9 @@ def test_the_searchs_label_set_scores_are_scikit_learns(metric):
     got = label_set_score(stacked_hits(params, *batches)[0], 70, metric)
     scores = np.asarray(dense_scores(params, np.asarray(x.todense())))  # (n, K, C)
     average = metric.split("-")[0]
-    want = [f1_score(y, scores[:, k] > 0, average=average, zero_division=1 if average == "samples" else 0)
-            for k in range(3)]
+    want = [
+        f1_score(y, scores[:, k] > 0, average=average, zero_division=1 if average == "samples" else 0) for k in range(3)
+    ]
     np.testing.assert_allclose(got, want, atol=1e-6)
 
 
@@ -314,7 +344,11 @@ def test_a_twelve_document_label_set_corpus_trains_and_predicts(tmp_path):
     from textclf.settings import Settings
 
     corpus = tmp_path / "twelve.jsonl"
-    corpus.write_text("".join(json.dumps({"text": f"{a} {b} word{i}", "labels": [a, b]}) + "\n"
-                              for i, (a, b) in enumerate([("red", "blue"), ("red", "green"), ("blue", "green")] * 4)))
+    corpus.write_text(
+        "".join(
+            json.dumps({"text": f"{a} {b} word{i}", "labels": [a, b]}) + "\n"
+            for i, (a, b) in enumerate([("red", "blue"), ("red", "green"), ("blue", "green")] * 4)
+        )
+    )
     result = train(corpus, Settings(epochs=3), db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
     assert result.n_train == 10 and result.n_eval == 1 and (tmp_path / "m.npz").exists()

@@ -15,12 +15,15 @@ def test_model_dependent_defaults_fill_in_only_what_was_left_out():
     assert Settings.from_dict({"model": "cnn"}).epochs == 20
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"epochs": 0}, "epochs must be 1 to 10,000"),
-    ({"dropout": 1.0}, "dropout must be in [0, 1)"),
-    ({"augment": "shift,rotate"}, "augment must be comma-separated names from shift, flip"),
-    ({"lr_schedule": "step"}, "lr_schedule must be one of linear, constant, cosine"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"epochs": 0}, "epochs must be 1 to 10,000"),
+        ({"dropout": 1.0}, "dropout must be in [0, 1)"),
+        ({"augment": "shift,rotate"}, "augment must be comma-separated names from shift, flip"),
+        ({"lr_schedule": "step"}, "lr_schedule must be one of linear, constant, cosine"),
+    ],
+)
 def test_bad_values_name_the_setting(changes, message):
     with pytest.raises(SettingsError, match=message.replace("[", r"\[").replace(")", r"\)")):
         Settings(**changes)
@@ -36,8 +39,15 @@ def test_settings_are_one_flat_record_composed_of_parts():
     file read as before (a stored dict without the newer fields takes their defaults)."""
     import dataclasses
 
-    from textclf.settings import (DataSettings, DeviceSettings, NetworkSettings, OptimizerSettings, SearchSettings,
-                                  Settings, VectorizerSettings)
+    from textclf.settings import (
+        DataSettings,
+        DeviceSettings,
+        NetworkSettings,
+        OptimizerSettings,
+        SearchSettings,
+        Settings,
+        VectorizerSettings,
+    )
 
     parts = (VectorizerSettings, NetworkSettings, OptimizerSettings, DataSettings, DeviceSettings, SearchSettings)
     names = [f.name for part in parts for f in dataclasses.fields(part)]

@@ -57,13 +57,22 @@ def _split_path(folder: Path, names: tuple[str, ...]) -> Path | None:
     """The corpus in a task folder named for one of these splits (TRAIN_NAMES says how), or None."""
     entries = sorted(entry for entry in folder.iterdir() if not entry.name.startswith("."))
     for name in names:
-        found = [entry for entry in entries if entry.is_dir() and entry.name.lower() == name] + \
-                [entry for entry in entries if entry.is_file() and entry.suffix.lower() in CORPUS_SUFFIXES
-                 and entry.stem.lower().split("-")[0] == name] + \
-                [entry for entry in entries if entry.is_file() and entry.suffix.lower() == f".{name}"]
+        found = (
+            [entry for entry in entries if entry.is_dir() and entry.name.lower() == name]
+            + [
+                entry
+                for entry in entries
+                if entry.is_file()
+                and entry.suffix.lower() in CORPUS_SUFFIXES
+                and entry.stem.lower().split("-")[0] == name
+            ]
+            + [entry for entry in entries if entry.is_file() and entry.suffix.lower() == f".{name}"]
+        )
         if len(found) > 1:
-            raise CorpusError(f"task folder '{folder}' holds {len(found)} '{name}' corpora "
-                              f"({', '.join(entry.name for entry in found)}): keep one")
+            raise CorpusError(
+                f"task folder '{folder}' holds {len(found)} '{name}' corpora "
+                f"({', '.join(entry.name for entry in found)}): keep one"
+            )
         if found:
             return found[0]
     return None
@@ -78,24 +87,32 @@ def task_files(data: Path, task: str) -> tuple[Path, Path]:
     train, test = folder / "train.jsonl", folder / "test.jsonl"
     if train.exists() and test.exists():
         return train, test
-    source = {"news4": "../shared/data/20news-bydate", "agnews7600": "../shared/data/ag_news/test.csv",
-              "synthetic": "../shared/data/20news-bydate"}.get(task)
+    source = {
+        "news4": "../shared/data/20news-bydate",
+        "agnews7600": "../shared/data/ag_news/test.csv",
+        "synthetic": "../shared/data/20news-bydate",
+    }.get(task)
     if source is None and folder.is_dir():
         found = _split_path(folder, TRAIN_NAMES), _split_path(folder, TEST_NAMES)
         if found[0] is not None and found[1] is not None:
             return found
     if source is not None:
-        raise CorpusError(f"task '{task}' has no {train} and {test}: build them with "
-                          f"'textclf dataset {task} {source} {folder}'")
+        raise CorpusError(
+            f"task '{task}' has no {train} and {test}: build them with 'textclf dataset {task} {source} {folder}'"
+        )
     where = f"task folder '{folder}'" if folder.is_dir() else f"task '{task}' (no folder {folder})"
-    raise CorpusError(f"{where} has no training and test corpus: put train.jsonl and test.jsonl in it (or train/ "
-                      "and test/ folders, train.csv and test.csv, NAME.train and NAME.test: any format textclf "
-                      "trains on)")
+    raise CorpusError(
+        f"{where} has no training and test corpus: put train.jsonl and test.jsonl in it (or train/ "
+        "and test/ folders, train.csv and test.csv, NAME.train and NAME.test: any format textclf "
+        "trains on)"
+    )
 
 
 def run_one(task: str, tool: str, train: Path, test: Path, timeout_s: float) -> BenchResult:
     command = [sys.executable, "-m", "textclf.frontends.bench_tools", tool, str(train), str(test)]
-    path = [str(Path(__file__).resolve().parents[2])] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    path = [str(Path(__file__).resolve().parents[2])] + [
+        p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p
+    ]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     start = time.perf_counter()
     try:
@@ -114,13 +131,30 @@ def run_one(task: str, tool: str, train: Path, test: Path, timeout_s: float) -> 
     notes, metric = data.get("notes", ""), data.get("metric", "accuracy")
     if metric != "accuracy":  # a multi-label task's score (bench_tools: micro-F1 in the accuracy column)
         notes = metric + (f"; {notes}" if notes else "")
-    return BenchResult(task, tool, data["accuracy"], wall, data["train_s"],
-                       docs / data["train_s"] if data["train_s"] else None, data["peak_host_mb"],
-                       data["peak_gpu_mb"], data["n_train"], data["n_test"], notes, metric=metric)
+    return BenchResult(
+        task,
+        tool,
+        data["accuracy"],
+        wall,
+        data["train_s"],
+        docs / data["train_s"] if data["train_s"] else None,
+        data["peak_host_mb"],
+        data["peak_gpu_mb"],
+        data["n_train"],
+        data["n_test"],
+        notes,
+        metric=metric,
+    )
 
 
-def run_bench(tasks: list[str], tools: list[str], data: Path, db=None, timeout_s: float = 1800.0,
-              on_result: Callable[[BenchResult], None] | None = None) -> tuple[str, list[BenchResult]]:
+def run_bench(
+    tasks: list[str],
+    tools: list[str],
+    data: Path,
+    db=None,
+    timeout_s: float = 1800.0,
+    on_result: Callable[[BenchResult], None] | None = None,
+) -> tuple[str, list[BenchResult]]:
     """Run every tool on every task; record each result (if db) as it finishes. -> (bench_id, results)."""
     unknown = [t for t in tools if t not in TOOLS]
     if unknown:
@@ -146,12 +180,18 @@ def _fmt(value, digits: int) -> str:
 
 
 def markdown_table(results: list[BenchResult], device: str) -> str:
-    lines = [f"Device: {device}", "",
-             "| task | tool | accuracy (label sets: micro-F1) | end-to-end s | training s | docs/s (training) | peak host MB | "
-             "peak GPU MB | notes |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        f"Device: {device}",
+        "",
+        "| task | tool | accuracy (label sets: micro-F1) | end-to-end s | training s | docs/s (training) | peak host "
+        "MB | "
+        "peak GPU MB | notes |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in results:
         notes = r.error or r.notes
-        lines.append(f"| {r.task} | {r.tool} | {_fmt(r.accuracy, 4)} | {_fmt(r.wall_s, 1)} | {_fmt(r.train_s, 2)} | "
-                     f"{_fmt(r.docs_per_s, 0)} | {_fmt(r.peak_host_mb, 0)} | {_fmt(r.peak_gpu_mb, 0)} | {notes} |")
+        lines.append(
+            f"| {r.task} | {r.tool} | {_fmt(r.accuracy, 4)} | {_fmt(r.wall_s, 1)} | {_fmt(r.train_s, 2)} | "
+            f"{_fmt(r.docs_per_s, 0)} | {_fmt(r.peak_host_mb, 0)} | {_fmt(r.peak_gpu_mb, 0)} | {notes} |"
+        )
     return "\n".join(lines) + "\n"

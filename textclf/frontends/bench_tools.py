@@ -1,4 +1,5 @@
-"""The tools `textclf bench` compares, each run in a fresh process: `python -m textclf.frontends.bench_tools TOOL TRAIN TEST`
+"""The tools `textclf bench` compares, each run in a fresh process: `python -m textclf.frontends.bench_tools TOOL TRAIN
+TEST`
 prints one JSON object (accuracy, train_s, epochs, n_train, n_test, peak_host_mb, peak_gpu_mb, notes).
 
 Every tool reads the same train/test JSONL and is timed by the parent from process start to exit (end to end:
@@ -36,8 +37,17 @@ from pathlib import Path
 
 from pipelines.word_counts import UNSPACED_CLASS, UNSPACED_TOKEN_PATTERN
 
-TOOLS = ("textclf-pallas", "textclf-xla", "torch-dense", "torch-embeddingbag", "fasttext", "sklearn-sgd",
-         "sklearn-svm", "sklearn-cnb", "sklearn-mlp")
+TOOLS = (
+    "textclf-pallas",
+    "textclf-xla",
+    "torch-dense",
+    "torch-embeddingbag",
+    "fasttext",
+    "sklearn-sgd",
+    "sklearn-svm",
+    "sklearn-cnb",
+    "sklearn-mlp",
+)
 
 
 class ToolMissing(Exception):
@@ -68,18 +78,26 @@ def _textclf(backend: str, train: str, test: str) -> dict:
     stats = jax.devices()[0].memory_stats() or {}
     metric = result.model.metadata.get("eval_metric", "accuracy")
     if metric != "accuracy":
-        return {**_textclf_numbers(result, stats, jax.default_backend()), "accuracy": result.model.metadata["eval_score"],
-                "metric": "micro-F1"}
+        return {
+            **_textclf_numbers(result, stats, jax.default_backend()),
+            "accuracy": result.model.metadata["eval_score"],
+            "metric": "micro-F1",
+        }
     return _textclf_numbers(result, stats, jax.default_backend())
 
 
 def _textclf_numbers(result, stats: dict, device: str) -> dict:
-    return {"accuracy": result.eval_accuracy, "train_s": result.phases["train"], "epochs": len(result.history),
-            "n_train": result.n_train, "n_test": result.n_eval,
-            "peak_gpu_mb": stats.get("peak_bytes_in_use", 0) / 2**20 if device == "gpu" else None,
-            "notes": f"search {result.phases.get('search', 0):.1f} s, compile {result.phases['compile']:.1f} s, "
-                     f"vectorize {result.phases['vectorize']:.1f} s; chose {_chosen(result.model.settings)}"
-                     f"{_family_trial(result.search.family if result.search else None)}"}
+    return {
+        "accuracy": result.eval_accuracy,
+        "train_s": result.phases["train"],
+        "epochs": len(result.history),
+        "n_train": result.n_train,
+        "n_test": result.n_eval,
+        "peak_gpu_mb": stats.get("peak_bytes_in_use", 0) / 2**20 if device == "gpu" else None,
+        "notes": f"search {result.phases.get('search', 0):.1f} s, compile {result.phases['compile']:.1f} s, "
+        f"vectorize {result.phases['vectorize']:.1f} s; chose {_chosen(result.model.settings)}"
+        f"{_family_trial(result.search.family if result.search else None)}",
+    }
 
 
 def _family_trial(family) -> str:
@@ -92,12 +110,14 @@ def _family_trial(family) -> str:
 
 
 def _chosen(settings) -> str:
-    return (f"stop words {settings.stop_words}, n-grams {settings.ngram_max}, NB {settings.nb_weighting}, "
-            f"lr {settings.learning_rate:g}, wd {settings.weight_decay:g}, "
-            f"{settings.epochs} epochs, "
-            f"{'a linear model' if settings.family == 'linear' else f'{settings.ensemble or 1} network(s)'}"
-            f"{' + character n-grams' if settings.char_ngrams else ''}"
-            f"{' + a linear model' if settings.family == 'network+linear' else ''}")
+    return (
+        f"stop words {settings.stop_words}, n-grams {settings.ngram_max}, NB {settings.nb_weighting}, "
+        f"lr {settings.learning_rate:g}, wd {settings.weight_decay:g}, "
+        f"{settings.epochs} epochs, "
+        f"{'a linear model' if settings.family == 'linear' else f'{settings.ensemble or 1} network(s)'}"
+        f"{' + character n-grams' if settings.char_ngrams else ''}"
+        f"{' + a linear model' if settings.family == 'network+linear' else ''}"
+    )
 
 
 def _multi_label(train_corpus, test_corpus):
@@ -116,8 +136,7 @@ def _multi_label(train_corpus, test_corpus):
 def _micro_f1(binarizer, truth: list, predicted: list) -> float:
     from sklearn.metrics import f1_score
 
-    return float(f1_score(binarizer.transform(truth), binarizer.transform(predicted), average="micro",
-                          zero_division=0))
+    return float(f1_score(binarizer.transform(truth), binarizer.transform(predicted), average="micro", zero_division=0))
 
 
 def _torch(bag: bool, train: str, test: str) -> dict:
@@ -142,7 +161,9 @@ def _torch(bag: bool, train: str, test: str) -> dict:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
     features, hidden, n_classes = x.shape[1], settings.hidden, len(classes)
-    first = (torch.nn.EmbeddingBag(features, hidden, mode="sum") if bag else torch.nn.Linear(features, hidden, bias=False))
+    first = (
+        torch.nn.EmbeddingBag(features, hidden, mode="sum") if bag else torch.nn.Linear(features, hidden, bias=False)
+    )
     out = torch.nn.Linear(hidden, n_classes)
     modules = torch.nn.ModuleList([first, out]).to(device)
     bias = torch.nn.Parameter(torch.zeros(hidden, device=device))  # the hidden layer's bias (EmbeddingBag has none)
@@ -167,7 +188,7 @@ def _torch(bag: bool, train: str, test: str) -> dict:
     for _ in range(settings.epochs):
         order = rng.permutation(x.shape[0])
         for begin in range(0, len(order), settings.batch_size):
-            batch = order[begin:begin + settings.batch_size]
+            batch = order[begin : begin + settings.batch_size]
             loss = torch.nn.functional.cross_entropy(scores(x[batch]), labels[torch.as_tensor(batch, device=device)])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -176,12 +197,20 @@ def _torch(bag: bool, train: str, test: str) -> dict:
         torch.cuda.synchronize()
     train_s = time.perf_counter() - start
     with torch.no_grad():
-        predicted = np.concatenate([scores(test_x[i:i + 4096]).argmax(1).cpu().numpy()
-                                    for i in range(0, test_x.shape[0], 4096)])
+        predicted = np.concatenate(
+            [scores(test_x[i : i + 4096]).argmax(1).cpu().numpy() for i in range(0, test_x.shape[0], 4096)]
+        )
     accuracy = float((np.array(classes)[predicted] == np.array(test_corpus.labels)).mean())
     gpu = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else None
-    return {"accuracy": accuracy, "train_s": train_s, "epochs": settings.epochs, "n_train": x.shape[0],
-            "n_test": test_x.shape[0], "peak_gpu_mb": gpu, "notes": f"torch {torch.__version__} on {device.type}"}
+    return {
+        "accuracy": accuracy,
+        "train_s": train_s,
+        "epochs": settings.epochs,
+        "n_train": x.shape[0],
+        "n_test": test_x.shape[0],
+        "peak_gpu_mb": gpu,
+        "notes": f"torch {torch.__version__} on {device.type}",
+    }
 
 
 # fastText's tutorial's tokens (words, punctuation split off), each character of a script written without spaces
@@ -209,8 +238,9 @@ def fasttext_train(path: str, epochs: int = FASTTEXT_EPOCHS, verbose: int = 0, l
         import fasttext
     except ImportError:
         raise ToolMissing("fasttext is not installed (pip install fasttext-wheel)") from None
-    return fasttext.train_supervised(path, lr=0.5, epoch=epochs, wordNgrams=2, thread=os.cpu_count() or 1,
-                                     verbose=verbose, loss=loss)
+    return fasttext.train_supervised(
+        path, lr=0.5, epoch=epochs, wordNgrams=2, thread=os.cpu_count() or 1, verbose=verbose, loss=loss
+    )
 
 
 def _fasttext(train: str, test: str) -> dict:
@@ -230,14 +260,28 @@ def _fasttext(train: str, test: str) -> dict:
         found, _ = model.predict(texts, k=-1, threshold=0.5)
         names = {fasttext_label(name): name for name in sets[0].classes_}
         predicted = [[names[label] for label in labels if label in names] for labels in found]
-        return {"accuracy": _micro_f1(sets[0], sets[2], predicted), "metric": "micro-F1", "train_s": train_s,
-                "epochs": FASTTEXT_EPOCHS, "n_train": len(train_corpus), "n_test": len(test_corpus),
-                "peak_gpu_mb": None, "notes": f"{threads} threads, lr 0.5, wordNgrams 2, -loss ova, threshold 0.5"}
+        return {
+            "accuracy": _micro_f1(sets[0], sets[2], predicted),
+            "metric": "micro-F1",
+            "train_s": train_s,
+            "epochs": FASTTEXT_EPOCHS,
+            "n_train": len(train_corpus),
+            "n_test": len(test_corpus),
+            "peak_gpu_mb": None,
+            "notes": f"{threads} threads, lr 0.5, wordNgrams 2, -loss ova, threshold 0.5",
+        }
     predicted, _ = model.predict(texts)
     expected = [fasttext_label(label) for label in test_corpus.labels]
     accuracy = sum(p[0] == e for p, e in zip(predicted, expected)) / len(expected)
-    return {"accuracy": accuracy, "train_s": train_s, "epochs": FASTTEXT_EPOCHS, "n_train": len(train_corpus),
-            "n_test": len(test_corpus), "peak_gpu_mb": None, "notes": f"{threads} threads, lr 0.5, wordNgrams 2"}
+    return {
+        "accuracy": accuracy,
+        "train_s": train_s,
+        "epochs": FASTTEXT_EPOCHS,
+        "n_train": len(train_corpus),
+        "n_test": len(test_corpus),
+        "peak_gpu_mb": None,
+        "notes": f"{threads} threads, lr 0.5, wordNgrams 2",
+    }
 
 
 def _sklearn(kind: str, train: str, test: str) -> dict:
@@ -248,13 +292,16 @@ def _sklearn(kind: str, train: str, test: str) -> dict:
     from sklearn.svm import LinearSVC
 
     train_corpus, test_corpus = _read(train, test)
-    vectorizer = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 1) if kind == "mlp" else (1, 2),
-                                 token_pattern=UNSPACED_TOKEN_PATTERN)
+    vectorizer = TfidfVectorizer(
+        sublinear_tf=True, ngram_range=(1, 1) if kind == "mlp" else (1, 2), token_pattern=UNSPACED_TOKEN_PATTERN
+    )
     x = vectorizer.fit_transform(train_corpus.texts)
-    model = {"mlp": lambda: MLPClassifier(hidden_layer_sizes=(128,), activation="logistic", max_iter=30,
-                                          random_state=0),
-             "sgd": lambda: SGDClassifier(random_state=0), "svm": lambda: LinearSVC(random_state=0),
-             "cnb": lambda: ComplementNB(alpha=0.1)}[kind]()
+    model = {
+        "mlp": lambda: MLPClassifier(hidden_layer_sizes=(128,), activation="logistic", max_iter=30, random_state=0),
+        "sgd": lambda: SGDClassifier(random_state=0),
+        "svm": lambda: LinearSVC(random_state=0),
+        "cnb": lambda: ComplementNB(alpha=0.1),
+    }[kind]()
     sets = _multi_label(train_corpus, test_corpus)
     if sets is not None:  # one-vs-rest over the label indicator matrix
         from sklearn.multiclass import OneVsRestClassifier
@@ -264,15 +311,29 @@ def _sklearn(kind: str, train: str, test: str) -> dict:
         model.fit(x, sets[0].transform(sets[1]))
         train_s = time.perf_counter() - start
         chosen = model.predict(vectorizer.transform(test_corpus.texts))
-        return {"accuracy": float(_micro_f1(sets[0], sets[2], sets[0].inverse_transform(chosen))),
-                "metric": "micro-F1", "train_s": train_s, "epochs": 0, "n_train": len(train_corpus),
-                "n_test": len(test_corpus), "peak_gpu_mb": None, "notes": "one-vs-rest"}
+        return {
+            "accuracy": float(_micro_f1(sets[0], sets[2], sets[0].inverse_transform(chosen))),
+            "metric": "micro-F1",
+            "train_s": train_s,
+            "epochs": 0,
+            "n_train": len(train_corpus),
+            "n_test": len(test_corpus),
+            "peak_gpu_mb": None,
+            "notes": "one-vs-rest",
+        }
     start = time.perf_counter()
     model.fit(x, train_corpus.labels)
     train_s = time.perf_counter() - start
     accuracy = float((model.predict(vectorizer.transform(test_corpus.texts)) == test_corpus.labels).mean())
-    return {"accuracy": accuracy, "train_s": train_s, "epochs": int(getattr(model, "n_iter_", 0)),
-            "n_train": len(train_corpus), "n_test": len(test_corpus), "peak_gpu_mb": None, "notes": ""}
+    return {
+        "accuracy": accuracy,
+        "train_s": train_s,
+        "epochs": int(getattr(model, "n_iter_", 0)),
+        "n_train": len(train_corpus),
+        "n_test": len(test_corpus),
+        "peak_gpu_mb": None,
+        "notes": "",
+    }
 
 
 def run_tool(tool: str, train: str, test: str) -> dict:
@@ -289,8 +350,9 @@ def run_tool(tool: str, train: str, test: str) -> dict:
     }
     result = runners[tool]()
     # The largest of this process and its (vectorizing) worker processes; Linux reports KB.
-    result["peak_host_mb"] = max(resource.getrusage(who).ru_maxrss for who in
-                                 (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
+    result["peak_host_mb"] = (
+        max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024
+    )
     return result
 
 

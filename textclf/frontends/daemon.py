@@ -121,19 +121,30 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
     earlier = run_queries.runs_of_job(db, job_id)
     for run in earlier:
         if run["status"] == "running":
-            run_queries.end_run(db, run["id"], "interrupted",
-                                error=f"the daemon training job {job_id} stopped without ending this run (killed "
-                                      f"or crashed); the job was taken over at {run_queries.now()}")
+            run_queries.end_run(
+                db,
+                run["id"],
+                "interrupted",
+                error=f"the daemon training job {job_id} stopped without ending this run (killed "
+                f"or crashed); the job was taken over at {run_queries.now()}",
+            )
             run["status"] = "interrupted"
     earlier = [run for run in earlier if run["status"] == "interrupted"]
     try:
         settings = Settings.from_dict(job["settings"])
         with confined_to(job.get("data_root")):  # a job taken over HTTP reads under the service's data root only
-            result = train(job["corpus"], settings, test_path=job["test_corpus"], db_path=options.db_path,
-                           model_path=_model_folder(job["name"]) / f".job-{job_id}.textclf.npz",
-                           checkpointer=checkpoint, pool=pool, job_id=job_id,
-                           resumes_run=earlier[-1]["id"] if earlier else None,
-                           stop_requested=lambda: stopping() or job_queue.cancel_requested(db, job_id))
+            result = train(
+                job["corpus"],
+                settings,
+                test_path=job["test_corpus"],
+                db_path=options.db_path,
+                model_path=_model_folder(job["name"]) / f".job-{job_id}.textclf.npz",
+                checkpointer=checkpoint,
+                pool=pool,
+                job_id=job_id,
+                resumes_run=earlier[-1]["id"] if earlier else None,
+                stop_requested=lambda: stopping() or job_queue.cancel_requested(db, job_id),
+            )
     except TrainingStopped:
         if job_queue.cancel_requested(db, job_id):
             job_queue.finish(db, job_id, "cancelled", error="cancelled while running")
@@ -169,30 +180,47 @@ def _end_job(db, job: dict, run: dict, options: DaemonOptions, checkpoint: Check
     if decision.startswith("not published"):
         return _hold(db, job_id, run["id"], model_file, held, decision, checkpoint)
     if row is None:
-        version = job_queue.publish_model(db, name, path="", run_id=run["id"], job_id=job_id,
-                                          eval_accuracy=run["eval_accuracy"], eval_kind=run["eval_kind"],
-                                          labels=json.dumps(run["labels"]))
+        version = job_queue.publish_model(
+            db,
+            name,
+            path="",
+            run_id=run["id"],
+            job_id=job_id,
+            eval_accuracy=run["eval_accuracy"],
+            eval_kind=run["eval_kind"],
+            labels=json.dumps(run["labels"]),
+        )
         row = published.get_version(db, name, version)
     final = Path(row["path"]) if row["path"] else _placed(db, name, row["version"], model_file)
     # the file that exists from now on, and why it was published
-    run_queries.update_run(db, run["id"], model_path=str(final),
-                           publish_decision=decision.replace("publishing", f"published as v{row['version']}", 1))
+    run_queries.update_run(
+        db,
+        run["id"],
+        model_path=str(final),
+        publish_decision=decision.replace("publishing", f"published as v{row['version']}", 1),
+    )
     job_queue.finish(db, job_id, "succeeded", run_id=run["id"], model_version=row["version"])
     checkpoint.remove()
     return "succeeded"
 
 
 def _publish_decision(db, name: str, run: dict, options: DaemonOptions) -> str:
-    """"publishing" (with the serving version's accuracy beside the run's, where both are known), or "not
+    """ "publishing" (with the serving version's accuracy beside the run's, where both are known), or "not
     published: ..." where the run scored below the serving version and options.publish is "not-worse"."""
     serving = published.get_version(db, name)
     comparable = serving is not None and serving["eval_accuracy"] is not None and run["eval_accuracy"] is not None
     if options.publish == "not-worse" and comparable and run["eval_accuracy"] < serving["eval_accuracy"]:
-        return (f"not published: {run['eval_kind']} accuracy {run['eval_accuracy']:.4f} is below the serving "
-                f"v{serving['version']}'s {serving['eval_accuracy']:.4f} (textclf daemon --publish always "
-                "publishes every version)")
-    return "publishing" + (f" ({run['eval_kind']} accuracy {run['eval_accuracy']:.4f}, serving v{serving['version']} "
-                           f"had {serving['eval_accuracy']:.4f})" if comparable else "")
+        return (
+            f"not published: {run['eval_kind']} accuracy {run['eval_accuracy']:.4f} is below the serving "
+            f"v{serving['version']}'s {serving['eval_accuracy']:.4f} (textclf daemon --publish always "
+            "publishes every version)"
+        )
+    return "publishing" + (
+        f" ({run['eval_kind']} accuracy {run['eval_accuracy']:.4f}, serving v{serving['version']} "
+        f"had {serving['eval_accuracy']:.4f})"
+        if comparable
+        else ""
+    )
 
 
 def _hold(db, job_id: int, run_id: int, model_file: Path, held: Path, reason: str, checkpoint: Checkpointer) -> str:
@@ -225,7 +253,9 @@ def run_daemon(options: DaemonOptions, on_event: Callable[[str], None] | None = 
     stop = threading.Event()
     # Signal handlers can only be installed from the main thread (a daemon run from a test thread skips them).
     in_main = threading.current_thread() is threading.main_thread()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)} if in_main else {}
+    previous = (
+        {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)} if in_main else {}
+    )
     ran = 0
     try:
         while not stop.is_set():

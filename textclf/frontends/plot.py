@@ -34,9 +34,12 @@ def _figure(run: dict):
         acc_ax.plot(x, [e["eval_accuracy"] for e in epochs], marker="o", label=kind + (" (subset)" if subset else ""))
     held = (run.get("early_stopping") or {}).get("accuracies") or []
     if subset and held:  # the run's metric on its held-out documents, epoch by epoch (what chose its epoch)
-        acc_ax.plot(x[:len(held)], held[:len(x)], marker="s", label=f"held-out {metric}")
-    acc_ax.set(title=metric if not subset else f"{metric} and subset accuracy", xlabel="epoch",
-               ylabel=metric if not subset else "score")
+        acc_ax.plot(x[: len(held)], held[: len(x)], marker="s", label=f"held-out {metric}")
+    acc_ax.set(
+        title=metric if not subset else f"{metric} and subset accuracy",
+        xlabel="epoch",
+        ylabel=metric if not subset else "score",
+    )
     for ax in (loss_ax, acc_ax):
         _mark_views(ax, epochs)
     acc_ax.legend()
@@ -50,8 +53,15 @@ def _mark_views(ax, epochs: list[dict]) -> None:
     for before, epoch in zip(epochs, epochs[1:]):
         if epoch.get("view") and epoch.get("view") != before.get("view"):
             ax.axvline(epoch["epoch"] - 0.5, color="grey", linestyle="--", linewidth=1)
-            ax.annotate(epoch["view"], (epoch["epoch"] - 0.5, 1), xycoords=("data", "axes fraction"),
-                        xytext=(3, -12), textcoords="offset points", fontsize=8, color="grey")
+            ax.annotate(
+                epoch["view"],
+                (epoch["epoch"] - 0.5, 1),
+                xycoords=("data", "axes fraction"),
+                xytext=(3, -12),
+                textcoords="offset points",
+                fontsize=8,
+                color="grey",
+            )
 
 
 def plot_run(run: dict, out: Path) -> Path:

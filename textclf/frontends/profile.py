@@ -14,8 +14,9 @@ def process_start() -> float | None:
     """This process's start as a Unix time (to the clock tick, 10 ms), from /proc; None where there is none."""
     try:
         ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])  # field 22: start time
-        boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
+        boot = next(
+            int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
+        )
         return boot + ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, StopIteration):
         return None
@@ -37,16 +38,18 @@ class CommandProfile:
         now = time.time()
         rows = [] if self.started is None else [("start-up (interpreter, imports)", self.entered - self.started)]
         rows += [(name, seconds) for name, seconds in phases.items()]
-        rows.append(("outside the phases (the run's imports, record, output)",
-                     now - self.entered - sum(phases.values())))
+        rows.append(
+            ("outside the phases (the run's imports, record, output)", now - self.entered - sum(phases.values()))
+        )
         return rows
 
     def lines(self, phases: dict[str, float]) -> list[str]:
         rows = self.rows(phases)
         total = sum(seconds for _, seconds in rows)
         width = max(len(name) for name, _ in rows)
-        return ([f"{name:<{width}}  {seconds:7.2f} s  {seconds / total:4.0%}" for name, seconds in rows]
-                + [f"{'so far (the exit follows)':<{width}}  {total:7.2f} s"])
+        return [f"{name:<{width}}  {seconds:7.2f} s  {seconds / total:4.0%}" for name, seconds in rows] + [
+            f"{'so far (the exit follows)':<{width}}  {total:7.2f} s"
+        ]
 
     def exit_line(self, exit_seconds: float) -> str:
         total = time.time() - (self.started or self.entered)

@@ -80,9 +80,15 @@ def save_image_model(model, path: str | Path) -> Path:
     """An ImageModel (textclf/inference/image_model.py): the same archive with header "kind": "cnn"."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = {"format": FORMAT_NAME, "format_version": 1, "kind": "cnn",
-              "settings": model.settings.to_dict(), "labels": model.labels,
-              "image_shape": list(model.image_shape), "metadata": model.metadata}
+    header = {
+        "format": FORMAT_NAME,
+        "format_version": 1,
+        "kind": "cnn",
+        "settings": model.settings.to_dict(),
+        "labels": model.labels,
+        "image_shape": list(model.image_shape),
+        "metadata": model.metadata,
+    }
     return write_arrays_atomically(path, {"header": np.array(json.dumps(header)), **model.to_arrays()})
 
 
@@ -92,12 +98,15 @@ def read_header(path: str | Path) -> dict:
 
 def _open(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     if not path.exists():
-        raise ArtifactError(f"model file '{path}' does not exist: train one with 'textclf train CORPUS' or pass --model")
+        raise ArtifactError(
+            f"model file '{path}' does not exist: train one with 'textclf train CORPUS' or pass --model"
+        )
     if path.is_dir():
         raise ArtifactError(f"model path '{path}' is a folder: pass the model file itself")
     if not stat.S_ISREG(path.stat().st_mode):
-        raise ArtifactError(f"model path '{path}' is not a regular file (a FIFO, device or socket): pass the model "
-                            "file itself")
+        raise ArtifactError(
+            f"model path '{path}' is not a regular file (a FIFO, device or socket): pass the model file itself"
+        )
     _check_member_sizes(path)
     try:
         with np.load(path, allow_pickle=False) as archive:
@@ -124,8 +133,14 @@ def _open(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
 
 # Each header field a model file may hold and the type its value must have (the format version here too; the
 # labels have their own check, _labels): the one place a header is checked before any field is read.
-HEADER_FIELDS = {"format": str, "kind": str, "settings": dict, "vectorizer": dict, "metadata": dict,
-                 "image_shape": list}
+HEADER_FIELDS = {
+    "format": str,
+    "kind": str,
+    "settings": dict,
+    "vectorizer": dict,
+    "metadata": dict,
+    "image_shape": list,
+}
 
 
 def _check_header(path: Path, header: dict) -> None:
@@ -159,16 +174,19 @@ def _check_member_sizes(path: Path) -> None:
     except Exception:  # noqa: BLE001 - not a zip at all: np.load says so below, in the same words as before
         return
     if declared > INFLATION_LIMIT * path.stat().st_size + MEMBER_SLACK:
-        raise _damaged(path, f"its members would inflate to {declared:,} bytes from a file of "
-                             f"{path.stat().st_size:,}")
+        raise _damaged(path, f"its members would inflate to {declared:,} bytes from a file of {path.stat().st_size:,}")
 
 
 def _check_arrays(path: Path, weights: dict[str, np.ndarray], others: dict[str, np.ndarray]) -> None:
     """Weights exactly float32 and finite; every other numeric array finite (a NaN weight predicts NaN); a
     multi-label model's thresholds probabilities, from 0 to 1."""
     thresholds = others.get("thresholds")
-    if thresholds is not None and thresholds.dtype.kind == "f" and np.isfinite(thresholds).all() and (
-            thresholds.size and (thresholds.min() < 0 or thresholds.max() > 1)):
+    if (
+        thresholds is not None
+        and thresholds.dtype.kind == "f"
+        and np.isfinite(thresholds).all()
+        and (thresholds.size and (thresholds.min() < 0 or thresholds.max() > 1))
+    ):
         raise _damaged(path, "its thresholds are not probabilities from 0 to 1")
     for name, array in weights.items():
         if array.dtype != np.float32:
@@ -212,24 +230,37 @@ def load_model(path: str | Path):
             thresholds=arrays["thresholds"] if header["settings"].get("multi_label") else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise ArtifactError(f"model file '{path}' is incomplete or damaged ({type(exc).__name__}: "
-                            f"{' '.join(str(exc).split())}): retrain it") from None
-    _check_arrays(path, {name: arrays[name] for name in Params._fields},
-                  {k: v for k, v in arrays.items() if k not in Params._fields})
+        raise ArtifactError(
+            f"model file '{path}' is incomplete or damaged ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())}): retrain it"
+        ) from None
+    _check_arrays(
+        path,
+        {name: arrays[name] for name in Params._fields},
+        {k: v for k, v in arrays.items() if k not in Params._fields},
+    )
     # w1 (F, H), b1 (H,), w2 (H, C), b2 (C,): any other shape would fail later, in NumPy, with a broadcast error.
     # The linear family's: w1 (F, C), b1 (C,), w2 (0, C), b2 (C,); a network with a linear model beside it: w1
     # (F, H + C), b1 (H + C,) (textclf/models/weights.py).
     w1, b1, w2, b2 = model.params
     family = model.settings.family
     direct = len(model.labels) if family in ("linear", "network+linear") else 0  # W1's columns scoring classes
-    shapes_ok = (w1.ndim == 2 and w2.ndim == 2 and w1.shape[0] == model.vectorizer.n_features
-                 and b1.shape == (w1.shape[1],) and w2.shape[0] == w1.shape[1] - direct
-                 and (w2.shape[0] == 0) == (family == "linear")
-                 and w2.shape[1] == len(model.labels) and b2.shape == (len(model.labels),)
-                 and (model.thresholds is None or model.thresholds.shape == (len(model.labels),)))
+    shapes_ok = (
+        w1.ndim == 2
+        and w2.ndim == 2
+        and w1.shape[0] == model.vectorizer.n_features
+        and b1.shape == (w1.shape[1],)
+        and w2.shape[0] == w1.shape[1] - direct
+        and (w2.shape[0] == 0) == (family == "linear")
+        and w2.shape[1] == len(model.labels)
+        and b2.shape == (len(model.labels),)
+        and (model.thresholds is None or model.thresholds.shape == (len(model.labels),))
+    )
     if not shapes_ok:
-        raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes w1 {w1.shape}, b1 {b1.shape}, "
-                            f"w2 {w2.shape}, b2 {b2.shape} do not fit together): retrain it")
+        raise ArtifactError(
+            f"model file '{path}' is inconsistent (weight shapes w1 {w1.shape}, b1 {b1.shape}, "
+            f"w2 {w2.shape}, b2 {b2.shape} do not fit together): retrain it"
+        )
     return model
 
 
@@ -239,11 +270,12 @@ def _image_model(path: Path, header: dict, arrays: dict[str, np.ndarray], labels
     try:
         settings = Settings.from_dict(header["settings"])
         params = ImageModel.params_from_arrays(arrays, len(settings.channels))
-        model = ImageModel(params, labels, settings, tuple(header["image_shape"]),
-                           header.get("metadata", {}))
+        model = ImageModel(params, labels, settings, tuple(header["image_shape"]), header.get("metadata", {}))
     except (KeyError, TypeError, ValueError) as exc:
-        raise ArtifactError(f"model file '{path}' is incomplete or damaged ({type(exc).__name__}: "
-                            f"{' '.join(str(exc).split())}): retrain it") from None
+        raise ArtifactError(
+            f"model file '{path}' is incomplete or damaged ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())}): retrain it"
+        ) from None
     _check_arrays(path, arrays, {})
     if model.params.out_w.shape[1] != len(model.labels):
         raise ArtifactError(f"model file '{path}' is inconsistent (weight shapes do not match): retrain it")

@@ -33,8 +33,14 @@ class Evaluation:
             label: {"precision": p, "recall": r, "f1": f, "support": s}
             for label, p, r, f, s in zip(self.labels, self.precision, self.recall, self.f1, self.support)
         }
-        return {"accuracy": self.accuracy, "n": self.n, "per_class": per_class, "averages": self.averages,
-                "labels": self.labels, "confusion_matrix": self.confusion}
+        return {
+            "accuracy": self.accuracy,
+            "n": self.n,
+            "per_class": per_class,
+            "averages": self.averages,
+            "labels": self.labels,
+            "confusion_matrix": self.confusion,
+        }
 
 
 @dataclass
@@ -55,12 +61,22 @@ class MultiLabelEvaluation:
         return self.subset_accuracy
 
     def to_dict(self) -> dict:
-        per_label = {label: {"precision": p, "recall": r, "f1": f, "support": s}
-                     for label, p, r, f, s in zip(self.labels, self.precision, self.recall, self.label_f1,
-                                                  self.support)}
-        return {"multi_label": True, "subset_accuracy": self.subset_accuracy, "hamming_loss": self.hamming_loss,
-                "micro_f1": self.f1["micro"], "macro_f1": self.f1["macro"], "samples_f1": self.f1["samples"],
-                "n": self.n, "per_label": per_label, "labels": self.labels, "unknown_labels": self.unknown}
+        per_label = {
+            label: {"precision": p, "recall": r, "f1": f, "support": s}
+            for label, p, r, f, s in zip(self.labels, self.precision, self.recall, self.label_f1, self.support)
+        }
+        return {
+            "multi_label": True,
+            "subset_accuracy": self.subset_accuracy,
+            "hamming_loss": self.hamming_loss,
+            "micro_f1": self.f1["micro"],
+            "macro_f1": self.f1["macro"],
+            "samples_f1": self.f1["samples"],
+            "n": self.n,
+            "per_label": per_label,
+            "labels": self.labels,
+            "unknown_labels": self.unknown,
+        }
 
 
 def evaluate_multi_label(model: Model, corpus: Corpus) -> MultiLabelEvaluation:
@@ -79,8 +95,14 @@ def evaluate_multi_label(model: Model, corpus: Corpus) -> MultiLabelEvaluation:
         subset_accuracy=float((truth == predicted).all(axis=1).mean()) if len(truth) else 0.0,
         hamming_loss=float(hamming_loss(truth, predicted)) if len(truth) else 0.0,
         f1={metric.split("-")[0]: f1(truth, predicted, metric) for metric in ("micro-f1", "macro-f1", "samples-f1")},
-        labels=list(model.labels), precision=p.tolist(), recall=r.tolist(), label_f1=f.tolist(),
-        support=[int(x) for x in s], n=len(truth), unknown=sorted(set(names) - set(model.labels)))
+        labels=list(model.labels),
+        precision=p.tolist(),
+        recall=r.tolist(),
+        label_f1=f.tolist(),
+        support=[int(x) for x in s],
+        n=len(truth),
+        unknown=sorted(set(names) - set(model.labels)),
+    )
 
 
 def evaluate(model: Model, corpus: Corpus) -> Evaluation | MultiLabelEvaluation:
@@ -88,8 +110,10 @@ def evaluate(model: Model, corpus: Corpus) -> Evaluation | MultiLabelEvaluation:
     if getattr(model, "multi_label", False):
         return evaluate_multi_label(model, corpus)
     if is_multi_label(corpus.labels):
-        raise CorpusError(f"corpus '{corpus.source}' has documents with other than one label, and the model "
-                          "predicts one a document: evaluate a multi-label model (textclf train --multi-label)")
+        raise CorpusError(
+            f"corpus '{corpus.source}' has documents with other than one label, and the model "
+            "predicts one a document: evaluate a multi-label model (textclf train --multi-label)"
+        )
     unknown = sorted(set(corpus.labels) - set(model.labels))
     if unknown:
         raise CorpusError(
@@ -105,11 +129,18 @@ def evaluate(model: Model, corpus: Corpus) -> Evaluation | MultiLabelEvaluation:
     p, r, f, s = precision_recall_fscore_support(truth, predicted, labels=indices, zero_division=0)
     averages = {}
     for average in ("macro", "weighted"):
-        ap, ar, af, _ = precision_recall_fscore_support(truth, predicted, labels=indices, average=average,
-                                                        zero_division=0)
+        ap, ar, af, _ = precision_recall_fscore_support(
+            truth, predicted, labels=indices, average=average, zero_division=0
+        )
         averages[average] = {"precision": float(ap), "recall": float(ar), "f1": float(af)}
     return Evaluation(
-        accuracy=float((predicted == truth).mean()), labels=list(model.labels),
-        precision=p.tolist(), recall=r.tolist(), f1=f.tolist(), support=[int(x) for x in s],
-        confusion=confusion_matrix(truth, predicted, labels=indices).tolist(), n=len(truth), averages=averages,
+        accuracy=float((predicted == truth).mean()),
+        labels=list(model.labels),
+        precision=p.tolist(),
+        recall=r.tolist(),
+        f1=f.tolist(),
+        support=[int(x) for x in s],
+        confusion=confusion_matrix(truth, predicted, labels=indices).tolist(),
+        n=len(truth),
+        averages=averages,
     )

@@ -29,11 +29,14 @@ class ImageModel:
         from textclf.models.cnn import scorer
 
         if tuple(images.shape[1:]) != tuple(self.image_shape):
-            raise InputError(f"images are {images.shape[1:]} (H, W, C) but the model takes {self.image_shape}: "
-                             "resize them to the training images' size")
+            raise InputError(
+                f"images are {images.shape[1:]} (H, W, C) but the model takes {self.image_shape}: "
+                "resize them to the training images' size"
+            )
         probabilities = scorer(probabilities=True)
-        return np.concatenate([np.asarray(probabilities(self.params, images[i:i + 1000]))
-                               for i in range(0, len(images), 1000)])
+        return np.concatenate(
+            [np.asarray(probabilities(self.params, images[i : i + 1000])) for i in range(0, len(images), 1000)]
+        )
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         arrays = {}
@@ -70,8 +73,9 @@ def decode_image(data: bytes, image_shape: tuple[int, int, int], what: str) -> n
             # The size is in the header: checked before decoding, so a small file that would decode to a
             # huge picture is refused without being decoded.
             if image.size != (width, height):
-                raise InputError(f"{what} is {image.size[0]}x{image.size[1]} but the model takes "
-                                 f"{width}x{height}: resize it first")
+                raise InputError(
+                    f"{what} is {image.size[0]}x{image.size[1]} but the model takes {width}x{height}: resize it first"
+                )
             picture = image.convert("L" if channels == 1 else "RGB")
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         raise InputError(f"{what} is not an image Pillow can read: pass a PNG or JPEG") from None

@@ -65,8 +65,9 @@ def check_input_file(file: Path, what: str) -> None:
 LINE_SUFFIXES = (".jsonl", ".ndjson", ".csv") + TSV_SUFFIXES
 
 
-def read_inputs(paths: list[str], max_file_mb: float, stdin_bytes: bytes | None = None, lines: bool = False
-                ) -> tuple[list[tuple[str, str]], dict[str, int]]:
+def read_inputs(
+    paths: list[str], max_file_mb: float, stdin_bytes: bytes | None = None, lines: bool = False
+) -> tuple[list[tuple[str, str]], dict[str, int]]:
     """The documents of every input, in order -> ([(source, text)], the files of folders skipped, by reason). A
     file or "-" as read_documents reads it; a folder's files one document each, as training reads a label folder's
     (source: the file's path; hidden files skipped; binary, empty, unreadable files and files over max_file_mb
@@ -88,13 +89,13 @@ def read_inputs(paths: list[str], max_file_mb: float, stdin_bytes: bytes | None 
                 found += 1
         if not found:
             reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items())) or "no files"
-            raise InputError(f"folder '{path}' holds no text file to classify ({reasons}): pass a folder of text "
-                             "files")
+            raise InputError(f"folder '{path}' holds no text file to classify ({reasons}): pass a folder of text files")
     return documents, dict(skipped)
 
 
-def read_documents(path: str, max_file_mb: float, stdin_bytes: bytes | None = None, lines: bool = False
-                   ) -> list[tuple[str, str]]:
+def read_documents(
+    path: str, max_file_mb: float, stdin_bytes: bytes | None = None, lines: bool = False
+) -> list[tuple[str, str]]:
     """The documents of one input -> [(source, text)]. Standard input, .jsonl / .csv / .tsv files and files in
     fastText's format hold one document a line, as fastText reads them (source "FILE:LINE"): a JSONL line is
     {"text": ...} (other keys, such as a label, are ignored) or a JSON string; a CSV or TSV row's text columns where
@@ -134,8 +135,10 @@ def _parquet_rows(path: str, max_file_mb: float) -> list[tuple[str, str]]:
     file = Path(path)
     check_input_file(file, "an existing .parquet file")
     if file.stat().st_size > max_file_mb * 1024 * 1024:
-        raise InputError(f"input file '{path}' is {file.stat().st_size / 2**20:.1f} MB, over the {max_file_mb:g} MB "
-                         "limit: split it or raise --max-file-mb")
+        raise InputError(
+            f"input file '{path}' is {file.stat().st_size / 2**20:.1f} MB, over the {max_file_mb:g} MB "
+            "limit: split it or raise --max-file-mb"
+        )
     try:
         parquet = open_parquet(file, "input")
         schema = parquet.schema_arrow
@@ -158,8 +161,9 @@ def _json_text(path: str, number: int, line: str) -> str:
     try:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise InputError(f"'{path}' line {number} is not valid JSON ({exc.msg}): write one "
-                         '{"text": ...} object per line') from None
+        raise InputError(
+            f"'{path}' line {number} is not valid JSON ({exc.msg}): write one {{\"text\": ...}} object per line"
+        ) from None
     text = record
     if isinstance(record, dict):  # its text keys, as training reads a JSONL record's
         keys = record_text_keys(record)
@@ -210,18 +214,21 @@ def check_threshold(threshold: float, name: str = "--threshold") -> float:
     return threshold
 
 
-def top_labels(labels: list[str], probabilities: np.ndarray, top_k: int, threshold: float = 0.0
-               ) -> list[list[tuple[str, float]]]:
+def top_labels(
+    labels: list[str], probabilities: np.ndarray, top_k: int, threshold: float = 0.0
+) -> list[list[tuple[str, float]]]:
     """(n, C) probabilities -> per row the top_k (-1: every) (label, probability) pairs, best first, those under
     `threshold` left out (a row may then have none)."""
     k = len(labels) if top_k == ALL_LABELS else max(1, min(top_k, len(labels)))
     best = np.argsort(-probabilities, axis=1, kind="stable")[:, :k]
-    return [[(labels[i], float(row[i])) for i in order if row[i] >= threshold]
-            for row, order in zip(probabilities, best)]
+    return [
+        [(labels[i], float(row[i])) for i in order if row[i] >= threshold] for row, order in zip(probabilities, best)
+    ]
 
 
-def rank(model: Model, texts: list[str], sources: list[str], top_k: int, threshold: float | None = None
-         ) -> list[Prediction]:
+def rank(
+    model: Model, texts: list[str], sources: list[str], top_k: int, threshold: float | None = None
+) -> list[Prediction]:
     """Each document's top_k labels with their probabilities (those under `threshold` left out). A multi-label
     model's predictions are the labels above its thresholds, or above `threshold` where given (fastText's -t),
     however many that is; its `top` the top_k probabilities as for one label a document. A document with no text
@@ -232,14 +239,16 @@ def rank(model: Model, texts: list[str], sources: list[str], top_k: int, thresho
     if not scored:
         return predictions
     probabilities = model.predict_proba([texts[i] for i in scored])
-    for i, prediction in zip(scored, predictions_of(model, probabilities, [sources[i] for i in scored], top_k,
-                                                    threshold)):
+    for i, prediction in zip(
+        scored, predictions_of(model, probabilities, [sources[i] for i in scored], top_k, threshold)
+    ):
         predictions[i] = prediction
     return predictions
 
 
-def predictions_of(model, probabilities: np.ndarray, sources: list[str], top_k: int, threshold: float | None = None
-                   ) -> list[Prediction]:
+def predictions_of(
+    model, probabilities: np.ndarray, sources: list[str], top_k: int, threshold: float | None = None
+) -> list[Prediction]:
     """Each scored document's prediction from its probabilities, by the one rule every face answers with
     (`textclf predict` through rank, the service's :predict): the top_k labels (-1: every) at or above
     `threshold`; the label the first of them (none where none reaches it), a multi-label model's labels those above
@@ -252,8 +261,7 @@ def predictions_of(model, probabilities: np.ndarray, sources: list[str], top_k: 
     for source, top, names, row in zip(sources, ranked, sets, probabilities):
         chances = None if names is None else [float(row[column[name]]) for name in names]
         label = top[0][0] if top else None
-        out.append(Prediction(source, label if names is None else (names[0] if names else None), top, names,
-                              chances))
+        out.append(Prediction(source, label if names is None else (names[0] if names else None), top, names, chances))
     return out
 
 
@@ -263,5 +271,6 @@ def chosen_labels(model, probabilities: np.ndarray, threshold: float | None = No
     if not getattr(model, "multi_label", False):
         return [model.labels[i] for i in probabilities.argmax(axis=1)]
     chosen = model.predicted_sets(probabilities) if threshold is None else probabilities > threshold
-    return [[model.labels[i] for i in np.argsort(-row, kind="stable") if yes[i]]
-            for row, yes in zip(probabilities, chosen)]
+    return [
+        [model.labels[i] for i in np.argsort(-row, kind="stable") if yes[i]] for row, yes in zip(probabilities, chosen)
+    ]

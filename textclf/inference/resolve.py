@@ -17,8 +17,10 @@ def resolve_model(model: str | None, db_path: str | Path | None = None) -> Path:
     if model is None:
         latest = latest_model_path(open_db(run_db_path(db_path)))
         if not latest:
-            raise ArtifactError("no model given and no finished run in the run database: "
-                                "train one with 'textclf train CORPUS' or pass --model")
+            raise ArtifactError(
+                "no model given and no finished run in the run database: "
+                "train one with 'textclf train CORPUS' or pass --model"
+            )
         return Path(latest)
     if Path(model).exists():
         return Path(model)
@@ -27,6 +29,8 @@ def resolve_model(model: str | None, db_path: str | Path | None = None) -> Path:
         row = get_version(open_db(run_db_path(db_path)), name, int(version) if version else None)
         if row is not None:
             return Path(row["path"])
-        raise ArtifactError(f"--model '{model}' is neither a model file nor a published model: pass a file, or a "
-                            "name from 'textclf jobs list' (NAME for its newest version, NAME@N for version N)")
+        raise ArtifactError(
+            f"--model '{model}' is neither a model file nor a published model: pass a file, or a "
+            "name from 'textclf jobs list' (NAME for its newest version, NAME@N for version N)"
+        )
     return Path(model)  # a path that does not exist: load_model says so

@@ -1,7 +1,8 @@
 """A trained text model: vectorizer + network + labels + settings.
 
 Prediction runs in NumPy/SciPy on the host: a sparse (n, F) @ (F, H) product is fast on a CPU, and
-`textclf predict` then starts without importing JAX. tests/textclf/inference/test_text_model.py checks it against the JAX model.
+`textclf predict` then starts without importing JAX. tests/textclf/inference/test_text_model.py checks it against the
+JAX model.
 """
 
 from __future__ import annotations

@@ -40,8 +40,9 @@ class CNNParams(NamedTuple):
     out_b: jax.Array
 
 
-def init_cnn(key, image_shape: tuple[int, int, int], n_classes: int, channels: tuple[int, ...], kernel: int,
-             hidden: int) -> CNNParams:
+def init_cnn(
+    key, image_shape: tuple[int, int, int], n_classes: int, channels: tuple[int, ...], kernel: int, hidden: int
+) -> CNNParams:
     """He-uniform convolutions (one of kernel x kernel per entry of channels, its output channels) and dense
     layers (ReLU, `hidden` units), zero biases."""
     h, w, c = image_shape
@@ -50,14 +51,24 @@ def init_cnn(key, image_shape: tuple[int, int, int], n_classes: int, channels: t
     for k, cout in zip(keys, channels):
         fan_in = kernel * kernel * c
         limit = np.sqrt(6.0 / fan_in)
-        convs.append(ConvLayer(jax.random.uniform(k, (kernel, kernel, c, cout), jnp.float32, -limit, limit),
-                               jnp.zeros((cout,), jnp.float32)))
+        convs.append(
+            ConvLayer(
+                jax.random.uniform(k, (kernel, kernel, c, cout), jnp.float32, -limit, limit),
+                jnp.zeros((cout,), jnp.float32),
+            )
+        )
         h, w, c = h // 2, w // 2, cout
     flat = h * w * c
-    dense = lambda k, n_in, n_out: jax.random.uniform(k, (n_in, n_out), jnp.float32, -np.sqrt(6.0 / n_in),
-                                                      np.sqrt(6.0 / n_in))
-    return CNNParams(tuple(convs), dense(keys[-2], flat, hidden), jnp.zeros((hidden,)),
-                     dense(keys[-1], hidden, n_classes), jnp.zeros((n_classes,)))
+    dense = lambda k, n_in, n_out: jax.random.uniform(
+        k, (n_in, n_out), jnp.float32, -np.sqrt(6.0 / n_in), np.sqrt(6.0 / n_in)
+    )
+    return CNNParams(
+        tuple(convs),
+        dense(keys[-2], flat, hidden),
+        jnp.zeros((hidden,)),
+        dense(keys[-1], hidden, n_classes),
+        jnp.zeros((n_classes,)),
+    )
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
@@ -136,8 +147,13 @@ def conv_blocks(cin: int, interpret: bool = False, pooled: bool = False, kernels
     return (pool_forward if pooled else forward, weight_grad, "default", interpret, forward)
 
 
-def cnn_hidden(params: CNNParams, images: jax.Array, backend: str = "xla", interpret: bool = False,
-               kernels: ConvKernels = PALLAS_CONV) -> jax.Array:
+def cnn_hidden(
+    params: CNNParams,
+    images: jax.Array,
+    backend: str = "xla",
+    interpret: bool = False,
+    kernels: ConvKernels = PALLAS_CONV,
+) -> jax.Array:
     """uint8 or float (B, H, W, C) -> (B, hidden) activations of the fully connected ReLU layer."""
     x = images.astype(jnp.float32) / 255.0 if images.dtype == jnp.uint8 else images
     for layer in params.convs:
@@ -184,15 +200,17 @@ def augment_batch(key, images: jax.Array, kinds: tuple[str, ...]) -> jax.Array:
     return images
 
 
-def head_loss(params: CNNParams, hidden: jax.Array, labels: jax.Array, weight: jax.Array, backend: str,
-               interpret: bool):
+def head_loss(
+    params: CNNParams, hidden: jax.Array, labels: jax.Array, weight: jax.Array, backend: str, interpret: bool
+):
     """hidden (B, H), labels (B,), weight (B,) -> (sum of weight * nll, number of rows predicted right).
     The Pallas path runs the text MLP's fused output layer + softmax + log-loss kernel (softmax_xent_loss)."""
     if backend == "pallas":
         from pallas_kernels.softmax_xent import softmax_xent_loss
 
-        loss, predicted = softmax_xent_loss(hidden, params.out_w, params.out_b, labels, weight,
-                                            params.out_w.shape[1], "default", interpret)
+        loss, predicted = softmax_xent_loss(
+            hidden, params.out_w, params.out_b, labels, weight, params.out_w.shape[1], "default", interpret
+        )
     else:
         scores = hidden @ params.out_w + params.out_b
         nll = -jnp.take_along_axis(jax.nn.log_softmax(scores), labels[:, None], axis=1)[:, 0]
@@ -204,6 +222,7 @@ def head_loss(params: CNNParams, hidden: jax.Array, labels: jax.Array, weight: j
 def scorer(backend: str = "xla", interpret: bool = False, probabilities: bool = False):
     """jit(params, uint8 images -> predicted class numbers, or softmax probabilities), one per configuration
     for the life of the process (a fresh jit per call would compile again every epoch and every request)."""
+
     def score(params, images):
         logits = cnn_logits(params, images, backend, interpret)
         return jax.nn.softmax(logits) if probabilities else logits.argmax(axis=1)
@@ -211,9 +230,11 @@ def scorer(backend: str = "xla", interpret: bool = False, probabilities: bool = 
     return jax.jit(score)
 
 
-def predict_cnn(params: CNNParams, images: np.ndarray, backend: str = "xla", interpret: bool = False,
-                batch_size: int = 1000) -> np.ndarray:
+def predict_cnn(
+    params: CNNParams, images: np.ndarray, backend: str = "xla", interpret: bool = False, batch_size: int = 1000
+) -> np.ndarray:
     """uint8 (N, H, W, C) -> (N,) predicted class numbers."""
     score = scorer(backend, interpret)
-    return np.concatenate([np.asarray(score(params, jnp.asarray(images[i:i + batch_size])))
-                           for i in range(0, len(images), batch_size)])
+    return np.concatenate(
+        [np.asarray(score(params, jnp.asarray(images[i : i + batch_size]))) for i in range(0, len(images), batch_size)]
+    )

@@ -22,8 +22,9 @@ def glorot_limit(fan_in: int, fan_out: int, gain: float = 1.0) -> np.float32:
 
 
 @functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "gain"))
-def init_params(key: jax.Array, n_features: int, hidden: int, n_classes: int, gain: float = 1.0,
-                w1_limit=None) -> Params:
+def init_params(
+    key: jax.Array, n_features: int, hidden: int, n_classes: int, gain: float = 1.0, w1_limit=None
+) -> Params:
     """Glorot-uniform weights times `gain`, biases zero. Glorot & Bengio (2010) suggest gain 4 for sigmoid
     units; with SGD it trained better on news4 (0.9356 vs 0.9304), with Adam gain 1 did (agnews7600 0.907 vs
     0.900). Jitted: one compilation instead of one per random op (~1 s of a cold start on a CPU).

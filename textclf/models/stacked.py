@@ -21,15 +21,19 @@ from textclf.models.mlp import binary_cross_entropy, glorot_limit
 from textclf.models.weights import Params, is_linear
 
 
-def init_stacked(key: jax.Array, n_features: int, hidden: int, n_classes: int, models: int,
-                 gain: float = 1.0, w1_limit=None) -> Params:
+def init_stacked(
+    key: jax.Array, n_features: int, hidden: int, n_classes: int, models: int, gain: float = 1.0, w1_limit=None
+) -> Params:
     """K independent Glorot-uniform initialisations (textclf.models.mlp.init_params, K times; w1_limit as there);
     hidden 0: K linear models, all zeros (a convex loss needs no random start). Jitted with the search's compiler
     options where it trains: textclf/training/stacked_step.py, start_stack."""
     if hidden == 0:
-        return Params(jnp.zeros((n_features, models * n_classes), jnp.float32),
-                      jnp.zeros((models * n_classes,), jnp.float32), jnp.zeros((models, 0, n_classes), jnp.float32),
-                      jnp.zeros((models, n_classes), jnp.float32))
+        return Params(
+            jnp.zeros((n_features, models * n_classes), jnp.float32),
+            jnp.zeros((models * n_classes,), jnp.float32),
+            jnp.zeros((models, 0, n_classes), jnp.float32),
+            jnp.zeros((models, n_classes), jnp.float32),
+        )
     k1, k2 = jax.random.split(key)
     limit1 = glorot_limit(n_features, hidden, gain) if w1_limit is None else w1_limit
     limit2 = gain * np.sqrt(6.0 / (hidden + n_classes))
@@ -120,18 +124,24 @@ def joined_views(views: list[Params]) -> Params:
     other, each divided by the number of views."""
     if is_linear(views[0]):
         count = len(views)
-        return Params(np.concatenate([np.asarray(v.w1) for v in views]) / count,
-                      np.mean([np.asarray(v.b1) for v in views], axis=0), np.asarray(views[0].w2),
-                      np.mean([np.asarray(v.b2) for v in views], axis=0))
+        return Params(
+            np.concatenate([np.asarray(v.w1) for v in views]) / count,
+            np.mean([np.asarray(v.b1) for v in views], axis=0),
+            np.asarray(views[0].w2),
+            np.mean([np.asarray(v.b2) for v in views], axis=0),
+        )
     rows, columns = sum(v.w1.shape[0] for v in views), sum(v.w1.shape[1] for v in views)
     w1 = np.zeros((rows, columns), np.float32)
     row = column = 0
     for view in views:
-        w1[row:row + view.w1.shape[0], column:column + view.w1.shape[1]] = np.asarray(view.w1)
+        w1[row : row + view.w1.shape[0], column : column + view.w1.shape[1]] = np.asarray(view.w1)
         row, column = row + view.w1.shape[0], column + view.w1.shape[1]
-    return Params(w1, np.concatenate([np.asarray(v.b1) for v in views]),
-                  np.concatenate([np.asarray(v.w2) for v in views]) / len(views),
-                  np.mean([np.asarray(v.b2) for v in views], axis=0))
+    return Params(
+        w1,
+        np.concatenate([np.asarray(v.b1) for v in views]),
+        np.concatenate([np.asarray(v.w2) for v in views]) / len(views),
+        np.mean([np.asarray(v.b2) for v in views], axis=0),
+    )
 
 
 def with_linear(network: Params, linear: Params) -> Params:
@@ -140,15 +150,22 @@ def with_linear(network: Params, linear: Params) -> Params:
     units' (weights.Params), zero on the rows it does not read (a character view's)."""
     rows, classes = network.w1.shape[0], linear.w1.shape[1]
     direct = np.zeros((rows, classes), np.float32)
-    direct[:linear.w1.shape[0]] = np.asarray(linear.w1)
-    return Params(np.concatenate([np.asarray(network.w1, np.float32), direct], axis=1),
-                  np.concatenate([np.asarray(network.b1), np.asarray(linear.b1)]).astype(np.float32),
-                  np.asarray(network.w2), (np.asarray(network.b2) + np.asarray(linear.b2)).astype(np.float32))
+    direct[: linear.w1.shape[0]] = np.asarray(linear.w1)
+    return Params(
+        np.concatenate([np.asarray(network.w1, np.float32), direct], axis=1),
+        np.concatenate([np.asarray(network.b1), np.asarray(linear.b1)]).astype(np.float32),
+        np.asarray(network.w2),
+        (np.asarray(network.b2) + np.asarray(linear.b2)).astype(np.float32),
+    )
 
 
 def member(params: Params, k: int) -> Params:
     """Network k of a stack, as NumPy Params."""
     units = params.w1.shape[1] // params.w2.shape[0]  # H, or C for linear models
     units = slice(k * units, (k + 1) * units)
-    return Params(np.asarray(params.w1[:, units]), np.asarray(params.b1[units]), np.asarray(params.w2[k]),
-                  np.asarray(params.b2[k]))
+    return Params(
+        np.asarray(params.w1[:, units]),
+        np.asarray(params.b1[units]),
+        np.asarray(params.w2[k]),
+        np.asarray(params.b2[k]),
+    )

@@ -25,8 +25,12 @@ class Thresholds:
     scores: dict  # the held-out two-fold score of each kind: {"global": ..., "per_label": ...}
 
     def summary(self) -> dict:
-        return {"per_label": self.per_label, "metric": self.metric, "two_fold": self.scores,
-                "values": [round(float(v), 4) for v in self.values]}
+        return {
+            "per_label": self.per_label,
+            "metric": self.metric,
+            "two_fold": self.scores,
+            "values": [round(float(v), 4) for v in self.values],
+        }
 
 
 def sigmoid(scores: np.ndarray) -> np.ndarray:

@@ -71,23 +71,30 @@ def eval_scores(model: Model, eval_x) -> np.ndarray:
     return held_out_scores_device(Params(*jax.device_put(tuple(model.params))), eval_x)
 
 
-def choose_rate_then_refit(run: RunContext, train_x, train_y, n_classes, settings, backend, rates,
-                           search: SearchSummary) -> Settings:
+def choose_rate_then_refit(
+    run: RunContext, train_x, train_y, n_classes, settings, backend, rates, search: SearchSummary
+) -> Settings:
     """The rate candidates trained on all but a stratified REFIT_HELD_OUT_FRACTION of the training documents,
     which choose one and its epoch (candidates.fit_rates); -> the settings with the chosen rate, decay and epoch
     count, for the final training on every document. Recorded in the run (search: rate_choice)."""
     from textclf.training.candidates import fit_rates
     from textclf.training.search.folds import stratified_sample
 
-    held, rest = stratified_sample(train_y, np.arange(len(train_y)), int(len(train_y) * REFIT_HELD_OUT_FRACTION),
-                                   settings.seed)
-    rest_x, held_x = _rate_choice_columns(train_x[rest], train_y[rest], train_x[held],
-                                          run.rules.rate_choice_features)
-    choice = fit_rates(TrainingRows(rest_x, train_y[rest], n_classes), settings, backend,
-                       [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], (held_x, train_y[held]),
-                       Watch(stop_requested=run.stop_requested))
-    search.rate_choice = RateChoice(rates, choice.chosen, choice.held_out, held_out_documents=len(held), refit=True,
-                                    features=rest_x.shape[1])
+    held, rest = stratified_sample(
+        train_y, np.arange(len(train_y)), int(len(train_y) * REFIT_HELD_OUT_FRACTION), settings.seed
+    )
+    rest_x, held_x = _rate_choice_columns(train_x[rest], train_y[rest], train_x[held], run.rules.rate_choice_features)
+    choice = fit_rates(
+        TrainingRows(rest_x, train_y[rest], n_classes),
+        settings,
+        backend,
+        [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates],
+        (held_x, train_y[held]),
+        Watch(stop_requested=run.stop_requested),
+    )
+    search.rate_choice = RateChoice(
+        rates, choice.chosen, choice.held_out, held_out_documents=len(held), refit=True, features=rest_x.shape[1]
+    )
     settings = _with_choice(settings, rates, choice)
     run.record(search=search.to_record(), settings=settings.to_dict())
     return settings
@@ -117,8 +124,9 @@ def record_rate_choice(db, key: str | None, settings: Settings, search: SearchSu
 def _with_choice(settings: Settings, rates: list[dict], choice) -> Settings:
     """The settings with the rate, decay and epoch count the held-out documents chose (a candidates.RateChoice)."""
     chosen = rates[choice.chosen]
-    return settings.replace(learning_rate=chosen["learning_rate"], weight_decay=chosen["weight_decay"],
-                            epochs=choice.best_epoch)
+    return settings.replace(
+        learning_rate=chosen["learning_rate"], weight_decay=chosen["weight_decay"], epochs=choice.best_epoch
+    )
 
 
 @dataclass
@@ -144,21 +152,23 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
         train_x, train_y, training_rows, early_stopping = _held_out_split(data, plan, train_x, train_y, settings)
     elif plan.rate_choice == "refit":
         with run.phase("rates"):
-            settings = choose_rate_then_refit(run, train_x, train_y, len(data.classes), settings, backend,
-                                              candidates, data.search)
+            settings = choose_rate_then_refit(
+                run, train_x, train_y, len(data.classes), settings, backend, candidates, data.search
+            )
         record_rate_choice(run.db, data.search_key, settings, data.search)
     n_training = len(train_y) if training_rows is None else len(training_rows)
     if plan.backend != backend:  # the plan's layout trains with another backend (W1 split: XLA)
         backend = plan.backend
-        run.record(backend=backend, backend_reason=f"the plan: {plan.arrangement} "
-                               f"networks, {plan.parallel} parallel on {plan.devices or 'every'} device(s)")
+        run.record(
+            backend=backend,
+            backend_reason=f"the plan: {plan.arrangement} "
+            f"networks, {plan.parallel} parallel on {plan.devices or 'every'} device(s)",
+        )
     views = _Views(plan, settings, n_training, rates, record_epoch, run.report)
-    params, backend, settings = views.fit(run, data, train_x, train_y, backend, settings, early_stopping,
-                                          training_rows)
+    params, backend, settings = views.fit(run, data, train_x, train_y, backend, settings, early_stopping, training_rows)
     if early_stopping is not None and not rates:  # the model keeps the best epoch: its settings say so
         settings = settings.replace(epochs=early_stopping.best_epoch)
-        run.record(early_stopping=early_stopping.summary(),
-                               settings=settings.to_dict())
+        run.record(early_stopping=early_stopping.summary(), settings=settings.to_dict())
     thresholds = None
     if plan.multi_label:  # the held-out documents choose where the sigmoid outputs say yes
         from textclf.models.thresholds import choose_thresholds
@@ -179,10 +189,12 @@ def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settin
     rule = {}
     if plan.multi_label:  # the metric the held-out documents judge; no stop before the minimum steps are made
         steps = -(-plan.training_documents // settings.batch_size)
-        rule = dict(patience=plan.patience or MULTI_LABEL_PATIENCE, metric=settings.metric or "micro-f1",
-                    earliest_stop=-(-settings.min_steps // steps))
-    training_rows, early_stopping = held_out_stopping(train_x, train_y, settings.seed, plan.held_out_documents,
-                                                      **rule)
+        rule = dict(
+            patience=plan.patience or MULTI_LABEL_PATIENCE,
+            metric=settings.metric or "micro-f1",
+            earliest_stop=-(-settings.min_steps // steps),
+        )
+    training_rows, early_stopping = held_out_stopping(train_x, train_y, settings.seed, plan.held_out_documents, **rule)
     if plan.rows != "device":
         train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
         data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
@@ -195,8 +207,7 @@ def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settin
 
 
 # How a run's record names the K-network step side_by_side_backend picked.
-_STEP_KIND = {"pallas": "the K-network step, W1's update the fused Pallas kernel",
-              "xla": "the K-network step in XLA"}
+_STEP_KIND = {"pallas": "the K-network step, W1's update the fused Pallas kernel", "xla": "the K-network step in XLA"}
 
 
 class _Views:
@@ -204,11 +215,12 @@ class _Views:
     are their mean (textclf.models.stacked.joined_views); their epochs recorded and reported numbered on from one view
     to the next. (Only a one-view run keeps checkpoints: the daemon resumes a stopped job's one network.)"""
 
-    def __init__(self, plan: TrainingPlan, settings: Settings, n_training: int, rates: list[dict], record_epoch,
-                 report):
+    def __init__(
+        self, plan: TrainingPlan, settings: Settings, n_training: int, rates: list[dict], record_epoch, report
+    ):
         self.plan, self.rates, self.record_epoch, self.report = plan, rates, record_epoch, report
-        self.settings = [settings, settings.char_view()][:len(plan.views)]
-        self.names = ("word network", "character network")[:len(plan.views)] if len(plan.views) > 1 else ()
+        self.settings = [settings, settings.char_view()][: len(plan.views)]
+        self.names = ("word network", "character network")[: len(plan.views)] if len(plan.views) > 1 else ()
         self.n_training = n_training
         one_by_one = plan.arrangement == "one_after_another" and plan.rate_choice == "none"
         self.total_epochs = sum(view.epochs for view in plan.views) * (settings.ensemble if one_by_one else 1)
@@ -225,11 +237,13 @@ class _Views:
         view_epoch = stats.epoch
         stats = replace(stats, epoch=len(self.history) + stats.epoch, view=self.current or None)
         self.record_epoch(stats)
-        self.report(TrainEvent("epoch", epoch=stats, total_epochs=self.total_epochs, view=self.current,
-                               view_epoch=view_epoch))
+        self.report(
+            TrainEvent("epoch", epoch=stats, total_epochs=self.total_epochs, view=self.current, view_epoch=view_epoch)
+        )
 
-    def fit(self, run: RunContext, data, train_x, train_y, backend: str, settings: Settings, early_stopping,
-            training_rows) -> tuple:
+    def fit(
+        self, run: RunContext, data, train_x, train_y, backend: str, settings: Settings, early_stopping, training_rows
+    ) -> tuple:
         """-> (the joined parameters, the backend that trained, the settings with the rate choice if any).
         Eight arguments: the run, its data and the rows, backend, settings and early stopping this view trains
         with, each already decided by the plan's steps before it."""
@@ -242,12 +256,14 @@ class _Views:
         for view, view_settings, self.current in zip(self.plan.views, self.settings, self.names or ("",)):
             columns = slice(first, first + view.columns)
             first += view.columns
-            view_train, view_eval = ((train_x, data.eval_x) if one_view
-                                     else (train_x[:, columns], data.eval_x[:, columns]))
+            view_train, view_eval = (
+                (train_x, data.eval_x) if one_view else (train_x[:, columns], data.eval_x[:, columns])
+            )
             rows = TrainingRows(view_train, train_y, len(data.classes), view_eval, eval_y, training_rows)
             if self.rates:
                 view_params, history, backend, view_compile, view_train_s, settings = self._rates(
-                    run, data, rows, settings, backend, early_stopping)
+                    run, data, rows, settings, backend, early_stopping
+                )
                 record_rate_choice(run.db, data.search_key, settings, data.search)
             else:
                 laid_out = view_settings.replace(parallel=self.plan.parallel, devices=self.plan.devices)
@@ -256,7 +272,8 @@ class _Views:
                 # several views: each network judged on its own columns of the held-out documents
                 judge = early_stopping if one_view or early_stopping is None else early_stopping.on_columns(columns)
                 view_params, history, backend, view_compile, view_train_s = self._networks(
-                    run, rows, laid_out, backend, judge, run.checkpointer if one_view else None, data.rows, view.loss)
+                    run, rows, laid_out, backend, judge, run.checkpointer if one_view else None, data.rows, view.loss
+                )
                 if judge is not early_stopping and not params:  # the run records the word network's epochs
                     early_stopping.kept_from(judge)
             self._add_history(history)
@@ -265,8 +282,9 @@ class _Views:
         joined = params[0] if one_view else joined_views(params)
         if self.plan.linear:
             self.current = "linear model"
-            linear, view_compile, view_train_s, settings = self._linear(data, (train_x, train_y, eval_y),
-                                                                        settings, early_stopping, training_rows)
+            linear, view_compile, view_train_s, settings = self._linear(
+                data, (train_x, train_y, eval_y), settings, early_stopping, training_rows
+            )
             joined = with_linear(joined, linear)
             compile_s, train_s = compile_s + view_compile, train_s + view_train_s
         run.phase.seconds["compile"], run.phase.seconds["train"] = compile_s, train_s
@@ -285,13 +303,19 @@ class _Views:
         train_x, train_y, eval_y = labelled
         columns = slice(0, self.plan.linear.columns)
         whole = len(self.plan.views) == 1
-        rows = TrainingRows(train_x if whole else train_x[:, columns], train_y, len(data.classes),
-                            data.eval_x if whole or data.eval_x is None else data.eval_x[:, columns], eval_y,
-                            training_rows)
+        rows = TrainingRows(
+            train_x if whole else train_x[:, columns],
+            train_y,
+            len(data.classes),
+            data.eval_x if whole or data.eval_x is None else data.eval_x[:, columns],
+            eval_y,
+            training_rows,
+        )
         judge = None if early_stopping is None else early_stopping.on_columns(columns)
         linear = settings.linear_view().replace(epochs=self.plan.linear.epochs, min_steps=0)
-        params, history, compile_s, train_s = fit_ensemble(rows, linear, Watch(self.on_epoch, early_stopping=judge),
-                                                           self.plan.linear.loss)
+        params, history, compile_s, train_s = fit_ensemble(
+            rows, linear, Watch(self.on_epoch, early_stopping=judge), self.plan.linear.loss
+        )
         self._add_history(history)
         if judge is not None:  # the model's settings say which epoch it kept
             settings = settings.replace(linear_epochs=judge.best_epoch)
@@ -308,26 +332,54 @@ class _Views:
 
         rates = self.rates
         side_by_side = self.plan.arrangement == "side_by_side"
-        choice = fit_rates(rows, settings, backend,
-                           [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates], (judge.x, judge.y),
-                           Watch(self.on_epoch, run.stop_requested), judge.patience, side_by_side=side_by_side)
+        choice = fit_rates(
+            rows,
+            settings,
+            backend,
+            [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates],
+            (judge.x, judge.y),
+            Watch(self.on_epoch, run.stop_requested),
+            judge.patience,
+            side_by_side=side_by_side,
+        )
         settings = _with_choice(settings, rates, choice)
         data.search.rate_choice = RateChoice(rates, choice.chosen, choice.held_out)
-        run.record(search=data.search.to_record(), settings=settings.to_dict(), early_stopping={
-            "held_out": int(judge.x.shape[0]), "patience": judge.patience,
-            "accuracies": choice.held_out[choice.chosen], "best_epoch": choice.best_epoch,
-            "rates": [[r["learning_rate"], r["weight_decay"]] for r in rates], "rate_accuracies": choice.held_out,
-            "chosen_rate": choice.chosen})
+        run.record(
+            search=data.search.to_record(),
+            settings=settings.to_dict(),
+            early_stopping={
+                "held_out": int(judge.x.shape[0]),
+                "patience": judge.patience,
+                "accuracies": choice.held_out[choice.chosen],
+                "best_epoch": choice.best_epoch,
+                "rates": [[r["learning_rate"], r["weight_decay"]] for r in rates],
+                "rate_accuracies": choice.held_out,
+                "chosen_rate": choice.chosen,
+            },
+        )
         if side_by_side:
             backend = side_by_side_backend(settings.batch_size, rows.x.shape[1], settings.units, len(rates))
-            run.record(backend=backend, devices=1, processes=jax.process_count(),
-                       backend_reason=f"networks at several rates train side by side ({_STEP_KIND[backend]})")
+            run.record(
+                backend=backend,
+                devices=1,
+                processes=jax.process_count(),
+                backend_reason=f"networks at several rates train side by side ({_STEP_KIND[backend]})",
+            )
         else:
             run.record(devices=1, processes=jax.process_count())
         return choice.params, choice.history, backend, choice.compile_seconds, choice.train_seconds, settings
 
-    def _networks(self, run: RunContext, rows: TrainingRows, settings: Settings, backend: str, early_stopping,
-                  checkpointer, shares, loss: str) -> tuple:
+    def _networks(
+        self,
+        run: RunContext,
+        rows: TrainingRows,
+        settings: Settings,
+        backend: str,
+        early_stopping,
+        checkpointer,
+        shares,
+        loss: str,
+    ) -> tuple:
         # Eight arguments: the run, the view's rows, settings and loss, and the backend, early stopping, checkpoints
         # and process shares the plan's earlier steps chose for it.
         """The network(s) of one view as the plan arranges them: settings.ensemble networks one after another or
@@ -351,12 +403,22 @@ class _Views:
             watch = Watch(self.on_epoch, early_stopping=early_stopping)
             params, history, compile_s, train_s = fit_ensemble(rows, settings, watch, loss)
             what = "a linear model trains" if self.plan.family == "linear" else "an ensemble trains side by side"
-            backend = side_by_side_backend(settings.batch_size, rows.x.shape[1], settings.units,
-                                           max(1, settings.ensemble), loss)
-            run.record(backend=backend, devices=1, processes=jax.process_count(),
-                       backend_reason=f"{what} ({_STEP_KIND[backend]})")
+            backend = side_by_side_backend(
+                settings.batch_size, rows.x.shape[1], settings.units, max(1, settings.ensemble), loss
+            )
+            run.record(
+                backend=backend,
+                devices=1,
+                processes=jax.process_count(),
+                backend_reason=f"{what} ({_STEP_KIND[backend]})",
+            )
             return params, history, backend, compile_s, train_s
-        network = fit_network(rows, settings, backend,
-                              Watch(self.on_epoch, run.stop_requested, checkpointer, early_stopping), shares=shares)
+        network = fit_network(
+            rows,
+            settings,
+            backend,
+            Watch(self.on_epoch, run.stop_requested, checkpointer, early_stopping),
+            shares=shares,
+        )
         run.record(devices=network.devices, processes=jax.process_count())
         return network.params, network.history, backend, network.compile_seconds, network.train_seconds

@@ -33,6 +33,7 @@ def _test_corpus(corpus_path: Path, test_path):
     return None
 
 
+# Over 80 lines as formatted: the image run's steps (read, split, train, evaluate, record, save) in their order.
 def train_images(run: RunContext, corpus_path: Path, test_path, settings, backend: str, model_path):
     """The image corpus read and split, the CNN trained (textclf/training/cnn.py), the run recorded, the model
     written."""
@@ -45,31 +46,48 @@ def train_images(run: RunContext, corpus_path: Path, test_path, settings, backen
         corpus = read_image_corpus(corpus_path)
         test = _test_corpus(corpus_path, test_path)
     if test is not None and test.images.shape[1:] != corpus.images.shape[1:]:
-        raise CorpusError(f"test images are {test.images.shape[1:]} but training images {corpus.images.shape[1:]} "
-                          "(H, W, C): use images of one size")
+        raise CorpusError(
+            f"test images are {test.images.shape[1:]} but training images {corpus.images.shape[1:]} "
+            "(H, W, C): use images of one size"
+        )
     classes = sorted(set(corpus.labels))
     encode = lambda labels: encode_labels(labels, classes)
     if test is not None:
         unknown = sorted(set(test.labels) - set(classes))
         if unknown:
-            raise CorpusError(f"test images have label '{unknown[0]}' that the training images lack: "
-                              "use the same label names in both")
+            raise CorpusError(
+                f"test images have label '{unknown[0]}' that the training images lack: use the same label names in both"
+            )
         train_x, train_y, eval_x, eval_y = corpus.images, encode(corpus.labels), test.images, encode(test.labels)
     else:
         index = np.arange(len(corpus))
         n_eval = max(len(classes), int(round(len(corpus) * settings.validation_fraction)))
         try:
-            train_i, eval_i = train_test_split(index, test_size=n_eval, random_state=settings.seed,
-                                               stratify=corpus.labels)
+            train_i, eval_i = train_test_split(
+                index, test_size=n_eval, random_state=settings.seed, stratify=corpus.labels
+            )
         except ValueError as exc:
-            raise CorpusError(f"image corpus '{corpus.source}' is too small to hold out a validation set ({exc}): "
-                              "add images or pass --test") from None
+            raise CorpusError(
+                f"image corpus '{corpus.source}' is too small to hold out a validation set ({exc}): "
+                "add images or pass --test"
+            ) from None
         labels = encode(corpus.labels)
-        train_x, train_y, eval_x, eval_y = corpus.images[train_i], labels[train_i], corpus.images[eval_i], labels[eval_i]
+        train_x, train_y, eval_x, eval_y = (
+            corpus.images[train_i],
+            labels[train_i],
+            corpus.images[eval_i],
+            labels[eval_i],
+        )
     eval_kind = "test" if test is not None else "validation"
-    run.record(corpus_format=f"images-{corpus.format}", n_train=len(train_y),
-                           n_eval=len(eval_y), eval_kind=eval_kind, n_classes=len(classes), labels=classes,
-                           n_features=int(np.prod(train_x.shape[1:])))
+    run.record(
+        corpus_format=f"images-{corpus.format}",
+        n_train=len(train_y),
+        n_eval=len(eval_y),
+        eval_kind=eval_kind,
+        n_classes=len(classes),
+        labels=classes,
+        n_features=int(np.prod(train_x.shape[1:])),
+    )
 
     record_epoch = EpochRecorder(db, run_id)
 
@@ -83,18 +101,45 @@ def train_images(run: RunContext, corpus_path: Path, test_path, settings, backen
     interpret = backend == "pallas" and bool(os.environ.get("TEXTCLF_PALLAS_INTERPRET"))
     train_start = time.perf_counter()  # the first epoch includes compiling the epoch function
     # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
-    params, history = fit_cnn(train_x, train_y, len(classes), settings, backend, eval_x, eval_y,
-                              interpret, on_epoch=on_epoch, checkpointer=run.checkpointer,
-                              stop_requested=run.stop_requested,
-                              on_step=lambda done, total: report(TrainEvent("steps", done=done, total=total)))
+    params, history = fit_cnn(
+        train_x,
+        train_y,
+        len(classes),
+        settings,
+        backend,
+        eval_x,
+        eval_y,
+        interpret,
+        on_epoch=on_epoch,
+        checkpointer=run.checkpointer,
+        stop_requested=run.stop_requested,
+        on_step=lambda done, total: report(TrainEvent("steps", done=done, total=total)),
+    )
     phase.seconds["train"] = time.perf_counter() - train_start
     model = ImageModel(params, classes, settings, tuple(train_x.shape[1:]))
     last = history[-1]
     eval_accuracy = last.eval_accuracy  # the final parameters were scored on eval_x inside fit_cnn
-    model.metadata = {"run_id": run_id, "corpus": str(corpus_path), "eval_kind": eval_kind,
-                      "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
-                      "created": run_queries.now(), "backend": backend}
-    path = finish_run(run, lambda path: save_image_model(model, path), model_path, record_epoch, last,
-                      eval_accuracy)
-    return TrainResult(run_id, path.resolve() if run.primary else None, eval_accuracy, eval_kind, last.train_accuracy,
-                       len(train_y), len(eval_y), history, dict(phase.seconds), {}, 0, model)
+    model.metadata = {
+        "run_id": run_id,
+        "corpus": str(corpus_path),
+        "eval_kind": eval_kind,
+        "eval_accuracy": eval_accuracy,
+        "train_accuracy": last.train_accuracy,
+        "created": run_queries.now(),
+        "backend": backend,
+    }
+    path = finish_run(run, lambda path: save_image_model(model, path), model_path, record_epoch, last, eval_accuracy)
+    return TrainResult(
+        run_id,
+        path.resolve() if run.primary else None,
+        eval_accuracy,
+        eval_kind,
+        last.train_accuracy,
+        len(train_y),
+        len(eval_y),
+        history,
+        dict(phase.seconds),
+        {},
+        0,
+        model,
+    )

@@ -99,13 +99,21 @@ def reap_orphaned_runs(db) -> list[int]:
     for run in run_queries.running_runs(db):
         silent = silent_for(run)
         if owner_gone(run):
-            error = (f"its process (pid {run['owner_pid']} on {run['owner_host']}) ended without recording an end "
-                     f"(killed or crashed); found at {run_queries.now()}")
-        elif (run.get("owner_host") and run["owner_host"] != socket.gethostname() and silent is not None
-              and silent > STALE_SECONDS):
-            error = (f"no heartbeat from its process (pid {run['owner_pid']} on {run['owner_host']}) since "
-                     f"{run['heartbeat_at']} ({silent / 60:.0f} minutes; it beats every {HEARTBEAT_SECONDS:.0f} s): "
-                     f"taken for killed or cut off; found at {run_queries.now()}")
+            error = (
+                f"its process (pid {run['owner_pid']} on {run['owner_host']}) ended without recording an end "
+                f"(killed or crashed); found at {run_queries.now()}"
+            )
+        elif (
+            run.get("owner_host")
+            and run["owner_host"] != socket.gethostname()
+            and silent is not None
+            and silent > STALE_SECONDS
+        ):
+            error = (
+                f"no heartbeat from its process (pid {run['owner_pid']} on {run['owner_host']}) since "
+                f"{run['heartbeat_at']} ({silent / 60:.0f} minutes; it beats every {HEARTBEAT_SECONDS:.0f} s): "
+                f"taken for killed or cut off; found at {run_queries.now()}"
+            )
         else:
             continue
         try:

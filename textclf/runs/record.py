@@ -56,8 +56,14 @@ class EpochRecorder:
         waiting_out_locks(self._write)
 
 
-def finish_run(run: RunContext, save: Callable[[Path], object] | None, model_path, record_epoch: EpochRecorder,
-               last: EpochStats, eval_accuracy: float) -> Path | None:
+def finish_run(
+    run: RunContext,
+    save: Callable[[Path], object] | None,
+    model_path,
+    record_epoch: EpochRecorder,
+    last: EpochStats,
+    eval_accuracy: float,
+) -> Path | None:
     """The end of a run that trained: the model file written (by the primary process, through save(path)) before
     the run is marked finished with it, the epochs and phase times recorded. save None: no file (the estimator
     keeps its model in memory). -> the model file's path (None without a file)."""
@@ -67,6 +73,13 @@ def finish_run(run: RunContext, save: Callable[[Path], object] | None, model_pat
             save(path)
     record_epoch.flush()
     run_queries.add_phases(run.db, run.run_id, run.phase.seconds)
-    end_run(run.db, run.run_id, "finished", model_path=str(path.resolve()) if save is not None else None,
-            final_loss=last.loss, train_accuracy=last.train_accuracy, eval_accuracy=eval_accuracy)
+    end_run(
+        run.db,
+        run.run_id,
+        "finished",
+        model_path=str(path.resolve()) if save is not None else None,
+        final_loss=last.loss,
+        train_accuracy=last.train_accuracy,
+        eval_accuracy=eval_accuracy,
+    )
     return path if save is not None else None

@@ -70,7 +70,9 @@ def train(
     from textclf.training.distributed import is_primary
 
     report = on_event or (lambda event: None)
-    out = _checked_out_path(model_path, [p for p in (corpus_path, test_path) if p is not None and not isinstance(p, Corpus)])
+    out = _checked_out_path(
+        model_path, [p for p in (corpus_path, test_path) if p is not None and not isinstance(p, Corpus)]
+    )
     # With several processes (textclf/training/distributed.py) only process 0 records the run and writes the model; the
     # others keep their run record in a throwaway in-memory database so the code path stays the same.
     primary = is_primary()
@@ -78,9 +80,16 @@ def train(
     if out is not None and primary:
         reap_orphaned_runs(db)  # a dead run's claim on the same --out is no claim
     run_id = run_queries.start_run(
-        db, corpus=source_name(corpus_path), test_corpus=source_name(test_path) if test_path is not None else None,
-        settings=settings.to_dict(), backend=settings.backend, versions=versions(), **this_owner(),
-        heartbeat_at=run_queries.now(), job_id=job_id, resumes_run=resumes_run,
+        db,
+        corpus=source_name(corpus_path),
+        test_corpus=source_name(test_path) if test_path is not None else None,
+        settings=settings.to_dict(),
+        backend=settings.backend,
+        versions=versions(),
+        **this_owner(),
+        heartbeat_at=run_queries.now(),
+        job_id=job_id,
+        resumes_run=resumes_run,
         model_path=str(out) if out is not None and primary else None,  # claimed while the run trains
     )
     # (An in-memory run database, the estimator's, is seen by no other process: no heartbeat for it.)
@@ -88,11 +97,24 @@ def train(
     # The heartbeat thread starts with the JAX warm-up, once the vectorizing workers are forked (a process with a
     # second thread starts fresh workers instead: pipelines/workers.py); the run row's heartbeat_at is set meanwhile.
     warmup = BackendWarmup(settings.backend, compile_cache_dir(), along=heartbeat.start if heartbeat else None)
-    run = RunContext(db, run_id, warmup, report, PhaseTimer(report), primary, pool, checkpointer, stop_requested, rules,
-               plan_only, keep_files)
+    run = RunContext(
+        db,
+        run_id,
+        warmup,
+        report,
+        PhaseTimer(report),
+        primary,
+        pool,
+        checkpointer,
+        stop_requested,
+        rules,
+        plan_only,
+        keep_files,
+    )
     try:
-        result = _train_run(run, corpus_path if isinstance(corpus_path, Corpus) else Path(corpus_path), test_path,
-                            settings, model_path)
+        result = _train_run(
+            run, corpus_path if isinstance(corpus_path, Corpus) else Path(corpus_path), test_path, settings, model_path
+        )
     # A run that ends without its model file gives up its claim on --out (model_path None).
     except TrainingStopped as exc:
         end_run(db, run_id, "interrupted", error=f"{exc}; resumes from its checkpoint", model_path=None)
@@ -120,8 +142,9 @@ def _checked_out_path(model_path: str | Path | None, reading: list) -> Path | No
         return None
     path = Path(model_path)
     if str(model_path).endswith(("/", "\\")) or path.is_dir():
-        raise ArtifactError(f"--out '{model_path}' is a folder: name the model file to write, e.g. "
-                            f"'{path / 'model.textclf.npz'}'")
+        raise ArtifactError(
+            f"--out '{model_path}' is a folder: name the model file to write, e.g. '{path / 'model.textclf.npz'}'"
+        )
     if path.exists() and not stat.S_ISREG(path.stat().st_mode):
         raise ArtifactError(f"--out '{path}' is not a regular file (a device, FIFO or socket): name a model file")
     resolved = path.resolve()
@@ -151,8 +174,9 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
 
     views = data.vectorizer.view_widths if settings.char_ngrams else (data.train_x.shape[1],)
     # planned once: the draft vectorizing made, else one made now, completed with the views' widths and backend
-    draft = data.plan or draft_plan(settings, data.search, len(data.train_labels), len(views), _machine(data),
-                                    run.rules)
+    draft = data.plan or draft_plan(
+        settings, data.search, len(data.train_labels), len(views), _machine(data), run.rules
+    )
     plan = draft.completed(tuple(views), backend, _stacked_backend(draft, settings, views[0]))
     run.record(plan=plan.to_dict())
     if run.plan_only:
@@ -185,14 +209,17 @@ def _machine(data: TextData) -> Machine:
     return Machine(jax.local_device_count(), processes, stacked_is_faster())
 
 
-def _text_data(run: RunContext, corpus_path, test_path, settings: Settings, in_memory: bool
-               ) -> tuple[TextData, Settings]:
+def _text_data(
+    run: RunContext, corpus_path, test_path, settings: Settings, in_memory: bool
+) -> tuple[TextData, Settings]:
     """The run's data by the path its corpus needs (runs/text_data.py) -> (data, the settings it chose)."""
     joined = sys.modules.get("jax")  # imported by now only where distributed.initialize joined processes
     if joined is not None and joined.process_count() > 1:  # several processes: each reads and counts its share
         if settings.ensemble > 1 or settings.char_ngrams:
-            raise SettingsError(f"--ensemble {settings.ensemble} and --char-ngrams train on one process: pass "
-                                "--ensemble 1 --no-char-ngrams with several processes")
+            raise SettingsError(
+                f"--ensemble {settings.ensemble} and --char-ngrams train on one process: pass "
+                "--ensemble 1 --no-char-ngrams with several processes"
+            )
         return shared_data(run, corpus_path, test_path, settings), settings
     if settings.vectorizer == "hashing" and not in_memory:  # (in memory: hashed as the tfidf path vectorizes)
         run.warmup.start()  # the streaming hash uses loky's spawned workers: nothing to fork first
@@ -200,16 +227,20 @@ def _text_data(run: RunContext, corpus_path, test_path, settings: Settings, in_m
     return vectorized_data(run, corpus_path, test_path, settings)
 
 
-def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, model_path, record_epoch
-                         ) -> TrainResult:
+def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, model_path, record_epoch) -> TrainResult:
     """The trained network as a model, scored on the held-out documents, written (the run's keep_files) and
     recorded finished."""
     run_id, phase = run.run_id, run.phase
     classes, eval_kind, eval_x = data.classes, data.eval_kind, data.eval_x
     multi_label = fitted.thresholds is not None
     eval_y = encode_labels(data.eval_labels, classes, multi_label)
-    model = Model(data.vectorizer, fitted.params, labels=classes, settings=fitted.settings,
-                  thresholds=fitted.thresholds.values if multi_label else None)
+    model = Model(
+        data.vectorizer,
+        fitted.params,
+        labels=classes,
+        settings=fitted.settings,
+        thresholds=fitted.thresholds.values if multi_label else None,
+    )
     history = fitted.history
     with phase("evaluate"):
         scores = eval_scores(model, eval_x) if eval_x.shape[0] else np.zeros((0, len(classes)), np.float32)
@@ -228,22 +259,43 @@ def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, m
         if multi_label:
             from textclf.models.thresholds import f1
 
-            metric = {"eval_metric": fitted.thresholds.metric,
-                      "eval_score": f1(eval_y, predicted, fitted.thresholds.metric) if n_eval else 0.0}
+            metric = {
+                "eval_metric": fitted.thresholds.metric,
+                "eval_score": f1(eval_y, predicted, fitted.thresholds.metric) if n_eval else 0.0,
+            }
     last = history[-1]
     model.metadata = {
-        "run_id": run_id, "corpus": source, "corpus_fingerprint": data.fingerprint,
-        "eval_kind": eval_kind, "eval_accuracy": eval_accuracy, "train_accuracy": last.train_accuracy,
-        "created": run_queries.now(), "backend": fitted.backend,
-        "search": data.search.to_record() if data.search else None, **metric,
+        "run_id": run_id,
+        "corpus": source,
+        "corpus_fingerprint": data.fingerprint,
+        "eval_kind": eval_kind,
+        "eval_accuracy": eval_accuracy,
+        "train_accuracy": last.train_accuracy,
+        "created": run_queries.now(),
+        "backend": fitted.backend,
+        "search": data.search.to_record() if data.search else None,
+        **metric,
     }
     run.record(**metric)
     save = (lambda path: save_model(model, path)) if run.keep_files else None
     path = finish_run(run, save, model_path, record_epoch, last, eval_accuracy)
     n_train = data.rows.total if data.rows is not None else fitted.n_training
-    return TrainResult(run_id, path.resolve() if run.primary and path else None, eval_accuracy, eval_kind,
-                       last.train_accuracy, n_train, n_eval, history, dict(phase.seconds), data.skipped,
-                       data.non_utf8, model, data.search, read_documents=data.read_documents)
+    return TrainResult(
+        run_id,
+        path.resolve() if run.primary and path else None,
+        eval_accuracy,
+        eval_kind,
+        last.train_accuracy,
+        n_train,
+        n_eval,
+        history,
+        dict(phase.seconds),
+        data.skipped,
+        data.non_utf8,
+        model,
+        data.search,
+        read_documents=data.read_documents,
+    )
 
 
 def _planned(run: RunContext, data: TextData, plan: TrainingPlan, settings: Settings) -> PlannedRun:

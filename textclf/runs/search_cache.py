@@ -24,8 +24,14 @@ from textclf.training.search.rules import SearchRules
 from textclf.versions import versions
 
 
-def search_key(fingerprint: str, validation_split: bool, settings: Settings, device: str, search_format: int,
-               rules: SearchRules = SearchRules()) -> str:
+def search_key(
+    fingerprint: str,
+    validation_split: bool,
+    settings: Settings,
+    device: str,
+    search_format: int,
+    rules: SearchRules = SearchRules(),
+) -> str:
     """sha256 of what the search's choice depends on. fingerprint: the training corpus's
     (pipelines.corpus); validation_split: whether its documents are split into training and validation (no
     --test: which documents the search sees then follows from the seed and validation_fraction in settings; with

@@ -45,8 +45,10 @@ def split_validation(labels: list[str], source: str, settings: Settings):
     if settings.multi_label:
         n_eval = int(round(len(labels) * settings.validation_fraction))
         if n_eval < 1 or len(labels) - n_eval < 2:
-            raise CorpusError(f"corpus '{source}' has {len(labels)} documents, too few to hold out a validation "
-                              "set: add documents or pass a separate --test corpus")
+            raise CorpusError(
+                f"corpus '{source}' has {len(labels)} documents, too few to hold out a validation "
+                "set: add documents or pass a separate --test corpus"
+            )
         return train_test_split(np.arange(len(labels)), test_size=n_eval, random_state=settings.seed)
     counts = Counter(labels)
     small = [label for label, n in sorted(counts.items()) if n < 2]
@@ -64,8 +66,9 @@ def split_validation(labels: list[str], source: str, settings: Settings):
     return train_test_split(np.arange(len(labels)), test_size=n_eval, random_state=settings.seed, stratify=labels)
 
 
-def one_process_draft(settings: Settings, search: SearchSummary | None, n_train: int, rules: SearchRules
-                      ) -> TrainingPlan:
+def one_process_draft(
+    settings: Settings, search: SearchSummary | None, n_train: int, rules: SearchRules
+) -> TrainingPlan:
     """The run's draft plan (training/plan.py, draft_plan) for one process on this machine's devices, made where
     vectorizing needs one of its decisions; the run completes it (textclf/runs/run.py), never plans again."""
     import jax
@@ -103,12 +106,16 @@ def resolved_multi_label(labels: list[str], settings: Settings, source: str) -> 
     found = is_multi_label(labels)
     if settings.multi_label is False and found:
         example = next(label for label in labels if SEPARATOR in label)
-        raise CorpusError(f"corpus '{source}' has documents with other than one label (e.g. '{shown(example)}'): "
-                          "drop --no-multi-label to train a multi-label model")
+        raise CorpusError(
+            f"corpus '{source}' has documents with other than one label (e.g. '{shown(example)}'): "
+            "drop --no-multi-label to train a multi-label model"
+        )
     multi = found if settings.multi_label is None else settings.multi_label
     if settings.metric is not None and not multi:
-        raise CorpusError(f"--metric {settings.metric} judges label sets, and corpus '{source}' has one label a "
-                          "document (judged by accuracy): drop --metric, or pass --multi-label")
+        raise CorpusError(
+            f"--metric {settings.metric} judges label sets, and corpus '{source}' has one label a "
+            "document (judged by accuracy): drop --metric, or pass --multi-label"
+        )
     return settings if settings.multi_label is not None else settings.replace(multi_label=found)
 
 
@@ -135,9 +142,14 @@ class ReadCorpora(NamedTuple):
     non_utf8: int  # documents of both decoded with a fallback encoding
 
 
-def record_corpus(run: RunContext, read: ReadCorpora, train_labels, eval_labels,
-                  counts: tuple[int, int] | None = None, classes: list[str] | None = None
-                  ) -> tuple[dict[str, int], list[str], str]:
+def record_corpus(
+    run: RunContext,
+    read: ReadCorpora,
+    train_labels,
+    eval_labels,
+    counts: tuple[int, int] | None = None,
+    classes: list[str] | None = None,
+) -> tuple[dict[str, int], list[str], str]:
     """Record what was read in the run row -> (skips by reason, the test's prefixed "test_"; classes; eval kind).
     counts (training, held-out documents) and classes: every process's, where there are several."""
     skipped = {k: v for k, v in read.skipped.items() if v}
@@ -146,12 +158,22 @@ def record_corpus(run: RunContext, read: ReadCorpora, train_labels, eval_labels,
     multi = is_multi_label(train_labels) or is_multi_label(eval_labels)
     classes, eval_kind = classes or label_names(train_labels, multi), "test" if has_test else "validation"
     n_train, n_eval = counts or (len(train_labels), len(eval_labels))
-    run.record(corpus_format=read.format, corpus_fingerprint=read.fingerprint,
-                           skipped=skipped, non_utf8=read.non_utf8, n_train=n_train, n_eval=n_eval,
-                           eval_kind=eval_kind, n_classes=len(classes), labels=classes)
+    run.record(
+        corpus_format=read.format,
+        corpus_fingerprint=read.fingerprint,
+        skipped=skipped,
+        non_utf8=read.non_utf8,
+        n_train=n_train,
+        n_eval=n_eval,
+        eval_kind=eval_kind,
+        n_classes=len(classes),
+        labels=classes,
+    )
     return skipped, classes, eval_kind
 
 
+# Over 80 lines as formatted: each process's share read, the vocabulary agreed and the split made, in the order
+# the processes must take them together.
 def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     """Several processes (textclf/training/distributed.py): each reads only its share of the corpus (and of the
     test corpus) and counts its own documents; the vocabulary is agreed through the runtime
@@ -175,8 +197,9 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     with phase("read"):
         corpus = read_corpus(corpus_path, settings.max_file_mb, read_progress, share=share)
         if settings.multi_label or is_multi_label(corpus.labels):  # (a share may hold no set: say so once)
-            raise CorpusError(f"corpus '{corpus.source}' holds label sets, which train in one process: train it "
-                              "without --coordinator")
+            raise CorpusError(
+                f"corpus '{corpus.source}' holds label sets, which train in one process: train it without --coordinator"
+            )
         test = read_corpus(test_path, settings.max_file_mb, read_progress, share=share) if test_path else None
     has_test = test is not None  # (a Corpus of an empty share is falsy)
     if has_test:
@@ -184,16 +207,19 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     else:
         held = np.zeros(len(corpus.labels), bool)
         rng = np.random.default_rng([settings.seed, share[0]])
-        held[rng.permutation(len(held))[:int(round(len(held) * settings.validation_fraction))]] = True
+        held[rng.permutation(len(held))[: int(round(len(held) * settings.validation_fraction))]] = True
         train_rows, eval_rows = np.flatnonzero(~held), np.flatnonzero(held)
         train_texts, eval_texts = [corpus.texts[i] for i in train_rows], [corpus.texts[i] for i in eval_rows]
         train_labels, eval_labels = [corpus.labels[i] for i in train_rows], [corpus.labels[i] for i in eval_rows]
-    mine = {"labels": np.unique(corpus.labels).astype(str), "empty": np.array(corpus.empty_labels, dtype=str),
-            "non_utf8": np.array([corpus.non_utf8 + (test.non_utf8 if has_test else 0)]),
-            "sizes": np.array([len(train_labels), len(eval_labels)]),
-            "fingerprint": np.array([corpus.fingerprint], dtype=str),
-            "skipped": np.array([f"{k}\t{v}" for k, v in corpus.skipped.items()], dtype=str),
-            "test_skipped": np.array([f"{k}\t{v}" for k, v in (test.skipped if has_test else {}).items()], dtype=str)}
+    mine = {
+        "labels": np.unique(corpus.labels).astype(str),
+        "empty": np.array(corpus.empty_labels, dtype=str),
+        "non_utf8": np.array([corpus.non_utf8 + (test.non_utf8 if has_test else 0)]),
+        "sizes": np.array([len(train_labels), len(eval_labels)]),
+        "fingerprint": np.array([corpus.fingerprint], dtype=str),
+        "skipped": np.array([f"{k}\t{v}" for k, v in corpus.skipped.items()], dtype=str),
+        "test_skipped": np.array([f"{k}\t{v}" for k, v in (test.skipped if has_test else {}).items()], dtype=str),
+    }
     if has_test:
         mine["test_labels"] = np.unique(test.labels).astype(str)
     shared = exchange_arrays(mine)
@@ -209,23 +235,50 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
         workers = pool or stack.enter_context(vectorize_pool(len(train_texts)))
         warmup.start()
         with phase("vectorize"):
-            vectorizer, train_x, classes = fit_vectorizer_shared(train_texts, train_labels, settings, exchange_arrays,
-                                                                 workers)
-            report(TrainEvent("progress", "vectorize", done=len(train_texts), total=len(train_texts),
-                              documents=len(train_texts)))
-            eval_x = vectorizer.transform(eval_texts, pool=workers, on_progress=lambda done, total: report(
-                TrainEvent("progress", "vectorize", done=done, total=total, documents=done)))
+            vectorizer, train_x, classes = fit_vectorizer_shared(
+                train_texts, train_labels, settings, exchange_arrays, workers
+            )
+            report(
+                TrainEvent(
+                    "progress", "vectorize", done=len(train_texts), total=len(train_texts), documents=len(train_texts)
+                )
+            )
+            eval_x = vectorizer.transform(
+                eval_texts,
+                pool=workers,
+                on_progress=lambda done, total: report(
+                    TrainEvent("progress", "vectorize", done=done, total=total, documents=done)
+                ),
+            )
     train_counts = [int(part["sizes"][0]) for part in shared]
     rows = RowShare(tuple(int(x) for x in np.cumsum([0, *train_counts[:-1]])), tuple(train_counts), share[0])
     fingerprint = hashlib.sha256("".join(str(part["fingerprint"][0]) for part in shared).encode()).hexdigest()
     non_utf8 = sum(int(part["non_utf8"][0]) for part in shared)
     read = ReadCorpora(corpus.format, fingerprint, skipped, test_skipped if has_test else None, non_utf8)
     skipped, classes, eval_kind = record_corpus(
-        run, read, train_labels, eval_labels, counts=(rows.total, sum(int(part["sizes"][1]) for part in shared)),
-        classes=classes)
+        run,
+        read,
+        train_labels,
+        eval_labels,
+        counts=(rows.total, sum(int(part["sizes"][1]) for part in shared)),
+        classes=classes,
+    )
     run.record(n_features=vectorizer.n_features, vectors_cached=False)
-    return TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind, skipped,
-                     non_utf8, fingerprint, search, rows=rows, read_documents=len(corpus.labels))
+    return TextData(
+        vectorizer,
+        train_x,
+        eval_x,
+        list(train_labels),
+        list(eval_labels),
+        classes,
+        eval_kind,
+        skipped,
+        non_utf8,
+        fingerprint,
+        search,
+        rows=rows,
+        read_documents=len(corpus.labels),
+    )
 
 
 def _skips_added(shared: list[dict], key: str) -> dict[str, int]:
@@ -239,7 +292,7 @@ def _skips_added(shared: list[dict], key: str) -> dict[str, int]:
 
 
 def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[TextData, Settings]:
-    """"tfidf": the texts in memory (the vocabulary fit needs them all), vectors cached by corpus fingerprint.
+    """ "tfidf": the texts in memory (the vocabulary fit needs them all), vectors cached by corpus fingerprint.
     Starts the JAX warm-up once the workers are forked (or at once when the vectors come from the cache).
     With Settings.search "auto" the model search chooses the settings first, on the training documents only:
     the test corpus is opened after it. -> (the data, the settings it was vectorized with)."""
@@ -252,24 +305,48 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
         train_labels, eval_labels = steps.split(corpus, test_path, settings)
         skipped = why_not_searched(searched_settings(settings), train_labels, expected_platform(), run.rules)
         if skipped is None:
-            settings, search, search_key = run_search(run, steps.train_texts, train_labels, settings,
-                                                      steps.forked(len(corpus.texts)), corpus.fingerprint,
-                                                      test_path is None)
+            settings, search, search_key = run_search(
+                run,
+                steps.train_texts,
+                train_labels,
+                settings,
+                steps.forked(len(corpus.texts)),
+                corpus.fingerprint,
+                test_path is None,
+            )
             return_freed_memory()  # the search's sample texts and matrices: ~0.8 GB at a million documents
         else:
             search, search_key = SearchSummary.skip(skipped), None
         test = steps.read_test(test_path, corpus, settings)
         eval_labels = test.labels if test is not None else eval_labels
         non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
-        read = ReadCorpora(corpus.format, corpus.fingerprint, corpus.skipped,
-                           (test.skipped or {}) if test is not None else None, non_utf8)
+        read = ReadCorpora(
+            corpus.format,
+            corpus.fingerprint,
+            corpus.skipped,
+            (test.skipped or {}) if test is not None else None,
+            non_utf8,
+        )
         skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels)
         with run.phase("vectorize"):
             vectorizer, train_x, eval_x, cached = steps.vectorize(test, settings, eval_labels, classes, search)
     run.record(n_features=vectorizer.n_features, vectors_cached=cached)
-    data = TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
-                    skipped, non_utf8, corpus.fingerprint, search, search_key=search_key,
-                    read_documents=len(corpus.texts), plan=steps.plan)
+    data = TextData(
+        vectorizer,
+        train_x,
+        eval_x,
+        list(train_labels),
+        list(eval_labels),
+        classes,
+        eval_kind,
+        skipped,
+        non_utf8,
+        corpus.fingerprint,
+        search,
+        search_key=search_key,
+        read_documents=len(corpus.texts),
+        plan=steps.plan,
+    )
     return data, settings
 
 
@@ -297,8 +374,9 @@ class _TfidfSteps:
         return self.workers
 
     def _read_progress(self, documents: int, stats) -> None:
-        self.run.report(TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total,
-                                   documents=documents))
+        self.run.report(
+            TrainEvent("progress", "read", done=stats.bytes_read, total=stats.bytes_total, documents=documents)
+        )
 
     def _vectorize_progress(self, done: int, total: int) -> None:
         self.run.report(TrainEvent("progress", "vectorize", done=done, total=total, documents=done))
@@ -314,8 +392,9 @@ class _TfidfSteps:
                 self.corpus = corpus_path
             else:
                 readers = self.forked(Path(corpus_path).stat().st_size // 100) if parallel_read(corpus_path) else None
-                self.corpus = read_corpus(corpus_path, settings.max_file_mb, self._read_progress, pool=readers,
-                                          keep_texts=False)
+                self.corpus = read_corpus(
+                    corpus_path, settings.max_file_mb, self._read_progress, pool=readers, keep_texts=False
+                )
         return self.corpus
 
     def split(self, corpus, test_path, settings: Settings) -> tuple[list[str], list[str]]:
@@ -333,8 +412,7 @@ class _TfidfSteps:
             self.in_file = False  # a file of few long documents: the fit reads every text anyway
             corpus.texts = list(corpus.texts.fetch(np.arange(len(corpus.texts)), self.forked(len(corpus.texts))))
         if not self.in_file:
-            self.in_memory = (corpus.texts if self.train_rows is None
-                              else [corpus.texts[i] for i in self.train_rows])
+            self.in_memory = corpus.texts if self.train_rows is None else [corpus.texts[i] for i in self.train_rows]
         return self.train_labels, eval_labels
 
     def train_texts(self, rows: np.ndarray | None) -> Sequence[str]:
@@ -355,8 +433,13 @@ class _TfidfSteps:
         if test_path is None:
             return None
         with self.run.phase("read", "reading the test corpus"):
-            test = test_path if isinstance(test_path, Corpus) else read_corpus(
-                test_path, settings.max_file_mb, self._read_progress, pool=self.workers, keep_texts=False)
+            test = (
+                test_path
+                if isinstance(test_path, Corpus)
+                else read_corpus(
+                    test_path, settings.max_file_mb, self._read_progress, pool=self.workers, keep_texts=False
+                )
+            )
         if settings.multi_label and test.format == "folder":
             test.texts, test.labels = merged_documents(list(test.texts), test.labels)
         check_test_labels(test.labels, corpus.labels, test.source)
@@ -365,8 +448,9 @@ class _TfidfSteps:
     def vectorize(self, test, settings: Settings, eval_labels, classes, search) -> tuple:
         """-> (vectorizer, training rows, held-out rows, whether they came from the vector cache)."""
         run, corpus = self.run, self.corpus
-        key = vector_cache.cache_key(corpus.fingerprint, test.fingerprint if test else None, settings,
-                                     list(self.train_labels), list(eval_labels))
+        key = vector_cache.cache_key(
+            corpus.fingerprint, test.fingerprint if test else None, settings, list(self.train_labels), list(eval_labels)
+        )
         cached = vector_cache.load(vector_cache_dir(), key) if run.keep_files else None
         if cached:
             run.warmup.start()  # no workers needed: nothing to fork first
@@ -375,18 +459,22 @@ class _TfidfSteps:
         if self.in_file:
             vectorizer, train_x, eval_x, on_device = self._fit_in_file(test, settings, classes, search, workers)
         else:
-            vectorizer, train_x = fit_vectorizer(self.train_texts(None), self.train_labels, settings, pool=workers,
-                                                 on_progress=self._vectorize_progress)
+            vectorizer, train_x = fit_vectorizer(
+                self.train_texts(None), self.train_labels, settings, pool=workers, on_progress=self._vectorize_progress
+            )
             # the fit's pass ends (a corpus of one chunk tells only this)
             self._vectorize_progress(len(self.train_labels), len(self.train_labels))
             eval_x, on_device = None, False
             if self.train_rows is not None:
-                eval_x = vectorizer.transform([corpus.texts[i] for i in self.eval_rows], pool=workers,
-                                              on_progress=self._vectorize_progress)
+                eval_x = vectorizer.transform(
+                    [corpus.texts[i] for i in self.eval_rows], pool=workers, on_progress=self._vectorize_progress
+                )
         if test is not None:
-            eval_x = (vectorizer.transform_file(test.texts, workers, self._vectorize_progress)
-                      if isinstance(test.texts, FileTexts)
-                      else vectorizer.transform(test.texts, pool=workers, on_progress=self._vectorize_progress))
+            eval_x = (
+                vectorizer.transform_file(test.texts, workers, self._vectorize_progress)
+                if isinstance(test.texts, FileTexts)
+                else vectorizer.transform(test.texts, pool=workers, on_progress=self._vectorize_progress)
+            )
         if run.primary and not on_device and run.keep_files:
             vector_cache.save(vector_cache_dir(), key, vectorizer, train_x, eval_x)
         return vectorizer, train_x, eval_x, False
@@ -398,15 +486,21 @@ class _TfidfSteps:
         skips (transform_file_parts' `known`)."""
         corpus, train_rows = self.corpus, self.train_rows
         sample_rows = self.fit_sample if train_rows is None else train_rows[self.fit_sample]
-        vectorizer, sample_x = fit_vectorizer(corpus.texts.lines(sample_rows),
-                                              [self.train_labels[i] for i in self.fit_sample], settings,
-                                              pool=workers, on_progress=self._vectorize_progress)
+        vectorizer, sample_x = fit_vectorizer(
+            corpus.texts.lines(sample_rows),
+            [self.train_labels[i] for i in self.fit_sample],
+            settings,
+            pool=workers,
+            on_progress=self._vectorize_progress,
+        )
         return_freed_memory()  # the sample's counts (~1 GB) before the matrix is built
-        parts = vectorizer.transform_file_parts(corpus.texts, workers, self._vectorize_progress,
-                                                known=(sample_rows, sample_x))
+        parts = vectorizer.transform_file_parts(
+            corpus.texts, workers, self._vectorize_progress, known=(sample_rows, sample_x)
+        )
         # the plan trains networks side by side on the matrix in place, some of its rows held out
-        self.plan = (one_process_draft(settings, search, len(self.train_labels), self.run.rules) if test is not None
-                     else None)
+        self.plan = (
+            one_process_draft(settings, search, len(self.train_labels), self.run.rules) if test is not None else None
+        )
         on_device = self.plan is not None and self.plan.rows == "device"
         if on_device:
             # Straight to the device a share at a time: the host never holds the whole matrix (~1.3 GB a million
@@ -422,8 +516,9 @@ class _TfidfSteps:
         return vectorizer, train_x, eval_x, on_device
 
 
-def run_search(run: RunContext, texts, labels, settings, pool, fingerprint: str, validation_split: bool
-               ) -> tuple[Settings, SearchSummary, str | None]:
+def run_search(
+    run: RunContext, texts, labels, settings, pool, fingerprint: str, validation_split: bool
+) -> tuple[Settings, SearchSummary, str | None]:
     """Run the model search on the training documents, or take the choice recorded for the same documents,
     settings and device (textclf/runs/search_cache.py; not with --search fresh); record its trials and choice;
     texts(rows): the training texts of these rows (None: all), indexed by row (called only if the search runs).
@@ -486,12 +581,18 @@ def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool):
 
     platform = expected_platform()
     with run.phase("search_ahead"):
-        return prepare_search(texts(searched_rows(labels, settings, platform, run.rules)), list(labels), settings,
-                              pool, platform, run.rules)
+        return prepare_search(
+            texts(searched_rows(labels, settings, platform, run.rules)),
+            list(labels),
+            settings,
+            pool,
+            platform,
+            run.rules,
+        )
 
 
 def hashed_data(run: RunContext, corpus_path, test_path, settings) -> tuple[TextData, Settings]:
-    """"hashing": read and hashed in one streaming pass (pipelines/stream.py), texts never all in memory;
+    """ "hashing": read and hashed in one streaming pass (pipelines/stream.py), texts never all in memory;
     the phase is "read_vectorize" since reading and hashing overlap. -> (the data, the settings with multi_label
     decided)."""
     from pipelines.stream import hash_corpus, weigh
@@ -507,8 +608,7 @@ def hashed_data(run: RunContext, corpus_path, test_path, settings) -> tuple[Text
             train_labels, eval_labels = corpus.labels, test.labels
         else:
             # Rows in corpus order (sorted row numbers): slicing a CSR matrix by sorted rows is one pass.
-            train_rows, eval_rows = (np.sort(rows) for rows in split_validation(corpus.labels, corpus.source,
-                                                                                settings))
+            train_rows, eval_rows = (np.sort(rows) for rows in split_validation(corpus.labels, corpus.source, settings))
             train_counts, eval_counts = corpus.counts[train_rows], corpus.counts[eval_rows]
             train_labels = [corpus.labels[i] for i in train_rows]
             eval_labels = [corpus.labels[i] for i in eval_rows]
@@ -516,9 +616,21 @@ def hashed_data(run: RunContext, corpus_path, test_path, settings) -> tuple[Text
         vectorizer = fit_hashing_idf(train_counts, settings)
         train_x, eval_x = weigh(train_counts, vectorizer), weigh(eval_counts, vectorizer)
     non_utf8 = corpus.stats.non_utf8 + (test.stats.non_utf8 if test else 0)
-    read = ReadCorpora(corpus.format, corpus.fingerprint, corpus.stats.skipped,
-                       (test.stats.skipped or {}) if test else None, non_utf8)
+    read = ReadCorpora(
+        corpus.format, corpus.fingerprint, corpus.stats.skipped, (test.stats.skipped or {}) if test else None, non_utf8
+    )
     skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels)
     run.record(n_features=vectorizer.n_features, vectors_cached=False)
-    return TextData(vectorizer, train_x, eval_x, list(train_labels), list(eval_labels), classes, eval_kind,
-                    skipped, non_utf8, corpus.fingerprint, read_documents=len(corpus.labels)), settings
+    return TextData(
+        vectorizer,
+        train_x,
+        eval_x,
+        list(train_labels),
+        list(eval_labels),
+        classes,
+        eval_kind,
+        skipped,
+        non_utf8,
+        corpus.fingerprint,
+        read_documents=len(corpus.labels),
+    ), settings

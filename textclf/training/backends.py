@@ -51,7 +51,7 @@ def configure_compilation(cache_dir: Path) -> None:
 
 
 def device_kind() -> str:
-    """"gpu" or "cpu" (whatever JAX's default backend is)."""
+    """ "gpu" or "cpu" (whatever JAX's default backend is)."""
     import jax
 
     return jax.default_backend()
@@ -85,12 +85,24 @@ def device_description() -> str:
 # whole pixel rows and the pool fused into the convolution (pallas_kernels/conv2d.py). A batch range where the
 # other path measures faster gets its own row. Measured on H100 and H200; another GPU gets the same rows.
 AUTO_ON_GPU: dict[str, list[tuple[int, str, str]]] = {
-    "mlp": [(1, "xla", "XLA's step measured faster than the Pallas one at every batch size from 64 to 4,096 "
-                       "documents a device (news4 rows, H100: 712k vs 696k docs/s at 64, 7.51M vs 7.16M at 1,024)")],
-    "cnn": [(1, "pallas", "the Pallas convolutions measured faster at 64 images a device (the default CNN's "
-                          "Fashion-MNIST-shaped epoch with the pool fused, H200: 357,028 vs 324,087 images/s; "
-                          "H100: 352,935 vs 278,767)"),
-            (65, "xla", "Pallas measured at 64 images a device only; above that XLA's cuDNN convolutions are kept")],
+    "mlp": [
+        (
+            1,
+            "xla",
+            "XLA's step measured faster than the Pallas one at every batch size from 64 to 4,096 "
+            "documents a device (news4 rows, H100: 712k vs 696k docs/s at 64, 7.51M vs 7.16M at 1,024)",
+        )
+    ],
+    "cnn": [
+        (
+            1,
+            "pallas",
+            "the Pallas convolutions measured faster at 64 images a device (the default CNN's "
+            "Fashion-MNIST-shaped epoch with the pool fused, H200: 357,028 vs 324,087 images/s; "
+            "H100: 352,935 vs 278,767)",
+        ),
+        (65, "xla", "Pallas measured at 64 images a device only; above that XLA's cuDNN convolutions are kept"),
+    ],
 }
 
 
@@ -129,7 +141,8 @@ def _first_device_work() -> None:
 
 class BackendWarmup:
     """Import JAX, start its backend and run a first small program (the GPU: 2.5-4.5 s on a fresh H100 machine)
-    on a thread, so that it overlaps reading and vectorizing the corpus. start() once the vectorizing workers are forked (pipelines/workers.py);
+    on a thread, so that it overlaps reading and vectorizing the corpus. start() once the vectorizing workers are forked
+    (pipelines/workers.py);
     result() -> (backend, device description), raising what the thread raised (e.g. BackendError).
     along: called as the warm-up starts, to start another thread that must not run while the workers are forked
     either (the run's heartbeat: with it running from the run's start, every `textclf train` found a second thread

@@ -19,20 +19,31 @@ from pipelines.batches import batch_shape, cut_order, make_batches, next_power_o
 from textclf.models.stacked import member, merged
 from textclf.models.weights import Params
 from textclf.settings import Settings
-from textclf.training.device_data import (ResidentRows, batches_in_row_order, bucket, bucketed_order, canonical,
-                                          gathered_segments, on_device, segment_steps, shape_buckets)
+from textclf.training.device_data import (
+    ResidentRows,
+    batches_in_row_order,
+    bucket,
+    bucketed_order,
+    canonical,
+    gathered_segments,
+    on_device,
+    segment_steps,
+    shape_buckets,
+)
 from textclf.training.inputs import TrainingRows, Watch
 from textclf.training.optimizers import adam
 from textclf.training.stacked_step import StackedStep, dense_default, init_stack
 
 
-def _device_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray,
-                    shape: tuple[int, int]) -> list[jax.Array]:
+def _device_batches(
+    matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray, shape: tuple[int, int]
+) -> list[jax.Array]:
     return [jnp.asarray(a) for a in _padded_batches(matrix, labels, batch_size, order, *shape)]
 
 
-def _padded_batches(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray,
-                    steps: int, cap: int) -> tuple[np.ndarray, ...]:
+def _padded_batches(
+    matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray, steps: int, cap: int
+) -> tuple[np.ndarray, ...]:
     """make_batches, padded to `steps` batches of `cap` nonzeros (padding rows have mask 0), so every fold and
     every vectorizer variant of one search reuses one compiled epoch."""
     batches = make_batches(canonical(matrix), labels, batch_size, order)  # every cell once: write_batch's stores
@@ -49,8 +60,15 @@ class StackedEpochs:
     caller's host copy can go first. settings: the batch size, hidden units and seed; loss: the models'
     (textclf.settings.LINEAR_LOSSES)."""
 
-    def __init__(self, rows: TrainingRows, rates: list[float], decays: list[float], epochs: int, settings: Settings,
-                 loss: str = "log"):
+    def __init__(
+        self,
+        rows: TrainingRows,
+        rates: list[float],
+        decays: list[float],
+        epochs: int,
+        settings: Settings,
+        loss: str = "log",
+    ):
         train_x, training_rows, batch_size = rows.x, rows.training_rows, settings.batch_size
         # W1's rows, the documents and the epoch's steps in their buckets (pipelines.batches.shape_bucket): the
         # programs serve every corpus of the bucket; W1's padding rows are cut off on the way to the host (host).
@@ -60,8 +78,10 @@ class StackedEpochs:
         rng = np.random.default_rng(settings.seed)
         self.n = rows.n_training
         # every epoch's shuffle, drawn first for the shape: as document numbers of train_x
-        self.orders = [rng.permutation(self.n) if training_rows is None else training_rows[rng.permutation(self.n)]
-                       for _ in range(epochs)]
+        self.orders = [
+            rng.permutation(self.n) if training_rows is None else training_rows[rng.permutation(self.n)]
+            for _ in range(epochs)
+        ]
         self.cap = batch_shape([train_x] * epochs, batch_size, self.orders, shape_buckets())[1]
         self.batch_size = batch_size
         self.steps = -(-self.n // batch_size)  # (batch_shape's steps would count the rows not trained on too)
@@ -119,15 +139,29 @@ class _EpochClock:
         return seconds
 
 
-def _epoch_stats(epoch: int, losses, members: int, n: int, batch_size: int, train_correct: float,
-                 eval_accuracy: float | None, seconds: float):
+def _epoch_stats(
+    epoch: int,
+    losses,
+    members: int,
+    n: int,
+    batch_size: int,
+    train_correct: float,
+    eval_accuracy: float | None,
+    seconds: float,
+):
     """EpochStats of one epoch of K stacked networks (losses: (steps,) summed over them, each a batch mean).
     Eight arguments: the one epoch's numbers, each computed by the caller."""
     from textclf.training.events import EpochStats
 
     rows = np.minimum(batch_size, n - np.arange(len(losses)) * batch_size).clip(0)
-    return EpochStats(epoch + 1, float((np.asarray(losses) * rows).sum() / n / members), train_correct / n,
-                      eval_accuracy, seconds, n / seconds if seconds > 0 else float("inf"))
+    return EpochStats(
+        epoch + 1,
+        float((np.asarray(losses) * rows).sum() / n / members),
+        train_correct / n,
+        eval_accuracy,
+        seconds,
+        n / seconds if seconds > 0 else float("inf"),
+    )
 
 
 def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch(), loss: str = "log"):
@@ -142,8 +176,9 @@ def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch(),
     members, n_training, early_stopping = max(1, settings.ensemble), rows.n_training, watch.early_stopping
     epochs = settings.epochs_for(n_training)
     label_sets = rows.y.ndim == 2
-    step = StackedEpochs(rows, [settings.learning_rate] * members, [settings.weight_decay] * members, epochs,
-                         settings, loss)
+    step = StackedEpochs(
+        rows, [settings.learning_rate] * members, [settings.weight_decay] * members, epochs, settings, loss
+    )
     eval_accuracy_of = _eval_accuracy(rows, settings.batch_size, step.host) if rows.scored else None
     clock = _EpochClock()
 
@@ -153,32 +188,35 @@ def fit_ensemble(rows: TrainingRows, settings: Settings, watch: Watch = Watch(),
         seconds = clock.lap(epoch)
         together = train_hits[1]  # label sets: (per-label counts, the documents' summed F1), which it records
         train_right = float(together[1] if label_sets else together)
-        return params, state, _epoch_stats(epoch, losses, members, n_training, settings.batch_size, train_right,
-                                           eval_accuracy, seconds)
+        return (
+            params,
+            state,
+            _epoch_stats(epoch, losses, members, n_training, settings.batch_size, train_right, eval_accuracy, seconds),
+        )
 
-    judge = None if early_stopping is None else (lambda epoch, params: early_stopping(epoch,
-                                                                                       lambda: step.host(params)))
+    judge = None if early_stopping is None else (lambda epoch, params: early_stopping(epoch, lambda: step.host(params)))
     params, _, history = run_epochs(*step.start(), [], 0, epochs, one_epoch, watch.on_epoch, early_stop=judge)
     if early_stopping is not None and early_stopping.best_params is not None:
         return early_stopping.best_params, history, clock.compile_seconds, clock.train_seconds
     return step.host(params), history, clock.compile_seconds, clock.train_seconds
 
 
-def _eval_accuracy(rows: TrainingRows, batch_size: int, host: Callable[[Params], Params]
-                   ) -> Callable[[Params], float]:
+def _eval_accuracy(rows: TrainingRows, batch_size: int, host: Callable[[Params], Params]) -> Callable[[Params], float]:
     """params -> the share of rows.eval_x the merged stack predicts right: scored on the device, or, for label
     sets, on the host (every output on the right side of 0.5, as one network's epochs record it)."""
     if rows.eval_y.ndim == 2:
         from textclf.models.weights import host_scores
 
-        return lambda params: float(np.mean(np.all((host_scores(host(params), rows.eval_x) > 0) ==
-                                                   (rows.eval_y > 0), axis=1)))
+        return lambda params: float(
+            np.mean(np.all((host_scores(host(params), rows.eval_x) > 0) == (rows.eval_y > 0), axis=1))
+        )
     hits = device_scoring(rows.eval_x, rows.eval_y, batch_size, dense_default())
     return lambda params: float(hits(params)[1]) / rows.eval_x.shape[0]
 
 
-def device_scoring(x: sp.csr_matrix, y: np.ndarray, batch_size: int, dense: bool
-                   ) -> Callable[[Params], tuple[jax.Array, jax.Array]]:
+def device_scoring(
+    x: sp.csr_matrix, y: np.ndarray, batch_size: int, dense: bool
+) -> Callable[[Params], tuple[jax.Array, jax.Array]]:
     """A scorer of (x, y) for stacked networks: params -> StackedStep.hits over every row (each network's and the
     ensemble's documents right), on batches gathered on the device (device_data.batches_in_row_order)."""
     batches = batches_in_row_order(x, y, batch_size)
@@ -219,15 +257,19 @@ def fit_members(rows: TrainingRows, settings: Settings, backend: str, on_epoch: 
     members, history = [], _Numbered(on_epoch)
     compile_seconds = train_seconds = 0.0
     for member_number in range(settings.ensemble):
-        result = fit_network(rows, settings.replace(seed=settings.seed + member_number, ensemble=1), backend,
-                             Watch(history.on_epoch))
+        result = fit_network(
+            rows, settings.replace(seed=settings.seed + member_number, ensemble=1), backend, Watch(history.on_epoch)
+        )
         members.append(result.params)
         compile_seconds += result.compile_seconds
         train_seconds += result.train_seconds
         history.next_network()
-    stacked = Params(np.concatenate([np.asarray(m.w1) for m in members], axis=1),
-                     np.concatenate([np.asarray(m.b1) for m in members]),
-                     np.stack([np.asarray(m.w2) for m in members]), np.stack([np.asarray(m.b2) for m in members]))
+    stacked = Params(
+        np.concatenate([np.asarray(m.w1) for m in members], axis=1),
+        np.concatenate([np.asarray(m.b1) for m in members]),
+        np.stack([np.asarray(m.w2) for m in members]),
+        np.stack([np.asarray(m.b2) for m in members]),
+    )
     return merged(stacked), history.epochs, compile_seconds, train_seconds
 
 
@@ -265,9 +307,16 @@ class RateChoice(NamedTuple):
     train_seconds: float
 
 
-def fit_rates(rows: TrainingRows, settings: Settings, backend: str, candidates: list[tuple[float, float, int]],
-              held: tuple, watch: Watch = Watch(), patience: int = 1, side_by_side: bool | None = None
-              ) -> RateChoice:
+def fit_rates(
+    rows: TrainingRows,
+    settings: Settings,
+    backend: str,
+    candidates: list[tuple[float, float, int]],
+    held: tuple,
+    watch: Watch = Watch(),
+    patience: int = 1,
+    side_by_side: bool | None = None,
+) -> RateChoice:
     """One network per candidate (learning rate, weight decay, epochs at most), the held-out documents
     (held: (x, y), training documents none of them trains on) picking one network and its epoch: the best
     held-out accuracy, a tie going to the earlier candidate and the earlier epoch. Why: a corpus larger than the
@@ -287,8 +336,9 @@ def fit_rates(rows: TrainingRows, settings: Settings, backend: str, candidates: 
     return _rates_one_by_one(rows.only_training(), settings, backend, candidates, held, watch, patience)
 
 
-def _rates_side_by_side(rows: TrainingRows, settings: Settings, candidates, held: tuple, watch: Watch,
-                        patience: int) -> RateChoice:
+def _rates_side_by_side(
+    rows: TrainingRows, settings: Settings, candidates, held: tuple, watch: Watch, patience: int
+) -> RateChoice:
     from textclf.training.fit import run_epochs
 
     dense = dense_default()
@@ -296,8 +346,9 @@ def _rates_side_by_side(rows: TrainingRows, settings: Settings, candidates, held
     eval_hits = device_scoring(rows.eval_x, rows.eval_y, SCORE_BATCH, dense) if rows.scored else None
     count = len(candidates)
     caps = np.array([epochs for _, _, epochs in candidates])  # a network is judged up to its own epoch count
-    step = StackedEpochs(rows, [rate for rate, _, _ in candidates], [decay for _, decay, _ in candidates],
-                         int(caps.max()), settings)
+    step = StackedEpochs(
+        rows, [rate for rate, _, _ in candidates], [decay for _, decay, _ in candidates], int(caps.max()), settings
+    )
     judge = _HeldOutRates(held_hits, held[0].shape[0], caps, patience, step.member)
     clock = _EpochClock()
 
@@ -308,14 +359,41 @@ def _rates_side_by_side(rows: TrainingRows, settings: Settings, candidates, held
         eval_accuracy = None
         if eval_hits is not None:
             eval_accuracy = float(np.asarray(eval_hits(params)[0])[leading]) / rows.eval_x.shape[0]
-        return params, state, _epoch_stats(epoch, losses, count, rows.n_training, settings.batch_size,
-                                           train_correct, eval_accuracy, clock.lap(epoch))
+        return (
+            params,
+            state,
+            _epoch_stats(
+                epoch,
+                losses,
+                count,
+                rows.n_training,
+                settings.batch_size,
+                train_correct,
+                eval_accuracy,
+                clock.lap(epoch),
+            ),
+        )
 
-    _, _, history = run_epochs(*step.start(), [], 0, int(caps.max()), one_epoch, watch.on_epoch,
-                               stop_requested=watch.stop_requested, early_stop=judge.stale)
+    _, _, history = run_epochs(
+        *step.start(),
+        [],
+        0,
+        int(caps.max()),
+        one_epoch,
+        watch.on_epoch,
+        stop_requested=watch.stop_requested,
+        early_stop=judge.stale,
+    )
     chosen = int(np.argmax(judge.best))
-    return RateChoice(judge.best_params[chosen], chosen, int(judge.best_epoch[chosen]), judge.held_out, history,
-                      clock.compile_seconds, clock.train_seconds)
+    return RateChoice(
+        judge.best_params[chosen],
+        chosen,
+        int(judge.best_epoch[chosen]),
+        judge.held_out,
+        history,
+        clock.compile_seconds,
+        clock.train_seconds,
+    )
 
 
 class _HeldOutRates:
@@ -347,8 +425,9 @@ class _HeldOutRates:
         return self.without_gain >= self.patience
 
 
-def _rates_one_by_one(rows: TrainingRows, settings: Settings, backend: str, candidates, held: tuple, watch: Watch,
-                      patience: int) -> RateChoice:
+def _rates_one_by_one(
+    rows: TrainingRows, settings: Settings, backend: str, candidates, held: tuple, watch: Watch, patience: int
+) -> RateChoice:
     from textclf.training.fit import EarlyStopping
     from textclf.training.loop import fit_network
 
@@ -356,9 +435,12 @@ def _rates_one_by_one(rows: TrainingRows, settings: Settings, backend: str, cand
     compile_seconds = train_seconds = 0.0
     for rate, decay, epochs in candidates:
         judge = EarlyStopping(*held, patience)
-        result = fit_network(rows, settings.replace(learning_rate=rate, weight_decay=decay, epochs=epochs,
-                                                    ensemble=1), backend,
-                             Watch(history.on_epoch, watch.stop_requested, early_stopping=judge))
+        result = fit_network(
+            rows,
+            settings.replace(learning_rate=rate, weight_decay=decay, epochs=epochs, ensemble=1),
+            backend,
+            Watch(history.on_epoch, watch.stop_requested, early_stopping=judge),
+        )
         judges.append(judge)
         networks.append(result.params)
         compile_seconds += result.compile_seconds
@@ -366,9 +448,15 @@ def _rates_one_by_one(rows: TrainingRows, settings: Settings, backend: str, cand
         history.next_network()
     best = [judge.accuracies[judge.best_epoch - 1] for judge in judges]
     chosen = int(np.argmax(best))
-    return RateChoice(networks[chosen], chosen, judges[chosen].best_epoch,
-                      [[round(a, 6) for a in judge.accuracies] for judge in judges], history.epochs, compile_seconds,
-                      train_seconds)
+    return RateChoice(
+        networks[chosen],
+        chosen,
+        judges[chosen].best_epoch,
+        [[round(a, 6) for a in judge.accuracies] for judge in judges],
+        history.epochs,
+        compile_seconds,
+        train_seconds,
+    )
 
 
 class RoundData(NamedTuple):
@@ -388,9 +476,17 @@ class RoundData(NamedTuple):
 
 
 # Nine arguments: a round's training and validation rows, and the batch geometry the search fixed for all its rounds.
-def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix, val_y: np.ndarray,
-               batch_size: int, seed: int, shape: tuple[int, int], val_shape: tuple[int, int],
-               score_batch: int | None = None) -> RoundData:
+def round_data(
+    train_x: sp.csr_matrix,
+    train_y: np.ndarray,
+    val_x: sp.csr_matrix,
+    val_y: np.ndarray,
+    batch_size: int,
+    seed: int,
+    shape: tuple[int, int],
+    val_shape: tuple[int, int],
+    score_batch: int | None = None,
+) -> RoundData:
     """Cut and upload one round's batches. shape / val_shape: (steps, cap) of the training / validation batches
     (batch_shape), shared by the rounds of one search so that they compile once; a cut they did not foresee
     gets a wider cap (one more compilation) rather than losing nonzeros. score_batch: rows per validation batch
@@ -407,15 +503,32 @@ def round_data(train_x: sp.csr_matrix, train_y: np.ndarray, val_x: sp.csr_matrix
     # them in the persistent compilation cache (a first search is mostly compilation: BENCHMARKS.md, "Accuracy").
     padded = (next_power_of_two(shape[0]), shape[1])
     val_padded = (next_power_of_two(val_shape[0]), val_shape[1])
-    return RoundData(tuple(_device_batches(train_x, train_y, batch_size, cut, padded)),
-                     tuple(_device_batches(val_x, val_y, score_batch, np.arange(val_x.shape[0]), val_padded)),
-                     val_x.shape[0], train_x.shape[1], rng, shape[0])
+    return RoundData(
+        tuple(_device_batches(train_x, train_y, batch_size, cut, padded)),
+        tuple(_device_batches(val_x, val_y, score_batch, np.arange(val_x.shape[0]), val_padded)),
+        val_x.shape[0],
+        train_x.shape[1],
+        rng,
+        shape[0],
+    )
 
 
-def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
-                   hidden: int, seed: int, *, patience: int | None = None, initial: Params | None = None,
-                   scores_from: int | None = None, metric: str = "micro-f1",
-                   on_scores: Callable[[int, np.ndarray], None] | None = None, loss: str = "log"):
+def fit_candidates(
+    data: RoundData,
+    n_classes: int,
+    rates: list[float],
+    decays: list[float],
+    epochs: int,
+    hidden: int,
+    seed: int,
+    *,
+    patience: int | None = None,
+    initial: Params | None = None,
+    scores_from: int | None = None,
+    metric: str = "micro-f1",
+    on_scores: Callable[[int, np.ndarray], None] | None = None,
+    loss: str = "log",
+):
     # Thirteen arguments: a round's data and what trains in it (classes, rates, decays, epochs, width, seed), and
     # the six optional ways the search runs a round, each named by the call that uses it.
     """Train K = len(rates) networks side by side for `epochs` epochs on one round's batches (round_data),
@@ -430,8 +543,21 @@ def fit_candidates(data: RoundData, n_classes: int, rates: list[float], decays: 
     the (validation documents, K, C) log-probabilities), for a combination scored as the models train, without
     keeping every epoch's. loss: the models' (textclf.settings.LINEAR_LOSSES; the family trial's linear models:
     Settings.linear_loss)."""
-    round_ = CandidateRound(data, n_classes, rates, decays, epochs, hidden, seed, patience=patience, initial=initial,
-                            scores_from=scores_from, metric=metric, on_scores=on_scores, loss=loss)
+    round_ = CandidateRound(
+        data,
+        n_classes,
+        rates,
+        decays,
+        epochs,
+        hidden,
+        seed,
+        patience=patience,
+        initial=initial,
+        scores_from=scores_from,
+        metric=metric,
+        on_scores=on_scores,
+        loss=loss,
+    )
     accuracies = round_.run(epochs)
     return (accuracies, np.stack(round_.scores)) if scores_from is not None else accuracies
 
@@ -442,16 +568,32 @@ class CandidateRound:
     early-stopping count), so successive halving continues a survivor instead of training it again."""
 
     # Thirteen arguments: fit_candidates' (its docstring says what each is).
-    def __init__(self, data: RoundData, n_classes: int, rates: list[float], decays: list[float], epochs: int,
-                 hidden: int, seed: int, *, patience: int | None = None, initial: Params | None = None,
-                 scores_from: int | None = None, metric: str = "micro-f1",
-                 on_scores: Callable[[int, np.ndarray], None] | None = None, loss: str = "log"):
+    def __init__(
+        self,
+        data: RoundData,
+        n_classes: int,
+        rates: list[float],
+        decays: list[float],
+        epochs: int,
+        hidden: int,
+        seed: int,
+        *,
+        patience: int | None = None,
+        initial: Params | None = None,
+        scores_from: int | None = None,
+        metric: str = "micro-f1",
+        on_scores: Callable[[int, np.ndarray], None] | None = None,
+        loss: str = "log",
+    ):
         self.data, self.patience, self.metric = data, patience, metric
         self.scores_from, self.on_scores = scores_from, on_scores
         models = len(rates)
         self.step = StackedStep.for_batch(data.batch_size, data.n_features, hidden, models, loss)
-        self.params, self.state = (self.step.start_state(seed, data.n_features, hidden, n_classes) if initial is None
-                                   else self.step.ready_state(initial))
+        self.params, self.state = (
+            self.step.start_state(seed, data.n_features, hidden, n_classes)
+            if initial is None
+            else self.step.ready_state(initial)
+        )
         self.rates, self.decays = jnp.asarray(rates, jnp.float32), jnp.asarray(decays, jnp.float32)
         self.run_step = self.step.epoch()
         self.accuracies = np.zeros((epochs, models))  # after each epoch; 0 for an epoch not run
@@ -474,12 +616,16 @@ class CandidateRound:
         steps, padded = data.n_steps, data.train[0].shape[0]
         # a new order of the cut batches each epoch; the padding batches after them are never visited
         order = np.concatenate([data.orders.permutation(steps), np.arange(steps, padded)]).astype(np.int32)
-        params, state, _ = self.run_step(params, state, self.rates, self.decays, *data.train, jnp.asarray(order),
-                                         jnp.asarray(steps, jnp.int32))
+        params, state, _ = self.run_step(
+            params, state, self.rates, self.decays, *data.train, jnp.asarray(order), jnp.asarray(steps, jnp.int32)
+        )
         self.params, self.state, self.done = params, state, epoch + 1
         each, _ = step.hits(params, *data.val)
-        self.accuracies[epoch] = (label_set_score(each, data.n_val, self.metric) if data.val[3].ndim == 3
-                                  else np.asarray(each) / max(1, data.n_val))
+        self.accuracies[epoch] = (
+            label_set_score(each, data.n_val, self.metric)
+            if data.val[3].ndim == 3
+            else np.asarray(each) / max(1, data.n_val)
+        )
         scoring = self.scores_from is not None and epoch + 1 >= self.scores_from
         if self.on_scores is not None or scoring:
             batched = np.asarray(step.log_probabilities(params, *data.val[:4]))  # (steps, B, K, C)
@@ -516,8 +662,15 @@ def label_set_score(hits, documents: int, metric: str = "micro-f1") -> np.ndarra
 # waits for compilation less (a first search is mostly compilation, BENCHMARKS.md "Accuracy").
 
 
-def precompile_epoch(data: RoundData, n_classes: int, models: int, hidden: int, batch_size: int,
-                     shape: tuple[int, int], loss: str = "log") -> None:
+def precompile_epoch(
+    data: RoundData,
+    n_classes: int,
+    models: int,
+    hidden: int,
+    batch_size: int,
+    shape: tuple[int, int],
+    loss: str = "log",
+) -> None:
     """The epoch program that fit_candidates will run for a round of K = `models` networks over `data`'s input
     width, cut at `batch_size` into batches of `shape` (steps, cap; round_data's), trained on `loss`."""
     from textclf.training.stacked_step import stacked_epoch
@@ -527,13 +680,23 @@ def precompile_epoch(data: RoundData, n_classes: int, models: int, hidden: int, 
 
     # Shapes and dtypes only, as the round's uploaded (uncommitted) arrays lower: a sharding here would change the
     # program's text, and so its cache key.
-    train = [jax.ShapeDtypeStruct((steps, shape[1]), a.dtype) for a in data.train[:3]] + \
-        [jax.ShapeDtypeStruct((steps, batch_size, *a.shape[2:]), a.dtype) for a in data.train[3:]]
+    train = [jax.ShapeDtypeStruct((steps, shape[1]), a.dtype) for a in data.train[:3]] + [
+        jax.ShapeDtypeStruct((steps, batch_size, *a.shape[2:]), a.dtype) for a in data.train[3:]
+    ]
     params = _abstract_params(data, n_classes, models, hidden)
     per_model = jax.ShapeDtypeStruct((models,), jnp.float32)
-    stacked_epoch.lower(params, jax.eval_shape(adam().init, params), per_model, per_model, *train,
-                        jax.ShapeDtypeStruct((steps,), jnp.int32), jax.ShapeDtypeStruct((), jnp.int32),
-                        dense=step.dense, fused=step.fused, loss=loss).compile()
+    stacked_epoch.lower(
+        params,
+        jax.eval_shape(adam().init, params),
+        per_model,
+        per_model,
+        *train,
+        jax.ShapeDtypeStruct((steps,), jnp.int32),
+        jax.ShapeDtypeStruct((), jnp.int32),
+        dense=step.dense,
+        fused=step.fused,
+        loss=loss,
+    ).compile()
 
 
 def precompile_hits(data: RoundData, n_classes: int, models: int, hidden: int) -> None:
@@ -541,8 +704,7 @@ def precompile_hits(data: RoundData, n_classes: int, models: int, hidden: int) -
     over `data`'s validation batches."""
     from textclf.training.stacked_step import stacked_hits
 
-    stacked_hits.lower(_abstract_params(data, n_classes, models, hidden), *data.val,
-                       dense=dense_default()).compile()
+    stacked_hits.lower(_abstract_params(data, n_classes, models, hidden), *data.val, dense=dense_default()).compile()
 
 
 def precompile_scores(data: RoundData, n_classes: int, models: int, hidden: int) -> None:
@@ -550,8 +712,9 @@ def precompile_scores(data: RoundData, n_classes: int, models: int, hidden: int)
     batches (the search's networks trial)."""
     from textclf.training.stacked_step import stacked_scores
 
-    stacked_scores.lower(_abstract_params(data, n_classes, models, hidden), *data.val[:4],
-                         dense=dense_default()).compile()
+    stacked_scores.lower(
+        _abstract_params(data, n_classes, models, hidden), *data.val[:4], dense=dense_default()
+    ).compile()
 
 
 def _abstract_params(data: RoundData, n_classes: int, models: int, hidden: int) -> Params:

@@ -73,10 +73,13 @@ class Checkpointer:
                 raise ValueError("epochs_done")
             if any(a.dtype.kind == "f" and not np.isfinite(a).all() for a in arrays.values()):
                 raise ValueError("values that are not finite")
-            leaves = lambda prefix: [arrays[f"{prefix}.{i}"]  # noqa: E731
-                                     for i in range(sum(k.startswith(prefix + ".") for k in arrays))]
-            return TrainState(header["epochs_done"], leaves("param"), leaves("opt"),
-                              [EpochStats(**h) for h in header["history"]])
+            leaves = lambda prefix: [
+                arrays[f"{prefix}.{i}"]  # noqa: E731
+                for i in range(sum(k.startswith(prefix + ".") for k in arrays))
+            ]
+            return TrainState(
+                header["epochs_done"], leaves("param"), leaves("opt"), [EpochStats(**h) for h in header["history"]]
+            )
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
             # Damaged (a crash mid-copy, a full disk, a foreign file): as good as none. Removed, so training
             # starts over instead of failing on it at every attempt.

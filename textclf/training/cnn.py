@@ -12,7 +12,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from textclf.models.cnn import PALLAS_CONV, CNNParams, ConvKernels, augment_batch, cnn_hidden, head_loss, init_cnn, predict_cnn
+from textclf.models.cnn import (
+    PALLAS_CONV,
+    CNNParams,
+    ConvKernels,
+    augment_batch,
+    cnn_hidden,
+    head_loss,
+    init_cnn,
+    predict_cnn,
+)
 from textclf.settings import Settings
 from textclf.training.device_data import epoch_order
 from textclf.training.events import EpochStats
@@ -22,12 +31,20 @@ from textclf.training.optimizers import adam, scheduled_rates
 
 def learning_rates(settings: Settings, epoch: int, steps: int) -> np.ndarray:
     """The per-step learning rates of one epoch (0-based): (steps,) float32."""
-    return scheduled_rates(settings.lr_schedule, settings.learning_rate, epoch * steps + np.arange(steps),
-                           settings.epochs * steps)
+    return scheduled_rates(
+        settings.lr_schedule, settings.learning_rate, epoch * steps + np.arange(steps), settings.epochs * steps
+    )
 
 
-def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str, ...], weight_decay: float,
-              stepwise: bool | None = None, kernels: ConvKernels = PALLAS_CONV):
+def _epoch_fn(
+    backend: str,
+    interpret: bool,
+    dropout: float,
+    augment: tuple[str, ...],
+    weight_decay: float,
+    stepwise: bool | None = None,
+    kernels: ConvKernels = PALLAS_CONV,
+):
     """One epoch: (params, opt_state, images, labels, order (steps, B), lrs (steps,), key) -> (params, opt_state,
     summed loss, hits). stepwise (default: on a CPU): a Python loop over one jitted step instead of one jitted
     scan over the steps. XLA on a CPU runs a convolution inside a loop 13-17x slower than the same convolution
@@ -57,10 +74,12 @@ def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str,
         return (params, opt_state), (loss * mask.sum(), hits)
 
     if not (jax.default_backend() == "cpu" if stepwise is None else stepwise):
+
         def epoch(params, opt_state, images, labels, order, lrs, key):
             keys = jax.random.split(key, order.shape[0])
             (params, opt_state), (losses, hits) = jax.lax.scan(
-                lambda carry, inputs: step(carry, inputs, images, labels), (params, opt_state), (order, lrs, keys))
+                lambda carry, inputs: step(carry, inputs, images, labels), (params, opt_state), (order, lrs, keys)
+            )
             return params, opt_state, losses.sum(), hits.sum()
 
         scanned = jax.jit(epoch, donate_argnums=(0, 1))
@@ -86,9 +105,20 @@ def _epoch_fn(backend: str, interpret: bool, dropout: float, augment: tuple[str,
 
 # Twelve arguments: the images, the settings, and the run's watchers (epochs, checkpoints, stop), as the MLP's
 # trainer takes them.
-def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: Settings = Settings(model="cnn"),
-            backend: str = "xla", eval_images: np.ndarray | None = None, eval_labels: np.ndarray | None = None,
-            interpret: bool = False, on_epoch=None, checkpointer=None, stop_requested=None, on_step=None):
+def fit_cnn(
+    images: np.ndarray,
+    labels: np.ndarray,
+    n_classes: int,
+    settings: Settings = Settings(model="cnn"),
+    backend: str = "xla",
+    eval_images: np.ndarray | None = None,
+    eval_labels: np.ndarray | None = None,
+    interpret: bool = False,
+    on_epoch=None,
+    checkpointer=None,
+    stop_requested=None,
+    on_step=None,
+):
     """Train on uint8 images (N, H, W, C) and class numbers; evaluate after every epoch if given.
     settings: a model="cnn" Settings (conv_channels, conv_kernel, hidden, epochs, batch_size, learning_rate,
     lr_schedule, dropout, augment, weight_decay, seed).
@@ -96,8 +126,14 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: Se
     The training set stays on the device; the epochs run in textclf.training.fit.run_epochs (checkpoints when
     due, TrainingStopped when stop_requested() says so; a resumed run continues exactly where it stopped).
     on_step(done, total): steps of the current epoch done, where an epoch runs step by step (a CPU: _epoch_fn)."""
-    params = init_cnn(jax.random.PRNGKey(settings.seed), images.shape[1:], n_classes, settings.channels,
-                      settings.conv_kernel, settings.hidden)
+    params = init_cnn(
+        jax.random.PRNGKey(settings.seed),
+        images.shape[1:],
+        n_classes,
+        settings.channels,
+        settings.conv_kernel,
+        settings.hidden,
+    )
     params, opt_state, history, first_epoch = resume(checkpointer, params, adam().init(params))
     n = images.shape[0]
     steps = -(-n // settings.batch_size)
@@ -108,9 +144,16 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: Se
     def one_epoch(epoch: int, params, opt_state):
         start = time.perf_counter()
         order = epoch_order(settings.seed, epoch + 1, n, steps, settings.batch_size)
-        params, opt_state, loss_sum, hits = run_epoch(params, opt_state, device_images, device_labels, order,
-                                                      jnp.asarray(learning_rates(settings, epoch, steps)),
-                                                      jax.random.fold_in(run_key, epoch), on_step=on_step)
+        params, opt_state, loss_sum, hits = run_epoch(
+            params,
+            opt_state,
+            device_images,
+            device_labels,
+            order,
+            jnp.asarray(learning_rates(settings, epoch, steps)),
+            jax.random.fold_in(run_key, epoch),
+            on_step=on_step,
+        )
         loss_sum, hits = float(loss_sum), float(hits)
         seconds = time.perf_counter() - start
         eval_accuracy = None
@@ -118,6 +161,7 @@ def fit_cnn(images: np.ndarray, labels: np.ndarray, n_classes: int, settings: Se
             eval_accuracy = float((predict_cnn(params, eval_images, backend, interpret) == eval_labels).mean())
         return params, opt_state, EpochStats(epoch + 1, loss_sum / n, hits / n, eval_accuracy, seconds, n / seconds)
 
-    params, opt_state, history = run_epochs(params, opt_state, history, first_epoch, settings.epochs, one_epoch,
-                                            on_epoch, checkpointer, stop_requested)
+    params, opt_state, history = run_epochs(
+        params, opt_state, history, first_epoch, settings.epochs, one_epoch, on_epoch, checkpointer, stop_requested
+    )
     return CNNParams(*jax.tree.map(np.asarray, tuple(params))), history

@@ -39,8 +39,7 @@ def data_mesh(devices_per_process: int = 0, batch_size: int | None = None) -> Me
     batch_size given as many as auto_device_count allows), ordered by process then device id, so that process p
     feeds the p-th contiguous part of each global batch."""
     local = jax.local_devices()
-    wanted = devices_per_process or (
-        len(local) if batch_size is None else auto_device_count(len(local), batch_size))
+    wanted = devices_per_process or (len(local) if batch_size is None else auto_device_count(len(local), batch_size))
     if wanted > len(local):
         raise SettingsError(
             f"--devices {devices_per_process}: this process sees only {len(local)} {local[0].platform} "
@@ -68,12 +67,16 @@ def shard_epoch(epoch_fn: Callable, mesh: Mesh) -> Callable:
     the order's batch axis split over the mesh (device d gathers documents order[:, d*B/N:(d+1)*B/N] of its
     process's resident documents, put_stacked) and everything else replicated. epoch_fn receives the device's
     own resident arrays (the stacked axis dropped)."""
+
     def local(params, opt_state, data, order, lrs):
         return epoch_fn(params, opt_state, jax.tree.map(lambda a: a[0], data), order, lrs)
 
     return jax.shard_map(
-        local, mesh=mesh, in_specs=(REPLICATED, REPLICATED, STACKED, BATCH, REPLICATED),
-        out_specs=REPLICATED, check_vma=False,
+        local,
+        mesh=mesh,
+        in_specs=(REPLICATED, REPLICATED, STACKED, BATCH, REPLICATED),
+        out_specs=REPLICATED,
+        check_vma=False,
     )
 
 
@@ -103,16 +106,18 @@ class RowShare(NamedTuple):
         return sum(self.counts)
 
 
-def local_orders(orders: dict[int, np.ndarray], share: RowShare, local_devices: int
-                 ) -> tuple[dict[int, np.ndarray], int]:
+def local_orders(
+    orders: dict[int, np.ndarray], share: RowShare, local_devices: int
+) -> tuple[dict[int, np.ndarray], int]:
     """The global batches' documents that this process holds. orders: epoch -> (steps, B) global document
     numbers (-1: none). -> (epoch -> (steps, R) this process's own document numbers, in batch order, -1
     padding; R), R the most documents any process holds of any batch of these epochs, rounded up to a multiple
     of local_devices (every process computes the same R: it needs only the offsets)."""
     ends = np.cumsum(share.counts)
     processes = len(share.counts)
-    owners = {e: np.where(order >= 0, np.searchsorted(ends, order, side="right"), processes)
-              for e, order in orders.items()}  # (steps, B) the process holding each document (processes: none)
+    owners = {
+        e: np.where(order >= 0, np.searchsorted(ends, order, side="right"), processes) for e, order in orders.items()
+    }  # (steps, B) the process holding each document (processes: none)
 
     def most_held(owner: np.ndarray) -> int:
         steps = np.repeat(np.arange(owner.shape[0]), owner.shape[1])
@@ -154,6 +159,7 @@ def put(tree, mesh: Mesh, spec: P):
 def to_host(tree):
     """Global (replicated) arrays -> numpy; a replicated array spanning several processes is read from this
     process's own copy."""
+
     def one(x):
         if isinstance(x, jax.Array) and not x.is_fully_addressable:
             return np.asarray(x.addressable_data(0))

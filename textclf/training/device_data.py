@@ -57,8 +57,12 @@ def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
     Duplicate (row, column) entries are summed first: the Pallas dense path stores each nonzero with a plain
     scatter that needs every cell named once (write_batch)."""
     matrix = canonical(matrix)
-    return DeviceCSR(matrix.indptr.astype(np.int32), _with_zero(matrix.indices, np.int32),
-                     _with_zero(matrix.data, np.float32), label_array(labels))
+    return DeviceCSR(
+        matrix.indptr.astype(np.int32),
+        _with_zero(matrix.indices, np.int32),
+        _with_zero(matrix.data, np.float32),
+        label_array(labels),
+    )
 
 
 # An epoch's batches are gathered on the device a segment of steps at a time, a segment's batch arrays at most
@@ -85,9 +89,12 @@ def upload_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
     million-document run's host memory grew by 3.7 GB in its train phase, BENCHMARKS.md "Big corpora".)"""
     matrix = canonical(matrix)
     length = bucket(matrix.nnz + 1)
-    return DeviceCSR(jax.device_put(bucketed_pointers(matrix.indptr)),
-                     _uploaded_with_zero(matrix.indices, np.int32, length),
-                     _uploaded_with_zero(matrix.data, np.float32, length), jax.device_put(bucketed_labels(labels)))
+    return DeviceCSR(
+        jax.device_put(bucketed_pointers(matrix.indptr)),
+        _uploaded_with_zero(matrix.indices, np.int32, length),
+        _uploaded_with_zero(matrix.data, np.float32, length),
+        jax.device_put(bucketed_labels(labels)),
+    )
 
 
 # The arrays of a training set on the device are as long as their length's bucket (pipelines.batches.shape_bucket),
@@ -155,8 +162,10 @@ def _uploaded_pieces(array: np.ndarray, dtype) -> list[jax.Array]:
     documents' 1.6 GB matrix: +1.0 GB of resident host memory for the rest of the run; one at a time +0.2 GB,
     and 0.47-0.49 against 0.65-0.68 s, H100, BENCHMARKS.md "Big corpora with no flags")."""
     step = max(1, UPLOAD_BYTES // np.dtype(dtype).itemsize)
-    return [jax.device_put(np.ascontiguousarray(array[at:at + step], dtype)).block_until_ready()
-            for at in range(0, len(array), step)]
+    return [
+        jax.device_put(np.ascontiguousarray(array[at : at + step], dtype)).block_until_ready()
+        for at in range(0, len(array), step)
+    ]
 
 
 def resident_from_parts(parts: Iterable[sp.csr_matrix], labels: np.ndarray) -> ResidentRows:
@@ -181,8 +190,12 @@ def resident_from_parts(parts: Iterable[sp.csr_matrix], labels: np.ndarray) -> R
         raise ValueError("no parts")
     indptr = np.concatenate(pointers)
     zeros = bucket(nonzeros + 1) - nonzeros
-    device = DeviceCSR(jax.device_put(bucketed_pointers(indptr)), _joined_with_zero(indices, np.int32, zeros),
-                       _joined_with_zero(values, np.float32, zeros), jax.device_put(bucketed_labels(labels)))
+    device = DeviceCSR(
+        jax.device_put(bucketed_pointers(indptr)),
+        _joined_with_zero(indices, np.int32, zeros),
+        _joined_with_zero(values, np.float32, zeros),
+        jax.device_put(bucketed_labels(labels)),
+    )
     return ResidentRows(device, indptr, (rows, width))
 
 
@@ -197,8 +210,10 @@ def host_rows(matrix: ResidentRows, rows: np.ndarray) -> sp.csr_matrix:
     if not len(positions):
         return sp.csr_matrix((len(rows), matrix.shape[1]), dtype=np.float32)
     places = jax.device_put(positions.astype(np.int32 if matrix.indptr[-1] < 2**31 else np.int64))
-    return sp.csr_matrix((np.asarray(matrix.device.values[places]), np.asarray(matrix.device.indices[places]),
-                          pointers), shape=(len(rows), matrix.shape[1]))
+    return sp.csr_matrix(
+        (np.asarray(matrix.device.values[places]), np.asarray(matrix.device.indices[places]), pointers),
+        shape=(len(rows), matrix.shape[1]),
+    )
 
 
 def canonical(matrix: sp.csr_matrix) -> sp.csr_matrix:
@@ -241,7 +256,7 @@ def _with_zero(array: np.ndarray, dtype, length: int | None = None) -> np.ndarra
     made two: a GB at 1M)."""
     out = np.empty(length or len(array) + 1, dtype)
     out[: len(array)] = array
-    out[len(array):] = 0
+    out[len(array) :] = 0
     return out
 
 
@@ -322,7 +337,7 @@ def gathered_segments(resident: DeviceCSR, order: np.ndarray, cap: int, segment:
     """(steps, B) document numbers (-1: none) -> their batches (gather_batches), gathered on the device `segment`
     steps at a time (so that no more than one segment's batches are there at once)."""
     for first in range(0, order.shape[0], segment):
-        yield _gathered(resident, jax.device_put(order[first:first + segment]), cap)
+        yield _gathered(resident, jax.device_put(order[first : first + segment]), cap)
 
 
 def batches_in_row_order(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int) -> Callable[[], Iterator]:
@@ -344,8 +359,9 @@ def batches_in_row_order(matrix: sp.csr_matrix, labels: np.ndarray, batch_size: 
 def bucketed_batches(batches: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
     """make_batches' arrays with all-zero batches up to bucket(steps) and zero slots up to the bucket's cap
     (ShapeBuckets.cap)."""
-    return padded_batches(batches, bucket(len(batches[0])),
-                          shape_buckets().cap(batches[0].shape[1], batches[3].shape[1]))
+    return padded_batches(
+        batches, bucket(len(batches[0])), shape_buckets().cap(batches[0].shape[1], batches[3].shape[1])
+    )
 
 
 def bucketed_order(order: np.ndarray, bytes_per_step: int) -> np.ndarray:
@@ -372,13 +388,20 @@ PIECE_WIDTH = 16
 
 class DevicePieces(NamedTuple):
     piece_ptr: jax.Array  # (n + 1,) int32: pieces of document d are piece_ptr[d] .. piece_ptr[d + 1]
-    indices: jax.Array  # (P + 1, width) int32; padding slots hold n_features (out of range); the last piece is all padding
+    indices: (
+        jax.Array
+    )  # (P + 1, width) int32; padding slots hold n_features (out of range); the last piece is all padding
     values: jax.Array  # (P + 1, width) float32; padding slots hold 0
     labels: jax.Array  # (n,) int32 class numbers, or (n, C) uint8 label sets (label_array)
 
 
-def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WIDTH, columns: int | None = None,
-                bucketed: bool = False) -> DevicePieces:
+def host_pieces(
+    matrix: sp.csr_matrix,
+    labels: np.ndarray,
+    width: int = PIECE_WIDTH,
+    columns: int | None = None,
+    bucketed: bool = False,
+) -> DevicePieces:
     """CSR -> the pieces layout (numpy arrays to upload). Duplicate entries are summed first (as host_csr).
     columns: the first layer's rows where they are more than the matrix's columns (padding slots name the one
     past them); bucketed: the documents and pieces as long as their buckets (upload_csr says why)."""
@@ -398,8 +421,11 @@ def host_pieces(matrix: sp.csr_matrix, labels: np.ndarray, width: int = PIECE_WI
     indices = np.full(stored * width, n_features, np.int64)
     values = np.zeros(stored * width, np.float32)
     indices[slot], values[slot] = matrix.indices, matrix.data
-    pointers, labels = ((bucketed_pointers(piece_ptr), bucketed_labels(labels)) if bucketed
-                        else (piece_ptr.astype(np.int32), label_array(labels)))
+    pointers, labels = (
+        (bucketed_pointers(piece_ptr), bucketed_labels(labels))
+        if bucketed
+        else (piece_ptr.astype(np.int32), label_array(labels))
+    )
     return DevicePieces(pointers, indices.astype(np.int32).reshape(-1, width), values.reshape(-1, width), labels)
 
 

@@ -49,20 +49,23 @@ def coordinates_from_env(env: dict | None = None) -> tuple[str, int, int] | None
         # Only inside a job step (srun) do the other tasks exist: a batch script's own shell has SLURM_NTASKS too,
         # and there JAX would wait for tasks that never come, then end the process from C++.
         if not (env.get("SLURM_STEP_ID") or env.get("SLURM_STEPID")):
-            raise SettingsError(f"SLURM_NTASKS={tasks} but this is not a job step of those tasks: start it with "
-                                "srun, or unset SLURM_NTASKS to train in this process alone")
+            raise SettingsError(
+                f"SLURM_NTASKS={tasks} but this is not a job step of those tasks: start it with "
+                "srun, or unset SLURM_NTASKS to train in this process alone"
+            )
         # what JAX's SLURM detection reads to find the coordinator (jax/_src/clusters/slurm_cluster.py)
         missing = [name for name in SLURM_COORDINATES if not env.get(name)]
         if missing:
-            raise SettingsError(f"a SLURM job step of {tasks} tasks without {', '.join(missing)}: start it with "
-                                "srun (which sets them), or set TEXTCLF_COORDINATOR, TEXTCLF_NUM_PROCESSES and "
-                                "TEXTCLF_PROCESS_ID")
+            raise SettingsError(
+                f"a SLURM job step of {tasks} tasks without {', '.join(missing)}: start it with "
+                "srun (which sets them), or set TEXTCLF_COORDINATOR, TEXTCLF_NUM_PROCESSES and "
+                "TEXTCLF_PROCESS_ID"
+            )
         return "slurm"
     return None
 
 
-def initialize(coordinator: str | None = None, num_processes: int | None = None,
-               process_id: int | None = None) -> bool:
+def initialize(coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None) -> bool:
     """Join the distributed runtime if this is one of several processes; must run before JAX touches a device.
     Returns True when several processes were joined. JAX is imported only to join (see is_primary)."""
     given = [coordinator is not None, num_processes is not None, process_id is not None]
@@ -78,9 +81,7 @@ def initialize(coordinator: str | None = None, num_processes: int | None = None,
         return True
     coordinator, num_processes, process_id = where
     if num_processes < 1 or not 0 <= process_id < num_processes:
-        raise SettingsError(
-            f"process id {process_id} is outside 0..{num_processes - 1}: number the processes from 0"
-        )
+        raise SettingsError(f"process id {process_id} is outside 0..{num_processes - 1}: number the processes from 0")
     if num_processes == 1:
         return False
     if ":" not in coordinator:
@@ -115,7 +116,7 @@ def exchange_arrays(arrays: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]
     payload = np.frombuffer(buffer.getvalue(), np.uint8)
     sizes = np.asarray(multihost_utils.process_allgather(np.array([payload.size], np.int32))).reshape(-1)
     padded = np.zeros(int(sizes.max()), np.uint8)
-    padded[:payload.size] = payload
+    padded[: payload.size] = payload
     gathered = np.asarray(multihost_utils.process_allgather(padded))  # (processes, longest)
     received = []
     for row, size in zip(gathered, sizes):

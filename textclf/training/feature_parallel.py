@@ -39,8 +39,14 @@ from textclf.errors import SettingsError
 from textclf.settings import FEATURES_NEED_XLA
 from textclf.models.mlp import Params, masked_loss, pre_activation, pre_activation_pieces
 from textclf.training import device_data
-from textclf.training.device_data import (DeviceCSR, DevicePieces, gather_batches, gather_piece_batches, host_csr,
-                                          host_pieces)
+from textclf.training.device_data import (
+    DeviceCSR,
+    DevicePieces,
+    gather_batches,
+    gather_piece_batches,
+    host_csr,
+    host_pieces,
+)
 from textclf.training.optimizers import make_optimizer
 
 AXIS = "features"
@@ -50,7 +56,7 @@ PARAMS_SPEC = Params(P(AXIS, None), REPLICATED, REPLICATED, REPLICATED)  # W1's 
 
 
 def choose_layout(requested: str, backend: str) -> str:
-    """"data" or "features" for a run with this (resolved) backend. A run's plan resolves "auto" before training
+    """ "data" or "features" for a run with this (resolved) backend. A run's plan resolves "auto" before training
     (textclf/training/plan.py, device_layout); a caller without a plan gets "data"."""
     if requested == "features" and backend != "xla":
         raise SettingsError(FEATURES_NEED_XLA)
@@ -62,13 +68,16 @@ def choose_layout(requested: str, backend: str) -> str:
 def feature_mesh(devices: int) -> Mesh:
     """A 1-D mesh over the first `devices` local devices of this (single) process (0: all of them)."""
     if jax.process_count() > 1:
-        raise SettingsError("--parallel features splits W1 over one host's devices; with several processes pass "
-                            "--parallel data")
+        raise SettingsError(
+            "--parallel features splits W1 over one host's devices; with several processes pass --parallel data"
+        )
     local = sorted(jax.local_devices(), key=lambda d: d.id)
     devices = devices or len(local)
     if devices > len(local):
-        raise SettingsError(f"--devices {devices}: this process sees only {len(local)} {local[0].platform} "
-                            f"device(s); pass --devices {len(local)} or --devices all")
+        raise SettingsError(
+            f"--devices {devices}: this process sees only {len(local)} {local[0].platform} "
+            f"device(s); pass --devices {len(local)} or --devices all"
+        )
     return Mesh(np.array(local[:devices]), (AXIS,))
 
 
@@ -88,7 +97,7 @@ def host_shards(matrix: sp.csr_matrix, labels: np.ndarray, parts: int, layout: s
     width = shard_width(matrix.shape[1], parts)
     shards = []
     for part in range(parts):
-        columns = matrix[:, part * width:(part + 1) * width]
+        columns = matrix[:, part * width : (part + 1) * width]
         columns = sp.csr_matrix((columns.data, columns.indices, columns.indptr), shape=(matrix.shape[0], width))
         shards.append(host_pieces(columns, labels, piece_width) if layout == "pieces" else host_csr(columns, labels))
     longest = max(len(shard.values) for shard in shards)
@@ -96,12 +105,18 @@ def host_shards(matrix: sp.csr_matrix, labels: np.ndarray, parts: int, layout: s
     def padded(shard):
         extra = longest - len(shard.values)
         if layout == "pieces":  # all-padding pieces: index `width` (out of range, reads 0), value 0
-            return DevicePieces(shard.piece_ptr, np.concatenate([shard.indices, np.full((extra, piece_width), width,
-                                                                                         np.int32)]),
-                                np.concatenate([shard.values, np.zeros((extra, piece_width), np.float32)]),
-                                shard.labels)
-        return DeviceCSR(shard.indptr, np.concatenate([shard.indices, np.zeros(extra, np.int32)]),
-                         np.concatenate([shard.values, np.zeros(extra, np.float32)]), shard.labels)
+            return DevicePieces(
+                shard.piece_ptr,
+                np.concatenate([shard.indices, np.full((extra, piece_width), width, np.int32)]),
+                np.concatenate([shard.values, np.zeros((extra, piece_width), np.float32)]),
+                shard.labels,
+            )
+        return DeviceCSR(
+            shard.indptr,
+            np.concatenate([shard.indices, np.zeros(extra, np.int32)]),
+            np.concatenate([shard.values, np.zeros(extra, np.float32)]),
+            shard.labels,
+        )
 
     shards = [padded(shard)._replace(labels=np.zeros(0, np.int32)) for shard in shards]
     return type(shards[0])(*(np.stack(arrays) for arrays in zip(*shards)))
@@ -116,6 +131,7 @@ def batch_nnz_max(host_data, order: np.ndarray) -> int:
 def pad_params(tree, parts: int):
     """Every Params in `tree` (the parameters, an optimizer state's moments) with zero rows appended to W1 up to
     parts x shard_width: no column points at them, so they stay zero. Padded ones are left as they are."""
+
     def pad(node):
         if not isinstance(node, Params):
             return node
@@ -128,6 +144,7 @@ def pad_params(tree, parts: int):
 def param_specs(tree) -> object:
     """The partition of a tree holding Params (the parameters, an optimizer state's moment trees): W1's rows
     split, the rest replicated; anything else (Adam's step count) replicated."""
+
     def spec(node):
         return PARAMS_SPEC if isinstance(node, Params) else REPLICATED
 
@@ -145,7 +162,6 @@ def state_specs(optimizer: str) -> object:
     """param_specs of this optimizer's state (its tree shape: Adam's moments and step, SGD's velocities)."""
     example = Params(*(jnp.zeros(1),) * 4)
     return param_specs(make_optimizer(optimizer).init(example))
-
 
 
 def epoch_function(optimizer: str, momentum: float, weight_decay: float, mesh: Mesh, cap: int) -> Callable:
@@ -179,6 +195,10 @@ def epoch_function(optimizer: str, momentum: float, weight_decay: float, mesh: M
         return params, opt_state, losses, corrects
 
     state_spec = state_specs(optimizer)
-    return jax.shard_map(local, mesh=mesh,
-                         in_specs=(PARAMS_SPEC, state_spec, (SHARDED, REPLICATED), REPLICATED, REPLICATED),
-                         out_specs=(PARAMS_SPEC, state_spec, REPLICATED, REPLICATED), check_vma=True)
+    return jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=(PARAMS_SPEC, state_spec, (SHARDED, REPLICATED), REPLICATED, REPLICATED),
+        out_specs=(PARAMS_SPEC, state_spec, REPLICATED, REPLICATED),
+        check_vma=True,
+    )

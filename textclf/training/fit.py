@@ -32,8 +32,12 @@ def resume(checkpointer: Checkpointer | None, params, opt_state) -> tuple:
     def rebuild(like, leaves):
         return jax.tree.unflatten(jax.tree.structure(like), jax.device_put(list(leaves)))
 
-    return (rebuild(params, state.param_leaves), rebuild(opt_state, state.opt_leaves), list(state.history),
-            state.epochs_done)
+    return (
+        rebuild(params, state.param_leaves),
+        rebuild(opt_state, state.opt_leaves),
+        list(state.history),
+        state.epochs_done,
+    )
 
 
 class EarlyStopping:
@@ -42,8 +46,9 @@ class EarlyStopping:
     giving the network's parameters on the host (numpy w1 (F, H), b1 (H,), w2 (H, C), b2 (C,)); True: stop.
     The held-out documents are scored on the host, so every trainer and backend is stopped by the same rule."""
 
-    def __init__(self, x: sp.csr_matrix, y: np.ndarray, patience: int = 1, metric: str = "micro-f1",
-                 earliest_stop: int = 0):
+    def __init__(
+        self, x: sp.csr_matrix, y: np.ndarray, patience: int = 1, metric: str = "micro-f1", earliest_stop: int = 0
+    ):
         self.x, self.y, self.patience, self.metric = x, np.asarray(y), patience, metric
         self.earliest_stop = earliest_stop  # no stop before this many epochs (the best epoch is still kept)
         self.accuracies: list[float] = []
@@ -56,7 +61,8 @@ class EarlyStopping:
 
     def score(self, params: Params) -> float:
         """The held-out documents' accuracy under these (numpy) parameters, scored as a trained model scores; for
-        label sets ((n, C) y), their metric (micro-F1 unless told) at the best of the thresholds tried (as the model will be judged:
+        label sets ((n, C) y), their metric (micro-F1 unless told) at the best of the thresholds tried (as the model
+        will be judged:
         the threshold is chosen after the training; at a fixed 0.5 the first epochs, which predict few labels,
         looked like a plateau)."""
         scores = self.scores(params)
@@ -83,16 +89,28 @@ class EarlyStopping:
         self.accuracies, self.best_epoch = list(other.accuracies), other.best_epoch
 
     def summary(self) -> dict:
-        return {"held_out": int(self.x.shape[0]), "patience": self.patience, "accuracies": self.accuracies,
-                "best_epoch": self.best_epoch}
+        return {
+            "held_out": int(self.x.shape[0]),
+            "patience": self.patience,
+            "accuracies": self.accuracies,
+            "best_epoch": self.best_epoch,
+        }
 
 
 # Ten arguments: the state resumed, the epoch range, the trainer's one_epoch and the four optional watchers, each
 # a caller's.
-def run_epochs(params, opt_state, history: list[EpochStats], first_epoch: int, epochs: int,
-               one_epoch: Callable[[int, object, object], tuple], on_epoch: Callable[[EpochStats], None] | None = None,
-               checkpointer: Checkpointer | None = None, stop_requested: Callable[[], bool] | None = None,
-               early_stop: Callable[[int, object], bool] | None = None) -> tuple:
+def run_epochs(
+    params,
+    opt_state,
+    history: list[EpochStats],
+    first_epoch: int,
+    epochs: int,
+    one_epoch: Callable[[int, object, object], tuple],
+    on_epoch: Callable[[EpochStats], None] | None = None,
+    checkpointer: Checkpointer | None = None,
+    stop_requested: Callable[[], bool] | None = None,
+    early_stop: Callable[[int, object], bool] | None = None,
+) -> tuple:
     """Epochs first_epoch .. epochs-1 (0-based) -> (params, opt_state, history). After each: its stats appended
     to history and handed to on_epoch, then early_stop(epoch, params) (True: no more epochs), then a checkpoint
     saved when due; when stop_requested() says so, one is saved (unless just saved) and TrainingStopped raised
@@ -109,8 +127,14 @@ def run_epochs(params, opt_state, history: list[EpochStats], first_epoch: int, e
             break
 
         def save() -> None:
-            checkpointer.save(TrainState(epoch + 1, [to_host(a) for a in jax.tree.leaves(params)],
-                                         [to_host(a) for a in jax.tree.leaves(opt_state)], list(history)))
+            checkpointer.save(
+                TrainState(
+                    epoch + 1,
+                    [to_host(a) for a in jax.tree.leaves(params)],
+                    [to_host(a) for a in jax.tree.leaves(opt_state)],
+                    list(history),
+                )
+            )
 
         saved = checkpointer is not None and checkpointer.due()
         if saved:

@@ -74,16 +74,18 @@ def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh
             batches = gather_piece_batches(data, order, cap)
         else:
             batches = gather_batches(data, order, cap)
-        epoch = step.epoch(settings.optimizer, settings.momentum, settings.weight_decay if decay is None else decay,
-                           n_classes)
+        epoch = step.epoch(
+            settings.optimizer, settings.momentum, settings.weight_decay if decay is None else decay, n_classes
+        )
         if steps is None:
             return epoch(params, opt_state, *batches, lrs, axis_name=axis_name)
         return epoch(params, opt_state, *batches, lrs, axis_name=axis_name, steps=steps)
 
     train_part = local
     if mesh is not None and mesh.axis_names == (feature_parallel.AXIS,):
-        train_part = feature_parallel.epoch_function(settings.optimizer, settings.momentum, settings.weight_decay,
-                                                     mesh, cap)
+        train_part = feature_parallel.epoch_function(
+            settings.optimizer, settings.momentum, settings.weight_decay, mesh, cap
+        )
     elif mesh is not None:
         from textclf.training.data_parallel import AXIS, shard_epoch
 
@@ -93,8 +95,7 @@ def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh
         if decay is None:
             params, opt_state, losses, corrects = train_part(params, opt_state, data, order, lrs)
         else:  # (one device, a bucketed step: `steps` of the order's batches run, the rest padding)
-            params, opt_state, losses, corrects = local(params, opt_state, data, order, lrs, decay=decay,
-                                                        steps=steps)
+            params, opt_state, losses, corrects = local(params, opt_state, data, order, lrs, decay=decay, steps=steps)
         hits = None
         if eval_batches is not None:
             indices, values, rows, labels, mask = eval_batches
@@ -143,14 +144,18 @@ def quick_compile(documents: int, epochs: int) -> bool:
 
 
 @functools.lru_cache(maxsize=32)
-def _warm_epoch(step: Step, optimizer: str, momentum: float, weight_decay: float, n_classes: int, mesh,
-                quick: bool, cap: int) -> _Compiled:
+def _warm_epoch(
+    step: Step, optimizer: str, momentum: float, weight_decay: float, n_classes: int, mesh, quick: bool, cap: int
+) -> _Compiled:
     """One compiled epoch function per configuration for the life of the process, so a daemon's later jobs
     with the same shapes reuse the executables of earlier ones instead of tracing and compiling again.
     quick: compiled with the search's options (quick_compile). weight_decay None: passed to each call (decay)."""
     settings = Settings(optimizer=optimizer, momentum=momentum, weight_decay=weight_decay or 0.0)
-    compiled = _Compiled(resident_epoch_function(step, settings, n_classes, mesh, cap), donate=(0, 1),
-                         compiler_options=SEARCH_COMPILER_OPTIONS if quick else None)
+    compiled = _Compiled(
+        resident_epoch_function(step, settings, n_classes, mesh, cap),
+        donate=(0, 1),
+        compiler_options=SEARCH_COMPILER_OPTIONS if quick else None,
+    )
     _warm_epochs_built[(step, optimizer, momentum, weight_decay, n_classes, mesh, quick, cap)] = compiled
     return compiled
 
@@ -225,8 +230,15 @@ class _LocalEval:
         return hits / max(1, total)
 
 
-def fit_network(rows: TrainingRows, settings: Settings, backend: str = "xla", watch: Watch = Watch(),
-                kernel_config=None, initial_params: Params | None = None, shares=None) -> NetworkResult:
+def fit_network(
+    rows: TrainingRows,
+    settings: Settings,
+    backend: str = "xla",
+    watch: Watch = Watch(),
+    kernel_config=None,
+    initial_params: Params | None = None,
+    shares=None,
+) -> NetworkResult:
     """Train one network with minibatch SGD on rows.x (all its rows; rows.eval_x scored after every epoch if
     given). kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation.
     watch: watch.checkpointer resumes from its state if it has one, and textclf.training.fit.run_epochs saves it
@@ -240,9 +252,15 @@ def fit_network(rows: TrainingRows, settings: Settings, backend: str = "xla", wa
     run = _NetworkRun(rows, settings, backend, shares, kernel_config)
     start = time.perf_counter()
     if initial_params is None:
-        params, opt_state = run.step.start_state(np.int32(settings.seed), run.columns, settings.hidden,
-                                                 rows.n_classes, settings.init_gain, settings.optimizer,
-                                                 rows.x.shape[1] if run.bucketed else None)
+        params, opt_state = run.step.start_state(
+            np.int32(settings.seed),
+            run.columns,
+            settings.hidden,
+            rows.n_classes,
+            settings.init_gain,
+            settings.optimizer,
+            rows.x.shape[1] if run.bucketed else None,
+        )
     else:
         params, opt_state = run.step.ready_state(_with_rows(initial_params, run.columns), settings.optimizer)
     jax.block_until_ready((params, opt_state))
@@ -251,12 +269,26 @@ def fit_network(rows: TrainingRows, settings: Settings, backend: str = "xla", wa
     params, opt_state = run.upload(params, opt_state)
     run.prepare_epochs(first_epoch)
     early_stopping = watch.early_stopping
-    early_stop = None if early_stopping is None else (
-        lambda epoch, params: early_stopping(epoch, lambda: run.finished(params)))
-    params, opt_state, history = run_epochs(params, opt_state, history, first_epoch, run.epochs, run.one_epoch,
-                                            watch.on_epoch, watch.checkpointer, watch.stop_requested, early_stop)
-    numpy_params = run.finished(params) if early_stopping is None or early_stopping.best_params is None \
+    early_stop = (
+        None if early_stopping is None else (lambda epoch, params: early_stopping(epoch, lambda: run.finished(params)))
+    )
+    params, opt_state, history = run_epochs(
+        params,
+        opt_state,
+        history,
+        first_epoch,
+        run.epochs,
+        run.one_epoch,
+        watch.on_epoch,
+        watch.checkpointer,
+        watch.stop_requested,
+        early_stop,
+    )
+    numpy_params = (
+        run.finished(params)
+        if early_stopping is None or early_stopping.best_params is None
         else early_stopping.best_params
+    )
     # Validation is scored inside each epoch's dispatch, so its time is part of train_seconds.
     return NetworkResult(numpy_params, history, run.seconds["compile"], run.seconds["train"], run.parts)
 
@@ -294,8 +326,10 @@ class _NetworkRun:
         self.held_orders = None
         if self.shared_rows:  # each process feeds the rows of every batch that it holds, split over its devices
             self.local_devices = self.parts // jax.process_count()
-            all_orders = {e: epoch_order(settings.seed, e, self.n, self.steps_per_epoch, settings.batch_size)
-                          for e in range(self.epochs)}
+            all_orders = {
+                e: epoch_order(settings.seed, e, self.n, self.steps_per_epoch, settings.batch_size)
+                for e in range(self.epochs)
+            }
             self.held_orders, rows_per_process = parallel.local_orders(all_orders, shares, self.local_devices)
             local_batch = rows_per_process // self.local_devices
         elif self.mesh and not self.split_features:
@@ -321,22 +355,25 @@ class _NetworkRun:
         pieces = self.step.layout == "pieces"
         if self.split_features:
             self.place = functools.partial(feature_parallel.place, mesh=mesh, specs=feature_parallel.REPLICATED)
-            self.uploaded = feature_parallel.host_shards(train_x, train_y, self.parts, self.step.layout,
-                                                         piece_width(train_x) if pieces else 0)
-            self.data = (feature_parallel.place(self.uploaded, mesh, feature_parallel.SHARDED),
-                         self.place(np.asarray(train_y, np.int32)))
+            self.uploaded = feature_parallel.host_shards(
+                train_x, train_y, self.parts, self.step.layout, piece_width(train_x) if pieces else 0
+            )
+            self.data = (
+                feature_parallel.place(self.uploaded, mesh, feature_parallel.SHARDED),
+                self.place(np.asarray(train_y, np.int32)),
+            )
             state = feature_parallel.pad_params((params, opt_state), self.parts)
             params, opt_state = feature_parallel.place(state, mesh, feature_parallel.param_specs(state))
         else:
             self.place = (lambda tree: parallel.put(tree, mesh, parallel.REPLICATED)) if mesh else jax.device_put
             if mesh:  # each device its own copy of its process's documents, of the same shapes on every process
-                uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x,
-                                                                                                      train_y)
+                uploaded = host_pieces(train_x, train_y, piece_width(train_x)) if pieces else host_csr(train_x, train_y)
                 self.uploaded = uploaded
                 self.data = parallel.put_stacked(same_shapes(uploaded) if self.shared_rows else uploaded, mesh)
             else:
-                self.uploaded = host_pieces(train_x, train_y, piece_width(train_x), self.columns,
-                                            self.bucketed) if pieces else None
+                self.uploaded = (
+                    host_pieces(train_x, train_y, piece_width(train_x), self.columns, self.bucketed) if pieces else None
+                )
                 self.data = self.place(self.uploaded) if pieces else upload_csr(train_x, train_y)
             params, opt_state = self.place((params, opt_state))
         self.eval_batches = self.local_eval = None
@@ -352,18 +389,34 @@ class _NetworkRun:
         minibatch of all its epochs, so the epoch compiles once (per-epoch widths made two or three compilations
         of 1-3 s each); the compiled epoch; the segments of steps an epoch is dispatched in."""
         from pipelines.batches import ShapeBuckets
-        from textclf.training.device_data import (PIECE_WIDTHS, bucketed_order, epoch_order, piece_width, pieces_cap,
-                                                  segment_steps, shape_buckets)
+        from textclf.training.device_data import (
+            PIECE_WIDTHS,
+            bucketed_order,
+            epoch_order,
+            piece_width,
+            pieces_cap,
+            segment_steps,
+            shape_buckets,
+        )
 
         settings, n, pieces = self.settings, self.n, self.step.layout == "pieces"
         if self.shared_rows:
             self.orders = {e: self.held_orders[e] for e in range(first_epoch, self.epochs)}
         else:
-            self.orders = {e: epoch_order(settings.seed, e, n, self.steps_per_epoch, settings.batch_size)
-                           for e in range(first_epoch, self.epochs)}
+            self.orders = {
+                e: epoch_order(settings.seed, e, n, self.steps_per_epoch, settings.batch_size)
+                for e in range(first_epoch, self.epochs)
+            }
         widest = self._widest_batch(pieces)
-        config = (self.step, settings.optimizer, settings.momentum, None if self.bucketed else settings.weight_decay,
-                  self.rows.n_classes, self.mesh, quick_compile(n, self.epochs))
+        config = (
+            self.step,
+            settings.optimizer,
+            settings.momentum,
+            None if self.bucketed else settings.weight_decay,
+            self.rows.n_classes,
+            self.mesh,
+            quick_compile(n, self.epochs),
+        )
         buckets = shape_buckets() if self.bucketed else ShapeBuckets(8, 0)
         if pieces:  # (the floor: the slots of rows_per_cap nonzeros a document, in pieces of this corpus's width)
             floor = buckets.rows_per_cap * self.batch_rows_a_device // piece_width(self.rows.x)
@@ -389,8 +442,11 @@ class _NetworkRun:
         from textclf.training.device_data import batch_nnz_max
 
         uploaded = self.uploaded
-        starts = uploaded.piece_ptr if pieces else (uploaded.indptr if uploaded is not None
-                                                    else np.asarray(self.data.indptr))
+        starts = (
+            uploaded.piece_ptr
+            if pieces
+            else (uploaded.indptr if uploaded is not None else np.asarray(self.data.indptr))
+        )
         if self.split_features:  # every device takes the whole batch, of its own shard
             return max([1, *(feature_parallel.batch_nnz_max(uploaded, order) for order in self.orders.values())])
         if self.shared_rows:
@@ -422,10 +478,15 @@ class _NetworkRun:
             last = first + segment >= self.dispatched
             real_steps = min(segment, max(0, self.steps_per_epoch - first))  # the rest of the segment: padding
             bucketed = (np.float32(settings.weight_decay), np.int32(real_steps)) if self.bucketed else ()
-            params, opt_state, *part = self.run_epoch(params, opt_state, self.data,
-                                                      self._placed(order[first:first + segment]),
-                                                      self.place(lrs[first:first + segment]),
-                                                      self.eval_batches if last else None, *bucketed)
+            params, opt_state, *part = self.run_epoch(
+                params,
+                opt_state,
+                self.data,
+                self._placed(order[first : first + segment]),
+                self.place(lrs[first : first + segment]),
+                self.eval_batches if last else None,
+                *bucketed,
+            )
             parts.append(part)
         steps = self.steps_per_epoch
         losses = np.concatenate([to_host(losses) for losses, _, _ in parts])[:steps]  # waits for the epoch to end
@@ -438,9 +499,14 @@ class _NetworkRun:
         eval_accuracy = None if hits is None else float(to_host(hits)) / self.rows.eval_x.shape[0]
         if self.local_eval is not None:
             eval_accuracy = self.local_eval.accuracy(self.finished(params))
-        stats = EpochStats(epoch=epoch + 1, loss=float((losses * self.batch_rows).sum() / self.n),
-                           train_accuracy=float(corrects.sum() / self.n), eval_accuracy=eval_accuracy,
-                           seconds=seconds, docs_per_s=self.n / seconds if seconds > 0 else float("inf"))
+        stats = EpochStats(
+            epoch=epoch + 1,
+            loss=float((losses * self.batch_rows).sum() / self.n),
+            train_accuracy=float(corrects.sum() / self.n),
+            eval_accuracy=eval_accuracy,
+            seconds=seconds,
+            docs_per_s=self.n / seconds if seconds > 0 else float("inf"),
+        )
         return params, opt_state, stats
 
     def finished(self, params) -> Params:

@@ -32,7 +32,7 @@ class AdamState(NamedTuple):
 
 def adam_corrections(step) -> tuple:
     """Bias corrections (1 - beta1^t, 1 - beta2^t) for step t (1-based)."""
-    return 1.0 - ADAM_BETA1 ** step, 1.0 - ADAM_BETA2 ** step
+    return 1.0 - ADAM_BETA1**step, 1.0 - ADAM_BETA2**step
 
 
 def _per_leaf(value, params):
@@ -54,8 +54,9 @@ def adam(weight_decay=0.0) -> Optimizer:
         grads = jax.tree.map(lambda g, w, d: g + d * w, grads, params, _per_leaf(weight_decay, params))
         m = jax.tree.map(lambda m, g: ADAM_BETA1 * m + (1 - ADAM_BETA1) * g, state.m, grads)
         v = jax.tree.map(lambda v, g: ADAM_BETA2 * v + (1 - ADAM_BETA2) * g * g, state.v, grads)
-        params = jax.tree.map(lambda w, r, m, v: w - r * (m / c1) / (jnp.sqrt(v / c2) + ADAM_EPS), params,
-                              _per_leaf(lr, params), m, v)
+        params = jax.tree.map(
+            lambda w, r, m, v: w - r * (m / c1) / (jnp.sqrt(v / c2) + ADAM_EPS), params, _per_leaf(lr, params), m, v
+        )
         return params, AdamState(m, v, step)
 
     return Optimizer(init, update)
@@ -84,6 +85,7 @@ def scheduled_rates(schedule: str, learning_rate: float, steps: np.ndarray, tota
     """Learning rate at each of `steps` (0-based step numbers of a run of total_steps): "constant", or
     "linear" / "cosine" decay to 0 over the run. -> float32 array like steps (text MLP and CNN alike)."""
     done = np.asarray(steps) / total_steps  # fraction of the run behind
-    scale = {"constant": np.ones_like(done), "linear": 1.0 - done,
-             "cosine": 0.5 * (1.0 + np.cos(np.pi * done))}[schedule]
+    scale = {"constant": np.ones_like(done), "linear": 1.0 - done, "cosine": 0.5 * (1.0 + np.cos(np.pi * done))}[
+        schedule
+    ]
     return (learning_rate * scale).astype(np.float32)

@@ -33,8 +33,12 @@ from textclf.training.optimizers import AdamState, adam_corrections
 
 
 def padded_features(n_features: int, config: KernelConfig) -> int:
-    block = max(config.forward.block_k * config.forward.split_k, config.grad.block_k, config.dw.block_k,
-                config.sparse_grad.block_k)
+    block = max(
+        config.forward.block_k * config.forward.split_k,
+        config.grad.block_k,
+        config.dw.block_k,
+        config.sparse_grad.block_k,
+    )
     return round_up(n_features, block)
 
 
@@ -42,8 +46,10 @@ def pad_params(params: Params, config: KernelConfig) -> Params:
     k = padded_features(params.w1.shape[0], config)
     c = padded_classes(params.w2.shape[1])
     return Params(
-        jnp.pad(params.w1, ((0, k - params.w1.shape[0]), (0, 0))), params.b1,
-        jnp.pad(params.w2, ((0, 0), (0, c - params.w2.shape[1]))), jnp.pad(params.b2, (0, c - params.b2.shape[0])),
+        jnp.pad(params.w1, ((0, k - params.w1.shape[0]), (0, 0))),
+        params.b1,
+        jnp.pad(params.w2, ((0, 0), (0, c - params.w2.shape[1]))),
+        jnp.pad(params.b2, (0, c - params.b2.shape[0])),
     )
 
 
@@ -63,10 +69,24 @@ HEAD_MAX_PARTS = 8
 
 # Twelve arguments and ~100 lines: one step chains the forward, loss and update kernels over the batch's arrays;
 # split, each piece would pass all of them on.
-def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_classes: int, momentum: float,
-                      weight_decay: float, config: KernelConfig, optimizer: str = "sgd", axis_name: str | None = None):
+def pallas_train_step(
+    params: Params,
+    opt_state,
+    x,
+    labels,
+    mask,
+    lr,
+    *,
+    n_classes: int,
+    momentum: float,
+    weight_decay: float,
+    config: KernelConfig,
+    optimizer: str = "sgd",
+    axis_name: str | None = None,
+):
     """One optimizer step -> (params, optimizer state, mean loss, number correct). (Over 80 lines: the kernels of one
-    step in the order they run, each depending on the last, so it reads top to bottom as the step does.) x: a dense batch (B, Kp), or
+    step in the order they run, each depending on the last, so it reads top to bottom as the step does.) x: a dense
+    batch (B, Kp), or
     with config.input_format "sparse" the flat sparse batch (indices, values, rows), which the sparse kernels
     (pallas_kernels/sparse_hidden.py) read directly.
 
@@ -86,8 +106,9 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
         per_piece = pieces_gather_sum(x[0], x[1], params.w1, block_sizes=config.pieces, interpret=config.interpret)
         h = finish_hidden(per_piece, params.b1, x[2], labels.shape[0])
     elif sparse:
-        h = sparse_hidden_forward(*x, params.w1, params.b1, batch_size=labels.shape[0],
-                                  block_sizes=config.sparse_forward, **numerics)
+        h = sparse_hidden_forward(
+            *x, params.w1, params.b1, batch_size=labels.shape[0], block_sizes=config.sparse_forward, **numerics
+        )
     if sparse or pieces:
         nll, predicted, dz = output_loss(h, params.w2, params.b2, labels, weight, n_classes, config)
     else:
@@ -109,8 +130,7 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
         dw1 = pieces_input_grad(*x, dpre, params.w1.shape[0])
     elif not fused or (optimizer == "adam" and not fuse_adam):
         if sparse:
-            dw1 = sparse_input_grad(*x, dpre, n_features=params.w1.shape[0], block_sizes=config.sparse_grad,
-                                    **numerics)
+            dw1 = sparse_input_grad(*x, dpre, n_features=params.w1.shape[0], block_sizes=config.sparse_grad, **numerics)
         else:
             dw1 = weight_grad(x, dpre, config)
     if not fused:
@@ -122,34 +142,68 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
         adam = dict(weight_decay=weight_decay, interpret=config.interpret)
         m, v = opt_state.m, opt_state.v
         if dw1 is None:
-            w1, m1, v1 = input_grad_adam_update(x, dpre, params.w1, m.w1, v.w1, scalars, weight_decay=weight_decay,
-                                                block_sizes=config.grad, **numerics)
+            w1, m1, v1 = input_grad_adam_update(
+                x, dpre, params.w1, m.w1, v.w1, scalars, weight_decay=weight_decay, block_sizes=config.grad, **numerics
+            )
         else:
             w1, m1, v1 = adam_update(params.w1, m.w1, v.w1, dw1, scalars, block_sizes=config.adam_update, **adam)
         if fused:
             b1, mb1, vb1, w2, m2, v2, b2, mb2, vb2 = head_adam_update(
-                params.b1, m.b1, v.b1, params.w2, m.w2, v.w2, params.b2, m.b2, v.b2, db1, dw2, db2, scalars, **adam)
+                params.b1, m.b1, v.b1, params.w2, m.w2, v.w2, params.b2, m.b2, v.b2, db1, dw2, db2, scalars, **adam
+            )
         else:
             (b1, mb1, vb1), (w2, m2, v2), (b2, mb2, vb2) = (
                 adam_update(w, mw, vw, g, scalars, block_sizes=config.adam_update, **adam)
-                for w, mw, vw, g in zip(params[1:], m[1:], v[1:], (db1, dw2, db2)))
+                for w, mw, vw, g in zip(params[1:], m[1:], v[1:], (db1, dw2, db2))
+            )
         params = Params(w1, b1, w2, b2)
         opt_state = AdamState(Params(m1, mb1, m2, mb2), Params(v1, vb1, v2, vb2), step)
     else:
-        update = dict(momentum=momentum, weight_decay=weight_decay, interpret=config.interpret,
-                      block_sizes=config.sgd_update)
+        update = dict(
+            momentum=momentum, weight_decay=weight_decay, interpret=config.interpret, block_sizes=config.sgd_update
+        )
         if dw1 is None and sparse:
-            w1, v1 = sparse_input_grad_update(*x, dpre, params.w1, opt_state.w1, lr, momentum=momentum,
-                                              weight_decay=weight_decay, block_sizes=config.sparse_grad, **numerics)
+            w1, v1 = sparse_input_grad_update(
+                *x,
+                dpre,
+                params.w1,
+                opt_state.w1,
+                lr,
+                momentum=momentum,
+                weight_decay=weight_decay,
+                block_sizes=config.sparse_grad,
+                **numerics,
+            )
         elif dw1 is None:
-            w1, v1 = input_grad_update(x, dpre, params.w1, opt_state.w1, lr, momentum=momentum,
-                                       weight_decay=weight_decay, block_sizes=config.grad, **numerics)
+            w1, v1 = input_grad_update(
+                x,
+                dpre,
+                params.w1,
+                opt_state.w1,
+                lr,
+                momentum=momentum,
+                weight_decay=weight_decay,
+                block_sizes=config.grad,
+                **numerics,
+            )
         else:
             w1, v1 = sgd_update(params.w1, opt_state.w1, dw1, lr, **update)
         if fused:
             b1, vb1, w2, v2, b2, vb2 = head_update(
-                params.b1, opt_state.b1, params.w2, opt_state.w2, params.b2, opt_state.b2, db1, dw2, db2, lr,
-                momentum=momentum, weight_decay=weight_decay, interpret=config.interpret)
+                params.b1,
+                opt_state.b1,
+                params.w2,
+                opt_state.w2,
+                params.b2,
+                opt_state.b2,
+                db1,
+                dw2,
+                db2,
+                lr,
+                momentum=momentum,
+                weight_decay=weight_decay,
+                interpret=config.interpret,
+            )
         else:
             b1, vb1 = sgd_update(params.b1, opt_state.b1, db1, lr, **update)
             w2, v2 = sgd_update(params.w2, opt_state.w2, dw2, lr, **update)
@@ -164,8 +218,23 @@ def pallas_train_step(params: Params, opt_state, x, labels, mask, lr, *, n_class
 
 
 # Fourteen arguments: the epoch's arrays (as xla_epoch) and the kernels' static configuration, one traced program.
-def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, n_classes: int, momentum: float,
-                 weight_decay: float, config: KernelConfig, optimizer: str = "sgd", axis_name: str | None = None):
+def pallas_epoch(
+    params,
+    opt_state,
+    indices,
+    values,
+    rows,
+    labels,
+    mask,
+    lrs,
+    *,
+    n_classes: int,
+    momentum: float,
+    weight_decay: float,
+    config: KernelConfig,
+    optimizer: str = "sgd",
+    axis_name: str | None = None,
+):
     """Scan pallas_train_step over the epoch's (steps, ...) stacked sparse minibatches."""
     batch_size = labels.shape[1]
     n_columns = params.w1.shape[0]
@@ -185,8 +254,19 @@ def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *,
         else:
             x = write_batch(buffer if reuse else jnp.zeros((batch_size, n_columns), x_dtype), idx, val, row)
         params, opt_state, loss, correct = pallas_train_step(
-            params, opt_state, x, y, m, lr, n_classes=n_classes, momentum=momentum, weight_decay=weight_decay,
-            config=config, optimizer=optimizer, axis_name=axis_name)
+            params,
+            opt_state,
+            x,
+            y,
+            m,
+            lr,
+            n_classes=n_classes,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            config=config,
+            optimizer=optimizer,
+            axis_name=axis_name,
+        )
         if reuse:
             # The barrier orders the erase after every kernel that reads x (they all feed the new parameters);
             # without it XLA may schedule the erase first and so copies the whole (B, Kp) buffer to keep x.
@@ -195,6 +275,7 @@ def pallas_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *,
         return (params, opt_state, buffer), (loss, correct)
 
     buffer = jnp.zeros((batch_size, n_columns) if reuse else (0,), x_dtype)
-    (params, opt_state, _), (losses, corrects) = jax.lax.scan(step, (params, opt_state, buffer),
-                                                              (indices, values, rows, labels, mask, lrs))
+    (params, opt_state, _), (losses, corrects) = jax.lax.scan(
+        step, (params, opt_state, buffer), (indices, values, rows, labels, mask, lrs)
+    )
     return params, opt_state, losses, corrects

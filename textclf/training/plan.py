@@ -100,9 +100,12 @@ class TrainingPlan:
             raise ValueError(f"{len(view_widths)} view widths for a plan of {len(self.views)} views")
         views = tuple(dataclasses.replace(view, columns=width) for view, width in zip(self.views, view_widths))
         linear = None if self.linear is None else dataclasses.replace(self.linear, columns=view_widths[0])
-        return dataclasses.replace(self, views=views, linear=linear,
-                                   backend={AS_CHOSEN: backend, SIDE_BY_SIDE: stacked_backend}.get(self.backend,
-                                                                                                   self.backend))
+        return dataclasses.replace(
+            self,
+            views=views,
+            linear=linear,
+            backend={AS_CHOSEN: backend, SIDE_BY_SIDE: stacked_backend}.get(self.backend, self.backend),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -116,33 +119,52 @@ class TrainingPlan:
 
     def lines(self) -> list[str]:
         """The plan as a reader reads it, one line a decision."""
-        views = ", ".join(f"{v.name} ({v.columns:,} columns, lr {v.learning_rate:g}, decay {v.weight_decay:g}, "
-                          f"{v.epochs} epochs)" for v in self.views)
-        outputs = ("sigmoid (multi-label), threshold from the held-out documents" if self.multi_label
-                   else "softmax (one label a document)")
-        family = {"linear": "linear (features -> classes)",
-                  "network+linear": "network (features -> hidden (sigmoid) -> classes) + a linear model's scores"
-                  }.get(self.family, "network (features -> hidden (sigmoid) -> classes)")
-        lines = [f"family               {family}",
-                 f"outputs              {outputs}",
-                 f"views                {views}",
-                 (f"models               one linear model a view ({self.views[0].loss.replace('_', ' ')} loss), on the "
-                  "side-by-side step" if self.family == "linear"
-                  else f"networks             {self.networks} a view, {self.arrangement.replace('_', ' ')}"),
-                 *([f"linear model         on the {self.linear.name} ({self.linear.columns:,} columns, lr "
+        views = ", ".join(
+            f"{v.name} ({v.columns:,} columns, lr {v.learning_rate:g}, decay {v.weight_decay:g}, {v.epochs} epochs)"
+            for v in self.views
+        )
+        outputs = (
+            "sigmoid (multi-label), threshold from the held-out documents"
+            if self.multi_label
+            else "softmax (one label a document)"
+        )
+        family = {
+            "linear": "linear (features -> classes)",
+            "network+linear": "network (features -> hidden (sigmoid) -> classes) + a linear model's scores",
+        }.get(self.family, "network (features -> hidden (sigmoid) -> classes)")
+        lines = [
+            f"family               {family}",
+            f"outputs              {outputs}",
+            f"views                {views}",
+            (
+                f"models               one linear model a view ({self.views[0].loss.replace('_', ' ')} loss), on the "
+                "side-by-side step"
+                if self.family == "linear"
+                else f"networks             {self.networks} a view, {self.arrangement.replace('_', ' ')}"
+            ),
+            *(
+                [
+                    f"linear model         on the {self.linear.name} ({self.linear.columns:,} columns, lr "
                     f"{self.linear.learning_rate:g}, decay {self.linear.weight_decay:g}, {self.linear.epochs} epochs, "
-                    f"{self.linear.loss.replace('_', ' ')} loss), its scores added to the network's"]
-                   if self.linear else []),
-                 f"documents            {self.training_documents:,} train"
-                 + (f", {self.held_out_documents:,} held out to stop early" if self.held_out_documents else "")
-                 + (f" (after {self.patience} epochs without a gain)" if self.patience else ""),
-                 f"rows                 on the {self.rows}; backend {self.backend}, batch {self.batch_size}, "
-                 f"{self.processes} process(es), {self.devices or 'every'} device(s) a process"
-                 + (" (W1 split by feature rows)" if self.parallel == "features" and self.devices != 1 else "")]
+                    f"{self.linear.loss.replace('_', ' ')} loss), its scores added to the network's"
+                ]
+                if self.linear
+                else []
+            ),
+            f"documents            {self.training_documents:,} train"
+            + (f", {self.held_out_documents:,} held out to stop early" if self.held_out_documents else "")
+            + (f" (after {self.patience} epochs without a gain)" if self.patience else ""),
+            f"rows                 on the {self.rows}; backend {self.backend}, batch {self.batch_size}, "
+            f"{self.processes} process(es), {self.devices or 'every'} device(s) a process"
+            + (" (W1 split by feature rows)" if self.parallel == "features" and self.devices != 1 else ""),
+        ]
         if self.rate_choice != "none":
             rates = "; ".join(f"lr {r:g}, decay {d:g}, {e} epochs" for r, d, e in self.rate_candidates)
-            how = ("held-out documents choose" if self.rate_choice == "held_out"
-                   else f"a {REFIT_HELD_OUT_FRACTION:.0%} share chooses, then all train")
+            how = (
+                "held-out documents choose"
+                if self.rate_choice == "held_out"
+                else f"a {REFIT_HELD_OUT_FRACTION:.0%} share chooses, then all train"
+            )
             lines.append(f"rate candidates      {rates} ({how})")
         return lines
 
@@ -159,9 +181,15 @@ def held_out_count(n_train: int) -> int:
     return min(STOPPING_DOCUMENTS, int(n_train * STOPPING_FRACTION))
 
 
-def plan_training(settings: Settings, search: SearchSummary | None, n_train: int, view_widths: tuple[int, ...],
-                  backend: str, machine: Machine = Machine(1), rules: SearchRules = SearchRules()
-                  ) -> TrainingPlan:
+def plan_training(
+    settings: Settings,
+    search: SearchSummary | None,
+    n_train: int,
+    view_widths: tuple[int, ...],
+    backend: str,
+    machine: Machine = Machine(1),
+    rules: SearchRules = SearchRules(),
+) -> TrainingPlan:
     """The plan for `n_train` training documents whose views are `view_widths` columns wide (the words', then the
     characters' where Settings.char_ngrams), trained by `backend` (as chosen for one device) on `machine`: the
     draft plan, completed. Seven arguments: each a separate fact about the run that the plan combines."""
@@ -174,8 +202,15 @@ AS_CHOSEN = "as chosen"
 SIDE_BY_SIDE = "the K-network step's"
 
 
-def draft_plan(settings: Settings, search: SearchSummary | None, n_train: int, views: int,
-               machine: Machine = Machine(1), rules: SearchRules = SearchRules()) -> TrainingPlan:
+# Over 80 lines as formatted: every decision of the plan in one function, read in one place.
+def draft_plan(
+    settings: Settings,
+    search: SearchSummary | None,
+    n_train: int,
+    views: int,
+    machine: Machine = Machine(1),
+    rules: SearchRules = SearchRules(),
+) -> TrainingPlan:
     """The plan decided before vectorizing, from the settings, the search, the documents' count, the number of
     views and the machine: every decision but each view's columns and the backend the run chooses for one device
     (TrainingPlan.completed adds them, to views of 0 columns and the backend AS_CHOSEN; a run plans once)."""
@@ -183,15 +218,28 @@ def draft_plan(settings: Settings, search: SearchSummary | None, n_train: int, v
         if machine.processes > 1:
             raise SettingsError("family linear trains in one process: drop --processes (or pass --family network)")
         if settings.ensemble > 1:
-            raise SettingsError(f"ensemble {settings.ensemble}: the linear family trains one model; drop --ensemble "
-                                "(or pass --family network)")
-        plan = (_multi_label_plan(settings, n_train, views, machine, rules) if settings.multi_label
-                else draft_plan(settings.replace(family="network", ensemble=1), None, n_train, views, machine, rules))
+            raise SettingsError(
+                f"ensemble {settings.ensemble}: the linear family trains one model; drop --ensemble "
+                "(or pass --family network)"
+            )
+        plan = (
+            _multi_label_plan(settings, n_train, views, machine, rules)
+            if settings.multi_label
+            else draft_plan(settings.replace(family="network", ensemble=1), None, n_train, views, machine, rules)
+        )
         # one linear model a view, on the side-by-side step (K = 1); no rate candidates (they are the network's)
-        return dataclasses.replace(plan, views=tuple(dataclasses.replace(v, loss=settings.linear_loss)
-                                                     for v in plan.views),
-                                   family="linear", networks=1, arrangement="side_by_side",
-                                   rate_choice="none", rate_candidates=(), backend="xla", parallel="data", devices=1)
+        return dataclasses.replace(
+            plan,
+            views=tuple(dataclasses.replace(v, loss=settings.linear_loss) for v in plan.views),
+            family="linear",
+            networks=1,
+            arrangement="side_by_side",
+            rate_choice="none",
+            rate_candidates=(),
+            backend="xla",
+            parallel="data",
+            devices=1,
+        )
     if settings.family == "network+linear":
         return _with_linear_plan(settings, search, n_train, views, machine, rules)
     if settings.multi_label:
@@ -200,8 +248,9 @@ def draft_plan(settings: Settings, search: SearchSummary | None, n_train: int, v
     networks = max(1, settings.ensemble)
     one_view = views == 1
     one_by_one = networks > 1 and not stacked_faster
-    candidates = tuple((r["learning_rate"], r["weight_decay"], r["epochs"])
-                       for r in (search.rate_candidates if search else None) or [])
+    candidates = tuple(
+        (r["learning_rate"], r["weight_decay"], r["epochs"]) for r in (search.rate_candidates if search else None) or []
+    )
     one_network = networks == 1 and processes == 1 and one_view
     held_out = 0
     rate_choice = "none"
@@ -218,57 +267,87 @@ def draft_plan(settings: Settings, search: SearchSummary | None, n_train: int, v
     planned = [ViewPlan("words", 0, settings.learning_rate, settings.weight_decay, settings.epochs_for(training))]
     if not one_view:
         chars = settings.char_view()
-        planned.append(ViewPlan("characters", 0, chars.learning_rate, chars.weight_decay,
-                                chars.epochs_for(training)))
+        planned.append(ViewPlan("characters", 0, chars.learning_rate, chars.weight_decay, chars.epochs_for(training)))
     arrangement = "side_by_side" if side_by_side else "one_after_another" if several else "one"
     parallel, devices = device_layout(settings, arrangement, machine)
     return TrainingPlan(
-        views=tuple(planned), networks=networks, arrangement=arrangement,
-        rate_choice=rate_choice, rate_candidates=candidates if rate_choice != "none" else (),
-        held_out_documents=held_out, training_documents=training,
+        views=tuple(planned),
+        networks=networks,
+        arrangement=arrangement,
+        rate_choice=rate_choice,
+        rate_candidates=candidates if rate_choice != "none" else (),
+        held_out_documents=held_out,
+        training_documents=training,
         rows="shares" if processes > 1 else "device" if in_place else "host",
         backend=SIDE_BY_SIDE if side_by_side else "xla" if parallel == "features" else AS_CHOSEN,
         batch_size=settings.batch_size,
-        processes=processes, parallel=parallel, devices=devices)
+        processes=processes,
+        parallel=parallel,
+        devices=devices,
+    )
 
 
-def _with_linear_plan(settings: Settings, search: SearchSummary | None, n_train: int, views: int, machine: Machine,
-                      rules: SearchRules) -> TrainingPlan:
+def _with_linear_plan(
+    settings: Settings, search: SearchSummary | None, n_train: int, views: int, machine: Machine, rules: SearchRules
+) -> TrainingPlan:
     """The network's plan, and the linear model beside it on the words' columns (one process, one label a
     document: the search tries it there only)."""
     if machine.processes > 1:
-        raise SettingsError("family network+linear trains in one process: drop --processes (or pass --family "
-                            "network)")
+        raise SettingsError("family network+linear trains in one process: drop --processes (or pass --family network)")
     if settings.multi_label:
-        raise SettingsError("family network+linear is for one label a document: pass --family network or linear "
-                            "for label sets")
+        raise SettingsError(
+            "family network+linear is for one label a document: pass --family network or linear for label sets"
+        )
     plan = draft_plan(settings.replace(family="network"), search, n_train, views, machine, rules)
     linear = settings.linear_view()
-    return dataclasses.replace(plan, family="network+linear", linear=ViewPlan(
-        "words", 0, linear.learning_rate, linear.weight_decay, linear.epochs_for(plan.training_documents),
-        settings.linear_loss))
+    return dataclasses.replace(
+        plan,
+        family="network+linear",
+        linear=ViewPlan(
+            "words",
+            0,
+            linear.learning_rate,
+            linear.weight_decay,
+            linear.epochs_for(plan.training_documents),
+            settings.linear_loss,
+        ),
+    )
 
 
-def _multi_label_plan(settings: Settings, n_train: int, views: int, machine: Machine, rules: SearchRules
-                      ) -> TrainingPlan:
+def _multi_label_plan(
+    settings: Settings, n_train: int, views: int, machine: Machine, rules: SearchRules
+) -> TrainingPlan:
     """One network a view on one device (the backend as chosen: either step's loss is then binary cross-entropy),
     a share of the documents held out to stop early and choose the outputs' threshold."""
     if settings.ensemble > 1:
-        raise SettingsError(f"ensemble {settings.ensemble}: a multi-label model trains one network a view; "
-                            "drop --ensemble")
+        raise SettingsError(
+            f"ensemble {settings.ensemble}: a multi-label model trains one network a view; drop --ensemble"
+        )
     held_out = max(1, min(STOPPING_DOCUMENTS, int(n_train * MULTI_LABEL_HELD_OUT_FRACTION)))
     training = n_train - held_out
-    planned = [ViewPlan("words", 0, settings.learning_rate, settings.weight_decay,
-                        multi_label_epochs(settings, training))]
+    planned = [
+        ViewPlan("words", 0, settings.learning_rate, settings.weight_decay, multi_label_epochs(settings, training))
+    ]
     if views > 1:
         chars = settings.char_view()
-        planned.append(ViewPlan("characters", 0, chars.learning_rate, chars.weight_decay,
-                                multi_label_epochs(chars, training)))
-    return TrainingPlan(views=tuple(planned), networks=1, arrangement="one", rate_choice="none", rate_candidates=(),
-                        held_out_documents=held_out, training_documents=training,
-                        rows="shares" if machine.processes > 1 else "host", backend=AS_CHOSEN,
-                        batch_size=settings.batch_size, processes=machine.processes, multi_label=True,
-                        patience=multi_label_patience(training, settings.batch_size, rules))
+        planned.append(
+            ViewPlan("characters", 0, chars.learning_rate, chars.weight_decay, multi_label_epochs(chars, training))
+        )
+    return TrainingPlan(
+        views=tuple(planned),
+        networks=1,
+        arrangement="one",
+        rate_choice="none",
+        rate_candidates=(),
+        held_out_documents=held_out,
+        training_documents=training,
+        rows="shares" if machine.processes > 1 else "host",
+        backend=AS_CHOSEN,
+        batch_size=settings.batch_size,
+        processes=machine.processes,
+        multi_label=True,
+        patience=multi_label_patience(training, settings.batch_size, rules),
+    )
 
 
 def multi_label_patience(n_train: int, batch_size: int, rules: SearchRules) -> int:
@@ -307,6 +386,9 @@ def device_layout(settings: Settings, arrangement: str, machine: Machine) -> tup
 def data_device_count(local_devices: int, batch_size: int) -> int:
     """Devices of each process that split each batch when --devices is all and several processes train together:
     the most that split it evenly with at least DATA_MIN_ROWS_PER_DEVICE documents each (1 when none does)."""
-    fitting = [count for count in range(1, local_devices + 1)
-               if batch_size % count == 0 and batch_size // count >= DATA_MIN_ROWS_PER_DEVICE]
+    fitting = [
+        count
+        for count in range(1, local_devices + 1)
+        if batch_size % count == 0 and batch_size // count >= DATA_MIN_ROWS_PER_DEVICE
+    ]
     return max(fitting, default=1)

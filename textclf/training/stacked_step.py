@@ -19,8 +19,15 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from textclf.models.stacked import (dense_loss, dense_scores, head, init_stacked, stacked_logits, stacked_loss,
-                                    summed_loss)
+from textclf.models.stacked import (
+    dense_loss,
+    dense_scores,
+    head,
+    init_stacked,
+    stacked_logits,
+    stacked_loss,
+    summed_loss,
+)
 from textclf.models.weights import Params
 from textclf.training.backends import INIT_COMPILER_OPTIONS, SEARCH_COMPILER_OPTIONS
 from textclf.training.device_data import erase_batch, narrowed, write_batch
@@ -28,8 +35,11 @@ from textclf.training.optimizers import AdamState, adam, adam_corrections
 from textclf.training.step import Step
 
 # K seeded initialisations as one program, with the search's compiler options.
-init_stack = jax.jit(init_stacked, static_argnames=("n_features", "hidden", "n_classes", "models", "gain"),
-                     compiler_options={**SEARCH_COMPILER_OPTIONS, **INIT_COMPILER_OPTIONS})
+init_stack = jax.jit(
+    init_stacked,
+    static_argnames=("n_features", "hidden", "n_classes", "models", "gain"),
+    compiler_options={**SEARCH_COMPILER_OPTIONS, **INIT_COMPILER_OPTIONS},
+)
 
 
 def _per_model(values: jax.Array, units: int) -> Params:
@@ -59,12 +69,14 @@ def pallas_default(batch_size: int) -> bool:
     return jax.default_backend() == "gpu" and batch_size <= FUSED_MAX_BATCH
 
 
-# The fused W1 update's tiling, chosen by `python -m benchmarks.kernels.kmodel_step --blocks ... --all` on an H200 and an
+# The fused W1 update's tiling, chosen by `python -m benchmarks.kernels.kmodel_step --blocks ... --all` on an H200 and
+# an
 # H100 (BENCHMARKS.md): a batch of one 64-row chunk (the search's rounds) takes
 # pallas_kernels.stacked_input_adam.StackedInputAdamBlocks's defaults; a batch of several chunks (the batch-256
 # refinement) these fields, the batch read as columns (x^T (F, B), dpre^T (N, B)), so that both operands of the
 # gradient's product run along the summed rows as TF32 tensor-core products take them (1.55x -> 1.18x XLA's step
-# at B = 1,024 in one call, 1.12x -> 0.87x at 256). FUSED_BLOCKS replaces fields of either (the benchmark sets it to try other
+# at B = 1,024 in one call, 1.12x -> 0.87x at 256). FUSED_BLOCKS replaces fields of either (the benchmark sets it to try
+# other
 # tilings). The kernel's module is imported only where it runs (a GPU).
 FUSED_CHUNKED_BLOCKS = dict(block_f=64, block_n=64, num_warps=4, num_stages=3, sub_tiles=1, columns=True)
 FUSED_BLOCKS: dict = {}
@@ -92,8 +104,18 @@ def fused_fits(batch_size: int, n_features: int, hidden_units: int) -> bool:
 
 
 # Nine arguments: the step's state, per-network rates, the batch and its padding flag, inside the traced epoch.
-def _fused_step(params: Params, state: AdamState, lr: Params, wd: Params, x, labels, mask,
-                live, interpret: bool, loss_name: str = "log"):
+def _fused_step(
+    params: Params,
+    state: AdamState,
+    lr: Params,
+    wd: Params,
+    x,
+    labels,
+    mask,
+    live,
+    interpret: bool,
+    loss_name: str = "log",
+):
     """One step with the dense formulation's arithmetic on x (B, F), W1's gradient and Adam update fused in one
     Pallas kernel (never written to memory); the small layers (b1, W2, b2) take textclf.training.optimizers.adam.
     live: False for a padding batch, which then changes nothing (the kernel leaves W1 and its moments in place,
@@ -103,25 +125,54 @@ def _fused_step(params: Params, state: AdamState, lr: Params, wd: Params, x, lab
 
     pre = x @ params.w1 + params.b1  # (B, K*H)
     loss, (dpre, dw2, db2) = jax.value_and_grad(
-        lambda p, w2, b2: summed_loss(head(p, w2, b2), labels, mask, loss_name), argnums=(0, 1, 2))(
-        pre, params.w2, params.b2)
+        lambda p, w2, b2: summed_loss(head(p, w2, b2), labels, mask, loss_name), argnums=(0, 1, 2)
+    )(pre, params.w2, params.b2)
     small_state = AdamState(state.m[1:], state.v[1:], state.step)
     small, small_state = jax.tree.map(
         lambda new, old: jnp.where(live, new, old),
         adam(wd[1:]).update((params.b1, params.w2, params.b2), small_state, (dpre.sum(axis=0), dw2, db2), lr[1:]),
-        ((params.b1, params.w2, params.b2), small_state))
+        ((params.b1, params.w2, params.b2), small_state),
+    )
     c1, c2 = adam_corrections(state.step + 1)
     scalars = jnp.stack([c1, c2, live.astype(c1.dtype), jnp.zeros_like(c1)]).astype(params.w1.dtype)
-    w1, m1, v1 = stacked_input_adam(x, dpre, params.w1, state.m.w1, state.v.w1, lr.w1[0], wd.w1[0], scalars,
-                                    block_sizes=_fused_blocks(x.shape[0]), interpret=interpret)
-    return (Params(w1, *small), AdamState(Params(m1, *small_state.m), Params(v1, *small_state.v),
-                                                 small_state.step), loss)
+    w1, m1, v1 = stacked_input_adam(
+        x,
+        dpre,
+        params.w1,
+        state.m.w1,
+        state.v.w1,
+        lr.w1[0],
+        wd.w1[0],
+        scalars,
+        block_sizes=_fused_blocks(x.shape[0]),
+        interpret=interpret,
+    )
+    return (
+        Params(w1, *small),
+        AdamState(Params(m1, *small_state.m), Params(v1, *small_state.v), small_state.step),
+        loss,
+    )
 
 
-@functools.partial(jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused", "loss"),
-                   compiler_options=SEARCH_COMPILER_OPTIONS)
-def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, values, rows, labels, mask,
-           order=None, steps=None, dense: bool = False, fused: bool = False, loss: str = "log"):
+@functools.partial(
+    jax.jit, donate_argnums=(0, 1), static_argnames=("dense", "fused", "loss"), compiler_options=SEARCH_COMPILER_OPTIONS
+)
+def stacked_epoch(
+    params: Params,
+    state: AdamState,
+    rates,
+    decays,
+    indices,
+    values,
+    rows,
+    labels,
+    mask,
+    order=None,
+    steps=None,
+    dense: bool = False,
+    fused: bool = False,
+    loss: str = "log",
+):
     # A jitted epoch: its arrays and static flags are its arguments (one traced program).
     """One pass over pre-cut batches ((steps, cap) / (steps, B) arrays), in `order` ((steps,) batch numbers;
     default as stored) -> new params, Adam state and (steps,) losses. rates, decays: (K,) per model.
@@ -170,8 +221,9 @@ def stacked_epoch(params: Params, state: AdamState, rates, decays, indices, valu
         return params, state, buffer, losses.at[i].set(loss)
 
     losses = jnp.zeros((indices.shape[0],), params.w1.dtype)  # (steps,) sum over the K models of each batch mean
-    params, state, _, losses = jax.lax.fori_loop(0, steps, body, (params, state, _zero_rows(params, labels, dense),
-                                                                  losses))
+    params, state, _, losses = jax.lax.fori_loop(
+        0, steps, body, (params, state, _zero_rows(params, labels, dense), losses)
+    )
     return params, state, losses
 
 
@@ -183,8 +235,7 @@ def _zero_rows(params: Params, labels: jax.Array, dense: bool) -> jax.Array:
     return jnp.zeros((labels.shape[1], params.w1.shape[0]) if dense else (0,), params.w1.dtype)
 
 
-def _batch_scores(params: Params, batch: tuple, dense: bool, buffer: jax.Array
-                  ) -> tuple[jax.Array, jax.Array]:
+def _batch_scores(params: Params, batch: tuple, dense: bool, buffer: jax.Array) -> tuple[jax.Array, jax.Array]:
     """One flat batch (indices, values, rows (cap,); labels (B,), ...) -> ((B, K, C) scores, the buffer all zero
     again)."""
     if not dense:
@@ -196,8 +247,9 @@ def _batch_scores(params: Params, batch: tuple, dense: bool, buffer: jax.Array
 
 
 @functools.partial(jax.jit, static_argnames=("dense",), compiler_options=SEARCH_COMPILER_OPTIONS)
-def stacked_hits(params: Params, indices, values, rows, labels, mask, dense: bool = False
-          ) -> tuple[jax.Array, jax.Array]:
+def stacked_hits(
+    params: Params, indices, values, rows, labels, mask, dense: bool = False
+) -> tuple[jax.Array, jax.Array]:
     """(steps, ...) batches -> ((K,) documents each model predicts right, () documents the ensemble (the K
     models' scores averaged) predicts right). Label sets ((steps, B, C) labels): for each network and for their
     mean, (per label (C, 3) true positives, false positives and false negatives at probability 0.5, the summed
@@ -206,8 +258,11 @@ def stacked_hits(params: Params, indices, values, rows, labels, mask, dense: boo
 
     def right(scores, y, m):  # (B, ..., C) scores -> documents right, or label sets' counts
         if not sets:
-            return jnp.sum((jnp.argmax(scores, axis=-1) == y.reshape(y.shape + (1,) * (scores.ndim - 2))) *
-                           m.reshape(m.shape + (1,) * (scores.ndim - 2)), axis=0)
+            return jnp.sum(
+                (jnp.argmax(scores, axis=-1) == y.reshape(y.shape + (1,) * (scores.ndim - 2)))
+                * m.reshape(m.shape + (1,) * (scores.ndim - 2)),
+                axis=0,
+            )
         said = (scores > 0).astype(jnp.float32)
         truth = y.reshape(y.shape[:1] + (1,) * (scores.ndim - 2) + y.shape[1:]).astype(jnp.float32)
         weight = m.reshape(m.shape + (1,) * (scores.ndim - 1))
@@ -223,8 +278,11 @@ def stacked_hits(params: Params, indices, values, rows, labels, mask, dense: boo
         y, m = batch[3:]
         scores, buffer = _batch_scores(params, batch, dense, buffer)  # (B, K, C)
         add = functools.partial(jax.tree.map, jnp.add)
-        return (add(each_total, right(scores, y, m)), add(together_total, right(jnp.mean(scores, axis=1), y, m)),
-                buffer), None
+        return (
+            add(each_total, right(scores, y, m)),
+            add(together_total, right(jnp.mean(scores, axis=1), y, m)),
+            buffer,
+        ), None
 
     models, classes = params.w2.shape[0], params.w2.shape[-1]
     if sets:
@@ -247,8 +305,11 @@ def start_stack(seed: int, n_features: int, hidden: int, n_classes: int, models:
 
 # The seeded networks and their Adam state as one program, and a given stack copied with its state as another:
 # built op by op, each small operation compiled on its own (docs/decisions.md, "The search's cost").
-@functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "models"),
-                   compiler_options={**SEARCH_COMPILER_OPTIONS, **INIT_COMPILER_OPTIONS})
+@functools.partial(
+    jax.jit,
+    static_argnames=("n_features", "hidden", "n_classes", "models"),
+    compiler_options={**SEARCH_COMPILER_OPTIONS, **INIT_COMPILER_OPTIONS},
+)
 def _start_stack(key, n_features: int, hidden: int, n_classes: int, models: int, w1_limit=None):
     params = init_stacked(key, n_features, hidden, n_classes, models, w1_limit=w1_limit)
     return params, adam().init(params)
@@ -263,12 +324,12 @@ def _ready_stack(params: Params):
 def stacked_scores(params: Params, indices, values, rows, labels, dense: bool = False) -> jax.Array:
     """(steps, ...) batches -> (steps, B, K, C) log-probabilities of each model (the validation rows in order,
     then padding)."""
+
     def one(buffer, batch):
         scores, buffer = _batch_scores(params, batch, dense, buffer)
         return buffer, jax.nn.log_softmax(scores, axis=-1)
 
     return jax.lax.scan(one, _zero_rows(params, labels, dense), (indices, values, rows, labels))[1]
-
 
 
 @dataclass(frozen=True)
@@ -285,16 +346,23 @@ class StackedStep(Step):
     loss: str = "log"  # the models' loss (textclf.settings.LINEAR_LOSSES)
 
     @classmethod
-    def for_batch(cls, batch_size: int, n_features: int, hidden: int, models: int, loss: str = "log"
-                  ) -> StackedStep:
+    def for_batch(cls, batch_size: int, n_features: int, hidden: int, models: int, loss: str = "log") -> StackedStep:
         """The step for K = models networks of (n_features, hidden) first layers at this batch size on this
         process's device: what fit_candidates runs, and so what precompile_epoch must compile. hidden 0: K linear
         models, whose narrow W1 (F, K*C) the fused kernel's tiling is not made for: XLA's step."""
         dense, fused = step_kind(batch_size, n_features, models * hidden)
         return cls("flat", models, dense, fused and hidden > 0, loss)
 
-    def start_state(self, seed, n_features: int, hidden: int, n_classes: int, gain: float = 1.0,
-                    optimizer: str = "adam", columns: int | None = None):
+    def start_state(
+        self,
+        seed,
+        n_features: int,
+        hidden: int,
+        n_classes: int,
+        gain: float = 1.0,
+        optimizer: str = "adam",
+        columns: int | None = None,
+    ):
         if gain != 1.0 or optimizer != "adam":
             raise ValueError("networks side by side start at gain 1.0 and train with Adam")
         return start_stack(seed, n_features, hidden, n_classes, self.models, columns)
@@ -302,8 +370,9 @@ class StackedStep(Step):
     def ready_state(self, params: Params, optimizer: str = "adam"):
         return _ready_stack(params)
 
-    def epoch(self, optimizer: str = "adam", momentum: float = 0.0, weight_decay: float = 0.0,
-              n_classes: int = 0) -> Callable:
+    def epoch(
+        self, optimizer: str = "adam", momentum: float = 0.0, weight_decay: float = 0.0, n_classes: int = 0
+    ) -> Callable:
         return functools.partial(stacked_epoch, dense=self.dense, fused=self.fused, loss=self.loss)
 
     def hits(self, params: Params, indices, values, rows, labels, mask):

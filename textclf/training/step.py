@@ -50,8 +50,22 @@ def kernel_config_for(settings: Settings, batch_size: int | None = None):
     return tuned(batch_size or settings.batch_size, device_description()).replace(interpret=device_kind() != "gpu")
 
 
-def xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, momentum, weight_decay,
-              optimizer="sgd", axis_name=None, steps=None):
+def xla_epoch(
+    params,
+    opt_state,
+    indices,
+    values,
+    rows,
+    labels,
+    mask,
+    lrs,
+    *,
+    momentum,
+    weight_decay,
+    optimizer="sgd",
+    axis_name=None,
+    steps=None,
+):
     # A scanned epoch: its arrays, then the optimizer's static settings (one traced program).
     """One epoch in plain JAX: scan the optimizer step over (steps, ...) stacked minibatches. axis_name: data
     parallelism inside shard_map (textclf/training/data_parallel.py): the batch is this device's slice, the loss
@@ -69,13 +83,15 @@ def xla_epoch(params, opt_state, indices, values, rows, labels, mask, lrs, *, mo
         count = None if axis_name is None else jax.lax.psum(jnp.sum(m), axis_name)
 
         def loss_and_grads(nonzeros):  # (indices, values, rows)
-            return jax.value_and_grad(lambda p: masked_loss(scores(p, *nonzeros, batch_size), y, m, count),
-                                      has_aux=True)(params)
+            return jax.value_and_grad(
+                lambda p: masked_loss(scores(p, *nonzeros, batch_size), y, m, count), has_aux=True
+            )(params)
 
         # flat batches: a batch that fills a fraction of its cap runs on the front of it (device_data.narrowed);
         # pieces ((cap, width) indices) are not narrowed
-        (loss, correct), grads = (loss_and_grads((idx, val, row)) if idx.ndim == 2
-                                  else narrowed(loss_and_grads, (idx, val, row)))
+        (loss, correct), grads = (
+            loss_and_grads((idx, val, row)) if idx.ndim == 2 else narrowed(loss_and_grads, (idx, val, row))
+        )
         if axis_name is not None:
             loss, correct, grads = jax.lax.psum((loss, correct, grads), axis_name)
         params, opt_state = update(params, opt_state, grads, lr)
@@ -104,10 +120,14 @@ def _ready_state(params: Params, optimizer: str, kernel_config):
     return params, make_optimizer(optimizer).init(params)
 
 
-@functools.partial(jax.jit, static_argnames=("n_features", "hidden", "n_classes", "gain", "optimizer",
-                                             "kernel_config"), compiler_options=INIT_COMPILER_OPTIONS)
-def _start_state(seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str, kernel_config,
-                 w1_limit=None):
+@functools.partial(
+    jax.jit,
+    static_argnames=("n_features", "hidden", "n_classes", "gain", "optimizer", "kernel_config"),
+    compiler_options=INIT_COMPILER_OPTIONS,
+)
+def _start_state(
+    seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str, kernel_config, w1_limit=None
+):
     """The seeded initial parameters and optimizer state as one compiled program: built op by op, each of its
     ~15 small operations was compiled on its own (~50 ms each on the GPU, a second of a cold start). w1_limit:
     init_params'."""
@@ -136,8 +156,16 @@ class Step:
         own blocks instead."""
         return self.padding is None
 
-    def start_state(self, seed, n_features: int, hidden: int, n_classes: int, gain: float, optimizer: str,
-                    columns: int | None = None):
+    def start_state(
+        self,
+        seed,
+        n_features: int,
+        hidden: int,
+        n_classes: int,
+        gain: float,
+        optimizer: str,
+        columns: int | None = None,
+    ):
         """columns: the input's own columns where n_features is more (W1's rows past them are padding, drawn but
         never read: the bound is the real columns' Glorot bound)."""
         from textclf.models.mlp import glorot_limit
@@ -176,8 +204,14 @@ class PallasStep(Step):
     def epoch(self, optimizer: str, momentum: float, weight_decay: float, n_classes: int) -> Callable:
         from textclf.training.pallas import pallas_epoch
 
-        return functools.partial(pallas_epoch, n_classes=n_classes, config=self.kernel_config, momentum=momentum,
-                                 weight_decay=weight_decay, optimizer=optimizer)
+        return functools.partial(
+            pallas_epoch,
+            n_classes=n_classes,
+            config=self.kernel_config,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            optimizer=optimizer,
+        )
 
 
 def make_step(backend: str, settings: Settings, local_batch: int, kernel_config=None) -> Step:
@@ -189,7 +223,8 @@ def make_step(backend: str, settings: Settings, local_batch: int, kernel_config=
     docs/decisions.md, "Input layouts")."""
     if backend == "pallas":
         config = kernel_config or kernel_config_for(settings, local_batch).replace(
-            input_format=input_format_for(settings.pallas_input, local_batch))
+            input_format=input_format_for(settings.pallas_input, local_batch)
+        )
         return PallasStep("pieces" if config.input_format == "pieces" else "flat", config)
     from textclf.training.backends import device_kind
 

@@ -17,13 +17,15 @@ from pipelines.formats.records import class_name, label_value, text_value
 
 # Words a document may hold in every format: no separator of a format (fastText's spaces inside a label, CSV's and
 # TSV's own delimiters are quoted or kept out), letters of several scripts, digits and punctuation.
-WORD = st.text(st.characters(whitelist_categories=("Ll", "Lu", "Lo", "Nd"), whitelist_characters="-'!?."),
-               min_size=1, max_size=8)
+WORD = st.text(
+    st.characters(whitelist_categories=("Ll", "Lu", "Lo", "Nd"), whitelist_characters="-'!?."), min_size=1, max_size=8
+)
 TEXT = st.lists(WORD, min_size=1, max_size=6).map(" ".join)
 # Labels: accented letters typed composed or decomposed ("é" or "e" + a combining accent) must be one class.
 LABEL = st.sampled_from(["sport", "café", "cafe\u0301", "naïve", "Ünïcode", "7", "a-b"])
 CORPUS = st.lists(st.tuples(TEXT, LABEL), min_size=4, max_size=12).filter(
-    lambda docs: len({unicodedata.normalize("NFC", label) for _, label in docs}) >= 2)
+    lambda docs: len({unicodedata.normalize("NFC", label) for _, label in docs}) >= 2
+)
 
 
 def _write(folder: Path, docs: list[tuple[str, str]]) -> dict[str, Path]:
@@ -33,8 +35,7 @@ def _write(folder: Path, docs: list[tuple[str, str]]) -> dict[str, Path]:
     paths["jsonl"].write_text("".join(json.dumps({"text": t, "label": label}) + "\n" for t, label in docs))
     paths["csv"].write_text("label,text\n" + "".join(f'"{label}","{t}"\n' for t, label in docs))
     paths["tsv"].write_text("label\ttext\n" + "".join(f"{label}\t{t}\n" for t, label in docs))
-    pq.write_table(pa.table({"text": [t for t, _ in docs], "label": [label for _, label in docs]}),
-                   paths["parquet"])
+    pq.write_table(pa.table({"text": [t for t, _ in docs], "label": [label for _, label in docs]}), paths["parquet"])
     paths["fasttext"] = folder / "corpus.txt"
     paths["fasttext"].write_text("".join(f"__label__{label} {t}\n" for t, label in docs))
     paths["folder"] = folder / "tree"
@@ -72,14 +73,17 @@ def _refusal(path: Path) -> str:
 def test_a_bad_value_is_refused_in_the_same_words_by_every_typed_format(tmp_path_factory, bad):
     field, value = bad  # every row's value of the field (a Parquet column holds one type)
     other = "label" if field == "text" else "text"
-    rows = [{other: fine, field: value} for fine in (("sport", "weather", "sport") if other == "label"
-                                                     else ("a fine match", "rain again", "goal"))]
+    rows = [
+        {other: fine, field: value}
+        for fine in (("sport", "weather", "sport") if other == "label" else ("a fine match", "rain again", "goal"))
+    ]
     folder = tmp_path_factory.mktemp("bad")
     jsonl = folder / "c.jsonl"
     jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows))
     parquet = folder / "c.parquet"
-    pq.write_table(pa.table({field: pa.array([row[field] for row in rows]), other: [row[other] for row in rows]}),
-                   parquet)
+    pq.write_table(
+        pa.table({field: pa.array([row[field] for row in rows]), other: [row[other] for row in rows]}), parquet
+    )
     assert _refusal(jsonl) == _refusal(parquet)
 
 

@@ -22,8 +22,21 @@ def _task(corpus_dir, root):
 
 def test_bench_runs_tools_side_by_side_and_records_them(corpus_dir, tmp_path, db_path):
     data = _task(corpus_dir, tmp_path / "datasets")
-    result = CliRunner().invoke(app, ["bench", "tiny", "--data", str(data), "--tools", "textclf-xla,sklearn-sgd",
-                                      "--db", str(db_path), "--out", str(tmp_path / "bench.md")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "tiny",
+            "--data",
+            str(data),
+            "--tools",
+            "textclf-xla,sklearn-sgd",
+            "--db",
+            str(db_path),
+            "--out",
+            str(tmp_path / "bench.md"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     table = (tmp_path / "bench.md").read_text()
     assert "| tiny | textclf-xla | " in table and "| tiny | sklearn-sgd | " in table

@@ -18,7 +18,20 @@ from textclf.frontends.cli import app
 
 # 75 epochs: the ~300 steps the small-corpus rule gave the 36-document sample corpus before a typed --epochs
 # was kept as typed
-FAST = ["--epochs", "75", "--batch-size", "8", "--hidden", "16", "--optimizer", "sgd", "--lr", "0.5", "--init-gain", "4"]
+FAST = [
+    "--epochs",
+    "75",
+    "--batch-size",
+    "8",
+    "--hidden",
+    "16",
+    "--optimizer",
+    "sgd",
+    "--lr",
+    "0.5",
+    "--init-gain",
+    "4",
+]
 
 
 @pytest.fixture
@@ -49,13 +62,27 @@ def test_train_predict_eval_runs(runner, corpus_dir, trained, tmp_path):
     result = invoke(runner, "predict", "-", "--model", trained, input="bake the bread in a hot oven")
     assert result.exit_code == 0 and result.output.startswith("-:1\tcooking")
     # standard input and JSONL: one document a line, as fastText reads them; a blank line an empty prediction
-    result = invoke(runner, "predict", "-", "--model", trained, input="bake the bread in a hot oven\n\nthe striker scored a late goal\n")
-    assert [line.split("\t")[:2] for line in result.stdout.splitlines()] == [["-:1", "cooking"], ["-:2", ""],
-                                                                             ["-:3", "sports"]]
+    result = invoke(
+        runner,
+        "predict",
+        "-",
+        "--model",
+        trained,
+        input="bake the bread in a hot oven\n\nthe striker scored a late goal\n",
+    )
+    assert [line.split("\t")[:2] for line in result.stdout.splitlines()] == [
+        ["-:1", "cooking"],
+        ["-:2", ""],
+        ["-:3", "sports"],
+    ]
     assert result.stderr == "1 input line(s) with no text: an empty prediction each\n"
     lines = tmp_path / "docs.jsonl"
-    lines.write_text(json.dumps({"text": "bake the bread in a hot oven", "label": "x"}) + "\n"
-                     + json.dumps("the striker scored a late goal") + "\n")
+    lines.write_text(
+        json.dumps({"text": "bake the bread in a hot oven", "label": "x"})
+        + "\n"
+        + json.dumps("the striker scored a late goal")
+        + "\n"
+    )
     result = invoke(runner, "predict", lines, "--model", trained, "--json")
     assert [json.loads(line)["label"] for line in result.stdout.splitlines()] == ["cooking", "sports"]
 
@@ -117,6 +144,7 @@ def test_dataset_command(runner, tmp_path):
 
 # ---- the bad-input table: every row gives a one-line "Error: ..." naming the thing and the fix, exit 1,
 # ---- and leaves no model file and no run marked finished.
+
 
 def _setup_missing(d):
     return ["train", d / "nope"], "does not exist"
@@ -197,12 +225,27 @@ def _setup_metric_for_one_label(d):
     return ["train", path, "--metric", "macro-f1"], "--metric macro-f1 judges label sets"
 
 
-@pytest.mark.parametrize("setup", [
-    _setup_missing, _setup_empty_folder, _setup_one_label, _setup_empty_files, _setup_binary_only_label,
-    _setup_predict_empty, _setup_predict_binary, _setup_predict_huge, _setup_missing_model,
-    _setup_no_model_at_all, _setup_bad_setting, _setup_char_ngrams_with_hashing, _setup_metric_for_one_label,
-    _setup_unknown_stop_words, _setup_unknown_linear_loss,
-], ids=lambda f: f.__name__[7:])
+@pytest.mark.parametrize(
+    "setup",
+    [
+        _setup_missing,
+        _setup_empty_folder,
+        _setup_one_label,
+        _setup_empty_files,
+        _setup_binary_only_label,
+        _setup_predict_empty,
+        _setup_predict_binary,
+        _setup_predict_huge,
+        _setup_missing_model,
+        _setup_no_model_at_all,
+        _setup_bad_setting,
+        _setup_char_ngrams_with_hashing,
+        _setup_metric_for_one_label,
+        _setup_unknown_stop_words,
+        _setup_unknown_linear_loss,
+    ],
+    ids=lambda f: f.__name__[7:],
+)
 def test_bad_input(runner, tmp_path, isolated_home, setup):
     args, message = setup(tmp_path)
     result = invoke(runner, *args)
@@ -218,8 +261,11 @@ def test_a_fasttext_file_trains_and_a_parquet_file_evaluates_and_predicts(runner
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    documents = sorted((folder.name, " ".join(file.read_text().split())) for folder in corpus_dir.iterdir()
-                       for file in folder.iterdir())
+    documents = sorted(
+        (folder.name, " ".join(file.read_text().split()))
+        for folder in corpus_dir.iterdir()
+        for file in folder.iterdir()
+    )
     train = tmp_path / "sample.train"  # fastText's format, as its tutorial's files are named
     train.write_text("".join(f"__label__{label} {text}\n" for label, text in documents))
     model = tmp_path / "model.npz"
@@ -227,8 +273,9 @@ def test_a_fasttext_file_trains_and_a_parquet_file_evaluates_and_predicts(runner
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["read_documents"] == 36
     test = tmp_path / "test.parquet"
-    pq.write_table(pa.table({"text": [text for _, text in documents], "label": [label for label, _ in documents]}),
-                   test)
+    pq.write_table(
+        pa.table({"text": [text for _, text in documents], "label": [label for label, _ in documents]}), test
+    )
     report = json.loads(invoke(runner, "eval", test, "--model", model, "--json").stdout)
     assert report["n"] == 36 and report["accuracy"] > 0.9
     result = invoke(runner, "predict", test, "--model", model)  # one document a row, the label column left out
@@ -248,13 +295,18 @@ def test_predict_reads_a_folder_as_one_document_a_file(runner, trained, tmp_path
     result = invoke(runner, "predict", inbox, "--model", trained)
     assert result.exit_code == 0, result.output
     assert [line.split("\t")[:2] for line in result.stdout.splitlines()] == [
-        [str(inbox / "2024" / "recipe.md"), "cooking"], [str(inbox / "match.txt"), "sports"]]
+        [str(inbox / "2024" / "recipe.md"), "cooking"],
+        [str(inbox / "match.txt"), "sports"],
+    ]
     assert "skipped files: 1 binary, 1 hidden" in result.stderr
     empty = tmp_path / "empty"
     empty.mkdir()
     result = invoke(runner, "predict", empty, "--model", trained)
-    assert result.exit_code == 1 and "folder '" in result.stderr and "holds no text file to classify (no files)" \
-        in result.stderr
+    assert (
+        result.exit_code == 1
+        and "folder '" in result.stderr
+        and "holds no text file to classify (no files)" in result.stderr
+    )
 
 
 def test_kept_but_reported_inputs(runner, corpus_dir):
@@ -333,14 +385,35 @@ def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
     from tests.conftest import REPO
 
     words = {label: [f"{label}{i}" for i in range(50)] for label in ("red", "green")}
-    lines = [json.dumps({"label": label, "text": " ".join(words[label][(i * 7 + k) % 50] for k in range(8))})
-             for i in range(vectorize.chunks.PARALLEL_MIN_DOCS // 2 + 10) for label in words]
+    lines = [
+        json.dumps({"label": label, "text": " ".join(words[label][(i * 7 + k) % 50] for k in range(8))})
+        for i in range(vectorize.chunks.PARALLEL_MIN_DOCS // 2 + 10)
+        for label in words
+    ]
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("\n".join(lines) + "\n")
     env = {**os.environ, "TEXTCLF_HOME": str(tmp_path / "home")}
     # The search runs, on a short budget (its own tests time it; this one is about the fork).
-    done = subprocess.run([sys.executable, "-m", "textclf", "train", str(corpus), "--epochs", "1", "--search-budget", "3",
-                           "--json", "--profile"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "textclf",
+            "train",
+            str(corpus),
+            "--epochs",
+            "1",
+            "--search-budget",
+            "3",
+            "--json",
+            "--profile",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["eval_accuracy"] > 0.9 and {"search", "vectorize", "warmup"} <= set(result["phases"])
@@ -353,8 +426,10 @@ def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
     if os.cpu_count() > 1:  # the run records how it vectorized: forked workers
         assert run["vectorize_workers"].endswith(" forked worker processes"), run["vectorize_workers"]
     # What makes the fork safe: nothing on the way from the command to the vectorizer imports JAX.
-    probe = ("import sys, textclf.frontends.cli, textclf.runs.run, textclf.training.distributed as d; d.initialize(); "
-             "assert d.is_primary() and 'jax' not in sys.modules")
+    probe = (
+        "import sys, textclf.frontends.cli, textclf.runs.run, textclf.training.distributed as d; d.initialize(); "
+        "assert d.is_primary() and 'jax' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, check=True, timeout=120)
 
 
@@ -367,13 +442,16 @@ def test_the_command_leaves_through_the_exit_handlers_with_its_status_and_output
 
     from tests.conftest import REPO
 
-    script = ("import atexit, sys; atexit.register(lambda: print('exit handler ran', file=sys.stderr)); "
-              "from textclf.frontends.cli import main; sys.argv = ['textclf', *sys.argv[1:]]; main()")
+    script = (
+        "import atexit, sys; atexit.register(lambda: print('exit handler ran', file=sys.stderr)); "
+        "from textclf.frontends.cli import main; sys.argv = ['textclf', *sys.argv[1:]]; main()"
+    )
     env = {**os.environ, "TEXTCLF_HOME": str(tmp_path / "home")}
 
     def textclf(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-c", script, *args], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-c", script, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        )
 
     failed = textclf("predict", str(tmp_path / "missing.txt"))
     assert failed.returncode == 1
@@ -414,12 +492,34 @@ def test_sigterm_marks_the_run_interrupted(tmp_path):
 
     rng = np.random.default_rng(0)
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"label": label, "text": " ".join(rng.choice([f"word{i}" for i in range(40)], 30))})
-                              + "\n" for label in ("x", "y") for _ in range(600)))
+    corpus.write_text(
+        "".join(
+            json.dumps({"label": label, "text": " ".join(rng.choice([f"word{i}" for i in range(40)], 30))}) + "\n"
+            for label in ("x", "y")
+            for _ in range(600)
+        )
+    )
     env = {**os.environ, "TEXTCLF_HOME": str(tmp_path / "home")}
-    process = subprocess.Popen([sys.executable, "-m", "textclf", "train", str(corpus), "--search", "off", "--epochs",
-                                "500", "--batch-size", "4"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "textclf",
+            "train",
+            str(corpus),
+            "--search",
+            "off",
+            "--epochs",
+            "500",
+            "--batch-size",
+            "4",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     db_file = tmp_path / "home" / "runs.db"
     deadline = time.time() + 120
     while time.time() < deadline:  # wait until training has started (an epoch row exists)
@@ -434,16 +534,28 @@ def test_sigterm_marks_the_run_interrupted(tmp_path):
 
 
 def test_a_typed_epoch_count_is_not_rewritten(runner, corpus_dir, tmp_path):
-    result = invoke(runner, "train", corpus_dir, "--epochs", "2", "--batch-size", "8", "--json",
-                    "--out", tmp_path / "m.npz")
+    result = invoke(
+        runner, "train", corpus_dir, "--epochs", "2", "--batch-size", "8", "--json", "--out", tmp_path / "m.npz"
+    )
     assert result.exit_code == 0, result.output
     [run] = runs.list_runs(open_db(run_db_path()))
     assert run["settings"]["epochs"] == 2 and len(runs.get_run(open_db(run_db_path()), run["id"])["epochs"]) == 2
 
 
 def test_typed_nb_weighting_and_weight_decay_are_pinned(runner, corpus_dir, tmp_path):
-    result = invoke(runner, "train", corpus_dir, "--no-nb-weighting", "--weight-decay", "0.0001", "--epochs", "2",
-                    "--json", "--out", tmp_path / "m.npz")
+    result = invoke(
+        runner,
+        "train",
+        corpus_dir,
+        "--no-nb-weighting",
+        "--weight-decay",
+        "0.0001",
+        "--epochs",
+        "2",
+        "--json",
+        "--out",
+        tmp_path / "m.npz",
+    )
     assert result.exit_code == 0, result.output
     [run] = runs.list_runs(open_db(run_db_path()))
     settings = runs.get_run(open_db(run_db_path()), run["id"])["settings"]
@@ -454,8 +566,19 @@ def test_typed_nb_weighting_and_weight_decay_are_pinned(runner, corpus_dir, tmp_
 def test_no_start_token_trains_a_model_without_it(runner, corpus_dir, tmp_path):
     from textclf.inference.artifacts import read_header
 
-    result = invoke(runner, "train", corpus_dir, "--no-start-token", "--search", "off", "--epochs", "2", "--json",
-                    "--out", tmp_path / "m.npz")
+    result = invoke(
+        runner,
+        "train",
+        corpus_dir,
+        "--no-start-token",
+        "--search",
+        "off",
+        "--epochs",
+        "2",
+        "--json",
+        "--out",
+        tmp_path / "m.npz",
+    )
     assert result.exit_code == 0, result.output
     [run] = runs.list_runs(open_db(run_db_path()))
     assert runs.get_run(open_db(run_db_path()), run["id"])["settings"]["start_token"] is False
@@ -469,21 +592,46 @@ def test_chinese_text_trains_on_its_characters_unless_told_otherwise(runner, tmp
     from textclf.inference.artifacts import load_model
 
     corpus = tmp_path / "reviews"
-    for label, texts in (("good", ["房间很干净，服务很好", "早餐很好吃", "位置很好，交通方便"]),
-                         ("bad", ["房间太脏了，服务很差", "早餐太难吃", "位置太偏，交通不便"])):
+    for label, texts in (
+        ("good", ["房间很干净，服务很好", "早餐很好吃", "位置很好，交通方便"]),
+        ("bad", ["房间太脏了，服务很差", "早餐太难吃", "位置太偏，交通不便"]),
+    ):
         (corpus / label).mkdir(parents=True)
         for i, text in enumerate(texts * 4):
             (corpus / label / f"{i}.txt").write_text(text, encoding="utf-8")
-    result = invoke(runner, "train", corpus, "--search", "off", "--epochs", "30", "--lr", "0.01", "--json",
-                    "--out", tmp_path / "chars.npz")
+    result = invoke(
+        runner,
+        "train",
+        corpus,
+        "--search",
+        "off",
+        "--epochs",
+        "30",
+        "--lr",
+        "0.01",
+        "--json",
+        "--out",
+        tmp_path / "chars.npz",
+    )
     assert result.exit_code == 0, result.output
     model = load_model(tmp_path / "chars.npz")
     assert {"很", "好", "太", "很 好"} <= set(model.vectorizer.terms)
     (tmp_path / "new.txt").write_text("服务太差", encoding="utf-8")  # no training text holds it whole
     result = invoke(runner, "predict", tmp_path / "new.txt", "--model", tmp_path / "chars.npz")
     assert result.exit_code == 0 and "bad" in result.output, result.output
-    result = invoke(runner, "train", corpus, "--search", "off", "--epochs", "2", "--no-unspaced-as-characters", "--json",
-                    "--out", tmp_path / "runs.npz")
+    result = invoke(
+        runner,
+        "train",
+        corpus,
+        "--search",
+        "off",
+        "--epochs",
+        "2",
+        "--no-unspaced-as-characters",
+        "--json",
+        "--out",
+        tmp_path / "runs.npz",
+    )
     assert result.exit_code == 0, result.output
     assert "早餐很好吃" in load_model(tmp_path / "runs.npz").vectorizer.terms
 
@@ -492,8 +640,21 @@ def test_submit_takes_every_training_option_and_model_names_resolve(runner, corp
     from db import jobs
     from textclf.frontends.daemon import DaemonOptions, run_daemon
 
-    result = invoke(runner, "submit", corpus_dir, "--name", "sample", "--stop-words", "none", "--ngrams", "1",
-                    "--no-nb-weighting", "--search", "off", *FAST)
+    result = invoke(
+        runner,
+        "submit",
+        corpus_dir,
+        "--name",
+        "sample",
+        "--stop-words",
+        "none",
+        "--ngrams",
+        "1",
+        "--no-nb-weighting",
+        "--search",
+        "off",
+        *FAST,
+    )
     assert result.exit_code == 0, result.output
     job = jobs.get(open_db(run_db_path()), int(result.stdout))
     assert job["settings"]["stop_words"] is None and job["settings"]["ngram_max"] == 1
@@ -518,8 +679,13 @@ def test_runs_list_keeps_its_key_columns_at_80_columns(runner, corpus_dir, train
     from rich.console import Console
 
     database = open_db(run_db_path())
-    failed = runs.start_run(database, status="running", started_at=runs.now(),
-                            corpus="/a/long/path/to/a_corpus_with_a_rather_long_file_name.jsonl", settings={})
+    failed = runs.start_run(
+        database,
+        status="running",
+        started_at=runs.now(),
+        corpus="/a/long/path/to/a_corpus_with_a_rather_long_file_name.jsonl",
+        settings={},
+    )
     runs.end_run(database, failed, "failed", error="training failed: " + "a long explanation " * 6)
     rows = runs.list_runs(database)
     console = Console(width=80, record=True)
@@ -546,22 +712,44 @@ def test_progress_is_plain_lines_when_stderr_is_not_a_terminal(runner, corpus_di
 def test_progress_names_the_test_corpus_and_each_networks_epochs(runner, tmp_path):
     """With a character network beside the word network, the epochs are numbered across both (as recorded) and
     each line says whose epoch it is; the test file's reading is said to be the test corpus's."""
-    rows = [{"text": f"{words} {i}", "label": label} for i in range(12)
-            for label, words in (("space", "rocket orbit moon"), ("cooking", "onion pan garlic"))]
+    rows = [
+        {"text": f"{words} {i}", "label": label}
+        for i in range(12)
+        for label, words in (("space", "rocket orbit moon"), ("cooking", "onion pan garlic"))
+    ]
     train, test = tmp_path / "train.jsonl", tmp_path / "test.jsonl"
     train.write_text("".join(json.dumps(r) + "\n" for r in rows))
     test.write_text("".join(json.dumps(r) + "\n" for r in rows[:6]))
-    result = invoke(runner, "train", train, "--test", test, "--char-ngrams", "--out", tmp_path / "m.npz",
-                    "--epochs", "2", "--batch-size", "8", "--hidden", "8", "--search", "off")
+    result = invoke(
+        runner,
+        "train",
+        train,
+        "--test",
+        test,
+        "--char-ngrams",
+        "--out",
+        tmp_path / "m.npz",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "8",
+        "--hidden",
+        "8",
+        "--search",
+        "off",
+    )
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
     assert sum(line.startswith("reading the corpus: ") for line in lines) == 1
     assert sum(line.startswith("reading the test corpus: ") for line in lines) == 1
-    assert ("training 4 epochs: the word network, then the character network (the first epoch of each compiles)"
-            in lines)
+    assert "training 4 epochs: the word network, then the character network (the first epoch of each compiles)" in lines
     epochs = [line.split(":")[0] for line in lines if line.startswith("epoch ")]
-    assert epochs == ["epoch 1/4 (word network, its epoch 1)", "epoch 2/4 (word network, its epoch 2)",
-                      "epoch 3/4 (character network, its epoch 1)", "epoch 4/4 (character network, its epoch 2)"]
+    assert epochs == [
+        "epoch 1/4 (word network, its epoch 1)",
+        "epoch 2/4 (word network, its epoch 2)",
+        "epoch 3/4 (character network, its epoch 1)",
+        "epoch 4/4 (character network, its epoch 2)",
+    ]
 
 
 def test_out_naming_a_folder_is_refused_before_training(runner, corpus_dir, tmp_path):
@@ -593,23 +781,28 @@ def test_a_run_whose_process_is_gone_is_shown_interrupted(runner):
     gone = subprocess.Popen(["true"])
     gone.wait()  # its pid now names no process (or, if reused, one with another start time)
     database = open_db(run_db_path())
-    orphan = runs.start_run(database, corpus="c.jsonl", settings={}, owner_host=socket.gethostname(),
-                            owner_pid=gone.pid, owner_started="1")
-    elsewhere = runs.start_run(database, corpus="c.jsonl", settings={}, owner_host="another-host", owner_pid=1,
-                               heartbeat_at=runs.now())
+    orphan = runs.start_run(
+        database, corpus="c.jsonl", settings={}, owner_host=socket.gethostname(), owner_pid=gone.pid, owner_started="1"
+    )
+    elsewhere = runs.start_run(
+        database, corpus="c.jsonl", settings={}, owner_host="another-host", owner_pid=1, heartbeat_at=runs.now()
+    )
     from datetime import datetime, timedelta, timezone
 
     from textclf.runs.owner import STALE_SECONDS
 
     long_ago = (datetime.now(timezone.utc) - timedelta(seconds=STALE_SECONDS + 60)).isoformat(timespec="seconds")
-    silent = runs.start_run(database, corpus="c.jsonl", settings={}, owner_host="another-host", owner_pid=2,
-                            heartbeat_at=long_ago)
+    silent = runs.start_run(
+        database, corpus="c.jsonl", settings={}, owner_host="another-host", owner_pid=2, heartbeat_at=long_ago
+    )
     listed = {r["id"]: r for r in json.loads(invoke(runner, "runs", "list", "--json").stdout)}
     assert listed[orphan]["status"] == "interrupted" and f"pid {gone.pid}" in listed[orphan]["error"]
     # another host's process cannot be checked from here: its heartbeat decides
     assert listed[elsewhere]["status"] == "running"
-    assert listed[silent]["status"] == "interrupted" and f"no heartbeat from its process (pid 2 on another-host) " \
-        f"since {long_ago}" in listed[silent]["error"]
+    assert (
+        listed[silent]["status"] == "interrupted"
+        and f"no heartbeat from its process (pid 2 on another-host) since {long_ago}" in listed[silent]["error"]
+    )
 
 
 def test_a_run_beats_in_phases_without_epochs(tmp_path, monkeypatch):
@@ -640,13 +833,18 @@ def test_a_run_beats_in_phases_without_epochs(tmp_path, monkeypatch):
         return real_fit(*args, **kwargs)
 
     monkeypatch.setattr(text_data, "fit_vectorizer", slow_fit)
-    run_module.train(corpus, Settings(search="off", epochs=1, min_steps=0, hidden=4, features=64),
-                     db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
+    run_module.train(
+        corpus,
+        Settings(search="off", epochs=1, min_steps=0, hidden=4, features=64),
+        db_path=tmp_path / "runs.db",
+        model_path=tmp_path / "m.npz",
+    )
     assert len(beats) >= 5  # ~10 beats in the half second of vectorizing alone
 
 
-def test_a_locked_database_mid_training_delays_the_epoch_rows_not_the_training(runner, corpus_dir, tmp_path,
-                                                                               monkeypatch):
+def test_a_locked_database_mid_training_delays_the_epoch_rows_not_the_training(
+    runner, corpus_dir, tmp_path, monkeypatch
+):
     from db.errors import DatabaseError
 
     real, calls = runs.add_epoch, []
@@ -704,13 +902,16 @@ def test_a_limit_out_of_range_is_refused_with_the_range_not_as_a_damaged_databas
     assert invoke(runner, *command, "--limit", str(2**63 - 1)).exit_code == 0
 
 
-@pytest.mark.parametrize("name, value, fragment", [
-    ("TEXTCLF_DB_TIMEOUT", "abc", "TEXTCLF_DB_TIMEOUT='abc' is not a number of seconds"),
-    ("TEXTCLF_DB_TIMEOUT", "-1", "TEXTCLF_DB_TIMEOUT='-1' is not a number of seconds"),
-    ("TEXTCLF_DB_TIMEOUT", "nan", "TEXTCLF_DB_TIMEOUT='nan' is not a number of seconds"),
-    ("SLURM_NTASKS", "many", "SLURM_NTASKS='many' is not a task count"),
-    ("TEXTCLF_COORDINATOR", "host:1", "TEXTCLF_NUM_PROCESSES / TEXTCLF_PROCESS_ID are missing"),
-])
+@pytest.mark.parametrize(
+    "name, value, fragment",
+    [
+        ("TEXTCLF_DB_TIMEOUT", "abc", "TEXTCLF_DB_TIMEOUT='abc' is not a number of seconds"),
+        ("TEXTCLF_DB_TIMEOUT", "-1", "TEXTCLF_DB_TIMEOUT='-1' is not a number of seconds"),
+        ("TEXTCLF_DB_TIMEOUT", "nan", "TEXTCLF_DB_TIMEOUT='nan' is not a number of seconds"),
+        ("SLURM_NTASKS", "many", "SLURM_NTASKS='many' is not a task count"),
+        ("TEXTCLF_COORDINATOR", "host:1", "TEXTCLF_NUM_PROCESSES / TEXTCLF_PROCESS_ID are missing"),
+    ],
+)
 def test_bad_environment_variables_are_one_line_errors(runner, corpus_dir, monkeypatch, name, value, fragment):
     monkeypatch.setenv(name, value)
     monkeypatch.setenv("SLURM_PROCID", "0")
@@ -724,8 +925,11 @@ def test_reading_and_vectorizing_tell_their_progress(runner, tmp_path, monkeypat
     monkeypatch.setattr("textclf.frontends.cli.base.STEPS_LINE_SECONDS", 0.0)  # every report a line
     corpus = tmp_path / "corpus.jsonl"
     words = {"space": "rocket orbit moon launch", "cooking": "onion pan fry garlic"}
-    corpus.write_text("".join(json.dumps({"text": f"{words[label]} {i}", "label": label}) + "\n"
-                              for i in range(30) for label in words))
+    corpus.write_text(
+        "".join(
+            json.dumps({"text": f"{words[label]} {i}", "label": label}) + "\n" for i in range(30) for label in words
+        )
+    )
     size_mb = corpus.stat().st_size / 1e6
     result = invoke(runner, "train", corpus, "--out", tmp_path / "m.npz", *FAST)
     assert result.exit_code == 0, result.output
@@ -734,8 +938,11 @@ def test_reading_and_vectorizing_tell_their_progress(runner, tmp_path, monkeypat
     assert [line.split(":")[1].split()[0] for line in reading] == ["10", "20", "30", "40", "50", "60", "60"]
     assert all(f"/{size_mb:,.0f} MB, " in line and "MB/s" in line for line in reading)
     vectorizing = [line for line in result.stderr.splitlines() if line.startswith("  vectorizing: ")]
-    assert vectorizing and vectorizing[-1].split(":")[1].split()[0].split("/")[0] == \
-        vectorizing[-1].split(":")[1].split()[0].split("/")[1]  # the last says all of them
+    assert (
+        vectorizing
+        and vectorizing[-1].split(":")[1].split()[0].split("/")[0]
+        == vectorizing[-1].split(":")[1].split()[0].split("/")[1]
+    )  # the last says all of them
 
 
 def test_reading_a_folder_tells_documents_not_bytes(runner, corpus_dir, tmp_path, monkeypatch):
@@ -751,10 +958,19 @@ def test_runs_show_says_what_the_defaults_were_kept_over(runner):
     database = open_db(run_db_path())
     chosen = {"stop_words": "english", "ngram_max": 2, "nb_weighting": True, "learning_rate": 0.01, "epochs": 5}
     over = {**chosen, "stop_words": None, "learning_rate": 0.003, "epochs": 9}
-    search = {"rounds": 3, "rounds_planned": 10, "folds": 1, "seconds": 17.1, "budget_s": 20.0, "chosen": chosen,
-              "kept_defaults": {"over": over, "by": 0.883},
-              "leaderboard": [{"settings": chosen, "accuracy": 0.882, "folds": 1},
-                              {"settings": over, "accuracy": 0.883, "folds": 1}]}
+    search = {
+        "rounds": 3,
+        "rounds_planned": 10,
+        "folds": 1,
+        "seconds": 17.1,
+        "budget_s": 20.0,
+        "chosen": chosen,
+        "kept_defaults": {"over": over, "by": 0.883},
+        "leaderboard": [
+            {"settings": chosen, "accuracy": 0.882, "folds": 1},
+            {"settings": over, "accuracy": 0.883, "folds": 1},
+        ],
+    }
     run_id = runs.start_run(database, corpus="c.jsonl", settings={}, versions={}, search=search)
     shown = invoke(runner, "runs", "show", run_id)
     assert shown.exit_code == 0
@@ -764,11 +980,24 @@ def test_runs_show_says_what_the_defaults_were_kept_over(runner):
 
 def test_runs_show_says_a_big_corpus_trained_with_a_larger_batch(runner):
     database = open_db(run_db_path())
-    chosen = {"stop_words": None, "ngram_max": 1, "nb_weighting": False, "learning_rate": 0.001, "epochs": 8,
-              "batch_size": 64}
-    search = {"rounds": 10, "rounds_planned": 10, "folds": 1, "seconds": 17.8, "budget_s": 60.0, "chosen": chosen,
-              "batch_for_all": {"sample": 64, "all": 256, "documents": 1_000_000, "epoch_steps": 4096},
-              "leaderboard": [{"settings": chosen, "accuracy": 0.99, "folds": 1}]}
+    chosen = {
+        "stop_words": None,
+        "ngram_max": 1,
+        "nb_weighting": False,
+        "learning_rate": 0.001,
+        "epochs": 8,
+        "batch_size": 64,
+    }
+    search = {
+        "rounds": 10,
+        "rounds_planned": 10,
+        "folds": 1,
+        "seconds": 17.8,
+        "budget_s": 60.0,
+        "chosen": chosen,
+        "batch_for_all": {"sample": 64, "all": 256, "documents": 1_000_000, "epoch_steps": 4096},
+        "leaderboard": [{"settings": chosen, "accuracy": 0.99, "folds": 1}],
+    }
     run_id = runs.start_run(database, corpus="c.jsonl", settings={}, versions={}, search=search)
     shown = invoke(runner, "runs", "show", run_id)
     assert shown.exit_code == 0
@@ -794,11 +1023,17 @@ def test_fasttext_habits_lines_all_labels_threshold_and_its_output_format(runner
     bare = invoke(runner, "predict", "--lines", str(doc), "--model", trained, "--format", "fasttext-labels", "-k", "2")
     assert [line.split() for line in bare.stdout.splitlines()] == [rows[0][0:3:2], [], rows[1][0:3:2], rows[2][0:3:2]]
     strict = invoke(runner, "predict", "--lines", str(doc), "--model", trained, "--json", "-k", "-1", "-t", "0.999")
-    assert strict.exit_code == 0 and all(json.loads(line) == {"file": json.loads(line)["file"], "label": None,
-                                                               "top": []} for line in strict.stdout.splitlines())
-    for option, fragment in ((["-k", "0"], "--top-k is 0"), (["-k", "-2"], "--top-k is -2"),
-                             (["-t", "1.5"], "--threshold is 1.5"), (["--format", "xml"], "--format is 'xml'"),
-                             (["--json", "--format", "fasttext"], "disagree")):
+    assert strict.exit_code == 0 and all(
+        json.loads(line) == {"file": json.loads(line)["file"], "label": None, "top": []}
+        for line in strict.stdout.splitlines()
+    )
+    for option, fragment in (
+        (["-k", "0"], "--top-k is 0"),
+        (["-k", "-2"], "--top-k is -2"),
+        (["-t", "1.5"], "--threshold is 1.5"),
+        (["--format", "xml"], "--format is 'xml'"),
+        (["--json", "--format", "fasttext"], "disagree"),
+    ):
         refused = invoke(runner, "predict", str(doc), "--model", trained, *option)
         assert refused.exit_code == 1 and fragment in refused.output, (option, refused.output)
 
@@ -810,16 +1045,33 @@ def test_runs_show_says_which_family_won_and_by_how_much():
     def _family_line(record):  # a recorded trial, as `runs show` reads it
         return line_of(FamilySummary.from_record(record))
 
-    trial = {"chosen": "network+linear", "network_score": 0.8586, "linear_score": 0.8578, "by": -0.0008,
-             "standard_error": 0.0058, "margin": 0.0058, "linear_learning_rate": 0.1, "linear_weight_decay": 3e-05,
-             "linear_epochs": 7, "folds": 2, "mixed_score": 0.8614, "mixed_by": 0.0028, "mixed_standard_error": 0.0027}
+    trial = {
+        "chosen": "network+linear",
+        "network_score": 0.8586,
+        "linear_score": 0.8578,
+        "by": -0.0008,
+        "standard_error": 0.0058,
+        "margin": 0.0058,
+        "linear_learning_rate": 0.1,
+        "linear_weight_decay": 3e-05,
+        "linear_epochs": 7,
+        "folds": 2,
+        "mixed_score": 0.8614,
+        "mixed_by": 0.0028,
+        "mixed_standard_error": 0.0027,
+    }
     line = _family_line(trial)
     assert line.startswith("network+linear: validation linear 0.8578 against the network's 0.8586 (-0.08 points")
     assert "beside the network 0.8614 (+0.28 points, one standard error 0.27)" in line
     assert "7 epochs, 2 fold(s)" in line  # a run recorded before the loss was: no loss named
     assert "7 epochs, squared hinge loss, 2 fold(s)" in _family_line({**trial, "linear_loss": "squared_hinge"})
-    untried = _family_line({**{k: v for k, v in trial.items() if not k.startswith("mixed")}, "chosen": "network",
-                            "mixed_not_tried": "label sets"})
+    untried = _family_line(
+        {
+            **{k: v for k, v in trial.items() if not k.startswith("mixed")},
+            "chosen": "network",
+            "mixed_not_tried": "label sets",
+        }
+    )
     assert untried.endswith("beside the network not tried: label sets")
 
 
@@ -831,16 +1083,19 @@ def test_the_command_line_imports_no_heavy_library_before_a_command_needs_it():
 
     from tests.conftest import REPO
 
-    probe = ("import sys, textclf.frontends.cli; "
-             "heavy = sorted({n.split('.')[0] for n in sys.modules} & {'jax', 'sklearn', 'sqlite_utils', 'pandas', "
-             "'pyarrow', 'scipy', 'numpy'}); print(','.join(heavy))")
+    probe = (
+        "import sys, textclf.frontends.cli; "
+        "heavy = sorted({n.split('.')[0] for n in sys.modules} & {'jax', 'sklearn', 'sqlite_utils', 'pandas', "
+        "'pyarrow', 'scipy', 'numpy'}); print(','.join(heavy))"
+    )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "", done.stdout
 
 
 NAME = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12).filter(
-    lambda name: not name.startswith("__label__"))
+    lambda name: not name.startswith("__label__")
+)
 
 
 def _fields(line: str, separator: str) -> list[str]:
@@ -874,5 +1129,5 @@ def test_a_prediction_line_splits_into_its_fields_whatever_the_names_hold(source
     assert _fields(raw[1], ",") == (labels[:2] if multi else [labels[0]])
     for output_format in ("fasttext", "fasttext-labels"):
         words = _fields(_prediction_line(p, output_format, -1), " ")
-        names = [word[len("__label__"):] for word in words if word.startswith("__label__")]
+        names = [word[len("__label__") :] for word in words if word.startswith("__label__")]
         assert names == (labels if not multi else labels[:2])

@@ -45,7 +45,11 @@ def test_daemon_runs_queued_jobs_and_publishes_versions(corpus_dir, db_path, fas
     assert [j["status"] for j in done] == ["succeeded", "succeeded", "failed"]
     assert [j["model_version"] for j in done[:2]] == [1, 2] and "does not exist" in done[2]["error"]
     model = db["models"].get(("sample", 2))
-    assert Path(model["path"]).name == "v2.textclf.npz" and load_model(model["path"]).labels == ["cooking", "space", "sports"]
+    assert Path(model["path"]).name == "v2.textclf.npz" and load_model(model["path"]).labels == [
+        "cooking",
+        "space",
+        "sports",
+    ]
     assert runs.get_run(db, done[1]["run_id"])["status"] == "finished"
     assert runs.get_run(db, done[1]["run_id"])["model_path"] == model["path"]  # the published file, not the temporary
     assert Path(runs.latest_model_path(db)).exists()  # what predict and eval use without --model
@@ -54,17 +58,36 @@ def test_daemon_runs_queued_jobs_and_publishes_versions(corpus_dir, db_path, fas
 
 def _start_daemon(db_path, home, *extra):
     env = {**os.environ, "TEXTCLF_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "textclf", "daemon", "--db", str(db_path), "--once",
-                             "--heartbeat", "0.2", "--checkpoint-every", "0", *extra], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "textclf",
+            "daemon",
+            "--db",
+            str(db_path),
+            "--once",
+            "--heartbeat",
+            "0.2",
+            "--checkpoint-every",
+            "0",
+            *extra,
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _wait_for_epochs(db_path, job_id, count, timeout=120):
     deadline = time.time() + timeout
     db = open_db(db_path)
     while time.time() < deadline:
-        rows = db.execute("select count(*) from epochs e join runs r on r.id = e.run_id "
-                          "where r.status = 'running'").fetchone()[0]
+        rows = db.execute(
+            "select count(*) from epochs e join runs r on r.id = e.run_id where r.status = 'running'"
+        ).fetchone()[0]
         if rows >= count:
             return
         time.sleep(0.05)
@@ -128,8 +151,12 @@ def test_a_worse_model_is_held_not_published(corpus_dir, db_path, fast_settings,
     db = open_db(db_path)
     good = jobs.submit(db, str(corpus_dir), fast_settings.to_dict(), "sample")
     # one epoch of a tiny rate: the same corpus, a model no better than chance
-    worse = jobs.submit(db, str(corpus_dir), fast_settings.replace(epochs=1, learning_rate=1e-6, min_steps=0,
-                                                                   pinned=("epochs",)).to_dict(), "sample")
+    worse = jobs.submit(
+        db,
+        str(corpus_dir),
+        fast_settings.replace(epochs=1, learning_rate=1e-6, min_steps=0, pinned=("epochs",)).to_dict(),
+        "sample",
+    )
     assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 2
     held = jobs.get(db, worse)
     assert jobs.get(db, good)["model_version"] == 1
@@ -140,8 +167,9 @@ def test_a_worse_model_is_held_not_published(corpus_dir, db_path, fast_settings,
     assert runs.get_run(db, jobs.get(db, good)["run_id"])["publish_decision"] == "published as v1"
 
 
-def test_a_full_disk_during_the_model_write_publishes_nothing_half_written(corpus_dir, db_path, fast_settings,
-                                                                          isolated_home, monkeypatch):
+def test_a_full_disk_during_the_model_write_publishes_nothing_half_written(
+    corpus_dir, db_path, fast_settings, isolated_home, monkeypatch
+):
     """The disk fills while the job's model file is written: the job fails with the reason, its run is failed
     (not left running), no version is published, no temporary file is left, and the serving version stays."""
     import errno
@@ -192,17 +220,25 @@ def _kill_at(monkeypatch, point: int | None, kills: list):
                 kills.append(point)
                 raise _Killed()
             return original(*args, **kwargs)
+
         return write
 
-    for module, name in ((db.runs, "update_run"), (db.jobs, "publish_model"), (db.models, "set_path"),
-                         (db.jobs, "finish"), (daemon, "_move"), (Checkpointer, "remove")):
+    for module, name in (
+        (db.runs, "update_run"),
+        (db.jobs, "publish_model"),
+        (db.models, "set_path"),
+        (db.jobs, "finish"),
+        (daemon, "_move"),
+        (Checkpointer, "remove"),
+    ):
         monkeypatch.setattr(module, name, counted(getattr(module, name)))
     return count
 
 
 @pytest.mark.parametrize("outcome", ["succeeded", "held"])
-def test_a_job_ends_exactly_once_whatever_write_its_daemon_dies_before(outcome, corpus_dir, db_path, fast_settings,
-                                                                       isolated_home, monkeypatch, tmp_path):
+def test_a_job_ends_exactly_once_whatever_write_its_daemon_dies_before(
+    outcome, corpus_dir, db_path, fast_settings, isolated_home, monkeypatch, tmp_path
+):
     import shutil
 
     import textclf.frontends.daemon as daemon

@@ -18,7 +18,6 @@ from textclf.errors import SettingsError
 from textclf.frontends.cli import app as cli
 from textclf.frontends.service import ServiceOptions, create_app
 from textclf.frontends.service.model_files import ModelFiles, model_name
-from textclf.inference.artifacts import save_model
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -33,8 +32,17 @@ def two_models(tmp_path_factory):
     folder = tmp_path_factory.mktemp("models")
     paths = []
     for seed in (0, 1):
-        settings = Settings(epochs=2, min_steps=60, batch_size=8, hidden=16, optimizer="sgd", learning_rate=0.5,
-                            init_gain=4.0, search="off", seed=seed)
+        settings = Settings(
+            epochs=2,
+            min_steps=60,
+            batch_size=8,
+            hidden=16,
+            optimizer="sgd",
+            learning_rate=0.5,
+            init_gain=4.0,
+            search="off",
+            seed=seed,
+        )
         result = train(corpus, settings, db_path=folder / "runs.db", model_path=folder / f"m{seed}.npz")
         paths.append(Path(result.model_path))
     return paths
@@ -85,11 +93,14 @@ def test_a_folder_serves_its_numbered_files_as_versions(two_models, tmp_path):
             time.sleep(0.05)
 
 
-@pytest.mark.parametrize("make, fragment", [
-    (lambda d: [d / "missing.npz"], "model file '.*missing.npz' does not exist"),
-    (lambda d: [d], "holds no numbered model file"),
-    (lambda d: [d / "a" / "m.npz", d / "b" / "m.npz"], "two models are named 'm'"),
-])
+@pytest.mark.parametrize(
+    "make, fragment",
+    [
+        (lambda d: [d / "missing.npz"], "model file '.*missing.npz' does not exist"),
+        (lambda d: [d], "holds no numbered model file"),
+        (lambda d: [d / "a" / "m.npz", d / "b" / "m.npz"], "two models are named 'm'"),
+    ],
+)
 def test_model_paths_that_cannot_be_served_are_refused_before_the_service_starts(tmp_path, make, fragment):
     for sub in ("a", "b"):
         (tmp_path / sub).mkdir()
@@ -100,7 +111,11 @@ def test_model_paths_that_cannot_be_served_are_refused_before_the_service_starts
 
 def test_model_names_come_from_the_file_or_the_folder():
     assert [model_name(Path(p)) for p in ("a/news.npz", "a/news.textclf.npz", "a/news", "a/.npz")] == [
-        "news", "news", "news", ".npz"]
+        "news",
+        "news",
+        "news",
+        ".npz",
+    ]
 
 
 def test_the_cli_refuses_a_file_that_is_not_a_model_with_one_line(tmp_path):
@@ -118,16 +133,29 @@ def test_train_then_serve_the_file_then_curl_in_real_processes(two_models, tmp_p
     shutil.copy(two_models[0], served)
     port = free_port()
     env = {**os.environ, "TEXTCLF_HOME": str(isolated_home)}
-    service = subprocess.Popen([sys.executable, "-m", "textclf", "serve", str(served), "--port", str(port)],
-                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    service = subprocess.Popen(
+        [sys.executable, "-m", "textclf", "serve", str(served), "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_answers(f"{base}/health/live")
-        tf = httpx.post(f"{base}/v1/models/sample:predict", content=b'{"instances": ["the rocket reached orbit"]}',
-                        headers={"content-type": "application/x-www-form-urlencoded"}, timeout=10)
+        tf = httpx.post(
+            f"{base}/v1/models/sample:predict",
+            content=b'{"instances": ["the rocket reached orbit"]}',
+            headers={"content-type": "application/x-www-form-urlencoded"},
+            timeout=10,
+        )
         assert tf.status_code == 200 and tf.json()["predictions"][0]["label"] == "space", tf.text
-        oip = httpx.post(f"{base}/v2/models/sample/infer", timeout=10, json={
-            "inputs": [{"name": "text", "datatype": "BYTES", "shape": [1], "data": ["fry the onions"]}]})
+        oip = httpx.post(
+            f"{base}/v2/models/sample/infer",
+            timeout=10,
+            json={"inputs": [{"name": "text", "datatype": "BYTES", "shape": [1], "data": ["fry the onions"]}]},
+        )
         assert oip.status_code == 200 and oip.json()["outputs"][0]["data"] == ["cooking"], oip.text
         tritonclient = pytest.importorskip("tritonclient.http")  # the Open Inference Protocol's own client
         import numpy as np
@@ -140,8 +168,7 @@ def test_train_then_serve_the_file_then_curl_in_real_processes(two_models, tmp_p
         text = tritonclient.InferInput("text", [2], "BYTES")
         text.set_data_from_numpy(np.array([t.encode() for t in texts], dtype=object))
         result = client.infer("sample", [text])
-        np.testing.assert_allclose(result.as_numpy("probabilities"), load_model(served).predict_proba(texts),
-                                   atol=1e-5)
+        np.testing.assert_allclose(result.as_numpy("probabilities"), load_model(served).predict_proba(texts), atol=1e-5)
     finally:
         service.terminate()
         service.wait(timeout=20)

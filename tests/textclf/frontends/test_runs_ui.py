@@ -24,15 +24,34 @@ def ui(tmp_path_factory):
     """-> the base URL of `textclf runs ui` on a database holding one trained run."""
     home = tmp_path_factory.mktemp("ui")
     db_path = home / "runs.db"
-    trained = CliRunner().invoke(app, ["train", str(REPO / "textclf" / "sample_corpus"), "--db", str(db_path),
-                                       "--out", str(home / "m.npz"), "--search", "off", "--epochs", "4",
-                                       "--hidden", "16"])
+    trained = CliRunner().invoke(
+        app,
+        [
+            "train",
+            str(REPO / "textclf" / "sample_corpus"),
+            "--db",
+            str(db_path),
+            "--out",
+            str(home / "m.npz"),
+            "--search",
+            "off",
+            "--epochs",
+            "4",
+            "--hidden",
+            "16",
+        ],
+    )
     assert trained.exit_code == 0, trained.output
     port = free_port()
     env = {**os.environ, "TEXTCLF_HOME": str(home)}
-    process = subprocess.Popen([sys.executable, "-m", "textclf", "runs", "ui", "--db", str(db_path), "--port",
-                                str(port)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "textclf", "runs", "ui", "--db", str(db_path), "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     wait_until_answers(f"{base}/-/versions.json", process)
     yield base
@@ -61,16 +80,25 @@ def test_the_database_is_read_only_through_the_ui(ui):
     assert httpx.get(f"{ui}/runs/runs.json", params={"_shape": "array"}).json()[0]["id"] == 1
 
 
-@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver "
-                                                              "(.ci/run installs them)")
+@pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="needs Debian's chromium and chromium-driver (.ci/run installs them)"
+)
 def test_a_runs_page_shows_its_epochs_and_learning_curve_in_chromium(ui):
     from selenium import webdriver
     from selenium.webdriver.common.by import By
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ):
         options.add_argument(flag)
     browser = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
     try:
@@ -134,11 +162,16 @@ def test_the_canned_rankings_use_each_run_s_own_metric(tmp_path):
     from textclf.frontends.runs_ui import QUERIES
 
     database = open_db(tmp_path / "runs.db")
-    for corpus, accuracy, metric, score in (("tags", 0.60, "micro-f1", 0.95), ("tags", 0.70, "micro-f1", 0.90),
-                                            ("news", 0.91, None, None), ("news", 0.93, None, None)):
+    for corpus, accuracy, metric, score in (
+        ("tags", 0.60, "micro-f1", 0.95),
+        ("tags", 0.70, "micro-f1", 0.90),
+        ("news", 0.91, None, None),
+        ("news", 0.93, None, None),
+    ):
         run_id = runs.start_run(database, corpus=corpus, settings={}, versions={})
-        database["runs"].update(run_id, {"status": "finished", "eval_accuracy": accuracy, "eval_metric": metric,
-                                         "eval_score": score})
+        database["runs"].update(
+            run_id, {"status": "finished", "eval_accuracy": accuracy, "eval_metric": metric, "eval_score": score}
+        )
     rows = database.execute(QUERIES["best_run_per_corpus"]["sql"]).fetchall()
     best = {(corpus, metric): (run_id, score) for corpus, metric, run_id, score, *_ in rows}
     assert best == {("news", "accuracy"): (4, 0.93), ("tags", "micro-f1"): (1, 0.95)}
@@ -152,22 +185,41 @@ def test_the_leaderboard_query_lists_the_candidates_as_runs_show_does_the_chosen
 
     # the settings' own variant kept within a standard error: first, though the second scored higher
     def settings(stop_words, rate, epochs):
-        return {"stop_words": stop_words, "ngram_max": 1, "nb_weighting": True, "learning_rate": rate,
-                "weight_decay": 0.0, "epochs": epochs}
+        return {
+            "stop_words": stop_words,
+            "ngram_max": 1,
+            "nb_weighting": True,
+            "learning_rate": rate,
+            "weight_decay": 0.0,
+            "epochs": epochs,
+        }
 
-    board = [{"settings": settings(None, 0.01, 4), "accuracy": 0.901, "folds": 3},
-             {"settings": settings("english", 0.003, 9), "accuracy": 0.905, "folds": 3},
-             {"settings": settings("english", 0.01, 3), "accuracy": 0.850, "folds": 1}]
+    board = [
+        {"settings": settings(None, 0.01, 4), "accuracy": 0.901, "folds": 3},
+        {"settings": settings("english", 0.003, 9), "accuracy": 0.905, "folds": 3},
+        {"settings": settings("english", 0.01, 3), "accuracy": 0.850, "folds": 1},
+    ]
     db = open_db(tmp_path / "runs.db")
-    search = {"rounds": 9, "rounds_planned": 9, "folds": 3, "seconds": 4.2, "chosen": board[0]["settings"],
-              "leaderboard": board}
+    search = {
+        "rounds": 9,
+        "rounds_planned": 9,
+        "folds": 3,
+        "seconds": 4.2,
+        "chosen": board[0]["settings"],
+        "leaderboard": board,
+    }
     db["runs"].insert({"id": 7, "status": "finished", "search": json.dumps(search)})
     db["runs"].insert({"id": 8, "status": "finished", "search": json.dumps({"skipped": "--search off"})})
     sql = QUERIES["search_leaderboard"]["sql"]
-    rows = [dict(zip(("rank", "chosen", "accuracy", "folds", "settings"), row))
-            for row in db.execute(sql, {"run_id": 7}).fetchall()]
+    rows = [
+        dict(zip(("rank", "chosen", "accuracy", "folds", "settings"), row))
+        for row in db.execute(sql, {"run_id": 7}).fetchall()
+    ]
     assert [(r["rank"], r["chosen"], r["accuracy"], r["folds"]) for r in rows] == [
-        (1, "chosen", 0.901, 3), (2, "", 0.905, 3), (3, "", 0.850, 1)]
+        (1, "chosen", 0.901, 3),
+        (2, "", 0.905, 3),
+        (3, "", 0.850, 1),
+    ]
     assert [json.loads(r["settings"]) for r in rows] == [row["settings"] for row in board]
     assert db.execute(sql, {"run_id": 8}).fetchall() == []
     shown = CliRunner().invoke(app, ["runs", "show", "7", "--db", str(tmp_path / "runs.db"), "--json"])
@@ -175,6 +227,9 @@ def test_the_leaderboard_query_lists_the_candidates_as_runs_show_does_the_chosen
     listed = json.loads(shown.output)["search"]["leaderboard"]  # the order runs show's table lists them in
     assert [(row["accuracy"], row["folds"]) for row in listed] == [(r["accuracy"], r["folds"]) for r in rows]
     table = CliRunner().invoke(app, ["runs", "show", "7", "--db", str(tmp_path / "runs.db")])
-    marks = [line.split("│")[2].strip() for line in table.output.splitlines()
-             if line.count("│") > 5 and line.split("│")[1].strip().isdigit()]
+    marks = [
+        line.split("│")[2].strip()
+        for line in table.output.splitlines()
+        if line.count("│") > 5 and line.split("│")[1].strip().isdigit()
+    ]
     assert len(marks) == 3 and marks[0].startswith("ch") and marks[1:] == ["", ""]  # (a narrow terminal cuts it)

@@ -34,8 +34,14 @@ def published(corpus_dir, db_path, fast_settings):
 
 @pytest.fixture
 def client(published, tmp_path, corpus_dir):
-    options = ServiceOptions(db_path=published, token=TOKEN, data_root=corpus_dir.parent, max_instances=5,
-                             max_body_bytes=10_000, reload_seconds=0.1)
+    options = ServiceOptions(
+        db_path=published,
+        token=TOKEN,
+        data_root=corpus_dir.parent,
+        max_instances=5,
+        max_body_bytes=10_000,
+        reload_seconds=0.1,
+    )
     with TestClient(create_app(options)) as test_client:
         yield test_client
 
@@ -61,17 +67,22 @@ def test_predict_matches_the_library(client, published):
     assert 'textclf_http_requests_total{handler="/v1/models/{name}",method="GET",status="200"}' in exposed
     assert 'handler="/v1/models/{name}:predict"' in exposed and "/nope" not in exposed and "other" not in exposed
     # a prediction answered by PlainPredict (in front of FastAPI) counts in the same series
-    before = _series(exposed, 'textclf_http_requests_total{handler="/v1/models/{name}:predict",method="POST",status="200"}')
+    before = _series(
+        exposed, 'textclf_http_requests_total{handler="/v1/models/{name}:predict",method="POST",status="200"}'
+    )
     assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200
-    after = _series(client.get("/metrics").text,
-                    'textclf_http_requests_total{handler="/v1/models/{name}:predict",method="POST",status="200"}')
+    after = _series(
+        client.get("/metrics").text,
+        'textclf_http_requests_total{handler="/v1/models/{name}:predict",method="POST",status="200"}',
+    )
     assert after == before + 1
     assert client.get("/openapi.json").status_code == 200
 
 
 def test_the_published_metadata_names_what_predict_answers(client):
     signature = client.get("/v1/models/sample/metadata").json()["metadata"]["signature_def"]["signature_def"][
-        "serving_default"]
+        "serving_default"
+    ]
     rows = client.post("/v1/models/sample:predict", json={"instances": ["the striker scored"]}).json()["predictions"]
     columns = client.post("/v1/models/sample:predict", json={"inputs": ["the striker scored"]}).json()["outputs"]
     assert set(signature["outputs"]) == set(rows[0]) == set(columns) == {"label", "top"}
@@ -89,19 +100,22 @@ def _series(exposed: str, name: str) -> float:
     return next((float(line.split()[-1]) for line in exposed.splitlines() if line.startswith(name)), 0.0)
 
 
-@pytest.mark.parametrize("kwargs, status", [
-    (dict(json={"instances": []}), 400),
-    (dict(json={"instances": "not a list"}), 422),
-    (dict(json={"instances": [1, 2]}), 422),
-    (dict(content=b"{not json", headers={"content-type": "application/json"}), 400),  # not JSON: 400, as TF Serving
-    (dict(content=b"{not json"), 400),
-    (dict(content=b'{"instances": ["\xff\xfe"]}', headers={"content-type": "application/json"}), 400),  # not UTF-8
-    (dict(json={"instances": ["rocket"], "top_k": True}), 422),  # a boolean is not a count
-    (dict(json={"instances": ["rocket"], "top_k": 0}), 422),
-    (dict(json={"instances": ["rocket"], "top_k": -2}), 422),
-    (dict(json={"instances": ["x"] * 6}), 413),
-    (dict(json={"instances": ["x" * 20_000]}), 413),
-])
+@pytest.mark.parametrize(
+    "kwargs, status",
+    [
+        (dict(json={"instances": []}), 400),
+        (dict(json={"instances": "not a list"}), 422),
+        (dict(json={"instances": [1, 2]}), 422),
+        (dict(content=b"{not json", headers={"content-type": "application/json"}), 400),  # not JSON: 400, as TF Serving
+        (dict(content=b"{not json"), 400),
+        (dict(content=b'{"instances": ["\xff\xfe"]}', headers={"content-type": "application/json"}), 400),  # not UTF-8
+        (dict(json={"instances": ["rocket"], "top_k": True}), 422),  # a boolean is not a count
+        (dict(json={"instances": ["rocket"], "top_k": 0}), 422),
+        (dict(json={"instances": ["rocket"], "top_k": -2}), 422),
+        (dict(json={"instances": ["x"] * 6}), 413),
+        (dict(json={"instances": ["x" * 20_000]}), 413),
+    ],
+)
 def test_bad_requests_get_4xx_json_and_the_service_keeps_serving(client, kwargs, status):
     response = client.post("/v1/models/sample:predict", **kwargs)
     assert response.status_code == status and "error" in response.json()
@@ -110,12 +124,19 @@ def test_bad_requests_get_4xx_json_and_the_service_keeps_serving(client, kwargs,
     assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(json={"instances": []}), dict(json={"instances": [1, 2]}), dict(json={"top_k": 1}), dict(content=b""),
-    dict(content=b"{not json", headers={"content-type": "application/json"}),
-    dict(content=b'{"instances": ["\xff\xfe"]}', headers={"content-type": "application/json"}),
-    dict(json={"instances": ["x"] * 6}), dict(json={"instances": ["rocket"], "top_k": 2}),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(json={"instances": []}),
+        dict(json={"instances": [1, 2]}),
+        dict(json={"top_k": 1}),
+        dict(content=b""),
+        dict(content=b"{not json", headers={"content-type": "application/json"}),
+        dict(content=b'{"instances": ["\xff\xfe"]}', headers={"content-type": "application/json"}),
+        dict(json={"instances": ["x"] * 6}),
+        dict(json={"instances": ["rocket"], "top_k": 2}),
+    ],
+)
 def test_the_hot_predict_route_answers_as_the_documented_one(client, kwargs):
     # /v1/models/{name}:predict is answered by PlainPredict in front of FastAPI when valid (errors go on to
     # FastAPI); the pinned-version route is FastAPI's alone: the same statuses and answers.
@@ -158,8 +179,9 @@ def test_job_submission_needs_token_and_data_root(client, corpus_dir, tmp_path):
     assert outside.status_code == 400 and "outside the data root" in outside.json()["error"]
     bad = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": {"epochs": 0}}, headers=auth)
     assert bad.status_code == 400 and "epochs must be 1 to 10,000" in bad.json()["error"]
-    created = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "name": "again", "settings": {"epochs": 1}},
-                          headers=auth)
+    created = client.post(
+        "/v1/jobs", json={"corpus": str(corpus_dir), "name": "again", "settings": {"epochs": 1}}, headers=auth
+    )
     assert created.status_code == 201 and created.json()["status"] == "queued"
     # a relative path is read under the data root, whatever folder the server runs in
     relative = client.post("/v1/jobs", json={"corpus": corpus_dir.name, "settings": {"epochs": 1}}, headers=auth)
@@ -179,17 +201,27 @@ def test_token_everywhere_off_loopback(published):
         assert c.get("/v1/models", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
         body = {"instances": ["rocket"]}
         assert c.post("/v1/models/sample:predict", json=body).status_code == 401
-        assert c.post("/v1/models/sample:predict", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
-        assert c.post("/v1/models/sample:predict", json=body,
-                      headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+        assert (
+            c.post("/v1/models/sample:predict", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        )
+        assert (
+            c.post("/v1/models/sample:predict", json=body, headers={"Authorization": f"Bearer {TOKEN}"}).status_code
+            == 200
+        )
         assert c.get("/health/live").status_code == 200
         assert c.get("/v2/health/live").status_code == c.get("/v2/health/ready").status_code == 200  # probes
         assert c.get("/v2/models/sample").status_code == 401
         for scheme in ("bearer", "BEARER"):  # a scheme's name in any case (RFC 9110)
-            assert c.post("/v1/models/sample:predict", json=body,
-                          headers={"Authorization": f"{scheme} {TOKEN}"}).status_code == 200
-        assert c.post("/v1/models/sample:predict", json=body,
-                      headers={"Authorization": f"Basic {TOKEN}"}).status_code == 401
+            assert (
+                c.post(
+                    "/v1/models/sample:predict", json=body, headers={"Authorization": f"{scheme} {TOKEN}"}
+                ).status_code
+                == 200
+            )
+        assert (
+            c.post("/v1/models/sample:predict", json=body, headers={"Authorization": f"Basic {TOKEN}"}).status_code
+            == 401
+        )
 
 
 def test_a_body_with_no_content_type_is_json_and_top_k_minus_one_is_every_label(client):
@@ -201,8 +233,11 @@ def test_a_body_with_no_content_type_is_json_and_top_k_minus_one_is_every_label(
         assert len(rows.json()["predictions"][0]["top"]) == 3  # the sample model's three labels
         columns = client.post(path, content=json.dumps({"inputs": {"text": ["rocket"]}}).encode())
         assert columns.status_code == 200, columns.json()
-        form = client.post(path, content=b'{"instances": ["rocket"]}',  # what `curl -d` sends
-                           headers={"content-type": "application/x-www-form-urlencoded"})
+        form = client.post(
+            path,
+            content=b'{"instances": ["rocket"]}',  # what `curl -d` sends
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
         assert form.status_code == 200, form.json()
 
 
@@ -241,22 +276,46 @@ def test_end_to_end_daemon_and_service_subprocesses(corpus_dir, tmp_path, isolat
     port = free_port()
     env = {**os.environ, "TEXTCLF_HOME": str(isolated_home), "TEXTCLF_TOKEN": TOKEN}
     cli = [sys.executable, "-m", "textclf"]
-    service = subprocess.Popen(cli + ["serve", "--port", str(port), "--db", str(db_path), "--data-root", str(tmp_path)],
-                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    daemon = subprocess.Popen(cli + ["daemon", "--db", str(db_path), "--poll", "0.2"], cwd=REPO, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    service = subprocess.Popen(
+        cli + ["serve", "--port", str(port), "--db", str(db_path), "--data-root", str(tmp_path)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    daemon = subprocess.Popen(
+        cli + ["daemon", "--db", str(db_path), "--poll", "0.2"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = wait_until_answers(f"{base}/health/live")
-        job = httpx.post(f"{base}/v1/jobs", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10,
-                         json={"corpus": str(corpus_dir), "name": "e2e",
-                               "settings": {"epochs": 2, "min_steps": 60, "batch_size": 8, "learning_rate": 0.5}})
+        job = httpx.post(
+            f"{base}/v1/jobs",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=10,
+            json={
+                "corpus": str(corpus_dir),
+                "name": "e2e",
+                "settings": {"epochs": 2, "min_steps": 60, "batch_size": 8, "learning_rate": 0.5},
+            },
+        )
         assert job.status_code == 201, job.text
-        while (status := httpx.get(f"{base}/v1/jobs/{job.json()['id']}", timeout=5).json()["status"]) in ("queued", "running"):
+        while (status := httpx.get(f"{base}/v1/jobs/{job.json()['id']}", timeout=5).json()["status"]) in (
+            "queued",
+            "running",
+        ):
             assert time.time() < deadline + 120, "job did not finish"
             time.sleep(0.2)
         assert status == "succeeded"
-        predicted = httpx.post(f"{base}/v1/models/e2e:predict", json={"instances": ["the rocket reached orbit"]}, timeout=10)
+        predicted = httpx.post(
+            f"{base}/v1/models/e2e:predict", json={"instances": ["the rocket reached orbit"]}, timeout=10
+        )
         assert predicted.status_code == 200 and predicted.json()["predictions"][0]["label"] == "space"
     finally:
         for process in (daemon, service):
@@ -269,9 +328,14 @@ def test_end_to_end_daemon_and_service_subprocesses(corpus_dir, tmp_path, isolat
 def test_serve_with_several_worker_processes(published, isolated_home):
     port = free_port()
     env = {**os.environ, "TEXTCLF_HOME": str(isolated_home)}
-    service = subprocess.Popen([sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", str(published),
-                                "--workers", "2"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    service = subprocess.Popen(
+        [sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", str(published), "--workers", "2"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until_answers(f"{base}/health/live")
@@ -305,11 +369,12 @@ def test_a_pinned_version_and_the_kserve_v2_protocol(client, published):
         labels, probabilities = answer["outputs"]
         assert labels["data"] == model.predict(texts)
         assert probabilities["shape"] == [2, len(model.labels)]
-        np.testing.assert_allclose(np.reshape(probabilities["data"], (2, -1)), model.predict_proba(texts),
-                                   atol=1e-5)
-    for bad, fragment in (({"inputs": [{"name": "text", "shape": [3], "datatype": "BYTES", "data": texts}]}, "shape"),
-                          ({"inputs": [{"name": "text", "shape": [2], "datatype": "FP32", "data": texts}]}, "BYTES"),
-                          ({"inputs": [{"name": "text", "shape": [0], "datatype": "BYTES", "data": []}]}, "no texts")):
+        np.testing.assert_allclose(np.reshape(probabilities["data"], (2, -1)), model.predict_proba(texts), atol=1e-5)
+    for bad, fragment in (
+        ({"inputs": [{"name": "text", "shape": [3], "datatype": "BYTES", "data": texts}]}, "shape"),
+        ({"inputs": [{"name": "text", "shape": [2], "datatype": "FP32", "data": texts}]}, "BYTES"),
+        ({"inputs": [{"name": "text", "shape": [0], "datatype": "BYTES", "data": []}]}, "no texts"),
+    ):
         refused = client.post("/v2/models/sample/infer", json=bad)
         assert refused.status_code == 400 and fragment in refused.json()["error"]
     assert client.post("/v2/models/nope/infer", json=request).status_code == 404
@@ -317,15 +382,20 @@ def test_a_pinned_version_and_the_kserve_v2_protocol(client, published):
 
 def test_job_settings_are_validated_strictly(client, corpus_dir):
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    for settings, fragment in (({"epochs": "abc"}, "'epochs'"), ({"epochs": 1.5}, "'epochs'"),
-                               ({"epochz": 3}, "unknown setting 'epochz'"), ("fast", "valid dictionary")):
-        refused = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": settings}, headers=auth)
-        assert refused.status_code in (400, 422) and fragment in str(refused.json()["error"]), settings
+    for job_settings, fragment in (
+        ({"epochs": "abc"}, "'epochs'"),
+        ({"epochs": 1.5}, "'epochs'"),
+        ({"epochz": 3}, "unknown setting 'epochz'"),
+        ("fast", "valid dictionary"),
+    ):
+        refused = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": job_settings}, headers=auth)
+        assert refused.status_code in (400, 422) and fragment in str(refused.json()["error"]), job_settings
     assert client.get(f"/v1/jobs/{10**23}").status_code == 422
     nul = client.post("/v1/jobs", json={"corpus": str(corpus_dir) + "\x00x"}, headers=auth)
     assert nul.status_code == 400 and "NUL byte" in nul.json()["error"]
-    created = client.post("/v1/jobs", json={"corpus": str(corpus_dir), "settings": {"learning_rate": 0.01}},
-                          headers=auth).json()
+    created = client.post(
+        "/v1/jobs", json={"corpus": str(corpus_dir), "settings": {"learning_rate": 0.01}}, headers=auth
+    ).json()
     assert created["settings"]["pinned"] == ["learning_rate"]
 
 
@@ -339,14 +409,14 @@ def test_a_chunked_body_over_the_limit_gets_413_as_it_arrives(client):
             yield b"x" * 1000
         yield b'"]}'
 
-    response = client.post("/v1/models/sample:predict", content=chunks(),
-                           headers={"content-type": "application/json"})
+    response = client.post("/v1/models/sample:predict", content=chunks(), headers={"content-type": "application/json"})
     assert response.status_code == 413 and "over 10000 bytes" in response.json()["error"]
     assert client.post("/v1/models/sample:predict", json={"instances": ["rocket"]}).status_code == 200
 
 
-def test_a_damaged_published_version_is_not_served_and_the_previous_one_is(published, corpus_dir, fast_settings,
-                                                                            caplog):
+def test_a_damaged_published_version_is_not_served_and_the_previous_one_is(
+    published, corpus_dir, fast_settings, caplog
+):
     db = open_db(published)
     jobs.submit(db, str(corpus_dir), fast_settings.replace(seed=5).to_dict(), "sample")
     run_daemon(DaemonOptions(db_path=published, once=True, publish="always"))
@@ -375,8 +445,13 @@ def test_a_damaged_published_version_is_not_served_and_the_previous_one_is(publi
     assert sum("sample v3 cannot be loaded" in r.getMessage() for r in caplog.records) == 1
 
 
-TEXTS = st.lists(st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=40)
-                 .filter(lambda text: text.strip() and "\x85" not in text), min_size=1, max_size=5)
+TEXTS = st.lists(
+    st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=40).filter(
+        lambda text: text.strip() and "\x85" not in text
+    ),
+    min_size=1,
+    max_size=5,
+)
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -393,12 +468,26 @@ def test_the_cli_and_both_service_routes_answer_generated_documents_alike(client
     given = {"top_k": -1, **({} if threshold is None else {"threshold": threshold})}
     rows = client.post("/v1/models/sample:predict", json={"instances": texts, **given}).json()["predictions"]
     columns = client.post("/v1/models/sample:predict", json={"inputs": texts, **given}).json()["outputs"]
-    request = {"inputs": [{"name": "text", "shape": [len(texts)], "datatype": "BYTES", "data": texts}],
-               **({} if threshold is None else {"parameters": {"threshold": threshold}})}
+    request = {
+        "inputs": [{"name": "text", "shape": [len(texts)], "datatype": "BYTES", "data": texts}],
+        **({} if threshold is None else {"parameters": {"threshold": threshold}}),
+    }
     labels, probabilities = client.post("/v2/models/sample/infer", json=request).json()["outputs"]
-    printed = CliRunner().invoke(app, ["predict", "-", "--lines", "--model", path, "--json", "-k", "-1",
-                                       *([] if threshold is None else ["-t", repr(threshold)])],
-                                 input="\n".join(texts) + "\n")
+    printed = CliRunner().invoke(
+        app,
+        [
+            "predict",
+            "-",
+            "--lines",
+            "--model",
+            path,
+            "--json",
+            "-k",
+            "-1",
+            *([] if threshold is None else ["-t", repr(threshold)]),
+        ],
+        input="\n".join(texts) + "\n",
+    )
     assert printed.exit_code == 0, printed.output
     cli = [json.loads(line) for line in printed.stdout.splitlines()]
     assert [r["label"] for r in rows] == columns["label"] == [c["label"] for c in cli]
@@ -409,8 +498,9 @@ def test_the_cli_and_both_service_routes_answer_generated_documents_alike(client
     for row, column_top, cli_row, probs in zip(rows, columns["top"], cli, matrix):
         assert row["top"] == column_top
         assert [t["label"] for t in row["top"]] == [t["label"] for t in cli_row["top"]]
-        np.testing.assert_allclose([t["probability"] for t in row["top"]], [t["probability"] for t in cli_row["top"]],
-                                   atol=1e-5)
+        np.testing.assert_allclose(
+            [t["probability"] for t in row["top"]], [t["probability"] for t in cli_row["top"]], atol=1e-5
+        )
         listed = sorted((p for p in probs if threshold is None or p >= threshold), reverse=True)
         np.testing.assert_allclose([t["probability"] for t in row["top"]], listed, atol=1e-5)
 
@@ -419,8 +509,10 @@ def test_the_cli_and_both_service_routes_answer_generated_documents_alike(client
 def test_a_threshold_is_a_probability_on_the_service_as_on_the_command_line(client, threshold):
     refused = client.post("/v1/models/sample:predict", json={"instances": ["rocket"], "threshold": threshold})
     assert refused.status_code == 422 and "threshold" in refused.text
-    request = {"inputs": [{"name": "text", "shape": [1], "datatype": "BYTES", "data": ["rocket"]}],
-               "parameters": {"threshold": threshold}}
+    request = {
+        "inputs": [{"name": "text", "shape": [1], "datatype": "BYTES", "data": ["rocket"]}],
+        "parameters": {"threshold": threshold},
+    }
     refused = client.post("/v2/models/sample/infer", json=request)
     assert refused.status_code == 400 and "parameters.threshold is" in refused.json()["error"]
     assert "give a probability from 0 to 1" in refused.json()["error"]

@@ -37,8 +37,14 @@ def served(tmp_path_factory):
     run_daemon(DaemonOptions(db_path=db_path, once=True))
     model = load_model(open_db(db_path)["models"].get(("sample", 1))["path"])
     port = free_port()
-    service = subprocess.Popen([sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", str(db_path)],
-                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    service = subprocess.Popen(
+        [sys.executable, "-m", "textclf", "serve", "--port", str(port), "--db", str(db_path)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     url = f"127.0.0.1:{port}"
     wait_until_answers(f"http://{url}/health/live", service)
     yield url, model
@@ -104,10 +110,12 @@ def test_kserve_sdk_rest_client(served):
 
     for response in asyncio.run(calls()):
         outputs = {output.name: output for output in response.outputs}
-        assert [str(label) if isinstance(label, str) else label.decode() for label in outputs["label"].data] \
-            == model.predict(TEXTS)
-        np.testing.assert_allclose(np.reshape(outputs["probabilities"].data, (3, -1)), model.predict_proba(TEXTS),
-                                   atol=1e-5)
+        assert [
+            str(label) if isinstance(label, str) else label.decode() for label in outputs["label"].data
+        ] == model.predict(TEXTS)
+        np.testing.assert_allclose(
+            np.reshape(outputs["probabilities"].data, (3, -1)), model.predict_proba(TEXTS), atol=1e-5
+        )
 
 
 def test_tf_serving_rest_requests_as_its_documentation_writes_them(served):
@@ -121,8 +129,9 @@ def test_tf_serving_rest_requests_as_its_documentation_writes_them(served):
     import base64
 
     encoded = [{"b64": base64.b64encode(t.encode()).decode()} for t in TEXTS]
-    assert [p["label"] for p in httpx.post(f"{base}:predict", json={"instances": encoded}).json()["predictions"]] \
-        == expected
+    assert [
+        p["label"] for p in httpx.post(f"{base}:predict", json={"instances": encoded}).json()["predictions"]
+    ] == expected
     for columnar in ({"inputs": TEXTS}, {"inputs": {"text": TEXTS}}):
         assert httpx.post(f"{base}/versions/1:predict", json=columnar).json()["outputs"]["label"] == expected
     status = httpx.get(base).json()["model_version_status"]
@@ -131,8 +140,10 @@ def test_tf_serving_rest_requests_as_its_documentation_writes_them(served):
     metadata = httpx.get(f"{base}/metadata").json()
     assert metadata["model_spec"] == {"name": "sample", "signature_name": "", "version": "1"}
     assert "text" in metadata["metadata"]["signature_def"]["signature_def"]["serving_default"]["inputs"]
-    for body, fragment in (({"instances": [{"txt": "x"}]}, "input 'txt'"), ({"instances": TEXTS, "inputs": TEXTS},
-                                                                              "either 'instances'")):
+    for body, fragment in (
+        ({"instances": [{"txt": "x"}]}, "input 'txt'"),
+        ({"instances": TEXTS, "inputs": TEXTS}, "either 'instances'"),
+    ):
         refused = httpx.post(f"{base}:predict", json=body)
         assert refused.status_code == 400 and fragment in refused.json()["error"]
     assert httpx.get(f"{base}/versions/9").status_code == 404

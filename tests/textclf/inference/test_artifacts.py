@@ -32,8 +32,9 @@ def test_a_model_without_the_start_token_stays_readable_by_older_versions(corpus
     path = save_model(plain.model_, tmp_path / "m.npz")
     assert read_header(path)["format_version"] == 1
     assert "start_token" not in read_header(path)["vectorizer"]
-    np.testing.assert_array_equal(load_model(path).predict_proba(["knead the dough"]),
-                                  plain.model_.predict_proba(["knead the dough"]))
+    np.testing.assert_array_equal(
+        load_model(path).predict_proba(["knead the dough"]), plain.model_.predict_proba(["knead the dough"])
+    )
 
 
 def test_a_model_with_chinese_terms_is_a_version_older_textclf_refuses(fast_settings, tmp_path):
@@ -44,16 +45,20 @@ def test_a_model_with_chinese_terms_is_a_version_older_textclf_refuses(fast_sett
     fitted = TextClassifier.from_settings(fast_settings).fit(texts, labels)
     assert "很" in fitted.model_.vectorizer.terms and "酒店" not in fitted.model_.vectorizer.terms
     path = save_model(fitted.model_, tmp_path / "m.npz")
-    assert read_header(path)["format_version"] == 4 and read_header(path)["vectorizer"]["unspaced_as_characters"] is True
-    np.testing.assert_array_equal(load_model(path).predict_proba(["酒店很干净"]),
-                                  fitted.model_.predict_proba(["酒店很干净"]))
+    assert (
+        read_header(path)["format_version"] == 4 and read_header(path)["vectorizer"]["unspaced_as_characters"] is True
+    )
+    np.testing.assert_array_equal(
+        load_model(path).predict_proba(["酒店很干净"]), fitted.model_.predict_proba(["酒店很干净"])
+    )
     hashed = TextClassifier.from_settings(fast_settings.replace(vectorizer="hashing", features=4096)).fit(texts, labels)
     path = save_model(hashed.model_, tmp_path / "hashed.npz")  # no vocabulary to tell: the newer version
     assert read_header(path)["format_version"] == 4
     hasher = hashed.model_.vectorizer._counter()
     assert hasher.build_analyzer()("酒店很干净")[:6] == ["__start__", "酒", "店", "很", "干", "净"]
-    np.testing.assert_array_equal(load_model(path).predict_proba(["酒店很干净"]),
-                                  hashed.model_.predict_proba(["酒店很干净"]))
+    np.testing.assert_array_equal(
+        load_model(path).predict_proba(["酒店很干净"]), hashed.model_.predict_proba(["酒店很干净"])
+    )
     whole = TextClassifier.from_settings(fast_settings.replace(unspaced_as_characters=False)).fit(texts, labels)
     assert "这个酒店很好" in whole.model_.vectorizer.terms
     path = save_model(whole.model_, tmp_path / "whole.npz")
@@ -84,13 +89,16 @@ def _rewrite_header(path, change):
     np.savez(path, **arrays)
 
 
-@pytest.mark.parametrize("labels, fragment", [
-    (["sports", "sports", "space"], "the label 'sports' is there twice"),
-    ("abc", "its labels are not a list of class names"),
-    ([], "its labels are not a list of class names"),
-    (["sports", 2, "space"], "its labels are not a list of class names"),
-    (["sports", "", "space"], "its labels are not a list of class names"),
-])
+@pytest.mark.parametrize(
+    "labels, fragment",
+    [
+        (["sports", "sports", "space"], "the label 'sports' is there twice"),
+        ("abc", "its labels are not a list of class names"),
+        ([], "its labels are not a list of class names"),
+        (["sports", 2, "space"], "its labels are not a list of class names"),
+        (["sports", "", "space"], "its labels are not a list of class names"),
+    ],
+)
 def test_a_header_whose_labels_are_not_distinct_names_is_refused(model, tmp_path, labels, fragment):
     path = save_model(model, tmp_path / "m.npz")
     _rewrite_header(path, lambda h: h.update(labels=labels))
@@ -98,15 +106,18 @@ def test_a_header_whose_labels_are_not_distinct_names_is_refused(model, tmp_path
         load_model(path)
 
 
-@pytest.mark.parametrize("field, value, fragment", [
-    ("format_version", True, "its format version True is not one from 1 to"),
-    ("format_version", 0, "its format version 0 is not one from 1 to"),
-    ("format_version", "3", "its format version '3' is not one from 1 to"),
-    ("metadata", ["a"], "its header's metadata is list, not dict"),
-    ("settings", "fast", "its header's settings is str, not dict"),
-    ("kind", 3, "its header's kind is int, not str"),
-    ("vectorizer", [], "its header's vectorizer is list, not dict"),
-])
+@pytest.mark.parametrize(
+    "field, value, fragment",
+    [
+        ("format_version", True, "its format version True is not one from 1 to"),
+        ("format_version", 0, "its format version 0 is not one from 1 to"),
+        ("format_version", "3", "its format version '3' is not one from 1 to"),
+        ("metadata", ["a"], "its header's metadata is list, not dict"),
+        ("settings", "fast", "its header's settings is str, not dict"),
+        ("kind", 3, "its header's kind is int, not str"),
+        ("vectorizer", [], "its header's vectorizer is list, not dict"),
+    ],
+)
 def test_every_header_field_is_type_checked_in_one_place(model, tmp_path, field, value, fragment):
     path = save_model(model, tmp_path / "m.npz")
     _rewrite_header(path, lambda h: h.update({field: value}))
@@ -152,7 +163,10 @@ def test_corrupt_and_missing_files_are_refused(model, tmp_path):
         load_model(tmp_path / "nope.npz")
     pickled = tmp_path / "evil.npz"
     with zipfile.ZipFile(pickled, "w") as z:
-        z.writestr("header.npy", b"\x93NUMPY\x01\x00v\x00{'descr': '|O', 'fortran_order': False, 'shape': (), }" + b" " * 60 + b"\n")
+        z.writestr(
+            "header.npy",
+            b"\x93NUMPY\x01\x00v\x00{'descr': '|O', 'fortran_order': False, 'shape': (), }" + b" " * 60 + b"\n",
+        )
     with pytest.raises(ArtifactError, match="corrupt or not a textclf model"):
         load_model(pickled)  # object arrays would need pickle: refused, never unpickled
 
@@ -172,7 +186,7 @@ def test_an_unknown_compression_method_is_a_corrupt_file(model, tmp_path):
     path = save_model(model, tmp_path / "m.npz")
     data = bytearray(path.read_bytes())
     entry = data.index(b"PK\x01\x02")  # the first member's central directory entry: its compression method
-    data[entry + 10:entry + 12] = (99).to_bytes(2, "little")  # is one that zipfile does not know
+    data[entry + 10 : entry + 12] = (99).to_bytes(2, "little")  # is one that zipfile does not know
     path.write_bytes(bytes(data))
     with pytest.raises(ArtifactError, match="corrupt or not a textclf model"):
         load_model(path)

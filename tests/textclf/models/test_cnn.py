@@ -16,14 +16,15 @@ def _problem(n=96, seed=0):
     labels = rng.integers(0, 2, n).astype(np.int32)
     images = rng.integers(0, 60, (n, 12, 12, 1)).astype(np.uint8)
     for i, label in enumerate(labels):
-        images[i, :, (0 if label == 0 else 6):(6 if label == 0 else 12)] += 150
+        images[i, :, (0 if label == 0 else 6) : (6 if label == 0 else 12)] += 150
     return images, labels
 
 
 def test_cnn_learns_a_spatial_pattern():
     images, labels = _problem()
-    settings = Settings(model="cnn", conv_channels="4,8", conv_kernel=3, hidden=16, epochs=6, batch_size=16,
-                        learning_rate=3e-3)
+    settings = Settings(
+        model="cnn", conv_channels="4,8", conv_kernel=3, hidden=16, epochs=6, batch_size=16, learning_rate=3e-3
+    )
     params, history = fit_cnn(images, labels, 2, settings, "xla", images[:32], labels[:32])
     assert history[-1].loss < history[0].loss
     test_images, test_labels = _problem(64, seed=1)
@@ -34,8 +35,7 @@ def test_pallas_and_xla_paths_agree():
     images, _ = _problem(8)
     params = init_cnn(jax.random.PRNGKey(0), (12, 12, 1), 3, (4, 8), 3, 16)
     # Both sides at IEEE fp32: on a GPU the interpreted kernels' dots would otherwise run in TF32.
-    loss = lambda backend, interpret: jax.grad(
-        lambda p: cnn_logits(p, images, backend, interpret).sum())(params)
+    loss = lambda backend, interpret: jax.grad(lambda p: cnn_logits(p, images, backend, interpret).sum())(params)
     with jax.default_matmul_precision("highest"):
         xla = cnn_logits(params, images, "xla")
         pallas = cnn_logits(params, images, "pallas", interpret=True)
@@ -54,8 +54,17 @@ def test_stopped_and_resumed_training_equals_uninterrupted(tmp_path):
 
     images, labels = _problem(48)
     # Dropout, augmentation and a decaying rate draw from (seed, epoch): a resumed run repeats them exactly.
-    settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=8, epochs=3, batch_size=16, dropout=0.3,
-                        augment="shift,flip", lr_schedule="cosine")
+    settings = Settings(
+        model="cnn",
+        conv_channels="4",
+        conv_kernel=3,
+        hidden=8,
+        epochs=3,
+        batch_size=16,
+        dropout=0.3,
+        augment="shift,flip",
+        lr_schedule="cosine",
+    )
     whole, _ = fit_cnn(images, labels, 2, settings)
     checkpoint = Checkpointer(tmp_path / "cnn.npz", every_seconds=3600)
     with pytest.raises(TrainingStopped, match="after epoch 1 of 3"):
@@ -71,8 +80,16 @@ def test_training_epoch_pallas_equals_xla_with_dropout_and_augmentation():
     """A whole training epoch (augmentation, dropout, the Pallas output-layer loss kernel, Adam) on both paths
     from the same seed ends at the same parameters."""
     images, labels = _problem(32)
-    settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=16, epochs=1, batch_size=16,
-                        dropout=0.5, augment="shift,flip")
+    settings = Settings(
+        model="cnn",
+        conv_channels="4",
+        conv_kernel=3,
+        hidden=16,
+        epochs=1,
+        batch_size=16,
+        dropout=0.5,
+        augment="shift,flip",
+    )
     with jax.default_matmul_precision("highest"):
         xla, _ = fit_cnn(images, labels, 2, settings, "xla")
         pallas, _ = fit_cnn(images, labels, 2, settings, "pallas", interpret=True)
@@ -107,17 +124,35 @@ def test_a_stepwise_epoch_equals_the_scanned_one_and_reports_its_steps():
     from textclf.training.cnn import _epoch_fn
 
     images, labels = _problem(40)
-    settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=16, epochs=1, batch_size=16,
-                        dropout=0.5, augment="shift,flip")
+    settings = Settings(
+        model="cnn",
+        conv_channels="4",
+        conv_kernel=3,
+        hidden=16,
+        epochs=1,
+        batch_size=16,
+        dropout=0.5,
+        augment="shift,flip",
+    )
     order = np.concatenate([np.arange(40), -np.ones(8, int)]).reshape(3, 16).astype(np.int32)  # last batch part-full
     results, steps = [], []
     for stepwise in (False, True):
-        params = init_cnn(jax.random.PRNGKey(0), images.shape[1:], 2, settings.channels, settings.conv_kernel,
-                          settings.hidden)
+        params = init_cnn(
+            jax.random.PRNGKey(0), images.shape[1:], 2, settings.channels, settings.conv_kernel, settings.hidden
+        )
         run = _epoch_fn("xla", False, settings.dropout, settings.augmentations, 0.0, stepwise=stepwise)
-        results.append(run(params, adam().init(params), jax.numpy.asarray(images),
-                           jax.numpy.asarray(labels), order, jax.numpy.full(3, 0.01), jax.random.PRNGKey(1),
-                           on_step=lambda done, total: steps.append((done, total))))
+        results.append(
+            run(
+                params,
+                adam().init(params),
+                jax.numpy.asarray(images),
+                jax.numpy.asarray(labels),
+                order,
+                jax.numpy.full(3, 0.01),
+                jax.random.PRNGKey(1),
+                on_step=lambda done, total: steps.append((done, total)),
+            )
+        )
     (scanned_params, _, scanned_loss, scanned_hits), (params, _, loss, hits) = results
     for a, b in zip(jax.tree.leaves(scanned_params), jax.tree.leaves(params)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -12,8 +12,24 @@ from textclf.inference.artifacts import load_model
 from textclf.frontends.cli import app
 from textclf.frontends.daemon import DaemonOptions, run_daemon
 
-FAST = ["--model", "cnn", "--conv-channels", "4,8", "--conv-kernel", "3", "--hidden", "16", "--epochs", "8",
-        "--batch-size", "16", "--lr", "0.003", "--backend", "xla"]
+FAST = [
+    "--model",
+    "cnn",
+    "--conv-channels",
+    "4,8",
+    "--conv-kernel",
+    "3",
+    "--hidden",
+    "16",
+    "--epochs",
+    "8",
+    "--batch-size",
+    "16",
+    "--lr",
+    "0.003",
+    "--backend",
+    "xla",
+]
 
 
 @pytest.fixture
@@ -33,8 +49,9 @@ def image_dir(tmp_path):
 def test_train_and_predict_images(image_dir, tmp_path, db_path):
     runner = CliRunner()
     model_path = tmp_path / "cnn.npz"
-    result = runner.invoke(app, ["train", str(image_dir), "--out", str(model_path), "--db", str(db_path), "--json",
-                                 *FAST])
+    result = runner.invoke(
+        app, ["train", str(image_dir), "--out", str(model_path), "--db", str(db_path), "--json", *FAST]
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
     assert summary["eval_kind"] == "validation" and summary["eval_accuracy"] >= 0.9
@@ -78,8 +95,15 @@ def test_image_corpus_errors_and_settings(tmp_path, db_path):
 
 
 def test_daemon_trains_image_jobs(image_dir, db_path):
-    settings = {"model": "cnn", "conv_channels": "4,8", "conv_kernel": 3, "hidden": 16, "epochs": 3,
-                "batch_size": 16, "backend": "xla"}
+    settings = {
+        "model": "cnn",
+        "conv_channels": "4,8",
+        "conv_kernel": 3,
+        "hidden": 16,
+        "epochs": 3,
+        "batch_size": 16,
+        "backend": "xla",
+    }
     job_id = jobs.submit(open_db(db_path), str(image_dir), settings, "shapes")
     assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 1
     db = open_db(db_path)
@@ -94,8 +118,7 @@ def test_image_run_stops_and_resumes_through_train(image_dir, db_path, tmp_path)
     from textclf.runs.run import train
     from textclf.training.events import TrainingStopped
 
-    settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=8, epochs=3, batch_size=16,
-                        backend="xla")
+    settings = Settings(model="cnn", conv_channels="4", conv_kernel=3, hidden=8, epochs=3, batch_size=16, backend="xla")
     checkpoint = Checkpointer(tmp_path / "job.npz", every_seconds=3600)
     with pytest.raises(TrainingStopped):
         train(image_dir, settings, db_path=db_path, checkpointer=checkpoint, stop_requested=lambda: True)
@@ -115,8 +138,16 @@ def test_service_classifies_base64_images(image_dir, db_path):
 
     from textclf.frontends.service import ServiceOptions, create_app
 
-    settings = {"model": "cnn", "conv_channels": "4,8", "conv_kernel": 3, "hidden": 16, "epochs": 8,
-                "batch_size": 16, "learning_rate": 0.003, "backend": "xla"}
+    settings = {
+        "model": "cnn",
+        "conv_channels": "4,8",
+        "conv_kernel": 3,
+        "hidden": 16,
+        "epochs": 8,
+        "batch_size": 16,
+        "learning_rate": 0.003,
+        "backend": "xla",
+    }
     jobs.submit(open_db(db_path), str(image_dir), settings, "shapes")
     assert run_daemon(DaemonOptions(db_path=db_path, once=True)) == 1
     files = [image_dir / "left" / "0.png", image_dir / "right" / "0.png"]
@@ -134,8 +165,9 @@ def test_service_classifies_base64_images(image_dir, db_path):
 
 
 def test_image_training_reports_its_epochs_once_and_steps_within_them(image_dir, tmp_path, db_path):
-    result = CliRunner().invoke(app, ["train", str(image_dir), "--out", str(tmp_path / "cnn.npz"), "--db",
-                                      str(db_path), *FAST])
+    result = CliRunner().invoke(
+        app, ["train", str(image_dir), "--out", str(tmp_path / "cnn.npz"), "--db", str(db_path), *FAST]
+    )
     assert result.exit_code == 0, result.output
     assert result.output.count("training 8 epochs") == 1 and "training 0 epochs" not in result.output
     # 72 training images in batches of 16: 5 steps an epoch, the last of each reported (the CPU's stepwise epoch)

@@ -50,7 +50,7 @@ def test_separate_test_corpus(corpus_dir, db_path, fast_settings, tmp_path):
     other = tmp_path / "other"
     (other / "poetry").mkdir(parents=True)
     (other / "poetry" / "1.txt").write_text("roses are red")
-    (other / "space" ).mkdir()
+    (other / "space").mkdir()
     (other / "space" / "1.txt").write_text("the moon")
     with pytest.raises(CorpusError, match="label 'poetry' that the training corpus lacks"):
         train(corpus_dir, fast_settings, test_path=other, db_path=db_path)
@@ -61,8 +61,13 @@ def test_hashing_reads_and_vectorizes_in_one_stream(corpus_dir, db_path, fast_se
     """--vectorizer hashing goes through pipelines/stream.py: one read_vectorize phase, the same run record,
     a model that predicts like the training run scored it."""
     settings = fast_settings.replace(vectorizer="hashing", features=2048)
-    result = train(corpus_dir, settings, db_path=db_path, model_path=tmp_path / "h.npz",
-                   test_path=corpus_dir if with_test else None)
+    result = train(
+        corpus_dir,
+        settings,
+        db_path=db_path,
+        model_path=tmp_path / "h.npz",
+        test_path=corpus_dir if with_test else None,
+    )
     run = runs.get_run(open_db(db_path), result.run_id)
     assert run["status"] == "finished" and "read_vectorize" in run["phases"] and "read" not in run["phases"]
     assert run["n_features"] == 2048 and run["corpus_fingerprint"] and not run["vectors_cached"]
@@ -85,7 +90,9 @@ def test_failure_marks_the_run_failed(tmp_path, db_path, fast_settings):
     assert run["status"] == "failed" and "does not exist" in run["error"] and run["model_path"] is None
 
 
-def test_ctrl_c_marks_the_run_interrupted_and_writes_no_model(corpus_dir, db_path, fast_settings, monkeypatch, isolated_home):
+def test_ctrl_c_marks_the_run_interrupted_and_writes_no_model(
+    corpus_dir, db_path, fast_settings, monkeypatch, isolated_home
+):
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
@@ -152,8 +159,9 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     assert [h.loss for h in runs["flat"].history] == pytest.approx([h.loss for h in runs["pieces"].history], rel=1e-5)
 
 
-def test_a_large_held_out_set_is_scored_on_the_device_where_training_ran_on_a_gpu(corpus_dir, db_path,
-                                                                                  fast_settings, monkeypatch):
+def test_a_large_held_out_set_is_scored_on_the_device_where_training_ran_on_a_gpu(
+    corpus_dir, db_path, fast_settings, monkeypatch
+):
     import jax
 
     from textclf.runs import fitting as run_module
@@ -176,20 +184,29 @@ def test_a_large_held_out_set_is_scored_on_the_device_where_training_ran_on_a_gp
     assert called
 
 
-def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_path, db_path, fast_settings,
-                                                                              monkeypatch):
+def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(
+    tmp_path, db_path, fast_settings, monkeypatch
+):
     import json
 
     from pipelines import corpus as corpus_module
     from pipelines.corpus import read_corpus
 
     path = tmp_path / "train.jsonl"
-    path.write_text("".join(json.dumps({"text": f"{word} number {i}", "label": word}) + "\n"
-                            for i in range(300) for word in ("comet", "dough")))
+    path.write_text(
+        "".join(
+            json.dumps({"text": f"{word} number {i}", "label": word}) + "\n"
+            for i in range(300)
+            for word in ("comet", "dough")
+        )
+    )
     in_workers = []
     real_read = corpus_module._read_lines_in_workers
-    monkeypatch.setattr(corpus_module, "_read_lines_in_workers",
-                        lambda path, *a: in_workers.append(a[3].processes) or real_read(path, *a))
+    monkeypatch.setattr(
+        corpus_module,
+        "_read_lines_in_workers",
+        lambda path, *a: in_workers.append(a[3].processes) or real_read(path, *a),
+    )
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
 
     monkeypatch.setattr("pipelines.vectorize.chunks.PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
@@ -203,8 +220,9 @@ def test_a_large_jsonl_corpus_is_read_by_the_workers_as_one_reader_sees_it(tmp_p
 
 
 @pytest.mark.parametrize("searched, kind", [("a sample", "jsonl"), ("every text", "jsonl"), ("a sample", "parquet")])
-def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_train(tmp_path, monkeypatch, searched,
-                                                                                    kind):
+def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_train(
+    tmp_path, monkeypatch, searched, kind
+):
     """A JSONL file (or a Parquet file of several row groups: its documents named by their rows) large enough for
     the workers (shrunk here) keeps its texts in the file: the search fetches its
     sample's texts (or every text, where the search reads them all: a list it can slice), the vocabulary is fitted
@@ -214,10 +232,7 @@ def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_tr
     import json
 
     from pipelines import corpus as corpus_module
-    from tests.textclf.training.search.test_halving import (
-        cpu_split_of_a_large_corpus,
-        question_corpus,
-    )
+    from tests.textclf.training.search.test_halving import cpu_split_of_a_large_corpus, question_corpus
     from textclf.runs import text_data as run_module
 
     # A CPU's search reads a sample of the texts or all 600; a GPU's reads all 600 either way (its sample is
@@ -238,12 +253,14 @@ def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_tr
         monkeypatch.setattr(corpus_module, "SHARE_BYTES", 500)
     else:
         path.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
-    settings = Settings(epochs=2, search_budget=120, validation_fraction=0.2, char_ngrams=False,
-                        pinned=("char_ngrams",))  # held-out documents: the split's rows map to the file's
+    settings = Settings(
+        epochs=2, search_budget=120, validation_fraction=0.2, char_ngrams=False, pinned=("char_ngrams",)
+    )  # held-out documents: the split's rows map to the file's
     in_file = []
     real_fit = run_module.fit_vectorizer
-    monkeypatch.setattr(run_module, "fit_vectorizer", lambda texts, *a, **k: in_file.append(len(texts)) or
-                        real_fit(texts, *a, **k))
+    monkeypatch.setattr(
+        run_module, "fit_vectorizer", lambda texts, *a, **k: in_file.append(len(texts)) or real_fit(texts, *a, **k)
+    )
     trained = {}
     for read_bytes in (10**9, 1000):  # every text in memory, then left in the file
         monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", read_bytes)
@@ -252,8 +269,10 @@ def test_a_large_corpus_left_in_its_file_trains_the_model_its_texts_in_memory_tr
         trained[read_bytes] = (result, runs.get_run(open_db(tmp_path / f"runs-{read_bytes}.db"), result.run_id))
     (memory, memory_run), (left, left_run) = trained[10**9], trained[1000]
     assert in_file == [memory.n_train, 200]  # in memory the fit takes every text (and samples them itself)
-    assert left_run["settings"] == memory_run["settings"] and left_run["search"]["chosen"] == \
-        memory_run["search"]["chosen"]
+    assert (
+        left_run["settings"] == memory_run["settings"]
+        and left_run["search"]["chosen"] == memory_run["search"]["chosen"]
+    )
     assert left.model.vectorizer.terms == memory.model.vectorizer.terms
     np.testing.assert_array_equal(left.model.vectorizer.idf, memory.model.vectorizer.idf)
     assert (left.eval_accuracy, left.n_train, left.n_eval) == (memory.eval_accuracy, memory.n_train, memory.n_eval)
@@ -267,10 +286,7 @@ def _searched_sampled_questions(tmp_path, db_path, search_documents=None, rate_c
     -> (TrainResult, its run record, a function that trains the same again and returns those two)."""
     import json
 
-    from tests.textclf.training.search.test_halving import (
-        cpu_split_of_a_large_corpus,
-        question_corpus,
-    )
+    from tests.textclf.training.search.test_halving import cpu_split_of_a_large_corpus, question_corpus
 
     # 540 documents stand for a large corpus; every rate of the winner's variant is near
     rules = cpu_split_of_a_large_corpus().replace(near_rate_errors=100.0)
@@ -282,8 +298,10 @@ def _searched_sampled_questions(tmp_path, db_path, search_documents=None, rate_c
     labels = [("HUM" if i % 2 else "LOC") if i % 10 == 0 else label for i, label in enumerate(labels)]  # noise
     corpus = tmp_path / "questions.jsonl"
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
-    settings = Settings(epochs=3, search_budget=120, validation_fraction=0.1, char_ngrams=False,
-                        pinned=("char_ngrams",))
+    settings = Settings(
+        epochs=3, search_budget=120, validation_fraction=0.1, char_ngrams=False, pinned=("char_ngrams",)
+    )
+
     def trained():
         result = train(corpus, settings, db_path=db_path, rules=rules)
         return result, runs.get_run(open_db(db_path), result.run_id)
@@ -321,8 +339,7 @@ def _reuses_the_rate_choice(run, again) -> None:
     assert rerun["settings"] == run["settings"] and second.model.settings == Settings.from_dict(run["settings"])
 
 
-def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_the_rate(tmp_path, db_path,
-                                                                                       monkeypatch):
+def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_the_rate(tmp_path, db_path, monkeypatch):
     # a corpus "larger than the search's sample": 540 training documents against a sample of 150
     result, run, again = _searched_sampled_questions(tmp_path, db_path, search_documents=150)
     choice = run["search"]["rate_choice"]
@@ -342,8 +359,10 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
     rates = ", ".join(f"{c['learning_rate']:g}" for c in choice["candidates"])
     from textclf.training.search.summary import SearchSummary
 
-    assert _rate_chosen(SearchSummary.from_record(run["search"]), chosen["learning_rate"]) == \
-        f"lr {chosen['learning_rate']:g} (held-out documents' choice of {rates})"
+    assert (
+        _rate_chosen(SearchSummary.from_record(run["search"]), chosen["learning_rate"])
+        == f"lr {chosen['learning_rate']:g} (held-out documents' choice of {rates})"
+    )
     from textclf.frontends.cli.training import _rate_choice_line
     from textclf.training.search.summary import RateChoice
 
@@ -375,8 +394,7 @@ def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matri
     texts, labels = question_corpus(600)
     corpus = tmp_path / "questions.jsonl"
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
-    settings = Settings(epochs=3, ensemble=3, search_budget=60, char_ngrams=False,
-                        pinned=("char_ngrams", "ensemble"))
+    settings = Settings(epochs=3, ensemble=3, search_budget=60, char_ngrams=False, pinned=("char_ngrams", "ensemble"))
     result = train(corpus, settings, db_path=db_path, rules=rules)
     run = runs.get_run(open_db(db_path), result.run_id)
     held = min(plan_module.STOPPING_DOCUMENTS, int(540 * plan_module.STOPPING_FRACTION))
@@ -393,16 +411,15 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     import json
 
     from pipelines import corpus as corpus_module
-    from tests.textclf.training.search.test_halving import (
-        cpu_split_of_a_large_corpus,
-        question_corpus,
-    )
+    from tests.textclf.training.search.test_halving import cpu_split_of_a_large_corpus, question_corpus
     from textclf.runs import text_data as run_module
     from textclf.training import candidates, device_data
     from textclf.training import plan as plan_module
 
     monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
-    monkeypatch.setattr("pipelines.vectorize.fit.FIT_DOCUMENTS", 300)  # the vocabulary from a sample: the texts stay in the file
+    monkeypatch.setattr(
+        "pipelines.vectorize.fit.FIT_DOCUMENTS", 300
+    )  # the vocabulary from a sample: the texts stay in the file
     rules = cpu_split_of_a_large_corpus().replace(search_documents=150)  # and the search's (a sample, as ever there)
     monkeypatch.setattr("pipelines.vectorize.chunks.PARALLEL_MIN_DOCS", 1)  # a pool of workers for this small file
     monkeypatch.setattr("pipelines.vectorize.chunks.DOCS_PER_WORKER", 1)
@@ -410,10 +427,10 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
     texts, labels = question_corpus(700)
     for name, rows in (("train", slice(0, 600)), ("test", slice(600, 700))):
-        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t, "label": l}) + "\n"
-                                                        for t, l in zip(texts[rows], labels[rows])))
-    settings = Settings(epochs=3, ensemble=3, search_budget=60, char_ngrams=False,
-                        pinned=("char_ngrams", "ensemble"))
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts[rows], labels[rows]))
+        )
+    settings = Settings(epochs=3, ensemble=3, search_budget=60, char_ngrams=False, pinned=("char_ngrams", "ensemble"))
     import dataclasses
 
     from textclf.runs import run as run_steps
@@ -428,13 +445,13 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     for share_by_share in (True, False):
         if not share_by_share:  # the same run with the matrix on the host
             drafted = run_module.one_process_draft
-            monkeypatch.setattr(run_module, "one_process_draft",
-                                lambda *a: dataclasses.replace(drafted(*a), rows="host"))
+            monkeypatch.setattr(
+                run_module, "one_process_draft", lambda *a: dataclasses.replace(drafted(*a), rows="host")
+            )
         home = tmp_path / f"home-{share_by_share}"
         monkeypatch.setenv("TEXTCLF_HOME", str(home))
         db = tmp_path / f"runs-{share_by_share}.db"
-        result = train(tmp_path / "train.jsonl", settings, test_path=tmp_path / "test.jsonl", db_path=db,
-                       rules=rules)
+        result = train(tmp_path / "train.jsonl", settings, test_path=tmp_path / "test.jsonl", db_path=db, rules=rules)
         results[share_by_share] = (result, runs.get_run(open_db(db), result.run_id), home)
         assert len(streamed) == 1  # the first run only
         assert len(drafts) == (1 if share_by_share else 2)  # planned once a run: vectorizing's draft, completed
@@ -442,15 +459,18 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     assert device_run["status"] == "finished" and device_run["early_stopping"] == host_run["early_stopping"]
     assert [s.loss for s in device.history] == [s.loss for s in host.history]
     assert device.eval_accuracy == host.eval_accuracy and device.n_train == host.n_train == 600 - min(
-        plan_module.STOPPING_DOCUMENTS, int(600 * plan_module.STOPPING_FRACTION))
+        plan_module.STOPPING_DOCUMENTS, int(600 * plan_module.STOPPING_FRACTION)
+    )
     for a, b in zip(device.model.params, host.model.params):
         np.testing.assert_array_equal(a, b)
     assert not list(device_home.rglob("*.npz")) or all("models" in str(p) for p in device_home.rglob("*.npz"))
     assert any("models" not in str(p) for p in host_home.rglob("*.npz"))  # the host's matrix is cached
 
 
-@pytest.mark.skipif(__import__("jax").default_backend() != "cpu",
-                    reason="a CPU's search samples a corpus this small; a GPU's searches all of it (no refit to test)")
+@pytest.mark.skipif(
+    __import__("jax").default_backend() != "cpu",
+    reason="a CPU's search samples a corpus this small; a GPU's searches all of it (no refit to test)",
+)
 def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_all(tmp_path, db_path, monkeypatch):
     from textclf.training.plan import REFIT_HELD_OUT_FRACTION
 
@@ -471,13 +491,16 @@ def test_a_sampled_corpus_chooses_its_rate_on_held_out_documents_then_trains_on_
     assert run["early_stopping"] is None and run["status"] == "finished" and "rates" in run["phases"]
     # the rate choice, recorded after the search, keeps the search's leaderboard in the run
     assert run["search"]["leaderboard"] and run["search"]["leaderboard"][0]["settings"]["learning_rate"] in {
-        c["learning_rate"] for c in choice["candidates"]}
+        c["learning_rate"] for c in choice["candidates"]
+    }
     from typer.testing import CliRunner
 
     from textclf.frontends.cli import app
 
     shown = CliRunner().invoke(app, ["runs", "show", str(result.run_id), "--db", str(db_path)])
     assert shown.exit_code == 0
-    assert (f"by {int(540 * REFIT_HELD_OUT_FRACTION)} held-out training documents (networks on 64 columns), then "
-            "all of them") in shown.output and f"{max(curve):.4f} at epoch {best_epoch} (kept)" in shown.output
+    assert (
+        f"by {int(540 * REFIT_HELD_OUT_FRACTION)} held-out training documents (networks on 64 columns), then "
+        "all of them"
+    ) in shown.output and f"{max(curve):.4f} at epoch {best_epoch} (kept)" in shown.output
     _reuses_the_rate_choice(run, again)

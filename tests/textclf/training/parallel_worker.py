@@ -36,8 +36,16 @@ def compare(backend: str, optimizer: str) -> dict:
     y = rng.integers(0, classes, n).astype(np.int32)
     results = {}
     for devices in (1, len(jax.devices())):
-        settings = Settings(batch_size=BATCH, epochs=1, min_steps=0, optimizer=optimizer, devices=devices,
-                            learning_rate=0.01, hidden=16, parallel=layout or "data")
+        settings = Settings(
+            batch_size=BATCH,
+            epochs=1,
+            min_steps=0,
+            optimizer=optimizer,
+            devices=devices,
+            learning_rate=0.01,
+            hidden=16,
+            parallel=layout or "data",
+        )
         config = None
         if backend == "pallas":  # exact arithmetic so that only the reduction order differs
             config = kernel_config_for(settings, BATCH // devices).replace(precision="highest", x_dtype="float32")
@@ -45,8 +53,9 @@ def compare(backend: str, optimizer: str) -> dict:
     one, many = results.values()
     return {
         "devices": len(jax.devices()),
-        "max_abs_diff": {k: float(np.abs(getattr(one.params, k) - getattr(many.params, k)).max())
-                         for k in ("w1", "b1", "w2", "b2")},
+        "max_abs_diff": {
+            k: float(np.abs(getattr(one.params, k) - getattr(many.params, k)).max()) for k in ("w1", "b1", "w2", "b2")
+        },
         "loss": [one.history[-1].loss, many.history[-1].loss],
         "eval_accuracy": [one.history[-1].eval_accuracy, many.history[-1].eval_accuracy],
     }
@@ -72,21 +81,30 @@ def compare_pieces(optimizer: str) -> dict:
     params = init_params(jax.random.PRNGKey(0), features, 16, classes)
     state = make_optimizer(optimizer).init(params)
     batches = gather_piece_batches(jax.device_put(host_pieces(x, y, width)), jnp.asarray(order), cap)
-    one, _, one_losses, _ = jax.jit(lambda p, s, *b: xla_epoch(p, s, *b, momentum=0.9, weight_decay=0.0,
-                                                               optimizer=optimizer))(params, state, *batches, lrs)
+    one, _, one_losses, _ = jax.jit(
+        lambda p, s, *b: xla_epoch(p, s, *b, momentum=0.9, weight_decay=0.0, optimizer=optimizer)
+    )(params, state, *batches, lrs)
     parts = len(jax.devices())
     mesh = feature_parallel.feature_mesh(parts)
     shards = feature_parallel.host_shards(x, y, parts, "pieces", width)
     padded = feature_parallel.pad_params((params, state), parts)
     padded = feature_parallel.place(padded, mesh, feature_parallel.param_specs(padded))
-    data = (feature_parallel.place(shards, mesh, feature_parallel.SHARDED),
-            feature_parallel.place(y, mesh, feature_parallel.REPLICATED))
+    data = (
+        feature_parallel.place(shards, mesh, feature_parallel.SHARDED),
+        feature_parallel.place(y, mesh, feature_parallel.REPLICATED),
+    )
     epoch = jax.jit(feature_parallel.epoch_function(optimizer, 0.9, 0.0, mesh, cap))
     many, _, many_losses, _ = epoch(*padded, data, order, lrs)
     return {
         "devices": parts,
-        "max_abs_diff": {k: float(np.abs(np.asarray(getattr(one, k)) - np.asarray(getattr(many, k))[
-            :features if k == "w1" else None]).max()) for k in ("w1", "b1", "w2", "b2")},
+        "max_abs_diff": {
+            k: float(
+                np.abs(
+                    np.asarray(getattr(one, k)) - np.asarray(getattr(many, k))[: features if k == "w1" else None]
+                ).max()
+            )
+            for k in ("w1", "b1", "w2", "b2")
+        },
         "padding_rows_zero": bool(np.all(np.asarray(many.w1)[features:] == 0)),
         "loss": [float(one_losses[-1]), float(many_losses[-1])],
     }

@@ -15,16 +15,27 @@ def test_an_explicit_backend_is_kept(requested):
 
 def test_auto_on_a_gpu_follows_the_measured_rows(monkeypatch):
     # today's rows: XLA for the MLP at every batch measured; the CNN's Pallas kernels at its default batch
-    for network, batch, expected in (("mlp", 64, "xla"), ("mlp", 4096, "xla"), ("cnn", 64, "pallas"),
-                                     ("cnn", 128, "xla")):
+    for network, batch, expected in (
+        ("mlp", 64, "xla"),
+        ("mlp", 4096, "xla"),
+        ("cnn", 64, "pallas"),
+        ("cnn", 128, "xla"),
+    ):
         backend, why = choose_backend("auto", network, batch, on_gpu=True)
         assert backend == expected and why.startswith(f"auto at {batch} a device: ")
     why = choose_backend("auto", "cnn", 64, on_gpu=True)[1]
     assert "H100" in why and "H200" in why  # the measurements it stands on
     # a batch range where a Pallas path measured faster takes its own row
-    monkeypatch.setitem(backends.AUTO_ON_GPU, "mlp", [(1, "xla", "small"), (512, "pallas", "big"), (2048, "xla", "huge")])
-    assert [choose_backend("auto", "mlp", b, True)[0] for b in (16, 511, 512, 2047, 2048)] == \
-        ["xla", "xla", "pallas", "pallas", "xla"]
+    monkeypatch.setitem(
+        backends.AUTO_ON_GPU, "mlp", [(1, "xla", "small"), (512, "pallas", "big"), (2048, "xla", "huge")]
+    )
+    assert [choose_backend("auto", "mlp", b, True)[0] for b in (16, 511, 512, 2047, 2048)] == [
+        "xla",
+        "xla",
+        "pallas",
+        "pallas",
+        "xla",
+    ]
     assert choose_backend("auto", "mlp", 1024, True)[1] == "auto at 1024 a device: big"
 
 
@@ -46,8 +57,9 @@ def test_importing_textclf_keeps_the_gpu_from_reserving_memory_unless_the_user_s
     if given is not None:
         env["XLA_PYTHON_CLIENT_PREALLOCATE"] = given
     probe = "import os, textclf; print(os.environ['XLA_PYTHON_CLIENT_PREALLOCATE'])"
-    shown = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
-                           check=True).stdout.strip()
+    shown = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert shown == expected
 
 

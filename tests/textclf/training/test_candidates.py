@@ -10,8 +10,10 @@ def _data(seed: int = 0):
     rng = np.random.default_rng(seed)
     x = sp.random(120, 32, density=0.2, format="csr", random_state=seed, dtype=np.float32)
     y = (np.asarray(x[:, :16].sum(axis=1)).ravel() > np.asarray(x[:, 16:].sum(axis=1)).ravel()).astype(np.int32)
-    train, val = rng.permutation(120)[:90], np.arange(120)[np.isin(np.arange(120), rng.permutation(120)[:90],
-                                                                     invert=True)]
+    train, val = (
+        rng.permutation(120)[:90],
+        np.arange(120)[np.isin(np.arange(120), rng.permutation(120)[:90], invert=True)],
+    )
     return lambda: round_data(x[train], y[train], x[val], y[val], 16, seed, (0, 0), (0, 0))
 
 

@@ -26,8 +26,11 @@ def test_resumed_training_equals_uninterrupted(problem, fast_settings, tmp_path)
     whole = fit_network(rows, settings)
     checkpoint = Checkpointer(tmp_path / "ckpt.npz")
     with pytest.raises(TrainingStopped, match="after epoch 2 of 4"):
-        fit_network(rows, settings, watch=Watch(stop_requested=lambda: checkpoint.load().epochs_done >= 2,
-                                                checkpointer=checkpoint))
+        fit_network(
+            rows,
+            settings,
+            watch=Watch(stop_requested=lambda: checkpoint.load().epochs_done >= 2, checkpointer=checkpoint),
+        )
     assert checkpoint.load().epochs_done == 2
     resumed = fit_network(rows, settings, watch=Watch(checkpointer=checkpoint))
     assert [h.epoch for h in resumed.history] == [1, 2, 3, 4]
@@ -46,8 +49,11 @@ def test_checkpoints_are_spaced_but_a_stop_always_saves(problem, fast_settings, 
     assert spaced.load() is None  # never due, never asked to stop: nothing written
     asked = []
     with pytest.raises(TrainingStopped, match="after epoch 1 of 4"):
-        fit_network(TrainingRows(matrix, labels, n_classes), settings,
-                    watch=Watch(stop_requested=lambda: asked.append(1) or True, checkpointer=spaced))
+        fit_network(
+            TrainingRows(matrix, labels, n_classes),
+            settings,
+            watch=Watch(stop_requested=lambda: asked.append(1) or True, checkpointer=spaced),
+        )
     assert spaced.load().epochs_done == 1
 
 
@@ -69,11 +75,14 @@ def test_a_checkpoint_with_wrong_numbers_is_as_good_as_none(tmp_path):
     from textclf.training.checkpoint import Checkpointer
 
     header = {"epochs_done": 1, "history": []}
-    for name, arrays in (("nan", {"param.0": np.full(4, np.nan, np.float32)}),
-                         ("negative", {"param.0": np.zeros(4, np.float32)})):
+    for name, arrays in (
+        ("nan", {"param.0": np.full(4, np.nan, np.float32)}),
+        ("negative", {"param.0": np.zeros(4, np.float32)}),
+    ):
         path = tmp_path / f"{name}.npz"
-        np.savez(path, header=np.array(json.dumps({**header, "epochs_done": -3} if name == "negative" else header)),
-                 **arrays)
+        np.savez(
+            path, header=np.array(json.dumps({**header, "epochs_done": -3} if name == "negative" else header)), **arrays
+        )
         assert Checkpointer(path, 0).load() is None and not path.exists(), name
 
 
@@ -87,8 +96,12 @@ def test_a_checkpoint_of_other_shapes_is_not_resumed():
 
     class Saved:
         def __init__(self, rows):
-            self.state = TrainState(3, [np.ones((rows, 4), np.float32), np.ones(4, np.float32)],
-                                    [np.ones((rows, 4), np.float32)], ["three epochs"])
+            self.state = TrainState(
+                3,
+                [np.ones((rows, 4), np.float32), np.ones(4, np.float32)],
+                [np.ones((rows, 4), np.float32)],
+                ["three epochs"],
+            )
 
         def load(self):
             return self.state

@@ -25,8 +25,12 @@ def test_device_batches_equal_host_batches_for_the_same_order():
     widest = int(batch_nnz_max(jnp.asarray(x.indptr), jnp.asarray(order)))
     cap = next_power_of_two(widest)
     assert cap == host.indices.shape[1]
-    device = [np.asarray(a) for a in gather_batches(
-        type(host_csr(x, y))(*(jnp.asarray(a) for a in host_csr(x, y))), jnp.asarray(order), cap)]
+    device = [
+        np.asarray(a)
+        for a in gather_batches(
+            type(host_csr(x, y))(*(jnp.asarray(a) for a in host_csr(x, y))), jnp.asarray(order), cap
+        )
+    ]
     for name, got, want in zip(("indices", "values", "rows", "labels", "mask"), device, host.arrays()):
         if name == "labels":  # padding rows: host repeats row 0's label, the device writes 0; both masked
             got, want = got * host.mask, want * host.mask
@@ -62,8 +66,10 @@ def test_an_upload_in_pieces_is_the_host_arrays(monkeypatch):
     from textclf.training import device_data
 
     x, y = _matrix()
-    x = sp.vstack([x, sp.csr_matrix((np.array([1.0, 2.0], np.float32), np.array([4, 4]), np.array([0, 2])),
-                                    shape=(1, 40))], format="csr")  # one cell twice
+    x = sp.vstack(
+        [x, sp.csr_matrix((np.array([1.0, 2.0], np.float32), np.array([4, 4]), np.array([0, 2])), shape=(1, 40))],
+        format="csr",
+    )  # one cell twice
     y = np.append(y, 2).astype(np.int32)
     for piece_bytes in (40, 10**9):  # pieces of 10 entries (the last one short); one piece
         monkeypatch.setattr(device_data, "UPLOAD_BYTES", piece_bytes)
@@ -72,7 +78,7 @@ def test_an_upload_in_pieces_is_the_host_arrays(monkeypatch):
             assert got.dtype == want.dtype
             assert len(got) == device_data.bucket(len(want) - (name == "indptr")) + (name == "indptr")
             np.testing.assert_array_equal(got[: len(want)], want)
-            assert (got[len(want):] == (want[-1] if name == "indptr" else 0)).all()
+            assert (got[len(want) :] == (want[-1] if name == "indptr" else 0)).all()
 
 
 def test_write_then_erase_batch_matches_dense_batch_and_restores_zeros():
@@ -129,8 +135,9 @@ def test_piece_batches_give_the_flat_batches_hidden_layer():
 
     x, y = _matrix()
     order = jnp.asarray(epoch_order(seed=1, epoch=0, n=53, steps=4, batch_size=16))
-    flat = gather_batches(jax.device_put(host_csr(x, y)), order, next_power_of_two(
-        int(batch_nnz_max(x.indptr, np.asarray(order)))))
+    flat = gather_batches(
+        jax.device_put(host_csr(x, y)), order, next_power_of_two(int(batch_nnz_max(x.indptr, np.asarray(order))))
+    )
     pieces = host_pieces(x, y, 4)
     cap = next_power_of_two(batch_nnz_max(pieces.piece_ptr, np.asarray(order)))
     indices, values, rows, labels, mask = gather_piece_batches(jax.device_put(pieces), order, cap)
@@ -177,20 +184,30 @@ def test_an_ensemble_trains_on_the_batches_the_host_would_cut(monkeypatch, segme
     rng = np.random.default_rng(seed)
     orders = [rng.permutation(x.shape[0]) for _ in range(epochs)]
     shape = candidates.batch_shape([x] * epochs, batch, orders)
-    settings = Settings(ensemble=members, learning_rate=0.01, weight_decay=0.0, epochs=epochs, min_steps=0,
-                        batch_size=batch, hidden=8, seed=seed)
+    settings = Settings(
+        ensemble=members,
+        learning_rate=0.01,
+        weight_decay=0.0,
+        epochs=epochs,
+        min_steps=0,
+        batch_size=batch,
+        hidden=8,
+        seed=seed,
+    )
     whole = candidates.fit_ensemble(TrainingRows(x, y, 4, x, y), settings)
     if segment_steps:
         monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * shape[1] * segment_steps)
     got, history, *_ = candidates.fit_ensemble(TrainingRows(x, y, 4, x, y), settings)
     assert [(h.loss, h.train_accuracy, h.eval_accuracy) for h in history] == [
-        (h.loss, h.train_accuracy, h.eval_accuracy) for h in whole[1]]
+        (h.loss, h.train_accuracy, h.eval_accuracy) for h in whole[1]
+    ]
     params, state = stacked_step.start_stack(seed, x.shape[1], 8, 4, members)
     rates, decays = jnp.full((members,), 0.01), jnp.zeros((members,))
     for order in orders:
         cut = candidates._device_batches(x, y, batch, order, shape)
-        params, state, _ = stacked_step.stacked_epoch(params, state, rates, decays, *cut,
-                                                      dense=stacked_step.dense_default())
+        params, state, _ = stacked_step.stacked_epoch(
+            params, state, rates, decays, *cut, dense=stacked_step.dense_default()
+        )
     want = merged(jax.tree.map(np.asarray, params))
     for name, a, b in zip(("w1", "b1", "w2", "b2"), got, want):
         np.testing.assert_allclose(a, b, atol=1e-6, err_msg=name)

@@ -1,4 +1,5 @@
-"""Data parallelism (textclf/training/data_parallel.py) and several processes (textclf/training/distributed.py), on CPU devices.
+"""Data parallelism (textclf/training/data_parallel.py) and several processes (textclf/training/distributed.py), on CPU
+devices.
 
 The device count of a JAX process is fixed when JAX starts, so multi-device runs happen in subprocesses with
 XLA_FLAGS=--xla_force_host_platform_device_count=N; processes talk through jax.distributed (gloo on CPU).
@@ -29,15 +30,21 @@ WORKER = Path(__file__).with_name("parallel_worker.py")
 
 def _env(devices: int, home: Path) -> dict:
     path = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", TEXTCLF_HOME=str(home),
-               TEXTCLF_PALLAS_INTERPRET="1", PYTHONPATH=path, JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ,
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        TEXTCLF_HOME=str(home),
+        TEXTCLF_PALLAS_INTERPRET="1",
+        PYTHONPATH=path,
+        JAX_PLATFORMS="cpu",
+    )
     env.pop("TEXTCLF_DB", None)
     return env
 
 
 def _json_tail(text: str) -> dict:
     """The JSON object a command printed (gloo prints its connection lines to stdout first)."""
-    return json.loads(text[text.index("{"):])
+    return json.loads(text[text.index("{") :])
 
 
 def test_batch_must_split_evenly():
@@ -46,15 +53,26 @@ def test_batch_must_split_evenly():
     assert check_batch(64, SimpleNamespace(size=4)) == 16
 
 
-@pytest.mark.parametrize("case", ["xla:adam", "xla:sgd", "pallas:adam", "pallas:sgd", "xla-features:adam",
-                                  "xla-features:sgd", "features-pieces:adam"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "xla:adam",
+        "xla:sgd",
+        "pallas:adam",
+        "pallas:sgd",
+        "xla-features:adam",
+        "xla-features:sgd",
+        "features-pieces:adam",
+    ],
+)
 def test_one_and_four_devices_give_the_same_parameters(tmp_path, case):
     """Same global batches on 1 and on 4 devices: the same parameters up to float32 summation order, for the
     XLA path and the Pallas kernels (interpret mode) inside shard_map, both optimizers, and for W1 split by
     feature rows (xla-features: through fit_network; features-pieces: the pieces layout a GPU reads). One case
     a test, so that the test workers share them (together they were the suite's longest test)."""
-    done = subprocess.run([sys.executable, str(WORKER), case],
-                          env=_env(4, tmp_path), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(WORKER), case], env=_env(4, tmp_path), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(done.stdout)
     for case, result in results.items():
@@ -71,11 +89,28 @@ def _train_in_two_processes(tmp_path: Path, arguments: list[str], devices: int) 
     """`textclf train ARGUMENTS --json` as processes 0 and 1 of a jax.distributed run on localhost, each with
     `devices` CPU devices and its own data dir, process i writing model{i}.npz -> their JSON results."""
     port = free_port()
-    common = [sys.executable, "-m", "textclf", "train", *arguments, "--json", "--coordinator", f"127.0.0.1:{port}",
-              "--num-processes", "2"]
-    procs = [subprocess.Popen(common + ["--process-id", str(i), "--out", str(tmp_path / f"model{i}.npz")],
-                              env=_env(devices, tmp_path / f"home{i}"), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    common = [
+        sys.executable,
+        "-m",
+        "textclf",
+        "train",
+        *arguments,
+        "--json",
+        "--coordinator",
+        f"127.0.0.1:{port}",
+        "--num-processes",
+        "2",
+    ]
+    procs = [
+        subprocess.Popen(
+            common + ["--process-id", str(i), "--out", str(tmp_path / f"model{i}.npz")],
+            env=_env(devices, tmp_path / f"home{i}"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
     outputs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outputs):
         assert p.returncode == 0, (out + err)[-3000:]
@@ -87,16 +122,38 @@ def test_two_processes_each_read_their_share_and_train_like_one(tmp_path, corpus
     reads only its half of the training and test corpora (documents counted), they agree on the vocabulary
     through the runtime, only process 0 writes the model, and it matches a one-process run's model."""
     first, second = _train_in_two_processes(
-        tmp_path, [str(corpus_dir), "--test", str(corpus_dir), "--epochs", "3", "--devices", "2", "--batch-size", "16"],
-        devices=2)
+        tmp_path,
+        [str(corpus_dir), "--test", str(corpus_dir), "--epochs", "3", "--devices", "2", "--batch-size", "16"],
+        devices=2,
+    )
     assert first["model_path"] == str(tmp_path / "model0.npz") and second["model_path"] is None
     assert not (tmp_path / "model1.npz").exists()
     assert first["read_documents"] == second["read_documents"] == 18  # of the sample corpus's 36
     assert first["n_train"] == second["n_train"] == 36 and first["n_eval"] == 36
-    single = subprocess.run([sys.executable, "-m", "textclf", "train", str(corpus_dir), "--test", str(corpus_dir),
-                             "--json", "--epochs", "3", "--batch-size", "16", "--devices", "1",
-                             "--out", str(tmp_path / "single.npz")], env=_env(1, tmp_path / "home-single"),
-                            capture_output=True, text=True, timeout=300)
+    single = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "textclf",
+            "train",
+            str(corpus_dir),
+            "--test",
+            str(corpus_dir),
+            "--json",
+            "--epochs",
+            "3",
+            "--batch-size",
+            "16",
+            "--devices",
+            "1",
+            "--out",
+            str(tmp_path / "single.npz"),
+        ],
+        env=_env(1, tmp_path / "home-single"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert single.returncode == 0, single.stderr[-3000:]
     alone_result = _json_tail(single.stdout)
     assert alone_result["read_documents"] == 36
@@ -115,10 +172,16 @@ def test_two_processes_without_a_test_corpus_hold_out_from_their_shares(tmp_path
     its own share."""
     corpus = tmp_path / "corpus.jsonl"
     words = {"cooking": "oven flour bake simmer", "space": "orbit rocket launch comet"}
-    corpus.write_text("".join(json.dumps({"text": f"{words[label]} note {i} " * (1 + i % 5), "label": label}) + "\n"
-                              for i in range(61) for label in [("cooking", "space")[i % 2]]))
+    corpus.write_text(
+        "".join(
+            json.dumps({"text": f"{words[label]} note {i} " * (1 + i % 5), "label": label}) + "\n"
+            for i in range(61)
+            for label in [("cooking", "space")[i % 2]]
+        )
+    )
     results = _train_in_two_processes(
-        tmp_path, [str(corpus), "--epochs", "2", "--vectorizer", "hashing", "--features", "512"], devices=1)
+        tmp_path, [str(corpus), "--epochs", "2", "--vectorizer", "hashing", "--features", "512"], devices=1
+    )
     assert sum(r["read_documents"] for r in results) == 61 and min(r["read_documents"] for r in results) > 20
     assert results[0]["n_train"] + results[0]["n_eval"] == 61 and results[0]["eval_kind"] == "validation"
     assert results[0]["n_eval"] == sum(round(r["read_documents"] * 0.1) for r in results)
@@ -147,10 +210,17 @@ def test_parallel_option_errors():
 
 def test_coordinates_from_the_environment():
     assert coordinates_from_env({}) is None
-    assert coordinates_from_env({"TEXTCLF_COORDINATOR": "h:1", "TEXTCLF_NUM_PROCESSES": "4",
-                                 "TEXTCLF_PROCESS_ID": "2"}) == ("h:1", 4, 2)
-    step = {"SLURM_NTASKS": "2", "SLURM_PROCID": "1", "SLURM_STEP_ID": "0", "SLURM_JOB_ID": "7",
-            "SLURM_STEP_NODELIST": "node[001-002]", "SLURM_LOCALID": "0"}
+    assert coordinates_from_env(
+        {"TEXTCLF_COORDINATOR": "h:1", "TEXTCLF_NUM_PROCESSES": "4", "TEXTCLF_PROCESS_ID": "2"}
+    ) == ("h:1", 4, 2)
+    step = {
+        "SLURM_NTASKS": "2",
+        "SLURM_PROCID": "1",
+        "SLURM_STEP_ID": "0",
+        "SLURM_JOB_ID": "7",
+        "SLURM_STEP_NODELIST": "node[001-002]",
+        "SLURM_LOCALID": "0",
+    }
     assert coordinates_from_env(step) == "slurm"
     for missing in ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_LOCALID"):  # JAX raised "coordinator_address"
         with pytest.raises(SettingsError, match=f"a SLURM job step of 2 tasks without {missing}: start it with srun"):

@@ -12,7 +12,8 @@ from textclf.training.inputs import TrainingRows, Watch
 
 
 def _two_long_documents(n=40, features=64):
-    """n documents of 1-4 nonzeros, two of 50: the batch width (a power of two) doubles in the epochs that batch them together."""
+    """n documents of 1-4 nonzeros, two of 50: the batch width (a power of two) doubles in the epochs that batch them
+    together."""
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 5, n)
     lengths[[3, 17]] = 50
@@ -24,17 +25,21 @@ def _two_long_documents(n=40, features=64):
 
 def _widths(matrix, settings, epochs):
     n, batch = matrix.shape[0], settings.batch_size
-    return {next_power_of_two(int(batch_nnz_max(jnp.asarray(matrix.indptr),
-                                                epoch_order(settings.seed, e, n, -(-n // batch), batch))))
-            for e in range(epochs)}
+    return {
+        next_power_of_two(
+            int(batch_nnz_max(jnp.asarray(matrix.indptr), epoch_order(settings.seed, e, n, -(-n // batch), batch)))
+        )
+        for e in range(epochs)
+    }
 
 
 def test_a_run_compiles_its_epoch_once_although_its_epochs_batch_widths_differ(fast_settings):
     matrix, labels = _two_long_documents()
     base = fast_settings.replace(batch_size=4, epochs=6, min_steps=0)
     # A seed whose epochs would need two power-of-two batch widths (so this test can fail).
-    settings = next(base.replace(seed=seed) for seed in range(100)
-                    if len(_widths(matrix, base.replace(seed=seed), 6)) > 1)
+    settings = next(
+        base.replace(seed=seed) for seed in range(100) if len(_widths(matrix, base.replace(seed=seed), 6)) > 1
+    )
     loop._warm_epoch.cache_clear()
     result = loop.fit_network(TrainingRows(matrix, labels, 3), settings)
     assert len(result.history) == 6
@@ -53,8 +58,9 @@ def test_an_epoch_gathered_in_segments_trains_the_network_of_one_gather(fast_set
 
     monkeypatch.setattr(backends, "device_kind", lambda: "gpu" if layout == "pieces" else "cpu")
     matrix, labels = _two_long_documents()
-    settings = fast_settings.replace(batch_size=4, epochs=2, min_steps=0, lr_schedule="linear", optimizer="adam",
-                                     learning_rate=0.01)
+    settings = fast_settings.replace(
+        batch_size=4, epochs=2, min_steps=0, lr_schedule="linear", optimizer="adam", learning_rate=0.01
+    )
     assert make_step("xla", settings, 4).layout == layout
     whole = loop.fit_network(TrainingRows(matrix, labels, 3, matrix[:9], labels[:9]), settings)
     width = max(1, int(batch_nnz_max(matrix.indptr, epoch_order(0, 0, 40, 10, 4))))  # a step's slots, at least
@@ -144,8 +150,12 @@ def test_early_stopping_scores_the_held_out_documents():
     x = sp.csr_matrix(np.eye(4, dtype=np.float32))
     y = np.array([0, 1, 0, 1])
     # hidden = sigmoid(x @ w1): unit i of document i; w2 sends units 0, 2 to class 0 and 1, 3 to class 1
-    right = Params(np.eye(4, dtype=np.float32) * 10, np.zeros(4, np.float32),
-                   np.array([[1, 0], [0, 1], [1, 0], [0, 1]], np.float32), np.zeros(2, np.float32))
+    right = Params(
+        np.eye(4, dtype=np.float32) * 10,
+        np.zeros(4, np.float32),
+        np.array([[1, 0], [0, 1], [1, 0], [0, 1]], np.float32),
+        np.zeros(2, np.float32),
+    )
     wrong = Params(right.w1, right.b1, right.w2[:, ::-1].copy(), right.b2)
     rule = EarlyStopping(x, y, patience=2)
     assert rule(0, lambda: wrong) is False and rule(1, lambda: right) is False
@@ -179,8 +189,9 @@ def test_an_ensemble_stops_early_too():
 
     matrix, labels = _two_long_documents()
     judged = _judged([0.5, 0.4, 0.9, 0.9])
-    settings = Settings(ensemble=2, learning_rate=0.01, weight_decay=0.0, epochs=4, min_steps=0, batch_size=4, hidden=8,
-                        seed=0)
+    settings = Settings(
+        ensemble=2, learning_rate=0.01, weight_decay=0.0, epochs=4, min_steps=0, batch_size=4, hidden=8, seed=0
+    )
     params, history, _, _ = fit_ensemble(TrainingRows(matrix, labels, 3), settings, Watch(early_stopping=judged))
     assert len(history) == 2 and all(np.array_equal(a, b) for a, b in zip(params, judged.seen[0]))
 
@@ -195,7 +206,7 @@ def test_a_one_network_epoch_of_wide_caps_trains_as_the_same_batches_cut_to_thei
 
     rng = np.random.default_rng(3)
     n_features, batch_rows, cap = 200, 32, NARROW_MIN_CAP * NARROW_DIVISOR
-    uses = (cap // NARROW_DIVISOR ** 2 - 7, cap // NARROW_DIVISOR - 7, cap - 7)  # each batch's nonzeros
+    uses = (cap // NARROW_DIVISOR**2 - 7, cap // NARROW_DIVISOR - 7, cap - 7)  # each batch's nonzeros
 
     def batches(width_of):
         arrays = [[], [], [], [], []]
@@ -206,8 +217,16 @@ def test_a_one_network_epoch_of_wide_caps_trains_as_the_same_batches_cut_to_thei
             indices[:used] = draw.integers(0, n_features, used)
             values[:used] = draw.random(used) / 40
             rows[:used] = np.sort(draw.integers(0, batch_rows, used))
-            for into, array in zip(arrays, (indices, values, rows, draw.integers(0, 3, batch_rows).astype(np.int32),
-                                            np.ones(batch_rows, np.float32))):
+            for into, array in zip(
+                arrays,
+                (
+                    indices,
+                    values,
+                    rows,
+                    draw.integers(0, 3, batch_rows).astype(np.int32),
+                    np.ones(batch_rows, np.float32),
+                ),
+            ):
                 into.append(array)
         return arrays
 
@@ -218,7 +237,7 @@ def test_a_one_network_epoch_of_wide_caps_trains_as_the_same_batches_cut_to_thei
     cut = (params, adam().init(params))
     for step in range(len(uses)):  # one batch at a time, each array as wide as its nonzeros
         arrays = [jnp.asarray(a[step])[None] for a in batches(lambda used: used)]
-        cut = epoch(*cut[:2], *arrays, lrs[step:step + 1])
+        cut = epoch(*cut[:2], *arrays, lrs[step : step + 1])
     for got, want in zip(jax.tree.leaves(wide[:2]), jax.tree.leaves(cut[:2])):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
 
@@ -233,8 +252,12 @@ def test_held_out_scores_gathered_on_the_device_are_the_host_batches_scores(monk
     rng = np.random.default_rng(5)
     matrix = sp.random(2500, 300, density=0.05, format="csr", random_state=6, dtype=np.float32)
     matrix.data = rng.random(matrix.nnz).astype(np.float32)
-    params = Params(rng.normal(size=(300, 16)).astype(np.float32), rng.normal(size=16).astype(np.float32),
-                    rng.normal(size=(16, 3)).astype(np.float32), rng.normal(size=3).astype(np.float32))
+    params = Params(
+        rng.normal(size=(300, 16)).astype(np.float32),
+        rng.normal(size=16).astype(np.float32),
+        rng.normal(size=(16, 3)).astype(np.float32),
+        rng.normal(size=3).astype(np.float32),
+    )
     monkeypatch.setattr(device_data, "SEGMENT_BYTES", 1)  # one batch a segment: three segments, the last short
     got = loop.held_out_scores_device(params, matrix)
     assert got.shape == (2500, 3)
@@ -250,10 +273,15 @@ def test_initial_weights_compiled_at_o1_are_the_o3_programs_bit_for_bit(program)
     the weights must be those of the default -O3 program."""
     from textclf.training import stacked_step, step
 
-    jitted, args = {"stacked": (stacked_step.init_stack, (jax.random.PRNGKey(7), 300, 16, 3, 4)),
-                    "one network": (step._start_state, (7, 300, 16, 3, 1.0, "adam", None))}[program]
-    o3 = jax.jit(jitted.__wrapped__, static_argnums=tuple(range(1, len(args))),
-                 compiler_options={"xla_backend_optimization_level": 3})
+    jitted, args = {
+        "stacked": (stacked_step.init_stack, (jax.random.PRNGKey(7), 300, 16, 3, 4)),
+        "one network": (step._start_state, (7, 300, 16, 3, 1.0, "adam", None)),
+    }[program]
+    o3 = jax.jit(
+        jitted.__wrapped__,
+        static_argnums=tuple(range(1, len(args))),
+        compiler_options={"xla_backend_optimization_level": 3},
+    )
     for ours, reference in zip(jax.tree.leaves(jitted(*args)), jax.tree.leaves(o3(*args)), strict=True):
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(reference))
 
@@ -282,8 +310,9 @@ def test_corpora_of_one_shape_bucket_train_on_one_compiled_epoch(fast_settings, 
         if network == "one":
             params = loop.fit_network(TrainingRows(x, y, 3, x[:10], y[:10]), settings).params
         else:
-            params = candidates.fit_ensemble(TrainingRows(x, y, 3, x[:10], y[:10]),
-                                             settings.replace(ensemble=2, seed=n))[0]
+            params = candidates.fit_ensemble(
+                TrainingRows(x, y, 3, x[:10], y[:10]), settings.replace(ensemble=2, seed=n)
+            )[0]
         assert params.w1.shape[0] == features  # the padding rows never reach the model
     if network == "one":
         compiled = [f for f in loop._warm_epochs_built.values()]
@@ -306,5 +335,6 @@ def test_a_bucketed_network_learns_what_the_unpadded_one_does(fast_settings, mon
     on_cpu = jax.default_backend() == "cpu"  # a GPU's scatter-adds sum in no fixed order
     for got, want in zip(padded.params, own.params):
         np.testing.assert_allclose(got, want, rtol=1e-5 if on_cpu else 1e-4, atol=1e-6 if on_cpu else 1e-5)
-    np.testing.assert_allclose([h.loss for h in padded.history], [h.loss for h in own.history],
-                               rtol=1e-5 if on_cpu else 1e-4)
+    np.testing.assert_allclose(
+        [h.loss for h in padded.history], [h.loss for h in own.history], rtol=1e-5 if on_cpu else 1e-4
+    )

@@ -8,15 +8,26 @@ import pytest
 
 from textclf.settings import Settings
 from textclf.training.plan import (
-    REFIT_HELD_OUT_FRACTION, Machine, TrainingPlan, draft_plan, held_out_count, plan_training)
+    REFIT_HELD_OUT_FRACTION,
+    Machine,
+    TrainingPlan,
+    draft_plan,
+    held_out_count,
+    plan_training,
+)
 from textclf.training.search.rules import SearchRules
 from textclf.training.search.summary import SearchSummary
 
 RULES = SearchRules()
 GPU, CPU = Machine(1, 1, stacked_faster=True), Machine(1, 1, stacked_faster=False)
 SEARCHED = SearchSummary(rounds=10)
-RATES = SearchSummary(rounds=10, rate_candidates=[{"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 4},
-                                                  {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 6}])
+RATES = SearchSummary(
+    rounds=10,
+    rate_candidates=[
+        {"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 4},
+        {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 6},
+    ],
+)
 BIG = RULES.search_documents + 1
 
 
@@ -49,11 +60,11 @@ def test_rate_candidates_are_chosen_on_held_out_documents_or_on_a_share_then_ref
 
 
 def test_a_character_view_trains_beside_the_words_with_its_own_rate_and_epochs():
-    settings = Settings(ensemble=1, char_ngrams=True, learning_rate=0.01, epochs=5, char_learning_rate=0.003,
-                        char_epochs=9, min_steps=0)
+    settings = Settings(
+        ensemble=1, char_ngrams=True, learning_rate=0.01, epochs=5, char_learning_rate=0.003, char_epochs=9, min_steps=0
+    )
     plan = plan_training(settings, SEARCHED, 5000, (8192, 8192), "xla", GPU)
-    assert [(v.name, v.learning_rate, v.epochs) for v in plan.views] == [("words", 0.01, 5),
-                                                                         ("characters", 0.003, 9)]
+    assert [(v.name, v.learning_rate, v.epochs) for v in plan.views] == [("words", 0.01, 5), ("characters", 0.003, 9)]
     assert plan.held_out_documents == 0  # a character view is never held out (small corpora only)
 
 
@@ -81,8 +92,9 @@ def test_train_plan_only_prints_the_plan_records_it_and_writes_no_model(tmp_path
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
     db_path, model = tmp_path / "runs.db", tmp_path / "m.npz"
     runner = CliRunner()
-    planned = runner.invoke(app, ["train", str(corpus), "--db", str(db_path), "--out", str(model), "--search-steps",
-                                  "800", "--plan-only"])
+    planned = runner.invoke(
+        app, ["train", str(corpus), "--db", str(db_path), "--out", str(model), "--search-steps", "800", "--plan-only"]
+    )
     assert planned.exit_code == 0, planned.output
     assert "networks             1 a view, one" in planned.stdout and "planned (not trained)" in planned.stdout
     assert not model.exists()
@@ -91,8 +103,9 @@ def test_train_plan_only_prints_the_plan_records_it_and_writes_no_model(tmp_path
     shown = runner.invoke(app, ["runs", "show", "1", "--db", str(db_path)])
     assert shown.exit_code == 0 and "views                words (" in shown.stdout
     # the next train reuses the planned run's search and trains that plan
-    trained = runner.invoke(app, ["train", str(corpus), "--db", str(db_path), "--out", str(model), "--search-steps",
-                                  "800", "--json"])
+    trained = runner.invoke(
+        app, ["train", str(corpus), "--db", str(db_path), "--out", str(model), "--search-steps", "800", "--json"]
+    )
     assert trained.exit_code == 0, trained.output
     result = json.loads(trained.stdout)
     assert result["search"]["reused_from"] == 1 and model.exists()
@@ -135,8 +148,9 @@ def test_a_multi_label_plan_waits_as_many_epochs_as_make_its_steps_before_stoppi
     assert TrainingPlan.from_dict(json.loads(json.dumps(small.to_dict()))) == small
 
 
-def test_a_run_plans_once_and_completes_the_draft_with_its_widths_and_backend(tmp_path, monkeypatch, corpus_dir,
-                                                                              fast_settings):
+def test_a_run_plans_once_and_completes_the_draft_with_its_widths_and_backend(
+    tmp_path, monkeypatch, corpus_dir, fast_settings
+):
     """A run drafts its plan once (draft_plan), before or after vectorizing, and completes it with the views' widths
     and the backend it chose (TrainingPlan.completed): nothing re-plans."""
     from textclf.runs import run as run_steps

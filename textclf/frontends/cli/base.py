@@ -22,8 +22,9 @@ from textclf.paths import run_db_path
 from textclf.settings import SEARCHED_FIELDS, Settings, command_line_options, spelled_out
 from textclf.training.events import Terminated
 
-app = typer.Typer(help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True, pretty_exceptions_enable=False
+)
 
 
 runs_app = typer.Typer(help="Query the run history.", no_args_is_help=True)
@@ -53,8 +54,11 @@ def _print_version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                                help="Print the version and exit.")] = False) -> None:
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
     """Train, run and track bag-of-words text classifiers."""
 
 
@@ -74,9 +78,12 @@ def one_line(message: str) -> str:
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in message)
 
 
-WRITE_ERRORS = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space or raise the quota",
-                errno.EROFS: "the file system is read-only: pass a writable --out, --db or TEXTCLF_HOME",
-                errno.EACCES: "you may not write there: pass a writable --out, --db or TEXTCLF_HOME"}
+WRITE_ERRORS = {
+    errno.ENOSPC: "free some space",
+    errno.EDQUOT: "free some space or raise the quota",
+    errno.EROFS: "the file system is read-only: pass a writable --out, --db or TEXTCLF_HOME",
+    errno.EACCES: "you may not write there: pass a writable --out, --db or TEXTCLF_HOME",
+}
 
 
 def _error(message: str) -> None:
@@ -99,18 +106,21 @@ def user_errors(fn):
             raise typer.Exit(1)
         except sqlite3.DatabaseError as exc:  # a query on a run database that opened but is damaged inside
             if "full" in str(exc).lower():
-                _error(f"the run database '{run_db_path(kwargs.get('db'))}' could not be written: the disk is full; "
-                       "free some space (what was recorded before is kept)")
+                _error(
+                    f"the run database '{run_db_path(kwargs.get('db'))}' could not be written: the disk is full; "
+                    "free some space (what was recorded before is kept)"
+                )
             else:
-                _error(f"the run database failed ({exc}): it is damaged or not a textclf database; restore it from "
-                       "a copy or pass another --db")
+                _error(
+                    f"the run database failed ({exc}): it is damaged or not a textclf database; restore it from "
+                    "a copy or pass another --db"
+                )
             raise typer.Exit(1)
         except OSError as exc:
             if exc.errno not in WRITE_ERRORS:
                 raise
             where = f" '{exc.filename}'" if exc.filename else ""
-            _error(f"cannot write{where}: {exc.strerror}; {WRITE_ERRORS[exc.errno]} (what was recorded before is "
-                   "kept)")
+            _error(f"cannot write{where}: {exc.strerror}; {WRITE_ERRORS[exc.errno]} (what was recorded before is kept)")
             raise typer.Exit(1)
         except KeyboardInterrupt:
             err.print("Interrupted.", highlight=False)
@@ -159,8 +169,9 @@ def settings_from_options(**given) -> Settings:
     given = {name: value for name, value in given.items() if value is not None}
     images = [name for name in IMAGE_ONLY if name in given]
     if images and given.get("model", D.model) != "cnn":
-        raise SettingsError(f"--{images[0].replace('_', '-')} applies to image models only: add --model cnn or "
-                            "leave it out")
+        raise SettingsError(
+            f"--{images[0].replace('_', '-')} applies to image models only: add --model cnn or leave it out"
+        )
     if "devices" in given:
         given["devices"] = _device_count(given["devices"])
     given = spelled_out(given)
@@ -176,28 +187,45 @@ def with_training_options(fn):
     `settings` argument."""
     signature = inspect.signature(fn, eval_str=True)  # typer reads a given __signature__ as it stands
     own = [p for p in signature.parameters.values() if p.name != "settings"]
-    added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                               annotation=Annotated[kind, _option(name, kind, help_text)])
-             for name, _, kind, help_text in TRAINING_OPTIONS]
+    added = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[kind, _option(name, kind, help_text)],
+        )
+        for name, _, kind, help_text in TRAINING_OPTIONS
+    ]
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         given = {name: kwargs.pop(name, None) for name, _, _, _ in TRAINING_OPTIONS}
         return fn(*args, settings=settings_from_options(**given), **kwargs)
 
-    wrapper.__signature__ = signature.replace(parameters=[p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
-                                                          if p.default is not inspect.Parameter.empty else p
-                                                          for p in own] + added)
+    wrapper.__signature__ = signature.replace(
+        parameters=[
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.default is not inspect.Parameter.empty else p
+            for p in own
+        ]
+        + added
+    )
     return wrapper
 
 
 STEPS_LINE_SECONDS = 10.0  # a log file gets a line of steps within an epoch at most this often
 
 
-PHASE_NAMES = {"read": "reading the corpus", "vectorize": "vectorizing", "read_vectorize": "reading and vectorizing",
-               "warmup": "starting the device", "search": "model search",
-               "search_ahead": "the model search's tokenising and folds, while the device starts",
-               "rates": "choosing the learning rate on held-out documents", "evaluate": "evaluating", "save": "saving"}
+PHASE_NAMES = {
+    "read": "reading the corpus",
+    "vectorize": "vectorizing",
+    "read_vectorize": "reading and vectorizing",
+    "warmup": "starting the device",
+    "search": "model search",
+    "search_ahead": "the model search's tokenising and folds, while the device starts",
+    "rates": "choosing the learning rate on held-out documents",
+    "evaluate": "evaluating",
+    "save": "saving",
+}
 
 
 class _TrainProgress:
@@ -207,18 +235,18 @@ class _TrainProgress:
     input prints nothing but the error."""
 
     def __init__(self, enabled: bool):
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.enabled, self.live = enabled, enabled and err.is_terminal
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), console=err,
-                                 disable=not self.live)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[stats]}"),
+            TimeElapsedColumn(),
+            console=err,
+            disable=not self.live,
+        )
         self.started = False
         self.phase_task = self.search_task = self.epoch_task = None
         self.pending: tuple[str, float] | None = None  # (phase, start) not yet written as a plain line
@@ -294,13 +322,14 @@ class _TrainProgress:
             self._line(f"search: {event.done}/{event.total} rounds of candidates")
             if self.live:
                 if self.search_task is None:
-                    self.search_task = self.progress.add_task("search", total=event.total,
-                                                              stats="rounds of candidates")
+                    self.search_task = self.progress.add_task("search", total=event.total, stats="rounds of candidates")
                 self.progress.update(self.search_task, completed=event.done, total=event.total)
         elif event.kind == "phase":  # training starts: the epochs' bar
             if event.views:  # e.g. the word network's epochs, then the character network's
-                self._line(f"training {event.total_epochs} epochs: the {', then the '.join(event.views)} (the "
-                           "first epoch of each compiles)")
+                self._line(
+                    f"training {event.total_epochs} epochs: the {', then the '.join(event.views)} (the "
+                    "first epoch of each compiles)"
+                )
             else:
                 self._line(f"training {event.total_epochs} epochs (the first one compiles)")
             if self.live:
@@ -333,8 +362,22 @@ class _TrainProgress:
             self.progress.stop()
 
 
-RUN_COLUMNS = ("id", "status", "started_at", "corpus", "backend", "device", "n_train", "n_eval", "eval_kind",
-               "eval_accuracy", "eval_metric", "eval_score", "final_loss", "model_path")
+RUN_COLUMNS = (
+    "id",
+    "status",
+    "started_at",
+    "corpus",
+    "backend",
+    "device",
+    "n_train",
+    "n_eval",
+    "eval_kind",
+    "eval_accuracy",
+    "eval_metric",
+    "eval_score",
+    "final_loss",
+    "model_path",
+)
 
 
 def _device_count(devices: Optional[str]) -> Optional[int]:

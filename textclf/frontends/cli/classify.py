@@ -12,26 +12,58 @@ import typer
 from rich.table import Table
 
 from textclf.errors import ArtifactError, CorpusError, InputError
-from textclf.frontends.cli.base import (
-    DbOption,
-    JsonOption,
-    _print_json,
-    app,
-    err,
-    out,
-    user_errors,
-)
+from textclf.frontends.cli.base import DbOption, JsonOption, _print_json, app, err, out, user_errors
 
 
 @app.command()
 @user_errors
 def predict(
-    files: Annotated[list[str], typer.Argument(help="Text files to classify (one document each), or folders of them; .jsonl, .csv, .tsv, fastText files and - (standard input): one document a line; .parquet: one a row.")],
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
-    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", help="How many labels to show per document; -1: all of them (default 3; 1 in fastText's formats, as its predict).", show_default=False)] = None,
-    threshold: Annotated[Optional[float], typer.Option("--threshold", "-t", help="Show only labels with at least this probability (fastText's -t); a multi-label model predicts the labels above it instead of above its own thresholds.")] = None,
-    lines: Annotated[bool, typer.Option("--lines", help="Every file holds one document a line (as fastText's predict reads a file).")] = False,
-    output_format: Annotated[str, typer.Option("--format", help="text (a tab-separated line each), json (one object each), fasttext (__label__X 0.99 __label__Y 0.01, as fastText's predict-prob) or fasttext-labels (__label__X __label__Y, as its predict).")] = "text",
+    files: Annotated[
+        list[str],
+        typer.Argument(
+            help="Text files to classify (one document each), or folders of them; .jsonl, .csv, .tsv, fastText files "
+            "and - (standard input): one document a line; .parquet: one a row."
+        ),
+    ],
+    model: Annotated[
+        Optional[str],
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished "
+            "run's).",
+        ),
+    ] = None,
+    top_k: Annotated[
+        Optional[int],
+        typer.Option(
+            "--top-k",
+            "-k",
+            help="How many labels to show per document; -1: all of them (default 3; 1 in fastText's formats, as its "
+            "predict).",
+            show_default=False,
+        ),
+    ] = None,
+    threshold: Annotated[
+        Optional[float],
+        typer.Option(
+            "--threshold",
+            "-t",
+            help="Show only labels with at least this probability (fastText's -t); a multi-label model predicts the "
+            "labels above it instead of above its own thresholds.",
+        ),
+    ] = None,
+    lines: Annotated[
+        bool, typer.Option("--lines", help="Every file holds one document a line (as fastText's predict reads a file).")
+    ] = False,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="text (a tab-separated line each), json (one object each), fasttext (__label__X 0.99 __label__Y "
+            "0.01, as fastText's predict-prob) or fasttext-labels (__label__X __label__Y, as its predict).",
+        ),
+    ] = "text",
     db: DbOption = None,
     max_file_mb: Annotated[float, typer.Option(help="Refuse inputs larger than this.")] = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
@@ -40,12 +72,7 @@ def predict(
     # One parameter an option: typer reads the command line from this signature.
     from pipelines.images import IMAGE_SUFFIXES
     from textclf.inference.artifacts import load_model
-    from textclf.inference.predict import (
-        check_threshold,
-        check_top_k,
-        rank,
-        read_inputs,
-    )
+    from textclf.inference.predict import check_threshold, check_top_k, rank, read_inputs
     from textclf.inference.resolve import resolve_model
 
     output_format = _output_format(output_format, as_json)
@@ -62,13 +89,13 @@ def predict(
             stdin_bytes = _read_stdin(max_file_mb)
         documents, skipped = read_inputs(files, max_file_mb, stdin_bytes, lines)  # all checked before any output
         if skipped:
-            err.print("skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items())),
-                      highlight=False)
+            err.print(
+                "skipped files: " + ", ".join(f"{n} {reason}" for reason, n in sorted(skipped.items())), highlight=False
+            )
         loaded = load_model(resolve_model(model, db))
         if loaded.kind != "text":
             raise ArtifactError("this is an image model (--model cnn): pass image files (.png, .jpg) to classify")
-        results = rank(loaded, [text for _, text in documents], [source for source, _ in documents], top_k,
-                       threshold)
+        results = rank(loaded, [text for _, text in documents], [source for source, _ in documents], top_k, threshold)
         blank = sum(1 for _, text in documents if not text.strip())
         if blank:
             err.print(f"{blank} input line(s) with no text: an empty prediction each", highlight=False)
@@ -95,8 +122,9 @@ def _read_stdin(max_file_mb: float) -> bytes:
     except (AttributeError, OSError, ValueError):  # no stdin (`<&-`), or a closed one
         raise InputError("standard input is closed: pipe the documents in, or pass files instead of -") from None
     if len(stdin_bytes) > limit:
-        raise CorpusError(f"standard input is over --max-file-mb ({max_file_mb:g} MB): split it, or "
-                          "raise --max-file-mb")
+        raise CorpusError(
+            f"standard input is over --max-file-mb ({max_file_mb:g} MB): split it, or raise --max-file-mb"
+        )
     return stdin_bytes
 
 
@@ -114,8 +142,11 @@ def _prediction_line(p, output_format: str, top_k: int) -> str:
         shown = p.top if p.labels is None else list(zip(p.labels, p.label_probabilities))
         shown = shown if top_k == ALL_LABELS else shown[:top_k]
         with_probability = output_format == "fasttext"
-        return " ".join(f"{label if label.startswith('__label__') else '__label__' + _escaped(label, ' ')}"
-                        + (f" {prob:.6g}" if with_probability else "") for label, prob in shown)
+        return " ".join(
+            f"{label if label.startswith('__label__') else '__label__' + _escaped(label, ' ')}"
+            + (f" {prob:.6g}" if with_probability else "")
+            for label, prob in shown
+        )
     others = "  ".join(f"{_escaped(label, ' ')} {prob:.3f}" for label, prob in p.top)
     predicted = _escaped(p.label or "") if p.labels is None else ",".join(_escaped(label, ",") for label in p.labels)
     return f"{_escaped(p.source)}\t{predicted}\t{others}"
@@ -149,7 +180,15 @@ def _rank_images(loaded, files: list[str], top_k: int, threshold: float):
 @user_errors
 def evaluate_command(
     corpus: Annotated[Path, typer.Argument(help="Labelled corpus to score the model on.")],
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished run's).")] = None,
+    model: Annotated[
+        Optional[str],
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model file, or a published model: NAME (newest version) or NAME@N (default: the newest finished "
+            "run's).",
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -178,11 +217,22 @@ def evaluate_command(
     for column in ("label", "precision", "recall", "f1", "support"):
         table.add_column(column, justify="left" if column == "label" else "right")
     for i, label in enumerate(result.labels):
-        table.add_row(label, f"{result.precision[i]:.4f}", f"{result.recall[i]:.4f}", f"{result.f1[i]:.4f}",
-                      str(result.support[i]))
+        table.add_row(
+            label,
+            f"{result.precision[i]:.4f}",
+            f"{result.recall[i]:.4f}",
+            f"{result.f1[i]:.4f}",
+            str(result.support[i]),
+        )
     for average, values in result.averages.items():
-        table.add_row(f"{average} avg", f"{values['precision']:.4f}", f"{values['recall']:.4f}",
-                      f"{values['f1']:.4f}", str(result.n), style="bold")
+        table.add_row(
+            f"{average} avg",
+            f"{values['precision']:.4f}",
+            f"{values['recall']:.4f}",
+            f"{values['f1']:.4f}",
+            str(result.n),
+            style="bold",
+        )
     out.print(table)
     confusion = Table(title="confusion matrix (rows: true, columns: predicted)")
     confusion.add_column("")
@@ -195,14 +245,21 @@ def evaluate_command(
 
 def _print_multi_label(result) -> None:
     """A multi-label evaluation: the averages, then each label's precision, recall, F1 and support."""
-    table = Table(title=f"micro-F1 {result.f1['micro']:.4f}, macro-F1 {result.f1['macro']:.4f}, samples-F1 "
-                        f"{result.f1['samples']:.4f}, subset accuracy {result.subset_accuracy:.4f}, Hamming loss "
-                        f"{result.hamming_loss:.4f} on {result.n} documents")
+    table = Table(
+        title=f"micro-F1 {result.f1['micro']:.4f}, macro-F1 {result.f1['macro']:.4f}, samples-F1 "
+        f"{result.f1['samples']:.4f}, subset accuracy {result.subset_accuracy:.4f}, Hamming loss "
+        f"{result.hamming_loss:.4f} on {result.n} documents"
+    )
     for column in ("label", "precision", "recall", "f1", "support"):
         table.add_column(column, justify="left" if column == "label" else "right")
     for i, label in enumerate(result.labels):
-        table.add_row(label, f"{result.precision[i]:.4f}", f"{result.recall[i]:.4f}", f"{result.label_f1[i]:.4f}",
-                      str(result.support[i]))
+        table.add_row(
+            label,
+            f"{result.precision[i]:.4f}",
+            f"{result.recall[i]:.4f}",
+            f"{result.label_f1[i]:.4f}",
+            str(result.support[i]),
+        )
     out.print(table)
     if result.unknown:
         err.print(f"labels the model does not know (left out): {', '.join(result.unknown)}", highlight=False)

@@ -40,8 +40,18 @@ def _runs_table(rows: list[dict], width: int) -> Table:
         acc = f"{r['eval_accuracy']:.4f} {r['eval_kind'][:3]}" if r["eval_accuracy"] is not None else ""
         if r.get("eval_metric") not in (None, "accuracy") and r.get("eval_score") is not None:  # label sets
             acc = f"{r['eval_score']:.4f} {r['eval_kind'][:3]} {r['eval_metric']}"
-        cells.append((str(r["id"]), r["status"], r["started_at"][5:16].replace("T", " "), acc,
-                      str(r["n_train"] or ""), r["backend"] or "", Path(r["corpus"]).name, r["error"] or ""))
+        cells.append(
+            (
+                str(r["id"]),
+                r["status"],
+                r["started_at"][5:16].replace("T", " "),
+                acc,
+                str(r["n_train"] or ""),
+                r["backend"] or "",
+                Path(r["corpus"]).name,
+                r["error"] or "",
+            )
+        )
     names = ("id", "status", "started", "accuracy", "docs", "backend", "corpus", "error")
     widths = [max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(names)]
     left = max(3 * 3, width - sum(widths[:5]) - 2 * len(names))  # 2: the space between columns, and a margin
@@ -52,8 +62,9 @@ def _runs_table(rows: list[dict], width: int) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1), collapse_padding=True)
     for i, name in enumerate(names):
         fixed = widths[i] if i < 5 else (backend, corpus, error)[i - 5]
-        table.add_column(name, no_wrap=True, overflow="ellipsis", width=fixed,
-                         justify="right" if name in ("id", "docs") else "left")
+        table.add_column(
+            name, no_wrap=True, overflow="ellipsis", width=fixed, justify="right" if name in ("id", "docs") else "left"
+        )
     for row in cells:
         table.add_row(*row)
     return table
@@ -108,9 +119,14 @@ def _search_budget_text(search) -> str:
 
 @runs_app.command("show")
 @user_errors
-def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False,
-              epochs: Annotated[Optional[int], typer.Option(
-                  "--epochs", help="Show only the last N epochs (0: none; default: every epoch).")] = None) -> None:
+def runs_show(
+    run_id: int,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    epochs: Annotated[
+        Optional[int], typer.Option("--epochs", help="Show only the last N epochs (0: none; default: every epoch).")
+    ] = None,
+) -> None:
     """Everything recorded about one run: settings, versions, phases, the search's leaderboard, epochs."""
     from db import open_db
     from db.runs import get_run
@@ -123,7 +139,7 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False,
     reap_orphaned_runs(database)
     run = get_run(database, run_id)
     if epochs is not None:
-        run["epochs"] = run["epochs"][len(run["epochs"]) - epochs:] if epochs else []
+        run["epochs"] = run["epochs"][len(run["epochs"]) - epochs :] if epochs else []
     if as_json:
         _print_json(run)
         return
@@ -144,9 +160,14 @@ def runs_show(run_id: int, db: DbOption = None, as_json: JsonOption = False,
     for column in ("epoch", "loss", "train acc", "eval acc", "seconds", "docs/s"):
         table.add_column(column, justify="right")
     for e in run["epochs"]:
-        table.add_row(str(e["epoch"]), f"{e['loss']:.4f}", f"{e['train_accuracy']:.4f}",
-                      "" if e["eval_accuracy"] is None else f"{e['eval_accuracy']:.4f}",
-                      f"{e['seconds']:.3f}", f"{e['docs_per_s']:,.0f}")
+        table.add_row(
+            str(e["epoch"]),
+            f"{e['loss']:.4f}",
+            f"{e['train_accuracy']:.4f}",
+            "" if e["eval_accuracy"] is None else f"{e['eval_accuracy']:.4f}",
+            f"{e['seconds']:.3f}",
+            f"{e['docs_per_s']:,.0f}",
+        )
     out.print(table)
 
 
@@ -159,17 +180,23 @@ def _print_search(record: dict) -> None:
         typer.echo(f"search               skipped: {search.skipped}")
         return
     if search.reused_from:
-        typer.echo(f"search               reused from run {search.reused_from} (same training documents, "
-                   "settings and device); what it recorded:")
-    typer.echo(f"search               {search.rounds} of {search.rounds_planned} rounds, {search.folds} "
-               f"fold(s), {search.seconds:.1f} s, {_search_budget_text(search)}; chose " + json.dumps(search.chosen))
+        typer.echo(
+            f"search               reused from run {search.reused_from} (same training documents, "
+            "settings and device); what it recorded:"
+        )
+    typer.echo(
+        f"search               {search.rounds} of {search.rounds_planned} rounds, {search.folds} "
+        f"fold(s), {search.seconds:.1f} s, {_search_budget_text(search)}; chose " + json.dumps(search.chosen)
+    )
     if search.kept_defaults:
         kept = search.kept_defaults
         typer.echo(f"defaults kept        over {json.dumps(kept.over)} ({kept.by:.4f}: within a standard error)")
     if search.batch_for_all:
         scaled = search.batch_for_all
-        typer.echo(f"batch for all        {scaled.all} (the sample chose {scaled.sample}; {scaled.documents:,} "
-                   f"documents: at most {scaled.epoch_steps:,} steps an epoch)")
+        typer.echo(
+            f"batch for all        {scaled.all} (the sample chose {scaled.sample}; {scaled.documents:,} "
+            f"documents: at most {scaled.epoch_steps:,} steps an epoch)"
+        )
     if search.ensemble:
         typer.echo("networks             " + json.dumps(search.ensemble.to_record()))
     if search.family:
@@ -177,15 +204,22 @@ def _print_search(record: dict) -> None:
     if search.rate_choice:
         typer.echo("rate choice          " + _rate_choice_line(search.rate_choice))
     board = Table(title="search leaderboard (mean validation accuracy over the folds)")
-    for column in ("rank", "", "stop words", "n-grams", "NB weights", "lr", "decay", "epochs", "folds",
-                   "accuracy"):
+    for column in ("rank", "", "stop words", "n-grams", "NB weights", "lr", "decay", "epochs", "folds", "accuracy"):
         board.add_column(column, justify="right")
     for rank, row in enumerate(search.leaderboard or [], 1):
         c = row["settings"]
-        board.add_row(str(rank), "chosen" if rank == 1 else "", str(c["stop_words"]), str(c["ngram_max"]),
-                      str(c.get("nb_weighting", False)),
-                      f"{c['learning_rate']:g}", f"{c.get('weight_decay', 0.0):g}", str(c["epochs"]),
-                      str(row.get("folds", search.folds)), f"{row['accuracy']:.4f}")
+        board.add_row(
+            str(rank),
+            "chosen" if rank == 1 else "",
+            str(c["stop_words"]),
+            str(c["ngram_max"]),
+            str(c.get("nb_weighting", False)),
+            f"{c['learning_rate']:g}",
+            f"{c.get('weight_decay', 0.0):g}",
+            str(c["epochs"]),
+            str(row.get("folds", search.folds)),
+            f"{row['accuracy']:.4f}",
+        )
     out.print(board)
 
 
@@ -193,15 +227,20 @@ def _family_line(family) -> str:
     """Which model family won the search's family trial (a FamilySummary), and by how much on validation."""
     if family.linear_score is None:
         return f"{family.chosen} (linear not tried: {family.linear_not_tried or ''})"
-    return (f"{family.chosen}: validation linear {family.linear_score:.4f} against the network's "
-            f"{family.network_score:.4f} ({family.by * 100:+.2f} points; the linear family wins above "
-            f"{family.margin * 100:+.2f}); linear lr {family.linear_learning_rate:g}, decay "
-            f"{family.linear_weight_decay:g}, {family.linear_epochs} epochs"
-            + (f", {family.linear_loss.replace('_', ' ')} loss" if family.linear_loss else "")
-            + f", {family.folds} fold(s)"
-            + (f"; beside the network {family.mixed_score:.4f} ({family.mixed_by * 100:+.2f} points, one "
-               f"standard error {family.mixed_standard_error * 100:.2f})" if family.mixed_score is not None
-               else f"; beside the network not tried: {family.mixed_not_tried or ''}"))
+    return (
+        f"{family.chosen}: validation linear {family.linear_score:.4f} against the network's "
+        f"{family.network_score:.4f} ({family.by * 100:+.2f} points; the linear family wins above "
+        f"{family.margin * 100:+.2f}); linear lr {family.linear_learning_rate:g}, decay "
+        f"{family.linear_weight_decay:g}, {family.linear_epochs} epochs"
+        + (f", {family.linear_loss.replace('_', ' ')} loss" if family.linear_loss else "")
+        + f", {family.folds} fold(s)"
+        + (
+            f"; beside the network {family.mixed_score:.4f} ({family.mixed_by * 100:+.2f} points, one "
+            f"standard error {family.mixed_standard_error * 100:.2f})"
+            if family.mixed_score is not None
+            else f"; beside the network not tried: {family.mixed_not_tried or ''}"
+        )
+    )
 
 
 @runs_app.command("compare")
@@ -213,12 +252,30 @@ def runs_compare(run_a: int, run_b: int, db: DbOption = None, as_json: JsonOptio
 
     database = open_db(run_db_path(db))
     a, b = get_run(database, run_a), get_run(database, run_b)
-    rows = [(k, a.get(k), b.get(k)) for k in ("status", "corpus", "backend", "device", "n_train", "n_eval",
-                                               "eval_accuracy", "eval_metric", "eval_score", "train_accuracy",
-                                               "final_loss")]
-    rows += [(f"phase.{k}", a["phases"].get(k), b["phases"].get(k)) for k in sorted(set(a["phases"]) | set(b["phases"]))]
-    rows += [(f"settings.{k}", a["settings"].get(k), b["settings"].get(k))
-             for k in sorted(set(a["settings"]) | set(b["settings"])) if a["settings"].get(k) != b["settings"].get(k)]
+    rows = [
+        (k, a.get(k), b.get(k))
+        for k in (
+            "status",
+            "corpus",
+            "backend",
+            "device",
+            "n_train",
+            "n_eval",
+            "eval_accuracy",
+            "eval_metric",
+            "eval_score",
+            "train_accuracy",
+            "final_loss",
+        )
+    ]
+    rows += [
+        (f"phase.{k}", a["phases"].get(k), b["phases"].get(k)) for k in sorted(set(a["phases"]) | set(b["phases"]))
+    ]
+    rows += [
+        (f"settings.{k}", a["settings"].get(k), b["settings"].get(k))
+        for k in sorted(set(a["settings"]) | set(b["settings"]))
+        if a["settings"].get(k) != b["settings"].get(k)
+    ]
     if as_json:
         _print_json({name: {"a": x, "b": y} for name, x, y in rows})
         return
@@ -236,7 +293,9 @@ def runs_compare(run_a: int, run_b: int, db: DbOption = None, as_json: JsonOptio
 def runs_plot(
     run_id: int,
     db: DbOption = None,
-    out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="PNG, SVG or PDF to write (default run-ID.png).")] = None,
+    out_path: Annotated[
+        Optional[Path], typer.Option("--out", "-o", help="PNG, SVG or PDF to write (default run-ID.png).")
+    ] = None,
 ) -> None:
     """Write a picture of the run's loss and accuracy per epoch."""
     from db import open_db
@@ -253,7 +312,9 @@ def runs_ui(
     db: DbOption = None,
     host: Annotated[str, typer.Option(help="Address to bind (beyond 127.0.0.1 needs --token).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8001,
-    token: Annotated[Optional[str], typer.Option(envvar="TEXTCLF_TOKEN", help="Token every request must carry.")] = None,
+    token: Annotated[
+        Optional[str], typer.Option(envvar="TEXTCLF_TOKEN", help="Token every request must carry.")
+    ] = None,
 ) -> None:
     """Browse the run database in a web browser (Datasette, read-only): runs, epochs, searches, jobs, models."""
     import uvicorn
@@ -270,9 +331,12 @@ def runs_ui(
 
 @jobs_app.command("list")
 @user_errors
-def jobs_list(db: DbOption = None, limit: Annotated[int, typer.Option(help="Newest N jobs.")] = 20,
-              status: Annotated[Optional[str], typer.Option(help="Only jobs with this status.")] = None,
-              as_json: JsonOption = False) -> None:
+def jobs_list(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option(help="Newest N jobs.")] = 20,
+    status: Annotated[Optional[str], typer.Option(help="Only jobs with this status.")] = None,
+    as_json: JsonOption = False,
+) -> None:
     """The newest jobs, one line each."""
     from db import jobs, open_db
 
@@ -284,8 +348,16 @@ def jobs_list(db: DbOption = None, limit: Annotated[int, typer.Option(help="Newe
     for column in ("id", "status", "name", "corpus", "attempts", "run", "version", "error"):
         table.add_column(column)
     for r in rows:
-        table.add_row(str(r["id"]), r["status"], r["name"], Path(r["corpus"]).name, f"{r['attempts']}/{r['max_attempts']}",
-                      str(r["run_id"] or ""), str(r["model_version"] or ""), (r["error"] or "")[:50])
+        table.add_row(
+            str(r["id"]),
+            r["status"],
+            r["name"],
+            Path(r["corpus"]).name,
+            f"{r['attempts']}/{r['max_attempts']}",
+            str(r["run_id"] or ""),
+            str(r["model_version"] or ""),
+            (r["error"] or "")[:50],
+        )
     out.print(table)
 
 

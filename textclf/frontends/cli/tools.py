@@ -16,7 +16,9 @@ from textclf.paths import run_db_path
 @user_errors
 def dataset(
     name: Annotated[str, typer.Argument(help="news4, 20news, agnews7600 or synthetic.")],
-    source: Annotated[Path, typer.Argument(help="20news-bydate folder, the AG News test.csv, or (synthetic) any corpus.")],
+    source: Annotated[
+        Path, typer.Argument(help="20news-bydate folder, the AG News test.csv, or (synthetic) any corpus.")
+    ],
     out_dir: Annotated[Path, typer.Argument(help="Folder to write train.jsonl and test.jsonl into.")],
     docs: Annotated[int, typer.Option(help="synthetic: training documents to sample (test gets a tenth).")] = 1_000_000,
 ) -> None:
@@ -32,9 +34,18 @@ def dataset(
 @app.command()
 @user_errors
 def bench(
-    tasks: Annotated[Optional[list[str]], typer.Argument(help="Folders under --data (or paths to folders) holding a training and a test corpus: train.jsonl and test.jsonl, train/ and test/ folders, train.csv and test.csv, NAME.train and NAME.test, ...; e.g. news4 agnews7600 news20 trec mr (default: news4 agnews7600).")] = None,
+    tasks: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            help="Folders under --data (or paths to folders) holding a training and a test corpus: train.jsonl and "
+            "test.jsonl, train/ and test/ folders, train.csv and test.csv, NAME.train and NAME.test, ...; e.g. "
+            "news4 agnews7600 news20 trec mr (default: news4 agnews7600)."
+        ),
+    ] = None,
     tools: Annotated[str, typer.Option(help="Comma-separated tools to run (default: all but sklearn-mlp).")] = "",
-    data: Annotated[Optional[Path], typer.Option(help="Folder holding the TASK folders (default <data dir>/datasets).")] = None,
+    data: Annotated[
+        Optional[Path], typer.Option(help="Folder holding the TASK folders (default <data dir>/datasets).")
+    ] = None,
     out_path: Annotated[Optional[Path], typer.Option("--out", "-o", help="Also write the markdown table here.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per tool and task.")] = 1800.0,
     db: DbOption = None,
@@ -49,9 +60,16 @@ def bench(
     chosen = [t.strip() for t in tools.split(",") if t.strip()] or [t for t in TOOLS if t != "sklearn-mlp"]
     database = open_db(run_db_path(db))
     bench_id, results = run_bench(
-        tasks or ["news4", "agnews7600"], chosen, data or data_dir() / "datasets", database, timeout,
-        on_result=lambda r: err.print(f"{r.task} {r.tool}: " + (r.error or f"accuracy {r.accuracy:.4f}, "
-                                                                 f"{r.wall_s:.1f} s end to end"), highlight=False))
+        tasks or ["news4", "agnews7600"],
+        chosen,
+        data or data_dir() / "datasets",
+        database,
+        timeout,
+        on_result=lambda r: err.print(
+            f"{r.task} {r.tool}: " + (r.error or f"accuracy {r.accuracy:.4f}, {r.wall_s:.1f} s end to end"),
+            highlight=False,
+        ),
+    )
     table = markdown_table(results, device_description())
     typer.echo(table)
     typer.echo(f"bench {bench_id}: {len(results)} results in the run database (table bench_results)")
@@ -62,17 +80,31 @@ def bench(
 @app.command()
 @user_errors
 def serve(
-    models: Annotated[Optional[list[Path]], typer.Argument(help="Model files to serve (from 'textclf train --out'; named by the file: news.npz serves 'news', reloaded when the file is replaced) or folders of numbered versions (news/1.npz, news/2.npz), beside the published models.", show_default=False)] = None,
-    host: Annotated[str, typer.Option(help="Address to bind; anything but loopback requires --token everywhere.")] = "127.0.0.1",
+    models: Annotated[
+        Optional[list[Path]],
+        typer.Argument(
+            help="Model files to serve (from 'textclf train --out'; named by the file: news.npz serves 'news', "
+            "reloaded when the file is replaced) or folders of numbered versions (news/1.npz, news/2.npz), "
+            "beside the published models.",
+            show_default=False,
+        ),
+    ] = None,
+    host: Annotated[
+        str, typer.Option(help="Address to bind; anything but loopback requires --token everywhere.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     db: DbOption = None,
-    token: Annotated[Optional[str], typer.Option(envvar="TEXTCLF_TOKEN", help="Bearer token for job submission.")] = None,
+    token: Annotated[
+        Optional[str], typer.Option(envvar="TEXTCLF_TOKEN", help="Bearer token for job submission.")
+    ] = None,
     data_root: Annotated[Optional[Path], typer.Option(help="Job corpora must lie under this folder.")] = None,
     max_instances: Annotated[int, typer.Option(help="Most texts in one predict request.")] = 1000,
     max_body_bytes: Annotated[int, typer.Option(help="Largest request body.")] = 1_000_000,
     batch_window_ms: Annotated[float, typer.Option(help="Extra wait to gather concurrent predictions.")] = 0.0,
     workers: Annotated[int, typer.Option(help="Server processes, each with its own copy of the models.")] = 1,
-    score_on: Annotated[str, typer.Option(help="Run the network on the host (NumPy), the device (JAX) or auto.")] = "host",
+    score_on: Annotated[
+        str, typer.Option(help="Run the network on the host (NumPy), the device (JAX) or auto.")
+    ] = "host",
     reload_seconds: Annotated[float, typer.Option(help="How often to look for newly published model versions.")] = 1.0,
 ) -> None:
     # One parameter an option: typer reads the command line from this signature.
@@ -82,19 +114,22 @@ def serve(
 
     import uvicorn
 
-    from textclf.frontends.service import (
-        OPTIONS_ENV,
-        ServiceOptions,
-        create_app,
-        options_to_env,
-    )
+    from textclf.frontends.service import OPTIONS_ENV, ServiceOptions, create_app, options_to_env
 
     # No GPU memory reserved up front in any server process (textclf/__init__.py): scoring needs only the model's
     # weights and one batch.
-    options = ServiceOptions.binding(host, token, db_path=db, data_root=data_root, max_instances=max_instances,
-                                     max_body_bytes=max_body_bytes, batch_window_ms=batch_window_ms,
-                                     score_on=score_on, reload_seconds=reload_seconds,
-                                     model_paths=[str(path) for path in models or []])
+    options = ServiceOptions.binding(
+        host,
+        token,
+        db_path=db,
+        data_root=data_root,
+        max_instances=max_instances,
+        max_body_bytes=max_body_bytes,
+        batch_window_ms=batch_window_ms,
+        score_on=score_on,
+        reload_seconds=reload_seconds,
+        model_paths=[str(path) for path in models or []],
+    )
     _check_model_files(options.model_paths)
     _check_port_free(host, port)
     # No access log (its line was formatted for every request, then dropped at this level) and no proxy headers

@@ -23,10 +23,6 @@ header where the Open Inference Protocol's extension is used).
 """
 
 from textclf.frontends.service.app import app_from_env, create_app
-from textclf.frontends.service.options import (
-    OPTIONS_ENV,
-    ServiceOptions,
-    options_to_env,
-)
+from textclf.frontends.service.options import OPTIONS_ENV, ServiceOptions, options_to_env
 
 __all__ = ["OPTIONS_ENV", "ServiceOptions", "app_from_env", "create_app", "options_to_env"]

@@ -22,11 +22,7 @@ from textclf.frontends.bearer import bearer_matches
 from textclf.frontends.service.asgi import Guard, PlainPredict
 from textclf.frontends.service.jobs import router as jobs_router
 from textclf.frontends.service.oip import router as oip_router
-from textclf.frontends.service.options import (
-    OPTIONS_ENV,
-    ServiceOptions,
-    options_from_env,
-)
+from textclf.frontends.service.options import OPTIONS_ENV, ServiceOptions, options_from_env
 from textclf.frontends.service.serving import Metrics, ServedModels
 from textclf.frontends.service.tfserving import plain_answerer
 from textclf.frontends.service.tfserving import router as tfserving_router
@@ -48,8 +44,14 @@ def create_app(options: ServiceOptions) -> PlainPredict:
     # No /docs or /redoc pages: FastAPI's load their script from a CDN (blank offline), and the Swagger UI that a
     # package ships (swagger-ui-bundle 1.1, Swagger UI 4) cannot render FastAPI's OpenAPI 3.1. The schema stays at
     # /openapi.json for any OpenAPI viewer or client generator.
-    app = FastAPI(title="textclf", version="1", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  telemetry={"tracing": False, "metrics": False, "logs": False})
+    app = FastAPI(
+        title="textclf",
+        version="1",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+    )
     app.state.options = options
     authorized = _scope_authorized(options) if options.require_token_everywhere else None
     app.add_middleware(Guard, max_bytes=options.max_body_bytes, authorized=authorized)
@@ -58,8 +60,9 @@ def create_app(options: ServiceOptions) -> PlainPredict:
     _add_health_and_metrics(app, metrics)
     for router in (tfserving_router, oip_router, jobs_router):
         app.include_router(router)
-    return PlainPredict(app, plain_answerer(lambda: app.state.models), record_hot_request,
-                        options.max_body_bytes, authorized)
+    return PlainPredict(
+        app, plain_answerer(lambda: app.state.models), record_hot_request, options.max_body_bytes, authorized
+    )
 
 
 def app_from_env() -> PlainPredict:
@@ -71,6 +74,7 @@ def app_from_env() -> PlainPredict:
 def _scope_authorized(options: ServiceOptions):
     def authorized(scope: dict) -> bool:
         return bearer_matches(Request(scope).headers.get("authorization", ""), options.token)
+
     return authorized
 
 
@@ -78,16 +82,28 @@ def _instrument(app: FastAPI, metrics: Metrics):
     """Requests by route template, method and status, and their latency by template and method. Not the library's
     default set, whose request and response size histograms parse every request's headers once more: ~3% of a
     one-document request's server CPU. -> the recorder of a request PlainPredict answered (the same series)."""
-    instrumentator = Instrumentator(registry=metrics.registry, should_group_status_codes=False,
-                                    should_group_untemplated=True, excluded_handlers=["/metrics"])
-    recorders = [instrumentation.requests(metric_namespace="textclf", registry=metrics.registry),
-                 instrumentation.latency(metric_namespace="textclf", registry=metrics.registry)]
+    instrumentator = Instrumentator(
+        registry=metrics.registry,
+        should_group_status_codes=False,
+        should_group_untemplated=True,
+        excluded_handlers=["/metrics"],
+    )
+    recorders = [
+        instrumentation.requests(metric_namespace="textclf", registry=metrics.registry),
+        instrumentation.latency(metric_namespace="textclf", registry=metrics.registry),
+    ]
     instrumentator.add(*recorders)
     instrumentator.instrument(app)
 
     def record_hot_request(status: int, seconds: float) -> None:
-        info = Info(request=None, response=None, method="POST", modified_handler=PlainPredict.TEMPLATE,
-                    modified_status=str(status), modified_duration=seconds)
+        info = Info(
+            request=None,
+            response=None,
+            method="POST",
+            modified_handler=PlainPredict.TEMPLATE,
+            modified_status=str(status),
+            modified_duration=seconds,
+        )
         for record in recorders:
             record(info)
 
@@ -106,14 +122,16 @@ def _answer_errors_as_json(app: FastAPI) -> None:
     async def invalid_body(request: Request, exc: RequestValidationError):
         # The place and the reason, not FastAPI's echo of each wrong value: a body holding NaN or Infinity (which
         # Python's JSON parser takes) would then fail to serialise, a 500 for a client's mistake.
-        problems = "; ".join(f"{'.'.join(str(p) for p in error.get('loc', ()))}: {error.get('msg', '')}"
-                             for error in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error.get('loc', ()))}: {error.get('msg', '')}" for error in exc.errors()
+        )
         # a body that is not JSON at all: 400, as TF Serving answers it; a JSON body of the wrong shape: 422
         malformed = next((e for e in exc.errors() if e.get("type") == "json_invalid"), None)
         if malformed is not None:
             at = malformed.get("loc", ("body", "?"))[-1]
-            return JSONResponse({"error": f"the body is not valid JSON (at character {at}): send one JSON object"},
-                                status_code=400)
+            return JSONResponse(
+                {"error": f"the body is not valid JSON (at character {at}): send one JSON object"}, status_code=400
+            )
         return JSONResponse({"error": f"invalid request: {problems}"}, status_code=422)
 
     app.add_exception_handler(StarletteHTTPException, http_error)

@@ -23,8 +23,11 @@ def json_by_default(scope: dict) -> dict:
     form's: TF Serving reads any body as JSON, and its own examples (`curl -d '{"instances": ...}'`) send a form's."""
     if scope["method"] not in ("POST", "PUT", "PATCH"):
         return scope
-    kept = [(name, value) for name, value in scope["headers"]
-            if name != b"content-type" or value.split(b";")[0].strip().lower() != FORM]
+    kept = [
+        (name, value)
+        for name, value in scope["headers"]
+        if name != b"content-type" or value.split(b";")[0].strip().lower() != FORM
+    ]
     if any(name == b"content-type" for name, _ in kept):
         return scope
     return {**scope, "headers": [*kept, (b"content-type", b"application/json")]}
@@ -44,7 +47,9 @@ class Guard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         if self.authorized is not None and not scope["path"].startswith(HEALTH_PATHS) and not self.authorized(scope):
-            return await JSONResponse({"error": "missing or wrong bearer token: send 'Authorization: Bearer <token>'"}, status_code=401)(scope, receive, send)
+            return await JSONResponse(
+                {"error": "missing or wrong bearer token: send 'Authorization: Bearer <token>'"}, status_code=401
+            )(scope, receive, send)
         scope = json_by_default(scope)
         length = next((value for name, value in scope["headers"] if name == b"content-length"), b"0")
         if int(length or 0) > self.max_bytes:
@@ -78,8 +83,14 @@ class PlainPredict:
     TEMPLATE = "/v1/models/{name}:predict"
     HEADERS = [(b"content-type", b"application/json")]
 
-    def __init__(self, app: FastAPI, answer: Callable, record: Callable[[int, float], None], max_bytes: int,
-                 authorized: Callable[[dict], bool] | None):
+    def __init__(
+        self,
+        app: FastAPI,
+        answer: Callable,
+        record: Callable[[int, float], None],
+        max_bytes: int,
+        authorized: Callable[[dict], bool] | None,
+    ):
         self.app, self.answer, self.record, self.max_bytes, self.authorized = app, answer, record, max_bytes, authorized
 
     async def __call__(self, scope, receive, send):
@@ -107,7 +118,12 @@ class PlainPredict:
         status, payload = result
         # As Starlette's JSONResponse renders it.
         content = json.dumps(payload, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [*self.HEADERS, (b"content-length", str(len(content)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [*self.HEADERS, (b"content-length", str(len(content)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": content})
         self.record(status, time.perf_counter() - began)

@@ -58,9 +58,14 @@ async def submit_job(request: Request, body: JobRequest) -> dict:
     paths = _corpus_paths(body, request.app.state.options.data_root)
     settings = Settings.from_user(body.settings)  # strict; left out: the model's defaults
     db = _models(request).db
-    job_id = job_queue.submit(db, str(paths[0]), settings.to_dict(), body.name or paths[0].stem,
-                              str(paths[1]) if len(paths) > 1 else None,
-                              data_root=str(request.app.state.options.data_root.resolve()))
+    job_id = job_queue.submit(
+        db,
+        str(paths[0]),
+        settings.to_dict(),
+        body.name or paths[0].stem,
+        str(paths[1]) if len(paths) > 1 else None,
+        data_root=str(request.app.state.options.data_root.resolve()),
+    )
     return job_queue.get(db, job_id)
 
 

@@ -56,17 +56,22 @@ class ModelFiles:
         for given in paths:
             path = Path(given)
             if not path.exists():
-                raise SettingsError(f"model file '{given}' does not exist: pass a model file from 'textclf train' "
-                                    "(--out) or a folder of numbered model files (1.npz, 2.npz)")
+                raise SettingsError(
+                    f"model file '{given}' does not exist: pass a model file from 'textclf train' "
+                    "(--out) or a folder of numbered model files (1.npz, 2.npz)"
+                )
             if path.is_dir() and not _numbered(path):
-                raise SettingsError(f"folder '{given}' holds no numbered model file (1.npz, 2.npz, ...): put each "
-                                    "version in it under its number, or pass the model file itself")
+                raise SettingsError(
+                    f"folder '{given}' holds no numbered model file (1.npz, 2.npz, ...): put each "
+                    "version in it under its number, or pass the model file itself"
+                )
             if not path.is_dir() and not path.is_file():
                 raise SettingsError(f"'{given}' is not a regular file or a folder: pass a model file")
             name = model_name(path.resolve())
             if name in self.served:
-                raise SettingsError(f"two models are named '{name}' ('{self.served[name].path}' and '{given}'): "
-                                    "rename one of the files")
+                raise SettingsError(
+                    f"two models are named '{name}' ('{self.served[name].path}' and '{given}'): rename one of the files"
+                )
             self.served[name] = _Served(path, path.is_dir(), _stamp(path), 1, time.time())
 
     def versions(self, name: str) -> list[dict]:
@@ -75,8 +80,10 @@ class ModelFiles:
         if served is None:
             return []
         if served.folder:
-            return [_row(name, number, path, path.stat().st_mtime) for number, path in
-                    sorted(_numbered(served.path).items())]
+            return [
+                _row(name, number, path, path.stat().st_mtime)
+                for number, path in sorted(_numbered(served.path).items())
+            ]
         return [_row(name, served.version, served.path, served.since)]
 
     def latest(self) -> dict[str, dict]:
@@ -101,5 +108,10 @@ def _stamp(path: Path) -> tuple:
 
 
 def _row(name: str, version: int, path: Path, created: float) -> dict:
-    return {"name": name, "version": version, "path": str(path), "source": "file",
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(created))}
+    return {
+        "name": name,
+        "version": version,
+        "path": str(path),
+        "source": "file",
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(created)),
+    }

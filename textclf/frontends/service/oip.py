@@ -1,5 +1,6 @@
 """The Open Inference Protocol (KServe v2) over REST, as tritonclient and the kserve SDK speak it: server and
-model metadata, Triton's model configuration, liveness and readiness (with and without a version), and infer with one BYTES input of texts
+model metadata, Triton's model configuration, liveness and readiness (with and without a version), and infer with one
+BYTES input of texts
 (base64 image files for an image model), in JSON or with the binary tensor data extension (the clients'
 default), any or no content type. Outputs: "label" (BYTES, one a document) and "probabilities" (FP32,
 documents x classes, in the order of the metadata's parameters.labels); requested outputs are honoured; the
@@ -70,7 +71,7 @@ def _bytes_elements(raw: bytes, name: str) -> list[str]:
         if at + size > len(raw):
             raise HTTPException(400, f"input '{name}': an element of {size} bytes runs past the binary data")
         try:
-            elements.append(raw[at:at + size].decode("utf-8"))
+            elements.append(raw[at : at + size].decode("utf-8"))
         except UnicodeDecodeError:
             raise HTTPException(400, f"input '{name}': element {len(elements)} is not UTF-8 text") from None
         at += size
@@ -101,9 +102,12 @@ def parse_infer(body: bytes, headers, limit: int) -> tuple[InferRequest, bytes]:
         header, binary = body, b""
     else:
         if not length.strip().isdigit() or int(length) > len(body):
-            raise HTTPException(400, f"{HEADER_LENGTH} is {length!r}: give the JSON header's length in bytes, "
-                                     f"at most the body's {len(body)}")
-        header, binary = body[:int(length)], body[int(length):]
+            raise HTTPException(
+                400,
+                f"{HEADER_LENGTH} is {length!r}: give the JSON header's length in bytes, "
+                f"at most the body's {len(body)}",
+            )
+        header, binary = body[: int(length)], body[int(length) :]
     try:
         return InferRequest.model_validate_json(header), binary
     except ValidationError as exc:
@@ -123,19 +127,24 @@ def request_texts(request: InferRequest, binary: bytes, images: bool) -> list[st
     size = (tensor.parameters or {}).get("binary_data_size")
     if size is not None:
         if not isinstance(size, int) or size < 0 or size != len(binary):
-            raise HTTPException(400, f"input '{tensor.name}': binary_data_size {size!r} but {len(binary)} bytes "
-                                     "follow the header")
+            raise HTTPException(
+                400, f"input '{tensor.name}': binary_data_size {size!r} but {len(binary)} bytes follow the header"
+            )
         texts = _bytes_elements(binary, tensor.name)
     elif tensor.data is not None and not binary:
         texts = _flat(tensor.data)
         if not all(isinstance(t, str) for t in texts):
             raise HTTPException(400, f"input '{tensor.name}' holds a non-string element: send texts")
     else:
-        raise HTTPException(400, f"input '{tensor.name}' has no data: send 'data', or binary data with "
-                                 "parameters.binary_data_size")
+        raise HTTPException(
+            400, f"input '{tensor.name}' has no data: send 'data', or binary data with parameters.binary_data_size"
+        )
     if any(d < 0 for d in tensor.shape) or math.prod(tensor.shape) != len(texts):
-        raise HTTPException(400, f"input '{tensor.name}' has shape {tensor.shape} but {len(texts)} elements: the "
-                                 "shape must multiply out to the number of texts")
+        raise HTTPException(
+            400,
+            f"input '{tensor.name}' has shape {tensor.shape} but {len(texts)} elements: the "
+            "shape must multiply out to the number of texts",
+        )
     if not texts:
         raise HTTPException(400, f"input '{tensor.name}' holds no texts")
     return texts
@@ -169,8 +178,9 @@ def request_threshold(request: InferRequest) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise HTTPException(400, f"parameters.threshold is {json.dumps(value)}: give a probability from 0 to 1 "
-                                 "(a number)")
+        raise HTTPException(
+            400, f"parameters.threshold is {json.dumps(value)}: give a probability from 0 to 1 (a number)"
+        )
     try:
         return check_threshold(float(value), "parameters.threshold")
     except USER_ERRORS as exc:
@@ -187,8 +197,9 @@ def _label_values(model, probabilities: np.ndarray, threshold: float | None) -> 
     return [",".join(p.labels) if p.labels is not None else (p.label or "") for p in predictions]
 
 
-def infer_answer(request: InferRequest, name: str, version: int, model, probabilities: np.ndarray,
-                 threshold: float | None = None) -> Response:
+def infer_answer(
+    request: InferRequest, name: str, version: int, model, probabilities: np.ndarray, threshold: float | None = None
+) -> Response:
     """The requested outputs: "label" (_label_values) and "probabilities", each label's own."""
     values = {"label": _label_values(model, probabilities, threshold), "probabilities": probabilities}
     shapes = {"label": [len(probabilities)], "probabilities": list(probabilities.shape)}
@@ -207,8 +218,11 @@ def infer_answer(request: InferRequest, name: str, version: int, model, probabil
     header = json.dumps(answer, allow_nan=False, separators=(",", ":")).encode()
     if not binary:
         return Response(header, media_type="application/json")
-    return Response(header + b"".join(binary), media_type="application/octet-stream",
-                    headers={"Inference-Header-Content-Length": str(len(header))})
+    return Response(
+        header + b"".join(binary),
+        media_type="application/octet-stream",
+        headers={"Inference-Header-Content-Length": str(len(header))},
+    )
 
 
 router = APIRouter(tags=["Open Inference Protocol (KServe v2)"])
@@ -244,11 +258,17 @@ async def ready(request: Request) -> dict:
 def model_metadata(models: ServedModels, name: str, version: int | None) -> dict:
     batcher = models.batcher(name, version)  # 404 for a name or version that does not exist
     labels = list(batcher.model.labels)
-    return {"name": name, "versions": [str(r["version"]) for r in models.versions(name)],
-            "platform": "textclf", "parameters": {"labels": labels, "version": str(batcher.version)},
-            "inputs": [{"name": _input_name(batcher.score.images), "datatype": "BYTES", "shape": [-1]}],
-            "outputs": [{"name": "label", "datatype": "BYTES", "shape": [-1]},
-                        {"name": "probabilities", "datatype": "FP32", "shape": [-1, len(labels)]}]}
+    return {
+        "name": name,
+        "versions": [str(r["version"]) for r in models.versions(name)],
+        "platform": "textclf",
+        "parameters": {"labels": labels, "version": str(batcher.version)},
+        "inputs": [{"name": _input_name(batcher.score.images), "datatype": "BYTES", "shape": [-1]}],
+        "outputs": [
+            {"name": "label", "datatype": "BYTES", "shape": [-1]},
+            {"name": "probabilities", "datatype": "FP32", "shape": [-1, len(labels)]},
+        ],
+    }
 
 
 @router.get("/v2/models/{name}")
@@ -265,10 +285,18 @@ def model_config(models: ServedModels, name: str, version: int | None) -> dict:
     """Triton's model configuration (its clients' get_model_config), from the model's metadata."""
     meta = model_metadata(models, name, version)
     types = {"BYTES": "TYPE_STRING", "FP32": "TYPE_FP32"}
-    tensors = {kind: [{"name": t["name"], "data_type": types[t["datatype"]], "dims": t["shape"]} for t in meta[kind]]
-               for kind in ("inputs", "outputs")}
-    return {"name": name, "platform": "textclf", "max_batch_size": 0, "input": tensors["inputs"],
-            "output": tensors["outputs"], "parameters": {"labels": {"string_value": json.dumps(meta["parameters"]["labels"])}}}
+    tensors = {
+        kind: [{"name": t["name"], "data_type": types[t["datatype"]], "dims": t["shape"]} for t in meta[kind]]
+        for kind in ("inputs", "outputs")
+    }
+    return {
+        "name": name,
+        "platform": "textclf",
+        "max_batch_size": 0,
+        "input": tensors["inputs"],
+        "output": tensors["outputs"],
+        "parameters": {"labels": {"string_value": json.dumps(meta["parameters"]["labels"])}},
+    }
 
 
 @router.get("/v2/models/{name}/config")

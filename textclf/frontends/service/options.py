@@ -43,8 +43,7 @@ class ServiceOptions:
         there is no such service without one (it would take jobs from anyone who can reach the port)."""
         public = not is_loopback(host)
         if public and not token:
-            raise SettingsError(f"binding {host} exposes the service beyond this machine: set --token or "
-                                "TEXTCLF_TOKEN")
+            raise SettingsError(f"binding {host} exposes the service beyond this machine: set --token or TEXTCLF_TOKEN")
         return cls(token=token, require_token_everywhere=public, **options)
 
 
@@ -61,4 +60,3 @@ def options_from_env(raw_json: str) -> ServiceOptions:
     for key in ("db_path", "data_root"):
         raw[key] = Path(raw[key]) if raw.get(key) else None
     return ServiceOptions(**raw)
-

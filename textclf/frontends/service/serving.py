@@ -129,7 +129,7 @@ class Batcher:
             start = 0
             for item, future in batch:
                 if not future.done():
-                    future.set_result(probabilities[start:start + len(item)])
+                    future.set_result(probabilities[start : start + len(item)])
                 start += len(item)
 
 
@@ -143,8 +143,12 @@ class Metrics:
         self.registry = CollectorRegistry()
         # Requests and their latency: prometheus-fastapi-instrumentator (create_app), labelled by route template
         # ("/v1/models/{name}:predict") and method, so every distinct URL does not add a series.
-        self.batch_size = Histogram("textclf_batch_size", "Instances scored together", registry=self.registry,
-                                    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
+        self.batch_size = Histogram(
+            "textclf_batch_size",
+            "Instances scored together",
+            registry=self.registry,
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+        )
         self.model_version = Gauge("textclf_model_version", "Served version", ["model"], registry=self.registry)
 
 
@@ -192,8 +196,7 @@ class ServedModels:
                 self._install(key, row, model)
                 break
             else:
-                raise HTTPException(503, f"model '{name}' cannot be loaded on the server ({problems[0]}); "
-                                         "republish it")
+                raise HTTPException(503, f"model '{name}' cannot be loaded on the server ({problems[0]}); republish it")
         return self.batchers[key]
 
     def load_problem(self, row: dict) -> str | None:
@@ -239,14 +242,24 @@ class ServedModels:
                 current = self.batchers.get(name)  # the newest-version batcher; pinned ones stay
                 # An empty path: the daemon is still moving the file into place (it sets the path after).
                 attempt = (name, row["version"], row["path"])
-                if current is None or row["version"] <= current.version or not row["path"] or attempt in self.unloadable:
+                if (
+                    current is None
+                    or row["version"] <= current.version
+                    or not row["path"]
+                    or attempt in self.unloadable
+                ):
                     continue
                 try:
                     self._install(name, row, await asyncio.to_thread(load_model, row["path"]))
                 except Exception as exc:  # a damaged file: the current version keeps serving; said once
                     self.unloadable.add(attempt)
-                    log.warning("model %s v%s cannot be loaded, still serving v%s: %s", name, row["version"],
-                                current.version, exc)
+                    log.warning(
+                        "model %s v%s cannot be loaded, still serving v%s: %s",
+                        name,
+                        row["version"],
+                        current.version,
+                        exc,
+                    )
 
 
 async def score(models: ServedModels, name: str, version: int | None, instances: list) -> tuple[Batcher, Any]:
@@ -262,8 +275,9 @@ async def score(models: ServedModels, name: str, version: int | None, instances:
     if batcher.score.images:
         from textclf.inference.image_model import decode_base64_image
 
-        instances = [decode_base64_image(text, batcher.model.image_shape, f"instance {i}")
-                     for i, text in enumerate(instances)]
+        instances = [
+            decode_base64_image(text, batcher.model.image_shape, f"instance {i}") for i, text in enumerate(instances)
+        ]
     try:
         return batcher, await batcher.predict(instances, options.timeout_s)
     except TimeoutError:

@@ -46,6 +46,7 @@ Threshold = Annotated[float, Strict(), AfterValidator(_threshold)]
 
 class PredictRequest(BaseModel):
     """The row form with plain strings: the hot path's request (PlainPredict validates with it alone)."""
+
     model_config = ConfigDict(extra="forbid")
     signature_name: str | None = None
     instances: list[str] = Field(min_length=1)
@@ -56,6 +57,7 @@ class PredictRequest(BaseModel):
 class TFPredictRequest(BaseModel):
     """Every form TF Serving's REST API takes: `instances` (rows: strings, {"b64": ...} or {"text": ...}) or
     `inputs` (columns: a list, or {"text": [...]})."""
+
     model_config = ConfigDict(extra="forbid")
     signature_name: str | None = None
     instances: list[str | dict[str, Any]] | None = None
@@ -79,8 +81,10 @@ def _text(value: Any, where: str) -> str:
 def _named(value: dict, where: str) -> Any:
     unknown = sorted(set(value) - {TEXT_INPUT})
     if unknown or TEXT_INPUT not in value:
-        raise HTTPException(400, f"{where} names input {unknown[0] if unknown else 'nothing'!r}: the model's one "
-                                 f"input is '{TEXT_INPUT}'")
+        raise HTTPException(
+            400,
+            f"{where} names input {unknown[0] if unknown else 'nothing'!r}: the model's one input is '{TEXT_INPUT}'",
+        )
     return value[TEXT_INPUT]
 
 
@@ -89,12 +93,17 @@ def request_texts(body: TFPredictRequest) -> tuple[list[str], bool]:
     if (body.instances is None) == (body.inputs is None):
         raise HTTPException(400, "send either 'instances' (the row form) or 'inputs' (the columnar form)")
     if body.instances is not None:
-        rows = [_named(row, f"instance {i}") if isinstance(row, dict) and "b64" not in row else row
-                for i, row in enumerate(body.instances)]
+        rows = [
+            _named(row, f"instance {i}") if isinstance(row, dict) and "b64" not in row else row
+            for i, row in enumerate(body.instances)
+        ]
         texts = [_text(row, f"instance {i}") for i, row in enumerate(rows)]
     else:
-        column = _named(body.inputs, "'inputs'") if isinstance(body.inputs, dict) and "b64" not in body.inputs \
+        column = (
+            _named(body.inputs, "'inputs'")
+            if isinstance(body.inputs, dict) and "b64" not in body.inputs
             else body.inputs
+        )
         column = column if isinstance(column, list) else [column]
         texts = [_text(value, f"input {i}") for i, value in enumerate(column)]
     if not texts:
@@ -102,8 +111,9 @@ def request_texts(body: TFPredictRequest) -> tuple[list[str], bool]:
     return texts, body.inputs is not None
 
 
-def prediction_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int, threshold: float | None = None
-                      ) -> dict:
+def prediction_answer(
+    name: str, batcher: Batcher, probabilities: Any, top_k: int, threshold: float | None = None
+) -> dict:
     """Each document's label and top_k probabilities at or above `threshold`; a multi-label model's "labels" too
     (those above their thresholds, or above `threshold`, most probable first; "label" the first of them, or null):
     the rule `textclf predict` answers by (inference.predict.predictions_of)."""
@@ -117,8 +127,9 @@ def prediction_answer(name: str, batcher: Batcher, probabilities: Any, top_k: in
     return {"model": name, "version": batcher.version, "predictions": predictions}
 
 
-def columnar_answer(name: str, batcher: Batcher, probabilities: Any, top_k: int, threshold: float | None = None
-                    ) -> dict:
+def columnar_answer(
+    name: str, batcher: Batcher, probabilities: Any, top_k: int, threshold: float | None = None
+) -> dict:
     rows = prediction_answer(name, batcher, probabilities, top_k, threshold)["predictions"]
     outputs = {"label": [row["label"] for row in rows], "top": [row["top"] for row in rows]}
     if rows and "labels" in rows[0]:
@@ -130,10 +141,16 @@ async def _status(models: ServedModels, row: dict) -> dict:
     """TF Serving's status of one version: AVAILABLE where its file loads, else END with the reason."""
     problem = await asyncio.to_thread(models.load_problem, row)
     if problem is None:
-        return {"version": str(row["version"]), "state": "AVAILABLE", "status": {"error_code": "OK",
-                                                                                  "error_message": ""}}
-    return {"version": str(row["version"]), "state": "END", "status": {"error_code": "UNKNOWN",
-                                                                        "error_message": problem}}
+        return {
+            "version": str(row["version"]),
+            "state": "AVAILABLE",
+            "status": {"error_code": "OK", "error_message": ""},
+        }
+    return {
+        "version": str(row["version"]),
+        "state": "END",
+        "status": {"error_code": "UNKNOWN", "error_message": problem},
+    }
 
 
 def public(row: dict) -> dict:
@@ -148,15 +165,21 @@ def _metadata(models: ServedModels, name: str, version: int | None) -> dict:
     batcher = models.batcher(name, version)
     tensor = {"dtype": "DT_STRING", "tensor_shape": {"dim": [{"size": "-1"}]}}
     per_document = {"tensor_shape": {"dim": [{"size": "-1"}, {"size": "-1"}]}}
-    outputs = {"label": {**tensor, "name": "label:0"},
-               "top": {"dtype": "DT_VARIANT", **per_document, "name": "top:0"}}
+    outputs = {"label": {**tensor, "name": "label:0"}, "top": {"dtype": "DT_VARIANT", **per_document, "name": "top:0"}}
     if getattr(batcher.model, "multi_label", False):
         outputs["labels"] = {"dtype": "DT_STRING", **per_document, "name": "labels:0"}
-    signature = {"inputs": {TEXT_INPUT: {**tensor, "name": f"{TEXT_INPUT}:0"}}, "outputs": outputs,
-                 "method_name": "tensorflow/serving/predict"}
-    return {"model_spec": {"name": name, "signature_name": "", "version": str(batcher.version)},
-            "metadata": {"signature_def": {"signature_def": {"serving_default": signature}},
-                         "labels": list(batcher.model.labels)}}
+    signature = {
+        "inputs": {TEXT_INPUT: {**tensor, "name": f"{TEXT_INPUT}:0"}},
+        "outputs": outputs,
+        "method_name": "tensorflow/serving/predict",
+    }
+    return {
+        "model_spec": {"name": name, "signature_name": "", "version": str(batcher.version)},
+        "metadata": {
+            "signature_def": {"signature_def": {"serving_default": signature}},
+            "labels": list(batcher.model.labels),
+        },
+    }
 
 
 def plain_answerer(models_of):
@@ -170,8 +193,11 @@ def plain_answerer(models_of):
             batcher = models.batcher(name, None)
         except Exception:  # invalid JSON or fields, an unknown or unloadable model: FastAPI's route says which
             return None
-        if (len(body.instances) > models.options.max_instances or batcher.score.images
-                or not all(text.strip() for text in body.instances)):
+        if (
+            len(body.instances) > models.options.max_instances
+            or batcher.score.images
+            or not all(text.strip() for text in body.instances)
+        ):
             return None
         try:
             probabilities = await batcher.predict(body.instances, models.options.timeout_s)
@@ -208,8 +234,11 @@ async def model_status(request: Request, name: str) -> dict:
     """TF Serving's model status (every published version), and the versions' records."""
     models = _models(request)
     rows = models.versions(name)
-    return {"model_version_status": [await _status(models, row) for row in reversed(rows)], "name": name,
-            "versions": [public(row) for row in rows]}
+    return {
+        "model_version_status": [await _status(models, row) for row in reversed(rows)],
+        "name": name,
+        "versions": [public(row) for row in rows],
+    }
 
 
 @router.get("/v1/models/{name}/versions/{version}")

@@ -15,9 +15,19 @@ which would keep a run from forking its vectorizing workers (pipelines/workers.p
 
 import importlib
 
-_HOMES = {"SEARCH_FORMAT": "halving", "Prepared": "prepare", "SearchResult": "halving", "prepare_search": "prepare",
-          "search_curves": "halving", "search_settings": "halving", "searched_rows": "folds", "SearchRules": "rules",
-          "SearchSummary": "summary", "RateChoice": "summary", "why_not_searched": "prepare"}
+_HOMES = {
+    "SEARCH_FORMAT": "halving",
+    "Prepared": "prepare",
+    "SearchResult": "halving",
+    "prepare_search": "prepare",
+    "search_curves": "halving",
+    "search_settings": "halving",
+    "searched_rows": "folds",
+    "SearchRules": "rules",
+    "SearchSummary": "summary",
+    "RateChoice": "summary",
+    "why_not_searched": "prepare",
+}
 
 __all__ = sorted(_HOMES)
 

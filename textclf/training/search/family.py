@@ -26,8 +26,14 @@ import numpy as np
 
 from textclf.settings import Settings
 from textclf.training.candidates import fit_candidates, round_data
-from textclf.training.search.folds import (RoundGeometry, SearchContext, SearchCorpus, Variant, binomial_error,
-                                           fold_matrices)
+from textclf.training.search.folds import (
+    RoundGeometry,
+    SearchContext,
+    SearchCorpus,
+    Variant,
+    binomial_error,
+    fold_matrices,
+)
 from textclf.training.search.networks import standard_error
 from textclf.training.search.rules import SearchRules
 from textclf.training.search.summary import FamilySummary
@@ -59,10 +65,22 @@ class FamilyTrial:
     """The linear family against the network for the chosen variant on the compared folds (module docstring)."""
 
     # Six arguments: the search's parts the trial reads, the chosen network and its validation log-probabilities.
-    def __init__(self, search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
-                 shared_folds: list[int], network_scores: list[tuple[np.ndarray, np.ndarray]] | None = None):
-        self.search, self.corpus, self.geometry, self.chosen, self.folds = (search, corpus, geometry, chosen,
-                                                                            shared_folds)
+    def __init__(
+        self,
+        search: SearchContext,
+        corpus: SearchCorpus,
+        geometry: RoundGeometry,
+        chosen: Settings,
+        shared_folds: list[int],
+        network_scores: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    ):
+        self.search, self.corpus, self.geometry, self.chosen, self.folds = (
+            search,
+            corpus,
+            geometry,
+            chosen,
+            shared_folds,
+        )
         # per compared fold: (the network's (documents, C) log-probabilities, the truth), None: no mixture tried
         self.network_scores = None if chosen.family == "linear" else network_scores
         # per compared fold, per epoch run: whether network + linear model k is right, (documents, K)
@@ -72,12 +90,20 @@ class FamilyTrial:
         # linear model's own where it is typed to stand beside the network
         beside = chosen.family == "network+linear" and "family" in pinned
         typed = chosen.linear_view() if beside else chosen
-        rate_typed, decay_typed, epochs_typed = (("linear_learning_rate", "linear_weight_decay", "linear_epochs")
-                                                 if beside else ("learning_rate", "weight_decay", "epochs"))
-        self.pairs = list(dict.fromkeys(
-            (typed.learning_rate if rate_typed in pinned else rate,
-             typed.weight_decay if decay_typed in pinned else decay)
-            for rate, decay in rules.linear_pairs(search.platform)))
+        rate_typed, decay_typed, epochs_typed = (
+            ("linear_learning_rate", "linear_weight_decay", "linear_epochs")
+            if beside
+            else ("learning_rate", "weight_decay", "epochs")
+        )
+        self.pairs = list(
+            dict.fromkeys(
+                (
+                    typed.learning_rate if rate_typed in pinned else rate,
+                    typed.weight_decay if decay_typed in pinned else decay,
+                )
+                for rate, decay in rules.linear_pairs(search.platform)
+            )
+        )
         self.epochs = typed.epochs if epochs_typed in pinned else rules.linear_epochs(search.platform)
         self.epochs_typed = epochs_typed in pinned
         self.loss = chosen.linear_loss  # the linear models' (LINEAR_LOSSES)
@@ -98,8 +124,9 @@ class FamilyTrial:
             return keep._replace(summary=FamilySummary("network", linear_not_tried=why_not))
         steps = self.cost()
         if "family" not in chosen.pinned and not search.budget.affords(steps, 0.0):
-            return keep._replace(summary=FamilySummary(
-                "network", linear_not_tried=f"no budget left (needs ~{steps:,} network-steps)"))
+            return keep._replace(
+                summary=FamilySummary("network", linear_not_tried=f"no budget left (needs ~{steps:,} network-steps)")
+            )
         started = time.perf_counter()
         curves = self._curves()  # (epochs, K) mean over the folds
         epoch, k = np.unravel_index(np.argmax(curves), curves.shape)  # the first maximum: fewest epochs, earlier pair
@@ -107,28 +134,45 @@ class FamilyTrial:
         error = binomial_error(network_score, documents)
         margin = search.rules.family_errors * error
         rate, decay = self.pairs[k]
-        summary = FamilySummary("network", network_score=round(network_score, 6),
-                                linear_score=round(linear_score, 6), by=round(linear_score - network_score, 6),
-                                standard_error=round(error, 6), margin=round(margin, 6), linear_learning_rate=rate,
-                                linear_weight_decay=decay, linear_epochs=int(epoch) + 1, linear_loss=self.loss,
-                                pairs=len(self.pairs), folds=len(self.folds))
+        summary = FamilySummary(
+            "network",
+            network_score=round(network_score, 6),
+            linear_score=round(linear_score, 6),
+            by=round(linear_score - network_score, 6),
+            standard_error=round(error, 6),
+            margin=round(margin, 6),
+            linear_learning_rate=rate,
+            linear_weight_decay=decay,
+            linear_epochs=int(epoch) + 1,
+            linear_loss=self.loss,
+            pairs=len(self.pairs),
+            folds=len(self.folds),
+        )
         options = {}  # the families that beat the network by their rule, and their validation scores
         if linear_score - network_score > margin:
             options["linear"] = linear_score
         mixed = self._mixed(int(epoch), int(k))
         if mixed is None:
             summary.mixed_not_tried = (
-                "the linear family typed" if chosen.family == "linear" and "family" in chosen.pinned
+                "the linear family typed"
+                if chosen.family == "linear" and "family" in chosen.pinned
                 else "the networks trial did not train (label sets, an ensemble typed or a CPU's large corpus)"
-                if self.network_scores is None else "a fold stopped before the linear model's epoch")
+                if self.network_scores is None
+                else "a fold stopped before the linear model's epoch"
+            )
         else:
             gain, gain_error = mixed
             summary.mixed_score, summary.mixed_by = round(network_score + gain, 6), round(gain, 6)
             summary.mixed_standard_error = round(gain_error, 6)
             if gain > search.rules.mixed_errors * gain_error:
                 options["network+linear"] = network_score + gain
-        family = (chosen.family if "family" in chosen.pinned
-                  else max(options, key=lambda name: options[name]) if options else "network")
+        family = (
+            chosen.family
+            if "family" in chosen.pinned
+            else max(options, key=lambda name: options[name])
+            if options
+            else "network"
+        )
         summary.chosen, summary.seconds = family, round(time.perf_counter() - started, 3)
         if family == "network":
             return keep._replace(summary=summary)
@@ -141,29 +185,57 @@ class FamilyTrial:
         scores, or a fold stopped before that epoch)."""
         if self.network_scores is None or any(len(fold) <= epoch for fold in self.mixed_right):
             return None
-        gains = [fold[epoch][:, k].astype(np.float64) - (np.argmax(scores, axis=-1) == truth)
-                 for fold, (scores, truth) in zip(self.mixed_right, self.network_scores)]
+        gains = [
+            fold[epoch][:, k].astype(np.float64) - (np.argmax(scores, axis=-1) == truth)
+            for fold, (scores, truth) in zip(self.mixed_right, self.network_scores)
+        ]
         return float(np.mean(np.concatenate(gains))), standard_error(gains)
 
     def _curves(self) -> np.ndarray:
         """(epochs, K) validation score of each (rate, decay) pair after each epoch, the mean over the folds (the
         epochs after a fold's early stop count 0 there)."""
         search, corpus, geometry, chosen = self.search, self.corpus, self.geometry, self.chosen
-        variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting, chosen.sublinear_tf,
-                          chosen.batch_size)
+        variant = Variant(
+            chosen.stop_words, chosen.ngram_max, chosen.nb_weighting, chosen.sublinear_tf, chosen.batch_size
+        )
         total = np.zeros((self.epochs, len(self.pairs)))
         for fold in self.folds:
             train_rows, val_rows = corpus.folds[fold]
-            train_x, val_x = fold_matrices(corpus.counts, corpus.y, corpus.masks[variant.stop_words,
-                                                                                  variant.ngram_max],
-                                            train_rows, val_rows, chosen, geometry.features, geometry.width, variant)
-            data = round_data(train_x, corpus.trained_labels(train_rows), val_x, corpus.trained_labels(val_rows),
-                              chosen.batch_size, chosen.seed + 300 + fold, geometry.shapes[chosen.batch_size],
-                              geometry.val_shape, geometry.score_batch)
-            curves = fit_candidates(data, corpus.n_classes, [rate for rate, _ in self.pairs],
-                                    [decay for _, decay in self.pairs], self.epochs, 0, chosen.seed + 300 + fold,
-                                    patience=geometry.patience, metric=chosen.metric or "micro-f1",
-                                    on_scores=self._mixed_scorer(len(self.mixed_right)), loss=self.loss)
+            train_x, val_x = fold_matrices(
+                corpus.counts,
+                corpus.y,
+                corpus.masks[variant.stop_words, variant.ngram_max],
+                train_rows,
+                val_rows,
+                chosen,
+                geometry.features,
+                geometry.width,
+                variant,
+            )
+            data = round_data(
+                train_x,
+                corpus.trained_labels(train_rows),
+                val_x,
+                corpus.trained_labels(val_rows),
+                chosen.batch_size,
+                chosen.seed + 300 + fold,
+                geometry.shapes[chosen.batch_size],
+                geometry.val_shape,
+                geometry.score_batch,
+            )
+            curves = fit_candidates(
+                data,
+                corpus.n_classes,
+                [rate for rate, _ in self.pairs],
+                [decay for _, decay in self.pairs],
+                self.epochs,
+                0,
+                chosen.seed + 300 + fold,
+                patience=geometry.patience,
+                metric=chosen.metric or "micro-f1",
+                on_scores=self._mixed_scorer(len(self.mixed_right)),
+                loss=self.loss,
+            )
             ran = int(np.max(np.flatnonzero(curves.any(axis=1)), initial=0)) + 1
             search.budget.steps_done += self._network_weight() * ran * data.n_steps
             total += curves
@@ -177,7 +249,8 @@ class FamilyTrial:
         scores, truth = self.network_scores[fold]
         self.mixed_right.append([])
         return lambda epoch, linear: self.mixed_right[fold].append(
-            np.argmax(scores[:, None, :] + linear, axis=-1) == truth[:, None])
+            np.argmax(scores[:, None, :] + linear, axis=-1) == truth[:, None]
+        )
 
     def _network_weight(self) -> int:
         """The K linear models' cost in networks: their K*C columns against a network's hidden units."""

@@ -24,7 +24,6 @@ from textclf.settings import Settings
 from textclf.training.search.rules import SearchRules
 
 
-
 def stratified_folds(labels: np.ndarray, count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """`count` (>= 2) stratified folds: (training rows, validation rows) each."""
     from sklearn.model_selection import StratifiedKFold
@@ -140,8 +139,9 @@ def portfolio() -> tuple[Variant, ...]:
     return tuple(Variant(**dict(zip(data["fields"], values))) for values in data["variants"])
 
 
-def candidate_space(settings: Settings, platform: str, rules: SearchRules
-                    ) -> tuple[list[Variant], list[tuple[float, float]], list[int]]:
+def candidate_space(
+    settings: Settings, platform: str, rules: SearchRules
+) -> tuple[list[Variant], list[tuple[float, float]], list[int]]:
     """(vectorizer variants, (learning rate, weight decay) pairs, epoch counts) to try; pinned fields keep the
     settings' own value. The settings' own values come first in each list; then the portfolio's first
     rules.portfolio_size variants, each with the pinned fields set as the user set them, repeats dropped. Weight
@@ -155,7 +155,7 @@ def candidate_space(settings: Settings, platform: str, rules: SearchRules
 
     own = Variant(*(getattr(settings, field) for field in Variant._fields))
     variants = [own]
-    for entry in portfolio()[:rules.portfolio_size]:
+    for entry in portfolio()[: rules.portfolio_size]:
         variant = entry._replace(**{field: getattr(settings, field) for field in Variant._fields if field in pinned})
         if variant not in variants:
             variants.append(variant)
@@ -166,8 +166,9 @@ def candidate_space(settings: Settings, platform: str, rules: SearchRules
     return variants, optimizers, epochs
 
 
-def round_epochs(epoch_options: list[int], fold_documents: int, settings: Settings, platform: str, rules: SearchRules
-                 ) -> tuple[int, list[int], int]:
+def round_epochs(
+    epoch_options: list[int], fold_documents: int, settings: Settings, platform: str, rules: SearchRules
+) -> tuple[int, list[int], int]:
     """-> (the most epochs a round trains, the epoch counts it may choose, its early-stopping patience in epochs)
     for folds whose smallest trains on fold_documents: rules.max_epochs (rules.cpu_max_epochs on a CPU), or as
     many as make rules.round_min_steps steps at the settings' batch; patience rules.patience epochs and at least
@@ -199,8 +200,7 @@ def binomial_error(accuracy: float, documents: int) -> float:
     return float(np.sqrt(estimate * (1 - estimate) / n))
 
 
-def keep_defaults(leaderboard: list[dict], defaults: Variant, validation_documents: int, errors: float
-                   ) -> int | None:
+def keep_defaults(leaderboard: list[dict], defaults: Variant, validation_documents: int, errors: float) -> int | None:
     """The row of the defaults' vectorizer variant (the settings as given: stop words, n-grams, NB weights,
     sublinear tf, batch) to choose instead of the winner, or None: its best row, where the winner is another
     variant that beats it by no more than rules.default_variant_errors standard errors on the same folds."""
@@ -214,8 +214,9 @@ def keep_defaults(leaderboard: list[dict], defaults: Variant, validation_documen
     return None
 
 
-def rate_candidates(leaderboard: list[dict], validation_documents: int, epochs_for_all: Callable[[int], int],
-                     rules: SearchRules) -> list[dict]:
+def rate_candidates(
+    leaderboard: list[dict], validation_documents: int, epochs_for_all: Callable[[int], int], rules: SearchRules
+) -> list[dict]:
     """The winner's (learning rate, weight decay) and those of its variant within rules.near_rate_errors binomial
     standard errors of its validation accuracy (on `validation_documents`), best first, at most
     rules.max_rate_candidates: {"learning_rate", "weight_decay", "epochs"} each, epochs for all the documents. The
@@ -224,10 +225,21 @@ def rate_candidates(leaderboard: list[dict], validation_documents: int, epochs_f
     margin = rules.near_rate_errors * binomial_error(winner["accuracy"], validation_documents)
     accuracy = winner["accuracy"]
     variant = {k: v for k, v in winner["settings"].items() if k not in ("learning_rate", "weight_decay", "epochs")}
-    near = [row for row in leaderboard if row["folds"] == winner["folds"] and row["accuracy"] >= accuracy - margin
-            and all(row["settings"][k] == v for k, v in variant.items())]
-    return [{"learning_rate": row["settings"]["learning_rate"], "weight_decay": row["settings"]["weight_decay"],
-             "epochs": epochs_for_all(row["settings"]["epochs"])} for row in near[:rules.max_rate_candidates]]
+    near = [
+        row
+        for row in leaderboard
+        if row["folds"] == winner["folds"]
+        and row["accuracy"] >= accuracy - margin
+        and all(row["settings"][k] == v for k, v in variant.items())
+    ]
+    return [
+        {
+            "learning_rate": row["settings"]["learning_rate"],
+            "weight_decay": row["settings"]["weight_decay"],
+            "epochs": epochs_for_all(row["settings"]["epochs"]),
+        }
+        for row in near[: rules.max_rate_candidates]
+    ]
 
 
 # Nine arguments: one fold's rows and the variant's columns, each computed once by the search for all its rounds.
@@ -235,8 +247,9 @@ def fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, featu
     """One fold's (training, validation) TF-IDF rows for one variant, `width` columns wide; features selected
     and weighted from the fold's training rows only."""
     fold_counts = counts[rows_train]  # (fold documents, terms): sliced once, used three times
-    columns, idf = select_and_weigh(fold_counts, y[rows_train], columns_mask, features,
-                                    settings.feature_selection, variant.sublinear_tf)
+    columns, idf = select_and_weigh(
+        fold_counts, y[rows_train], columns_mask, features, settings.feature_selection, variant.sublinear_tf
+    )
     kept = fold_counts[:, columns]
     if variant.nb_weighting:
         idf = idf * nb_ratios(kept, y[rows_train])
@@ -247,8 +260,9 @@ def fold_matrices(counts, y, columns_mask, rows_train, rows_val, settings, featu
     return train_x, val_x
 
 
-def leaderboard_of(results: dict, variants: list[Variant], going_on: set[Variant], n_folds: int, optimizers: list,
-                   usable: list[int]) -> tuple[list[dict], list[int]]:
+def leaderboard_of(
+    results: dict, variants: list[Variant], going_on: set[Variant], n_folds: int, optimizers: list, usable: list[int]
+) -> tuple[list[dict], list[int]]:
     """Rank every (variant, rate, decay) tried -> (rows best first, the folds the contenders were compared on).
     The contenders (the variants that went on past the first rung, else every variant tried) are compared on the
     folds all of them finished: a fold the budget cut short for some of them counts for none. The rest rank below
@@ -265,9 +279,15 @@ def leaderboard_of(results: dict, variants: list[Variant], going_on: set[Variant
         for k, (rate, decay) in enumerate(optimizers):
             curve = mean[np.array(usable) - 1, k]
             best = int(np.argmax(curve))  # first maximum: the fewest epochs
-            rows.append({"settings": {**v._asdict(), "learning_rate": rate, "weight_decay": decay,
-                                      "epochs": usable[best]},
-                         "accuracy": float(curve[best]), "folds": len(done), "order": len(rows), "_variant": v})
+            rows.append(
+                {
+                    "settings": {**v._asdict(), "learning_rate": rate, "weight_decay": decay, "epochs": usable[best]},
+                    "accuracy": float(curve[best]),
+                    "folds": len(done),
+                    "order": len(rows),
+                    "_variant": v,
+                }
+            )
     rows.sort(key=lambda row: (-row["folds"], -row["accuracy"], row["order"]))
     for row in rows:
         del row["order"]
@@ -278,8 +298,9 @@ def char_fold_matrices(terms, counts, y, rows_train, rows_val, settings: Setting
     """One fold's (training, validation) rows of the character view, selected and weighted from the fold's
     training rows only, as fit_vectorizer does the final model's character view."""
     train_counts = counts[rows_train]
-    columns, idf = select_and_weigh(train_counts, y[rows_train], np.arange(len(terms)), features,
-                                    settings.feature_selection, settings.sublinear_tf)
+    columns, idf = select_and_weigh(
+        train_counts, y[rows_train], np.arange(len(terms)), features, settings.feature_selection, settings.sublinear_tf
+    )
     kept = train_counts[:, columns]
     if settings.nb_weighting:
         idf = idf * nb_ratios(kept, y[rows_train])

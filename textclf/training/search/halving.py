@@ -43,12 +43,23 @@ import numpy as np
 
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
-from textclf.training.candidates import (
-    CandidateRound, precompile_epoch, precompile_hits, precompile_scores, round_data)
+from textclf.training.candidates import CandidateRound, precompile_epoch, precompile_hits, precompile_scores, round_data
 from textclf.training.stacked_step import init_stack
 from textclf.training.search.folds import (
-    Budget, RoundGeometry, SearchContext, SearchCorpus, Variant, batch_for_all, candidate_space, epochs_for_all,
-    final_steps, fold_matrices, keep_defaults, leaderboard_of, rate_candidates)
+    Budget,
+    RoundGeometry,
+    SearchContext,
+    SearchCorpus,
+    Variant,
+    batch_for_all,
+    candidate_space,
+    epochs_for_all,
+    final_steps,
+    fold_matrices,
+    keep_defaults,
+    leaderboard_of,
+    rate_candidates,
+)
 from textclf.training.search.family import FamilyTrial, not_tried
 from textclf.training.search.networks import NetworksTrial
 from textclf.training.search.prepare import Prepared, round_geometry, searched_corpus, searched_space
@@ -70,9 +81,16 @@ class SearchResult:
     leaderboard: list[dict] = field(default_factory=list)  # candidates, best first: settings, accuracy, epochs
 
 
-def search_settings(texts: Sequence[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
-                    on_round: Callable[[int, int], None] | None = None, rules: SearchRules = SearchRules(),
-                    prepared: Prepared | None = None) -> SearchResult:
+def search_settings(
+    texts: Sequence[str],
+    labels: list[str],
+    settings: Settings,
+    pool: WorkerPool,
+    platform: str,
+    on_round: Callable[[int, int], None] | None = None,
+    rules: SearchRules = SearchRules(),
+    prepared: Prepared | None = None,
+) -> SearchResult:
     # Seven arguments and the work prepared ahead (a caller that starts JAX meanwhile: textclf/runs/text_data.py).
     """Choose stop words, n-grams, learning rate and epochs for these training documents (see the module
     docstring): the corpus tokenised, the rounds raced within the budget, then the choice and the networks
@@ -100,8 +118,15 @@ def search_settings(texts: Sequence[str], labels: list[str], settings: Settings,
     return result
 
 
-def search_curves(texts: Sequence[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
-                  variants: list[Variant], rules: SearchRules = SearchRules()) -> tuple[dict, list, list]:
+def search_curves(
+    texts: Sequence[str],
+    labels: list[str],
+    settings: Settings,
+    pool: WorkerPool,
+    platform: str,
+    variants: list[Variant],
+    rules: SearchRules = SearchRules(),
+) -> tuple[dict, list, list]:
     """Every variant on every fold as a round of the search trains it, nothing pruned or skipped (the offline
     study that orders the portfolio: benchmarks/search/portfolio.py) -> ({(variant, fold): (epochs, K) validation
     accuracy}, the folds, the (rate, decay) pairs)."""
@@ -142,8 +167,12 @@ class _Rounds:
         settings = search.settings
         self.characters = sum(map(len, corpus.texts))
         cheap = search.platform != "cpu" or final_steps(settings, corpus.n_documents) <= search.rules.cpu_trial_steps
-        self.pair_possible = (settings.ensemble == 0 and "char_ngrams" not in settings.pinned
-                              and self.characters <= search.rules.char_max_characters and cheap)
+        self.pair_possible = (
+            settings.ensemble == 0
+            and "char_ngrams" not in settings.pinned
+            and self.characters <= search.rules.char_max_characters
+            and cheap
+        )
 
     def _prepare(self, fold: int, variant: Variant):
         """One round's batches (None for a round that goes on): every round the same input width, so the epoch
@@ -153,20 +182,38 @@ class _Rounds:
         search, corpus, geometry = self.search, self.corpus, self.geometry
         train_rows, val_rows = corpus.folds[fold]
         built = geometry.built.pop((fold, variant), None)
-        train_x, val_x = built or fold_matrices(corpus.counts, corpus.y, corpus.masks[variant.stop_words,
-                                                                                        variant.ngram_max],
-                                                 train_rows, val_rows, search.settings, geometry.features,
-                                                 geometry.width, variant)
-        return round_data(train_x, corpus.trained_labels(train_rows), val_x, corpus.trained_labels(val_rows),
-                          variant.batch_size,
-                          search.settings.seed + fold, geometry.shapes[variant.batch_size], geometry.val_shape,
-                          geometry.score_batch)
+        train_x, val_x = built or fold_matrices(
+            corpus.counts,
+            corpus.y,
+            corpus.masks[variant.stop_words, variant.ngram_max],
+            train_rows,
+            val_rows,
+            search.settings,
+            geometry.features,
+            geometry.width,
+            variant,
+        )
+        return round_data(
+            train_x,
+            corpus.trained_labels(train_rows),
+            val_x,
+            corpus.trained_labels(val_rows),
+            variant.batch_size,
+            search.settings.seed + fold,
+            geometry.shapes[variant.batch_size],
+            geometry.val_shape,
+            geometry.score_batch,
+        )
 
     def _starting_weights(self, fold: int):
         if fold not in self.initial:
-            self.initial[fold] = init_stack(jax.random.PRNGKey(self.search.settings.seed + fold),
-                                              self.geometry.width, self.search.settings.hidden,
-                                              self.corpus.n_classes, len(self.search.optimizers))
+            self.initial[fold] = init_stack(
+                jax.random.PRNGKey(self.search.settings.seed + fold),
+                self.geometry.width,
+                self.search.settings.hidden,
+                self.corpus.n_classes,
+                len(self.search.optimizers),
+            )
         return self.initial[fold]
 
     def run(self, on_round: Callable[[int, int], None] | None) -> None:
@@ -181,8 +228,9 @@ class _Rounds:
         upcoming, number = {}, 0
         try:
             while number < len(self.schedule):
-                if number and not self.search.budget.affords(max(self.steps) + self.reserve_steps,
-                                                             max(self.seconds) + self.reserve):
+                if number and not self.search.budget.affords(
+                    max(self.steps) + self.reserve_steps, max(self.seconds) + self.reserve
+                ):
                     break
                 started = time.perf_counter()
                 pending = upcoming.pop(number, None)
@@ -206,16 +254,25 @@ class _Rounds:
         # (the first round's epoch compiles in the rounds' thread, as the round calls it; its scoring here)
         compiler.submit(precompile_hits, data, self.corpus.n_classes, models, settings.hidden)
         for batch in sorted(set(shapes) - {variant.batch_size}):
-            compiler.submit(precompile_epoch, data, self.corpus.n_classes, models, settings.hidden, batch,
-                            shapes[batch])
+            compiler.submit(
+                precompile_epoch, data, self.corpus.n_classes, models, settings.hidden, batch, shapes[batch]
+            )
         if settings.ensemble == 0:
             compiler.submit(precompile_scores, data, self.corpus.n_classes, models, settings.hidden)
         rules, classes = self.search.rules, self.corpus.n_classes
         validation = sum(len(val) for _, val in self.corpus.folds)
         if not_tried(settings, validation, rules) is None:  # the family trial's linear models (family.py)
             linear = len(rules.linear_pairs(self.search.platform))
-            compiler.submit(precompile_epoch, data, classes, linear, 0, variant.batch_size, shapes[variant.batch_size],
-                            settings.linear_loss)
+            compiler.submit(
+                precompile_epoch,
+                data,
+                classes,
+                linear,
+                0,
+                variant.batch_size,
+                shapes[variant.batch_size],
+                settings.linear_loss,
+            )
             compiler.submit(precompile_hits, data, classes, linear, 0)
 
     def _train(self, number: int, data, started: float) -> None:
@@ -226,10 +283,18 @@ class _Rounds:
         optimizers = search.optimizers
         round_ = self.live.pop((fold, variant), None)
         if round_ is None:
-            round_ = CandidateRound(data, self.corpus.n_classes, [rate for rate, _ in optimizers],
-                                    [decay for _, decay in optimizers], geometry.epochs, search.settings.hidden,
-                                    search.settings.seed + fold, patience=geometry.patience,
-                                    initial=self._starting_weights(fold), metric=search.settings.metric or "micro-f1")
+            round_ = CandidateRound(
+                data,
+                self.corpus.n_classes,
+                [rate for rate, _ in optimizers],
+                [decay for _, decay in optimizers],
+                geometry.epochs,
+                search.settings.hidden,
+                search.settings.seed + fold,
+                patience=geometry.patience,
+                initial=self._starting_weights(fold),
+                metric=search.settings.metric or "micro-f1",
+            )
         before = round_.done
         curves = round_.run(epochs)
         if epochs < geometry.epochs and not round_.stopped:  # a first rung: it may go on
@@ -247,21 +312,27 @@ class _Rounds:
             # rounds after the first (which also compiled); counting the character n-grams ~1 s a million
             # characters.
             folds = self.corpus.folds
-            self.reserve = (min(self.network_epoch_seconds[1:]) * 2 * geometry.epochs
-                            * sum(len(train) for train, _ in folds) + self.characters / 1e6)
-            self.reserve_steps = 2 * geometry.epochs * sum(-(-len(train) // search.settings.batch_size)
-                                                           for train, _ in folds)
-        self._record_trials(fold, variant, curves[:round_.done], seconds)
+            self.reserve = (
+                min(self.network_epoch_seconds[1:]) * 2 * geometry.epochs * sum(len(train) for train, _ in folds)
+                + self.characters / 1e6
+            )
+            self.reserve_steps = (
+                2 * geometry.epochs * sum(-(-len(train) // search.settings.batch_size) for train, _ in folds)
+            )
+        self._record_trials(fold, variant, curves[: round_.done], seconds)
 
     def _record_trials(self, fold: int, variant: Variant, curves: np.ndarray, seconds: float) -> None:
         """One trial a (candidate, fold): a round that went on replaces its first rung's."""
         optimizers = self.search.optimizers
         first = self.trial_rows.setdefault((variant, fold), len(self.trials))
         for k, (rate, decay) in enumerate(optimizers):
-            row = {"candidate": self.search.variants.index(variant) * len(optimizers) + k, "fold": fold,
-                   "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
-                   "epoch_accuracies": [round(float(a), 6) for a in curves[:, k]],
-                   "seconds": seconds / len(optimizers)}
+            row = {
+                "candidate": self.search.variants.index(variant) * len(optimizers) + k,
+                "fold": fold,
+                "settings": {**variant._asdict(), "learning_rate": rate, "weight_decay": decay},
+                "epoch_accuracies": [round(float(a), 6) for a in curves[:, k]],
+                "seconds": seconds / len(optimizers),
+            }
             if first + k < len(self.trials):
                 row["seconds"] += self.trials[first + k]["seconds"]
                 self.trials[first + k] = row
@@ -277,7 +348,7 @@ class _Rounds:
         epochs = self.geometry.epochs
         if self.halving:
             ranked = sorted(variants, key=lambda v: -float(results[(v, 0)].max()))  # stable: ties keep the order
-            going_on = ranked[:self.search.rules.halving_keep]
+            going_on = ranked[: self.search.rules.halving_keep]
             if variants[0] not in going_on:  # the settings' own variant too: default_variant_errors may keep it
                 going_on.append(variants[0])
             self.live = {key: round_ for key, round_ in self.live.items() if key[1] in going_on}
@@ -288,13 +359,20 @@ class _Rounds:
         self.planned = len(self.schedule)
 
     def leaderboard(self) -> tuple[list[dict], list[int]]:
-        going_on = {v for _, v, _ in self.schedule[len(self.search.variants):]}
-        return leaderboard_of(self.results, self.search.variants, going_on, len(self.corpus.folds),
-                              self.search.optimizers, self.geometry.usable)
+        going_on = {v for _, v, _ in self.schedule[len(self.search.variants) :]}
+        return leaderboard_of(
+            self.results,
+            self.search.variants,
+            going_on,
+            len(self.corpus.folds),
+            self.search.optimizers,
+            self.geometry.usable,
+        )
 
 
-def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, rounds: _Rounds,
-            summary: SearchSummary) -> SearchResult:
+def _choice(
+    search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, rounds: _Rounds, summary: SearchSummary
+) -> SearchResult:
     """The leaderboard's winner (the defaults kept within a standard error), its epochs and near rates for all the
     documents, the networks trial, and the batch for all the documents."""
     settings, rules = search.settings, search.rules
@@ -323,39 +401,60 @@ def _choice(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry
     if settings.ensemble == 0 and corpus.targets is not None:
         # label sets train one network a view (textclf/training/plan.py): no ensemble, the character view as given
         chosen = chosen.replace(ensemble=1)
-        summary.metric = (f"{settings.metric or 'micro-f1'} at probability 0.5 (the threshold is chosen after "
-                          "the training)")
+        summary.metric = (
+            f"{settings.metric or 'micro-f1'} at probability 0.5 (the threshold is chosen after the training)"
+        )
     elif settings.ensemble == 0:
         # Costs from the cheapest round (the first one also compiled), per network, epoch and document.
         trial = NetworksTrial(search, corpus, geometry, chosen, shared_folds)
         networks = trial.choose(leaderboard[0]["settings"]["epochs"], min(rounds.network_epoch_seconds))
         chosen = chosen.replace(ensemble=networks.members, char_ngrams=networks.char_ngrams)
         if networks.char_epochs:  # the character network's own rate and epochs (0 in Settings: the words')
-            chosen = chosen.replace(char_learning_rate=networks.char_learning_rate,
-                                    char_epochs=for_all(networks.char_epochs))
+            chosen = chosen.replace(
+                char_learning_rate=networks.char_learning_rate, char_epochs=for_all(networks.char_epochs)
+            )
         summary.ensemble = networks.summary
         network_score += networks.gain  # the networks trial's choice over one network, on the same folds
         network_scores = networks.scores
-    chosen = _chosen_family(search, corpus, geometry, chosen, shared_folds, (network_score, network_scores), summary,
-                            for_all)
+    chosen = _chosen_family(
+        search, corpus, geometry, chosen, shared_folds, (network_score, network_scores), summary, for_all
+    )
     all_batch = batch_for_all(chosen.batch_size, corpus.n_documents, rules)
     if corpus.subsampled and "batch_size" not in settings.pinned and all_batch != chosen.batch_size:
         # After the networks trial, which trained on the sample at the sample's batch.
         summary.batch_for_all = BatchForAll(chosen.batch_size, all_batch, corpus.n_documents, rules.epoch_steps)
         chosen = chosen.replace(batch_size=all_batch)
     summary = dataclasses.replace(
-        summary, folds=len(shared_folds), rounds=len(rounds.seconds), rounds_planned=rounds.planned,
-        steps=search.budget.steps_done, candidates=len(leaderboard), halving=rounds.halving,
-        best_accuracy=leaderboard[0]["accuracy"], chosen=best, subsampled=corpus.subsampled,
-        documents=corpus.n_documents, searched_documents=len(corpus.texts), terms=len(corpus.terms),
-        round_features=geometry.features)
+        summary,
+        folds=len(shared_folds),
+        rounds=len(rounds.seconds),
+        rounds_planned=rounds.planned,
+        steps=search.budget.steps_done,
+        candidates=len(leaderboard),
+        halving=rounds.halving,
+        best_accuracy=leaderboard[0]["accuracy"],
+        chosen=best,
+        subsampled=corpus.subsampled,
+        documents=corpus.n_documents,
+        searched_documents=len(corpus.texts),
+        terms=len(corpus.terms),
+        round_features=geometry.features,
+    )
     return SearchResult(chosen, summary, rounds.trials, leaderboard)
 
 
 # Eight arguments: the search's parts the trial reads, the chosen settings and the network's validation, the summary
 # it adds to and how a sample's epochs scale to all the documents.
-def _chosen_family(search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
-                   shared_folds: list[int], network: tuple, summary: SearchSummary, for_all) -> Settings:
+def _chosen_family(
+    search: SearchContext,
+    corpus: SearchCorpus,
+    geometry: RoundGeometry,
+    chosen: Settings,
+    shared_folds: list[int],
+    network: tuple,
+    summary: SearchSummary,
+    for_all,
+) -> Settings:
     """The family trial (family.py) against the network as chosen. network: (its validation score on the
     compared folds, with what the networks trial's choice gained there; its log-probabilities there or None)."""
     score, scores = network
@@ -364,8 +463,17 @@ def _chosen_family(search: SearchContext, corpus: SearchCorpus, geometry: RoundG
     if family.family == "network":
         return chosen
     if family.family == "network+linear":
-        return chosen.replace(family="network+linear", linear_learning_rate=family.learning_rate,
-                              linear_weight_decay=family.weight_decay, linear_epochs=for_all(family.epochs))
-    return chosen.replace(family="linear", learning_rate=family.learning_rate, weight_decay=family.weight_decay,
-                          epochs=for_all(family.epochs), ensemble=1,
-                          char_ngrams=chosen.char_ngrams if "char_ngrams" in chosen.pinned else False)
+        return chosen.replace(
+            family="network+linear",
+            linear_learning_rate=family.learning_rate,
+            linear_weight_decay=family.weight_decay,
+            linear_epochs=for_all(family.epochs),
+        )
+    return chosen.replace(
+        family="linear",
+        learning_rate=family.learning_rate,
+        weight_decay=family.weight_decay,
+        epochs=for_all(family.epochs),
+        ensemble=1,
+        char_ngrams=chosen.char_ngrams if "char_ngrams" in chosen.pinned else False,
+    )

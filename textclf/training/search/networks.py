@@ -12,9 +12,22 @@ from pipelines.batches import batch_shape, buckets_for, cut_order
 from pipelines.vectorize import count_chars
 from textclf.settings import Settings
 from textclf.training.candidates import (
-    RoundData, fit_candidates, precompile_epoch, precompile_hits, precompile_scores, round_data)
+    RoundData,
+    fit_candidates,
+    precompile_epoch,
+    precompile_hits,
+    precompile_scores,
+    round_data,
+)
 from textclf.training.search.folds import (
-    RoundGeometry, SearchContext, SearchCorpus, Variant, char_fold_matrices, final_steps, fold_matrices)
+    RoundGeometry,
+    SearchContext,
+    SearchCorpus,
+    Variant,
+    char_fold_matrices,
+    final_steps,
+    fold_matrices,
+)
 from textclf.training.search.summary import NetworksSummary
 
 
@@ -30,10 +43,21 @@ class NetworksTrial:
     ensemble). The character view is tried where Settings.char_ngrams is not pinned and the searched texts hold
     at most rules.char_max_characters."""
 
-    def __init__(self, search: SearchContext, corpus: SearchCorpus, geometry: RoundGeometry, chosen: Settings,
-                 shared_folds: list[int]):
-        self.search, self.corpus, self.geometry, self.chosen, self.folds = search, corpus, geometry, chosen, \
-            shared_folds
+    def __init__(
+        self,
+        search: SearchContext,
+        corpus: SearchCorpus,
+        geometry: RoundGeometry,
+        chosen: Settings,
+        shared_folds: list[int],
+    ):
+        self.search, self.corpus, self.geometry, self.chosen, self.folds = (
+            search,
+            corpus,
+            geometry,
+            chosen,
+            shared_folds,
+        )
         rules, characters = search.rules, sum(map(len, corpus.texts))
         self.try_chars, self.why_not = "char_ngrams" not in chosen.pinned, "set explicitly"
         if self.try_chars and characters > rules.char_max_characters:
@@ -43,8 +67,11 @@ class NetworksTrial:
         # rates side by side, as a round's), on a CPU the words' (each rate there costs a network's time again).
         # A typed rate or epoch count holds for it too.
         self.own_settings = search.platform != "cpu"
-        self.char_rates = ([chosen.learning_rate] if not self.own_settings or "learning_rate" in chosen.pinned
-                           else list(rules.learning_rates))
+        self.char_rates = (
+            [chosen.learning_rate]
+            if not self.own_settings or "learning_rate" in chosen.pinned
+            else list(rules.learning_rates)
+        )
 
     def _cost(self, networks: int, searched_epochs: int, char_epochs: int, unit_seconds: float) -> tuple[int, float]:
         """(network-steps, seconds) of `networks` word networks and the character trial if any."""
@@ -59,22 +86,42 @@ class NetworksTrial:
         search, chosen, rules = self.search, self.chosen, self.search.rules
         work = final_steps(chosen, self.corpus.n_documents)
         if search.platform == "cpu" and work > rules.cpu_trial_steps:
-            return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
-                            NetworksSummary(1, reason=f"not tried on a CPU: {work:,} steps (batches x epochs) to "
-                                                      f"train, over {rules.cpu_trial_steps:,}"))
+            return Networks(
+                1,
+                chosen.char_ngrams,
+                chosen.char_learning_rate,
+                chosen.char_epochs,
+                NetworksSummary(
+                    1,
+                    reason=f"not tried on a CPU: {work:,} steps (batches x epochs) to "
+                    f"train, over {rules.cpu_trial_steps:,}",
+                ),
+            )
         char_epochs = searched_epochs if not self.own_settings or "epochs" in chosen.pinned else self.geometry.epochs
         ensemble_cost = self._cost(rules.ensemble_members, searched_epochs, char_epochs, unit_seconds)
         single_cost = self._cost(1, searched_epochs, char_epochs, unit_seconds)
         # The ensemble where a GPU trains it and the budget allows it, else (the cheaper trial) one word network
         # against a pair.
         members = rules.ensemble_members if search.platform != "cpu" and search.budget.affords(*ensemble_cost) else 1
-        ensemble_not_tried = ("not on a CPU (its members train one after another)" if search.platform == "cpu"
-                              else f"no budget left (needs ~{ensemble_cost[0]:,} network-steps)")
+        ensemble_not_tried = (
+            "not on a CPU (its members train one after another)"
+            if search.platform == "cpu"
+            else f"no budget left (needs ~{ensemble_cost[0]:,} network-steps)"
+        )
         if members == 1 and (not self.try_chars or not search.budget.affords(*single_cost)):
-            return Networks(1, chosen.char_ngrams, chosen.char_learning_rate, chosen.char_epochs,
-                            NetworksSummary(1, ensemble_not_tried=ensemble_not_tried,
-                                            char_ngrams_not_tried=self.why_not if not self.try_chars else
-                                            f"no budget left (needs ~{single_cost[0]:,} network-steps)"))
+            return Networks(
+                1,
+                chosen.char_ngrams,
+                chosen.char_learning_rate,
+                chosen.char_epochs,
+                NetworksSummary(
+                    1,
+                    ensemble_not_tried=ensemble_not_tried,
+                    char_ngrams_not_tried=self.why_not
+                    if not self.try_chars
+                    else f"no budget left (needs ~{single_cost[0]:,} network-steps)",
+                ),
+            )
         char_data = self._char_data() if self.try_chars else None
         # On a GPU the character network's programs compile while the word networks train (their results are not
         # read: a program that failed to compile here compiles when it runs, and fails there with its own error).
@@ -91,20 +138,44 @@ class NetworksTrial:
         ones unused): the rounds' compiled program then serves it (same shapes)."""
         search, corpus, geometry, chosen = self.search, self.corpus, self.geometry, self.chosen
         trained = max(members, len(search.optimizers)) if search.platform != "cpu" else members
-        variant = Variant(chosen.stop_words, chosen.ngram_max, chosen.nb_weighting, chosen.sublinear_tf,
-                          chosen.batch_size)
+        variant = Variant(
+            chosen.stop_words, chosen.ngram_max, chosen.nb_weighting, chosen.sublinear_tf, chosen.batch_size
+        )
         out = []
         for fold in self.folds:
             train_rows, val_rows = corpus.folds[fold]
-            train_x, val_x = fold_matrices(corpus.counts, corpus.y, corpus.masks[variant.stop_words,
-                                                                                  variant.ngram_max],
-                                            train_rows, val_rows, chosen, geometry.features, geometry.width, variant)
-            data = round_data(train_x, corpus.y[train_rows], val_x, corpus.y[val_rows], chosen.batch_size,
-                              chosen.seed + 100 + fold, geometry.shapes[chosen.batch_size], geometry.val_shape,
-                              geometry.score_batch)
-            _, scores = fit_candidates(data, corpus.n_classes, [chosen.learning_rate] * trained,
-                                       [chosen.weight_decay] * trained, searched_epochs, chosen.hidden,
-                                       chosen.seed + 100 + fold, scores_from=searched_epochs)
+            train_x, val_x = fold_matrices(
+                corpus.counts,
+                corpus.y,
+                corpus.masks[variant.stop_words, variant.ngram_max],
+                train_rows,
+                val_rows,
+                chosen,
+                geometry.features,
+                geometry.width,
+                variant,
+            )
+            data = round_data(
+                train_x,
+                corpus.y[train_rows],
+                val_x,
+                corpus.y[val_rows],
+                chosen.batch_size,
+                chosen.seed + 100 + fold,
+                geometry.shapes[chosen.batch_size],
+                geometry.val_shape,
+                geometry.score_batch,
+            )
+            _, scores = fit_candidates(
+                data,
+                corpus.n_classes,
+                [chosen.learning_rate] * trained,
+                [chosen.weight_decay] * trained,
+                searched_epochs,
+                chosen.hidden,
+                chosen.seed + 100 + fold,
+                scores_from=searched_epochs,
+            )
             out.append((scores[-1, :, :members], corpus.y[val_rows]))
         return out
 
@@ -115,13 +186,27 @@ class NetworksTrial:
         folds = [(corpus.folds[fold], chosen.seed + 200 + fold) for fold in self.folds]
         matrices = [char_fold_matrices(*chars, corpus.y, *rows, chosen, geometry.features) for rows, _ in folds]
         buckets = buckets_for(search.platform)
-        shape = batch_shape([train for train, _ in matrices], chosen.batch_size,
-                            [cut_order(seed, train.shape[0])[0] for (train, _), (_, seed) in zip(matrices, folds)],
-                            buckets)
+        shape = batch_shape(
+            [train for train, _ in matrices],
+            chosen.batch_size,
+            [cut_order(seed, train.shape[0])[0] for (train, _), (_, seed) in zip(matrices, folds)],
+            buckets,
+        )
         val_shape = batch_shape([val for _, val in matrices], geometry.score_batch, buckets=buckets)
-        return [round_data(train_c, corpus.y[train_rows], val_c, corpus.y[val_rows], chosen.batch_size, seed, shape,
-                           val_shape, geometry.score_batch)
-                for (train_c, val_c), ((train_rows, val_rows), seed) in zip(matrices, folds)]
+        return [
+            round_data(
+                train_c,
+                corpus.y[train_rows],
+                val_c,
+                corpus.y[val_rows],
+                chosen.batch_size,
+                seed,
+                shape,
+                val_shape,
+                geometry.score_batch,
+            )
+            for (train_c, val_c), ((train_rows, val_rows), seed) in zip(matrices, folds)
+        ]
 
     def _precompile_chars(self, compiler: ThreadPoolExecutor, data: RoundData) -> None:
         """The character network's epoch, scoring and log-probabilities programs (_char_scores runs them)."""
@@ -134,13 +219,24 @@ class NetworksTrial:
         """Per compared fold: the character network's (validation curves (epochs, rates), scores (epochs run,
         documents, rates, C)); epochs after an early stop score 0."""
         chosen, patience = self.chosen, self.geometry.patience if self.own_settings else None
-        return [fit_candidates(data, self.corpus.n_classes, self.char_rates,
-                               [chosen.weight_decay] * len(self.char_rates), char_epochs, chosen.hidden,
-                               chosen.seed + 200 + fold, patience=patience, scores_from=1)
-                for fold, data in zip(self.folds, char_data)]
+        return [
+            fit_candidates(
+                data,
+                self.corpus.n_classes,
+                self.char_rates,
+                [chosen.weight_decay] * len(self.char_rates),
+                char_epochs,
+                chosen.hidden,
+                chosen.seed + 200 + fold,
+                patience=patience,
+                scores_from=1,
+            )
+            for fold, data in zip(self.folds, char_data)
+        ]
 
-    def _verdict(self, members: int, words: list, chars: list | None, char_epochs: int,
-                 ensemble_not_tried: str) -> Networks:
+    def _verdict(
+        self, members: int, words: list, chars: list | None, char_epochs: int, ensemble_not_tried: str
+    ) -> Networks:
         """The choice from the trial's scores, paired per validation document (the same word networks, so their
         noise cancels)."""
         chosen = self.chosen
@@ -170,10 +266,18 @@ class NetworksTrial:
                 paired.append(float(pair_right.mean()))
                 pair_gains.append(np.mean(pair_right.astype(np.float64) - member_right, axis=1))
         chosen_members, char_ngrams = fewest_networks_that_win(
-            np.mean(single), (np.mean(together), ensemble_gains) if members > 1 else None,
-            (np.mean(paired), pair_gains) if paired else None, members, self.search.rules.networks_errors)
-        summary = NetworksSummary(chosen_members, char_ngrams=char_ngrams or chosen.char_ngrams,
-                                  single_accuracy=float(np.mean(single)), folds=len(self.folds))
+            np.mean(single),
+            (np.mean(together), ensemble_gains) if members > 1 else None,
+            (np.mean(paired), pair_gains) if paired else None,
+            members,
+            self.search.rules.networks_errors,
+        )
+        summary = NetworksSummary(
+            chosen_members,
+            char_ngrams=char_ngrams or chosen.char_ngrams,
+            single_accuracy=float(np.mean(single)),
+            folds=len(self.folds),
+        )
         if not char_ngrams:
             char_rate, char_epoch = 0.0, 0  # no character network to train
         if members > 1:
@@ -182,13 +286,16 @@ class NetworksTrial:
         else:
             summary.ensemble_not_tried = ensemble_not_tried
         if paired:
-            summary.char_pair_accuracy, summary.char_pair_standard_error = float(np.mean(paired)), standard_error(
-                pair_gains)
+            summary.char_pair_accuracy, summary.char_pair_standard_error = (
+                float(np.mean(paired)),
+                standard_error(pair_gains),
+            )
             summary.char_learning_rate, summary.char_epochs = char_rate, char_epoch
         else:
             summary.char_ngrams_not_tried = self.why_not
-        gain = (np.mean(together) if chosen_members > 1 else np.mean(paired) if char_ngrams else np.mean(single)) \
-            - np.mean(single)
+        gain = (
+            np.mean(together) if chosen_members > 1 else np.mean(paired) if char_ngrams else np.mean(single)
+        ) - np.mean(single)
         # the chosen option's log-probabilities on each fold's validation documents: its members' mean, the views'
         # mean with a character network (the merged model's scores, up to a constant a document); none where a
         # typed character network was not trained here
@@ -198,8 +305,15 @@ class NetworksTrial:
             if char_ngrams:
                 fold_scores = (fold_scores + chars[fold][1][epoch, :, rate]) / 2
             chosen_scores.append((fold_scores, truth))
-        return Networks(chosen_members, char_ngrams or chosen.char_ngrams, char_rate, char_epoch, summary,
-                        float(gain), chosen_scores)
+        return Networks(
+            chosen_members,
+            char_ngrams or chosen.char_ngrams,
+            char_rate,
+            char_epoch,
+            summary,
+            float(gain),
+            chosen_scores,
+        )
 
 
 class Networks(NamedTuple):
@@ -216,9 +330,13 @@ class Networks(NamedTuple):
     scores: list[tuple[np.ndarray, np.ndarray]] | None = None
 
 
-def fewest_networks_that_win(single: float, ensemble: tuple[float, list[np.ndarray]] | None,
-                              pair: tuple[float, list[np.ndarray]] | None, members: int, errors: float
-                              ) -> tuple[int, bool]:
+def fewest_networks_that_win(
+    single: float,
+    ensemble: tuple[float, list[np.ndarray]] | None,
+    pair: tuple[float, list[np.ndarray]] | None,
+    members: int,
+    errors: float,
+) -> tuple[int, bool]:
     """(networks, with a character network) of the most accurate option: one network (`single`, its validation
     accuracy), the ensemble of `members` or the character pair ((accuracy, per-fold per-document gains over one
     network) each, None if not tried), each of the latter only where its mean gain is above rules.networks_errors

@@ -18,8 +18,19 @@ from pipelines.vectorize import count_terms, term_masks
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
 from textclf.training.search.folds import (
-    Budget, RoundGeometry, SearchContext, SearchCorpus, Variant, candidate_space, fold_matrices, folds_sample,
-    round_epochs, search_folds, too_few, with_headroom)
+    Budget,
+    RoundGeometry,
+    SearchContext,
+    SearchCorpus,
+    Variant,
+    candidate_space,
+    fold_matrices,
+    folds_sample,
+    round_epochs,
+    search_folds,
+    too_few,
+    with_headroom,
+)
 from textclf.training.search.rules import SearchRules
 
 
@@ -35,8 +46,14 @@ class Prepared:
     seconds: float
 
 
-def prepare_search(texts: Sequence[str], labels: list[str], settings: Settings, pool: WorkerPool, platform: str,
-                   rules: SearchRules = SearchRules()) -> Prepared | None:
+def prepare_search(
+    texts: Sequence[str],
+    labels: list[str],
+    settings: Settings,
+    pool: WorkerPool,
+    platform: str,
+    rules: SearchRules = SearchRules(),
+) -> Prepared | None:
     """search_settings' host work for `platform` (tokenising, the folds, the rounds' shapes and first matrices),
     which needs no device: a caller does it while JAX starts. -> None where the search would not run."""
     start = time.perf_counter()
@@ -54,16 +71,18 @@ def prepare_search(texts: Sequence[str], labels: list[str], settings: Settings, 
 SEVERAL_PROCESSES = "several processes train together: pass the settings a one-process search chose"
 
 
-def why_not_searched(settings: Settings, labels: Sequence[str], platform: str, rules: SearchRules,
-                     processes: int = 1) -> str | None:
+def why_not_searched(
+    settings: Settings, labels: Sequence[str], platform: str, rules: SearchRules, processes: int = 1
+) -> str | None:
     """Why a corpus with these training labels is not searched on this platform, or None where it is: the one
     rule, which a run asks once before any of the search's work (textclf/runs/text_data.py)."""
     space = searched_space(labels, settings, platform, rules, processes)
     return space if isinstance(space, str) else None
 
 
-def searched_space(labels: Sequence[str], settings: Settings, platform: str, rules: SearchRules, processes: int = 1
-                   ) -> tuple[list, list, list] | str:
+def searched_space(
+    labels: Sequence[str], settings: Settings, platform: str, rules: SearchRules, processes: int = 1
+) -> tuple[list, list, list] | str:
     """(variants, optimizers, epoch options) the search tries, or why it does not run (why_not_searched)."""
     if processes > 1:
         return SEVERAL_PROCESSES
@@ -99,19 +118,39 @@ def searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[st
         texts, y = [texts[i] for i in sample], y[sample]
         targets = None if targets is None else targets[sample]
     widest_ngram = max(v.ngram_max for v in search.variants)
-    terms, counts = count_terms(texts, widest_ngram, None, settings.min_df, search.pool, settings.start_token,
-                                unspaced_as_characters=settings.unspaced_as_characters)
-    masks = {key: np.flatnonzero(mask)
-             for key, mask in term_masks(terms, {(v.stop_words, v.ngram_max) for v in search.variants}).items()}
-    return SearchCorpus(list(texts), y, len(classes) if names is None else len(names), n_documents, folds,
-                        sample is not None, terms, counts, masks, targets)
+    terms, counts = count_terms(
+        texts,
+        widest_ngram,
+        None,
+        settings.min_df,
+        search.pool,
+        settings.start_token,
+        unspaced_as_characters=settings.unspaced_as_characters,
+    )
+    masks = {
+        key: np.flatnonzero(mask)
+        for key, mask in term_masks(terms, {(v.stop_words, v.ngram_max) for v in search.variants}).items()
+    }
+    return SearchCorpus(
+        list(texts),
+        y,
+        len(classes) if names is None else len(names),
+        n_documents,
+        folds,
+        sample is not None,
+        terms,
+        counts,
+        masks,
+        targets,
+    )
 
 
 def round_geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: list[int]) -> RoundGeometry:
     """The rounds' shared shape (one compilation for every round)."""
     settings, rules, folds, counts = search.settings, search.rules, corpus.folds, corpus.counts
-    epochs, epoch_options, patience = round_epochs(epoch_options, min(len(train) for train, _ in folds), settings,
-                                                   search.platform, rules)
+    epochs, epoch_options, patience = round_epochs(
+        epoch_options, min(len(train) for train, _ in folds), settings, search.platform, rules
+    )
     # The input width of every round: the widest variant's selected columns, rounded up to a power of two (the
     # W1 update, the cost of every step, scales with it: a corpus of short questions keeps ~10k columns, not 32k).
     features = min(settings.features, rules.round_features)
@@ -124,8 +163,9 @@ def round_geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: l
     if search.platform == "cpu":
         # The widest view's nonzeros in each fold's cut: a bound for every variant, at no cost; a CPU's step
         # trims the padding of its batches (device_data.narrowed).
-        shapes = {batch: batch_shape([counts[train] for train, _ in folds], batch, cuts, buckets)
-                  for batch in batch_sizes}
+        shapes = {
+            batch: batch_shape([counts[train] for train, _ in folds], batch, cuts, buckets) for batch in batch_sizes
+        }
         val_shape = batch_shape([counts[val] for _, val in folds], score_batch, buckets=buckets)
     else:
         # A GPU's step works on every slot of a batch, padding included, and the widest view holds many more
@@ -133,8 +173,12 @@ def round_geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: l
         # built here, ahead of their rounds), with rules.round_cap_headroom for the other folds' batches; a batch
         # wider still widens it (round_data: one more compilation).
         with ThreadPoolExecutor(min(8, len(search.variants))) as builders:
-            matrices = builders.map(lambda v: fold_matrices(counts, corpus.y, corpus.masks[v.stop_words, v.ngram_max],
-                                                             *folds[0], settings, features, width, v), search.variants)
+            matrices = builders.map(
+                lambda v: fold_matrices(
+                    counts, corpus.y, corpus.masks[v.stop_words, v.ngram_max], *folds[0], settings, features, width, v
+                ),
+                search.variants,
+            )
             built = {(0, v): pair for v, pair in zip(search.variants, matrices)}
         # The headroom on the rows' own cap, then the platform's floor (buckets.cap): the floor is not doubled.
         most_train, most_val = max(len(train) for train, _ in folds), max(len(val) for _, val in folds)
@@ -143,8 +187,12 @@ def round_geometry(search: SearchContext, corpus: SearchCorpus, epoch_options: l
             steps, cap = with_headroom(rules, batch_shape(matrices, batch, orders), steps)
             return steps, buckets.cap(cap, batch)
 
-        shapes = {batch: fitted([train_x for train_x, _ in built.values()], batch, [cuts[0]] * len(built),
-                                -(-most_train // batch)) for batch in batch_sizes}
+        shapes = {
+            batch: fitted(
+                [train_x for train_x, _ in built.values()], batch, [cuts[0]] * len(built), -(-most_train // batch)
+            )
+            for batch in batch_sizes
+        }
         val_shape = fitted([val_x for _, val_x in built.values()], score_batch, None, -(-most_val // score_batch))
     usable = [e for e in epoch_options if e <= epochs]
     return RoundGeometry(features, width, shapes, val_shape, score_batch, epochs, usable, patience, built)

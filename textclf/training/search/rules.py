@@ -82,8 +82,11 @@ class SearchRules:
     def linear_pairs(self, platform: str) -> list[tuple[float, float]]:
         """The (learning rate, weight decay) pairs of the family trial's linear models on this platform."""
         cpu = platform == "cpu"
-        return [(rate, decay) for rate in (self.cpu_linear_rates if cpu else self.linear_rates)
-                for decay in (self.cpu_linear_decays if cpu else self.linear_decays)]
+        return [
+            (rate, decay)
+            for rate in (self.cpu_linear_rates if cpu else self.linear_rates)
+            for decay in (self.cpu_linear_decays if cpu else self.linear_decays)
+        ]
 
     def linear_epochs(self, platform: str) -> int:
         """The most epochs the family trial's linear models train on this platform."""

@@ -13,7 +13,6 @@ import scipy.sparse as sp
 
 from pipelines import batches as batches_module
 from pipelines.batches import cut_order, make_batches
-from pipelines.workers import WorkerPool
 from textclf.models.mlp import Params, logits, masked_loss
 from textclf.training.optimizers import adam
 from textclf.settings import Settings
@@ -53,16 +52,22 @@ def suffix_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     rng = np.random.default_rng(seed)
     filler = [f"the{i}" for i in range(20)]
     labels = ["ING" if i % 2 else "ED" for i in range(n)]
-    stem = lambda: "".join(rng.choice(list("bcdfgklmnprstvz"), 2)) + rng.choice(list("aeiou")) + \
-        "".join(rng.choice(list("bcdfgklmnprstvz"), 2))  # noqa: E731
-    texts = [" ".join([*rng.choice(filler, 3), *(stem() + ("ing" if label == "ING" else "ed") for _ in range(2))])
-             for label in labels]
+    stem = lambda: (
+        "".join(rng.choice(list("bcdfgklmnprstvz"), 2))
+        + rng.choice(list("aeiou"))
+        + "".join(rng.choice(list("bcdfgklmnprstvz"), 2))
+    )  # noqa: E731
+    texts = [
+        " ".join([*rng.choice(filler, 3), *(stem() + ("ing" if label == "ING" else "ed") for _ in range(2))])
+        for label in labels
+    ]
     return texts, labels
 
 
 def _random_batch(rng, n_features=50, batch=6, classes=3):
-    matrix = sp.random(batch, n_features, density=0.2, format="csr", random_state=int(rng.integers(1 << 30)),
-                       dtype=np.float32)
+    matrix = sp.random(
+        batch, n_features, density=0.2, format="csr", random_state=int(rng.integers(1 << 30)), dtype=np.float32
+    )
     labels = rng.integers(0, classes, batch).astype(np.int32)
     b = make_batches(matrix, labels, batch)
     return [jnp.asarray(a[0]) for a in b.arrays()]
@@ -70,25 +75,33 @@ def _random_batch(rng, n_features=50, batch=6, classes=3):
 
 def _model(stacked: Params, k: int) -> Params:
     hidden = stacked.w2.shape[1]
-    return Params(stacked.w1[:, k * hidden:(k + 1) * hidden], stacked.b1[k * hidden:(k + 1) * hidden],
-                  stacked.w2[k], stacked.b2[k])
+    return Params(
+        stacked.w1[:, k * hidden : (k + 1) * hidden],
+        stacked.b1[k * hidden : (k + 1) * hidden],
+        stacked.w2[k],
+        stacked.b2[k],
+    )
 
 
 def test_each_stacked_model_gets_the_gradient_it_would_get_alone():
     rng = np.random.default_rng(1)
     stacked = init_stacked(jax.random.PRNGKey(int(rng.integers(1000))), 50, 8, 3, 3)
-    stacked = stacked._replace(b1=jnp.asarray(rng.normal(size=stacked.b1.shape), jnp.float32),
-                               b2=jnp.asarray(rng.normal(size=stacked.b2.shape), jnp.float32))
+    stacked = stacked._replace(
+        b1=jnp.asarray(rng.normal(size=stacked.b1.shape), jnp.float32),
+        b2=jnp.asarray(rng.normal(size=stacked.b2.shape), jnp.float32),
+    )
     indices, values, rows, labels, mask = _random_batch(rng)
     mask = mask.at[-1].set(0.0)  # a padding row counts for nothing
     scores = stacked_logits(stacked, indices, values, rows, labels.shape[0])
     grads = jax.grad(stacked_loss)(stacked, indices, values, rows, labels, mask)
     for k in range(3):
         alone = _model(stacked, k)
-        np.testing.assert_allclose(scores[:, k], logits(alone, indices, values, rows, labels.shape[0]), rtol=1e-5,
-                                   atol=1e-6)
-        expected = jax.grad(lambda p: masked_loss(logits(p, indices, values, rows, labels.shape[0]), labels,
-                                                  mask)[0])(alone)
+        np.testing.assert_allclose(
+            scores[:, k], logits(alone, indices, values, rows, labels.shape[0]), rtol=1e-5, atol=1e-6
+        )
+        expected = jax.grad(lambda p: masked_loss(logits(p, indices, values, rows, labels.shape[0]), labels, mask)[0])(
+            alone
+        )
         for got, want in zip(_model(grads, k), expected):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
 
@@ -102,8 +115,10 @@ def test_the_dense_formulation_of_the_stacked_step_matches_the_sparse_one():
     x = write_batch(jnp.zeros((labels.shape[0], 50), jnp.float32), indices, values, rows)
     dense = dense_scores(stacked, x)
     np.testing.assert_allclose(dense, sparse, rtol=2e-3, atol=2e-4)  # a GPU's float32 matmul rounds to TF32
-    grads = [jax.grad(stacked_loss)(stacked, indices, values, rows, labels, mask),
-             jax.grad(dense_loss)(stacked, x, labels, mask)]
+    grads = [
+        jax.grad(stacked_loss)(stacked, indices, values, rows, labels, mask),
+        jax.grad(dense_loss)(stacked, x, labels, mask),
+    ]
     for got, want in zip(grads[1], grads[0]):
         np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-5)
 
@@ -120,8 +135,9 @@ def test_a_stacked_epoch_is_k_adam_runs_with_their_own_rates_and_decays():
     for k, (rate, decay) in enumerate(zip(rates, decays)):
         params, opt = singles[k], adam().init(singles[k])
         for indices, values, rows, labels, mask in batches:
-            grads = jax.grad(lambda p: masked_loss(logits(p, indices, values, rows, labels.shape[0]), labels,
-                                                   mask)[0])(params)
+            grads = jax.grad(lambda p: masked_loss(logits(p, indices, values, rows, labels.shape[0]), labels, mask)[0])(
+                params
+            )
             params, opt = adam(decay).update(params, opt, grads, rate)
         for got, want in zip(_model(trained, k), params):
             np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-6)
@@ -138,11 +154,14 @@ def test_an_epoch_of_a_counted_number_of_batches_leaves_the_padding_after_them_u
     rates, decays = jnp.asarray([0.01, 0.003]), jnp.asarray([0.0, 1e-3])
     order = jnp.asarray([2, 0, 1], jnp.int32)
     results = []
-    for data, steps, visit in ((arrays, None, order), (padded, jnp.asarray(3, jnp.int32),
-                                                          jnp.asarray([2, 0, 1, 3, 4], jnp.int32))):
+    for data, steps, visit in (
+        (arrays, None, order),
+        (padded, jnp.asarray(3, jnp.int32), jnp.asarray([2, 0, 1, 3, 4], jnp.int32)),
+    ):
         stacked = init_stacked(jax.random.PRNGKey(4), 128, 128, 3, 2)
-        results.append(stacked_epoch(stacked, adam().init(stacked), rates, decays, *data, visit, steps, dense=True,
-                              fused=fused))
+        results.append(
+            stacked_epoch(stacked, adam().init(stacked), rates, decays, *data, visit, steps, dense=True, fused=fused)
+        )
     (want, want_state, want_losses), (got, got_state, got_losses) = results
     np.testing.assert_allclose(got_losses[:3], want_losses, rtol=1e-5, atol=1e-6)
     assert got_losses.shape == (5,) and not np.any(np.asarray(got_losses[3:]))
@@ -160,12 +179,16 @@ def test_a_batch_that_fills_a_fraction_of_its_cap_runs_on_the_front_of_it():
     def width_run(used: int, arrays_cap: int = cap) -> int:
         values = np.zeros(arrays_cap, np.float32)
         values[:used] = 1.0
-        batch = (jnp.zeros(arrays_cap, jnp.int32), jnp.asarray(values), jnp.zeros(arrays_cap, jnp.int32),
-                 jnp.zeros(4, jnp.int32))
+        batch = (
+            jnp.zeros(arrays_cap, jnp.int32),
+            jnp.asarray(values),
+            jnp.zeros(arrays_cap, jnp.int32),
+            jnp.zeros(4, jnp.int32),
+        )
         return int(jax.jit(lambda b: narrowed(lambda part: jnp.int32(part[0].shape[0]), b))(batch))
 
-    assert width_run(cap // NARROW_DIVISOR ** 2) == cap // NARROW_DIVISOR ** 2
-    assert width_run(cap // NARROW_DIVISOR ** 2 + 1) == cap // NARROW_DIVISOR
+    assert width_run(cap // NARROW_DIVISOR**2) == cap // NARROW_DIVISOR**2
+    assert width_run(cap // NARROW_DIVISOR**2 + 1) == cap // NARROW_DIVISOR
     assert width_run(cap // NARROW_DIVISOR + 1) == cap
     assert width_run(0, NARROW_MIN_CAP // 2) == NARROW_MIN_CAP // 2  # a narrow cap is not split
 
@@ -173,19 +196,21 @@ def test_a_batch_that_fills_a_fraction_of_its_cap_runs_on_the_front_of_it():
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="narrowing is a CPU's (device_data.narrowed)")
 def test_narrowed_batches_train_and_score_as_the_dense_formulation_does():
     """Batches filling a sixteenth, a quarter and all of a wide cap: the sparse epoch (which runs each on the
-    front of its arrays on a CPU, device_data.narrowed) and its scoring give what the dense formulation (never narrowed) gives."""
+    front of its arrays on a CPU, device_data.narrowed) and its scoring give what the dense formulation (never narrowed)
+    gives."""
     from textclf.training.device_data import NARROW_DIVISOR, NARROW_MIN_CAP
 
     rng = np.random.default_rng(11)
     cap, n_features, batch_rows = NARROW_MIN_CAP * NARROW_DIVISOR, 300, 64
     arrays = []
-    for used in (cap // NARROW_DIVISOR ** 2 - 5, cap // NARROW_DIVISOR - 5, cap - 5):
+    for used in (cap // NARROW_DIVISOR**2 - 5, cap // NARROW_DIVISOR - 5, cap - 5):
         indices, values, rows = np.zeros(cap, np.int32), np.zeros(cap, np.float32), np.zeros(cap, np.int32)
         cells = np.sort(rng.choice(batch_rows * n_features, used, replace=False))  # each cell once, as from CSR
         indices[:used], rows[:used] = cells % n_features, cells // n_features
         values[:used] = rng.random(used) / 50
-        arrays.append((indices, values, rows, rng.integers(0, 3, batch_rows).astype(np.int32),
-                       np.ones(batch_rows, np.float32)))
+        arrays.append(
+            (indices, values, rows, rng.integers(0, 3, batch_rows).astype(np.int32), np.ones(batch_rows, np.float32))
+        )
     stacked_arrays = [jnp.asarray(np.stack([a[i] for a in arrays])) for i in range(5)]
     rates, decays = jnp.asarray([0.01, 0.003]), jnp.asarray([0.0, 1e-3])
     results = []
@@ -223,8 +248,9 @@ def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batch
     results = []
     for fused in (False, True):
         stacked = init_stacked(jax.random.PRNGKey(4), 128, 128, 3, 2)  # K*H = 256: the kernel's 128-unit tiles
-        params, state, losses = stacked_epoch(stacked, adam().init(stacked), rates, decays, *arrays, order,
-                                       dense=True, fused=fused)
+        params, state, losses = stacked_epoch(
+            stacked, adam().init(stacked), rates, decays, *arrays, order, dense=True, fused=fused
+        )
         results.append((params, state, losses))
     (want, want_state, want_losses), (got, got_state, got_losses) = results
     # On a GPU both products are TF32 (about 3 decimal digits), summed in another order by the kernel's tiles than
@@ -239,8 +265,9 @@ def test_the_fused_pallas_step_equals_the_dense_xla_step_and_skips_padding_batch
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):  # (2e-4: seen at 1.14e-4 on an H200)
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=2e-4 if gpu else 1e-6)
     for a, b in zip(jax.tree.leaves(got_state), jax.tree.leaves(want_state)):
-        np.testing.assert_allclose(a, b, rtol=5e-3 if gpu else 1e-4,
-                                   atol=max(1e-6, 1e-3 * float(np.abs(b).max())) if gpu else 1e-6)
+        np.testing.assert_allclose(
+            a, b, rtol=5e-3 if gpu else 1e-4, atol=max(1e-6, 1e-3 * float(np.abs(b).max())) if gpu else 1e-6
+        )
 
 
 def test_fit_candidates_learns_and_reports_every_epoch():
@@ -275,8 +302,9 @@ def test_shared_starting_weights_and_wide_scoring_batches_change_no_curve():
     y = np.searchsorted(sorted(set(labels)), labels).astype(np.int32)
     train, val = np.arange(0, 160, 2), np.arange(1, 160, 2)
     shape, val_shape = batch_shape([x[train]], 16), batch_shape([x[val]], 16)
-    plain = fit_candidates(round_data(x[train], y[train], x[val], y[val], 16, 3, shape, val_shape), 3,
-                           [0.03, 0.003], [0.0, 1e-4], 4, 8, 3)
+    plain = fit_candidates(
+        round_data(x[train], y[train], x[val], y[val], 16, 3, shape, val_shape), 3, [0.03, 0.003], [0.0, 1e-4], 4, 8, 3
+    )
     initial = init_stacked(jax.random.PRNGKey(3), x.shape[1], 8, 3, 2)
     kept = np.asarray(initial.w1).copy()
     wide = round_data(x[train], y[train], x[val], y[val], 16, 3, shape, batch_shape([x[val]], 64), score_batch=64)
@@ -284,12 +312,6 @@ def test_shared_starting_weights_and_wide_scoring_batches_change_no_curve():
     shared = fit_candidates(wide, 3, [0.03, 0.003], [0.0, 1e-4], 4, 8, 3, initial=initial)
     np.testing.assert_array_equal(shared, plain)
     np.testing.assert_array_equal(np.asarray(initial.w1), kept)  # copied, not consumed by the donating epoch
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with WorkerPool(1) as own:
-        yield own
 
 
 def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
@@ -303,11 +325,15 @@ def test_the_search_keeps_the_stop_words_that_decide_the_class(pool):
     variants, _, _ = folds_module.candidate_space(Settings(), "cpu", rules)
     assert len(variants) == 7 and result.summary.halving
     assert result.summary.rounds == result.summary.rounds_planned and 7 <= result.summary.rounds <= 10
-    assert result.leaderboard[0]["accuracy"] > 0.6 > max(r["accuracy"] for r in result.leaderboard
-                                                         if r["settings"]["stop_words"] == "english")
+    assert (
+        result.leaderboard[0]["accuracy"]
+        > 0.6
+        > max(r["accuracy"] for r in result.leaderboard if r["settings"]["stop_words"] == "english")
+    )
     assert len(result.trials) == 7 * 3  # x 3 learning rates
-    assert [folds_module.Variant(**{f: t["settings"][f] for f in folds_module.Variant._fields})
-            for t in result.trials[::3]] == variants
+    assert [
+        folds_module.Variant(**{f: t["settings"][f] for f in folds_module.Variant._fields}) for t in result.trials[::3]
+    ] == variants
     # a large corpus's sample folds pass round_min_steps anyway
     rules = RULES.replace(search_documents=150, round_min_steps=0)
     texts, labels = question_corpus(300)
@@ -346,8 +372,15 @@ def test_a_gpu_cuts_its_round_batches_to_their_own_nonzeros_not_the_widest_views
     search_settings(texts, labels, settings, pool, "gpu")
     y = np.searchsorted(sorted(set(labels)), labels)
     train = folds_module.device_folds(y, settings.seed, RULES)[0][0]
-    counts = count_terms(texts, 2, None, settings.min_df, pool, settings.start_token,
-                         unspaced_as_characters=settings.unspaced_as_characters)[1][train]
+    counts = count_terms(
+        texts,
+        2,
+        None,
+        settings.min_df,
+        pool,
+        settings.start_token,
+        unspaced_as_characters=settings.unspaced_as_characters,
+    )[1][train]
     cut = cut_order(settings.seed, len(train))[0]
     assert len(seen) > 8 and {b for b, _, _ in seen} == {64, 256}
     for batch, given, own in seen:
@@ -370,7 +403,7 @@ def test_a_cpu_searches_a_small_corpus_on_folds_and_a_larger_one_on_one_split():
     small = folds_module.search_folds(y[:limit], 0, "cpu", RULES)
     assert len(small) == 3  # every document validates once
     assert sorted(np.concatenate([val for _, val in small])) == list(range(limit))
-    assert len(folds_module.search_folds(y[:limit + 1], 0, "cpu", RULES)) == 1
+    assert len(folds_module.search_folds(y[: limit + 1], 0, "cpu", RULES)) == 1
     assert len(folds_module.search_folds(y, 0, "gpu", RULES)) == 3
 
 
@@ -407,6 +440,7 @@ def test_a_gpu_search_halves_the_portfolio_over_folds_and_tries_weight_decays(po
     variants, optimizers, _ = folds_module.candidate_space(settings, "gpu", RULES)
     assert len(optimizers) == len(RULES.learning_rates) * len(RULES.weight_decays)
     assert {t["settings"]["weight_decay"] for t in result.trials} == set(RULES.weight_decays)
+
     # every variant on fold 0 for one epoch (a third of 3), the best two of that epoch (and the settings' own) on to
     # all 3 epochs on fold 0 (continued: one trial, its whole curve), then folds 1 and 2 (3 epochs, pinned: no early
     # stop)
@@ -418,7 +452,7 @@ def test_a_gpu_search_halves_the_portfolio_over_folds_and_tries_weight_decays(po
         if t["fold"] == 0:
             first[variant_of(t)] = max(first.get(variant_of(t), 0.0), t["epoch_accuracies"][0])
         assert len(t["epoch_accuracies"]) in (1, 3)
-    going_on = sorted(variants, key=lambda v: -first[v])[:RULES.halving_keep]  # and the settings' own variant:
+    going_on = sorted(variants, key=lambda v: -first[v])[: RULES.halving_keep]  # and the settings' own variant:
     going_on += [] if variants[0] in going_on else [variants[0]]  # the defaults' rule may keep it
     assert summary.rounds == summary.rounds_planned == len(variants) + len(going_on) * 3
     assert len(result.trials) == (len(variants) + len(going_on) * 2) * len(optimizers)
@@ -437,7 +471,7 @@ def test_the_candidates_are_the_settings_own_then_the_portfolio_with_the_pinned_
     own = folds_module.Variant(*(getattr(Settings(), f) for f in folds_module.Variant._fields))
     assert len(set(portfolio)) == len(portfolio) >= RULES.portfolio_size and portfolio[0] == own
     variants, _, _ = folds_module.candidate_space(Settings(), "gpu", RULES)
-    assert variants == list(portfolio[:RULES.portfolio_size])
+    assert variants == list(portfolio[: RULES.portfolio_size])
     typed = Settings(stop_words=None, ngram_max=1, pinned=("stop_words", "ngram_max"))
     variants, _, _ = folds_module.candidate_space(typed, "gpu", RULES)
     assert variants[0] == own._replace(stop_words=None, ngram_max=1) and len(set(variants)) == len(variants)
@@ -452,9 +486,13 @@ def test_the_search_is_skipped_only_when_every_searched_field_is_pinned(pool):
     result = search_settings(texts, labels, settings, pool, "cpu")
     assert result.summary.searched  # sublinear tf and the batch size are still searched
     assert {(t["settings"]["sublinear_tf"], t["settings"]["batch_size"]) for t in result.trials} == {
-        (True, 64), (False, 64), (True, 256)}
-    everything = search_settings(texts, labels, settings.replace(pinned=fields + ("sublinear_tf", "batch_size")),
-                                 pool, "cpu")
+        (True, 64),
+        (False, 64),
+        (True, 256),
+    }
+    everything = search_settings(
+        texts, labels, settings.replace(pinned=fields + ("sublinear_tf", "batch_size")), pool, "cpu"
+    )
     assert everything.summary.skipped == "every searched setting was set explicitly"
 
 
@@ -462,8 +500,10 @@ def test_views_join_into_one_network_whose_scores_are_the_views_mean():
     from textclf.models.stacked import joined_views
 
     rng = np.random.default_rng(6)
-    views = [Params(*(rng.normal(size=shape).astype(np.float32) for shape in ((30, 8), (8,), (8, 3), (3,)))),
-             Params(*(rng.normal(size=shape).astype(np.float32) for shape in ((20, 16), (16,), (16, 3), (3,))))]
+    views = [
+        Params(*(rng.normal(size=shape).astype(np.float32) for shape in ((30, 8), (8,), (8, 3), (3,)))),
+        Params(*(rng.normal(size=shape).astype(np.float32) for shape in ((20, 16), (16,), (16, 3), (3,)))),
+    ]
     joined = joined_views(views)
     assert joined.w1.shape == (50, 24)
     assert not joined.w1[:30, 8:].any() and not joined.w1[30:, :8].any()  # no view reads the other's columns
@@ -472,8 +512,9 @@ def test_views_join_into_one_network_whose_scores_are_the_views_mean():
     def scores(p, x):
         return (1 / (1 + np.exp(-(x @ p.w1 + p.b1)))) @ p.w2 + p.b2
 
-    np.testing.assert_allclose(scores(joined, x), (scores(views[0], x[:, :30]) + scores(views[1], x[:, 30:])) / 2,
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        scores(joined, x), (scores(views[0], x[:, :30]) + scores(views[1], x[:, 30:])) / 2, rtol=1e-5, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("platform", ["cpu", "gpu"])
@@ -487,8 +528,7 @@ def test_the_search_adds_a_character_network_where_word_endings_decide(pool, pla
     assert networks.char_pair_accuracy > networks.single_accuracy + 0.1
     if platform == "gpu":  # the character network's own rate and epochs, read off its own curves
         assert chosen.char_learning_rate in RULES.learning_rates and 1 <= chosen.char_epochs <= 20
-        assert (networks.char_learning_rate, networks.char_epochs) == (chosen.char_learning_rate,
-                                                                              chosen.char_epochs)
+        assert (networks.char_learning_rate, networks.char_epochs) == (chosen.char_learning_rate, chosen.char_epochs)
     else:  # the words' (0: Settings.char_view uses learning_rate and epochs)
         assert (chosen.char_learning_rate, chosen.char_epochs) == (0.0, 0)
         assert chosen.char_view().learning_rate == chosen.learning_rate
@@ -496,14 +536,20 @@ def test_the_search_adds_a_character_network_where_word_endings_decide(pool, pla
 
 def test_the_character_network_is_not_tried_when_pinned_or_over_the_text_limit(pool):
     texts, labels = suffix_corpus(400)
-    pinned = search_settings(texts, labels, Settings(epochs=3, search_budget=300, pinned=("char_ngrams",)),
-                             pool, "cpu")
+    pinned = search_settings(texts, labels, Settings(epochs=3, search_budget=300, pinned=("char_ngrams",)), pool, "cpu")
     assert not pinned.settings.char_ngrams and pinned.summary.ensemble.char_ngrams_not_tried == "set explicitly"
-    long = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu",
-                           rules=RULES.replace(char_max_characters=1000))
+    long = search_settings(
+        texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu", rules=RULES.replace(char_max_characters=1000)
+    )
     assert not long.settings.char_ngrams and "over 1,000" in long.summary.ensemble.char_ngrams_not_tried
-    costly = search_settings(texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu",
-                             rules=RULES.replace(char_max_characters=10**9, cpu_trial_steps=5))
+    costly = search_settings(
+        texts,
+        labels,
+        Settings(epochs=3, search_budget=300),
+        pool,
+        "cpu",
+        rules=RULES.replace(char_max_characters=10**9, cpu_trial_steps=5),
+    )
     assert not costly.settings.char_ngrams and costly.summary.ensemble.reason.startswith("not tried on a CPU")
     assert "steps (batches x epochs) to train, over 5" in costly.summary.ensemble.reason
 
@@ -524,8 +570,17 @@ def test_train_writes_words_and_characters_as_one_model_file(tmp_path):
     corpus = tmp_path / "train.jsonl"
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
     # Without the start token, so that the file takes the character view's own version (2).
-    settings = Settings(search="off", char_ngrams=True, hidden=16, epochs=6, min_steps=0, learning_rate=0.01,
-                        char_epochs=4, char_learning_rate=0.02, start_token=False)
+    settings = Settings(
+        search="off",
+        char_ngrams=True,
+        hidden=16,
+        epochs=6,
+        min_steps=0,
+        learning_rate=0.01,
+        char_epochs=4,
+        char_learning_rate=0.02,
+        start_token=False,
+    )
     result = train(corpus, settings, db_path=tmp_path / "runs.db", model_path=tmp_path / "m.npz")
     model = load_model(tmp_path / "m.npz")
     assert read_header(tmp_path / "m.npz")["format_version"] == 2
@@ -555,9 +610,20 @@ def test_more_networks_are_chosen_past_networks_errors_standard_errors_of_their_
 
 
 def _board_row(rate, decay, accuracy, folds=1, stop_words=None, epochs=4):
-    return {"settings": {"stop_words": stop_words, "ngram_max": 2, "nb_weighting": True, "sublinear_tf": True,
-                         "batch_size": 64, "learning_rate": rate, "weight_decay": decay, "epochs": epochs},
-            "accuracy": accuracy, "folds": folds}
+    return {
+        "settings": {
+            "stop_words": stop_words,
+            "ngram_max": 2,
+            "nb_weighting": True,
+            "sublinear_tf": True,
+            "batch_size": 64,
+            "learning_rate": rate,
+            "weight_decay": decay,
+            "epochs": epochs,
+        },
+        "accuracy": accuracy,
+        "folds": folds,
+    }
 
 
 def test_the_defaults_variant_is_kept_unless_another_beats_it_by_more_than_a_standard_error():
@@ -580,13 +646,18 @@ def test_the_defaults_variant_is_kept_unless_another_beats_it_by_more_than_a_sta
 def test_rate_candidates_are_the_winners_variant_within_two_standard_errors():
     from textclf.training.search.folds import rate_candidates as _rate_candidates
 
-    board = [_board_row(0.01, 0.0, 0.90, epochs=3), _board_row(0.003, 0.0, 0.897, epochs=5),
-             _board_row(0.01, 0.0, 0.899, stop_words="english"),  # another variant: not a rate candidate
-             _board_row(0.001, 1e-4, 0.898, folds=0),  # ranked on fewer folds: not comparable
-             _board_row(0.001, 0.0, 0.88)]  # 2 points behind: outside 2 SE of 0.9 on 3,000 documents (1.1 points)
+    board = [
+        _board_row(0.01, 0.0, 0.90, epochs=3),
+        _board_row(0.003, 0.0, 0.897, epochs=5),
+        _board_row(0.01, 0.0, 0.899, stop_words="english"),  # another variant: not a rate candidate
+        _board_row(0.001, 1e-4, 0.898, folds=0),  # ranked on fewer folds: not comparable
+        _board_row(0.001, 0.0, 0.88),
+    ]  # 2 points behind: outside 2 SE of 0.9 on 3,000 documents (1.1 points)
     got = _rate_candidates(board, 3000, lambda epochs: epochs * 10, RULES)
-    assert got == [{"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 30},
-                   {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 50}]
+    assert got == [
+        {"learning_rate": 0.01, "weight_decay": 0.0, "epochs": 30},
+        {"learning_rate": 0.003, "weight_decay": 0.0, "epochs": 50},
+    ]
     assert len(_rate_candidates(board, 100, lambda e: e, RULES)) == 3  # on 100 documents 0.88 is within the noise too
     assert len(_rate_candidates(board[:1], 3000, lambda e: e, RULES)) == 1  # the winner alone: nothing to choose
 
@@ -598,11 +669,16 @@ def test_a_searched_sample_hands_its_near_rates_to_the_final_training(pool):
     candidates = result.summary.rate_candidates
     assert candidates[0]["learning_rate"] == result.settings.learning_rate
     assert candidates[0]["epochs"] == result.settings.epochs
-    pinned = search_settings(texts, labels, Settings(epochs=7, learning_rate=0.01, pinned=("learning_rate",),
-                                                     search_budget=120), pool, "cpu", rules=rules)
+    pinned = search_settings(
+        texts,
+        labels,
+        Settings(epochs=7, learning_rate=0.01, pinned=("learning_rate",), search_budget=120),
+        pool,
+        "cpu",
+        rules=rules,
+    )
     assert pinned.summary.rate_candidates is None  # a typed rate is not chosen again
-    small = search_settings(texts[:150], labels[:150], Settings(epochs=7, search_budget=120), pool, "cpu",
-                            rules=rules)
+    small = search_settings(texts[:150], labels[:150], Settings(epochs=7, search_budget=120), pool, "cpu", rules=rules)
     assert small.summary.rate_candidates is None  # the folds validated on every document already
 
 
@@ -625,8 +701,13 @@ def test_fit_rates_lets_the_held_out_documents_choose(side_by_side, monkeypatch)
     held_x, held_y = _separable(60, 1)
     settings = Settings(hidden=8, batch_size=16, seed=0)
     # a rate that cannot move the weights first: the held-out documents must pass it over for the second
-    choice = candidates.fit_rates(TrainingRows(train_x, train_y, 2, held_x, held_y), settings, "xla",
-                                  [(1e-7, 0.0, 6), (0.05, 0.0, 5)], (held_x, held_y))
+    choice = candidates.fit_rates(
+        TrainingRows(train_x, train_y, 2, held_x, held_y),
+        settings,
+        "xla",
+        [(1e-7, 0.0, 6), (0.05, 0.0, 5)],
+        (held_x, held_y),
+    )
     assert choice.chosen == 1 and len(choice.held_out) == 2 and len(choice.held_out[1]) <= 5  # its own cap
     assert max(choice.held_out[1]) == 1.0 and max(choice.held_out[0]) < 0.9
     assert choice.held_out[1][choice.best_epoch - 1] == max(choice.held_out[1])
@@ -669,8 +750,15 @@ def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monke
     copied = candidates.fit_rates(TrainingRows(x[kept], y[kept], 2), settings, "xla", rates, held_out)
     in_places = [candidates.fit_rates(TrainingRows(x, y, 2, training_rows=kept), settings, "xla", rates, held_out)]
     if side_by_side:  # the matrix may be on the device already, its host copy gone (device_data.ResidentRows)
-        in_places.append(candidates.fit_rates(TrainingRows(device_data.resident_rows(x, y), y, 2, training_rows=kept),
-                                              settings, "xla", rates, held_out))
+        in_places.append(
+            candidates.fit_rates(
+                TrainingRows(device_data.resident_rows(x, y), y, 2, training_rows=kept),
+                settings,
+                "xla",
+                rates,
+                held_out,
+            )
+        )
     # Bit for bit on a CPU. A GPU's one-network XLA step sums its scatter-adds with atomics, in no fixed order, so
     # there the parameters agree to float32 rounding (measured: 6e-8 apart on an H200, the same in the tree before).
     exact = jax.default_backend() == "cpu"
@@ -681,12 +769,14 @@ def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monke
                 np.testing.assert_array_equal(a, b)
             else:
                 np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose([s.loss for s in in_place.history], [s.loss for s in copied.history],
-                                   rtol=0 if exact else 1e-5)
+        np.testing.assert_allclose(
+            [s.loss for s in in_place.history], [s.loss for s in copied.history], rtol=0 if exact else 1e-5
+        )
         assert [s.train_accuracy for s in in_place.history] == [s.train_accuracy for s in copied.history]
     if side_by_side:  # the ensemble's path too
-        three = Settings(ensemble=3, learning_rate=0.01, weight_decay=0.0, epochs=3, min_steps=0, batch_size=16,
-                         hidden=8, seed=0)
+        three = Settings(
+            ensemble=3, learning_rate=0.01, weight_decay=0.0, epochs=3, min_steps=0, batch_size=16, hidden=8, seed=0
+        )
         one = candidates.fit_ensemble(TrainingRows(x[kept], y[kept], 2), three)
         for matrix in (x, device_data.resident_rows(x, y)):
             other = candidates.fit_ensemble(TrainingRows(matrix, y, 2, training_rows=kept), three)
@@ -705,9 +795,15 @@ def test_fit_rates_stops_between_epochs_when_asked(side_by_side, monkeypatch):
     held_x, held_y = _separable(30, 1)
     epochs_seen = []
     with pytest.raises(TrainingStopped):
-        candidates.fit_rates(TrainingRows(train_x, train_y, 2), Settings(hidden=8, batch_size=16, seed=0), "xla",
-                             [(1e-7, 0.0, 6), (1e-7, 0.0, 6)], (held_x, held_y),
-                             Watch(epochs_seen.append, lambda: True), patience=10)
+        candidates.fit_rates(
+            TrainingRows(train_x, train_y, 2),
+            Settings(hidden=8, batch_size=16, seed=0),
+            "xla",
+            [(1e-7, 0.0, 6), (1e-7, 0.0, 6)],
+            (held_x, held_y),
+            Watch(epochs_seen.append, lambda: True),
+            patience=10,
+        )
     assert len(epochs_seen) == 1  # asked after the first epoch: no second one
 
 
@@ -749,8 +845,10 @@ def test_precompiled_programs_are_found_in_the_compilation_cache(tmp_path, caplo
     assert lookups and not [m for m in lookups if "'jit__epoch'" in m or "'jit__scores'" in m], lookups
 
 
-@pytest.mark.skipif(jax.default_backend() != "cpu",
-                    reason="bit for bit on a CPU: a GPU's scatter-adds (the sparse gradients) sum in no fixed order")
+@pytest.mark.skipif(
+    jax.default_backend() != "cpu",
+    reason="bit for bit on a CPU: a GPU's scatter-adds (the sparse gradients) sum in no fixed order",
+)
 def test_the_same_search_beside_busy_processes_gives_the_same_model(tmp_path, monkeypatch):
     """The search's budget counts work, not seconds: the same command on a machine whose every core is busy with
     other processes searches the same rounds and trains bit for bit the same weights."""
@@ -813,7 +911,9 @@ def test_the_search_package_its_rules_and_its_host_work_load_without_jax():
     import subprocess
     import sys
 
-    code = ("import sys, textclf.training.search, textclf.training.search.rules, textclf.training.plan; "
-            "from textclf.training.search import prepare_search; "
-            "print('jax' in sys.modules)")
+    code = (
+        "import sys, textclf.training.search, textclf.training.search.rules, textclf.training.plan; "
+        "from textclf.training.search import prepare_search; "
+        "print('jax' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
