@@ -30,7 +30,7 @@ def main() -> None:
     from textclf.models.mlp import Params
     from textclf.models.weights import host_scores
     from textclf.settings import Settings
-    from textclf.training.loop import _warm_scores, predict_scores_device
+    from textclf.inference.device_scores import DeviceScores
 
     train, test = read_corpus(args.train, 10_000), read_corpus(args.test, 10_000)
     vectorizer, _ = fit_vectorizer(train.texts[:20_000], train.labels[:20_000], Settings())
@@ -53,10 +53,9 @@ def main() -> None:
             host = host_scores(params, matrix)
             host_s = time.perf_counter() - start
             seconds = []
-            compiled = _warm_scores()
             for _ in range(2):
                 start = time.perf_counter()
-                device = predict_scores_device(Params(*jax.device_put(tuple(params))), matrix, compiled)
+                device = DeviceScores(params)(matrix)
                 seconds.append(time.perf_counter() - start)
             same = bool((host.argmax(axis=1) == device.argmax(axis=1)).mean() > 0.999)
             print(

@@ -84,6 +84,15 @@ def logits(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
     return hidden_layer(params, indices, values, rows, batch_size) @ params.w2 + params.b2
 
 
+def batched_logits(params: Params, indices, values, rows, batch_size: int) -> jax.Array:
+    """(steps, cap) sparse batches of `batch_size` rows -> (steps, B, C) unnormalised scores, one batch a scan step."""
+
+    def one(_, batch):
+        return None, logits(params, *batch, batch_size)
+
+    return jax.lax.scan(one, None, (indices, values, rows))[1]
+
+
 def masked_loss(scores: jax.Array, labels: jax.Array, mask: jax.Array, count=None) -> tuple[jax.Array, jax.Array]:
     """Mean cross-entropy over the unmasked rows, and the number of them predicted right. count: the divisor
     (default: this batch's unmasked rows); data-parallel training passes the whole global batch's count so

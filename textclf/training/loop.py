@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from pipelines.batches import make_batches
 from textclf.settings import Settings
-from textclf.models.mlp import Params, logits, predicted_right
+from textclf.models.mlp import Params, batched_logits, predicted_right
 from textclf.training import feature_parallel
 from textclf.training.backends import SEARCH_COMPILER_OPTIONS
 from textclf.training.distributed import exchange_arrays, summed
@@ -44,12 +44,7 @@ class NetworkResult:
 
 
 def _xla_scores(params, indices, values, rows):
-    batch_size = EVAL_BATCH
-
-    def one(_, batch):
-        return None, logits(params, *batch, batch_size)
-
-    return jax.lax.scan(one, None, (indices, values, rows))[1]
+    return batched_logits(params, indices, values, rows, EVAL_BATCH)
 
 
 _jitted_scores = jax.jit(_xla_scores)
@@ -169,21 +164,9 @@ def _reusable_width(config: tuple, width: int) -> int:
     return min([w for w in built if width <= w <= 2 * width], default=width)
 
 
-@functools.lru_cache(maxsize=1)
-def _warm_scores() -> _Compiled:
-    return _Compiled(_xla_scores)
-
-
-def predict_scores_device(params: Params, matrix: sp.csr_matrix, compiled: _Compiled | None = None) -> np.ndarray:
-    """(n, F) CSR -> (n, C) scores, computed with the JAX model on the default device."""
-    compiled = compiled or _Compiled(_xla_scores)
-    batches = make_batches(matrix, np.zeros(matrix.shape[0], np.int32), EVAL_BATCH)
-    scores = compiled(params, *jax.device_put([batches.indices, batches.values, batches.rows]))
-    return np.asarray(scores).reshape(-1, scores.shape[-1])[: matrix.shape[0]]
-
-
 def held_out_scores_device(params: Params, matrix: sp.csr_matrix) -> np.ndarray:
-    """predict_scores_device for a large matrix, the held-out or test documents of a run, on batches gathered on
+    """(n, F) CSR -> (n, C) scores on the default device for a large matrix, the held-out or test documents of a run
+    (inference.device_scores scores a service's few), on batches gathered on
     the device (device_data.batches_in_row_order), where make_batches' padded batches and their index arithmetic on
     the host took ~750 MB of a million-document run's host memory for its 100,000 test documents (BENCHMARKS.md,
     "Big corpora with no flags"). The same scores."""

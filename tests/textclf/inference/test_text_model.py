@@ -7,7 +7,7 @@ from pipelines.batches import make_batches
 from textclf.estimator import TextClassifier
 from textclf.inference.text_model import Model
 from textclf.models.mlp import Params, init_params, logits, masked_loss
-from textclf.training.loop import predict_scores_device
+from textclf.inference.device_scores import DeviceScores
 
 
 def _random_problem(n=37, features=50, classes=3, seed=0):
@@ -41,7 +41,7 @@ def test_host_prediction_matches_device_model():
     matrix, _ = _random_problem(n=1500)
     params = init_params(jax.random.PRNGKey(2), 50, 8, 3)
     with jax.default_matmul_precision("highest"):  # GPUs default to TF32 matmuls
-        device_scores = predict_scores_device(params, matrix)
+        device_scores = DeviceScores(params)(matrix)
     numpy_params = [np.asarray(p) for p in params]
     host_scores = Model(None, Params(*numpy_params), labels=["a", "b", "c"], settings=None).scores(matrix)
     np.testing.assert_allclose(device_scores, host_scores, rtol=1e-4, atol=1e-4)

@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from pipelines.batches import next_power_of_two
+from textclf.inference.device_scores import DeviceScores
 from textclf.training import loop
 from textclf.settings import Settings
 from textclf.training.device_data import batch_nnz_max, epoch_order
@@ -244,7 +245,7 @@ def test_a_one_network_epoch_of_wide_caps_trains_as_the_same_batches_cut_to_thei
 
 def test_held_out_scores_gathered_on_the_device_are_the_host_batches_scores(monkeypatch):
     """A run's held-out documents scored from their rows on the device, cut there a segment at a time, get the
-    scores of the batches cut on the host (predict_scores_device) and of NumPy's scoring, row for row."""
+    scores of the batches cut on the host (inference.device_scores) and of NumPy's scoring, row for row."""
     from textclf.models.mlp import Params
     from textclf.models.weights import host_scores
     from textclf.training import device_data
@@ -263,7 +264,7 @@ def test_held_out_scores_gathered_on_the_device_are_the_host_batches_scores(monk
     assert got.shape == (2500, 3)
     # a GPU's products of these float32 weights round through TF32 (10-bit mantissas) in either program
     tolerance = 1e-5 if jax.default_backend() == "cpu" else 2e-3
-    np.testing.assert_allclose(got, loop.predict_scores_device(params, matrix), rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(got, DeviceScores(params)(matrix), rtol=tolerance, atol=tolerance)
     np.testing.assert_allclose(got, host_scores(params, matrix), rtol=max(tolerance, 1e-4), atol=max(tolerance, 1e-4))
 
 

@@ -43,13 +43,9 @@ class Scorer:
             where = "device" if device_kind() == "gpu" else "host"
         self.on_device = where == "device"
         if self.on_device:
-            import jax
+            from textclf.inference.device_scores import DeviceScores
 
-            from textclf.models.mlp import Params
-            from textclf.training.loop import _warm_scores
-
-            self.params = Params(*jax.device_put(tuple(model.params)))
-            self.compiled = _warm_scores()
+            self.device_scores = DeviceScores(model.params)
 
     def __call__(self, texts: list):
         if self.images:  # decoded uint8 (H, W, C) arrays
@@ -58,11 +54,7 @@ class Scorer:
             return self.model.predict_proba(np.stack(texts))
         if not self.on_device:
             return self.model.predict_proba(texts)
-        from textclf.inference.text_model import softmax
-        from textclf.training.loop import predict_scores_device
-
-        matrix = self.model.vectorizer.transform(texts)
-        return softmax(predict_scores_device(self.params, matrix, self.compiled))
+        return self.model.probabilities(self.device_scores(self.model.vectorizer.transform(texts)))
 
 
 # Batches of at most this many texts are scored on the event loop itself (<= ~2 ms of it): the hop to a worker

@@ -306,12 +306,10 @@ def test_a_linear_model_trains_saves_loads_and_predicts(tmp_path, multi_label):
         assert model.predict(["who w1 w2 w3", "where w4 w5"]) == ["HUM", "LOC"]
         np.testing.assert_allclose(model.predict_proba(texts[:5]), result.model.predict_proba(texts[:5]), rtol=1e-6)
         # the service's scoring on the device (--score-on device) gives the host's scores
-        from textclf.training.loop import predict_scores_device
+        from textclf.inference.device_scores import DeviceScores
 
         matrix = model.vectorizer.transform(texts[:5])
-        np.testing.assert_allclose(
-            predict_scores_device(model.params, matrix), model.scores(matrix), rtol=1e-4, atol=1e-5
-        )
+        np.testing.assert_allclose(DeviceScores(model.params)(matrix), model.scores(matrix), rtol=1e-4, atol=1e-5)
 
 
 def test_a_linear_model_file_with_a_hidden_layer_is_refused(tmp_path):
@@ -334,7 +332,7 @@ def test_a_linear_model_file_with_a_hidden_layer_is_refused(tmp_path):
 
 def test_a_network_with_a_linear_model_beside_it_scores_the_sum_of_theirs():
     from textclf.models.stacked import with_linear
-    from textclf.training.loop import predict_scores_device
+    from textclf.inference.device_scores import DeviceScores
 
     rng = np.random.default_rng(4)
     words, chars, hidden, classes = 30, 20, 6, 3
@@ -362,14 +360,14 @@ def test_a_network_with_a_linear_model_beside_it_scores_the_sum_of_theirs():
     np.testing.assert_allclose(host_scores(both, x), want, rtol=1e-5, atol=1e-5)
     # the service's scoring on the device gives the host's
     with jax.default_matmul_precision("highest"):  # GPUs default to TF32 matmuls
-        np.testing.assert_allclose(predict_scores_device(both, x), want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(DeviceScores(both)(x), want, rtol=1e-4, atol=1e-4)
 
 
 def test_a_network_with_a_linear_model_trains_saves_loads_and_predicts(tmp_path):
     from textclf.errors import ArtifactError, SettingsError
     from textclf.inference.artifacts import load_model, read_header, save_model
     from textclf.runs.run import train
-    from textclf.training.loop import predict_scores_device
+    from textclf.inference.device_scores import DeviceScores
     from textclf.training.plan import plan_training
 
     texts, labels = question_corpus(300)
@@ -398,9 +396,7 @@ def test_a_network_with_a_linear_model_trains_saves_loads_and_predicts(tmp_path)
     assert model.predict(["who w1 w2 w3", "where w4 w5"]) == ["HUM", "LOC"] and result.eval_accuracy > 0.8
     matrix = model.vectorizer.transform(texts[:5])
     with jax.default_matmul_precision("highest"):  # GPUs default to TF32 matmuls
-        np.testing.assert_allclose(
-            predict_scores_device(model.params, matrix), model.scores(matrix), rtol=1e-4, atol=1e-4
-        )
+        np.testing.assert_allclose(DeviceScores(model.params)(matrix), model.scores(matrix), rtol=1e-4, atol=1e-4)
     model.settings = model.settings.replace(family="network")  # the header says a network alone: it is not
     save_model(model, tmp_path / "bad.npz")
     with pytest.raises(ArtifactError, match="inconsistent"):
