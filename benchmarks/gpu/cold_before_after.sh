@@ -31,7 +31,8 @@ v, name = sys.argv[1:]
 result = json.load(open(f"/tmp/cold-{v}-{name}.json"))
 settings = json.dumps(result["settings"], sort_keys=True)  # the chosen settings: the same in both trees?
 print(f"{v} {name} phases {sum(result['profile'].values()):.2f} s accuracy {result['eval_accuracy']:.4f} "
-      f"settings {hashlib.sha1(settings.encode()).hexdigest()[:10]} search {result['search'].get('seconds')} s")
+      f"settings {hashlib.sha1(settings.encode()).hexdigest()[:10]} search {result['search'].get('seconds')} s "
+      f"final training {result['profile'].get('train', 0.0):.2f} s")
 PY
     done
   done
