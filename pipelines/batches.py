@@ -125,9 +125,14 @@ def padded_batches(arrays: tuple[np.ndarray, ...], steps: int, cap: int) -> tupl
 
 
 def make_batches(
-    matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray | None = None
+    matrix: sp.csr_matrix,
+    labels: np.ndarray,
+    batch_size: int,
+    order: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
 ) -> SparseBatches:
-    """Cut the rows of `matrix` (in `order`, default as stored) into minibatches of `batch_size` documents."""
+    """Cut the rows of `matrix` (in `order`, default as stored) into minibatches of `batch_size` documents. weights:
+    each row's weight in the loss, the mask's value for it (None: 1 each)."""
     n = matrix.shape[0]
     order = np.arange(n) if order is None else order
     steps = max(1, -(-n // batch_size))
@@ -135,16 +140,17 @@ def make_batches(
     # Rows past n repeat row 0 but get mask 0, so they add nothing to the loss or the gradient.
     take = np.zeros(padded_n, dtype=np.int64)
     take[:n] = order
+    real = np.arange(padded_n) < n
     mask = np.zeros(padded_n, dtype=np.float32)
-    mask[:n] = 1.0
+    mask[:n] = 1.0 if weights is None else np.asarray(weights, np.float32)[order]
     sub = matrix[take].tocsr()
-    nnz_per_row = np.diff(sub.indptr) * (mask > 0)
+    nnz_per_row = np.diff(sub.indptr) * real
     nnz_per_batch = nnz_per_row.reshape(steps, batch_size).sum(axis=1)
     cap = next_power_of_two(int(max(1, nnz_per_batch.max())))
 
     # Position of every kept nonzero inside its batch's flat array.
     row_of_nz = np.repeat(np.arange(padded_n), np.diff(sub.indptr))
-    keep = mask[row_of_nz] > 0
+    keep = real[row_of_nz]
     row_of_nz = row_of_nz[keep]
     batch_of_nz = row_of_nz // batch_size
     batch_start = np.concatenate([[0], np.cumsum(nnz_per_batch)[:-1]])

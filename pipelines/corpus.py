@@ -60,6 +60,8 @@ class Corpus:
     non_utf8: int = 0
     fingerprint: str = ""  # sha256 of every (label, text) in reading order
     empty_labels: list[str] = field(default_factory=list)  # label folders with no usable document (of this share)
+    # (documents,) each document's weight in the training loss (TextClassifier.fit's sample_weight); None: 1 each
+    weights: "np.ndarray | None" = None
 
     @property
     def label_counts(self) -> dict[str, int]:

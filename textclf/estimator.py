@@ -156,9 +156,11 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         pinned = tuple(name for name in SEARCHED_FIELDS if getattr(self, name) is not None)
         return Settings(**given, pinned=pinned)
 
-    def fit(self, X: Sequence[str], y: Sequence) -> TextClassifier:
+    def fit(self, X: Sequence[str], y: Sequence, sample_weight=None) -> TextClassifier:
         """Search and train on the documents X with labels y, as `textclf train` does with a --test corpus (every
-        document trains; the search validates on folds of them)."""
+        document trains; the search validates on folds of them). sample_weight: each document's weight (>= 0) in
+        the training loss, each batch's weighted mean, taken relative to their mean (a weight 2 counts a document
+        twice as much as a weight 1); the search's rounds train and validate with them, its trials train with them."""
         from pipelines.corpus import Corpus
         from pipelines.fingerprint import Fingerprint
         from textclf.runs.run import train
@@ -169,10 +171,15 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         classes = sorted(originals)
         if len(classes) < 2 and targets.form == "labels":
             raise ValueError(f"y has {len(classes)} class: fit needs at least 2 distinct labels")
+        weights = _sample_weights(sample_weight, len(texts))
         fingerprint = Fingerprint()
         for label, text in zip(names, texts):
             fingerprint.add(label, text)
-        corpus = Corpus(texts, names, "TextClassifier.fit", "memory", fingerprint=fingerprint.hexdigest())
+        if weights is not None:  # (another weighting, another search to record)
+            fingerprint.add_digests(weights.tobytes())
+        corpus = Corpus(
+            texts, names, "TextClassifier.fit", "memory", fingerprint=fingerprint.hexdigest(), weights=weights
+        )
         none = Corpus([], [], "TextClassifier.fit (no test documents)", "memory")
         settings = self.settings if targets.form == "labels" else self.settings.replace(multi_label=True)
         result = train(corpus, settings, test_path=none, db_path=":memory:", keep_files=False)
@@ -276,6 +283,28 @@ class TextClassifier(ClassifierMixin, BaseEstimator):
         estimator.model_, estimator.classes_, estimator.n_features_in_ = model, np.array(labels), 1
         estimator.history_, estimator.search_ = [], model.metadata.get("search")
         return estimator
+
+
+def _sample_weights(sample_weight, n: int) -> np.ndarray | None:
+    """fit's sample_weight as (n,) float64, or None: one finite weight >= 0 a document (a number: the same for
+    every document), not all 0."""
+    if sample_weight is None:
+        return None
+    try:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("sample_weight must be numbers: one weight a document") from None
+    if weights.ndim == 0:
+        weights = np.full(n, float(weights))
+    if weights.shape != (n,):
+        raise ValueError(f"sample_weight has shape {weights.shape}: give one weight a document ({n},)")
+    if not np.isfinite(weights).all():
+        raise ValueError("sample_weight holds NaN or infinity: give each document a finite weight")
+    if (weights < 0).any():
+        raise ValueError("sample_weight holds a negative weight: give each document a weight >= 0")
+    if not weights.sum() > 0:
+        raise ValueError("sample_weight is zero for every document: give at least one a positive weight")
+    return weights
 
 
 def _texts(X, name: str) -> list[str]:

@@ -41,10 +41,10 @@ class NumbersAsText(TextClassifier):
         X = validate_data(self, X, reset=reset)
         return [" ".join(f"c{j}v{int(round(v))}" for j, v in enumerate(row)) for row in X]
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         documents = self._documents(X, reset=True)
         width = self.n_features_in_
-        super().fit(documents, y)
+        super().fit(documents, y, sample_weight=sample_weight)
         self.n_features_in_ = width  # the numeric columns, as the checks expect
         return self
 
@@ -58,7 +58,14 @@ class NumbersAsText(TextClassifier):
         return tags
 
 
-@parametrize_with_checks([NumbersAsText(search="off", hidden=16, features=256)])
+# Minibatch training: a weight scales a document's loss in its batch, which is not the same as repeating the document
+# (other batches, another number of steps), as for scikit-learn's own SGD estimators.
+EXPECTED = {"check_sample_weight_equivalence_on_dense_data": "a weight is not a repeat in minibatch training"}
+
+
+@parametrize_with_checks(
+    [NumbersAsText(search="off", hidden=16, features=256)], expected_failed_checks=lambda estimator: EXPECTED
+)
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
 
@@ -205,3 +212,61 @@ def test_the_estimators_defaults_are_the_settings_defaults():
         field = "seed" if name == "random_state" else name
         if parameter.default is not None:
             assert parameter.default == getattr(defaults, field), name
+
+
+def test_sample_weight_of_ones_is_no_weight_and_weights_decide_a_contested_document():
+    """Weights of 1 train the very model no weights train; a text labelled both ways is predicted as its heavier
+    copy is labelled, whichever that is."""
+    texts, labels = _corpus()
+    plain = TextClassifier(**FAST, random_state=0).fit(texts, labels)
+    ones = TextClassifier(**FAST, random_state=0).fit(texts, labels, sample_weight=np.ones(len(texts)))
+    np.testing.assert_array_equal(plain.model_.params.w1, ones.model_.params.w1)
+    contested = "zebra quagga okapi"
+    texts, labels = texts + [contested] * 6, labels + [0, 1] * 3
+    for heavy in (0, 1):
+        weights = [1.0] * 60 + [8.0 if label == heavy else 0.5 for label in labels[60:]]
+        fitted = TextClassifier(**FAST, random_state=0).fit(texts, labels, sample_weight=weights)
+        assert fitted.predict([contested])[0] == heavy
+
+
+@pytest.mark.parametrize(
+    "weights, message",
+    [
+        ([1.0] * 59, r"sample_weight has shape \(59,\): give one weight a document \(60,\)"),
+        ([1.0] * 59 + [-1.0], "a negative weight"),
+        ([1.0] * 59 + [float("nan")], "NaN or infinity"),
+        ([0.0] * 60, "zero for every document"),
+        (["heavy"] * 60, "sample_weight must be numbers"),
+    ],
+)
+def test_bad_sample_weights_are_refused_with_the_fix(weights, message):
+    texts, labels = _corpus()
+    with pytest.raises(ValueError, match=message):
+        TextClassifier(**FAST).fit(texts, labels, sample_weight=weights)
+
+
+def test_sample_weights_reach_the_search_with_its_documents(monkeypatch):
+    """The search's corpus holds the searched documents' weights (its sample's), at a mean of 1."""
+    from textclf.training.search import halving, prepare
+    from tests.textclf.training.search.test_halving import question_corpus
+
+    seen = []
+
+    class Seen(Exception):
+        pass
+
+    def searched_corpus(search, texts, labels, weights=None):
+        seen.append((list(labels), weights))
+        raise Seen
+
+    monkeypatch.setattr(prepare, "searched_corpus", searched_corpus)
+    monkeypatch.setattr(halving, "searched_corpus", searched_corpus)
+    texts, labels = question_corpus(300)
+    weights = np.where(np.array(labels) == labels[0], 3.0, 1.0)
+    with pytest.raises(Seen):
+        TextClassifier(search="auto", epochs=3).fit(texts, labels, sample_weight=weights)
+    searched_labels, searched_weights = seen[0]
+    assert len(searched_weights) == len(searched_labels) and searched_weights.mean() == pytest.approx(1.0)
+    heavy = np.array(searched_labels) == labels[0]
+    np.testing.assert_allclose(searched_weights[heavy], 3 * searched_weights[~heavy][0], rtol=1e-6)
+    np.testing.assert_allclose(searched_weights[~heavy], searched_weights[~heavy][0], rtol=1e-6)

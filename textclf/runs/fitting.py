@@ -72,20 +72,22 @@ def eval_scores(model: Model, eval_x) -> np.ndarray:
 
 
 def choose_rate_then_refit(
-    run: RunContext, train_x, train_y, n_classes, settings, backend, rates, search: SearchSummary
+    run: RunContext, training: tuple, n_classes, settings, backend, rates, search: SearchSummary
 ) -> Settings:
-    """The rate candidates trained on all but a stratified REFIT_HELD_OUT_FRACTION of the training documents,
-    which choose one and its epoch (candidates.fit_rates); -> the settings with the chosen rate, decay and epoch
-    count, for the final training on every document. Recorded in the run (search: rate_choice)."""
+    """The rate candidates trained on all but a stratified REFIT_HELD_OUT_FRACTION of the training documents
+    (training: their matrix, labels and weights or None), which choose one and its epoch (candidates.fit_rates);
+    -> the settings with the chosen rate, decay and epoch count, for the final training on every document.
+    Recorded in the run (search: rate_choice)."""
     from textclf.training.candidates import fit_rates
     from textclf.training.search.folds import stratified_sample
 
+    train_x, train_y, weights = training
     held, rest = stratified_sample(
         train_y, np.arange(len(train_y)), int(len(train_y) * REFIT_HELD_OUT_FRACTION), settings.seed
     )
     rest_x, held_x = _rate_choice_columns(train_x[rest], train_y[rest], train_x[held], run.rules.rate_choice_features)
     choice = fit_rates(
-        TrainingRows(rest_x, train_y[rest], n_classes),
+        TrainingRows(rest_x, train_y[rest], n_classes, weights=None if weights is None else weights[rest]),
         settings,
         backend,
         [(r["learning_rate"], r["weight_decay"], r["epochs"]) for r in rates],
@@ -145,15 +147,18 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
     """Carry the plan out on the run's data (runs.text_data.TextData): hold documents out to stop early or choose
     the rate on a share first, as it says; then each view's network(s), joined into one network."""
     train_x, train_y = data.train_x, encode_labels(data.train_labels, data.classes, plan.multi_label)
+    weights = data.train_weights  # (each row of train_x's, as it is split below)
     candidates = (data.search.rate_candidates if data.search else None) or []
     rates = candidates if plan.rate_choice == "held_out" else []  # chosen among by the held-out documents
     training_rows = early_stopping = None  # the rows of train_x that train, where train_x is not copied
     if plan.held_out_documents:
-        train_x, train_y, training_rows, early_stopping = _held_out_split(data, plan, train_x, train_y, settings)
+        train_x, train_y, training_rows, early_stopping, weights = _held_out_split(
+            data, plan, train_x, train_y, settings
+        )
     elif plan.rate_choice == "refit":
         with run.phase("rates"):
             settings = choose_rate_then_refit(
-                run, train_x, train_y, len(data.classes), settings, backend, candidates, data.search
+                run, (train_x, train_y, weights), len(data.classes), settings, backend, candidates, data.search
             )
         record_rate_choice(run.db, data.search_key, settings, data.search)
     n_training = len(train_y) if training_rows is None else len(training_rows)
@@ -164,7 +169,7 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
             backend_reason=f"the plan: {plan.arrangement} "
             f"networks, {plan.parallel} parallel on {plan.devices or 'every'} device(s)",
         )
-    views = _Views(plan, settings, n_training, rates, record_epoch, run.report)
+    views = _Views(plan, settings, n_training, rates, record_epoch, run.report, weights)
     params, backend, settings = views.fit(run, data, train_x, train_y, backend, settings, early_stopping, training_rows)
     if early_stopping is not None and not rates:  # the model keeps the best epoch: its settings say so
         settings = settings.replace(epochs=early_stopping.best_epoch)
@@ -181,9 +186,9 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
 
 
 def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settings):
-    """Documents held out to stop early -> (train_x, train_y, training rows of train_x or None, EarlyStopping).
-    Networks side by side in place (plan.rows "device") train on the matrix's rows without a copy; the others on
-    a matrix of their rows."""
+    """Documents held out to stop early -> (train_x, train_y, training rows of train_x or None, EarlyStopping, the
+    rows' weights or None: data.train_weights as train_x is cut). Networks side by side in place (plan.rows
+    "device") train on the matrix's rows without a copy; the others on a matrix of their rows."""
     from textclf.training.device_data import ResidentRows, resident_rows
 
     rule = {}
@@ -195,15 +200,19 @@ def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settin
             earliest_stop=-(-settings.min_steps // steps),
         )
     training_rows, early_stopping = held_out_stopping(train_x, train_y, settings.seed, plan.held_out_documents, **rule)
+    weights = data.train_weights
     if plan.rows != "device":
         train_x, train_y, training_rows = train_x[training_rows], train_y[training_rows], None
+        weights = None if weights is None else weights[training_rows]
         data.train_x = None  # the matrix before the split: its two parts are all that is needed (a GB at 1M)
     elif not isinstance(train_x, ResidentRows):  # (there already where vectorizing put it there)
         # The matrix goes to the device now, and the host's copy of it (~1.6 GB at a million documents) goes
         # before the training starts; the networks need nothing else of it.
-        train_x = data.train_x = resident_rows(train_x, train_y)
+        train_x = data.train_x = resident_rows(train_x, train_y, weights)
         return_freed_memory()
-    return train_x, train_y, training_rows, early_stopping
+    elif weights is not None:
+        raise ValueError("documents' weights and a training matrix vectorized onto the device: not both")
+    return train_x, train_y, training_rows, early_stopping, weights
 
 
 # How a run's record names the K-network step side_by_side_backend picked.
@@ -216,9 +225,18 @@ class _Views:
     to the next. (Only a one-view run keeps checkpoints: the daemon resumes a stopped job's one network.)"""
 
     def __init__(
-        self, plan: TrainingPlan, settings: Settings, n_training: int, rates: list[dict], record_epoch, report
+        self,
+        plan: TrainingPlan,
+        settings: Settings,
+        n_training: int,
+        rates: list[dict],
+        record_epoch,
+        report,
+        weights: np.ndarray | None = None,
     ):
+        # weights: each training row's in the loss (TrainingRows.weights), None: 1 each
         self.plan, self.rates, self.record_epoch, self.report = plan, rates, record_epoch, report
+        self.weights = weights
         self.settings = [settings, settings.char_view()][: len(plan.views)]
         self.names = ("word network", "character network")[: len(plan.views)] if len(plan.views) > 1 else ()
         self.n_training = n_training
@@ -259,7 +277,7 @@ class _Views:
             view_train, view_eval = (
                 (train_x, data.eval_x) if one_view else (train_x[:, columns], data.eval_x[:, columns])
             )
-            rows = TrainingRows(view_train, train_y, len(data.classes), view_eval, eval_y, training_rows)
+            rows = TrainingRows(view_train, train_y, len(data.classes), view_eval, eval_y, training_rows, self.weights)
             if self.rates:
                 view_params, history, backend, view_compile, view_train_s, settings = self._rates(
                     run, data, rows, settings, backend, early_stopping
@@ -310,6 +328,7 @@ class _Views:
             data.eval_x if whole or data.eval_x is None else data.eval_x[:, columns],
             eval_y,
             training_rows,
+            self.weights,
         )
         judge = None if early_stopping is None else early_stopping.on_columns(columns)
         linear = settings.linear_view().replace(epochs=self.plan.linear.epochs, min_steps=0)

@@ -98,6 +98,7 @@ class TextData:
     plan: TrainingPlan | None = None  # the draft plan, where vectorizing needed one of its decisions
     rows: object = None  # several processes: data_parallel.RowShare, the training documents each one holds
     read_documents: int | None = None  # training documents this process read (several processes: its share)
+    train_weights: np.ndarray | None = None  # each training document's weight in the loss (Corpus.weights)
 
 
 def resolved_multi_label(labels: list[str], settings: Settings, source: str) -> Settings:
@@ -303,6 +304,7 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
             corpus.texts, corpus.labels = merged_documents(list(corpus.texts), corpus.labels)
         settings = resolved_multi_label(corpus.labels, settings, corpus.source)
         train_labels, eval_labels = steps.split(corpus, test_path, settings)
+        train_weights = steps.train_weights(corpus)
         skipped = why_not_searched(searched_settings(settings), train_labels, expected_platform(), run.rules)
         if skipped is None:
             settings, search, search_key = run_search(
@@ -313,6 +315,7 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
                 steps.forked(len(corpus.texts)),
                 corpus.fingerprint,
                 test_path is None,
+                train_weights,
             )
             return_freed_memory()  # the search's sample texts and matrices: ~0.8 GB at a million documents
         else:
@@ -346,6 +349,7 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
         search_key=search_key,
         read_documents=len(corpus.texts),
         plan=steps.plan,
+        train_weights=train_weights,
     )
     return data, settings
 
@@ -414,6 +418,14 @@ class _TfidfSteps:
         if not self.in_file:
             self.in_memory = corpus.texts if self.train_rows is None else [corpus.texts[i] for i in self.train_rows]
         return self.train_labels, eval_labels
+
+    def train_weights(self, corpus) -> np.ndarray | None:
+        """The training documents' weights in the loss at a mean of 1 (training.inputs.mean_one), or None."""
+        if corpus.weights is None:
+            return None
+        from textclf.training.inputs import mean_one
+
+        return mean_one(corpus.weights if self.train_rows is None else np.asarray(corpus.weights)[self.train_rows])
 
     def train_texts(self, rows: np.ndarray | None) -> Sequence[str]:
         """The texts of these training documents (None: all, as a list: the search slices them), indexed by their
@@ -517,7 +529,14 @@ class _TfidfSteps:
 
 
 def run_search(
-    run: RunContext, texts, labels, settings, pool, fingerprint: str, validation_split: bool
+    run: RunContext,
+    texts,
+    labels,
+    settings,
+    pool,
+    fingerprint: str,
+    validation_split: bool,
+    weights: np.ndarray | None = None,
 ) -> tuple[Settings, SearchSummary, str | None]:
     """Run the model search on the training documents, or take the choice recorded for the same documents,
     settings and device (textclf/runs/search_cache.py; not with --search fresh); record its trials and choice;
@@ -526,7 +545,7 @@ def run_search(
     it, the rate choice's, keeps the leaderboard), the key its choice is recorded under)."""
     db, run_id, phase, warmup, report = run.db, run.run_id, run.phase, run.warmup, run.report
     searching = searched_settings(settings)
-    ahead = _search_ahead(run, texts, labels, searching, pool)
+    ahead = _search_ahead(run, texts, labels, searching, pool, weights)
     with phase("warmup"):
         run.backend_ready()
     import jax  # after the warm-up thread's import
@@ -549,7 +568,9 @@ def run_search(
         platform = jax.default_backend()
         prepared = ahead if ahead is not None and ahead.platform == platform else None
         searched = [] if prepared else texts(searched_rows(labels, searching, platform, run.rules))
-        result = search_settings(searched, list(labels), searching, pool, platform, on_round, run.rules, prepared)
+        result = search_settings(
+            searched, list(labels), searching, pool, platform, on_round, run.rules, prepared, weights
+        )
     if result.trials:
         run_queries.add_search_trials(db, run_id, result.trials)
     summary = result.summary
@@ -568,7 +589,7 @@ def searched_settings(settings: Settings) -> Settings:
     return settings.replace(seed=settings.search_seed)
 
 
-def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool):
+def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool, weights: np.ndarray | None = None):
     """The search's host work (tokenising, folds, the first rounds' matrices: search.prepare_search) for the
     platform JAX is expected on, done while JAX starts in its thread: only in a process where JAX had not started
     (the daemon's and a second fit's warm-up is over at once). Its own phase, "search_ahead". A search recorded for
@@ -588,6 +609,7 @@ def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool):
             pool,
             platform,
             run.rules,
+            weights,
         )
 
 

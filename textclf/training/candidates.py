@@ -36,17 +36,29 @@ from textclf.training.stacked_step import StackedStep, dense_default, init_stack
 
 
 def _device_batches(
-    matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray, shape: tuple[int, int]
+    matrix: sp.csr_matrix,
+    labels: np.ndarray,
+    batch_size: int,
+    order: np.ndarray,
+    shape: tuple[int, int],
+    weights: np.ndarray | None = None,
 ) -> list[jax.Array]:
-    return [jnp.asarray(a) for a in _padded_batches(matrix, labels, batch_size, order, *shape)]
+    return [jnp.asarray(a) for a in _padded_batches(matrix, labels, batch_size, order, *shape, weights)]
 
 
 def _padded_batches(
-    matrix: sp.csr_matrix, labels: np.ndarray, batch_size: int, order: np.ndarray, steps: int, cap: int
+    matrix: sp.csr_matrix,
+    labels: np.ndarray,
+    batch_size: int,
+    order: np.ndarray,
+    steps: int,
+    cap: int,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, ...]:
-    """make_batches, padded to `steps` batches of `cap` nonzeros (padding rows have mask 0), so every fold and
-    every vectorizer variant of one search reuses one compiled epoch."""
-    batches = make_batches(canonical(matrix), labels, batch_size, order)  # every cell once: write_batch's stores
+    """make_batches (weights: the rows', None: 1 each), padded to `steps` batches of `cap` nonzeros (padding rows
+    have mask 0), so every fold and every vectorizer variant of one search reuses one compiled epoch."""
+    # every cell once: write_batch's stores
+    batches = make_batches(canonical(matrix), labels, batch_size, order, weights)
     return padded_batches(batches.arrays(), steps, cap)
 
 
@@ -88,7 +100,7 @@ class StackedEpochs:
         # The training set goes to the device once and each epoch's batches are gathered there from its order
         # (textclf/training/device_data.py: the batches make_batches would cut, nonzero for nonzero), not cut on
         # the host, where each epoch's padded arrays held 11 GB of a million-document run's 18 GB peak.
-        self.resident = on_device(train_x, rows.y)
+        self.resident = on_device(train_x, rows.y, rows.weights)
         self.step = side_by_side_step(batch_size, self.columns, settings.units, len(rates), loss)
         self.run_step = self.step.epoch()
         self.segment = segment_steps(bucket(self.steps), 12 * self.cap)  # (the last may be shorter)
@@ -486,11 +498,14 @@ def round_data(
     shape: tuple[int, int],
     val_shape: tuple[int, int],
     score_batch: int | None = None,
+    *,
+    weights: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
 ) -> RoundData:
     """Cut and upload one round's batches. shape / val_shape: (steps, cap) of the training / validation batches
     (batch_shape), shared by the rounds of one search so that they compile once; a cut they did not foresee
     gets a wider cap (one more compilation) rather than losing nonzeros. score_batch: rows per validation batch
-    (default batch_size): scoring has no gradient, so a GPU scores 1,024 rows a step where it trains on 64."""
+    (default batch_size): scoring has no gradient, so a GPU scores 1,024 rows a step where it trains on 64.
+    weights: the training and the validation rows' (None: 1 each), in the loss and in the validation's hits."""
     score_batch = score_batch or batch_size
     # The batches are cut once, from one shuffle, and each epoch visits them in a new order: cutting them anew
     # on the host every epoch cost more than the GPU's training (0.1-0.2 s an epoch on news4).
@@ -504,8 +519,8 @@ def round_data(
     padded = (next_power_of_two(shape[0]), shape[1])
     val_padded = (next_power_of_two(val_shape[0]), val_shape[1])
     return RoundData(
-        tuple(_device_batches(train_x, train_y, batch_size, cut, padded)),
-        tuple(_device_batches(val_x, val_y, score_batch, np.arange(val_x.shape[0]), val_padded)),
+        tuple(_device_batches(train_x, train_y, batch_size, cut, padded, weights[0])),
+        tuple(_device_batches(val_x, val_y, score_batch, np.arange(val_x.shape[0]), val_padded, weights[1])),
         val_x.shape[0],
         train_x.shape[1],
         rng,

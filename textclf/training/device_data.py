@@ -39,6 +39,24 @@ class DeviceCSR(NamedTuple):
     indices: jax.Array  # (nnz,) int32
     values: jax.Array  # (nnz,) float32
     labels: jax.Array  # (n,) int32 class numbers, or (n, C) uint8 label sets (label_array)
+    weights: jax.Array | None = None  # (n,) float32 each document's weight in the loss (batch_mask); None: 1 each
+
+
+def batch_mask(valid: jax.Array, weights: jax.Array | None, docs: jax.Array) -> jax.Array:
+    """A gathered batch's mask (steps, B): 0 for a padding slot, else 1, or the document's weight where the training
+    set has weights (each batch's loss is then its weighted mean: textclf.models.mlp.masked_loss)."""
+    if weights is None:
+        return valid.astype(jnp.float32)
+    return jnp.where(valid, weights[docs], 0.0)
+
+
+def bucketed_weights(weights: np.ndarray | None) -> np.ndarray | None:
+    """(n,) document weights as float32 with zeros up to bucket(n) (as bucketed_labels), or None."""
+    if weights is None:
+        return None
+    out = np.zeros(bucket(len(weights)), np.float32)
+    out[: len(weights)] = weights
+    return out
 
 
 def label_array(labels: np.ndarray) -> np.ndarray:
@@ -52,7 +70,7 @@ def _where_valid(valid: jax.Array, labels: jax.Array) -> jax.Array:
     return jnp.where(valid.reshape(valid.shape + (1,) * (labels.ndim - valid.ndim)), labels, 0)
 
 
-def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
+def host_csr(matrix: sp.csr_matrix, labels: np.ndarray, weights: np.ndarray | None = None) -> DeviceCSR:
     """The numpy arrays to upload (one extra zero entry so an empty matrix still has a gatherable element).
     Duplicate (row, column) entries are summed first: the Pallas dense path stores each nonzero with a plain
     scatter that needs every cell named once (write_batch)."""
@@ -62,6 +80,7 @@ def host_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
         _with_zero(matrix.indices, np.int32),
         _with_zero(matrix.data, np.float32),
         label_array(labels),
+        None if weights is None else np.asarray(weights, np.float32),
     )
 
 
@@ -82,7 +101,7 @@ def segment_steps(steps: int, bytes_per_step: int) -> int:
 UPLOAD_BYTES = 64 * 1024 * 1024
 
 
-def upload_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
+def upload_csr(matrix: sp.csr_matrix, labels: np.ndarray, weights: np.ndarray | None = None) -> DeviceCSR:
     """host_csr's arrays on this process's default device, without host_csr's copies: the indices and values go
     up in pieces of UPLOAD_BYTES straight from the matrix's own arrays and are joined, with the extra zero, on
     the device. (host_csr copied both to append the zero, and the upload staged each whole array: a
@@ -94,6 +113,7 @@ def upload_csr(matrix: sp.csr_matrix, labels: np.ndarray) -> DeviceCSR:
         _uploaded_with_zero(matrix.indices, np.int32, length),
         _uploaded_with_zero(matrix.data, np.float32, length),
         jax.device_put(bucketed_labels(labels)),
+        None if weights is None else jax.device_put(bucketed_weights(weights)),
     )
 
 
@@ -130,15 +150,16 @@ class ResidentRows(NamedTuple):
     shape: tuple[int, int]
 
 
-def resident_rows(matrix: sp.csr_matrix, labels: np.ndarray) -> ResidentRows:
-    """matrix and its labels uploaded (upload_csr), with its row pointers kept on the host."""
-    device = upload_csr(matrix, labels)
+def resident_rows(matrix: sp.csr_matrix, labels: np.ndarray, weights: np.ndarray | None = None) -> ResidentRows:
+    """matrix, its labels and its documents' weights (if any) uploaded (upload_csr), its row pointers kept on the
+    host."""
+    device = upload_csr(matrix, labels, weights)
     return ResidentRows(device, np.asarray(matrix.indptr), matrix.shape)
 
 
-def on_device(matrix, labels: np.ndarray) -> DeviceCSR:
+def on_device(matrix, labels: np.ndarray, weights: np.ndarray | None = None) -> DeviceCSR:
     """The device arrays of a training matrix: a ResidentRows' own, or a CSR matrix's uploaded now."""
-    return matrix.device if isinstance(matrix, ResidentRows) else upload_csr(matrix, labels)
+    return matrix.device if isinstance(matrix, ResidentRows) else upload_csr(matrix, labels, weights)
 
 
 def _uploaded_with_zero(array: np.ndarray, dtype, length: int | None = None) -> jax.Array:
@@ -330,7 +351,7 @@ def gather_batches(data: DeviceCSR, order: jax.Array, cap: int):
     values = jnp.where(used, data.values[source], 0.0)
     rows = jnp.where(used, row, 0)
     labels = _where_valid(valid, data.labels[docs])
-    return indices, values, rows, labels, valid.astype(jnp.float32)
+    return indices, values, rows, labels, batch_mask(valid, data.weights, docs)
 
 
 def gathered_segments(resident: DeviceCSR, order: np.ndarray, cap: int, segment: int):
@@ -393,6 +414,7 @@ class DevicePieces(NamedTuple):
     )  # (P + 1, width) int32; padding slots hold n_features (out of range); the last piece is all padding
     values: jax.Array  # (P + 1, width) float32; padding slots hold 0
     labels: jax.Array  # (n,) int32 class numbers, or (n, C) uint8 label sets (label_array)
+    weights: jax.Array | None = None  # (n,) float32 each document's weight in the loss (DeviceCSR's)
 
 
 def host_pieces(
@@ -401,6 +423,7 @@ def host_pieces(
     width: int = PIECE_WIDTH,
     columns: int | None = None,
     bucketed: bool = False,
+    weights: np.ndarray | None = None,
 ) -> DevicePieces:
     """CSR -> the pieces layout (numpy arrays to upload). Duplicate entries are summed first (as host_csr).
     columns: the first layer's rows where they are more than the matrix's columns (padding slots name the one
@@ -426,7 +449,11 @@ def host_pieces(
         if bucketed
         else (piece_ptr.astype(np.int32), label_array(labels))
     )
-    return DevicePieces(pointers, indices.astype(np.int32).reshape(-1, width), values.reshape(-1, width), labels)
+    if weights is not None:
+        weights = bucketed_weights(weights) if bucketed else np.asarray(weights, np.float32)
+    return DevicePieces(
+        pointers, indices.astype(np.int32).reshape(-1, width), values.reshape(-1, width), labels, weights
+    )
 
 
 # Piece widths tried, and the padding allowed: the widest power of two whose padding slots stay within
@@ -460,4 +487,4 @@ def gather_piece_batches(data: DevicePieces, order: jax.Array, cap: int):
     row, _, source, valid, docs = _slots(data.piece_ptr, order, cap, data.indices.shape[0] - 1)  # all padding
     indices, values = data.indices[source], data.values[source]
     labels = _where_valid(valid, data.labels[docs])
-    return indices, values, row, labels, valid.astype(jnp.float32)
+    return indices, values, row, labels, batch_mask(valid, data.weights, docs)

@@ -119,7 +119,8 @@ def host_shards(matrix: sp.csr_matrix, labels: np.ndarray, parts: int, layout: s
         )
 
     shards = [padded(shard)._replace(labels=np.zeros(0, np.int32)) for shard in shards]
-    return type(shards[0])(*(np.stack(arrays) for arrays in zip(*shards)))
+    # (the fields but weights, which a training of weighted documents never splits by features)
+    return type(shards[0])(*(np.stack(arrays) for arrays in zip(*(shard[:4] for shard in shards))))
 
 
 def batch_nnz_max(host_data, order: np.ndarray) -> int:

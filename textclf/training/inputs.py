@@ -7,6 +7,13 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 
+def mean_one(weights) -> np.ndarray:
+    """Documents' weights in the loss as float32 scaled to a mean of 1, so that a batch's weighted mean loss and a
+    run's recorded accuracies read on the scale of unweighted ones."""
+    weights = np.asarray(weights, np.float64)
+    return (weights / weights.mean()).astype(np.float32)
+
+
 class TrainingRows(NamedTuple):
     """The documents a network (or K side by side) trains on, and those it is scored on after each epoch."""
 
@@ -16,6 +23,8 @@ class TrainingRows(NamedTuple):
     eval_x: object = None  # scored after each epoch for the run's record (None: not scored)
     eval_y: np.ndarray | None = None
     training_rows: np.ndarray | None = None  # the rows of x that train (None: all; networks side by side only)
+    # (n,) each row of x's weight in the loss (a batch's weighted mean), mean 1 over the training rows; None: 1 each
+    weights: np.ndarray | None = None
 
     @property
     def n_training(self) -> int:
@@ -31,7 +40,8 @@ class TrainingRows(NamedTuple):
         if self.training_rows is None:
             return self
         rows = self.training_rows
-        return self._replace(x=self.x[rows], y=self.y[rows], training_rows=None)
+        weights = None if self.weights is None else self.weights[rows]
+        return self._replace(x=self.x[rows], y=self.y[rows], training_rows=None, weights=weights)
 
 
 class Watch(NamedTuple):

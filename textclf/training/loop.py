@@ -182,8 +182,10 @@ def same_shapes(resident):
     process's, with entries that add nothing, so that all processes stack arrays of one shape."""
     from textclf.training.device_data import DevicePieces
 
-    shared = exchange_arrays({name: np.array([len(getattr(resident, name))]) for name in resident._fields})
-    longest = {name: max(int(part[name][0]) for part in shared) for name in resident._fields}
+    resident = resident._replace(weights=None)  # (documents' weights train on one process only)
+    fields = resident._fields[:-1]
+    shared = exchange_arrays({name: np.array([len(getattr(resident, name))]) for name in fields})
+    longest = {name: max(int(part[name][0]) for part in shared) for name in fields}
     pointers = resident._fields[0]  # indptr / piece_ptr: repeat the last (documents past the end hold nothing)
 
     def pad(name, array):
@@ -195,7 +197,7 @@ def same_shapes(resident):
             return np.concatenate([array, fill])
         return np.concatenate([array, np.zeros((extra, *array.shape[1:]), array.dtype)])
 
-    return type(resident)(*(pad(name, getattr(resident, name)) for name in resident._fields))
+    return type(resident)(*(pad(name, getattr(resident, name)) for name in fields))
 
 
 class _LocalEval:
@@ -334,8 +336,10 @@ class _NetworkRun:
         from textclf.training import data_parallel as parallel
         from textclf.training.device_data import bucketed_batches, host_csr, host_pieces, piece_width, upload_csr
 
-        train_x, train_y, mesh = self.rows.x, self.rows.y, self.mesh
+        train_x, train_y, mesh, weights = self.rows.x, self.rows.y, self.mesh, self.rows.weights
         pieces = self.step.layout == "pieces"
+        if weights is not None and mesh is not None:
+            raise ValueError("documents' weights train one network on one device")
         if self.split_features:
             self.place = functools.partial(feature_parallel.place, mesh=mesh, specs=feature_parallel.REPLICATED)
             self.uploaded = feature_parallel.host_shards(
@@ -355,9 +359,11 @@ class _NetworkRun:
                 self.data = parallel.put_stacked(same_shapes(uploaded) if self.shared_rows else uploaded, mesh)
             else:
                 self.uploaded = (
-                    host_pieces(train_x, train_y, piece_width(train_x), self.columns, self.bucketed) if pieces else None
+                    host_pieces(train_x, train_y, piece_width(train_x), self.columns, self.bucketed, weights)
+                    if pieces
+                    else None
                 )
-                self.data = self.place(self.uploaded) if pieces else upload_csr(train_x, train_y)
+                self.data = self.place(self.uploaded) if pieces else upload_csr(train_x, train_y, weights)
             params, opt_state = self.place((params, opt_state))
         self.eval_batches = self.local_eval = None
         if self.rows.eval_x is not None and self.shared_rows:  # each process scores its own share, hits summed

@@ -28,13 +28,34 @@ def test_device_batches_equal_host_batches_for_the_same_order():
     device = [
         np.asarray(a)
         for a in gather_batches(
-            type(host_csr(x, y))(*(jnp.asarray(a) for a in host_csr(x, y))), jnp.asarray(order), cap
+            type(host_csr(x, y))(*(None if a is None else jnp.asarray(a) for a in host_csr(x, y))),
+            jnp.asarray(order),
+            cap,
         )
     ]
     for name, got, want in zip(("indices", "values", "rows", "labels", "mask"), device, host.arrays()):
         if name == "labels":  # padding rows: host repeats row 0's label, the device writes 0; both masked
             got, want = got * host.mask, want * host.mask
         np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_documents_weights_are_the_masks_of_host_and_device_batches_alike():
+    """With weights, a batch's mask holds each document's weight (0 for padding) and its nonzeros are the ones
+    without weights, on the host (make_batches) and on the device (gather_batches) alike."""
+    x, y = _matrix()
+    weights = np.random.default_rng(3).uniform(0.0, 3.0, x.shape[0]).astype(np.float32)
+    weights[7] = 0.0  # a document of weight 0 still names its nonzeros
+    order = np.asarray(epoch_order(seed=5, epoch=2, n=53, steps=4, batch_size=16))
+    plain, host = make_batches(x, y, 16, order[order >= 0]), make_batches(x, y, 16, order[order >= 0], weights)
+    for got, want in zip(host.arrays()[:3], plain.arrays()[:3]):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(host.mask.ravel()[:53], weights[order[order >= 0]])
+    assert (host.mask.ravel()[53:] == 0).all()
+    device = gather_batches(
+        DeviceCSR(*(jnp.asarray(a) for a in host_csr(x, y, weights))), jnp.asarray(order), host.indices.shape[1]
+    )
+    np.testing.assert_array_equal(np.asarray(device[4]), host.mask)
+    np.testing.assert_array_equal(np.asarray(device[1]), host.values)
 
 
 def test_orders_differ_by_epoch_and_repeat_for_the_same_epoch():
@@ -73,7 +94,8 @@ def test_an_upload_in_pieces_is_the_host_arrays(monkeypatch):
     y = np.append(y, 2).astype(np.int32)
     for piece_bytes in (40, 10**9):  # pieces of 10 entries (the last one short); one piece
         monkeypatch.setattr(device_data, "UPLOAD_BYTES", piece_bytes)
-        for name, got, want in zip(DeviceCSR._fields, device_data.upload_csr(x, y), host_csr(x, y)):
+        weights = np.linspace(0.5, 1.5, x.shape[0]).astype(np.float32)
+        for name, got, want in zip(DeviceCSR._fields, device_data.upload_csr(x, y, weights), host_csr(x, y, weights)):
             got = np.asarray(got)
             assert got.dtype == want.dtype
             assert len(got) == device_data.bucket(len(want) - (name == "indptr")) + (name == "indptr")

@@ -222,6 +222,7 @@ class FamilyTrial:
                 geometry.shapes[chosen.batch_size],
                 geometry.val_shape,
                 geometry.score_batch,
+                weights=(corpus.row_weights(train_rows), corpus.row_weights(val_rows)),
             )
             curves = fit_candidates(
                 data,

@@ -356,10 +356,15 @@ class SearchCorpus:
     counts: object  # (searched documents, terms) raw counts
     masks: dict  # (stop words, n-grams) -> the widest view's columns of that variant
     targets: np.ndarray | None = None  # label sets: (searched documents, labels) 0/1, what the networks learn
+    weights: np.ndarray | None = None  # (searched documents,) each one's weight in the loss, mean 1; None: 1 each
 
     def trained_labels(self, rows: np.ndarray) -> np.ndarray:
         """What the networks learn of these rows: class numbers, or label sets' 0/1 rows."""
         return self.y[rows] if self.targets is None else self.targets[rows]
+
+    def row_weights(self, rows: np.ndarray) -> np.ndarray | None:
+        """These rows' weights in the loss, or None where the documents have none."""
+        return None if self.weights is None else self.weights[rows]
 
 
 @dataclass

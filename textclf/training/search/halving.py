@@ -90,8 +90,10 @@ def search_settings(
     on_round: Callable[[int, int], None] | None = None,
     rules: SearchRules = SearchRules(),
     prepared: Prepared | None = None,
+    weights: np.ndarray | None = None,
 ) -> SearchResult:
-    # Seven arguments and the work prepared ahead (a caller that starts JAX meanwhile: textclf/runs/text_data.py).
+    # Seven arguments, the work prepared ahead (a caller that starts JAX meanwhile: textclf/runs/text_data.py) and
+    # the documents' weights (None: 1 each), each document's in its rounds' loss and their validation's hits.
     """Choose stop words, n-grams, learning rate and epochs for these training documents (see the module
     docstring): the corpus tokenised, the rounds raced within the budget, then the choice and the networks
     trial. platform: jax's default backend ("cpu", "gpu", ...). on_round(done, total): after each round.
@@ -109,7 +111,7 @@ def search_settings(
         corpus, geometry, start = prepared.corpus, prepared.geometry, start - prepared.seconds
         budget.start -= prepared.seconds  # a clock budget counts the work done ahead too
     else:
-        corpus = searched_corpus(search, texts, labels)
+        corpus = searched_corpus(search, texts, labels, weights)
         geometry = round_geometry(search, corpus, epoch_options)
     rounds = _Rounds(search, corpus, geometry)
     rounds.run(on_round)
@@ -203,6 +205,7 @@ class _Rounds:
             geometry.shapes[variant.batch_size],
             geometry.val_shape,
             geometry.score_batch,
+            weights=(corpus.row_weights(train_rows), corpus.row_weights(val_rows)),
         )
 
     def _starting_weights(self, fold: int):

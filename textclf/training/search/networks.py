@@ -165,6 +165,7 @@ class NetworksTrial:
                 geometry.shapes[chosen.batch_size],
                 geometry.val_shape,
                 geometry.score_batch,
+                weights=(corpus.row_weights(train_rows), corpus.row_weights(val_rows)),
             )
             _, scores = fit_candidates(
                 data,
@@ -204,6 +205,7 @@ class NetworksTrial:
                 shape,
                 val_shape,
                 geometry.score_batch,
+                weights=(corpus.row_weights(train_rows), corpus.row_weights(val_rows)),
             )
             for (train_c, val_c), ((train_rows, val_rows), seed) in zip(matrices, folds)
         ]

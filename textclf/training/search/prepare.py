@@ -16,6 +16,7 @@ from pipelines.batches import batch_shape, buckets_for, cut_order, next_power_of
 from pipelines.labels import indicator, label_names
 from pipelines.vectorize import count_terms, term_masks
 from pipelines.workers import WorkerPool
+from textclf.training.inputs import mean_one
 from textclf.settings import Settings
 from textclf.training.search.folds import (
     Budget,
@@ -53,16 +54,18 @@ def prepare_search(
     pool: WorkerPool,
     platform: str,
     rules: SearchRules = SearchRules(),
+    weights: np.ndarray | None = None,
 ) -> Prepared | None:
     """search_settings' host work for `platform` (tokenising, the folds, the rounds' shapes and first matrices),
-    which needs no device: a caller does it while JAX starts. -> None where the search would not run."""
+    which needs no device: a caller does it while JAX starts. -> None where the search would not run. weights: the
+    documents' (search_settings')."""
     start = time.perf_counter()
     space = searched_space(labels, settings, platform, rules)
     if isinstance(space, str):
         return None
     variants, optimizers, epoch_options = space
     search = SearchContext(settings, platform, rules, pool, Budget(settings, platform, rules), variants, optimizers)
-    corpus = searched_corpus(search, texts, labels)
+    corpus = searched_corpus(search, texts, labels, weights)
     return Prepared(platform, corpus, round_geometry(search, corpus, epoch_options), time.perf_counter() - start)
 
 
@@ -99,9 +102,12 @@ def searched_space(
     return variants, optimizers, epoch_options
 
 
-def searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[str]) -> SearchCorpus:
+def searched_corpus(
+    search: SearchContext, texts: Sequence[str], labels: list[str], weights: np.ndarray | None = None
+) -> SearchCorpus:
     """The folds of these documents, and the documents they cover tokenised once into the widest view (every
-    n-gram of the longest variant's, no stop words removed), each variant a column mask of it."""
+    n-gram of the longest variant's, no stop words removed), each variant a column mask of it. weights: each
+    document's weight in the loss (None: 1 each), kept for the searched documents at a mean of 1."""
     settings = search.settings
     classes = sorted(set(labels))
     y = np.searchsorted(np.array(classes), np.array(labels)).astype(np.int32)  # (documents,) class numbers
@@ -117,6 +123,7 @@ def searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[st
         folds = [tuple(np.searchsorted(sample, part) for part in fold) for fold in folds]
         texts, y = [texts[i] for i in sample], y[sample]
         targets = None if targets is None else targets[sample]
+        weights = None if weights is None else np.asarray(weights)[sample]
     widest_ngram = max(v.ngram_max for v in search.variants)
     terms, counts = count_terms(
         texts,
@@ -142,6 +149,7 @@ def searched_corpus(search: SearchContext, texts: Sequence[str], labels: list[st
         counts,
         masks,
         targets,
+        None if weights is None else mean_one(weights),
     )
 
 

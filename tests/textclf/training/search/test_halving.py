@@ -359,10 +359,12 @@ def test_a_gpu_cuts_its_round_batches_to_their_own_nonzeros_not_the_widest_views
     seen = []  # per round: (batch size, the (steps, cap) the search gave, the round's own densest batch's)
     real_round_data = search_module.round_data
 
-    def recording(train_x, train_y, val_x, val_y, batch_size, seed, shape, val_shape, score_batch=None):
+    def recording(train_x, train_y, val_x, val_y, batch_size, seed, shape, val_shape, score_batch=None, **weights):
         own = batch_shape([train_x], batch_size, [cut_order(seed, train_x.shape[0])[0]])
         seen.append((batch_size, shape, own))
-        return real_round_data(train_x, train_y, val_x, val_y, batch_size, seed, shape, val_shape, score_batch)
+        return real_round_data(
+            train_x, train_y, val_x, val_y, batch_size, seed, shape, val_shape, score_batch, **weights
+        )
 
     monkeypatch.setattr(search_module, "round_data", recording)
     # (a GPU's cap floor off: the questions' batches fall under it, which would hide where the cap came from)
