@@ -6,7 +6,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipelines.vectorize import fit_vectorizer
-from textclf.frontends.service.serving import Scorer
 from textclf.inference.device_scores import SCORE_BATCH, DeviceScores
 from textclf.inference.text_model import Model
 from textclf.models.weights import Params, host_scores
@@ -33,6 +32,8 @@ def test_device_scores_are_the_hosts_across_batches():
 
 
 def test_a_label_set_model_scored_on_the_device_answers_its_own_probabilities():
+    from textclf.frontends.service.serving import Scorer  # (the service's scorer, on the device)
+
     texts = ["rocket orbit launch", "flour sugar oven", "rocket oven mix", "goal match team"] * 5
     vectorizer, _ = fit_vectorizer(texts, ["a", "b", "a", "b"] * 5, Settings(stop_words=None))
     model = Model(
