@@ -220,7 +220,9 @@ def test_sample_weight_of_ones_is_no_weight_and_weights_decide_a_contested_docum
     texts, labels = _corpus()
     plain = TextClassifier(**FAST, random_state=0).fit(texts, labels)
     ones = TextClassifier(**FAST, random_state=0).fit(texts, labels, sample_weight=np.ones(len(texts)))
-    np.testing.assert_array_equal(plain.model_.params.w1, ones.model_.params.w1)
+    # bit for bit on a CPU; a GPU's scatter-adds sum in no fixed order (two fits of one corpus differ there too)
+    tolerance = 0 if jax.default_backend() == "cpu" else 1e-4
+    np.testing.assert_allclose(plain.model_.params.w1, ones.model_.params.w1, rtol=0, atol=tolerance)
     contested = "zebra quagga okapi"
     texts, labels = texts + [contested] * 6, labels + [0, 1] * 3
     for heavy in (0, 1):
