@@ -3,7 +3,7 @@ rate candidates' choice, each view's network(s), and scoring the held-out docume
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -72,12 +72,13 @@ def eval_scores(model: Model, eval_x) -> np.ndarray:
 
 
 def choose_rate_then_refit(
-    run: RunContext, training: tuple, n_classes, settings, backend, rates, search: SearchSummary
+    run: RunContext, training: tuple, n_classes, settings, backend, rates, search: SearchSummary, record: dict
 ) -> Settings:
+    # Eight arguments: the run, its training rows, what the choice trains with, and where its record goes.
     """The rate candidates trained on all but a stratified REFIT_HELD_OUT_FRACTION of the training documents
     (training: their matrix, labels and weights or None), which choose one and its epoch (candidates.fit_rates);
     -> the settings with the chosen rate, decay and epoch count, for the final training on every document.
-    Recorded in the run (search: rate_choice)."""
+    Its record (search: rate_choice; the settings) goes into `record`, which the run writes."""
     from textclf.training.candidates import fit_rates
     from textclf.training.search.folds import stratified_sample
 
@@ -98,7 +99,7 @@ def choose_rate_then_refit(
         rates, choice.chosen, choice.held_out, held_out_documents=len(held), refit=True, features=rest_x.shape[1]
     )
     settings = _with_choice(settings, rates, choice)
-    run.record(search=search.to_record(), settings=settings.to_dict())
+    record.update(search=search.to_record(), settings=settings.to_dict())
     return settings
 
 
@@ -141,11 +142,16 @@ class Fitted:
     backend: str  # the backend that trained
     n_training: int  # documents the networks trained on
     thresholds: object = None  # a multi-label model's (textclf.models.thresholds.Thresholds)
+    # the run row's fields the training decided (backend, devices, early stopping, the rate choice, thresholds,
+    # settings), written by the run once the training is done
+    record: dict = field(default_factory=dict)
 
 
 def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, backend: str, record_epoch) -> Fitted:
     """Carry the plan out on the run's data (runs.text_data.TextData): hold documents out to stop early or choose
-    the rate on a share first, as it says; then each view's network(s), joined into one network."""
+    the rate on a share first, as it says; then each view's network(s), joined into one network. What it decided
+    for the run's row is in Fitted.record (the trainers record nothing themselves)."""
+    record: dict = {}
     train_x, train_y = data.train_x, encode_labels(data.train_labels, data.classes, plan.multi_label)
     weights = data.train_weights  # (each row of train_x's, as it is split below)
     candidates = (data.search.rate_candidates if data.search else None) or []
@@ -158,31 +164,31 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
     elif plan.rate_choice == "refit":
         with run.phase("rates"):
             settings = choose_rate_then_refit(
-                run, (train_x, train_y, weights), len(data.classes), settings, backend, candidates, data.search
+                run, (train_x, train_y, weights), len(data.classes), settings, backend, candidates, data.search, record
             )
         record_rate_choice(run.db, data.search_key, settings, data.search)
     n_training = len(train_y) if training_rows is None else len(training_rows)
     if plan.backend != backend:  # the plan's layout trains with another backend (W1 split: XLA)
         backend = plan.backend
-        run.record(
+        record.update(
             backend=backend,
             backend_reason=f"the plan: {plan.arrangement} "
             f"networks, {plan.parallel} parallel on {plan.devices or 'every'} device(s)",
         )
-    views = _Views(plan, settings, n_training, rates, record_epoch, run.report, weights)
+    views = _Views(plan, settings, n_training, rates, record_epoch, run.report, weights, record)
     params, backend, settings = views.fit(run, data, train_x, train_y, backend, settings, early_stopping, training_rows)
     if early_stopping is not None and not rates:  # the model keeps the best epoch: its settings say so
         settings = settings.replace(epochs=early_stopping.best_epoch)
-        run.record(early_stopping=early_stopping.summary(), settings=settings.to_dict())
+        record.update(early_stopping=early_stopping.summary(), settings=settings.to_dict())
     thresholds = None
     if plan.multi_label:  # the held-out documents choose where the sigmoid outputs say yes
         from textclf.models.thresholds import choose_thresholds
 
         thresholds = choose_thresholds(early_stopping.scores(params), early_stopping.y, early_stopping.metric)
-        run.record(thresholds=thresholds.summary())
+        record.update(thresholds=thresholds.summary())
     data.train_x = None  # the training matrices are done with: their memory goes back before the scoring
     return_freed_memory()
-    return Fitted(params, views.history, settings, backend, n_training, thresholds)
+    return Fitted(params, views.history, settings, backend, n_training, thresholds, record)
 
 
 def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settings):
@@ -233,10 +239,13 @@ class _Views:
         record_epoch,
         report,
         weights: np.ndarray | None = None,
+        record: dict | None = None,
     ):
-        # weights: each training row's in the loss (TrainingRows.weights), None: 1 each
+        # Eight arguments: the plan, the settings and rows it trains, and where epochs, events and records go.
+        # weights: each training row's in the loss (TrainingRows.weights), None: 1 each; record: the run row's
+        # fields the views decide (fit_plan's, written by the run)
         self.plan, self.rates, self.record_epoch, self.report = plan, rates, record_epoch, report
-        self.weights = weights
+        self.weights, self.record = weights, {} if record is None else record
         self.settings = [settings, settings.char_view()][: len(plan.views)]
         self.names = ("word network", "character network")[: len(plan.views)] if len(plan.views) > 1 else ()
         self.n_training = n_training
@@ -363,7 +372,7 @@ class _Views:
         )
         settings = _with_choice(settings, rates, choice)
         data.search.rate_choice = RateChoice(rates, choice.chosen, choice.held_out)
-        run.record(
+        self.record.update(
             search=data.search.to_record(),
             settings=settings.to_dict(),
             early_stopping={
@@ -378,14 +387,14 @@ class _Views:
         )
         if side_by_side:
             backend = side_by_side_backend(settings.batch_size, rows.x.shape[1], settings.units, len(rates))
-            run.record(
+            self.record.update(
                 backend=backend,
                 devices=1,
                 processes=jax.process_count(),
                 backend_reason=f"networks at several rates train side by side ({_STEP_KIND[backend]})",
             )
         else:
-            run.record(devices=1, processes=jax.process_count())
+            self.record.update(devices=1, processes=jax.process_count())
         return choice.params, choice.history, backend, choice.compile_seconds, choice.train_seconds, settings
 
     def _networks(
@@ -414,7 +423,7 @@ class _Views:
         if self.plan.arrangement == "one_after_another":
             # Averaged into one model file; their epochs are recorded one member after another.
             params, history, compile_s, train_s = fit_members(rows, settings, backend, self.on_epoch)
-            run.record(devices=1, processes=jax.process_count())
+            self.record.update(devices=1, processes=jax.process_count())
             return params, history, backend, compile_s, train_s
         if self.plan.arrangement == "side_by_side":
             # An ensemble or a linear model: side by side, averaged into one model file (XLA, one device, no
@@ -425,7 +434,7 @@ class _Views:
             backend = side_by_side_backend(
                 settings.batch_size, rows.x.shape[1], settings.units, max(1, settings.ensemble), loss
             )
-            run.record(
+            self.record.update(
                 backend=backend,
                 devices=1,
                 processes=jax.process_count(),
@@ -439,5 +448,5 @@ class _Views:
             Watch(self.on_epoch, run.stop_requested, checkpointer, early_stopping),
             shares=shares,
         )
-        run.record(devices=network.devices, processes=jax.process_count())
+        self.record.update(devices=network.devices, processes=jax.process_count())
         return network.params, network.history, backend, network.compile_seconds, network.train_seconds

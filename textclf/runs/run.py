@@ -187,7 +187,8 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
     if "epochs" not in settings.pinned and fitted.settings.epochs == settings.epochs < ran:
         # The small-corpus rule (Settings.min_steps) ran more epochs than the setting, and no held-out choice
         # chose another count: the record says what ran.
-        run.record(settings=fitted.settings.replace(epochs=ran).to_dict())
+        fitted.record["settings"] = fitted.settings.replace(epochs=ran).to_dict()
+    run.record(**fitted.record)  # what the training decided, written once (as the start and the search were)
     return _evaluated_and_saved(run, data, fitted, source_name(corpus_path), model_path, record_epoch)
 
 

@@ -30,6 +30,34 @@ def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
     assert (run["backend"], run["backend_reason"]) == expected and run["device"] == device_description()
 
 
+def test_what_the_training_decides_is_recorded_once_after_it(corpus_dir, db_path, fast_settings, monkeypatch):
+    """The trainers record nothing themselves: what fit_plan decides (the devices, the backend's reason, the
+    settings it chose) reaches the run's row in one write once it returns (Fitted.record)."""
+    from textclf.runs import fitting, run as run_module
+
+    inside, writes = [], []
+    real_update, real_fit = runs.update_run, fitting.fit_plan
+
+    def update_run(db, run_id, **fields):
+        writes.append((bool(inside), set(fields)))
+        return real_update(db, run_id, **fields)
+
+    def fit_plan(*args):
+        inside.append(1)
+        try:
+            return real_fit(*args)
+        finally:
+            inside.clear()
+
+    monkeypatch.setattr(runs, "update_run", update_run)
+    monkeypatch.setattr(run_module, "fit_plan", fit_plan)
+    result = train(corpus_dir, fast_settings.replace(ensemble=2), db_path=db_path)
+    assert not [fields for during, fields in writes if during]
+    assert sum("devices" in fields for _, fields in writes) == 1
+    row = open_db(db_path)["runs"].get(result.run_id)
+    assert row["devices"] == 1 and row["status"] == "finished"
+
+
 def test_same_seed_same_model(corpus_dir, db_path, fast_settings, tmp_path):
     """Bit for bit on a CPU; on a GPU up to the order of the gradient scatter's atomic adds (docs/usage.md)."""
     import jax
