@@ -133,3 +133,17 @@ def test_the_checks_catch_an_upward_import_and_a_cycle():
     }
     assert len(layer_violations(edges)) == 3
     assert cycles(edges) == [["textclf.models.mlp", "textclf.training.loop"]]
+
+
+def test_runs_and_the_faces_enter_training_through_its_front_doors():
+    """runs/, the faces and the estimator import training's names from `textclf.training` and
+    `textclf.training.search` (their front doors, textclf/training/__init__.py), never from the modules inside."""
+    modules = project_modules()
+    inside = sorted(
+        f"{importer} -> {imported}"
+        for importer, imported in import_edges(modules)
+        if importer.startswith(("textclf.runs", "textclf.frontends", "textclf.estimator"))
+        and imported.startswith("textclf.training.")
+        and imported != "textclf.training.search"
+    )
+    assert not inside, "imports past training's front doors:\n" + "\n".join(inside)

@@ -34,8 +34,8 @@ from textclf.paths import data_dir, run_db_path
 from textclf.runs.owner import reap_orphaned_runs
 from textclf.runs.run import train
 from textclf.settings import Settings
-from textclf.training.checkpoint import Checkpointer
-from textclf.training.events import TrainingStopped
+from textclf.training import Checkpointer
+from textclf.training import TrainingStopped
 
 
 @dataclass

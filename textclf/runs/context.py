@@ -10,9 +10,9 @@ from typing import Callable
 from db import runs as run_queries
 from pipelines.corpus import Corpus
 from pipelines.workers import WorkerPool
-from textclf.training.backends import BackendWarmup
+from textclf.training import BackendWarmup
 from textclf.runs.results import PhaseTimer, TrainEvent
-from textclf.training.search.rules import SearchRules
+from textclf.training.search import SearchRules
 
 
 @dataclass

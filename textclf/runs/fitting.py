@@ -14,10 +14,10 @@ from textclf.runs.context import RunContext
 from textclf.settings import Settings
 from pipelines.workers import return_freed_memory
 from textclf.runs.results import TrainEvent
-from textclf.training.events import EpochStats
-from textclf.training.inputs import TrainingRows, Watch
-from textclf.training.plan import MULTI_LABEL_PATIENCE, REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count
-from textclf.training.search.summary import RateChoice, SearchSummary
+from textclf.training import EpochStats
+from textclf.training import TrainingRows, Watch
+from textclf.training import MULTI_LABEL_PATIENCE, REFIT_HELD_OUT_FRACTION, TrainingPlan, held_out_count
+from textclf.training.search import RateChoice, SearchSummary
 
 
 def record_backend(run: RunContext, requested: str, network: str, settings: Settings) -> str:
@@ -25,8 +25,8 @@ def record_backend(run: RunContext, requested: str, network: str, settings: Sett
     run row."""
     import jax
 
-    from textclf.training.backends import choose_backend
-    from textclf.training.data_parallel import data_mesh
+    from textclf.training import choose_backend
+    from textclf.training import data_mesh
 
     # the per-device batch: one device unless typed (the plan's device_layout), or each process's share
     several = network == "mlp" and (settings.devices > 1 or jax.process_count() > 1)
@@ -48,8 +48,8 @@ def held_out_stopping(train_x, train_y: np.ndarray, seed: int, count: int | None
     StackedEpochs), and a copy beside the matrix doubled a ten-million-document run's host memory. train_x on
     the device already (ResidentRows): the held-out rows are read back from it. rule: EarlyStopping's (patience,
     metric, earliest_stop; default: stop after one epoch without gain)."""
-    from textclf.training.device_data import ResidentRows, host_rows
-    from textclf.training.fit import EarlyStopping
+    from textclf.training import ResidentRows, host_rows
+    from textclf.training import EarlyStopping
 
     n = len(train_y)
     held = np.zeros(n, bool)
@@ -66,7 +66,7 @@ def eval_scores(model: Model, eval_x) -> np.ndarray:
     if jax.default_backend() == "cpu" or eval_x.shape[0] * model.params.w1.shape[1] < DEVICE_EVAL_WORK:
         return model.scores(eval_x)
     from textclf.models.mlp import Params
-    from textclf.training.loop import held_out_scores_device
+    from textclf.training import held_out_scores_device
 
     return held_out_scores_device(Params(*jax.device_put(tuple(model.params))), eval_x)
 
@@ -79,8 +79,8 @@ def choose_rate_then_refit(
     (training: their matrix, labels and weights or None), which choose one and its epoch (candidates.fit_rates);
     -> the settings with the chosen rate, decay and epoch count, for the final training on every document.
     Its record (search: rate_choice; the settings) goes into `record`, which the run writes."""
-    from textclf.training.candidates import fit_rates
-    from textclf.training.search.folds import stratified_sample
+    from textclf.training import fit_rates
+    from textclf.training.search import stratified_sample
 
     train_x, train_y, weights = training
     held, rest = stratified_sample(
@@ -195,7 +195,7 @@ def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settin
     """Documents held out to stop early -> (train_x, train_y, training rows of train_x or None, EarlyStopping, the
     rows' weights or None: data.train_weights as train_x is cut). Networks side by side in place (plan.rows
     "device") train on the matrix's rows without a copy; the others on a matrix of their rows."""
-    from textclf.training.device_data import ResidentRows, resident_rows
+    from textclf.training import ResidentRows, resident_rows
 
     rule = {}
     if plan.multi_label:  # the metric the held-out documents judge; no stop before the minimum steps are made
@@ -325,7 +325,7 @@ class _Views:
         """The linear model beside the network(s) (plan.linear), on the words' columns; the held-out documents, if
         any, stop it on those columns. -> (its parameters, compile seconds, train seconds, the settings with its
         best epoch where they stopped it)."""
-        from textclf.training.candidates import fit_ensemble
+        from textclf.training import fit_ensemble
 
         train_x, train_y, eval_y = labelled
         columns = slice(0, self.plan.linear.columns)
@@ -356,7 +356,7 @@ class _Views:
         -> (parameters, EpochStats, backend, compile seconds, train seconds, settings)."""
         import jax
 
-        from textclf.training.candidates import fit_rates, side_by_side_backend
+        from textclf.training import fit_rates, side_by_side_backend
 
         rates = self.rates
         side_by_side = self.plan.arrangement == "side_by_side"
@@ -417,8 +417,8 @@ class _Views:
         -> (parameters, EpochStats of each epoch, backend that trained them, compile seconds, train seconds)."""
         import jax
 
-        from textclf.training.candidates import fit_ensemble, fit_members, side_by_side_backend
-        from textclf.training.loop import fit_network
+        from textclf.training import fit_ensemble, fit_members, side_by_side_backend
+        from textclf.training import fit_network
 
         if self.plan.arrangement == "one_after_another":
             # Averaged into one model file; their epochs are recorded one member after another.

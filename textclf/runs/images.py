@@ -17,11 +17,11 @@ from sklearn.model_selection import train_test_split
 from db import runs as run_queries
 from pipelines.images import is_idx_folder, read_image_corpus
 from textclf.inference.text_model import encode_labels
-from textclf.training.cnn import fit_cnn
+from textclf.training import fit_cnn
 from textclf.errors import CorpusError
 from textclf.runs.context import RunContext
 from textclf.runs.record import EpochRecorder, finish_run
-from textclf.training.events import EpochStats
+from textclf.training import EpochStats
 
 
 def _test_corpus(corpus_path: Path, test_path):

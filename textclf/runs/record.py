@@ -11,7 +11,7 @@ from db import runs as run_queries
 from db.errors import DatabaseError
 from textclf.runs.context import RunContext
 from textclf.runs.results import default_model_path
-from textclf.training.events import EpochStats
+from textclf.training import EpochStats
 
 # Ending a run waits out another writer's lock this many times (each the busy timeout, TEXTCLF_DB_TIMEOUT):
 # a run whose end cannot be written stays `running` until its owner is found gone (textclf/runs/owner.py).

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from textclf.paths import models_dir
-from textclf.training.events import EpochStats
+from textclf.training import EpochStats
 
 
 @dataclass

@@ -24,7 +24,7 @@ from db import runs as run_queries
 from pipelines.corpus import Corpus
 from pipelines.workers import WorkerPool, return_freed_memory
 from textclf.inference.artifacts import save_model
-from textclf.training.backends import BackendWarmup
+from textclf.training import BackendWarmup
 from textclf.inference.text_model import Model, encode_labels
 from textclf.settings import Settings
 from textclf.errors import ArtifactError, SettingsError
@@ -32,9 +32,9 @@ from textclf.paths import compile_cache_dir, run_db_path
 from textclf.runs.owner import RunHeartbeat, reap_orphaned_runs, this_owner
 from textclf.runs.record import EpochRecorder, end_run, finish_run
 from textclf.runs.results import PhaseTimer, PlannedRun, TrainEvent, TrainResult
-from textclf.training.events import Terminated, TrainingStopped
-from textclf.training.plan import Machine, TrainingPlan, draft_plan
-from textclf.training.search.rules import SearchRules
+from textclf.training import Terminated, TrainingStopped
+from textclf.training import Machine, TrainingPlan, draft_plan
+from textclf.training.search import SearchRules
 from textclf.versions import versions
 from textclf.runs.context import RunContext, source_name
 from textclf.runs.fitting import eval_scores, fit_plan, record_backend
@@ -67,7 +67,7 @@ def train(
     training (the run ends "planned"; its search is recorded for the next run to reuse) -> PlannedRun.
     corpus_path / test_path may be documents already in memory (pipelines.corpus.Corpus: the estimator's), and
     keep_files False writes no model file and no vector cache (the estimator keeps the model in memory)."""
-    from textclf.training.distributed import is_primary
+    from textclf.training import is_primary
 
     report = on_event or (lambda event: None)
     out = _checked_out_path(
@@ -194,7 +194,7 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
 
 def _stacked_backend(draft, settings: Settings, columns: int) -> str:
     """The K-network step's backend where the draft trains networks side by side (the search's rule)."""
-    from textclf.training.candidates import side_by_side_backend
+    from textclf.training import side_by_side_backend
 
     models = len(draft.rate_candidates) if draft.rate_choice == "held_out" else draft.networks
     return side_by_side_backend(draft.batch_size, columns, settings.units, models, draft.views[0].loss)
@@ -204,7 +204,7 @@ def _machine(data: TextData) -> Machine:
     """The devices this run trains on, as the plan needs them (JAX is started by now)."""
     import jax
 
-    from textclf.training.candidates import stacked_is_faster
+    from textclf.training import stacked_is_faster
 
     processes = 1 if data.rows is None else len(data.rows.counts)
     return Machine(jax.local_device_count(), processes, stacked_is_faster())
@@ -252,7 +252,7 @@ def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, m
             hits = int((scores.argmax(axis=1) == eval_y).sum())
         n_eval = len(eval_y)
         if data.rows is not None:  # each process scored its own share of the held-out documents
-            from textclf.training.distributed import summed
+            from textclf.training import summed
 
             hits, n_eval = summed(hits, n_eval)
         eval_accuracy = hits / max(1, n_eval)

@@ -20,7 +20,7 @@ import hashlib
 import json
 
 from textclf.settings import Settings
-from textclf.training.search.rules import SearchRules
+from textclf.training.search import SearchRules
 from textclf.versions import versions
 
 

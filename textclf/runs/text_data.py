@@ -29,11 +29,9 @@ from textclf.paths import vector_cache_dir
 from textclf.runs.context import RunContext
 from textclf.runs.search_cache import search_key
 from textclf.runs.results import TrainEvent
-from textclf.training.backends import expected_platform
-from textclf.training.plan import Machine, TrainingPlan, draft_plan
-from textclf.training.search.prepare import SEVERAL_PROCESSES, why_not_searched
-from textclf.training.search.rules import SearchRules
-from textclf.training.search.summary import SearchSummary
+from textclf.training import expected_platform
+from textclf.training import Machine, TrainingPlan, draft_plan
+from textclf.training.search import SEVERAL_PROCESSES, SearchRules, SearchSummary, why_not_searched
 
 
 def split_validation(labels: list[str], source: str, settings: Settings):
@@ -73,7 +71,7 @@ def one_process_draft(
     vectorizing needs one of its decisions; the run completes it (textclf/runs/run.py), never plans again."""
     import jax
 
-    from textclf.training.candidates import stacked_is_faster
+    from textclf.training import stacked_is_faster
 
     machine = Machine(jax.local_device_count(), 1, stacked_is_faster())
     return draft_plan(settings, search, n_train, 2 if settings.char_ngrams else 1, machine, rules)
@@ -186,8 +184,8 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
 
     from pipelines.corpus import check_usable
     from pipelines.vectorize import fit_vectorizer_shared
-    from textclf.training.data_parallel import RowShare
-    from textclf.training.distributed import exchange_arrays
+    from textclf.training import RowShare
+    from textclf.training import exchange_arrays
 
     phase, warmup, pool, report = run.phase, run.warmup, run.pool, run.report
 
@@ -423,7 +421,7 @@ class _TfidfSteps:
         """The training documents' weights in the loss at a mean of 1 (training.inputs.mean_one), or None."""
         if corpus.weights is None:
             return None
-        from textclf.training.inputs import mean_one
+        from textclf.training import mean_one
 
         return mean_one(corpus.weights if self.train_rows is None else np.asarray(corpus.weights)[self.train_rows])
 
@@ -517,7 +515,7 @@ class _TfidfSteps:
         if on_device:
             # Straight to the device a share at a time: the host never holds the whole matrix (~1.3 GB a million
             # documents); nor does the vector cache, so it is not written.
-            from textclf.training.device_data import resident_from_parts
+            from textclf.training import resident_from_parts
 
             train_x = resident_from_parts(parts, encode_labels(self.train_labels, classes))
         else:
@@ -550,8 +548,7 @@ def run_search(
         run.backend_ready()
     import jax  # after the warm-up thread's import
 
-    from textclf.training.search import SEARCH_FORMAT, search_settings
-    from textclf.training.search.folds import searched_rows
+    from textclf.training.search import SEARCH_FORMAT, search_settings, searched_rows
 
     def on_round(done: int, total: int) -> None:
         report(TrainEvent("search", done=done, total=total))
@@ -597,8 +594,7 @@ def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool, weig
     dropped (time the warm-up mostly took anyway). -> the work, or None."""
     if not run.warmup.cold:
         return None
-    from textclf.training.search import prepare_search
-    from textclf.training.search.folds import searched_rows
+    from textclf.training.search import prepare_search, searched_rows
 
     platform = expected_platform()
     with run.phase("search_ahead"):

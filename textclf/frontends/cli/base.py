@@ -20,7 +20,7 @@ from rich.text import Text
 from textclf.errors import USER_ERRORS, SettingsError
 from textclf.paths import run_db_path
 from textclf.settings import SEARCHED_FIELDS, Settings, command_line_options, spelled_out
-from textclf.training.events import Terminated
+from textclf.training import Terminated
 
 app = typer.Typer(
     help="Train, run and track bag-of-words text classifiers.", no_args_is_help=True, pretty_exceptions_enable=False

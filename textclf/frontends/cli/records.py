@@ -148,7 +148,7 @@ def runs_show(
             typer.echo(f"{key:20} {value}")
     typer.echo("settings             " + json.dumps(run["settings"]))
     if run.get("plan"):
-        from textclf.training.plan import TrainingPlan
+        from textclf.training import TrainingPlan
 
         for line in TrainingPlan.from_dict(run["plan"]).lines():
             typer.echo(line)
@@ -173,7 +173,7 @@ def runs_show(
 
 def _print_search(record: dict) -> None:
     """`runs show`'s lines for a run's recorded search (a SearchSummary's record) and its leaderboard."""
-    from textclf.training.search.summary import SearchSummary
+    from textclf.training.search import SearchSummary
 
     search = SearchSummary.from_record(record)
     if search.skipped:

@@ -55,7 +55,7 @@ def bench(
     from textclf.frontends.bench import markdown_table, run_bench
     from textclf.frontends.bench_tools import TOOLS
     from textclf.paths import data_dir
-    from textclf.training.backends import device_description
+    from textclf.training import device_description
 
     chosen = [t.strip() for t in tools.split(",") if t.strip()] or [t for t in TOOLS if t != "sklearn-mlp"]
     database = open_db(run_db_path(db))

@@ -24,7 +24,7 @@ from textclf.paths import run_db_path
 from textclf.settings import Settings
 
 if TYPE_CHECKING:
-    from textclf.training.search.summary import RateChoice, SearchSummary
+    from textclf.training.search import RateChoice, SearchSummary
 
 
 @app.command()
@@ -78,7 +78,7 @@ def train(
 
     timing = CommandProfile() if profile else None
     from textclf.runs.run import train as train_model
-    from textclf.training.distributed import initialize
+    from textclf.training import initialize
 
     initialize(coordinator, num_processes, process_id)  # before JAX touches a device; no-op for one process
     reporter = _TrainProgress(enabled=not as_json)

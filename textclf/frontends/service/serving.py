@@ -38,7 +38,7 @@ class Scorer:
         # which a model of words alone does without: ~1.5 s on a 2-core CPU).
         model.vectorizer.transform(["warm"])
         if where == "auto":
-            from textclf.training.backends import device_kind
+            from textclf.training import device_kind
 
             where = "device" if device_kind() == "gpu" else "host"
         self.on_device = where == "device"

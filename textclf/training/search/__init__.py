@@ -2,7 +2,8 @@
 
 The front door: why_not_searched, the rule that decides whether a corpus is searched; search_settings (and
 prepare_search, its host work done ahead) -> SearchResult, whose summary is a typed SearchSummary; searched_rows,
-the rows it reads; SearchRules, its rules as data; SEARCH_FORMAT, the version of its choices (a recorded choice of
+the rows it reads; stratified_sample, the split it draws; SEVERAL_PROCESSES, why several processes do not
+search; SearchRules, its rules as data; SEARCH_FORMAT, the version of its choices (a recorded choice of
 another format is not reused). Inside: prepare.py (the host work, JAX-free: a run does it while JAX starts),
 halving.py (the portfolio's rounds by successive halving and the choice),
 folds.py (candidates, folds, budget and the records the rounds share), networks.py (the ensemble and character
@@ -27,6 +28,8 @@ _HOMES = {
     "SearchSummary": "summary",
     "RateChoice": "summary",
     "why_not_searched": "prepare",
+    "SEVERAL_PROCESSES": "prepare",
+    "stratified_sample": "folds",
 }
 
 __all__ = sorted(_HOMES)
