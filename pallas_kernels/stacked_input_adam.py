@@ -1,5 +1,5 @@
 """The model search's W1 update: dW1 = X^T @ dPre fused with Adam, for K networks side by side, each with its own
-learning rate and weight decay (textclf/training/stacked_step.py trains them as one (F, K*H) first layer).
+learning rate and weight decay (textclf/training/steps/stacked.py trains them as one (F, K*H) first layer).
 
 Shapes: X (M, F) the batch as dense rows (F = input columns), dPre (M, N) the gradient of the loss w.r.t. the
 pre-activations of the N = K*H hidden units; W1 and its Adam moments (F, N); rates, decays (N,) (network k's
@@ -24,7 +24,7 @@ the tiles updated one by one. The batch may be read as columns (`columns`: the w
 order TF32 tensor-core products take; as rows, Triton's product of two row-major operands contracted over their rows was
 the slowest part (on an H200, K = 8,
 F = 8,192: the step at B = 256 1.12x -> 0.87x XLA's, at 1,024 1.55x -> 1.18x, one call; at B = 64 the rows stay
-faster). At 1,024 the step is still above XLA's (textclf/training/stacked_step.py FUSED_MAX_BATCH). W1's
+faster). At 1,024 the step is still above XLA's (textclf/training/steps/stacked.py FUSED_MAX_BATCH). W1's
 and its moments' loads and stores may be marked evict-first (each byte is used once) so that L2 keeps X and dPre,
 which every program re-reads. No program touches another's tile: no races. Measured (BENCHMARKS.md, "The model
 search's K-network step", each against XLA's step in the same call): at B = 64 the step went from 0.87-0.93x to
@@ -90,7 +90,7 @@ def _kernel(
     rate, decay = rate_ref[...][None, :], decay_ref[...][None, :]
 
     def update(sub, grad):
-        """Adam with coupled L2 (textclf.training.optimizers.adam's update) on sub-tile `sub`, each column with
+        """Adam with coupled L2 (textclf.training.steps.optimizers.adam's update) on sub-tile `sub`, each column with
         its network's rate and decay."""
         tile = (pl.ds(sub * block_f, block_f), slice(None))
         w = pltriton.load(w_ref.at[tile], eviction_policy=stream)
@@ -139,7 +139,7 @@ class StackedInputAdamBlocks:
     loads and stores ("evict_first": read once, written once; None: the default)."""
 
     # The fastest at the search's shapes (batches of 64) on an H200 and an H100 (the search's step uses them there;
-    # for batches of several chunks it replaces some: textclf.training.stacked_step.FUSED_CHUNKED_BLOCKS).
+    # for batches of several chunks it replaces some: textclf.training.steps.stacked.FUSED_CHUNKED_BLOCKS).
     block_m: int = 64
     block_f: int = 16
     block_n: int = 128
@@ -235,7 +235,8 @@ def stacked_input_adam(
 
 # Nine arguments: stacked_input_adam's operands and precision, without its tiling.
 def stacked_input_adam_reference(x, dpre, w, m, v, rates, decays, scalars, precision: str = "default"):
-    """Plain JAX: the gradient as one product, then textclf.training.optimizers.adam's update with per-column rates."""
+    """Plain JAX: the gradient as one product, then textclf.training.steps.optimizers.adam's update with per-column
+    rates."""
     grad = jnp.dot(x.astype(w.dtype).T, dpre.astype(w.dtype), precision=PRECISIONS[precision]) + decays[None, :] * w
     new_m = BETA1 * m + (1 - BETA1) * grad
     new_v = BETA2 * v + (1 - BETA2) * grad * grad

@@ -396,14 +396,14 @@ class DeviceSettings:
     backend: str = option("auto", "auto, xla or pallas (GPU) (default {default}).")
     # Pallas input format: "dense" (X scattered into a bf16 matrix), "pieces" (fixed-width pieces of each
     # document's nonzeros, pallas_kernels/pieces_hidden.py) or "sparse" (flat nonzeros, sparse_hidden.py);
-    # "auto": pieces from PIECES_MIN_BATCH documents a device batch up, dense below (textclf/training/step.py).
+    # "auto": pieces from PIECES_MIN_BATCH documents a device batch up, dense below (textclf/training/steps/step.py).
     pallas_input: str = option("auto", "Pallas input format: auto, dense, pieces or sparse (default {default}).")
     # Devices of this process that train one network; with several processes every process uses this many.
     # 0 ("auto"): as the training plan measured (textclf/training/plan.py, device_layout): one GPU on one host (a
     # split trained slower end to end), and with several processes the batch split only where each device gets
     # 8,192 documents.
     devices: int = option(0, "Devices of this process that split each batch: N or all (default all).", kind=str)
-    # How several devices share the network (textclf/training/feature_parallel.py): "data" (each device a slice of
+    # How several devices share the network (textclf/training/parallel/features.py): "data" (each device a slice of
     # every batch, W1 whole on each, its gradient summed every step), "features" (W1's rows split across one
     # process's devices, each on the whole batch; the XLA step), "auto": as the plan measured.
     parallel: str = option(

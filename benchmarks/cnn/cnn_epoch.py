@@ -25,7 +25,7 @@ from textclf.models.cnn import init_cnn
 from textclf.settings import Settings
 from textclf.training.cnn import _epoch_fn, learning_rates
 from textclf.training.device_data import epoch_order
-from textclf.training.optimizers import adam
+from textclf.training.steps.optimizers import adam
 
 
 def synthetic_epoch_inputs(images_count: int, settings: Settings) -> tuple:

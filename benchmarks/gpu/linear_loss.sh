@@ -7,6 +7,6 @@ OUT=${OUT:-build/gpu-linear-loss}
 mkdir -p "$OUT"
 source benchmarks/gpu/site.sh
 [ "${SKIP_TESTS:-}" ] || timeout ${TEST_TIMEOUT:-150} python3 -m pytest -q -p no:cacheprovider \
-  tests/textclf/training/search/test_family.py tests/textclf/training/test_stacked_step.py 2>&1 | tail -3 \
+  tests/textclf/training/search/test_family.py tests/textclf/training/steps/test_stacked.py 2>&1 | tail -3 \
   | tee "$OUT/tests.log"
 OUT=$OUT SETTING=linear_loss VALUES=${VALUES:-"log squared_hinge"} bash benchmarks/gpu/rule.sh

@@ -18,11 +18,11 @@ import numpy as np
 
 from benchmarks.kernels.mlp import load_problem
 from textclf.training import loop
-from textclf.training import pallas as pallas_training
-from textclf.training.step import kernel_config_for
+from textclf.training.steps import pallas as pallas_training
+from textclf.training.steps.step import kernel_config_for
 from textclf.settings import Settings
 from textclf.models.mlp import init_params
-from textclf.training.optimizers import make_optimizer
+from textclf.training.steps.optimizers import make_optimizer
 
 TASKS = ((".devdata/news4/train.jsonl", 10, (64, 256, 4096)), (".devdata/agnews7600/train.jsonl", 100, (4096,)))
 VARIANTS = (True, False)  # fused Adam dW1

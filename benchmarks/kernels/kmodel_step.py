@@ -1,4 +1,4 @@
-"""The model search's K-network step (textclf/training/stacked_step.py), its formulations side by side on the rows
+"""The model search's K-network step (textclf/training/steps/stacked.py), its formulations side by side on the rows
 of a real corpus: sparse XLA (gather the batch's W1 rows, sum per document; scatter-add gradient), dense XLA
 (the batch scattered into a (B, F) matrix, then (B, F) x (F, K*H) products and Adam over W1), and dense with
 W1's gradient and Adam update fused in one Pallas kernel (pallas_kernels/stacked_input_adam.py; GPU only).
@@ -30,7 +30,8 @@ import numpy as np
 
 from benchmarks.kernels.mlp import load_problem
 from benchmarks.timing import gpu_kernel_events, kernel_totals
-from textclf.training import candidates, stacked_step
+from textclf.training import candidates
+from textclf.training.steps import stacked as stacked_step
 
 
 def _epoch_inputs(x, y, classes: int, models: int, batch: int):

@@ -33,8 +33,8 @@ from pipelines.vectorize import fit_vectorizer
 from textclf.inference.text_model import encode_labels
 from textclf.settings import Settings
 from textclf.models.mlp import Params, init_params, logits, masked_loss
-from textclf.training.optimizers import adam, sgd
-from textclf.training.pallas import dense_batch, pad_params, pallas_train_step
+from textclf.training.steps.optimizers import adam, sgd
+from textclf.training.steps.pallas import dense_batch, pad_params, pallas_train_step
 
 BF16 = jnp.bfloat16
 MOMENTUM, WEIGHT_DECAY = 0.9, 0.0

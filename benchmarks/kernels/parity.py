@@ -22,7 +22,7 @@ from textclf.models.weights import Params
 from textclf.settings import Settings
 from textclf.training.inputs import TrainingRows
 from textclf.training.loop import fit_network
-from textclf.training.step import kernel_config_for
+from textclf.training.steps.step import kernel_config_for
 
 
 def gradient_check(matrix, labels, n_classes: int, batch: int = 256) -> None:
@@ -33,7 +33,7 @@ def gradient_check(matrix, labels, n_classes: int, batch: int = 256) -> None:
     from pallas_kernels.mlp import mlp_loss, mlp_loss_reference
     from pipelines.batches import make_batches
     from textclf.models.mlp import init_params
-    from textclf.training.pallas import dense_batch, pad_params
+    from textclf.training.steps.pallas import dense_batch, pad_params
 
     config = KernelConfig().replace(precision="highest", x_dtype="float32")
     params = pad_params(init_params(jax.random.PRNGKey(0), matrix.shape[1], 128, n_classes), config)

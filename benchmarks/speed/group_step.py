@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from textclf.training import stacked_step
-from textclf.training.optimizers import adam
+from textclf.training.steps import stacked as stacked_step
+from textclf.training.steps.optimizers import adam
 
 K, HIDDEN, CLASSES, BATCH = 6, 128, 4, 64
 STEPS, CAP, VISITED, NONZEROS = 128, 8192, 101, 70

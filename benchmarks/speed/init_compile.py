@@ -17,7 +17,7 @@ import time
 import jax
 import numpy as np
 
-from textclf.training import stacked_step, step
+from textclf.training.steps import stacked as stacked_step, step
 
 
 def _programs(features: int, models: int, hidden: int, classes: int):

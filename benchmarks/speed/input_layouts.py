@@ -36,16 +36,16 @@ from textclf.training.device_data import (
     pieces_cap,
 )
 from textclf.models.mlp import init_params
-from textclf.training.optimizers import make_optimizer
+from textclf.training.steps.optimizers import make_optimizer
 from pipelines.batches import next_power_of_two
-from textclf.training.step import kernel_config_for, xla_epoch
+from textclf.training.steps.step import kernel_config_for, xla_epoch
 
 
 def _epoch_fn(variant: str, settings: Settings, n_classes: int, n_features: int, cap: int, config):
     optimizer = dict(momentum=settings.momentum, weight_decay=settings.weight_decay, optimizer=settings.optimizer)
     pieces = "pieces" in variant
     if variant.startswith("pallas"):
-        from textclf.training.pallas import pallas_epoch
+        from textclf.training.steps.pallas import pallas_epoch
 
         train = functools.partial(pallas_epoch, n_classes=n_classes, config=config, **optimizer)
     else:
@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--kernels", action="store_true")
     args = parser.parse_args()
     import scipy.sparse as sp
-    from textclf.training.pallas import pad_params
+    from textclf.training.steps.pallas import pad_params
 
     corpus = read_corpus(args.train)
     settings = Settings(optimizer=args.optimizer)

@@ -8,7 +8,7 @@ Reads and vectorizes the corpus once (all CPU cores), then trains each (backend,
 from the same initial weights for --epochs epochs with no validation set. docs/s is the training set size over
 the median epoch time after the first epoch (the epoch loop only: the training set is already resident, no
 vectorization, no compilation). A backend name's suffix is a Pallas input format (pallas-dense) or "features"
-(xla-features: W1 split by feature rows, textclf/training/feature_parallel.py; the rest are data parallel).
+(xla-features: W1 split by feature rows, textclf/training/parallel/features.py; the rest are data parallel).
 Prints a markdown table.
 """
 

@@ -34,7 +34,7 @@ def _measure(args, pool: WorkerPool) -> None:
     import jax
 
     from textclf.settings import Settings
-    from textclf.training import stacked_step
+    from textclf.training.steps import stacked as stacked_step
     from textclf.training.search import halving as search
 
     seconds: dict[str, float] = defaultdict(float)

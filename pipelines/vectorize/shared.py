@@ -27,7 +27,7 @@ from pipelines.workers import WorkerPool
 
 # --- Several processes, each holding its own share of the documents -----------------------------------------
 # exchange(arrays) -> every process's arrays (a list in process order, this process's included): the caller's
-# collective (textclf/training/distributed.py runs it through JAX's distributed runtime). Only numbers and
+# collective (textclf/training/parallel/processes.py runs it through JAX's distributed runtime). Only numbers and
 # fixed-width strings travel; no process ever sees another's documents.
 Exchange = Callable[[dict[str, np.ndarray]], list[dict[str, np.ndarray]]]
 

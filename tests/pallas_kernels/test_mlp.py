@@ -13,9 +13,9 @@ from pipelines.batches import make_batches
 from textclf.settings import Settings
 from textclf.training.device_data import batch_nnz_max, gather_piece_batches, host_pieces
 from textclf.models.mlp import init_params
-from textclf.training.optimizers import make_optimizer
-from textclf.training.pallas import pad_params, pallas_epoch, unpad_params
-from textclf.training.step import xla_epoch as _xla_epoch
+from textclf.training.steps.optimizers import make_optimizer
+from textclf.training.steps.pallas import pad_params, pallas_epoch, unpad_params
+from textclf.training.steps.step import xla_epoch as _xla_epoch
 from tests.pallas_kernels.conftest import assert_close
 
 
@@ -66,9 +66,9 @@ def test_training_matches_xla(env, rng, optimizer, input_format, monkeypatch):
     of the same batches the XLA step reads flat."""
     fused_adam = input_format == "dense-variants"
     if fused_adam:
-        import textclf.training.pallas
+        import textclf.training.steps.pallas
 
-        monkeypatch.setattr(textclf.training.pallas, "HEAD_MAX_PARTS", 0)
+        monkeypatch.setattr(textclf.training.steps.pallas, "HEAD_MAX_PARTS", 0)
         input_format = "dense"
     n, features, n_classes = 90, 200, 3
     matrix = sp.random(n, features, density=0.05, format="csr", random_state=int(rng.integers(1 << 30)))

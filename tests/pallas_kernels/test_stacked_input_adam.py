@@ -60,9 +60,9 @@ def test_matches_the_gradient_then_adam(env, rng, m, features, n, models, sub_ti
 
 
 def test_matches_textclf_adam_for_stacked_networks(env, rng):
-    """The reference is the update textclf.training.optimizers.adam makes with per-network rates (the search's
+    """The reference is the update textclf.training.steps.optimizers.adam makes with per-network rates (the search's
     XLA step)."""
-    from textclf.training.optimizers import AdamState, adam, adam_corrections
+    from textclf.training.steps.optimizers import AdamState, adam, adam_corrections
 
     x, dpre, w, mom, v, rates, decays, _ = _problem(env, rng, 24, 64, 64, 2)
     grad = jnp.dot(x.T, dpre, precision="highest")

@@ -194,7 +194,7 @@ def test_label_sets_train_alike_through_the_xla_and_the_pallas_steps(monkeypatch
     xla = fit_network(rows, settings, "xla")
     assert xla.history[-1].loss < xla.history[0].loss
     if layout == "flat" and jax.default_backend() == "cpu":
-        from textclf.training.step import kernel_config_for
+        from textclf.training.steps.step import kernel_config_for
 
         config = kernel_config_for(settings, 16).replace(input_format="dense", precision="highest", x_dtype="float32")
         pallas = fit_network(rows, settings, "pallas", kernel_config=config)
@@ -300,7 +300,7 @@ def test_the_searchs_label_set_scores_are_scikit_learns(metric):
 
     from textclf.models.stacked import dense_scores, init_stacked
     from textclf.training.candidates import _device_batches, batch_shape, label_set_score
-    from textclf.training.stacked_step import stacked_hits
+    from textclf.training.steps.stacked import stacked_hits
 
     rng = np.random.default_rng(5)
     x = sp.random(70, 30, density=0.2, format="csr", random_state=6, dtype=np.float32)

@@ -44,7 +44,7 @@ def init_params(
 
 def pre_activation(w1: jax.Array, indices, values, rows, batch_size: int) -> jax.Array:
     """(cap,) sparse batch -> (B, H) x @ w1, no bias: a gather + segment sum over the batch's nonzeros. With W1
-    sharded by feature rows (textclf/training/feature_parallel.py) each device computes it for its own columns
+    sharded by feature rows (textclf/training/parallel/features.py) each device computes it for its own columns
     and the shards' results are summed."""
     gathered = w1[indices] * values[:, None]  # (cap, H)
     return jax.ops.segment_sum(gathered, rows, num_segments=batch_size)

@@ -1,5 +1,5 @@
 """K networks side by side as one set of weights: the model of the search's candidates, an ensemble and the rate
-candidates (trained by textclf/training/stacked_step.py).
+candidates (trained by textclf/training/steps/stacked.py).
 
 The same Params as one network (textclf/models/weights.py) with the K networks along the hidden axis: W1 (F, K*H)
 and b1 (K*H,), model k's first layer being columns k*H .. (k+1)*H, so one gather of a batch's nonzero rows serves
@@ -26,7 +26,7 @@ def init_stacked(
 ) -> Params:
     """K independent Glorot-uniform initialisations (textclf.models.mlp.init_params, K times; w1_limit as there);
     hidden 0: K linear models, all zeros (a convex loss needs no random start). Jitted with the search's compiler
-    options where it trains: textclf/training/stacked_step.py, start_stack."""
+    options where it trains: textclf/training/steps/stacked.py, start_stack."""
     if hidden == 0:
         return Params(
             jnp.zeros((n_features, models * n_classes), jnp.float32),
@@ -50,7 +50,7 @@ def stacked_logits(params: Params, indices, values, rows, batch_size: int) -> ja
     gathered and summed per document (the work scales with the nonzeros: what a CPU wants). The dense formulation
     (a GPU's: its tensor cores do the (B, F) x (F, K*H) product faster than the (cap, K*H) gather and its
     scatter-add gradient, measured: BENCHMARKS.md, "The model search's K-network step") is dense_scores of the
-    batch stored in the epoch's zero (B, F) buffer (textclf/training/stacked_step.py; device_data.write_batch)."""
+    batch stored in the epoch's zero (B, F) buffer (textclf/training/steps/stacked.py; device_data.write_batch)."""
     gathered = params.w1[indices] * values[:, None]  # (cap, K*H): one gather for all K models
     pre = jax.ops.segment_sum(gathered, rows, num_segments=batch_size) + params.b1  # (B, K*H)
     return head(pre, params.w2, params.b2)

@@ -73,7 +73,8 @@ def train(
     out = _checked_out_path(
         model_path, [p for p in (corpus_path, test_path) if p is not None and not isinstance(p, Corpus)]
     )
-    # With several processes (textclf/training/distributed.py) only process 0 records the run and writes the model; the
+    # With several processes (textclf/training/parallel/processes.py) only process 0 records the run and writes the
+    # model; the
     # others keep their run record in a throwaway in-memory database so the code path stays the same.
     primary = is_primary()
     db = open_db(run_db_path(db_path if primary else ":memory:"))

@@ -174,7 +174,7 @@ def record_corpus(
 # Over 80 lines as formatted: each process's share read, the vocabulary agreed and the split made, in the order
 # the processes must take them together.
 def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
-    """Several processes (textclf/training/distributed.py): each reads only its share of the corpus (and of the
+    """Several processes (textclf/training/parallel/processes.py): each reads only its share of the corpus (and of the
     test corpus) and counts its own documents; the vocabulary is agreed through the runtime
     (pipelines/vectorize.fit_vectorizer_shared). Without --test each process holds out validation_fraction of
     its own share (a seeded draw, not stratified: a share may hold one document of a label). The model search

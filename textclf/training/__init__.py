@@ -9,9 +9,9 @@ The front door, what runs/, the faces and the service use:
 - the device: BackendWarmup and the backend rules, the resident training set (resident_rows, resident_from_parts,
   host_rows, ResidentRows), held-out scoring on the device;
 - several processes and devices: initialize, is_primary, summed, exchange_arrays, data_mesh, RowShare.
-Inside: step.py and stacked_step.py (one network's step, K side by side), pallas.py (the Pallas step),
-optimizers.py, fit.py (the epoch loop), loop.py (one network's trainer), candidates.py (K networks), plan.py,
-device_data.py, backends.py, data_parallel.py, feature_parallel.py, distributed.py, checkpoint.py, cnn.py.
+Inside: steps/ (one network's step, XLA's and the Pallas kernels', K networks side by side, the optimizers),
+parallel/ (the batch or W1 split across devices, several processes), fit.py (the epoch loop), loop.py (one
+network's trainer), candidates.py (K networks), plan.py, device_data.py, backends.py, checkpoint.py, cnn.py.
 
 The names load on first use: importing the package must not import JAX, which would keep a run from forking its
 vectorizing workers (pipelines/workers.py), and the search's host work runs while JAX starts.
@@ -28,18 +28,18 @@ _HOMES = {
     "Machine": "plan",
     "REFIT_HELD_OUT_FRACTION": "plan",
     "ResidentRows": "device_data",
-    "RowShare": "data_parallel",
+    "RowShare": "parallel.data",
     "Terminated": "events",
     "TrainingPlan": "plan",
     "TrainingRows": "inputs",
     "TrainingStopped": "events",
     "Watch": "inputs",
     "choose_backend": "backends",
-    "data_mesh": "data_parallel",
+    "data_mesh": "parallel.data",
     "device_description": "backends",
     "device_kind": "backends",
     "draft_plan": "plan",
-    "exchange_arrays": "distributed",
+    "exchange_arrays": "parallel.processes",
     "expected_platform": "backends",
     "fit_cnn": "cnn",
     "fit_ensemble": "candidates",
@@ -49,14 +49,14 @@ _HOMES = {
     "held_out_count": "plan",
     "held_out_scores_device": "loop",
     "host_rows": "device_data",
-    "initialize": "distributed",
-    "is_primary": "distributed",
+    "initialize": "parallel.processes",
+    "is_primary": "parallel.processes",
     "mean_one": "inputs",
     "resident_from_parts": "device_data",
     "resident_rows": "device_data",
     "side_by_side_backend": "candidates",
     "stacked_is_faster": "candidates",
-    "summed": "distributed",
+    "summed": "parallel.processes",
 }
 
 __all__ = sorted(_HOMES)

@@ -22,7 +22,7 @@ from textclf.errors import BackendError
 # is mostly compilation, and a cold `textclf train` on an H100 spent 12.2-12.9 s (news4), 13.0-15.6 (trec) and
 # 17.3-18.3 (mr) compiling with them, 4.4-4.7, 5.8-7.2 and 7.7-8.0 s without (with the threefry kernel, below);
 # a compiled search ran as fast either way (news4 8.39 vs 7.98 s; docs/decisions.md, "The search's cost"). The one
-# network's training step (textclf/training/step.py) keeps them, but where its training is short
+# network's training step (textclf/training/steps/step.py) keeps them, but where its training is short
 # (loop.quick_compile): its XLA epoch at batch 1,024 measured 7.7M docs/s with them and 6.6M without.
 SEARCH_COMPILER_OPTIONS = {"xla_gpu_enable_triton_gemm": False}
 

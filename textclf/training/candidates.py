@@ -31,8 +31,8 @@ from textclf.training.device_data import (
     shape_buckets,
 )
 from textclf.training.inputs import TrainingRows, Watch
-from textclf.training.optimizers import adam
-from textclf.training.stacked_step import StackedStep, dense_default, init_stack
+from textclf.training.steps.optimizers import adam
+from textclf.training.steps.stacked import StackedStep, dense_default, init_stack
 
 
 def _device_batches(
@@ -688,7 +688,7 @@ def precompile_epoch(
 ) -> None:
     """The epoch program that fit_candidates will run for a round of K = `models` networks over `data`'s input
     width, cut at `batch_size` into batches of `shape` (steps, cap; round_data's), trained on `loss`."""
-    from textclf.training.stacked_step import stacked_epoch
+    from textclf.training.steps.stacked import stacked_epoch
 
     step = StackedStep.for_batch(batch_size, data.n_features, hidden, models, loss)
     steps = next_power_of_two(shape[0])
@@ -717,7 +717,7 @@ def precompile_epoch(
 def precompile_hits(data: RoundData, n_classes: int, models: int, hidden: int) -> None:
     """The scoring program fit_candidates runs after each epoch of K = `models` networks (hidden 0: linear models)
     over `data`'s validation batches."""
-    from textclf.training.stacked_step import stacked_hits
+    from textclf.training.steps.stacked import stacked_hits
 
     stacked_hits.lower(_abstract_params(data, n_classes, models, hidden), *data.val, dense=dense_default()).compile()
 
@@ -725,7 +725,7 @@ def precompile_hits(data: RoundData, n_classes: int, models: int, hidden: int) -
 def precompile_scores(data: RoundData, n_classes: int, models: int, hidden: int) -> None:
     """The program of fit_candidates(..., scores_from=...) for K = `models` networks over `data`'s validation
     batches (the search's networks trial)."""
-    from textclf.training.stacked_step import stacked_scores
+    from textclf.training.steps.stacked import stacked_scores
 
     stacked_scores.lower(
         _abstract_params(data, n_classes, models, hidden), *data.val[:4], dense=dense_default()

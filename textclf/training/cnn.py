@@ -26,7 +26,7 @@ from textclf.settings import Settings
 from textclf.training.device_data import epoch_order
 from textclf.training.events import EpochStats
 from textclf.training.fit import resume, run_epochs
-from textclf.training.optimizers import adam, scheduled_rates
+from textclf.training.steps.optimizers import adam, scheduled_rates
 
 
 def learning_rates(settings: Settings, epoch: int, steps: int) -> np.ndarray:

@@ -248,7 +248,7 @@ def canonical(matrix: sp.csr_matrix) -> sp.csr_matrix:
 
 # A dense step's (B, F) X from a flat sparse batch without filling B * F zeros every step: one zero buffer an epoch,
 # carried through the epoch's loop; each step stores its nonzeros and erases them after (the Pallas MLP path,
-# textclf/training/pallas.py, and the search's K-network step, textclf/training/stacked_step.py).
+# textclf/training/steps/pallas.py, and the search's K-network step, textclf/training/steps/stacked.py).
 
 
 def _scatter(buffer, indices, values, rows, new_values) -> jax.Array:

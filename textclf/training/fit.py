@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from textclf.models.weights import Params, host_scores
 from textclf.training.checkpoint import Checkpointer, TrainState
-from textclf.training.data_parallel import to_host
+from textclf.training.parallel.data import to_host
 from textclf.training.events import EpochStats, TrainingStopped
 
 

@@ -22,14 +22,14 @@ import scipy.sparse as sp
 from pipelines.batches import make_batches
 from textclf.settings import Settings
 from textclf.models.mlp import Params, batched_logits, predicted_right
-from textclf.training import feature_parallel
+from textclf.training.parallel import features as feature_parallel
 from textclf.training.backends import SEARCH_COMPILER_OPTIONS
-from textclf.training.distributed import exchange_arrays, summed
+from textclf.training.parallel.processes import exchange_arrays, summed
 from textclf.training.events import EpochStats
 from textclf.training.fit import resume, run_epochs
 from textclf.training.inputs import TrainingRows, Watch
-from textclf.training.optimizers import scheduled_rates
-from textclf.training.step import Step, make_step
+from textclf.training.steps.optimizers import scheduled_rates
+from textclf.training.steps.step import Step, make_step
 
 EVAL_BATCH = 1024
 
@@ -82,7 +82,7 @@ def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh
             settings.optimizer, settings.momentum, settings.weight_decay, mesh, cap
         )
     elif mesh is not None:
-        from textclf.training.data_parallel import AXIS, shard_epoch
+        from textclf.training.parallel.data import AXIS, shard_epoch
 
         train_part = shard_epoch(lambda *args: local(*args, axis_name=AXIS), mesh)
 
@@ -292,7 +292,7 @@ class _NetworkRun:
     dispatches. Decided once here from the settings, backend and shares; the epochs do not re-decide."""
 
     def __init__(self, rows: TrainingRows, settings: Settings, backend: str, shares, kernel_config):
-        from textclf.training import data_parallel as parallel
+        from textclf.training.parallel import data as parallel
         from textclf.training.device_data import bucket, epoch_order
 
         self.rows, self.settings, self.shares = rows, settings, shares
@@ -333,7 +333,7 @@ class _NetworkRun:
         """Everything the epochs need goes to the device(s) once: the training set, the validation batches, the
         parameters. (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on
         a GPU.) -> (params, opt_state) where the epochs read them."""
-        from textclf.training import data_parallel as parallel
+        from textclf.training.parallel import data as parallel
         from textclf.training.device_data import bucketed_batches, host_csr, host_pieces, piece_width, upload_csr
 
         train_x, train_y, mesh, weights = self.rows.x, self.rows.y, self.mesh, self.rows.weights
@@ -445,7 +445,7 @@ class _NetworkRun:
 
     def _placed(self, order: np.ndarray):
         """(steps, B) document numbers where the epoch's dispatch reads them."""
-        from textclf.training import data_parallel as parallel
+        from textclf.training.parallel import data as parallel
 
         if self.shared_rows:
             return parallel.put_local_order(order, self.mesh)
@@ -455,7 +455,7 @@ class _NetworkRun:
 
     def one_epoch(self, epoch: int, params, opt_state):
         """run_epochs' step: one dispatch a segment of steps, validation with the last."""
-        from textclf.training.data_parallel import to_host
+        from textclf.training.parallel.data import to_host
 
         start, compiled_before = time.perf_counter(), self.run_epoch.seconds
         settings, order, segment = self.settings, self.orders.pop(epoch), self.segment
@@ -499,6 +499,6 @@ class _NetworkRun:
         return params, opt_state, stats
 
     def finished(self, params) -> Params:
-        from textclf.training.data_parallel import to_host
+        from textclf.training.parallel.data import to_host
 
         return self.step.finish(Params(*to_host(tuple(params))), self.rows.n_classes, self.rows.x.shape[1])

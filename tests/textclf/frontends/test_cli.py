@@ -427,7 +427,8 @@ def test_cold_train_in_a_real_process_forks_its_vectorizing_workers(tmp_path):
         assert run["vectorize_workers"].endswith(" forked worker processes"), run["vectorize_workers"]
     # What makes the fork safe: nothing on the way from the command to the vectorizer imports JAX.
     probe = (
-        "import sys, textclf.frontends.cli, textclf.runs.run, textclf.training.distributed as d; d.initialize(); "
+        "import sys, textclf.frontends.cli, textclf.runs.run, textclf.training.parallel.processes as d; "
+        "d.initialize(); "
         "assert d.is_primary() and 'jax' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, check=True, timeout=120)

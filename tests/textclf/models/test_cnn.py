@@ -120,7 +120,7 @@ def test_learning_rate_schedules():
 def test_a_stepwise_epoch_equals_the_scanned_one_and_reports_its_steps():
     """On a CPU the epoch runs one jitted step at a time (XLA's convolution inside a scan is 13-17x slower
     there): same parameters as the scanned epoch, with a report after each step."""
-    from textclf.training.optimizers import adam
+    from textclf.training.steps.optimizers import adam
     from textclf.training.cnn import _epoch_fn
 
     images, labels = _problem(40)

@@ -157,7 +157,7 @@ def test_pallas_backend_trains_in_interpret_mode(corpus_dir, fast_settings, monk
 
 
 def test_auto_input_format_follows_batch_size():
-    from textclf.training.step import PIECES_MIN_BATCH, input_format_for
+    from textclf.training.steps.step import PIECES_MIN_BATCH, input_format_for
 
     small, large = PIECES_MIN_BATCH // 2, PIECES_MIN_BATCH
     assert input_format_for("auto", small) == "dense"
@@ -172,7 +172,7 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     import scipy.sparse as sp
 
     from textclf.training.inputs import TrainingRows
-    from textclf.training.step import XlaStep
+    from textclf.training.steps.step import XlaStep
 
     rng = np.random.default_rng(0)
     matrix = sp.random(70, 90, density=0.2, format="csr", random_state=1, dtype=np.float32)

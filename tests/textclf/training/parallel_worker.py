@@ -2,7 +2,8 @@
 train the same network on 1 device and on all devices of the process, print the parameter differences as JSON.
 
 usage: python parallel_worker.py BACKEND:OPTIMIZER[,BACKEND:OPTIMIZER...]
-BACKEND: xla or pallas (data parallel), or xla-features (W1 split by feature rows, textclf/training/feature_parallel.py)
+BACKEND: xla or pallas (data parallel), or xla-features (W1 split by feature rows,
+textclf/training/parallel/features.py)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from textclf.settings import Settings  # noqa: E402
 from textclf.training.inputs import TrainingRows  # noqa: E402
 from textclf.training.loop import fit_network  # noqa: E402
-from textclf.training.step import kernel_config_for  # noqa: E402
+from textclf.training.steps.step import kernel_config_for  # noqa: E402
 
 BATCH = 16
 
@@ -67,10 +68,10 @@ def compare_pieces(optimizer: str) -> dict:
     import jax.numpy as jnp
 
     from textclf.models.mlp import init_params
-    from textclf.training import feature_parallel
+    from textclf.training.parallel import features as feature_parallel
     from textclf.training.device_data import epoch_order, gather_piece_batches, host_pieces
-    from textclf.training.optimizers import make_optimizer
-    from textclf.training.step import xla_epoch
+    from textclf.training.steps.optimizers import make_optimizer
+    from textclf.training.steps.step import xla_epoch
 
     n, features, classes, cap, width = 75, 66, 3, 512, 4
     x = sp.random(n, features, density=0.1, format="csr", random_state=1, dtype=np.float32)

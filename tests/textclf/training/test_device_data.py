@@ -105,7 +105,7 @@ def test_an_upload_in_pieces_is_the_host_arrays(monkeypatch):
 
 def test_write_then_erase_batch_matches_dense_batch_and_restores_zeros():
     from textclf.training.device_data import erase_batch, write_batch
-    from textclf.training.pallas import dense_batch
+    from textclf.training.steps.pallas import dense_batch
 
     x, y = _matrix()
     x = x.tolil()
@@ -198,7 +198,8 @@ def test_an_ensemble_trains_on_the_batches_the_host_would_cut(monkeypatch, segme
 
     from textclf.models.stacked import merged
     from textclf.settings import Settings
-    from textclf.training import candidates, device_data, stacked_step
+    from textclf.training import candidates, device_data
+    from textclf.training.steps import stacked as stacked_step
     from textclf.training.inputs import TrainingRows
 
     x, y = _matrix()
@@ -239,7 +240,7 @@ def test_an_ensemble_trains_on_the_batches_the_host_would_cut(monkeypatch, segme
 def test_a_process_with_no_documents_feeds_padding_only():
     """Several processes, one of whose shares is empty: its widest batch is 0 and its rows of every batch are
     padding, while the others' rows together are every batch's documents."""
-    from textclf.training.data_parallel import RowShare, local_orders
+    from textclf.training.parallel.data import RowShare, local_orders
 
     assert batch_nnz_max(np.zeros(1, np.int64), np.full((2, 4), -1)) == 0
     order = np.asarray(epoch_order(seed=1, epoch=0, n=5, steps=2, batch_size=4))

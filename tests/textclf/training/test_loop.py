@@ -55,7 +55,7 @@ def test_an_epoch_gathered_in_segments_trains_the_network_of_one_gather(fast_set
     takes the device for a GPU). The same bits on a CPU; on a GPU, whose scatter-adds sum in no fixed order, the
     same to float32 rounding."""
     from textclf.training import backends, device_data
-    from textclf.training.step import make_step
+    from textclf.training.steps.step import make_step
 
     monkeypatch.setattr(backends, "device_kind", lambda: "gpu" if layout == "pieces" else "cpu")
     matrix, labels = _two_long_documents()
@@ -93,7 +93,7 @@ def test_make_step_is_the_one_place_that_names_a_backend():
     import re
     from pathlib import Path
 
-    from textclf.training.step import PallasStep, XlaStep, make_step
+    from textclf.training.steps.step import PallasStep, XlaStep, make_step
 
     settings = Settings(batch_size=2048)
     # XLA reads pieces on a GPU and flat batches on a CPU (make_step's docstring says why)
@@ -202,8 +202,8 @@ def test_a_one_network_epoch_of_wide_caps_trains_as_the_same_batches_cut_to_thei
     front of their arrays, device_data.narrowed) gives what the same batches cut to their own width give."""
     from textclf.models.mlp import init_params
     from textclf.training.device_data import NARROW_DIVISOR, NARROW_MIN_CAP
-    from textclf.training.optimizers import adam
-    from textclf.training.step import xla_epoch
+    from textclf.training.steps.optimizers import adam
+    from textclf.training.steps.step import xla_epoch
 
     rng = np.random.default_rng(3)
     n_features, batch_rows, cap = 200, 32, NARROW_MIN_CAP * NARROW_DIVISOR
@@ -272,7 +272,7 @@ def test_held_out_scores_gathered_on_the_device_are_the_host_batches_scores(monk
 def test_initial_weights_compiled_at_o1_are_the_o3_programs_bit_for_bit(program):
     """The seeded initialisations compile with LLVM's -O1 (backends.INIT_COMPILER_OPTIONS) for their compile time:
     the weights must be those of the default -O3 program."""
-    from textclf.training import stacked_step, step
+    from textclf.training.steps import stacked as stacked_step, step
 
     jitted, args = {
         "stacked": (stacked_step.init_stack, (jax.random.PRNGKey(7), 300, 16, 3, 4)),
@@ -299,7 +299,7 @@ def test_corpora_of_one_shape_bucket_train_on_one_compiled_epoch(fast_settings, 
     two, as a GPU's), at different weight decays, train on one compiled epoch: nothing compiled for the second.
     (The pieces layout's piece width, chosen from a corpus's document lengths, is a bucket of its own: fixed here.)"""
     from textclf.training import candidates, device_data
-    from textclf.training.stacked_step import stacked_epoch
+    from textclf.training.steps.stacked import stacked_epoch
 
     monkeypatch.setattr(device_data, "shape_buckets", lambda: device_data.ShapeBuckets(1, 16))
     monkeypatch.setattr(device_data, "piece_width", lambda matrix: 8)

@@ -44,7 +44,7 @@ import numpy as np
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
 from textclf.training.candidates import CandidateRound, precompile_epoch, precompile_hits, precompile_scores, round_data
-from textclf.training.stacked_step import init_stack
+from textclf.training.steps.stacked import init_stack
 from textclf.training.search.folds import (
     Budget,
     RoundGeometry,

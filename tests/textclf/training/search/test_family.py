@@ -16,10 +16,10 @@ from textclf.models.stacked import init_stacked, joined_views, merged, stacked_l
 from textclf.models.weights import Params, host_scores, is_linear
 from textclf.settings import Settings
 from textclf.training.candidates import batch_shape, fit_candidates, round_data
-from textclf.training.optimizers import adam
+from textclf.training.steps.optimizers import adam
 from textclf.training.search import search_settings
 from textclf.training.search.rules import SearchRules
-from textclf.training.stacked_step import stacked_epoch
+from textclf.training.steps.stacked import stacked_epoch
 
 from tests.textclf.training.search.test_halving import _random_batch, question_corpus
 

@@ -14,12 +14,12 @@ import scipy.sparse as sp
 from pipelines import batches as batches_module
 from pipelines.batches import cut_order, make_batches
 from textclf.models.mlp import Params, logits, masked_loss
-from textclf.training.optimizers import adam
+from textclf.training.steps.optimizers import adam
 from textclf.settings import Settings
 from textclf.models.stacked import dense_loss, dense_scores, init_stacked, stacked_logits, stacked_loss
 from textclf.training.candidates import batch_shape, fit_candidates, round_data
 from textclf.training.inputs import TrainingRows, Watch
-from textclf.training.stacked_step import stacked_epoch, stacked_hits
+from textclf.training.steps.stacked import stacked_epoch, stacked_hits
 from textclf.training.device_data import write_batch
 from textclf.training.search import folds as folds_module, halving as search_module
 from textclf.training.search import prepare_search, search_settings

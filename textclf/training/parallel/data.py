@@ -1,5 +1,5 @@
 """Data parallelism over a mesh of devices: all local GPUs by default, and the GPUs of several hosts once
-`textclf.training.distributed` has joined the processes.
+`textclf.training.parallel.processes` has joined the processes.
 
 Every device takes an equal slice of each global batch (the order's batch axis, see shard_epoch), computes the gradient
 of its rows with the loss divided by the global row count, and the gradients are summed across devices

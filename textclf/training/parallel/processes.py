@@ -1,7 +1,7 @@
 """Joining several processes (hosts) into one JAX runtime: `jax.distributed.initialize`, NCCL between GPUs.
 
 Every process runs the same `textclf train` command; together their devices form one data-parallel mesh
-(textclf/training/data_parallel.py). Each process reads only its share of the corpus (a contiguous part in
+(textclf/training/parallel/data.py). Each process reads only its share of the corpus (a contiguous part in
 reading order, pipelines/corpus.py) and of the test corpus, counts its own documents' terms, and the processes
 agree on one vocabulary, IDF, selection and naive Bayes weights by exchanging counts and per-class sums through
 the runtime (`exchange_arrays`; pipelines/vectorize.fit_vectorizer_shared), never documents. Each global batch

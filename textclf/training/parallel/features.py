@@ -1,6 +1,6 @@
 """Feature parallelism: W1 split by feature rows across the devices of one process, every device on the whole batch.
 
-Why: in data parallelism (textclf/training/data_parallel.py) every device keeps all of W1 and the step's
+Why: in data parallelism (textclf/training/parallel/data.py) every device keeps all of W1 and the step's
 gradient of W1, a dense (F, H) matrix (16 MB at 32,768 x 128), is summed across devices every step, however
 few rows the batch touched; it cost about as much as the step itself, so a second GPU bought little
 (BENCHMARKS.md, "Several GPUs"). Here device d holds rows [d F/N, (d+1) F/N) of W1 (and their optimizer state)
@@ -16,7 +16,7 @@ optimizer's pass over W1) is split N ways. A wider W1 (a larger --features) also
 
 The trajectory is the one-device trajectory up to the order of float sums: the same initial weights (drawn for F
 rows, then padded with zero rows to a multiple of N that no column ever touches), the same batches
-(tests/textclf/training/test_distributed.py compares the parameters).
+(tests/textclf/training/parallel/test_processes.py compares the parameters).
 
 Decisions: the XLA step only (the fused Pallas hidden-layer kernels apply the sigmoid inside the matmul, before
 a sum across devices could happen); one process (a feature shard needs every document's columns in its range,
@@ -47,7 +47,7 @@ from textclf.training.device_data import (
     host_csr,
     host_pieces,
 )
-from textclf.training.optimizers import make_optimizer
+from textclf.training.steps.optimizers import make_optimizer
 
 AXIS = "features"
 SHARDED = P(AXIS)  # a leading axis split across the devices

@@ -1,5 +1,5 @@
 """The step of K networks side by side (textclf/models/stacked.py): the model search's candidates, an ensemble and
-the rate candidates. A Step (textclf/training/step.py) like one network's, run by the one epoch loop
+the rate candidates. A Step (textclf/training/steps/step.py) like one network's, run by the one epoch loop
 (textclf/training/fit.py, run_epochs) through textclf/training/candidates.py.
 
 The K networks share one input (the same documents, the same vectorizer columns) and differ in initialisation,
@@ -31,8 +31,8 @@ from textclf.models.stacked import (
 from textclf.models.weights import Params
 from textclf.training.backends import INIT_COMPILER_OPTIONS, SEARCH_COMPILER_OPTIONS
 from textclf.training.device_data import erase_batch, narrowed, write_batch
-from textclf.training.optimizers import AdamState, adam, adam_corrections
-from textclf.training.step import Step
+from textclf.training.steps.optimizers import AdamState, adam, adam_corrections
+from textclf.training.steps.step import Step
 
 # K seeded initialisations as one program, with the search's compiler options.
 init_stack = jax.jit(
@@ -117,7 +117,7 @@ def _fused_step(
     loss_name: str = "log",
 ):
     """One step with the dense formulation's arithmetic on x (B, F), W1's gradient and Adam update fused in one
-    Pallas kernel (never written to memory); the small layers (b1, W2, b2) take textclf.training.optimizers.adam.
+    Pallas kernel (never written to memory); the small layers (b1, W2, b2) take textclf.training.steps.optimizers.adam.
     live: False for a padding batch, which then changes nothing (the kernel leaves W1 and its moments in place,
     see its module).
     -> (params, state, loss)."""
@@ -207,7 +207,7 @@ def stacked_epoch(
             loss, grads = jax.value_and_grad(dense_loss)(params, x, labels, mask, loss_name)
             params, state = update(params, state, grads, real)
         # The barrier orders the erase after everything that reads x; without it XLA may erase first and so copy
-        # the whole (B, F) buffer to keep x (textclf/training/pallas.py's epoch does the same).
+        # the whole (B, F) buffer to keep x (textclf/training/steps/pallas.py's epoch does the same).
         x, params = jax.lax.optimization_barrier((x, params))
         return params, state, erase_batch(x, batch_indices, batch_values, batch_rows), loss
 

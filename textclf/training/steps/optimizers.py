@@ -3,7 +3,7 @@
 `Optimizer.init(params) -> state`; `Optimizer.update(params, state, grads, lr) -> (params, state)`, traceable,
 on any tuple of arrays (one network's Params, the CNN's CNNParams, the model search's stacked networks).
 Every trainer takes its optimizer from here: the XLA step and the CNN call `update`; the Pallas step
-(textclf/training/pallas.py) starts from the same `init` and state types (AdamState; SGD's velocity, shaped
+(textclf/training/steps/pallas.py) starts from the same `init` and state types (AdamState; SGD's velocity, shaped
 like the parameters) but updates with its fused kernels, which compute W1's gradient inside the update and so
 never hand a gradient to `update` (tests/pallas_kernels/test_mlp.py checks it against this Adam and SGD).
 """

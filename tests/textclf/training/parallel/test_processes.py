@@ -1,4 +1,5 @@
-"""Data parallelism (textclf/training/data_parallel.py) and several processes (textclf/training/distributed.py), on CPU
+"""Data parallelism (textclf/training/parallel/data.py) and several processes (textclf/training/parallel/processes.py),
+on CPU
 devices.
 
 The device count of a JAX process is fixed when JAX starts, so multi-device runs happen in subprocesses with
@@ -21,8 +22,8 @@ from typer.testing import CliRunner
 from tests.conftest import free_port
 from textclf.errors import SettingsError
 from textclf.frontends.cli import app
-from textclf.training.data_parallel import check_batch
-from textclf.training.distributed import coordinates_from_env, initialize
+from textclf.training.parallel.data import check_batch
+from textclf.training.parallel.processes import coordinates_from_env, initialize
 
 REPO = Path(__file__).resolve().parents[3]
 WORKER = Path(__file__).with_name("parallel_worker.py")
@@ -243,7 +244,7 @@ def test_distributed_options_are_checked_before_anything_starts():
 
 
 def test_all_devices_means_enough_rows_per_device():
-    from textclf.training.data_parallel import auto_device_count
+    from textclf.training.parallel.data import auto_device_count
 
     assert auto_device_count(8, 64) == 1  # 64 documents: splitting costs more than it saves
     assert auto_device_count(2, 8192) == 1  # 4,096 each: 2 GPUs measured no faster than one

@@ -29,7 +29,7 @@ from pallas_kernels.pieces_hidden import finish_hidden, pieces_gather_sum, piece
 from pallas_kernels.sparse_hidden import sparse_hidden_forward, sparse_input_grad, sparse_input_grad_update
 from textclf.models.mlp import Params
 from textclf.training.device_data import erase_batch, write_batch
-from textclf.training.optimizers import AdamState, adam_corrections
+from textclf.training.steps.optimizers import AdamState, adam_corrections
 
 
 def padded_features(n_features: int, config: KernelConfig) -> int:

@@ -1,10 +1,10 @@
-"""The K-network step's starting state (textclf/training/stacked_step.py): seeded or given, each one program."""
+"""The K-network step's starting state (textclf/training/steps/stacked.py): seeded or given, each one program."""
 
 import jax
 import numpy as np
 
 from textclf.models.stacked import init_stacked
-from textclf.training.stacked_step import StackedStep, init_stack
+from textclf.training.steps.stacked import StackedStep, init_stack
 
 
 def test_a_seeded_stack_and_a_given_one_start_as_written_out_with_zeroed_adam_moments():

@@ -11,7 +11,7 @@ need from a backend, so that none of them asks which backend it is:
   corrects);
 - `unpad` / `finish`: the parameters with any padding dropped (inside a traced function / on the host).
 `make_step` is the one place that looks at the backend's name. XlaStep is plain JAX (textclf/models/mlp.py);
-PallasStep chains the custom kernels (textclf/training/pallas.py).
+PallasStep chains the custom kernels (textclf/training/steps/pallas.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from textclf.models.mlp import Params, init_params, logits, logits_pieces, maske
 from textclf.settings import Settings
 from textclf.training.backends import INIT_COMPILER_OPTIONS
 from textclf.training.device_data import narrowed
-from textclf.training.optimizers import make_optimizer
+from textclf.training.steps.optimizers import make_optimizer
 
 # Pallas input format "auto": the pieces layout (pallas_kernels/pieces_hidden.py) from this batch size up, the
 # dense bf16 X below it. Measured on an H100 (docs/decisions.md, "Input layouts"): news4 rows at batch 4,096
@@ -68,7 +68,7 @@ def xla_epoch(
 ):
     # A scanned epoch: its arrays, then the optimizer's static settings (one traced program).
     """One epoch in plain JAX: scan the optimizer step over (steps, ...) stacked minibatches. axis_name: data
-    parallelism inside shard_map (textclf/training/data_parallel.py): the batch is this device's slice, the loss
+    parallelism inside shard_map (textclf/training/parallel/data.py): the batch is this device's slice, the loss
     is divided by the global row count and gradients, loss and hits are summed over the axis. steps: a () int32
     array, how many of the batches to run (the rest is a shape bucket's padding, never run; their losses and hits
     0); default all."""
@@ -114,7 +114,7 @@ def xla_epoch(
 def _ready_state(params: Params, optimizer: str, kernel_config):
     """(params, optimizer state), params padded for the Pallas kernels when kernel_config is given."""
     if kernel_config is not None:
-        from textclf.training.pallas import pad_params
+        from textclf.training.steps.pallas import pad_params
 
         params = pad_params(params, kernel_config)
     return params, make_optimizer(optimizer).init(params)
@@ -202,7 +202,7 @@ class PallasStep(Step):
         return self.kernel_config
 
     def epoch(self, optimizer: str, momentum: float, weight_decay: float, n_classes: int) -> Callable:
-        from textclf.training.pallas import pallas_epoch
+        from textclf.training.steps.pallas import pallas_epoch
 
         return functools.partial(
             pallas_epoch,
