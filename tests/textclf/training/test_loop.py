@@ -103,7 +103,7 @@ def test_make_step_is_the_one_place_that_names_a_backend():
     assert make_step("pallas", settings, 64).layout == "flat"  # dense X below PIECES_MIN_BATCH
     # the loop, the data-parallel wrapper and the daemon never compare a backend's name
     root = Path(__file__).resolve().parents[3] / "textclf"
-    for module in ("training/loop.py", "training/data_parallel.py", "frontends/daemon.py"):
+    for module in ("training/loop.py", "training/parallel/data.py", "frontends/daemon.py"):
         assert not re.search(r'==\s*"(pallas|xla)"', (root / module).read_text()), module
 
 

@@ -25,7 +25,7 @@ from textclf.frontends.cli import app
 from textclf.training.parallel.data import check_batch
 from textclf.training.parallel.processes import coordinates_from_env, initialize
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 WORKER = Path(__file__).with_name("parallel_worker.py")
 
 

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
 from textclf.settings import Settings  # noqa: E402
 from textclf.training.inputs import TrainingRows  # noqa: E402
