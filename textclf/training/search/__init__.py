@@ -5,7 +5,8 @@ prepare_search, its host work done ahead) -> SearchResult, whose summary is a ty
 the rows it reads; stratified_sample, the split it draws; SEVERAL_PROCESSES, why several processes do not
 search; SearchRules, its rules as data; SEARCH_FORMAT, the version of its choices (a recorded choice of
 another format is not reused). Inside: prepare.py (the host work, JAX-free: a run does it while JAX starts),
-halving.py (the portfolio's rounds by successive halving and the choice),
+halving.py (the portfolio's rounds by successive halving and the choice), rounds.py (one fold's round, as
+every part cuts it),
 folds.py (candidates, folds, budget and the records the rounds share), networks.py (the ensemble and character
 trial), family.py (the linear family's trial), rules.py, summary.py (the typed records), portfolio.json
 (benchmarks/search/portfolio.py rebuilds it).

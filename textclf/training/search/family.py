@@ -25,16 +25,10 @@ from typing import NamedTuple
 import numpy as np
 
 from textclf.settings import Settings
-from textclf.training.candidates import fit_candidates, round_data
-from textclf.training.search.folds import (
-    RoundGeometry,
-    SearchContext,
-    SearchCorpus,
-    Variant,
-    binomial_error,
-    fold_matrices,
-)
+from textclf.training.candidates import fit_candidates
+from textclf.training.search.folds import RoundGeometry, SearchContext, SearchCorpus, Variant, binomial_error
 from textclf.training.search.networks import standard_error
+from textclf.training.search.rounds import fold_round
 from textclf.training.search.rules import SearchRules
 from textclf.training.search.summary import FamilySummary
 
@@ -200,30 +194,7 @@ class FamilyTrial:
         )
         total = np.zeros((self.epochs, len(self.pairs)))
         for fold in self.folds:
-            train_rows, val_rows = corpus.folds[fold]
-            train_x, val_x = fold_matrices(
-                corpus.counts,
-                corpus.y,
-                corpus.masks[variant.stop_words, variant.ngram_max],
-                train_rows,
-                val_rows,
-                chosen,
-                geometry.features,
-                geometry.width,
-                variant,
-            )
-            data = round_data(
-                train_x,
-                corpus.trained_labels(train_rows),
-                val_x,
-                corpus.trained_labels(val_rows),
-                chosen.batch_size,
-                chosen.seed + 300 + fold,
-                geometry.shapes[chosen.batch_size],
-                geometry.val_shape,
-                geometry.score_batch,
-                weights=(corpus.row_weights(train_rows), corpus.row_weights(val_rows)),
-            )
+            data = fold_round(corpus, geometry, fold, variant, chosen, chosen.seed + 300 + fold)
             curves = fit_candidates(
                 data,
                 corpus.n_classes,

@@ -43,7 +43,7 @@ import numpy as np
 
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
-from textclf.training.candidates import CandidateRound, precompile_epoch, precompile_hits, precompile_scores, round_data
+from textclf.training.candidates import CandidateRound, precompile_epoch, precompile_hits, precompile_scores
 from textclf.training.steps.stacked import init_stack
 from textclf.training.search.folds import (
     Budget,
@@ -55,7 +55,6 @@ from textclf.training.search.folds import (
     candidate_space,
     epochs_for_all,
     final_steps,
-    fold_matrices,
     keep_defaults,
     leaderboard_of,
     rate_candidates,
@@ -63,6 +62,7 @@ from textclf.training.search.folds import (
 from textclf.training.search.family import FamilyTrial, not_tried
 from textclf.training.search.networks import NetworksTrial
 from textclf.training.search.prepare import Prepared, round_geometry, searched_corpus, searched_space
+from textclf.training.search.rounds import fold_round
 from textclf.training.search.rules import SearchRules
 from textclf.training.search.summary import BatchForAll, KeptDefaults, SearchSummary
 
@@ -181,32 +181,9 @@ class _Rounds:
         compiles once."""
         if (fold, variant) in self.live:
             return None
-        search, corpus, geometry = self.search, self.corpus, self.geometry
-        train_rows, val_rows = corpus.folds[fold]
+        search, geometry = self.search, self.geometry
         built = geometry.built.pop((fold, variant), None)
-        train_x, val_x = built or fold_matrices(
-            corpus.counts,
-            corpus.y,
-            corpus.masks[variant.stop_words, variant.ngram_max],
-            train_rows,
-            val_rows,
-            search.settings,
-            geometry.features,
-            geometry.width,
-            variant,
-        )
-        return round_data(
-            train_x,
-            corpus.trained_labels(train_rows),
-            val_x,
-            corpus.trained_labels(val_rows),
-            variant.batch_size,
-            search.settings.seed + fold,
-            geometry.shapes[variant.batch_size],
-            geometry.val_shape,
-            geometry.score_batch,
-            weights=(corpus.row_weights(train_rows), corpus.row_weights(val_rows)),
-        )
+        return fold_round(self.corpus, geometry, fold, variant, search.settings, search.settings.seed + fold, built)
 
     def _starting_weights(self, fold: int):
         if fold not in self.initial:

@@ -26,8 +26,8 @@ from textclf.training.search.folds import (
     Variant,
     char_fold_matrices,
     final_steps,
-    fold_matrices,
 )
+from textclf.training.search.rounds import fold_round
 from textclf.training.search.summary import NetworksSummary
 
 
@@ -143,30 +143,8 @@ class NetworksTrial:
         )
         out = []
         for fold in self.folds:
-            train_rows, val_rows = corpus.folds[fold]
-            train_x, val_x = fold_matrices(
-                corpus.counts,
-                corpus.y,
-                corpus.masks[variant.stop_words, variant.ngram_max],
-                train_rows,
-                val_rows,
-                chosen,
-                geometry.features,
-                geometry.width,
-                variant,
-            )
-            data = round_data(
-                train_x,
-                corpus.y[train_rows],
-                val_x,
-                corpus.y[val_rows],
-                chosen.batch_size,
-                chosen.seed + 100 + fold,
-                geometry.shapes[chosen.batch_size],
-                geometry.val_shape,
-                geometry.score_batch,
-                weights=(corpus.row_weights(train_rows), corpus.row_weights(val_rows)),
-            )
+            _, val_rows = corpus.folds[fold]
+            data = fold_round(corpus, geometry, fold, variant, chosen, chosen.seed + 100 + fold)  # (one label each)
             _, scores = fit_candidates(
                 data,
                 corpus.n_classes,

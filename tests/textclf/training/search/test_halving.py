@@ -357,7 +357,9 @@ def test_a_gpu_cuts_its_round_batches_to_their_own_nonzeros_not_the_widest_views
 
     texts, labels = question_corpus(300)
     seen = []  # per round: (batch size, the (steps, cap) the search gave, the round's own densest batch's)
-    real_round_data = search_module.round_data
+    from textclf.training.search import rounds as rounds_module
+
+    real_round_data = rounds_module.round_data
 
     def recording(train_x, train_y, val_x, val_y, batch_size, seed, shape, val_shape, score_batch=None, **weights):
         own = batch_shape([train_x], batch_size, [cut_order(seed, train_x.shape[0])[0]])
@@ -366,7 +368,7 @@ def test_a_gpu_cuts_its_round_batches_to_their_own_nonzeros_not_the_widest_views
             train_x, train_y, val_x, val_y, batch_size, seed, shape, val_shape, score_batch, **weights
         )
 
-    monkeypatch.setattr(search_module, "round_data", recording)
+    monkeypatch.setattr(rounds_module, "round_data", recording)
     # (a GPU's cap floor off: the questions' batches fall under it, which would hide where the cap came from)
     monkeypatch.setitem(batches_module.SHAPE_BUCKETS, "gpu", batches_module.ShapeBuckets(1, 0))
     # (no character network: its rounds size their batches on their own)
