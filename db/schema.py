@@ -234,8 +234,7 @@ def _v13_job_data_root(db: sqlite_utils.Database) -> None:
 
 def _v14_kernel_sweeps_out(db: sqlite_utils.Database) -> None:
     # kernel_sweeps moved to the kernel benchmark's own file (benchmarks/kernels/sweeps.py): dropped where it holds no
-    # rows;
-    # a database that holds sweeps keeps them.
+    # rows; a database that holds sweeps keeps them.
     if "kernel_sweeps" in db.table_names() and db["kernel_sweeps"].count == 0:
         db["kernel_sweeps"].drop()
 

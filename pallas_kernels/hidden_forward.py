@@ -120,9 +120,7 @@ def hidden_forward(
     out_dtype = w1.dtype
     row_blocks = padded_m // block_m
     if row_blocks >= NARROW_MIN_ROW_BLOCKS:
-        w1 = narrowed(
-            w1, x
-        )  # bf16 X: W1 read as bf16 by every row block (BENCHMARKS.md, "Pallas kernels vs XLA vs PyTorch")
+        w1 = narrowed(w1, x)  # bf16 X: W1 read as bf16 by every row block
     grid = (row_blocks, split_k)
     in_specs = [
         pl.BlockSpec((block_m, k_part), lambda i, s: (i, s)),

@@ -20,11 +20,7 @@ DOCS_PER_WORKER = 500
 
 # A worker counts or transforms chunks of about this many characters of text: a worker does a small chunk faster
 # per document than a big one (its temporary arrays are reused, not fresh pages), and a transform's progress moves
-# on a big corpus. On this project's 2-core CPU, 100,000 synthetic documents (117M characters) transformed in 2
-# chunks in 2.9-3.8 s, 4 chunks 2.1-2.9 s, 8 chunks 1.9 s, 16 chunks 1.8 s, 32 chunks 1.9-2.0 s
-# (benchmarks/vectorizing/transform_chunks.py); 50,000 of them (58M characters) counted with bigrams in one chunk in
-# 3.4-4.0 s,
-# in 2 chunks 1.8 s, in 4 1.5-1.6 s (the chunks' merge then 0.9 -> 1.1 -> 1.3-1.4 s).
+# on a big corpus; too many chunks cost their merge (`python -m benchmarks.vectorizing.transform_chunks` compares).
 CHUNK_CHARACTERS = 16_000_000
 
 

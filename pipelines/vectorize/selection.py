@@ -13,11 +13,8 @@ from pipelines.vectorize.terms import WordSettings
 from pipelines.vectorize.weights import _idf, _in_threads, _weight
 
 # The class sums (_class_sums) on at most this many threads, a trade of memory for time: each thread holds a mask of
-# all the entries and its class's entries in float64, ~1 + 16 / classes bytes an entry. On 200,000 synthetic
-# documents (32M entries, 4 classes, 2-core CPU), 2 threads raised the fit's peak host memory 971 -> 1,156-1,181 MB
-# (one thread: 973-1,002 MB); on a million documents (16 cores, 4 threads) `textclf train` peaked at 3.4 GiB where it
-# had
-# 2.8-2.9 (docs/decisions.md, "A large file's vectorizing").
+# all the entries and its class's entries in float64, ~1 + 16 / classes bytes an entry (docs/decisions.md, "A large
+# file's vectorizing", says what it cost).
 CLASS_SUM_THREADS = 4
 
 

@@ -55,14 +55,11 @@ CHAR_NGRAM_RANGE = (2, 5)
 
 
 # A word that opens every document (start_token): with bigrams, "__start__ what" tells a question's first word from
-# the same word further on, which decides a question's type ("how many" opening a question, not inside it). By
-# 3-fold cross-validation on the training files (benchmarks/accuracy/start_token.py, docs/decisions.md "The start
-# token"), in
-# points of validation accuracy: trec +0.24 / +0.34 (fold seeds 0-1 / 2-4; higher for all 5), mr +0.06 / +0.10,
-# agnews7600 +0.07, news4 (unigrams: no column) 0. Not a word of the token pattern's (\w\w+) that real text is
-# likely to hold. Alone it is in every document and tells nothing: fitted vocabularies leave it out
-# (_without_start_token); the "hashing" kind, which has no vocabulary, counts it in one bucket of every row, whose
-# IDF is then the lowest (1).
+# the same word further on, which decides a question's type ("how many" opening a question, not inside it); chosen
+# by cross-validation on the training files (docs/decisions.md, "The start token"). Not a word of the token
+# pattern's (\w\w+) that real text is likely to hold. Alone it is in every document and tells nothing: fitted
+# vocabularies leave it out (_without_start_token); the "hashing" kind, which has no vocabulary, counts it in one
+# bucket of every row, whose IDF is then the lowest (1).
 START_TOKEN = "__start__"
 
 

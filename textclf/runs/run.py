@@ -74,8 +74,7 @@ def train(
         model_path, [p for p in (corpus_path, test_path) if p is not None and not isinstance(p, Corpus)]
     )
     # With several processes (textclf/training/parallel/processes.py) only process 0 records the run and writes the
-    # model; the
-    # others keep their run record in a throwaway in-memory database so the code path stays the same.
+    # model; the others keep their run record in a throwaway in-memory database so the code path stays the same.
     primary = is_primary()
     db = open_db(run_db_path(db_path if primary else ":memory:"))
     if out is not None and primary:

@@ -54,11 +54,8 @@ def dense_default() -> bool:
     return jax.default_backend() == "gpu"
 
 
-# The fused Pallas W1 update measured against XLA's dense step on an H200 (BENCHMARKS.md, "The model search's
-# K-network step", K = 8, F = 8,192, each pair in one call): 0.75x XLA's time at B = 64 (one 64-row chunk, the
-# kernel's defaults), 0.87x at B = 256 with the batch handed over as columns in 64 x 64 tiles (FUSED_CHUNKED_BLOCKS;
-# 0.77x on an H100), 1.21x at 1,024 (there the kernel takes 203 us where cuBLAS's product and XLA's Adam fusions
-# take 141). Used up to this batch size.
+# The fused Pallas W1 update is used up to this batch size, where it trained faster than XLA's dense step; at wider
+# batches cuBLAS's product and XLA's Adam fusions are faster (BENCHMARKS.md, "The model search's K-network step").
 FUSED_MAX_BATCH = 256
 
 
@@ -69,15 +66,12 @@ def pallas_default(batch_size: int) -> bool:
     return jax.default_backend() == "gpu" and batch_size <= FUSED_MAX_BATCH
 
 
-# The fused W1 update's tiling, chosen by `python -m benchmarks.kernels.kmodel_step --blocks ... --all` on an H200 and
-# an
-# H100 (BENCHMARKS.md): a batch of one 64-row chunk (the search's rounds) takes
-# pallas_kernels.stacked_input_adam.StackedInputAdamBlocks's defaults; a batch of several chunks (the batch-256
-# refinement) these fields, the batch read as columns (x^T (F, B), dpre^T (N, B)), so that both operands of the
-# gradient's product run along the summed rows as TF32 tensor-core products take them (1.55x -> 1.18x XLA's step
-# at B = 1,024 in one call, 1.12x -> 0.87x at 256). FUSED_BLOCKS replaces fields of either (the benchmark sets it to try
-# other
-# tilings). The kernel's module is imported only where it runs (a GPU).
+# The fused W1 update's tiling (`python -m benchmarks.kernels.kmodel_step --blocks ... --all` chooses it;
+# BENCHMARKS.md): a batch of one 64-row chunk (the search's rounds) takes
+# pallas_kernels.stacked_input_adam.StackedInputAdamBlocks's defaults; a batch of several chunks these fields, the
+# batch read as columns (x^T (F, B), dpre^T (N, B)), so that both operands of the gradient's product run along the
+# summed rows as TF32 tensor-core products take them. FUSED_BLOCKS replaces fields of either (the benchmark sets it
+# to try other tilings). The kernel's module is imported only where it runs (a GPU).
 FUSED_CHUNKED_BLOCKS = dict(block_f=64, block_n=64, num_warps=4, num_stages=3, sub_tiles=1, columns=True)
 FUSED_BLOCKS: dict = {}
 
