@@ -20,7 +20,7 @@ DOCS_PER_WORKER = 500
 
 # A worker counts or transforms chunks of about this many characters of text: a worker does a small chunk faster
 # per document than a big one (its temporary arrays are reused, not fresh pages), and a transform's progress moves
-# on a big corpus; too many chunks cost their merge (`python -m benchmarks.vectorizing.transform_chunks` compares).
+# on a big corpus; too many chunks cost their merge (docs/decisions.md, "Chunks of 16M characters").
 CHUNK_CHARACTERS = 16_000_000
 
 

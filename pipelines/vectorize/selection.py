@@ -13,8 +13,8 @@ from pipelines.vectorize.terms import WordSettings
 from pipelines.vectorize.weights import _idf, _in_threads, _weight
 
 # The class sums (_class_sums) on at most this many threads, a trade of memory for time: each thread holds a mask of
-# all the entries and its class's entries in float64, ~1 + 16 / classes bytes an entry (docs/decisions.md, "A large
-# file's vectorizing", says what it cost).
+# all the entries and its class's entries in float64, ~1 + 16 / classes bytes an entry (docs/decisions.md, "Class
+# sums on four threads").
 CLASS_SUM_THREADS = 4
 
 
