@@ -1,5 +1,7 @@
 """2-D convolution as an implicit GEMM (the original design's "kernel fusion for unrolling and matrix
 multiplication"), stride 1, any zero padding, square kernels (3, 5, 7, ...), NHWC layout.
+(Over 600 lines: one op a module, as jax's pallas/ops keep one: the forward, the weight gradient, their wrappers,
+the custom_vjp wiring and the reference share the grid helpers, as the house's kernel modules do.)
 
 Forward, conv2d_forward: out[n, oh, ow, :] = relu(sum_{kh, kw} x[n, oh+kh-p, ow+kw-p, :] @ w[kh, kw] + b).
 Grid: (output-pixel blocks of block_m rows) x (Cout blocks of block_n); the im2col matrix (M, K*K*Cin) is never

@@ -2,6 +2,8 @@
 by what they set: VectorizerSettings, NetworkSettings, OptimizerSettings, DataSettings, DeviceSettings and
 SearchSettings (each its fields and its checks); Settings inherits them all, so a run's record and a model file
 hold one flat set of fields, as before.
+(Over 600 lines: every training option's default, flag, type and help text stand here, the one source the CLI's
+options and the estimator's parameters are built from.)
 
 Defaults were chosen on news4 and agnews7600 (BENCHMARKS.md has the tables), test accuracy:
 - words: sublinear TF-IDF of unigrams + bigrams, English stop words removed, min_df 2, and the 32,754 terms a

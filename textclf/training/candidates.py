@@ -3,6 +3,8 @@ stacked_step.py) through the one epoch loop (textclf/training/fit.py, run_epochs
 rate candidates with held-out documents choosing one (fit_rates), and the model search's rounds (round_data,
 fit_candidates). After every epoch each network is scored on the held-out rows, so a choice reads the best epoch
 count off the curve (early stopping for free).
+(Over 600 lines: the final networks side by side and the search's rounds share the batches, the stacked step
+and the scoring here; the rounds, from RoundData on, are the part to move to training/search/ next.)
 """
 
 from __future__ import annotations
