@@ -221,7 +221,7 @@ def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settin
     return train_x, train_y, training_rows, early_stopping, weights
 
 
-# How a run's record names the K-network step side_by_side_backend picked.
+# How a run's record names the K-network step's backend (the plan's, side_by_side_backend's rule).
 _STEP_KIND = {"pallas": "the K-network step, W1's update the fused Pallas kernel", "xla": "the K-network step in XLA"}
 
 
@@ -356,7 +356,7 @@ class _Views:
         -> (parameters, EpochStats, backend, compile seconds, train seconds, settings)."""
         import jax
 
-        from textclf.training import fit_rates, side_by_side_backend
+        from textclf.training import fit_rates
 
         rates = self.rates
         side_by_side = self.plan.arrangement == "side_by_side"
@@ -386,7 +386,7 @@ class _Views:
             },
         )
         if side_by_side:
-            backend = side_by_side_backend(settings.batch_size, rows.x.shape[1], settings.units, len(rates))
+            backend = self.plan.backend  # the K-network step's, as the plan took it (TrainingPlan.completed)
             self.record.update(
                 backend=backend,
                 devices=1,
@@ -417,7 +417,7 @@ class _Views:
         -> (parameters, EpochStats of each epoch, backend that trained them, compile seconds, train seconds)."""
         import jax
 
-        from textclf.training import fit_ensemble, fit_members, side_by_side_backend
+        from textclf.training import fit_ensemble, fit_members
         from textclf.training import fit_network
 
         if self.plan.arrangement == "one_after_another":
@@ -431,9 +431,7 @@ class _Views:
             watch = Watch(self.on_epoch, early_stopping=early_stopping)
             params, history, compile_s, train_s = fit_ensemble(rows, settings, watch, loss)
             what = "a linear model trains" if self.plan.family == "linear" else "an ensemble trains side by side"
-            backend = side_by_side_backend(
-                settings.batch_size, rows.x.shape[1], settings.units, max(1, settings.ensemble), loss
-            )
+            backend = self.plan.backend  # the K-network step's, as the plan took it (TrainingPlan.completed)
             self.record.update(
                 backend=backend,
                 devices=1,
