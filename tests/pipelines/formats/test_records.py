@@ -29,7 +29,8 @@ CORPUS = st.lists(st.tuples(TEXT, LABEL), min_size=4, max_size=12).filter(
 
 
 def _write(folder: Path, docs: list[tuple[str, str]]) -> dict[str, Path]:
-    """The same documents as a JSONL, CSV, TSV, Parquet and fastText file and a folder corpus."""
+    """The same documents as a JSONL, CSV, TSV, Parquet and fastText file (labels first, and last) and a folder
+    corpus."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {kind: folder / f"corpus.{kind}" for kind in ("jsonl", "csv", "tsv", "parquet")}
     paths["jsonl"].write_text("".join(json.dumps({"text": t, "label": label}) + "\n" for t, label in docs))
@@ -38,6 +39,8 @@ def _write(folder: Path, docs: list[tuple[str, str]]) -> dict[str, Path]:
     pq.write_table(pa.table({"text": [t for t, _ in docs], "label": [label for _, label in docs]}), paths["parquet"])
     paths["fasttext"] = folder / "corpus.txt"
     paths["fasttext"].write_text("".join(f"__label__{label} {t}\n" for t, label in docs))
+    paths["fasttext, labels last"] = folder / "corpus_end.txt"  # as fastText reads them too
+    paths["fasttext, labels last"].write_text("".join(f"{t} __label__{label}\n" for t, label in docs))
     paths["folder"] = folder / "tree"
     for number, (t, label) in enumerate(docs):
         (paths["folder"] / label).mkdir(parents=True, exist_ok=True)
