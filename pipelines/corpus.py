@@ -1,6 +1,7 @@
 """Reading a corpus -> Corpus (texts, labels, skip counts, fingerprint): a folder of label folders, a CSV, TSV,
-JSONL, fastText or Parquet file, each format in its own module (pipelines/formats/); a large file of one document
-a line is read by worker processes a share at a time (pipelines/shares.py, _read_lines_in_workers).
+JSONL, fastText or Parquet file, its format decided once (pipelines/formats/detect.py) and read by that format's
+module (pipelines/formats/); a large file of one document a line is read by worker processes a share at a time
+(pipelines/shares.py, _read_lines_in_workers).
 
 Shares (several processes training together, each reading only its part; `share=(index, count)`): share i of n
 holds a contiguous run of the corpus in reading order, so the shares laid end to end are the whole corpus in
@@ -24,26 +25,11 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
-from pipelines.documents import is_binary
 from pipelines.errors import CorpusError
 from pipelines.fingerprint import Fingerprint
-from pipelines.formats.base import (
-    FORMAT_HINT,
-    TSV_SUFFIXES,
-    LineBreakInField,
-    LineFormat,
-    ReadStats,
-    _check_text_file,
-    _file_head,
-    _part,
-)
-from pipelines.formats.fasttext import FASTTEXT_LABEL_PREFIX, is_fasttext_file
-from pipelines.formats.folder import _folder_documents, check_corpus_path
-from pipelines.formats.jsonl import _jsonl_documents, jsonl_format
-from pipelines.formats.lines import _fasttext_documents, line_format
-from pipelines.formats.parquet import _parquet_documents, open_parquet
-from pipelines.formats.table import _csv_documents, check_table_labels
-from pipelines.shares import FileTexts, _read_share, _share_bounds
+from pipelines.formats.base import CorpusFormat, LineBreakInField, ReadStats
+from pipelines.formats.detect import corpus_format
+from pipelines.shares import FileTexts, _read_share
 
 if TYPE_CHECKING:
     from pipelines.workers import WorkerPool
@@ -72,59 +58,19 @@ class Corpus:
 
 
 def open_documents(
-    path: str | Path, max_file_mb: float = 10.0, share: tuple[int, int] = (0, 1)
-) -> tuple[str, ReadStats, Iterator[tuple[str, str]]]:
-    """-> (format, stats, iterator of (label, text) in reading order). The path's kind, a folder's label folders
-    and a file's first bytes are checked now; the documents are read one at a time as the iterator is
+    path: str | Path, max_file_mb: float = 10.0, share: tuple[int, int] = (0, 1), fmt: CorpusFormat | None = None
+) -> tuple[CorpusFormat, ReadStats, Iterator[tuple[str, str]]]:
+    """-> (format, stats, iterator of (label, text) in reading order). The path and its format are decided now
+    (corpus_format, unless fmt is given: its decision); the documents are read one at a time as the iterator is
     consumed (so a corpus larger than memory can be streamed), and stats are complete once it is exhausted.
     share: (index, count): only that part of the corpus (module docstring)."""
     path = Path(path)
     index, count = share
     if not 0 <= index < count:
         raise ValueError(f"share {index} of {count}")
-    check_corpus_path(path)
-    max_bytes = int(max_file_mb * 1024 * 1024)
+    fmt = fmt or corpus_format(path)
     stats = ReadStats()
-    if path.is_dir():
-        return "folder", stats, _folder_documents(path, max_bytes, stats, share)
-    if path.suffix.lower() == ".csv" or path.suffix.lower() in TSV_SUFFIXES:
-        tsv = path.suffix.lower() in TSV_SUFFIXES
-        _check_text_file(path, "TSV" if tsv else "CSV")
-        stats.bytes_total = path.stat().st_size
-        documents = _csv_documents(path, stats, tsv)
-        if count > 1:
-            documents = iter(_part(list(documents), index, count))
-        return "tsv" if tsv else "csv", stats, documents
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        _check_text_file(path, "JSONL")
-        start, end = _share_bounds(path, index, count)
-        stats.bytes_total = end - start
-        return "jsonl", stats, _jsonl_documents(path, stats, start, end, jsonl_format(path))
-    if path.suffix.lower() == ".parquet":
-        stats.bytes_total = path.stat().st_size
-        return "parquet", stats, _parquet_documents(path, stats, share)
-    if is_fasttext_file(path):
-        start, end = _share_bounds(path, index, count)
-        stats.bytes_total = end - start
-        return "fasttext", stats, _fasttext_documents(path, stats, start, end)
-    kind = f"unknown type '{path.suffix}'" if path.suffix else "no known type (no suffix, no \"__label__\" first line)"
-    if FASTTEXT_LABEL_PREFIX.encode() in _file_head(path) and not is_binary(_file_head(path)):
-        raise CorpusError(
-            f"corpus path '{path}' reads as fastText's format but its first line holds no "
-            f"\"{FASTTEXT_LABEL_PREFIX}\": give every line a \"{FASTTEXT_LABEL_PREFIX}<label>\" (or remove the "
-            "first line if it is a header)"
-        )
-    if _first_line_has_tab(path):  # e.g. Reuters R8/R52's "r8-train-all-terms.txt": label, a tab, the text
-        raise CorpusError(
-            f"corpus path '{path}' is a file of {kind}: its lines hold tabs; if each is a label, a tab "
-            f"and its text, name the file .tsv (e.g. '{path.with_suffix('.tsv').name}')"
-        )
-    raise CorpusError(f"corpus path '{path}' is a file of {kind}: {FORMAT_HINT}")
-
-
-def _first_line_has_tab(path: Path) -> bool:
-    """Whether the file's first line (within its first BINARY_SNIFF_BYTES) holds a tab."""
-    return b"\t" in _file_head(path).split(b"\n", 1)[0]
+    return fmt, stats, fmt.documents(path, int(max_file_mb * 1024 * 1024), stats, share)
 
 
 # read_corpus's on_progress is called once per this many documents read (and once at the end).
@@ -149,6 +95,7 @@ def read_corpus(
     share: tuple[int, int] = (0, 1),
     pool: "WorkerPool | None" = None,
     keep_texts: bool = True,
+    fmt: CorpusFormat | None = None,
 ) -> Corpus:
     """Read a corpus in any supported format and check it can be trained on (>= 2 labels, none empty).
     on_progress(documents read, stats) every PROGRESS_DOCUMENTS documents and at the end: stats.bytes_read of
@@ -156,11 +103,11 @@ def read_corpus(
     caller checks the union of the shares; the part's empty label folders are in Corpus.empty_labels.
     pool: parse a large file of one document a line in its workers (parallel_read); the same Corpus.
     keep_texts=False: such a file's texts stay in it (Corpus.texts is a FileTexts; a Parquet file's and other
-    corpora's are read whole)."""
-    check_corpus_path(Path(path))
-    if pool is not None and pool.processes > 1 and share == (0, 1) and parallel_read(path):
-        return _read_lines_in_workers(Path(path), line_format(Path(path)), max_file_mb, on_progress, pool, keep_texts)
-    fmt, stats, documents = open_documents(path, max_file_mb, share)
+    corpora's are read whole). fmt: the corpus's format where the caller decided it (corpus_format)."""
+    fmt = fmt or corpus_format(path)
+    if pool is not None and pool.processes > 1 and share == (0, 1) and parallel_read(path, fmt):
+        return _read_lines_in_workers(Path(path), fmt, max_file_mb, on_progress, pool, keep_texts)
+    fmt, stats, documents = open_documents(path, max_file_mb, share, fmt)
     labels, texts, fingerprint = [], [], Fingerprint()
     # (A file read here is read a line at a time, telling its progress every PROGRESS_DOCUMENTS documents; pyarrow's
     # parse, _read_share_arrow, would save ~50 ms of news4's 20 MB and tell nothing until its end.)
@@ -176,7 +123,7 @@ def read_corpus(
         texts,
         labels,
         str(path),
-        fmt,
+        fmt.kind,
         {k: v for k, v in stats.skipped.items() if v},
         stats.non_utf8,
         fingerprint=fingerprint.hexdigest(),
@@ -184,24 +131,19 @@ def read_corpus(
     )
     if share[1] == 1:
         check_usable(str(path), labels, stats.skipped, stats.empty_labels)
-        check_table_labels(str(path), fmt, labels)
+        fmt.check_labels(str(path), labels)
     return corpus
 
 
-def parallel_read(path: str | Path) -> bool:
+def parallel_read(path: str | Path, fmt: CorpusFormat) -> bool:
     """Whether read_corpus(path, pool=...) parses the file in the pool's workers (given more than one): a file of
-    one document a line (line_format) of at least PARALLEL_READ_BYTES. Parsing JSON a line at a time in one
-    process read a million documents (1.2 GB) at ~80 MB/s on the H100 machine, and a CSV, fastText or Parquet file
-    of them took 7-14 s on the H200 machine (BENCHMARKS.md, "A million documents in each format"); each worker
-    parses its share of the bytes (the lines that start in it, as several processes' shares do) and sends back
-    its labels and texts, or where each text's line starts (a Parquet file of two row groups or more: a share of
-    whole row groups each, and the rows of its texts)."""
+    at least PARALLEL_READ_BYTES that its format lets workers read a share each (a file of one document a line; a
+    Parquet file of two row groups or more). Parsing JSON a line at a time in one process is slow for a file of
+    millions of documents (BENCHMARKS.md, "A million documents in each format"); each worker parses its share (the
+    lines that start in its bytes, as several processes' shares do; or whole row groups) and sends back its labels
+    and texts, or where each text stands. fmt: the corpus's format (corpus_format)."""
     path = Path(path)
-    if not path.is_file() or path.stat().st_size < PARALLEL_READ_BYTES:
-        return False
-    if path.suffix.lower() == ".parquet":  # its shares are whole row groups: one group is read by one reader
-        return open_parquet(path).num_row_groups >= 2
-    return line_format(path) is not None
+    return path.is_file() and path.stat().st_size >= PARALLEL_READ_BYTES and fmt.most_shares(path) >= 2
 
 
 def _share_count(path: Path, pool: "WorkerPool") -> int:
@@ -213,20 +155,16 @@ def _share_count(path: Path, pool: "WorkerPool") -> int:
 
 
 def _read_lines_in_workers(
-    path: Path, fmt: LineFormat, max_file_mb: float, on_progress, pool: "WorkerPool", keep_texts: bool = True
+    path: Path, fmt: CorpusFormat, max_file_mb: float, on_progress, pool: "WorkerPool", keep_texts: bool = True
 ) -> Corpus:
     """read_corpus of a file of one document a line (or a row), its shares parsed in the pool's workers and joined in
     order as they arrive: the documents one reader sees, in its order, so the same fingerprint. Without keep_texts
     the texts stay in the file (Corpus.texts is a FileTexts). Where a share cannot be parsed, or a CSV's quoted field
     holds a line break (its lines are not its rows), or nothing usable is found, this process reads the file itself:
     the same corpus, or the error naming the line from the top of the file."""
-    if fmt.kind != "parquet":
-        _check_text_file(path, {"jsonl": "JSONL", "fasttext": "fastText"}.get(fmt.kind, fmt.kind.upper()))
     status = path.stat()
     stats = ReadStats(bytes_total=status.st_size)
-    count = _share_count(path, pool)
-    if fmt.kind == "parquet":  # whole row groups a share
-        count = min(count, open_parquet(path).num_row_groups)
+    count = min(_share_count(path, pool), fmt.most_shares(path))
     labels, texts, offsets, fingerprint, first_rows = [], [], [], Fingerprint(), [0]
     try:
         for part_labels, texts_or_offsets, digests, skipped, non_utf8, bytes_read in pool.imap(
@@ -245,11 +183,11 @@ def _read_lines_in_workers(
             if on_progress is not None:
                 on_progress(len(labels), stats)
     except (CorpusError, LineBreakInField):
-        return read_corpus(path, max_file_mb, on_progress)
+        return read_corpus(path, max_file_mb, on_progress, fmt=fmt)
     if not labels:
-        return read_corpus(path, max_file_mb, on_progress)
+        return read_corpus(path, max_file_mb, on_progress, fmt=fmt)
     check_usable(str(path), labels, stats.skipped, stats.empty_labels)
-    check_table_labels(str(path), fmt.kind, labels)
+    fmt.check_labels(str(path), labels)
     left = (
         None
         if keep_texts

@@ -15,10 +15,9 @@ import pyarrow.json as pa_json
 
 from pipelines.errors import CorpusError
 from pipelines.fingerprint import _label_hash, document_digest
-from pipelines.formats.base import LineFormat, ReadStats
+from pipelines.formats.base import CorpusFormat, ReadStats, byte_share
+from pipelines.formats.jsonl import JsonlFormat
 from pipelines.formats.records import class_name
-from pipelines.formats.lines import _placed_line_documents, _text_at
-from pipelines.formats.parquet import _placed_parquet_documents, parquet_texts
 
 if TYPE_CHECKING:
     from pipelines.workers import WorkerPool
@@ -28,38 +27,20 @@ FETCH_GROUPS_PER_WORKER = 4
 
 
 def _read_share(
-    index: int, path: str, count: int, keep_texts: bool, fmt: LineFormat
+    index: int, path: str, count: int, keep_texts: bool, fmt: CorpusFormat
 ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
     """A worker's part of _read_lines_in_workers: share `index` of `count` -> (labels, texts or, without
-    keep_texts, the byte offsets their lines start at (documents,) int64, the documents' digests joined, skipped,
-    non_utf8, bytes read). A JSONL share is parsed by pyarrow where it can be (_read_share_arrow)."""
+    keep_texts, their places (documents,) int64: the bytes their lines start at, or a Parquet file's rows), the
+    documents' digests joined, skipped, non_utf8, bytes read). A JSONL share is parsed by pyarrow where it can be
+    (_read_share_arrow)."""
     if not 0 <= index < count:
         raise ValueError(f"share {index} of {count}")
-    if fmt.kind == "parquet":
-        return _read_parquet_share(path, index, count, keep_texts, fmt)
-    start, end = _share_bounds(path, index, count)
-    parsed = _read_share_arrow(path, start, end, keep_texts, fmt) if fmt.kind == "jsonl" else None
-    return _read_share_lines(path, start, end, keep_texts, ReadStats(), fmt) if parsed is None else parsed
-
-
-def _read_parquet_share(
-    path: str, index: int, count: int, keep_texts: bool, fmt: LineFormat
-) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
-    """_read_share of a Parquet file's row groups share `index` of `count`: its texts, or without keep_texts the
-    rows they are in (documents,) int64."""
+    if isinstance(fmt, JsonlFormat):
+        parsed = _read_share_arrow(path, *byte_share(path, index, count), keep_texts, fmt)
+        if parsed is not None:
+            return parsed
     stats = ReadStats()
-    size = Path(path).stat().st_size
-    stats.bytes_read = size * (index + 1) // count - size * index // count
-    return _collected_share(
-        _placed_parquet_documents(fmt, Path(path), stats, (index, count), by_groups=True), keep_texts, stats
-    )
-
-
-def _read_share_lines(
-    path: str, start: int, end: int, keep_texts: bool, stats: ReadStats, fmt: LineFormat
-) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int]:
-    """_read_share of the lines that start in bytes [start, end), a line at a time."""
-    return _collected_share(_placed_line_documents(fmt, Path(path), stats, start, end), keep_texts, stats)
+    return _collected_share(fmt.share_documents(Path(path), stats, index, count), keep_texts, stats)
 
 
 def _collected_share(
@@ -93,17 +74,16 @@ _KEPT_BY_STRIP = bytes(1 if byte < 128 and not chr(byte).isspace() else 0 for by
 
 # Over 80 lines as formatted: pyarrow's parse and each check that hands the share back to the line reader.
 def _read_share_arrow(
-    path: str, start: int, end: int, keep_texts: bool, fmt: "LineFormat | None" = None
+    path: str, start: int, end: int, keep_texts: bool, fmt: JsonlFormat = JsonlFormat()
 ) -> tuple[list[str], list[str] | np.ndarray, bytes, dict[str, int], int, int] | None:
     """_read_share of the lines that start in bytes [start, end), parsed by pyarrow's JSON reader (compiled: a 14
-    MB share of synthetic posts in ~50 ms on one core, where _read_share_lines took ~85 ms); the same labels,
-    offsets or texts, digests, skip counts and bytes. None (then _read_share_lines reads the share, and words any
+    MB share of synthetic posts in ~50 ms on one core, where reading it a line at a time took ~85 ms); the same labels,
+    offsets or texts, digests, skip counts and bytes. None (then the share is read a line at a time, which words any
     error) where that is not sure: a share that is not UTF-8, a line pyarrow refuses (not JSON, a key
     twice, an unpaired surrogate escape), a text or label that is missing or null, a text that is not a string,
     labels that are not all strings or all integers (a fraction or a boolean goes a line at a time, where
     records.label_value formats or refuses it), a label the record contract refuses, a count of lines that differs
     from pyarrow's rows, or texts under several keys (fmt.text_keys: read a line at a time, where they are joined)."""
-    fmt = fmt or LineFormat("jsonl")
     data, position = _share_data(path, start, end)
     if not data or len(fmt.text_keys) != 1:
         return None
@@ -228,7 +208,7 @@ class FileTexts:
     # stamp and the shares' rows decide it (and an array has no truth value or hash of its own).
     offsets: np.ndarray = field(repr=False, compare=False)
     stamp: tuple[int, int] = (0, 0)  # the file's (size, mtime_ns) when it was read
-    format: LineFormat = LineFormat("jsonl")  # how its lines are documents
+    format: CorpusFormat = JsonlFormat()  # how its lines (or rows) are documents
 
     @property
     def shares(self) -> int:
@@ -262,15 +242,8 @@ class FileTexts:
         """The texts of these rows, in this order, as a sequence that reads them when iterated (LineTexts)."""
         self._check_unchanged()
         rows = np.asarray(rows, dtype=np.int64)
-        if self.format.kind == "parquet":  # a row's bytes: the file's share of a document (what sizes a chunk)
-            return LineTexts(
-                str(self.path),
-                self.offsets[rows],
-                np.full(len(rows), max(1, self.stamp[0] // max(1, len(self))), np.int64),
-                self.format,
-            )
-        ends = np.append(self.offsets[1:], self.stamp[0])  # a line's end: the next document's start at most
-        return LineTexts(str(self.path), self.offsets[rows], ends[rows] - self.offsets[rows], self.format)
+        sizes = self.format.place_sizes(self.offsets, self.stamp[0])
+        return LineTexts(str(self.path), self.offsets[rows], sizes[rows], self.format)
 
     def map_shares(
         self,
@@ -326,14 +299,10 @@ class FetchedTexts(Sequence):
         return self.texts[row]
 
 
-def _share_texts(index: int, path: str, count: int, fmt: LineFormat) -> list[str]:
-    """The texts of the documents whose lines start in byte share `index` of `count` (of a Parquet file: in its
-    row groups' share), as reading found them."""
-    if fmt.kind == "parquet":
-        documents = _placed_parquet_documents(fmt, Path(path), ReadStats(), (index, count), by_groups=True)
-    else:
-        documents = _placed_line_documents(fmt, Path(path), ReadStats(), *_share_bounds(path, index, count))
-    return [text for _, _, text in documents]
+def _share_texts(index: int, path: str, count: int, fmt: CorpusFormat) -> list[str]:
+    """The texts of the documents of a worker's share `index` of `count` (CorpusFormat.share_documents), as reading
+    found them."""
+    return [text for _, _, text in fmt.share_documents(Path(path), ReadStats(), index, count)]
 
 
 class LineTexts(Sequence):
@@ -342,7 +311,7 @@ class LineTexts(Sequence):
     a document): a fit sample sent to the workers in chunks is read there, where sending its texts cost the parent
     pickling and writing them after reading them (200,000 documents of a million: ~230 MB each way)."""
 
-    def __init__(self, path: str, offsets: np.ndarray, line_bytes: np.ndarray, fmt: LineFormat = LineFormat("jsonl")):
+    def __init__(self, path: str, offsets: np.ndarray, line_bytes: np.ndarray, fmt: CorpusFormat = JsonlFormat()):
         self.path, self.offsets, self.line_bytes, self.format = path, offsets, line_bytes, fmt
 
     def __len__(self) -> int:
@@ -351,18 +320,10 @@ class LineTexts(Sequence):
     def __getitem__(self, index):
         if isinstance(index, slice):
             return LineTexts(self.path, self.offsets[index], self.line_bytes[index], self.format)
-        if self.format.kind == "parquet":
-            return parquet_texts(self.path, self.format, self.offsets[index : index + 1])[0]
-        with open(self.path, "rb") as handle:
-            return _text_at(handle, int(self.offsets[index]), self.format)
+        return next(self.format.texts_at(Path(self.path), self.offsets[index : index + 1]))
 
     def __iter__(self) -> Iterator[str]:
-        if self.format.kind == "parquet":  # (a row group is decoded whole: the rows of each at once)
-            yield from parquet_texts(self.path, self.format, self.offsets)
-            return
-        with open(self.path, "rb") as handle:
-            for offset in self.offsets:
-                yield _text_at(handle, int(offset), self.format)
+        return self.format.texts_at(Path(self.path), self.offsets)
 
     def characters(self) -> int:
         """About the texts' characters, from their lines' bytes (the JSON around them included), without reading
@@ -387,7 +348,7 @@ def _share_apply(
     item: int | tuple[int, object],
     path: str,
     count: int,
-    fmt: LineFormat,
+    fmt: CorpusFormat,
     fn: Callable,
     args: tuple,
     first_rows: list[int] | None = None,
@@ -397,20 +358,12 @@ def _share_apply(
     index, own = (item, ()) if isinstance(item, int) else (item[0], (item[1],))
     texts = None
     if first_rows is not None:
-        texts = share_texts_arrow(
-            path, *_share_bounds(path, index, count), first_rows[index + 1] - first_rows[index], fmt
-        )
+        texts = share_texts_arrow(path, *byte_share(path, index, count), first_rows[index + 1] - first_rows[index], fmt)
     return fn(_share_texts(index, path, count, fmt) if texts is None else texts, *own, *args)
 
 
-def _share_bounds(path: str | Path, index: int, count: int) -> tuple[int, int]:
-    """Share `index` of `count` of a JSONL file: the bytes [start, end) its lines start in."""
-    size = Path(path).stat().st_size
-    return size * index // count, size * (index + 1) // count
-
-
 def share_texts_arrow(
-    path: str, start: int, end: int, documents: int, fmt: "LineFormat | None" = None
+    path: str, start: int, end: int, documents: int, fmt: JsonlFormat = JsonlFormat()
 ) -> pa.Array | None:
     """The texts of the JSONL lines that start in bytes [start, end) of a file that reading found to hold
     `documents` documents there, as one pyarrow large_string array (_arrow_texts); None where pyarrow's parse is
@@ -419,7 +372,7 @@ def share_texts_arrow(
     return _arrow_texts(data, documents, fmt) if data else None
 
 
-def _arrow_texts(data: bytes, documents: int, fmt: "LineFormat | None" = None) -> pa.Array | None:
+def _arrow_texts(data: bytes, documents: int, fmt: JsonlFormat = JsonlFormat()) -> pa.Array | None:
     """JSONL lines of a file that reading found to hold `documents` documents -> their texts as one pyarrow
     large_string array, parsed by pyarrow's JSON reader (compiled, no Python object per document: a 14 MB share
     of synthetic posts in ~21 ms on one core, where Python's json took ~69 ms a line at a time); None where it
@@ -428,7 +381,6 @@ def _arrow_texts(data: bytes, documents: int, fmt: "LineFormat | None" = None) -
     another number of documents (a line that reading skipped: an empty text or label). Every line parsed as JSON
     when the file was read (its callers check that the file is unchanged since), so the lines pyarrow takes hold
     the same strings."""
-    fmt = fmt or LineFormat("jsonl")
     if len(fmt.text_keys) != 1:  # (joined a line at a time)
         return None
     table = _parse_jsonl(data, **{fmt.text_keys[0]: pa.large_string()})

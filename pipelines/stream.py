@@ -31,7 +31,6 @@ from sklearn.feature_extraction.text import HashingVectorizer
 from pipelines.corpus import check_usable, open_documents
 from pipelines.fingerprint import Fingerprint
 from pipelines.formats.base import ReadStats
-from pipelines.formats.table import check_table_labels
 from pipelines.vectorize import WordSettings, Vectorizer, hashing_counter
 from pipelines.vectorize.weights import _weight
 
@@ -107,8 +106,8 @@ def hash_corpus(
     if failure:
         raise failure[0]
     check_usable(str(path), labels, stats.skipped, stats.empty_labels)
-    check_table_labels(str(path), fmt, labels)
-    return HashedCorpus(str(path), fmt, stats, labels, _join(parts, settings.features), fingerprint.hexdigest())
+    fmt.check_labels(str(path), labels)
+    return HashedCorpus(str(path), fmt.kind, stats, labels, _join(parts, settings.features), fingerprint.hexdigest())
 
 
 def _join(parts: list, n_features: int) -> sp.csr_matrix:

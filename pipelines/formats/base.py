@@ -1,12 +1,15 @@
-"""What every corpus format shares: the skip counts (ReadStats), a line-file's format decided once (LineFormat),
-the column names a table's header or a JSONL record may give, and reading a file's lines with their offsets."""
+"""What every corpus format shares: the skip counts (ReadStats), the interface of a format decided once
+(CorpusFormat), the column names a table's header or a JSONL record may give, and reading a file's lines with their
+offsets."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
+
+import numpy as np
 
 from pipelines.documents import BINARY_SNIFF_BYTES, decode_text, is_binary
 from pipelines.errors import CorpusError
@@ -86,22 +89,45 @@ def _part(items: list, index: int, count: int) -> list:
     return items[len(items) * index // count : len(items) * (index + 1) // count]
 
 
-@dataclass(frozen=True)
-class LineFormat:
-    """How the lines of a file of one document a line are documents (line_format): JSONL, fastText's format, or a
-    CSV or TSV file as _csv_documents reads it, its first row's reading decided once for every share; or how a
-    Parquet file's rows are (parquet_format: its workers' shares are row groups, not bytes)."""
+class CorpusFormat:
+    """How a corpus's documents are read, decided once from its path (pipelines/formats/detect.py, corpus_format:
+    a folder's, a table's header, a JSONL file's keys, a Parquet file's columns) and carried out by every reader of
+    it: this process's, a share's and a worker's. Instances are frozen and picklable: workers are handed one."""
 
-    kind: str  # "jsonl", "fasttext", "csv", "tsv" or "parquet"
-    label_column: int = 0  # a table's
-    text_columns: tuple[int, ...] | None = None  # a table's; None: every column after the label's
-    escapes: bool = False  # a table's line breaks written as "\\n" (newline_escapes)
-    header_bytes: int = 0  # a table's header row: the bytes of its first line, not a document
-    class_names: tuple[str, ...] | None = None  # a Parquet label column's ClassLabel names (class_label_names)
-    text_keys: tuple[str, ...] = ("text",)  # a JSONL file's text keys (jsonl_format), joined where several
-    label_key: str = "label"  # a JSONL file's label key
-    label_separator: str | None = None  # a table's label cells hold several labels split by this (MULTI_LABEL_COLUMNS)
-    header_width: int = 0  # a table's header's cells (0: no header): a row's cells past them are counted, unread
+    kind = ""  # "folder", "csv", "tsv", "jsonl", "fasttext" or "parquet" (Corpus.format)
+
+    def documents(
+        self, path: Path, max_bytes: int, stats: ReadStats, share: tuple[int, int]
+    ) -> Iterator[tuple[str, str]]:
+        """(label, text) of each document of share (index, count), in the order one reader of the whole corpus
+        reads them (pipelines/corpus.py says what a share holds); stats filled in as they are read."""
+        raise NotImplementedError
+
+    def most_shares(self, path: Path) -> int:
+        """How many shares worker processes may parse the file in, a share each (1: one reader reads it)."""
+        return 1
+
+    def share_documents(self, path: Path, stats: ReadStats, index: int, count: int) -> Iterator[tuple[int, str, str]]:
+        """A worker's share `index` of `count`: (place, label, text) of each document, its place what texts_at
+        takes back (a line's byte offset, a row)."""
+        raise NotImplementedError
+
+    def texts_at(self, path: Path, places: np.ndarray) -> Iterator[str]:
+        """The texts of the documents at these places (share_documents'), in this order, as reading found them."""
+        raise NotImplementedError
+
+    def place_sizes(self, places: np.ndarray, file_size: int) -> np.ndarray:
+        """About the bytes of each document at these places (all of them, in order): what sizes a chunk."""
+        return np.diff(np.append(places, file_size))
+
+    def check_labels(self, source: str, labels: Sequence[str]) -> None:
+        """Refuse labels that this format's reading may have taken from the wrong place (the table's)."""
+
+
+def byte_share(path: str | Path, index: int, count: int) -> tuple[int, int]:
+    """Share `index` of `count` of a file of one document a line: the bytes [start, end) its lines start in."""
+    size = Path(path).stat().st_size
+    return size * index // count, size * (index + 1) // count
 
 
 class LineBreakInField(Exception):

@@ -6,10 +6,13 @@ and counted (fastText skips it too)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from pipelines.documents import is_binary
-from pipelines.formats.base import ReadStats, _file_head
+from pipelines.formats.base import ReadStats, _file_head, _placed_lines
+from pipelines.formats.lines import LinesFormat
 from pipelines.formats.records import class_name
 from pipelines.labels import joined
 
@@ -53,3 +56,23 @@ def _fasttext_document(line: str, stats: ReadStats, where: str, number: int) -> 
     else:
         return joined(labels), text
     return None
+
+
+@dataclass(frozen=True)
+class FastTextFormat(LinesFormat):
+    """fastText's format (the module's docstring): nothing to decide beyond the file's being one."""
+
+    kind = "fasttext"
+    name = "fastText"
+
+    def placed_documents(
+        self, path: Path, stats: ReadStats, start: int = 0, end: int | None = None
+    ) -> Iterator[tuple[int, str, str]]:
+        where = self.where(path, start)
+        for number, (offset, line) in enumerate(_placed_lines(path, stats, start, end), 1):
+            document = _fasttext_document(line, stats, where, number)
+            if document is not None:
+                yield offset, *document
+
+    def line_text(self, line: str) -> str:
+        return fasttext_line(line)[1]

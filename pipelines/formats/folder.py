@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import stat
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -13,8 +14,20 @@ from pipelines.confine import outside
 from pipelines.confine import root as confine_root
 from pipelines.documents import classify_file
 from pipelines.errors import CorpusError
-from pipelines.formats.base import FORMAT_HINT, ReadStats, _part
+from pipelines.formats.base import FORMAT_HINT, CorpusFormat, ReadStats, _part
 from pipelines.formats.records import class_name
+
+
+@dataclass(frozen=True)
+class FolderFormat(CorpusFormat):
+    """A folder of label folders: share i of n reads files [i N / n, (i + 1) N / n) of its N (names listed first)."""
+
+    kind = "folder"
+
+    def documents(
+        self, path: Path, max_bytes: int, stats: ReadStats, share: tuple[int, int]
+    ) -> Iterator[tuple[str, str]]:
+        return _folder_documents(path, max_bytes, stats, share)
 
 
 def _folder_documents(

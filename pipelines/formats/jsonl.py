@@ -5,16 +5,42 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from pipelines.documents import decode_text
 from pipelines.errors import CorpusError
-from pipelines.formats.base import LABEL_COLUMNS, TEXT_COLUMNS, LineFormat, ReadStats, _placed_lines
+from pipelines.formats.base import LABEL_COLUMNS, TEXT_COLUMNS, ReadStats, _check_text_file, _placed_lines
+from pipelines.formats.lines import LinesFormat
 from pipelines.formats.records import joined_texts, label_value, skip_reason, text_value
 
 
-def jsonl_format(path: Path) -> "LineFormat":
+@dataclass(frozen=True)
+class JsonlFormat(LinesFormat):
+    """A JSONL corpus's keys (jsonl_format), decided once for every share."""
+
+    text_keys: tuple[str, ...] = ("text",)  # joined where several
+    label_key: str = "label"
+
+    kind = "jsonl"
+    name = "JSONL"
+
+    @classmethod
+    def of(cls, path: Path) -> "JsonlFormat":
+        _check_text_file(path, cls.name)
+        return jsonl_format(path)
+
+    def placed_documents(
+        self, path: Path, stats: ReadStats, start: int = 0, end: int | None = None
+    ) -> Iterator[tuple[int, str, str]]:
+        return _placed_jsonl_documents(path, stats, start, end, self)
+
+    def line_text(self, line: str) -> str:
+        return record_text(json.loads(line), self.text_keys)
+
+
+def jsonl_format(path: Path) -> JsonlFormat:
     """A JSONL corpus's keys, from its first record, as a table's header names its columns: "text" and "label",
     else the first key LABEL_COLUMNS names as the label and the keys TEXT_COLUMNS names as the text, joined in the
     record's order (GLUE's {"idx", "sentence", "label"}; DBpedia's {"label", "title", "content"} as Hugging Face
@@ -30,14 +56,14 @@ def jsonl_format(path: Path) -> "LineFormat":
                     pass
                 break
     if not isinstance(record, dict):
-        return LineFormat("jsonl")
+        return JsonlFormat()
     keys = [key for key in record if isinstance(key, str)]
     label = (
         "label"
         if "label" in record
         else next((key for name in LABEL_COLUMNS for key in keys if key.lower() == name), "label")
     )
-    return LineFormat("jsonl", text_keys=record_text_keys(record) or ("text",), label_key=label)
+    return JsonlFormat(record_text_keys(record) or ("text",), label)
 
 
 def record_text_keys(record: dict) -> tuple[str, ...]:
@@ -56,20 +82,13 @@ def record_text(record: dict, keys: tuple[str, ...], where: str = "JSONL record"
     return joined_texts({key: record.get(key) for key in keys}, where, number)
 
 
-def _jsonl_documents(
-    path: Path, stats: ReadStats, start: int = 0, end: int | None = None, fmt: "LineFormat | None" = None
-) -> Iterator[tuple[str, str]]:
-    return ((label, text) for _, label, text in _placed_jsonl_documents(path, stats, start, end, fmt))
-
-
 def _placed_jsonl_documents(
-    path: Path, stats: ReadStats, start: int = 0, end: int | None = None, fmt: "LineFormat | None" = None
+    path: Path, stats: ReadStats, start: int, end: int | None, fmt: JsonlFormat
 ) -> Iterator[tuple[int, str, str]]:
-    """_jsonl_documents, each as (the byte offset its line starts at, label, text); fmt: its keys (jsonl_format)."""
-    fmt = fmt or LineFormat("jsonl")
+    """(the byte offset its line starts at, label, text) of each document whose line starts in [start, end)."""
     text_keys, label_key = fmt.text_keys, fmt.label_key
     shape = "{" + ", ".join(f'"{key}": ...' for key in (*text_keys, label_key)) + "}"
-    where = f"JSONL corpus '{path}' line" if start == 0 else f"JSONL corpus '{path}' (from byte {start}) line"
+    where = fmt.where(path, start)
     for number, (offset, line) in enumerate(_placed_lines(path, stats, start, end), 1):
         if not line.strip():
             continue

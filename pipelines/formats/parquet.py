@@ -6,6 +6,7 @@ is text). An integer label column with Hugging Face's ClassLabel names in the fi
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -13,13 +14,49 @@ import numpy as np
 import pyarrow as pa
 
 from pipelines.errors import CorpusError
-from pipelines.formats.base import LABEL_COLUMNS, TEXT_COLUMNS, LineFormat, ReadStats
+from pipelines.formats.base import LABEL_COLUMNS, TEXT_COLUMNS, CorpusFormat, ReadStats
 from pipelines.formats.records import class_name, joined_texts, label_value, skip_reason, text_value
 from pipelines.formats.table import table_columns
 from pipelines.labels import joined
 
 
-def parquet_texts(path: str, fmt: LineFormat, rows: np.ndarray) -> list[str]:
+@dataclass(frozen=True)
+class ParquetFormat(CorpusFormat):
+    """A Parquet corpus's columns by name and its ClassLabel names (parquet_format), decided once for every share.
+    A worker's share is whole row groups (one group is decoded by one reader); a document's place is its row."""
+
+    label_column: int = 0
+    text_columns: tuple[int, ...] = ()
+    class_names: tuple[str, ...] | None = None  # the label column's ClassLabel names (class_label_names)
+
+    kind = "parquet"
+
+    @classmethod
+    def of(cls, path: Path) -> "ParquetFormat":
+        return parquet_format(path)
+
+    def documents(
+        self, path: Path, max_bytes: int, stats: ReadStats, share: tuple[int, int]
+    ) -> Iterator[tuple[str, str]]:
+        stats.bytes_total = path.stat().st_size
+        return _parquet_documents(self, path, stats, share)
+
+    def most_shares(self, path: Path) -> int:
+        return open_parquet(path).num_row_groups
+
+    def share_documents(self, path: Path, stats: ReadStats, index: int, count: int) -> Iterator[tuple[int, str, str]]:
+        size = path.stat().st_size
+        stats.bytes_read = size * (index + 1) // count - size * index // count
+        return _placed_parquet_documents(self, path, stats, (index, count), by_groups=True)
+
+    def texts_at(self, path: Path, places: np.ndarray) -> Iterator[str]:
+        return iter(parquet_texts(str(path), self, places))
+
+    def place_sizes(self, places: np.ndarray, file_size: int) -> np.ndarray:
+        return np.full(len(places), max(1, file_size // max(1, len(places))), np.int64)
+
+
+def parquet_texts(path: str, fmt: ParquetFormat, rows: np.ndarray) -> list[str]:
     """The texts of these rows of a Parquet corpus (rows that reading found to be documents), in this order, as
     reading found them: the row groups that hold them are decoded one at a time and only these rows kept."""
     parquet = open_parquet(Path(path))
@@ -105,23 +142,25 @@ def class_label_names(schema: pa.Schema, column: str) -> list[str] | None:
     return [str(name) for name in names] if isinstance(names, list) and names else None
 
 
-def _parquet_documents(path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1)) -> Iterator[tuple[str, str]]:
-    for _, label, text in _placed_parquet_documents(parquet_format(path), path, stats, share):
+def _parquet_documents(
+    fmt: ParquetFormat, path: Path, stats: ReadStats, share: tuple[int, int]
+) -> Iterator[tuple[str, str]]:
+    for _, label, text in _placed_parquet_documents(fmt, path, stats, share):
         yield label, text
     stats.bytes_read = stats.bytes_total
 
 
-def parquet_format(path: Path) -> "LineFormat":
+def parquet_format(path: Path) -> ParquetFormat:
     """How a Parquet corpus's rows are read (its columns by name, its ClassLabel names), decided once for every
     share."""
     schema = open_parquet(path).schema_arrow
     label_column, text_columns = parquet_columns(path, schema)
     names = class_label_names(schema, schema.names[label_column])
-    return LineFormat("parquet", label_column, tuple(text_columns), class_names=None if names is None else tuple(names))
+    return ParquetFormat(label_column, tuple(text_columns), None if names is None else tuple(names))
 
 
 def _placed_parquet_documents(
-    fmt: "LineFormat", path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1), by_groups: bool = False
+    fmt: ParquetFormat, path: Path, stats: ReadStats, share: tuple[int, int] = (0, 1), by_groups: bool = False
 ) -> Iterator[tuple[int, str, str]]:
     """(row, label, text) of each document of rows [i N / n, (i + 1) N / n) of a Parquet corpus's N (share (i, n));
     by_groups: of its row groups [i G / n, (i + 1) G / n) instead (so that no group is decoded by two shares). Only

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import csv
 import itertools
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from pipelines.documents import decode_text
 from pipelines.errors import CorpusError
 from pipelines.formats.base import (
     LABEL_COLUMNS,
@@ -21,15 +24,97 @@ from pipelines.formats.base import (
     TABLE_LABEL_SEPARATOR,
     TEXT_COLUMNS,
     LineBreakInField,
-    LineFormat,
     ReadStats,
+    _check_text_file,
     _decoded_lines,
+    _part,
+    _placed_lines,
 )
+from pipelines.formats.lines import LinesFormat
 from pipelines.formats.records import class_name, skip_reason
 from pipelines.labels import joined
 
 
-def _line_row(fmt: LineFormat, line: str, where: str, number: int) -> list[str]:
+@dataclass(frozen=True)
+class TableFormat(LinesFormat):
+    """A CSV or TSV file's reading, its first row's decided once for every share (of): which columns hold the label
+    and the text, how line breaks are written. One reader reads the file from the top (documents: a quoted field may
+    hold line breaks); workers read its lines as rows (placed_documents), and hand a share back where one is not."""
+
+    tsv: bool = False
+    label_column: int = 0
+    text_columns: tuple[int, ...] | None = None  # None: every column after the label's
+    escapes: bool = False  # line breaks written as "\\n" (newline_escapes)
+    header_bytes: int = 0  # a header row: the bytes of its first line, not a document
+    label_separator: str | None = None  # label cells hold several labels split by this (MULTI_LABEL_COLUMNS)
+    header_width: int = 0  # the header's cells (0: no header): a row's cells past them are counted, unread
+    first_line_parsed: bool = True  # False: the first line is not a row (workers do not read the file)
+
+    @property
+    def kind(self) -> str:
+        return "tsv" if self.tsv else "csv"
+
+    @property
+    def name(self) -> str:
+        return self.kind.upper()
+
+    @classmethod
+    def of(cls, path: Path) -> "TableFormat":
+        """A CSV or TSV file's reading, decided from its first TABLE_SNIFF_BYTES."""
+        tsv = path.suffix.lower() != ".csv"
+        _check_text_file(path, "TSV" if tsv else "CSV")
+        with path.open("rb") as handle:
+            head = handle.read(TABLE_SNIFF_BYTES)
+        first_line = head.split(b"\n", 1)[0] + b"\n"
+        try:
+            first = next(table_reader([decode_text(first_line)[0]], tsv), None)
+        except csv.Error:  # (one reader refuses it with its line number)
+            return cls(tsv, first_line_parsed=False)
+        columns = table_columns(first, where=f"corpus '{path}'") if first is not None else None
+        label_column, text_columns = columns if columns is not None else (0, None)
+        return cls(
+            tsv,
+            label_column,
+            None if text_columns is None else tuple(text_columns),
+            newline_escapes(head),
+            len(first_line) if columns is not None else 0,
+            _label_separator(first, columns),
+            len(first) if columns is not None else 0,
+        )
+
+    def documents(
+        self, path: Path, max_bytes: int, stats: ReadStats, share: tuple[int, int]
+    ) -> Iterator[tuple[str, str]]:
+        stats.bytes_total = path.stat().st_size
+        documents = _csv_documents(path, stats, self.tsv)
+        return iter(_part(list(documents), *share)) if share[1] > 1 else documents
+
+    def most_shares(self, path: Path) -> int:
+        return sys.maxsize if self.first_line_parsed else 1
+
+    def placed_documents(
+        self, path: Path, stats: ReadStats, start: int = 0, end: int | None = None
+    ) -> Iterator[tuple[int, str, str]]:
+        """A table line that is not a row of whole fields raises LineBreakInField (_line_row)."""
+        where = self.where(path, start)
+        for number, (offset, line) in enumerate(_placed_lines(path, stats, start, end), 1):
+            row = _line_row(self, line, where, number)  # (the header's line too: a field may open there)
+            if offset < self.header_bytes:
+                continue
+            document = _table_row_document(self, row, stats, where, number)
+            if document is not None:
+                yield offset, *document
+
+    def line_text(self, line: str) -> str:
+        row = next(table_reader([line], self.tsv))
+        columns = self.text_columns if self.text_columns is not None else range(1, len(row))
+        return table_text((row[i] for i in columns if i < len(row)), self.escapes)
+
+    def check_labels(self, source: str, labels: Sequence[str]) -> None:
+        check_table_labels(source, self.kind, labels)
+
+
+def _line_row(fmt: TableFormat, line: str, where: str, number: int) -> list[str]:
     """A CSV or TSV line's cells. A CSV line is parsed strictly: one that ends inside a quoted field (which then
     holds a line break, so the file's lines are not its rows) or that a strict reading refuses raises
     LineBreakInField, and the file is read by one reader from the top (_csv_documents), which words any error."""
@@ -40,7 +125,7 @@ def _line_row(fmt: LineFormat, line: str, where: str, number: int) -> list[str]:
 
 
 def _table_row_document(
-    fmt: LineFormat, row: list[str], stats: ReadStats, where: str = "table row", number: int = 0
+    fmt: TableFormat, row: list[str], stats: ReadStats, where: str = "table row", number: int = 0
 ) -> tuple[str, str] | None:
     """One row of a CSV or TSV file as _csv_documents reads it, or None (counted in stats); where, number: the
     row's place, for a label the record contract refuses."""

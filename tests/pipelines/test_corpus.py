@@ -615,6 +615,7 @@ def _line_files(folder, rows: list[tuple[str, str]]) -> dict:
 def test_fasttext_csv_and_tsv_files_read_in_workers_are_the_corpus_one_reader_sees(tmp_path, monkeypatch, name):
     from pipelines import corpus as corpus_module
     from pipelines.corpus import parallel_read
+    from pipelines.formats.detect import corpus_format
     from pipelines.shares import FileTexts
     from pipelines.workers import WorkerPool
 
@@ -624,7 +625,7 @@ def test_fasttext_csv_and_tsv_files_read_in_workers_are_the_corpus_one_reader_se
     assert len(alone) > 800 and (name != "yelp.csv" or "nword" not in " ".join(alone.texts))
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
     monkeypatch.setattr(corpus_module, "SHARE_BYTES", 2000)  # many shares of this small file
-    assert parallel_read(path)
+    assert parallel_read(path, corpus_format(path))
     with WorkerPool(2) as pool:
         parallel = read_corpus(path, pool=pool)
         assert (
@@ -665,11 +666,12 @@ def test_a_parquet_file_read_in_workers_is_the_corpus_one_reader_sees(tmp_path, 
     monkeypatch.setattr(corpus_module, "PARALLEL_READ_BYTES", 1000)
     monkeypatch.setattr(corpus_module, "SHARE_BYTES", 1000)
     from pipelines.corpus import parallel_read
+    from pipelines.formats.detect import corpus_format
 
-    assert parallel_read(path)
+    assert parallel_read(path, corpus_format(path))
     one_group = tmp_path / "one-group.parquet"
     pq.write_table(pq.read_table(path), one_group)
-    assert not parallel_read(one_group)  # its one row group is read by one reader
+    assert not parallel_read(one_group, corpus_format(one_group))  # its one row group is read by one reader
     with WorkerPool(2) as pool:
         parallel = read_corpus(path, pool=pool)
         assert (parallel.texts, parallel.labels, parallel.fingerprint, parallel.skipped, parallel.format) == (
@@ -799,6 +801,7 @@ def test_a_share_parsed_by_pyarrow_reads_as_a_line_at_a_time(tmp_path, case, kee
     labels, texts or line offsets, digests, skips and bytes; where it cannot be sure it gives None, and the line
     reader reads the share (None expected: never parsed by pyarrow; True: always; None in the table: either)."""
     from pipelines import shares as shares_module
+    from pipelines.formats.jsonl import JsonlFormat
 
     lines, by_arrow = PARSED_BY_ARROW[case]
     path = tmp_path / "share.jsonl"
@@ -809,9 +812,9 @@ def test_a_share_parsed_by_pyarrow_reads_as_a_line_at_a_time(tmp_path, case, kee
     if by_arrow is not None:
         assert (parsed is not None) == by_arrow
     if parsed is not None:
-        expected = shares_module._read_share_lines(
-            str(path), 5, path.stat().st_size, keep_texts, shares_module.ReadStats(), shares_module.LineFormat("jsonl")
-        )
+        stats = shares_module.ReadStats()
+        lines = JsonlFormat().placed_documents(path, stats, 5, path.stat().st_size)
+        expected = shares_module._collected_share(lines, keep_texts, stats)
         assert parsed[0] == expected[0] and parsed[2:] == expected[2:]
         assert parsed[1] == expected[1] if keep_texts else np.array_equal(parsed[1], expected[1])
     whole = shares_module._read_share_arrow(str(path), 0, path.stat().st_size, False)  # the BOM's line too
@@ -920,7 +923,7 @@ def test_a_missing_text_or_label_is_skipped_and_counted_by_reason_in_every_typed
 def test_a_rows_cells_past_its_tables_header_are_counted_by_both_readers(tmp_path, suffix, row):
     from pipelines.corpus import read_corpus
     from pipelines.formats.base import ReadStats
-    from pipelines.formats.lines import _placed_line_documents, line_format
+    from pipelines.formats.detect import corpus_format
 
     separator = "\t" if suffix == ".tsv" else ","
     path = tmp_path / f"c{suffix}"
@@ -928,5 +931,5 @@ def test_a_rows_cells_past_its_tables_header_are_counted_by_both_readers(tmp_pat
     corpus = read_corpus(path)  # one reader from the top
     assert corpus.texts == ["goal", "rain"] and corpus.skipped == {"cells_beyond_header": 2}
     stats = ReadStats()  # the line reader a share of a large file takes
-    documents = list(_placed_line_documents(line_format(path), path, stats))
+    documents = list(corpus_format(path).placed_documents(path, stats))
     assert [text for _, _, text in documents] == ["goal", "rain"] and stats.skipped == {"cells_beyond_header": 2}

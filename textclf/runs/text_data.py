@@ -18,6 +18,7 @@ import numpy as np
 
 from db import runs as run_queries
 from pipelines.corpus import Corpus, parallel_read, read_corpus
+from pipelines.formats.detect import corpus_format
 from pipelines.shares import FetchedTexts, FileTexts
 from pipelines import vector_cache
 from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
@@ -395,9 +396,11 @@ class _TfidfSteps:
             if isinstance(corpus_path, Corpus):
                 self.corpus = corpus_path
             else:
-                readers = self.forked(Path(corpus_path).stat().st_size // 100) if parallel_read(corpus_path) else None
+                fmt = corpus_format(corpus_path)
+                big = parallel_read(corpus_path, fmt)
+                readers = self.forked(Path(corpus_path).stat().st_size // 100) if big else None
                 self.corpus = read_corpus(
-                    corpus_path, settings.max_file_mb, self._read_progress, pool=readers, keep_texts=False
+                    corpus_path, settings.max_file_mb, self._read_progress, pool=readers, keep_texts=False, fmt=fmt
                 )
         return self.corpus
 
