@@ -198,7 +198,7 @@ def _v8_early_stopping(db: sqlite_utils.Database) -> None:
 
 
 def _v9_search_cache(db: sqlite_utils.Database) -> None:
-    # The model search's choices by what decides them (textclf/runs/search_cache.py: the training documents, the
+    # The model search's choices by what decides them (textclf/runs/search.py: the training documents, the
     # settings it starts from, the device, the versions): a run with the same key takes the recorded choice instead
     # of searching again. settings: JSON of the chosen Settings; summary: JSON of the search as its run recorded it.
     db["searches"].create({"key": str, "run_id": int, "created_at": str, "settings": str, "summary": str}, pk="key")

@@ -93,7 +93,7 @@ def read_corpus(
     max_file_mb: float = 10.0,
     on_progress: Callable[[int, ReadStats], None] | None = None,
     share: tuple[int, int] = (0, 1),
-    pool: "WorkerPool | None" = None,
+    pool: "WorkerPool | Callable[[], WorkerPool] | None" = None,
     keep_texts: bool = True,
     fmt: CorpusFormat | None = None,
 ) -> Corpus:
@@ -101,12 +101,15 @@ def read_corpus(
     on_progress(documents read, stats) every PROGRESS_DOCUMENTS documents and at the end: stats.bytes_read of
     stats.bytes_total for a file. share (index, count): read only that part (module docstring), unchecked: the
     caller checks the union of the shares; the part's empty label folders are in Corpus.empty_labels.
-    pool: parse a large file of one document a line in its workers (parallel_read); the same Corpus.
+    pool: parse a large file of one document a line in its workers (parallel_read); the same Corpus. A function
+    that forks them is called only where they are needed.
     keep_texts=False: such a file's texts stay in it (Corpus.texts is a FileTexts; a Parquet file's and other
     corpora's are read whole). fmt: the corpus's format where the caller decided it (corpus_format)."""
     fmt = fmt or corpus_format(path)
-    if pool is not None and pool.processes > 1 and share == (0, 1) and parallel_read(path, fmt):
-        return _read_lines_in_workers(Path(path), fmt, max_file_mb, on_progress, pool, keep_texts)
+    if pool is not None and share == (0, 1) and parallel_read(path, fmt):
+        pool = pool() if callable(pool) else pool
+        if pool.processes > 1:
+            return _read_lines_in_workers(Path(path), fmt, max_file_mb, on_progress, pool, keep_texts)
     fmt, stats, documents = open_documents(path, max_file_mb, share, fmt)
     labels, texts, fingerprint = [], [], Fingerprint()
     # (A file read here is read a line at a time, telling its progress every PROGRESS_DOCUMENTS documents; pyarrow's

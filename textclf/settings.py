@@ -431,7 +431,7 @@ class SearchSettings:
 
     # Model search (textclf/training/search/halving.py): "auto" chooses SEARCHED_FIELDS by validation on the training
     # documents (text MLP with the tfidf vectorizer; skipped below its minimum corpus size), or takes the choice
-    # recorded for the same documents, settings and device (textclf/runs/search_cache.py); "fresh" searches even
+    # recorded for the same documents, settings and device (textclf/runs/search.py); "fresh" searches even
     # then; "off" uses the values here as they are. search_steps: the work the search may spend, in network-steps
     # (0: the device's default, search.default_budget_steps), so the same corpus and seed choose alike on a busy or
     # an idle machine; search_budget: a wall-clock bound in seconds, only where the user asks for one (0: none;
@@ -454,7 +454,7 @@ class SearchSettings:
         "default --search-steps).",
     )
     # Seeds the search's folds, batches and candidate networks (the run's `seed` seeds the model it trains): runs that
-    # differ only in `seed` make the same choice, so a recorded search serves them all (runs/search_cache.py).
+    # differ only in `seed` make the same choice, so a recorded search serves them all (runs/search.py).
     search_seed: int = option(
         0,
         "Seed for the model search's folds and candidates (default {default}): runs that differ only in --seed share "

@@ -7,7 +7,7 @@ once per seed, one after another, timing each from submission until the job's mo
 corpora: each a corpus the daemon has not seen (its test file the test.jsonl beside it, if any). The first job pays for
 compilation,
 vectorization and the model search; a later job with the same seed (the same settings) finds the compiled
-programs in the daemon's memory, the search's choice recorded (textclf/runs/search_cache.py) and the vectors in
+programs in the daemon's memory, the search's choice recorded (textclf/runs/search.py) and the vectors in
 the vector cache (pipelines/vector_cache.py), which is what a user re-training on a corpus sees; one with another
 seed searches again (the seed decides the search's folds) in a warm process.
 """

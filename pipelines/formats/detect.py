@@ -9,7 +9,7 @@ from pathlib import Path
 from pipelines.documents import is_binary
 from pipelines.errors import CorpusError
 from pipelines.formats.base import FORMAT_HINT, CorpusFormat, _file_head
-from pipelines.formats.fasttext import FASTTEXT_LABEL_PREFIX, FastTextFormat, is_fasttext_file
+from pipelines.formats.fasttext import FASTTEXT_LABEL_PREFIX, FastTextFormat, is_fasttext_head
 from pipelines.formats.folder import FolderFormat, check_corpus_path
 from pipelines.formats.jsonl import JsonlFormat
 from pipelines.formats.parquet import ParquetFormat
@@ -36,15 +36,15 @@ def corpus_format(path: str | Path) -> CorpusFormat:
     chosen = FORMATS.get(path.suffix.lower())
     if chosen is not None:
         return chosen.of(path)
-    if is_fasttext_file(path):
-        return FastTextFormat()
-    raise CorpusError(_unknown_file(path))
-
-
-def _unknown_file(path: Path) -> str:
-    """Why a file of no known format is refused, and what to do."""
-    kind = f"unknown type '{path.suffix}'" if path.suffix else "no known type (no suffix, no \"__label__\" first line)"
     head = _file_head(path)
+    if is_fasttext_head(head):
+        return FastTextFormat()
+    raise CorpusError(_unknown_file(path, head))
+
+
+def _unknown_file(path: Path, head: bytes) -> str:
+    """Why a file of no known format (its first bytes: head) is refused, and what to do."""
+    kind = f"unknown type '{path.suffix}'" if path.suffix else "no known type (no suffix, no \"__label__\" first line)"
     if FASTTEXT_LABEL_PREFIX.encode() in head and not is_binary(head):
         return (
             f"corpus path '{path}' reads as fastText's format but its first line holds no "

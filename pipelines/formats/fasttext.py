@@ -22,7 +22,11 @@ FASTTEXT_LABEL_PREFIX = "__label__"
 def is_fasttext_file(path: str | Path) -> bool:
     """Whether a file is in fastText's format: text whose first non-blank line (within the first
     BINARY_SNIFF_BYTES) holds a word starting with "__label__", first or anywhere else, as fastText reads labels."""
-    head = _file_head(path)
+    return is_fasttext_head(_file_head(path))
+
+
+def is_fasttext_head(head: bytes) -> bool:
+    """is_fasttext_file of a file whose first BINARY_SNIFF_BYTES are head."""
     if is_binary(head):
         return False
     first = head.lstrip(b"\xef\xbb\xbf").lstrip().split(b"\n", 1)[0]

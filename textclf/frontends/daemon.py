@@ -110,15 +110,15 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
     pool: the daemon's vectorizing workers (None: the job starts its own)."""
     job_id = job["id"]
     checkpoint = Checkpointer(checkpoint_path(job_id), options.checkpoint_seconds)
-    ended = _resume_ending(db, job, options, checkpoint)
-    if ended is not None:
-        return ended
+    earlier = run_queries.runs_of_job(db, job_id)  # read once: how the job's earlier runs ended decides the rest
+    finished = [run for run in earlier if run["status"] == "finished"]
+    if finished:  # its daemon died while ending it: the ending finished from the records, never trained again
+        return _end_job(db, job, finished[-1], options, checkpoint)
     beat = _Heartbeat(options, job_id)
     beat.start()
     # A run of this job still marked running belongs to a daemon that died mid-job (the job was claimed again
     # because its heartbeat went stale; on this host reap_orphaned_runs may have ended it already): it ends
     # here, and the new run records the interrupted run it resumes.
-    earlier = run_queries.runs_of_job(db, job_id)
     for run in earlier:
         if run["status"] == "running":
             run_queries.end_run(
@@ -168,7 +168,7 @@ def _end_job(db, job: dict, run: dict, options: DaemonOptions, checkpoint: Check
     """After the job's run finished with its model file: publish it (or hold it back), record why on the run, end
     the job. Each step is one write that a later call skips where it was done (the decision is recorded on the run
     before the model moves), so a daemon killed anywhere in here is finished by the next one from the records
-    (_resume_ending), never by training again."""
+    (run_job), never by training again."""
     job_id, name = job["id"], job["name"]
     model_file = _model_folder(name) / f".job-{job_id}.textclf.npz"
     held = _model_folder(name) / f"held-job-{job_id}.textclf.npz"
@@ -231,13 +231,6 @@ def _hold(db, job_id: int, run_id: int, model_file: Path, held: Path, reason: st
     job_queue.finish(db, job_id, "held", run_id=run_id, error=reason)
     checkpoint.remove()
     return "held"
-
-
-def _resume_ending(db, job: dict, options: DaemonOptions, checkpoint: Checkpointer) -> str | None:
-    """A claimed job whose run already finished (its daemon died while ending it): the ending finished from the
-    records -> the job's status; None where no run of it finished (it trains)."""
-    finished = [run for run in run_queries.runs_of_job(db, job["id"]) if run["status"] == "finished"]
-    return _end_job(db, job, finished[-1], options, checkpoint) if finished else None
 
 
 def run_daemon(options: DaemonOptions, on_event: Callable[[str], None] | None = None) -> int:

@@ -31,6 +31,7 @@ class RunContext:
     rules: SearchRules
     plan_only: bool = False
     keep_files: bool = True  # a model file and the vector cache (False: the estimator's run, in memory)
+    source: str = ""  # the training corpus's name as the run records it (source_name)
 
     def record(self, **fields) -> None:
         """Write these fields of the run's row: every step records through here (the run's one recorder)."""

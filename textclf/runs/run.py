@@ -76,12 +76,14 @@ def train(
     # With several processes (textclf/training/parallel/processes.py) only process 0 records the run and writes the
     # model; the others keep their run record in a throwaway in-memory database so the code path stays the same.
     primary = is_primary()
-    db = open_db(run_db_path(db_path if primary else ":memory:"))
+    db_file = run_db_path(db_path if primary else ":memory:")
+    db = open_db(db_file)
     if out is not None and primary:
         reap_orphaned_runs(db)  # a dead run's claim on the same --out is no claim
+    source = source_name(corpus_path)
     run_id = run_queries.start_run(
         db,
-        corpus=source_name(corpus_path),
+        corpus=source,
         test_corpus=source_name(test_path) if test_path is not None else None,
         settings=settings.to_dict(),
         backend=settings.backend,
@@ -93,7 +95,7 @@ def train(
         model_path=str(out) if out is not None and primary else None,  # claimed while the run trains
     )
     # (An in-memory run database, the estimator's, is seen by no other process: no heartbeat for it.)
-    heartbeat = RunHeartbeat(run_db_path(db_path), run_id) if primary and str(db_path) != ":memory:" else None
+    heartbeat = RunHeartbeat(db_file, run_id) if primary and str(db_path) != ":memory:" else None
     # The heartbeat thread starts with the JAX warm-up, once the vectorizing workers are forked (a process with a
     # second thread starts fresh workers instead: pipelines/workers.py); the run row's heartbeat_at is set meanwhile.
     warmup = BackendWarmup(settings.backend, compile_cache_dir(), along=heartbeat.start if heartbeat else None)
@@ -110,6 +112,7 @@ def train(
         rules,
         plan_only,
         keep_files,
+        source,
     )
     try:
         result = _train_run(
@@ -189,7 +192,7 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
         # chose another count: the record says what ran.
         fitted.record["settings"] = fitted.settings.replace(epochs=ran).to_dict()
     run.record(**fitted.record)  # what the training decided, written once (as the start and the search were)
-    return _evaluated_and_saved(run, data, fitted, source_name(corpus_path), model_path, record_epoch)
+    return _evaluated_and_saved(run, data, fitted, run.source, model_path, record_epoch)
 
 
 def _stacked_backend(draft, settings: Settings, columns: int) -> str:

@@ -16,9 +16,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from db import runs as run_queries
-from pipelines.corpus import Corpus, parallel_read, read_corpus
-from pipelines.formats.detect import corpus_format
+from pipelines.corpus import Corpus, read_corpus
 from pipelines.shares import FetchedTexts, FileTexts
 from pipelines import vector_cache
 from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
@@ -30,11 +28,10 @@ from textclf.settings import Settings
 from textclf.errors import CorpusError
 from textclf.paths import vector_cache_dir
 from textclf.runs.context import RunContext
-from textclf.runs.search_cache import search_key
+from textclf.runs.search import run_search
 from textclf.runs.results import TrainEvent
-from textclf.training import expected_platform
 from textclf.training import Machine, TrainingPlan, draft_plan
-from textclf.training.search import SEVERAL_PROCESSES, SearchRules, SearchSummary, why_not_searched
+from textclf.training.search import SEVERAL_PROCESSES, SearchRules, SearchSummary
 
 
 def split_validation(labels: list[str], source: str, settings: Settings):
@@ -95,7 +92,7 @@ class TextData:
     non_utf8: int
     fingerprint: str
     search: SearchSummary | None = None  # what the model search ran and chose, or why it did not run
-    search_key: str | None = None  # what its choice is recorded under (textclf/runs/search_cache.py)
+    search_key: str | None = None  # what its choice is recorded under (textclf/runs/search.py)
     plan: TrainingPlan | None = None  # the draft plan, where vectorizing needed one of its decisions
     rows: object = None  # several processes: data_parallel.RowShare, the training documents each one holds
     read_documents: int | None = None  # training documents this process read (several processes: its share)
@@ -121,10 +118,11 @@ def resolved_multi_label(labels: list[str], settings: Settings, source: str) -> 
     return settings if settings.multi_label is not None else settings.replace(multi_label=found)
 
 
-def check_test_labels(test_labels, train_labels, test_source: str) -> None:
-    """A test corpus's labels must be the training corpus's. A multi-label one may hold labels no training document
-    has (rare labels of a tagged corpus): the model cannot predict them, and they count as missed."""
-    if is_multi_label(test_labels) or is_multi_label(train_labels):
+def check_test_labels(test_labels, train_labels, test_source: str, multi_label: bool) -> None:
+    """A test corpus's labels must be the training corpus's. A multi-label one (multi_label: the run's, decided
+    from the training corpus) may hold labels no training document has (rare labels of a tagged corpus): the model
+    cannot predict them, and they count as missed."""
+    if multi_label or is_multi_label(test_labels):
         return
     unknown = sorted(set(test_labels) - set(train_labels))
     if unknown:
@@ -149,16 +147,17 @@ def record_corpus(
     read: ReadCorpora,
     train_labels,
     eval_labels,
+    multi_label: bool,
     counts: tuple[int, int] | None = None,
     classes: list[str] | None = None,
 ) -> tuple[dict[str, int], list[str], str]:
     """Record what was read in the run row -> (skips by reason, the test's prefixed "test_"; classes; eval kind).
-    counts (training, held-out documents) and classes: every process's, where there are several."""
+    multi_label: the run's (resolved_multi_label). counts (training, held-out documents) and classes: every
+    process's, where there are several."""
     skipped = {k: v for k, v in read.skipped.items() if v}
     skipped.update({f"test_{k}": v for k, v in (read.test_skipped or {}).items() if v})
     has_test = read.test_skipped is not None
-    multi = is_multi_label(train_labels) or is_multi_label(eval_labels)
-    classes, eval_kind = classes or label_names(train_labels, multi), "test" if has_test else "validation"
+    classes, eval_kind = classes or label_names(train_labels, multi_label), "test" if has_test else "validation"
     n_train, n_eval = counts or (len(train_labels), len(eval_labels))
     run.record(
         corpus_format=read.format,
@@ -230,7 +229,7 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
     skipped, test_skipped = (_skips_added(shared, key) for key in ("skipped", "test_skipped"))
     check_usable(corpus.source, labels, skipped, empty)
     if has_test:
-        check_test_labels(set().union(*(map(str, part["test_labels"]) for part in shared)), labels, test.source)
+        check_test_labels(set().union(*(map(str, part["test_labels"]) for part in shared)), labels, test.source, False)
     search = SearchSummary.skip(SEVERAL_PROCESSES)  # (several processes read shares: why_not_searched's first rule)
     run.record(search=search.to_record())
     with ExitStack() as stack:
@@ -262,6 +261,7 @@ def shared_data(run: RunContext, corpus_path, test_path, settings) -> TextData:
         read,
         train_labels,
         eval_labels,
+        False,
         counts=(rows.total, sum(int(part["sizes"][1]) for part in shared)),
         classes=classes,
     )
@@ -306,21 +306,16 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
         settings = resolved_multi_label(corpus.labels, settings, corpus.source)
         train_labels, eval_labels = steps.split(corpus, test_path, settings)
         train_weights = steps.train_weights(corpus)
-        skipped = why_not_searched(searched_settings(settings), train_labels, expected_platform(), run.rules)
-        if skipped is None:
-            settings, search, search_key = run_search(
-                run,
-                steps.train_texts,
-                train_labels,
-                settings,
-                steps.forked(len(corpus.texts)),
-                corpus.fingerprint,
-                test_path is None,
-                train_weights,
-            )
-            return_freed_memory()  # the search's sample texts and matrices: ~0.8 GB at a million documents
-        else:
-            search, search_key = SearchSummary.skip(skipped), None
+        settings, search, search_key = run_search(
+            run,
+            steps.train_texts,
+            train_labels,
+            settings,
+            lambda: steps.forked(len(corpus.texts)),
+            corpus.fingerprint,
+            test_path is None,
+            train_weights,
+        )
         test = steps.read_test(test_path, corpus, settings)
         eval_labels = test.labels if test is not None else eval_labels
         non_utf8 = corpus.non_utf8 + (test.non_utf8 if test else 0)
@@ -331,7 +326,7 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
             (test.skipped or {}) if test is not None else None,
             non_utf8,
         )
-        skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels)
+        skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels, settings.multi_label)
         with run.phase("vectorize"):
             vectorizer, train_x, eval_x, cached = steps.vectorize(test, settings, eval_labels, classes, search)
     run.record(n_features=vectorizer.n_features, vectors_cached=cached)
@@ -396,11 +391,12 @@ class _TfidfSteps:
             if isinstance(corpus_path, Corpus):
                 self.corpus = corpus_path
             else:
-                fmt = corpus_format(corpus_path)
-                big = parallel_read(corpus_path, fmt)
-                readers = self.forked(Path(corpus_path).stat().st_size // 100) if big else None
                 self.corpus = read_corpus(
-                    corpus_path, settings.max_file_mb, self._read_progress, pool=readers, keep_texts=False, fmt=fmt
+                    corpus_path,
+                    settings.max_file_mb,
+                    self._read_progress,
+                    pool=lambda: self.forked(Path(corpus_path).stat().st_size // 100),
+                    keep_texts=False,
                 )
         return self.corpus
 
@@ -457,7 +453,7 @@ class _TfidfSteps:
             )
         if settings.multi_label and test.format == "folder":
             test.texts, test.labels = merged_documents(list(test.texts), test.labels)
-        check_test_labels(test.labels, corpus.labels, test.source)
+        check_test_labels(test.labels, corpus.labels, test.source, settings.multi_label)
         return test
 
     def vectorize(self, test, settings: Settings, eval_labels, classes, search) -> tuple:
@@ -531,89 +527,6 @@ class _TfidfSteps:
         return vectorizer, train_x, eval_x, on_device
 
 
-def run_search(
-    run: RunContext,
-    texts,
-    labels,
-    settings,
-    pool,
-    fingerprint: str,
-    validation_split: bool,
-    weights: np.ndarray | None = None,
-) -> tuple[Settings, SearchSummary, str | None]:
-    """Run the model search on the training documents, or take the choice recorded for the same documents,
-    settings and device (textclf/runs/search_cache.py; not with --search fresh); record its trials and choice;
-    texts(rows): the training texts of these rows (None: all), indexed by row (called only if the search runs).
-    -> (the chosen settings, the search's summary with its leaderboard (what the run records: a later update of
-    it, the rate choice's, keeps the leaderboard), the key its choice is recorded under)."""
-    db, run_id, phase, warmup, report = run.db, run.run_id, run.phase, run.warmup, run.report
-    searching = searched_settings(settings)
-    ahead = _search_ahead(run, texts, labels, searching, pool, weights)
-    with phase("warmup"):
-        run.backend_ready()
-    import jax  # after the warm-up thread's import
-
-    from textclf.training.search import SEARCH_FORMAT, search_settings, searched_rows
-
-    def on_round(done: int, total: int) -> None:
-        report(TrainEvent("search", done=done, total=total))
-
-    key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT, run.rules)
-    recorded = run_queries.find_search(db, key) if settings.search == "auto" else None
-    if recorded:
-        summary = SearchSummary.from_record(recorded["summary"])
-        summary.reused_from, summary.leaderboard = recorded["run_id"], summary.leaderboard or []
-        chosen = Settings.from_dict({**recorded["settings"], "search": settings.search, "seed": settings.seed})
-        run.record(search=summary.to_record(), settings=chosen.to_dict())
-        return chosen, summary, key
-    with phase("search"):
-        platform = jax.default_backend()
-        prepared = ahead if ahead is not None and ahead.platform == platform else None
-        searched = [] if prepared else texts(searched_rows(labels, searching, platform, run.rules))
-        result = search_settings(
-            searched, list(labels), searching, pool, platform, on_round, run.rules, prepared, weights
-        )
-    if result.trials:
-        run_queries.add_search_trials(db, run_id, result.trials)
-    summary = result.summary
-    summary.leaderboard = result.leaderboard[:10]
-    chosen = result.settings.replace(seed=settings.seed)  # the model's seed, not the search's
-    run.record(search=summary.to_record(), settings=chosen.to_dict())
-    if not summary.searched:
-        return chosen, summary, None
-    run_queries.save_search(db, key, run_id, chosen.to_dict(), summary.to_record())
-    return chosen, summary, key
-
-
-def searched_settings(settings: Settings) -> Settings:
-    """The settings the search runs with: its own seed (Settings.search_seed) in place of the model's, so that runs
-    that differ only in their seed search alike."""
-    return settings.replace(seed=settings.search_seed)
-
-
-def _search_ahead(run: RunContext, texts, labels, settings: Settings, pool, weights: np.ndarray | None = None):
-    """The search's host work (tokenising, folds, the first rounds' matrices: search.prepare_search) for the
-    platform JAX is expected on, done while JAX starts in its thread: only in a process where JAX had not started
-    (the daemon's and a second fit's warm-up is over at once). Its own phase, "search_ahead". A search recorded for
-    these documents is found only once JAX has started (the device is part of its key): reusing it, this work is
-    dropped (time the warm-up mostly took anyway). -> the work, or None."""
-    if not run.warmup.cold:
-        return None
-    from textclf.training.search import prepare_search, searched_rows
-
-    platform = expected_platform()
-    with run.phase("search_ahead"):
-        return prepare_search(
-            texts(searched_rows(labels, settings, platform, run.rules)),
-            list(labels),
-            settings,
-            pool,
-            platform,
-            run.rules,
-            weights,
-        )
-
-
 def hashed_data(run: RunContext, corpus_path, test_path, settings) -> tuple[TextData, Settings]:
     """ "hashing": read and hashed in one streaming pass (pipelines/stream.py), texts never all in memory;
     the phase is "read_vectorize" since reading and hashing overlap. -> (the data, the settings with multi_label
@@ -626,7 +539,7 @@ def hashed_data(run: RunContext, corpus_path, test_path, settings) -> tuple[Text
         settings = resolved_multi_label(corpus.labels, settings, corpus.source)
         test = hash_corpus(test_path, settings) if test_path else None
         if test:
-            check_test_labels(test.labels, corpus.labels, test.source)
+            check_test_labels(test.labels, corpus.labels, test.source, settings.multi_label)
             train_counts, eval_counts = corpus.counts, test.counts
             train_labels, eval_labels = corpus.labels, test.labels
         else:
@@ -642,7 +555,7 @@ def hashed_data(run: RunContext, corpus_path, test_path, settings) -> tuple[Text
     read = ReadCorpora(
         corpus.format, corpus.fingerprint, corpus.stats.skipped, (test.stats.skipped or {}) if test else None, non_utf8
     )
-    skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels)
+    skipped, classes, eval_kind = record_corpus(run, read, train_labels, eval_labels, settings.multi_label)
     run.record(n_features=vectorizer.n_features, vectors_cached=False)
     return TextData(
         vectorizer,

@@ -67,7 +67,7 @@ from textclf.training.search.rules import SearchRules
 from textclf.training.search.summary import BatchForAll, KeptDefaults, SearchSummary
 
 # The search's format: raise it when its candidates or the rules that choose between them change, so that a
-# choice recorded by an older search (textclf/runs/search_cache.py) is not reused for a new run (9: budgets of
+# choice recorded by an older search (textclf/runs/search.py) is not reused for a new run (9: budgets of
 # work, network-steps; 10: the linear family; 11: a linear model beside the network; 12: the portfolio raced by
 # successive halving; the earlier formats' changes are in git history).
 SEARCH_FORMAT = 12
