@@ -96,6 +96,7 @@ def read_corpus(
     pool: "WorkerPool | Callable[[], WorkerPool] | None" = None,
     keep_texts: bool = True,
     fmt: CorpusFormat | None = None,
+    label_sets: bool = False,
 ) -> Corpus:
     """Read a corpus in any supported format and check it can be trained on (>= 2 labels, none empty).
     on_progress(documents read, stats) every PROGRESS_DOCUMENTS documents and at the end: stats.bytes_read of
@@ -104,13 +105,18 @@ def read_corpus(
     pool: parse a large file of one document a line in its workers (parallel_read); the same Corpus. A function
     that forks them is called only where they are needed.
     keep_texts=False: such a file's texts stay in it (Corpus.texts is a FileTexts; a Parquet file's and other
-    corpora's are read whole). fmt: the corpus's format where the caller decided it (corpus_format)."""
+    corpora's are read whole). fmt: the corpus's format where the caller decided it (corpus_format). label_sets:
+    read for a multi-label model (CorpusFormat.as_label_sets: a document in several label folders is one document
+    of those labels), checked as read."""
     fmt = fmt or corpus_format(path)
     if pool is not None and share == (0, 1) and parallel_read(path, fmt):
         pool = pool() if callable(pool) else pool
         if pool.processes > 1:
             return _read_lines_in_workers(Path(path), fmt, max_file_mb, on_progress, pool, keep_texts)
-    fmt, stats, documents = open_documents(path, max_file_mb, share, fmt)
+    if not 0 <= share[0] < share[1]:
+        raise ValueError(f"share {share[0]} of {share[1]}")
+    stats = ReadStats()
+    documents = fmt.documents(Path(path), int(max_file_mb * 1024 * 1024), stats, share)
     labels, texts, fingerprint = [], [], Fingerprint()
     # (A file read here is read a line at a time, telling its progress every PROGRESS_DOCUMENTS documents; pyarrow's
     # parse, _read_share_arrow, would save ~50 ms of news4's 20 MB and tell nothing until its end.)
@@ -122,6 +128,8 @@ def read_corpus(
             on_progress(len(texts), stats)
     if on_progress is not None:
         on_progress(len(texts), stats)
+    if label_sets:
+        texts, labels = fmt.as_label_sets(texts, labels)
     corpus = Corpus(
         texts,
         labels,

@@ -123,6 +123,11 @@ class CorpusFormat:
     def check_labels(self, source: str, labels: Sequence[str]) -> None:
         """Refuse labels that this format's reading may have taken from the wrong place (the table's)."""
 
+    def as_label_sets(self, texts: list[str], labels: list[str]) -> tuple[list[str], list[str]]:
+        """The documents read as label sets (a multi-label run's): a format that writes a document's labels with it
+        holds them already; a folder's copies of one document in several label folders are merged (FolderFormat)."""
+        return texts, labels
+
 
 def byte_share(path: str | Path, index: int, count: int) -> tuple[int, int]:
     """Share `index` of `count` of a file of one document a line: the bytes [start, end) its lines start in."""

@@ -16,6 +16,7 @@ from pipelines.documents import classify_file
 from pipelines.errors import CorpusError
 from pipelines.formats.base import FORMAT_HINT, CorpusFormat, ReadStats, _part
 from pipelines.formats.records import class_name
+from pipelines.labels import merged_documents
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,9 @@ class FolderFormat(CorpusFormat):
         self, path: Path, max_bytes: int, stats: ReadStats, share: tuple[int, int]
     ) -> Iterator[tuple[str, str]]:
         return _folder_documents(path, max_bytes, stats, share)
+
+    def as_label_sets(self, texts: list[str], labels: list[str]) -> tuple[list[str], list[str]]:
+        return merged_documents(texts, labels)
 
 
 def _folder_documents(

@@ -152,12 +152,12 @@ def run_job(db, job: dict, options: DaemonOptions, stopping: Callable[[], bool],
             return "cancelled"
         job_queue.requeue(db, job_id)
         return "queued"
-    except USER_ERRORS as exc:
-        job_queue.finish(db, job_id, "failed", error=str(exc), run_id=_newest_run_id(db, job_id))
-        checkpoint.remove()
-        return "failed"
-    except Exception as exc:  # a bug, a device error, a full disk: record it on the job, keep the daemon alive
-        job_queue.finish(db, job_id, "failed", error=f"{type(exc).__name__}: {exc}", run_id=_newest_run_id(db, job_id))
+    except Exception as exc:  # bad input, or a bug, a device error, a full disk: recorded, the daemon kept alive
+        user_error = isinstance(exc, USER_ERRORS)
+        error = str(exc) if user_error else f"{type(exc).__name__}: {exc}"
+        job_queue.finish(db, job_id, "failed", error=error, run_id=_newest_run_id(db, job_id))
+        if user_error:  # (the same job fails the same way: nothing to resume; another failure may not recur)
+            checkpoint.remove()
         return "failed"
     finally:
         beat.done.set()

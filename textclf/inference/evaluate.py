@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
 from pipelines.corpus import Corpus
-from pipelines.labels import indicator, is_multi_label, label_names, merged_documents
+from pipelines.labels import indicator, is_multi_label, label_names
 from textclf.inference.text_model import Model, encode_labels
 from textclf.errors import CorpusError
 
@@ -80,13 +80,12 @@ class MultiLabelEvaluation:
 
 
 def evaluate_multi_label(model: Model, corpus: Corpus) -> MultiLabelEvaluation:
-    """A multi-label model on a corpus of label sets (or of one label a document)."""
+    """A multi-label model on a corpus of label sets (or of one label a document), read as label sets
+    (read_corpus's label_sets)."""
     from sklearn.metrics import hamming_loss
 
     from textclf.models.thresholds import f1
 
-    if corpus.format == "folder":  # the same document in several label folders: one document of those labels
-        corpus.texts, corpus.labels = merged_documents(list(corpus.texts), corpus.labels)
     names = label_names(corpus.labels, True)
     truth = indicator(corpus.labels, model.labels).astype(bool)
     predicted = model.predicted_sets(model.predict_proba(corpus.texts))

@@ -1,14 +1,11 @@
-"""What every step of one training run shares (its record, its JAX warm-up, its reporting, its rules), and the
-small facts about a run's inputs that several steps need."""
+"""What every step of one training run shares: its record, its JAX warm-up, its reporting, its rules."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 from db import runs as run_queries
-from pipelines.corpus import Corpus
 from pipelines.workers import WorkerPool
 from textclf.training import BackendWarmup
 from textclf.runs.results import PhaseTimer, TrainEvent
@@ -31,7 +28,7 @@ class RunContext:
     rules: SearchRules
     plan_only: bool = False
     keep_files: bool = True  # a model file and the vector cache (False: the estimator's run, in memory)
-    source: str = ""  # the training corpus's name as the run records it (source_name)
+    source: str = ""  # the training corpus's name as the run records it (runs/run.py, source_name)
 
     def record(self, **fields) -> None:
         """Write these fields of the run's row: every step records through here (the run's one recorder)."""
@@ -42,9 +39,3 @@ class RunContext:
         backend, device = self.warmup.result()
         self.record(device=device)
         return backend
-
-
-def source_name(path) -> str:
-    """What the run records as a corpus's name: its resolved path (one corpus, one name, whichever folder a face ran
-    from: the daemon's jobs record absolute paths), or an in-memory corpus's source."""
-    return path.source if isinstance(path, Corpus) else str(Path(path).resolve())

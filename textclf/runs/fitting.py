@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import scipy.sparse as sp
 
-from db import runs as run_queries
 from textclf.inference.text_model import Model, encode_labels
 from textclf.runs.context import RunContext
 from textclf.settings import Settings
@@ -117,13 +116,6 @@ def _rate_choice_columns(train_x: sp.csr_matrix, train_y: np.ndarray, held_x: sp
     return normalize(train_x[:, columns]), normalize(held_x[:, columns])
 
 
-def record_rate_choice(db, key: str | None, settings: Settings, search: SearchSummary) -> None:
-    """Add the held-out documents' rate choice to the recorded search (key; None: not recorded), so that a run
-    reusing it trains the chosen rate, decay and epoch count without choosing again."""
-    if key:
-        run_queries.record_rate_choice(db, key, settings.to_dict(), search.rate_choice.to_record())
-
-
 def _with_choice(settings: Settings, rates: list[dict], choice) -> Settings:
     """The settings with the rate, decay and epoch count the held-out documents chose (a candidates.RateChoice)."""
     chosen = rates[choice.chosen]
@@ -145,6 +137,8 @@ class Fitted:
     # the run row's fields the training decided (backend, devices, early stopping, the rate choice, thresholds,
     # settings), written by the run once the training is done
     record: dict = field(default_factory=dict)
+    # the settings the held-out documents' rate choice gave, which the run adds to the recorded search (None: none)
+    rate_chosen: Settings | None = None
 
 
 def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, backend: str, record_epoch) -> Fitted:
@@ -156,7 +150,7 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
     weights = data.train_weights  # (each row of train_x's, as it is split below)
     candidates = (data.search.rate_candidates if data.search else None) or []
     rates = candidates if plan.rate_choice == "held_out" else []  # chosen among by the held-out documents
-    training_rows = early_stopping = None  # the rows of train_x that train, where train_x is not copied
+    training_rows = early_stopping = rate_chosen = None  # the rows of train_x that train, where train_x is not copied
     if plan.held_out_documents:
         train_x, train_y, training_rows, early_stopping, weights = _held_out_split(
             data, plan, train_x, train_y, settings
@@ -166,7 +160,7 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
             settings = choose_rate_then_refit(
                 run, (train_x, train_y, weights), len(data.classes), settings, backend, candidates, data.search, record
             )
-        record_rate_choice(run.db, data.search_key, settings, data.search)
+        rate_chosen = settings
     n_training = len(train_y) if training_rows is None else len(training_rows)
     if plan.backend != backend:  # the plan's layout trains with another backend (W1 split: XLA)
         backend = plan.backend
@@ -188,7 +182,9 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
         record.update(thresholds=thresholds.summary())
     data.train_x = None  # the training matrices are done with: their memory goes back before the scoring
     return_freed_memory()
-    return Fitted(params, views.history, settings, backend, n_training, thresholds, record)
+    return Fitted(
+        params, views.history, settings, backend, n_training, thresholds, record, rate_chosen or views.rate_chosen
+    )
 
 
 def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settings):
@@ -259,6 +255,7 @@ class _Views:
             self.names = (*(self.names or ("network",)), "linear model")
         self.history: list[EpochStats] = []
         self.current = ""  # the view training now, named in its epochs' events
+        self.rate_chosen: Settings | None = None  # the settings the held-out documents' rate choice gave
 
     def on_epoch(self, stats: EpochStats) -> None:
         view_epoch = stats.epoch
@@ -291,7 +288,7 @@ class _Views:
                 view_params, history, backend, view_compile, view_train_s, settings = self._rates(
                     run, data, rows, settings, backend, early_stopping
                 )
-                record_rate_choice(run.db, data.search_key, settings, data.search)
+                self.rate_chosen = settings
             else:
                 laid_out = view_settings.replace(parallel=self.plan.parallel, devices=self.plan.devices)
                 if self.plan.multi_label:  # its epochs as planned (plan.multi_label_epochs; min_steps in them)

@@ -36,7 +36,7 @@ from textclf.training import Terminated, TrainingStopped
 from textclf.training import Machine, TrainingPlan, draft_plan
 from textclf.training.search import SearchRules
 from textclf.versions import versions
-from textclf.runs.context import RunContext, source_name
+from textclf.runs.context import RunContext
 from textclf.runs.fitting import eval_scores, fit_plan, record_backend
 from textclf.runs.text_data import TextData, hashed_data, shared_data, vectorized_data
 
@@ -137,6 +137,12 @@ def train(
     return result
 
 
+def source_name(path) -> str:
+    """What the run records as a corpus's name: its resolved path (one corpus, one name, whichever folder a face ran
+    from: the daemon's jobs record absolute paths), or an in-memory corpus's source."""
+    return path.source if isinstance(path, Corpus) else str(Path(path).resolve())
+
+
 def _checked_out_path(model_path: str | Path | None, reading: list) -> Path | None:
     """Refuse, before any work, a model path that could not be written after the training or that names something
     the user did not mean to replace: a folder, a device or FIFO, a corpus being read or a file inside a folder
@@ -192,6 +198,9 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
         # chose another count: the record says what ran.
         fitted.record["settings"] = fitted.settings.replace(epochs=ran).to_dict()
     run.record(**fitted.record)  # what the training decided, written once (as the start and the search were)
+    if fitted.rate_chosen is not None and data.search_key:  # a run reusing the search trains the choice at once
+        rate_choice = data.search.rate_choice.to_record()
+        run_queries.record_rate_choice(db, data.search_key, fitted.rate_chosen.to_dict(), rate_choice)
     return _evaluated_and_saved(run, data, fitted, run.source, model_path, record_epoch)
 
 

@@ -22,7 +22,7 @@ from pipelines import vector_cache
 from pipelines.vectorize import fit_rows, fit_vectorizer, vectorize_pool
 from pipelines.word_counts import stack_rows
 from pipelines.workers import WorkerPool, return_freed_memory
-from pipelines.labels import SEPARATOR, is_multi_label, label_names, merged_documents, shown
+from pipelines.labels import SEPARATOR, is_multi_label, label_names, shown
 from textclf.inference.text_model import encode_labels
 from textclf.settings import Settings
 from textclf.errors import CorpusError
@@ -301,8 +301,6 @@ def vectorized_data(run: RunContext, corpus_path, test_path, settings) -> tuple[
     with ExitStack() as stack:
         steps = _TfidfSteps(run, stack)
         corpus = steps.read(corpus_path, settings)
-        if settings.multi_label and corpus.format == "folder":  # one document a text, the folders' labels its set
-            corpus.texts, corpus.labels = merged_documents(list(corpus.texts), corpus.labels)
         settings = resolved_multi_label(corpus.labels, settings, corpus.source)
         train_labels, eval_labels = steps.split(corpus, test_path, settings)
         train_weights = steps.train_weights(corpus)
@@ -397,6 +395,7 @@ class _TfidfSteps:
                     self._read_progress,
                     pool=lambda: self.forked(Path(corpus_path).stat().st_size // 100),
                     keep_texts=False,
+                    label_sets=bool(settings.multi_label),
                 )
         return self.corpus
 
@@ -448,11 +447,14 @@ class _TfidfSteps:
                 test_path
                 if isinstance(test_path, Corpus)
                 else read_corpus(
-                    test_path, settings.max_file_mb, self._read_progress, pool=self.workers, keep_texts=False
+                    test_path,
+                    settings.max_file_mb,
+                    self._read_progress,
+                    pool=self.workers,
+                    keep_texts=False,
+                    label_sets=settings.multi_label,
                 )
             )
-        if settings.multi_label and test.format == "folder":
-            test.texts, test.labels = merged_documents(list(test.texts), test.labels)
         check_test_labels(test.labels, corpus.labels, test.source, settings.multi_label)
         return test
 

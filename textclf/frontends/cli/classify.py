@@ -205,7 +205,7 @@ def evaluate_command(
         # An IDX folder is scored on its t10k (test) split when it has one.
         data = read_image_corpus(corpus, "t10k" if is_idx_folder(corpus, "t10k") else "train")
     else:
-        data = read_corpus(corpus, loaded.settings.max_file_mb)
+        data = read_corpus(corpus, loaded.settings.max_file_mb, label_sets=getattr(loaded, "multi_label", False))
     result = evaluate(loaded, data)
     if as_json:
         _print_json(result.to_dict())
