@@ -15,9 +15,8 @@ import pyarrow as pa
 
 from pipelines.errors import CorpusError
 from pipelines.formats.base import LABEL_COLUMNS, TEXT_COLUMNS, CorpusFormat, ReadStats
-from pipelines.formats.records import class_name, joined_texts, label_value, skip_reason, text_value
+from pipelines.formats.records import joined_texts, label_value, skip_reason, text_value
 from pipelines.formats.table import table_columns
-from pipelines.labels import joined
 
 
 @dataclass(frozen=True)
@@ -213,18 +212,25 @@ def _cell_key(label):
 
 
 def _table_label(value, names: list[str] | None, path: Path, row: int, key: str = "label") -> str:
-    """A Parquet cell as the class name: a ClassLabel's index as its name; anything else as the record contract
-    reads a typed label (records.label_value: JSONL's rule)."""
-    if names is not None and isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value < len(names):
-            raise CorpusError(
-                f"Parquet corpus '{path}' row {row} has label {value}, outside its {len(names)} "
-                f"class names: fix the row or the file's label names"
-            )
-        return class_name(names[value], f"Parquet corpus '{path}' row", row, key)
-    if names is not None and isinstance(value, (list, tuple)):  # a list of ClassLabel indices
-        return joined(name for name in (_table_label(item, names, path, row, key) for item in value) if name)
+    """A Parquet cell as the class name: a ClassLabel's index (or a list of them) as its name(s), then the cell as
+    the record contract reads a typed label (records.label_value: JSONL's rule)."""
+    if names is not None:
+        value = _class_label_names(value, names, path, row)
     return label_value(value, f"Parquet corpus '{path}' row", row, key)
+
+
+def _class_label_names(value, names: list[str], path: Path, row: int):
+    """A label cell with its ClassLabel indices (an int, or a list's ints) replaced by their names; else as it is."""
+    if isinstance(value, (list, tuple)):
+        return [_class_label_names(item, names, path, row) if isinstance(item, int) else item for item in value]
+    if not isinstance(value, int) or isinstance(value, bool):
+        return value
+    if not 0 <= value < len(names):
+        raise CorpusError(
+            f"Parquet corpus '{path}' row {row} has label {value}, outside its {len(names)} "
+            f"class names: fix the row or the file's label names"
+        )
+    return names[value]
 
 
 def _corpus_texts(batch, path: Path, first_row: int) -> list[str]:
