@@ -83,7 +83,7 @@ def buckets_for(platform: str) -> ShapeBuckets:
 
 
 def cut_order(seed: int, n_rows: int) -> tuple[np.ndarray, np.random.Generator]:
-    """The one shuffle that a round of the search (textclf/training/candidates.py, fit_candidates) cuts its training
+    """The one shuffle that a round of the search (textclf/training/ensembles.py, fit_candidates) cuts its training
     batches from, and the generator after it (which then orders the batches of each epoch): callers that size the
     batches in advance draw the same cut."""
     rng = np.random.default_rng(seed)

@@ -239,7 +239,7 @@ class NetworkSettings:
         "LinearSVC) (default log).",
     )
     # Networks trained side by side on the same batches and averaged into one model file (textclf/training/
-    # candidates.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
+    # ensembles.py, fit_ensemble): 1 = one network; 0 = the search decides between 1 and
     # SearchRules.ensemble_members by validation where it is cheap (a GPU), else 1.
     ensemble: int = option(
         0, "Networks trained side by side and averaged into one model (default: the search tries 1 and 5 on a GPU)."

@@ -32,7 +32,7 @@ def main() -> None:
     from benchmarks.accuracy.word_folds import fold_matrices, round_of, word_view
     from pipelines.corpus import read_corpus
     from pipelines.vectorize import count_chars, vectorize_pool
-    from textclf.training.candidates import fit_candidates
+    from textclf.training.search.rounds import fit_candidates
     from textclf.training.search.folds import char_fold_matrices as _char_fold_matrices, stratified_folds as _folds
     from textclf.training.search.rules import SearchRules
 

@@ -34,7 +34,7 @@ def main() -> None:
     args = parser.parse_args()
     from sklearn.model_selection import train_test_split
 
-    from textclf.training.candidates import fit_candidates
+    from textclf.training.search.rounds import fit_candidates
     from textclf.training.search.folds import stratified_folds as _folds
     from textclf.training.search.rules import SearchRules
 

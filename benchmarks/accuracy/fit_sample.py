@@ -28,7 +28,7 @@ def main() -> None:
     from textclf.inference.text_model import Model, encode_labels
     from textclf.settings import Settings
     from textclf.training.inputs import TrainingRows
-    from textclf.training.loop import fit_network
+    from textclf.training.network import fit_network
 
     corpus, test = read_corpus(args.train), read_corpus(args.test)
     rows = np.random.default_rng(1).permutation(len(corpus.texts))

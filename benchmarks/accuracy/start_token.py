@@ -21,7 +21,7 @@ def cross_validated(view, seed: int, epochs: int) -> float:
     """The best (epoch, learning rate) of the mean validation curve over 3 folds drawn with `seed`
     (view: benchmarks.accuracy.word_folds.WordView)."""
     from benchmarks.accuracy.word_folds import fold_matrices, round_of
-    from textclf.training.candidates import fit_candidates
+    from textclf.training.search.rounds import fit_candidates
     from textclf.training.search.folds import stratified_folds as _folds
     from textclf.training.search.rules import SearchRules
 

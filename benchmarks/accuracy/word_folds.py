@@ -100,7 +100,8 @@ def fold_matrices(view: WordView, train: np.ndarray, val: np.ndarray):
 def round_of(train_x, train_y: np.ndarray, val_x, val_y: np.ndarray, batch_size: int, seed: int):
     """A round's batches (candidates.round_data) of these matrices, cut and shuffled with `seed`, validation
     scored 1,024 rows a batch."""
-    from textclf.training.candidates import batch_shape, cut_order, round_data
+    from pipelines.batches import batch_shape, cut_order
+    from textclf.training.search.rounds import round_data
 
     cut, _ = cut_order(seed, train_x.shape[0])
     return round_data(

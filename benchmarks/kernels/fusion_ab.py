@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.kernels.mlp import load_problem
-from textclf.training import loop
+from textclf.training import network
 from textclf.training.steps import pallas as pallas_training
 from textclf.training.steps.step import kernel_config_for
 from textclf.settings import Settings
@@ -34,7 +34,7 @@ def step_time(x, y, n_classes: int, batch: int, optimizer: str, fuse: bool):
         epochs=3, min_steps=0, batch_size=batch, backend="pallas", pallas_input="dense", optimizer=optimizer
     )
     config = kernel_config_for(settings).replace(input_format="dense", adam_fused_dw1=fuse)
-    result = loop.fit_network(loop.TrainingRows(x, y, n_classes), settings, "pallas", kernel_config=config)
+    result = network.fit_network(network.TrainingRows(x, y, n_classes), settings, "pallas", kernel_config=config)
     seconds = float(np.median([e.seconds for e in result.history[1:]]))
     return seconds / -(-x.shape[0] // batch) * 1e6, x.shape[0] / seconds, result.history[-1].loss
 

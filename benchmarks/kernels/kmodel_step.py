@@ -30,13 +30,13 @@ import numpy as np
 
 from benchmarks.kernels.mlp import load_problem
 from benchmarks.timing import gpu_kernel_events, kernel_totals
-from textclf.training import candidates
+from textclf.training import ensembles
 from textclf.training.steps import stacked as stacked_step
 
 
 def _epoch_inputs(x, y, classes: int, models: int, batch: int):
-    shape = candidates.batch_shape([x], batch)
-    batches = candidates._device_batches(x, y, batch, np.arange(x.shape[0]), shape)
+    shape = ensembles.batch_shape([x], batch)
+    batches = ensembles.device_batches(x, y, batch, np.arange(x.shape[0]), shape)
     rates = jnp.full((models,), 1e-3, jnp.float32)
     decays = jnp.zeros((models,), jnp.float32)
     params, state = stacked_step.start_stack(0, x.shape[1], 128, classes, models)

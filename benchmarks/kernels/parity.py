@@ -21,7 +21,7 @@ from textclf.inference.text_model import Model, encode_labels
 from textclf.models.weights import Params
 from textclf.settings import Settings
 from textclf.training.inputs import TrainingRows
-from textclf.training.loop import fit_network
+from textclf.training.network import fit_network
 from textclf.training.steps.step import kernel_config_for
 
 

@@ -38,9 +38,9 @@ def main() -> None:
     from textclf.paths import vector_cache_dir
     from textclf.runs.fitting import held_out_stopping as _held_out_stopping
     from textclf.settings import Settings
-    from textclf.training.candidates import fit_ensemble
+    from textclf.training.ensembles import fit_ensemble
     from textclf.training.inputs import TrainingRows, Watch
-    from textclf.training.loop import fit_network
+    from textclf.training.network import fit_network
 
     run = json.loads(Path(args.run_json).read_text())
     chosen = Settings.from_dict(run["settings"])

@@ -20,7 +20,7 @@ from benchmarks.timing import gpu_kernel_events, kernel_totals
 from benchmarks.kernels.mlp import load_problem
 from textclf.settings import Settings
 from textclf.training.inputs import TrainingRows
-from textclf.training.loop import fit_network
+from textclf.training.network import fit_network
 
 
 def profile(x, y, n_classes: int, settings: Settings, backend: str, top: int) -> None:

@@ -24,7 +24,7 @@ from pipelines.vectorize import fit_vectorizer
 from textclf.inference.text_model import encode_labels
 from textclf.settings import Settings
 from textclf.training.inputs import TrainingRows
-from textclf.training.loop import fit_network
+from textclf.training.network import fit_network
 
 
 def main() -> None:

@@ -183,7 +183,7 @@ def test_label_sets_train_alike_through_the_xla_and_the_pallas_steps(monkeypatch
     from textclf.settings import Settings
     from textclf.training import backends
     from textclf.training.inputs import TrainingRows
-    from textclf.training.loop import fit_network
+    from textclf.training.network import fit_network
 
     monkeypatch.setattr(backends, "device_kind", lambda: "gpu" if layout == "pieces" else "cpu")
     texts, sets = label_sets(96, 3)
@@ -299,14 +299,16 @@ def test_the_searchs_label_set_scores_are_scikit_learns(metric):
     from sklearn.metrics import f1_score
 
     from textclf.models.stacked import dense_scores, init_stacked
-    from textclf.training.candidates import _device_batches, batch_shape, label_set_score
+    from textclf.training.ensembles import device_batches
+    from pipelines.batches import batch_shape
+    from textclf.training.search.rounds import label_set_score
     from textclf.training.steps.stacked import stacked_hits
 
     rng = np.random.default_rng(5)
     x = sp.random(70, 30, density=0.2, format="csr", random_state=6, dtype=np.float32)
     y = (rng.random((70, 5)) < 0.3).astype(np.uint8)
     params = init_stacked(jax.random.PRNGKey(2), 30, 8, 5, 3, gain=4.0)
-    batches = _device_batches(x, y, 16, np.arange(70), batch_shape([x], 16))
+    batches = device_batches(x, y, 16, np.arange(70), batch_shape([x], 16))
     got = label_set_score(stacked_hits(params, *batches)[0], 70, metric)
     scores = np.asarray(dense_scores(params, np.asarray(x.todense())))  # (n, K, C)
     average = metric.split("-")[0]

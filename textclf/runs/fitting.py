@@ -408,7 +408,7 @@ class _Views:
         # Eight arguments: the run, the view's rows, settings and loss, and the backend, early stopping, checkpoints
         # and process shares the plan's earlier steps chose for it.
         """The network(s) of one view as the plan arranges them: settings.ensemble networks one after another or
-        side by side, or one (training/loop.py; shares: several processes' data_parallel.RowShare). Only networks
+        side by side, or one (training/network.py; shares: several processes' data_parallel.RowShare). Only networks
         side by side are given training_rows (fit_plan hands the others a matrix of their rows). loss: the view's
         (ViewPlan.loss: a linear model's where the family is linear, trained side by side; a network's is "log").
         -> (parameters, EpochStats of each epoch, backend that trained them, compile seconds, train seconds)."""

@@ -10,8 +10,9 @@ The front door, what runs/, the faces and the service use:
   host_rows, ResidentRows), held-out scoring on the device;
 - several processes and devices: initialize, is_primary, summed, exchange_arrays, data_mesh, RowShare.
 Inside: steps/ (one network's step, XLA's and the Pallas kernels', K networks side by side, the optimizers),
-parallel/ (the batch or W1 split across devices, several processes), fit.py (the epoch loop), loop.py (one
-network's trainer), candidates.py (K networks), plan.py, device_data.py, backends.py, checkpoint.py, cnn.py.
+parallel/ (the batch or W1 split across devices, several processes), epochs.py (the one epoch loop), network.py (one
+network's trainer), ensembles.py (K networks of one view: an ensemble, the rate candidates), plan.py, device_data.py,
+backends.py, checkpoint.py, cnn.py; the search's rounds in search/rounds.py.
 
 The names load on first use: importing the package must not import JAX, which would keep a run from forking its
 vectorizing workers (pipelines/workers.py), and the search's host work runs while JAX starts.
@@ -22,7 +23,7 @@ import importlib
 _HOMES = {
     "BackendWarmup": "backends",
     "Checkpointer": "checkpoint",
-    "EarlyStopping": "fit",
+    "EarlyStopping": "epochs",
     "EpochStats": "events",
     "MULTI_LABEL_PATIENCE": "plan",
     "Machine": "plan",
@@ -42,20 +43,20 @@ _HOMES = {
     "exchange_arrays": "parallel.processes",
     "expected_platform": "backends",
     "fit_cnn": "cnn",
-    "fit_ensemble": "candidates",
-    "fit_members": "candidates",
-    "fit_network": "loop",
-    "fit_rates": "candidates",
+    "fit_ensemble": "ensembles",
+    "fit_members": "ensembles",
+    "fit_network": "network",
+    "fit_rates": "ensembles",
     "held_out_count": "plan",
-    "held_out_scores_device": "loop",
+    "held_out_scores_device": "network",
     "host_rows": "device_data",
     "initialize": "parallel.processes",
     "is_primary": "parallel.processes",
     "mean_one": "inputs",
     "resident_from_parts": "device_data",
     "resident_rows": "device_data",
-    "side_by_side_backend": "candidates",
-    "stacked_is_faster": "candidates",
+    "side_by_side_backend": "ensembles",
+    "stacked_is_faster": "ensembles",
     "summed": "parallel.processes",
 }
 

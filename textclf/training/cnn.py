@@ -25,7 +25,7 @@ from textclf.models.cnn import (
 from textclf.settings import Settings
 from textclf.training.device_data import epoch_order
 from textclf.training.events import EpochStats
-from textclf.training.fit import resume, run_epochs
+from textclf.training.epochs import resume, run_epochs
 from textclf.training.steps.optimizers import adam, scheduled_rates
 
 
@@ -123,7 +123,7 @@ def fit_cnn(
     settings: a model="cnn" Settings (conv_channels, conv_kernel, hidden, epochs, batch_size, learning_rate,
     lr_schedule, dropout, augment, weight_decay, seed).
     -> (numpy CNNParams, list of EpochStats; docs_per_s counts images).
-    The training set stays on the device; the epochs run in textclf.training.fit.run_epochs (checkpoints when
+    The training set stays on the device; the epochs run in textclf.training.epochs.run_epochs (checkpoints when
     due, TrainingStopped when stop_requested() says so; a resumed run continues exactly where it stopped).
     on_step(done, total): steps of the current epoch done, where an epoch runs step by step (a CPU: _epoch_fn)."""
     params = init_cnn(

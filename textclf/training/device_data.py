@@ -142,7 +142,7 @@ def bucketed_labels(labels: np.ndarray) -> np.ndarray:
 class ResidentRows(NamedTuple):
     """A training matrix put on the device ahead of its training (resident_rows), and what the host still needs
     of it: its row pointers, from which the batches' widths are sized, and its shape. Networks side by side
-    (textclf/training/candidates.py) take it where they take a CSR matrix; the host's copy of its nonzeros can go
+    (textclf/training/ensembles.py) take it where they take a CSR matrix; the host's copy of its nonzeros can go
     before the training starts (a million documents' matrix: ~1.6 GB of a run's host memory)."""
 
     device: DeviceCSR

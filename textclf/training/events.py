@@ -1,6 +1,6 @@
 """What a training loop reports (per-epoch statistics) and the signal that stops it between epochs.
 
-Kept apart from textclf/training/loop.py, which imports JAX, so that textclf/runs/run.py can name them without
+Kept apart from textclf/training/network.py, which imports JAX, so that textclf/runs/run.py can name them without
 importing JAX before its vectorizing workers are forked (pipelines/workers.py).
 """
 

@@ -48,7 +48,7 @@ class Watch(NamedTuple):
     """Who watches a training and may end it, each optional: on_epoch(EpochStats) after every epoch;
     stop_requested() True after an epoch stops it (textclf.training.events.TrainingStopped; the daemon's SIGTERM);
     checkpointer (textclf.training.checkpoint.Checkpointer) resumes and saves; early_stopping
-    (textclf.training.fit.EarlyStopping) ends it on held-out documents and keeps its best epoch."""
+    (textclf.training.epochs.EarlyStopping) ends it on held-out documents and keeps its best epoch."""
 
     on_epoch: Callable | None = None
     stop_requested: Callable[[], bool] | None = None

@@ -95,7 +95,7 @@ class TrainingPlan:
         """A draft plan (draft_plan: made before vectorizing) with what vectorizing and the device's start-up
         learned: each view's columns and, where the plan leaves it to the run, the backend chosen for one device
         (`backend`) or the K-network step's where networks train side by side (`stacked_backend`: "pallas" where
-        W1's update is the fused kernel, training.candidates.side_by_side_backend, the search's rule)."""
+        W1's update is the fused kernel, training.ensembles.side_by_side_backend, the search's rule)."""
         if len(view_widths) != len(self.views):
             raise ValueError(f"{len(view_widths)} view widths for a plan of {len(self.views)} views")
         views = tuple(dataclasses.replace(view, columns=width) for view, width in zip(self.views, view_widths))

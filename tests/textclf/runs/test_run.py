@@ -6,7 +6,7 @@ from textclf.errors import CorpusError
 from textclf.inference.artifacts import load_model
 from textclf.runs.run import train
 from textclf.settings import Settings
-from textclf.training import loop
+from textclf.training import network
 
 
 def test_train_records_a_finished_run(corpus_dir, db_path, fast_settings):
@@ -124,7 +124,7 @@ def test_ctrl_c_marks_the_run_interrupted_and_writes_no_model(
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(loop, "make_batches", interrupt)
+    monkeypatch.setattr(network, "make_batches", interrupt)
     with pytest.raises(KeyboardInterrupt):
         train(corpus_dir, fast_settings, db_path=db_path)
     [run] = runs.list_runs(open_db(db_path))
@@ -180,8 +180,8 @@ def test_pieces_layout_trains_the_same_network_as_flat_batches(fast_settings, mo
     settings = fast_settings.replace(batch_size=16, epochs=3, min_steps=0)
     runs = {}
     for layout in ("flat", "pieces"):
-        monkeypatch.setattr(loop, "make_step", lambda *args, layout=layout: XlaStep(layout))
-        runs[layout] = loop.fit_network(TrainingRows(matrix, labels, 3), settings)
+        monkeypatch.setattr(network, "make_step", lambda *args, layout=layout: XlaStep(layout))
+        runs[layout] = network.fit_network(TrainingRows(matrix, labels, 3), settings)
     for a, b in zip(runs["flat"].params, runs["pieces"].params):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     assert [h.loss for h in runs["flat"].history] == pytest.approx([h.loss for h in runs["pieces"].history], rel=1e-5)
@@ -200,8 +200,8 @@ def test_a_large_held_out_set_is_scored_on_the_device_where_training_ran_on_a_gp
     host = model.scores(matrix)
     np.testing.assert_array_equal(run_module.eval_scores(model, matrix), host)  # a CPU: the host's
     called = []
-    real = loop.held_out_scores_device
-    monkeypatch.setattr(loop, "held_out_scores_device", lambda *a: called.append(1) or real(*a))
+    real = network.held_out_scores_device
+    monkeypatch.setattr(network, "held_out_scores_device", lambda *a: called.append(1) or real(*a))
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     monkeypatch.setattr(run_module, "DEVICE_EVAL_WORK", matrix.shape[0] * model.params.w1.shape[1] + 1)
     np.testing.assert_array_equal(run_module.eval_scores(model, matrix), host)  # under the threshold: the host
@@ -401,24 +401,24 @@ def test_a_corpus_beyond_the_search_sample_lets_its_held_out_documents_choose_th
 
 def test_an_ensemble_side_by_side_stops_early_on_held_out_rows_of_the_same_matrix(tmp_path, db_path, monkeypatch):
     """Beyond the search's sample, an ensemble side by side (a GPU's) trains on the rows of the matrix that are not
-    held out for early stopping, without a copy of them (candidates.StackedEpochs' rows)."""
+    held out for early stopping, without a copy of them (ensembles.StackedEpochs' rows)."""
     import json
 
     from tests.textclf.training.search.test_halving import question_corpus
-    from textclf.training import candidates
+    from textclf.training import ensembles
     from textclf.training import plan as plan_module
     from textclf.training.search.rules import SearchRules
 
     rules = SearchRules(search_documents=150)
-    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
+    monkeypatch.setattr(ensembles, "stacked_is_faster", lambda: True)
     trained_rows = []
-    real = candidates.StackedEpochs
+    real = ensembles.StackedEpochs
 
     def recording(rows, *args):
         trained_rows.append((rows.x.shape[0], rows.n_training, type(rows.x).__name__))
         return real(rows, *args)
 
-    monkeypatch.setattr(candidates, "StackedEpochs", recording)
+    monkeypatch.setattr(ensembles, "StackedEpochs", recording)
     texts, labels = question_corpus(600)
     corpus = tmp_path / "questions.jsonl"
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
@@ -441,10 +441,10 @@ def test_a_large_file_goes_to_the_device_share_by_share_and_trains_the_same_netw
     from pipelines import corpus as corpus_module
     from tests.textclf.training.search.test_halving import cpu_split_of_a_large_corpus, question_corpus
     from textclf.runs import text_data as run_module
-    from textclf.training import candidates, device_data
+    from textclf.training import ensembles, device_data
     from textclf.training import plan as plan_module
 
-    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: True)
+    monkeypatch.setattr(ensembles, "stacked_is_faster", lambda: True)
     monkeypatch.setattr(
         "pipelines.vectorize.fit.FIT_DOCUMENTS", 300
     )  # the vocabulary from a sample: the texts stay in the file

@@ -8,7 +8,7 @@ from textclf.training.checkpoint import Checkpointer
 from textclf.inference.text_model import encode_labels
 from textclf.training.events import TrainingStopped
 from textclf.training.inputs import TrainingRows, Watch
-from textclf.training.loop import fit_network
+from textclf.training.network import fit_network
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_a_checkpoint_of_other_shapes_is_not_resumed():
     """A checkpoint whose arrays are not the shapes this version trains (another version's, W1's rows in another
     bucket) starts the training over instead of failing inside the first epoch."""
     from textclf.training.checkpoint import TrainState
-    from textclf.training.fit import resume
+    from textclf.training.epochs import resume
 
     params, opt_state = (np.zeros((8, 4), np.float32), np.zeros(4, np.float32)), (np.zeros((8, 4), np.float32),)
 

@@ -198,7 +198,7 @@ def test_an_ensemble_trains_on_the_batches_the_host_would_cut(monkeypatch, segme
 
     from textclf.models.stacked import merged
     from textclf.settings import Settings
-    from textclf.training import candidates, device_data
+    from textclf.training import ensembles, device_data
     from textclf.training.steps import stacked as stacked_step
     from textclf.training.inputs import TrainingRows
 
@@ -206,7 +206,7 @@ def test_an_ensemble_trains_on_the_batches_the_host_would_cut(monkeypatch, segme
     epochs, batch, seed, members = 2, 16, 4, 3
     rng = np.random.default_rng(seed)
     orders = [rng.permutation(x.shape[0]) for _ in range(epochs)]
-    shape = candidates.batch_shape([x] * epochs, batch, orders)
+    shape = ensembles.batch_shape([x] * epochs, batch, orders)
     settings = Settings(
         ensemble=members,
         learning_rate=0.01,
@@ -217,17 +217,17 @@ def test_an_ensemble_trains_on_the_batches_the_host_would_cut(monkeypatch, segme
         hidden=8,
         seed=seed,
     )
-    whole = candidates.fit_ensemble(TrainingRows(x, y, 4, x, y), settings)
+    whole = ensembles.fit_ensemble(TrainingRows(x, y, 4, x, y), settings)
     if segment_steps:
         monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * shape[1] * segment_steps)
-    got, history, *_ = candidates.fit_ensemble(TrainingRows(x, y, 4, x, y), settings)
+    got, history, *_ = ensembles.fit_ensemble(TrainingRows(x, y, 4, x, y), settings)
     assert [(h.loss, h.train_accuracy, h.eval_accuracy) for h in history] == [
         (h.loss, h.train_accuracy, h.eval_accuracy) for h in whole[1]
     ]
     params, state = stacked_step.start_stack(seed, x.shape[1], 8, 4, members)
     rates, decays = jnp.full((members,), 0.01), jnp.zeros((members,))
     for order in orders:
-        cut = candidates._device_batches(x, y, batch, order, shape)
+        cut = ensembles.device_batches(x, y, batch, order, shape)
         params, state, _ = stacked_step.stacked_epoch(
             params, state, rates, decays, *cut, dense=stacked_step.dense_default()
         )

@@ -174,7 +174,7 @@ def test_a_run_plans_once_and_completes_the_draft_with_its_widths_and_backend(
 
 def test_networks_side_by_side_take_the_k_network_steps_backend_as_the_search_picks_it():
     """One rule for the K-network step: a side-by-side plan's backend is the one completed() is given (what
-    training.candidates.side_by_side_backend says, the search's StackedStep.for_batch), a single network's the
+    training.ensembles.side_by_side_backend says, the search's StackedStep.for_batch), a single network's the
     run's, the W1-split layout XLA."""
     ensemble = draft_plan(Settings(ensemble=5), None, 5000, 1, GPU)
     assert ensemble.arrangement == "side_by_side"

@@ -3,7 +3,7 @@
 where typed; textclf/models/stacked.py with no hidden units) against the chosen network, on the compared folds,
 with the chosen vectorizer variant.
 
-The linear models train as the rounds' networks do (textclf/training/candidates.py, fit_candidates: K side by side
+The linear models train as the rounds' networks do (textclf/training/ensembles.py, fit_candidates: K side by side
 on the same batches, Adam, scored after every epoch), on Settings.linear_loss, their (learning rate,
 weight decay) pairs spanning rules.linear_pairs (fewer on a CPU): the decay is the L2 strength a linear model is
 tuned by (as LinearSVC's C or SGD's alpha), over four orders of magnitude, and the epochs are read off the curves
@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from textclf.settings import Settings
-from textclf.training.candidates import fit_candidates
+from textclf.training.search.rounds import fit_candidates
 from textclf.training.search.folds import RoundGeometry, SearchContext, SearchCorpus, Variant, binomial_error
 from textclf.training.search.networks import standard_error
 from textclf.training.search.rounds import fold_round

@@ -13,7 +13,7 @@ How:
 - The variants are a portfolio (portfolio.json beside this module), ordered by an offline study over many corpora
   (benchmarks/search/portfolio.py): the variant that helps most where the ones before it fall short comes next.
 - Per (variant, fold) the (learning rate, weight decay) candidates train side by side as one program
-  (textclf/training/candidates.py), scored on the fold's validation rows after every epoch.
+  (textclf/training/ensembles.py), scored on the fold's validation rows after every epoch.
 - Successive halving: every variant trains on the first fold for a third of a round's epochs; only the
   rules.halving_keep best go on (and the settings' own variant, which the defaults' rule may keep), continued on
   the first fold to all the epochs, then on every other fold.
@@ -43,7 +43,7 @@ import numpy as np
 
 from pipelines.workers import WorkerPool
 from textclf.settings import Settings
-from textclf.training.candidates import CandidateRound, precompile_epoch, precompile_hits, precompile_scores
+from textclf.training.search.rounds import CandidateRound, precompile_epoch, precompile_hits, precompile_scores
 from textclf.training.steps.stacked import init_stack
 from textclf.training.search.folds import (
     Budget,

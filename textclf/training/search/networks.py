@@ -11,7 +11,7 @@ import numpy as np
 from pipelines.batches import batch_shape, buckets_for, cut_order
 from pipelines.vectorize import count_chars
 from textclf.settings import Settings
-from textclf.training.candidates import (
+from textclf.training.search.rounds import (
     RoundData,
     fit_candidates,
     precompile_epoch,

@@ -1,4 +1,4 @@
-"""The training epoch on the Pallas path: same inputs and outputs as the XLA epoch in loop.py.
+"""The training epoch on the Pallas path: same inputs and outputs as the XLA epoch in network.py.
 
 Two input formats (KernelConfig.input_format): "dense" (below) and "sparse", where the hidden layer and dW1 are
 computed from the flat sparse batch itself by pallas_kernels/sparse_hidden.py (no dense X at all).

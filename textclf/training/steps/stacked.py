@@ -1,6 +1,6 @@
 """The step of K networks side by side (textclf/models/stacked.py): the model search's candidates, an ensemble and
 the rate candidates. A Step (textclf/training/steps/step.py) like one network's, run by the one epoch loop
-(textclf/training/fit.py, run_epochs) through textclf/training/candidates.py.
+(textclf/training/epochs.py, run_epochs) through textclf/training/ensembles.py.
 
 The K networks share one input (the same documents, the same vectorizer columns) and differ in initialisation,
 learning rate and weight decay; Adam runs with a per-network learning rate and weight decay. Two XLA

@@ -1,6 +1,6 @@
 """One training-step interface, whichever backend runs it.
 
-A Step says everything the training loop (textclf/training/loop.py), its data-parallel wrapper and so the daemon
+A Step says everything the training loop (textclf/training/network.py), its data-parallel wrapper and so the daemon
 need from a backend, so that none of them asks which backend it is:
 - `layout`: how the training set lies on the device, "flat" (CSR; flat batches) or "pieces"
   (textclf/training/device_data.py);

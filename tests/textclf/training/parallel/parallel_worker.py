@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
 from textclf.settings import Settings  # noqa: E402
 from textclf.training.inputs import TrainingRows  # noqa: E402
-from textclf.training.loop import fit_network  # noqa: E402
+from textclf.training.network import fit_network  # noqa: E402
 from textclf.training.steps.step import kernel_config_for  # noqa: E402
 
 BATCH = 16

@@ -15,7 +15,8 @@ import scipy.sparse as sp
 from textclf.models.stacked import init_stacked, joined_views, merged, stacked_logits, stacked_loss
 from textclf.models.weights import Params, host_scores, is_linear
 from textclf.settings import Settings
-from textclf.training.candidates import batch_shape, fit_candidates, round_data
+from pipelines.batches import batch_shape
+from textclf.training.search.rounds import fit_candidates, round_data
 from textclf.training.steps.optimizers import adam
 from textclf.training.search import search_settings
 from textclf.training.search.rules import SearchRules

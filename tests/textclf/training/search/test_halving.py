@@ -17,7 +17,8 @@ from textclf.models.mlp import Params, logits, masked_loss
 from textclf.training.steps.optimizers import adam
 from textclf.settings import Settings
 from textclf.models.stacked import dense_loss, dense_scores, init_stacked, stacked_logits, stacked_loss
-from textclf.training.candidates import batch_shape, fit_candidates, round_data
+from pipelines.batches import batch_shape
+from textclf.training.search.rounds import fit_candidates, round_data
 from textclf.training.inputs import TrainingRows, Watch
 from textclf.training.steps.stacked import stacked_epoch, stacked_hits
 from textclf.training.device_data import write_batch
@@ -697,15 +698,15 @@ def _separable(n, seed):
 
 @pytest.mark.parametrize("side_by_side", [True, False])
 def test_fit_rates_lets_the_held_out_documents_choose(side_by_side, monkeypatch):
-    from textclf.training import candidates
-    from textclf.training.fit import EarlyStopping
+    from textclf.training import ensembles
+    from textclf.training.epochs import EarlyStopping
 
-    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: side_by_side)
+    monkeypatch.setattr(ensembles, "stacked_is_faster", lambda: side_by_side)
     train_x, train_y = _separable(200, 0)
     held_x, held_y = _separable(60, 1)
     settings = Settings(hidden=8, batch_size=16, seed=0)
     # a rate that cannot move the weights first: the held-out documents must pass it over for the second
-    choice = candidates.fit_rates(
+    choice = ensembles.fit_rates(
         TrainingRows(train_x, train_y, 2, held_x, held_y),
         settings,
         "xla",
@@ -723,15 +724,15 @@ def test_fit_rates_lets_the_held_out_documents_choose(side_by_side, monkeypatch)
 def test_device_scoring_counts_what_batches_cut_on_the_host_count(monkeypatch):
     """candidates.device_scoring (rows gathered on the device, a segment at a time) scores every row once, as the
     batches make_batches cuts on the host did."""
-    from textclf.training import candidates, device_data
+    from textclf.training import ensembles, device_data
 
     x, y = _separable(203, 5)
     x.data = np.random.default_rng(6).random(x.nnz).astype(np.float32)
     params = init_stacked(jax.random.PRNGKey(1), 40, 8, 2, 3)
-    host = candidates._device_batches(x, y, 16, np.arange(203), batch_shape([x], 16))
+    host = ensembles.device_batches(x, y, 16, np.arange(203), batch_shape([x], 16))
     expected = stacked_hits(params, *host)
     monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * batch_shape([x], 16)[1] * 3)  # 3 of the 13 steps a segment
-    hits = candidates.device_scoring(x, y, 16, False)(params)
+    hits = ensembles.device_scoring(x, y, 16, False)(params)
     np.testing.assert_array_equal(np.asarray(hits[0]), np.asarray(expected[0]))
     assert float(hits[1]) == float(expected[1]) and 0 < float(hits[1]) <= 203
 
@@ -740,9 +741,9 @@ def test_device_scoring_counts_what_batches_cut_on_the_host_count(monkeypatch):
 def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monkeypatch):
     """A held-out split without a copy (training_rows of the whole matrix) trains the very networks that the
     copied rows train: the same batches, the same epochs, the same parameters."""
-    from textclf.training import candidates, device_data
+    from textclf.training import ensembles, device_data
 
-    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: side_by_side)
+    monkeypatch.setattr(ensembles, "stacked_is_faster", lambda: side_by_side)
     x, y = _separable(300, 2)
     x.data = np.random.default_rng(3).random(x.nnz).astype(np.float32)  # unequal rows: an order that differs shows
     held = np.zeros(300, bool)
@@ -751,11 +752,11 @@ def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monke
     settings = Settings(hidden=8, batch_size=16, seed=0)
     rates = [(0.01, 0.0, 4), (0.003, 1e-4, 3)]
     held_out = (x[held], y[held])
-    copied = candidates.fit_rates(TrainingRows(x[kept], y[kept], 2), settings, "xla", rates, held_out)
-    in_places = [candidates.fit_rates(TrainingRows(x, y, 2, training_rows=kept), settings, "xla", rates, held_out)]
+    copied = ensembles.fit_rates(TrainingRows(x[kept], y[kept], 2), settings, "xla", rates, held_out)
+    in_places = [ensembles.fit_rates(TrainingRows(x, y, 2, training_rows=kept), settings, "xla", rates, held_out)]
     if side_by_side:  # the matrix may be on the device already, its host copy gone (device_data.ResidentRows)
         in_places.append(
-            candidates.fit_rates(
+            ensembles.fit_rates(
                 TrainingRows(device_data.resident_rows(x, y), y, 2, training_rows=kept),
                 settings,
                 "xla",
@@ -781,9 +782,9 @@ def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monke
         three = Settings(
             ensemble=3, learning_rate=0.01, weight_decay=0.0, epochs=3, min_steps=0, batch_size=16, hidden=8, seed=0
         )
-        one = candidates.fit_ensemble(TrainingRows(x[kept], y[kept], 2), three)
+        one = ensembles.fit_ensemble(TrainingRows(x[kept], y[kept], 2), three)
         for matrix in (x, device_data.resident_rows(x, y)):
-            other = candidates.fit_ensemble(TrainingRows(matrix, y, 2, training_rows=kept), three)
+            other = ensembles.fit_ensemble(TrainingRows(matrix, y, 2, training_rows=kept), three)
             for a, b in zip(one[0], other[0]):
                 np.testing.assert_array_equal(a, b)
             assert [s.loss for s in one[1]] == [s.loss for s in other[1]]
@@ -791,15 +792,15 @@ def test_training_rows_train_as_a_matrix_of_those_rows_would(side_by_side, monke
 
 @pytest.mark.parametrize("side_by_side", [True, False])
 def test_fit_rates_stops_between_epochs_when_asked(side_by_side, monkeypatch):
-    from textclf.training import candidates
+    from textclf.training import ensembles
     from textclf.training.events import TrainingStopped
 
-    monkeypatch.setattr(candidates, "stacked_is_faster", lambda: side_by_side)
+    monkeypatch.setattr(ensembles, "stacked_is_faster", lambda: side_by_side)
     train_x, train_y = _separable(100, 0)
     held_x, held_y = _separable(30, 1)
     epochs_seen = []
     with pytest.raises(TrainingStopped):
-        candidates.fit_rates(
+        ensembles.fit_rates(
             TrainingRows(train_x, train_y, 2),
             Settings(hidden=8, batch_size=16, seed=0),
             "xla",
@@ -812,7 +813,7 @@ def test_fit_rates_stops_between_epochs_when_asked(side_by_side, monkeypatch):
 
 
 def test_precompiled_programs_are_found_in_the_compilation_cache(tmp_path, caplog):
-    """candidates.precompile_epoch / precompile_scores compile, from the first round's arrays, what a later round
+    """rounds.precompile_epoch / precompile_scores compile, from the first round's arrays, what a later round
     of another batch size and the networks trial run: those calls must find the very programs compiled, not
     compile their own."""
     import logging
@@ -821,7 +822,8 @@ def test_precompiled_programs_are_found_in_the_compilation_cache(tmp_path, caplo
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     from textclf.training.backends import configure_compilation
-    from textclf.training.candidates import cut_order, precompile_epoch, precompile_scores
+    from pipelines.batches import cut_order
+    from textclf.training.search.rounds import precompile_epoch, precompile_scores
 
     texts, labels = question_corpus(240)
     x = TfidfVectorizer().fit_transform(texts).astype(np.float32).tocsr()

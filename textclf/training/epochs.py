@@ -1,4 +1,4 @@
-"""The one epoch loop every trainer runs (the text MLP: textclf/training/loop.py; the CNN: textclf/training/
+"""The one epoch loop every trainer runs (the text MLP: textclf/training/network.py; the CNN: textclf/training/
 cnn.py): resume from a checkpoint, run the epochs, report each, checkpoint when due, stop when asked.
 
 A trainer brings only what differs between models, `one_epoch(epoch, params, opt_state) -> (params, opt_state,

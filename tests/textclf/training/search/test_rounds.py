@@ -1,9 +1,9 @@
-"""Networks side by side as the search's rounds train them (textclf/training/candidates.py)."""
+"""Networks side by side as the search's rounds train them (textclf/training/ensembles.py)."""
 
 import numpy as np
 import scipy.sparse as sp
 
-from textclf.training.candidates import CandidateRound, fit_candidates, round_data
+from textclf.training.search.rounds import CandidateRound, fit_candidates, round_data
 
 
 def _data(seed: int = 0):

@@ -26,7 +26,7 @@ from textclf.training.parallel import features as feature_parallel
 from textclf.training.backends import SEARCH_COMPILER_OPTIONS
 from textclf.training.parallel.processes import exchange_arrays, summed
 from textclf.training.events import EpochStats
-from textclf.training.fit import resume, run_epochs
+from textclf.training.epochs import resume, run_epochs
 from textclf.training.inputs import TrainingRows, Watch
 from textclf.training.steps.optimizers import scheduled_rates
 from textclf.training.steps.step import Step, make_step
@@ -226,10 +226,10 @@ def fit_network(
 ) -> NetworkResult:
     """Train one network with minibatch SGD on rows.x (all its rows; rows.eval_x scored after every epoch if
     given). kernel_config overrides the tuned Pallas configuration; initial_params the seeded initialisation.
-    watch: watch.checkpointer resumes from its state if it has one, and textclf.training.fit.run_epochs saves it
+    watch: watch.checkpointer resumes from its state if it has one, and textclf.training.epochs.run_epochs saves it
     when due after each epoch (after watch.on_epoch); watch.stop_requested() True after an epoch saves and raises
     TrainingStopped (the daemon's SIGTERM: the job continues later from that checkpoint); watch.early_stopping
-    (textclf.training.fit.EarlyStopping) stops when it says so and its best epoch's parameters are returned. A run
+    (textclf.training.epochs.EarlyStopping) stops when it says so and its best epoch's parameters are returned. A run
     resumed from a checkpoint scores its held-out documents from the resumed epoch on.
     shares (data_parallel.RowShare): several processes, each holding its own share of the training documents
     (rows: this process's, and its share of the held-out documents): the batches are the one-process run's over

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from pipelines.batches import next_power_of_two
 from textclf.inference.device_scores import DeviceScores
-from textclf.training import loop
+from textclf.training import network
 from textclf.settings import Settings
 from textclf.training.device_data import batch_nnz_max, epoch_order
 from textclf.training.inputs import TrainingRows, Watch
@@ -41,10 +41,10 @@ def test_a_run_compiles_its_epoch_once_although_its_epochs_batch_widths_differ(f
     settings = next(
         base.replace(seed=seed) for seed in range(100) if len(_widths(matrix, base.replace(seed=seed), 6)) > 1
     )
-    loop._warm_epoch.cache_clear()
-    result = loop.fit_network(TrainingRows(matrix, labels, 3), settings)
+    network._warm_epoch.cache_clear()
+    result = network.fit_network(TrainingRows(matrix, labels, 3), settings)
     assert len(result.history) == 6
-    assert loop._warm_epoch.cache_info().currsize == 1  # one width for the run, one compiled epoch
+    assert network._warm_epoch.cache_info().currsize == 1  # one width for the run, one compiled epoch
 
 
 @pytest.mark.parametrize("layout", ["flat", "pieces"])
@@ -63,10 +63,10 @@ def test_an_epoch_gathered_in_segments_trains_the_network_of_one_gather(fast_set
         batch_size=4, epochs=2, min_steps=0, lr_schedule="linear", optimizer="adam", learning_rate=0.01
     )
     assert make_step("xla", settings, 4).layout == layout
-    whole = loop.fit_network(TrainingRows(matrix, labels, 3, matrix[:9], labels[:9]), settings)
+    whole = network.fit_network(TrainingRows(matrix, labels, 3, matrix[:9], labels[:9]), settings)
     width = max(1, int(batch_nnz_max(matrix.indptr, epoch_order(0, 0, 40, 10, 4))))  # a step's slots, at least
     monkeypatch.setattr(device_data, "SEGMENT_BYTES", 12 * width * 3)  # 3 steps a segment, or fewer
-    segmented = loop.fit_network(TrainingRows(matrix, labels, 3, matrix[:9], labels[:9]), settings)
+    segmented = network.fit_network(TrainingRows(matrix, labels, 3, matrix[:9], labels[:9]), settings)
     on_cpu = jax.default_backend() == "cpu"
     got, want = ([(h.loss, h.train_accuracy, h.eval_accuracy) for h in run.history] for run in (segmented, whole))
     if on_cpu:
@@ -81,12 +81,12 @@ def test_a_later_run_reuses_an_epoch_compiled_twice_as_wide(monkeypatch):
     import weakref
 
     config = ("xla", "adam", 0.9, 0.0, 4, None, None)
-    built = loop._Compiled(lambda: None)  # held here: the registry keeps entries only while they live
-    monkeypatch.setattr(loop, "_warm_epochs_built", weakref.WeakValueDictionary({(*config, 8192): built}))
-    assert loop._reusable_width(config, 4096) == 8192  # padding only: no second compilation
-    assert loop._reusable_width(config, 8192) == 8192
-    assert loop._reusable_width(config, 2048) == 2048  # four times as wide: compile its own
-    assert loop._reusable_width(("pallas", *config[1:]), 4096) == 4096
+    built = network._Compiled(lambda: None)  # held here: the registry keeps entries only while they live
+    monkeypatch.setattr(network, "_warm_epochs_built", weakref.WeakValueDictionary({(*config, 8192): built}))
+    assert network._reusable_width(config, 4096) == 8192  # padding only: no second compilation
+    assert network._reusable_width(config, 8192) == 8192
+    assert network._reusable_width(config, 2048) == 2048  # four times as wide: compile its own
+    assert network._reusable_width(("pallas", *config[1:]), 4096) == 4096
 
 
 def test_make_step_is_the_one_place_that_names_a_backend():
@@ -103,14 +103,14 @@ def test_make_step_is_the_one_place_that_names_a_backend():
     assert make_step("pallas", settings, 64).layout == "flat"  # dense X below PIECES_MIN_BATCH
     # the loop, the data-parallel wrapper and the daemon never compare a backend's name
     root = Path(__file__).resolve().parents[3] / "textclf"
-    for module in ("training/loop.py", "training/parallel/data.py", "frontends/daemon.py"):
+    for module in ("training/network.py", "training/parallel/data.py", "frontends/daemon.py"):
         assert not re.search(r'==\s*"(pallas|xla)"', (root / module).read_text()), module
 
 
 def _judged(accuracies, patience=1):
     """An EarlyStopping whose held-out accuracies are given (its scoring is tested below); .seen: the
     parameters it was shown, epoch by epoch."""
-    from textclf.training.fit import EarlyStopping
+    from textclf.training.epochs import EarlyStopping
 
     class Judged(EarlyStopping):
         seen: list = []
@@ -128,7 +128,7 @@ def test_early_stopping_ends_training_and_keeps_the_best_epoch(fast_settings):
     matrix, labels = _two_long_documents()
     settings = fast_settings.replace(batch_size=4, epochs=6, min_steps=0)
     judged = _judged([0.5, 0.7, 0.6, 0.9, 0.9, 0.9])
-    result = loop.fit_network(TrainingRows(matrix, labels, 3), settings, watch=Watch(early_stopping=judged))
+    result = network.fit_network(TrainingRows(matrix, labels, 3), settings, watch=Watch(early_stopping=judged))
     assert len(result.history) == 3  # epoch 3 did not improve on epoch 2: stopped
     kept = judged.seen[1]  # epoch 2's parameters, not the last epoch's
     assert all(np.array_equal(a, b) for a, b in zip(result.params, kept))
@@ -139,14 +139,14 @@ def test_early_stopping_judges_the_last_epoch_too(fast_settings):
     matrix, labels = _two_long_documents()
     settings = fast_settings.replace(batch_size=4, epochs=2, min_steps=0)
     judged = _judged([0.5, 0.7])
-    result = loop.fit_network(TrainingRows(matrix, labels, 3), settings, watch=Watch(early_stopping=judged))
+    result = network.fit_network(TrainingRows(matrix, labels, 3), settings, watch=Watch(early_stopping=judged))
     assert judged.accuracies == [0.5, 0.7] and judged.best_epoch == 2  # the best epoch was the last one
     assert all(np.array_equal(a, b) for a, b in zip(result.params, judged.seen[1]))
 
 
 def test_early_stopping_scores_the_held_out_documents():
     from textclf.models.weights import Params
-    from textclf.training.fit import EarlyStopping
+    from textclf.training.epochs import EarlyStopping
 
     x = sp.csr_matrix(np.eye(4, dtype=np.float32))
     y = np.array([0, 1, 0, 1])
@@ -186,7 +186,7 @@ def test_a_corpus_beyond_the_search_sample_holds_out_documents_to_stop(fast_sett
 
 
 def test_an_ensemble_stops_early_too():
-    from textclf.training.candidates import fit_ensemble
+    from textclf.training.ensembles import fit_ensemble
 
     matrix, labels = _two_long_documents()
     judged = _judged([0.5, 0.4, 0.9, 0.9])
@@ -260,7 +260,7 @@ def test_held_out_scores_gathered_on_the_device_are_the_host_batches_scores(monk
         rng.normal(size=3).astype(np.float32),
     )
     monkeypatch.setattr(device_data, "SEGMENT_BYTES", 1)  # one batch a segment: three segments, the last short
-    got = loop.held_out_scores_device(params, matrix)
+    got = network.held_out_scores_device(params, matrix)
     assert got.shape == (2500, 3)
     # a GPU's products of these float32 weights round through TF32 (10-bit mantissas) in either program
     tolerance = 1e-5 if jax.default_backend() == "cpu" else 2e-3
@@ -293,30 +293,30 @@ def _corpus(n, features, seed):
     return matrix, rng.integers(0, 3, n).astype(np.int32)
 
 
-@pytest.mark.parametrize("network", ["one", "stacked"])
-def test_corpora_of_one_shape_bucket_train_on_one_compiled_epoch(fast_settings, monkeypatch, network):
+@pytest.mark.parametrize("networks", ["one", "stacked"])
+def test_corpora_of_one_shape_bucket_train_on_one_compiled_epoch(fast_settings, monkeypatch, networks):
     """Two corpora whose documents, nonzeros, steps and columns differ but fall in the same buckets (here powers of
     two, as a GPU's), at different weight decays, train on one compiled epoch: nothing compiled for the second.
     (The pieces layout's piece width, chosen from a corpus's document lengths, is a bucket of its own: fixed here.)"""
-    from textclf.training import candidates, device_data
+    from textclf.training import ensembles, device_data
     from textclf.training.steps.stacked import stacked_epoch
 
     monkeypatch.setattr(device_data, "shape_buckets", lambda: device_data.ShapeBuckets(1, 16))
     monkeypatch.setattr(device_data, "piece_width", lambda matrix: 8)
-    loop._warm_epoch.cache_clear()
+    network._warm_epoch.cache_clear()
     jax.clear_caches()
     for (n, features), decay in zip([(70, 100), (67, 120)], [0.0, 1e-4]):
         x, y = _corpus(n, features, n)
         settings = fast_settings.replace(batch_size=8, epochs=2, min_steps=0, weight_decay=decay, optimizer="adam")
-        if network == "one":
-            params = loop.fit_network(TrainingRows(x, y, 3, x[:10], y[:10]), settings).params
+        if networks == "one":
+            params = network.fit_network(TrainingRows(x, y, 3, x[:10], y[:10]), settings).params
         else:
-            params = candidates.fit_ensemble(
+            params = ensembles.fit_ensemble(
                 TrainingRows(x, y, 3, x[:10], y[:10]), settings.replace(ensemble=2, seed=n)
             )[0]
         assert params.w1.shape[0] == features  # the padding rows never reach the model
-    if network == "one":
-        compiled = [f for f in loop._warm_epochs_built.values()]
+    if networks == "one":
+        compiled = [f for f in network._warm_epochs_built.values()]
         assert len(compiled) == 1 and len(compiled[0].cache) == 1
     else:
         assert stacked_epoch._cache_size() == 1
@@ -330,9 +330,9 @@ def test_a_bucketed_network_learns_what_the_unpadded_one_does(fast_settings, mon
     x, y = _corpus(70, 100, 1)
     settings = fast_settings.replace(batch_size=8, epochs=3, min_steps=0, optimizer="adam", weight_decay=1e-4)
     monkeypatch.setattr(device_data, "shape_buckets", lambda: device_data.ShapeBuckets(1, 0))
-    padded = loop.fit_network(TrainingRows(x, y, 3, x[:10], y[:10]), settings)
+    padded = network.fit_network(TrainingRows(x, y, 3, x[:10], y[:10]), settings)
     monkeypatch.setattr(device_data, "shape_buckets", lambda: device_data.ShapeBuckets(1 << 20, 0))  # no padding
-    own = loop.fit_network(TrainingRows(x, y, 3, x[:10], y[:10]), settings)
+    own = network.fit_network(TrainingRows(x, y, 3, x[:10], y[:10]), settings)
     on_cpu = jax.default_backend() == "cpu"  # a GPU's scatter-adds sum in no fixed order
     for got, want in zip(padded.params, own.params):
         np.testing.assert_allclose(got, want, rtol=1e-5 if on_cpu else 1e-4, atol=1e-6 if on_cpu else 1e-5)
