@@ -3,6 +3,8 @@ rate candidates' choice, each view's network(s), and scoring the held-out docume
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -144,7 +146,10 @@ class Fitted:
 def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, backend: str, record_epoch) -> Fitted:
     """Carry the plan out on the run's data (runs.text_data.TextData): hold documents out to stop early or choose
     the rate on a share first, as it says; then each view's network(s), joined into one network. What it decided
-    for the run's row is in Fitted.record (the trainers record nothing themselves)."""
+    for the run's row is in Fitted.record (the trainers record nothing themselves). An image plan (family "cnn")
+    trains its one CNN on runs.images.ImageData (fit_images)."""
+    if plan.family == "cnn":
+        return fit_images(run, data, plan, settings, backend, record_epoch)
     record: dict = {}
     train_x, train_y = data.train_x, encode_labels(data.train_labels, data.classes, plan.multi_label)
     weights = data.train_weights  # (each row of train_x's, as it is split below)
@@ -185,6 +190,42 @@ def fit_plan(run: RunContext, data, plan: TrainingPlan, settings: Settings, back
     return Fitted(
         params, views.history, settings, backend, n_training, thresholds, record, rate_chosen or views.rate_chosen
     )
+
+
+def fit_images(run: RunContext, data, plan: TrainingPlan, settings: Settings, backend: str, record_epoch) -> Fitted:
+    """An image plan carried out: its one CNN (textclf/training/cnn.py) on the images, scored on the held-out images
+    after every epoch; its epochs recorded and reported as they end."""
+    from textclf.training import fit_cnn
+
+    view = plan.views[0]
+
+    def on_epoch(stats: EpochStats) -> None:
+        record_epoch(stats)
+        run.report(TrainEvent("epoch", epoch=stats, total_epochs=view.epochs))
+
+    # Reported once, with the epoch count (a `phase("train")` would report the phase a second time, without it);
+    # its wall time is recorded as the phase's.
+    run.report(TrainEvent("phase", "train", total_epochs=view.epochs))
+    interpret = backend == "pallas" and bool(os.environ.get("TEXTCLF_PALLAS_INTERPRET"))
+    start = time.perf_counter()  # the first epoch includes compiling the epoch function
+    trained = settings.replace(epochs=view.epochs, batch_size=plan.batch_size)
+    # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
+    params, history = fit_cnn(
+        data.train_x,
+        data.train_y,
+        len(data.classes),
+        trained,
+        backend,
+        data.eval_x,
+        data.eval_y,
+        interpret,
+        on_epoch=on_epoch,
+        checkpointer=run.checkpointer,
+        stop_requested=run.stop_requested,
+        on_step=lambda done, total: run.report(TrainEvent("steps", done=done, total=total)),
+    )
+    run.phase.seconds["train"] = time.perf_counter() - start
+    return Fitted(params, history, settings, backend, plan.training_documents)
 
 
 def _held_out_split(data, plan: TrainingPlan, train_x, train_y, settings: Settings):

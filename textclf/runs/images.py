@@ -1,5 +1,6 @@
-"""The image half of `train` (textclf/runs/run.py hands over when settings.model == "cnn"): image corpus ->
-arrays -> CNN (textclf/models/cnn.py) -> the same run record -> an image model file.
+"""The image half of a run (textclf/runs/run.py, where settings.model == "cnn"): the image corpus read and split into
+ImageData (image_data), which the plan trains like any corpus (training/plan.py's image plan, runs/fitting.py's
+CNN trainer); the trained CNN scored, written as an image model file and recorded (saved_image_model).
 
 Test set: --test if given (an IDX folder contributes its t10k split when it has one); else the t10k split of
 an IDX training folder (Fashion-MNIST ships both); else a stratified validation split with the run's seed.
@@ -7,21 +8,34 @@ an IDX training folder (Fashion-MNIST ships both); else a stratified validation 
 
 from __future__ import annotations
 
-import os
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from db import runs as run_queries
 from pipelines.images import is_idx_folder, read_image_corpus
-from textclf.inference.text_model import encode_labels
-from textclf.training import fit_cnn
 from textclf.errors import CorpusError
 from textclf.runs.context import RunContext
 from textclf.runs.record import EpochRecorder, finish_run
-from textclf.training import EpochStats
+
+
+@dataclass
+class ImageData:
+    """The image half of a run after reading and splitting: what the plan, the CNN and the run record need."""
+
+    train_x: np.ndarray  # (images, H, W, C) uint8
+    train_y: np.ndarray  # (images,) class numbers
+    eval_x: np.ndarray
+    eval_y: np.ndarray
+    classes: list[str]
+    eval_kind: str  # "test" or "validation"
+    search: None = None  # (images are not searched)
+
+    @property
+    def pixels(self) -> int:
+        """The values of one image (H x W x C): the plan's one view's width."""
+        return int(np.prod(self.train_x.shape[1:]))
 
 
 def _test_corpus(corpus_path: Path, test_path):
@@ -33,16 +47,9 @@ def _test_corpus(corpus_path: Path, test_path):
     return None
 
 
-# Over 80 lines as formatted: the image run's steps (read, split, train, evaluate, record, save) in their order.
-def train_images(run: RunContext, corpus_path: Path, test_path, settings, backend: str, model_path):
-    """The image corpus read and split, the CNN trained (textclf/training/cnn.py), the run recorded, the model
-    written."""
-    from textclf.inference.artifacts import save_image_model
-    from textclf.inference.image_model import ImageModel
-    from textclf.runs.results import TrainEvent, TrainResult
-
-    db, run_id, phase, report = run.db, run.run_id, run.phase, run.report
-    with phase("read"):
+def image_data(run: RunContext, corpus_path: Path, test_path, settings) -> ImageData:
+    """The image corpus (and its test images) read, checked and split; what was read recorded in the run row."""
+    with run.phase("read"):
         corpus = read_image_corpus(corpus_path)
         test = _test_corpus(corpus_path, test_path)
     if test is not None and test.images.shape[1:] != corpus.images.shape[1:]:
@@ -50,95 +57,73 @@ def train_images(run: RunContext, corpus_path: Path, test_path, settings, backen
             f"test images are {test.images.shape[1:]} but training images {corpus.images.shape[1:]} "
             "(H, W, C): use images of one size"
         )
-    classes = sorted(set(corpus.labels))
-    encode = lambda labels: encode_labels(labels, classes)
+    names, labels = np.unique(np.asarray(corpus.labels, str), return_inverse=True)  # (classes sorted, as text's)
+    classes, labels = names.tolist(), labels.astype(np.int32)
     if test is not None:
         unknown = sorted(set(test.labels) - set(classes))
         if unknown:
             raise CorpusError(
                 f"test images have label '{unknown[0]}' that the training images lack: use the same label names in both"
             )
-        train_x, train_y, eval_x, eval_y = corpus.images, encode(corpus.labels), test.images, encode(test.labels)
+        test_labels = np.searchsorted(names, np.asarray(test.labels, str)).astype(np.int32)
+        data = ImageData(corpus.images, labels, test.images, test_labels, classes, "test")
     else:
-        index = np.arange(len(corpus))
+        from sklearn.model_selection import train_test_split  # (slow to import: only a run without test images)
+
         n_eval = max(len(classes), int(round(len(corpus) * settings.validation_fraction)))
         try:
             train_i, eval_i = train_test_split(
-                index, test_size=n_eval, random_state=settings.seed, stratify=corpus.labels
+                np.arange(len(corpus)), test_size=n_eval, random_state=settings.seed, stratify=corpus.labels
             )
         except ValueError as exc:
             raise CorpusError(
                 f"image corpus '{corpus.source}' is too small to hold out a validation set ({exc}): "
                 "add images or pass --test"
             ) from None
-        labels = encode(corpus.labels)
-        train_x, train_y, eval_x, eval_y = (
-            corpus.images[train_i],
-            labels[train_i],
-            corpus.images[eval_i],
-            labels[eval_i],
-        )
-    eval_kind = "test" if test is not None else "validation"
+        images = corpus.images
+        data = ImageData(images[train_i], labels[train_i], images[eval_i], labels[eval_i], classes, "validation")
     run.record(
         corpus_format=f"images-{corpus.format}",
-        n_train=len(train_y),
-        n_eval=len(eval_y),
-        eval_kind=eval_kind,
+        n_train=len(data.train_y),
+        n_eval=len(data.eval_y),
+        eval_kind=data.eval_kind,
         n_classes=len(classes),
         labels=classes,
-        n_features=int(np.prod(train_x.shape[1:])),
+        n_features=data.pixels,
     )
+    return data
 
-    record_epoch = EpochRecorder(db, run_id)
 
-    def on_epoch(stats: EpochStats) -> None:
-        record_epoch(stats)
-        report(TrainEvent("epoch", epoch=stats, total_epochs=settings.epochs))
+def saved_image_model(run: RunContext, data: ImageData, fitted, model_path, record_epoch: EpochRecorder):
+    """The trained CNN (fitted: runs/fitting.py's Fitted) as an image model, written and recorded finished, its
+    accuracy on the held-out images the last epoch's (scored with the final parameters as the CNN trained)."""
+    from textclf.inference.artifacts import save_image_model
+    from textclf.inference.image_model import ImageModel
+    from textclf.runs.results import TrainResult
 
-    # Reported once, with the epoch count (a `phase("train")` would report the phase a second time, without it:
-    # the CLI printed "training 0 epochs"); its wall time is recorded as the phase's.
-    report(TrainEvent("phase", "train", total_epochs=settings.epochs))
-    interpret = backend == "pallas" and bool(os.environ.get("TEXTCLF_PALLAS_INTERPRET"))
-    train_start = time.perf_counter()  # the first epoch includes compiling the epoch function
-    # history: every epoch of the run, those before a resume included (on_epoch sees this attempt's)
-    params, history = fit_cnn(
-        train_x,
-        train_y,
-        len(classes),
-        settings,
-        backend,
-        eval_x,
-        eval_y,
-        interpret,
-        on_epoch=on_epoch,
-        checkpointer=run.checkpointer,
-        stop_requested=run.stop_requested,
-        on_step=lambda done, total: report(TrainEvent("steps", done=done, total=total)),
-    )
-    phase.seconds["train"] = time.perf_counter() - train_start
-    model = ImageModel(params, classes, settings, tuple(train_x.shape[1:]))
-    last = history[-1]
-    eval_accuracy = last.eval_accuracy  # the final parameters were scored on eval_x inside fit_cnn
+    model = ImageModel(fitted.params, data.classes, fitted.settings, tuple(data.train_x.shape[1:]))
+    last = fitted.history[-1]
+    eval_accuracy = last.eval_accuracy
     model.metadata = {
-        "run_id": run_id,
-        "corpus": str(corpus_path),
-        "eval_kind": eval_kind,
+        "run_id": run.run_id,
+        "corpus": run.source,
+        "eval_kind": data.eval_kind,
         "eval_accuracy": eval_accuracy,
         "train_accuracy": last.train_accuracy,
         "created": run_queries.now(),
-        "backend": backend,
+        "backend": fitted.backend,
     }
     path = finish_run(run, lambda path: save_image_model(model, path), model_path, record_epoch, last, eval_accuracy)
     return TrainResult(
-        run_id,
+        run.run_id,
         path.resolve() if run.primary else None,
         eval_accuracy,
-        eval_kind,
+        data.eval_kind,
         last.train_accuracy,
-        len(train_y),
-        len(eval_y),
-        history,
-        dict(phase.seconds),
+        len(data.train_y),
+        len(data.eval_y),
+        fitted.history,
+        dict(run.phase.seconds),
         {},
         0,
         model,

@@ -37,6 +37,7 @@ from textclf.training import Machine, TrainingPlan, draft_plan
 from textclf.training.search import SearchRules
 from textclf.versions import versions
 from textclf.runs.context import RunContext
+from textclf.runs.images import image_data, saved_image_model
 from textclf.runs.fitting import eval_scores, fit_plan, record_backend
 from textclf.runs.text_data import TextData, hashed_data, shared_data, vectorized_data
 
@@ -164,33 +165,25 @@ def _checked_out_path(model_path: str | Path | None, reading: list) -> Path | No
 
 
 def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings, model_path) -> TrainResult:
-    db, run_id, phase = run.db, run.run_id, run.phase
+    """One run's steps, images' and text's alike: the data, the plan, the training it carries out, the model saved."""
+    images = settings.model == "cnn"
     in_memory = isinstance(corpus_path, Corpus) or isinstance(test_path, Corpus)
-    if in_memory and settings.model == "cnn":
+    if in_memory and images:
         raise SettingsError("documents in memory are text: train images from a folder with `textclf train`")
-    if settings.model == "cnn":
-        from textclf.runs.images import train_images
-
-        with phase("warmup"):
-            backend = record_backend(run, run.backend_ready(), "cnn", settings)
-        return train_images(run, corpus_path, test_path, settings, backend, model_path)
-    data, settings = _text_data(run, corpus_path, test_path, settings, in_memory)
-    with phase("warmup"):  # what is left of the JAX start-up once vectorizing is done
+    if images:
+        run.warmup.start()  # JAX starts while the images are read (no workers to fork first)
+        data = image_data(run, corpus_path, test_path, settings)
+    else:
+        data, settings = _text_data(run, corpus_path, test_path, settings, in_memory)
+    with run.phase("warmup"):  # what is left of the JAX start-up once the data is ready
         backend = run.backend_ready()
     return_freed_memory()
-
-    backend = record_backend(run, backend, "mlp", settings)
-
-    views = data.vectorizer.view_widths if settings.char_ngrams else (data.train_x.shape[1],)
-    # planned once: the draft vectorizing made, else one made now, completed with the views' widths and backend
-    draft = data.plan or draft_plan(
-        settings, data.search, len(data.train_labels), len(views), _machine(data), run.rules
-    )
-    plan = draft.completed(tuple(views), backend, _stacked_backend(draft, settings, views[0]))
+    backend = record_backend(run, backend, "cnn" if images else "mlp", settings)
+    plan = _plan(run, data, settings, backend)
     run.record(plan=plan.to_dict())
     if run.plan_only:
         return _planned(run, data, plan, settings)
-    record_epoch = EpochRecorder(db, run_id)
+    record_epoch = EpochRecorder(run.db, run.run_id)
     fitted = fit_plan(run, data, plan, settings, backend, record_epoch)
     ran = plan.views[0].epochs
     if "epochs" not in settings.pinned and fitted.settings.epochs == settings.epochs < ran:
@@ -200,8 +193,24 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
     run.record(**fitted.record)  # what the training decided, written once (as the start and the search were)
     if fitted.rate_chosen is not None and data.search_key:  # a run reusing the search trains the choice at once
         rate_choice = data.search.rate_choice.to_record()
-        run_queries.record_rate_choice(db, data.search_key, fitted.rate_chosen.to_dict(), rate_choice)
+        run_queries.record_rate_choice(run.db, data.search_key, fitted.rate_chosen.to_dict(), rate_choice)
+    if images:
+        return saved_image_model(run, data, fitted, model_path, record_epoch)
     return _evaluated_and_saved(run, data, fitted, run.source, model_path, record_epoch)
+
+
+def _plan(run: RunContext, data, settings: Settings, backend: str) -> TrainingPlan:
+    """The run's plan, made once: an image run's, or the draft vectorizing made (else one made now), completed with
+    the views' widths and the backend."""
+    if settings.model == "cnn":
+        return draft_plan(settings, None, len(data.train_y), 1, Machine(1), run.rules).completed(
+            (data.pixels,), backend
+        )
+    views = data.vectorizer.view_widths if settings.char_ngrams else (data.train_x.shape[1],)
+    draft = data.plan or draft_plan(
+        settings, data.search, len(data.train_labels), len(views), _machine(data), run.rules
+    )
+    return draft.completed(tuple(views), backend, _stacked_backend(draft, settings, views[0]))
 
 
 def _stacked_backend(draft, settings: Settings, columns: int) -> str:

@@ -83,7 +83,7 @@ class TrainingPlan:
     # Sigmoid outputs and binary cross-entropy, the threshold chosen on the held-out documents (Settings.multi_label)
     multi_label: bool = False
     # "network", "linear" or "network+linear" (Settings.family): a linear model trains as one model of the
-    # side-by-side step (XLA)
+    # side-by-side step (XLA); "cnn": a convolutional network on images (Settings.model)
     family: str = "network"
     # family "network+linear": the linear model on the words' columns, trained after the networks (one model of the
     # side-by-side step) and joined to them (textclf.models.stacked.with_linear)
@@ -129,6 +129,7 @@ class TrainingPlan:
             else "softmax (one label a document)"
         )
         family = {
+            "cnn": "convolutional network (images -> convolutions -> hidden -> classes)",
             "linear": "linear (features -> classes)",
             "network+linear": "network (features -> hidden (sigmoid) -> classes) + a linear model's scores",
         }.get(self.family, "network (features -> hidden (sigmoid) -> classes)")
@@ -214,6 +215,8 @@ def draft_plan(
     """The plan decided before vectorizing, from the settings, the search, the documents' count, the number of
     views and the machine: every decision but each view's columns and the backend the run chooses for one device
     (TrainingPlan.completed adds them, to views of 0 columns and the backend AS_CHOSEN; a run plans once)."""
+    if settings.model == "cnn":
+        return _image_plan(settings, n_train)
     if settings.family == "linear":
         if machine.processes > 1:
             raise SettingsError("family linear trains in one process: drop --processes (or pass --family network)")
@@ -284,6 +287,25 @@ def draft_plan(
         processes=processes,
         parallel=parallel,
         devices=devices,
+    )
+
+
+def _image_plan(settings: Settings, n_train: int) -> TrainingPlan:
+    """A CNN on images (Settings.model "cnn"): one network on one device, its images held there, the epochs as given
+    (no search, no held-out images: the validation images score every epoch)."""
+    return TrainingPlan(
+        views=(ViewPlan("pixels", 0, settings.learning_rate, settings.weight_decay, settings.epochs),),
+        networks=1,
+        arrangement="one",
+        rate_choice="none",
+        rate_candidates=(),
+        held_out_documents=0,
+        training_documents=n_train,
+        rows="device",
+        backend=AS_CHOSEN,
+        batch_size=settings.batch_size,
+        processes=1,
+        family="cnn",
     )
 
 

@@ -172,3 +172,23 @@ def test_image_training_reports_its_epochs_once_and_steps_within_them(image_dir,
     assert result.output.count("training 8 epochs") == 1 and "training 0 epochs" not in result.output
     # 72 training images in batches of 16: 5 steps an epoch, the last of each reported (the CPU's stepwise epoch)
     assert result.output.count("5/5 steps of this epoch") == 8
+
+
+def test_an_image_run_is_planned_as_a_text_run_is(image_dir, tmp_path, db_path):
+    """An image run takes the one plan (training/plan.py): recorded in its row (a CNN, one network on the images'
+    pixels, the epochs as given), and `--plan-only` stops there, its model not trained."""
+    from db import runs
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["train", str(image_dir), "--db", str(db_path), "--plan-only", "--json", *FAST])
+    assert result.exit_code == 0, result.output
+    planned = runs.get_run(open_db(db_path), json.loads(result.output)["run_id"])
+    assert planned["status"] == "planned" and planned["model_path"] is None
+    plan = planned["plan"]
+    assert plan["family"] == "cnn" and plan["arrangement"] == "one" and plan["networks"] == 1
+    assert plan["views"][0]["columns"] == 12 * 12 and plan["views"][0]["epochs"] == 8
+    assert plan["training_documents"] == 80 - 8 and plan["batch_size"] == 16
+    trained = runner.invoke(app, ["train", str(image_dir), "--db", str(db_path), "--json", *FAST])
+    assert trained.exit_code == 0, trained.output
+    run = runs.get_run(open_db(db_path), json.loads(trained.output)["run_id"])
+    assert run["status"] == "finished" and run["plan"] == plan
