@@ -1,9 +1,7 @@
-"""A run's data: the corpus read (or handed in memory), split, searched and vectorized into the arrays the plan
-trains on; three ways, by what the corpus needs: in memory with a fitted vocabulary (tfidf, the search on the training
-documents first), streamed and hashed (hashing), or shared out among several processes. Each records what it read in
-the run row.
-(Over 600 lines: the three ways share their reading, splitting, search and recording steps; each way is a
-function of its own over them.)"""
+"""A run's data: the corpus read (or handed in memory), split, searched (runs/search.py) and vectorized into the
+arrays the plan trains on; three ways, by what the corpus needs: in memory with a fitted vocabulary (tfidf, the search
+on the training documents first), streamed and hashed (hashing), or shared out among several processes. Each records
+what it read in the run row."""
 
 from __future__ import annotations
 
