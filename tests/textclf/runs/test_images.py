@@ -164,6 +164,10 @@ def test_service_classifies_base64_images(image_dir, db_path):
         assert wrong.status_code == 400 and "5x5 but the model takes 12x12" in wrong.json()["error"]
 
 
+@pytest.mark.skipif(
+    __import__("jax").default_backend() != "cpu",
+    reason="a CPU runs a CNN epoch step by step and reports the steps (training/cnn.py); a GPU's is one program",
+)
 def test_image_training_reports_its_epochs_once_and_steps_within_them(image_dir, tmp_path, db_path):
     result = CliRunner().invoke(
         app, ["train", str(image_dir), "--out", str(tmp_path / "cnn.npz"), "--db", str(db_path), *FAST]
