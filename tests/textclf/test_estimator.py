@@ -63,9 +63,11 @@ class NumbersAsText(TextClassifier):
 EXPECTED = {"check_sample_weight_equivalence_on_dense_data": "a weight is not a repeat in minibatch training"}
 
 
-@parametrize_with_checks(
-    [NumbersAsText(search="off", hidden=16, features=256)], expected_failed_checks=lambda estimator: EXPECTED
-)
+# Batches of 8 and 100 minimum steps: the checks' small fits run a few epochs each, not hundreds of one step.
+CHECKED = NumbersAsText(search="off", hidden=16, features=256, batch_size=8, min_steps=100)
+
+
+@parametrize_with_checks([CHECKED], expected_failed_checks=lambda estimator: EXPECTED)
 def test_scikit_learn_checks(estimator, check):
     check(estimator)
 
