@@ -64,7 +64,13 @@ def runs_of_job(db: sqlite_utils.Database, job_id: int) -> list[dict]:
 
 
 def add_epoch(db: sqlite_utils.Database, run_id: int, **fields: Any) -> None:
-    write_transaction(db, lambda: db["epochs"].insert({"run_id": run_id, **fields}, replace=True))
+    add_epochs(db, run_id, [fields])
+
+
+def add_epochs(db: sqlite_utils.Database, run_id: int, epochs: list[dict[str, Any]]) -> None:
+    """Epoch rows of a run, written in one transaction."""
+    rows = [{"run_id": run_id, **fields} for fields in epochs]
+    write_transaction(db, lambda: db["epochs"].insert_all(rows, replace=True))
 
 
 def add_phases(db: sqlite_utils.Database, run_id: int, phases: dict[str, float]) -> None:

@@ -184,7 +184,11 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
     if run.plan_only:
         return _planned(run, data, plan, settings)
     record_epoch = EpochRecorder(run.db, run.run_id)
-    fitted = fit_plan(run, data, plan, settings, backend, record_epoch)
+    try:
+        fitted = fit_plan(run, data, plan, settings, backend, record_epoch)
+    except BaseException:
+        record_epoch.flush_if_free()  # a stopped or failed run keeps the epochs it trained
+        raise
     ran = plan.views[0].epochs
     if "epochs" not in settings.pinned and fitted.settings.epochs == settings.epochs < ran:
         # The small-corpus rule (Settings.min_steps) ran more epochs than the setting, and no held-out choice
