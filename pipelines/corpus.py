@@ -119,7 +119,7 @@ def read_corpus(
     documents = fmt.documents(Path(path), int(max_file_mb * 1024 * 1024), stats, share)
     labels, texts, fingerprint = [], [], Fingerprint()
     # (A file read here is read a line at a time, telling its progress every PROGRESS_DOCUMENTS documents; pyarrow's
-    # parse, _read_share_arrow, would save ~50 ms of news4's 20 MB and tell nothing until its end.)
+    # parse, _read_share_arrow, would save little at this size and tell nothing until its end.)
     for label, text in documents:
         labels.append(label)
         texts.append(text)

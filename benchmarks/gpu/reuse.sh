@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A search's recorded choice reused (textclf/runs/search_cache.py), before and after (repository root; OUT: where
+# A search's recorded choice reused (textclf/runs/search.py), before and after (repository root; OUT: where
 # logs go; .baseline: the tree before, unpacked with `git archive`): news4 through a warm daemon (jobs with seeds
 # 0, 0, 1: the second resubmits the first's corpus and settings, the third another seed, which trains on the
 # recorded search where the search has its own seed, Settings.search_seed), then `textclf train`

@@ -77,7 +77,7 @@ def choose_rate_then_refit(
 ) -> Settings:
     # Eight arguments: the run, its training rows, what the choice trains with, and where its record goes.
     """The rate candidates trained on all but a stratified REFIT_HELD_OUT_FRACTION of the training documents
-    (training: their matrix, labels and weights or None), which choose one and its epoch (candidates.fit_rates);
+    (training: their matrix, labels and weights or None), which choose one and its epoch (ensembles.fit_rates);
     -> the settings with the chosen rate, decay and epoch count, for the final training on every document.
     Its record (search: rate_choice; the settings) goes into `record`, which the run writes."""
     from textclf.training import fit_rates
@@ -389,7 +389,7 @@ class _Views:
 
     def _rates(self, run: RunContext, data, rows: TrainingRows, settings: Settings, backend: str, judge) -> tuple:
         """One network per rate candidate of the search, the held-out documents of `judge` (an EarlyStopping's)
-        choosing one and its epoch (candidates.fit_rates); the choice recorded in the run (early_stopping: every
+        choosing one and its epoch (ensembles.fit_rates); the choice recorded in the run (early_stopping: every
         candidate's held-out curve; search: rate_choice) and in the settings returned.
         -> (parameters, EpochStats, backend, compile seconds, train seconds, settings)."""
         import jax

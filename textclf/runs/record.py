@@ -34,7 +34,7 @@ def end_run(db, run_id: int, status: str, **fields) -> None:
 
 
 # Epoch rows are written together at most this often (and at the run's end): a corpus of a few documents trains
-# hundreds of short epochs, where a write a row was a fifth of its training.
+# hundreds of short epochs, and a transaction for each row would cost more than the epoch.
 EPOCH_WRITE_SECONDS = 1.0
 
 

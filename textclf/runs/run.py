@@ -61,7 +61,7 @@ def train(
 ) -> TrainResult | PlannedRun:
     # Keyword inputs of the one entry point every face calls, each a separate thing the caller owns.
     """Train a model on a corpus, record the run, write the model file; see the module docstring.
-    checkpointer / stop_requested: see loop.fit_network (used by the daemon). pool: vectorizing workers to
+    checkpointer / stop_requested: see training.network.fit_network (used by the daemon). pool: vectorizing workers to
     use (the daemon keeps one for its life), else the run starts its own. job_id / resumes_run: the daemon job
     this run trains, and the interrupted run of that job it resumes (recorded in the run). rules: the model search's
     (a benchmark passes its variant). plan_only: read, search and vectorize, record the plan, and stop before

@@ -18,20 +18,14 @@ from typing import Callable
 
 from textclf.errors import BackendError
 
-# The search's programs compile with XLA's Triton GEMM fusions off (their products go to cuBLAS): a first search
-# is mostly compilation, and a cold `textclf train` on an H100 spent 12.2-12.9 s (news4), 13.0-15.6 (trec) and
-# 17.3-18.3 (mr) compiling with them, 4.4-4.7, 5.8-7.2 and 7.7-8.0 s without (with the threefry kernel, below);
-# a compiled search ran as fast either way (news4 8.39 vs 7.98 s; docs/decisions.md, "The search's cost"). The one
-# network's training step (textclf/training/steps/step.py) keeps them, but where its training is short
-# (loop.quick_compile): its XLA epoch at batch 1,024 measured 7.7M docs/s with them and 6.6M without.
+# The search's programs compile with XLA's Triton GEMM fusions off (their products go to cuBLAS): a first search is
+# mostly compilation, which they lengthen, and a compiled search runs as fast either way (docs/decisions.md, "The
+# search's cost"). The one network's step keeps them, where its training is short too (network.quick_compile).
 SEARCH_COMPILER_OPTIONS = {"xla_gpu_enable_triton_gemm": False}
 
-# The seeded initial weights compile with LLVM's -O1 (XLA's default: -O3). On a CPU, XLA lowers jax's threefry
-# generator to a loop whose optimisation took most of the compile: 0.8-1.8 s a program, 0.5 s at -O1, with the
-# same numbers bit for bit (tests/textclf/training/test_loop.py checks it against the -O3 program) and the same time
-# to run (docs/decisions.md, "The initial weights compiled at LLVM's -O1": benchmarks/speed/init_compile.py). A cold run
-# compiles one or more of them (the search's networks, the final network). On a GPU the generator is jax's
-# threefry kernel, and the level changed nothing measurable there.
+# The seeded initial weights compile with LLVM's -O1 (XLA's default: -O3): on a CPU most of their compile is the
+# optimisation of jax's threefry loop, and -O1 gives the same bits (tests/textclf/training/test_network.py checks it)
+# in less time (docs/decisions.md, "The initial weights compiled at LLVM's -O1").
 INIT_COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
 
 

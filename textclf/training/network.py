@@ -125,11 +125,9 @@ _warm_epochs_built: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 # A short training compiles its epoch as the model search compiles its programs, without XLA's Triton GEMM
-# fusions (backends.SEARCH_COMPILER_OPTIONS): that compiles in a fraction of the time, and the epoch runs a little
-# slower (the one-network XLA epoch at batch 64 712k -> 670k docs/s, at 1,024 7.7M -> 6.6M; BENCHMARKS.md, "The
-# search's cost on a GPU"). Up to this many documents x epochs the compilation saved is more than the
-# training lost (BENCHMARKS.md, "Cold start with the search on": a cold trec 1.30-1.38 -> 0.79-0.83 s of
-# compile, mr 2.32-2.65 -> 1.48-1.60 s on an H100).
+# fusions (backends.SEARCH_COMPILER_OPTIONS): it compiles in a fraction of the time and runs a little slower. Up to
+# this many documents x epochs the compilation saved is more than the training lost (BENCHMARKS.md, "The search's
+# cost on a GPU" and "Cold start with the search on").
 QUICK_COMPILE_DOCUMENT_EPOCHS = 4_000_000
 
 
@@ -159,7 +157,7 @@ def _reusable_width(config: tuple, width: int) -> int:
     """The batch width to compile for: `width`, or the narrowest width up to twice it for which this process
     already compiled the epoch of this configuration. A wider batch only adds padding (zeros that change no
     sum), and the width a run needs depends on its seed's shuffle, so a daemon's next job would otherwise
-    compile again for a slightly narrower width (measured: 1.3 s of a 2.1 s warm job on the H100)."""
+    compile again for a slightly narrower width (most of a warm job's time on a GPU)."""
     built = [key[-1] for key in list(_warm_epochs_built.keys()) if key[:-1] == tuple(config)]
     return min([w for w in built if width <= w <= 2 * width], default=width)
 

@@ -46,7 +46,7 @@ class Machine:
 
     local_devices: int  # devices of this process
     processes: int = 1
-    stacked_faster: bool = True  # K networks side by side beat K one after another (candidates.stacked_is_faster)
+    stacked_faster: bool = True  # K networks side by side beat K one after another (ensembles.stacked_is_faster)
 
 
 @dataclass(frozen=True)

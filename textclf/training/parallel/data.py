@@ -83,7 +83,7 @@ def shard_epoch(epoch_fn: Callable, mesh: Mesh) -> Callable:
 def put_stacked(tree, mesh: Mesh):
     """This process's host arrays -> global arrays with a leading (mesh.size,) axis laid out STACKED: each of
     its devices holds its own copy (no host copies are made). Every process must pass arrays of the same shapes
-    (textclf/training/loop.same_shapes), its own values: several hosts each hold their own documents."""
+    (textclf/training/network.same_shapes), its own values: several hosts each hold their own documents."""
     sharding = NamedSharding(mesh, STACKED)
 
     def one(x):

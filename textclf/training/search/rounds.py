@@ -97,7 +97,7 @@ def round_data(
     weights: the training and the validation rows' (None: 1 each), in the loss and in the validation's hits."""
     score_batch = score_batch or batch_size
     # The batches are cut once, from one shuffle, and each epoch visits them in a new order: cutting them anew
-    # on the host every epoch cost more than the GPU's training (0.1-0.2 s an epoch on news4).
+    # on the host every epoch would cost more than the GPU's training.
     cut, rng = cut_order(seed, train_x.shape[0])
     buckets = shape_buckets()
     shape = tuple(map(max, shape, batch_shape([train_x], batch_size, [cut], buckets)))
