@@ -88,6 +88,8 @@ PARALLEL_READ_BYTES = 64 * 1024 * 1024
 SHARE_BYTES = 16 * 1024 * 1024
 
 
+# Eight arguments: the corpus, then each a separate choice of how a face reads it (its limit, progress, share,
+# workers, whether texts stay in the file, a format already decided, label sets), all with defaults.
 def read_corpus(
     path: str | Path,
     max_file_mb: float = 10.0,
