@@ -115,10 +115,7 @@ def read_corpus(
         pool = pool() if callable(pool) else pool
         if pool.processes > 1:
             return _read_lines_in_workers(Path(path), fmt, max_file_mb, on_progress, pool, keep_texts)
-    if not 0 <= share[0] < share[1]:
-        raise ValueError(f"share {share[0]} of {share[1]}")
-    stats = ReadStats()
-    documents = fmt.documents(Path(path), int(max_file_mb * 1024 * 1024), stats, share)
+    fmt, stats, documents = open_documents(path, max_file_mb, share, fmt)
     labels, texts, fingerprint = [], [], Fingerprint()
     # (A file read here is read a line at a time, telling its progress every PROGRESS_DOCUMENTS documents; pyarrow's
     # parse, _read_share_arrow, would save little at this size and tell nothing until its end.)

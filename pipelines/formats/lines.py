@@ -49,6 +49,9 @@ class LinesFormat(CorpusFormat):
     def share_documents(self, path: Path, stats: ReadStats, index: int, count: int) -> Iterator[tuple[int, str, str]]:
         return self.placed_documents(path, stats, *byte_share(path, index, count))
 
+    def place_sizes(self, places: np.ndarray, file_size: int) -> np.ndarray:
+        return np.diff(np.append(places, file_size))  # a line's bytes: to the next document's line at most
+
     def texts_at(self, path: Path, places: np.ndarray) -> Iterator[str]:
         with open(path, "rb") as handle:
             for offset in places:

@@ -222,7 +222,7 @@ def _table_label(value, names: list[str] | None, path: Path, row: int, key: str 
 def _class_label_names(value, names: list[str], path: Path, row: int):
     """A label cell with its ClassLabel indices (an int, or a list's ints) replaced by their names; else as it is."""
     if isinstance(value, (list, tuple)):
-        return [_class_label_names(item, names, path, row) if isinstance(item, int) else item for item in value]
+        return [_class_label_names(item, names, path, row) for item in value]
     if not isinstance(value, int) or isinstance(value, bool):
         return value
     if not 0 <= value < len(names):

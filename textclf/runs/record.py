@@ -50,12 +50,8 @@ class EpochRecorder:
 
     def __call__(self, stats: EpochStats) -> None:
         self.pending.append(stats)
-        if time.monotonic() - self.written < EPOCH_WRITE_SECONDS:
-            return
-        try:
-            self._write()
-        except DatabaseError:
-            pass  # locked: written with a later epoch
+        if time.monotonic() - self.written >= EPOCH_WRITE_SECONDS:
+            self.flush_if_free()  # locked: written with a later epoch
 
     def _write(self) -> None:
         if self.pending:

@@ -83,7 +83,7 @@ def run_search(
     skipped = why_not_searched(searching, labels, expected_platform(), run.rules)
     if skipped is not None:
         return settings, SearchSummary.skip(skipped), None
-    found = _searched(run, texts, labels, settings, searching, workers(), (fingerprint, validation_split), weights)
+    found = _searched(run, texts, labels, settings, searching, workers(), fingerprint, validation_split, weights)
     return_freed_memory()  # the search's sample texts and matrices: ~0.8 GB at a million documents
     return found
 
@@ -95,12 +95,13 @@ def _searched(
     settings: Settings,
     searching: Settings,
     pool: WorkerPool,
-    documents: tuple[str, bool],
+    fingerprint: str,
+    validation_split: bool,
     weights: np.ndarray | None,
 ) -> tuple[Settings, SearchSummary, str | None]:
-    # The model's settings and the search's (its seed) both: the choice is keyed by the one, searched with the other.
-    """run_search's search, or the recorded choice; documents: (the corpus's fingerprint, whether the documents
-    searched are the corpus less its held-out part), what the recorded choice is keyed by besides the settings."""
+    # Nine arguments: run_search's, with the search's own settings (its seed) beside the model's: the recorded choice
+    # is keyed by the one (with the fingerprint and the split), searched with the other.
+    """run_search's search, or the recorded choice."""
     db, run_id, phase, warmup, report = run.db, run.run_id, run.phase, run.warmup, run.report
     ahead = _search_ahead(run, texts, labels, searching, pool, weights)
     with phase("warmup"):
@@ -112,7 +113,7 @@ def _searched(
     def on_round(done: int, total: int) -> None:
         report(TrainEvent("search", done=done, total=total))
 
-    key = search_key(*documents, settings, warmup.result()[1], SEARCH_FORMAT, run.rules)
+    key = search_key(fingerprint, validation_split, settings, warmup.result()[1], SEARCH_FORMAT, run.rules)
     recorded = run_queries.find_search(db, key) if settings.search == "auto" else None
     if recorded:
         summary = SearchSummary.from_record(recorded["summary"])

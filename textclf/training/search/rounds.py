@@ -104,7 +104,7 @@ def round_data(
     val_shape = tuple(map(max, val_shape, batch_shape([val_x], score_batch, buckets=buckets)))
     # The arrays' steps rounded up to a power of two (padding batches, never visited: _epoch's traced `steps`;
     # scored as no rows), so that a corpus of another size compiles to the same programs and a later run finds
-    # them in the persistent compilation cache (a first search is mostly compilation: BENCHMARKS.md, "Accuracy").
+    # them in the persistent compilation cache.
     padded = (next_power_of_two(shape[0]), shape[1])
     val_padded = (next_power_of_two(val_shape[0]), val_shape[1])
     return RoundData(
