@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy as np
 
 from pipelines.documents import decode_text
-from pipelines.formats.base import CorpusFormat, ReadStats, _check_text_file, byte_share
+from pipelines.formats.base import CorpusFormat, ReadStats, byte_share
 
 
 class LinesFormat(CorpusFormat):
@@ -38,8 +38,7 @@ class LinesFormat(CorpusFormat):
     def documents(
         self, path: Path, max_bytes: int, stats: ReadStats, share: tuple[int, int]
     ) -> Iterator[tuple[str, str]]:
-        _check_text_file(path, self.name)
-        start, end = byte_share(path, *share)
+        start, end = byte_share(path, *share)  # (the file was checked to be text when its format was decided)
         stats.bytes_total = end - start
         return ((label, text) for _, label, text in self.placed_documents(path, stats, start, end))
 

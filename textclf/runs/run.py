@@ -200,7 +200,7 @@ def _train_run(run: RunContext, corpus_path: Path, test_path, settings: Settings
         run_queries.record_rate_choice(run.db, data.search_key, fitted.rate_chosen.to_dict(), rate_choice)
     if images:
         return saved_image_model(run, data, fitted, model_path, record_epoch)
-    return _evaluated_and_saved(run, data, fitted, run.source, model_path, record_epoch)
+    return _evaluated_and_saved(run, data, fitted, model_path, record_epoch)
 
 
 def _plan(run: RunContext, data, settings: Settings, backend: str) -> TrainingPlan:
@@ -253,7 +253,7 @@ def _text_data(
     return vectorized_data(run, corpus_path, test_path, settings)
 
 
-def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, model_path, record_epoch) -> TrainResult:
+def _evaluated_and_saved(run: RunContext, data: TextData, fitted, model_path, record_epoch) -> TrainResult:
     """The trained network as a model, scored on the held-out documents, written (the run's keep_files) and
     recorded finished."""
     run_id, phase = run.run_id, run.phase
@@ -292,7 +292,7 @@ def _evaluated_and_saved(run: RunContext, data: TextData, fitted, source: str, m
     last = history[-1]
     model.metadata = {
         "run_id": run_id,
-        "corpus": source,
+        "corpus": run.source,
         "corpus_fingerprint": data.fingerprint,
         "eval_kind": eval_kind,
         "eval_accuracy": eval_accuracy,
