@@ -1,6 +1,6 @@
 """Run history in SQLite, through sqlite-utils: connection, schema migrations, queries.
 
-`open_db` is imported on first use: sqlite-utils imports pandas where it is installed (~0.4 s), which a command
+`open_db` is imported on first use: sqlite-utils (db/sqlite.py) takes ~0.1 s to import, which a command
 that only reads db.errors (every command's error handling) must not pay."""
 
 __all__ = ["open_db"]

@@ -10,7 +10,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-import sqlite_utils
+from db.sqlite import sqlite_utils
 
 from db.schema import migrate
 from db.errors import DatabaseError

@@ -13,7 +13,7 @@ import re
 import time
 from typing import Any
 
-import sqlite_utils
+from db.sqlite import sqlite_utils
 
 from db.connection import write_transaction
 from db.runs import now

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import sqlite_utils
+from db.sqlite import sqlite_utils
 
 
 def latest_versions(db: sqlite_utils.Database) -> dict[str, dict[str, Any]]:

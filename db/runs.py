@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-import sqlite_utils
+from db.sqlite import sqlite_utils
 
 from db.connection import write_transaction
 from db.errors import DatabaseError

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-import sqlite_utils
+from db.sqlite import sqlite_utils
 
 from db.errors import DatabaseError
 

@@ -28,12 +28,15 @@ SHARED_DATA = Path(os.environ.get("TEXTCLF_SHARED", REPO.parent / "shared")) / "
 def pytest_configure(config):
     """One JAX compilation cache for the whole run: the test processes, the pytest-xdist workers and the textclf
     processes the tests start (JAX_COMPILATION_CACHE_DIR, which textclf.paths.compile_cache_dir honours), so a
-    program compiled once is loaded, not compiled again, by every other process of the run. A fresh folder each
-    run (removed at the end): nothing carries over from one run to the next. Set by the controlling process only;
-    the workers inherit it."""
+    program compiled once is loaded, not compiled again, by every other process of the run: every program, however
+    quick to compile (as textclf's own runs set it: textclf.training.backends.configure_compilation), since most of a
+    test's programs compile in well under jax's default second and the tests build many of the same shapes. A fresh
+    folder each run (removed at the end): nothing carries over from one run to the next. Set by the controlling
+    process only; the workers inherit it."""
     if hasattr(config, "workerinput"):
         return
     _fast_compiles()
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return
     import tempfile

@@ -34,6 +34,13 @@ def bucket(n: int) -> int:
     return shape_buckets().length(n)
 
 
+def scoring_rows(n: int, most: int) -> int:
+    """Rows a batch takes where n documents are scored (no gradient) in batches of at most `most`: `most`, or n's
+    bucket where that is fewer. A few held-out documents scored after every epoch are not padded to `most` rows,
+    which on a CPU cost a small corpus's epoch more than its training."""
+    return min(most, bucket(max(1, n)))
+
+
 class DeviceCSR(NamedTuple):
     indptr: jax.Array  # (n + 1,) int32
     indices: jax.Array  # (nnz,) int32

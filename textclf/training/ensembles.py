@@ -28,6 +28,7 @@ from textclf.training.device_data import (
     canonical,
     gathered_segments,
     on_device,
+    scoring_rows,
     segment_steps,
     shape_buckets,
 )
@@ -354,8 +355,12 @@ def _rates_side_by_side(
     from textclf.training.epochs import run_epochs
 
     dense = dense_default()
-    held_hits = device_scoring(*held, SCORE_BATCH, dense)
-    eval_hits = device_scoring(rows.eval_x, rows.eval_y, SCORE_BATCH, dense) if rows.scored else None
+    held_hits = device_scoring(*held, scoring_rows(held[0].shape[0], SCORE_BATCH), dense)
+    eval_hits = (
+        device_scoring(rows.eval_x, rows.eval_y, scoring_rows(rows.eval_x.shape[0], SCORE_BATCH), dense)
+        if rows.scored
+        else None
+    )
     count = len(candidates)
     caps = np.array([epochs for _, _, epochs in candidates])  # a network is judged up to its own epoch count
     step = StackedEpochs(

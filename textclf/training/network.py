@@ -94,7 +94,7 @@ def resident_epoch_function(step: Step, settings: Settings, n_classes: int, mesh
         hits = None
         if eval_batches is not None:
             indices, values, rows, labels, mask = eval_batches
-            scores = _xla_scores(step.unpad(params, n_classes), indices, values, rows)
+            scores = batched_logits(step.unpad(params, n_classes), indices, values, rows, mask.shape[-1])
             hits = jnp.sum(predicted_right(scores, labels) * mask)
         return params, opt_state, losses, corrects, hits
 
@@ -332,7 +332,14 @@ class _NetworkRun:
         parameters. (device_put, not jnp.asarray, which compiles a small program per array shape: ~50 ms each on
         a GPU.) -> (params, opt_state) where the epochs read them."""
         from textclf.training.parallel import data as parallel
-        from textclf.training.device_data import bucketed_batches, host_csr, host_pieces, piece_width, upload_csr
+        from textclf.training.device_data import (
+            bucketed_batches,
+            host_csr,
+            host_pieces,
+            piece_width,
+            scoring_rows,
+            upload_csr,
+        )
 
         train_x, train_y, mesh, weights = self.rows.x, self.rows.y, self.mesh, self.rows.weights
         pieces = self.step.layout == "pieces"
@@ -367,7 +374,8 @@ class _NetworkRun:
         if self.rows.eval_x is not None and self.shared_rows:  # each process scores its own share, hits summed
             self.local_eval = _LocalEval(self.rows.eval_x, self.rows.eval_y)
         elif self.rows.scored:
-            batches = make_batches(self.rows.eval_x, np.asarray(self.rows.eval_y), EVAL_BATCH).arrays()
+            rows = scoring_rows(self.rows.eval_x.shape[0], EVAL_BATCH)
+            batches = make_batches(self.rows.eval_x, np.asarray(self.rows.eval_y), rows).arrays()
             self.eval_batches = self.place(bucketed_batches(batches) if self.bucketed else batches)
         return params, opt_state
 

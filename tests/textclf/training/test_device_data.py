@@ -6,7 +6,15 @@ import pytest
 import scipy.sparse as sp
 
 from pipelines.batches import make_batches, next_power_of_two
-from textclf.training.device_data import DeviceCSR, batch_nnz_max, epoch_order, gather_batches, host_csr
+from textclf.training.device_data import (
+    DeviceCSR,
+    batch_nnz_max,
+    epoch_order,
+    gather_batches,
+    host_csr,
+    scoring_rows,
+    bucket,
+)
 
 
 def _matrix():
@@ -278,3 +286,9 @@ def test_a_matrix_put_on_the_device_part_by_part_is_the_whole_matrix_put_at_once
     back = device_data.host_rows(by_parts, rows)
     assert (back != whole[rows]).nnz == 0 and back.shape == (5, 40)
     assert device_data.host_rows(by_parts, np.array([], np.int64)).shape == (0, 40)
+
+
+def test_a_few_documents_are_scored_in_a_batch_of_their_bucket_many_in_batches_of_the_most():
+    assert scoring_rows(3, 1024) == bucket(3) < 1024
+    assert scoring_rows(0, 1024) == bucket(1)
+    assert scoring_rows(5000, 1024) == scoring_rows(1024, 1024) == 1024

@@ -339,3 +339,23 @@ def test_a_bucketed_network_learns_what_the_unpadded_one_does(fast_settings, mon
     np.testing.assert_allclose(
         [h.loss for h in padded.history], [h.loss for h in own.history], rtol=1e-5 if on_cpu else 1e-4
     )
+
+
+@pytest.mark.parametrize("held_out, most", [(3, 1024), (21, 8)])
+def test_each_epochs_held_out_accuracy_is_the_host_scores_of_its_parameters(fast_settings, monkeypatch, held_out, most):
+    """The held-out documents scored on the device after each epoch, in one batch of their own bucket (3 documents,
+    not 1,024 rows) or in several (21 in batches of 8): each epoch's accuracy is the one its parameters score on the
+    host (EarlyStopping's)."""
+    from textclf.training.epochs import EarlyStopping
+
+    monkeypatch.setattr(network, "EVAL_BATCH", most)
+    matrix, labels = _two_long_documents()
+    eval_x, eval_y = matrix[:held_out], (labels[:held_out] + np.arange(held_out)) % 3
+    settings = fast_settings.replace(batch_size=4, epochs=5, min_steps=0)
+    seen = []
+    host = EarlyStopping(eval_x, eval_y, patience=100)
+    rows = TrainingRows(matrix, labels, 3, eval_x, eval_y)
+    network.fit_network(
+        rows, settings, watch=Watch(on_epoch=lambda s: seen.append(s.eval_accuracy), early_stopping=host)
+    )
+    assert len(seen) == 5 and seen == host.accuracies
