@@ -168,8 +168,8 @@ def test_the_estimator_searches_and_trains_the_model_textclf_train_trains(tmp_pa
 
     from tests.textclf.training.search.test_halving import question_corpus
 
-    texts, labels = question_corpus(300)
-    test_texts, test_labels = question_corpus(90, seed=1)
+    texts, labels = question_corpus(150)
+    test_texts, test_labels = question_corpus(40, seed=1)
     for name, (x, y) in (("train", (texts, labels)), ("test", (test_texts, test_labels))):
         (tmp_path / f"{name}.jsonl").write_text(
             "".join(json.dumps({"text": t, "label": lab}) + "\n" for t, lab in zip(x, y))
@@ -186,14 +186,16 @@ def test_the_estimator_searches_and_trains_the_model_textclf_train_trains(tmp_pa
             "--out",
             str(tmp_path / "m.npz"),
             "--search-steps",
-            "1500",
+            "600",
             "--json",
         ],
     )
     assert done.exit_code == 0, done.output
     cli = json.loads(done.stdout)
-    fitted = TextClassifier(search_steps=1500).fit(texts, labels)
-    assert "skipped" not in cli["search"] and len(fitted.search_["leaderboard"]) == len(cli["search"]["leaderboard"])
+    fitted = TextClassifier(search_steps=600).fit(texts, labels)
+    assert (
+        "skipped" not in cli["search"] and len(fitted.search_["leaderboard"]) == len(cli["search"]["leaderboard"]) > 1
+    )
     if jax.default_backend() != "cpu":
         return  # a GPU's scatter-adds sum in no fixed order: the same weights bit for bit only on a CPU
     assert cli["search"]["chosen"] == fitted.search_["chosen"]

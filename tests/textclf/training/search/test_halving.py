@@ -541,19 +541,14 @@ def test_the_search_adds_a_character_network_where_word_endings_decide(pool, pla
 
 def test_the_character_network_is_not_tried_when_pinned_or_over_the_text_limit(pool):
     texts, labels = suffix_corpus(400)
-    pinned = search_settings(texts, labels, Settings(epochs=3, search_budget=300, pinned=("char_ngrams",)), pool, "cpu")
+    one_split = RULES.replace(cpu_folds_documents=0)  # (the reasons do not depend on the folds)
+    settings = Settings(epochs=3, search_budget=300)
+    pinned = search_settings(texts, labels, settings.replace(pinned=("char_ngrams",)), pool, "cpu", rules=one_split)
     assert not pinned.settings.char_ngrams and pinned.summary.ensemble.char_ngrams_not_tried == "set explicitly"
-    long = search_settings(
-        texts, labels, Settings(epochs=3, search_budget=300), pool, "cpu", rules=RULES.replace(char_max_characters=1000)
-    )
+    long = search_settings(texts, labels, settings, pool, "cpu", rules=one_split.replace(char_max_characters=1000))
     assert not long.settings.char_ngrams and "over 1,000" in long.summary.ensemble.char_ngrams_not_tried
     costly = search_settings(
-        texts,
-        labels,
-        Settings(epochs=3, search_budget=300),
-        pool,
-        "cpu",
-        rules=RULES.replace(char_max_characters=10**9, cpu_trial_steps=5),
+        texts, labels, settings, pool, "cpu", rules=one_split.replace(char_max_characters=10**9, cpu_trial_steps=5)
     )
     assert not costly.settings.char_ngrams and costly.summary.ensemble.reason.startswith("not tried on a CPU")
     assert "steps (batches x epochs) to train, over 5" in costly.summary.ensemble.reason
