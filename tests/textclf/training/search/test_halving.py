@@ -665,20 +665,17 @@ def test_rate_candidates_are_the_winners_variant_within_two_standard_errors():
 def test_a_searched_sample_hands_its_near_rates_to_the_final_training(pool):
     rules = cpu_split_of_a_large_corpus()  # 300 documents stand for a large corpus
     texts, labels = question_corpus(300)
-    result = search_settings(texts, labels, Settings(epochs=7, search_budget=120), pool, "cpu", rules=rules)
+    # the rounds alone: the trials after them (ensemble, characters, family) take the rate as the rounds chose it
+    rounds = Settings(epochs=7, search_budget=120, ensemble=1, char_ngrams=False, family="network")
+    rounds = rounds.replace(pinned=("ensemble", "char_ngrams", "family"))
+    result = search_settings(texts, labels, rounds, pool, "cpu", rules=rules)
     candidates = result.summary.rate_candidates
     assert candidates[0]["learning_rate"] == result.settings.learning_rate
     assert candidates[0]["epochs"] == result.settings.epochs
-    pinned = search_settings(
-        texts,
-        labels,
-        Settings(epochs=7, learning_rate=0.01, pinned=("learning_rate",), search_budget=120),
-        pool,
-        "cpu",
-        rules=rules,
-    )
+    typed = rounds.replace(learning_rate=0.01, pinned=(*rounds.pinned, "learning_rate"))
+    pinned = search_settings(texts, labels, typed, pool, "cpu", rules=rules)
     assert pinned.summary.rate_candidates is None  # a typed rate is not chosen again
-    small = search_settings(texts[:150], labels[:150], Settings(epochs=7, search_budget=120), pool, "cpu", rules=rules)
+    small = search_settings(texts[:150], labels[:150], rounds, pool, "cpu", rules=rules)
     assert small.summary.rate_candidates is None  # the folds validated on every document already
 
 
