@@ -64,9 +64,12 @@ class ShapeBuckets:
 
     per_octave: int  # lengths (documents, nonzeros, steps, W1's rows) to shape_bucket(n, per_octave)
     rows_per_cap: int  # a batch's nonzero slots at least this many a document (cap)
+    # Lengths under this to a power of two: padding so short costs a step nothing measurable, and one program then
+    # serves every small corpus of the power (the vocabularies and document counts of small corpora all differ).
+    coarse_below: int = 0
 
     def length(self, n: int) -> int:
-        return shape_bucket(n, self.per_octave)
+        return shape_bucket(n, 1 if n < self.coarse_below else self.per_octave)
 
     def cap(self, nonzeros: int, batch_size: int) -> int:
         """The slots of a batch whose densest holds `nonzeros`: a power of two, at least rows_per_cap a row."""
@@ -74,7 +77,7 @@ class ShapeBuckets:
 
 
 # By platform (jax's backend name); any other platform takes the CPU's.
-SHAPE_BUCKETS = {"gpu": ShapeBuckets(1, 64), "cpu": ShapeBuckets(8, 0)}
+SHAPE_BUCKETS = {"gpu": ShapeBuckets(1, 64), "cpu": ShapeBuckets(8, 0, coarse_below=1024)}
 
 
 def buckets_for(platform: str) -> ShapeBuckets:

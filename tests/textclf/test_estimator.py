@@ -168,8 +168,8 @@ def test_the_estimator_searches_and_trains_the_model_textclf_train_trains(tmp_pa
 
     from tests.textclf.training.search.test_halving import question_corpus
 
-    texts, labels = question_corpus(150)
-    test_texts, test_labels = question_corpus(40, seed=1)
+    texts, labels = question_corpus(300)
+    test_texts, test_labels = question_corpus(90, seed=1)
     for name, (x, y) in (("train", (texts, labels)), ("test", (test_texts, test_labels))):
         (tmp_path / f"{name}.jsonl").write_text(
             "".join(json.dumps({"text": t, "label": lab}) + "\n" for t, lab in zip(x, y))
