@@ -280,7 +280,7 @@ def test_the_model_search_chooses_for_label_sets_by_micro_f1(tmp_path, corpora):
     train, test = corpora
     result = train_run(
         train,
-        Settings(hidden=16, search_steps=4000),
+        Settings(hidden=16, search_steps=1500),
         test_path=test,
         db_path=tmp_path / "runs.db",
         model_path=tmp_path / "m.npz",

@@ -859,7 +859,7 @@ def test_the_same_search_beside_busy_processes_gives_the_same_model(tmp_path, mo
     texts, labels = question_corpus(300)
     corpus = tmp_path / "train.jsonl"
     corpus.write_text("".join(json.dumps({"text": t, "label": l}) + "\n" for t, l in zip(texts, labels)))
-    settings = Settings(search_steps=4000)
+    settings = Settings(search_steps=1500)
 
     def trained(name: str):
         monkeypatch.setenv("TEXTCLF_HOME", str(tmp_path / name))  # no cache shared between the two runs
@@ -885,7 +885,7 @@ def test_the_same_search_beside_busy_processes_gives_the_same_model(tmp_path, mo
 @pytest.mark.parametrize("platform", ["cpu", "gpu"])
 def test_a_search_prepared_while_jax_starts_chooses_as_one_that_is_not(pool, platform, monkeypatch):
     texts, labels = question_corpus(300)
-    settings = Settings(epochs=3, search_steps=4000, ensemble=1, pinned=("ensemble",))  # the rounds alone
+    settings = Settings(epochs=3, search_steps=1500, ensemble=1, pinned=("ensemble",))  # the rounds alone
     plain = search_settings(texts, labels, settings, pool, platform)
     prepared = prepare_search(texts, labels, settings, pool, platform)
     other = prepare_search(texts, labels, settings, pool, "gpu" if platform == "cpu" else "cpu")
