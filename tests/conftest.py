@@ -56,13 +56,23 @@ def _fast_compiles() -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=1".strip()
 
 
-# Tests that take the longest (a doc's blocks train its examples one after another: a minute and more), started
-# first, so that the workers do not wait on one of them at the end of the run.
-LONGEST_FIRST = ("tests/test_docs.py",)
+# Where the longest tests are (a doc's blocks train its examples one after another: a minute and more; the searches,
+# the runs and the several processes: 5-15 s each), started first in this order, so that the run ends on short tests
+# and no worker waits at its end on another's long one (pytest-xdist's work stealing takes from the end of a queue).
+LONGEST_FIRST = (
+    "tests/test_docs.py",
+    "tests/textclf/training/search/",
+    "tests/textclf/runs/",
+    "tests/textclf/training/parallel/",
+    "tests/textclf/test_multi_label.py",
+)
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))  # stable: the rest keep their order
+    def rank(item) -> int:
+        return next((i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: within a rank the collection's order
 
 
 def pytest_unconfigure(config):
