@@ -44,3 +44,15 @@ def test_a_shape_bucket_holds_its_length_with_bounded_padding(n, per_octave):
     assert shape_bucket(n + 1, per_octave) >= bucket  # longer never buckets shorter
     if n >= SHAPE_BUCKET_MIN:
         assert bucket - n < n / per_octave  # under 1/per_octave of the length added
+
+
+@given(st.integers(0, 1 << 20))
+def test_a_cpus_short_lengths_go_to_powers_of_two_and_the_rest_to_eighths_of_an_octave(n):
+    from pipelines.batches import SHAPE_BUCKET_MIN, SHAPE_BUCKETS, next_power_of_two, shape_bucket
+
+    cpu = SHAPE_BUCKETS["cpu"]
+    if n < cpu.coarse_below:
+        assert cpu.length(n) == max(SHAPE_BUCKET_MIN, next_power_of_two(n)) <= cpu.coarse_below
+    else:
+        assert cpu.length(n) == shape_bucket(n, 8)
+    assert cpu.length(n + 1) >= cpu.length(n)  # longer never buckets shorter, across the boundary too
