@@ -125,9 +125,8 @@ _warm_epochs_built: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 # A short training compiles its epoch as the model search compiles its programs, without XLA's Triton GEMM
-# fusions (backends.SEARCH_COMPILER_OPTIONS): it compiles in a fraction of the time and runs a little slower. Up to
-# this many documents x epochs the compilation saved is more than the training lost (BENCHMARKS.md, "The search's
-# cost on a GPU" and "Cold start with the search on").
+# fusions (backends.SEARCH_COMPILER_OPTIONS): it compiles in a fraction of the time and runs a little slower, so up
+# to this many documents x epochs the compilation saved is more than the training lost.
 QUICK_COMPILE_DOCUMENT_EPOCHS = 4_000_000
 
 
