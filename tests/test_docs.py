@@ -27,7 +27,9 @@ def blocks(path: Path) -> list[tuple[str, str, str | None]]:
     return [(m["lang"], m["code"], m["reason"]) for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]
 
 
-def _workspace(folder: Path) -> None:
+def docs_workspace(folder: Path) -> None:
+    """What the docs' examples assume of the repository folder: the sample corpus, examples/, and train.jsonl /
+    test.jsonl (the sample corpus as JSON Lines, two thirds / one third)."""
     shutil.copytree(REPO / "textclf" / "sample_corpus", folder / "textclf" / "sample_corpus")
     shutil.copytree(REPO / "examples", folder / "examples")
     records = [
@@ -51,7 +53,7 @@ def test_the_blocks_of_a_doc_run(path, tmp_path):
     runnable = [(lang, code) for lang, code, reason in blocks(path) if reason is None]
     if not runnable:
         pytest.skip(f"{path.name}: every block needs what this machine lacks (see its skip reasons)")
-    _workspace(tmp_path)
+    docs_workspace(tmp_path)
     env = {
         **os.environ,
         "TEXTCLF_HOME": str(tmp_path / "home"),

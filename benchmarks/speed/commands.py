@@ -12,7 +12,6 @@ median of the paired ratios.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -22,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.test_docs import docs_workspace  # the folder the docs' examples assume
 
 # (name, arguments, a fresh data dir each run)
 COMMANDS = [
@@ -32,19 +31,6 @@ COMMANDS = [
     ("textclf train textclf/sample_corpus", ["train", "textclf/sample_corpus"], True),
     ("textclf train train.jsonl --test test.jsonl", ["train", "train.jsonl", "--test", "test.jsonl"], True),
 ]
-
-
-def workspace(folder: Path) -> None:
-    """The sample corpus and examples, and train.jsonl / test.jsonl: the sample corpus as JSON Lines (two thirds /
-    one third), as the docs' examples assume."""
-    shutil.copytree(REPO / "textclf" / "sample_corpus", folder / "textclf" / "sample_corpus")
-    shutil.copytree(REPO / "examples", folder / "examples")
-    records = [
-        {"text": f.read_text(encoding="utf-8"), "label": f.parent.name}
-        for f in sorted((REPO / "textclf" / "sample_corpus").glob("*/*"))
-    ]
-    for name, rows in (("train.jsonl", records[0::3] + records[1::3]), ("test.jsonl", records[2::3])):
-        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
 def timed(source: Path, folder: Path, home: Path, arguments: list[str], cache: Path) -> float:
@@ -73,7 +59,7 @@ def main() -> None:
     folders = {}
     for name, _ in variants:
         folders[name] = scratch / name
-        workspace(folders[name])
+        docs_workspace(folders[name])
         home, cache = folders[name] / "home", folders[name] / "cache"
         timed(trees[name], folders[name], home, ["train", "textclf/sample_corpus"], cache)  # a model to predict with
     rows = []
